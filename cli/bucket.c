@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: MIT
+ * bucket.c: shale bucket create|ls|rm|props, and `shale ls` (buckets or
+ * objects).
+ */
+#include "cli.h"
+#include "jsonx.h"
+#include "meta.h"
+
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bucket_create(struct opts *o)
+{
+    if (o->argc < 1) {
+        fprintf(stderr, "Usage: shale bucket create ais://BUCKET [ais://BUCKET ...] [--props 'k=v ...' | JSON]\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < o->argc; i++) {
+        struct uri u;
+        if (uri_parse(o->argv[i], &u, true) < 0)
+            return 1;
+        json_t *props = NULL;
+        const char *ps = opt_str(o, "props");
+        if (ps && *ps) {
+            json_error_t je;
+            props = json_loads(ps, 0, &je);
+            if (!props) {
+                /* "k=v k2=v2" -> nested object */
+                props = json_object();
+                char *cp = sl_xstrdup(ps), *save = NULL;
+                for (char *t = strtok_r(cp, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+                    char *eq = strchr(t, '=');
+                    if (!eq) {
+                        fprintf(stderr, "Error: --props: \"%s\" is not key=value\n", t);
+                        free(cp);
+                        json_decref(props);
+                        return 1;
+                    }
+                    *eq = 0;
+                    json_t *cur = props;
+                    char *save2 = NULL;
+                    char *k = strtok_r(t, ".", &save2);
+                    while (k) {
+                        char *nk = strtok_r(NULL, ".", &save2);
+                        if (!nk) {
+                            const char *v = eq + 1;
+                            json_t *jv = !strcmp(v, "true") ? json_true() : !strcmp(v, "false") ? json_false()
+                                                                                               : json_string(v);
+                            json_object_set_new(cur, k, jv);
+                        } else {
+                            json_t *sub = json_object_get(cur, k);
+                            if (!sub) {
+                                sub = json_object();
+                                json_object_set_new(cur, k, sub);
+                            }
+                            cur = sub;
+                        }
+                        k = nk;
+                    }
+                }
+                free(cp);
+            }
+        }
+        struct cli_resp r;
+        char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+        cli_act("POST", pq, "create-bck", "", props, &r);
+        free(pq);
+        if (r.status != 200) {
+            if (r.status == 409 && opt_bool(o, "ignore-error")) {
+            } else {
+                char what[128];
+                snprintf(what, sizeof(what), "Create bucket \"%s://%s\" failed", sl_provider_scheme(u.provider),
+                         u.bucket);
+                rc = cli_fail(&r, what);
+            }
+        } else {
+            printf("\"%s://%s\" bucket created\n", sl_provider_scheme(u.provider), u.bucket);
+        }
+        cli_resp_free(&r);
+        uri_free(&u);
+    }
+    return rc;
+}
+
+static int bucket_rm(struct opts *o)
+{
+    if (o->argc < 1) {
+        fprintf(stderr, "Usage: shale bucket rm ais://BUCKET [ais://BUCKET ...]\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < o->argc; i++) {
+        struct uri u;
+        if (uri_parse(o->argv[i], &u, true) < 0)
+            return 1;
+        struct cli_resp r;
+        char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+        cli_act("DELETE", pq, "destroy-bck", "", NULL, &r);
+        free(pq);
+        if (r.status != 200) {
+            if (!(r.status == 404 && opt_bool(o, "ignore-error")))
+                rc = cli_fail(&r, NULL);
+        } else {
+            printf("\"%s://%s\" destroyed\n", sl_provider_scheme(u.provider), u.bucket);
+        }
+        cli_resp_free(&r);
+        uri_free(&u);
+    }
+    return rc;
+}
+
+static int list_buckets(struct opts *o)
+{
+    struct cli_resp r;
+    cli_req("GET", "/v1/buckets?provider=ais", NULL, NULL, 0, &r);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "list buckets");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    if (cli_json) {
+        char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+        printf("%s\n", s);
+        free(s);
+    } else {
+        struct table *t = table_new(2, "NAME", "PRESENT");
+        size_t i;
+        json_t *b;
+        json_array_foreach(j, i, b) {
+            char n[128];
+            snprintf(n, sizeof(n), "%s://%s", sl_provider_scheme(json_string_value(json_object_get(b, "provider"))),
+                     json_string_value(json_object_get(b, "name")));
+            table_row(t, n, "yes");
+        }
+        table_print(t, stdout, !cli_no_headers);
+        if (!cli_no_headers)
+            printf("Total: %zu bucket%s\n", json_array_size(j), json_array_size(j) == 1 ? "" : "s");
+        table_free(t);
+    }
+    json_decref(j);
+    cli_resp_free(&r);
+    (void)o;
+    return 0;
+}
+
+/* list objects with paging; prints a table */
+static int list_objects(struct opts *o, struct uri *u)
+{
+    const char *props = opt_str(o, "props");
+    bool all = props && !strcmp(props, "all");
+    bool name_only = opt_bool(o, "name-only");
+    bool paged = opt_bool(o, "paged");
+    long long limit = opt_int(o, "limit", 0);
+    long long psize = opt_int(o, "page-size", 0);
+    const char *prefix = opt_str(o, "prefix");
+    if (!prefix)
+        prefix = u->obj;
+    const char *start_after = opt_str(o, "start-after");
+    unsigned long long flags = 0;
+    if (name_only)
+        flags |= 16;
+    if (opt_bool(o, "nr") || opt_bool(o, "non-recursive"))
+        flags |= 2048;
+    if (opt_bool(o, "archive"))
+        flags |= 8;
+    const char *want = name_only ? "name" : all ? "name,size,checksum,atime,version,cached,location,copies,custom"
+                                  : props && *props ? props : "name,size";
+    char *token = sl_xstrdup(""), *uuid = sl_xstrdup("");
+    long long total = 0;
+    int page = 0, rc = 0;
+    struct table *t = NULL;
+    /* columns */
+    char *cols[12];
+    int ncols = 0;
+    cols[ncols++] = "NAME";
+    if (!name_only) {
+        char *cp = sl_xstrdup(want), *save = NULL;
+        for (char *tk = strtok_r(cp, ",", &save); tk; tk = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(tk, "name"))
+                continue;
+            static const struct { const char *p, *h; } map[] = {
+                { "size", "SIZE" }, { "checksum", "CHECKSUM" }, { "atime", "ATIME" }, { "version", "VERSION" },
+                { "cached", "CACHED" }, { "location", "TARGET" }, { "copies", "COPIES" }, { "custom", "CUSTOM" },
+            };
+            for (size_t k = 0; k < sizeof(map) / sizeof(map[0]); k++)
+                if (!strcmp(tk, map[k].p) && ncols < 12)
+                    cols[ncols++] = (char *)map[k].h;
+        }
+        free(cp);
+    }
+    json_t *all_entries = cli_json ? json_array() : NULL;
+    for (;;) {
+        json_t *msg = json_object();
+        char fl[32];
+        snprintf(fl, sizeof(fl), "%llu", flags);
+        json_object_set_new(msg, "props", json_string(want));
+        json_object_set_new(msg, "prefix", json_string(prefix));
+        json_object_set_new(msg, "continuation_token", json_string(token));
+        json_object_set_new(msg, "uuid", json_string(uuid));
+        json_object_set_new(msg, "flags", json_string(fl));
+        if (start_after && !page)
+            json_object_set_new(msg, "start_after", json_string(start_after));
+        long long ps = psize;
+        if (limit && (!ps || ps > limit - total))
+            ps = limit - total;
+        json_object_set_new(msg, "pagesize", json_integer(ps));
+        struct cli_resp r;
+        char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
+        cli_act("GET", pq, "list", "", msg, &r);
+        free(pq);
+        if (r.status != 200) {
+            rc = cli_fail(&r, NULL);
+            cli_resp_free(&r);
+            break;
+        }
+        json_t *j = cli_resp_json(&r);
+        cli_resp_free(&r);
+        json_t *ents = json_object_get(j, "entries");
+        if (!t)
+            t = table_new_arr(ncols, (const char *const *)cols);
+        size_t i;
+        json_t *e;
+        int npage = 0;
+        json_array_foreach(ents, i, e) {
+            npage++;
+            if (all_entries) {
+                json_array_append(all_entries, e);
+                continue;
+            }
+            char *cell[12] = { 0 };
+            char sz[32];
+            cell[0] = (char *)json_string_value(json_object_get(e, "name"));
+            for (int c = 1; c < ncols; c++) {
+                const char *h = cols[c];
+                if (!strcmp(h, "SIZE")) {
+                    const char *s = json_string_value(json_object_get(e, "size"));
+                    uint64_t n = s ? strtoull(s, NULL, 10) : 0;
+                    long long fl2 = json_integer_value(json_object_get(e, "flags"));
+                    if (fl2 & 256)
+                        snprintf(sz, sizeof(sz), "-");
+                    else if (opt_bool(o, "bytes"))
+                        snprintf(sz, sizeof(sz), "%llu", (unsigned long long)n);
+                    else
+                        sl_format_size(n, sz, sizeof(sz));
+                    cell[c] = sz;
+                } else if (!strcmp(h, "CHECKSUM")) {
+                    cell[c] = (char *)json_string_value(json_object_get(e, "checksum"));
+                } else if (!strcmp(h, "ATIME")) {
+                    cell[c] = (char *)json_string_value(json_object_get(e, "atime"));
+                } else if (!strcmp(h, "VERSION")) {
+                    cell[c] = (char *)json_string_value(json_object_get(e, "version"));
+                } else if (!strcmp(h, "CACHED")) {
+                    cell[c] = json_integer_value(json_object_get(e, "flags")) & 64 ? "yes" : "no";
+                } else if (!strcmp(h, "TARGET")) {
+                    cell[c] = (char *)json_string_value(json_object_get(e, "location"));
+                } else if (!strcmp(h, "COPIES")) {
+                    cell[c] = json_object_get(e, "copies") ? "1" : "";
+                } else if (!strcmp(h, "CUSTOM")) {
+                    cell[c] = (char *)json_string_value(json_object_get(e, "custom-md"));
+                }
+                if (!cell[c])
+                    cell[c] = "-";
+            }
+            table_row_arr(t, (const char *const *)cell);
+        }
+        total += npage;
+        page++;
+        free(token);
+        free(uuid);
+        token = sl_xstrdup(json_string_value(json_object_get(j, "continuation_token")) ?: "");
+        uuid = sl_xstrdup(json_string_value(json_object_get(j, "uuid")) ?: "");
+        json_decref(j);
+        if (paged && !cli_json) {
+            table_print(t, stdout, !cli_no_headers);
+            char cnt[32];
+            sl_format_count((uint64_t)npage, cnt, sizeof(cnt));
+            if (!cli_no_headers)
+                printf("Page %d: %s names\n", page, cnt);
+            table_free(t);
+            t = NULL;
+        }
+        if (!token[0] || (limit && total >= limit))
+            break;
+    }
+    if (rc == 0) {
+        if (cli_json) {
+            char *s = sl_json_dump(all_entries, SL_JD_PRETTY, NULL);
+            printf("%s\n", s);
+            free(s);
+        } else if (t) {
+            table_print(t, stdout, !cli_no_headers);
+        }
+        if (!cli_json && !cli_no_headers && !paged) {
+            char cnt[32];
+            sl_format_count((uint64_t)total, cnt, sizeof(cnt));
+            printf("Listed %s names\n", cnt);
+        }
+    }
+    json_decref(all_entries);
+    if (t)
+        table_free(t);
+    free(token);
+    free(uuid);
+    return rc;
+}
+
+#define LS_VALUED "props,limit,page-size,prefix,start-after"
+#define LS_BOOLS "paged,name-only,nr,non-recursive,archive,bytes,all,cached"
+
+int cmd_ls(int argc, char **argv)
+{
+    struct opts o;
+    if (opts_parse(&o, argc, argv, LS_VALUED, LS_BOOLS) < 0)
+        return 1;
+    if (o.argc == 0 || !strcmp(o.argv[0], "ais") || !strcmp(o.argv[0], "ais:") || !strcmp(o.argv[0], "ais://"))
+        return list_buckets(&o);
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = list_objects(&o, &u);
+    uri_free(&u);
+    return rc;
+}
+
+static int bucket_props(struct opts *o)
+{
+    if (o->argc < 2) {
+        fprintf(stderr, "Usage: shale bucket props show ais://BUCKET | props set ais://BUCKET key=value ...\n");
+        return 1;
+    }
+    struct uri u;
+    if (uri_parse(o->argv[1], &u, true) < 0)
+        return 1;
+    struct cli_resp r;
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+    int rc = 0;
+    if (!strcmp(o->argv[0], "show")) {
+        cli_req("HEAD", pq, NULL, NULL, 0, &r);
+        char props[8192];
+        if (r.status != 200 || !cli_resp_header(&r, "Ais-Bucket-Props", props, sizeof(props))) {
+            rc = cli_fail(&r, NULL);
+        } else {
+            json_error_t je;
+            json_t *j = json_loads(props, 0, &je);
+            if (cli_json) {
+                char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+                printf("%s\n", s);
+                free(s);
+            } else {
+                struct table *t = table_new(2, "PROPERTY", "VALUE");
+                const char *k, *k2;
+                json_t *v, *v2;
+                json_object_foreach(j, k, v) {
+                    if (json_is_object(v)) {
+                        json_object_foreach(v, k2, v2) {
+                            char key[128];
+                            snprintf(key, sizeof(key), "%s.%s", k, k2);
+                            char *s = json_is_string(v2) ? sl_xstrdup(json_string_value(v2))
+                                                         : json_dumps(v2, JSON_ENCODE_ANY);
+                            table_row(t, key, s);
+                            free(s);
+                        }
+                    } else {
+                        char *s = json_is_string(v) ? sl_xstrdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
+                        table_row(t, k, s);
+                        free(s);
+                    }
+                }
+                table_print(t, stdout, !cli_no_headers);
+                table_free(t);
+            }
+            json_decref(j);
+        }
+    } else if (!strcmp(o->argv[0], "set")) {
+        json_t *val = json_object();
+        for (int i = 2; i < o->argc; i++) {
+            char *eq = strchr(o->argv[i], '=');
+            if (!eq) {
+                fprintf(stderr, "Error: \"%s\" is not key=value\n", o->argv[i]);
+                json_decref(val);
+                free(pq);
+                return 1;
+            }
+            char *k = sl_xstrndup(o->argv[i], (size_t)(eq - o->argv[i]));
+            char *dot = strchr(k, '.');
+            const char *v = eq + 1;
+            json_t *jv = !strcmp(v, "true") ? json_true() : !strcmp(v, "false") ? json_false() : json_string(v);
+            if (dot) {
+                *dot = 0;
+                json_t *sub = json_object_get(val, k);
+                if (!sub) {
+                    sub = json_object();
+                    json_object_set_new(val, k, sub);
+                }
+                json_object_set_new(sub, dot + 1, jv);
+            } else {
+                json_object_set_new(val, k, jv);
+            }
+            free(k);
+        }
+        cli_act("PATCH", pq, "set-bprops", "", val, &r);
+        if (r.status != 200)
+            rc = cli_fail(&r, NULL);
+        else
+            printf("Bucket props successfully updated\n");
+    } else {
+        fprintf(stderr, "Error: unknown props verb \"%s\" (show, set)\n", o->argv[0]);
+        free(pq);
+        uri_free(&u);
+        return 1;
+    }
+    cli_resp_free(&r);
+    free(pq);
+    uri_free(&u);
+    return rc;
+}
+
+int cmd_bucket(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "Usage: shale bucket create|ls|rm|props ...\n");
+        return 1;
+    }
+    struct opts o;
+    const char *verb = argv[0];
+    if (!strcmp(verb, "ls"))
+        return cmd_ls(argc - 1, argv + 1);
+    if (opts_parse(&o, argc - 1, argv + 1, "props", "ignore-error") < 0)
+        return 1;
+    if (!strcmp(verb, "create"))
+        return bucket_create(&o);
+    if (!strcmp(verb, "rm"))
+        return bucket_rm(&o);
+    if (!strcmp(verb, "props"))
+        return bucket_props(&o);
+    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props)\n", verb);
+    return 1;
+}
+
+int cmd_create(int argc, char **argv)
+{
+    struct opts o;
+    if (opts_parse(&o, argc, argv, "props", "ignore-error") < 0)
+        return 1;
+    return bucket_create(&o);
+}
+
+int cmd_rmb(int argc, char **argv)
+{
+    struct opts o;
+    if (opts_parse(&o, argc, argv, "", "ignore-error") < 0)
+        return 1;
+    return bucket_rm(&o);
+}

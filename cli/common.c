@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT
+ * common.c: option parsing, HTTP via libcurl, bucket URIs, tables and
+ * progress bars for the shale CLI.
+ */
+#include "cli.h"
+#include "jsonx.h"
+#include "meta.h"
+
+#include <curl/curl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+bool cli_json;
+bool cli_no_headers;
+static char *endpoint;
+
+/* ---- options ---- */
+
+static bool in_list(const char *list, const char *name)
+{
+    if (!list)
+        return false;
+    size_t n = strlen(name);
+    const char *p = list;
+    while (*p) {
+        const char *c = strchr(p, ',');
+        size_t l = c ? (size_t)(c - p) : strlen(p);
+        if (l == n && !strncmp(p, name, n))
+            return true;
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    return false;
+}
+
+int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const char *booleans)
+{
+    memset(o, 0, sizeof(*o));
+    o->argv = sl_xcalloc((size_t)argc + 1, sizeof(char *));
+    bool only_pos = false;
+    for (int i = 0; i < argc; i++) {
+        char *a = argv[i];
+        if (only_pos || a[0] != '-' || !a[1]) {
+            o->argv[o->argc++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            only_pos = true;
+            continue;
+        }
+        const char *name = a[1] == '-' ? a + 2 : a + 1;
+        char nb[64];
+        const char *eq = strchr(name, '=');
+        snprintf(nb, sizeof(nb), "%.*s", (int)(eq ? eq - name : (long)strlen(name)), name);
+        /* short aliases */
+        if (!strcmp(nb, "H"))
+            snprintf(nb, sizeof(nb), "no-headers");
+        else if (!strcmp(nb, "y"))
+            snprintf(nb, sizeof(nb), "yes");
+        else if (!strcmp(nb, "j"))
+            snprintf(nb, sizeof(nb), "json");
+        else if (!strcmp(nb, "r"))
+            snprintf(nb, sizeof(nb), "recursive");
+        else if (!strcmp(nb, "v"))
+            snprintf(nb, sizeof(nb), "verbose");
+        if (o->nflags >= 64)
+            return -1;
+        if (in_list(valued, nb)) {
+            const char *v = eq ? eq + 1 : NULL;
+            if (!v) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "Error: flag --%s needs a value\n", nb);
+                    return -1;
+                }
+                v = argv[++i];
+            }
+            o->flags[o->nflags].name = sl_xstrdup(nb);
+            o->flags[o->nflags].value = sl_xstrdup(v);
+            o->nflags++;
+        } else if (in_list(booleans, nb) || !strcmp(nb, "json") || !strcmp(nb, "no-headers") ||
+                   !strcmp(nb, "yes") || !strcmp(nb, "verbose")) {
+            o->flags[o->nflags].name = sl_xstrdup(nb);
+            o->flags[o->nflags].value = eq ? sl_xstrdup(eq + 1) : NULL;
+            o->nflags++;
+        } else {
+            fprintf(stderr, "Error: unknown flag '%s'\n", a);
+            return -1;
+        }
+    }
+    cli_json = opt_bool(o, "json");
+    cli_no_headers = opt_bool(o, "no-headers");
+    return 0;
+}
+
+const char *opt_str(const struct opts *o, const char *name)
+{
+    for (int i = 0; i < o->nflags; i++)
+        if (!strcmp(o->flags[i].name, name))
+            return o->flags[i].value ? o->flags[i].value : "";
+    return NULL;
+}
+
+bool opt_bool(const struct opts *o, const char *name)
+{
+    const char *v = opt_str(o, name);
+    return v && strcasecmp(v, "false") && strcmp(v, "0");
+}
+
+long long opt_int(const struct opts *o, const char *name, long long dflt)
+{
+    const char *v = opt_str(o, name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (*end) {
+        fprintf(stderr, "Error: --%s expects an integer, got \"%s\"\n", name, v);
+        exit(1);
+    }
+    return x;
+}
+
+/* ---- endpoint / HTTP ---- */
+
+const char *cli_endpoint(void)
+{
+    if (!endpoint) {
+        const char *e = getenv("AIS_ENDPOINT");
+        endpoint = sl_xstrdup(e && *e ? e : "http://localhost:8080");
+        size_t n = strlen(endpoint);
+        while (n && endpoint[n - 1] == '/')
+            endpoint[--n] = 0;
+    }
+    return endpoint;
+}
+
+void cli_set_endpoint(const char *url)
+{
+    free(endpoint);
+    endpoint = sl_xstrdup(url);
+}
+
+static size_t wr_buf(char *p, size_t sz, size_t n, void *ud)
+{
+    sl_buf_add(ud, p, sz * n);
+    return sz * n;
+}
+
+static size_t wr_hdr(char *p, size_t sz, size_t n, void *ud)
+{
+    struct sl_buf *b = ud;
+    /* keep only the last response's headers */
+    if (sz * n > 5 && !strncmp(p, "HTTP/", 5))
+        sl_buf_reset(b);
+    sl_buf_add(b, p, sz * n);
+    return sz * n;
+}
+
+static void extract_error(struct cli_resp *out)
+{
+    if (out->status < 400)
+        return;
+    json_error_t je;
+    json_t *j = out->body.len ? json_loadb(out->body.p, out->body.len, 0, &je) : NULL;
+    const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+    if (m)
+        snprintf(out->errmsg, sizeof(out->errmsg), "%s", m);
+    else {
+        char he[1024];
+        if (cli_resp_header(out, "Hdr-Error", he, sizeof(he))) {
+            json_t *h = json_loads(he, 0, &je);
+            const char *hm = h ? json_string_value(json_object_get(h, "message")) : NULL;
+            snprintf(out->errmsg, sizeof(out->errmsg), "%s", hm ? hm : he);
+            json_decref(h);
+        } else if (out->body.len) {
+            snprintf(out->errmsg, sizeof(out->errmsg), "%.*s", (int)SL_MIN(out->body.len, 1000), out->body.p);
+            size_t l = strlen(out->errmsg);
+            while (l && out->errmsg[l - 1] == '\n')
+                out->errmsg[--l] = 0;
+        } else {
+            snprintf(out->errmsg, sizeof(out->errmsg), "HTTP %ld", out->status);
+        }
+    }
+    json_decref(j);
+}
+
+int cli_req(const char *method, const char *pq, const char *ctype, const void *body, size_t blen,
+            struct cli_resp *out)
+{
+    memset(out, 0, sizeof(*out));
+    CURL *c = curl_easy_init();
+    if (!c) {
+        snprintf(out->errmsg, sizeof(out->errmsg), "cannot initialize libcurl");
+        return -1;
+    }
+    char *url = sl_xasprintf("%s%s", cli_endpoint(), pq);
+    struct curl_slist *h = NULL;
+    if (ctype) {
+        char *ct = sl_xasprintf("Content-Type: %s", ctype);
+        h = curl_slist_append(h, ct);
+        free(ct);
+    }
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_buf);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out->body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, wr_hdr);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &out->hdrs);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
+    CURLcode rc = curl_easy_perform(c);
+    int ret = 0;
+    if (rc != CURLE_OK) {
+        snprintf(out->errmsg, sizeof(out->errmsg), "%s %s: %s (is the cluster running? AIS_ENDPOINT=%s)", method, url,
+                 curl_easy_strerror(rc), cli_endpoint());
+        ret = -1;
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+        extract_error(out);
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(url);
+    return ret;
+}
+
+int cli_act(const char *method, const char *pq, const char *action, const char *name, json_t *value,
+            struct cli_resp *out)
+{
+    json_t *m = json_object();
+    json_object_set_new(m, "action", json_string(action));
+    json_object_set_new(m, "name", json_string(name ? name : ""));
+    json_object_set_new(m, "value", value ? value : json_null());
+    size_t len;
+    char *s = sl_json_dump(m, 0, &len);
+    json_decref(m);
+    int rc = cli_req(method, pq, "application/json", s, len, out);
+    free(s);
+    return rc;
+}
+
+void cli_resp_free(struct cli_resp *r)
+{
+    sl_buf_free(&r->body);
+    sl_buf_free(&r->hdrs);
+}
+
+bool cli_resp_header(const struct cli_resp *r, const char *name, char *out, size_t n)
+{
+    if (!r->hdrs.p)
+        return false;
+    size_t nl = strlen(name);
+    const char *p = r->hdrs.p;
+    while (p && *p) {
+        const char *e = strstr(p, "\r\n");
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l > nl + 1 && !strncasecmp(p, name, nl) && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ')
+                v++;
+            snprintf(out, n, "%.*s", (int)(l - (size_t)(v - p)), v);
+            return true;
+        }
+        p = e ? e + 2 : NULL;
+    }
+    return false;
+}
+
+int cli_fail(const struct cli_resp *r, const char *what)
+{
+    if (what && *what)
+        fprintf(stderr, "Error: %s: %s\n", what, r->errmsg[0] ? r->errmsg : "failed");
+    else
+        fprintf(stderr, "Error: %s\n", r->errmsg[0] ? r->errmsg : "failed");
+    return 1;
+}
+
+json_t *cli_resp_json(const struct cli_resp *r)
+{
+    json_error_t je;
+    return r->body.len ? json_loadb(r->body.p, r->body.len, 0, &je) : NULL;
+}
+
+/* ---- URIs ---- */
+
+int uri_parse(const char *s, struct uri *u, bool need_bucket)
+{
+    memset(u, 0, sizeof(*u));
+    const char *p = strstr(s, "://");
+    const char *prov = "ais";
+    char pb[16];
+    if (p) {
+        snprintf(pb, sizeof(pb), "%.*s", (int)SL_MIN((size_t)(p - s), sizeof(pb) - 1), s);
+        prov = sl_provider_norm(pb);
+        if (!prov) {
+            fprintf(stderr, "Error: invalid bucket URI \"%s\": unknown provider \"%s\" (use ais://, s3://, gs://, "
+                            "az://)\n", s, pb);
+            return -1;
+        }
+        p += 3;
+    } else {
+        p = s;
+    }
+    snprintf(u->provider, sizeof(u->provider), "%s", prov);
+    const char *slash = strchr(p, '/');
+    size_t bl = slash ? (size_t)(slash - p) : strlen(p);
+    if (bl > SL_MAX_BCKNAME) {
+        fprintf(stderr, "Error: bucket name in \"%s\" is too long\n", s);
+        return -1;
+    }
+    snprintf(u->bucket, sizeof(u->bucket), "%.*s", (int)bl, p);
+    if (need_bucket && !u->bucket[0]) {
+        fprintf(stderr, "Error: \"%s\": missing bucket name (expected ais://BUCKET[/OBJECT])\n", s);
+        return -1;
+    }
+    u->obj = sl_xstrdup(slash ? slash + 1 : "");
+    u->trailing_slash = slash && s[strlen(s) - 1] == '/';
+    return 0;
+}
+
+void uri_free(struct uri *u)
+{
+    free(u->obj);
+    u->obj = NULL;
+}
+
+const char *uri_query(const struct uri *u)
+{
+    static __thread char q[32];
+    snprintf(q, sizeof(q), "?provider=%s", u->provider);
+    return q;
+}
+
+char *uri_obj_path(const struct uri *u, const char *obj)
+{
+    char *enc = sl_url_encode_path(obj, strlen(obj));
+    char *p = sl_xasprintf("/v1/objects/%s/%s", u->bucket, enc);
+    free(enc);
+    return p;
+}
+
+/* ---- tables ---- */
+
+struct table {
+    int ncols, nrows, cap;
+    char **cells; /* (nrows+1) * ncols, row 0 = header */
+};
+
+struct table *table_new(int ncols, ...)
+{
+    struct table *t = sl_xcalloc(1, sizeof(*t));
+    t->ncols = ncols;
+    t->cap = 16;
+    t->cells = sl_xcalloc((size_t)(t->cap * ncols), sizeof(char *));
+    va_list ap;
+    va_start(ap, ncols);
+    for (int i = 0; i < ncols; i++)
+        t->cells[i] = sl_xstrdup(va_arg(ap, const char *));
+    va_end(ap);
+    t->nrows = 1;
+    return t;
+}
+
+struct table *table_new_arr(int ncols, const char *const *hdrs)
+{
+    struct table *t = sl_xcalloc(1, sizeof(*t));
+    t->ncols = ncols;
+    t->cap = 16;
+    t->cells = sl_xcalloc((size_t)(t->cap * ncols), sizeof(char *));
+    for (int i = 0; i < ncols; i++)
+        t->cells[i] = sl_xstrdup(hdrs[i]);
+    t->nrows = 1;
+    return t;
+}
+
+void table_row_arr(struct table *t, const char *const *cells)
+{
+    if (t->nrows == t->cap) {
+        t->cap *= 2;
+        t->cells = sl_xrealloc(t->cells, (size_t)(t->cap * t->ncols) * sizeof(char *));
+    }
+    for (int i = 0; i < t->ncols; i++)
+        t->cells[t->nrows * t->ncols + i] = sl_xstrdup(cells[i] ? cells[i] : "");
+    t->nrows++;
+}
+
+void table_row(struct table *t, ...)
+{
+    if (t->nrows == t->cap) {
+        t->cap *= 2;
+        t->cells = sl_xrealloc(t->cells, (size_t)(t->cap * t->ncols) * sizeof(char *));
+    }
+    va_list ap;
+    va_start(ap, t);
+    for (int i = 0; i < t->ncols; i++) {
+        const char *s = va_arg(ap, const char *);
+        t->cells[t->nrows * t->ncols + i] = sl_xstrdup(s ? s : "");
+    }
+    va_end(ap);
+    t->nrows++;
+}
+
+static size_t disp_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+void table_print(struct table *t, FILE *f, bool headers)
+{
+    size_t *w = sl_xcalloc((size_t)t->ncols, sizeof(size_t));
+    for (int r = headers ? 0 : 1; r < t->nrows; r++)
+        for (int c = 0; c < t->ncols; c++) {
+            size_t l = disp_width(t->cells[r * t->ncols + c]);
+            if (l > w[c])
+                w[c] = l;
+        }
+    for (int r = headers ? 0 : 1; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            if (c == t->ncols - 1)
+                fprintf(f, "%s", s);
+            else
+                fprintf(f, "%s%*s", s, (int)(w[c] - disp_width(s) + 2), "");
+        }
+        fputc('\n', f);
+    }
+    free(w);
+}
+
+void table_free(struct table *t)
+{
+    for (int i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    free(t);
+}
+
+/* ---- progress ---- */
+
+struct progress {
+    char label[32];
+    uint64_t total, done;
+    bool bytes;
+    int64_t last_ns;
+    bool tty;
+};
+
+struct progress *progress_new(const char *label, uint64_t total, bool bytes)
+{
+    struct progress *p = sl_xcalloc(1, sizeof(*p));
+    snprintf(p->label, sizeof(p->label), "%s", label);
+    p->total = total;
+    p->bytes = bytes;
+    p->tty = isatty(2);
+    return p;
+}
+
+void progress_add(struct progress *p, uint64_t n)
+{
+    __atomic_add_fetch(&p->done, n, __ATOMIC_RELAXED);
+}
+
+void progress_draw(struct progress *p, bool final)
+{
+    int64_t now = sl_mono_ns();
+    if (!final && (!p->tty || now - p->last_ns < 200000000LL))
+        return;
+    p->last_ns = now;
+    uint64_t d = __atomic_load_n(&p->done, __ATOMIC_RELAXED);
+    int pct = p->total ? (int)(d * 100 / p->total) : 100;
+    int w = 30, fill = p->total ? (int)((double)d / (double)p->total * w) : w;
+    char bar[40];
+    for (int i = 0; i < w; i++)
+        bar[i] = i < fill ? '=' : i == fill ? '>' : '-';
+    bar[w] = 0;
+    char a[32], b[32];
+    if (p->bytes) {
+        sl_format_size_sp(d, a, sizeof(a));
+        sl_format_size_sp(p->total, b, sizeof(b));
+    } else {
+        snprintf(a, sizeof(a), "%llu", (unsigned long long)d);
+        snprintf(b, sizeof(b), "%llu", (unsigned long long)p->total);
+    }
+    fprintf(stderr, "%s%s %s / %s [%s] %d %%%s", p->tty ? "\r" : "", p->label, a, b, bar, pct,
+            p->tty && !final ? "" : "\n");
+    fflush(stderr);
+}
+
+void progress_free(struct progress *p)
+{
+    free(p);
+}

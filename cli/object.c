@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT
+ * object.c: shale put / get / object show / rmo.
+ */
+#include "cli.h"
+#include "jsonx.h"
+#include "meta.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- upload of one file (or stdin) ---- */
+
+struct up {
+    FILE *f;
+    struct progress *prog;
+    curl_off_t pos;
+};
+
+static size_t rd_file(char *buf, size_t sz, size_t n, void *ud)
+{
+    struct up *u = ud;
+    size_t r = fread(buf, 1, sz * n, u->f);
+    u->pos += (curl_off_t)r;
+    if (u->prog)
+        progress_add(u->prog, r);
+    if (r == 0 && ferror(u->f))
+        return CURL_READFUNC_ABORT;
+    return r;
+}
+
+static int seek_file(void *ud, curl_off_t off, int origin)
+{
+    struct up *u = ud;
+    if (origin != SEEK_SET)
+        return CURL_SEEKFUNC_CANTSEEK;
+    if (off == u->pos)
+        return CURL_SEEKFUNC_OK;
+    if (fseeko(u->f, (off_t)off, SEEK_SET) < 0)
+        return CURL_SEEKFUNC_CANTSEEK;
+    if (u->prog && off < u->pos)
+        progress_add(u->prog, (uint64_t)-(int64_t)(u->pos - off));
+    u->pos = off;
+    return CURL_SEEKFUNC_OK;
+}
+
+static size_t wr_sink(char *p, size_t sz, size_t n, void *ud)
+{
+    sl_buf_add(ud, p, sz * n);
+    return sz * n;
+}
+
+/* PUT one object from a file path ("-" = stdin). Returns 0 or fills err. */
+static int put_one(CURL *c, const struct uri *u, const char *path, const char *obj, struct progress *prog,
+                   char *err, size_t errn)
+{
+    struct up up = { 0 };
+    struct stat st;
+    bool is_stdin = !strcmp(path, "-");
+    if (is_stdin) {
+        up.f = stdin;
+    } else {
+        up.f = fopen(path, "rb");
+        if (!up.f || fstat(fileno(up.f), &st) < 0) {
+            snprintf(err, errn, "cannot open %s: %s", path, strerror(errno));
+            if (up.f)
+                fclose(up.f);
+            return -1;
+        }
+    }
+    up.prog = prog;
+    char *p = uri_obj_path(u, obj);
+    char *url = sl_xasprintf("%s%s%s", cli_endpoint(), p, uri_query(u));
+    free(p);
+    struct sl_buf body;
+    sl_buf_init(&body);
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, "Content-Type: application/octet-stream");
+    h = curl_slist_append(h, "Expect: 100-continue");
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, rd_file);
+    curl_easy_setopt(c, CURLOPT_READDATA, &up);
+    curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, seek_file);
+    curl_easy_setopt(c, CURLOPT_SEEKDATA, &up);
+    if (!is_stdin)
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_sink);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    int ret = 0;
+    if (rc != CURLE_OK) {
+        snprintf(err, errn, "PUT %s: %s", url, curl_easy_strerror(rc));
+        ret = -1;
+    } else if (status != 200) {
+        json_error_t je;
+        json_t *j = body.len ? json_loadb(body.p, body.len, 0, &je) : NULL;
+        const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        snprintf(err, errn, "%s", m ? m : body.p ? body.p : "failed");
+        json_decref(j);
+        ret = -1;
+    }
+    curl_slist_free_all(h);
+    sl_buf_free(&body);
+    free(url);
+    if (!is_stdin)
+        fclose(up.f);
+    return ret;
+}
+
+/* ---- multi-file upload ---- */
+
+struct file {
+    char *path;
+    char *obj;
+    uint64_t size;
+};
+
+struct batch {
+    struct file *files;
+    int n, cap;
+    int next;
+    int failed;
+    pthread_mutex_t mu;
+    const struct uri *u;
+    struct progress *pobj, *pbytes;
+    char **errors;
+};
+
+static void add_file(struct batch *b, const char *path, const char *obj, uint64_t size)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        b->files = sl_xrealloc(b->files, (size_t)b->cap * sizeof(*b->files));
+    }
+    b->files[b->n].path = sl_xstrdup(path);
+    b->files[b->n].obj = sl_xstrdup(obj);
+    b->files[b->n].size = size;
+    b->n++;
+}
+
+static int walk(struct batch *b, const char *dir, const char *rel, const char *prefix, bool recursive)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "Error: cannot read directory %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *de;
+    /* sorted order makes uploads reproducible */
+    char **names = NULL;
+    int nn = 0, cap = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (nn == cap) {
+            cap = cap ? cap * 2 : 64;
+            names = sl_xrealloc(names, (size_t)cap * sizeof(char *));
+        }
+        names[nn++] = sl_xstrdup(de->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < nn; i++)
+        for (int j = i + 1; j < nn; j++)
+            if (strcmp(names[j], names[i]) < 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+    int rc = 0;
+    for (int i = 0; i < nn; i++) {
+        char *path = sl_xasprintf("%s/%s", dir, names[i]);
+        char *r = rel[0] ? sl_xasprintf("%s/%s", rel, names[i]) : sl_xstrdup(names[i]);
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            if (S_ISDIR(st.st_mode)) {
+                if (recursive && walk(b, path, r, prefix, true) < 0)
+                    rc = -1;
+            } else if (S_ISREG(st.st_mode)) {
+                char *obj = sl_xasprintf("%s%s", prefix, r);
+                add_file(b, path, obj, (uint64_t)st.st_size);
+                free(obj);
+            }
+        }
+        free(path);
+        free(r);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static void *put_worker(void *arg)
+{
+    struct batch *b = arg;
+    CURL *c = curl_easy_init();
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        int i = b->next < b->n ? b->next++ : -1;
+        pthread_mutex_unlock(&b->mu);
+        if (i < 0)
+            break;
+        char err[1024];
+        if (put_one(c, b->u, b->files[i].path, b->files[i].obj, b->pbytes, err, sizeof(err)) < 0) {
+            pthread_mutex_lock(&b->mu);
+            b->failed++;
+            b->errors[i] = sl_xstrdup(err);
+            pthread_mutex_unlock(&b->mu);
+        }
+        if (b->pobj) {
+            progress_add(b->pobj, 1);
+            progress_draw(b->pobj, false);
+            if (b->pbytes)
+                progress_draw(b->pbytes, false);
+        }
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static const char *ext_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strchr(base, '.');
+    return dot ? dot : "";
+}
+
+static void print_summary(struct batch *b)
+{
+    struct {
+        char ext[32];
+        int count;
+        uint64_t size;
+    } ex[64];
+    int ne = 0;
+    uint64_t total = 0;
+    for (int i = 0; i < b->n; i++) {
+        const char *e = ext_of(b->files[i].path);
+        int k;
+        for (k = 0; k < ne; k++)
+            if (!strcmp(ex[k].ext, e))
+                break;
+        if (k == ne && ne < 64) {
+            snprintf(ex[ne].ext, sizeof(ex[ne].ext), "%s", e);
+            ex[ne].count = 0;
+            ex[ne].size = 0;
+            ne++;
+        }
+        if (k < 64) {
+            ex[k].count++;
+            ex[k].size += b->files[i].size;
+        }
+        total += b->files[i].size;
+    }
+    struct table *t = table_new(3, "EXTENSION", "COUNT", "SIZE");
+    for (int k = 0; k < ne; k++) {
+        char c[32], s[32];
+        snprintf(c, sizeof(c), "%d", ex[k].count);
+        sl_format_size(ex[k].size, s, sizeof(s));
+        table_row(t, ex[k].ext[0] ? ex[k].ext : "(none)", c, s);
+    }
+    char c[32], s[32];
+    snprintf(c, sizeof(c), "%d", b->n);
+    sl_format_size(total, s, sizeof(s));
+    table_row(t, "TOTAL", c, s);
+    table_print(t, stdout, true);
+    table_free(t);
+}
+
+int cmd_put(int argc, char **argv)
+{
+    struct opts o;
+    if (opts_parse(&o, argc, argv, "num-workers", "recursive,progress,dry-run,yes") < 0)
+        return 1;
+    if (o.argc != 2) {
+        fprintf(stderr, "Usage: shale put FILE|DIR|- ais://BUCKET[/NAME_OR_PREFIX[/]] [-r] [--progress] [-y]\n");
+        return 1;
+    }
+    const char *src = o.argv[0];
+    struct uri u;
+    if (uri_parse(o.argv[1], &u, true) < 0)
+        return 1;
+    char bref[128];
+    snprintf(bref, sizeof(bref), "%s://%s", sl_provider_scheme(u.provider), u.bucket);
+    struct stat st;
+    bool is_stdin = !strcmp(src, "-");
+    if (!is_stdin && stat(src, &st) < 0) {
+        fprintf(stderr, "Error: %s: %s\n", src, strerror(errno));
+        uri_free(&u);
+        return 1;
+    }
+    int rc = 0;
+    if (is_stdin || S_ISREG(st.st_mode)) {
+        char *obj;
+        if (!u.obj[0] || u.trailing_slash) {
+            if (is_stdin) {
+                fprintf(stderr, "Error: put from stdin needs an object name: shale put - %s/NAME\n", bref);
+                uri_free(&u);
+                return 1;
+            }
+            const char *base = strrchr(src, '/');
+            obj = sl_xasprintf("%s%s", u.obj, base ? base + 1 : src);
+        } else {
+            obj = sl_xstrdup(u.obj);
+        }
+        CURL *c = curl_easy_init();
+        char err[1024];
+        struct progress *pg = NULL;
+        if (opt_bool(&o, "progress") && !is_stdin)
+            pg = progress_new("Total size:", (uint64_t)st.st_size, true);
+        if (put_one(c, &u, src, obj, pg, err, sizeof(err)) < 0) {
+            fprintf(stderr, "Error: %s\n", err);
+            rc = 1;
+        } else {
+            if (pg)
+                progress_draw(pg, true);
+            printf("PUT \"%s\" => %s/%s\n", is_stdin ? "-" : src, bref, obj);
+        }
+        progress_free(pg);
+        curl_easy_cleanup(c);
+        free(obj);
+        uri_free(&u);
+        return rc;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "Error: %s is neither a regular file nor a directory\n", src);
+        uri_free(&u);
+        return 1;
+    }
+    struct batch b = { 0 };
+    pthread_mutex_init(&b.mu, NULL);
+    b.u = &u;
+    char *prefix = u.obj[0] && !u.trailing_slash ? sl_xasprintf("%s/", u.obj) : sl_xstrdup(u.obj);
+    if (walk(&b, src, "", prefix, opt_bool(&o, "recursive")) < 0)
+        rc = 1;
+    if (b.n == 0) {
+        fprintf(stderr, "Error: no files to upload in %s%s\n", src,
+                opt_bool(&o, "recursive") ? "" : " (use -r to include subdirectories)");
+        uri_free(&u);
+        free(prefix);
+        return 1;
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < b.n; i++)
+        total += b.files[i].size;
+    print_summary(&b);
+    if (opt_bool(&o, "dry-run")) {
+        printf("[DRY RUN] No modifications on the cluster\n");
+        for (int i = 0; i < b.n; i++)
+            printf("PUT \"%s\" => %s/%s\n", b.files[i].path, bref, b.files[i].obj);
+        goto done;
+    }
+    if (isatty(0) && !opt_bool(&o, "yes")) {
+        char sz[32];
+        sl_format_size(total, sz, sizeof(sz));
+        printf("Proceed uploading %d files (%s) to %s? [Y/N]: ", b.n, sz, bref);
+        fflush(stdout);
+        char ans[16] = "";
+        if (!fgets(ans, sizeof(ans), stdin) || (ans[0] != 'y' && ans[0] != 'Y')) {
+            printf("Operation canceled\n");
+            goto done;
+        }
+    }
+    b.errors = sl_xcalloc((size_t)b.n, sizeof(char *));
+    if (opt_bool(&o, "progress")) {
+        b.pobj = progress_new("Objects:", (uint64_t)b.n, false);
+        b.pbytes = progress_new("Total size:", total, true);
+    }
+    int nw = (int)opt_int(&o, "num-workers", 10);
+    if (nw < 1)
+        nw = 1;
+    if (nw > b.n)
+        nw = b.n;
+    pthread_t *th = sl_xcalloc((size_t)nw, sizeof(pthread_t));
+    for (int i = 0; i < nw; i++)
+        pthread_create(&th[i], NULL, put_worker, &b);
+    for (int i = 0; i < nw; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+    if (b.pobj) {
+        progress_draw(b.pobj, true);
+        progress_draw(b.pbytes, true);
+    }
+    for (int i = 0; i < b.n; i++)
+        if (b.errors[i]) {
+            fprintf(stderr, "Error: PUT %s: %s\n", b.files[i].path, b.errors[i]);
+            free(b.errors[i]);
+        }
+    free(b.errors);
+    {
+        char sz[32];
+        sl_format_size(total, sz, sizeof(sz));
+        if (b.failed) {
+            fprintf(stderr, "Failed to PUT %d of %d objects to %s/%s\n", b.failed, b.n, bref, prefix);
+            rc = 1;
+        } else {
+            printf("PUT %d objects (%s) => %s/%s\n", b.n, sz, bref, prefix);
+        }
+    }
+done:
+    for (int i = 0; i < b.n; i++) {
+        free(b.files[i].path);
+        free(b.files[i].obj);
+    }
+    free(b.files);
+    progress_free(b.pobj);
+    progress_free(b.pbytes);
+    free(prefix);
+    uri_free(&u);
+    return rc;
+}
+
+/* ---- GET ---- */
+
+struct down {
+    FILE *out;
+    const char *outpath;
+    bool to_stdout;
+    bool opened;
+    CURL *c;
+    struct sl_buf errbody;
+    struct progress *prog;
+    uint64_t n;
+    bool epipe;
+};
+
+static size_t wr_down(char *p, size_t sz, size_t n, void *ud)
+{
+    struct down *d = ud;
+    long status = 0;
+    curl_easy_getinfo(d->c, CURLINFO_RESPONSE_CODE, &status);
+    size_t len = sz * n;
+    if (status >= 300) {
+        sl_buf_add(&d->errbody, p, len);
+        return len;
+    }
+    if (!d->opened) {
+        d->opened = true;
+        if (!d->to_stdout) {
+            d->out = fopen(d->outpath, "wb");
+            if (!d->out)
+                return 0;
+        }
+    }
+    if (fwrite(p, 1, len, d->out) != len) {
+        if (errno == EPIPE)
+            d->epipe = true;
+        return 0;
+    }
+    d->n += len;
+    if (d->prog) {
+        progress_add(d->prog, len);
+        progress_draw(d->prog, false);
+    }
+    return len;
+}
+
+int cmd_get(int argc, char **argv)
+{
+    struct opts o;
+    if (opts_parse(&o, argc, argv, "offset,length,archpath,archregx,archmode", "progress,yes") < 0)
+        return 1;
+    if (o.argc < 1 || o.argc > 2) {
+        fprintf(stderr, "Usage: shale get ais://BUCKET/OBJECT [OUT_FILE|OUT_DIR|-] [--offset N --length N]\n");
+        return 1;
+    }
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    if (!u.obj[0]) {
+        fprintf(stderr, "Error: \"%s\": missing object name (expected ais://BUCKET/OBJECT)\n", o.argv[0]);
+        uri_free(&u);
+        return 1;
+    }
+    const char *base = strrchr(u.obj, '/');
+    base = base ? base + 1 : u.obj;
+    const char *archpath = opt_str(&o, "archpath");
+    if (archpath && *archpath) {
+        const char *ab = strrchr(archpath, '/');
+        base = ab ? ab + 1 : archpath;
+    }
+    char *out;
+    if (o.argc == 1)
+        out = sl_xstrdup(base);
+    else {
+        struct stat st;
+        if (strcmp(o.argv[1], "-") && stat(o.argv[1], &st) == 0 && S_ISDIR(st.st_mode))
+            out = sl_xasprintf("%s/%s", o.argv[1], base);
+        else
+            out = sl_xstrdup(o.argv[1]);
+    }
+    struct down d = { 0 };
+    d.to_stdout = !strcmp(out, "-");
+    d.out = d.to_stdout ? stdout : NULL;
+    d.outpath = out;
+    d.c = curl_easy_init();
+    sl_buf_init(&d.errbody);
+    char *p = uri_obj_path(&u, u.obj);
+    struct sl_buf url;
+    sl_buf_init(&url);
+    sl_buf_printf(&url, "%s%s%s", cli_endpoint(), p, uri_query(&u));
+    free(p);
+    static const char *qs[] = { "archpath", "archregx", "archmode" };
+    for (size_t i = 0; i < 3; i++) {
+        const char *v = opt_str(&o, qs[i]);
+        if (v && *v) {
+            char *e = sl_url_encode_query(v);
+            sl_buf_printf(&url, "&%s=%s", qs[i], e);
+            free(e);
+        }
+    }
+    struct curl_slist *h = NULL;
+    long long off = opt_int(&o, "offset", -1), len = opt_int(&o, "length", -1);
+    if (off >= 0 || len >= 0) {
+        char rh[96];
+        if (len > 0)
+            snprintf(rh, sizeof(rh), "Range: bytes=%lld-%lld", off < 0 ? 0 : off, (off < 0 ? 0 : off) + len - 1);
+        else
+            snprintf(rh, sizeof(rh), "Range: bytes=%lld-", off < 0 ? 0 : off);
+        h = curl_slist_append(h, rh);
+    }
+    if (opt_bool(&o, "progress") && !d.to_stdout) {
+        /* size from HEAD for the bar */
+        struct cli_resp hr;
+        char *hp = uri_obj_path(&u, u.obj);
+        char *hq = sl_xasprintf("%s%s", hp, uri_query(&u));
+        cli_req("HEAD", hq, NULL, NULL, 0, &hr);
+        char cl[32];
+        uint64_t total = cli_resp_header(&hr, "Content-Length", cl, sizeof(cl)) ? strtoull(cl, NULL, 10) : 0;
+        cli_resp_free(&hr);
+        free(hp);
+        free(hq);
+        d.prog = progress_new(base, total, true);
+    }
+    curl_easy_setopt(d.c, CURLOPT_URL, url.p);
+    curl_easy_setopt(d.c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(d.c, CURLOPT_WRITEFUNCTION, wr_down);
+    curl_easy_setopt(d.c, CURLOPT_WRITEDATA, &d);
+    curl_easy_setopt(d.c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(d.c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(d.c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
+    signal(SIGPIPE, SIG_IGN);
+    CURLcode rc = curl_easy_perform(d.c);
+    long status = 0;
+    curl_easy_getinfo(d.c, CURLINFO_RESPONSE_CODE, &status);
+    int ret = 0;
+    if (d.epipe) {
+        /* the consumer closed the pipe early: not an error (webdataset, head) */
+        ret = 0;
+    } else if (rc != CURLE_OK && !(status >= 400)) {
+        fprintf(stderr, "Error: GET %s: %s\n", url.p, curl_easy_strerror(rc));
+        ret = 1;
+    } else if (status >= 400) {
+        json_error_t je;
+        json_t *j = d.errbody.len ? json_loadb(d.errbody.p, d.errbody.len, 0, &je) : NULL;
+        const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        fprintf(stderr, "Error: %s\n", m ? m : d.errbody.p ? d.errbody.p : "GET failed");
+        json_decref(j);
+        ret = 1;
+    } else {
+        if (!d.opened && !d.to_stdout) {
+            /* empty object */
+            FILE *f = fopen(out, "wb");
+            if (f)
+                fclose(f);
+            else {
+                fprintf(stderr, "Error: cannot create %s: %s\n", out, strerror(errno));
+                ret = 1;
+            }
+        }
+        if (d.prog)
+            progress_draw(d.prog, true);
+        if (!d.to_stdout && !ret) {
+            char sz[32];
+            sl_format_size(d.n, sz, sizeof(sz));
+            printf("GET \"%s\" from bucket \"%s://%s\" as \"%s\" [%s]\n", u.obj, sl_provider_scheme(u.provider),
+                   u.bucket, out, sz);
+        }
+    }
+    if (d.out && !d.to_stdout)
+        fclose(d.out);
+    else if (d.to_stdout && !d.epipe)
+        fflush(stdout);
+    if (ret && d.opened && !d.to_stdout)
+        unlink(out);
+    progress_free(d.prog);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(d.c);
+    sl_buf_free(&d.errbody);
+    sl_buf_free(&url);
+    free(out);
+    uri_free(&u);
+    return ret;
+}
+
+/* ---- object show / rmo ---- */
+
+static int object_show(struct opts *o)
+{
+    if (o->argc != 1) {
+        fprintf(stderr, "Usage: shale object show ais://BUCKET/OBJECT [--props all] [--json]\n");
+        return 1;
+    }
+    struct uri u;
+    if (uri_parse(o->argv[0], &u, true) < 0)
+        return 1;
+    char *p = uri_obj_path(&u, u.obj);
+    char *pq = sl_xasprintf("%s%s", p, uri_query(&u));
+    struct cli_resp r;
+    cli_req("HEAD", pq, NULL, NULL, 0, &r);
+    free(p);
+    free(pq);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+    } else {
+        char ckt[32] = "", ckv[160] = "", size[32] = "0", atime[32] = "", ver[32] = "", loc[600] = "",
+             custom[2048] = "";
+        cli_resp_header(&r, "Ais-Checksum-Type", ckt, sizeof(ckt));
+        cli_resp_header(&r, "Ais-Checksum-Value", ckv, sizeof(ckv));
+        cli_resp_header(&r, "Content-Length", size, sizeof(size));
+        cli_resp_header(&r, "Ais-Atime", atime, sizeof(atime));
+        cli_resp_header(&r, "Ais-Version", ver, sizeof(ver));
+        cli_resp_header(&r, "Ais-Location", loc, sizeof(loc));
+        cli_resp_header(&r, "Ais-Custom-Md", custom, sizeof(custom));
+        char ck[200], sz[32], at[64];
+        snprintf(ck, sizeof(ck), "%s%s%s", ckt[0] ? ckt : "none", ckv[0] ? " " : "", ckv);
+        sl_format_size(strtoull(size, NULL, 10), sz, sizeof(sz));
+        sl_format_gotime(strtoll(atime, NULL, 10), "02 Jan 06 15:04:05 MST", at, sizeof(at));
+        if (cli_json) {
+            json_t *j = json_object();
+            json_object_set_new(j, "name", json_string(u.obj));
+            json_object_set_new(j, "size", json_integer(strtoll(size, NULL, 10)));
+            json_object_set_new(j, "checksum", json_pack("{s:s,s:s}", "type", ckt, "value", ckv));
+            json_object_set_new(j, "atime", json_string(at));
+            json_object_set_new(j, "version", json_string(ver));
+            json_object_set_new(j, "location", json_string(loc));
+            json_object_set_new(j, "custom", json_string(custom));
+            char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+            printf("%s\n", s);
+            free(s);
+            json_decref(j);
+        } else {
+            struct table *t = table_new(2, "PROPERTY", "VALUE");
+            bool all = opt_str(o, "props") && !strcmp(opt_str(o, "props"), "all");
+            if (all)
+                table_row(t, "name", u.obj);
+            table_row(t, "checksum", ck);
+            table_row(t, "size", sz);
+            table_row(t, "atime", at);
+            table_row(t, "version", ver[0] ? ver : "-");
+            if (all) {
+                table_row(t, "custom", custom[0] ? custom : "-");
+                table_row(t, "location", loc);
+                table_row(t, "copies", "1");
+            }
+            table_print(t, stdout, !cli_no_headers);
+            table_free(t);
+        }
+    }
+    cli_resp_free(&r);
+    uri_free(&u);
+    return rc;
+}
+
+int cmd_rmo(int argc, char **argv)
+{
+    struct opts o;
+    if (opts_parse(&o, argc, argv, "", "yes") < 0)
+        return 1;
+    if (o.argc < 1) {
+        fprintf(stderr, "Usage: shale rmo ais://BUCKET/OBJECT [...]\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < o.argc; i++) {
+        struct uri u;
+        if (uri_parse(o.argv[i], &u, true) < 0)
+            return 1;
+        if (!u.obj[0]) {
+            fprintf(stderr, "Error: \"%s\": missing object name\n", o.argv[i]);
+            uri_free(&u);
+            rc = 1;
+            continue;
+        }
+        char *p = uri_obj_path(&u, u.obj);
+        char *pq = sl_xasprintf("%s%s", p, uri_query(&u));
+        struct cli_resp r;
+        cli_req("DELETE", pq, NULL, NULL, 0, &r);
+        if (r.status != 200)
+            rc = cli_fail(&r, NULL);
+        else
+            printf("deleted \"%s\" from bucket \"%s://%s\"\n", u.obj, sl_provider_scheme(u.provider), u.bucket);
+        cli_resp_free(&r);
+        free(p);
+        free(pq);
+        uri_free(&u);
+    }
+    return rc;
+}
+
+int cmd_object(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "Usage: shale object show|get|put|rm ...\n");
+        return 1;
+    }
+    if (!strcmp(argv[0], "get"))
+        return cmd_get(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "put"))
+        return cmd_put(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "rm"))
+        return cmd_rmo(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "show")) {
+        struct opts o;
+        if (opts_parse(&o, argc - 1, argv + 1, "props", "") < 0)
+            return 1;
+        return object_show(&o);
+    }
+    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, put, rm)\n", argv[0]);
+    return 1;
+}

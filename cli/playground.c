@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: MIT
+ * playground.c: `shale playground start|stop|status|add-target`: a local
+ * node or cluster on loopback, everything (config, data, logs, pids) under
+ * one directory. Processes are stopped by the PIDs recorded there, never by
+ * name.
+ *
+ * DIR/playground.json   topology: [{"name":"p0","role":"proxy","port":8080}, ...]
+ * DIR/<name>/shale.json node config;  DIR/<name>/shaled.pid;  DIR/<name>/log/
+ * DIR/<name>/conf/      node metadata; DIR/<name>/mp<k>/ mountpaths
+ */
+#include "cli.h"
+#include "jsonx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *find_shaled(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            char *p = sl_xasprintf("%s/shaled", self);
+            if (access(p, X_OK) == 0)
+                return p;
+            free(p);
+        }
+    }
+    const char *path = getenv("PATH");
+    if (path) {
+        char *cp = sl_xstrdup(path), *save = NULL;
+        for (char *d = strtok_r(cp, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+            char *p = sl_xasprintf("%s/shaled", d);
+            if (access(p, X_OK) == 0) {
+                free(cp);
+                return p;
+            }
+            free(p);
+        }
+        free(cp);
+    }
+    return NULL;
+}
+
+static char *abs_dir(const char *d)
+{
+    char buf[PATH_MAX];
+    if (sl_mkdir_p(d, 0755) < 0 || !realpath(d, buf))
+        return NULL;
+    return sl_xstrdup(buf);
+}
+
+static pid_t read_pid(const char *dir, const char *name)
+{
+    char *pf = sl_xasprintf("%s/%s/shaled.pid", dir, name);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    pid_t pid = 0;
+    if (sl_read_file(pf, &b, 64) == 0 && b.len)
+        pid = (pid_t)atoi(b.p);
+    sl_buf_free(&b);
+    free(pf);
+    return pid;
+}
+
+/* Is pid alive and a shaled started for this directory? */
+static bool pid_is_ours(pid_t pid, const char *dir)
+{
+    if (pid <= 0 || kill(pid, 0) < 0)
+        return false;
+    char *cf = sl_xasprintf("/proc/%d/cmdline", (int)pid);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    bool ok = false;
+    if (sl_read_file(cf, &b, 65536) == 0) {
+        for (size_t i = 0; i < b.len; i++)
+            if (!b.p[i])
+                b.p[i] = ' ';
+        ok = strstr(b.p, "shaled") && strstr(b.p, dir);
+    }
+    sl_buf_free(&b);
+    free(cf);
+    return ok;
+}
+
+static json_t *load_topology(const char *dir)
+{
+    char *f = sl_xasprintf("%s/playground.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(f, 0, &je);
+    free(f);
+    return j;
+}
+
+static int write_node_config(const char *dir, json_t *node, const char *primary_url, int nmp)
+{
+    const char *name = json_string_value(json_object_get(node, "name"));
+    const char *role = json_string_value(json_object_get(node, "role"));
+    int port = (int)json_integer_value(json_object_get(node, "port"));
+    char *nd = sl_xasprintf("%s/%s", dir, name);
+    sl_mkdir_p(nd, 0755);
+    json_t *c = json_object();
+    char *conf = sl_xasprintf("%s/conf", nd), *logd = sl_xasprintf("%s/log", nd);
+    json_object_set_new(c, "confdir", json_string(conf));
+    json_object_set_new(c, "log_dir", json_string(logd));
+    free(conf);
+    free(logd);
+    json_object_set_new(c, "host_net", json_pack("{s:s,s:i}", "hostname", "127.0.0.1", "port", port));
+    if (strcmp(role, "proxy")) {
+        json_t *fs = json_object();
+        for (int k = 1; k <= nmp; k++) {
+            char *mp = sl_xasprintf("%s/mp%d", nd, k);
+            json_object_set_new(fs, mp, json_string(""));
+            free(mp);
+        }
+        json_object_set_new(c, "fspaths", fs);
+    }
+    if (primary_url && strcmp(role, "standalone"))
+        json_object_set_new(c, "proxy", json_pack("{s:s}", "primary_url", primary_url));
+    /* short liveness timeouts suit a laptop cluster */
+    json_object_set_new(c, "keepalivetracker",
+                        json_pack("{s:{s:s},s:{s:s}}", "proxy", "interval", "2s", "target", "interval", "2s"));
+    json_object_set_new(c, "log", json_pack("{s:i}", "level", 3));
+    char *cf = sl_xasprintf("%s/shale.json", nd);
+    int rc = json_dump_file(c, cf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    free(cf);
+    free(nd);
+    json_decref(c);
+    return rc;
+}
+
+static int spawn_node(const char *dir, const char *shaled, json_t *node)
+{
+    const char *name = json_string_value(json_object_get(node, "name"));
+    const char *role = json_string_value(json_object_get(node, "role"));
+    char *nd = sl_xasprintf("%s/%s", dir, name);
+    char *cf = sl_xasprintf("%s/shale.json", nd);
+    char *logd = sl_xasprintf("%s/log", nd);
+    sl_mkdir_p(logd, 0755);
+    char *outf = sl_xasprintf("%s/stdout.log", logd);
+    /* a close-on-exec pipe tells the parent when exec has happened (EOF) or
+     * failed (the child writes errno) */
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        fprintf(stderr, "Error: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "Error: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        setsid();
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(outf, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (in >= 0)
+            dup2(in, 0);
+        if (out >= 0) {
+            dup2(out, 1);
+            dup2(out, 2);
+        }
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != pfd[1])
+                close(fd);
+        char *roleflag = sl_xasprintf("--role=%s", role);
+        char *cfgflag = sl_xasprintf("--config=%s", cf);
+        execl(shaled, "shaled", cfgflag, roleflag, "--bind", "127.0.0.1", (char *)NULL);
+        int e = errno;
+        fprintf(stderr, "exec %s: %s\n", shaled, strerror(e));
+        if (write(pfd[1], &e, sizeof(e)) < 0)
+            _exit(126);
+        _exit(127);
+    }
+    close(pfd[1]);
+    int ce = 0;
+    ssize_t got;
+    while ((got = read(pfd[0], &ce, sizeof(ce))) < 0 && errno == EINTR)
+        ;
+    close(pfd[0]);
+    if (got > 0) {
+        fprintf(stderr, "Error: cannot start %s: %s\n", shaled, strerror(ce));
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    char *pf = sl_xasprintf("%s/shaled.pid", nd);
+    char pids[32];
+    snprintf(pids, sizeof(pids), "%d\n", (int)pid);
+    sl_write_file(pf, pids, strlen(pids), false);
+    free(pf);
+    free(nd);
+    free(cf);
+    free(logd);
+    free(outf);
+    return 0;
+}
+
+static bool health_ok(int port, const char *q)
+{
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    char *saved = sl_xstrdup(cli_endpoint());
+    cli_set_endpoint(ep);
+    struct cli_resp r;
+    char *pq = sl_xasprintf("/v1/health%s", q ? q : "");
+    int rc = cli_req("GET", pq, NULL, NULL, 0, &r);
+    free(pq);
+    bool ok = rc == 0 && r.status == 200;
+    cli_resp_free(&r);
+    cli_set_endpoint(saved);
+    free(saved);
+    return ok;
+}
+
+static void print_log_tail(const char *dir, const char *name)
+{
+    const char *files[] = { "log/stdout.log", "log/shaled.log" };
+    for (int i = 0; i < 2; i++) {
+        char *f = sl_xasprintf("%s/%s/%s", dir, name, files[i]);
+        struct sl_buf b;
+        sl_buf_init(&b);
+        if (sl_read_file(f, &b, 1 << 24) == 0 && b.len) {
+            const char *p = b.p + b.len;
+            int lines = 0;
+            while (p > b.p && lines < 12)
+                if (*--p == '\n')
+                    lines++;
+            fprintf(stderr, "--- %s (last lines) ---\n%s", f, p);
+        }
+        sl_buf_free(&b);
+        free(f);
+    }
+}
+
+/* Start every node of the topology that is not running; wait for health. */
+static int start_nodes(const char *dir, json_t *topo, int timeout_s)
+{
+    char *shaled = find_shaled();
+    if (!shaled) {
+        fprintf(stderr, "Error: cannot find the shaled binary next to shale or in PATH\n");
+        return 1;
+    }
+    size_t i;
+    json_t *n;
+    int started = 0;
+    json_array_foreach(json_object_get(topo, "nodes"), i, n) {
+        const char *name = json_string_value(json_object_get(n, "name"));
+        pid_t pid = read_pid(dir, name);
+        if (pid_is_ours(pid, dir))
+            continue;
+        if (spawn_node(dir, shaled, n) < 0) {
+            free(shaled);
+            return 1;
+        }
+        started++;
+        /* proxies first: the primary must answer before others join */
+        if (i == 0) {
+            int port = (int)json_integer_value(json_object_get(n, "port"));
+            int64_t dl = sl_mono_ns() + (int64_t)timeout_s * 1000000000LL;
+            while (!health_ok(port, NULL) && sl_mono_ns() < dl) {
+                if (!pid_is_ours(read_pid(dir, name), dir))
+                    break;
+                sl_sleep_ms(100);
+            }
+        }
+    }
+    free(shaled);
+    int64_t deadline = sl_mono_ns() + (int64_t)timeout_s * 1000000000LL;
+    json_array_foreach(json_object_get(topo, "nodes"), i, n) {
+        const char *name = json_string_value(json_object_get(n, "name"));
+        int port = (int)json_integer_value(json_object_get(n, "port"));
+        for (;;) {
+            if (health_ok(port, NULL))
+                break;
+            if (!pid_is_ours(read_pid(dir, name), dir)) {
+                fprintf(stderr, "Error: node %s (port %d) exited during start-up\n", name, port);
+                print_log_tail(dir, name);
+                return 1;
+            }
+            if (sl_mono_ns() > deadline) {
+                fprintf(stderr, "Error: node %s (port %d) did not become healthy within %ds\n", name, port,
+                        timeout_s);
+                print_log_tail(dir, name);
+                return 1;
+            }
+            sl_sleep_ms(100);
+        }
+    }
+    /* a cluster is ready when the primary says so */
+    json_t *first = json_array_get(json_object_get(topo, "nodes"), 0);
+    int pport = (int)json_integer_value(json_object_get(first, "port"));
+    while (!health_ok(pport, "?prr=true") && sl_mono_ns() < deadline)
+        sl_sleep_ms(100);
+    return started >= 0 ? 0 : 1;
+}
+
+static int pg_start(struct opts *o)
+{
+    const char *d = opt_str(o, "dir");
+    if (!d || !*d) {
+        fprintf(stderr, "Usage: shale playground start --dir DIR [--port 8080] [--proxies P --targets T "
+                        "--mountpaths M]\n");
+        return 1;
+    }
+    char *dir = abs_dir(d);
+    if (!dir) {
+        fprintf(stderr, "Error: cannot create %s: %s\n", d, strerror(errno));
+        return 1;
+    }
+    json_t *topo = load_topology(dir);
+    int rc;
+    bool existed = topo != NULL;
+    if (!topo) {
+        int port = (int)opt_int(o, "port", 8080);
+        int np = (int)opt_int(o, "proxies", 0), nt = (int)opt_int(o, "targets", 0);
+        int nmp = (int)opt_int(o, "mountpaths", 1);
+        if (np < 0 || nt < 0 || nmp < 1 || np > 16 || nt > 64 || nmp > 16 || port <= 0 || port > 65000) {
+            fprintf(stderr, "Error: invalid playground size (proxies 0-16, targets 0-64, mountpaths 1-16, port)\n");
+            free(dir);
+            return 1;
+        }
+        if ((np == 0) != (nt == 0)) {
+            fprintf(stderr, "Error: a cluster needs at least one proxy and one target (or neither, for a "
+                            "standalone node)\n");
+            free(dir);
+            return 1;
+        }
+        topo = json_object();
+        json_t *nodes = json_array();
+        if (np == 0) {
+            json_array_append_new(nodes, json_pack("{s:s,s:s,s:i}", "name", "n0", "role", "standalone", "port", port));
+        } else {
+            for (int i = 0; i < np; i++) {
+                char nm[16];
+                snprintf(nm, sizeof(nm), "p%d", i);
+                json_array_append_new(nodes, json_pack("{s:s,s:s,s:i}", "name", nm, "role", "proxy", "port",
+                                                       port + i));
+            }
+            for (int i = 0; i < nt; i++) {
+                char nm[16];
+                snprintf(nm, sizeof(nm), "t%d", i);
+                json_array_append_new(nodes, json_pack("{s:s,s:s,s:i}", "name", nm, "role", "target", "port",
+                                                       port + np + i));
+            }
+        }
+        json_object_set_new(topo, "nodes", nodes);
+        json_object_set_new(topo, "mountpaths", json_integer(nmp));
+        json_object_set_new(topo, "port", json_integer(port));
+        char *primary = sl_xasprintf("http://127.0.0.1:%d", port);
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) write_node_config(dir, n, primary, nmp);
+        free(primary);
+        char *tf = sl_xasprintf("%s/playground.json", dir);
+        json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        free(tf);
+    }
+    rc = start_nodes(dir, topo, (int)opt_int(o, "timeout", 60));
+    if (rc == 0) {
+        json_t *nodes = json_object_get(topo, "nodes");
+        int port = (int)json_integer_value(json_object_get(json_array_get(nodes, 0), "port"));
+        size_t np = 0, nt = 0, i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) {
+            const char *role = json_string_value(json_object_get(n, "role"));
+            if (!strcmp(role, "proxy"))
+                np++;
+            else if (!strcmp(role, "target"))
+                nt++;
+        }
+        if (np)
+            printf("Playground %s: %zu prox%s and %zu target%s in %s\n", existed ? "restarted" : "started", np,
+                   np == 1 ? "y" : "ies", nt, nt == 1 ? "" : "s", dir);
+        else
+            printf("Playground %s: 1 standalone node in %s\n", existed ? "restarted" : "started", dir);
+        printf("Endpoint: http://127.0.0.1:%d\n", port);
+        printf("Use it:   export AIS_ENDPOINT=http://127.0.0.1:%d\n", port);
+    }
+    json_decref(topo);
+    free(dir);
+    return rc;
+}
+
+static int stop_one(const char *dir, const char *name)
+{
+    pid_t pid = read_pid(dir, name);
+    char *pf = sl_xasprintf("%s/%s/shaled.pid", dir, name);
+    if (!pid_is_ours(pid, dir)) {
+        unlink(pf);
+        free(pf);
+        return 0;
+    }
+    kill(pid, SIGTERM);
+    int64_t dl = sl_mono_ns() + 15 * 1000000000LL;
+    while (kill(pid, 0) == 0 && sl_mono_ns() < dl) {
+        waitpid(pid, NULL, WNOHANG);
+        sl_sleep_ms(50);
+    }
+    if (kill(pid, 0) == 0) {
+        fprintf(stderr, "Warning: node %s (pid %d) did not stop in 15s; killing it\n", name, (int)pid);
+        kill(pid, SIGKILL);
+    }
+    unlink(pf);
+    free(pf);
+    return 1;
+}
+
+static int pg_stop(struct opts *o)
+{
+    const char *d = opt_str(o, "dir");
+    if (!d || !*d) {
+        fprintf(stderr, "Usage: shale playground stop --dir DIR\n");
+        return 1;
+    }
+    char buf[PATH_MAX];
+    if (!realpath(d, buf)) {
+        fprintf(stderr, "Error: %s: %s\n", d, strerror(errno));
+        return 1;
+    }
+    json_t *topo = load_topology(buf);
+    if (!topo) {
+        fprintf(stderr, "Error: %s is not a playground directory (no playground.json)\n", buf);
+        return 1;
+    }
+    /* targets first, then proxies (primary last) */
+    json_t *nodes = json_object_get(topo, "nodes");
+    int stopped = 0;
+    for (size_t i = json_array_size(nodes); i-- > 0;)
+        stopped += stop_one(buf, json_string_value(json_object_get(json_array_get(nodes, i), "name")));
+    printf("Playground in %s stopped (%d node%s)\n", buf, stopped, stopped == 1 ? "" : "s");
+    json_decref(topo);
+    return 0;
+}
+
+static int pg_status(struct opts *o)
+{
+    const char *d = opt_str(o, "dir");
+    char buf[PATH_MAX];
+    if (!d || !realpath(d, buf)) {
+        fprintf(stderr, "Usage: shale playground status --dir DIR\n");
+        return 1;
+    }
+    json_t *topo = load_topology(buf);
+    if (!topo) {
+        fprintf(stderr, "Error: %s is not a playground directory (no playground.json)\n", buf);
+        return 1;
+    }
+    struct table *t = table_new(5, "NODE", "ROLE", "PORT", "PID", "STATUS");
+    size_t i;
+    json_t *n;
+    int down = 0;
+    json_array_foreach(json_object_get(topo, "nodes"), i, n) {
+        const char *name = json_string_value(json_object_get(n, "name"));
+        int port = (int)json_integer_value(json_object_get(n, "port"));
+        pid_t pid = read_pid(buf, name);
+        bool alive = pid_is_ours(pid, buf);
+        char ps[16], pid_s[16];
+        snprintf(ps, sizeof(ps), "%d", port);
+        snprintf(pid_s, sizeof(pid_s), "%d", alive ? (int)pid : 0);
+        const char *st = !alive ? "stopped" : health_ok(port, NULL) ? "online" : "not ready";
+        if (strcmp(st, "online"))
+            down++;
+        table_row(t, name, json_string_value(json_object_get(n, "role")), ps, alive ? pid_s : "-", st);
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    json_decref(topo);
+    return down ? 1 : 0;
+}
+
+static int pg_add_target(struct opts *o)
+{
+    const char *d = opt_str(o, "dir");
+    char buf[PATH_MAX];
+    if (!d || !realpath(d, buf)) {
+        fprintf(stderr, "Usage: shale playground add-target --dir DIR\n");
+        return 1;
+    }
+    json_t *topo = load_topology(buf);
+    if (!topo) {
+        fprintf(stderr, "Error: %s is not a playground directory (no playground.json)\n", buf);
+        return 1;
+    }
+    json_t *nodes = json_object_get(topo, "nodes");
+    json_t *first = json_array_get(nodes, 0);
+    if (!strcmp(json_string_value(json_object_get(first, "role")), "standalone")) {
+        fprintf(stderr, "Error: this playground is a standalone node; start one with --proxies and --targets to "
+                        "add targets\n");
+        json_decref(topo);
+        return 1;
+    }
+    int maxport = 0, nt = 0;
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n) {
+        int p = (int)json_integer_value(json_object_get(n, "port"));
+        if (p > maxport)
+            maxport = p;
+        if (!strcmp(json_string_value(json_object_get(n, "role")), "target"))
+            nt++;
+    }
+    char nm[16];
+    snprintf(nm, sizeof(nm), "t%d", nt);
+    json_t *node = json_pack("{s:s,s:s,s:i}", "name", nm, "role", "target", "port", maxport + 1);
+    json_array_append_new(nodes, node);
+    char *primary = sl_xasprintf("http://127.0.0.1:%d", (int)json_integer_value(json_object_get(first, "port")));
+    write_node_config(buf, node, primary, (int)json_integer_value(json_object_get(topo, "mountpaths")));
+    free(primary);
+    char *tf = sl_xasprintf("%s/playground.json", buf);
+    json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    free(tf);
+    int rc = start_nodes(buf, topo, 60);
+    if (rc == 0)
+        printf("Target %s added on port %d; it joined and rebalance follows\n", nm, maxport + 1);
+    json_decref(topo);
+    return rc;
+}
+
+int cmd_playground(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "Usage: shale playground start|stop|status|add-target --dir DIR ...\n");
+        return 1;
+    }
+    struct opts o;
+    if (opts_parse(&o, argc - 1, argv + 1, "dir,port,proxies,targets,mountpaths,timeout", "") < 0)
+        return 1;
+    if (!strcmp(argv[0], "start"))
+        return pg_start(&o);
+    if (!strcmp(argv[0], "stop"))
+        return pg_stop(&o);
+    if (!strcmp(argv[0], "status"))
+        return pg_status(&o);
+    if (!strcmp(argv[0], "add-target"))
+        return pg_add_target(&o);
+    fprintf(stderr, "Error: unknown command \"playground %s\" (start, stop, status, add-target)\n", argv[0]);
+    return 1;
+}

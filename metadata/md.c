@@ -1,0 +1,1070 @@
+/* SPDX-License-Identifier: MIT
+ * md.c: LMDB environments for object metadata (per mountpath, with group
+ * commit) and for node documents. See md.h for the key layout.
+ */
+#include "md.h"
+#include "log.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAPSIZE_OBJ (256ULL << 30)
+#define MAPSIZE_NODE (4ULL << 30)
+#define DEL_BATCH 50000
+
+struct md_req {
+    struct sl_md_op *ops;
+    int nops;
+    bool wait, done, owned;
+    int rc;
+    char errmsg[256];
+    struct md_req *next;
+};
+
+struct sl_md_env {
+    MDB_env *env;
+    MDB_dbi objs, pending, aux;
+    char *dir;
+    int sync;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    struct md_req *head, *tail;
+    pthread_t thr, syncthr;
+    bool stop, has_syncthr;
+};
+
+/* ---- object metadata records ---- */
+
+void sl_objmd_free(struct sl_objmd *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->ncustom; i++) {
+        free(m->custom[i].k);
+        free(m->custom[i].v);
+    }
+    free(m->custom);
+    m->custom = NULL;
+    m->ncustom = 0;
+}
+
+void sl_objmd_copy(struct sl_objmd *dst, const struct sl_objmd *src)
+{
+    *dst = *src;
+    dst->custom = NULL;
+    dst->ncustom = 0;
+    if (src->ncustom) {
+        dst->custom = sl_xcalloc((size_t)src->ncustom, sizeof(struct sl_kv));
+        for (int i = 0; i < src->ncustom; i++) {
+            dst->custom[i].k = sl_xstrdup(src->custom[i].k);
+            dst->custom[i].v = sl_xstrdup(src->custom[i].v);
+        }
+        dst->ncustom = src->ncustom;
+    }
+}
+
+void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v)
+{
+    for (int i = 0; i < m->ncustom; i++) {
+        if (strcmp(m->custom[i].k, k) == 0) {
+            free(m->custom[i].v);
+            m->custom[i].v = sl_xstrdup(v);
+            return;
+        }
+    }
+    m->custom = sl_xrealloc(m->custom, (size_t)(m->ncustom + 1) * sizeof(struct sl_kv));
+    m->custom[m->ncustom].k = sl_xstrdup(k);
+    m->custom[m->ncustom].v = sl_xstrdup(v);
+    m->ncustom++;
+}
+
+const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k)
+{
+    for (int i = 0; i < m->ncustom; i++)
+        if (strcmp(m->custom[i].k, k) == 0)
+            return m->custom[i].v;
+    return NULL;
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_rec(msgpack_packer *pk, const char *suffix, size_t slen, const struct sl_objmd *m)
+{
+    msgpack_pack_array(pk, 10);
+    msgpack_pack_bin(pk, slen);
+    msgpack_pack_bin_body(pk, suffix, slen);
+    msgpack_pack_uint64(pk, m->size);
+    msgpack_pack_int(pk, m->cksum_type);
+    pack_str(pk, m->cksum);
+    msgpack_pack_uint64(pk, m->version);
+    msgpack_pack_int64(pk, m->atime);
+    msgpack_pack_int64(pk, m->mtime);
+    pack_str(pk, m->fname);
+    msgpack_pack_uint32(pk, m->flags);
+    msgpack_pack_map(pk, (size_t)m->ncustom);
+    for (int i = 0; i < m->ncustom; i++) {
+        pack_str(pk, m->custom[i].k);
+        pack_str(pk, m->custom[i].v);
+    }
+}
+
+static uint64_t obj_u64(const msgpack_object *o)
+{
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return o->via.u64;
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        return (uint64_t)o->via.i64;
+    return 0;
+}
+
+static void obj_str(const msgpack_object *o, char *out, size_t n)
+{
+    out[0] = 0;
+    if (o->type == MSGPACK_OBJECT_STR) {
+        size_t l = o->via.str.size < n - 1 ? o->via.str.size : n - 1;
+        memcpy(out, o->via.str.ptr, l);
+        out[l] = 0;
+    }
+}
+
+static char *obj_strdup(const msgpack_object *o)
+{
+    if (o->type == MSGPACK_OBJECT_STR)
+        return sl_xstrndup(o->via.str.ptr, o->via.str.size);
+    return sl_xstrdup("");
+}
+
+/* Decode one record; suffix points into the msgpack buffer. */
+static int unpack_rec(const msgpack_object *r, const char **suffix, size_t *slen, struct sl_objmd *m)
+{
+    if (r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size < 10)
+        return -1;
+    const msgpack_object *a = r->via.array.ptr;
+    if (a[0].type != MSGPACK_OBJECT_BIN)
+        return -1;
+    *suffix = a[0].via.bin.ptr;
+    *slen = a[0].via.bin.size;
+    if (!m)
+        return 0;
+    memset(m, 0, sizeof(*m));
+    m->size = obj_u64(&a[1]);
+    m->cksum_type = (int)obj_u64(&a[2]);
+    obj_str(&a[3], m->cksum, sizeof(m->cksum));
+    m->version = obj_u64(&a[4]);
+    m->atime = (int64_t)obj_u64(&a[5]);
+    m->mtime = (int64_t)obj_u64(&a[6]);
+    obj_str(&a[7], m->fname, sizeof(m->fname));
+    m->flags = (uint32_t)obj_u64(&a[8]);
+    if (a[9].type == MSGPACK_OBJECT_MAP && a[9].via.map.size) {
+        uint32_t n = a[9].via.map.size;
+        m->custom = sl_xcalloc(n, sizeof(struct sl_kv));
+        for (uint32_t i = 0; i < n; i++) {
+            m->custom[i].k = obj_strdup(&a[9].via.map.ptr[i].key);
+            m->custom[i].v = obj_strdup(&a[9].via.map.ptr[i].val);
+        }
+        m->ncustom = (int)n;
+    }
+    return 0;
+}
+
+static size_t make_key(unsigned char *key, uint64_t bid, const char *name, size_t nlen)
+{
+    for (int i = 0; i < 8; i++)
+        key[i] = (unsigned char)(bid >> (56 - 8 * i));
+    size_t kn = nlen < SL_MD_KEYNAME ? nlen : SL_MD_KEYNAME;
+    memcpy(key + 8, name, kn);
+    return 8 + kn;
+}
+
+static int suffix_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int c = memcmp(a, b, n);
+    if (c)
+        return c;
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+/* ---- environment ---- */
+
+static int mdb_fail(struct sl_err *err, int rc, const char *what, const char *dir)
+{
+    return sl_errf(err, rc == MDB_MAP_FULL || rc == ENOSPC ? SL_ENOSPC : SL_EIO, "metadata %s in %s: %s", what,
+                   dir, mdb_strerror(rc));
+}
+
+static void *committer(void *arg);
+static void *syncer(void *arg);
+
+int sl_md_open(const char *dir, int sync, struct sl_md_env **out, struct sl_err *err)
+{
+    if (sl_mkdir_p(dir, 0755) < 0)
+        return sl_errf(err, SL_EIO, "cannot create metadata directory %s: %s", dir, strerror(errno));
+    struct sl_md_env *e = sl_xcalloc(1, sizeof(*e));
+    e->dir = sl_xstrdup(dir);
+    e->sync = sync;
+    int rc = mdb_env_create(&e->env);
+    if (rc)
+        goto fail;
+    mdb_env_set_maxdbs(e->env, 8);
+    mdb_env_set_maxreaders(e->env, 1024);
+    mdb_env_set_mapsize(e->env, MAPSIZE_OBJ);
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    if (sync != SL_MD_SYNC)
+        flags |= MDB_NOSYNC;
+    rc = mdb_env_open(e->env, dir, flags, 0644);
+    if (rc)
+        goto fail;
+    int dead = 0;
+    mdb_reader_check(e->env, &dead);
+    if (dead)
+        sl_logi("metadata %s: cleared %d stale reader slot(s) left by a previous process", dir, dead);
+    MDB_txn *txn;
+    rc = mdb_txn_begin(e->env, NULL, 0, &txn);
+    if (rc)
+        goto fail;
+    if ((rc = mdb_dbi_open(txn, "objs", MDB_CREATE, &e->objs)) || (rc = mdb_dbi_open(txn, "pending", MDB_CREATE, &e->pending)) ||
+        (rc = mdb_dbi_open(txn, "aux", MDB_CREATE, &e->aux))) {
+        mdb_txn_abort(txn);
+        goto fail;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc)
+        goto fail;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv_work, NULL);
+    pthread_cond_init(&e->cv_done, NULL);
+    pthread_create(&e->thr, NULL, committer, e);
+    if (sync == SL_MD_ASYNC) {
+        e->has_syncthr = true;
+        pthread_create(&e->syncthr, NULL, syncer, e);
+    }
+    *out = e;
+    return 0;
+fail:
+    mdb_fail(err, rc, "open", dir);
+    if (e->env)
+        mdb_env_close(e->env);
+    free(e->dir);
+    free(e);
+    return -1;
+}
+
+void sl_md_close(struct sl_md_env *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = true;
+    pthread_cond_broadcast(&e->cv_work);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->thr, NULL);
+    if (e->has_syncthr)
+        pthread_join(e->syncthr, NULL);
+    mdb_env_sync(e->env, 1);
+    mdb_env_close(e->env);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv_work);
+    pthread_cond_destroy(&e->cv_done);
+    free(e->dir);
+    free(e);
+}
+
+const char *sl_md_dir(struct sl_md_env *e)
+{
+    return e->dir;
+}
+
+static void *syncer(void *arg)
+{
+    struct sl_md_env *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        bool stop = e->stop;
+        pthread_mutex_unlock(&e->mu);
+        if (stop)
+            break;
+        for (int i = 0; i < 10 && !e->stop; i++)
+            sl_sleep_ms(100);
+        mdb_env_sync(e->env, 1);
+    }
+    return NULL;
+}
+
+/* ---- reads ---- */
+
+static int find_in_group(const MDB_val *v, const char *suffix, size_t slen, struct sl_objmd *out)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    int found = 0;
+    if (msgpack_unpack_next(&up, v->mv_data, v->mv_size, &off) == MSGPACK_UNPACK_SUCCESS &&
+        up.data.type == MSGPACK_OBJECT_ARRAY) {
+        for (uint32_t i = 0; i < up.data.via.array.size; i++) {
+            const char *s;
+            size_t sl;
+            if (unpack_rec(&up.data.via.array.ptr[i], &s, &sl, NULL) < 0)
+                continue;
+            if (sl == slen && memcmp(s, suffix, slen) == 0) {
+                unpack_rec(&up.data.via.array.ptr[i], &s, &sl, out);
+                found = 1;
+                break;
+            }
+        }
+    } else {
+        found = -1;
+    }
+    msgpack_unpacked_destroy(&up);
+    return found;
+}
+
+int sl_md_obj_get(struct sl_md_env *e, uint64_t bid, const char *name, size_t nlen, struct sl_objmd *out,
+                  struct sl_err *err)
+{
+    unsigned char kb[8 + SL_MD_KEYNAME];
+    MDB_val k, v;
+    k.mv_data = kb;
+    k.mv_size = make_key(kb, bid, name, nlen);
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, &txn);
+    if (rc)
+        return mdb_fail(err, rc, "read", e->dir);
+    rc = mdb_get(txn, e->objs, &k, &v);
+    int found = 0;
+    if (rc == 0) {
+        const char *suf = nlen > SL_MD_KEYNAME ? name + SL_MD_KEYNAME : "";
+        size_t slen = nlen > SL_MD_KEYNAME ? nlen - SL_MD_KEYNAME : 0;
+        found = find_in_group(&v, suf, slen, out);
+        if (found < 0)
+            sl_errf(err, SL_EIO, "metadata in %s: corrupt record for %.*s", e->dir, (int)SL_MIN(nlen, 200), name);
+    } else if (rc != MDB_NOTFOUND) {
+        mdb_fail(err, rc, "read", e->dir);
+        found = -1;
+    }
+    mdb_txn_abort(txn);
+    return found;
+}
+
+int sl_md_aux_get(struct sl_md_env *e, const char *key, size_t klen, struct sl_buf *out)
+{
+    MDB_txn *txn;
+    MDB_val k = { klen, (void *)key }, v;
+    if (mdb_txn_begin(e->env, NULL, MDB_RDONLY, &txn))
+        return -1;
+    int rc = mdb_get(txn, e->aux, &k, &v);
+    int found = 0;
+    if (rc == 0) {
+        sl_buf_add(out, v.mv_data, v.mv_size);
+        found = 1;
+    } else if (rc != MDB_NOTFOUND) {
+        found = -1;
+    }
+    mdb_txn_abort(txn);
+    return found;
+}
+
+/* ---- writes ---- */
+
+/* Rewrite the group stored under k with rec (suffix, md) inserted/replaced,
+ * or removed when md is NULL. */
+static int group_update(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, const char *suffix, size_t slen,
+                        const struct sl_objmd *md)
+{
+    MDB_val old;
+    int rc = mdb_get(txn, dbi, k, &old);
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    const msgpack_object *recs = NULL;
+    uint32_t nrec = 0;
+    if (rc == 0) {
+        size_t off = 0;
+        if (msgpack_unpack_next(&up, old.mv_data, old.mv_size, &off) == MSGPACK_UNPACK_SUCCESS &&
+            up.data.type == MSGPACK_OBJECT_ARRAY) {
+            recs = up.data.via.array.ptr;
+            nrec = up.data.via.array.size;
+        }
+    }
+    /* count output records */
+    uint32_t nout = 0;
+    bool placed = false;
+    for (uint32_t i = 0; i < nrec; i++) {
+        const char *s;
+        size_t sl;
+        if (unpack_rec(&recs[i], &s, &sl, NULL) < 0)
+            continue;
+        if (sl == slen && memcmp(s, suffix, slen) == 0)
+            continue;
+        nout++;
+    }
+    if (md)
+        nout++;
+    if (nout == 0) {
+        msgpack_unpacked_destroy(&up);
+        msgpack_sbuffer_destroy(&sb);
+        rc = mdb_del(txn, dbi, k, NULL);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    }
+    msgpack_pack_array(&pk, nout);
+    for (uint32_t i = 0; i < nrec; i++) {
+        const char *s;
+        size_t sl;
+        if (unpack_rec(&recs[i], &s, &sl, NULL) < 0)
+            continue;
+        if (sl == slen && memcmp(s, suffix, slen) == 0)
+            continue;
+        if (md && !placed && suffix_cmp(suffix, slen, s, sl) < 0) {
+            pack_rec(&pk, suffix, slen, md);
+            placed = true;
+        }
+        msgpack_pack_object(&pk, recs[i]);
+    }
+    if (md && !placed)
+        pack_rec(&pk, suffix, slen, md);
+    MDB_val nv = { sb.size, sb.data };
+    rc = mdb_put(txn, dbi, k, &nv, 0);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+static int apply_op(struct sl_md_env *e, MDB_txn *txn, const struct sl_md_op *op, int *more)
+{
+    unsigned char kb[8 + SL_MD_KEYNAME];
+    MDB_val k, v;
+    int rc = 0;
+    switch (op->kind) {
+    case SL_MD_PUT_OBJ:
+    case SL_MD_DEL_OBJ: {
+        k.mv_data = kb;
+        k.mv_size = make_key(kb, op->bid, op->name, op->nlen);
+        const char *suf = op->nlen > SL_MD_KEYNAME ? op->name + SL_MD_KEYNAME : "";
+        size_t slen = op->nlen > SL_MD_KEYNAME ? op->nlen - SL_MD_KEYNAME : 0;
+        if (op->nlen < SL_MD_KEYNAME && op->kind == SL_MD_PUT_OBJ) {
+            /* short names own their key: no read needed */
+            msgpack_sbuffer sb;
+            msgpack_sbuffer_init(&sb);
+            msgpack_packer pk;
+            msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+            msgpack_pack_array(&pk, 1);
+            pack_rec(&pk, "", 0, op->md);
+            v.mv_data = sb.data;
+            v.mv_size = sb.size;
+            rc = mdb_put(txn, e->objs, &k, &v, 0);
+            msgpack_sbuffer_destroy(&sb);
+        } else if (op->nlen < SL_MD_KEYNAME) {
+            rc = mdb_del(txn, e->objs, &k, NULL);
+            if (rc == MDB_NOTFOUND)
+                rc = 0;
+        } else {
+            rc = group_update(txn, e->objs, &k, suf, slen, op->kind == SL_MD_PUT_OBJ ? op->md : NULL);
+        }
+        break;
+    }
+    case SL_MD_PUT_PENDING:
+    case SL_MD_PUT_AUX:
+        k.mv_data = (void *)op->key;
+        k.mv_size = op->klen;
+        v.mv_data = (void *)op->val;
+        v.mv_size = op->vlen;
+        rc = mdb_put(txn, op->kind == SL_MD_PUT_AUX ? e->aux : e->pending, &k, &v, 0);
+        break;
+    case SL_MD_DEL_PENDING:
+    case SL_MD_DEL_AUX:
+        k.mv_data = (void *)op->key;
+        k.mv_size = op->klen;
+        rc = mdb_del(txn, op->kind == SL_MD_DEL_AUX ? e->aux : e->pending, &k, NULL);
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+        break;
+    case SL_MD_DEL_BUCKET: {
+        MDB_cursor *c;
+        rc = mdb_cursor_open(txn, e->objs, &c);
+        if (rc)
+            break;
+        make_key(kb, op->bid, "", 0);
+        k.mv_data = kb;
+        k.mv_size = 8;
+        int n = 0;
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        while (rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, kb, 8) == 0) {
+            if (n >= DEL_BATCH) {
+                *more = 1;
+                break;
+            }
+            rc = mdb_cursor_del(c, 0);
+            if (rc)
+                break;
+            n++;
+            rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+            if (rc == EINVAL || rc == MDB_NOTFOUND) /* past the end after delete */
+                rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        }
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+        mdb_cursor_close(c);
+        break;
+    }
+    default:
+        rc = EINVAL;
+    }
+    return rc;
+}
+
+static int run_reqs(struct sl_md_env *e, struct md_req *list, bool single)
+{
+    MDB_txn *txn;
+    int rc;
+    int more;
+    do {
+        more = 0;
+        rc = mdb_txn_begin(e->env, NULL, 0, &txn);
+        if (rc)
+            return rc;
+        for (struct md_req *r = list; r; r = single ? NULL : r->next) {
+            for (int i = 0; i < r->nops && !rc; i++)
+                rc = apply_op(e, txn, &r->ops[i], &more);
+            if (rc || single)
+                break;
+        }
+        if (rc) {
+            mdb_txn_abort(txn);
+            return rc;
+        }
+        rc = mdb_txn_commit(txn);
+        if (rc)
+            return rc;
+        /* a bucket deletion bigger than one transaction: repeat (the other
+         * ops are idempotent) */
+    } while (more);
+    return 0;
+}
+
+static void free_req_ops(struct md_req *r)
+{
+    if (!r->owned)
+        return;
+    for (int i = 0; i < r->nops; i++) {
+        free((void *)r->ops[i].name);
+        free((void *)r->ops[i].key);
+        free((void *)r->ops[i].val);
+        if (r->ops[i].md) {
+            sl_objmd_free((struct sl_objmd *)r->ops[i].md);
+            free((void *)r->ops[i].md);
+        }
+    }
+    free(r->ops);
+}
+
+static void *committer(void *arg)
+{
+    struct sl_md_env *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!e->head && !e->stop)
+            pthread_cond_wait(&e->cv_work, &e->mu);
+        if (!e->head && e->stop) {
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
+        struct md_req *list = e->head;
+        e->head = e->tail = NULL;
+        pthread_mutex_unlock(&e->mu);
+
+        int rc = run_reqs(e, list, false);
+        if (rc) {
+            /* isolate the failing request(s): retry one by one */
+            for (struct md_req *r = list; r; r = r->next) {
+                r->rc = run_reqs(e, r, true);
+                if (r->rc)
+                    snprintf(r->errmsg, sizeof(r->errmsg), "%s", mdb_strerror(r->rc));
+            }
+        }
+        pthread_mutex_lock(&e->mu);
+        struct md_req *next;
+        for (struct md_req *r = list; r; r = next) {
+            next = r->next;
+            if (r->wait) {
+                r->done = true;
+            } else {
+                if (r->rc)
+                    sl_logw("metadata %s: background commit failed: %s", e->dir, r->errmsg);
+                free_req_ops(r);
+                free(r);
+            }
+        }
+        pthread_cond_broadcast(&e->cv_done);
+        pthread_mutex_unlock(&e->mu);
+    }
+    return NULL;
+}
+
+int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err)
+{
+    struct md_req *r = sl_xcalloc(1, sizeof(*r));
+    r->wait = wait;
+    r->nops = nops;
+    if (wait) {
+        r->ops = (struct sl_md_op *)ops;
+    } else {
+        r->owned = true;
+        r->ops = sl_xcalloc((size_t)nops, sizeof(*ops));
+        for (int i = 0; i < nops; i++) {
+            r->ops[i] = ops[i];
+            if (ops[i].name)
+                r->ops[i].name = sl_xstrndup(ops[i].name, ops[i].nlen);
+            if (ops[i].key)
+                r->ops[i].key = sl_xstrndup(ops[i].key, ops[i].klen);
+            if (ops[i].val)
+                r->ops[i].val = sl_xstrndup(ops[i].val, ops[i].vlen);
+            if (ops[i].md) {
+                struct sl_objmd *m = sl_xmalloc(sizeof(*m));
+                sl_objmd_copy(m, ops[i].md);
+                r->ops[i].md = m;
+            }
+        }
+    }
+    pthread_mutex_lock(&e->mu);
+    if (e->tail)
+        e->tail->next = r;
+    else
+        e->head = r;
+    e->tail = r;
+    pthread_cond_signal(&e->cv_work);
+    if (!wait) {
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+    while (!r->done)
+        pthread_cond_wait(&e->cv_done, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    int rc = r->rc;
+    if (rc)
+        mdb_fail(err, rc, "commit", e->dir);
+    free(r);
+    return rc ? -1 : 0;
+}
+
+int sl_md_pending_foreach(struct sl_md_env *e,
+                          int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen), void *arg)
+{
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k, v;
+    if (mdb_txn_begin(e->env, NULL, MDB_RDONLY, &txn))
+        return -1;
+    if (mdb_cursor_open(txn, e->pending, &c)) {
+        mdb_txn_abort(txn);
+        return -1;
+    }
+    int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        if (cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size))
+            break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    return 0;
+}
+
+/* ---- iteration ---- */
+
+struct grp_ent {
+    const char *suffix;
+    size_t slen;
+    const msgpack_object *rec;
+};
+
+struct sl_md_iter {
+    struct sl_md_env *e;
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    uint64_t bid;
+    unsigned char bk[8];
+    char *prefix;
+    size_t plen;
+    bool started, ended;
+    /* current key's group */
+    msgpack_unpacked up;
+    struct grp_ent *ents;
+    uint32_t nents, ei, cap;
+    char keyname[SL_MD_KEYNAME];
+    size_t keylen;
+    /* current entry */
+    char name[SL_MAX_OBJNAME + SL_MD_KEYNAME + 1];
+    size_t namelen;
+    struct sl_objmd md;
+    bool have_md;
+    /* lower bound applied to the first entries (exclusive or inclusive) */
+    char *after;
+    size_t alen;
+    bool after_inclusive;
+};
+
+static int ent_cmp(const void *a, const void *b)
+{
+    const struct grp_ent *x = a, *y = b;
+    return suffix_cmp(x->suffix, x->slen, y->suffix, y->slen);
+}
+
+static int load_group(struct sl_md_iter *it, MDB_val *k, MDB_val *v)
+{
+    msgpack_unpacked_destroy(&it->up);
+    msgpack_unpacked_init(&it->up);
+    it->nents = it->ei = 0;
+    it->keylen = k->mv_size - 8;
+    memcpy(it->keyname, (char *)k->mv_data + 8, it->keylen);
+    size_t off = 0;
+    if (msgpack_unpack_next(&it->up, v->mv_data, v->mv_size, &off) != MSGPACK_UNPACK_SUCCESS ||
+        it->up.data.type != MSGPACK_OBJECT_ARRAY)
+        return 0; /* corrupt: skip key */
+    uint32_t n = it->up.data.via.array.size;
+    if (n > it->cap) {
+        it->ents = sl_xrealloc(it->ents, n * sizeof(*it->ents));
+        it->cap = n;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *r = &it->up.data.via.array.ptr[i];
+        const char *s;
+        size_t sl;
+        if (unpack_rec(r, &s, &sl, NULL) < 0)
+            continue;
+        it->ents[it->nents].suffix = s;
+        it->ents[it->nents].slen = sl;
+        it->ents[it->nents].rec = r;
+        it->nents++;
+    }
+    if (it->nents > 1)
+        qsort(it->ents, it->nents, sizeof(*it->ents), ent_cmp);
+    return 0;
+}
+
+/* Does the key's name part still fall inside the prefix range? */
+static bool key_in_prefix(struct sl_md_iter *it, const MDB_val *k)
+{
+    if (k->mv_size < 8 || memcmp(k->mv_data, it->bk, 8) != 0)
+        return false;
+    size_t cmpn = it->plen < SL_MD_KEYNAME ? it->plen : SL_MD_KEYNAME;
+    if (k->mv_size - 8 < cmpn)
+        return false;
+    return memcmp((char *)k->mv_data + 8, it->prefix, cmpn) == 0;
+}
+
+static int position(struct sl_md_iter *it, const char *from, size_t flen, bool inclusive)
+{
+    unsigned char kb[8 + SL_MD_KEYNAME];
+    MDB_val k, v;
+    k.mv_data = kb;
+    k.mv_size = make_key(kb, it->bid, from, flen);
+    free(it->after);
+    it->after = flen ? sl_xstrndup(from, flen) : NULL;
+    it->alen = flen;
+    it->after_inclusive = inclusive;
+    it->nents = it->ei = 0;
+    int rc = mdb_cursor_get(it->cur, &k, &v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND) {
+        it->ended = true;
+        return 0;
+    }
+    if (rc)
+        return -1;
+    if (!key_in_prefix(it, &k)) {
+        it->ended = true;
+        return 0;
+    }
+    it->ended = false;
+    load_group(it, &k, &v);
+    it->started = true;
+    return 0;
+}
+
+int sl_md_iter_open(struct sl_md_env *e, uint64_t bid, const char *prefix, size_t plen, const char *after,
+                    size_t alen, struct sl_md_iter **out, struct sl_err *err)
+{
+    struct sl_md_iter *it = sl_xcalloc(1, sizeof(*it));
+    it->e = e;
+    it->bid = bid;
+    make_key(it->bk, bid, "", 0);
+    it->prefix = sl_xstrndup(prefix ? prefix : "", prefix ? plen : 0);
+    it->plen = prefix ? plen : 0;
+    msgpack_unpacked_init(&it->up);
+    int rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, &it->txn);
+    if (rc) {
+        msgpack_unpacked_destroy(&it->up);
+        free(it->prefix);
+        free(it);
+        return mdb_fail(err, rc, "read", e->dir);
+    }
+    rc = mdb_cursor_open(it->txn, e->objs, &it->cur);
+    if (rc) {
+        mdb_txn_abort(it->txn);
+        msgpack_unpacked_destroy(&it->up);
+        free(it->prefix);
+        free(it);
+        return mdb_fail(err, rc, "cursor", e->dir);
+    }
+    /* start from max(prefix, after) */
+    const char *from = it->prefix;
+    size_t flen = it->plen;
+    bool incl = true;
+    if (after && alen && suffix_cmp(after, alen, it->prefix, it->plen) >= 0) {
+        from = after;
+        flen = alen;
+        incl = false;
+    }
+    if (position(it, from, flen, incl) < 0) {
+        sl_md_iter_close(it);
+        return sl_errf(err, SL_EIO, "metadata %s: cursor positioning failed", e->dir);
+    }
+    *out = it;
+    return 0;
+}
+
+int sl_md_iter_next(struct sl_md_iter *it)
+{
+    if (it->have_md) {
+        sl_objmd_free(&it->md);
+        it->have_md = false;
+    }
+    for (;;) {
+        if (it->ended)
+            return 0;
+        while (it->ei < it->nents) {
+            struct grp_ent *g = &it->ents[it->ei++];
+            size_t nl = it->keylen + g->slen;
+            if (nl > sizeof(it->name) - 1)
+                continue;
+            memcpy(it->name, it->keyname, it->keylen);
+            memcpy(it->name + it->keylen, g->suffix, g->slen);
+            it->name[nl] = 0;
+            it->namelen = nl;
+            if (it->plen && (nl < it->plen || memcmp(it->name, it->prefix, it->plen) != 0))
+                continue;
+            if (it->after) {
+                int c = suffix_cmp(it->name, nl, it->after, it->alen);
+                if (c < 0 || (c == 0 && !it->after_inclusive))
+                    continue;
+            }
+            const char *s;
+            size_t sl;
+            unpack_rec(g->rec, &s, &sl, &it->md);
+            it->have_md = true;
+            return 1;
+        }
+        /* next key; the lower bound only matters for the first group */
+        free(it->after);
+        it->after = NULL;
+        MDB_val k, v;
+        int rc = mdb_cursor_get(it->cur, &k, &v, MDB_NEXT);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_in_prefix(it, &k))) {
+            it->ended = true;
+            return 0;
+        }
+        if (rc)
+            return -1;
+        load_group(it, &k, &v);
+    }
+}
+
+const char *sl_md_iter_name(struct sl_md_iter *it, size_t *len)
+{
+    if (len)
+        *len = it->namelen;
+    return it->name;
+}
+
+const struct sl_objmd *sl_md_iter_md(struct sl_md_iter *it)
+{
+    return &it->md;
+}
+
+int sl_md_iter_seek(struct sl_md_iter *it, const char *name, size_t nlen)
+{
+    if (it->have_md) {
+        sl_objmd_free(&it->md);
+        it->have_md = false;
+    }
+    return position(it, name, nlen, true);
+}
+
+void sl_md_iter_close(struct sl_md_iter *it)
+{
+    if (!it)
+        return;
+    if (it->have_md)
+        sl_objmd_free(&it->md);
+    mdb_cursor_close(it->cur);
+    mdb_txn_abort(it->txn);
+    msgpack_unpacked_destroy(&it->up);
+    free(it->ents);
+    free(it->prefix);
+    free(it->after);
+    free(it);
+}
+
+int sl_md_bucket_stats(struct sl_md_env *e, uint64_t bid, uint64_t *count, uint64_t *bytes)
+{
+    struct sl_md_iter *it;
+    struct sl_err err;
+    *count = *bytes = 0;
+    if (sl_md_iter_open(e, bid, "", 0, NULL, 0, &it, &err) < 0)
+        return -1;
+    int rc;
+    while ((rc = sl_md_iter_next(it)) == 1) {
+        (*count)++;
+        *bytes += sl_md_iter_md(it)->size;
+    }
+    sl_md_iter_close(it);
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- node environment ---- */
+
+struct sl_md_node {
+    MDB_env *env;
+    MDB_dbi dbi;
+    char *dir;
+};
+
+int sl_md_node_open(const char *dir, struct sl_md_node **out, struct sl_err *err)
+{
+    if (sl_mkdir_p(dir, 0755) < 0)
+        return sl_errf(err, SL_EIO, "cannot create node metadata directory %s: %s", dir, strerror(errno));
+    struct sl_md_node *n = sl_xcalloc(1, sizeof(*n));
+    n->dir = sl_xstrdup(dir);
+    int rc = mdb_env_create(&n->env);
+    if (rc)
+        goto fail;
+    mdb_env_set_mapsize(n->env, MAPSIZE_NODE);
+    mdb_env_set_maxreaders(n->env, 256);
+    rc = mdb_env_open(n->env, dir, MDB_NOTLS, 0644);
+    if (rc)
+        goto fail;
+    int dead = 0;
+    mdb_reader_check(n->env, &dead);
+    MDB_txn *txn;
+    rc = mdb_txn_begin(n->env, NULL, 0, &txn);
+    if (rc)
+        goto fail;
+    rc = mdb_dbi_open(txn, NULL, 0, &n->dbi);
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto fail;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc)
+        goto fail;
+    *out = n;
+    return 0;
+fail:
+    mdb_fail(err, rc, "open", dir);
+    if (n->env)
+        mdb_env_close(n->env);
+    free(n->dir);
+    free(n);
+    return -1;
+}
+
+void sl_md_node_close(struct sl_md_node *n)
+{
+    if (!n)
+        return;
+    mdb_env_close(n->env);
+    free(n->dir);
+    free(n);
+}
+
+int sl_md_node_get(struct sl_md_node *n, const char *key, struct sl_buf *out)
+{
+    MDB_txn *txn;
+    MDB_val k = { strlen(key), (void *)key }, v;
+    if (mdb_txn_begin(n->env, NULL, MDB_RDONLY, &txn))
+        return -1;
+    int rc = mdb_get(txn, n->dbi, &k, &v);
+    int found = 0;
+    if (rc == 0) {
+        sl_buf_reset(out);
+        sl_buf_add(out, v.mv_data, v.mv_size);
+        found = 1;
+    } else if (rc != MDB_NOTFOUND) {
+        found = -1;
+    }
+    mdb_txn_abort(txn);
+    return found;
+}
+
+int sl_md_node_put(struct sl_md_node *n, const char *key, const void *val, size_t len)
+{
+    MDB_txn *txn;
+    MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+    int rc = mdb_txn_begin(n->env, NULL, 0, &txn);
+    if (rc)
+        return -1;
+    rc = mdb_put(txn, n->dbi, &k, &v, 0);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return -1;
+    }
+    return mdb_txn_commit(txn) ? -1 : 0;
+}
+
+int sl_md_node_del(struct sl_md_node *n, const char *key)
+{
+    MDB_txn *txn;
+    MDB_val k = { strlen(key), (void *)key };
+    int rc = mdb_txn_begin(n->env, NULL, 0, &txn);
+    if (rc)
+        return -1;
+    rc = mdb_del(txn, n->dbi, &k, NULL);
+    if (rc && rc != MDB_NOTFOUND) {
+        mdb_txn_abort(txn);
+        return -1;
+    }
+    return mdb_txn_commit(txn) ? -1 : 0;
+}
+
+int sl_md_node_foreach(struct sl_md_node *n, const char *prefix,
+                       int (*cb)(void *arg, const char *key, const char *val, size_t vlen), void *arg)
+{
+    MDB_txn *txn;
+    MDB_cursor *c;
+    size_t pl = strlen(prefix);
+    MDB_val k = { pl, (void *)prefix }, v;
+    if (mdb_txn_begin(n->env, NULL, MDB_RDONLY, &txn))
+        return -1;
+    if (mdb_cursor_open(txn, n->dbi, &c)) {
+        mdb_txn_abort(txn);
+        return -1;
+    }
+    int rc = pl ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    while (rc == 0 && k.mv_size >= pl && memcmp(k.mv_data, prefix, pl) == 0) {
+        char *key = sl_xstrndup(k.mv_data, k.mv_size);
+        int stop = cb(arg, key, v.mv_data, v.mv_size);
+        free(key);
+        if (stop)
+            break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    return 0;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT
+ * md.h: Shale's metadata store on LMDB. Nothing outside metadata/ includes
+ * lmdb.h. Two kinds of environment:
+ *
+ *  - an object environment per mountpath: object metadata keyed so that a
+ *    bucket + name prefix is one ordered key range (listing = cursor walk),
+ *    plus "pending" markers that make PUT crash-safe (see obj.c);
+ *  - a node environment under the node's confdir: small named documents
+ *    (Smap, BMD, EtlMD, config, node id, job history).
+ *
+ * LMDB has one writer per environment, so writes go through a group-commit
+ * thread per object environment: many PUTs share one transaction and one
+ * fsync. Readers never block.
+ *
+ * Key layout (objects DB): 8-byte big-endian bucket id, then the object name
+ * truncated to SL_MD_KEYNAME bytes. Names longer than that share a key with
+ * every other name that has the same first SL_MD_KEYNAME bytes; the value is
+ * then a group of records, each carrying the rest of its name. Key order plus
+ * in-group sorting gives exact byte-lexicographic name order.
+ */
+#ifndef SL_MD_H
+#define SL_MD_H
+
+#include "sl.h"
+
+#define SL_MD_KEYNAME 440
+
+struct sl_kv {
+    char *k, *v;
+};
+
+struct sl_objmd {
+    uint64_t size;
+    int cksum_type;                 /* enum sl_cksum_type */
+    char cksum[129];                /* hex; "" when none */
+    uint64_t version;
+    int64_t atime;                  /* unix ns */
+    int64_t mtime;                  /* unix ns */
+    char fname[72];                 /* on-disk name under %ob when hashed; "" = the object name */
+    uint32_t flags;                 /* SL_OBJ_F_* */
+    int ncustom;
+    struct sl_kv *custom;           /* owned */
+};
+
+#define SL_OBJ_F_ARCHIDX 1          /* shard has a member index (issue: formats) */
+
+void sl_objmd_free(struct sl_objmd *m);
+void sl_objmd_copy(struct sl_objmd *dst, const struct sl_objmd *src);
+/* Set or replace a custom key (copies). */
+void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v);
+const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k);
+
+struct sl_md_env;   /* opaque */
+
+enum sl_md_sync { SL_MD_SYNC = 0, SL_MD_ASYNC = 1, SL_MD_NOSYNC = 2 };
+
+/* Open (creating) an object environment in dir. */
+int sl_md_open(const char *dir, int sync, struct sl_md_env **out, struct sl_err *err);
+void sl_md_close(struct sl_md_env *env);
+const char *sl_md_dir(struct sl_md_env *env);
+
+/* Object lookup. Returns 1 found (out filled; free with sl_objmd_free),
+ * 0 not found, -1 error. */
+int sl_md_obj_get(struct sl_md_env *env, uint64_t bid, const char *name, size_t nlen, struct sl_objmd *out,
+                  struct sl_err *err);
+
+/* Write operations, applied atomically in one transaction. */
+enum sl_md_opkind {
+    SL_MD_PUT_OBJ,      /* bid, name, md */
+    SL_MD_DEL_OBJ,      /* bid, name */
+    SL_MD_PUT_PENDING,  /* key = work file name, val = final relative path */
+    SL_MD_DEL_PENDING,  /* key */
+    SL_MD_DEL_BUCKET,   /* bid: every object of the bucket (may span several transactions) */
+    SL_MD_PUT_AUX,      /* key, val in the aux DB (per-object side data: shard indexes) */
+    SL_MD_DEL_AUX,      /* key */
+};
+
+struct sl_md_op {
+    int kind;
+    uint64_t bid;
+    const char *name;
+    size_t nlen;
+    const struct sl_objmd *md;
+    const char *key;     /* pending/aux */
+    size_t klen;
+    const void *val;
+    size_t vlen;
+};
+
+/* Submit ops; with wait, block until committed (durable per sync policy).
+ * Without wait, fire and forget (ops are copied). */
+int sl_md_commit(struct sl_md_env *env, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err);
+
+/* Pending markers (crash recovery). cb returns 0 to continue. */
+int sl_md_pending_foreach(struct sl_md_env *env,
+                          int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen),
+                          void *arg);
+
+/* Aux side data (e.g. shard member index) by key. 1 found, 0 not, -1 error. */
+int sl_md_aux_get(struct sl_md_env *env, const char *key, size_t klen, struct sl_buf *out);
+
+/* Ordered iteration over one bucket. */
+struct sl_md_iter;
+/* Position at the first name with the given prefix that is > after
+ * (after may be NULL). */
+int sl_md_iter_open(struct sl_md_env *env, uint64_t bid, const char *prefix, size_t plen, const char *after,
+                    size_t alen, struct sl_md_iter **out, struct sl_err *err);
+/* 1: entry available via sl_md_iter_name/md, 0: end, -1: error */
+int sl_md_iter_next(struct sl_md_iter *it);
+const char *sl_md_iter_name(struct sl_md_iter *it, size_t *len);
+const struct sl_objmd *sl_md_iter_md(struct sl_md_iter *it);
+/* Skip forward so the next entry is the first name >= name. */
+int sl_md_iter_seek(struct sl_md_iter *it, const char *name, size_t nlen);
+void sl_md_iter_close(struct sl_md_iter *it);
+
+/* Count and total size of a bucket's objects in this environment. */
+int sl_md_bucket_stats(struct sl_md_env *env, uint64_t bid, uint64_t *count, uint64_t *bytes);
+
+/* ---- node environment: named documents ---- */
+struct sl_md_node;
+int sl_md_node_open(const char *dir, struct sl_md_node **out, struct sl_err *err);
+void sl_md_node_close(struct sl_md_node *n);
+/* 1 found, 0 not found, -1 error */
+int sl_md_node_get(struct sl_md_node *n, const char *key, struct sl_buf *out);
+int sl_md_node_put(struct sl_md_node *n, const char *key, const void *val, size_t len);
+int sl_md_node_del(struct sl_md_node *n, const char *key);
+/* iterate keys with a prefix, in order */
+int sl_md_node_foreach(struct sl_md_node *n, const char *prefix,
+                       int (*cb)(void *arg, const char *key, const char *val, size_t vlen), void *arg);
+
+#endif

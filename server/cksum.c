@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT
+ * cksum.c: streaming checksums. XXH64 from libxxhash, MD5/SHA from OpenSSL,
+ * CRC-32C (Castagnoli) here: Debian has no C library for it, and it is a
+ * dozen lines with the SSE4.2 instruction plus a table fallback.
+ */
+#include "cksum.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+#include <xxhash.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif
+
+static const char *names[SL_CK_MAX] = {
+    [SL_CK_NONE] = "none", [SL_CK_XXHASH] = "xxhash", [SL_CK_XXHASH2] = "xxhash2",
+    [SL_CK_MD5] = "md5", [SL_CK_CRC32C] = "crc32c", [SL_CK_SHA256] = "sha256", [SL_CK_SHA512] = "sha512",
+};
+
+int sl_cksum_parse(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < SL_CK_MAX; i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return i;
+    if (name[0] == 0)
+        return SL_CK_NONE;
+    return -1;
+}
+
+const char *sl_cksum_name(int type)
+{
+    return type >= 0 && type < SL_CK_MAX ? names[type] : "none";
+}
+
+const char *sl_cksum_names(void)
+{
+    return "none, xxhash, xxhash2, md5, crc32c, sha256, sha512";
+}
+
+/* ---- CRC-32C ---- */
+
+static uint32_t crc_table[8][256];
+static int crc_hw = -1;
+
+static void crc_init_table(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc_hw_update(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = _mm_crc32_u64(c, v);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = _mm_crc32_u8(c32, *p++);
+    return c32;
+}
+#endif
+
+uint32_t sl_crc32c(uint32_t crc, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    crc = ~crc;
+    if (crc_hw < 0) {
+        crc_init_table();
+        crc_hw = 0;
+#if defined(__x86_64__)
+        unsigned a, b, c, d;
+        if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2))
+            crc_hw = 1;
+#endif
+    }
+#if defined(__x86_64__)
+    if (crc_hw == 1)
+        return ~crc_hw_update(crc, p, n);
+#endif
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+        lo ^= crc;
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
+              crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+              crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return ~crc;
+}
+
+/* ---- streaming API ---- */
+
+int sl_cksum_init(struct sl_cksum *c, int type)
+{
+    memset(c, 0, sizeof(*c));
+    c->type = type;
+    switch (type) {
+    case SL_CK_NONE:
+        return 0;
+    case SL_CK_XXHASH:
+    case SL_CK_XXHASH2: {
+        XXH64_state_t *s = XXH64_createState();
+        if (!s)
+            return -1;
+        XXH64_reset(s, 0);
+        c->st = s;
+        return 0;
+    }
+    case SL_CK_CRC32C:
+        c->crc = 0;
+        return 0;
+    case SL_CK_MD5:
+    case SL_CK_SHA256:
+    case SL_CK_SHA512: {
+        EVP_MD_CTX *m = EVP_MD_CTX_new();
+        const EVP_MD *md = type == SL_CK_MD5 ? EVP_md5() : type == SL_CK_SHA256 ? EVP_sha256() : EVP_sha512();
+        if (!m || EVP_DigestInit_ex(m, md, NULL) != 1) {
+            EVP_MD_CTX_free(m);
+            return -1;
+        }
+        c->st = m;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+void sl_cksum_update(struct sl_cksum *c, const void *p, size_t n)
+{
+    switch (c->type) {
+    case SL_CK_XXHASH:
+    case SL_CK_XXHASH2:
+        XXH64_update(c->st, p, n);
+        break;
+    case SL_CK_CRC32C:
+        c->crc = sl_crc32c(c->crc, p, n);
+        break;
+    case SL_CK_MD5:
+    case SL_CK_SHA256:
+    case SL_CK_SHA512:
+        EVP_DigestUpdate(c->st, p, n);
+        break;
+    default:
+        break;
+    }
+}
+
+void sl_cksum_free(struct sl_cksum *c)
+{
+    if (!c->st)
+        return;
+    if (c->type == SL_CK_XXHASH || c->type == SL_CK_XXHASH2)
+        XXH64_freeState(c->st);
+    else
+        EVP_MD_CTX_free(c->st);
+    c->st = NULL;
+}
+
+void sl_cksum_final(struct sl_cksum *c, char out[SL_CKSUM_HEX_MAX])
+{
+    out[0] = 0;
+    switch (c->type) {
+    case SL_CK_XXHASH:
+    case SL_CK_XXHASH2:
+        snprintf(out, SL_CKSUM_HEX_MAX, "%016llx", (unsigned long long)XXH64_digest(c->st));
+        break;
+    case SL_CK_CRC32C:
+        snprintf(out, SL_CKSUM_HEX_MAX, "%08x", c->crc);
+        break;
+    case SL_CK_MD5:
+    case SL_CK_SHA256:
+    case SL_CK_SHA512: {
+        unsigned char d[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        EVP_DigestFinal_ex(c->st, d, &n);
+        sl_hex(d, n, out);
+        break;
+    }
+    default:
+        break;
+    }
+    sl_cksum_free(c);
+}
+
+void sl_cksum_buf(int type, const void *p, size_t n, char out[SL_CKSUM_HEX_MAX])
+{
+    struct sl_cksum c;
+    if (sl_cksum_init(&c, type) < 0) {
+        out[0] = 0;
+        return;
+    }
+    sl_cksum_update(&c, p, n);
+    sl_cksum_final(&c, out);
+}
+
+int sl_cksum_fd(int type, int fd, char out[SL_CKSUM_HEX_MAX])
+{
+    struct sl_cksum c;
+    if (sl_cksum_init(&c, type) < 0)
+        return -1;
+    char *buf = sl_xmalloc(256 * 1024);
+    off_t off = 0;
+    for (;;) {
+        ssize_t r = pread(fd, buf, 256 * 1024, off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            sl_cksum_free(&c);
+            free(buf);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        sl_cksum_update(&c, buf, (size_t)r);
+        off += r;
+    }
+    free(buf);
+    sl_cksum_final(&c, out);
+    return 0;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT
+ * ext.c: dispatch of bucket actions and cluster queries that belong to job
+ * modules. Each module registers nothing; this file is the table.
+ */
+#include "prx.h"
+
+bool sl_prx_bucket_post_ext(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+{
+    (void)r, (void)bucket, (void)m;
+    return false;
+}
+
+bool sl_prx_bucket_delete_ext(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+{
+    (void)r, (void)bucket, (void)m;
+    return false;
+}
+
+bool sl_prx_bucket_get_ext(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+{
+    (void)r, (void)bucket, (void)m;
+    return false;
+}
+
+bool sl_prx_bucket_put_begin(struct sl_req *r, const char *bucket)
+{
+    (void)r, (void)bucket;
+    return false;
+}
+
+const char *sl_prx_bucket_post_actions(void)
+{
+    return "";
+}
+
+const char *sl_prx_bucket_delete_actions(void)
+{
+    return "";
+}
+
+const char *sl_prx_bucket_get_actions(void)
+{
+    return "";
+}
+
+bool sl_cluster_get_ext(struct sl_req *r, const char *what)
+{
+    (void)r, (void)what;
+    return false;
+}
+
+const char *sl_cluster_get_whats(void)
+{
+    return "";
+}
+
+#include "tgt.h"
+
+bool sl_tgt_get_ext(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    (void)b, (void)name, (void)nlen;
+    const char *unsupported[] = { "archpath", "archregx", "archmode", "etl_name" };
+    for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+        const char *v = sl_req_query(r, unsupported[i]);
+        if (v && *v) {
+            sl_resp_errf(r, SL_EUNSUPP, "GET with '%s' is not supported by this build yet", unsupported[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool sl_tgt_put_ext(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    (void)b, (void)name, (void)nlen;
+    const char *unsupported[] = { "append_type", "archpath", "object_to" };
+    for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+        const char *v = sl_req_query(r, unsupported[i]);
+        if (v && *v) {
+            sl_resp_errf(r, SL_EUNSUPP, "PUT with '%s' is not supported by this build yet", unsupported[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool sl_tgt_post_ext(struct sl_req *r)
+{
+    (void)r;
+    return false;
+}

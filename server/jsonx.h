@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT
+ * jsonx.h: jansson helpers: uint64 numbers (jansson integers are int64),
+ * serialization in AIStore's style (compact + "\n"), case-insensitive field
+ * lookup (Go's decoder matches field names case-insensitively), typed getters.
+ */
+#ifndef SL_JSONX_H
+#define SL_JSONX_H
+
+#include "sl.h"
+#include <jansson.h>
+
+/* A uint64 that serializes as a bare JSON number (or, with SL_JD_U64STR,
+ * as a decimal string so jansson peers can parse it back). */
+json_t *sl_json_u64(uint64_t v);
+
+#define SL_JD_PRETTY 1
+#define SL_JD_U64STR 2
+/* Returns new (free()); NULL on failure. */
+char *sl_json_dump(const json_t *j, int flags, size_t *len);
+
+/* Case-insensitive object lookup. */
+json_t *sl_json_get(const json_t *o, const char *key);
+const char *sl_json_str(const json_t *o, const char *key, const char *dflt);
+int64_t sl_json_int(const json_t *o, const char *key, int64_t dflt);   /* accepts "123" too */
+bool sl_json_bool(const json_t *o, const char *key, bool dflt);
+
+/* Parse with a clear error ("invalid JSON in request body: ... (line L, column C)"). */
+json_t *sl_json_parse(const char *p, size_t n, const char *what, struct sl_err *err);
+
+#endif

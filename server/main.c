@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT
+ * main.c: shaled, the Shale node. Parses flags, loads the configuration,
+ * brings up metadata and storage, starts HTTP, waits for a signal, and
+ * shuts down cleanly (a clean shutdown lets the next start skip the full
+ * reconcile).
+ */
+#include "cluster.h"
+#include "config.h"
+#include "http.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "store.h"
+#include "tgt.h"
+#include "start.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: shaled [options]\n"
+            "\n"
+            "  --config FILE          cluster configuration (JSON, AIStore section/key names)\n"
+            "  --local-config FILE    per-node configuration (confdir, log_dir, host_net, fspaths)\n"
+            "  --role ROLE            standalone (default), proxy or target\n"
+            "  --port N               host_net.port\n"
+            "  --fspath DIR           add a mountpath (repeatable; overrides fspaths)\n"
+            "  --confdir DIR          node metadata directory\n"
+            "  --log-dir DIR          log directory (default: stderr)\n"
+            "  --bind ADDR            listen on this IPv4 address only (default: all)\n"
+            "  --hostname HOST        address to advertise to clients and peers\n"
+            "  --primary URL          primary proxy to join (proxy.primary_url)\n"
+            "  --set KEY=VALUE        set any configuration key (repeatable)\n"
+            "  --check-config         validate the configuration and exit\n"
+            "  --version, --help\n"
+            "\n"
+            "AIStore-style single-dash forms are accepted too: -config=FILE -local_config=FILE -role=target.\n");
+}
+
+static char *detect_host(void)
+{
+    struct ifaddrs *ifa, *i;
+    char ip[INET_ADDRSTRLEN] = "127.0.0.1";
+    if (getifaddrs(&ifa) == 0) {
+        for (i = ifa; i; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) ||
+                !(i->ifa_flags & IFF_UP))
+                continue;
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, sizeof(ip));
+            break;
+        }
+        freeifaddrs(ifa);
+    }
+    return sl_xstrdup(ip);
+}
+
+int main(int argc, char **argv)
+{
+    const char *cfg = NULL, *lcfg = NULL, *role_s = "standalone", *bind = NULL;
+    const char **ov = sl_xcalloc((size_t)argc * 2 + 8, sizeof(char *));
+    int nov = 0;
+    char *fspaths = NULL;
+    bool check_only = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        char key[64];
+        if (a[0] == '-' && a[1] != '-' && a[1])
+            a++; /* -config=... -> -config */
+        if (a[0] == '-' && a[1] == '-')
+            a += 2;
+        else if (a[0] == '-')
+            a += 1;
+        const char *eq = strchr(a, '=');
+        if (eq) {
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - a), a);
+            v = eq + 1;
+        } else {
+            snprintf(key, sizeof(key), "%s", a);
+        }
+#define NEEDV()                                                                                                     \
+    do {                                                                                                            \
+        if (!v) {                                                                                                   \
+            if (i + 1 >= argc) {                                                                                    \
+                fprintf(stderr, "shaled: option --%s needs a value (see shaled --help)\n", key);                    \
+                return 2;                                                                                           \
+            }                                                                                                       \
+            v = argv[++i];                                                                                          \
+        }                                                                                                           \
+    } while (0)
+        if (!strcmp(key, "help") || !strcmp(key, "h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(key, "version")) {
+            printf("shaled %s (%s)\n", SL_VERSION, SL_GITREV);
+            return 0;
+        } else if (!strcmp(key, "check-config")) {
+            check_only = true;
+        } else if (!strcmp(key, "config")) {
+            NEEDV();
+            cfg = v;
+        } else if (!strcmp(key, "local-config") || !strcmp(key, "local_config")) {
+            NEEDV();
+            lcfg = v;
+        } else if (!strcmp(key, "role")) {
+            NEEDV();
+            role_s = v;
+        } else if (!strcmp(key, "port")) {
+            NEEDV();
+            ov[nov++] = sl_xasprintf("host_net.port=%s", v);
+        } else if (!strcmp(key, "fspath")) {
+            NEEDV();
+            char *n = fspaths ? sl_xasprintf("%s,%s", fspaths, v) : sl_xstrdup(v);
+            free(fspaths);
+            fspaths = n;
+        } else if (!strcmp(key, "confdir")) {
+            NEEDV();
+            ov[nov++] = sl_xasprintf("confdir=%s", v);
+        } else if (!strcmp(key, "log-dir") || !strcmp(key, "log_dir")) {
+            NEEDV();
+            ov[nov++] = sl_xasprintf("log_dir=%s", v);
+        } else if (!strcmp(key, "hostname")) {
+            NEEDV();
+            ov[nov++] = sl_xasprintf("host_net.hostname=%s", v);
+        } else if (!strcmp(key, "primary")) {
+            NEEDV();
+            ov[nov++] = sl_xasprintf("proxy.primary_url=%s", v);
+        } else if (!strcmp(key, "bind")) {
+            NEEDV();
+            bind = v;
+        } else if (!strcmp(key, "set")) {
+            NEEDV();
+            ov[nov++] = sl_xstrdup(v);
+        } else if (!strcmp(key, "ntargets")) {
+            NEEDV(); /* accepted for aisnode compatibility */
+        } else {
+            fprintf(stderr, "shaled: unknown option '%s' (see shaled --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (fspaths)
+        ov[nov++] = sl_xasprintf("fspaths=%s", fspaths);
+    free(fspaths);
+
+    int role;
+    if (!strcmp(role_s, "standalone"))
+        role = SL_ROLE_STANDALONE;
+    else if (!strcmp(role_s, "proxy"))
+        role = SL_ROLE_PROXY;
+    else if (!strcmp(role_s, "target"))
+        role = SL_ROLE_TARGET;
+    else {
+        fprintf(stderr, "shaled: invalid role '%s' (valid: standalone, proxy, target)\n", role_s);
+        return 2;
+    }
+
+    struct sl_err err = { 0 };
+    struct sl_config *c = sl_config_load(cfg, lcfg, ov, nov, &err);
+    for (int i = 0; i < nov; i++)
+        free((void *)ov[i]);
+    free(ov);
+    if (!c) {
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 2;
+    }
+    if (role != SL_ROLE_PROXY && c->nfspaths == 0) {
+        fprintf(stderr, "shaled: no mountpaths: set \"fspaths\" in the config or pass --fspath DIR\n");
+        sl_config_free(c);
+        return 2;
+    }
+    if (check_only) {
+        printf("configuration OK\n");
+        sl_config_free(c);
+        return 0;
+    }
+    sl_config_install(c);
+
+    struct sl_log_conf lc = { .level = c->log_level, .to_stderr = c->log_to_stderr, .json = c->log_json,
+                              .max_size = c->log_max_size };
+    char *logpath = NULL;
+    if (c->log_dir[0]) {
+        if (sl_mkdir_p(c->log_dir, 0755) < 0) {
+            fprintf(stderr, "shaled: cannot create log_dir %s: %s\n", c->log_dir, strerror(errno));
+            return 1;
+        }
+        logpath = sl_xasprintf("%s/shaled.log", c->log_dir);
+        lc.path = logpath;
+    }
+    if (sl_log_open(&lc) < 0)
+        return 1;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGINT);
+    sigaddset(&ss, SIGTERM);
+    sigaddset(&ss, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &ss, NULL);
+
+    if (sl_node_init(c, role, &err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 1;
+    }
+    sl_log_set_node(G.name);
+    snprintf(G.bind_addr, sizeof(G.bind_addr), "%s", bind ? bind : "");
+    snprintf(G.config_path, sizeof(G.config_path), "%s", cfg ? cfg : "");
+    snprintf(G.local_config_path, sizeof(G.local_config_path), "%s", lcfg ? lcfg : "");
+    sl_http_set_node(G.name);
+
+    /* advertised address */
+    memset(&G.self, 0, sizeof(G.self));
+    snprintf(G.self.id, sizeof(G.self.id), "%s", G.id);
+    G.self.type = role == SL_ROLE_PROXY ? SL_NODE_PROXY : SL_NODE_TARGET;
+    char *host = c->hostname[0] ? sl_xstrdup(c->hostname)
+                 : bind && *bind && strcmp(bind, "0.0.0.0") ? sl_xstrdup(bind)
+                                                             : detect_host();
+    snprintf(G.self.pub_host, sizeof(G.self.pub_host), "%s", host);
+    free(host);
+    G.self.pub_port = c->port;
+    snprintf(G.self.ctrl_host, sizeof(G.self.ctrl_host), "%s", c->hostname_intra_control);
+    snprintf(G.self.data_host, sizeof(G.self.data_host), "%s", c->hostname_intra_data);
+    G.self.ctrl_port = c->port_intra_control;
+    G.self.data_port = c->port_intra_data;
+    sl_snode_set_urls(&G.self);
+
+    sl_logi("shaled %s (%s) starting: role %s, id %s, port %d, %d mountpath(s), config v%lld", SL_VERSION, SL_GITREV,
+            sl_role_name(role), G.id, c->port, c->nfspaths, (long long)c->config_version);
+
+    if (sl_is_target() && sl_store_init(c, G.id, &err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 1;
+    }
+    sl_bmd_listen(sl_tgt_bmd_changed);
+
+    if (sl_start_cluster(&err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 1;
+    }
+    if (sl_is_target())
+        sl_store_fsck(sl_conf->fsck);
+
+    int workers = sl_conf->http_workers;
+    if (workers <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        workers = (int)(n > 0 ? n * 2 : 4);
+        if (workers < 4)
+            workers = 4;
+    }
+    size_t memlim = (size_t)sl_conf->http_max_header + 32 * 1024;
+    if (sl_http_start(bind, c->port, workers, sl_conf->http_conn_timeout_s, memlim, &err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 1;
+    }
+    if (sl_start_after_http(&err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        sl_http_stop();
+        return 1;
+    }
+    G.ready = true;
+    sl_logi("%s ready: %s (%d HTTP workers)", G.name, G.self.url, workers);
+
+    int sig = 0;
+    for (;;) {
+        if (sigwait(&ss, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            sl_logi("SIGHUP: reopening log");
+            sl_log_open(&lc);
+            continue;
+        }
+        break;
+    }
+    sl_logi("signal %d: shutting down", sig);
+    G.stopping = true;
+    sl_stop_cluster();
+    sl_http_stop();
+    if (sl_is_target())
+        sl_store_close(true);
+    sl_node_close();
+    sl_logi("%s stopped", G.name);
+    sl_log_close();
+    free(logpath);
+    sl_smap_install(NULL);
+    sl_bmd_install(NULL);
+    return 0;
+}

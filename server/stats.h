@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT
+ * stats.h: per-operation counters and latency histograms, rendered in
+ * Prometheus text format at /metrics with AIStore's metric names
+ * (ais_target_get_count, ais_target_get_ns_total, ...) plus _seconds
+ * histograms. Lock-free: relaxed atomic adds.
+ */
+#ifndef SL_STATS_H
+#define SL_STATS_H
+
+#include "sl.h"
+
+enum {
+    SL_OP_NONE = 0, SL_OP_GET, SL_OP_PUT, SL_OP_HEAD, SL_OP_DELETE, SL_OP_LIST, SL_OP_APPEND, SL_OP_ARCH_GET,
+    SL_OP_ETL_GET, SL_OP_REDIRECT, SL_OP_MAX
+};
+
+void sl_stats_request(int op, int method, int status, uint64_t in_bytes, uint64_t out_bytes, int64_t ns, bool ok);
+void sl_stats_add(const char *name, uint64_t v);   /* free-form counters ("rebalance_objs") */
+/* Render Prometheus text; prefix "ais_target" or "ais_proxy". */
+void sl_stats_render(struct sl_buf *out, const char *prefix, const char *node_id);
+uint64_t sl_stats_get(int op, const char *what);   /* "count", "bytes", "errors" */
+
+#endif

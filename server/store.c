@@ -1,0 +1,1033 @@
+/* SPDX-License-Identifier: MIT
+ * store.c: object storage on a target. See store.h for the layout and the
+ * PUT protocol.
+ */
+#include "store.h"
+#include "cksum.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define NLOCKS 4096
+
+static struct sl_mpath *mpaths;
+static int nmpaths;
+static char store_node[48];
+static pthread_rwlock_t nlocks[NLOCKS];
+static int wp_data = SL_WP_IMMEDIATE;
+static int oos_pct = 95;
+
+struct sl_put {
+    struct sl_bck bck;
+    char *name;
+    size_t nlen;
+    struct sl_mpath *mp;
+    char *work_rel;          /* "@ais/b/%wk/xxxx" */
+    char *work_abs;
+    int fd;
+    uint64_t size;
+    struct sl_cksum ck, cck;  /* bucket type; client type (if different) */
+    bool have_cck;
+    int client_type;
+    char *client_val;
+    struct sl_kv *custom;
+    int ncustom;
+    struct sl_objmd preserve;
+    bool have_preserve, keep_custom;
+};
+
+/* ---- helpers ---- */
+
+static uint64_t name_hash(uint64_t bid, const char *name, size_t nlen)
+{
+    return sl_xxh64(name, nlen, bid);
+}
+
+static pthread_rwlock_t *name_lock(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    return &nlocks[name_hash(b->bid, name, nlen) & (NLOCKS - 1)];
+}
+
+void sl_obj_cname(char *out, size_t sz, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    int n = (int)(nlen > 300 ? 300 : nlen);
+    snprintf(out, sz, "%s://%s/%.*s%s", sl_provider_scheme(b->provider), b->name, n, name, nlen > 300 ? "..." : "");
+}
+
+int sl_objname_check(const char *name, size_t nlen, struct sl_err *err)
+{
+    if (nlen == 0)
+        return sl_errf(err, SL_EINVAL, "object name is empty: use /v1/objects/BUCKET/OBJECT_NAME");
+    if (nlen > SL_MAX_OBJNAME)
+        return sl_errf(err, SL_EINVAL, "object name is too long (%zu bytes, the limit is %d)", nlen, SL_MAX_OBJNAME);
+    if (memchr(name, 0, nlen))
+        return sl_errf(err, SL_EINVAL, "object name contains a NUL byte");
+    if (!sl_utf8_valid(name, nlen))
+        return sl_errf(err, SL_EINVAL, "object name is not valid UTF-8");
+    const char *p = name, *end = name + nlen;
+    while (p <= end) {
+        const char *s = memchr(p, '/', (size_t)(end - p));
+        size_t l = s ? (size_t)(s - p) : (size_t)(end - p);
+        if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+            return sl_errf(err, SL_EINVAL,
+                           "object name \"%.*s\" contains a \"%.*s\" path segment; names may not contain \".\" or "
+                           "\"..\" segments",
+                           (int)SL_MIN(nlen, 200), name, (int)l, p);
+        if (!s)
+            break;
+        p = s + 1;
+    }
+    return 0;
+}
+
+static bool needs_hash(const char *name, size_t nlen)
+{
+    if (nlen > 3000 || name[0] == '/' || name[nlen - 1] == '/')
+        return true;
+    size_t seg = 0;
+    for (size_t i = 0; i < nlen; i++) {
+        if (name[i] == '/') {
+            if (seg == 0)
+                return true;
+            seg = 0;
+        } else if (++seg > 255) {
+            return true;
+        }
+    }
+    if (nlen == 66 && name[0] == '.' && name[1] == 'x')
+        return true;
+    return false;
+}
+
+static void hashed_fname(const char *name, size_t nlen, char out[72])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)name, nlen, d);
+    out[0] = '.';
+    out[1] = 'x';
+    sl_hex(d, SHA256_DIGEST_LENGTH, out + 2);
+}
+
+static void bdir(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *ct)
+{
+    sl_buf_reset(out);
+    sl_buf_printf(out, "%s/@ais/%s/%s", mp->path, bucket, ct);
+}
+
+void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *name, size_t nlen,
+                const char *fname)
+{
+    bdir(out, mp, bucket, "%ob/");
+    if (fname && fname[0])
+        sl_buf_adds(out, fname);
+    else
+        sl_buf_add(out, name, nlen);
+}
+
+/* ---- init, placement ---- */
+
+int sl_store_nmpaths(void)
+{
+    return nmpaths;
+}
+
+struct sl_mpath *sl_store_mpath(int i)
+{
+    return i >= 0 && i < nmpaths ? &mpaths[i] : NULL;
+}
+
+struct sl_mpath *sl_store_pick(const char *uname, size_t ulen)
+{
+    if (nmpaths == 1)
+        return &mpaths[0];
+    uint64_t d = sl_xxh64(uname, ulen, SL_MLCG32);
+    struct sl_mpath *best = NULL;
+    uint64_t bs = 0;
+    for (int i = 0; i < nmpaths; i++) {
+        uint64_t s = sl_hrw_mix(mpaths[i].digest ^ d);
+        if (!best || s > bs) {
+            best = &mpaths[i];
+            bs = s;
+        }
+    }
+    return best;
+}
+
+static char *clean_path(const char *p)
+{
+    char *c = sl_xstrdup(p);
+    size_t n = strlen(c);
+    while (n > 1 && c[n - 1] == '/')
+        c[--n] = 0;
+    return c;
+}
+
+int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err *err)
+{
+    for (int i = 0; i < NLOCKS; i++)
+        pthread_rwlock_init(&nlocks[i], NULL);
+    snprintf(store_node, sizeof(store_node), "%s", node_id);
+    wp_data = c->wp_data;
+    oos_pct = c->space_oos_pct;
+    if (c->nfspaths == 0)
+        return sl_errf(err, SL_EINVAL,
+                       "no mountpaths configured: set \"fspaths\" in the config (e.g. {\"/data/shale1\": \"\"}) or "
+                       "pass --fspath DIR");
+    mpaths = sl_xcalloc((size_t)c->nfspaths, sizeof(*mpaths));
+    int sync = c->wp_md == SL_WP_IMMEDIATE ? SL_MD_SYNC : c->wp_md == SL_WP_DELAYED ? SL_MD_ASYNC : SL_MD_NOSYNC;
+    for (int i = 0; i < c->nfspaths; i++) {
+        struct sl_mpath *mp = &mpaths[i];
+        mp->path = clean_path(c->fspaths[i]);
+        mp->idx = i;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(mpaths[j].path, mp->path))
+                return sl_errf(err, SL_EINVAL, "mountpath %s is listed twice in fspaths", mp->path);
+        mp->digest = sl_xxh64(mp->path, strlen(mp->path), SL_MLCG32);
+        if (sl_mkdir_p(mp->path, 0755) < 0)
+            return sl_errf(err, SL_EIO, "mountpath %s: cannot create: %s", mp->path, strerror(errno));
+        if (access(mp->path, W_OK) < 0)
+            return sl_errf(err, SL_EIO, "mountpath %s is not writable: %s", mp->path, strerror(errno));
+        /* the owner's id, so a mountpath cannot be shared by two targets by accident */
+        char *idf = sl_xasprintf("%s/.shale/daemon_id", mp->path);
+        struct sl_buf b;
+        sl_buf_init(&b);
+        if (sl_read_file(idf, &b, 256) == 0 && b.len && strcmp(b.p, node_id) != 0) {
+            sl_errf(err, SL_EINVAL,
+                    "mountpath %s belongs to node %s (see %s), not to this node %s; use another directory or "
+                    "remove that file if the old node is gone for good",
+                    mp->path, b.p, idf, node_id);
+            sl_buf_free(&b);
+            free(idf);
+            return -1;
+        }
+        sl_buf_free(&b);
+        sl_mkdir_p(mp->path, 0755);
+        char *sd = sl_xasprintf("%s/.shale", mp->path);
+        sl_mkdir_p(sd, 0755);
+        free(sd);
+        sl_write_file(idf, node_id, strlen(node_id), true);
+        free(idf);
+        char *mdd = sl_xasprintf("%s/.shale/md", mp->path);
+        int rc = sl_md_open(mdd, sync, &mp->md, err);
+        free(mdd);
+        if (rc < 0)
+            return -1;
+        nmpaths++;
+    }
+    return 0;
+}
+
+void sl_store_close(bool clean)
+{
+    for (int i = 0; i < nmpaths; i++) {
+        sl_md_close(mpaths[i].md);
+        if (clean) {
+            char *f = sl_xasprintf("%s/.shale/clean", mpaths[i].path);
+            sl_write_file(f, "1", 1, true);
+            free(f);
+        }
+        free(mpaths[i].path);
+    }
+    free(mpaths);
+    mpaths = NULL;
+    nmpaths = 0;
+}
+
+void sl_store_capacity(uint64_t *used, uint64_t *total)
+{
+    *used = *total = 0;
+    unsigned long seen[64];
+    int nseen = 0;
+    for (int i = 0; i < nmpaths; i++) {
+        struct statvfs sv;
+        struct stat st;
+        if (statvfs(mpaths[i].path, &sv) < 0 || stat(mpaths[i].path, &st) < 0)
+            continue;
+        bool dup = false;
+        for (int j = 0; j < nseen; j++)
+            if (seen[j] == (unsigned long)st.st_dev)
+                dup = true;
+        if (dup)
+            continue;
+        if (nseen < 64)
+            seen[nseen++] = (unsigned long)st.st_dev;
+        uint64_t t = (uint64_t)sv.f_blocks * sv.f_frsize;
+        uint64_t f = (uint64_t)sv.f_bavail * sv.f_frsize;
+        *total += t;
+        *used += t - f;
+    }
+}
+
+/* ---- PUT ---- */
+
+static int space_check(struct sl_mpath *mp, int64_t need, struct sl_err *err)
+{
+    struct statvfs sv;
+    if (statvfs(mp->path, &sv) < 0)
+        return 0;
+    uint64_t total = (uint64_t)sv.f_blocks * sv.f_frsize;
+    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (need > 0 && (uint64_t)need > avail)
+        return sl_errf(err, SL_ENOSPC, "out of space on mountpath %s: %llu bytes needed, %llu available", mp->path,
+                       (unsigned long long)need, (unsigned long long)avail);
+    if (total && (total - avail) * 100 / total >= (uint64_t)oos_pct && oos_pct < 100)
+        return sl_errf(err, SL_ENOSPC,
+                       "out of space on mountpath %s: %llu%% used, at or above space.out_of_space=%d%%; free space "
+                       "or add mountpaths",
+                       mp->path, (unsigned long long)((total - avail) * 100 / total), oos_pct);
+    return 0;
+}
+
+int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_put_opts *o,
+                 struct sl_put **out, struct sl_err *err)
+{
+    if (sl_objname_check(name, nlen, err) < 0)
+        return -1;
+    if (!nmpaths)
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths (it is not a storage target)");
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
+    sl_buf_free(&un);
+    if (space_check(mp, o ? o->expect_size : -1, err) < 0)
+        return -1;
+
+    struct sl_put *p = sl_xcalloc(1, sizeof(*p));
+    sl_bck_copy(&p->bck, b);
+    p->name = sl_xstrndup(name, nlen);
+    p->nlen = nlen;
+    p->mp = mp;
+    p->fd = -1;
+    p->client_type = -1;
+    char rid[24];
+    sl_rand_id(rid, 16);
+    p->work_rel = sl_xasprintf("@ais/%s/%%wk/%s", b->name, rid);
+    p->work_abs = sl_xasprintf("%s/%s", mp->path, p->work_rel);
+    p->fd = open(p->work_abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (p->fd < 0 && errno == ENOENT) {
+        struct sl_buf d;
+        sl_buf_init(&d);
+        bdir(&d, mp, b->name, "%wk");
+        sl_mkdir_p(d.p, 0755);
+        sl_buf_free(&d);
+        p->fd = open(p->work_abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    if (p->fd < 0) {
+        int e = errno;
+        sl_put_abort(p);
+        return sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create work file on mountpath %s: %s",
+                       mp->path, strerror(e));
+    }
+    sl_cksum_init(&p->ck, b->cksum_type);
+    if (o) {
+        if (o->client_cktype > SL_CK_NONE && o->client_ckval && o->client_ckval[0]) {
+            p->client_type = o->client_cktype;
+            p->client_val = sl_xstrdup(o->client_ckval);
+            if (o->client_cktype != b->cksum_type) {
+                sl_cksum_init(&p->cck, o->client_cktype);
+                p->have_cck = true;
+            }
+        }
+        if (o->ncustom) {
+            p->custom = sl_xcalloc((size_t)o->ncustom, sizeof(struct sl_kv));
+            for (int i = 0; i < o->ncustom; i++) {
+                p->custom[i].k = sl_xstrdup(o->custom[i].k);
+                p->custom[i].v = sl_xstrdup(o->custom[i].v);
+            }
+            p->ncustom = o->ncustom;
+        }
+        if (o->preserve) {
+            sl_objmd_copy(&p->preserve, o->preserve);
+            p->have_preserve = true;
+        }
+        p->keep_custom = o->keep_custom;
+    }
+    *out = p;
+    return 0;
+}
+
+int sl_put_fd(const struct sl_put *p)
+{
+    return p->fd;
+}
+
+uint64_t sl_put_size(const struct sl_put *p)
+{
+    return p->size;
+}
+
+int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *err)
+{
+    const char *c = data;
+    sl_cksum_update(&p->ck, data, n);
+    if (p->have_cck)
+        sl_cksum_update(&p->cck, data, n);
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(p->fd, c + off, n - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            return sl_errf(err, e == ENOSPC || e == EDQUOT ? SL_ENOSPC : SL_EIO, "writing %s on mountpath %s: %s",
+                           p->name, p->mp->path, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    p->size += n;
+    return 0;
+}
+
+void sl_put_abort(struct sl_put *p)
+{
+    if (!p)
+        return;
+    if (p->fd >= 0)
+        close(p->fd);
+    if (p->work_abs)
+        unlink(p->work_abs);
+    sl_cksum_free(&p->ck);
+    sl_cksum_free(&p->cck);
+    sl_bck_release(&p->bck);
+    for (int i = 0; i < p->ncustom; i++) {
+        free(p->custom[i].k);
+        free(p->custom[i].v);
+    }
+    free(p->custom);
+    if (p->have_preserve)
+        sl_objmd_free(&p->preserve);
+    free(p->client_val);
+    free(p->name);
+    free(p->work_rel);
+    free(p->work_abs);
+    free(p);
+}
+
+/* Decide the on-disk name and make sure its parent directory exists. */
+static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
+{
+    fname[0] = 0;
+    if (needs_hash(p->name, p->nlen))
+        hashed_fname(p->name, p->nlen, fname);
+    sl_obj_fqn(fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+    if (sl_mkdir_parents(fqn->p, 0755) < 0) {
+        if (fname[0] || (errno != ENOTDIR && errno != EEXIST))
+            return -1;
+        /* "a/b" while an object "a" is a file: store under a hashed name */
+        hashed_fname(p->name, p->nlen, fname);
+        sl_obj_fqn(fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+        return sl_mkdir_parents(fqn->p, 0755);
+    }
+    struct stat st;
+    if (!fname[0] && stat(fqn->p, &st) == 0 && S_ISDIR(st.st_mode)) {
+        /* "a" while objects "a/..." exist */
+        hashed_fname(p->name, p->nlen, fname);
+        sl_obj_fqn(fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+    }
+    return 0;
+}
+
+int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
+{
+    char cks[SL_CKSUM_HEX_MAX], ccks[SL_CKSUM_HEX_MAX];
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), &p->bck, p->name, p->nlen);
+    sl_cksum_final(&p->ck, cks);
+    if (p->client_type >= 0) {
+        const char *got = cks;
+        if (p->have_cck) {
+            sl_cksum_final(&p->cck, ccks);
+            p->have_cck = false;
+            got = ccks;
+        }
+        if (strcasecmp(got, p->client_val) != 0) {
+            sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: %s(%s) != %s(%s) computed over %llu bytes received", cn,
+                    sl_cksum_name(p->client_type), p->client_val, sl_cksum_name(p->client_type), got,
+                    (unsigned long long)p->size);
+            sl_put_abort(p);
+            return -1;
+        }
+    }
+    if (p->have_preserve && p->preserve.cksum[0] && p->preserve.cksum_type == p->bck.cksum_type &&
+        strcmp(p->preserve.cksum, cks) != 0) {
+        sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: expected %s, received data hashes to %s", cn,
+                p->preserve.cksum, cks);
+        sl_put_abort(p);
+        return -1;
+    }
+    if (wp_data == SL_WP_IMMEDIATE && fsync(p->fd) < 0) {
+        int e = errno;
+        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "fsync of %s on %s failed: %s", cn, p->mp->path, strerror(e));
+        sl_put_abort(p);
+        return -1;
+    }
+    close(p->fd);
+    p->fd = -1;
+
+    char fname[72];
+    struct sl_buf fqn;
+    sl_buf_init(&fqn);
+    if (choose_fname(p, fname, &fqn) < 0) {
+        int e = errno;
+        sl_buf_free(&fqn);
+        sl_put_abort(p);
+        return sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create directories for %s on %s: %s", cn,
+                       p->mp->path, strerror(e));
+    }
+
+    pthread_rwlock_t *lk = name_lock(&p->bck, p->name, p->nlen);
+    pthread_rwlock_wrlock(lk);
+    struct sl_objmd old, md;
+    memset(&md, 0, sizeof(md));
+    struct sl_err e2;
+    int had = sl_md_obj_get(p->mp->md, p->bck.bid, p->name, p->nlen, &old, &e2);
+    int64_t now = sl_now_ns();
+    md.size = p->size;
+    md.cksum_type = p->bck.cksum_type;
+    snprintf(md.cksum, sizeof(md.cksum), "%s", cks);
+    md.atime = md.mtime = now;
+    snprintf(md.fname, sizeof(md.fname), "%s", fname);
+    if (p->have_preserve) {
+        md.version = p->preserve.version;
+        md.atime = p->preserve.atime ? p->preserve.atime : now;
+        md.mtime = p->preserve.mtime ? p->preserve.mtime : now;
+        for (int i = 0; i < p->preserve.ncustom; i++)
+            sl_objmd_set_custom(&md, p->preserve.custom[i].k, p->preserve.custom[i].v);
+    } else {
+        md.version = p->bck.versioning ? (had == 1 ? old.version + 1 : 1) : 0;
+        if (had == 1 && p->keep_custom)
+            for (int i = 0; i < old.ncustom; i++)
+                sl_objmd_set_custom(&md, old.custom[i].k, old.custom[i].v);
+    }
+    for (int i = 0; i < p->ncustom; i++)
+        sl_objmd_set_custom(&md, p->custom[i].k, p->custom[i].v);
+
+    char *final_rel = sl_xstrdup(fqn.p + strlen(p->mp->path) + 1);
+    struct sl_md_op ops[2] = {
+        { .kind = SL_MD_PUT_OBJ, .bid = p->bck.bid, .name = p->name, .nlen = p->nlen, .md = &md },
+        { .kind = SL_MD_PUT_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel), .val = final_rel,
+          .vlen = strlen(final_rel) },
+    };
+    if (sl_md_commit(p->mp->md, ops, 2, true, err) < 0) {
+        pthread_rwlock_unlock(lk);
+        sl_err_wrap(err, "PUT %s", cn);
+        goto fail;
+    }
+    if (rename(p->work_abs, fqn.p) < 0) {
+        /* lost a race with a directory of the same name: go hashed */
+        int e = errno;
+        if (!fname[0] && (e == EISDIR || e == ENOTDIR || e == ENOTEMPTY)) {
+            hashed_fname(p->name, p->nlen, fname);
+            sl_obj_fqn(&fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+            snprintf(md.fname, sizeof(md.fname), "%s", fname);
+            if (rename(p->work_abs, fqn.p) == 0 &&
+                sl_md_commit(p->mp->md, ops, 1, true, err) == 0)
+                goto renamed;
+        }
+        /* undo the metadata: the old object stays */
+        struct sl_md_op undo[2];
+        int nu = 0;
+        if (had == 1)
+            undo[nu++] = (struct sl_md_op){ .kind = SL_MD_PUT_OBJ, .bid = p->bck.bid, .name = p->name,
+                                            .nlen = p->nlen, .md = &old };
+        else
+            undo[nu++] = (struct sl_md_op){ .kind = SL_MD_DEL_OBJ, .bid = p->bck.bid, .name = p->name,
+                                            .nlen = p->nlen };
+        undo[nu++] = ops[1];
+        undo[nu - 1].kind = SL_MD_DEL_PENDING;
+        sl_md_commit(p->mp->md, undo, nu, true, NULL);
+        pthread_rwlock_unlock(lk);
+        sl_errf(err, SL_EIO, "PUT %s: cannot move work file into place on %s: %s", cn, p->mp->path, strerror(e));
+        goto fail;
+    }
+renamed:
+    pthread_rwlock_unlock(lk);
+    {
+        struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel) };
+        sl_md_commit(p->mp->md, &clr, 1, false, NULL);
+    }
+    if (had == 1 && strcmp(old.fname, fname) != 0) {
+        struct sl_buf ofq;
+        sl_buf_init(&ofq);
+        sl_obj_fqn(&ofq, p->mp, p->bck.name, p->name, p->nlen, old.fname);
+        unlink(ofq.p);
+        sl_buf_free(&ofq);
+    }
+    if (had == 1)
+        sl_objmd_free(&old);
+    free(final_rel);
+    sl_buf_free(&fqn);
+    if (out)
+        *out = md;
+    else
+        sl_objmd_free(&md);
+    free(p->work_abs);
+    p->work_abs = NULL; /* nothing to unlink */
+    sl_put_abort(p);
+    return 0;
+fail:
+    if (had == 1)
+        sl_objmd_free(&old);
+    sl_objmd_free(&md);
+    free(final_rel);
+    sl_buf_free(&fqn);
+    sl_put_abort(p);
+    return -1;
+}
+
+/* ---- reads ---- */
+
+static struct sl_mpath *locate(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    struct sl_mpath *mp = nmpaths ? sl_store_pick(un.p, un.len) : NULL;
+    sl_buf_free(&un);
+    return mp;
+}
+
+int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mpo,
+                struct sl_err *err)
+{
+    struct sl_mpath *mp = locate(b, name, nlen);
+    char cn[400];
+    if (!mp)
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, md, err);
+    if (rc == 0) {
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+        sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+    }
+    if (mpo)
+        *mpo = mp;
+    return rc;
+}
+
+int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
+                struct sl_mpath **mpo, struct sl_err *err)
+{
+    struct sl_mpath *mp = locate(b, name, nlen);
+    char cn[400];
+    if (!mp)
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_rdlock(lk);
+    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, md, err);
+    if (rc <= 0) {
+        pthread_rwlock_unlock(lk);
+        if (rc == 0) {
+            sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+            sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+        }
+        return -1;
+    }
+    struct sl_buf fqn;
+    sl_buf_init(&fqn);
+    sl_obj_fqn(&fqn, mp, b->name, name, nlen, md->fname);
+    *fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
+    int e = errno;
+    pthread_rwlock_unlock(lk);
+    if (*fd < 0) {
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+        if (e == ENOENT) {
+            /* metadata without a file (a DELETE interrupted by a crash): heal */
+            sl_logw("%s: metadata present but file %s is missing; removing the stale metadata", cn, fqn.p);
+            struct sl_md_op op = { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen };
+            sl_md_commit(mp->md, &op, 1, false, NULL);
+            sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+        } else {
+            sl_errf(err, SL_EIO, "t[%s]: %s: cannot open %s: %s", store_node, cn, fqn.p, strerror(e));
+        }
+        sl_buf_free(&fqn);
+        sl_objmd_free(md);
+        return -1;
+    }
+    sl_buf_free(&fqn);
+    if (mpo)
+        *mpo = mp;
+    return 0;
+}
+
+int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    struct sl_mpath *mp = locate(b, name, nlen);
+    char cn[400];
+    if (!mp)
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_wrlock(lk);
+    struct sl_objmd md;
+    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
+    if (rc <= 0) {
+        pthread_rwlock_unlock(lk);
+        if (rc == 0)
+            sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn);
+        return -1;
+    }
+    struct sl_buf fqn;
+    sl_buf_init(&fqn);
+    sl_obj_fqn(&fqn, mp, b->name, name, nlen, md.fname);
+    /* file first, then metadata: a crash in between leaves metadata without
+     * a file, which reads heal; never a resurrected object */
+    if (unlink(fqn.p) < 0 && errno != ENOENT) {
+        int e = errno;
+        pthread_rwlock_unlock(lk);
+        sl_buf_free(&fqn);
+        sl_objmd_free(&md);
+        return sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(e));
+    }
+    struct sl_md_op ops[2] = { { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen } };
+    int nops = 1;
+    char *auxk = NULL;
+    if (md.flags & SL_OBJ_F_ARCHIDX) {
+        struct sl_buf ak;
+        sl_buf_init(&ak);
+        sl_buf_printf(&ak, "idx/%llu/", (unsigned long long)b->bid);
+        sl_buf_add(&ak, name, nlen);
+        auxk = sl_buf_steal(&ak);
+        ops[nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX, .key = auxk, .klen = strlen(auxk) };
+    }
+    rc = sl_md_commit(mp->md, ops, nops, true, err);
+    pthread_rwlock_unlock(lk);
+    free(auxk);
+    sl_buf_free(&fqn);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
+                      bool replace, struct sl_err *err)
+{
+    struct sl_mpath *mp = locate(b, name, nlen);
+    char cn[400];
+    if (!mp)
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_wrlock(lk);
+    struct sl_objmd md;
+    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
+    if (rc <= 0) {
+        pthread_rwlock_unlock(lk);
+        if (rc == 0) {
+            sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+            sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+        }
+        return -1;
+    }
+    if (replace) {
+        struct sl_objmd empty = md;
+        empty.custom = NULL;
+        empty.ncustom = 0;
+        sl_objmd_free(&md);
+        md = empty;
+    }
+    for (int i = 0; i < n; i++)
+        sl_objmd_set_custom(&md, kv[i].k, kv[i].v);
+    struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md };
+    rc = sl_md_commit(mp->md, &op, 1, true, err);
+    pthread_rwlock_unlock(lk);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+int sl_obj_set_aux(const struct sl_bck *b, const char *name, size_t nlen, const char *auxkey, const void *val,
+                   size_t vlen, struct sl_err *err)
+{
+    struct sl_mpath *mp = locate(b, name, nlen);
+    if (!mp)
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_wrlock(lk);
+    struct sl_objmd md;
+    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
+    if (rc <= 0) {
+        pthread_rwlock_unlock(lk);
+        return -1;
+    }
+    md.flags |= SL_OBJ_F_ARCHIDX;
+    struct sl_md_op ops[2] = {
+        { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md },
+        { .kind = SL_MD_PUT_AUX, .key = auxkey, .klen = strlen(auxkey), .val = val, .vlen = vlen },
+    };
+    rc = sl_md_commit(mp->md, ops, 2, true, err);
+    pthread_rwlock_unlock(lk);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+/* ---- bucket removal ---- */
+
+static void *rm_bg(void *arg)
+{
+    char *path = arg;
+    if (sl_rm_rf(path) < 0)
+        sl_logw("could not remove %s completely: %s", path, strerror(errno));
+    free(path);
+    return NULL;
+}
+
+int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err)
+{
+    int rc = 0;
+    for (int i = 0; i < nmpaths; i++) {
+        struct sl_mpath *mp = &mpaths[i];
+        struct sl_md_op op = { .kind = SL_MD_DEL_BUCKET, .bid = b->bid };
+        if (sl_md_commit(mp->md, &op, 1, true, err) < 0)
+            rc = -1;
+        char *dir = sl_xasprintf("%s/@ais/%s", mp->path, b->name);
+        char rid[16];
+        sl_rand_id(rid, 8);
+        char *trash = sl_xasprintf("%s/.shale/trash/%s.%s", mp->path, b->name, rid);
+        sl_mkdir_parents(trash, 0755);
+        if (rename(dir, trash) == 0) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, rm_bg, trash) == 0)
+                pthread_detach(t);
+            else
+                free(trash);
+        } else {
+            free(trash);
+        }
+        free(dir);
+    }
+    return rc;
+}
+
+/* ---- startup reconcile ---- */
+
+struct fsck_ctx {
+    struct sl_mpath *mp;
+    int recovered, dropped;
+};
+
+static int pending_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    struct fsck_ctx *fc = arg;
+    char *work = sl_xasprintf("%s/%.*s", fc->mp->path, (int)klen, key);
+    char *fin = sl_xasprintf("%s/%.*s", fc->mp->path, (int)vlen, val);
+    struct stat st;
+    if (stat(work, &st) == 0) {
+        sl_mkdir_parents(fin, 0755);
+        if (rename(work, fin) == 0) {
+            fc->recovered++;
+            sl_logi("fsck %s: completed interrupted PUT: %s -> %s", fc->mp->path, work, fin);
+        } else {
+            sl_logw("fsck %s: cannot complete interrupted PUT %s -> %s: %s", fc->mp->path, work, fin,
+                    strerror(errno));
+        }
+    }
+    struct sl_md_op op = { .kind = SL_MD_DEL_PENDING, .key = key, .klen = klen };
+    sl_md_commit(fc->mp->md, &op, 1, true, NULL);
+    free(work);
+    free(fin);
+    return 0;
+}
+
+/* remove every file left in %wk directories */
+static int wipe_work_dirs(struct sl_mpath *mp)
+{
+    int n = 0;
+    char *root = sl_xasprintf("%s/@ais", mp->path);
+    DIR *d = opendir(root);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (de->d_name[0] == '.')
+                continue;
+            char *wk = sl_xasprintf("%s/%s/%%wk", root, de->d_name);
+            DIR *w = opendir(wk);
+            if (w) {
+                struct dirent *we;
+                while ((we = readdir(w))) {
+                    if (we->d_name[0] == '.')
+                        continue;
+                    char *f = sl_xasprintf("%s/%s", wk, we->d_name);
+                    if (unlink(f) == 0)
+                        n++;
+                    free(f);
+                }
+                closedir(w);
+            }
+            free(wk);
+        }
+        closedir(d);
+    }
+    free(root);
+    return n;
+}
+
+struct walk_ctx {
+    struct sl_mpath *mp;
+    const struct sl_bck *b;
+    size_t base_len;
+    int adopted, removed;
+};
+
+static void walk_files(struct walk_ctx *wc, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char *path = sl_xasprintf("%s/%s", dir, de->d_name);
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+            free(path);
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            walk_files(wc, path);
+            rmdir(path); /* prune empty directories; fails harmlessly otherwise */
+            free(path);
+            continue;
+        }
+        const char *rel = path + wc->base_len;
+        size_t rlen = strlen(rel);
+        bool hashed = strchr(rel, '/') == NULL && rlen == 66 && rel[0] == '.' && rel[1] == 'x';
+        if (!S_ISREG(st.st_mode)) {
+            unlink(path);
+            wc->removed++;
+            free(path);
+            continue;
+        }
+        struct sl_objmd md;
+        struct sl_err e;
+        int found = 0;
+        if (!hashed) {
+            struct sl_buf un;
+            sl_buf_init(&un);
+            sl_obj_uname(&un, wc->b->provider, wc->b->name, rel, rlen);
+            struct sl_mpath *own = sl_store_pick(un.p, un.len);
+            sl_buf_free(&un);
+            if (own == wc->mp)
+                found = sl_md_obj_get(wc->mp->md, wc->b->bid, rel, rlen, &md, &e);
+            else
+                found = -2; /* misplaced; leave for resilver */
+            if (found == 1) {
+                sl_objmd_free(&md);
+            } else if (found == 0 && sl_objname_check(rel, rlen, &e) == 0) {
+                /* a file without metadata: adopt it */
+                int fd = open(path, O_RDONLY);
+                if (fd >= 0) {
+                    memset(&md, 0, sizeof(md));
+                    md.size = (uint64_t)st.st_size;
+                    md.cksum_type = wc->b->cksum_type;
+                    sl_cksum_fd(md.cksum_type, fd, md.cksum);
+                    close(fd);
+                    md.version = wc->b->versioning ? 1 : 0;
+                    md.atime = md.mtime = (int64_t)st.st_mtime * 1000000000LL;
+                    struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = wc->b->bid, .name = rel, .nlen = rlen,
+                                           .md = &md };
+                    if (sl_md_commit(wc->mp->md, &op, 1, true, NULL) == 0)
+                        wc->adopted++;
+                }
+            }
+        } else {
+            /* hashed names can only be matched from metadata: check by scan below */
+            found = 1;
+        }
+        free(path);
+    }
+    closedir(d);
+}
+
+static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_md, int *adopted)
+{
+    for (int i = 0; i < bmd->n; i++) {
+        const struct sl_bck *b = &bmd->bcks[i];
+        /* 1. metadata without files, sizes that disagree */
+        struct sl_md_iter *it;
+        struct sl_err e;
+        if (sl_md_iter_open(mp->md, b->bid, "", 0, NULL, 0, &it, &e) < 0)
+            continue;
+        struct sl_buf fqn;
+        sl_buf_init(&fqn);
+        while (sl_md_iter_next(it) == 1) {
+            size_t nlen;
+            const char *name = sl_md_iter_name(it, &nlen);
+            const struct sl_objmd *md = sl_md_iter_md(it);
+            sl_obj_fqn(&fqn, mp, b->name, name, nlen, md->fname);
+            struct stat st;
+            if (stat(fqn.p, &st) < 0) {
+                sl_logw("fsck %s: %s://%s/%.*s has metadata but no file; removing the metadata", mp->path,
+                        sl_provider_scheme(b->provider), b->name, (int)SL_MIN(nlen, 200), name);
+                struct sl_md_op op = { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen };
+                sl_md_commit(mp->md, &op, 1, false, NULL);
+                (*fixed_md)++;
+            } else if ((uint64_t)st.st_size != md->size) {
+                struct sl_objmd nm;
+                sl_objmd_copy(&nm, md);
+                nm.size = (uint64_t)st.st_size;
+                int fd = open(fqn.p, O_RDONLY);
+                if (fd >= 0) {
+                    sl_cksum_fd(nm.cksum_type, fd, nm.cksum);
+                    close(fd);
+                }
+                sl_logw("fsck %s: %s://%s/%.*s: size %llu in metadata, %llu on disk; metadata updated", mp->path,
+                        sl_provider_scheme(b->provider), b->name, (int)SL_MIN(nlen, 200), name,
+                        (unsigned long long)md->size, (unsigned long long)st.st_size);
+                struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &nm };
+                sl_md_commit(mp->md, &op, 1, true, NULL);
+                sl_objmd_free(&nm);
+                (*fixed_md)++;
+            }
+        }
+        sl_buf_free(&fqn);
+        sl_md_iter_close(it);
+        /* 2. files without metadata */
+        char *ob = sl_xasprintf("%s/@ais/%s/%%ob", mp->path, b->name);
+        struct walk_ctx wc = { .mp = mp, .b = b, .base_len = strlen(ob) + 1 };
+        walk_files(&wc, ob);
+        free(ob);
+        *adopted += wc.adopted;
+        if (wc.adopted)
+            sl_logi("fsck %s: adopted %d file(s) without metadata in %s://%s", mp->path, wc.adopted,
+                    sl_provider_scheme(b->provider), b->name);
+    }
+}
+
+int sl_store_fsck(const char *mode)
+{
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int i = 0; i < nmpaths; i++) {
+        struct sl_mpath *mp = &mpaths[i];
+        struct fsck_ctx fc = { .mp = mp };
+        sl_md_pending_foreach(mp->md, pending_cb, &fc);
+        int wiped = wipe_work_dirs(mp);
+        char *clean = sl_xasprintf("%s/.shale/clean", mp->path);
+        bool was_clean = access(clean, F_OK) == 0;
+        unlink(clean);
+        free(clean);
+        bool full = !strcmp(mode, "full") || (!strcmp(mode, "auto") && !was_clean);
+        int fixed = 0, adopted = 0;
+        int64_t t0 = sl_mono_ns();
+        if (full)
+            fsck_full(mp, bmd, &fixed, &adopted);
+        sl_logi("fsck %s (%s%s): completed %d interrupted PUT(s), removed %d abandoned work file(s), fixed %d "
+                "metadata record(s), adopted %d file(s) in %.1f ms",
+                mp->path, full ? "full" : "quick", was_clean ? "" : ", previous run did not stop cleanly",
+                fc.recovered, wiped, fixed, adopted, (double)(sl_mono_ns() - t0) / 1e6);
+        /* empty the trash of destroyed buckets */
+        char *trash = sl_xasprintf("%s/.shale/trash", mp->path);
+        sl_rm_rf(trash);
+        free(trash);
+    }
+    sl_bmd_put(bmd);
+    return 0;
+}
