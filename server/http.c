@@ -547,8 +547,12 @@ int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout
     sa.sin_addr.s_addr = htonl(INADDR_ANY);
     if (bind_addr && *bind_addr && inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1)
         return sl_errf(err, SL_EINVAL, "cannot bind to \"%s\": not an IPv4 address", bind_addr);
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    /* no MHD_USE_TURBO: with it, 0.9.75 misses a client's half-close during
+     * an upload and keeps the request (and its work file) until the idle
+     * timeout */
     mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, ahc, NULL,
+                           MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)workers,
                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout_s,
@@ -557,7 +561,6 @@ int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout
                            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
                            MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, NULL,
                            MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                           MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                            MHD_OPTION_END);
     if (!mhd)
         return sl_errf(err, SL_EIO, "cannot listen on %s:%d: %s (is another process using the port?)",

@@ -541,12 +541,15 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
         }
         bool ok = json_typeof(cur) == json_typeof(v) || (json_is_boolean(cur) && json_is_boolean(v)) ||
                   (json_is_integer(cur) && json_is_integer(v));
-        if (!ok && json_is_string(cur) && json_is_integer(v)) {
+        json_t *conv = NULL;
+        if (!ok && json_is_string(cur) && json_is_integer(v) &&
+            (!strcmp(full, "access") || !strcmp(full, "features"))) {
             /* uint64s travel as strings; accept numbers too */
             char tmp[32];
             snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
-            json_object_set_new(base, k, json_string(tmp));
-            continue;
+            conv = json_string(tmp);
+            v = conv;
+            ok = true;
         }
         if (!ok)
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" has the wrong type (expected %s)", full,
@@ -561,6 +564,7 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "invalid %s \"%s\" (valid: immediate, delayed, never)", full, s);
         }
         json_object_set(base, k, v);
+        json_decref(conv);
     }
     return 0;
 }

@@ -23,11 +23,13 @@ static const char *bucket_actions_post = "create-bck";
 int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err)
 {
     memset(m, 0, sizeof(*m));
+    m->action = "";
+    m->name = "";
     json_t *j = sl_req_body_json(r, err);
     if (!j)
         return -1;
     if (json_is_null(j)) {
-        m->root = j;
+        json_decref(j);
         return 0;
     }
     if (!json_is_object(j)) {

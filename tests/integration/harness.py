@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: MIT
+"""Test harness: start real Shale nodes / clusters on loopback in temp dirs.
+
+Everything started here is stopped by PID (never by name), every wait is
+bounded in time, and every node gets its own temporary directory.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import requests
+
+BUILD = os.environ.get("SHALE_BUILD") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
+SRC = os.environ.get("SHALE_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
+BIN = os.path.join(BUILD, "bin")
+SHALED = os.path.join(BIN, "shaled")
+SHALE = os.path.join(BIN, "shale")
+PLUGDIR = os.path.join(BUILD, "lib", "shale")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def free_port_range(n, tries=200):
+    """n consecutive free ports on 127.0.0.1"""
+    import random
+    for _ in range(tries):
+        base = random.randint(20000, 60000 - n)
+        socks = []
+        ok = True
+        for p in range(base, base + n):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            except OSError:
+                ok = False
+                break
+        for s in socks:
+            s.close()
+        if ok:
+            return base
+    raise RuntimeError("no free port range")
+
+
+def wait_until(fn, timeout=30, interval=0.05, what="condition"):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001
+            last = e
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s (last error: %s)" % (timeout, what, last))
+
+
+class Node:
+    """One shaled process (standalone by default)."""
+
+    def __init__(self, tmp, name="n0", role="standalone", port=None, mountpaths=1, extra_config=None,
+                 primary=None, fspaths=None):
+        self.tmp = tmp
+        self.name = name
+        self.role = role
+        self.port = port or free_port()
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.proc = None
+        cfg = {
+            "confdir": os.path.join(self.dir, "conf"),
+            "log_dir": os.path.join(self.dir, "log"),
+            "host_net": {"hostname": "127.0.0.1", "port": self.port},
+        }
+        if role != "proxy":
+            fps = fspaths or [os.path.join(self.dir, "mp%d" % i) for i in range(1, mountpaths + 1)]
+            cfg["fspaths"] = {p: "" for p in fps}
+        if primary:
+            cfg["proxy"] = {"primary_url": primary}
+        if extra_config:
+            deep_update(cfg, extra_config)
+        self.config = cfg
+        self.config_path = os.path.join(self.dir, "shale.json")
+        self.write_config()
+
+    def write_config(self):
+        with open(self.config_path, "w") as f:
+            json.dump(self.config, f, indent=2)
+
+    def start(self, wait=True, args=()):
+        out = open(os.path.join(self.dir, "stdout.log"), "ab")
+        cmd = [SHALED, "--config", self.config_path, "--role", self.role, "--bind", "127.0.0.1"] + list(args)
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        out.close()
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=30):
+        def ok():
+            if self.proc.poll() is not None:
+                raise AssertionError("node %s exited with %s:\n%s" % (self.name, self.proc.returncode, self.log_tail()))
+            return requests.get(self.url + "/v1/health", timeout=2).status_code == 200
+        wait_until(ok, timeout, what="node %s health" % self.name)
+
+    def stop(self, timeout=20):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        rc = self.proc.returncode if self.proc else None
+        self.proc = None
+        return rc
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        self.proc = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def log(self):
+        p = os.path.join(self.dir, "log", "shaled.log")
+        try:
+            with open(p, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def log_tail(self, n=40):
+        lines = self.log().splitlines()[-n:]
+        try:
+            with open(os.path.join(self.dir, "stdout.log"), errors="replace") as f:
+                lines += f.read().splitlines()[-n:]
+        except OSError:
+            pass
+        return "\n".join(lines)
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+def deep_update(d, u):
+    for k, v in u.items():
+        if isinstance(v, dict) and isinstance(d.get(k), dict):
+            deep_update(d[k], v)
+        else:
+            d[k] = v
+
+
+class Cluster:
+    """A playground cluster started with the CLI (proxies then targets on consecutive ports)."""
+
+    def __init__(self, tmp, proxies=1, targets=3, mountpaths=1, name="pg"):
+        self.dir = os.path.join(tmp, name)
+        self.nports = proxies + targets + 8
+        self.base = free_port_range(self.nports)
+        self.proxies, self.targets, self.mountpaths = proxies, targets, mountpaths
+        self.url = "http://127.0.0.1:%d" % self.base
+
+    def cli(self, *args, check=True, timeout=120, input=None):
+        env = dict(os.environ, AIS_ENDPOINT=self.url)
+        p = subprocess.run([SHALE] + list(args), capture_output=True, text=True, env=env, timeout=timeout, input=input)
+        if check and p.returncode != 0:
+            raise AssertionError("shale %s failed (%d):\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def start(self):
+        self.cli("playground", "start", "--dir", self.dir, "--port", str(self.base), "--proxies",
+                 str(self.proxies), "--targets", str(self.targets), "--mountpaths", str(self.mountpaths))
+        return self
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.dir, "playground.json")):
+            self.cli("playground", "stop", "--dir", self.dir, check=False)
+
+    def topology(self):
+        with open(os.path.join(self.dir, "playground.json")) as f:
+            return json.load(f)
+
+    def pid(self, name):
+        try:
+            with open(os.path.join(self.dir, name, "shaled.pid")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return 0
+
+    def node_url(self, name):
+        for n in self.topology()["nodes"]:
+            if n["name"] == name:
+                return "http://127.0.0.1:%d" % n["port"]
+        raise KeyError(name)
+
+    def kill9(self, name):
+        pid = self.pid(name)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            wait_until(lambda: not os.path.exists("/proc/%d" % pid) or _zombie(pid), 10, what="kill")
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.dir, name, "log", "shaled.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def smap(self):
+        return requests.get(self.url + "/v1/daemon?what=smap", timeout=10).json()
+
+
+def _zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+class NodeTest(unittest.TestCase):
+    """Base: one standalone node per test class."""
+
+    mountpaths = 1
+    extra_config = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        cls.node = Node(cls.tmp, mountpaths=cls.mountpaths, extra_config=cls.extra_config).start()
+        cls.url = cls.node.url
+        cls.s = requests.Session()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+        if os.environ.get("SHALE_KEEP_TMP"):
+            print("kept", cls.tmp)
+        else:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    # helpers
+    def act(self, method, path, action, value=None, name="", params=None, headers=None):
+        h = {"Content-Type": "application/json"}
+        if headers:
+            h.update(headers)
+        return self.s.request(method, self.url + path, params=params or {"provider": "ais"},
+                              data=json.dumps({"action": action, "name": name, "value": value}), headers=h, timeout=60)
+
+    def create_bucket(self, name, props=None):
+        r = self.act("POST", "/v1/buckets/" + name, "create-bck", props)
+        self.assertEqual(r.status_code, 200, r.text)
+
+    def put(self, bucket, obj, data, headers=None, params=None):
+        from urllib.parse import quote
+        return self.s.put(self.url + "/v1/objects/%s/%s" % (bucket, quote(obj)), data=data, headers=headers or {},
+                          params=params or {"provider": "ais"}, timeout=120)
+
+    def get(self, bucket, obj, headers=None, params=None, stream=False):
+        from urllib.parse import quote
+        return self.s.get(self.url + "/v1/objects/%s/%s" % (bucket, quote(obj)), headers=headers or {},
+                          params=params or {"provider": "ais"}, timeout=120, stream=stream)
+
+    def list_objects(self, bucket, msgpack=False, **lso):
+        h = {"Content-Type": "application/json"}
+        if msgpack:
+            h["Accept"] = "application/msgpack"
+        value = {"props": "", "prefix": "", "pagesize": 0, "flags": "0", "uuid": "", "continuation_token": ""}
+        value.update(lso)
+        return self.s.get(self.url + "/v1/buckets/" + bucket, params={"provider": "ais"},
+                          data=json.dumps({"action": "list", "name": "", "value": value}), headers=h, timeout=60)
+
+    def list_all(self, bucket, **lso):
+        names, token, uuid = [], "", ""
+        for _ in range(100000):
+            r = self.list_objects(bucket, continuation_token=token, uuid=uuid, **lso)
+            self.assertEqual(r.status_code, 200, r.text)
+            j = r.json()
+            names += [e["name"] for e in (j["entries"] or [])]
+            token, uuid = j["continuation_token"], j["uuid"]
+            if not token:
+                return names
+        raise AssertionError("listing did not finish")
+
+
+def main():
+    """unittest main with verbose output and a non-zero exit on failure."""
+    unittest.main(verbosity=2, buffer=False)
