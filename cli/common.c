@@ -294,7 +294,7 @@ int cli_fail(const struct cli_resp *r, const char *what)
 json_t *cli_resp_json(const struct cli_resp *r)
 {
     json_error_t je;
-    return r->body.len ? json_loadb(r->body.p, r->body.len, 0, &je) : NULL;
+    return r->body.len ? sl_json_loadb_u64(r->body.p, r->body.len, &je) : NULL;
 }
 
 /* ---- URIs ---- */

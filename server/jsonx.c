@@ -103,8 +103,59 @@ bool sl_json_bool(const json_t *o, const char *key, bool dflt)
 json_t *sl_json_parse(const char *p, size_t n, const char *what, struct sl_err *err)
 {
     json_error_t je;
-    json_t *j = json_loadb(p, n, JSON_DECODE_ANY, &je);
+    json_t *j = sl_json_loadb_u64(p, n, &je);
     if (!j)
         sl_errf(err, SL_EINVAL, "invalid JSON in %s: %s (line %d, column %d)", what, je.text, je.line, je.column);
+    return j;
+}
+
+json_t *sl_json_loadb_u64(const char *p, size_t n, json_error_t *je)
+{
+    /* quote integer literals of 19+ digits that do not fit in int64 */
+    struct sl_buf b;
+    sl_buf_init(&b);
+    bool in_str = false, changed = false;
+    size_t i = 0, last = 0;
+    while (i < n) {
+        char c = p[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            i++;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            i++;
+            continue;
+        }
+        if (c >= '0' && c <= '9' && (i == 0 || strchr(" \t\r\n:,[", p[i - 1]))) {
+            size_t j = i;
+            while (j < n && p[j] >= '0' && p[j] <= '9')
+                j++;
+            bool plain = j >= n || strchr(" \t\r\n,]}", p[j]);
+            if (plain && j - i >= 19 && (j - i > 19 || memcmp(p + i, "9223372036854775807", 19) > 0)) {
+                sl_buf_add(&b, p + last, i - last);
+                sl_buf_addc(&b, '"');
+                sl_buf_add(&b, p + i, j - i);
+                sl_buf_addc(&b, '"');
+                last = j;
+                changed = true;
+            }
+            i = j;
+            continue;
+        }
+        i++;
+    }
+    json_t *j;
+    if (changed) {
+        sl_buf_add(&b, p + last, n - last);
+        j = json_loadb(b.p, b.len, JSON_DECODE_ANY, je);
+    } else {
+        j = json_loadb(p, n, JSON_DECODE_ANY, je);
+    }
+    sl_buf_free(&b);
     return j;
 }

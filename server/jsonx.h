@@ -24,6 +24,10 @@ const char *sl_json_str(const json_t *o, const char *key, const char *dflt);
 int64_t sl_json_int(const json_t *o, const char *key, int64_t dflt);   /* accepts "123" too */
 bool sl_json_bool(const json_t *o, const char *key, bool dflt);
 
+/* Parse JSON in which integers beyond int64 (Go uint64s such as a Smap's
+ * id_digest) become decimal strings instead of failing. */
+json_t *sl_json_loadb_u64(const char *p, size_t n, json_error_t *je);
+
 /* Parse with a clear error ("invalid JSON in request body: ... (line L, column C)"). */
 json_t *sl_json_parse(const char *p, size_t n, const char *what, struct sl_err *err);
 

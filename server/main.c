@@ -200,6 +200,7 @@ int main(int argc, char **argv)
     if (sl_log_open(&lc) < 0)
         return 1;
 
+    sl_fault_init();
     signal(SIGPIPE, SIG_IGN);
     sigset_t ss;
     sigemptyset(&ss);

@@ -139,6 +139,12 @@ int sl_write_file(const char *path, const void *p, size_t n, bool do_fsync);
 int sl_read_file(const char *path, struct sl_buf *out, size_t max);
 int sl_fsync_dir(const char *path);
 
+/* Fault injection for crash tests: SHALE_FAULT=<point>[,<point>...] in the
+ * environment makes the process _exit(137) (as if SIGKILLed) when it reaches
+ * that point. Points: put-after-write, put-after-commit, delete-after-unlink. */
+void sl_fault_init(void);
+void sl_fault(const char *point);
+
 /* xxhash helpers (XXH64) */
 uint64_t sl_xxh64(const void *p, size_t n, uint64_t seed);
 #define SL_MLCG32 1103515245ULL

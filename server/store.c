@@ -474,6 +474,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     }
     close(p->fd);
     p->fd = -1;
+    sl_fault("put-after-write");
 
     char fname[72];
     struct sl_buf fqn;
@@ -524,6 +525,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
         sl_err_wrap(err, "PUT %s", cn);
         goto fail;
     }
+    sl_fault("put-after-commit");
     if (rename(p->work_abs, fqn.p) < 0) {
         /* lost a race with a directory of the same name: go hashed */
         int e = errno;
@@ -689,6 +691,7 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
         sl_objmd_free(&md);
         return sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(e));
     }
+    sl_fault("delete-after-unlink");
     struct sl_md_op ops[2] = { { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen } };
     int nops = 1;
     char *auxk = NULL;

@@ -749,3 +749,23 @@ uint64_t sl_xxh64(const void *p, size_t n, uint64_t seed)
 {
     return XXH64(p, n, seed);
 }
+
+static char *fault_points;
+
+void sl_fault_init(void)
+{
+    const char *f = getenv("SHALE_FAULT");
+    fault_points = f && *f ? sl_xasprintf(",%s,", f) : NULL;
+}
+
+void sl_fault(const char *point)
+{
+    if (!fault_points)
+        return;
+    char needle[128];
+    snprintf(needle, sizeof(needle), ",%s,", point);
+    if (strstr(fault_points, needle)) {
+        fprintf(stderr, "shaled: SHALE_FAULT=%s reached: exiting as if killed\n", point);
+        _exit(137);
+    }
+}

@@ -102,10 +102,14 @@ class Node:
         with open(self.config_path, "w") as f:
             json.dump(self.config, f, indent=2)
 
-    def start(self, wait=True, args=()):
+    def start(self, wait=True, args=(), env=None):
         out = open(os.path.join(self.dir, "stdout.log"), "ab")
         cmd = [SHALED, "--config", self.config_path, "--role", self.role, "--bind", "127.0.0.1"] + list(args)
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        e = dict(os.environ)
+        e.pop("SHALE_FAULT", None)
+        if env:
+            e.update(env)
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=e)
         out.close()
         if wait:
             self.wait_ready()

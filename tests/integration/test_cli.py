@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: MIT
+"""The shale CLI against a real playground node: output formats of
+../shared/spec/cli.md, exit codes, stdin/stdout streaming, playground
+start/stop/restart by PID."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import requests
+
+from harness import SHALE, free_port_range, main
+
+
+class TestCLI(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-cli-")
+        cls.pg = os.path.join(cls.tmp, "pg")
+        cls.port = free_port_range(4)
+        cls.url = "http://127.0.0.1:%d" % cls.port
+        p = cls.run_cli("playground", "start", "--dir", cls.pg, "--port", str(cls.port))
+        assert p.returncode == 0, p.stderr
+        assert "Endpoint: %s" % cls.url in p.stdout, p.stdout
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.run_cli("playground", "stop", "--dir", cls.pg)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def run_cli(cls, *args, input=None, env=None, binary=False):
+        e = dict(os.environ, AIS_ENDPOINT=cls.url)
+        if env:
+            e.update(env)
+        return subprocess.run([SHALE] + list(args), capture_output=True, env=e, timeout=120, input=input,
+                              text=not binary)
+
+    def cli(self, *args, **kw):
+        p = self.run_cli(*args, **kw)
+        self.assertEqual(p.returncode, 0, "shale %s: %s %s" % (" ".join(args), p.stdout, p.stderr))
+        return p
+
+    def test_bucket_verbs(self):
+        p = self.cli("bucket", "create", "ais://cb1")
+        self.assertEqual(p.stdout.strip(), '"ais://cb1" bucket created')
+        p = self.run_cli("bucket", "create", "ais://cb1")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('bucket "ais://cb1" already exists', p.stderr)
+        p = self.cli("ls")
+        self.assertRegex(p.stdout, r"NAME\s+PRESENT")
+        self.assertIn("ais://cb1", p.stdout)
+        p = self.cli("bucket", "props", "set", "ais://cb1", "checksum.type=md5")
+        self.assertIn("Bucket props successfully updated", p.stdout)
+        p = self.cli("bucket", "props", "show", "ais://cb1")
+        self.assertRegex(p.stdout, r"checksum.type\s+md5")
+        p = self.cli("bucket", "rm", "ais://cb1")
+        self.assertEqual(p.stdout.strip(), '"ais://cb1" destroyed')
+        p = self.run_cli("bucket", "rm", "ais://cb1")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('bucket "ais://cb1" does not exist', p.stderr)
+        p = self.run_cli("bucket", "create", "ais://bad..name")
+        self.assertNotEqual(p.returncode, 0)
+
+    def test_put_get_file_and_stdio(self):
+        self.cli("bucket", "create", "ais://cb2")
+        f = os.path.join(self.tmp, "README.md")
+        with open(f, "wb") as fh:
+            fh.write(b"hello readme\n" * 1000)
+        p = self.cli("put", f, "ais://cb2/docs/")
+        self.assertEqual(p.stdout.strip(), 'PUT "%s" => ais://cb2/docs/README.md' % f)
+        p = self.cli("put", f, "ais://cb2/exact-name")
+        self.assertIn("=> ais://cb2/exact-name", p.stdout)
+        out = os.path.join(self.tmp, "out.md")
+        p = self.cli("get", "ais://cb2/docs/README.md", out)
+        self.assertRegex(p.stdout, r'^GET "docs/README.md" from bucket "ais://cb2" as "%s" \[12.70KiB\]' % re.escape(out))
+        with open(out, "rb") as a, open(f, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        # stdout carries only the bytes
+        p = self.cli("get", "ais://cb2/docs/README.md", "-", binary=True)
+        self.assertEqual(p.stdout, b"hello readme\n" * 1000)
+        # stdin upload of unknown length
+        data = os.urandom(200000)
+        self.cli("put", "-", "ais://cb2/from-stdin", input=data, binary=True)
+        p = self.cli("get", "ais://cb2/from-stdin", "-", binary=True)
+        self.assertEqual(p.stdout, data)
+        # range
+        p = self.cli("get", "ais://cb2/from-stdin", "-", "--offset", "10", "--length", "5", binary=True)
+        self.assertEqual(p.stdout, data[10:15])
+        # errors: non-zero exit, message on stderr, no output file left
+        p = self.run_cli("get", "ais://cb2/nope", os.path.join(self.tmp, "nope"))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("ais://cb2/nope does not exist", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "nope")))
+        # a consumer that closes the pipe early is not a failure
+        sh = subprocess.run("%s get ais://cb2/from-stdin - | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}" % SHALE,
+                            shell=True, executable="/bin/bash", capture_output=True, text=True,
+                            env=dict(os.environ, AIS_ENDPOINT=self.url))
+        self.assertIn(sh.stdout.strip(), ("0", "141"))
+        self.assertNotIn("Error", sh.stderr)
+
+    def test_put_dir_ls_show_rmo(self):
+        self.cli("bucket", "create", "ais://cb3")
+        src = os.path.join(self.tmp, "tree")
+        for d in ("a", "a/b", "c"):
+            os.makedirs(os.path.join(src, d), exist_ok=True)
+        files = {"a/1.jpg": 100, "a/2.jpg": 2000, "a/b/3.cls": 3, "c/4.json": 40, "top.txt": 5}
+        for n, sz in files.items():
+            with open(os.path.join(src, n), "wb") as f:
+                f.write(b"x" * sz)
+        p = self.cli("put", src, "ais://cb3/ds/", "-r", "--progress", "-y")
+        self.assertRegex(p.stdout, r"EXTENSION\s+COUNT\s+SIZE")
+        self.assertRegex(p.stdout, r"\.jpg\s+2\s+2.05KiB")
+        self.assertRegex(p.stdout, r"TOTAL\s+5\s+")
+        self.assertIn("PUT 5 objects", p.stdout)
+        self.assertIn("Objects:", p.stderr)
+        p = self.cli("ls", "ais://cb3")
+        self.assertRegex(p.stdout, r"NAME\s+SIZE")
+        for n in files:
+            self.assertIn("ds/" + n, p.stdout)
+        self.assertRegex(p.stdout, r"ds/a/2\.jpg\s+1\.95KiB")
+        self.assertRegex(p.stdout, r"ds/top\.txt\s+5B")
+        self.assertIn("Listed 5 names", p.stdout)
+        p = self.cli("ls", "ais://cb3/ds/a/")
+        self.assertIn("Listed 3 names", p.stdout)
+        p = self.cli("ls", "ais://cb3", "--limit", "2")
+        self.assertIn("Listed 2 names", p.stdout)
+        p = self.cli("ls", "ais://cb3", "--paged", "--page-size", "2")
+        self.assertIn("Page 1: 2 names", p.stdout)
+        self.assertIn("Page 3: 1 names", p.stdout)
+        p = self.cli("ls", "ais://cb3", "--props", "all")
+        self.assertRegex(p.stdout, r"NAME\s+SIZE\s+CHECKSUM\s+ATIME\s+VERSION\s+CACHED\s+TARGET")
+        p = self.cli("ls", "ais://cb3", "-H", "--name-only")
+        self.assertEqual(p.stdout.split(), sorted("ds/" + n for n in files))
+        p = self.cli("ls", "ais://cb3/ds/", "--nr")
+        self.assertIn("ds/a/", p.stdout)
+        p = self.cli("object", "show", "ais://cb3/ds/a/2.jpg")
+        self.assertRegex(p.stdout, r"PROPERTY\s+VALUE")
+        self.assertRegex(p.stdout, r"checksum\s+xxhash2 [0-9a-f]{16}")
+        self.assertRegex(p.stdout, r"size\s+1\.95KiB")
+        p = self.cli("object", "show", "ais://cb3/ds/a/2.jpg", "--json")
+        self.assertEqual(json.loads(p.stdout)["size"], 2000)
+        p = self.cli("rmo", "ais://cb3/ds/top.txt")
+        self.assertIn('deleted "ds/top.txt" from bucket "ais://cb3"', p.stdout)
+        p = self.cli("ls", "ais://cb3")
+        self.assertIn("Listed 4 names", p.stdout)
+
+    def test_show_cluster(self):
+        p = self.cli("show", "cluster")
+        self.assertRegex(p.stdout, r"PROXY\s+MEM USED\(%\)\s+MEM AVAIL")
+        self.assertRegex(p.stdout, r"p\[\w+\]\[P\]")
+        self.assertRegex(p.stdout, r"TARGET\s+MEM USED\(%\)\s+MEM AVAIL\s+CAP USED\(%\)\s+CAP AVAIL")
+        self.assertIn("Summary:", p.stdout)
+        self.assertRegex(p.stdout, r"Targets:\s+1 \(num disks: 1\)")
+        self.assertRegex(p.stdout, r"Status:\s+1 online")
+
+    def test_errors_and_usage(self):
+        p = self.run_cli("frobnicate")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("unknown command", p.stderr)
+        p = self.run_cli("ls", "ais://nosuchbucket")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('bucket "ais://nosuchbucket" does not exist', p.stderr)
+        p = self.run_cli("ls", env={"AIS_ENDPOINT": "http://127.0.0.1:1"})
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("is the cluster running", p.stderr)
+        p = self.run_cli("put", "/nonexistent/file", "ais://x")
+        self.assertNotEqual(p.returncode, 0)
+
+
+class TestPlayground(unittest.TestCase):
+    def test_start_stop_restart(self):
+        tmp = tempfile.mkdtemp(prefix="shale-pg-")
+        port = free_port_range(3)
+        url = "http://127.0.0.1:%d" % port
+        env = dict(os.environ, AIS_ENDPOINT=url)
+        d = os.path.join(tmp, "pg")
+        try:
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(port)], capture_output=True,
+                               text=True, env=env, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(requests.get(url + "/v1/health").status_code, 200)
+            requests.post(url + "/v1/buckets/keep", json={"action": "create-bck"})
+            requests.put(url + "/v1/objects/keep/obj", data=b"persist")
+            with open(os.path.join(d, "n0", "shaled.pid")) as f:
+                pid1 = int(f.read())
+            p = subprocess.run([SHALE, "playground", "status", "--dir", d], capture_output=True, text=True, env=env)
+            self.assertRegex(p.stdout, r"n0\s+standalone\s+%d\s+%d\s+online" % (port, pid1))
+            p = subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, text=True, env=env,
+                               timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertFalse(os.path.exists("/proc/%d" % pid1) and open("/proc/%d/stat" % pid1).read().split()[2] != "Z")
+            self.assertRaises(requests.ConnectionError, requests.get, url + "/v1/health", timeout=2)
+            p = subprocess.run([SHALE, "playground", "status", "--dir", d], capture_output=True, text=True, env=env)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("stopped", p.stdout)
+            # start on the existing dir restarts it with the same data
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d], capture_output=True, text=True, env=env,
+                               timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("restarted", p.stdout)
+            self.assertEqual(requests.get(url + "/v1/objects/keep/obj").content, b"persist")
+            # start while running is a no-op that still succeeds
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d], capture_output=True, text=True, env=env,
+                               timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        finally:
+            subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

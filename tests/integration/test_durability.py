@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: MIT
+"""Crash safety and reconcile: kill -9 under PUT load, crashes injected at
+each step of the PUT/DELETE protocol, startup fsck, disk full."""
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import requests
+
+from harness import Node, main, wait_until
+
+
+def create(url, b):
+    r = requests.post(url + "/v1/buckets/" + b, json={"action": "create-bck"})
+    assert r.status_code == 200, r.text
+
+
+class TestKill9UnderLoad(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-dur-")
+        self.node = Node(self.tmp, mountpaths=2).start()
+
+    def tearDown(self):
+        self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_kill9_during_puts(self):
+        url = self.node.url
+        create(url, "d")
+        acked = {}       # name -> sha256 of the last acknowledged content
+        attempted = {}   # name -> set of sha256 of every content ever sent
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def worker(wid):
+            s = requests.Session()
+            rnd = random.Random(wid)
+            i = 0
+            while not stop.is_set() and i < 100000:
+                name = "w%d/o%03d" % (wid, rnd.randrange(200))  # overwrites happen
+                data = os.urandom(rnd.choice([10, 1000, 50000, 300000]))
+                h = hashlib.sha256(data).hexdigest()
+                with lock:
+                    attempted.setdefault(name, set()).add(h)
+                try:
+                    r = s.put(url + "/v1/objects/d/" + name, data=data, timeout=10)
+                except requests.RequestException:
+                    return
+                if r.status_code == 200:
+                    with lock:
+                        acked[name] = h
+                i += 1
+
+        ts = [threading.Thread(target=worker, args=(w,)) for w in range(6)]
+        for t in ts:
+            t.start()
+        time.sleep(3)
+        self.node.kill9()
+        stop.set()
+        for t in ts:
+            t.join(30)
+        self.assertGreater(len(acked), 50)
+        self.node.start()
+        s = requests.Session()
+        for name, hs in attempted.items():
+            r = s.get(url + "/v1/objects/d/" + name, timeout=10)
+            if name in acked:
+                self.assertEqual(r.status_code, 200, "acknowledged object %s lost" % name)
+            if r.status_code == 200:
+                got = hashlib.sha256(r.content).hexdigest()
+                # the acknowledged version, or a later complete one; never torn
+                self.assertIn(got, hs, "object %s is torn" % name)
+                self.assertEqual(int(r.headers["Content-Length"]), len(r.content))
+            else:
+                self.assertEqual(r.status_code, 404)
+        # listing agrees with reads
+        names = requests.get(url + "/v1/buckets/d").json()["entries"] or []
+        listed = {e["name"] for e in names}
+        for name in acked:
+            self.assertIn(name, listed)
+        self.assertIn("previous run did not stop cleanly", self.node.log())
+
+
+class TestInjectedCrashes(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-fault-")
+        self.node = Node(self.tmp).start()
+        create(self.node.url, "f")
+        r = requests.put(self.node.url + "/v1/objects/f/obj", data=b"old")
+        self.assertEqual(r.status_code, 200)
+
+    def tearDown(self):
+        self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def crash_at(self, point, method="PUT", data=b"new-content"):
+        self.node.stop()
+        self.node.start(env={"SHALE_FAULT": point})
+        try:
+            requests.request(method, self.node.url + "/v1/objects/f/obj", data=data, timeout=10)
+        except requests.RequestException:
+            pass
+        wait_until(lambda: self.node.proc.poll() is not None, 10, what="fault exit")
+        self.assertEqual(self.node.proc.returncode, 137)
+        self.node.proc = None
+        self.node.start()
+
+    def test_crash_before_commit_keeps_old(self):
+        self.crash_at("put-after-write")
+        r = requests.get(self.node.url + "/v1/objects/f/obj")
+        self.assertEqual(r.content, b"old")
+        self.assertIn("removed 1 abandoned work file", self.node.log())
+
+    def test_crash_after_commit_completes_new(self):
+        self.crash_at("put-after-commit")
+        r = requests.get(self.node.url + "/v1/objects/f/obj")
+        self.assertEqual(r.content, b"new-content")
+        self.assertEqual(int(r.headers["Content-Length"]), len(b"new-content"))
+        self.assertIn("completed interrupted PUT", self.node.log())
+
+    def test_crash_during_delete(self):
+        self.crash_at("delete-after-unlink", method="DELETE", data=None)
+        r = requests.get(self.node.url + "/v1/objects/f/obj")
+        self.assertEqual(r.status_code, 404)
+        names = requests.get(self.node.url + "/v1/buckets/f").json()["entries"] or []
+        self.assertEqual(names, [])
+
+
+class TestFsck(unittest.TestCase):
+    def test_reconcile(self):
+        tmp = tempfile.mkdtemp(prefix="shale-fsck-")
+        node = Node(tmp).start()
+        try:
+            create(node.url, "k")
+            for n in ("a", "b", "c"):
+                requests.put(node.url + "/v1/objects/k/" + n, data=n.encode() * 100)
+            node.kill9()  # unclean: the next start runs the full check
+            ob = os.path.join(node.dir, "mp1", "@ais", "k", "%ob")
+            os.unlink(os.path.join(ob, "a"))                       # metadata without a file
+            with open(os.path.join(ob, "b"), "wb") as f:           # size changed behind our back
+                f.write(b"short")
+            with open(os.path.join(ob, "orphan.txt"), "wb") as f:  # file without metadata
+                f.write(b"adopt me")
+            node.start()
+            log = node.log()
+            self.assertIn("has metadata but no file", log)
+            self.assertIn("metadata updated", log)
+            self.assertIn("adopted 1 file", log)
+            self.assertEqual(requests.get(node.url + "/v1/objects/k/a").status_code, 404)
+            self.assertEqual(requests.get(node.url + "/v1/objects/k/b").content, b"short")
+            self.assertEqual(requests.get(node.url + "/v1/objects/k/orphan.txt").content, b"adopt me")
+            self.assertEqual(requests.get(node.url + "/v1/objects/k/c").content, b"c" * 100)
+            names = [e["name"] for e in requests.get(node.url + "/v1/buckets/k").json()["entries"]]
+            self.assertEqual(names, ["b", "c", "orphan.txt"])
+            # a clean stop makes the next start quick
+            node.restart()
+            self.assertIn("(quick)", node.log().splitlines()[-3] + node.log())
+        finally:
+            node.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root to mount a small tmpfs")
+class TestDiskFull(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-full-")
+        self.mp = os.path.join(self.tmp, "small")
+        os.makedirs(self.mp)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", self.mp], check=True)
+        self.node = Node(self.tmp, fspaths=[self.mp], extra_config={"space": {"out_of_space": 100}}).start()
+        create(self.node.url, "full")
+
+    def tearDown(self):
+        self.node.stop()
+        subprocess.run(["umount", self.mp])
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_507_and_nothing_partial(self):
+        url = self.node.url
+        big = os.urandom(6 << 20)
+        r = requests.put(url + "/v1/objects/full/big", data=big)   # Content-Length known: refused up front
+        self.assertEqual(r.status_code, 507, r.text)
+        self.assertIn("out of space", r.json()["message"])
+
+        def gen():  # chunked: no length, fails while streaming
+            for i in range(0, len(big), 65536):
+                yield big[i:i + 65536]
+        r = requests.put(url + "/v1/objects/full/big2", data=gen())
+        self.assertEqual(r.status_code, 507, r.text)
+        for n in ("big", "big2"):
+            self.assertEqual(requests.get(url + "/v1/objects/full/" + n).status_code, 404)
+        wk = os.path.join(self.mp, "@ais", "full", "%wk")
+        self.assertEqual(os.listdir(wk) if os.path.isdir(wk) else [], [])
+        # the node keeps working once there is room
+        r = requests.put(url + "/v1/objects/full/small", data=b"fits")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(requests.get(url + "/v1/objects/full/small").content, b"fits")
+
+
+if __name__ == "__main__":
+    main()
