@@ -18,8 +18,9 @@ static int tap_n, tap_fail;
 
 #define TAP_OK(cond, ...)                                                                                          \
     do {                                                                                                           \
+        int ok_ = !!(cond); /* evaluated once */                                                                   \
         tap_n++;                                                                                                   \
-        if (cond) {                                                                                                \
+        if (ok_) {                                                                                                 \
             printf("ok %d - ", tap_n);                                                                             \
         } else {                                                                                                   \
             tap_fail++;                                                                                            \
@@ -27,8 +28,8 @@ static int tap_n, tap_fail;
         }                                                                                                          \
         printf(__VA_ARGS__);                                                                                       \
         printf("\n");                                                                                              \
-        if (!(cond))                                                                                               \
-            printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);                                       \
+        if (!ok_)                                                                                                  \
+            printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);                                      \
     } while (0)
 
 #define TAP_EQ_INT(got, want, ...)                                                                                 \

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT
+ * test_core.c: unit tests for util, checksums, HRW, config, JSON helpers and
+ * list-page merging.
+ */
+#include "tap.h"
+#include "sl.h"
+#include "cksum.h"
+#include "config.h"
+#include "jsonx.h"
+#include "lso.h"
+#include "meta.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void t_sizes(void)
+{
+    uint64_t v;
+    TAP_OK(sl_parse_size("10MiB", &v) == 0 && v == 10 * SL_MIB, "parse 10MiB");
+    TAP_OK(sl_parse_size("1.5GiB", &v) == 0 && v == 1610612736ULL, "parse 1.5GiB");
+    TAP_OK(sl_parse_size("10KB", &v) == 0 && v == 10000, "parse 10KB (SI)");
+    TAP_OK(sl_parse_size("4096", &v) == 0 && v == 4096, "parse plain");
+    TAP_OK(sl_parse_size("512 MiB", &v) == 0 && v == 512 * SL_MIB, "parse with space");
+    TAP_OK(sl_parse_size("abc", &v) < 0, "reject abc");
+    TAP_OK(sl_parse_size("-1", &v) < 0, "reject negative");
+    TAP_OK(sl_parse_size("5XB", &v) < 0, "reject unknown unit");
+    char b[32];
+    sl_format_size(561, b, sizeof(b));
+    TAP_EQ_STR(b, "561B", "format 561B");
+    sl_format_size(16 * 1024, b, sizeof(b));
+    TAP_EQ_STR(b, "16.00KiB", "format 16KiB");
+    sl_format_size(1005034406, b, sizeof(b));
+    TAP_EQ_STR(b, "958.48MiB", "format MiB");
+    sl_format_size_sp(66060288, b, sizeof(b));
+    TAP_EQ_STR(b, "63.00 MiB", "format with space");
+    sl_format_count(28230, b, sizeof(b));
+    TAP_EQ_STR(b, "28,230", "count separators");
+    sl_format_count(1234567, b, sizeof(b));
+    TAP_EQ_STR(b, "1,234,567", "count separators 2");
+    sl_format_count(12, b, sizeof(b));
+    TAP_EQ_STR(b, "12", "count small");
+}
+
+static void t_durations(void)
+{
+    int64_t ns;
+    TAP_OK(sl_parse_duration("45s", &ns) == 0 && ns == 45000000000LL, "45s");
+    TAP_OK(sl_parse_duration("1m30s", &ns) == 0 && ns == 90000000000LL, "1m30s");
+    TAP_OK(sl_parse_duration("500ms", &ns) == 0 && ns == 500000000LL, "500ms (m must not eat ms)");
+    TAP_OK(sl_parse_duration("2h", &ns) == 0 && ns == 7200000000000LL, "2h");
+    TAP_OK(sl_parse_duration("10", &ns) == 0 && ns == 10000000000LL, "bare seconds");
+    TAP_OK(sl_parse_duration("10x", &ns) < 0, "reject unit");
+    TAP_OK(sl_parse_duration("", &ns) < 0, "reject empty");
+    char b[32];
+    sl_format_duration(45000000000LL, b, sizeof(b));
+    TAP_EQ_STR(b, "45s", "fmt 45s");
+    sl_format_duration(300000000000LL, b, sizeof(b));
+    TAP_EQ_STR(b, "5m0s", "fmt 5m0s");
+    sl_format_duration(7500000000000LL, b, sizeof(b));
+    TAP_EQ_STR(b, "2h5m0s", "fmt 2h5m0s");
+    sl_format_duration(1500000000LL, b, sizeof(b));
+    TAP_EQ_STR(b, "1.5s", "fmt 1.5s");
+    sl_format_duration(250000000LL, b, sizeof(b));
+    TAP_EQ_STR(b, "250ms", "fmt 250ms");
+}
+
+static void t_strings(void)
+{
+    char out[64];
+    size_t n = sl_url_decode("a%20b+c%2Fd", 11, out, false);
+    TAP_OK(n == 7 && !strcmp(out, "a b+c/d"), "url decode path");
+    n = sl_url_decode("a%20b+c", 7, out, true);
+    TAP_EQ_STR(out, "a b c", "url decode query");
+    n = sl_url_decode("x%00y", 5, out, false);
+    TAP_OK(n == 3 && out[1] == 0, "url decode keeps NUL visible");
+    n = sl_url_decode("bad%zz%4", 8, out, false);
+    TAP_EQ_STR(out, "bad%zz%4", "malformed escapes kept");
+    char *e = sl_url_encode_path("a b/ü?", strlen("a b/ü?"));
+    TAP_EQ_STR(e, "a%20b/%C3%BC%3F", "url encode path");
+    free(e);
+    TAP_OK(sl_utf8_valid("héllo 日本", strlen("héllo 日本")), "utf8 valid");
+    TAP_OK(!sl_utf8_valid("\xff", 1), "utf8 invalid byte");
+    TAP_OK(!sl_utf8_valid("\xc3", 1), "utf8 truncated");
+    TAP_OK(!sl_utf8_valid("\xc0\xaf", 2), "utf8 overlong");
+    TAP_OK(!sl_utf8_valid("\xed\xa0\x80", 3), "utf8 surrogate");
+    char t[80];
+    /* 2024-03-05 07:08:09.123456789 UTC */
+    int64_t ns = 1709622489123456789LL;
+    sl_format_gotime(ns, "02 Jan 06 15:04 MST", t, sizeof(t));
+    TAP_EQ_STR(t, "05 Mar 24 07:08 UTC", "go RFC822");
+    sl_format_gotime(ns, "2006-01-02T15:04:05Z07:00", t, sizeof(t));
+    TAP_EQ_STR(t, "2024-03-05T07:08:09Z", "go RFC3339");
+    sl_format_gotime(ns, "2006-01-02T15:04:05.000Z07:00", t, sizeof(t));
+    TAP_EQ_STR(t, "2024-03-05T07:08:09.123Z", "go millis");
+    sl_format_gotime(ns, "Mon, 02 Jan 2006 15:04:05 GMT", t, sizeof(t));
+    TAP_EQ_STR(t, "Tue, 05 Mar 2024 07:08:09 GMT", "go RFC1123");
+    char b36[16];
+    sl_base36(1295, b36, sizeof(b36));
+    TAP_EQ_STR(b36, "zz", "base36");
+    char id[16];
+    sl_rand_id(id, 10);
+    TAP_OK(strlen(id) == 10 && !(id[0] >= '0' && id[0] <= '9'), "random id");
+}
+
+static void t_cksum(void)
+{
+    char out[SL_CKSUM_HEX_MAX];
+    const char *s = "123456789";
+    sl_cksum_buf(SL_CK_CRC32C, s, 9, out);
+    TAP_EQ_STR(out, "e3069283", "crc32c check value");
+    sl_cksum_buf(SL_CK_MD5, "abc", 3, out);
+    TAP_EQ_STR(out, "900150983cd24fb0d6963f7d28e17f72", "md5 abc");
+    sl_cksum_buf(SL_CK_SHA256, "abc", 3, out);
+    TAP_EQ_STR(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256 abc");
+    sl_cksum_buf(SL_CK_XXHASH2, "", 0, out);
+    TAP_EQ_STR(out, "ef46db3751d8e999", "xxh64 empty");
+    sl_cksum_buf(SL_CK_NONE, "abc", 3, out);
+    TAP_EQ_STR(out, "", "none");
+    /* streaming in odd pieces equals one-shot, incl. the crc32c table path */
+    char big[10007];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)(i * 7);
+    for (int t = SL_CK_XXHASH; t < SL_CK_MAX; t++) {
+        char a[SL_CKSUM_HEX_MAX], b[SL_CKSUM_HEX_MAX];
+        sl_cksum_buf(t, big, sizeof(big), a);
+        struct sl_cksum c;
+        sl_cksum_init(&c, t);
+        for (size_t off = 0; off < sizeof(big);) {
+            size_t n = (off % 13) + 1;
+            if (off + n > sizeof(big))
+                n = sizeof(big) - off;
+            sl_cksum_update(&c, big + off, n);
+            off += n;
+        }
+        sl_cksum_final(&c, b);
+        TAP_EQ_STR(b, a, "streaming %s", sl_cksum_name(t));
+    }
+    TAP_EQ_INT(sl_cksum_parse("XXHASH2"), SL_CK_XXHASH2, "parse case-insensitive");
+    TAP_EQ_INT(sl_cksum_parse("xxhash3"), -1, "no xxhash3");
+}
+
+static void t_hrw(void)
+{
+    TAP_OK(sl_hrw_mix(0) == 1905207664160064169ULL, "mix(0)");
+    TAP_OK(sl_hrw_mix(1) == 14233695028433725123ULL, "mix(1)");
+    TAP_OK(sl_hrw_mix(0xdeadbeef) == 13720712097220112565ULL, "mix(deadbeef)");
+    TAP_OK(sl_id_digest("tAAAAAAA1") == 14306125295403117766ULL, "id digest");
+    struct sl_smap *s = sl_smap_new();
+    const char *ids[] = { "tAAAAAAA1", "tBBBBBBB2", "tCCCCCCC3" };
+    for (int i = 0; i < 3; i++) {
+        struct sl_snode n;
+        memset(&n, 0, sizeof(n));
+        snprintf(n.id, sizeof(n.id), "%s", ids[i]);
+        n.type = SL_NODE_TARGET;
+        snprintf(n.pub_host, sizeof(n.pub_host), "127.0.0.1");
+        n.pub_port = 9000 + i;
+        sl_snode_set_urls(&n);
+        sl_smap_add(s, &n);
+    }
+    const char *un[] = { "ais/@#/b/o1", "ais/@#/imagenet/train/0001.jpg", "ais/@#/b/x" };
+    const char *own[] = { "tBBBBBBB2", "tBBBBBBB2", "tCCCCCCC3" };
+    for (int i = 0; i < 3; i++) {
+        const struct sl_snode *t = sl_smap_hrw_target(s, un[i], strlen(un[i]));
+        TAP_EQ_STR(t ? t->id : NULL, own[i], "hrw owner of %s (matches the Python reference)", un[i]);
+    }
+    /* maintenance excludes a target */
+    s->nodes[1].flags |= SL_SNF_MAINT;
+    const struct sl_snode *t = sl_smap_hrw_target(s, un[0], strlen(un[0]));
+    TAP_OK(t && strcmp(t->id, "tBBBBBBB2") != 0, "maintenance target skipped");
+    /* JSON round trip */
+    json_t *j = sl_smap_json(s);
+    char *txt = sl_json_dump(j, 0, NULL);
+    TAP_OK(strstr(txt, "\"id_digest\":14306125295403117766") != NULL, "id_digest printed as a bare uint64");
+    free(txt);
+    txt = sl_json_dump(j, SL_JD_U64STR, NULL);
+    json_error_t je;
+    json_t *j2 = json_loads(txt, 0, &je);
+    struct sl_err err;
+    struct sl_smap *s2 = sl_smap_from_json(j2, &err);
+    TAP_OK(s2 && s2->nnodes == 3 && sl_smap_find(s2, "tCCCCCCC3")->digest == sl_id_digest("tCCCCCCC3"),
+           "smap json round trip");
+    free(txt);
+    json_decref(j);
+    json_decref(j2);
+    sl_smap_put(s2);
+    sl_smap_put(s);
+    /* u64-safe parse */
+    const char *big = "{\"a\":18446744073709551615,\"b\":[1,9223372036854775808],\"c\":\"99999999999999999999\"}";
+    json_t *bj = sl_json_loadb_u64(big, strlen(big), &je);
+    TAP_OK(bj && json_is_string(json_object_get(bj, "a")) &&
+               !strcmp(json_string_value(json_object_get(bj, "a")), "18446744073709551615") &&
+               json_is_integer(json_array_get(json_object_get(bj, "b"), 0)) &&
+               json_is_string(json_array_get(json_object_get(bj, "b"), 1)),
+           "big integers become strings");
+    json_decref(bj);
+}
+
+static void t_config(void)
+{
+    struct sl_err err = { 0 };
+    const char *ov[] = { "confdir=/tmp/x", "fspaths=/a,/b", "checksum.type=md5", "host_net.port=9090" };
+    struct sl_config *c = sl_config_load(NULL, NULL, ov, 4, &err);
+    TAP_OK(c != NULL, "load with overrides: %s", c ? "" : err.msg);
+    if (!c)
+        return;
+    TAP_EQ_INT(c->port, 9090, "port");
+    TAP_EQ_INT(c->cksum_type, SL_CK_MD5, "checksum type");
+    TAP_EQ_INT(c->nfspaths, 2, "two fspaths");
+    TAP_EQ_INT(c->log_level, 3, "default log level");
+    TAP_OK(c->cplane_timeout_ns == 2000000000LL, "default timeout");
+    const char *bad[] = { "checksum.tpye=md5" };
+    struct sl_config *b = sl_config_load(NULL, NULL, bad, 1, &err);
+    TAP_OK(!b && strstr(err.msg, "\"checksum.tpye\"") && strstr(err.msg, "type"), "unknown key named: %s", err.msg);
+    const char *bad2[] = { "checksum.type=crc99" };
+    b = sl_config_load(NULL, NULL, bad2, 1, &err);
+    TAP_OK(!b && strstr(err.msg, "crc99"), "bad enum value");
+    const char *bad3[] = { "timeout.cplane_operation=soon" };
+    b = sl_config_load(NULL, NULL, bad3, 1, &err);
+    TAP_OK(!b && strstr(err.msg, "duration"), "bad duration");
+    json_t *upd = json_pack("{s:{s:s}}", "checksum", "type", "sha256");
+    struct sl_config *c2 = sl_config_update(c, upd, &err);
+    TAP_OK(c2 && c2->cksum_type == SL_CK_SHA256 && c2->config_version == c->config_version + 1, "update bumps version");
+    json_decref(upd);
+    upd = json_pack("{s:{s:i}}", "host_net", "port", 1);
+    TAP_OK(!sl_config_update(c, upd, &err) && strstr(err.msg, "per-node"), "local key refused cluster-wide");
+    json_decref(upd);
+    upd = json_pack("{s:s}", "log.level", "4");
+    struct sl_config *c3 = sl_config_update(c, upd, &err);
+    TAP_OK(c3 && c3->log_level == 4, "flat dotted key in update");
+    json_decref(upd);
+    json_t *cj = sl_config_cluster_json(c);
+    TAP_OK(!json_object_get(cj, "fspaths") && json_object_get(cj, "checksum"), "cluster part excludes local keys");
+    json_decref(cj);
+    sl_config_free(c3);
+    sl_config_free(c2);
+    sl_config_free(c);
+}
+
+static void add_ent(struct sl_lspage *p, const char *name)
+{
+    struct sl_lsent *e = sl_lspage_add(p);
+    e->name = sl_xstrdup(name);
+    e->nlen = strlen(name);
+}
+
+static void t_merge(void)
+{
+    /* target A has more beyond its page; B's later names must not be skipped */
+    struct sl_lspage in[2], out;
+    sl_lspage_init(&in[0]);
+    sl_lspage_init(&in[1]);
+    sl_lspage_init(&out);
+    add_ent(&in[0], "a1");
+    add_ent(&in[0], "a2");
+    in[0].token = sl_xstrdup("a2");
+    add_ent(&in[1], "b1");
+    add_ent(&in[1], "dir/");
+    sl_lspage_merge(in, 2, 10, &out);
+    TAP_EQ_INT(out.n, 2, "merge stops at the smallest full page's last name");
+    TAP_EQ_STR(out.token, "a2", "token = last merged name");
+    sl_lspage_free(&out);
+    sl_lspage_free(&in[0]);
+    sl_lspage_free(&in[1]);
+    /* duplicates (virtual dirs) collapse, page cut at pagesize */
+    sl_lspage_init(&in[0]);
+    sl_lspage_init(&in[1]);
+    sl_lspage_init(&out);
+    add_ent(&in[0], "d/");
+    add_ent(&in[0], "x");
+    add_ent(&in[1], "d/");
+    add_ent(&in[1], "y");
+    add_ent(&in[1], "z");
+    sl_lspage_merge(in, 2, 3, &out);
+    TAP_EQ_INT(out.n, 3, "pagesize respected");
+    TAP_OK(out.n == 3 && !strcmp(out.ents[0].name, "d/") && !strcmp(out.ents[1].name, "x") &&
+               !strcmp(out.ents[2].name, "y"),
+           "dup collapsed, sorted");
+    TAP_EQ_STR(out.token, "y", "more remains");
+    sl_lspage_free(&out);
+    sl_lspage_free(&in[0]);
+    sl_lspage_free(&in[1]);
+}
+
+int main(void)
+{
+    t_sizes();
+    t_durations();
+    t_strings();
+    t_cksum();
+    t_hrw();
+    t_config();
+    t_merge();
+    return tap_done();
+}
