@@ -26,6 +26,8 @@ struct opts {
  * a value, e.g. "props,limit,page-size". Returns -1 on unknown flag. */
 int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const char *booleans);
 const char *opt_str(const struct opts *o, const char *name);    /* NULL if absent */
+/* free everything opts_parse allocated (called once at exit) */
+void cli_cleanup(void);
 bool opt_bool(const struct opts *o, const char *name);
 long long opt_int(const struct opts *o, const char *name, long long dflt);
 

@@ -17,6 +17,7 @@
 bool cli_json;
 bool cli_no_headers;
 static char *endpoint;
+void cli_cleanup(void);
 
 /* ---- options ---- */
 
@@ -38,10 +39,36 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
+/* what opts_parse allocates lives until exit (option structs are on the
+ * callers' stacks); tracked here so sanitizer builds see no leaks */
+static void **opt_allocs;
+static size_t nopt_allocs, capopt_allocs;
+
+static void *opt_keep(void *p)
+{
+    if (nopt_allocs == capopt_allocs) {
+        capopt_allocs = capopt_allocs ? capopt_allocs * 2 : 64;
+        opt_allocs = sl_xrealloc(opt_allocs, capopt_allocs * sizeof(void *));
+    }
+    opt_allocs[nopt_allocs++] = p;
+    return p;
+}
+
+void cli_cleanup(void)
+{
+    for (size_t i = 0; i < nopt_allocs; i++)
+        free(opt_allocs[i]);
+    free(opt_allocs);
+    opt_allocs = NULL;
+    nopt_allocs = capopt_allocs = 0;
+    free(endpoint);
+    endpoint = NULL;
+}
+
 int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const char *booleans)
 {
     memset(o, 0, sizeof(*o));
-    o->argv = sl_xcalloc((size_t)argc + 1, sizeof(char *));
+    o->argv = opt_keep(sl_xcalloc((size_t)argc + 1, sizeof(char *)));
     bool only_pos = false;
     for (int i = 0; i < argc; i++) {
         char *a = argv[i];
@@ -79,13 +106,13 @@ int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const 
                 }
                 v = argv[++i];
             }
-            o->flags[o->nflags].name = sl_xstrdup(nb);
-            o->flags[o->nflags].value = sl_xstrdup(v);
+            o->flags[o->nflags].name = opt_keep(sl_xstrdup(nb));
+            o->flags[o->nflags].value = opt_keep(sl_xstrdup(v));
             o->nflags++;
         } else if (in_list(booleans, nb) || !strcmp(nb, "json") || !strcmp(nb, "no-headers") ||
                    !strcmp(nb, "yes") || !strcmp(nb, "verbose")) {
-            o->flags[o->nflags].name = sl_xstrdup(nb);
-            o->flags[o->nflags].value = eq ? sl_xstrdup(eq + 1) : NULL;
+            o->flags[o->nflags].name = opt_keep(sl_xstrdup(nb));
+            o->flags[o->nflags].value = eq ? opt_keep(sl_xstrdup(eq + 1)) : NULL;
             o->nflags++;
         } else {
             fprintf(stderr, "Error: unknown flag '%s'\n", a);

@@ -57,5 +57,6 @@ int main(int argc, char **argv)
         rc = 1;
     }
     curl_global_cleanup();
+    cli_cleanup();
     return rc;
 }

@@ -111,7 +111,21 @@ struct sl_config *volatile sl_conf;
 
 void sl_config_install(struct sl_config *c)
 {
+    /* readers hold plain pointers without locks, so the old config is
+     * retired (chained to the new one), not freed */
+    c->retired = sl_conf;
     __atomic_store_n(&sl_conf, c, __ATOMIC_RELEASE);
+}
+
+void sl_config_free_all(void)
+{
+    struct sl_config *c = sl_conf;
+    sl_conf = NULL;
+    while (c) {
+        struct sl_config *next = c->retired;
+        sl_config_free(c);
+        c = next;
+    }
 }
 
 static const struct key *find_key(const char *path)

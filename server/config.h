@@ -61,6 +61,7 @@ struct sl_config {
     uint64_t arch_max_ratio;      /* arch.max_compression_ratio */
     int lso_page_size;            /* lso.page_size default */
     char *fsck;                   /* shale.fsck: auto|quick|full */
+    struct sl_config *retired;    /* older configs (kept alive, see sl_config_install) */
 };
 
 /* Build a config from optional files (cluster, local) plus key=value
@@ -87,5 +88,7 @@ struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *clus
  * never freed while the process runs, so readers need no lock. */
 extern struct sl_config *volatile sl_conf;
 void sl_config_install(struct sl_config *c);
+/* At exit: free the current config and every retired one. */
+void sl_config_free_all(void);
 
 #endif

@@ -299,5 +299,6 @@ int main(int argc, char **argv)
     free(logpath);
     sl_smap_install(NULL);
     sl_bmd_install(NULL);
+    sl_config_free_all();
     return 0;
 }

@@ -288,6 +288,7 @@ static void list_objects(struct sl_req *r, const char *name, const json_t *value
     }
     struct sl_lsomsg m;
     if (sl_lsomsg_parse(value, &m, sl_conf->lso_page_size, &err) < 0) {
+        sl_lsomsg_free(&m);
         sl_bck_release(&b);
         sl_resp_err(r, &err);
         return;

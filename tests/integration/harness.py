@@ -132,6 +132,7 @@ class Node:
                 self.proc.wait(10)
         rc = self.proc.returncode if self.proc else None
         self.proc = None
+        check_sanitizer_reports(os.path.join(self.dir, "stdout.log"))
         return rc
 
     def kill9(self):
@@ -167,6 +168,23 @@ class Node:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer")
+
+
+def check_sanitizer_reports(path):
+    """Fail the test if a node's stderr holds a sanitizer report (ASan builds)."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return
+    for m in SANITIZER_MARKERS:
+        i = text.find(m)
+        if i >= 0:
+            raise AssertionError("sanitizer report in %s:\n%s" % (path, text[max(0, i - 200):i + 3000]))
 
 
 def deep_update(d, u):
