@@ -547,10 +547,12 @@ int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout
     sa.sin_addr.s_addr = htonl(INADDR_ANY);
     if (bind_addr && *bind_addr && inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1)
         return sl_errf(err, SL_EINVAL, "cannot bind to \"%s\": not an IPv4 address", bind_addr);
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-    /* no MHD_USE_TURBO: with it, 0.9.75 misses a client's half-close during
-     * an upload and keeps the request (and its work file) until the idle
-     * timeout */
+    /* poll, not epoll: with epoll (edge-triggered) 0.9.75 can miss an EOF
+     * that arrives together with the last body bytes, and a truncated upload
+     * then lingers until the idle timeout */
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
+     * during an upload in the same way */
     mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, ahc, NULL,
                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
