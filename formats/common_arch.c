@@ -172,6 +172,7 @@ struct fmt_reader {
     bool io_failed;               /* an sl_io callback failed */
     int failed;                   /* sticky error code, 0 = healthy */
     bool in_entry, entry_done;
+    bool at_eof;                  /* libarchive refuses next_header after EOF */
     uint64_t members;             /* headers seen */
     uint64_t member_read;         /* data bytes of the current member read so far */
     uint64_t data_bytes;          /* data bytes read or discarded through us (zip) */
@@ -428,6 +429,8 @@ int fmt_reader_next(void *h, struct sl_fmt_entry *e, char *err, size_t errlen)
                         "SL_ABI_SET?)");
     if (rd->failed)
         return fmt_errf(err, errlen, SL_PLUG_ESTATE, "%s (reader already failed)", rd->errmsg);
+    if (rd->at_eof)
+        return SL_PLUG_EOF;
     k = rd->st->kind;
     loc = fmt_locale_enter(rd->st);
     rc = rd_skip_current(rd, err, errlen);
@@ -441,6 +444,7 @@ int fmt_reader_next(void *h, struct sl_fmt_entry *e, char *err, size_t errlen)
         rd->cur_name = NULL;
         r = archive_read_next_header(rd->a, &rd->ae);
         if (r == ARCHIVE_EOF) {
+            rd->at_eof = true;
             rc = SL_PLUG_EOF;
             goto out;
         }

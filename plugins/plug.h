@@ -182,6 +182,8 @@ struct sl_plug_append {
     int64_t orig_size;            /* file size before the append */
     int64_t new_size;             /* after commit */
 };
+/* Only the scan: where new members would start in the tar in io. */
+int sl_plug_append_offset(const struct sl_plug *fmt, const struct sl_io *io, int64_t *off, struct sl_err *err);
 int sl_plug_append_begin(const struct sl_plug *fmt, int fd, const char *name, struct sl_plug_append *ap,
                          struct sl_err *err);
 int sl_plug_append_commit(struct sl_plug_append *ap, struct sl_err *err);

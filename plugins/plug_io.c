@@ -432,33 +432,39 @@ int sl_plug_index(const struct sl_plug *fmt, const struct sl_io *io, const struc
     return plug_fail(err, fmt, "index", rc, perr, io);
 }
 
-int sl_plug_append_begin(const struct sl_plug *fmt, int fd, const char *name, struct sl_plug_append *ap,
-                         struct sl_err *err)
+int sl_plug_append_offset(const struct sl_plug *fmt, const struct sl_io *io, int64_t *off, struct sl_err *err)
 {
     const struct sl_format_ops *ops = fmt_ops(fmt, err);
     struct sl_fmt_limits lim;
     char perr[PERR_LEN] = "";
-    struct stat st;
-    int64_t off = -1;
     int rc;
 
-    memset(ap, 0, sizeof(*ap));
-    ap->fd = fd;
     if (ops == NULL)
         return -1;
     if (!(ops->caps & SL_FMT_CAP_APPEND) || ops->append_offset == NULL)
         return sl_errf(err, SL_EUNSUPP, "%s: %s shards cannot be appended to in place; re-create the shard with the "
-                       "new member", name ? name : "(unnamed)", sl_plug_name(fmt));
+                       "new member", io && io->name ? io->name : "(unnamed)", sl_plug_name(fmt));
+    sl_plug_limits_default(&lim);
+    sl_plug_ref(fmt, +1);
+    rc = ops->append_offset(sl_plug_state(fmt), io, &lim, off, perr, sizeof(perr));
+    sl_plug_ref(fmt, -1);
+    return rc == SL_PLUG_OK ? 0 : plug_fail(err, fmt, "append_offset", rc, perr, io);
+}
+
+int sl_plug_append_begin(const struct sl_plug *fmt, int fd, const char *name, struct sl_plug_append *ap,
+                         struct sl_err *err)
+{
+    struct stat st;
+    int64_t off = -1;
+
+    memset(ap, 0, sizeof(*ap));
+    ap->fd = fd;
     if (fstat(fd, &st) != 0)
         return sl_errf(err, SL_EIO, "%s: fstat: %s", name ? name : "(unnamed)", strerror(errno));
     ap->orig_size = st.st_size;
-    sl_plug_limits_default(&lim);
     sl_plug_fdio_init(&ap->fio, fd, 0, name);
-    sl_plug_ref(fmt, +1);
-    rc = ops->append_offset(sl_plug_state(fmt), &ap->fio.io, &lim, &off, perr, sizeof(perr));
-    sl_plug_ref(fmt, -1);
-    if (rc != SL_PLUG_OK)
-        return plug_fail(err, fmt, "append_offset", rc, perr, &ap->fio.io);
+    if (sl_plug_append_offset(fmt, &ap->fio.io, &off, err) != 0)
+        return -1;
     if (off < 0 || off > ap->orig_size)
         return sl_errf(err, SL_EINTERNAL, "%s: format \"%s\" returned append offset %" PRId64 " for a %" PRId64
                        "-byte shard (a plugin bug)", name ? name : "(unnamed)", sl_plug_name(fmt), off, ap->orig_size);
