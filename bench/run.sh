@@ -1,0 +1,10 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Run the benchmarks (`make bench`). Each prints its figures next to a
+# reference measured in the same run. Installs wrk/nginx if missing.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+for p in wrk nginx; do
+    command -v $p >/dev/null 2>&1 || { echo "installing $p"; apt-get install -y -q $p >/dev/null; }
+done
+/usr/bin/python3 "$HERE/http_bench.py" "$@"
