@@ -295,7 +295,7 @@ static void ts_clear_pending(struct tscan *ts)
 static int ts_run(struct tscan *ts, sl_fmt_index_cb cb, void *cbctx, int64_t *end)
 {
     char namebuf[256 + 1 + 100 + 1];
-    bool pending = false;
+    bool pending = false; /* extension headers seen since the last member */
     int rc;
 
     ts->size = -1;
@@ -371,6 +371,7 @@ short_hdr:
             break;
         }
         /* A real member header. */
+        pending = false;
         if (ts->has_size)
             size = ts->pax_size;
         switch (type) {
@@ -391,59 +392,56 @@ short_hdr:
                 more = ts->blk[504] != 0;
             }
         }
-        if (type == '0' || type == '\0' || type == '7' ||
-            (strchr("123456DMNS", type) == NULL && !ts->sparse)) {
-            if (cb != NULL && !ts->sparse) {
-                struct sl_fmt_entry e;
-                const char *nm = ts->name;
-                size_t nlen = ts->name_len;
-                if (nm == NULL) {
-                    /* ustar: prefix "/" name; GNU and v7: name only */
-                    const char *hn = (const char *)ts->blk, *px = (const char *)ts->blk + 345;
-                    size_t hl = strnlen(hn, 100), pl = 0;
-                    if (memcmp(ts->blk + 257, "ustar\0", 6) == 0)
-                        pl = strnlen(px, 155);
-                    nlen = 0;
-                    if (pl > 0) {
-                        memcpy(namebuf, px, pl);
-                        nlen = pl;
-                        if (namebuf[nlen - 1] != '/')
-                            namebuf[nlen++] = '/';
-                    }
-                    memcpy(namebuf + nlen, hn, hl);
-                    nlen += hl;
-                    namebuf[nlen] = '\0';
-                    nm = namebuf;
-                }
-                memset(&e, 0, sizeof(e));
-                SL_ABI_SET(&e);
-                e.name = nm;
-                e.name_len = nlen;
-                e.size = data;
-                e.mtime = ts->has_mtime ? ts->pax_mtime : tar_num(ts->blk + 136, 12);
-                e.mode = (uint32_t)tar_num(ts->blk + 100, 8) & 07777;
-                e.type = SL_FMT_T_REG;
-                e.flags = SL_FMT_E_REGULAR;
-                e.data_offset = ts->pos;
-                e.ordinal = ts->headers - 1;
-                if (ts->lim != NULL && ts->lim->max_member_size && (uint64_t)data > ts->lim->max_member_size)
-                    return ts_err(ts, SL_PLUG_ELIMIT, "member \"%.200s\" is %" PRId64 " bytes, over the limit of "
-                                  "%" PRIu64 " bytes (max_member_size)", nm, data, ts->lim->max_member_size);
-                if (ts->size >= 0 && data > ts->size - ts->pos)
-                    return ts_err(ts, SL_PLUG_EFORMAT, "truncated: member \"%.200s\" at offset %" PRId64 " needs %"
-                                  PRId64 " bytes but the archive ends at %" PRId64 "; re-create or re-upload the "
-                                  "shard", nm, ts->pos, data, ts->size);
-                if (cb(cbctx, &e) != 0) {
-                    ts_clear_pending(ts);
-                    return SL_PLUG_STOPPED;
-                }
-            }
-        }
-        ts_clear_pending(ts);
-        pending = false;
         if (ts->lim != NULL && ts->lim->max_total_size && (uint64_t)ts->pos + (uint64_t)data > ts->lim->max_total_size)
             return ts_err(ts, SL_PLUG_ELIMIT, "more than %" PRIu64 " bytes (max_total_size); refusing the archive",
                           ts->lim->max_total_size);
+        if (cb != NULL && !ts->sparse &&
+            (type == '0' || type == '\0' || type == '7' || strchr("123456DMNS", type) == NULL)) {
+            struct sl_fmt_entry e;
+            memset(&e, 0, sizeof(e));
+            SL_ABI_SET(&e);
+            if (ts->name != NULL) {
+                e.name = ts->name;
+                e.name_len = ts->name_len;
+            } else {
+                /* ustar: prefix "/" name; GNU and v7: name only */
+                const char *hn = (const char *)ts->blk, *px = (const char *)ts->blk + 345;
+                size_t hl = strnlen(hn, 100), pl = 0, nlen = 0;
+                if (memcmp(ts->blk + 257, "ustar\0", 6) == 0)
+                    pl = strnlen(px, 155);
+                if (pl > 0) {
+                    memcpy(namebuf, px, pl);
+                    nlen = pl;
+                    if (namebuf[nlen - 1] != '/')
+                        namebuf[nlen++] = '/';
+                }
+                memcpy(namebuf + nlen, hn, hl);
+                nlen += hl;
+                namebuf[nlen] = '\0';
+                e.name = namebuf;
+                e.name_len = nlen;
+            }
+            e.size = data;
+            e.mtime = ts->has_mtime ? ts->pax_mtime : tar_num(ts->blk + 136, 12);
+            e.mode = (uint32_t)tar_num(ts->blk + 100, 8) & 07777;
+            e.type = SL_FMT_T_REG;
+            e.flags = SL_FMT_E_REGULAR;
+            e.data_offset = ts->pos;
+            e.ordinal = ts->headers - 1;
+            if (ts->lim != NULL && ts->lim->max_member_size && (uint64_t)data > ts->lim->max_member_size)
+                return ts_err(ts, SL_PLUG_ELIMIT, "member \"%.200s\" is %" PRId64 " bytes, over the limit of %"
+                              PRIu64 " bytes (max_member_size)", e.name, data, ts->lim->max_member_size);
+            /* Report a member only once its data is known to be there. */
+            rc = ts_skip(ts, (data + TAR_BLOCK - 1) & ~(int64_t)(TAR_BLOCK - 1), "member data");
+            if (rc != SL_PLUG_OK)
+                return rc;
+            rc = cb(cbctx, &e);
+            ts_clear_pending(ts);
+            if (rc != 0)
+                return SL_PLUG_STOPPED;
+            continue;
+        }
+        ts_clear_pending(ts);
         rc = ts_skip(ts, (data + TAR_BLOCK - 1) & ~(int64_t)(TAR_BLOCK - 1), "member data");
         if (rc != SL_PLUG_OK)
             return rc;
