@@ -63,8 +63,9 @@ bool fmt_host_ok(const struct sl_host_api *host, const char *name, char *err, si
     if (host == NULL || host->abi_major != SL_PLUGIN_ABI_MAJOR || !SL_ABI_HAS(host, struct sl_host_api, scratch) ||
         host->alloc == NULL || host->calloc == NULL || host->realloc == NULL || host->free == NULL ||
         host->log == NULL || host->scratch == NULL) {
-        fmt_errf(err, errlen, SL_PLUG_EINVAL, "%s plugin: the server's host API is too old or incomplete (ABI %u.%u); "
-                 "upgrade the server or rebuild the plugin", name, host ? host->abi_major : 0, host ? host->abi_minor : 0);
+        fmt_errf(err, errlen, SL_PLUG_EINVAL, "%s plugin: the server's host API is too old or incomplete "
+                 "(ABI %u.%u); upgrade the server or rebuild the plugin", name, host ? host->abi_major : 0,
+                 host ? host->abi_minor : 0);
         return false;
     }
     return true;
@@ -764,8 +765,8 @@ int fmt_writer_add(void *h, const struct sl_fmt_entry *e, char *err, size_t errl
     w->cur_name = NULL;
     why = sl_plugin_member_name_check(e->name, e->name_len);
     if (why != NULL) {
-        rc = wr_fail(w, SL_PLUG_EINVAL, err, errlen, "refusing member name \"%.*s\": %s", (int)(e->name_len > 200 ? 200 : e->name_len),
-                     e->name ? e->name : "", why);
+        rc = wr_fail(w, SL_PLUG_EINVAL, err, errlen, "refusing member name \"%.*s\": %s",
+                     (int)(e->name_len > 200 ? 200 : e->name_len), e->name ? e->name : "", why);
         goto out;
     }
     w->cur_name = w->st->host->alloc(e->name_len + 1);

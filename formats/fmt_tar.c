@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * fmt_tar.c: the "tar" shard-format plugin: plain POSIX/GNU/pax tar: read, write, true append, member index with exact offsets.
+ * fmt_tar.c: the "tar" shard-format plugin: plain POSIX/GNU/pax tar: read,
+ * write, true append, member index with exact offsets.
  * The work is done by common_arch.c (libarchive) and common_tar.c.
  */
 #include "common_fmt.h"

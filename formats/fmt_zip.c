@@ -42,7 +42,8 @@ static const struct sl_plugin plugin = {
     .kind = SL_PLUGIN_FORMAT,
     .name = "zip",
     .version = "1.0.0",
-    .description = "zip: read (central directory when seekable, streaming with data descriptors otherwise) and streamed write",
+    .description = "zip: read (central directory when seekable, streaming with data descriptors otherwise) "
+                   "and streamed write",
     .init = plug_init,
     .fini = fmt_fini,
     .format = &ops,

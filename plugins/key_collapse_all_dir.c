@@ -8,7 +8,8 @@
  * Distinct paths can collide ("ab/c" and "a/bc" both give "abc").
  */
 #define RULE "collapse_all_dir"
-#define DESCRIPTION "sample key = full name up to the basename's first dot with every '/' removed (\"a/b/x.jpg\" -> \"abx\")"
+#define DESCRIPTION                                                                                                \
+    "sample key = full name up to the basename's first dot with every '/' removed (\"a/b/x.jpg\" -> \"abx\")"
 #include <stdio.h>
 #include <string.h>
 

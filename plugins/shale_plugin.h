@@ -57,7 +57,8 @@ extern "C" {
 
 /* Designated initialiser for a static struct:
  *   static const struct sl_format_ops ops = { SL_ABI_INIT(struct sl_format_ops), ... }; */
-#define SL_ABI_INIT(type) .abi_major = SL_PLUGIN_ABI_MAJOR, .abi_minor = SL_PLUGIN_ABI_MINOR, .struct_size = sizeof(type)
+#define SL_ABI_INIT(type)                                                                                          \
+    .abi_major = SL_PLUGIN_ABI_MAJOR, .abi_minor = SL_PLUGIN_ABI_MINOR, .struct_size = sizeof(type)
 
 /* Runtime initialiser for a struct the caller allocated (in/out parameters). */
 #define SL_ABI_SET(p)                                                                                              \

@@ -353,8 +353,8 @@ static int end_member(struct zst_writer *w, char *err, size_t errlen)
         return SL_PLUG_OK;
     if (w->written != w->declared) {
         w->failed = true;
-        return errf(err, errlen, SL_PLUG_EINVAL, "%s %s: member has only %" PRId64 " of the declared %" PRId64 " bytes; "
-                    "write the rest first", LABEL, ioname(&w->io), w->written, w->declared);
+        return errf(err, errlen, SL_PLUG_EINVAL, "%s %s: member has only %" PRId64 " of the declared %" PRId64
+                    " bytes; write the rest first", LABEL, ioname(&w->io), w->written, w->declared);
     }
     w->in_entry = false;
     return archive_write_finish_entry(w->a) == ARCHIVE_OK ? SL_PLUG_OK : SL_PLUG_EIO;

@@ -349,6 +349,27 @@ static void check_writer_misuse(const struct sl_plug *p)
     sl_buf_free(&out);
 }
 
+/* tar keeps names that are not UTF-8 as raw bytes */
+static void check_raw_name(const struct sl_plug *tar)
+{
+    struct tp_member m = { .name = (char *)"dir/raw\xff\xfe.bin", .size = 3, .data = (unsigned char *)"abc" };
+    struct tp_member *got = NULL;
+    struct sl_plug_memio mio;
+    struct sl_err err = { 0 };
+    struct sl_buf b;
+    char *a = tp_path("raw.tar");
+    size_t n = 0;
+
+    TAP_EQ_INT(tp_write_archive(tar, a, &m, 1, 0, &err), 0, "tar: write a non-UTF-8 name %s", err.msg);
+    tp_read_file(a, &b);
+    sl_plug_memio_init(&mio, b.p, b.len, NULL, a);
+    TAP_OK(tp_read_archive(tar, &mio.io, NULL, &got, &n, &err) == 0 && tp_same(&m, 1, got, n),
+           "tar: non-UTF-8 name read back byte for byte");
+    tp_members_free(got, n);
+    sl_buf_free(&b);
+    free(a);
+}
+
 int main(void)
 {
     struct sl_plug_reg *reg = tp_load_builtin(), *ex = NULL;
@@ -401,6 +422,7 @@ int main(void)
         free(b);
         free(d);
     }
+    check_raw_name(sl_plug_find(reg, SL_PLUGIN_FORMAT, "tar"));
     tp_members_free(members, nmembers);
     sl_plug_reg_free(ex);
     sl_plug_reg_free(reg);
