@@ -409,11 +409,15 @@ static int rd_skip_current(struct fmt_reader *rd, char *err, size_t errlen)
 
 static uint32_t ae_type(struct archive_entry *ae)
 {
+    /* A pax hard link may carry data and then looks like a regular file;
+     * it is still a link (the tar index skips it too). */
+    if (archive_entry_hardlink(ae) != NULL)
+        return SL_FMT_T_HARDLINK;
     switch (archive_entry_filetype(ae)) {
     case AE_IFREG: return SL_FMT_T_REG;
     case AE_IFDIR: return SL_FMT_T_DIR;
     case AE_IFLNK: return SL_FMT_T_SYMLINK;
-    default: return archive_entry_hardlink(ae) != NULL ? SL_FMT_T_HARDLINK : SL_FMT_T_OTHER;
+    default: return SL_FMT_T_OTHER;
     }
 }
 

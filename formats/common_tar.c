@@ -421,6 +421,10 @@ short_hdr:
                 e.name = namebuf;
                 e.name_len = nlen;
             }
+            /* A "regular" member whose name ends in '/' is a directory (old
+             * tars; libarchive reads it so): not indexed, data skipped. */
+            if (e.name_len > 0 && e.name[e.name_len - 1] == '/')
+                goto not_indexed;
             e.size = data;
             e.mtime = ts->has_mtime ? ts->pax_mtime : tar_num(ts->blk + 136, 12);
             e.mode = (uint32_t)tar_num(ts->blk + 100, 8) & 07777;
@@ -441,6 +445,7 @@ short_hdr:
                 return SL_PLUG_STOPPED;
             continue;
         }
+not_indexed:
         ts_clear_pending(ts);
         rc = ts_skip(ts, (data + TAR_BLOCK - 1) & ~(int64_t)(TAR_BLOCK - 1), "member data");
         if (rc != SL_PLUG_OK)

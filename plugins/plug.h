@@ -170,10 +170,14 @@ int sl_plug_index(const struct sl_plug *fmt, const struct sl_io *io, const struc
  *   struct sl_plug_append ap;
  *   sl_plug_append_begin(tar, fd, name, &ap, &err);   // finds the end marker
  *   sl_plug_writer_add(ap.w, ...); sl_plug_writer_write(ap.w, ...); ...
- *   sl_plug_append_commit(&ap, &err);   // finish, ftruncate to the new end, fsync
- *   or sl_plug_append_abort(&ap);       // restore the original bytes and size
+ *   sl_plug_append_commit(&ap, &err);   // finish, ftruncate to the new end
+ *                                       // (no fsync: the caller does it per its durability policy)
+ *   or sl_plug_append_abort(&ap);       // restore the old members and size (bytes after
+ *                                       // the old end marker come back as zeros)
  * begin returns -1 with SL_EUNSUPP when the format cannot append (the host
- * then re-creates the shard). The caller serialises appends to one object. */
+ * then re-creates the shard); a failed begin has written nothing. A failed
+ * commit has already aborted. The caller serialises appends to one object
+ * and holds the fd open from begin to commit/abort. */
 struct sl_plug_append {
     struct sl_plug_fdio fio;      /* positioned at the append offset */
     struct sl_plug_writer *w;     /* the writer to add members to */
