@@ -378,8 +378,13 @@ int main(void)
     size_t i;
 
     mkdir(exdir, 0755);
-    tp_copy(sl_xasprintf("%s/tests/plugins/fmt_tarzst.so", tp_build()), sl_xasprintf("%s/fmt_tarzst.so", exdir),
-            0755);
+    {
+        char *from = sl_xasprintf("%s/tests/plugins/fmt_tarzst.so", tp_build());
+        char *to = sl_xasprintf("%s/fmt_tarzst.so", exdir);
+        tp_copy(from, to, 0755);
+        free(from);
+        free(to);
+    }
     sl_plug_reg_load(exdir, &ex, &err);
     make_members();
     mkdir(src, 0755);

@@ -367,7 +367,6 @@ static void test_damaged(const struct sl_plug *tar, const char *src)
     SL_ABI_SET(&lim);
     lim.max_members = 3;
     sl_buf_free(&b);
-    a = tp_path("gnu-gnu.tar");
     tp_read_file(a, &b);
     sl_plug_memio_init(&mio, b.p, b.len, NULL, "limited");
     TAP_EQ_INT(sl_plug_index(tar, &mio.io, &lim, collect, &idx, &err), -1, "index stops at max_members");

@@ -26,6 +26,21 @@ static void put(const char *dir, const char *plugin, const char *as, mode_t mode
     free(dst);
 }
 
+/* Path helpers that free their argument (keeps the tests leak-free under ASan). */
+static void chmod_in(const char *dir, const char *file, mode_t mode)
+{
+    char *p = sl_xasprintf("%s/%s", dir, file);
+    chmod(p, mode);
+    free(p);
+}
+
+static void write_in(const char *dir, const char *file)
+{
+    char *p = sl_xasprintf("%s/%s", dir, file);
+    sl_write_file(p, "x", 1, false);
+    free(p);
+}
+
 /* The listing entry for file base name `file`, or NULL. */
 static json_t *entry_for(json_t *list, const char *file)
 {
@@ -121,7 +136,7 @@ static void test_refusals(void)
     put(dir, "no_entry", "no_entry.so", 0755);
     put(dir, "entry_null", "entry_null.so", 0755);
     put(dir, "good", "world_writable.so", 0755);
-    chmod(sl_xasprintf("%s/world_writable.so", dir), 0777);
+    chmod_in(dir, "world_writable.so", 0777);
     put(dir, "good", "group_writable.so", 0775);
     put(outside, "good", "elsewhere.so", 0755);
     link = sl_xasprintf("%s/link_out.so", dir);
@@ -136,11 +151,13 @@ static void test_refusals(void)
     free(link);
     if (root) {
         put(dir, "good", "not_owned.so", 0755);
-        TAP_EQ_INT(chown(sl_xasprintf("%s/not_owned.so", dir), 65534, 65534), 0, "chown a plugin to nobody");
+        char *no = sl_xasprintf("%s/not_owned.so", dir);
+        TAP_EQ_INT(chown(no, 65534, 65534), 0, "chown a plugin to nobody");
+        free(no);
     }
     /* files that are not plugins at all are ignored */
-    sl_write_file(sl_xasprintf("%s/README", dir), "x", 1, false);
-    sl_write_file(sl_xasprintf("%s/.hidden.so", dir), "x", 1, false);
+    write_in(dir, "README");
+    write_in(dir, ".hidden.so");
 
     TAP_EQ_INT(sl_plug_reg_load(dir, &reg, &err), 0, "load a directory full of broken plugins");
     TAP_EQ_INT(sl_plug_count(reg), 1, "only the good plugin loaded");
