@@ -13,4 +13,19 @@
 int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out,
                          struct sl_err *err);
 
+/* Target: fetch the BMD from the primary; 1 if a newer one was installed. */
+int sl_cluster_refresh_bmd(void);
+
+/* true on the primary proxy and in standalone mode */
+bool sl_is_primary(void);
+
+/* Cluster-wide documents beyond Smap/BMD/config ("rmd", "etlmd"): a new
+ * reference or NULL. */
+json_t *sl_cluster_doc(const char *name);
+typedef void (*sl_doc_listener)(const json_t *doc);
+/* Called when a new EtlMD is installed (received or set locally). */
+void sl_cluster_doc_listen(sl_doc_listener fn);
+/* Primary: bump the EtlMD version, persist, install and push (takes ownership). */
+int sl_cluster_set_etlmd(json_t *doc);
+
 #endif

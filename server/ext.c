@@ -43,15 +43,12 @@ const char *sl_prx_bucket_get_actions(void)
     return "";
 }
 
-bool sl_cluster_get_ext(struct sl_req *r, const char *what)
-{
-    (void)r, (void)what;
-    return false;
-}
+#include "route.h"
 
-const char *sl_cluster_get_whats(void)
+bool sl_route_ext_more(struct sl_req *r)
 {
-    return "";
+    (void)r;
+    return false;
 }
 
 #include "tgt.h"

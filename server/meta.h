@@ -23,6 +23,7 @@ enum { SL_NODE_PROXY = 1, SL_NODE_TARGET = 2 };
 #define SL_SNF_MAINT 4
 #define SL_SNF_DECOMM 8
 #define SL_SNF_MAINT_POSTREB 16
+#define SL_SNF_OFFLINE (1 << 16)     /* Shale: stopped answering keepalives */
 
 struct sl_snode {
     char id[48];

@@ -3,6 +3,7 @@
  */
 #include "node.h"
 #include "jsonx.h"
+#include "cluster.h"
 #include "log.h"
 
 #include <errno.h>
@@ -238,6 +239,11 @@ int sl_bck_resolve(const char *name, const char *provider, const char *ns, struc
                        prov, sl_provider_scheme(prov), name, prov);
     struct sl_bmd *b = sl_bmd_get();
     const struct sl_bck *k = sl_bmd_find(b, prov, name);
+    if (!k && G.role == SL_ROLE_TARGET && sl_cluster_refresh_bmd() == 1) {
+        sl_bmd_put(b);
+        b = sl_bmd_get();
+        k = sl_bmd_find(b, prov, name);
+    }
     if (!k) {
         sl_bmd_put(b);
         return sl_errf(err, SL_ENOBCK, "bucket \"%s://%s\" does not exist", sl_provider_scheme(prov), name);

@@ -12,5 +12,7 @@ void sl_route_daemon_other(struct sl_req *r);
 void sl_route_cluster(struct sl_req *r);
 /* other endpoints (etl, sort, internal); true if handled */
 bool sl_route_ext(struct sl_req *r);
+/* endpoints of job modules (ext.c); true if handled */
+bool sl_route_ext_more(struct sl_req *r);
 
 #endif

@@ -8,6 +8,8 @@
 #include "log.h"
 #include "node.h"
 #include "prx.h"
+#include "reb.h"
+#include "xact.h"
 #include "stats.h"
 #include "store.h"
 
@@ -131,6 +133,16 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
     return 0;
 }
 
+/* During a membership change the object may still be on its previous owner:
+ * fetch it from there (never for requests that are themselves such fetches). */
+static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    if (G.role != SL_ROLE_TARGET || err->code != SL_ENOOBJ || sl_req_header(r, "Ais-No-Gfn") ||
+        !sl_reb_gfn_window())
+        return false;
+    return sl_reb_gfn(b, name, nlen, err) == 0;
+}
+
 static void obj_get(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -148,7 +160,8 @@ static void obj_get(struct sl_req *r)
     }
     int fd;
     struct sl_objmd md;
-    if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0) {
+    if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0 &&
+        (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
         sl_bck_release(&b);
         sl_resp_err(r, &err);
         return;
@@ -222,6 +235,8 @@ static void obj_head(struct sl_req *r)
     struct sl_objmd md;
     struct sl_mpath *mp;
     int rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
+    if (rc == 0 && try_gfn(r, &b, name, nlen, &err))
+        rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
     if (rc <= 0) {
         sl_bck_release(&b);
         sl_resp_err(r, &err);
@@ -296,6 +311,8 @@ struct put_ctx {
     struct sl_put *p;
     bool noop;              /* checksum matched the stored object: drain only */
     struct sl_objmd existing;
+    struct sl_objmd preserve;   /* rebalance: metadata that travels with the object */
+    struct sl_job *job;         /* rebalance: the local instance of the job */
     struct sl_kv *custom;
     int ncustom;
 };
@@ -308,6 +325,8 @@ static void put_ctx_free(struct put_ctx *c)
         sl_put_abort(c->p);
     if (c->noop)
         sl_objmd_free(&c->existing);
+    sl_objmd_free(&c->preserve);
+    sl_job_put(c->job);
     for (int i = 0; i < c->ncustom; i++) {
         free(c->custom[i].k);
         free(c->custom[i].v);
@@ -341,10 +360,15 @@ static void put_done(struct sl_req *r)
     struct sl_objmd md;
     struct sl_err err = { 0 };
     struct sl_put *p = c->p;
+    uint64_t sz = sl_put_size(p);
     c->p = NULL; /* commit consumes it */
     if (sl_put_commit(p, &md, &err) < 0) {
         sl_resp_err(r, &err);
         return;
+    }
+    if (c->job) {
+        sl_job_add(&c->job->in_objs, 1);
+        sl_job_add(&c->job->in_bytes, sz);
     }
     add_obj_headers(r, &md);
     sl_objmd_free(&md);
@@ -420,6 +444,33 @@ static void obj_put(struct sl_req *r)
     sl_req_header_all(r, "Ais-Custom-Md", custom_hdr_cb, &cp);
     if (cp.bad) {
         sl_resp_errf(r, SL_EINVAL, "invalid Ais-Custom-Md entry \"%s\": expected key=value", cp.bad_val);
+        return;
+    }
+    const char *reb = sl_req_header(r, "Ais-Rebalance");
+    if (reb) {
+        /* an object moved by rebalance: what is here already is as new or newer */
+        struct sl_objmd md;
+        if (sl_obj_stat(&c->b, name, nlen, &md, NULL, &err) == 1) {
+            c->noop = true;
+            c->existing = md;
+            sl_req_stream_body(r, put_data, put_done);
+            return;
+        }
+        const char *v = sl_req_header(r, "Ais-Version"), *at = sl_req_header(r, "Ais-Atime");
+        c->preserve.version = v ? strtoull(v, NULL, 10) : 0;
+        c->preserve.atime = at ? strtoll(at, NULL, 10) : 0;
+        if (ctype == c->b.cksum_type && ckv) {
+            c->preserve.cksum_type = ctype;
+            snprintf(c->preserve.cksum, sizeof(c->preserve.cksum), "%s", ckv);
+        }
+        c->job = sl_job_get(reb);
+        struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom,
+                                 .ncustom = c->ncustom, .expect_size = r->content_length, .preserve = &c->preserve };
+        if (sl_put_begin(&c->b, name, nlen, &o, &c->p, &err) < 0) {
+            sl_resp_err(r, &err);
+            return;
+        }
+        sl_req_stream_body(r, put_data, put_done);
         return;
     }
     /* same content as stored (by checksum) -> no-op, unless skip_vc */

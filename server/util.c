@@ -142,6 +142,7 @@ int sl_buf_reserve(struct sl_buf *b, size_t extra)
         return -1;
     b->p = p;
     b->cap = nc;
+    b->p[b->len] = 0; /* always a valid C string once allocated */
     return 0;
 }
 

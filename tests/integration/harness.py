@@ -330,4 +330,6 @@ class NodeTest(unittest.TestCase):
 
 def main():
     """unittest main with verbose output and a non-zero exit on failure."""
-    unittest.main(verbosity=2, buffer=False)
+    import warnings
+    warnings.simplefilter("ignore", ResourceWarning)
+    unittest.main(verbosity=2, buffer=False, warnings="ignore")

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT
+ * peer.h: node-to-node HTTP on libcurl. Each thread keeps one easy handle
+ * per purpose, so connections to peers are reused (keep-alive); every call
+ * has a connect and a total timeout.
+ */
+#ifndef SL_PEER_H
+#define SL_PEER_H
+
+#include "sl.h"
+#include <jansson.h>
+
+struct sl_peer_resp {
+    long status;
+    struct sl_buf body;
+    char err[512];          /* transport error, or the peer's error "message" */
+};
+
+struct sl_peer_hdr {
+    const char *k, *v;
+};
+
+void sl_peer_global_init(void);
+void sl_peer_resp_free(struct sl_peer_resp *r);
+
+/* Buffered call. body may be NULL. timeout_ms 0 = cplane timeout. Returns 0
+ * when a response arrived (any status), -1 on transport failure (r->err). */
+int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
+                 size_t blen, int64_t timeout_ms, struct sl_peer_resp *r);
+/* JSON body helper (consumes body). */
+int sl_peer_json(const char *method, const char *url, json_t *body, int64_t timeout_ms, struct sl_peer_resp *r);
+
+/* Upload from a file descriptor range [0, len) (PUT); headers added. */
+int sl_peer_put_fd(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, int fd, uint64_t len,
+                   int64_t timeout_ms, struct sl_peer_resp *r);
+
+/* Streaming download: sink is called with body chunks when status is 2xx;
+ * returns -1 from sink to abort. Response headers can be captured via hcb. */
+typedef int (*sl_peer_sink)(void *ctx, const char *data, size_t n);
+typedef void (*sl_peer_hdr_cb)(void *ctx, const char *name, const char *value);
+int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
+                       sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r);
+
+/* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) */
+void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid);
+
+
+/* Parallel requests to several peers (one thread, libcurl multi). Each
+ * entry has its own URL/method/body; results land in .resp. Bounded by
+ * timeout_ms overall per request. */
+struct sl_fan {
+    const char *url;
+    const char *method;
+    const void *body;
+    size_t blen;
+    const char *accept;           /* optional Accept header */
+    struct sl_peer_resp resp;     /* out */
+    int ok;                       /* out: 1 if a response arrived */
+};
+void sl_peer_fanout(struct sl_fan *reqs, int n, int64_t timeout_ms);
+void sl_peer_fanout_free(struct sl_fan *reqs, int n);
+
+#endif

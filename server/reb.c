@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT
+ * reb.c: see reb.h.
+ *
+ * A rebalance walks every bucket on every mountpath in name order, in
+ * batches (one short LMDB read transaction per batch), and hands objects
+ * whose owner changed to a few sender threads. A sender PUTs the object to
+ * its new owner (redirect marks + Ais-Rebalance header; checksum, version,
+ * atime and custom metadata travel along and the receiver verifies the
+ * checksum) and deletes the local copy once the owner acknowledged it. The
+ * receiver keeps what it already has: an object PUT by a client to the new
+ * owner is at least as new as the copy being moved.
+ */
+#include "reb.h"
+#include "cksum.h"
+#include "log.h"
+#include "md.h"
+#include "node.h"
+#include "peer.h"
+#include "stats.h"
+#include "store.h"
+#include "xact.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH 512
+#define SENDERS 4
+#define GFN_WINDOW_NS (300LL * 1000000000LL)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sl_job *cur_job;
+static pthread_t cur_thr;
+static bool thr_live;
+static struct sl_smap *prev_smap;
+static int64_t smap_changed_mono;
+
+struct item {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    const struct sl_snode *owner;
+};
+
+struct batch {
+    struct item *items;
+    int n;
+    int next;
+    pthread_mutex_t mu;
+    struct sl_job *job;
+    struct sl_smap *smap;
+    char first_err[1024];
+};
+
+static int send_one(struct batch *bt, struct item *it)
+{
+    struct sl_err err = { 0 };
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(&it->b, it->name, it->nlen, &fd, &md, NULL, &err) < 0)
+        return 0; /* gone meanwhile (deleted, or fetched by the owner): nothing to move */
+    struct sl_buf url;
+    sl_buf_init(&url);
+    char *enc = sl_url_encode_path(it->name, it->nlen);
+    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", it->owner->data_url, it->b.name, enc, it->b.provider);
+    free(enc);
+    sl_peer_add_redirect_marks(&url, G.id);
+    struct sl_peer_hdr h[8 + 16];
+    int nh = 0;
+    char ver[32], at[32];
+    h[nh++] = (struct sl_peer_hdr){ "Ais-Rebalance", bt->job->id };
+    if (md.cksum_type != SL_CK_NONE && md.cksum[0]) {
+        h[nh++] = (struct sl_peer_hdr){ "Ais-Checksum-Type", sl_cksum_name(md.cksum_type) };
+        h[nh++] = (struct sl_peer_hdr){ "Ais-Checksum-Value", md.cksum };
+    }
+    snprintf(ver, sizeof(ver), "%llu", (unsigned long long)md.version);
+    snprintf(at, sizeof(at), "%lld", (long long)md.atime);
+    h[nh++] = (struct sl_peer_hdr){ "Ais-Version", ver };
+    h[nh++] = (struct sl_peer_hdr){ "Ais-Atime", at };
+    char *kvs[16];
+    int nkv = 0;
+    for (int i = 0; i < md.ncustom && nkv < 16; i++) {
+        kvs[nkv] = sl_xasprintf("%s=%s", md.custom[i].k, md.custom[i].v);
+        h[nh++] = (struct sl_peer_hdr){ "Ais-Custom-Md", kvs[nkv] };
+        nkv++;
+    }
+    struct sl_peer_resp r;
+    int64_t tmo = sl_conf->send_file_time_ns / 1000000;
+    int rc = sl_peer_put_fd(url.p, h, nh, fd, md.size, tmo, &r);
+    close(fd);
+    int ret = 0;
+    if (rc == 0 && r.status == 200) {
+        if (sl_obj_delete(&it->b, it->name, it->nlen, &err) < 0)
+            sl_logw("rebalance %s: moved %s/%.*s but could not delete the local copy: %s", bt->job->id, it->b.name,
+                    (int)SL_MIN(it->nlen, 200), it->name, err.msg);
+        sl_job_add(&bt->job->out_objs, 1);
+        sl_job_add(&bt->job->out_bytes, md.size);
+        sl_stats_add("rebalance_out_objs", 1);
+    } else {
+        ret = -1;
+        pthread_mutex_lock(&bt->mu);
+        if (!bt->first_err[0])
+            snprintf(bt->first_err, sizeof(bt->first_err), "%s/%.*s -> t[%s]: %s", it->b.name,
+                     (int)SL_MIN(it->nlen, 200), it->name, it->owner->id, r.err[0] ? r.err : "failed");
+        pthread_mutex_unlock(&bt->mu);
+    }
+    for (int i = 0; i < nkv; i++)
+        free(kvs[i]);
+    sl_peer_resp_free(&r);
+    sl_buf_free(&url);
+    sl_objmd_free(&md);
+    return ret;
+}
+
+static void *sender(void *arg)
+{
+    struct batch *bt = arg;
+    for (;;) {
+        pthread_mutex_lock(&bt->mu);
+        int i = bt->next < bt->n ? bt->next++ : -1;
+        pthread_mutex_unlock(&bt->mu);
+        if (i < 0 || sl_job_aborting(bt->job))
+            break;
+        if (send_one(bt, &bt->items[i]) < 0)
+            sl_job_add(&bt->job->err_objs, 1);
+    }
+    return NULL;
+}
+
+static void run_batch(struct batch *bt)
+{
+    if (!bt->n)
+        return;
+    pthread_t th[SENDERS];
+    int nt = bt->n < SENDERS ? bt->n : SENDERS;
+    bt->next = 0;
+    for (int i = 0; i < nt; i++)
+        pthread_create(&th[i], NULL, sender, bt);
+    for (int i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < bt->n; i++) {
+        free(bt->items[i].name);
+        sl_bck_release(&bt->items[i].b);
+    }
+    bt->n = 0;
+}
+
+/* One walk over every local object; returns the number that could not be moved. */
+static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned)
+{
+    struct sl_bmd *bmd = sl_bmd_get();
+    uint64_t errs0 = job->err_objs;
+    bt->first_err[0] = 0;
+    for (int bi = 0; bi < bmd->n && !sl_job_aborting(job); bi++) {
+        const struct sl_bck *b = &bmd->bcks[bi];
+        for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job); m++) {
+            struct sl_mpath *mp = sl_store_mpath(m);
+            char *after = NULL;
+            size_t alen = 0;
+            for (;;) {
+                struct sl_md_iter *it;
+                struct sl_err err;
+                if (sl_md_iter_open(mp->md, b->bid, "", 0, after, alen, &it, &err) < 0)
+                    break;
+                int got = 0;
+                while (got < BATCH && sl_md_iter_next(it) == 1) {
+                    size_t nl;
+                    const char *n = sl_md_iter_name(it, &nl);
+                    free(after);
+                    after = sl_xstrndup(n, nl);
+                    alen = nl;
+                    got++;
+                    (*scanned)++;
+                    struct sl_buf un;
+                    sl_buf_init(&un);
+                    sl_obj_uname(&un, b->provider, b->name, n, nl);
+                    const struct sl_snode *owner = sl_smap_hrw_target(bt->smap, un.p, un.len);
+                    sl_buf_free(&un);
+                    if (!owner || !strcmp(owner->id, G.id))
+                        continue;
+                    if (owner->flags & SL_SNF_OFFLINE) {
+                        sl_job_add(&job->err_objs, 1);
+                        if (!bt->first_err[0])
+                            snprintf(bt->first_err, sizeof(bt->first_err), "new owner t[%s] is offline", owner->id);
+                        continue;
+                    }
+                    struct item *x = &bt->items[bt->n++];
+                    sl_bck_copy(&x->b, b);
+                    x->name = sl_xstrndup(n, nl);
+                    x->nlen = nl;
+                    x->owner = owner;
+                }
+                sl_md_iter_close(it);
+                run_batch(bt);
+                if (got < BATCH || sl_job_aborting(job))
+                    break;
+            }
+            free(after);
+        }
+    }
+    run_batch(bt);
+    sl_bmd_put(bmd);
+    return job->err_objs - errs0;
+}
+
+static void *reb_main(void *arg)
+{
+    struct sl_job *job = arg;
+    struct batch bt;
+    memset(&bt, 0, sizeof(bt));
+    pthread_mutex_init(&bt.mu, NULL);
+    bt.job = job;
+    bt.items = sl_xcalloc(BATCH, sizeof(struct item));
+    bt.smap = sl_smap_get();
+    int64_t t0 = sl_mono_ns();
+    uint64_t scanned = 0, failed = 0;
+    /* objects that could not be moved (an owner briefly busy, a bucket it has
+     * not learned yet) are retried in later passes */
+    for (int pass = 1; pass <= 5 && !sl_job_aborting(job); pass++) {
+        uint64_t sc = 0;
+        failed = reb_pass(job, &bt, &sc);
+        if (pass == 1)
+            scanned = sc;
+        if (!failed)
+            break;
+        sl_logw("rebalance %s pass %d: %llu object(s) not moved yet (%s); retrying", job->id, pass,
+                (unsigned long long)failed, bt.first_err);
+        for (int i = 0; i < 20 && !sl_job_aborting(job); i++)
+            sl_sleep_ms(100);
+    }
+    sl_job_add(&job->loc_objs, scanned);
+    char err[1200] = "";
+    if (failed)
+        snprintf(err, sizeof(err), "%llu object(s) could not be moved (first: %s)", (unsigned long long)failed,
+                 bt.first_err);
+    sl_logi("rebalance %s %s: scanned %llu, moved %llu object(s) (%llu bytes) in %.1f s%s%s", job->id,
+            sl_job_aborting(job) ? "aborted" : "finished", (unsigned long long)scanned,
+            (unsigned long long)job->out_objs, (unsigned long long)job->out_bytes,
+            (double)(sl_mono_ns() - t0) / 1e9, err[0] ? "; " : "", err);
+    sl_job_finish(job, err);
+    sl_smap_put(bt.smap);
+    free(bt.items);
+    pthread_mutex_destroy(&bt.mu);
+    return NULL;
+}
+
+void sl_reb_start(const char *id)
+{
+    pthread_mutex_lock(&mu);
+    if (cur_job) {
+        if (!strcmp(cur_job->id, id)) { /* already running or done */
+            pthread_mutex_unlock(&mu);
+            return;
+        }
+        cur_job->abort_req = true;
+    }
+    if (thr_live) {
+        pthread_t t = cur_thr;
+        pthread_mutex_unlock(&mu);
+        pthread_join(t, NULL);
+        pthread_mutex_lock(&mu);
+        thr_live = false;
+    }
+    if (cur_job)
+        sl_job_put(cur_job);
+    cur_job = sl_job_start("rebalance", id, "", "");
+    sl_logi("rebalance %s started", id);
+    if (pthread_create(&cur_thr, NULL, reb_main, cur_job) == 0)
+        thr_live = true;
+    pthread_mutex_unlock(&mu);
+}
+
+void sl_reb_stop(void)
+{
+    pthread_mutex_lock(&mu);
+    if (cur_job)
+        cur_job->abort_req = true;
+    bool live = thr_live;
+    pthread_t t = cur_thr;
+    thr_live = false;
+    pthread_mutex_unlock(&mu);
+    if (live)
+        pthread_join(t, NULL);
+    pthread_mutex_lock(&mu);
+    if (cur_job)
+        sl_job_put(cur_job);
+    cur_job = NULL;
+    if (prev_smap)
+        sl_smap_put(prev_smap);
+    prev_smap = NULL;
+    pthread_mutex_unlock(&mu);
+}
+
+bool sl_reb_active(void)
+{
+    pthread_mutex_lock(&mu);
+    bool a = cur_job && !cur_job->end_ns;
+    pthread_mutex_unlock(&mu);
+    return a;
+}
+
+void sl_reb_describe(char *out, size_t n)
+{
+    pthread_mutex_lock(&mu);
+    if (!cur_job)
+        snprintf(out, n, "-");
+    else
+        snprintf(out, n, "%s: %s, %llu moved%s", cur_job->id,
+                 !cur_job->end_ns ? "running" : cur_job->aborted ? "aborted" : "finished",
+                 (unsigned long long)cur_job->out_objs, cur_job->err[0] ? ", errors" : "");
+    pthread_mutex_unlock(&mu);
+}
+
+static bool same_targets(const struct sl_smap *a, const struct sl_smap *b)
+{
+    if (sl_smap_count(a, SL_NODE_TARGET, true) != sl_smap_count(b, SL_NODE_TARGET, true))
+        return false;
+    for (int i = 0; i < a->nnodes; i++) {
+        const struct sl_snode *x = &a->nodes[i];
+        if (x->type != SL_NODE_TARGET || (x->flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+            continue;
+        const struct sl_snode *y = sl_smap_find(b, x->id);
+        if (!y || (y->flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+            return false;
+    }
+    return true;
+}
+
+void sl_reb_smap_changed(const struct sl_smap *old, const struct sl_smap *cur)
+{
+    if (!old || same_targets(old, cur))
+        return;
+    pthread_mutex_lock(&mu);
+    if (prev_smap)
+        sl_smap_put(prev_smap);
+    prev_smap = sl_smap_clone(old);
+    smap_changed_mono = sl_mono_ns();
+    pthread_mutex_unlock(&mu);
+}
+
+bool sl_reb_gfn_window(void)
+{
+    pthread_mutex_lock(&mu);
+    bool w = (cur_job && !cur_job->end_ns) || (prev_smap && sl_mono_ns() - smap_changed_mono < GFN_WINDOW_NS);
+    pthread_mutex_unlock(&mu);
+    return w;
+}
+
+/* ---- get from neighbour ---- */
+
+struct gfn_ctx {
+    struct sl_put *put;
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    struct sl_objmd md;
+    int cktype;
+    char ckval[SL_CKSUM_HEX_MAX];
+    bool started;
+    struct sl_err err;
+};
+
+static void gfn_hdr(void *arg, const char *k, const char *v)
+{
+    struct gfn_ctx *g = arg;
+    if (!strcasecmp(k, "Ais-Checksum-Type"))
+        g->cktype = sl_cksum_parse(v);
+    else if (!strcasecmp(k, "Ais-Checksum-Value"))
+        snprintf(g->ckval, sizeof(g->ckval), "%s", v);
+    else if (!strcasecmp(k, "Ais-Version"))
+        g->md.version = strtoull(v, NULL, 10);
+    else if (!strcasecmp(k, "Ais-Atime"))
+        g->md.atime = strtoll(v, NULL, 10);
+    else if (!strcasecmp(k, "Ais-Custom-Md")) {
+        const char *eq = strchr(v, '=');
+        if (eq) {
+            char *key = sl_xstrndup(v, (size_t)(eq - v));
+            sl_objmd_set_custom(&g->md, key, eq + 1);
+            free(key);
+        }
+    }
+}
+
+static int gfn_sink(void *arg, const char *data, size_t n)
+{
+    struct gfn_ctx *g = arg;
+    if (!g->started) {
+        g->started = true;
+        g->md.cksum_type = g->cktype > 0 ? g->cktype : 0;
+        snprintf(g->md.cksum, sizeof(g->md.cksum), "%s", g->ckval);
+        struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .preserve = &g->md };
+        if (g->cktype != g->b.cksum_type)
+            g->md.cksum[0] = 0; /* different algorithm: the receiver computes its own */
+        if (sl_put_begin(&g->b, g->name, g->nlen, &o, &g->put, &g->err) < 0)
+            return -1;
+    }
+    return sl_put_write(g->put, data, n, &g->err);
+}
+
+static int gfn_from(const struct sl_snode *t, const struct sl_bck *b, const char *name, size_t nlen, int *status)
+{
+    struct gfn_ctx g;
+    memset(&g, 0, sizeof(g));
+    g.b = *b;
+    g.name = name;
+    g.nlen = nlen;
+    g.cktype = -1;
+    struct sl_buf url;
+    sl_buf_init(&url);
+    char *enc = sl_url_encode_path(name, nlen);
+    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", t->data_url, b->name, enc, b->provider);
+    free(enc);
+    struct sl_peer_hdr h[] = { { "Ais-No-Gfn", "true" } };
+    struct sl_peer_resp r;
+    int rc = sl_peer_get_stream(url.p, h, 1, gfn_sink, gfn_hdr, &g, sl_conf->send_file_time_ns / 1000000, &r);
+    *status = (int)r.status;
+    int ret = -1;
+    if (rc == 0 && r.status == 200) {
+        if (!g.started) { /* empty object */
+            gfn_sink(&g, "", 0);
+        }
+        if (g.put && sl_put_commit(g.put, NULL, &g.err) == 0)
+            ret = 0;
+        g.put = NULL;
+    }
+    if (g.put)
+        sl_put_abort(g.put);
+    sl_objmd_free(&g.md);
+    sl_peer_resp_free(&r);
+    sl_buf_free(&url);
+    return ret;
+}
+
+int sl_reb_gfn(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    struct sl_smap *cur = sl_smap_get();
+    pthread_mutex_lock(&mu);
+    struct sl_smap *prev = prev_smap ? sl_smap_clone(prev_smap) : NULL;
+    pthread_mutex_unlock(&mu);
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    const struct sl_snode *first = prev ? sl_smap_hrw_target(prev, un.p, un.len) : NULL;
+    int rc = -1, status = 0;
+    /* the previous owner first, then every other target that is up */
+    if (first && strcmp(first->id, G.id)) {
+        const struct sl_snode *fc = sl_smap_find(cur, first->id);
+        if (!fc || !(fc->flags & SL_SNF_OFFLINE))
+            rc = gfn_from(first, b, name, nlen, &status);
+    }
+    for (int i = 0; rc < 0 && i < cur->nnodes; i++) {
+        const struct sl_snode *t = &cur->nodes[i];
+        if (t->type != SL_NODE_TARGET || !strcmp(t->id, G.id) || (t->flags & SL_SNF_OFFLINE) ||
+            (first && !strcmp(first->id, t->id)))
+            continue;
+        rc = gfn_from(t, b, name, nlen, &status);
+    }
+    if (rc == 0) {
+        sl_stats_add("gfn_objs", 1);
+        sl_logd("get-from-neighbour: fetched %s/%.*s", b->name, (int)SL_MIN(nlen, 200), name);
+    } else {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+        sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", G.id, cn);
+    }
+    sl_buf_free(&un);
+    if (prev)
+        sl_smap_put(prev);
+    sl_smap_put(cur);
+    return rc;
+}

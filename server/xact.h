@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT
+ * xact.h: jobs (AIStore "xactions") on one node: id, kind, counters, abort,
+ * end state. Every long-running piece of work registers here; gateways
+ * aggregate the snapshots of all targets (spec §10).
+ */
+#ifndef SL_XACT_H
+#define SL_XACT_H
+
+#include "sl.h"
+#include <jansson.h>
+
+struct sl_job {
+    char id[64];
+    char kind[32];
+    char bck[SL_MAX_BCKNAME + 1];
+    char dst_bck[SL_MAX_BCKNAME + 1];
+    int64_t start_ns;
+    volatile int64_t end_ns;        /* 0 while running */
+    volatile bool abort_req;        /* workers poll this */
+    bool aborted;
+    char err[1024];
+    uint64_t loc_objs, loc_bytes, out_objs, out_bytes, in_objs, in_bytes, err_objs;
+    json_t *ext;                    /* kind-specific details (owned, set before finish) */
+    int refs;
+};
+
+/* Register a running job (refs = 1 for the caller). id NULL = generate. */
+struct sl_job *sl_job_start(const char *kind, const char *id, const char *bck, const char *dst_bck);
+/* Mark finished (err NULL/"" = success). Does not drop the caller's ref. */
+void sl_job_finish(struct sl_job *j, const char *err);
+void sl_job_put(struct sl_job *j);
+/* new reference or NULL */
+struct sl_job *sl_job_get(const char *id);
+/* Request abort of matching jobs; returns how many were running. */
+int sl_job_abort(const char *id, const char *kind);
+/* Counter helpers (atomic) */
+void sl_job_add(uint64_t *ctr, uint64_t v);
+bool sl_job_aborting(const struct sl_job *j);
+/* Snapshots of matching jobs (id/kind may be NULL or ""), newest first. */
+json_t *sl_jobs_snaps(const char *id, const char *kind, bool only_running);
+json_t *sl_job_snap(const struct sl_job *j);
+/* Set ext details under the job lock (takes ownership of ext). */
+void sl_job_set_ext(struct sl_job *j, json_t *ext);
+
+/* Map AIStore display names to kinds ("copy-bucket" -> "copy-bck", ...). */
+const char *sl_job_kind_norm(const char *kind);
+
+#endif
