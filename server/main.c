@@ -20,6 +20,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,33 @@ static void usage(FILE *f)
             "  --version, --help\n"
             "\n"
             "AIStore-style single-dash forms are accepted too: -config=FILE -local_config=FILE -role=target.\n");
+}
+
+/* The local address used to reach the primary: the one it can reach us on. */
+static char *host_towards(const char *url)
+{
+    if (!url || strncmp(url, "http://", 7))
+        return NULL;
+    const char *h = url + 7;
+    const char *end = strpbrk(h, ":/");
+    char host[256];
+    snprintf(host, sizeof(host), "%.*s", (int)(end ? end - h : (long)strlen(h)), h);
+    struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(9) };
+    if (inet_pton(AF_INET, host, &dst.sin_addr) != 1)
+        return NULL;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return NULL;
+    char *out = NULL;
+    struct sockaddr_in me;
+    socklen_t ml = sizeof(me);
+    if (connect(fd, (struct sockaddr *)&dst, sizeof(dst)) == 0 && getsockname(fd, (struct sockaddr *)&me, &ml) == 0) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
+        out = sl_xstrdup(ip);
+    }
+    close(fd);
+    return out;
 }
 
 static char *detect_host(void)
@@ -226,7 +254,11 @@ int main(int argc, char **argv)
     G.self.type = role == SL_ROLE_PROXY ? SL_NODE_PROXY : SL_NODE_TARGET;
     char *host = c->hostname[0] ? sl_xstrdup(c->hostname)
                  : bind && *bind && strcmp(bind, "0.0.0.0") ? sl_xstrdup(bind)
-                                                             : detect_host();
+                                                             : NULL;
+    if (!host && role != SL_ROLE_STANDALONE)
+        host = host_towards(c->primary_url);
+    if (!host)
+        host = detect_host();
     snprintf(G.self.pub_host, sizeof(G.self.pub_host), "%s", host);
     free(host);
     G.self.pub_port = c->port;

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT
+ * job.c: shale job show|wait|stop|start, and shale cluster
+ * maintenance|decommission (node membership changes through the primary).
+ */
+#include "cli.h"
+#include "jsonx.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A job is named by id ("g4", "tco-...") or by kind ("rebalance"). */
+static bool looks_like_kind(const char *s)
+{
+    static const char *kinds[] = { "rebalance", "archive", "copy-bck", "etl-bck", "etl-listrange", "copy-listrange",
+                                   "ishard", "dsort", "copy-bucket", "etl-bucket", "etl-objects", "delete-listrange" };
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (!strcmp(s, kinds[i]))
+            return true;
+    return false;
+}
+
+static json_t *query(const char *what_id, bool active_only)
+{
+    json_t *q = json_object();
+    if (what_id && *what_id)
+        json_object_set_new(q, looks_like_kind(what_id) ? "Kind" : "ID", json_string(what_id));
+    json_object_set_new(q, "show_active", json_boolean(active_only));
+    return q;
+}
+
+static int job_show(struct opts *o)
+{
+    const char *sel = o->argc ? o->argv[0] : "";
+    json_t *q = query(sel, !opt_bool(o, "all"));
+    size_t len;
+    char *body = sl_json_dump(q, 0, &len);
+    json_decref(q);
+    struct cli_resp r;
+    cli_req("GET", "/v1/cluster?what=qryxstats", "application/json", body, len, &r);
+    free(body);
+    if (r.status == 404) {
+        printf("No %sjobs%s%s\n", opt_bool(o, "all") ? "" : "running ", sel[0] ? " matching " : "", sel);
+        cli_resp_free(&r);
+        return 0;
+    }
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "show jobs");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    if (cli_json) {
+        char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+        printf("%s\n", s);
+        free(s);
+        json_decref(j);
+        return 0;
+    }
+    struct table *t = table_new(9, "NODE", "ID", "KIND", "BUCKET", "OBJECTS", "BYTES", "START", "END", "STATE");
+    const char *tid;
+    json_t *arr;
+    json_object_foreach(j, tid, arr) {
+        size_t i;
+        json_t *sn;
+        json_array_foreach(arr, i, sn) {
+            char node[64], objs[32], bytes[32], st[32] = "", en[32] = "-";
+            snprintf(node, sizeof(node), "t[%s]", tid);
+            json_t *stats = json_object_get(sn, "stats");
+            uint64_t no = strtoull(sl_json_str(stats, "out-objs", "0"), NULL, 10) +
+                          strtoull(sl_json_str(stats, "in-objs", "0"), NULL, 10);
+            uint64_t nb = strtoull(sl_json_str(stats, "out-bytes", "0"), NULL, 10) +
+                          strtoull(sl_json_str(stats, "in-bytes", "0"), NULL, 10);
+            snprintf(objs, sizeof(objs), "%llu", (unsigned long long)no);
+            sl_format_size(nb, bytes, sizeof(bytes));
+            int64_t s0 = sl_json_int(sn, "start_ns", 0), e0 = sl_json_int(sn, "end_ns", 0);
+            sl_format_gotime(s0, "01-02 15:04:05", st, sizeof(st));
+            if (e0)
+                sl_format_gotime(e0, "01-02 15:04:05", en, sizeof(en));
+            const char *state = !e0 ? "Running" : sl_json_bool(sn, "aborted", false) ? "Aborted"
+                                : sl_json_str(sn, "err", "")[0]                   ? "Failed"
+                                                                                    : "Finished";
+            const char *bck = json_string_value(json_object_get(json_object_get(sn, "bck"), "name"));
+            char bb[80] = "-";
+            if (bck && *bck)
+                snprintf(bb, sizeof(bb), "ais://%s", bck);
+            table_row(t, node, sl_json_str(sn, "id", ""), sl_json_str(sn, "kind", ""), bb, objs, bytes, st, en,
+                      state);
+        }
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    json_decref(j);
+    return 0;
+}
+
+/* Poll until done; returns 0 finished, 1 failed/aborted/timeout. */
+int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
+{
+    int64_t deadline = sl_mono_ns() + timeout_ns;
+    json_t *q = query(sel, false);
+    size_t len;
+    char *body = sl_json_dump(q, 0, &len);
+    json_decref(q);
+    int rc = 1;
+    for (;;) {
+        struct cli_resp r;
+        cli_req("GET", "/v1/cluster?what=status", "application/json", body, len, &r);
+        if (r.status == 200) {
+            json_t *j = cli_resp_json(&r);
+            if (sl_json_int(j, "end_time", 0)) {
+                const char *err = sl_json_str(j, "err", "");
+                if (sl_json_bool(j, "aborted", false))
+                    fprintf(stderr, "Error: job %s was aborted%s%s\n", sl_json_str(j, "uuid", sel), err[0] ? ": " : "",
+                            err);
+                else if (err[0])
+                    fprintf(stderr, "Error: job %s finished with errors: %s\n", sl_json_str(j, "uuid", sel), err);
+                else {
+                    printf("Job %s[%s] finished\n", sl_json_str(j, "kind", ""), sl_json_str(j, "uuid", sel));
+                    rc = 0;
+                }
+                json_decref(j);
+                cli_resp_free(&r);
+                break;
+            }
+            if (progress)
+                fprintf(stderr, ".");
+            json_decref(j);
+        } else if (r.status != 404 || sl_mono_ns() > deadline) {
+            cli_fail(&r, "wait");
+            cli_resp_free(&r);
+            break;
+        }
+        cli_resp_free(&r);
+        if (sl_mono_ns() > deadline) {
+            fprintf(stderr, "Error: timed out waiting for job %s\n", sel);
+            break;
+        }
+        usleep(250000);
+    }
+    free(body);
+    return rc;
+}
+
+static int job_wait(struct opts *o)
+{
+    if (o->argc < 1) {
+        fprintf(stderr, "Usage: shale job wait ID|KIND [--timeout 10m] [--progress]\n");
+        return 1;
+    }
+    int64_t tmo = 3600LL * 1000000000LL;
+    const char *ts = opt_str(o, "timeout");
+    if (ts && sl_parse_duration(ts, &tmo) < 0) {
+        fprintf(stderr, "Error: --timeout: invalid duration \"%s\"\n", ts);
+        return 1;
+    }
+    return cli_job_wait(o->argv[0], tmo, opt_bool(o, "progress"));
+}
+
+static int job_stop(struct opts *o)
+{
+    if (o->argc < 1) {
+        fprintf(stderr, "Usage: shale job stop ID|KIND\n");
+        return 1;
+    }
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "stop", "", query(o->argv[0], false), &r);
+    int rc = 0;
+    if (r.status != 200)
+        rc = cli_fail(&r, NULL);
+    else
+        printf("Stopped %s\n", o->argv[0]);
+    cli_resp_free(&r);
+    return rc;
+}
+
+static int job_start(struct opts *o)
+{
+    if (o->argc < 1 || strcmp(o->argv[0], "rebalance")) {
+        fprintf(stderr, "Usage: shale job start rebalance [--wait]\n");
+        return 1;
+    }
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "start", "", json_pack("{s:s}", "Kind", "rebalance"), &r);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        return rc;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    printf("%s\n", id);
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, 3600LL * 1000000000LL, false) : 0;
+    free(id);
+    return rc;
+}
+
+int cmd_job(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "Usage: shale job show|wait|stop|start ...\n");
+        return 1;
+    }
+    struct opts o;
+    if (opts_parse(&o, argc - 1, argv + 1, "timeout", "all,progress,wait") < 0)
+        return 1;
+    if (!strcmp(argv[0], "show"))
+        return job_show(&o);
+    if (!strcmp(argv[0], "wait"))
+        return job_wait(&o);
+    if (!strcmp(argv[0], "stop"))
+        return job_stop(&o);
+    if (!strcmp(argv[0], "start"))
+        return job_start(&o);
+    fprintf(stderr, "Error: unknown command \"job %s\" (show, wait, stop, start)\n", argv[0]);
+    return 1;
+}
+
+static char *strip_node(const char *s)
+{
+    /* accept "t[abc]" as well as "abc" */
+    const char *b = strchr(s, '[');
+    const char *e = b ? strchr(b, ']') : NULL;
+    if (b && e)
+        return sl_xstrndup(b + 1, (size_t)(e - b - 1));
+    return sl_xstrdup(s);
+}
+
+int cmd_cluster(int argc, char **argv)
+{
+    struct opts o;
+    if (argc < 1 || opts_parse(&o, argc - 1, argv + 1, "timeout", "no-shutdown,wait,skip-rebalance") < 0) {
+        fprintf(stderr, "Usage: shale cluster maintenance start|stop NODE_ID | decommission NODE_ID [--no-shutdown] "
+                        "[--wait]\n");
+        return 1;
+    }
+    const char *action;
+    const char *node;
+    if (!strcmp(argv[0], "maintenance") && o.argc == 2) {
+        action = !strcmp(o.argv[0], "start") ? "start-maintenance" : !strcmp(o.argv[0], "stop") ? "stop-maintenance"
+                                                                                                : NULL;
+        node = o.argv[1];
+    } else if (!strcmp(argv[0], "decommission") && o.argc == 1) {
+        action = "decommission-node";
+        node = o.argv[0];
+    } else {
+        action = NULL;
+        node = NULL;
+    }
+    if (!action) {
+        fprintf(stderr, "Usage: shale cluster maintenance start|stop NODE_ID | decommission NODE_ID [--no-shutdown] "
+                        "[--wait]\n");
+        return 1;
+    }
+    char *sid = strip_node(node);
+    json_t *v = json_pack("{s:s,s:b,s:b}", "sid", sid, "no_shutdown", opt_bool(&o, "no-shutdown"), "skip_rebalance",
+                          opt_bool(&o, "skip-rebalance"));
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", action, "", v, &r);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+    } else {
+        char *reb = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+        printf("%s %s%s%s\n", action, sid, reb[0] ? ": rebalance " : "", reb);
+        if (reb[0] && opt_bool(&o, "wait"))
+            rc = cli_job_wait(reb, 3600LL * 1000000000LL, false);
+        free(reb);
+    }
+    cli_resp_free(&r);
+    free(sid);
+    return rc;
+}
