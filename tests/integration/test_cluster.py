@@ -310,10 +310,14 @@ class TestRebalance(ClusterTest):
         left = [f for _, _, fs in os.walk(vdir) for f in fs]
         self.assertEqual(left, [])  # everything moved off
         self.check_all("rb", data)
-        r = self.s.put(self.url + "/v1/cluster", json={"action": "stop-maintenance", "value": {"sid": victim}})
-        self.assertEqual(r.status_code, 200, r.text)
-        self.wait_job(r.text)
+        # back, through the CLI this time
+        p = self.c.cli("cluster", "maintenance", "stop", "t[%s]" % victim, "--wait")
+        self.assertIn("stop-maintenance %s: rebalance g" % victim, p.stdout)
+        self.assertIn("finished", p.stdout)
         self.check_all("rb", data)
+        p = self.c.cli("job", "show", "rebalance", "--all")
+        self.assertRegex(p.stdout, r"NODE\s+ID\s+KIND\s+BUCKET\s+OBJECTS\s+BYTES\s+START\s+END\s+STATE")
+        self.assertIn("Finished", p.stdout)
         self.assertEqual(self.job_status("nonexistent-job").status_code, 404)
 
 
