@@ -7,4 +7,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 for p in wrk nginx; do
     command -v $p >/dev/null 2>&1 || { echo "installing $p"; apt-get install -y -q $p >/dev/null; }
 done
+echo "== single node: shaled vs nginx =="
 /usr/bin/python3 "$HERE/http_bench.py" "$@"
+echo "== cluster: gateway/direct vs nginx, rebalance =="
+/usr/bin/python3 "$HERE/cluster_bench.py" "$@"

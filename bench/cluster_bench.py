@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Cluster figures (1 proxy + 3 targets on loopback, same machine, same run):
+
+  * 1 KiB GET through the gateway (client follows the 301), directly to the
+    owning targets, and from nginx serving the same files — one load
+    generator (bench/loadgen.c, libcurl multi) for all three;
+  * rebalance throughput when a 4th target joins: objects/s and MB/s moved,
+    for many small objects and for fewer large ones.
+
+usage: cluster_bench.py [--small N] [--large N] [--large-size BYTES] [--duration S] [--quick]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.environ.get("SHALE_BUILD") or os.path.join(HERE, "..", "build")
+SHALE = os.path.join(BUILD, "bin", "shale")
+sys.path.insert(0, HERE)
+from http_bench import Nginx, free_port  # noqa: E402
+
+
+def free_range(n):
+    import random
+    import socket
+    for _ in range(200):
+        base = random.randint(20000, 60000 - n)
+        ok = True
+        for p in range(base, base + n):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                ok = False
+            s.close()
+            if not ok:
+                break
+        if ok:
+            return base
+    raise RuntimeError("no ports")
+
+
+def cli(env, *args):
+    p = subprocess.run([SHALE] + list(args), capture_output=True, text=True, env=env, timeout=3600)
+    if p.returncode:
+        raise RuntimeError("shale %s: %s%s" % (" ".join(args), p.stdout, p.stderr))
+    return p.stdout
+
+
+def build_loadgen(work):
+    exe = os.path.join(work, "loadgen")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libcurl"], capture_output=True,
+                           text=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "loadgen.c")] + flags, check=True)
+    return exe
+
+
+def load(exe, urls, work, conns, secs, follow):
+    uf = os.path.join(work, "urls.txt")
+    with open(uf, "w") as f:
+        f.write("\n".join(urls) + "\n")
+    args = [exe, "-c", str(conns), "-d", str(secs)] + (["-L"] if follow else []) + [uf]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=secs + 120).stdout
+    return json.loads(out)
+
+
+def put_many(url, bucket, names, data, workers=16):
+    import threading
+    sess = {}
+
+    def one(n):
+        t = threading.get_ident()
+        if t not in sess:
+            sess[t] = requests.Session()
+        r = sess[t].put("%s/v1/objects/%s/%s" % (url, bucket, n), data=data)
+        r.raise_for_status()
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(one, names))
+
+
+def rebalance_run(env, url, pgdir, bucket, n, size):
+    names = ["r/%07d" % i for i in range(n)]
+    cli(env, "bucket", "create", "ais://" + bucket)
+    t0 = time.time()
+    put_many(url, bucket, names, os.urandom(size))
+    t_put = time.time() - t0
+    t0 = time.time()
+    cli(env, "playground", "add-target", "--dir", pgdir)
+    st = requests.get(url + "/v1/cluster", params={"what": "status"}, json={"Kind": "rebalance"}).json()
+    cli(env, "job", "wait", st["uuid"], "--timeout", "30m")
+    dt = time.time() - t0
+    stats = requests.get(url + "/v1/cluster", params={"what": "qryxstats"}, json={"ID": st["uuid"]}).json()
+    snaps = [sn for arr in stats.values() for sn in arr]
+    moved = sum(int(sn["stats"]["out-objs"]) for sn in snaps)
+    mbytes = sum(int(sn["stats"]["out-bytes"]) for sn in snaps)
+    # the job's own duration: first start to last end over all targets
+    job_s = (max(sn["end_ns"] for sn in snaps) - min(sn["start_ns"] for sn in snaps)) / 1e9
+    cli(env, "bucket", "rm", "ais://" + bucket)  # the next run moves only its own objects
+    return {"objects": n, "size": size, "put_s": t_put, "moved": moved, "bytes": mbytes, "seconds": job_s,
+            "wall": dt}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--small", type=int, default=100000)
+    ap.add_argument("--large", type=int, default=1000)
+    ap.add_argument("--large-size", type=int, default=4 << 20)
+    ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.small, a.large, a.large_size, a.duration = 5000, 100, 1 << 20, 3
+    work = tempfile.mkdtemp(prefix="shale-cbench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    exe = build_loadgen(work)
+    base = free_range(12)
+    url = "http://127.0.0.1:%d" % base
+    env = dict(os.environ, AIS_ENDPOINT=url)
+    pg = os.path.join(work, "pg")
+    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "3")
+    # quiet logs: info lines per request would skew the figures
+    requests.put(url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+    res = {}
+    try:
+        cli(env, "bucket", "create", "ais://g1k")
+        n = 2000
+        names = ["o%05d" % i for i in range(n)]
+        put_many(url, "g1k", names, os.urandom(1024))
+        smap = requests.get(url + "/v1/daemon?what=smap").json()
+        # where each object lives: HEAD through the gateway tells the target location
+        direct, files = [], []
+        for nm in names:
+            r = requests.get(url + "/v1/objects/g1k/" + nm, allow_redirects=False)
+            loc = r.headers["Location"]
+            direct.append(loc.split("?")[0])
+            tid = [t for t, sn in smap["tmap"].items() if loc.startswith(sn["public_net"]["direct_url"])][0]
+            files.append((tid, nm))
+        # nginx serves the same files straight from the targets' mountpaths
+        tdirs = {}
+        topo = json.load(open(os.path.join(pg, "playground.json")))
+        for node in topo["nodes"]:
+            if node["role"] != "target":
+                continue
+            sid = requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % node["port"]).json()["daemon_id"]
+            tdirs[sid] = os.path.join(pg, node["name"], "mp1", "@ais", "g1k", "%ob")
+        root = os.path.join(work, "nginx-root")
+        os.makedirs(root)
+        for tid, nm in files:
+            os.symlink(os.path.join(tdirs[tid], nm), os.path.join(root, nm))
+        ng = Nginx(work, root)
+        try:
+            gw = ["%s/v1/objects/g1k/%s" % (url, nm) for nm in names]
+            res["gateway"] = load(exe, gw, work, 32, a.duration, True)
+            res["direct"] = load(exe, direct, work, 32, a.duration, False)
+            res["nginx"] = load(exe, ["%s/obj/%s" % (ng.url, nm) for nm in names], work, 32, a.duration, False)
+        finally:
+            ng.stop()
+        res["reb_small"] = rebalance_run(env, url, pg, "rbsmall", a.small, 1024)
+        res["reb_large"] = rebalance_run(env, url, pg, "rblarge", a.large, a.large_size)
+    finally:
+        cli(env, "playground", "stop", "--dir", pg)
+        shutil.rmtree(work, ignore_errors=True)
+
+    ngx = res["nginx"]["rps"]
+    print("\n%-44s %12s %10s %8s" % ("1 KiB GET, 32 connections (bench/loadgen)", "req/s", "vs nginx", "goal"))
+    for k, label, goal in (("gateway", "via gateway (client follows the 301)", 0.45),
+                           ("direct", "directly to the owning targets", 0.9), ("nginx", "nginx, same files", None)):
+        r = res[k]
+        ratio = r["rps"] / ngx
+        print("%-44s %12.0f %10.2f %8s%s" % (label, r["rps"], ratio,
+                                             (">=%.2f " % goal + ("ok" if ratio >= goal else "MISS")) if goal else "",
+                                             "" if not r["errors"] else "  (errors: %d)" % r["errors"]))
+    print("\n%-44s %10s %10s %10s %10s" % ("rebalance: 3 -> 4 targets", "objects", "moved", "objs/s", "MB/s"))
+    for k in ("reb_small", "reb_large"):
+        r = res[k]
+        print("%-44s %10d %10d %10.0f %10.1f   (job %.1f s; add-target to done %.1f s)" % (
+            "%d x %s" % (r["objects"], "1KiB" if r["size"] == 1024 else "%dMiB" % (r["size"] >> 20)), r["objects"],
+            r["moved"], r["moved"] / r["seconds"], r["bytes"] / r["seconds"] / 1e6, r["seconds"], r["wall"]))
+
+
+if __name__ == "__main__":
+    main()
