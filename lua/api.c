@@ -49,6 +49,7 @@ static int sl_lua_l_log(lua_State *L)
     int n = lua_gettop(L);
     if (!c || !c->log_cb || c->log_truncated)
         return 0;
+    sl_lua_checkpoint(L);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     for (int i = 1; i <= n; i++) {

@@ -33,6 +33,8 @@
 #define SL_LUA_STATE_MAX_CALLS 100000      /* recycle states after this many calls */
 #define SL_LUA_MSGH_HEADROOM (256u * 1024) /* extra bytes for building messages */
 #define SL_LUA_CONVERT_SLOTS (2 * SL_LUA_MAX_DEPTH + 8)
+#define SL_LUA_CSTACK_MAX (1u << 20)       /* C stack a call may use below its entry */
+#define SL_LUA_CSTACK_GUARD (128u * 1024)  /* never closer than this to the stack end */
 
 /* ---- counters ---------------------------------------------------------- */
 
@@ -128,23 +130,123 @@ static void sl_lua_mark_timeout(lua_State *L, struct sl_lua_call *c, int line)
     lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
 }
 
+static bool sl_lua_cstack_low(const struct sl_lua_call *c)
+{
+    return (uintptr_t)__builtin_frame_address(0) < c->cstack_limit;
+}
+
+/* Current line of the innermost frame of the call's script (skipping C
+ * functions and the sandbox's own Lua helpers), or -1. */
+static int sl_lua_script_line(lua_State *L, const struct sl_lua_call *c)
+{
+    lua_Debug ar;
+    for (int level = 0; level < 8 && lua_getstack(L, level, &ar); level++)
+        if (lua_getinfo(L, "Sl", &ar) && strcmp(ar.source, c->chunkname) == 0)
+            return ar.currentline;
+    return -1;
+}
+
+static const char sl_lua_cstack_msg[] = "C stack overflow (coroutines or callbacks nested too deeply)";
+
 /* Count hook: every SL_LUA_HOOK_COUNT instructions (every instruction once
- * timed out). LuaJIT hooks are per VM, so coroutines are covered too. */
+ * the call is killed). LuaJIT hooks are per VM, so coroutines are covered
+ * too. Errors raised here bypass script error handlers (see
+ * sl_lua_xpcall_guard). */
 static void sl_lua_hook(lua_State *L, lua_Debug *ar)
 {
     struct sl_lua_call *c = sl_lua_S(L)->call;
     if (!c)
         return;
-    if (!c->timed_out) {
+    if (!c->timed_out && !c->cstack_over) {
         int line = lua_getinfo(L, "l", ar) ? ar->currentline : -1;
         if (line > 0)
             c->last_line = line;
-        if (sl_mono_ns() < c->deadline)
+        if (sl_lua_cstack_low(c)) {
+            c->cstack_over = true;
+            c->timeout_line = line > 0 ? line : c->last_line;
+            lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
+        } else if (sl_mono_ns() < c->deadline) {
             return;
-        sl_lua_mark_timeout(L, c, line);
+        } else {
+            sl_lua_mark_timeout(L, c, line);
+        }
     }
-    lua_pushliteral(L, "timed out");
+    if (c->cstack_over)
+        lua_pushstring(L, sl_lua_cstack_msg);
+    else
+        lua_pushliteral(L, "timed out");
     lua_error(L);
+}
+
+void sl_lua_checkpoint(lua_State *L)
+{
+    struct sl_lua_call *c = sl_lua_S(L)->call;
+    if (!c)
+        return;
+    if (!c->timed_out && !c->cstack_over) {
+        bool low = sl_lua_cstack_low(c);
+        if (!low && sl_mono_ns() < c->deadline)
+            return;
+        int line = sl_lua_script_line(L, c);
+        if (low) {
+            c->cstack_over = true;
+            c->timeout_line = line > 0 ? line : c->last_line;
+            lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
+        } else {
+            sl_lua_mark_timeout(L, c, line);
+        }
+    }
+    if (c->cstack_over)
+        lua_pushstring(L, sl_lua_cstack_msg);
+    else
+        lua_pushliteral(L, "timed out");
+    lua_error(L);
+}
+
+/* The checkpoint as a Lua-callable function (for the pcall wrapper).
+ * [] -> []. May raise. */
+static int sl_lua_l_checkpoint(lua_State *L)
+{
+    sl_lua_checkpoint(L);
+    return 0;
+}
+
+/* pcall for scripts: a trusted Lua function (so that coroutines can still
+ * yield across it) that passes the checkpoint before every protected call.
+ * Needed because LuaJIT cannot run the count hook within LUA_MINSTACK slots
+ * of the stack limit (it raises "stack overflow" instead), so a script
+ * that keeps recursing into pcall at the limit would never see the hook. */
+static const char sl_lua_pcall_src[] =
+    "local rawpcall, checkpoint = ...\n"
+    "return function(f, ...) checkpoint() return rawpcall(f, ...) end\n";
+
+/* Lowest address of this thread's stack (0 if unknown); looked up once. */
+static __thread uintptr_t sl_lua_tl_stack_lo;
+static __thread bool sl_lua_tl_stack_known;
+
+static uintptr_t sl_lua_cstack_limit(void)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (!sl_lua_tl_stack_known) {
+        pthread_attr_t a;
+        void *addr;
+        size_t size;
+        sl_lua_tl_stack_known = true;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            if (pthread_attr_getstack(&a, &addr, &size) == 0)
+                sl_lua_tl_stack_lo = (uintptr_t)addr;
+            pthread_attr_destroy(&a);
+        }
+    }
+    uintptr_t limit = here > SL_LUA_CSTACK_MAX ? here - SL_LUA_CSTACK_MAX : 0;
+    uintptr_t lo = sl_lua_tl_stack_lo;
+    if (lo && here > lo) {
+        /* small thread stacks: use half of what is left, minus a guard */
+        uintptr_t floor_ = here - lo > 2 * SL_LUA_CSTACK_GUARD ? lo + SL_LUA_CSTACK_GUARD : here - (here - lo) / 2;
+        if (limit < floor_)
+            limit = floor_;
+    }
+    return limit;
 }
 
 bool sl_lua_deadline_passed(lua_State *L)
@@ -156,11 +258,7 @@ bool sl_lua_deadline_passed(lua_State *L)
         return true;
     if (sl_mono_ns() < c->deadline)
         return false;
-    lua_Debug ar;
-    int line = -1;
-    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar))
-        line = ar.currentline;
-    sl_lua_mark_timeout(L, c, line);
+    sl_lua_mark_timeout(L, c, sl_lua_script_line(L, c));
     return true;
 }
 
@@ -307,6 +405,7 @@ static int sl_lua_guarded(lua_State *L)
         if (frozen)
             return luaL_error(L, "%s: attempt to modify a read-only table", lua_tostring(L, lua_upvalueindex(4)));
     }
+    sl_lua_checkpoint(L);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, top, LUA_MULTRET);
@@ -337,8 +436,9 @@ static void sl_lua_guard_field(lua_State *L, int idx, const char *field, unsigne
 static int sl_lua_xpcall_guard(lua_State *L)
 {
     struct sl_lua_call *c = sl_lua_S(L)->call;
-    if (!c || c->timed_out)
+    if (!c || c->timed_out || c->cstack_over)
         return lua_gettop(L) ? 1 : 0;
+    sl_lua_checkpoint(L);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1);
@@ -349,6 +449,7 @@ static int sl_lua_xpcall_guard(lua_State *L)
  * Upvalue 1: LuaJIT's xpcall. [f h args] -> [ok results]. May raise. */
 static int sl_lua_xpcall(lua_State *L)
 {
+    sl_lua_checkpoint(L);
     luaL_checkany(L, 1);
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_pushvalue(L, 2);
@@ -360,6 +461,41 @@ static int sl_lua_xpcall(lua_State *L)
     return lua_gettop(L);
 }
 
+/* coroutine.resume(co, ...) with the C stack budget checked first: each
+ * nested resume recurses in C, and LuaJIT has no limit of its own.
+ * Upvalue 1: LuaJIT's resume. [co args] -> [ok results]. May raise. */
+static int sl_lua_co_resume(lua_State *L)
+{
+    sl_lua_checkpoint(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* The function returned by coroutine.wrap. Upvalue 1: LuaJIT's wrapper.
+ * [args] -> [results]. May raise. */
+static int sl_lua_co_wrapped(lua_State *L)
+{
+    sl_lua_checkpoint(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* coroutine.wrap(f). Upvalue 1: LuaJIT's wrap. [f] -> [g]. May raise. */
+static int sl_lua_co_wrap(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, 1, 1);
+    lua_pushcclosure(L, sl_lua_co_wrapped, 1);
+    return 1;
+}
+
 /* ---- state creation ---------------------------------------------------- */
 
 static int sl_lua_run(lua_State *L);
@@ -369,7 +505,7 @@ static int sl_lua_msgh(lua_State *L);
  * else (load, loadstring, dofile, loadfile, require, module, getfenv,
  * setfenv, collectgarbage, newproxy, gcinfo, ...) is simply absent. */
 static const char *const sl_lua_base_allow[] = {
-    "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
+    "assert", "error", "getmetatable", "ipairs", "next", "pairs", "rawequal", "rawget",
     "select", "setmetatable", "tonumber", "tostring", "type", "unpack", "_VERSION",
 };
 
@@ -421,6 +557,14 @@ static int sl_lua_state_init(lua_State *L)
     sl_lua_guard_field(L, 1, "move", (1u << 1) | (1u << 5), "table.move");
     sl_lua_guard_field(L, 1, "setn", 1u << 1, "table.setn");
     lua_pop(L, 1);
+    lua_getglobal(L, "coroutine");                           /* [coroutine] */
+    lua_getfield(L, 1, "resume");
+    lua_pushcclosure(L, sl_lua_co_resume, 1);
+    lua_setfield(L, 1, "resume");
+    lua_getfield(L, 1, "wrap");
+    lua_pushcclosure(L, sl_lua_co_wrap, 1);
+    lua_setfield(L, 1, "wrap");
+    lua_pop(L, 1);
 
     /* The base environment: allowlisted globals + proxies. */
     lua_createtable(L, 0, 32);                               /* [base] */
@@ -434,6 +578,12 @@ static int sl_lua_state_init(lua_State *L)
     lua_getglobal(L, "xpcall");
     lua_pushcclosure(L, sl_lua_xpcall, 1);
     lua_setfield(L, 1, "xpcall");
+    if (luaL_loadbuffer(L, sl_lua_pcall_src, sizeof(sl_lua_pcall_src) - 1, "=[sandbox]") != 0)
+        lua_error(L);
+    lua_getglobal(L, "pcall");
+    lua_pushcfunction(L, sl_lua_l_checkpoint);
+    lua_call(L, 2, 1);                                       /* [base pcall'] */
+    lua_setfield(L, 1, "pcall");
     for (size_t i = 0; i < SL_ARRAY_SIZE(sl_lua_libs); i++) {
         lua_getglobal(L, sl_lua_libs[i]);                    /* [base lib] */
         sl_lua_proxy(L, 2, sl_lua_libs[i]);                  /* [base lib proxy] */
@@ -686,6 +836,25 @@ static int sl_lua_run(lua_State *L)
     return 1;
 }
 
+struct sl_lua_frame {
+    int line, defined;
+    char what;
+    const char *name;
+};
+
+/* Describe stack level `level` if it is a frame of this call's script. */
+static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_call *c, int level, struct sl_lua_frame *f)
+{
+    lua_Debug ar;
+    if (!lua_getstack(L, level, &ar) || !lua_getinfo(L, "Sln", &ar) || strcmp(ar.source, c->chunkname) != 0)
+        return false;
+    f->line = ar.currentline;
+    f->defined = ar.linedefined;
+    f->what = *ar.what;
+    f->name = ar.name;
+    return true;
+}
+
 /* Message handler of the outer pcall: normalises the error value and
  * records a traceback of the script's frames in c->tb (C memory, so it
  * cannot fail). [msg] -> [msg]. */
@@ -707,34 +876,52 @@ static int sl_lua_msgh(lua_State *L)
     if (!c || c->stage == SL_LUA_STAGE_COMPILE)
         return 1;
 
-    /* Frames of this script, innermost first: the first 7, then "...",
-     * then the outermost one (the entry point, named after c->fn). */
-    struct {
-        int line, defined;
-        char what;
-        const char *name;
-    } fr[8];
-    int nfr = 0, total = 0;
-    lua_Debug ar;
-    for (int level = 1; lua_getstack(L, level, &ar); level++) {
-        if (!lua_getinfo(L, "Sln", &ar) || strcmp(ar.source, c->chunkname) != 0)
+    /* Frames of this script, innermost first: up to 7, then "...", then
+     * the outermost one (the entry point, named after c->fn). LuaJIT's
+     * lua_getstack(L, n) walks n frames, so a full walk of a 65000-frame
+     * stack overflow would be quadratic: look at the top 64 levels, find
+     * the bottom by binary search and look at the last 16 levels there. */
+    struct sl_lua_frame fr[8];
+    int nfr = 0, top_levels = 0;
+    for (int level = 1; level <= 64 && nfr < 7; level++) {
+        if (!sl_lua_frame_at(L, c, level, &fr[nfr])) {
+            if (!lua_getstack(L, level, &(lua_Debug){ 0 }))
+                break;
             continue;
-        int slot = nfr < 8 ? nfr++ : 7;   /* slot 7 keeps the outermost so far */
-        fr[slot].line = ar.currentline;
-        fr[slot].defined = ar.linedefined;
-        fr[slot].what = *ar.what;
-        fr[slot].name = ar.name;
-        total++;
+        }
+        nfr++;
+        top_levels = level;
+    }
+    int lo = 1, hi = 1;
+    lua_Debug probe;
+    while (lua_getstack(L, hi, &probe) && hi < (1 << 24))
+        lo = hi, hi *= 2;
+    while (hi - lo > 1) {                   /* lo exists, hi does not */
+        int mid = lo + (hi - lo) / 2;
+        if (lua_getstack(L, mid, &probe))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    bool elided = false;
+    for (int level = lo; level > top_levels && level > lo - 16; level--) {
+        struct sl_lua_frame f;
+        if (sl_lua_frame_at(L, c, level, &f)) {
+            elided = nfr == 7 || level > 64;   /* frames may have been skipped */
+            fr[nfr++] = f;
+            break;
+        }
     }
     if (nfr > 0 && !fr[nfr - 1].name && fr[nfr - 1].what != 'm' && c->stage == SL_LUA_STAGE_CALL)
         fr[nfr - 1].name = c->fn;
+    c->err_line = nfr > 0 ? fr[0].line : 0;
     size_t used = 0;
     c->tb[0] = 0;
     for (int i = 0; i < nfr; i++) {
         char line[160];
-        int n;
-        if (i == 7 && total > 8) {
-            n = snprintf(line, sizeof(line), "\n  ... (%d more)", total - 8);
+        int n = 0;
+        if (i == nfr - 1 && i > 0 && elided) {
+            n = snprintf(line, sizeof(line), "\n  ...");
             if (n > 0 && used + (size_t)n + 1 <= sizeof(c->tb)) {
                 memcpy(c->tb + used, line, (size_t)n + 1);
                 used += (size_t)n;
@@ -755,7 +942,7 @@ static int sl_lua_msgh(lua_State *L)
 }
 
 /* "relabel:7: boom" -> "line 7: boom" when msg carries our chunk's position. */
-static void sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, const char *msg)
+static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, const char *msg)
 {
     const char *id = c->chunkname + 1;
     size_t idl = strlen(id);
@@ -765,10 +952,16 @@ static void sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, con
             q++;
         if (q > p && *q == ':') {
             snprintf(out, n, "line %.*s: %s", (int)(q - p), p, q + 1 + strspn(q + 1, " "));
-            return;
+            return true;
         }
     }
-    snprintf(out, n, "%s", msg);
+    /* no position in the message (stack overflow, error(x, 0), errors
+     * raised by C functions): use the innermost frame of the script */
+    if (c->err_line > 0)
+        snprintf(out, n, "line %d: %s", c->err_line, msg);
+    else
+        snprintf(out, n, "%s", msg);
+    return false;
 }
 
 /* Fill err after a failed lua_pcall; the error value is on top. */
@@ -787,6 +980,12 @@ static int sl_lua_report(struct sl_lua_state *S, struct sl_lua_call *c, struct s
                            c->name, c->timeout_line, lim, tbh, c->tb);
         return sl_errf(err, SL_ETIMEOUT, "script \"%s\": timed out (wall-time limit %s exceeded)%s%s", c->name, lim,
                        tbh, c->tb);
+    }
+    if (c->cstack_over) {
+        if (c->timeout_line > 0)
+            return sl_errf(err, SL_EINVAL, "script \"%s\": line %d: %s%s%s", c->name, c->timeout_line,
+                           sl_lua_cstack_msg, tbh, c->tb);
+        return sl_errf(err, SL_EINVAL, "script \"%s\": %s%s%s", c->name, sl_lua_cstack_msg, tbh, c->tb);
     }
     if (S->refused) {
         sl_format_size(c->lim.mem_limit, lim, sizeof(lim));
@@ -894,6 +1093,7 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
     size_t used = S->live + S->ext;
     S->cap = c.lim.mem_limit > SIZE_MAX - used ? SIZE_MAX : used + c.lim.mem_limit;
     c.deadline = sl_mono_ns() + c.lim.timeout_ns;
+    c.cstack_limit = sl_lua_cstack_limit();
 
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, S->ref_msgh);             /* [msgh] */
@@ -903,7 +1103,7 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
     lua_sethook(L, NULL, 0, 0);
     S->cap = SIZE_MAX;
 
-    if (st != 0 || c.timed_out) {
+    if (st != 0 || c.timed_out || c.cstack_over) {
         rc = sl_lua_report(S, &c, err);
     } else if (c.stage == SL_LUA_STAGE_NOFN) {
         rc = sl_errf(err, SL_ENOENT, "script \"%s\": function '%s' is not defined (global '%s' is %s)", c.name,
@@ -923,7 +1123,7 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
 
     /* A state that saw a timeout, a memory-cap hit or a runtime error is
      * not trusted again; clean compile errors and result errors are fine. */
-    bool dirty = c.timed_out || S->refused || (st != 0 && c.stage != SL_LUA_STAGE_COMPILE);
+    bool dirty = c.timed_out || c.cstack_over || S->refused || (st != 0 && c.stage != SL_LUA_STAGE_COMPILE);
     if (!dirty && (S->ext || S->live - S->base_live > SL_LUA_GC_SLACK)) {
         lua_gc(L, LUA_GCCOLLECT, 0);
         if (S->ext)

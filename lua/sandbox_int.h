@@ -54,8 +54,11 @@ struct sl_lua_call {
     struct sl_lua_limits lim; /* resolved (no zero fields) */
     int64_t deadline;         /* sl_mono_ns() value */
     bool timed_out;           /* deadline passed: every hook raises now */
+    bool cstack_over;         /* C stack budget exhausted: same treatment */
     int timeout_line;         /* script line where the timeout was noticed */
+    uintptr_t cstack_limit;   /* lowest C stack address calls may reach */
     int last_line;            /* line seen by the latest hook (approximate) */
+    int err_line;             /* innermost script line when the error was raised */
     bool headroom;            /* the message handler already raised cap */
     char tb[480];             /* traceback built by the message handler */
     sl_lua_log_fn log_cb;
@@ -100,6 +103,13 @@ size_t sl_lua_mem_avail(const struct sl_lua_state *S);
 bool sl_lua_deadline_passed(lua_State *L);
 /* Raise the timeout error. [..] -> does not return. May raise (always). */
 int sl_lua_raise_timeout(lua_State *L);
+/* Checkpoint before anything that can catch errors or re-enter Lua from C
+ * (pcall, xpcall, coroutine.resume/wrap, callbacks of C functions). Raises
+ * when the call is already killed, when the deadline has passed, or when
+ * the C stack used since the call started exceeds its budget (nested
+ * coroutines or callbacks); the last two kill the call, so no handler or
+ * pcall can continue it. [..] -> [..]. May raise. */
+void sl_lua_checkpoint(lua_State *L);
 
 /* Make the table at idx read-only: push a proxy whose __index is the table,
  * whose __newindex raises "attempt to modify read-only table '<name>'" and

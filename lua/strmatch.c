@@ -511,6 +511,7 @@ static void sl_ms_add_value(struct sl_ms *ms, luaL_Buffer *b, const char *s, con
         }
         return;
     }
+    sl_lua_checkpoint(L);
     if (tr == LUA_TFUNCTION) {
         lua_pushvalue(L, 3);
         int n = sl_ms_push_all(ms, s, e);
