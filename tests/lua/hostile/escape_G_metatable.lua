@@ -1,0 +1,6 @@
+-- expect: OK locked
+-- escape G metatable
+
+function run()
+    return getmetatable(_G)
+end

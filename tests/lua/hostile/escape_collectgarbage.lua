@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'collectgarbage'
+-- escape collectgarbage
+
+function run()
+    collectgarbage("stop")
+end

@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'debug'
+-- escape debug
+
+function run()
+    return debug.getregistry()
+end

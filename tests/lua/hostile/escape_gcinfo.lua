@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'gcinfo'
+-- escape gcinfo
+
+function run()
+    return gcinfo()
+end

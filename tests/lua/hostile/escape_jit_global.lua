@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'jit'
+-- escape jit global
+
+function run()
+    jit.on()
+end

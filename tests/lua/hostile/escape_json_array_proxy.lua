@@ -1,0 +1,6 @@
+-- expect: EINVAL table already has a metatable
+-- escape json array proxy
+
+function run()
+    shale.json.array(string)
+end

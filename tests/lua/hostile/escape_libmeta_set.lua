@@ -1,0 +1,6 @@
+-- expect: EINVAL cannot change a protected metatable
+-- escape libmeta set
+
+function run()
+    setmetatable(string, {})
+end

@@ -1,0 +1,6 @@
+-- expect: OK locked
+-- escape libmeta value
+
+function run()
+    return getmetatable(string)
+end

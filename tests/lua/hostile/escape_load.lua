@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'load'
+-- escape load
+
+function run()
+    return load("return io")()
+end

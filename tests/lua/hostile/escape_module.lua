@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'module'
+-- escape module
+
+function run()
+    module("evil")
+end

@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to read undeclared global 'package'
+-- escape package
+
+function run()
+    return package.loaded.io
+end

@@ -1,0 +1,7 @@
+-- expect: EINVAL attempt to read undeclared global 'require'
+-- escape require jit
+
+function run()
+    local jit = require("jit")
+    jit.on()
+end

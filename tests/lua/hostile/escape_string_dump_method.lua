@@ -1,0 +1,6 @@
+-- expect: EINVAL attempt to call method 'dump'
+-- escape string dump method
+
+function run()
+    return (""):dump()
+end

@@ -1,0 +1,6 @@
+-- expect: EINVAL table expected, got string
+-- escape strmeta rawset
+
+function run()
+    rawset(getmetatable(""), "__index", {})
+end

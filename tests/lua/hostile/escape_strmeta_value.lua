@@ -1,0 +1,6 @@
+-- expect: OK locked
+-- escape strmeta value
+
+function run()
+    return getmetatable("")
+end

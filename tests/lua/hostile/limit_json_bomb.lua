@@ -1,0 +1,8 @@
+-- expect: ETOOBIG memory limit
+-- mem_mb: 16
+-- limit json bomb
+
+function run()
+    local s = "[" .. string.rep("{},", 2e6) .. "{}]"
+    return #shale.json.decode(s)
+end

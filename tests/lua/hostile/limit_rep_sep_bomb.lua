@@ -1,0 +1,8 @@
+-- expect: ETOOBIG memory limit
+-- mem_mb: 16
+-- limit rep sep bomb
+
+function run()
+    local s = string.rep("abcdefgh", 1e6)
+    return string.rep(s, 100)
+end
