@@ -119,7 +119,7 @@ int sl_lua_box_charge(struct sl_lua_box *b, size_t n)
 
 int sl_lua_box_reserve(struct sl_lua_box *b, size_t need)
 {
-    if (need <= b->cap - b->len)
+    if (b->buf && need < b->cap - b->len)
         return 0;
     if (need > SIZE_MAX / 2 - b->len)
         return -1;
@@ -142,7 +142,7 @@ int sl_lua_box_reserve(struct sl_lua_box *b, size_t need)
 /* Exact growth to len + need (no doubling): for outputs of known size. */
 static int sl_lua_box_reserve_exact(struct sl_lua_box *b, size_t need)
 {
-    if (need <= b->cap - b->len)
+    if (b->buf && need < b->cap - b->len)
         return 0;
     if (need > SIZE_MAX - 1 - b->len)
         return -1;
