@@ -495,6 +495,33 @@ static int apply_op(struct sl_md_env *e, MDB_txn *txn, const struct sl_md_op *op
         if (rc == MDB_NOTFOUND)
             rc = 0;
         break;
+    case SL_MD_DEL_AUX_PREFIX: {
+        MDB_cursor *c;
+        rc = mdb_cursor_open(txn, e->aux, &c);
+        if (rc)
+            break;
+        k.mv_data = (void *)op->key;
+        k.mv_size = op->klen;
+        int n = 0;
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        while (rc == 0 && k.mv_size >= op->klen && memcmp(k.mv_data, op->key, op->klen) == 0) {
+            if (n >= DEL_BATCH) {
+                *more = 1;
+                break;
+            }
+            rc = mdb_cursor_del(c, 0);
+            if (rc)
+                break;
+            n++;
+            rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+            if (rc == EINVAL || rc == MDB_NOTFOUND)
+                rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        }
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+        mdb_cursor_close(c);
+        break;
+    }
     case SL_MD_DEL_BUCKET: {
         MDB_cursor *c;
         rc = mdb_cursor_open(txn, e->objs, &c);
@@ -661,6 +688,29 @@ int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool
         mdb_fail(err, rc, "commit", e->dir);
     free(r);
     return rc ? -1 : 0;
+}
+
+int sl_md_aux_foreach(struct sl_md_env *e, const char *prefix, size_t plen,
+                      int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen), void *arg)
+{
+    MDB_txn *txn;
+    MDB_cursor *c;
+    MDB_val k = { plen, (void *)prefix }, v;
+    if (mdb_txn_begin(e->env, NULL, MDB_RDONLY, &txn))
+        return -1;
+    if (mdb_cursor_open(txn, e->aux, &c)) {
+        mdb_txn_abort(txn);
+        return -1;
+    }
+    int rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    while (rc == 0 && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
+        if (cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size))
+            break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    return 0;
 }
 
 int sl_md_pending_foreach(struct sl_md_env *e,

@@ -73,6 +73,7 @@ enum sl_md_opkind {
     SL_MD_DEL_BUCKET,   /* bid: every object of the bucket (may span several transactions) */
     SL_MD_PUT_AUX,      /* key, val in the aux DB (per-object side data: shard indexes) */
     SL_MD_DEL_AUX,      /* key */
+    SL_MD_DEL_AUX_PREFIX, /* every aux key starting with key[0..klen) */
 };
 
 struct sl_md_op {
@@ -98,6 +99,10 @@ int sl_md_pending_foreach(struct sl_md_env *env,
 
 /* Aux side data (e.g. shard member index) by key. 1 found, 0 not, -1 error. */
 int sl_md_aux_get(struct sl_md_env *env, const char *key, size_t klen, struct sl_buf *out);
+/* Every aux key with the prefix, in key order; cb returns non-zero to stop.
+ * key/val are valid during the call only. */
+int sl_md_aux_foreach(struct sl_md_env *env, const char *prefix, size_t plen,
+                      int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen), void *arg);
 
 /* Ordered iteration over one bucket. */
 struct sl_md_iter;

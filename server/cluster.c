@@ -320,7 +320,8 @@ int sl_cluster_refresh_bmd(void)
         return 0;
     struct sl_smap *s = sl_smap_get();
     const struct sl_snode *p = sl_smap_primary(s);
-    char *url = p ? sl_xasprintf("%s/v1/daemon?what=bmd", p->ctrl_url) : NULL;
+    char *url = p ? sl_xasprintf("%s/v1/daemon?what=bmd", p->ctrl_url)
+                : sl_conf->primary_url[0] ? sl_xasprintf("%s/v1/daemon?what=bmd", sl_conf->primary_url) : NULL;
     sl_smap_put(s);
     if (!url)
         return -1;
@@ -428,6 +429,18 @@ static void join_done(struct sl_req *r)
     }
     sl_smap_put(s);
     json_decref(j);
+    /* the joiner learns every bucket and the config before any gateway can
+     * route a request to it */
+    {
+        json_t *docs = all_docs();
+        char *url = sl_xasprintf("%s/v1/metasync", ja.n.ctrl_url);
+        struct sl_peer_resp pr;
+        sl_peer_json("PUT", url, docs, 0, &pr);
+        if (pr.status != 200)
+            sl_logw("join: pre-sync of %s failed: %s", url, pr.err);
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
     if (sl_smap_modify(edit_join, &ja, &err) < 0) {
         sl_resp_err(r, &err);
         return;

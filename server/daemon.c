@@ -3,6 +3,7 @@
  * /metrics.
  */
 #include "daemon.h"
+#include "arch.h"
 #include "config.h"
 #include "http.h"
 #include "jsonx.h"
@@ -163,9 +164,11 @@ void sl_h_daemon_get(struct sl_req *r)
         }
         sl_resp_bytes(r, 200, "text/plain; charset=utf-8", b.p, b.len);
         sl_buf_free(&b);
+    } else if (!strcmp(what, "plugins")) {
+        sl_resp_json_new(r, 200, sl_arch_plugins_json());
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid 'what=%s' request: unrecognized 'what=%s' query (valid: smap, bmd, config, "
-                     "snode, node_status, software_version, log)", what, what);
+                     "snode, node_status, software_version, log, plugins)", what, what);
     }
 }
 

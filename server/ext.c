@@ -3,6 +3,9 @@
  * modules. Each module registers nothing; this file is the table.
  */
 #include "prx.h"
+#include "arch_job.h"
+
+#include <string.h>
 
 bool sl_prx_bucket_post_ext(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
 {
@@ -24,8 +27,8 @@ bool sl_prx_bucket_get_ext(struct sl_req *r, const char *bucket, struct sl_actms
 
 bool sl_prx_bucket_put_begin(struct sl_req *r, const char *bucket)
 {
-    (void)r, (void)bucket;
-    return false;
+    (void)bucket;
+    return sl_arch_job_put_begin(r);
 }
 
 const char *sl_prx_bucket_post_actions(void)
@@ -47,16 +50,21 @@ const char *sl_prx_bucket_get_actions(void)
 
 bool sl_route_ext_more(struct sl_req *r)
 {
-    (void)r;
+    if (!strcmp(r->path, "/v1/internal/archive")) {
+        sl_arch_job_internal(r);
+        return true;
+    }
     return false;
 }
 
+#include "arch.h"
 #include "tgt.h"
 
 bool sl_tgt_get_ext(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
-    (void)b, (void)name, (void)nlen;
-    const char *unsupported[] = { "archpath", "archregx", "archmode", "etl_name" };
+    if (sl_arch_get(r, b, name, nlen))
+        return true;
+    const char *unsupported[] = { "etl_name" };
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
         const char *v = sl_req_query(r, unsupported[i]);
         if (v && *v) {
@@ -69,8 +77,9 @@ bool sl_tgt_get_ext(struct sl_req *r, const struct sl_bck *b, const char *name, 
 
 bool sl_tgt_put_ext(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
-    (void)b, (void)name, (void)nlen;
-    const char *unsupported[] = { "append_type", "archpath", "object_to" };
+    if (sl_arch_put(r, b, name, nlen))
+        return true;
+    const char *unsupported[] = { "append_type", "object_to" };
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
         const char *v = sl_req_query(r, unsupported[i]);
         if (v && *v) {

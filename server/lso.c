@@ -3,8 +3,10 @@
  */
 #include "lso.h"
 #include "jsonx.h"
+#include "log.h"
 #include "md.h"
 #include "store.h"
+#include "arch.h"
 
 #include <msgpack.h>
 #include <stdio.h>
@@ -251,8 +253,32 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
         }
     }
     bool norec = (m->flags & SL_LSO_NO_RECURSION) != 0;
+    bool archdir = (m->flags & SL_LSO_ARCH_DIR) != 0;
     char lastdir[SL_MAX_OBJNAME + 2];
     size_t lastdir_len = 0;
+    int nobj = 0; /* entries that count toward the page size (not shard members) */
+    if (archdir && plen && !m->token[0]) {
+        /* a prefix that reaches into a shard ("a/b.tar/dir/"): that shard's members */
+        for (size_t i = plen; i > 0; i--) {
+            if (m->prefix[i - 1] != '/' || i < 2)
+                continue;
+            size_t sl = i - 1;
+            if (!sl_arch_format_by_name(m->prefix, sl))
+                continue;
+            struct sl_objmd md;
+            struct sl_mpath *mp;
+            struct sl_err e2;
+            if (sl_obj_stat(b, m->prefix, sl, &md, &mp, &e2) == 1) {
+                struct sl_lsent *e = sl_lspage_add(out);
+                fill_entry(e, m->prefix, sl, &md, m, node_id, mp->path);
+                e->flags |= SL_ENT_IS_ARCH;
+                sl_objmd_free(&md);
+                if (sl_arch_list_members(b, m->prefix, sl, m->prefix + i, plen - i, m, out, err) < 0)
+                    rc = -1;
+                goto done;
+            }
+        }
+    }
     for (;;) {
         int best = -1;
         const char *bn = NULL;
@@ -270,10 +296,14 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
         }
         if (best < 0)
             break; /* exhausted */
-        if (out->n >= m->pagesize) {
-            /* more remain: continuation token = last name returned */
-            struct sl_lsent *last = &out->ents[out->n - 1];
-            out->token = sl_xstrndup(last->name, last->nlen);
+        if (nobj >= m->pagesize) {
+            /* more remain: continuation token = last object returned */
+            for (int i = out->n - 1; i >= 0; i--) {
+                if (!(out->ents[i].flags & SL_ENT_IN_ARCH)) {
+                    out->token = sl_xstrndup(out->ents[i].name, out->ents[i].nlen);
+                    break;
+                }
+            }
             break;
         }
         if (norec) {
@@ -287,6 +317,7 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
                     e->flags = SL_ENT_DIR;
                     memcpy(lastdir, bn, dl);
                     lastdir_len = dl;
+                    nobj++;
                 }
                 /* skip the whole virtual directory: seek past "prefix/seg/" */
                 char *seek = sl_xstrndup(bn, dl);
@@ -303,6 +334,15 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
         }
         struct sl_lsent *e = sl_lspage_add(out);
         fill_entry(e, bn, bl, sl_md_iter_md(its[best]), m, node_id, sl_store_mpath(best)->path);
+        nobj++;
+        if (archdir && sl_arch_format_by_name(bn, bl)) {
+            e->flags |= SL_ENT_IS_ARCH;
+            char *nm = sl_xstrndup(bn, bl); /* the iterator's buffer moves on below */
+            struct sl_err e2;
+            if (sl_arch_list_members(b, nm, bl, "", 0, m, out, &e2) < 0)
+                sl_logw("listing members of %s/%s: %s", b->name, nm, e2.msg);
+            free(nm);
+        }
         have[best] = sl_md_iter_next(its[best]);
         if (have[best] < 0) {
             rc = sl_errf(err, SL_EIO, "listing %s: metadata read failed", b->name);
@@ -317,22 +357,37 @@ done:
     return rc;
 }
 
+/* entries flagged in-archive travel with the shard entry before them */
+static int group_len(const struct sl_lspage *p, int i)
+{
+    int n = 1;
+    while (i + n < p->n && (p->ents[i + n].flags & SL_ENT_IN_ARCH))
+        n++;
+    return n;
+}
+
 void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspage *out)
 {
     int *pos = sl_xcalloc((size_t)(nin ? nin : 1), sizeof(int));
     bool more = false;
+    int nobj = 0;
     /* A target that returned a full page may hold names beyond its last one,
      * so the merged page must stop at the smallest such last name. */
     const struct sl_lsent *limit = NULL;
     for (int i = 0; i < nin; i++) {
         if (in[i].token && in[i].token[0] && in[i].n) {
-            const struct sl_lsent *l = &in[i].ents[in[i].n - 1];
-            if (!limit || name_cmp(l->name, l->nlen, limit->name, limit->nlen) < 0)
+            const struct sl_lsent *l = NULL;
+            for (int k = in[i].n - 1; k >= 0 && !l; k--)
+                if (!(in[i].ents[k].flags & SL_ENT_IN_ARCH))
+                    l = &in[i].ents[k];
+            if (l && (!limit || name_cmp(l->name, l->nlen, limit->name, limit->nlen) < 0))
                 limit = l;
         }
     }
     char *limname = limit ? sl_xstrndup(limit->name, limit->nlen) : NULL;
     size_t limlen = limit ? limit->nlen : 0;
+    char *lastname = NULL;
+    size_t lastlen = 0;
     for (;;) {
         int best = -1;
         for (int i = 0; i < nin; i++) {
@@ -346,21 +401,31 @@ void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspa
         if (best < 0)
             break;
         struct sl_lsent *src = &in[best].ents[pos[best]];
-        if (out->n >= pagesize || (limname && name_cmp(src->name, src->nlen, limname, limlen) > 0)) {
+        if (nobj >= pagesize || (limname && name_cmp(src->name, src->nlen, limname, limlen) > 0)) {
             more = true;
             break;
         }
-        struct sl_lsent *dst = sl_lspage_add(out);
-        *dst = *src;
-        memset(src, 0, sizeof(*src));
-        pos[best]++;
+        int g = group_len(&in[best], pos[best]);
+        for (int k = 0; k < g; k++) {
+            struct sl_lsent *dst = sl_lspage_add(out);
+            *dst = in[best].ents[pos[best] + k];
+            memset(&in[best].ents[pos[best] + k], 0, sizeof(struct sl_lsent));
+        }
+        nobj++;
+        pos[best] += g;
+        free(lastname);
+        lastname = sl_xstrndup(out->ents[out->n - g].name, out->ents[out->n - g].nlen);
+        lastlen = out->ents[out->n - g].nlen;
         /* collapse duplicates (virtual directories reported by several targets) */
         for (int i = 0; i < nin; i++) {
-            while (pos[i] < in[i].n && name_cmp(in[i].ents[pos[i]].name, in[i].ents[pos[i]].nlen, dst->name,
-                                                dst->nlen) == 0) {
-                ent_free(&in[i].ents[pos[i]]);
-                memset(&in[i].ents[pos[i]], 0, sizeof(struct sl_lsent));
-                pos[i]++;
+            while (pos[i] < in[i].n &&
+                   name_cmp(in[i].ents[pos[i]].name, in[i].ents[pos[i]].nlen, lastname, lastlen) == 0) {
+                int gg = group_len(&in[i], pos[i]);
+                for (int k = 0; k < gg; k++) {
+                    ent_free(&in[i].ents[pos[i] + k]);
+                    memset(&in[i].ents[pos[i] + k], 0, sizeof(struct sl_lsent));
+                }
+                pos[i] += gg;
             }
         }
     }
@@ -369,8 +434,9 @@ void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspa
     free(limname);
     free(out->token);
     out->token = NULL;
-    if (more && out->n)
-        out->token = sl_xstrndup(out->ents[out->n - 1].name, out->ents[out->n - 1].nlen);
+    if (more && lastname)
+        out->token = sl_xstrndup(lastname, lastlen);
+    free(lastname);
     free(pos);
 }
 

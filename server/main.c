@@ -4,6 +4,7 @@
  * shuts down cleanly (a clean shutdown lets the next start skip the full
  * reconcile).
  */
+#include "arch.h"
 #include "cluster.h"
 #include "config.h"
 #include "http.h"
@@ -277,6 +278,11 @@ int main(int argc, char **argv)
         return 1;
     }
     sl_bmd_listen(sl_tgt_bmd_changed);
+    if (sl_arch_init(sl_conf->plugins_dir, &err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 1;
+    }
 
     if (sl_start_cluster(&err) < 0) {
         sl_loge("%s", err.msg);
@@ -326,6 +332,7 @@ int main(int argc, char **argv)
     sl_http_stop();
     if (sl_is_target())
         sl_store_close(true);
+    sl_arch_fini();
     sl_node_close();
     sl_logi("%s stopped", G.name);
     sl_log_close();

@@ -692,20 +692,15 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
         return sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(e));
     }
     sl_fault("delete-after-unlink");
-    struct sl_md_op ops[2] = { { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen } };
-    int nops = 1;
-    char *auxk = NULL;
-    if (md.flags & SL_OBJ_F_ARCHIDX) {
-        struct sl_buf ak;
-        sl_buf_init(&ak);
-        sl_buf_printf(&ak, "idx/%llu/", (unsigned long long)b->bid);
-        sl_buf_add(&ak, name, nlen);
-        auxk = sl_buf_steal(&ak);
-        ops[nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX, .key = auxk, .klen = strlen(auxk) };
-    }
+    unsigned char ak[SL_OBJ_AUX_PREFIX];
+    sl_obj_aux_prefix(b->bid, name, nlen, ak);
+    struct sl_md_op ops[2] = {
+        { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen },
+        { .kind = SL_MD_DEL_AUX_PREFIX, .key = (const char *)ak, .klen = sizeof(ak) },
+    };
+    int nops = 2;
     rc = sl_md_commit(mp->md, ops, nops, true, err);
     pthread_rwlock_unlock(lk);
-    free(auxk);
     sl_buf_free(&fqn);
     sl_objmd_free(&md);
     return rc;
@@ -746,29 +741,131 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     return rc;
 }
 
-int sl_obj_set_aux(const struct sl_bck *b, const char *name, size_t nlen, const char *auxkey, const void *val,
-                   size_t vlen, struct sl_err *err)
+/* ---- side data and in-place edits ---- */
+
+void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned char out[SL_OBJ_AUX_PREFIX])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)name, nlen, d);
+    out[0] = 'i';
+    out[1] = 'x';
+    for (int i = 0; i < 8; i++)
+        out[2 + i] = (unsigned char)(bid >> (56 - 8 * i));
+    memcpy(out + 10, d, 16);
+}
+
+struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen)
 {
     struct sl_mpath *mp = locate(b, name, nlen);
-    if (!mp)
+    return mp ? mp->md : NULL;
+}
+
+int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, struct sl_obj_edit *e,
+                      struct sl_err *err)
+{
+    memset(e, 0, sizeof(*e));
+    e->fd = -1;
+    e->mp = locate(b, name, nlen);
+    if (!e->mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
-    struct sl_objmd md;
-    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
+    int rc = sl_md_obj_get(e->mp->md, b->bid, name, nlen, &e->md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
+        if (rc == 0) {
+            char cn[400];
+            sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+            sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+        }
         return -1;
     }
-    md.flags |= SL_OBJ_F_ARCHIDX;
+    struct sl_buf fqn;
+    sl_buf_init(&fqn);
+    sl_obj_fqn(&fqn, e->mp, b->name, name, nlen, e->md.fname);
+    e->fd = open(fqn.p, O_RDWR | O_CLOEXEC);
+    if (e->fd < 0) {
+        int en = errno;
+        pthread_rwlock_unlock(lk);
+        sl_objmd_free(&e->md);
+        sl_buf_free(&fqn);
+        return sl_errf(err, SL_EIO, "cannot open %s for writing: %s", fqn.p, strerror(en));
+    }
+    e->lk = lk;
+    e->fqn = sl_buf_steal(&fqn);
+    sl_bck_copy(&e->b, b);
+    e->name = sl_xstrndup(name, nlen);
+    e->nlen = nlen;
+    return 0;
+}
+
+int sl_obj_edit_mark(struct sl_obj_edit *e, int64_t off, int64_t orig_size, struct sl_err *err)
+{
+    char val[64];
+    snprintf(val, sizeof(val), "%lld %lld", (long long)off, (long long)orig_size);
+    e->mark = sl_xasprintf("A:%s", e->fqn + strlen(e->mp->path) + 1);
+    struct sl_md_op op = { .kind = SL_MD_PUT_PENDING, .key = e->mark, .klen = strlen(e->mark), .val = val,
+                           .vlen = strlen(val) };
+    return sl_md_commit(e->mp->md, &op, 1, true, err);
+}
+
+static void edit_release(struct sl_obj_edit *e)
+{
+    if (e->mark) {
+        struct sl_md_op op = { .kind = SL_MD_DEL_PENDING, .key = e->mark, .klen = strlen(e->mark) };
+        sl_md_commit(e->mp->md, &op, 1, true, NULL);
+    }
+    if (e->fd >= 0)
+        close(e->fd);
+    if (e->lk)
+        pthread_rwlock_unlock((pthread_rwlock_t *)e->lk);
+    sl_objmd_free(&e->md);
+    sl_bck_release(&e->b);
+    free(e->name);
+    free(e->fqn);
+    free(e->mark);
+    memset(e, 0, sizeof(*e));
+    e->fd = -1;
+}
+
+int sl_obj_edit_commit(struct sl_obj_edit *e, struct sl_err *err)
+{
+    struct stat st;
+    if ((wp_data == SL_WP_IMMEDIATE && fsync(e->fd) < 0) || fstat(e->fd, &st) < 0) {
+        sl_errf(err, SL_EIO, "%s: %s", e->fqn, strerror(errno));
+        edit_release(e);
+        return -1;
+    }
+    struct sl_objmd md = e->md;
+    md.custom = NULL;
+    md.ncustom = 0;
+    for (int i = 0; i < e->md.ncustom; i++)
+        sl_objmd_set_custom(&md, e->md.custom[i].k, e->md.custom[i].v);
+    md.size = (uint64_t)st.st_size;
+    if (md.cksum_type != SL_CK_NONE && sl_cksum_fd(md.cksum_type, e->fd, md.cksum) < 0) {
+        sl_objmd_free(&md);
+        sl_errf(err, SL_EIO, "%s: cannot checksum after the append: %s", e->fqn, strerror(errno));
+        edit_release(e);
+        return -1;
+    }
+    if (e->b.versioning)
+        md.version++;
+    md.mtime = md.atime = sl_now_ns();
     struct sl_md_op ops[2] = {
-        { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md },
-        { .kind = SL_MD_PUT_AUX, .key = auxkey, .klen = strlen(auxkey), .val = val, .vlen = vlen },
+        { .kind = SL_MD_PUT_OBJ, .bid = e->b.bid, .name = e->name, .nlen = e->nlen, .md = &md },
+        { .kind = SL_MD_DEL_PENDING, .key = e->mark, .klen = e->mark ? strlen(e->mark) : 0 },
     };
-    rc = sl_md_commit(mp->md, ops, 2, true, err);
-    pthread_rwlock_unlock(lk);
+    int rc = sl_md_commit(e->mp->md, ops, e->mark ? 2 : 1, true, err);
     sl_objmd_free(&md);
+    free(e->mark);
+    e->mark = NULL; /* cleared in the same transaction */
+    edit_release(e);
     return rc;
+}
+
+void sl_obj_edit_abort(struct sl_obj_edit *e)
+{
+    edit_release(e);
 }
 
 /* ---- bucket removal ---- */
@@ -816,9 +913,43 @@ struct fsck_ctx {
     int recovered, dropped;
 };
 
+/* An in-place append that did not commit: restore the old bytes. */
+static void undo_append(struct fsck_ctx *fc, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    char *path = sl_xasprintf("%s/%.*s", fc->mp->path, (int)(klen - 2), key + 2);
+    char v[64];
+    snprintf(v, sizeof(v), "%.*s", (int)SL_MIN(vlen, 63), val);
+    long long off = 0, size = 0;
+    if (sscanf(v, "%lld %lld", &off, &size) == 2 && off >= 0 && size >= off) {
+        int fd = open(path, O_RDWR);
+        if (fd >= 0) {
+            int ok = ftruncate(fd, (off_t)size) == 0;
+            static const char zeros[4096];
+            for (long long p = off; ok && p < size;) {
+                size_t n = (size_t)SL_MIN(size - p, (long long)sizeof(zeros));
+                if (pwrite(fd, zeros, n, (off_t)p) != (ssize_t)n)
+                    ok = 0;
+                p += (long long)n;
+            }
+            fsync(fd);
+            close(fd);
+            fc->recovered++;
+            sl_logi("fsck %s: rolled back an interrupted append to %s (back to %lld bytes)", fc->mp->path, path,
+                    size);
+        }
+    }
+    free(path);
+}
+
 static int pending_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
     struct fsck_ctx *fc = arg;
+    if (klen > 2 && key[0] == 'A' && key[1] == ':') {
+        undo_append(fc, key, klen, val, vlen);
+        struct sl_md_op op = { .kind = SL_MD_DEL_PENDING, .key = key, .klen = klen };
+        sl_md_commit(fc->mp->md, &op, 1, true, NULL);
+        return 0;
+    }
     char *work = sl_xasprintf("%s/%.*s", fc->mp->path, (int)klen, key);
     char *fin = sl_xasprintf("%s/%.*s", fc->mp->path, (int)vlen, val);
     struct stat st;

@@ -79,9 +79,37 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
 /* Merge (or replace) custom metadata. */
 int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
                       bool replace, struct sl_err *err);
-/* Update flags and aux data of an object in one commit (e.g. shard index). */
-int sl_obj_set_aux(const struct sl_bck *b, const char *name, size_t nlen, const char *auxkey, const void *val,
-                   size_t vlen, struct sl_err *err);
+
+/* In-place edit of an existing object (true append to a tar shard), under
+ * the object's write lock from begin to commit/abort. A crash in between is
+ * undone at start-up from the marker set by sl_obj_edit_mark: the file is
+ * truncated to its old size and the overwritten range [off, old size) is
+ * zeroed again (an end-of-archive marker), so the old object remains. */
+struct sl_obj_edit {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    struct sl_mpath *mp;
+    void *lk;
+    struct sl_objmd md;
+    char *fqn;
+    char *mark;          /* pending-marker key, set by sl_obj_edit_mark */
+    int fd;              /* O_RDWR */
+};
+int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, struct sl_obj_edit *e,
+                      struct sl_err *err);
+int sl_obj_edit_mark(struct sl_obj_edit *e, int64_t off, int64_t orig_size, struct sl_err *err);
+/* fsync per policy, recompute the checksum over the whole file, bump the
+ * version, commit the metadata, drop the marker, unlock. */
+int sl_obj_edit_commit(struct sl_obj_edit *e, struct sl_err *err);
+void sl_obj_edit_abort(struct sl_obj_edit *e);
+
+/* Aux-key prefix of an object's side data (shard index): "ix" + bid + 16
+ * bytes of sha256(name); SL_OBJ_AUX_PREFIX bytes. */
+#define SL_OBJ_AUX_PREFIX 26
+void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned char out[SL_OBJ_AUX_PREFIX]);
+/* The LMDB environment holding an object's metadata (its mountpath's). */
+struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen);
 
 /* Remove a bucket's data and metadata from every mountpath. */
 int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err);

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "node.h"
 #include "prx.h"
+#include "arch.h"
 #include "reb.h"
 #include "xact.h"
 #include "stats.h"
@@ -370,6 +371,15 @@ static void put_done(struct sl_req *r)
         sl_job_add(&c->job->in_objs, 1);
         sl_job_add(&c->job->in_bytes, sz);
     }
+    {
+        const char *nm;
+        size_t nl;
+        char *bk = NULL;
+        if (sl_req_obj_path(r, &bk, &nm, &nl, &err) == 0) {
+            sl_arch_after_put(&c->b, nm, nl); /* plain tars get their member index */
+            free(bk);
+        }
+    }
     add_obj_headers(r, &md);
     sl_objmd_free(&md);
     sl_resp_empty(r, 200);
@@ -422,10 +432,12 @@ static void obj_put(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    if (sl_tgt_put_ext(r, &c->b, name, nlen)) {
+        put_ctx_free(c);
+        return;
+    }
     r->ctx = c;
     r->on_cleanup = put_cleanup;
-    if (sl_tgt_put_ext(r, &c->b, name, nlen))
-        return;
     const char *ckt = sl_req_header(r, "Ais-Checksum-Type");
     const char *ckv = sl_req_header(r, "Ais-Checksum-Value");
     int ctype = -1;

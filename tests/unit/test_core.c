@@ -9,6 +9,7 @@
 #include "jsonx.h"
 #include "lso.h"
 #include "meta.h"
+#include "template.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -281,8 +282,53 @@ static void t_merge(void)
     sl_lspage_free(&in[1]);
 }
 
+static void t_template(void)
+{
+    struct sl_tmpl *t;
+    struct sl_err err;
+    struct sl_buf b;
+    sl_buf_init(&b);
+    TAP_OK(sl_tmpl_parse("shard-{0000..0099..2}.tar", &t, &err) == 0, "parse range with step");
+    TAP_EQ_INT(sl_tmpl_count(t), 50, "count with step");
+    sl_tmpl_at(t, 0, &b);
+    TAP_EQ_STR(b.p, "shard-0000.tar", "first, zero padded");
+    sl_tmpl_at(t, 49, &b);
+    TAP_EQ_STR(b.p, "shard-0098.tar", "last");
+    TAP_EQ_INT(sl_tmpl_at(t, 50, &b), -1, "past the end");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("prefix-{0010..0013..2}-gap-{1..2}-suffix", &t, &err) == 0, "two groups");
+    TAP_EQ_INT(sl_tmpl_count(t), 4, "2 x 2");
+    sl_tmpl_at(t, 1, &b);
+    TAP_EQ_STR(b.p, "prefix-0010-gap-2-suffix", "last group varies fastest");
+    sl_tmpl_at(t, 3, &b);
+    TAP_EQ_STR(b.p, "prefix-0012-gap-2-suffix", "last combination");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("pre-@00100", &t, &err) == 0 && sl_tmpl_count(t) == 101, "at-style");
+    sl_tmpl_at(t, 7, &b);
+    TAP_EQ_STR(b.p, "pre-00007", "at-style padding");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("shard-%06d", &t, &err) == 0 && sl_tmpl_count(t) == UINT64_MAX, "printf counter");
+    sl_tmpl_at(t, 42, &b);
+    TAP_EQ_STR(b.p, "shard-000042", "printf padding");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("x{a,bb,c}y", &t, &err) == 0 && sl_tmpl_count(t) == 3, "list");
+    sl_tmpl_at(t, 1, &b);
+    TAP_EQ_STR(b.p, "xbby", "list item");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("train/", &t, &err) == 0 && !sl_tmpl_is_range(t) && !strcmp(sl_tmpl_prefix(t), "train/"),
+           "no range = prefix");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("*", &t, &err) == 0 && !strcmp(sl_tmpl_prefix(t), ""), "* = everything");
+    sl_tmpl_free(t);
+    TAP_OK(sl_tmpl_parse("a{5..1}", &t, &err) < 0, "reversed range refused");
+    TAP_OK(sl_tmpl_parse("a{1..2", &t, &err) < 0, "unclosed brace refused");
+    TAP_OK(sl_tmpl_parse("{0..9999}{0..9999}", &t, &err) < 0 && strstr(err.msg, "more than"), "expansion cap");
+    sl_buf_free(&b);
+}
+
 int main(void)
 {
+    t_template();
     t_sizes();
     t_durations();
     t_strings();

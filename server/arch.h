@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT
+ * arch.h: shards on a target, through the format plugins (plugins/plug.h):
+ * reading one member (?archpath=), several as a tar stream (?archregx=&
+ * archmode=), the per-shard member index of plain tars (kept in the
+ * mountpath's LMDB; one lookup = one seek), writing/appending a member
+ * (PUT ?archpath= with Ais-Pine), and listing shard contents.
+ */
+#ifndef SL_ARCH_H
+#define SL_ARCH_H
+
+#include "http.h"
+#include "lso.h"
+#include "meta.h"
+#include "md.h"
+#include <jansson.h>
+
+struct sl_plug;
+struct sl_plug_reg;
+
+/* Load the plugins (dir "" = <dir of shaled>/../lib/shale, else PREFIX/lib/shale). */
+int sl_arch_init(const char *dir, struct sl_err *err);
+void sl_arch_fini(void);
+const struct sl_plug_reg *sl_arch_reg(void);
+json_t *sl_arch_plugins_json(void);
+/* ".tar, .tgz, .tar.gz, .zip, .tar.lz4" as loaded */
+const char *sl_arch_supported(void);
+/* Format by the object's name only (listing: "detected by extension"). */
+const struct sl_plug *sl_arch_format_by_name(const char *name, size_t nlen);
+/* Full detection: archmime, else extension, else magic bytes read from fd. */
+const struct sl_plug *sl_arch_format_of(const char *name, size_t nlen, const char *archmime, int fd);
+
+/* Target GET with archpath/archregx+archmode/archindex: true when handled. */
+bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+/* Target PUT with archpath (+ Ais-Pine): true when handled. */
+bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+
+/* (Re)build the member index of a plain-tar object; 0, or -1 (SL_EUNSUPP for
+ * formats without an index). */
+int sl_arch_index_build(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* After any write of an object: index it when it is a plain tar (best effort). */
+void sl_arch_after_put(const struct sl_bck *b, const char *name, size_t nlen);
+
+/* Append "shard/member" entries (flag 128) of the shard name[0..nlen) to out,
+ * members whose name starts with mprefix (may be ""). */
+int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
+                         const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err);
+
+/* Match a member name for archmode regexp|prefix|suffix|substr|wdskey; -1 on a
+ * bad mode or pattern (err). */
+struct sl_arch_match;
+int sl_arch_match_new(const char *mode, const char *pattern, struct sl_arch_match **out, struct sl_err *err);
+bool sl_arch_match(const struct sl_arch_match *m, const char *name, size_t len);
+void sl_arch_match_free(struct sl_arch_match *m);
+
+#endif
