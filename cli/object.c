@@ -590,8 +590,9 @@ int cmd_get(int argc, char **argv)
         if (!d.to_stdout && !ret) {
             char sz[32];
             sl_format_size(d.n, sz, sizeof(sz));
-            printf("GET \"%s\" from bucket \"%s://%s\" as \"%s\" [%s]\n", u.obj, sl_provider_scheme(u.provider),
-                   u.bucket, out, sz);
+            const char *ap = opt_str(&o, "archpath");
+            printf("GET \"%s%s%s\" from bucket \"%s://%s\" as \"%s\" [%s]\n", u.obj, ap && *ap ? "/" : "",
+                   ap && *ap ? ap : "", sl_provider_scheme(u.provider), u.bucket, out, sz);
         }
     }
     if (d.out && !d.to_stdout)

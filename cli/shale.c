@@ -21,6 +21,7 @@ static const struct {
     { "object", cmd_object, "object show|get|put|rm           object verbs" },
     { "rmo", cmd_rmo, "rmo ais://B/O ...                delete objects" },
     { "show", cmd_show, "show cluster                     cluster map, nodes, capacity" },
+    { "archive", cmd_archive, "archive put|get|ls|bucket|gen-shards   shards (tar, tgz, zip, tar.lz4)" },
     { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard)" },
     { "cluster", cmd_cluster, "cluster maintenance start|stop NODE | decommission NODE   membership" },
     { "playground", cmd_playground, "playground start|stop|status|add-target --dir DIR   local node or cluster" },
