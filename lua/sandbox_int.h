@@ -94,8 +94,6 @@ static inline struct sl_lua_state *sl_lua_S(lua_State *L)
  * S->refused = true) when it would exceed the cap. Never raises. */
 int sl_lua_mem_charge(struct sl_lua_state *S, size_t n);
 void sl_lua_mem_uncharge(struct sl_lua_state *S, size_t n);
-/* Bytes the call may still allocate (0 when over). */
-size_t sl_lua_mem_avail(const struct sl_lua_state *S);
 
 /* True when the call's deadline has passed (marks the call timed out and
  * arms the every-instruction hook). Never raises; lets C loops clean up
