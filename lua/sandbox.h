@@ -13,11 +13,14 @@
  * threads at once. Lua states are pooled per calling thread (no locks on the
  * call path); compiled chunks are cached per state by SHA-256 of
  * (name, source). A thread's states are closed when the thread exits, or
- * earlier with sl_lua_thread_cleanup().
+ * earlier with sl_lua_thread_cleanup(). A call needs about 1.5 MiB of free
+ * C stack on the calling thread (its C stack budget shrinks on smaller
+ * stacks).
  *
  * Error codes (struct sl_err.code, from server/sl.h):
  *   SL_EINVAL     the script is at fault: syntax error, bytecode refused,
- *                 runtime error (error(), bad index, stack overflow, ...),
+ *                 runtime error (error(), bad index, Lua stack overflow,
+ *                 C stack overflow from nested coroutines/callbacks, ...),
  *                 a result that cannot cross the boundary (function, cycle)
  *   SL_ENOENT     the script compiled and ran but fn_name is not a function
  *   SL_ETIMEOUT   the wall-time budget (limits.timeout_ns) ran out
