@@ -1039,7 +1039,13 @@ static int append_in_place(struct arch_put *a, struct sl_err *err)
         sl_obj_edit_abort(&ed);
         return -1;
     }
-    if (add_spooled(a, ap.w, err) < 0 || sl_plug_append_commit(&ap, err) < 0) {
+    if (add_spooled(a, ap.w, err) < 0) {
+        sl_plug_append_abort(&ap);
+        sl_obj_edit_abort(&ed);
+        return -1;
+    }
+    sl_fault("append-before-commit");
+    if (sl_plug_append_commit(&ap, err) < 0) {
         sl_plug_append_abort(&ap);
         sl_obj_edit_abort(&ed);
         return -1;
@@ -1122,8 +1128,7 @@ bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, siz
                      cn, pine_h);
         return true;
     }
-    while (*archpath == '/')
-        archpath++;
+    /* unlike GET, a leading '/' is not stripped: an absolute member name is refused */
     size_t al = strlen(archpath);
     if (sl_plug_member_name_check(archpath, al, &err) < 0) {
         sl_err_wrap(&err, "PUT %s?archpath", cn);

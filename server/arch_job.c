@@ -445,6 +445,7 @@ static void *ajob_main(void *arg)
     }
     if (rc == 0) {
         if (a->appending) {
+            /* commit closes the writer (and aborts on failure) */
             if (sl_plug_append_commit(&a->ap, &a->err) < 0) {
                 sl_obj_edit_abort(&a->edit);
                 rc = -1;
@@ -452,6 +453,7 @@ static void *ajob_main(void *arg)
                 rc = -1;
             }
             a->appending = false;
+            a->w = NULL;
         } else if (sl_plug_writer_finish(a->w, &a->err) < 0) {
             rc = -1;
         } else {
@@ -465,8 +467,9 @@ static void *ajob_main(void *arg)
             sl_arch_after_put(&a->dst, a->m.archname, strlen(a->m.archname));
     }
     if (a->appending) {
-        sl_plug_append_abort(&a->ap);
+        sl_plug_append_abort(&a->ap); /* closes the writer */
         sl_obj_edit_abort(&a->edit);
+        a->w = NULL;
     } else {
         sl_plug_writer_close(a->w);
         if (a->put)

@@ -141,7 +141,8 @@ int sl_fsync_dir(const char *path);
 
 /* Fault injection for crash tests: SHALE_FAULT=<point>[,<point>...] in the
  * environment makes the process _exit(137) (as if SIGKILLed) when it reaches
- * that point. Points: put-after-write, put-after-commit, delete-after-unlink. */
+ * that point. Points: put-after-write, put-after-commit, delete-after-unlink,
+ * append-before-commit. */
 void sl_fault_init(void);
 void sl_fault(const char *point);
 
