@@ -274,8 +274,29 @@ void sl_resp_json_new(struct sl_req *r, int status, json_t *j)
     json_decref(j);
 }
 
+/* An error decided before the body was read: if the client is already
+ * sending a (modest) body, read and drop it first, so the client gets the
+ * answer instead of a reset connection. */
+static bool defer_error(struct sl_req *r, const struct sl_err *e)
+{
+    if (!r->in_headers || r->responded)
+        return false;
+    const char *te = sl_req_header(r, "Transfer-Encoding");
+    const char *expect = sl_req_header(r, "Expect");
+    bool body = r->content_length > 0 || (te && strcasestr(te, "chunked"));
+    if (!body || expect || (r->content_length > 16 * (int64_t)SL_MIB))
+        return false;
+    if (e != &r->err)
+        r->err = *e;
+    r->failed = true;
+    r->body_mode = SL_BODY_DISCARD;
+    return true;
+}
+
 void sl_resp_err(struct sl_req *r, const struct sl_err *e)
 {
+    if (defer_error(r, e))
+        return;
     int status = sl_err_status(e->code);
     json_t *o = json_object();
     const char *tc = sl_err_tcode(e->code);
@@ -453,7 +474,9 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
             sl_log_set_reqid(NULL);
             return MHD_YES;
         }
+        r->in_headers = true;
         sl_route(r);
+        r->in_headers = false;
         if (!r->responded && r->body_mode == SL_BODY_BUFFER && r->content_length > 0 &&
             (uint64_t)r->content_length > r->body_limit) {
             sl_resp_errf(r, SL_ETOOBIG, "request body of %lld bytes exceeds the limit of %llu bytes for %s %s",

@@ -61,6 +61,7 @@ struct sl_req {
     void *ctx;
     bool failed;                /* err holds the response */
     bool deferred;              /* bodiless: routed on the final call */
+    bool in_headers;            /* routing on the first call, body not read yet */
     struct sl_err err;
 
     /* response */
