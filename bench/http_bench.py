@@ -64,6 +64,7 @@ def children(pid):
 WRK_LUA = r'''
 local n = tonumber(os.getenv("BENCH_N") or "1")
 local prefix = os.getenv("BENCH_PREFIX")
+local suffix = os.getenv("BENCH_SUFFIX") or ""
 local method = os.getenv("BENCH_METHOD") or "GET"
 local bodyfile = os.getenv("BENCH_BODY")
 local body = nil
@@ -73,7 +74,7 @@ function setup(thread) thread:set("tid", counter); counter = counter + 1 end
 local i = 0
 function request()
   i = i + 1
-  local path = string.format("%s%05d", prefix, (i * 7 + tid * 131) % n)
+  local path = string.format("%s%05d%s", prefix, (i * 7 + tid * 131) % n, suffix)
   if method == "PUT" then
     return wrk.format("PUT", path, {["Content-Type"] = "application/octet-stream"}, body)
   end
@@ -82,8 +83,8 @@ end
 '''
 
 
-def wrk(url_base, prefix, n, method, conns, duration, body=None, pids=()):
-    env = dict(os.environ, BENCH_N=str(n), BENCH_PREFIX=prefix, BENCH_METHOD=method)
+def wrk(url_base, prefix, n, method, conns, duration, body=None, pids=(), suffix=""):
+    env = dict(os.environ, BENCH_N=str(n), BENCH_PREFIX=prefix, BENCH_METHOD=method, BENCH_SUFFIX=suffix)
     if body:
         env["BENCH_BODY"] = body
     c0 = cpu_seconds(pids)

@@ -4,10 +4,12 @@
 # reference measured in the same run. Installs wrk/nginx if missing.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
-for p in wrk nginx; do
-    command -v $p >/dev/null 2>&1 || { echo "installing $p"; apt-get install -y -q $p >/dev/null; }
+for p in wrk nginx bsdtar; do
+    command -v $p >/dev/null 2>&1 || { echo "installing $p"; apt-get install -y -q $([ $p = bsdtar ] && echo libarchive-tools || echo $p) >/dev/null; }
 done
 echo "== single node: shaled vs nginx =="
 /usr/bin/python3 "$HERE/http_bench.py" "$@"
 echo "== cluster: gateway/direct vs nginx, rebalance =="
 /usr/bin/python3 "$HERE/cluster_bench.py" "$@"
+echo "== shards: member reads, archive creation =="
+/usr/bin/python3 "$HERE/archive_bench.py" "$@"
