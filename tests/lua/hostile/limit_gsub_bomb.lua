@@ -1,4 +1,5 @@
 -- expect: ETOOBIG memory limit
+-- timeout_ms: 30000
 -- mem_mb: 16
 -- limit gsub bomb
 
