@@ -475,7 +475,8 @@ static size_t wr_down(char *p, size_t sz, size_t n, void *ud)
 int cmd_get(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "offset,length,archpath,archregx,archmode", "progress,yes") < 0)
+    if (opts_parse(&o, argc, argv, "offset,length,archpath,archregx,archmode,etl-name,etl-args,etl-pipeline",
+                   "progress,yes") < 0)
         return 1;
     if (o.argc < 1 || o.argc > 2) {
         fprintf(stderr, "Usage: shale get ais://BUCKET/OBJECT [OUT_FILE|OUT_DIR|-] [--offset N --length N]\n");
@@ -517,12 +518,15 @@ int cmd_get(int argc, char **argv)
     sl_buf_init(&url);
     sl_buf_printf(&url, "%s%s%s", cli_endpoint(), p, uri_query(&u));
     free(p);
-    static const char *qs[] = { "archpath", "archregx", "archmode" };
-    for (size_t i = 0; i < 3; i++) {
-        const char *v = opt_str(&o, qs[i]);
+    /* flag -> query parameter (etl-*: used by `shale etl object`) */
+    static const char *qs[][2] = { { "archpath", "archpath" }, { "archregx", "archregx" },
+                                   { "archmode", "archmode" }, { "etl-name", "etl_name" },
+                                   { "etl-args", "etl_args" }, { "etl-pipeline", "etl_pipeline" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(qs); i++) {
+        const char *v = opt_str(&o, qs[i][0]);
         if (v && *v) {
             char *e = sl_url_encode_query(v);
-            sl_buf_printf(&url, "&%s=%s", qs[i], e);
+            sl_buf_printf(&url, "&%s=%s", qs[i][1], e);
             free(e);
         }
     }

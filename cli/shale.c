@@ -22,6 +22,7 @@ static const struct {
     { "rmo", cmd_rmo, "rmo ais://B/O ...                delete objects" },
     { "show", cmd_show, "show cluster                     cluster map, nodes, capacity" },
     { "archive", cmd_archive, "archive put|get|ls|bucket|gen-shards   shards (tar, tgz, zip, tar.lz4)" },
+    { "etl", cmd_etl, "etl init|show|view-logs|stop|start|rm|object|bucket   Lua transforms on the targets" },
     { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard)" },
     { "cluster", cmd_cluster, "cluster maintenance start|stop NODE | decommission NODE   membership" },
     { "playground", cmd_playground, "playground start|stop|status|add-target --dir DIR   local node or cluster" },

@@ -114,6 +114,20 @@ void sl_lua_mem_uncharge(struct sl_lua_state *S, size_t n)
 
 /* ---- deadline ---------------------------------------------------------- */
 
+/* Set once when the process shuts down: every running call ends at its
+ * next hook or checkpoint as if its deadline had passed. */
+static volatile int sl_lua_cancelled;
+
+void sl_lua_cancel_all(void)
+{
+    __atomic_store_n(&sl_lua_cancelled, 1, __ATOMIC_RELAXED);
+}
+
+static bool sl_lua_before_deadline(const struct sl_lua_call *c)
+{
+    return sl_mono_ns() < c->deadline && !__atomic_load_n(&sl_lua_cancelled, __ATOMIC_RELAXED);
+}
+
 static void sl_lua_hook(lua_State *L, lua_Debug *ar);
 
 /* Record the timeout and make every following instruction raise, so that
@@ -160,7 +174,7 @@ static void sl_lua_hook(lua_State *L, lua_Debug *ar)
             c->cstack_over = true;
             c->timeout_line = line > 0 ? line : c->last_line;
             lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
-        } else if (sl_mono_ns() < c->deadline) {
+        } else if (sl_lua_before_deadline(c)) {
             return;
         } else {
             sl_lua_mark_timeout(L, c, line);
@@ -180,7 +194,7 @@ void sl_lua_checkpoint(lua_State *L)
         return;
     if (!c->timed_out && !c->cstack_over) {
         bool low = sl_lua_cstack_low(c);
-        if (!low && sl_mono_ns() < c->deadline)
+        if (!low && sl_lua_before_deadline(c))
             return;
         int line = sl_lua_script_line(L, c);
         if (low) {
@@ -251,7 +265,7 @@ bool sl_lua_deadline_passed(lua_State *L)
         return false;
     if (c->timed_out)
         return true;
-    if (sl_mono_ns() < c->deadline)
+    if (sl_lua_before_deadline(c))
         return false;
     sl_lua_mark_timeout(L, c, sl_lua_script_line(L, c));
     return true;

@@ -195,6 +195,10 @@ int sl_lua_call(const char *name, const char *src, size_t len, const char *fn_na
                 const struct sl_lua_val *args, int nargs, const struct sl_lua_limits *lim,
                 sl_lua_log_fn log_cb, void *log_ctx, struct sl_lua_val *result, struct sl_err *err);
 
+/* End every running and future call at its next check, as if its deadline
+ * had passed (SL_ETIMEOUT). For process shutdown; cannot be undone. */
+void sl_lua_cancel_all(void);
+
 /* Close this thread's pooled states now (they are also closed automatically
  * when the thread exits). Safe to call at any time outside a call. */
 void sl_lua_thread_cleanup(void);

@@ -144,6 +144,12 @@ static void limits(struct sl_fmt_limits *lim)
     lim->max_ratio = (uint32_t)sl_conf->arch_max_ratio;
 }
 
+void sl_arch_limits(struct sl_fmt_limits *lim)
+{
+    limits(lim);
+    lim->max_total_size = 0; /* for tar it would cap the archive size */
+}
+
 /* ---- index ---- */
 
 static void put_u64(unsigned char *p, uint64_t v)

@@ -29,6 +29,10 @@ const struct sl_plug *sl_arch_format_by_name(const char *name, size_t nlen);
 /* Full detection: archmime, else extension, else magic bytes read from fd. */
 const struct sl_plug *sl_arch_format_of(const char *name, size_t nlen, const char *archmime, int fd);
 
+/* Reader limits from the configuration (arch.*) for reading a whole shard. */
+struct sl_fmt_limits;
+void sl_arch_limits(struct sl_fmt_limits *lim);
+
 /* Target GET with archpath/archregx+archmode/archindex: true when handled. */
 bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 /* Target PUT with archpath (+ Ais-Pine): true when handled. */

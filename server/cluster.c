@@ -291,6 +291,7 @@ int sl_cluster_set_etlmd(json_t *doc)
         etlmd_listener(doc);
     if (primary)
         push_one("etlmd", json_incref(doc));
+    json_decref(doc);
     return 0;
 }
 
@@ -679,8 +680,9 @@ static void cluster_put_done(struct sl_req *r)
 
 /* ---- forwarding to the primary ---- */
 
-static void forward_done(struct sl_req *r)
+static void forward_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_smap *s = sl_smap_get();
     const struct sl_snode *p = sl_smap_primary(s);
     if (!p) {
@@ -698,8 +700,10 @@ static void forward_done(struct sl_req *r)
     const char *ct = sl_req_header(r, "Content-Type");
     (void)ct;
     struct sl_peer_resp pr;
-    int rc = sl_peer_call(r->method_str, url, h, nh, r->body.len ? r->body.p : NULL, r->body.len,
-                          sl_conf->cplane_timeout_ns / 1000000 * 5, &pr);
+    /* ETL init compiles and runs scripts on every target: allow for that */
+    int64_t tmo = sl_has_prefix(r->path, "/v1/etl") ? sl_conf->send_file_time_ns / 1000000
+                                                    : sl_conf->cplane_timeout_ns / 1000000 * 5;
+    int rc = sl_peer_call(r->method_str, url, h, nh, r->body.len ? r->body.p : NULL, r->body.len, tmo, &pr);
     if (rc < 0) {
         sl_resp_errf(r, SL_EUNAVAIL, "%s: forwarding to the primary failed: %s", G.name, pr.err);
     } else {
@@ -712,9 +716,19 @@ static void forward_done(struct sl_req *r)
     free(url);
 }
 
+static void forward_done(struct sl_req *r)
+{
+    sl_req_offload(r, forward_run, NULL, NULL);
+}
+
 static void forward_to_primary(struct sl_req *r)
 {
     sl_req_buffer_body(r, sl_conf->http_max_body_json, forward_done);
+}
+
+void sl_forward_to_primary(struct sl_req *r)
+{
+    forward_to_primary(r);
 }
 
 /* ---- job status aggregation (GET /v1/cluster?what=status|...) ---- */

@@ -25,6 +25,11 @@ json_t *sl_cluster_doc(const char *name);
 typedef void (*sl_doc_listener)(const json_t *doc);
 /* Called when a new EtlMD is installed (received or set locally). */
 void sl_cluster_doc_listen(sl_doc_listener fn);
+/* Non-primary gateway: relay the request (body and all) to the primary and
+ * its answer back. */
+struct sl_req;
+void sl_forward_to_primary(struct sl_req *r);
+
 /* Primary: bump the EtlMD version, persist, install and push (takes ownership). */
 int sl_cluster_set_etlmd(json_t *doc);
 

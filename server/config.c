@@ -102,6 +102,12 @@ static const struct key schema[] = {
 
     { "plugins.dir", T_STR, "", 0, NULL, "directory of format/sample-key plugins" },
 
+    { "etl.workers", T_INT, "0", F_LOCAL, NULL,
+      "threads that run Lua transforms and other long request work (0 = cores, at least 2)" },
+    { "etl.log_size", T_SIZE, "256KiB", 0, NULL, "script log kept per ETL on each target (oldest lines dropped)" },
+    { "etl.max_errors", T_INT, "1000", 0, NULL, "object errors kept per ETL on each target (oldest dropped)" },
+    { "etl.max_object_size", T_SIZE, "1GiB", 0, NULL, "largest object an object-mode transform accepts" },
+
     { "features", T_STR, "0", 0, NULL, NULL },
 
     { "shale.fsck", T_STR, "auto", F_LOCAL, "auto|quick|full", "startup reconcile of files and metadata" },
@@ -503,6 +509,10 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->arch_max_member_size = gz(doc, "arch.max_member_size");
     c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");
     c->lso_page_size = (int)gi(doc, "lso.page_size");
+    c->etl_workers = (int)gi(doc, "etl.workers");
+    c->etl_log_size = gz(doc, "etl.log_size");
+    c->etl_max_errors = (int)gi(doc, "etl.max_errors");
+    c->etl_max_object_size = gz(doc, "etl.max_object_size");
     c->fsck = sl_xstrdup(gs(doc, "shale.fsck"));
     if (gb(doc, "net.http.use_https")) {
         sl_errf(err, SL_EUNSUPP, "net.http.use_https: HTTPS is not supported yet; terminate TLS in front of Shale");

@@ -60,6 +60,10 @@ struct sl_config {
     uint64_t arch_max_member_size;/* arch.max_member_size */
     uint64_t arch_max_ratio;      /* arch.max_compression_ratio */
     int lso_page_size;            /* lso.page_size default */
+    int etl_workers;              /* etl.workers: background pool size (0 = auto) */
+    uint64_t etl_log_size;        /* etl.log_size */
+    int etl_max_errors;           /* etl.max_errors */
+    uint64_t etl_max_object_size; /* etl.max_object_size */
     char *fsck;                   /* shale.fsck: auto|quick|full */
     struct sl_config *retired;    /* older configs (kept alive, see sl_config_install) */
 };

@@ -3,6 +3,7 @@
  * response construction, AIStore error bodies.
  */
 #include "http.h"
+#include "bg.h"
 #include "jsonx.h"
 #include "log.h"
 #include "stats.h"
@@ -206,6 +207,9 @@ void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...)
     sl_hdr_add(r, k, tmp);
 }
 
+/* offload states */
+enum { OFFLOAD_NONE = 0, OFFLOAD_RUNNING, OFFLOAD_DONE };
+
 static void queue(struct sl_req *r, int status, struct MHD_Response *resp)
 {
     if (r->responded) {
@@ -218,9 +222,68 @@ static void queue(struct sl_req *r, int status, struct MHD_Response *resp)
     MHD_add_response_header(resp, "X-Request-Id", r->reqid);
     r->responded = true;
     r->status = status;
+    if (__atomic_load_n(&r->offload, __ATOMIC_ACQUIRE) == OFFLOAD_RUNNING) {
+        /* on a pool thread: MHD takes it when the connection resumes */
+        r->pending = resp;
+        r->pending_status = status;
+        return;
+    }
     if (MHD_queue_response((struct MHD_Connection *)r->conn, (unsigned)status, resp) != MHD_YES)
         sl_logw("could not queue response %d for %s %s", status, r->method_str, r->path ? r->path : r->raw_uri);
     MHD_destroy_response(resp);
+}
+
+struct offload {
+    struct sl_req *r;
+    sl_offload_fn fn;
+    void (*cancel)(void *);
+    void *arg;
+};
+
+static void offload_run(void *p)
+{
+    struct offload *o = p;
+    struct sl_req *r = o->r;
+    if (sl_bg_stopping()) {
+        if (o->cancel)
+            o->cancel(o->arg);
+        sl_resp_errf(r, SL_EUNAVAIL, "%s is shutting down; retry on another node or later", node_name);
+    } else {
+        o->fn(r, o->arg);
+        if (!r->responded)
+            sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s produced no response", r->method_str, r->path);
+    }
+    free(o);
+    __atomic_store_n(&r->offload, OFFLOAD_DONE, __ATOMIC_RELEASE);
+    MHD_resume_connection((struct MHD_Connection *)r->conn);
+}
+
+void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    if (sl_bg_stopping()) {
+        if (cancel)
+            cancel(arg);
+        sl_resp_errf(r, SL_EUNAVAIL, "%s is shutting down; retry on another node or later", node_name);
+        return;
+    }
+    struct offload *o = sl_xmalloc(sizeof(*o));
+    o->r = r;
+    o->fn = fn;
+    o->cancel = cancel;
+    o->arg = arg;
+    __atomic_store_n(&r->offload, OFFLOAD_RUNNING, __ATOMIC_RELEASE);
+    MHD_suspend_connection((struct MHD_Connection *)r->conn);
+    sl_bg_submit(offload_run, o);
+}
+
+void sl_conn_suspend(void *conn)
+{
+    MHD_suspend_connection((struct MHD_Connection *)conn);
+}
+
+void sl_conn_resume(void *conn)
+{
+    MHD_resume_connection((struct MHD_Connection *)conn);
 }
 
 void sl_resp_empty(struct sl_req *r, int status)
@@ -390,6 +453,8 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct stream_ctx *s = cls;
     ssize_t n = s->fn(s->ctx, pos, buf, max);
+    if (n == SL_STREAM_WAIT)
+        return 0; /* suspended by the producer; called again on resume */
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (n < 0)
@@ -459,6 +524,24 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         *con_cls = r;
     }
     sl_log_set_reqid(r->reqid);
+    int ost = __atomic_load_n(&r->offload, __ATOMIC_ACQUIRE);
+    if (ost == OFFLOAD_RUNNING) {
+        sl_log_set_reqid(NULL);
+        return MHD_YES; /* a pool thread is producing the answer */
+    }
+    if (ost == OFFLOAD_DONE) {
+        r->offload = OFFLOAD_NONE;
+        struct MHD_Response *resp = r->pending;
+        r->pending = NULL;
+        if (resp) {
+            if (MHD_queue_response(c, (unsigned)r->pending_status, resp) != MHD_YES)
+                sl_logw("could not queue response %d for %s %s", r->pending_status, r->method_str,
+                        r->path ? r->path : r->raw_uri);
+            MHD_destroy_response(resp);
+        }
+        sl_log_set_reqid(NULL);
+        return MHD_YES;
+    }
     if (!r->method_str) {
         r->method_str = method;
         r->method = method_of(method);
@@ -477,6 +560,10 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         r->in_headers = true;
         sl_route(r);
         r->in_headers = false;
+        if (r->offload) {
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
         if (!r->responded && r->body_mode == SL_BODY_BUFFER && r->content_length > 0 &&
             (uint64_t)r->content_length > r->body_limit) {
             sl_resp_errf(r, SL_ETOOBIG, "request body of %lld bytes exceeds the limit of %llu bytes for %s %s",
@@ -518,15 +605,15 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
     if (r->deferred) {
         r->deferred = false;
         sl_route(r);
-        if (!r->responded && r->on_done && !r->failed)
+        if (!r->offload && !r->responded && r->on_done && !r->failed)
             r->on_done(r);
     }
-    if (!r->responded) {
+    if (!r->offload && !r->responded) {
         if (r->failed)
             sl_resp_err(r, &r->err);
         else if (r->on_done)
             r->on_done(r);
-        if (!r->responded)
+        if (!r->offload && !r->responded)
             sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s produced no response", r->method_str, r->path);
     }
     sl_log_set_reqid(NULL);
@@ -573,7 +660,7 @@ int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout
     /* poll, not epoll: with epoll (edge-triggered) 0.9.75 can miss an EOF
      * that arrives together with the last body bytes, and a truncated upload
      * then lingers until the idle timeout */
-    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
      * during an upload in the same way */
     mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, ahc, NULL,
@@ -595,6 +682,9 @@ int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout
 
 void sl_http_stop(void)
 {
+    /* suspended connections must be resumed before MHD stops: let the
+     * background work finish (Lua calls are cancelled by the caller) */
+    sl_bg_quiesce(30000);
     if (mhd) {
         MHD_stop_daemon(mhd);
         mhd = NULL;

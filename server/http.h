@@ -64,6 +64,11 @@ struct sl_req {
     bool in_headers;            /* routing on the first call, body not read yet */
     struct sl_err err;
 
+    /* work handed to the background pool (sl_req_offload) */
+    int offload;                /* OFFLOAD_* in http.c, accessed atomically */
+    void *pending;              /* struct MHD_Response produced off the HTTP thread */
+    int pending_status;
+
     /* response */
     struct sl_hdr *hdrs;
     bool responded;
@@ -117,6 +122,26 @@ void sl_resp_head(struct sl_req *r, int status, uint64_t len);
 void sl_resp_stream(struct sl_req *r, int status, const char *ctype, uint64_t len, sl_stream_fn fn, void *ctx,
                     void (*free_ctx)(void *));
 void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
+
+/* ---- work off the HTTP threads ----
+ * A handler whose work may block or run long (a Lua transform, a call to a
+ * peer) hands it to the background pool (bg.h): the connection is
+ * suspended, fn(r, arg) runs on a pool thread and answers with the usual
+ * sl_resp_* calls, then the connection is resumed and the answer sent. The
+ * HTTP threads never wait. Call it from a handler or a body-done callback,
+ * and produce no response on the HTTP thread afterwards. When the node is
+ * shutting down fn is not run: cancel(arg) is (may be NULL) and the client
+ * gets a 503. */
+typedef void (*sl_offload_fn)(struct sl_req *r, void *arg);
+void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+
+/* Streams whose bytes are produced on another thread: the stream function,
+ * having nothing to send yet, calls sl_conn_suspend(r->conn) while holding
+ * the lock under which the producer later calls sl_conn_resume(conn), and
+ * returns SL_STREAM_WAIT. */
+#define SL_STREAM_WAIT (-2)
+void sl_conn_suspend(void *conn);
+void sl_conn_resume(void *conn);
 
 /* Router entry point, implemented in route.c */
 void sl_route(struct sl_req *r);

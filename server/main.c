@@ -5,6 +5,8 @@
  * reconcile).
  */
 #include "arch.h"
+#include "bg.h"
+#include "etl.h"
 #include "cluster.h"
 #include "config.h"
 #include "http.h"
@@ -13,6 +15,7 @@
 #include "node.h"
 #include "store.h"
 #include "tgt.h"
+#include "sandbox.h"
 #include "start.h"
 
 #include <arpa/inet.h>
@@ -291,6 +294,7 @@ int main(int argc, char **argv)
     }
     if (sl_is_target())
         sl_store_fsck(sl_conf->fsck);
+    sl_etl_init();
 
     int workers = sl_conf->http_workers;
     if (workers <= 0) {
@@ -298,6 +302,11 @@ int main(int argc, char **argv)
         workers = (int)(n > 0 ? n * 2 : 4);
         if (workers < 4)
             workers = 4;
+    }
+    if (sl_bg_start(sl_conf->etl_workers, &err) < 0) {
+        sl_loge("%s", err.msg);
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        return 1;
     }
     /* MHD clears this per-connection pool for every request: keep it small */
     size_t memlim = (size_t)sl_conf->http_max_header + 16 * 1024;
@@ -328,11 +337,14 @@ int main(int argc, char **argv)
     }
     sl_logi("signal %d: shutting down", sig);
     G.stopping = true;
+    sl_lua_cancel_all();
     sl_stop_cluster();
     sl_http_stop();
+    sl_bg_stop();
     if (sl_is_target())
         sl_store_close(true);
     sl_arch_fini();
+    sl_etl_fini();
     sl_node_close();
     sl_logi("%s stopped", G.name);
     sl_log_close();

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT
+ * bg.h: the background pool: a fixed set of threads that run work which may
+ * block or take long (Lua transforms, calls to peers) so that the HTTP
+ * threads never wait on it. Tasks run in submission order; a task owns its
+ * argument. See sl_req_offload() in http.h for the request-side API.
+ */
+#ifndef SL_BG_H
+#define SL_BG_H
+
+#include "sl.h"
+
+typedef void (*sl_bg_fn)(void *arg);
+
+/* Start nthreads threads (<= 0: number of cores, at least 2). */
+int sl_bg_start(int nthreads, struct sl_err *err);
+/* Queue a task. Always succeeds (the queue is unbounded; callers bound
+ * their own concurrency). Before sl_bg_start or after sl_bg_stop the task
+ * runs on the calling thread. */
+void sl_bg_submit(sl_bg_fn fn, void *arg);
+/* Stop accepting new work (sl_bg_stopping() turns true), wait up to
+ * timeout_ms for queued and running tasks to finish. Returns the number
+ * still in flight (0 = drained). */
+int sl_bg_quiesce(int64_t timeout_ms);
+bool sl_bg_stopping(void);
+/* Join the threads (after sl_bg_quiesce). */
+void sl_bg_stop(void);
+/* Threads in the pool, tasks queued or running. */
+int sl_bg_threads(void);
+int sl_bg_inflight(void);
+
+#endif
