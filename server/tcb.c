@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK (256 * 1024)
@@ -406,8 +407,13 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
     struct sl_io out = { SL_ABI_INIT(struct sl_io), .ctx = &pio, .write = pio_write, .name = cn };
     struct sl_etl_pipe *pp = NULL;
     int rc = sl_etl_pipe_open(c->etl, c->netl, c->src, name, nlen, c->args, c->job, fmt, &in.io, &out, &pp, err);
-    while (rc == 0 && (rc = sl_etl_pipe_step(pp, err)) == 1)
-        ;
+    while (rc == 0) {
+        int st = sl_etl_pipe_step(pp, err);
+        if (st == 0)
+            break;
+        if (st < 0)
+            rc = -1;
+    }
     sl_etl_pipe_close(pp);
     if (rc == 0 && pio.err_no)
         rc = sl_errf(err, SL_EIO, "writing a temporary file: %s", strerror(pio.err_no));
@@ -496,12 +502,26 @@ static void tjob_free(struct tjob *t)
     free(t);
 }
 
+/* Wait on cv for at most 100 ms: an abort requested from outside (another
+ * target, `job stop`) sets a flag without signalling, and is noticed here. */
+static void q_wait(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 /* false when the job is ending (abort): the name is freed */
 static bool q_push(struct tjob *t, char *name)
 {
     pthread_mutex_lock(&t->mu);
     while (t->qn == QCAP && !sl_job_aborting(t->job))
-        pthread_cond_wait(&t->can_put, &t->mu);
+        q_wait(&t->can_put, &t->mu);
     if (sl_job_aborting(t->job)) {
         pthread_mutex_unlock(&t->mu);
         free(name);
@@ -518,7 +538,7 @@ static char *q_pop(struct tjob *t)
 {
     pthread_mutex_lock(&t->mu);
     while (!t->qn && !t->qend && !sl_job_aborting(t->job))
-        pthread_cond_wait(&t->can_get, &t->mu);
+        q_wait(&t->can_get, &t->mu);
     char *n = NULL;
     if (t->qn && !sl_job_aborting(t->job)) {
         n = t->q[t->qh];
