@@ -275,13 +275,15 @@ static void obj_head(struct sl_req *r)
                 sl_hdr_addf(r, "Ais-Mirror-Paths", "%s", mp->path);
             } else if (!strcmp(t, "ec") || !strcmp(t, "chunked")) {
             } else {
+                /* t points into cp: format before freeing it */
+                sl_errf(&err, SL_EINVAL,
+                        "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
+                        "last-modified, etag, location, copies, ec, chunked)",
+                        t);
                 free(cp);
                 sl_objmd_free(&md);
                 sl_bck_release(&b);
-                sl_resp_errf(r, SL_EINVAL,
-                             "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
-                             "last-modified, etag, location, copies, ec, chunked)",
-                             t);
+                sl_resp_err(r, &err);
                 return;
             }
         }

@@ -371,6 +371,15 @@ class TestObjects(NodeTest):
             for f in files:
                 self.assertNotIn(f, ("b", "y", "x"), os.path.join(root, f))
 
+    def test_head_invalid_props(self):
+        self.put("ob", "hp", b"x")
+        for bad in ("cached", "status", "checksum,cached" + "x" * 300):
+            r = self.s.head(self.url + "/v1/objects/ob/hp", params={"props": bad})
+            self.assertEqual(r.status_code, 400, bad)
+            msg = json.loads(r.headers["Hdr-Error"])["message"]
+            self.assertIn('invalid HEAD props "%s"' % bad.split(",")[-1], msg)
+            self.assertIn("valid: name, size, checksum", msg)
+
     def test_oversized_headers(self):
         r = self.s.get(self.url + "/v1/objects/ob/x", headers={"X-Big": "a" * 200000})
         self.assertIn(r.status_code, (413, 431))
