@@ -513,22 +513,48 @@ static void obj_put(struct sl_req *r)
 
 /* ---- DELETE, PATCH ---- */
 
-static void obj_delete(struct sl_req *r)
+/* The body is optional: none (or an empty action) deletes; the others are
+ * AIStore's evict (remote buckets only) and multipart abort. Anything the
+ * body says that is not a plain delete must never delete. */
+static void delete_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
     struct sl_bck b;
     const char *name;
     size_t nlen;
-    r->op = SL_OP_DELETE;
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_errf(r, err.code, "DELETE %s: %s; nothing was deleted", r->path, err.msg);
+        return;
+    }
     if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_actmsg_free(&m);
         sl_resp_err(r, &err);
         return;
     }
-    if (sl_obj_delete(&b, name, nlen, &err) < 0)
+    if (!strcmp(m.action, "mpt-abort")) {
+        sl_resp_errf(r, SL_EUNSUPP, "DELETE %s: action \"mpt-abort\": multipart uploads are not supported by this "
+                     "build (there is no upload to abort); nothing was deleted", r->path);
+    } else if (!strcmp(m.action, "evict-listrange")) {
+        sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
+                     "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
+                     r->path, sl_provider_scheme(b.provider), b.name);
+    } else if (m.action[0]) {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
+                     "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);
+    } else if (sl_obj_delete(&b, name, nlen, &err) < 0) {
         sl_resp_err(r, &err);
-    else
+    } else {
         sl_resp_empty(r, 200);
+    }
+    sl_actmsg_free(&m);
     sl_bck_release(&b);
+}
+
+static void obj_delete(struct sl_req *r)
+{
+    r->op = SL_OP_DELETE;
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_done);
 }
 
 static void patch_done(struct sl_req *r)

@@ -371,6 +371,34 @@ class TestObjects(NodeTest):
             for f in files:
                 self.assertNotIn(f, ("b", "y", "x"), os.path.join(root, f))
 
+    def test_delete_body(self):
+        url = self.url + "/v1/objects/ob/del/a.bin"
+        jh = {"Content-Type": "application/json"}
+        self.put("ob", "del/a.bin", b"keep me")
+        # a body that is not a plain delete never deletes
+        for body, status, words in (('{"action":"frob"}', 400, ('"frob"', "evict-listrange", "mpt-abort")),
+                                    ('{"action":', 400, ("invalid JSON",)),
+                                    ('[1,2]', 400, ("JSON object",)),
+                                    ('{"action":"mpt-abort"}', 501, ("multipart",)),
+                                    ('{"action":"evict-listrange"}', 400, ("remote",))):
+            r = self.s.delete(url, data=body, headers=jh)
+            self.assertEqual(r.status_code, status, (body, r.text))
+            for w in words:
+                self.assertIn(w, r.json()["message"], body)
+            self.assertIn("nothing was deleted", r.json()["message"])
+            self.assertEqual(self.get("ob", "del/a.bin").content, b"keep me", body)
+        # the connection stays usable after an error answered before the body
+        r = self.s.delete(url, data='{"action":"frob"}', headers=jh)
+        self.assertEqual(r.status_code, 400)
+        # empty action, empty body: delete
+        r = self.s.delete(url, data='{"action":""}', headers=jh)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.get("ob", "del/a.bin").status_code, 404)
+        self.put("ob", "del/a.bin", b"again")
+        r = self.s.delete(url, data=b"", headers=jh)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.get("ob", "del/a.bin").status_code, 404)
+
     def test_head_invalid_props(self):
         self.put("ob", "hp", b"x")
         for bad in ("cached", "status", "checksum,cached" + "x" * 300):

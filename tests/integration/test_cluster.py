@@ -139,6 +139,16 @@ class TestPlacement(ClusterTest):
         self.assertEqual(r.status_code, 400)
         self.assertIn("expected to be redirected", r.json()["message"])
         self.check_all("pl", data)
+        # DELETE bodies survive the redirect (clients re-send them to the target)
+        name = sorted(data)[1]
+        u = self.url + "/v1/objects/pl/" + name
+        for body, status in (('{"action":"frob"}', 400), ('{"action":', 400), ('{"action":"mpt-abort"}', 501)):
+            r = self.s.delete(u, data=body, headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status_code, status, (body, r.text))
+            self.assertEqual(self.s.get(u).status_code, 200, body)
+        self.assertEqual(self.s.delete(u, data='{"action":""}').status_code, 200)
+        self.assertEqual(self.s.get(u).status_code, 404)
+        del data[name]
         # listing merges all targets: exact and sorted
         names = []
         token, uuid = "", ""
