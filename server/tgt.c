@@ -557,6 +557,37 @@ static void obj_delete(struct sl_req *r)
     sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_done);
 }
 
+/* AIStore's object POST actions. None is implemented yet: they get 501,
+ * anything else 400. */
+static const char *const obj_post_actions[] = {
+    "rename-obj", "promote", "blob-download", "check-lock", "mpt-upload", "mpt-complete",
+};
+#define OBJ_POST_ACTIONS "rename-obj, promote, blob-download, check-lock, mpt-upload, mpt-complete"
+
+static void post_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    bool known = false;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(obj_post_actions); i++)
+        if (!strcmp(m.action, obj_post_actions[i]))
+            known = true;
+    if (known)
+        sl_resp_errf(r, SL_EUNSUPP, "POST %s: object action \"%s\" is not supported by this build yet", r->path,
+                     m.action);
+    else if (!m.action[0])
+        sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
+                     "; none is supported by this build yet)", r->path);
+    else
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
+                     OBJ_POST_ACTIONS "; none is supported by this build yet)", m.action, r->path);
+    sl_actmsg_free(&m);
+}
+
 static void patch_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -628,8 +659,7 @@ void sl_tgt_objects(struct sl_req *r)
         break;
     case SL_M_POST:
         if (!sl_tgt_post_ext(r))
-            sl_resp_errf(r, SL_EUNSUPP, "POST %s: object actions (rename-obj, promote, multipart) are not "
-                                        "supported yet", r->path);
+            sl_req_buffer_body(r, sl_conf->http_max_body_json, post_done);
         break;
     default:
         sl_resp_method_not_allowed(r, "GET, HEAD, PUT, DELETE, PATCH, POST");

@@ -399,6 +399,26 @@ class TestObjects(NodeTest):
         self.assertEqual(r.status_code, 200, r.text)
         self.assertEqual(self.get("ob", "del/a.bin").status_code, 404)
 
+    def test_post_actions(self):
+        self.put("ob", "post/a.bin", b"x")
+        for path in ("/v1/objects/ob/post/a.bin", "/v1/objects/ob"):
+            r = self.act("POST", path, "frob")
+            self.assertEqual(r.status_code, 400, (path, r.text))
+            msg = r.json()["message"]
+            self.assertIn('"frob"', msg)
+            for a in ("rename-obj", "promote", "blob-download", "mpt-upload"):
+                self.assertIn(a, msg)
+            for a in ("mpt-upload", "promote", "blob-download", "rename-obj"):
+                r = self.act("POST", path, a)
+                self.assertEqual(r.status_code, 501, (path, a, r.text))
+                self.assertIn('"%s" is not supported' % a, r.json()["message"])
+            r = self.s.post(self.url + path, data='{"action":', headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status_code, 400, r.text)
+            r = self.s.post(self.url + path)
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn("missing", r.json()["message"])
+        self.assertEqual(self.get("ob", "post/a.bin").content, b"x")
+
     def test_head_invalid_props(self):
         self.put("ob", "hp", b"x")
         for bad in ("cached", "status", "checksum,cached" + "x" * 300):
