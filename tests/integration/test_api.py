@@ -431,6 +431,21 @@ class TestObjects(NodeTest):
     def test_oversized_headers(self):
         r = self.s.get(self.url + "/v1/objects/ob/x", headers={"X-Big": "a" * 200000})
         self.assertIn(r.status_code, (413, 431))
+        # over net.http.max_header_size (16KiB) but within what the node reads: its own 431
+        self.put("ob", "hdr", b"small")
+        for hdrs in ({"X-Big": "a" * 20000}, {"X-H%d" % i: "v" * 1000 for i in range(20)}):
+            for m in ("GET", "PUT", "HEAD"):
+                r = requests.request(m, self.url + "/v1/objects/ob/hdr", headers=hdrs, timeout=10,
+                                     data=b"overwrite" if m == "PUT" else None)
+                self.assertEqual(r.status_code, 431, m)
+                if m != "HEAD":
+                    msg = r.json()["message"]
+                    self.assertIn("net.http.max_header_size", msg)
+                    self.assertIn("16384", msg)
+        self.assertEqual(self.get("ob", "hdr").content, b"small")
+        # just under the limit is fine
+        r = self.s.get(self.url + "/v1/objects/ob/hdr", headers={"X-Big": "a" * 15000})
+        self.assertEqual((r.status_code, r.content), (200, b"small"))
 
     def test_truncated_upload_creates_nothing(self):
         s = socket.create_connection(("127.0.0.1", self.node.port))
