@@ -207,8 +207,36 @@ class TestPlayground(unittest.TestCase):
             p = subprocess.run([SHALE, "playground", "start", "--dir", d], capture_output=True, text=True, env=env,
                                timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("already running", p.stdout)
+            self.assertNotIn("restarted", p.stdout)
         finally:
             subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_port_taken(self):
+        """A node that cannot bind its port fails the start, even though the port answers health."""
+        tmp = tempfile.mkdtemp(prefix="shale-pg-")
+        port = free_port_range(3)
+        d1, d2 = os.path.join(tmp, "pg1"), os.path.join(tmp, "pg2")
+        try:
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d1, "--port", str(port)], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for _ in range(2):  # fresh dir, then a restart of the existing one
+                p = subprocess.run([SHALE, "playground", "start", "--dir", d2, "--port", str(port)],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(p.returncode, 0, p.stdout)
+                self.assertNotIn("started", p.stdout)
+                self.assertIn("another process answers on port %d" % port, p.stderr)
+                self.assertIn(os.path.join(d2, "n0", "log"), p.stderr)
+                p = subprocess.run([SHALE, "playground", "status", "--dir", d2], capture_output=True, text=True)
+                self.assertRegex(p.stdout, r"n0\s+standalone\s+%d\s+-\s+stopped" % port)
+            # the first playground is untouched
+            p = subprocess.run([SHALE, "playground", "status", "--dir", d1], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout)
+        finally:
+            for d in (d2, d1):
+                subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
             shutil.rmtree(tmp, ignore_errors=True)
 
 
