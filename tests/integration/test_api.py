@@ -608,6 +608,8 @@ class TestConfig(NodeTest):
         r = subprocess.run([SHALED, "--set", "nosuch.key=1", "--check-config", "--fspath", "/tmp/x"],
                            capture_output=True, text=True)
         self.assertIn('unknown configuration key "nosuch.key"', r.stderr)
+        self.assertIn('section "nosuch" does not exist; valid sections: ', r.stderr)
+        self.assertIn("checksum", r.stderr)
         with open(p, "w") as f:
             f.write('{"checksum": {')
         r = subprocess.run([SHALED, "--config", p, "--check-config"], capture_output=True, text=True)
