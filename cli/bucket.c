@@ -166,7 +166,8 @@ static int list_objects(struct opts *o, struct uri *u)
         flags |= 2048;
     if (opt_bool(o, "archive"))
         flags |= 8;
-    const char *want = name_only ? "name" : all ? "name,size,checksum,atime,version,cached,location,copies,custom"
+    /* all: the columns of `ais ls --props all` (custom only when asked for) */
+    const char *want = name_only ? "name" : all ? "name,size,checksum,atime,version,cached,location,status,copies"
                                   : props && *props ? props : "name,size";
     char *token = sl_xstrdup(""), *uuid = sl_xstrdup("");
     long long total = 0;
@@ -183,7 +184,8 @@ static int list_objects(struct opts *o, struct uri *u)
                 continue;
             static const struct { const char *p, *h; } map[] = {
                 { "size", "SIZE" }, { "checksum", "CHECKSUM" }, { "atime", "ATIME" }, { "version", "VERSION" },
-                { "cached", "CACHED" }, { "location", "TARGET" }, { "copies", "COPIES" }, { "custom", "CUSTOM" },
+                { "cached", "CACHED" }, { "location", "TARGET URL" }, { "status", "STATUS" },
+                { "copies", "COPIES" }, { "custom", "CUSTOM" },
             };
             for (size_t k = 0; k < sizeof(map) / sizeof(map[0]); k++)
                 if (!strcmp(tk, map[k].p) && ncols < 12)
@@ -231,7 +233,7 @@ static int list_objects(struct opts *o, struct uri *u)
                 continue;
             }
             char *cell[12] = { 0 };
-            char sz[32];
+            char sz[32], ncp[16];
             cell[0] = (char *)json_string_value(json_object_get(e, "name"));
             for (int c = 1; c < ncols; c++) {
                 const char *h = cols[c];
@@ -254,10 +256,15 @@ static int list_objects(struct opts *o, struct uri *u)
                     cell[c] = (char *)json_string_value(json_object_get(e, "version"));
                 } else if (!strcmp(h, "CACHED")) {
                     cell[c] = json_integer_value(json_object_get(e, "flags")) & 64 ? "yes" : "no";
-                } else if (!strcmp(h, "TARGET")) {
+                } else if (!strcmp(h, "TARGET URL")) {
                     cell[c] = (char *)json_string_value(json_object_get(e, "location"));
+                } else if (!strcmp(h, "STATUS")) {
+                    /* the low bits of flags: 0 = ok, else misplaced or a copy (AIStore's apc.Loc*) */
+                    cell[c] = json_integer_value(json_object_get(e, "flags")) & 31 ? "misplaced" : "ok";
                 } else if (!strcmp(h, "COPIES")) {
-                    cell[c] = json_object_get(e, "copies") ? "1" : "";
+                    json_int_t nc = json_integer_value(json_object_get(e, "copies"));
+                    snprintf(ncp, sizeof(ncp), "%lld", (long long)nc);
+                    cell[c] = nc ? ncp : NULL;
                 } else if (!strcmp(h, "CUSTOM")) {
                     cell[c] = (char *)json_string_value(json_object_get(e, "custom-md"));
                 }
@@ -323,6 +330,32 @@ int cmd_ls(int argc, char **argv)
     int rc = list_objects(&o, &u);
     uri_free(&u);
     return rc;
+}
+
+/* The bucket's props (HEAD, Ais-Bucket-Props); NULL when unavailable. */
+static json_t *props_fetch(const char *pq)
+{
+    struct cli_resp r;
+    char props[8192];
+    json_t *j = NULL;
+    cli_req("HEAD", pq, NULL, NULL, 0, &r);
+    if (r.status == 200 && cli_resp_header(&r, "Ais-Bucket-Props", props, sizeof(props)))
+        j = json_loads(props, 0, NULL);
+    cli_resp_free(&r);
+    return j;
+}
+
+/* "a.b" in props as text (strings bare, the rest as JSON); returns new */
+static char *prop_text(json_t *props, const char *key)
+{
+    char *k = sl_xstrdup(key), *save = NULL;
+    json_t *v = props;
+    for (char *t = strtok_r(k, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, t);
+    free(k);
+    if (!v)
+        return sl_xstrdup("");
+    return json_is_string(v) ? sl_xstrdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
 }
 
 static int bucket_props(struct opts *o)
@@ -401,11 +434,25 @@ static int bucket_props(struct opts *o)
             }
             free(k);
         }
+        json_t *before = props_fetch(pq);
         cli_act("PATCH", pq, "set-bprops", "", val, &r);
-        if (r.status != 200)
+        if (r.status != 200) {
             rc = cli_fail(&r, NULL);
-        else
+        } else {
+            json_t *after = props_fetch(pq);
             printf("Bucket props successfully updated\n");
+            for (int i = 2; i < o->argc; i++) {
+                char *k = sl_xstrndup(o->argv[i], (size_t)(strchr(o->argv[i], '=') - o->argv[i]));
+                char *was = prop_text(before, k);
+                char *now = after ? prop_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
+                printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
+                free(k);
+                free(was);
+                free(now);
+            }
+            json_decref(after);
+        }
+        json_decref(before);
     } else {
         fprintf(stderr, "Error: unknown props verb \"%s\" (show, set)\n", o->argv[0]);
         free(pq);

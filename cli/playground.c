@@ -222,6 +222,58 @@ static bool health_ok(int port, const char *q)
     return ok;
 }
 
+/* The id the node wrote to its confdir at start-up ("" if not yet). */
+static void read_node_id(const char *dir, const char *name, char *out, size_t n)
+{
+    char *f = sl_xasprintf("%s/%s/conf/node_id", dir, name);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    out[0] = 0;
+    if (sl_read_file(f, &b, 128) == 0 && b.len) {
+        while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' '))
+            b.p[--b.len] = 0;
+        snprintf(out, n, "%s", b.p);
+    }
+    sl_buf_free(&b);
+    free(f);
+}
+
+enum { ANS_NONE = 0, ANS_SELF, ANS_OTHER };
+
+/* Who answers on the node's port: nobody (yet), the node itself, or another
+ * process (its id, if it says, in other). A healthy answer is not enough: a
+ * node that could not bind the port exits, and whatever holds the port
+ * answers in its place. */
+static int node_answers(const char *dir, const char *name, int port, char *other, size_t n)
+{
+    other[0] = 0;
+    if (!health_ok(port, NULL))
+        return ANS_NONE;
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    char *saved = sl_xstrdup(cli_endpoint());
+    cli_set_endpoint(ep);
+    struct cli_resp r;
+    char id[128];
+    int ans = ANS_OTHER;
+    read_node_id(dir, name, id, sizeof(id));
+    if (cli_req("GET", "/v1/daemon?what=snode", NULL, NULL, 0, &r) == 0 && r.status == 200) {
+        json_t *j = cli_resp_json(&r);
+        const char *got = json_string_value(json_object_get(j, "daemon_id"));
+        if (got) {
+            snprintf(other, n, "%s", got);
+            if (id[0] && !strcmp(got, id))
+                ans = ANS_SELF;
+        }
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    cli_set_endpoint(saved);
+    free(saved);
+    /* our id not written yet: our node cannot be the one answering */
+    return ans;
+}
+
 static void print_log_tail(const char *dir, const char *name)
 {
     const char *files[] = { "log/stdout.log", "log/shaled.log" };
@@ -242,8 +294,29 @@ static void print_log_tail(const char *dir, const char *name)
     }
 }
 
-/* Start every node of the topology that is not running; wait for health. */
-static int start_nodes(const char *dir, json_t *topo, int timeout_s)
+static int stop_one(const char *dir, const char *name);
+
+/* Another process answers on a node's port: say so and where to look. */
+static int fail_port_taken(const char *dir, const char *name, int port, const char *other)
+{
+    fprintf(stderr, "Error: node %s did not start: another process answers on port %d%s%s%s (is another "
+            "playground or shaled using it?)\n", name, port, other[0] ? " (node id " : "", other,
+            other[0] ? ")" : "");
+    /* it fails to bind and exits: wait for that, so its log says why */
+    int64_t dl = sl_mono_ns() + 10 * 1000000000LL;
+    while (pid_is_ours(read_pid(dir, name), dir) && sl_mono_ns() < dl) {
+        waitpid(read_pid(dir, name), NULL, WNOHANG);
+        sl_sleep_ms(50);
+    }
+    stop_one(dir, name);
+    print_log_tail(dir, name);
+    fprintf(stderr, "Node log: %s/%s/log/\n", dir, name);
+    return 1;
+}
+
+/* Start every node of the topology that is not running; wait until each
+ * answers as itself. *nstarted: how many had to be started. */
+static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstarted)
 {
     char *shaled = find_shaled();
     if (!shaled) {
@@ -267,21 +340,32 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s)
         if (i == 0) {
             int port = (int)json_integer_value(json_object_get(n, "port"));
             int64_t dl = sl_mono_ns() + (int64_t)timeout_s * 1000000000LL;
-            while (!health_ok(port, NULL) && sl_mono_ns() < dl) {
+            char other[128];
+            int ans;
+            while ((ans = node_answers(dir, name, port, other, sizeof(other))) == ANS_NONE && sl_mono_ns() < dl) {
                 if (!pid_is_ours(read_pid(dir, name), dir))
                     break;
                 sl_sleep_ms(100);
             }
+            if (ans == ANS_OTHER) {
+                free(shaled);
+                return fail_port_taken(dir, name, port, other);
+            }
         }
     }
     free(shaled);
+    *nstarted = started;
     int64_t deadline = sl_mono_ns() + (int64_t)timeout_s * 1000000000LL;
     json_array_foreach(json_object_get(topo, "nodes"), i, n) {
         const char *name = json_string_value(json_object_get(n, "name"));
         int port = (int)json_integer_value(json_object_get(n, "port"));
         for (;;) {
-            if (health_ok(port, NULL))
+            char other[128];
+            int ans = node_answers(dir, name, port, other, sizeof(other));
+            if (ans == ANS_SELF)
                 break;
+            if (ans == ANS_OTHER)
+                return fail_port_taken(dir, name, port, other);
             if (!pid_is_ours(read_pid(dir, name), dir)) {
                 fprintf(stderr, "Error: node %s (port %d) exited during start-up\n", name, port);
                 print_log_tail(dir, name);
@@ -301,7 +385,7 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s)
     int pport = (int)json_integer_value(json_object_get(first, "port"));
     while (!health_ok(pport, "?prr=true") && sl_mono_ns() < deadline)
         sl_sleep_ms(100);
-    return started >= 0 ? 0 : 1;
+    return 0;
 }
 
 static int pg_start(struct opts *o)
@@ -365,7 +449,8 @@ static int pg_start(struct opts *o)
         json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         free(tf);
     }
-    rc = start_nodes(dir, topo, (int)opt_int(o, "timeout", 60));
+    int started = 0;
+    rc = start_nodes(dir, topo, (int)opt_int(o, "timeout", 60), &started);
     if (rc == 0) {
         json_t *nodes = json_object_get(topo, "nodes");
         int port = (int)json_integer_value(json_object_get(json_array_get(nodes, 0), "port"));
@@ -378,11 +463,12 @@ static int pg_start(struct opts *o)
             else if (!strcmp(role, "target"))
                 nt++;
         }
+        const char *what = !existed ? "started" : started ? "restarted" : "already running";
         if (np)
-            printf("Playground %s: %zu prox%s and %zu target%s in %s\n", existed ? "restarted" : "started", np,
-                   np == 1 ? "y" : "ies", nt, nt == 1 ? "" : "s", dir);
+            printf("Playground %s: %zu prox%s and %zu target%s in %s\n", what, np, np == 1 ? "y" : "ies", nt,
+                   nt == 1 ? "" : "s", dir);
         else
-            printf("Playground %s: 1 standalone node in %s\n", existed ? "restarted" : "started", dir);
+            printf("Playground %s: 1 standalone node in %s\n", what, dir);
         printf("Endpoint: http://127.0.0.1:%d\n", port);
         printf("Use it:   export AIS_ENDPOINT=http://127.0.0.1:%d\n", port);
     }
@@ -519,7 +605,8 @@ static int pg_add_target(struct opts *o)
     char *tf = sl_xasprintf("%s/playground.json", buf);
     json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     free(tf);
-    int rc = start_nodes(buf, topo, 60);
+    int started = 0;
+    int rc = start_nodes(buf, topo, 60, &started);
     if (rc == 0)
         printf("Target %s added on port %d; it joined and rebalance follows\n", nm, maxport + 1);
     json_decref(topo);

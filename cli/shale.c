@@ -28,6 +28,116 @@ static const struct {
     { "playground", cmd_playground, "playground start|stop|status|add-target --dir DIR   local node or cluster" },
 };
 
+/* `shale CMD [SUB] --help`: one entry per command and subcommand */
+static const struct {
+    const char *cmd;
+    const char *text;
+} helps[] = {
+    { "bucket", "Usage: shale bucket create|ls|rm|props ...\n"
+                "  create ais://B [ais://B ...] [--props 'k=v ...' | JSON] [--ignore-error]\n"
+                "  ls [ais://B[/PREFIX]] [FLAGS]          (see: shale ls --help)\n"
+                "  rm ais://B [ais://B ...]\n"
+                "  props show ais://B [--json] | props set ais://B key=value ...\n" },
+    { "bucket create", "Usage: shale bucket create ais://BUCKET [ais://BUCKET ...] [--props 'k=v ...' | JSON] "
+                       "[--ignore-error]\n" },
+    { "bucket rm", "Usage: shale bucket rm ais://BUCKET [ais://BUCKET ...] [--ignore-error]\n" },
+    { "bucket props", "Usage: shale bucket props show ais://BUCKET [--json]\n"
+                      "       shale bucket props set ais://BUCKET key=value ...   (e.g. checksum.type=md5)\n" },
+    { "ls", "Usage: shale ls [ais://BUCKET[/PREFIX]] [FLAGS]\n"
+            "  no bucket: list buckets; with one: list its objects\n"
+            "  --props name,size,... | all   columns (all: NAME SIZE CHECKSUM ATIME VERSION CACHED TARGET URL "
+            "STATUS COPIES)\n"
+            "  --prefix P  --start-after NAME  --limit N  --page-size N  --paged\n"
+            "  --name-only  --nr (non-recursive)  --archive (list shard members)  --bytes  -H  --json\n" },
+    { "create", "Usage: shale create ais://BUCKET [ais://BUCKET ...] [--props 'k=v ...' | JSON] [--ignore-error]\n" },
+    { "rmb", "Usage: shale rmb ais://BUCKET [ais://BUCKET ...] [--ignore-error]\n" },
+    { "put", "Usage: shale put FILE|DIR|- ais://BUCKET[/NAME_OR_PREFIX[/]] [FLAGS]\n"
+             "  a trailing slash puts FILE under that prefix; '-' reads stdin\n"
+             "  -r (directories)  --progress  --dry-run  --num-workers N  -y\n" },
+    { "get", "Usage: shale get ais://BUCKET/OBJECT [OUT_FILE|OUT_DIR|-] [FLAGS]\n"
+             "  '-' writes only the object bytes to stdout\n"
+             "  --offset N --length N  --archpath P | --archregx X --archmode regexp|prefix|suffix|substr|wdskey  "
+             "--progress  -y\n" },
+    { "object", "Usage: shale object show|get|put|rm ...\n"
+                "  show ais://B/O [--props all] [--json]\n"
+                "  get, put, rm: as shale get, shale put, shale rmo\n" },
+    { "object show", "Usage: shale object show ais://BUCKET/OBJECT [--props all] [--json]\n" },
+    { "rmo", "Usage: shale rmo ais://BUCKET/OBJECT [...] [-y]\n" },
+    { "show", "Usage: shale show cluster [--json]\n" },
+    { "show cluster", "Usage: shale show cluster [--json]\n" },
+    { "archive", "Usage: shale archive put|get|ls|bucket|gen-shards ...   (shale archive VERB --help)\n" },
+    { "archive put", "Usage: shale archive put FILE|DIR ais://B/SHARD.tar [--archpath NAME] [--append | "
+                     "--append-or-put] [-r]\n" },
+    { "archive get", "Usage: shale archive get ais://B/SHARD[/MEMBER] [OUT|-] [--archpath P | --archregx X "
+                     "--archmode regexp|prefix|suffix|substr|wdskey] [--progress]\n" },
+    { "archive ls", "Usage: shale archive ls ais://B[/SHARD]\n" },
+    { "archive bucket", "Usage: shale archive bucket ais://SRC[/TEMPLATE] ais://DST/SHARD.tar [--template T | "
+                        "--list a,b | --prefix P] [--nr] [--append-or-put] [--include-src-bck] [--cont-on-err] "
+                        "[--wait]\n" },
+    { "archive gen-shards", "Usage: shale archive gen-shards \"ais://B/shard-{000..009}.tar\" [--fcount 5] "
+                            "[--fsize 1KiB] [--fext '.jpg,.cls']\n" },
+    { "job", "Usage: shale job show|wait|stop|start ...\n"
+             "  show [ID|KIND] [--all] [--json]\n"
+             "  wait ID|KIND [--timeout 10m] [--progress]\n"
+             "  stop ID|KIND\n"
+             "  start rebalance [--wait]\n" },
+    { "job show", "Usage: shale job show [ID|KIND] [--all] [--json]\n" },
+    { "job wait", "Usage: shale job wait ID|KIND [--timeout 10m] [--progress]\n" },
+    { "job stop", "Usage: shale job stop ID|KIND\n" },
+    { "job start", "Usage: shale job start rebalance [--wait]\n" },
+    { "cluster", "Usage: shale cluster maintenance start|stop NODE_ID [--no-shutdown] [--skip-rebalance] [--wait]\n"
+                 "       shale cluster decommission NODE_ID [--no-shutdown] [--skip-rebalance] [--wait]\n" },
+    { "cluster maintenance", "Usage: shale cluster maintenance start|stop NODE_ID [--no-shutdown] "
+                             "[--skip-rebalance] [--wait]\n" },
+    { "cluster decommission", "Usage: shale cluster decommission NODE_ID [--no-shutdown] [--skip-rebalance] "
+                              "[--wait]\n" },
+    { "playground", "Usage: shale playground start|stop|status|add-target --dir DIR ...\n"
+                    "  start --dir DIR [--port 8080] [--proxies P --targets T] [--mountpaths M] [--timeout 60]\n"
+                    "  stop --dir DIR | status --dir DIR | add-target --dir DIR\n" },
+    { "playground start", "Usage: shale playground start --dir DIR [--port 8080] [--proxies P --targets T] "
+                          "[--mountpaths M] [--timeout 60]\n"
+                          "  without --proxies/--targets: one standalone node; an existing DIR is restarted\n" },
+    { "playground stop", "Usage: shale playground stop --dir DIR\n" },
+    { "playground status", "Usage: shale playground status --dir DIR\n" },
+    { "playground add-target", "Usage: shale playground add-target --dir DIR\n" },
+};
+
+/* --help or -h anywhere before "--": the usage of the deepest command named
+ * (the command's own when the subcommand is unknown) */
+static bool help_asked(int argc, char **argv)
+{
+    for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return true;
+    return false;
+}
+
+static int print_help(int argc, char **argv)
+{
+    const char *best = NULL;
+    char key[128];
+    snprintf(key, sizeof(key), "%s", argv[1]);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(helps); i++)
+        if (!strcmp(helps[i].cmd, key))
+            best = helps[i].text;
+    static const char *const alias[][2] = {
+        { "bucket ls", "ls" }, { "object get", "get" }, { "object put", "put" }, { "object rm", "rmo" },
+    };
+    if (argc > 2 && argv[2][0] != '-') {
+        snprintf(key, sizeof(key), "%s %s", argv[1], argv[2]);
+        for (size_t i = 0; i < SL_ARRAY_SIZE(alias); i++)
+            if (!strcmp(alias[i][0], key))
+                snprintf(key, sizeof(key), "%s", alias[i][1]);
+        for (size_t i = 0; i < SL_ARRAY_SIZE(helps); i++)
+            if (!strcmp(helps[i].cmd, key))
+                best = helps[i].text;
+    }
+    if (!best)
+        return -1;
+    fputs(best, stdout);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "shale %s: command-line client for Shale (AIStore-compatible)\n\nUsage: shale COMMAND [ARGS]\n\n",
@@ -47,6 +157,8 @@ int main(int argc, char **argv)
         printf("shale %s (%s)\n", SL_VERSION, SL_GITREV);
         return 0;
     }
+    if (help_asked(argc, argv) && print_help(argc, argv) == 0)
+        return 0;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = -1;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -1112,6 +1112,18 @@ static void redirect_after_body(struct sl_req *r)
     redirect_object(r);
 }
 
+/* POST /v1/objects/BUCKET (promote, blob-download): the object, if any, is
+ * named in the body, not in the path */
+static bool bucket_level_post(const struct sl_req *r)
+{
+    const char *p = r->path + strlen("/v1/objects");
+    const char *end = r->path + r->path_len;
+    while (p < end && *p == '/')
+        p++;
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    return p < end && (!slash || slash + 1 == end);
+}
+
 void sl_route_objects(struct sl_req *r)
 {
     if (G.role == SL_ROLE_STANDALONE) {
@@ -1119,6 +1131,10 @@ void sl_route_objects(struct sl_req *r)
         return;
     }
     if (G.role == SL_ROLE_PROXY) {
+        if (r->method == SL_M_POST && bucket_level_post(r)) {
+            sl_tgt_objects(r); /* no object to place: the action is answered here */
+            return;
+        }
         /* a small body that is already on its way is read and dropped, so the
          * connection survives the redirect; large ones (or Expect: 100) are not */
         const char *expect = sl_req_header(r, "Expect");

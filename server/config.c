@@ -151,7 +151,9 @@ static bool is_section(const char *path)
     return false;
 }
 
-static void section_keys(const char *section, struct sl_buf *b)
+/* The names directly under section ("" = top level): keys and sub-sections,
+ * or only sub-sections. */
+static void section_keys(const char *section, bool sections_only, struct sl_buf *b)
 {
     size_t n = strlen(section);
     for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
@@ -159,6 +161,8 @@ static void section_keys(const char *section, struct sl_buf *b)
         if (n == 0 || (strncmp(p, section, n) == 0 && p[n] == '.')) {
             const char *rest = n ? p + n + 1 : p;
             const char *dot = strchr(rest, '.');
+            if (sections_only && !dot)
+                continue;
             size_t l = dot ? (size_t)(dot - rest) : strlen(rest);
             /* skip duplicates of sub-sections */
             char tmp[128];
@@ -188,7 +192,23 @@ static int unknown_key(const char *path, const char *where, struct sl_err *err)
         section[0] = 0;
     struct sl_buf b;
     sl_buf_init(&b);
-    section_keys(section, &b);
+    section_keys(section, false, &b);
+    if (section[0] && !b.len) {
+        /* the section itself is unknown: say so, and list those of its parent */
+        char parent[256];
+        snprintf(parent, sizeof(parent), "%s", section);
+        char *pd = strrchr(parent, '.');
+        if (pd)
+            *pd = 0;
+        else
+            parent[0] = 0;
+        section_keys(parent, true, &b);
+        sl_errf(err, SL_EINVAL, "unknown configuration key \"%s\"%s%s: section \"%s\" does not exist; valid "
+                "sections%s%s%s: %s", path, where ? " in " : "", where ? where : "", section,
+                parent[0] ? " in \"" : "", parent, parent[0] ? "\"" : "", b.p ? b.p : "");
+        sl_buf_free(&b);
+        return -1;
+    }
     sl_errf(err, SL_EINVAL, "unknown configuration key \"%s\"%s%s; valid keys %s%s%s: %s", path,
             where ? " in " : "", where ? where : "", section[0] ? "in section \"" : "at top level",
             section, section[0] ? "\"" : "", b.p ? b.p : "");

@@ -21,6 +21,7 @@
 static struct MHD_Daemon *mhd;
 static char node_name[80] = "";
 static uint64_t req_counter;
+static size_t max_header; /* net.http.max_header_size at start; 0 = no check */
 
 void sl_http_set_node(const char *n)
 {
@@ -515,6 +516,22 @@ static void set_remote(struct sl_req *r, struct MHD_Connection *c)
     snprintf(r->remote, sizeof(r->remote), "%s:%d", ip, port);
 }
 
+static enum MHD_Result hdr_size_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    size_t *n = cls;
+    *n += strlen(key) + (value ? strlen(value) : 0) + 4; /* "k: v\r\n" */
+    return MHD_YES;
+}
+
+/* The request line and header fields as they came on the wire (near enough:
+ * folded or padded fields count as their trimmed size). */
+static size_t req_header_size(struct sl_req *r, struct MHD_Connection *c, const char *version)
+{
+    size_t n = strlen(r->method_str) + strlen(r->raw_uri) + strlen(version) + 4;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_size_cb, &n);
+    return n;
+}
+
 static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -547,6 +564,14 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         r->method = method_of(method);
         set_remote(r, c);
         parse_uri(r);
+        size_t hsz = max_header ? req_header_size(r, c, version) : 0;
+        if (hsz > max_header) {
+            /* answered at once: the connection closes, any body is not read */
+            sl_resp_errf(r, SL_EHDRTOOBIG, "request header of %zu bytes exceeds the limit of %zu bytes "
+                         "(net.http.max_header_size)", hsz, max_header);
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl)
             r->content_length = strtoll(cl, NULL, 10);
@@ -647,9 +672,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     sl_logd("http: %s", buf);
 }
 
-int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout_s, size_t mem_limit,
+int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_hdr,
                   struct sl_err *err)
 {
+    /* MHD clears this per-connection pool for every request, so it stays
+     * small; it must hold a header somewhat over the limit so that the 431
+     * below can be ours (MHD answers a bigger one with its own 431) */
+    size_t mem_limit = max_hdr + 16 * 1024;
+    max_header = max_hdr;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;

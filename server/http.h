@@ -79,8 +79,10 @@ struct sl_req {
 
 enum { SL_BODY_NONE = 0, SL_BODY_BUFFER, SL_BODY_STREAM, SL_BODY_DISCARD };
 
-/* Start listening. bind_addr NULL/"" = all interfaces. */
-int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout_s, size_t mem_limit,
+/* Start listening. bind_addr NULL/"" = all interfaces. Requests whose
+ * request line and header fields exceed max_header bytes get 431 (0 = no
+ * limit beyond libmicrohttpd's connection pool). */
+int sl_http_start(const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_header,
                   struct sl_err *err);
 void sl_http_stop(void);
 

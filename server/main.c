@@ -308,9 +308,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "shaled: %s\n", err.msg);
         return 1;
     }
-    /* MHD clears this per-connection pool for every request: keep it small */
-    size_t memlim = (size_t)sl_conf->http_max_header + 16 * 1024;
-    if (sl_http_start(bind, c->port, workers, sl_conf->http_conn_timeout_s, memlim, &err) < 0) {
+    if (sl_http_start(bind, c->port, workers, sl_conf->http_conn_timeout_s, (size_t)sl_conf->http_max_header,
+                      &err) < 0) {
         sl_loge("%s", err.msg);
         fprintf(stderr, "shaled: %s\n", err.msg);
         return 1;

@@ -275,13 +275,15 @@ static void obj_head(struct sl_req *r)
                 sl_hdr_addf(r, "Ais-Mirror-Paths", "%s", mp->path);
             } else if (!strcmp(t, "ec") || !strcmp(t, "chunked")) {
             } else {
+                /* t points into cp: format before freeing it */
+                sl_errf(&err, SL_EINVAL,
+                        "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
+                        "last-modified, etag, location, copies, ec, chunked)",
+                        t);
                 free(cp);
                 sl_objmd_free(&md);
                 sl_bck_release(&b);
-                sl_resp_errf(r, SL_EINVAL,
-                             "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
-                             "last-modified, etag, location, copies, ec, chunked)",
-                             t);
+                sl_resp_err(r, &err);
                 return;
             }
         }
@@ -511,22 +513,79 @@ static void obj_put(struct sl_req *r)
 
 /* ---- DELETE, PATCH ---- */
 
-static void obj_delete(struct sl_req *r)
+/* The body is optional: none (or an empty action) deletes; the others are
+ * AIStore's evict (remote buckets only) and multipart abort. Anything the
+ * body says that is not a plain delete must never delete. */
+static void delete_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
     struct sl_bck b;
     const char *name;
     size_t nlen;
-    r->op = SL_OP_DELETE;
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_errf(r, err.code, "DELETE %s: %s; nothing was deleted", r->path, err.msg);
+        return;
+    }
     if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_actmsg_free(&m);
         sl_resp_err(r, &err);
         return;
     }
-    if (sl_obj_delete(&b, name, nlen, &err) < 0)
+    if (!strcmp(m.action, "mpt-abort")) {
+        sl_resp_errf(r, SL_EUNSUPP, "DELETE %s: action \"mpt-abort\": multipart uploads are not supported by this "
+                     "build (there is no upload to abort); nothing was deleted", r->path);
+    } else if (!strcmp(m.action, "evict-listrange")) {
+        sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
+                     "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
+                     r->path, sl_provider_scheme(b.provider), b.name);
+    } else if (m.action[0]) {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
+                     "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);
+    } else if (sl_obj_delete(&b, name, nlen, &err) < 0) {
         sl_resp_err(r, &err);
-    else
+    } else {
         sl_resp_empty(r, 200);
+    }
+    sl_actmsg_free(&m);
     sl_bck_release(&b);
+}
+
+static void obj_delete(struct sl_req *r)
+{
+    r->op = SL_OP_DELETE;
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_done);
+}
+
+/* AIStore's object POST actions. None is implemented yet: they get 501,
+ * anything else 400. */
+static const char *const obj_post_actions[] = {
+    "rename-obj", "promote", "blob-download", "check-lock", "mpt-upload", "mpt-complete",
+};
+#define OBJ_POST_ACTIONS "rename-obj, promote, blob-download, check-lock, mpt-upload, mpt-complete"
+
+static void post_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    bool known = false;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(obj_post_actions); i++)
+        if (!strcmp(m.action, obj_post_actions[i]))
+            known = true;
+    if (known)
+        sl_resp_errf(r, SL_EUNSUPP, "POST %s: object action \"%s\" is not supported by this build yet", r->path,
+                     m.action);
+    else if (!m.action[0])
+        sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
+                     "; none is supported by this build yet)", r->path);
+    else
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
+                     OBJ_POST_ACTIONS "; none is supported by this build yet)", m.action, r->path);
+    sl_actmsg_free(&m);
 }
 
 static void patch_done(struct sl_req *r)
@@ -600,8 +659,7 @@ void sl_tgt_objects(struct sl_req *r)
         break;
     case SL_M_POST:
         if (!sl_tgt_post_ext(r))
-            sl_resp_errf(r, SL_EUNSUPP, "POST %s: object actions (rename-obj, promote, multipart) are not "
-                                        "supported yet", r->path);
+            sl_req_buffer_body(r, sl_conf->http_max_body_json, post_done);
         break;
     default:
         sl_resp_method_not_allowed(r, "GET, HEAD, PUT, DELETE, PATCH, POST");

@@ -371,9 +371,81 @@ class TestObjects(NodeTest):
             for f in files:
                 self.assertNotIn(f, ("b", "y", "x"), os.path.join(root, f))
 
+    def test_delete_body(self):
+        url = self.url + "/v1/objects/ob/del/a.bin"
+        jh = {"Content-Type": "application/json"}
+        self.put("ob", "del/a.bin", b"keep me")
+        # a body that is not a plain delete never deletes
+        for body, status, words in (('{"action":"frob"}', 400, ('"frob"', "evict-listrange", "mpt-abort")),
+                                    ('{"action":', 400, ("invalid JSON",)),
+                                    ('[1,2]', 400, ("JSON object",)),
+                                    ('{"action":"mpt-abort"}', 501, ("multipart",)),
+                                    ('{"action":"evict-listrange"}', 400, ("remote",))):
+            r = self.s.delete(url, data=body, headers=jh)
+            self.assertEqual(r.status_code, status, (body, r.text))
+            for w in words:
+                self.assertIn(w, r.json()["message"], body)
+            self.assertIn("nothing was deleted", r.json()["message"])
+            self.assertEqual(self.get("ob", "del/a.bin").content, b"keep me", body)
+        # the connection stays usable after an error answered before the body
+        r = self.s.delete(url, data='{"action":"frob"}', headers=jh)
+        self.assertEqual(r.status_code, 400)
+        # empty action, empty body: delete
+        r = self.s.delete(url, data='{"action":""}', headers=jh)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.get("ob", "del/a.bin").status_code, 404)
+        self.put("ob", "del/a.bin", b"again")
+        r = self.s.delete(url, data=b"", headers=jh)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.get("ob", "del/a.bin").status_code, 404)
+
+    def test_post_actions(self):
+        self.put("ob", "post/a.bin", b"x")
+        for path in ("/v1/objects/ob/post/a.bin", "/v1/objects/ob"):
+            r = self.act("POST", path, "frob")
+            self.assertEqual(r.status_code, 400, (path, r.text))
+            msg = r.json()["message"]
+            self.assertIn('"frob"', msg)
+            for a in ("rename-obj", "promote", "blob-download", "mpt-upload"):
+                self.assertIn(a, msg)
+            for a in ("mpt-upload", "promote", "blob-download", "rename-obj"):
+                r = self.act("POST", path, a)
+                self.assertEqual(r.status_code, 501, (path, a, r.text))
+                self.assertIn('"%s" is not supported' % a, r.json()["message"])
+            r = self.s.post(self.url + path, data='{"action":', headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status_code, 400, r.text)
+            r = self.s.post(self.url + path)
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn("missing", r.json()["message"])
+        self.assertEqual(self.get("ob", "post/a.bin").content, b"x")
+
+    def test_head_invalid_props(self):
+        self.put("ob", "hp", b"x")
+        for bad in ("cached", "status", "checksum,cached" + "x" * 300):
+            r = self.s.head(self.url + "/v1/objects/ob/hp", params={"props": bad})
+            self.assertEqual(r.status_code, 400, bad)
+            msg = json.loads(r.headers["Hdr-Error"])["message"]
+            self.assertIn('invalid HEAD props "%s"' % bad.split(",")[-1], msg)
+            self.assertIn("valid: name, size, checksum", msg)
+
     def test_oversized_headers(self):
         r = self.s.get(self.url + "/v1/objects/ob/x", headers={"X-Big": "a" * 200000})
         self.assertIn(r.status_code, (413, 431))
+        # over net.http.max_header_size (16KiB) but within what the node reads: its own 431
+        self.put("ob", "hdr", b"small")
+        for hdrs in ({"X-Big": "a" * 20000}, {"X-H%d" % i: "v" * 1000 for i in range(20)}):
+            for m in ("GET", "PUT", "HEAD"):
+                r = requests.request(m, self.url + "/v1/objects/ob/hdr", headers=hdrs, timeout=10,
+                                     data=b"overwrite" if m == "PUT" else None)
+                self.assertEqual(r.status_code, 431, m)
+                if m != "HEAD":
+                    msg = r.json()["message"]
+                    self.assertIn("net.http.max_header_size", msg)
+                    self.assertIn("16384", msg)
+        self.assertEqual(self.get("ob", "hdr").content, b"small")
+        # just under the limit is fine
+        r = self.s.get(self.url + "/v1/objects/ob/hdr", headers={"X-Big": "a" * 15000})
+        self.assertEqual((r.status_code, r.content), (200, b"small"))
 
     def test_truncated_upload_creates_nothing(self):
         s = socket.create_connection(("127.0.0.1", self.node.port))
@@ -536,6 +608,8 @@ class TestConfig(NodeTest):
         r = subprocess.run([SHALED, "--set", "nosuch.key=1", "--check-config", "--fspath", "/tmp/x"],
                            capture_output=True, text=True)
         self.assertIn('unknown configuration key "nosuch.key"', r.stderr)
+        self.assertIn('section "nosuch" does not exist; valid sections: ', r.stderr)
+        self.assertIn("checksum", r.stderr)
         with open(p, "w") as f:
             f.write('{"checksum": {')
         r = subprocess.run([SHALED, "--config", p, "--check-config"], capture_output=True, text=True)

@@ -54,7 +54,12 @@ class TestCLI(unittest.TestCase):
         self.assertRegex(p.stdout, r"NAME\s+PRESENT")
         self.assertIn("ais://cb1", p.stdout)
         p = self.cli("bucket", "props", "set", "ais://cb1", "checksum.type=md5")
-        self.assertIn("Bucket props successfully updated", p.stdout)
+        self.assertEqual(p.stdout.splitlines(), ["Bucket props successfully updated",
+                                                 '"checksum.type" set to: "md5" (was: "xxhash2")'])
+        p = self.cli("bucket", "props", "set", "ais://cb1", "checksum.type=sha256", "checksum.validate_warm_get=true")
+        self.assertEqual(p.stdout.splitlines()[1:], ['"checksum.type" set to: "sha256" (was: "md5")',
+                                                     '"checksum.validate_warm_get" set to: "true" (was: "false")'])
+        self.cli("bucket", "props", "set", "ais://cb1", "checksum.type=md5")
         p = self.cli("bucket", "props", "show", "ais://cb1")
         self.assertRegex(p.stdout, r"checksum.type\s+md5")
         p = self.cli("bucket", "rm", "ais://cb1")
@@ -132,7 +137,12 @@ class TestCLI(unittest.TestCase):
         self.assertIn("Page 1: 2 names", p.stdout)
         self.assertIn("Page 3: 1 names", p.stdout)
         p = self.cli("ls", "ais://cb3", "--props", "all")
-        self.assertRegex(p.stdout, r"NAME\s+SIZE\s+CHECKSUM\s+ATIME\s+VERSION\s+CACHED\s+TARGET")
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0].split(), "NAME SIZE CHECKSUM ATIME VERSION CACHED TARGET URL STATUS COPIES".split())
+        row = [ln for ln in lines if ln.startswith("ds/a/2.jpg ")][0]
+        self.assertRegex(row, r"^ds/a/2\.jpg\s+1\.95KiB\s+[0-9a-f]{16}\s+.+\s+1\s+yes\s+t\[\w+\]:/\S+\s+ok\s+1$")
+        p = self.cli("ls", "ais://cb3", "--props", "name,size,custom")
+        self.assertEqual(p.stdout.splitlines()[0].split(), ["NAME", "SIZE", "CUSTOM"])
         p = self.cli("ls", "ais://cb3", "-H", "--name-only")
         self.assertEqual(p.stdout.split(), sorted("ds/" + n for n in files))
         p = self.cli("ls", "ais://cb3/ds/", "--nr")
@@ -156,6 +166,30 @@ class TestCLI(unittest.TestCase):
         self.assertIn("Summary:", p.stdout)
         self.assertRegex(p.stdout, r"Targets:\s+1 \(num disks: 1\)")
         self.assertRegex(p.stdout, r"Status:\s+1 online")
+
+    def test_help(self):
+        cmds = {
+            "bucket": ["create", "ls", "rm", "props"], "ls": [], "create": [], "rmb": [], "put": [], "get": [],
+            "object": ["show", "get", "put", "rm"], "rmo": [], "show": ["cluster"],
+            "archive": ["put", "get", "ls", "bucket", "gen-shards"], "job": ["show", "wait", "stop", "start"],
+            "cluster": ["maintenance", "decommission"], "playground": ["start", "stop", "status", "add-target"],
+        }
+        alias = {"bucket ls": "ls", "object get": "get", "object put": "put", "object rm": "rmo"}
+        for c, subs in cmds.items():
+            for words in [[c]] + [[c, s] for s in subs]:
+                for flag in ("--help", "-h"):
+                    p = self.run_cli(*(words + [flag]))
+                    self.assertEqual(p.returncode, 0, (words, flag, p.stderr))
+                    self.assertNotIn("unknown flag", p.stderr)
+                    want = alias.get(" ".join(words), " ".join(words))
+                    self.assertTrue(p.stdout.startswith("Usage: shale " + want), (words, p.stdout))
+        # also after other arguments, and never with a side effect
+        p = self.run_cli("bucket", "create", "ais://helponly", "--help")
+        self.assertEqual(p.returncode, 0)
+        self.assertNotEqual(self.run_cli("ls", "ais://helponly").returncode, 0)
+        p = self.run_cli("--help")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("Usage: shale COMMAND", p.stdout)
 
     def test_errors_and_usage(self):
         p = self.run_cli("frobnicate")
@@ -207,8 +241,36 @@ class TestPlayground(unittest.TestCase):
             p = subprocess.run([SHALE, "playground", "start", "--dir", d], capture_output=True, text=True, env=env,
                                timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("already running", p.stdout)
+            self.assertNotIn("restarted", p.stdout)
         finally:
             subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_port_taken(self):
+        """A node that cannot bind its port fails the start, even though the port answers health."""
+        tmp = tempfile.mkdtemp(prefix="shale-pg-")
+        port = free_port_range(3)
+        d1, d2 = os.path.join(tmp, "pg1"), os.path.join(tmp, "pg2")
+        try:
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d1, "--port", str(port)], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for _ in range(2):  # fresh dir, then a restart of the existing one
+                p = subprocess.run([SHALE, "playground", "start", "--dir", d2, "--port", str(port)],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(p.returncode, 0, p.stdout)
+                self.assertNotIn("started", p.stdout)
+                self.assertIn("another process answers on port %d" % port, p.stderr)
+                self.assertIn(os.path.join(d2, "n0", "log"), p.stderr)
+                p = subprocess.run([SHALE, "playground", "status", "--dir", d2], capture_output=True, text=True)
+                self.assertRegex(p.stdout, r"n0\s+standalone\s+%d\s+-\s+stopped" % port)
+            # the first playground is untouched
+            p = subprocess.run([SHALE, "playground", "status", "--dir", d1], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout)
+        finally:
+            for d in (d2, d1):
+                subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
             shutil.rmtree(tmp, ignore_errors=True)
 
 

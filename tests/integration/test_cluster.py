@@ -139,6 +139,24 @@ class TestPlacement(ClusterTest):
         self.assertEqual(r.status_code, 400)
         self.assertIn("expected to be redirected", r.json()["message"])
         self.check_all("pl", data)
+        # DELETE and POST bodies survive the redirect (clients re-send them to the target)
+        name = sorted(data)[1]
+        u = self.url + "/v1/objects/pl/" + name
+        for body, status in (('{"action":"frob"}', 400), ('{"action":', 400), ('{"action":"mpt-abort"}', 501)):
+            r = self.s.delete(u, data=body, headers={"Content-Type": "application/json"})
+            self.assertEqual(r.status_code, status, (body, r.text))
+            self.assertEqual(self.s.get(u).status_code, 200, body)
+        r = self.s.post(u, json={"action": "frob"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("rename-obj", r.json()["message"])
+        r = self.s.post(self.url + "/v1/objects/pl", json={"action": "frob"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("blob-download", r.json()["message"])
+        r = self.s.post(self.url + "/v1/objects/pl", json={"action": "promote"})
+        self.assertEqual(r.status_code, 501, r.text)
+        self.assertEqual(self.s.delete(u, data='{"action":""}').status_code, 200)
+        self.assertEqual(self.s.get(u).status_code, 404)
+        del data[name]
         # listing merges all targets: exact and sorted
         names = []
         token, uuid = "", ""

@@ -212,6 +212,15 @@ static void t_config(void)
     const char *bad[] = { "checksum.tpye=md5" };
     struct sl_config *b = sl_config_load(NULL, NULL, bad, 1, &err);
     TAP_OK(!b && strstr(err.msg, "\"checksum.tpye\"") && strstr(err.msg, "type"), "unknown key named: %s", err.msg);
+    const char *bad4[] = { "bogus.key=1" };
+    b = sl_config_load(NULL, NULL, bad4, 1, &err);
+    TAP_OK(!b && strstr(err.msg, "section \"bogus\" does not exist") && strstr(err.msg, "checksum") &&
+           strstr(err.msg, "host_net") && !strstr(err.msg, "confdir"), "unknown section named, sections listed: %s",
+           err.msg);
+    const char *bad5[] = { "net.bogus.x=1" };
+    b = sl_config_load(NULL, NULL, bad5, 1, &err);
+    TAP_OK(!b && strstr(err.msg, "section \"net.bogus\" does not exist") && strstr(err.msg, "in \"net\": http"),
+           "unknown sub-section: %s", err.msg);
     const char *bad2[] = { "checksum.type=crc99" };
     b = sl_config_load(NULL, NULL, bad2, 1, &err);
     TAP_OK(!b && strstr(err.msg, "crc99"), "bad enum value");
