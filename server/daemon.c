@@ -4,11 +4,13 @@
  */
 #include "daemon.h"
 #include "arch.h"
+#include "cluster.h"
 #include "config.h"
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
 #include "node.h"
+#include "reb.h"
 #include "stats.h"
 #include "store.h"
 
@@ -23,6 +25,44 @@ static void uptime_headers(struct sl_req *r)
     int64_t up = sl_mono_ns() - G.start_mono;
     sl_hdr_addf(r, "Ais-Node-Uptime", "%lld", (long long)up);
     sl_hdr_addf(r, "Ais-Cluster-Uptime", "%lld", (long long)sl_cluster_uptime_ns());
+}
+
+/* {"version": "N"} of a cluster document ("rmd", "etlmd"); "0" before the first one */
+static json_t *doc_version_json(const char *name)
+{
+    json_t *d = sl_cluster_doc(name), *o = json_object();
+    char v[32];
+    snprintf(v, sizeof(v), "%lld", (long long)(d ? sl_json_int(d, "version", 0) : 0));
+    json_decref(d);
+    json_object_set_new(o, "version", json_string(v));
+    return o;
+}
+
+/* AIStore's NodeStateFlags (cmn/cos/node_state.go), the bits Shale can tell */
+enum {
+    NSF_CLUSTER_STARTED = 1 << 1,  /* primary: cluster started; others: joined */
+    NSF_NODE_STARTED = 1 << 2,
+    NSF_REBALANCING = 1 << 3,
+    NSF_MAINTENANCE = 1 << 10,
+    NSF_NO_MOUNTPATHS = 1 << 14,
+};
+
+static uint64_t node_state_flags(const struct sl_smap *s)
+{
+    uint64_t f = 0;
+    if (G.ready) {
+        f |= NSF_NODE_STARTED;
+        if (G.role == SL_ROLE_STANDALONE || sl_smap_find(s, G.id))
+            f |= NSF_CLUSTER_STARTED;
+    }
+    const struct sl_snode *me = sl_smap_find(s, G.id);
+    if (me && (me->flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+        f |= NSF_MAINTENANCE;
+    if (G.role == SL_ROLE_TARGET && sl_reb_active())
+        f |= NSF_REBALANCING;
+    if (sl_is_target() && sl_store_nmpaths() == 0)
+        f |= NSF_NO_MOUNTPATHS;
+    return f;
 }
 
 json_t *sl_node_state_info(void)
@@ -45,14 +85,13 @@ json_t *sl_node_state_info(void)
     snprintf(v, sizeof(v), "%lld", (long long)b->version);
     json_object_set_new(bm, "version", json_string(v));
     json_object_set_new(o, "bmd", bm);
-    json_t *rmd = json_object();
-    json_object_set_new(rmd, "version", json_string("0"));
-    json_object_set_new(o, "rmd", rmd);
+    json_object_set_new(o, "rmd", doc_version_json("rmd"));
     json_t *cf = json_object();
     snprintf(v, sizeof(v), "%lld", (long long)sl_conf->config_version);
     json_object_set_new(cf, "version", json_string(v));
     json_object_set_new(o, "config", cf);
-    json_object_set_new(o, "flags", json_integer(0));
+    json_object_set_new(o, "etlmd", doc_version_json("etlmd"));
+    json_object_set_new(o, "flags", json_integer((json_int_t)node_state_flags(s)));
     sl_smap_put(s);
     sl_bmd_put(b);
     return o;

@@ -280,6 +280,10 @@ class TestRebalance(ClusterTest):
                                json={"ID": st["uuid"]}).json()
             moved = sum(int(sn["stats"]["out-objs"]) for arr in stats.values() for sn in arr)
             self.assertEqual(moved, len(on_new))
+            # health?cii reports the real RMD version (the rebalance id is g<version>)
+            cii = self.s.get(self.c.node_url("t3") + "/v1/health", params={"cii": "true"}).json()
+            self.assertEqual("g" + cii["rmd"]["version"], st["uuid"])
+            self.assertEqual(cii["etlmd"], {"version": "0"})
             # decommission one of the original targets
             victim = [tid for tid in smap["tmap"] if tid != newt][0]
             r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node",
