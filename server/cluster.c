@@ -881,8 +881,11 @@ static void cluster_get_done(struct sl_req *r)
         json_object_foreach(per, tid, arr) {
             size_t i;
             json_t *sn;
-            json_array_foreach(arr, i, sn) json_object_set_new(ids, sl_json_str(sn, "id", ""),
-                                                                 json_string(sl_json_str(sn, "kind", "")));
+            json_array_foreach(arr, i, sn) {
+                if (id[0] && strcmp(sl_json_str(sn, "id", ""), id))
+                    continue; /* kind was filtered by the targets */
+                json_object_set_new(ids, sl_json_str(sn, "id", ""), json_string(sl_json_str(sn, "kind", "")));
+            }
         }
         json_t *out = json_array();
         const char *jid;

@@ -280,6 +280,16 @@ class TestRebalance(ClusterTest):
                                json={"ID": st["uuid"]}).json()
             moved = sum(int(sn["stats"]["out-objs"]) for arr in stats.values() for sn in arr)
             self.assertEqual(moved, len(on_new))
+            # every target scanned its objects: loc-bytes counts their bytes along with loc-objs
+            for arr in stats.values():
+                for sn in arr:
+                    if int(sn["stats"]["loc-objs"]) > 0:
+                        self.assertGreater(int(sn["stats"]["loc-bytes"]), 0, sn)
+            # status_all filters by id (and kind)
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status_all"}, json={"id": st["uuid"]})
+            self.assertEqual([x["uuid"] for x in r.json()], [st["uuid"]])
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status_all"}, json={"kind": "archive"})
+            self.assertEqual(r.json() or [], [])
             # health?cii reports the real RMD version (the rebalance id is g<version>)
             cii = self.s.get(self.c.node_url("t3") + "/v1/health", params={"cii": "true"}).json()
             self.assertEqual("g" + cii["rmd"]["version"], st["uuid"])
