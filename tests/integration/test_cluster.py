@@ -123,10 +123,11 @@ class TestPlacement(ClusterTest):
             self.assertIn("pid=", loc)
             self.assertIn("utm=", loc)
             counts[owner["daemon_id"]] = counts.get(owner["daemon_id"], 0) + 1
-            for m in ("PUT", "HEAD", "DELETE"):
+            self.assertNotIn("provider=", loc)  # only pid and utm are added
+            for m, net in (("PUT", "intra_data_net"), ("HEAD", "intra_control_net"), ("DELETE", "intra_control_net")):
                 r2 = self.s.request(m, self.url + "/v1/objects/pl/" + name, allow_redirects=False)
                 self.assertEqual(r2.status_code, 307, m)
-                self.assertTrue(r2.headers["Location"].startswith(owner["public_net"]["direct_url"]))
+                self.assertTrue(r2.headers["Location"].startswith(owner[net]["direct_url"]))
         self.assertEqual(len(counts), 3, counts)          # every target got objects
         self.assertTrue(min(counts.values()) > 20, counts)
         # the data really is on the owner: a direct GET to the owner works without redirects
@@ -156,6 +157,42 @@ class TestPlacement(ClusterTest):
         p = self.c.cli("show", "cluster")
         self.assertRegex(p.stdout, r"Targets:\s+3 \(num disks: 3\)")
         self.assertRegex(p.stdout, r"Status:\s+4 online")
+
+
+class TestRedirectNetworks(unittest.TestCase):
+    """A target with distinct public, data and control addresses: GET goes to
+    the public URL, PUT to the data URL, HEAD/DELETE to the control URL (spec
+    §1.4), and the redirect adds only pid and utm to the client's query."""
+
+    def test_redirect_targets_the_right_network(self):
+        tmp = tempfile.mkdtemp(prefix="shale-rn-")
+        p0 = Node(tmp, name="p0", role="proxy").start()
+        t0 = Node(tmp, name="t0", role="target", primary=p0.url, extra_config={
+            "host_net": {"hostname_intra_control": "localhost", "hostname_intra_data": "127.1"}})
+        try:
+            t0.start()
+            s = requests.Session()
+            wait_until(lambda: len(s.get(p0.url + "/v1/daemon?what=smap").json()["tmap"]) == 1, 30, what="join")
+            sn = list(s.get(p0.url + "/v1/daemon?what=smap").json()["tmap"].values())[0]
+            pub, data, ctrl = (sn[k]["direct_url"] for k in ("public_net", "intra_data_net", "intra_control_net"))
+            self.assertEqual(len({pub, data, ctrl}), 3, sn)
+            self.assertEqual(s.post(p0.url + "/v1/buckets/rn", json={"action": "create-bck"}).status_code, 200)
+            self.assertEqual(s.put(p0.url + "/v1/objects/rn/o", data=b"x").status_code, 200)
+            for method, code, base in (("GET", 301, pub), ("PUT", 307, data), ("HEAD", 307, ctrl),
+                                       ("DELETE", 307, ctrl)):
+                r = s.request(method, p0.url + "/v1/objects/rn/o?archpath=a", allow_redirects=False)
+                self.assertEqual(r.status_code, code, method)
+                loc = r.headers["Location"]
+                self.assertTrue(loc.startswith(base + "/v1/objects/rn/o?archpath=a&pid="), (method, loc))
+                self.assertNotIn("provider=", loc)
+            r = s.get(p0.url + "/v1/objects/rn/o?provider=ais", allow_redirects=False)
+            self.assertEqual(r.headers["Location"].count("provider=ais"), 1)
+            self.assertEqual(s.get(p0.url + "/v1/objects/rn/o").content, b"x")
+        finally:
+            t0.stop()
+            p0.stop()
+            if not os.environ.get("SHALE_KEEP_TMP"):
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 class TestKill9Target(ClusterTest):
