@@ -14,6 +14,7 @@
 #include "stats.h"
 #include "store.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,44 @@ void sl_h_health(struct sl_req *r)
     sl_resp_empty(r, 200);
 }
 
+/* System CPU utilisation in percent over the interval since the previous
+ * sample (at least 1 s apart; the first one covers the time since boot), from
+ * /proc/stat. -1 when unreadable. */
+static int cpu_util_pct(void)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static unsigned long long prev_total, prev_idle;
+    static int64_t prev_mono;
+    static int last = -1;
+    unsigned long long v[10] = { 0 };
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                       &v[4], &v[5], &v[6], &v[7], &v[8], &v[9])
+              : 0;
+    if (f)
+        fclose(f);
+    if (n < 4)
+        return -1;
+    /* guest time (8, 9) is already counted in user and nice */
+    unsigned long long idle = v[3] + v[4], total = 0;
+    for (int i = 0; i < 8; i++)
+        total += v[i];
+    pthread_mutex_lock(&mu);
+    int64_t now = sl_mono_ns();
+    if (last < 0 || now - prev_mono >= 1000000000LL) {
+        unsigned long long dt = total - prev_total, di = idle - prev_idle;
+        if (dt > 0 && di <= dt) {
+            last = (int)((100 * (dt - di) + dt / 2) / dt);
+            prev_total = total;
+            prev_idle = idle;
+            prev_mono = now;
+        }
+    }
+    int pct = last;
+    pthread_mutex_unlock(&mu);
+    return pct;
+}
+
 static json_t *node_status(void)
 {
     json_t *o = json_object();
@@ -148,6 +187,9 @@ static json_t *node_status(void)
         json_object_set_new(mc, "load_avg", json_real((double)si.loads[0] / 65536.0));
     }
     json_object_set_new(mc, "cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    int cpu = cpu_util_pct();
+    if (cpu >= 0)
+        json_object_set_new(mc, "cpu_util", json_integer(cpu)); /* AIStore's MemCPUInfo.cpu_util */
     json_object_set_new(o, "memcpu", mc);
     json_object_set_new(o, "uptime", sl_json_u64((uint64_t)(sl_mono_ns() - G.start_mono)));
     if (sl_is_target()) {
@@ -164,6 +206,7 @@ static json_t *node_status(void)
         json_object_set_new(o, "capacity", cap);
         json_object_set_new(o, "rebalance", json_string(sl_rebalance_state()));
     }
+    json_object_set_new(o, "tracker", sl_stats_tracker_json());
     return o;
 }
 

@@ -156,6 +156,41 @@ class TestCLI(unittest.TestCase):
         self.assertIn("Summary:", p.stdout)
         self.assertRegex(p.stdout, r"Targets:\s+1 \(num disks: 1\)")
         self.assertRegex(p.stdout, r"Status:\s+1 online")
+        self.assertRegex(p.stdout, r"Rebalance:\s+\S")
+        self.assertRegex(p.stdout, r"Build:\s+\S")
+        self.assertRegex(p.stdout, r"TARGET\s+MEM USED\(%\)\s+MEM AVAIL\s+CAP USED\(%\)\s+CAP AVAIL\s+CPU\(%\)\s+"
+                                   r"REBALANCE")
+        self.assertNotIn("LOAD AVERAGE", p.stdout)
+        # sub-views
+        p = self.cli("show", "cluster", "proxy")
+        self.assertIn("PROXY", p.stdout)
+        self.assertNotIn("TARGET", p.stdout)
+        self.assertNotIn("Summary:", p.stdout)
+        p = self.cli("show", "cluster", "target")
+        self.assertIn("TARGET", p.stdout)
+        self.assertNotIn("PROXY", p.stdout)
+        smap = json.loads(self.cli("show", "cluster", "smap", "--json").stdout)
+        tid = list(smap["tmap"])[0]
+        p = self.cli("show", "cluster", "smap")
+        self.assertRegex(p.stdout, r"NODE\s+TYPE\s+PUBLIC URL\s+CONTROL URL\s+DATA URL")
+        self.assertIn("t[%s]" % tid, p.stdout)
+        self.assertRegex(p.stdout, r"Smap version:\s+%s" % smap["version"])
+        self.assertIn("providers", json.loads(self.cli("show", "cluster", "bmd", "--json").stdout))
+        self.assertRegex(self.cli("show", "cluster", "bmd").stdout, r"BMD version:\s+\d+")
+        self.assertRegex(self.cli("show", "cluster", "config").stdout, r"checksum\.type\s+\w+")
+        self.assertIn("checksum", json.loads(self.cli("show", "cluster", "config", "--json").stdout))
+        p = self.cli("show", "cluster", "stats")
+        self.assertRegex(p.stdout, r"NODE\s+GET\s+GET SIZE\s+PUT\s+PUT SIZE")
+        # NODE filters to that node
+        p = self.cli("show", "cluster", "t[%s]" % tid)
+        self.assertIn("t[%s]" % tid, p.stdout)
+        self.assertNotIn("PROXY", p.stdout)
+        p = self.cli("show", "cluster", "target", tid, "--json")
+        self.assertEqual(list(json.loads(p.stdout)), ["t[%s]" % tid])
+        for bad in (["frob"], ["target", "t[nosuchnode]"], ["proxy", "t[%s]" % tid], ["smap", "x", "y"]):
+            p = self.run_cli("show", "cluster", *bad)
+            self.assertEqual(p.returncode, 1, bad)
+            self.assertIn("Error:", p.stderr)
 
     def test_errors_and_usage(self):
         p = self.run_cli("frobnicate")

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -157,6 +158,10 @@ class TestPlacement(ClusterTest):
         p = self.c.cli("show", "cluster")
         self.assertRegex(p.stdout, r"Targets:\s+3 \(num disks: 3\)")
         self.assertRegex(p.stdout, r"Status:\s+4 online")
+        self.assertRegex(p.stdout, r"Rebalance:\s+g\d+ (finished|running)")
+        p = self.c.cli("show", "cluster", "target")
+        self.assertEqual(len(re.findall(r"^t\[", p.stdout, re.M)), 3)
+        self.assertNotIn("PROXY", p.stdout)
 
 
 class TestRedirectNetworks(unittest.TestCase):
