@@ -352,6 +352,24 @@ class TestRebalance(ClusterTest):
                                                json={"action": "list", "value": {"flags": "0"}}).json()["entries"]]
         self.assertEqual(names, sorted(data))
 
+    def test_playground_keeps_a_decommissioned_target_down(self):
+        victim = sorted(self.c.smap()["tmap"])[0]
+        name = self.target_name_by_id(victim)
+        self.c.cli("cluster", "decommission", "t[%s]" % victim, "--wait")
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 30, what="victim removed from the Smap")
+        status = lambda: self.c.cli("playground", "status", "--dir", self.c.dir, check=False).stdout  # noqa: E731
+        wait_until(lambda: re.search(r"^%s\s+target\s+\d+\s+-\s+stopped" % name, status(), re.M), 30,
+                   what="the decommissioned target shut down")
+        # restarting the playground does not bring it back under its old id
+        for _ in range(2):
+            p = self.c.cli("playground", "start", "--dir", self.c.dir)
+            self.assertIn("%s (t[%s]) was decommissioned" % (name, victim), p.stdout)
+            self.assertRegex(status(), r"(?m)^%s\s+target\s+\d+\s+-\s+decommissioned" % name)
+            time.sleep(1)
+            self.assertNotIn(victim, self.c.smap()["tmap"])
+            self.assertEqual(len(self.c.smap()["tmap"]), self.targets - 1)
+            self.c.cli("playground", "stop", "--dir", self.c.dir)  # the second round starts from nothing
+
     def test_maintenance(self):
         self.create("rb")
         data = self.fill("rb", 200)
