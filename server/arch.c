@@ -32,6 +32,7 @@
 
 #define IDX_INLINE_NAME 400
 #define CHUNK (256 * 1024)
+#define PRE_CHUNK (64 * 1024)
 
 static struct sl_plug_reg *reg;
 static char supported[256];
@@ -439,12 +440,20 @@ struct member_stream {
     int fd;
     struct sl_plug_fdio fio;
     struct sl_plug_reader *rd;
+    char *pre;                 /* the first chunk, read before the status was chosen */
+    size_t npre, pre_pos;
     char name[400];
 };
 
 static ssize_t member_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct member_stream *s = ctx;
+    if (s->pre_pos < s->npre) {
+        size_t n = SL_MIN(max, s->npre - s->pre_pos);
+        memcpy(buf, s->pre + s->pre_pos, n);
+        s->pre_pos += n;
+        return (ssize_t)n;
+    }
     struct sl_err err;
     int64_t n = sl_plug_reader_read(s->rd, buf, max, &err);
     if (n < 0) {
@@ -457,6 +466,7 @@ static ssize_t member_read(void *ctx, uint64_t pos, char *buf, size_t max)
 static void member_free(void *ctx)
 {
     struct member_stream *s = ctx;
+    free(s->pre);
     sl_plug_reader_close(s->rd);
     close(s->fd);
     free(s);
@@ -732,6 +742,18 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         int rc = sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err);
         if (rc == 0)
             rc = sl_plug_reader_find(s->rd, archpath, &e, &err);
+        if (rc == 0) {
+            /* The first chunk is read before answering: whatever the reader
+             * can tell up front (a zip member's declared ratio, a corrupt
+             * start) is a 4xx/5xx, not a 200 cut short. */
+            int64_t n = 1;
+            s->pre = sl_xmalloc(PRE_CHUNK);
+            while (s->npre < PRE_CHUNK &&
+                   (n = sl_plug_reader_read(s->rd, s->pre + s->npre, PRE_CHUNK - s->npre, &err)) > 0)
+                s->npre += (size_t)n;
+            if (n < 0)
+                rc = -1;
+        }
         if (rc != 0) {
             member_free(s);
             if (rc == 1)
@@ -784,9 +806,19 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             return true;
         }
         int rc;
-        while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0)
-            if (sl_arch_match(s->match, e.name, e.name_len))
-                nmatch++;
+        while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0) {
+            if (!sl_arch_match(s->match, e.name, e.name_len))
+                continue;
+            nmatch++;
+            /* one byte of every match: what the reader can tell before
+             * inflating (a zip member's declared ratio) is refused now, not
+             * in the middle of the 200 */
+            char c;
+            if (sl_plug_reader_read(rd, &c, 1, &err) < 0) {
+                rc = -1;
+                break;
+            }
+        }
         sl_plug_reader_close(rd);
         if (rc < 0) {
             tar_free(s);

@@ -5,6 +5,7 @@ writing/appending members (Ais-Pine), the archive job, limits and bad input,
 a crash in the middle of an append, and the out-of-tree .tar.zst example
 plugin built against the installed header."""
 import hashlib
+import http.client
 import io
 import json
 import os
@@ -302,14 +303,33 @@ class TestArchive(NodeTest):
         self.assertEqual(self.get("dst", "evil.tar", params={"archpath": "ok"}).content, b"ok")
 
     def test_limits(self):
-        # a zip bomb: 50 MiB of zeros compresses ~1000:1
+        # bombs: 50 MiB of zeros compresses ~1000:1
         self.put("dst", "bomb.zip", make_zip([("zeros", b"\0" * (50 << 20))]))
+        self.put("dst", "bomb.tgz", make_tar([("zeros", b"\0" * (50 << 20))], gz=True))
         r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config",
                                                        "value": {"arch": {"max_compression_ratio": 100}}})
         self.assertEqual(r.status_code, 200, r.text)
         try:
-            r = self.get("dst", "bomb.zip", params={"archpath": "zeros"})
-            self.assertTrue(r.status_code == 413 or len(r.content) < (50 << 20), r.status_code)
+            # zip: the central directory's sizes give the ratio before anything is sent: 413
+            for params in ({"archpath": "zeros"}, {"archregx": "zer", "archmode": "prefix"}):
+                r = self.get("dst", "bomb.zip", params=params)
+                self.assertEqual(r.status_code, 413, (params, r.text))
+                self.assertIn("ais://dst/bomb.zip", r.json()["message"])
+                self.assertIn("max_ratio", r.json()["message"])
+            # tgz: only the stream tells, once the member is being sent: 200 with the declared
+            # Content-Length, then the node closes the connection short of it
+            conn = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=60)
+            try:
+                conn.request("GET", "/v1/objects/dst/bomb.tgz?archpath=zeros")
+                resp = conn.getresponse()
+                self.assertEqual(resp.status, 200)
+                self.assertEqual(int(resp.getheader("Content-Length")), 50 << 20)
+                with self.assertRaises(http.client.IncompleteRead) as cm:
+                    resp.read()
+                self.assertLess(len(cm.exception.partial), 50 << 20)
+            finally:
+                conn.close()
+            wait_until(lambda: "max_ratio" in self.node.log(), 10, what="the reason in the node log")
             # too many members
             self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {"arch": {"max_members": 10}}})
             self.put("dst", "many.tgz", make_tar([("m%03d" % i, b"x") for i in range(50)], gz=True))
