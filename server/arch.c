@@ -135,6 +135,19 @@ static bool is_plain_tar(const struct sl_plug *f)
     return f && (sl_plug_caps(f) & SL_FMT_CAP_INDEX);
 }
 
+/* A member whose name would be refused for writing (".." segments, absolute,
+ * NUL, trailing '/') is never served in a selection, indexed or listed: it is
+ * skipped with a warning (cn names the shard; NULL: skip quietly). */
+static bool member_ok(const char *cn, const char *name, size_t len)
+{
+    struct sl_err err = { 0 };
+    if (sl_plug_member_name_check(name, len, &err) == 0)
+        return true;
+    if (cn)
+        sl_logw("%s: %s; skipped", cn, err.msg);
+    return false;
+}
+
 static void limits(struct sl_fmt_limits *lim)
 {
     sl_plug_limits_default(lim);
@@ -178,6 +191,7 @@ static size_t member_key(const unsigned char *pfx, const char *m, size_t ml, uns
 }
 
 struct idx_build {
+    const char *cn;
     unsigned char pfx[SL_OBJ_AUX_PREFIX];
     struct sl_md_op *ops;
     int nops, cap;
@@ -187,6 +201,8 @@ struct idx_build {
 static int idx_cb(void *arg, const struct sl_fmt_entry *e)
 {
     struct idx_build *ib = arg;
+    if (!member_ok(ib->cn, e->name, e->name_len))
+        return 0;
     if (ib->nops == ib->cap) {
         ib->cap = ib->cap ? ib->cap * 2 : 256;
         ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
@@ -222,6 +238,7 @@ static int index_fd(const struct sl_plug *fmt, struct sl_md_env *env, const stru
     struct sl_plug_fdio fio;
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    ib.cn = cn;
     sl_plug_fdio_init(&fio, fd, 0, cn);
     struct sl_fmt_limits lim;
     limits(&lim);
@@ -336,6 +353,8 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
         nl = vlen - 24;
     }
     if (it->mplen && (nl < it->mplen || memcmp(nm, it->mprefix, it->mplen)))
+        return 0;
+    if (!member_ok(NULL, nm, nl)) /* an index written before such names were skipped */
         return 0;
     uint64_t off = get_u64((const unsigned char *)val), size = get_u64((const unsigned char *)val + 8);
     if (it->arr) {
@@ -516,8 +535,8 @@ static int tar_step(struct tar_stream *s)
                     goto finish;
                 if (rc < 0)
                     goto fail;
-                if (sl_arch_match(s->match, e.name, e.name_len))
-                    break;
+                if (sl_arch_match(s->match, e.name, e.name_len) && member_ok(NULL, e.name, e.name_len))
+                    break; /* (the first pass warned about the others) */
             }
             if (e.size < 0) { /* streamed zip member of unknown size: cannot write a tar header */
                 sl_errf(&err, SL_EUNSUPP, "%s: member %s has no size in its header", s->name, e.name);
@@ -617,7 +636,7 @@ struct collect {
 static int collect_cb(void *arg, const struct sl_fmt_entry *e)
 {
     struct tar_stream *s = arg;
-    if (!sl_arch_match(s->match, e->name, e->name_len))
+    if (!sl_arch_match(s->match, e->name, e->name_len) || !member_ok(s->name, e->name, e->name_len))
         return 0;
     s->ms = sl_xrealloc(s->ms, (s->nms + 1) * sizeof(*s->ms));
     s->ms[s->nms].off = (uint64_t)e->data_offset;
@@ -807,7 +826,7 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         }
         int rc;
         while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0) {
-            if (!sl_arch_match(s->match, e.name, e.name_len))
+            if (!sl_arch_match(s->match, e.name, e.name_len) || !member_ok(s->name, e.name, e.name_len))
                 continue;
             nmatch++;
             /* one byte of every match: what the reader can tell before
@@ -882,6 +901,8 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
         rc = sl_plug_reader_open(fmt, &fio.io, &lim, 0, &rd, err);
         while (rc == 0 && (rc = sl_plug_reader_next(rd, &e, err)) == 0) {
             if (mplen && (e.name_len < mplen || memcmp(e.name, mprefix, mplen)))
+                continue;
+            if (!member_ok(cn, e.name, e.name_len))
                 continue;
             struct sl_lsent *le = sl_lspage_add(out);
             le->nlen = nlen + 1 + e.name_len;

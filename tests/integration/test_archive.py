@@ -302,6 +302,37 @@ class TestArchive(NodeTest):
         self.assertEqual(r.status_code, 400)
         self.assertEqual(self.get("dst", "evil.tar", params={"archpath": "ok"}).content, b"ok")
 
+    def test_hostile_member_names(self):
+        members = [("../evil.txt", b"evil"), ("/abs.txt", b"abs"), ("a/../../up.txt", b"up"), ("ok.txt", b"ok"),
+                   ("d/fine.txt", b"fine")]
+        for ext, blob in ((".tar", make_tar(members)), (".zip", make_zip(members))):
+            shard = "hostile" + ext
+            if ext == ".zip":
+                self.assertIn("../evil.txt", zipfile.ZipFile(io.BytesIO(blob)).namelist())
+            else:
+                self.assertIn("/abs.txt", tarfile.open(fileobj=io.BytesIO(blob)).getnames())
+            self.assertEqual(self.put("dst", shard, blob).status_code, 200)
+            # a selection skips them (the node logs a warning) and serves the rest
+            r = self.get("dst", shard, params={"archregx": "txt", "archmode": "substr"})
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertEqual(tar_names(r.content), {"ok.txt": b"ok", "d/fine.txt": b"fine"}, ext)
+            # nothing valid matches: 404 (not an empty 200)
+            for x in ("evil", "up.txt"):
+                r = self.get("dst", shard, params={"archregx": x, "archmode": "substr"})
+                self.assertEqual(r.status_code, 404, (ext, x, r.text))
+            # listings leave them out
+            r = self.list_objects("dst", prefix=shard, flags="8")
+            self.assertEqual(sorted(e["name"] for e in r.json()["entries"]),
+                             sorted([shard, shard + "/d/fine.txt", shard + "/ok.txt"]), ext)
+            if ext == ".tar":
+                idx = self.get("dst", shard, params={"archindex": "true"}).json()
+                self.assertEqual(sorted(m["name"] for m in idx), ["d/fine.txt", "ok.txt"])
+            # asked for by name: 400, as before
+            r = self.get("dst", shard, params={"archpath": "../evil.txt"})
+            self.assertEqual(r.status_code, 400)
+            self.assertEqual(self.get("dst", shard, params={"archpath": "ok.txt"}).content, b"ok")
+        self.assertIn("skipped", self.node.log())
+
     def test_limits(self):
         # bombs: 50 MiB of zeros compresses ~1000:1
         self.put("dst", "bomb.zip", make_zip([("zeros", b"\0" * (50 << 20))]))
