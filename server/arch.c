@@ -303,13 +303,31 @@ static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const s
     return ok;
 }
 
-/* 1 found (off/size set), 0 not a member, -1 no usable index */
+/* Members recorded in the index marker (0 if unreadable). */
+static uint64_t index_count(struct sl_md_env *env, const unsigned char *pfx)
+{
+    struct sl_buf v;
+    sl_buf_init(&v);
+    uint64_t n = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24
+                     ? get_u64((unsigned char *)v.p + 16)
+                     : 0;
+    sl_buf_free(&v);
+    return n;
+}
+
+/* 1 found (off/size set), 0 not a member, -1 no usable index. An index of
+ * more members than arch.max_members allows (written under an older, higher
+ * limit) is not used: the scan then applies the limit as for any shard. */
 static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const char *name, size_t nlen,
                         const struct sl_objmd *md, const char *member, size_t ml, uint64_t *off, uint64_t *size)
 {
     unsigned char pfx[SL_OBJ_AUX_PREFIX];
     sl_obj_aux_prefix(b->bid, name, nlen, pfx);
     if (!index_valid(env, pfx, md))
+        return -1;
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    if (lim.max_members && index_count(env, pfx) > lim.max_members)
         return -1;
     unsigned char k[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
     size_t kl = member_key(pfx, member, ml, k);
@@ -737,6 +755,16 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             uint64_t off, size;
             int rc = index_lookup(env, b, name, nlen, &md, archpath, al, &off, &size);
             sl_objmd_free(&md);
+            struct sl_fmt_limits lim;
+            limits(&lim);
+            if (rc == 1 && lim.max_member_size && size > lim.max_member_size) {
+                /* the same answer a scan gives from the member's header */
+                close(fd);
+                sl_resp_errf(r, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
+                             "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
+                             (unsigned long long)lim.max_member_size);
+                return true;
+            }
             if (rc == 1) {
                 sl_resp_fd(r, 200, fd, off, size, "application/octet-stream");
                 return true;

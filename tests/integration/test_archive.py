@@ -373,6 +373,32 @@ class TestArchive(NodeTest):
         self.assertTrue(self.node.proc.poll() is None)
 
 
+    def test_limits_on_indexed_tar(self):
+        # indexed when written, under the default limits
+        self.put("dst", "idx-big.tar", make_tar([("big", b"B" * (2 << 20)), ("small", b"s")]))
+        self.put("dst", "idx-many.tar", make_tar([("m%03d" % i, b"x") for i in range(50)]))
+        for shard in ("idx-big.tar", "idx-many.tar"):
+            self.assertEqual(self.get("dst", shard, params={"archindex": "true"}).status_code, 200)
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+            "arch": {"max_member_size": str(1 << 20), "max_members": 10}}})
+        self.assertEqual(r.status_code, 200, r.text)
+        try:
+            # the index does not bypass the limits: the same answers as a scan
+            r = self.get("dst", "idx-big.tar", params={"archpath": "big"})
+            self.assertEqual(r.status_code, 413, r.text[:300])
+            self.assertIn("max_member_size", r.json()["message"])
+            self.assertIn("idx-big.tar", r.json()["message"])
+            self.assertEqual(self.get("dst", "idx-big.tar", params={"archpath": "small"}).content, b"s")
+            r = self.get("dst", "idx-many.tar", params={"archpath": "m040"})
+            self.assertEqual(r.status_code, 413, r.text[:300])
+            self.assertIn("max_members", r.json()["message"])
+            self.assertEqual(self.get("dst", "idx-many.tar", params={"archpath": "m005"}).content, b"x")
+        finally:
+            self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+                "arch": {"max_member_size": "16GiB", "max_members": 1000000}}})
+        self.assertEqual(self.get("dst", "idx-big.tar", params={"archpath": "big"}).content, b"B" * (2 << 20))
+
+
 class TestAppendCrash(unittest.TestCase):
     def test_crash_in_append_restores_the_shard(self):
         tmp = tempfile.mkdtemp(prefix="shale-apc-")
