@@ -478,7 +478,8 @@ class TestExamplePlugin(unittest.TestCase):
             builddir = os.path.dirname(os.path.abspath(BUILD))
             p = subprocess.run(["make", "-C", builddir, "install", "PREFIX=" + inst], capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            self.assertTrue(os.path.exists(os.path.join(inst, "include", "shale", "shale_plugin.h")))
+            self.assertTrue(os.path.exists(os.path.join(inst, "include", "shale", "plugin.h")))
+            self.assertTrue(os.path.exists(os.path.join(inst, "include", "shale", "shale_plugin.h")))  # compat
             ex = os.path.join(tmp, "format-tarzst")
             shutil.copytree(os.path.join(SRC, "examples", "format-tarzst"), ex)
             for target in ("all", "check", "install"):
