@@ -192,6 +192,52 @@ class TestCLI(unittest.TestCase):
             self.assertEqual(p.returncode, 1, bad)
             self.assertIn("Error:", p.stderr)
 
+    def shard_members(self, bucket, shard):
+        r = requests.get(self.url + "/v1/buckets/" + bucket, json={"action": "list", "value": {
+            "prefix": shard, "flags": "8"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        return sorted(e["name"][len(shard) + 1:] for e in r.json()["entries"] if e["name"] != shard)
+
+    def test_archive_cli(self):
+        p = self.cli("archive", "--help")
+        self.assertIn("Usage: shale archive put", p.stdout)
+        self.assertIn("gen-shards", p.stdout)
+        p = self.cli("archive", "put", "--help")
+        self.assertIn("--list", p.stdout)
+        self.assertIn("--dry-run", p.stdout)
+        self.assertIn("--cleanup", self.cli("archive", "gen-shards", "--help").stdout)
+        self.cli("bucket", "create", "ais://ca")
+        src = os.path.join(self.tmp, "asrc")
+        os.makedirs(src)
+        for n in ("a", "b", "c", "s1.json", "s2.json", "s3.json", "s4.json"):
+            with open(os.path.join(src, n), "w") as f:
+                f.write(n)
+        # --list and --template select which files become members
+        self.cli("archive", "put", src, "ais://ca/l.tar", "--list", "a,b", "--append-or-put")
+        self.assertEqual(self.shard_members("ca", "l.tar"), ["a", "b"])
+        self.cli("archive", "put", src, "ais://ca/t.tar", "--template", "s{1..3}.json", "--append-or-put")
+        self.assertEqual(self.shard_members("ca", "t.tar"), ["s1.json", "s2.json", "s3.json"])
+        p = self.run_cli("archive", "put", src, "ais://ca/x.tar", "--list", "a,nope", "--append-or-put")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"nope"', p.stderr)
+        # --dry-run says what it would do and does nothing
+        p = self.cli("archive", "put", src, "ais://ca/d.tar", "--template", "s{1..2}.json", "--append-or-put",
+                     "--dry-run")
+        self.assertIn("[DRY RUN] No modifications on the cluster", p.stdout)
+        self.assertIn("=> ais://ca/d.tar/s2.json", p.stdout)
+        self.assertIn("2 files (14B) would have been archived into ais://ca/d.tar", p.stdout)
+        self.assertEqual(requests.head(self.url + "/v1/objects/ca/d.tar", allow_redirects=True).status_code, 404)
+        # gen-shards: a missing bucket fails before any progress is drawn
+        p = self.run_cli("archive", "gen-shards", "ais://nosuchb/g-{0..1}.tar", "--fcount", "1", "--fsize", "10")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('bucket "ais://nosuchb" does not exist', p.stderr)
+        self.assertNotIn("Shards created", p.stdout + p.stderr)
+        # --cleanup: the bucket is emptied (destroyed and created) first
+        p = self.cli("archive", "gen-shards", "ais://ca/g-{0..1}.tar", "--fcount", "2", "--fsize", "10", "--cleanup")
+        self.assertIn("Created 2 shards in ais://ca", p.stdout)
+        names = [e["name"] for e in requests.get(self.url + "/v1/buckets/ca").json()["entries"]]
+        self.assertEqual(names, ["g-0.tar", "g-1.tar"])
+
     def test_errors_and_usage(self):
         p = self.run_cli("frobnicate")
         self.assertNotEqual(p.returncode, 0)
