@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
- * archive.c: shale archive put|get|ls|bucket|gen-shards (spec cli.md §2.2).
+ * archive.c: shale archive put|get|ls|bucket|gen-shards (spec cli.md §2.2),
+ * with --help for each.
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "meta.h"
 #include "template.h"
 
 #include <archive.h>
@@ -20,6 +22,54 @@
 #include <unistd.h>
 
 static const char *shard_exts[] = { ".tar.lz4", ".tar.gz", ".tgz", ".tar", ".zip", ".tar.zst", NULL };
+
+static const char usage_put[] =
+    "Usage: shale archive put FILE|DIR ais://B/SHARD [--archpath NAME] [--append | --append-or-put] [-r]\n"
+    "                         [--list 'a,b' | --template 'x-{0..9}.jpg'] [--dry-run]\n"
+    "  Add files to a shard as members (named by their path under DIR). --list and --template select\n"
+    "  which files of DIR to add; more than one file needs --append or --append-or-put. --dry-run\n"
+    "  prints what would be added and changes nothing.\n";
+static const char usage_get[] =
+    "Usage: shale archive get ais://B/SHARD[/MEMBER] [OUT|-] [--archpath P | --archregx X\n"
+    "                         --archmode regexp|prefix|suffix|substr|wdskey]\n"
+    "  One member, or a tar of every member that matches.\n";
+static const char usage_ls[] = "Usage: shale archive ls ais://B[/SHARD]\n"
+                               "  Shards and their members (indented by four spaces).\n";
+static const char usage_bucket[] =
+    "Usage: shale archive bucket ais://SRC[/TEMPLATE] ais://DST/SHARD.tar [--template T | --list a,b | --prefix P]\n"
+    "                            [--nr] [--append-or-put] [--include-src-bck] [--cont-on-err] [--wait]\n"
+    "  The archive job: objects of SRC into one shard.\n";
+static const char usage_gen[] =
+    "Usage: shale archive gen-shards \"ais://B/shard-{000..009}.tar\" [--fcount 5] [--fsize 1KiB] "
+    "[--fext '.jpg,.cls'] [--cleanup]\n"
+    "  Random test shards. The bucket must exist; --cleanup destroys it first (with everything in it)\n"
+    "  and creates it again.\n";
+
+static const struct {
+    const char *name;
+    const char *usage;
+} subcmds[] = {
+    { "put", usage_put }, { "get", usage_get }, { "ls", usage_ls }, { "bucket", usage_bucket },
+    { "gen-shards", usage_gen },
+};
+
+static bool want_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return true;
+    }
+    return false;
+}
+
+static void archive_usage(FILE *f)
+{
+    fprintf(f, "Usage: shale archive put|get|ls|bucket|gen-shards ... (shards: .tar, .tgz, .tar.gz, .zip, .tar.lz4)\n\n");
+    for (size_t i = 0; i < SL_ARRAY_SIZE(subcmds); i++)
+        fprintf(f, "%s\n", subcmds[i].usage);
+}
 
 /* Split "shard.tar/member" at the first path component ending in a shard extension. */
 static bool split_shard(const char *obj, char **shard, char **member)
@@ -168,11 +218,102 @@ static int walk_files(const char *dir, const char *rel, bool rec, char ***paths,
     return 0;
 }
 
+static int cmp_rel(const void *a, const void *b, void *rels)
+{
+    return strcmp(((char **)rels)[*(const size_t *)a], ((char **)rels)[*(const size_t *)b]);
+}
+
+/* --list / --template: which of the walked files (by their relative names)
+ * are put, in the order the list or the template gives; a name that is not
+ * there is an error. A template without ranges is a name prefix. Returns the
+ * number selected into sel (indices into rels), or -1. */
+static ssize_t select_files(const struct opts *o, char **rels, size_t n, size_t **sel)
+{
+    const char *list = opt_str(o, "list"), *tmpl = opt_str(o, "template");
+    size_t *idx = sl_xcalloc(n ? n : 1, sizeof(size_t)), ns = 0;
+    *sel = sl_xcalloc(n ? n : 1, sizeof(size_t));
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    if (!list && !tmpl) {
+        memcpy(*sel, idx, n * sizeof(size_t));
+        free(idx);
+        return (ssize_t)n;
+    }
+    if (list && tmpl) {
+        fprintf(stderr, "Error: --list and --template cannot be combined\n");
+        free(idx);
+        return -1;
+    }
+    qsort_r(idx, n, sizeof(size_t), cmp_rel, rels);
+    bool *taken = sl_xcalloc(n ? n : 1, sizeof(bool));
+    ssize_t rc = 0;
+    struct sl_buf name;
+    sl_buf_init(&name);
+    struct sl_tmpl *t = NULL;
+    struct sl_err err = { 0 };
+    char *cp = list ? sl_xstrdup(list) : NULL, *save = NULL, *tk = NULL;
+    if (tmpl && sl_tmpl_parse(tmpl, &t, &err) < 0) {
+        fprintf(stderr, "Error: --template \"%s\": %s\n", tmpl, err.msg);
+        rc = -1;
+    } else if (t && !sl_tmpl_is_range(t)) {
+        const char *pfx = sl_tmpl_prefix(t);
+        for (size_t i = 0; i < n; i++)
+            if (sl_has_prefix(rels[i], pfx))
+                (*sel)[ns++] = i;
+    } else if (t && sl_tmpl_count(t) == UINT64_MAX) {
+        fprintf(stderr, "Error: --template \"%s\": need a bounded range such as x-{0..9}.jpg\n", tmpl);
+        rc = -1;
+    } else {
+        uint64_t cnt = t ? sl_tmpl_count(t) : 0;
+        for (uint64_t k = 0;; k++) {
+            const char *want;
+            if (t) {
+                if (k >= cnt || sl_tmpl_at(t, k, &name) < 0)
+                    break;
+                want = name.p;
+            } else {
+                tk = strtok_r(k ? NULL : cp, ",", &save);
+                if (!tk)
+                    break;
+                want = tk;
+            }
+            size_t lo = 0, hi = n;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (strcmp(rels[idx[mid]], want) < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo == n || strcmp(rels[idx[lo]], want)) {
+                fprintf(stderr, "Error: \"%s\" (from --%s) is not a file in %s%s\n", want, t ? "template" : "list",
+                        o->argv[0], strchr(want, '/') && !opt_bool(o, "recursive") ? " (add -r for subdirectories)"
+                                                                                   : "");
+                rc = -1;
+                break;
+            }
+            if (!taken[idx[lo]]) {
+                taken[idx[lo]] = true;
+                (*sel)[ns++] = idx[lo];
+            }
+        }
+    }
+    if (rc == 0 && ns == 0) {
+        fprintf(stderr, "Error: --%s selects no file in %s\n", list ? "list" : "template", o->argv[0]);
+        rc = -1;
+    }
+    sl_tmpl_free(t);
+    sl_buf_free(&name);
+    free(cp);
+    free(taken);
+    free(idx);
+    return rc < 0 ? -1 : (ssize_t)ns;
+}
+
 static int arch_put(struct opts *o)
 {
     if (o->argc != 2) {
-        fprintf(stderr, "Usage: shale archive put FILE|DIR ais://B/SHARD.tar [--archpath NAME] [--append | "
-                        "--append-or-put] [-r]\n");
+        fputs(usage_put, stderr);
         return 1;
     }
     struct uri u;
@@ -185,27 +326,50 @@ static int arch_put(struct opts *o)
         return 1;
     }
     int pine = opt_bool(o, "append") ? 1 : opt_bool(o, "append-or-put") ? 2 : 0;
+    bool dry = opt_bool(o, "dry-run");
     char **paths = NULL, **rels = NULL;
-    size_t n = 0;
+    size_t n = 0, *sel = NULL;
+    ssize_t ns = 0;
     int rc = 0;
     if (walk_files(o->argv[0], "", opt_bool(o, "recursive"), &paths, &rels, &n) < 0 || !n) {
         if (!n)
             fprintf(stderr, "Error: no files in %s\n", o->argv[0]);
         rc = 1;
-    } else if (n > 1 && !pine) {
+    } else if ((ns = select_files(o, rels, n, &sel)) < 0) {
+        rc = 1;
+    } else if (ns > 1 && !pine) {
         fprintf(stderr, "Warning: multi-file 'archive put' operation requires either '--append' or "
                         "'--append-or-put' option\n");
         rc = 1;
     } else {
         const char *ap = opt_str(o, "archpath");
-        for (size_t i = 0; i < n && !rc; i++) {
-            const char *m = n == 1 && ap && *ap ? ap : n == 1 && member[0] ? member : rels[i];
-            char *mm = n > 1 && ap && *ap ? sl_xasprintf("%s%s%s", ap, sl_has_suffix(ap, "/") ? "" : "/", rels[i])
-                                          : sl_xstrdup(m);
-            rc = put_member(&u, shard, paths[i], mm, pine);
+        uint64_t total = 0;
+        if (dry)
+            printf("[DRY RUN] No modifications on the cluster\n");
+        for (ssize_t k = 0; k < ns && !rc; k++) {
+            size_t i = sel[k];
+            const char *m = ns == 1 && ap && *ap ? ap : ns == 1 && member[0] ? member : rels[i];
+            char *mm = ns > 1 && ap && *ap ? sl_xasprintf("%s%s%s", ap, sl_has_suffix(ap, "/") ? "" : "/", rels[i])
+                                           : sl_xstrdup(m);
+            if (dry) {
+                struct stat st;
+                if (stat(paths[i], &st) == 0)
+                    total += (uint64_t)st.st_size;
+                printf("%s \"%s\" => %s://%s/%s/%s\n", pine ? "APPEND" : "PUT", paths[i],
+                       sl_provider_scheme(u.provider), u.bucket, shard, mm);
+            } else {
+                rc = put_member(&u, shard, paths[i], mm, pine);
+            }
             free(mm);
         }
+        if (dry) {
+            char sz[32];
+            sl_format_size(total, sz, sizeof(sz));
+            printf("%zd file%s (%s) would have been archived into %s://%s/%s\n", ns, ns == 1 ? "" : "s", sz,
+                   sl_provider_scheme(u.provider), u.bucket, shard);
+        }
     }
+    free(sel);
     for (size_t i = 0; i < n; i++) {
         free(paths[i]);
         free(rels[i]);
@@ -225,8 +389,7 @@ static int arch_get(int argc, char **argv)
     if (opts_parse(&o, argc, argv, "archpath,archregx,archmode", "progress") < 0)
         return 1;
     if (o.argc < 1) {
-        fprintf(stderr, "Usage: shale archive get ais://B/SHARD[/MEMBER] [OUT|-] [--archpath P | --archregx X "
-                        "--archmode regexp|prefix|suffix|substr|wdskey]\n");
+        fputs(usage_get, stderr);
         return 1;
     }
     struct uri u;
@@ -278,7 +441,7 @@ static int arch_get(int argc, char **argv)
 static int arch_ls(struct opts *o)
 {
     if (o->argc != 1) {
-        fprintf(stderr, "Usage: shale archive ls ais://B[/SHARD]\n");
+        fputs(usage_ls, stderr);
         return 1;
     }
     struct uri u;
@@ -342,8 +505,7 @@ static int arch_ls(struct opts *o)
 static int arch_bucket(struct opts *o)
 {
     if (o->argc != 2) {
-        fprintf(stderr, "Usage: shale archive bucket ais://SRC[/TEMPLATE] ais://DST/SHARD.tar [--template T | --list "
-                        "a,b | --prefix P] [--nr] [--append-or-put] [--include-src-bck] [--cont-on-err] [--wait]\n");
+        fputs(usage_bucket, stderr);
         return 1;
     }
     struct uri s, d;
@@ -453,11 +615,49 @@ static int build_shard(const char *name, int fcount, uint64_t fsize, char **exts
     return rc;
 }
 
+/* gen-shards writes into an existing bucket, checked before anything is
+ * built or drawn; with --cleanup the bucket is destroyed (if there) and
+ * created again, as `ais archive gen-shards --cleanup` does. */
+static int prepare_bucket(const struct uri *u, bool cleanup)
+{
+    struct cli_resp r;
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
+    const char *scheme = sl_provider_scheme(u->provider);
+    int rc = 0;
+    cli_req("HEAD", pq, NULL, NULL, 0, &r);
+    long st = r.status;
+    if (st != 200 && st != 404) {
+        rc = cli_fail(&r, NULL);
+    } else if (!cleanup && st == 404) {
+        fprintf(stderr, "Error: bucket \"%s://%s\" does not exist (create it, or pass --cleanup to have "
+                        "gen-shards create it)\n", scheme, u->bucket);
+        rc = 1;
+    }
+    cli_resp_free(&r);
+    if (!rc && cleanup && st == 200) {
+        cli_act("DELETE", pq, "destroy-bck", "", NULL, &r);
+        if (r.status != 200)
+            rc = cli_fail(&r, "--cleanup: destroying the bucket");
+        else
+            printf("\"%s://%s\" destroyed\n", scheme, u->bucket);
+        cli_resp_free(&r);
+    }
+    if (!rc && cleanup) {
+        cli_act("POST", pq, "create-bck", "", NULL, &r);
+        if (r.status != 200)
+            rc = cli_fail(&r, "--cleanup: creating the bucket");
+        else
+            printf("\"%s://%s\" bucket created\n", scheme, u->bucket);
+        cli_resp_free(&r);
+    }
+    free(pq);
+    return rc ? -1 : 0;
+}
+
 static int gen_shards(struct opts *o)
 {
     if (o->argc != 1) {
-        fprintf(stderr, "Usage: shale archive gen-shards \"ais://B/shard-{000..009}.tar\" [--fcount 5] [--fsize 1KiB] "
-                        "[--fext '.jpg,.cls']\n");
+        fputs(usage_gen, stderr);
         return 1;
     }
     struct uri u;
@@ -476,6 +676,11 @@ static int gen_shards(struct opts *o)
     const char *fs = opt_str(o, "fsize");
     if (fs && sl_parse_size(fs, &fsize) < 0) {
         fprintf(stderr, "Error: --fsize: invalid size \"%s\"\n", fs);
+        return 1;
+    }
+    if (prepare_bucket(&u, opt_bool(o, "cleanup")) < 0) {
+        sl_tmpl_free(t);
+        uri_free(&u);
         return 1;
     }
     char *fext = sl_xstrdup(opt_str(o, "fext") ? opt_str(o, "fext") : ".test");
@@ -524,14 +729,25 @@ static int gen_shards(struct opts *o)
 int cmd_archive(int argc, char **argv)
 {
     if (argc < 1) {
-        fprintf(stderr, "Usage: shale archive put|get|ls|bucket|gen-shards ...\n");
+        archive_usage(stderr);
         return 1;
+    }
+    if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
+        archive_usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < SL_ARRAY_SIZE(subcmds); i++) {
+        if (!strcmp(argv[0], subcmds[i].name) && want_help(argc - 1, argv + 1)) {
+            fputs(subcmds[i].usage, stdout);
+            return 0;
+        }
     }
     if (!strcmp(argv[0], "get"))
         return arch_get(argc - 1, argv + 1);
     struct opts o;
     if (opts_parse(&o, argc - 1, argv + 1, "archpath,template,list,prefix,fcount,fsize,fext",
-                   "append,append-or-put,recursive,nr,non-recursive,include-src-bck,cont-on-err,wait") < 0)
+                   "append,append-or-put,recursive,nr,non-recursive,include-src-bck,cont-on-err,wait,dry-run,"
+                   "cleanup") < 0)
         return 1;
     if (!strcmp(argv[0], "put"))
         return arch_put(&o);
@@ -541,6 +757,7 @@ int cmd_archive(int argc, char **argv)
         return arch_bucket(&o);
     if (!strcmp(argv[0], "gen-shards"))
         return gen_shards(&o);
-    fprintf(stderr, "Error: unknown command \"archive %s\" (put, get, ls, bucket, gen-shards)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"archive %s\" (put, get, ls, bucket, gen-shards; see shale archive "
+                    "--help)\n", argv[0]);
     return 1;
 }

@@ -4,7 +4,9 @@
  * one directory. Processes are stopped by the PIDs recorded there, never by
  * name.
  *
- * DIR/playground.json   topology: [{"name":"p0","role":"proxy","port":8080}, ...]
+ * DIR/playground.json   topology: [{"name":"p0","role":"proxy","port":8080}, ...]; a node
+ *                       the cluster decommissioned gets "decommissioned": true and is
+ *                       never started again
  * DIR/<name>/shale.json node config;  DIR/<name>/shaled.pid;  DIR/<name>/log/
  * DIR/<name>/conf/      node metadata; DIR/<name>/mp<k>/ mountpaths
  */
@@ -314,8 +316,75 @@ static int fail_port_taken(const char *dir, const char *name, int port, const ch
     return 1;
 }
 
-/* Start every node of the topology that is not running; wait until each
- * answers as itself. *nstarted: how many had to be started. */
+static bool is_decommissioned(json_t *node)
+{
+    return json_is_true(json_object_get(node, "decommissioned"));
+}
+
+/* The id a node was given on its first start (DIR/<name>/conf/node_id), or "". */
+static void node_id_of(const char *dir, const char *name, char *out, size_t n)
+{
+    char *f = sl_xasprintf("%s/%s/conf/node_id", dir, name);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    out[0] = 0;
+    if (sl_read_file(f, &b, 128) == 0 && b.len) {
+        while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' '))
+            b.p[--b.len] = 0;
+        snprintf(out, n, "%s", b.p);
+    }
+    sl_buf_free(&b);
+    free(f);
+}
+
+static json_t *fetch_smap(int port)
+{
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    char *saved = sl_xstrdup(cli_endpoint());
+    cli_set_endpoint(ep);
+    struct cli_resp r;
+    json_t *j = NULL;
+    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) == 0 && r.status == 200)
+        j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    cli_set_endpoint(saved);
+    free(saved);
+    return j;
+}
+
+/* A stopped node that ran before (it has an id) but is absent from the
+ * running primary's Smap was decommissioned: the cluster removed it, and
+ * starting it again would bring it back under the same id. Remember that in
+ * playground.json so later starts skip it too. */
+static bool check_decommissioned(const char *dir, json_t *topo, json_t *node, json_t *smap)
+{
+    const char *name = json_string_value(json_object_get(node, "name"));
+    char id[128];
+    if (is_decommissioned(node)) {
+        printf("Node %s (%s) was decommissioned; not starting it\n", name,
+               sl_json_str(node, "id", "?"));
+        return true;
+    }
+    node_id_of(dir, name, id, sizeof(id));
+    if (!smap || !id[0] || json_object_get(json_object_get(smap, "pmap"), id) ||
+        json_object_get(json_object_get(smap, "tmap"), id))
+        return false;
+    bool target = !strcmp(json_string_value(json_object_get(node, "role")), "target");
+    char sid[160];
+    snprintf(sid, sizeof(sid), "%c[%s]", target ? 't' : 'p', id);
+    json_object_set_new(node, "decommissioned", json_true());
+    json_object_set_new(node, "id", json_string(sid));
+    char *tf = sl_xasprintf("%s/playground.json", dir);
+    json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    free(tf);
+    printf("Node %s (%s) was decommissioned (it is not in the cluster map); not starting it\n", name, sid);
+    return true;
+}
+
+/* Start every node of the topology that is not running (and was not
+ * decommissioned); wait until each answers as itself. *nstarted: how many
+ * had to be started. */
 static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstarted)
 {
     char *shaled = find_shaled();
@@ -324,14 +393,21 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstart
         return 1;
     }
     size_t i;
-    json_t *n;
+    json_t *n, *smap = NULL;
     int started = 0;
+    bool cluster = strcmp(sl_json_str(json_array_get(json_object_get(topo, "nodes"), 0), "role", ""), "standalone");
     json_array_foreach(json_object_get(topo, "nodes"), i, n) {
         const char *name = json_string_value(json_object_get(n, "name"));
         pid_t pid = read_pid(dir, name);
+        if (i == 1 && cluster) /* the primary (node 0) is up: what does the cluster know? */
+            smap = fetch_smap((int)json_integer_value(json_object_get(json_array_get(json_object_get(topo, "nodes"),
+                                                                                      0), "port")));
         if (pid_is_ours(pid, dir))
             continue;
+        if (i > 0 && cluster && check_decommissioned(dir, topo, n, smap))
+            continue;
         if (spawn_node(dir, shaled, n) < 0) {
+            json_decref(smap);
             free(shaled);
             return 1;
         }
@@ -349,16 +425,20 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstart
             }
             if (ans == ANS_OTHER) {
                 free(shaled);
+                json_decref(smap);
                 return fail_port_taken(dir, name, port, other);
             }
         }
     }
     free(shaled);
     *nstarted = started;
+    json_decref(smap);
     int64_t deadline = sl_mono_ns() + (int64_t)timeout_s * 1000000000LL;
     json_array_foreach(json_object_get(topo, "nodes"), i, n) {
         const char *name = json_string_value(json_object_get(n, "name"));
         int port = (int)json_integer_value(json_object_get(n, "port"));
+        if (is_decommissioned(n))
+            continue;
         for (;;) {
             char other[128];
             int ans = node_answers(dir, name, port, other, sizeof(other));
@@ -458,6 +538,8 @@ static int pg_start(struct opts *o)
         json_t *n;
         json_array_foreach(nodes, i, n) {
             const char *role = json_string_value(json_object_get(n, "role"));
+            if (is_decommissioned(n))
+                continue;
             if (!strcmp(role, "proxy"))
                 np++;
             else if (!strcmp(role, "target"))
@@ -553,8 +635,11 @@ static int pg_status(struct opts *o)
         char ps[16], pid_s[16];
         snprintf(ps, sizeof(ps), "%d", port);
         snprintf(pid_s, sizeof(pid_s), "%d", alive ? (int)pid : 0);
-        const char *st = !alive ? "stopped" : health_ok(port, NULL) ? "online" : "not ready";
-        if (strcmp(st, "online"))
+        const char *st = !alive && is_decommissioned(n) ? "decommissioned"
+                         : !alive                       ? "stopped"
+                         : health_ok(port, NULL)        ? "online"
+                                                        : "not ready";
+        if (strcmp(st, "online") && strcmp(st, "decommissioned"))
             down++;
         table_row(t, name, json_string_value(json_object_get(n, "role")), ps, alive ? pid_s : "-", st);
     }

@@ -1,25 +1,33 @@
 /* SPDX-License-Identifier: MIT
- * show.c: `shale show cluster`: proxy and target tables plus a summary, as
- * `ais show cluster` prints them.
+ * show.c: `shale show cluster [proxy|target|smap|bmd|config|stats] [NODE]`:
+ * proxy and target tables plus a summary, and the sub-views, as
+ * `ais show cluster` prints them. NODE is p[ID], t[ID] or ID.
  */
 #include "cli.h"
 #include "jsonx.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-static json_t *node_status(const char *url)
+static json_t *node_get(const char *url, const char *pq)
 {
-    char *saved = sl_xstrdup(cli_endpoint());
-    cli_set_endpoint(url);
+    char *saved = sl_xstrdup(cli_endpoint()), *u = sl_xstrdup(url); /* url may be cli_endpoint() itself */
+    cli_set_endpoint(u);
+    free(u);
     struct cli_resp r;
     json_t *j = NULL;
-    if (cli_req("GET", "/v1/daemon?what=node_status", NULL, NULL, 0, &r) == 0 && r.status == 200)
+    if (cli_req("GET", pq, NULL, NULL, 0, &r) == 0 && r.status == 200)
         j = cli_resp_json(&r);
     cli_resp_free(&r);
     cli_set_endpoint(saved);
     free(saved);
     return j;
+}
+
+static json_t *node_status(const char *url)
+{
+    return node_get(url, "/v1/daemon?what=node_status");
 }
 
 static void fmt_uptime(int64_t ns, char *out, size_t n)
@@ -40,84 +48,189 @@ static uint64_t ju64(json_t *o, const char *k)
         return (uint64_t)json_integer_value(v);
     if (json_is_real(v))
         return (uint64_t)json_real_value(v);
+    if (json_is_string(v))
+        return strtoull(json_string_value(v), NULL, 10);
     return 0;
 }
 
-static void mem_cols(json_t *st, char *used, size_t un, char *avail, size_t an, char *load, size_t ln)
+/* CPU(%): the node's sampled utilisation (cpu_util) when it reports one,
+ * else the 1-minute load average over the number of CPUs */
+static void cpu_col(json_t *mc, char *out, size_t n)
+{
+    json_t *u = json_object_get(mc, "cpu_util");
+    double pct;
+    if (json_is_number(u)) {
+        pct = json_number_value(u);
+    } else {
+        double cpus = json_number_value(json_object_get(mc, "cpus"));
+        pct = 100.0 * json_number_value(json_object_get(mc, "load_avg")) / (cpus > 0 ? cpus : 1);
+        if (pct > 100)
+            pct = 100;
+    }
+    snprintf(out, n, "%.2f", pct);
+}
+
+static void mem_cols(json_t *st, char *used, size_t un, char *avail, size_t an, char *cpu, size_t cn)
 {
     json_t *mc = json_object_get(st, "memcpu");
     double pct = json_real_value(json_object_get(mc, "mem_used_pct"));
     snprintf(used, un, "%.2f", pct);
     sl_format_size(ju64(mc, "mem_free"), avail, an);
-    snprintf(load, ln, "%.2f", json_real_value(json_object_get(mc, "load_avg")));
+    cpu_col(mc, cpu, cn);
 }
 
-static int show_cluster(struct opts *o)
+static const char *snode_url(json_t *sn)
+{
+    return json_string_value(json_object_get(json_object_get(sn, "public_net"), "direct_url"));
+}
+
+/* Which node a NODE argument names: id, and 'p', 't' or 0 (either map). */
+struct node_sel {
+    char id[128];
+    char type;
+    bool any;       /* no NODE given */
+};
+
+static bool sel_match(const struct node_sel *sel, char type, const char *id)
+{
+    return sel->any || (!strcmp(sel->id, id) && (!sel->type || sel->type == type));
+}
+
+/* Parse "p[ID]", "t[ID]" or "ID" and check it against the Smap; 1 found,
+ * 0 not a node of this cluster. */
+static int sel_parse(json_t *smap, const char *arg, struct node_sel *sel)
+{
+    size_t n = strlen(arg);
+    memset(sel, 0, sizeof(*sel));
+    if (n > 3 && (arg[0] == 'p' || arg[0] == 't') && arg[1] == '[' && arg[n - 1] == ']') {
+        sel->type = arg[0];
+        snprintf(sel->id, sizeof(sel->id), "%.*s", (int)(n - 3), arg + 2);
+    } else {
+        snprintf(sel->id, sizeof(sel->id), "%s", arg);
+    }
+    bool inp = json_object_get(json_object_get(smap, "pmap"), sel->id) != NULL;
+    bool int_ = json_object_get(json_object_get(smap, "tmap"), sel->id) != NULL;
+    return sel->type == 'p' ? inp : sel->type == 't' ? int_ : inp || int_;
+}
+
+/* The URL of a selected node (the first map that has it). */
+static const char *sel_url(json_t *smap, const struct node_sel *sel)
+{
+    const char *maps[2] = { "pmap", "tmap" };
+    for (int m = 0; m < 2; m++) {
+        if (sel->type && sel->type != (m ? 't' : 'p'))
+            continue;
+        json_t *sn = json_object_get(json_object_get(smap, maps[m]), sel->id);
+        if (sn)
+            return snode_url(sn);
+    }
+    return NULL;
+}
+
+static void print_json(json_t *j)
+{
+    char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+    printf("%s\n", s);
+    free(s);
+}
+
+/* "g4 finished" etc.: the last rebalance as the gateway reports it */
+static void rebalance_summary(char *out, size_t n)
 {
     struct cli_resp r;
-    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) < 0 || r.status != 200) {
-        int rc = cli_fail(&r, "show cluster");
-        cli_resp_free(&r);
-        return rc;
+    json_t *q = json_pack("{s:s}", "kind", "rebalance");
+    char *body = sl_json_dump(q, 0, NULL);
+    json_decref(q);
+    snprintf(out, n, "none");
+    if (cli_req("GET", "/v1/cluster?what=status", "application/json", body, strlen(body), &r) == 0 &&
+        r.status == 200) {
+        json_t *st = cli_resp_json(&r);
+        const char *id = sl_json_str(st, "uuid", "?"), *err = sl_json_str(st, "err", "");
+        if (!sl_json_int(st, "end_time", 0))
+            snprintf(out, n, "%s running", id);
+        else if (sl_json_bool(st, "aborted", false))
+            snprintf(out, n, "%s aborted", id);
+        else if (err[0])
+            snprintf(out, n, "%s failed: %.200s", id, err);
+        else
+            snprintf(out, n, "%s finished", id);
+        json_decref(st);
     }
-    json_t *smap = cli_resp_json(&r);
     cli_resp_free(&r);
-    if (cli_json) {
-        char *s = sl_json_dump(smap, SL_JD_PRETTY, NULL);
-        printf("%s\n", s);
-        free(s);
-        json_decref(smap);
-        return 0;
-    }
+    free(body);
+}
+
+/* Proxy and/or target tables (filtered by sel), and the summary when the
+ * whole cluster is shown. */
+static int show_nodes(json_t *smap, bool proxies, bool targets, const struct node_sel *sel)
+{
     const char *primary = json_string_value(json_object_get(json_object_get(smap, "proxy_si"), "daemon_id"));
-    int online = 0, total = 0, disks = 0;
-    const char *version = "";
+    int online = 0, disks = 0;
+    const char *version = NULL, *build = NULL;
     json_t *statuses = json_object();
     const char *maps[2] = { "pmap", "tmap" };
     for (int m = 0; m < 2; m++) {
         const char *id;
         json_t *sn;
+        if (!(m ? targets : proxies))
+            continue;
         json_object_foreach(json_object_get(smap, maps[m]), id, sn) {
-            const char *url = json_string_value(json_object_get(json_object_get(sn, "public_net"), "direct_url"));
-            char key[80];
-            snprintf(key, sizeof(key), "%c%s", m ? 't' : 'p', id);
+            if (!sel_match(sel, m ? 't' : 'p', id))
+                continue;
+            const char *url = snode_url(sn);
+            char key[160];
+            snprintf(key, sizeof(key), "%c[%s]", m ? 't' : 'p', id);
             json_t *st = url ? node_status(url) : NULL;
             json_object_set_new(statuses, key, st ? st : json_null());
         }
     }
-    /* PROXY table */
-    struct table *tp = table_new(7, "PROXY", "MEM USED(%)", "MEM AVAIL", "LOAD AVERAGE", "UPTIME", "STATUS",
+    if (cli_json) {
+        print_json(statuses);
+        json_decref(statuses);
+        return 0;
+    }
+    struct table *tp = table_new(7, "PROXY", "MEM USED(%)", "MEM AVAIL", "SYS CPU(%)", "UPTIME", "STATUS",
                                  "VERSION");
     const char *id;
     json_t *sn;
     int np = 0, nt = 0;
     json_object_foreach(json_object_get(smap, "pmap"), id, sn) {
-        char key[80], name[80], used[16] = "-", avail[32] = "-", load[16] = "-", up[32] = "-";
-        snprintf(key, sizeof(key), "p%s", id);
+        char key[160], name[160], used[16] = "-", avail[32] = "-", cpu[16] = "-", up[32] = "-";
+        snprintf(key, sizeof(key), "p[%s]", id);
         json_t *st = json_object_get(statuses, key);
+        if (!st)
+            continue;
         snprintf(name, sizeof(name), "p[%s]%s", id, primary && !strcmp(primary, id) ? "[P]" : "");
-        const char *status = "offline";
+        const char *status = "offline", *v = NULL;
         if (json_is_object(st)) {
-            mem_cols(st, used, sizeof(used), avail, sizeof(avail), load, sizeof(load));
+            mem_cols(st, used, sizeof(used), avail, sizeof(avail), cpu, sizeof(cpu));
             fmt_uptime((int64_t)ju64(st, "uptime"), up, sizeof(up));
             status = json_string_value(json_object_get(st, "status"));
-            version = json_string_value(json_object_get(st, "version"));
+            v = json_string_value(json_object_get(st, "version"));
+            version = v ? v : version;
+            if (primary && !strcmp(primary, id))
+                build = json_string_value(json_object_get(st, "build_time"));
+            /* a standalone node is in both maps: count it once */
+            if (!json_object_get(json_object_get(smap, "tmap"), id))
+                online++;
         }
-        table_row(tp, name, used, avail, load, up, status, version ? version : "");
+        table_row(tp, name, used, avail, cpu, up, status ? status : "?", v ? v : "");
         np++;
     }
-    struct table *tt = table_new(10, "TARGET", "MEM USED(%)", "MEM AVAIL", "CAP USED(%)", "CAP AVAIL", "LOAD AVERAGE",
+    struct table *tt = table_new(10, "TARGET", "MEM USED(%)", "MEM AVAIL", "CAP USED(%)", "CAP AVAIL", "CPU(%)",
                                  "REBALANCE", "UPTIME", "STATUS", "VERSION");
     json_object_foreach(json_object_get(smap, "tmap"), id, sn) {
-        char key[80], name[80], used[16] = "-", avail[32] = "-", load[16] = "-", up[32] = "-", cu[16] = "-",
-                                 ca[32] = "-";
-        snprintf(key, sizeof(key), "t%s", id);
+        char key[160], name[160], used[16] = "-", avail[32] = "-", cpu[16] = "-", up[32] = "-", cu[16] = "-",
+                                  ca[32] = "-";
+        snprintf(key, sizeof(key), "t[%s]", id);
         json_t *st = json_object_get(statuses, key);
+        if (!st)
+            continue;
         long long fl = json_integer_value(json_object_get(sn, "flags"));
         snprintf(name, sizeof(name), "t[%s]", id);
-        const char *status = "offline", *reb = "-";
+        const char *status = "offline", *reb = "-", *v = NULL;
         if (json_is_object(st)) {
-            mem_cols(st, used, sizeof(used), avail, sizeof(avail), load, sizeof(load));
+            mem_cols(st, used, sizeof(used), avail, sizeof(avail), cpu, sizeof(cpu));
             fmt_uptime((int64_t)ju64(st, "uptime"), up, sizeof(up));
             status = json_string_value(json_object_get(st, "status"));
             json_t *cap = json_object_get(st, "capacity");
@@ -126,50 +239,323 @@ static int show_cluster(struct opts *o)
             sl_format_size(ctot - cused, ca, sizeof(ca));
             disks += (int)json_integer_value(json_object_get(cap, "num_disks"));
             reb = json_string_value(json_object_get(st, "rebalance"));
-            version = json_string_value(json_object_get(st, "version"));
+            v = json_string_value(json_object_get(st, "version"));
+            version = v ? v : version;
+            if (!build)
+                build = json_string_value(json_object_get(st, "build_time"));
             online++;
         }
         if (fl & 8)
             status = "decommissioning";
         else if (fl & 4)
             status = "maintenance";
-        table_row(tt, name, used, avail, cu, ca, load, reb ? reb : "-", up, status, version ? version : "");
+        table_row(tt, name, used, avail, cu, ca, cpu, reb ? reb : "-", up, status ? status : "?", v ? v : "");
         nt++;
     }
-    total = nt;
-    {
-        const char *k;
-        json_t *v;
-        json_object_foreach(statuses, k, v) if (k[0] == 'p' && json_is_object(v) &&
-                                                 !json_object_get(json_object_get(smap, "tmap"), k + 1)) online++,
-            total++;
-    }
-    table_print(tp, stdout, !cli_no_headers);
-    printf("\n");
-    table_print(tt, stdout, !cli_no_headers);
+    if (proxies)
+        table_print(tp, stdout, !cli_no_headers);
+    if (proxies && targets)
+        printf("\n");
+    if (targets)
+        table_print(tt, stdout, !cli_no_headers);
     table_free(tp);
     table_free(tt);
-    printf("\nSummary:\n");
-    printf("   Proxies:\t\t%d\n", np);
-    printf("   Targets:\t\t%d (num disks: %d)\n", nt, disks);
-    printf("   Cluster Map:\t\tversion %s, UUID %s, primary p[%s]\n",
-           json_string_value(json_object_get(smap, "version")), json_string_value(json_object_get(smap, "uuid")),
-           primary ? primary : "?");
-    printf("   Deployment:\t\tlinux\n");
-    printf("   Status:\t\t%d online\n", online);
-    printf("   Authentication:\tdisabled\n");
-    printf("   Version:\t\t%s\n", version ? version : "");
+    if (proxies && targets && sel->any) {
+        char reb[300];
+        rebalance_summary(reb, sizeof(reb));
+        printf("\nSummary:\n");
+        printf("   Proxies:\t\t%d\n", np);
+        printf("   Targets:\t\t%d (num disks: %d)\n", nt, disks);
+        printf("   Cluster Map:\t\tversion %s, UUID %s, primary p[%s]\n",
+               json_string_value(json_object_get(smap, "version")),
+               json_string_value(json_object_get(smap, "uuid")), primary ? primary : "?");
+        printf("   Deployment:\t\tlinux\n");
+        printf("   Status:\t\t%d online\n", online);
+        printf("   Rebalance:\t\t%s\n", reb);
+        printf("   Authentication:\tdisabled\n");
+        printf("   Version:\t\t%s\n", version ? version : "");
+        printf("   Build:\t\t%s\n", build ? build : "");
+    }
     json_decref(statuses);
-    json_decref(smap);
-    (void)o;
-    (void)total;
     return 0;
+}
+
+static const char *flags_str(long long fl, char *out, size_t n)
+{
+    snprintf(out, n, "%s%s%s%s", fl & 4 ? "maintenance " : "", fl & 8 ? "decommissioning " : "",
+             fl & (1 << 16) ? "offline " : "", fl & (4 | 8 | (1 << 16)) ? "" : "-");
+    size_t l = strlen(out);
+    if (l > 1 && out[l - 1] == ' ')
+        out[l - 1] = 0;
+    return out;
+}
+
+static int show_smap(json_t *smap)
+{
+    if (cli_json) {
+        print_json(smap);
+        return 0;
+    }
+    const char *primary = json_string_value(json_object_get(json_object_get(smap, "proxy_si"), "daemon_id"));
+    struct table *t = table_new(6, "NODE", "TYPE", "PUBLIC URL", "CONTROL URL", "DATA URL", "FLAGS");
+    const char *maps[2] = { "pmap", "tmap" };
+    int counts[2] = { 0, 0 };
+    for (int m = 0; m < 2; m++) {
+        const char *id;
+        json_t *sn;
+        json_object_foreach(json_object_get(smap, maps[m]), id, sn) {
+            char name[160], fl[64];
+            snprintf(name, sizeof(name), "%c[%s]%s", m ? 't' : 'p', id,
+                     !m && primary && !strcmp(primary, id) ? "[P]" : "");
+            const char *cu = json_string_value(json_object_get(json_object_get(sn, "intra_control_net"),
+                                                               "direct_url"));
+            const char *du = json_string_value(json_object_get(json_object_get(sn, "intra_data_net"), "direct_url"));
+            const char *pu = snode_url(sn);
+            table_row(t, name, m ? "target" : "proxy", pu ? pu : "", cu ? cu : "", du ? du : "",
+                      flags_str(json_integer_value(json_object_get(sn, "flags")), fl, sizeof(fl)));
+            counts[m]++;
+        }
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    printf("\nPrimary proxy:\tp[%s]\n", primary ? primary : "?");
+    printf("Proxies:\t%d\nTargets:\t%d\n", counts[0], counts[1]);
+    printf("Smap version:\t%s\n", sl_json_str(smap, "version", "?"));
+    printf("UUID:\t\t%s\n", sl_json_str(smap, "uuid", "?"));
+    return 0;
+}
+
+static int show_bmd(json_t *bmd)
+{
+    if (cli_json) {
+        print_json(bmd);
+        return 0;
+    }
+    struct table *t = table_new(4, "BUCKET", "BID", "CHECKSUM", "CREATED");
+    const char *prov, *ns, *bn;
+    json_t *nsmap, *bcks, *props;
+    int n = 0;
+    json_object_foreach(json_object_get(bmd, "providers"), prov, nsmap) {
+        json_object_foreach(nsmap, ns, bcks) {
+            json_object_foreach(bcks, bn, props) {
+                char name[400], created[64] = "-";
+                snprintf(name, sizeof(name), "%s://%s", prov, bn);
+                int64_t c = sl_json_int(props, "created", 0);
+                if (c > 0) {
+                    time_t secs = (time_t)(c / 1000000000LL);
+                    struct tm tm;
+                    gmtime_r(&secs, &tm);
+                    strftime(created, sizeof(created), "%Y-%m-%d %H:%M:%S", &tm);
+                }
+                char bid[32];
+                snprintf(bid, sizeof(bid), "%lld", (long long)sl_json_int(props, "bid", 0));
+                const char *ck = sl_json_str(json_object_get(props, "checksum"), "type", "-");
+                table_row(t, name, bid, ck, created);
+                n++;
+            }
+        }
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    printf("\nBuckets:\t%d\nBMD version:\t%s\nUUID:\t\t%s\n", n, sl_json_str(bmd, "version", "?"),
+           sl_json_str(bmd, "uuid", "?"));
+    return 0;
+}
+
+/* config as PROPERTY VALUE rows with dotted names */
+static void flatten(struct table *t, const char *prefix, json_t *v)
+{
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            char *name = prefix[0] ? sl_xasprintf("%s.%s", prefix, k) : sl_xstrdup(k);
+            flatten(t, name, x);
+            free(name);
+        }
+        return;
+    }
+    char *s = json_is_string(v) ? sl_xstrdup(json_string_value(v)) : sl_json_dump(v, 0, NULL);
+    table_row(t, prefix, s && s[0] ? s : "-");
+    free(s);
+}
+
+static int show_config(json_t *conf)
+{
+    if (cli_json) {
+        print_json(conf);
+        return 0;
+    }
+    struct table *t = table_new(2, "PROPERTY", "VALUE");
+    flatten(t, "", conf);
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    return 0;
+}
+
+static uint64_t tracker_v(json_t *tr, const char *k)
+{
+    return ju64(json_object_get(tr, k), "v");
+}
+
+static int show_stats(json_t *smap, const struct node_sel *sel)
+{
+    json_t *all = json_object();
+    const char *maps[2] = { "pmap", "tmap" };
+    for (int m = 0; m < 2; m++) {
+        const char *id;
+        json_t *sn;
+        json_object_foreach(json_object_get(smap, maps[m]), id, sn) {
+            char key[160];
+            snprintf(key, sizeof(key), "%c[%s]", m ? 't' : 'p', id);
+            if (!sel_match(sel, m ? 't' : 'p', id))
+                continue;
+            /* a standalone node is in both maps with one set of counters */
+            if (!m && json_object_get(json_object_get(smap, "tmap"), id) && sel->any)
+                continue;
+            json_t *st = snode_url(sn) ? node_status(snode_url(sn)) : NULL;
+            json_t *tr = json_object_get(st, "tracker");
+            json_object_set(all, key, tr ? tr : json_null());
+            json_decref(st);
+        }
+    }
+    if (cli_json) {
+        print_json(all);
+        json_decref(all);
+        return 0;
+    }
+    struct table *t = table_new(9, "NODE", "GET", "GET SIZE", "PUT", "PUT SIZE", "HEAD", "DELETE", "LIST",
+                                "ERRORS");
+    const char *key;
+    json_t *tr;
+    json_object_foreach(all, key, tr) {
+        if (!json_is_object(tr)) {
+            table_row(t, key, "-", "-", "-", "-", "-", "-", "-", "offline");
+            continue;
+        }
+        char c[8][32];
+        uint64_t errs = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(tr, k, v) {
+            if (!strncmp(k, "err.", 4))
+                errs += ju64(v, "v");
+        }
+        snprintf(c[0], sizeof(c[0]), "%llu", (unsigned long long)tracker_v(tr, "get.n"));
+        sl_format_size(tracker_v(tr, "get.size"), c[1], sizeof(c[1]));
+        snprintf(c[2], sizeof(c[2]), "%llu", (unsigned long long)tracker_v(tr, "put.n"));
+        sl_format_size(tracker_v(tr, "put.size"), c[3], sizeof(c[3]));
+        snprintf(c[4], sizeof(c[4]), "%llu", (unsigned long long)tracker_v(tr, "head.n"));
+        snprintf(c[5], sizeof(c[5]), "%llu", (unsigned long long)tracker_v(tr, "del.n"));
+        snprintf(c[6], sizeof(c[6]), "%llu", (unsigned long long)tracker_v(tr, "lst.n"));
+        snprintf(c[7], sizeof(c[7]), "%llu", (unsigned long long)errs);
+        table_row(t, key, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    json_decref(all);
+    return 0;
+}
+
+static const char *const views[] = { "proxy", "target", "smap", "bmd", "config", "stats", NULL };
+
+static bool is_view(const char *w)
+{
+    for (int i = 0; views[i]; i++)
+        if (!strcmp(w, views[i]))
+            return true;
+    return false;
+}
+
+static int show_cluster(struct opts *o)
+{
+    const char *view = "", *node = NULL;
+    if (o->argc >= 1 && is_view(o->argv[0])) {
+        view = o->argv[0];
+        node = o->argc >= 2 ? o->argv[1] : NULL;
+        if (o->argc > 2) {
+            fprintf(stderr, "Error: too many arguments: show cluster %s [NODE]\n", view);
+            return 1;
+        }
+    } else if (o->argc == 1) {
+        node = o->argv[0];
+    } else if (o->argc > 1) {
+        fprintf(stderr, "Error: unknown \"show cluster\" view \"%s\" (proxy, target, smap, bmd, config, stats)\n",
+                o->argv[0]);
+        return 1;
+    }
+    struct cli_resp r;
+    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) < 0 || r.status != 200) {
+        int rc = cli_fail(&r, "show cluster");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *smap = cli_resp_json(&r);
+    cli_resp_free(&r);
+    struct node_sel sel = { .any = true };
+    if (node && !sel_parse(smap, node, &sel)) {
+        if (!view[0])
+            fprintf(stderr, "Error: unknown \"show cluster\" argument \"%s\": neither a view (proxy, target, smap, "
+                            "bmd, config, stats) nor a node of this cluster (p[ID], t[ID], ID)\n", node);
+        else
+            fprintf(stderr, "Error: node \"%s\" is not in the cluster map (see `shale show cluster smap`)\n", node);
+        json_decref(smap);
+        return 1;
+    }
+    if (!strcmp(view, "proxy") && sel.type == 't') {
+        fprintf(stderr, "Error: %s is a target; use `shale show cluster target %s`\n", node, node);
+        json_decref(smap);
+        return 1;
+    }
+    if (!strcmp(view, "target") && sel.type == 'p') {
+        fprintf(stderr, "Error: %s is a proxy; use `shale show cluster proxy %s`\n", node, node);
+        json_decref(smap);
+        return 1;
+    }
+    int rc = 0;
+    if (!view[0] && sel.any && cli_json) {
+        print_json(smap); /* the cluster map, as before the sub-views existed */
+    } else if (!view[0]) {
+        /* a node: its row only (both rows for a standalone node's bare id) */
+        bool p = sel.any || sel.type != 't', t = sel.any || sel.type != 'p';
+        if (!sel.any && !sel.type) {
+            p = json_object_get(json_object_get(smap, "pmap"), sel.id) != NULL;
+            t = json_object_get(json_object_get(smap, "tmap"), sel.id) != NULL;
+        }
+        rc = show_nodes(smap, p, t, &sel);
+    } else if (!strcmp(view, "proxy") || !strcmp(view, "target")) {
+        if (!sel.type && !sel.any)
+            sel.type = view[0];
+        rc = show_nodes(smap, view[0] == 'p', view[0] == 't', &sel);
+    } else if (!strcmp(view, "stats")) {
+        rc = show_stats(smap, &sel);
+    } else {
+        /* smap, bmd, config: the gateway's view, or NODE's own */
+        const char *url = sel.any ? cli_endpoint() : sel_url(smap, &sel);
+        char pq[64];
+        snprintf(pq, sizeof(pq), "%s%s", sel.any && !strcmp(view, "config") ? "/v1/cluster?what=" :
+                 "/v1/daemon?what=", !strcmp(view, "config") && sel.any ? "cluster_config" : view);
+        json_t *doc = url ? node_get(url, pq) : NULL;
+        if (!doc) {
+            fprintf(stderr, "Error: cannot get the %s from %s\n", view, url ? url : node);
+            rc = 1;
+        } else if (!strcmp(view, "smap")) {
+            rc = show_smap(doc);
+        } else if (!strcmp(view, "bmd")) {
+            rc = show_bmd(doc);
+        } else {
+            rc = show_config(doc);
+        }
+        json_decref(doc);
+    }
+    json_decref(smap);
+    return rc;
 }
 
 int cmd_show(int argc, char **argv)
 {
     if (argc < 1) {
-        fprintf(stderr, "Usage: shale show cluster [--json]\n");
+        fprintf(stderr, "Usage: shale show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]\n");
         return 1;
     }
     struct opts o;

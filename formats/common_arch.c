@@ -161,6 +161,16 @@ static bool utf8_valid(const char *s, size_t n)
 /* Reader                                                                   */
 /* ------------------------------------------------------------------------ */
 
+struct zip_cd {
+    uint64_t members;
+    int64_t off, size;            /* -1: not found */
+};
+
+struct fmt_reader;
+static int zip_locate_cd(const struct fmt_state *st, const struct sl_io *io, const struct sl_fmt_limits *lim,
+                         struct zip_cd *cd, char *err, size_t errlen);
+static void zip_cd_sizes(struct fmt_reader *rd);
+
 struct fmt_reader {
     const struct fmt_state *st;
     struct sl_io io;
@@ -178,6 +188,13 @@ struct fmt_reader {
     uint64_t member_read;         /* data bytes of the current member read so far */
     uint64_t data_bytes;          /* data bytes read or discarded through us (zip) */
     uint64_t raw_in;              /* bytes delivered by io->read */
+    /* zip read through the central directory (seekable): where it is, and a
+     * cursor for finding each member's record (normally the next one) */
+    int64_t cd_off, cd_size, cd_next;
+    bool cd_usable;
+    int64_t csize;                /* zip: current member's compressed size from the directory, -1 unknown */
+    int64_t usize;                /* zip: its declared uncompressed size, -1 unknown */
+    int64_t in0;                  /* compressed position where the current member's data starts */
     char *cur_name;               /* copy of the current name for messages */
     char errmsg[1024];            /* first failure, repeated on later calls */
 };
@@ -266,26 +283,71 @@ static int rd_fail_arch(struct fmt_reader *rd, const char *doing, char *err, siz
                    "%s: corrupt or truncated archive (libarchive: %s); re-create or re-upload the shard", doing, msg);
 }
 
-/* Enforce max_total_size and max_ratio on what was decompressed so far. */
+/* Compressed bytes the decoder has consumed so far: the position of the
+ * bottom (client) filter, which advances only by what was used, unlike
+ * raw_in, which also counts read-ahead and (zip) the central directory. */
+static uint64_t rd_consumed(struct fmt_reader *rd)
+{
+    int64_t c = archive_filter_bytes(rd->a, -1);
+
+    return c > 0 ? (uint64_t)c : rd->raw_in;
+}
+
+/* Enforce max_total_size and max_ratio on what was decompressed so far.
+ * Compressed tar: the whole stream's ratio (members cannot be told apart in
+ * it). Zip: each member's own ratio, against its compressed size from the
+ * central directory when known, else the compressed bytes it consumed. */
 static int rd_check_totals(struct fmt_reader *rd, char *err, size_t errlen)
 {
-    uint64_t out = rd->data_bytes;
+    const struct fmt_kind *k = rd->st->kind;
+    uint64_t out = rd->data_bytes, in;
     int64_t pos = archive_filter_bytes(rd->a, 0);
 
-    if (pos > 0 && (uint64_t)pos > out && rd->st->kind->format == FMT_FORMAT_TAR)
+    if (pos > 0 && (uint64_t)pos > out && k->format == FMT_FORMAT_TAR)
         out = (uint64_t)pos;
     if (rd->lim.max_total_size && out > rd->lim.max_total_size)
         return rd_fail(rd, SL_PLUG_ELIMIT, err, errlen,
                        "%" PRIu64 " bytes unpacked, over the limit of %" PRIu64 " bytes (max_total_size); "
                        "refusing what looks like an archive bomb (raise the limit if the shard is trusted)",
                        out, rd->lim.max_total_size);
-    /* Plain tar is not compressed: its ratio is 1 however much is skipped. */
-    if (rd->lim.max_ratio && out > FMT_RATIO_MIN &&
-        (rd->st->kind->filter != FMT_FILTER_NONE || rd->st->kind->format == FMT_FORMAT_ZIP) &&
-        out / (rd->raw_in ? rd->raw_in : 1) > rd->lim.max_ratio)
+    if (!rd->lim.max_ratio)
+        return SL_PLUG_OK;
+    if (k->format == FMT_FORMAT_ZIP) {
+        out = rd->member_read;
+        if (rd->csize > 0) {
+            in = (uint64_t)rd->csize;
+        } else {
+            uint64_t c = rd_consumed(rd);
+            in = rd->in0 >= 0 && c > (uint64_t)rd->in0 ? c - (uint64_t)rd->in0 : 0;
+        }
+    } else if (k->filter != FMT_FILTER_NONE) {
+        in = rd_consumed(rd);
+    } else {
+        return SL_PLUG_OK; /* plain tar is not compressed: its ratio is 1 however much is skipped */
+    }
+    if (out > FMT_RATIO_MIN && out / (in ? in : 1) > rd->lim.max_ratio)
         return rd_fail(rd, SL_PLUG_ELIMIT, err, errlen,
                        "%" PRIu64 " bytes unpacked from %" PRIu64 " compressed bytes, over the ratio limit of %u:1 "
-                       "(max_ratio); refusing what looks like an archive bomb", out, rd->raw_in, rd->lim.max_ratio);
+                       "(max_ratio); refusing what looks like an archive bomb", out, in, rd->lim.max_ratio);
+    return SL_PLUG_OK;
+}
+
+/* Zip, before the first byte of a member is inflated: refuse a member whose
+ * central-directory sizes already exceed the ratio limit, so that the caller
+ * learns it before it starts answering (a 413, not a cut-off body). */
+static int rd_check_declared(struct fmt_reader *rd, char *err, size_t errlen)
+{
+    uint64_t u, c;
+
+    if (!rd->lim.max_ratio || rd->csize < 0 || rd->usize < 0)
+        return SL_PLUG_OK;
+    u = (uint64_t)rd->usize;
+    c = rd->csize > 0 ? (uint64_t)rd->csize : 1;
+    if (u > FMT_RATIO_MIN && u / c > rd->lim.max_ratio)
+        return rd_fail(rd, SL_PLUG_ELIMIT, err, errlen,
+                       "the central directory declares %" PRIu64 " bytes from %" PRIu64 " compressed bytes (%" PRIu64
+                       ":1), over the ratio limit of %u:1 (max_ratio); refusing what looks like an archive bomb",
+                       u, (uint64_t)rd->csize, u / c, rd->lim.max_ratio);
     return SL_PLUG_OK;
 }
 
@@ -302,8 +364,9 @@ int fmt_reader_open(void *state, const struct sl_io *io, const struct sl_fmt_lim
     if (io == NULL || io->read == NULL || io->struct_size < offsetof(struct sl_io, reserved))
         return fmt_errf(err, errlen, SL_PLUG_EINVAL, "%s %s: reader needs an sl_io with a read callback", k->label,
                         fmt_ioname(io));
+    struct zip_cd cd = { 0, -1, -1 };
     if (k->format == FMT_FORMAT_ZIP && io->seek != NULL) {
-        rc = fmt_zip_precheck(st, io, lim, err, errlen);
+        rc = zip_locate_cd(st, io, lim, &cd, err, errlen);
         if (rc != SL_PLUG_OK)
             return rc;
     }
@@ -311,6 +374,10 @@ int fmt_reader_open(void *state, const struct sl_io *io, const struct sl_fmt_lim
     if (rd == NULL)
         return fmt_errf(err, errlen, SL_PLUG_ENOMEM, "%s %s: out of memory", k->label, fmt_ioname(io));
     rd->st = st;
+    rd->cd_off = rd->cd_next = cd.off;
+    rd->cd_size = cd.size;
+    rd->cd_usable = cd.off >= 0 && cd.size > 0;
+    rd->csize = rd->usize = rd->in0 = -1;
     memcpy(&rd->io, io, io->struct_size < sizeof(rd->io) ? io->struct_size : sizeof(rd->io));
     if (lim != NULL)
         memcpy(&rd->lim, lim, lim->struct_size < sizeof(rd->lim) ? lim->struct_size : sizeof(rd->lim));
@@ -445,6 +512,7 @@ int fmt_reader_next(void *h, struct sl_fmt_entry *e, char *err, size_t errlen)
         uint32_t type;
         rd->in_entry = rd->entry_done = false;
         rd->member_read = 0;
+        rd->csize = rd->usize = rd->in0 = -1;
         fmt_free(rd->st, rd->cur_name);
         rd->cur_name = NULL;
         r = archive_read_next_header(rd->a, &rd->ae);
@@ -510,6 +578,12 @@ int fmt_reader_next(void *h, struct sl_fmt_entry *e, char *err, size_t errlen)
             e->flags |= SL_FMT_E_SPARSE;
         else if (k->format == FMT_FORMAT_TAR && k->filter == FMT_FILTER_NONE)
             e->data_offset = (int64_t)archive_filter_bytes(rd->a, 0);
+        if (k->format == FMT_FORMAT_ZIP) {
+            int64_t c = archive_filter_bytes(rd->a, -1);
+            rd->in0 = c >= 0 ? c : -1;
+            if (rd->cd_usable && type == SL_FMT_T_REG)
+                zip_cd_sizes(rd);
+        }
         if (rd->lim.max_member_size && e->size > 0 && (uint64_t)e->size > rd->lim.max_member_size) {
             rc = rd_fail(rd, SL_PLUG_ELIMIT, err, errlen,
                          "declared size %" PRId64 " bytes is over the limit of %" PRIu64 " bytes (max_member_size)",
@@ -539,6 +613,11 @@ int64_t fmt_reader_read(void *h, void *buf, size_t n, char *err, size_t errlen)
                         fmt_ioname(&rd->io));
     if (rd->entry_done || n == 0)
         return 0;
+    if (rd->member_read == 0 && rd->st->kind->format == FMT_FORMAT_ZIP) {
+        rc = rd_check_declared(rd, err, errlen);
+        if (rc != SL_PLUG_OK)
+            return rc;
+    }
     loc = fmt_locale_enter(rd->st);
     got = archive_read_data(rd->a, buf, n);
     if (got < 0) {
@@ -998,23 +1077,26 @@ static int read_at(const struct sl_io *io, int64_t off, unsigned char *buf, size
     return (int)got;
 }
 
-int fmt_zip_precheck(const struct fmt_state *st, const struct sl_io *io, const struct sl_fmt_limits *lim,
-                     char *err, size_t errlen)
+/* Find the end-of-central-directory record (zip64 too): the number of
+ * members, the directory's offset and size (-1 when not found: libarchive
+ * then reports what is wrong). Refuses more members than lim->max_members
+ * before libarchive loads the directory into memory. Leaves io at 0. */
+static int zip_locate_cd(const struct fmt_state *st, const struct sl_io *io, const struct sl_fmt_limits *lim,
+                         struct zip_cd *cd, char *err, size_t errlen)
 {
     enum { EOCD = 22, TAIL = 65535 + EOCD };
     unsigned char *buf, z64[56];
     int64_t size, start;
-    uint64_t members = 0;
     int n, i, rc = SL_PLUG_OK;
 
-    if (lim == NULL || lim->max_members == 0)
-        return SL_PLUG_OK;
+    cd->members = 0;
+    cd->off = cd->size = -1;
     size = io->seek(io->ctx, 0, SL_SEEK_END);
     if (size < 0)
         return fmt_errf(err, errlen, SL_PLUG_EIO, "%s %s: cannot seek to the end of the shard; check the disk",
                         st->kind->label, fmt_ioname(io));
     if (size < EOCD)
-        goto rewind; /* libarchive reports what is wrong */
+        goto rewind;
     start = size > TAIL ? size - TAIL : 0;
     buf = st->host->scratch((size_t)(size - start));
     if (buf == NULL)
@@ -1029,24 +1111,125 @@ int fmt_zip_precheck(const struct fmt_state *st, const struct sl_io *io, const s
     }
     if (i < 0)
         goto rewind;
-    members = le(buf + i + 10, 2);
-    if (members == 0xffff || le(buf + i + 12, 4) == 0xffffffffu || le(buf + i + 16, 4) == 0xffffffffu) {
+    cd->members = le(buf + i + 10, 2);
+    cd->size = (int64_t)le(buf + i + 12, 4);
+    cd->off = (int64_t)le(buf + i + 16, 4);
+    if (cd->members == 0xffff || (uint64_t)cd->size == 0xffffffffu || (uint64_t)cd->off == 0xffffffffu) {
         /* zip64: the locator sits right before the EOCD record */
         if (i >= 20 && buf[i - 20] == 'P' && buf[i - 19] == 'K' && buf[i - 18] == 6 && buf[i - 17] == 7) {
             int64_t z64off = (int64_t)le(buf + i - 20 + 8, 8);
             if (z64off >= 0 && z64off < size && read_at(io, z64off, z64, sizeof(z64)) == (int)sizeof(z64) &&
-                z64[0] == 'P' && z64[1] == 'K' && z64[2] == 6 && z64[3] == 6)
-                members = le(z64 + 32, 8);
+                z64[0] == 'P' && z64[1] == 'K' && z64[2] == 6 && z64[3] == 6) {
+                cd->members = le(z64 + 32, 8);
+                cd->size = (int64_t)le(z64 + 40, 8);
+                cd->off = (int64_t)le(z64 + 48, 8);
+            }
         }
     }
-    if (members > lim->max_members)
+    if (cd->off < 0 || cd->size < 0 || cd->off > size || cd->size > size - cd->off)
+        cd->off = cd->size = -1; /* implausible: do not use it */
+    if (lim != NULL && lim->max_members && cd->members > lim->max_members)
         rc = fmt_errf(err, errlen, SL_PLUG_ELIMIT,
                       "%s %s: the central directory declares %" PRIu64 " members, more than the limit of %" PRIu64
                       " (max_members); refusing the archive (raise the limit if the shard is trusted)",
-                      st->kind->label, fmt_ioname(io), members, lim->max_members);
+                      st->kind->label, fmt_ioname(io), cd->members, lim->max_members);
 rewind:
     if (rc == SL_PLUG_OK && io->seek(io->ctx, 0, SL_SEEK_SET) != 0)
         rc = fmt_errf(err, errlen, SL_PLUG_EIO, "%s %s: cannot seek back to the start of the shard",
                       st->kind->label, fmt_ioname(io));
     return rc;
+}
+
+int fmt_zip_precheck(const struct fmt_state *st, const struct sl_io *io, const struct sl_fmt_limits *lim,
+                     char *err, size_t errlen)
+{
+    struct zip_cd cd;
+
+    if (lim == NULL || lim->max_members == 0)
+        return SL_PLUG_OK;
+    return zip_locate_cd(st, io, lim, &cd, err, errlen);
+}
+
+/* Parse the central-directory record at off (into the scratch buffer):
+ * its total length, or -1 when it is not one. */
+static int64_t zip_cd_record(struct fmt_reader *rd, int64_t off, const unsigned char **rec, size_t *nlen,
+                             uint64_t *csize, uint64_t *usize)
+{
+    enum { CDH = 46 };
+    unsigned char hdr[CDH], *buf;
+    size_t n, elen, clen;
+    const unsigned char *x, *end;
+
+    if (off < rd->cd_off || off + CDH > rd->cd_off + rd->cd_size || read_at(&rd->io, off, hdr, CDH) != CDH ||
+        le(hdr, 4) != 0x02014b50u)
+        return -1;
+    n = (size_t)le(hdr + 28, 2);
+    elen = (size_t)le(hdr + 30, 2);
+    clen = (size_t)le(hdr + 32, 2);
+    if (off + CDH + (int64_t)(n + elen) > rd->cd_off + rd->cd_size)
+        return -1;
+    buf = rd->st->host->scratch(n + elen + 1);
+    if (buf == NULL || read_at(&rd->io, off + CDH, buf, n + elen) != (int)(n + elen))
+        return -1;
+    *csize = le(hdr + 20, 4);
+    *usize = le(hdr + 24, 4);
+    /* zip64 extra field (0x0001): 8-byte sizes for the ones saturated above */
+    for (x = buf + n, end = buf + n + elen; x + 4 <= end;) {
+        size_t id = (size_t)le(x, 2), sz = (size_t)le(x + 2, 2);
+        const unsigned char *v = x + 4;
+        if (v + sz > end)
+            break;
+        if (id == 1) {
+            if (*usize == 0xffffffffu && v + 8 <= x + 4 + sz) {
+                *usize = le(v, 8);
+                v += 8;
+            }
+            if (*csize == 0xffffffffu && v + 8 <= x + 4 + sz)
+                *csize = le(v, 8);
+            break;
+        }
+        x = v + sz;
+    }
+    *rec = buf;
+    *nlen = n;
+    return CDH + (int64_t)(n + elen + clen);
+}
+
+/* The current member's sizes from the central directory: its record is
+ * normally the next one (libarchive returns members in directory order when
+ * it is sorted by offset, as writers make it); otherwise the directory is
+ * searched once, and a miss there stops the lookups for this archive (the
+ * consumed-bytes measure still bounds the ratio). The io position libarchive
+ * left is restored. */
+static void zip_cd_sizes(struct fmt_reader *rd)
+{
+    size_t want = strlen(rd->cur_name), nlen;
+    const unsigned char *rec;
+    uint64_t cs, us;
+    int64_t len, off, pos = rd->io.seek(rd->io.ctx, 0, SL_SEEK_CUR);
+    bool found = false;
+
+    if (pos < 0) {
+        rd->cd_usable = false;
+        return;
+    }
+    len = zip_cd_record(rd, rd->cd_next, &rec, &nlen, &cs, &us);
+    if (len > 0 && nlen == want && memcmp(rec, rd->cur_name, want) == 0) {
+        found = true;
+        rd->cd_next += len;
+    }
+    for (off = rd->cd_off; !found && (len = zip_cd_record(rd, off, &rec, &nlen, &cs, &us)) > 0; off += len) {
+        if (nlen == want && memcmp(rec, rd->cur_name, want) == 0) {
+            found = true;
+            rd->cd_next = off + len;
+        }
+    }
+    if (found) {
+        rd->csize = (int64_t)cs;
+        rd->usize = (int64_t)us;
+    } else {
+        rd->cd_usable = false;
+    }
+    if (rd->io.seek(rd->io.ctx, pos, SL_SEEK_SET) != pos)
+        rd->io_failed = true;
 }

@@ -32,6 +32,7 @@
 
 #define IDX_INLINE_NAME 400
 #define CHUNK (256 * 1024)
+#define PRE_CHUNK (64 * 1024)
 
 static struct sl_plug_reg *reg;
 static char supported[256];
@@ -134,6 +135,19 @@ static bool is_plain_tar(const struct sl_plug *f)
     return f && (sl_plug_caps(f) & SL_FMT_CAP_INDEX);
 }
 
+/* A member whose name would be refused for writing (".." segments, absolute,
+ * NUL, trailing '/') is never served in a selection, indexed or listed: it is
+ * skipped with a warning (cn names the shard; NULL: skip quietly). */
+static bool member_ok(const char *cn, const char *name, size_t len)
+{
+    struct sl_err err = { 0 };
+    if (sl_plug_member_name_check(name, len, &err) == 0)
+        return true;
+    if (cn)
+        sl_logw("%s: %s; skipped", cn, err.msg);
+    return false;
+}
+
 static void limits(struct sl_fmt_limits *lim)
 {
     sl_plug_limits_default(lim);
@@ -183,6 +197,7 @@ static size_t member_key(const unsigned char *pfx, const char *m, size_t ml, uns
 }
 
 struct idx_build {
+    const char *cn;
     unsigned char pfx[SL_OBJ_AUX_PREFIX];
     struct sl_md_op *ops;
     int nops, cap;
@@ -192,6 +207,8 @@ struct idx_build {
 static int idx_cb(void *arg, const struct sl_fmt_entry *e)
 {
     struct idx_build *ib = arg;
+    if (!member_ok(ib->cn, e->name, e->name_len))
+        return 0;
     if (ib->nops == ib->cap) {
         ib->cap = ib->cap ? ib->cap * 2 : 256;
         ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
@@ -227,6 +244,7 @@ static int index_fd(const struct sl_plug *fmt, struct sl_md_env *env, const stru
     struct sl_plug_fdio fio;
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    ib.cn = cn;
     sl_plug_fdio_init(&fio, fd, 0, cn);
     struct sl_fmt_limits lim;
     limits(&lim);
@@ -291,13 +309,31 @@ static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const s
     return ok;
 }
 
-/* 1 found (off/size set), 0 not a member, -1 no usable index */
+/* Members recorded in the index marker (0 if unreadable). */
+static uint64_t index_count(struct sl_md_env *env, const unsigned char *pfx)
+{
+    struct sl_buf v;
+    sl_buf_init(&v);
+    uint64_t n = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24
+                     ? get_u64((unsigned char *)v.p + 16)
+                     : 0;
+    sl_buf_free(&v);
+    return n;
+}
+
+/* 1 found (off/size set), 0 not a member, -1 no usable index. An index of
+ * more members than arch.max_members allows (written under an older, higher
+ * limit) is not used: the scan then applies the limit as for any shard. */
 static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const char *name, size_t nlen,
                         const struct sl_objmd *md, const char *member, size_t ml, uint64_t *off, uint64_t *size)
 {
     unsigned char pfx[SL_OBJ_AUX_PREFIX];
     sl_obj_aux_prefix(b->bid, name, nlen, pfx);
     if (!index_valid(env, pfx, md))
+        return -1;
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    if (lim.max_members && index_count(env, pfx) > lim.max_members)
         return -1;
     unsigned char k[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
     size_t kl = member_key(pfx, member, ml, k);
@@ -341,6 +377,8 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
         nl = vlen - 24;
     }
     if (it->mplen && (nl < it->mplen || memcmp(nm, it->mprefix, it->mplen)))
+        return 0;
+    if (!member_ok(NULL, nm, nl)) /* an index written before such names were skipped */
         return 0;
     uint64_t off = get_u64((const unsigned char *)val), size = get_u64((const unsigned char *)val + 8);
     if (it->arr) {
@@ -445,12 +483,20 @@ struct member_stream {
     int fd;
     struct sl_plug_fdio fio;
     struct sl_plug_reader *rd;
+    char *pre;                 /* the first chunk, read before the status was chosen */
+    size_t npre, pre_pos;
     char name[400];
 };
 
 static ssize_t member_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct member_stream *s = ctx;
+    if (s->pre_pos < s->npre) {
+        size_t n = SL_MIN(max, s->npre - s->pre_pos);
+        memcpy(buf, s->pre + s->pre_pos, n);
+        s->pre_pos += n;
+        return (ssize_t)n;
+    }
     struct sl_err err;
     int64_t n = sl_plug_reader_read(s->rd, buf, max, &err);
     if (n < 0) {
@@ -463,6 +509,7 @@ static ssize_t member_read(void *ctx, uint64_t pos, char *buf, size_t max)
 static void member_free(void *ctx)
 {
     struct member_stream *s = ctx;
+    free(s->pre);
     sl_plug_reader_close(s->rd);
     close(s->fd);
     free(s);
@@ -512,8 +559,8 @@ static int tar_step(struct tar_stream *s)
                     goto finish;
                 if (rc < 0)
                     goto fail;
-                if (sl_arch_match(s->match, e.name, e.name_len))
-                    break;
+                if (sl_arch_match(s->match, e.name, e.name_len) && member_ok(NULL, e.name, e.name_len))
+                    break; /* (the first pass warned about the others) */
             }
             if (e.size < 0) { /* streamed zip member of unknown size: cannot write a tar header */
                 sl_errf(&err, SL_EUNSUPP, "%s: member %s has no size in its header", s->name, e.name);
@@ -613,7 +660,7 @@ struct collect {
 static int collect_cb(void *arg, const struct sl_fmt_entry *e)
 {
     struct tar_stream *s = arg;
-    if (!sl_arch_match(s->match, e->name, e->name_len))
+    if (!sl_arch_match(s->match, e->name, e->name_len) || !member_ok(s->name, e->name, e->name_len))
         return 0;
     s->ms = sl_xrealloc(s->ms, (s->nms + 1) * sizeof(*s->ms));
     s->ms[s->nms].off = (uint64_t)e->data_offset;
@@ -714,6 +761,16 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             uint64_t off, size;
             int rc = index_lookup(env, b, name, nlen, &md, archpath, al, &off, &size);
             sl_objmd_free(&md);
+            struct sl_fmt_limits lim;
+            limits(&lim);
+            if (rc == 1 && lim.max_member_size && size > lim.max_member_size) {
+                /* the same answer a scan gives from the member's header */
+                close(fd);
+                sl_resp_errf(r, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
+                             "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
+                             (unsigned long long)lim.max_member_size);
+                return true;
+            }
             if (rc == 1) {
                 sl_resp_fd(r, 200, fd, off, size, "application/octet-stream");
                 return true;
@@ -738,6 +795,18 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         int rc = sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err);
         if (rc == 0)
             rc = sl_plug_reader_find(s->rd, archpath, &e, &err);
+        if (rc == 0) {
+            /* The first chunk is read before answering: whatever the reader
+             * can tell up front (a zip member's declared ratio, a corrupt
+             * start) is a 4xx/5xx, not a 200 cut short. */
+            int64_t n = 1;
+            s->pre = sl_xmalloc(PRE_CHUNK);
+            while (s->npre < PRE_CHUNK &&
+                   (n = sl_plug_reader_read(s->rd, s->pre + s->npre, PRE_CHUNK - s->npre, &err)) > 0)
+                s->npre += (size_t)n;
+            if (n < 0)
+                rc = -1;
+        }
         if (rc != 0) {
             member_free(s);
             if (rc == 1)
@@ -790,9 +859,19 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             return true;
         }
         int rc;
-        while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0)
-            if (sl_arch_match(s->match, e.name, e.name_len))
-                nmatch++;
+        while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0) {
+            if (!sl_arch_match(s->match, e.name, e.name_len) || !member_ok(s->name, e.name, e.name_len))
+                continue;
+            nmatch++;
+            /* one byte of every match: what the reader can tell before
+             * inflating (a zip member's declared ratio) is refused now, not
+             * in the middle of the 200 */
+            char c;
+            if (sl_plug_reader_read(rd, &c, 1, &err) < 0) {
+                rc = -1;
+                break;
+            }
+        }
         sl_plug_reader_close(rd);
         if (rc < 0) {
             tar_free(s);
@@ -856,6 +935,8 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
         rc = sl_plug_reader_open(fmt, &fio.io, &lim, 0, &rd, err);
         while (rc == 0 && (rc = sl_plug_reader_next(rd, &e, err)) == 0) {
             if (mplen && (e.name_len < mplen || memcmp(e.name, mprefix, mplen)))
+                continue;
+            if (!member_ok(cn, e.name, e.name_len))
                 continue;
             struct sl_lsent *le = sl_lspage_add(out);
             le->nlen = nlen + 1 + e.name_len;

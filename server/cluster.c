@@ -895,8 +895,11 @@ static void cluster_get_done(struct sl_req *r)
         json_object_foreach(per, tid, arr) {
             size_t i;
             json_t *sn;
-            json_array_foreach(arr, i, sn) json_object_set_new(ids, sl_json_str(sn, "id", ""),
-                                                                 json_string(sl_json_str(sn, "kind", "")));
+            json_array_foreach(arr, i, sn) {
+                if (id[0] && strcmp(sl_json_str(sn, "id", ""), id))
+                    continue; /* kind was filtered by the targets */
+                json_object_set_new(ids, sl_json_str(sn, "id", ""), json_string(sl_json_str(sn, "kind", "")));
+            }
         }
         json_t *out = json_array();
         const char *jid;
@@ -1091,14 +1094,16 @@ static void redirect_object(struct sl_req *r)
         sl_buf_init(&url);
         char *encb = sl_url_encode_path(b.name, strlen(b.name));
         char *enco = sl_url_encode_path(name, nlen);
-        sl_buf_printf(&url, "%s/v1/objects/%s/%s", r->method == SL_M_GET ? t->url : t->data_url, encb, enco);
+        /* spec §1.4: GET to the public URL, PUT to the data network, every
+         * other verb (HEAD, DELETE, PATCH, POST) to the control network */
+        const char *base = r->method == SL_M_GET ? t->url : r->method == SL_M_PUT ? t->data_url : t->ctrl_url;
+        sl_buf_printf(&url, "%s/v1/objects/%s/%s", base, encb, enco);
         free(encb);
         free(enco);
+        /* the original query as sent (no provider added: AIStore adds only pid and utm) */
         const char *q = strchr(r->raw_uri, '?');
         if (q && q[1])
             sl_buf_adds(&url, q);
-        if (!sl_req_query(r, "provider"))
-            sl_buf_printf(&url, "%cprovider=%s", strchr(url.p, '?') ? '&' : '?', b.provider);
         sl_peer_add_redirect_marks(&url, G.id);
         sl_resp_redirect(r, r->method == SL_M_GET ? 301 : 307, url.p);
         sl_buf_free(&url);

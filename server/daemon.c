@@ -4,14 +4,17 @@
  */
 #include "daemon.h"
 #include "arch.h"
+#include "cluster.h"
 #include "config.h"
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
 #include "node.h"
+#include "reb.h"
 #include "stats.h"
 #include "store.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,44 @@ static void uptime_headers(struct sl_req *r)
     int64_t up = sl_mono_ns() - G.start_mono;
     sl_hdr_addf(r, "Ais-Node-Uptime", "%lld", (long long)up);
     sl_hdr_addf(r, "Ais-Cluster-Uptime", "%lld", (long long)sl_cluster_uptime_ns());
+}
+
+/* {"version": "N"} of a cluster document ("rmd", "etlmd"); "0" before the first one */
+static json_t *doc_version_json(const char *name)
+{
+    json_t *d = sl_cluster_doc(name), *o = json_object();
+    char v[32];
+    snprintf(v, sizeof(v), "%lld", (long long)(d ? sl_json_int(d, "version", 0) : 0));
+    json_decref(d);
+    json_object_set_new(o, "version", json_string(v));
+    return o;
+}
+
+/* AIStore's NodeStateFlags (cmn/cos/node_state.go), the bits Shale can tell */
+enum {
+    NSF_CLUSTER_STARTED = 1 << 1,  /* primary: cluster started; others: joined */
+    NSF_NODE_STARTED = 1 << 2,
+    NSF_REBALANCING = 1 << 3,
+    NSF_MAINTENANCE = 1 << 10,
+    NSF_NO_MOUNTPATHS = 1 << 14,
+};
+
+static uint64_t node_state_flags(const struct sl_smap *s)
+{
+    uint64_t f = 0;
+    if (G.ready) {
+        f |= NSF_NODE_STARTED;
+        if (G.role == SL_ROLE_STANDALONE || sl_smap_find(s, G.id))
+            f |= NSF_CLUSTER_STARTED;
+    }
+    const struct sl_snode *me = sl_smap_find(s, G.id);
+    if (me && (me->flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+        f |= NSF_MAINTENANCE;
+    if (G.role == SL_ROLE_TARGET && sl_reb_active())
+        f |= NSF_REBALANCING;
+    if (sl_is_target() && sl_store_nmpaths() == 0)
+        f |= NSF_NO_MOUNTPATHS;
+    return f;
 }
 
 json_t *sl_node_state_info(void)
@@ -45,14 +86,13 @@ json_t *sl_node_state_info(void)
     snprintf(v, sizeof(v), "%lld", (long long)b->version);
     json_object_set_new(bm, "version", json_string(v));
     json_object_set_new(o, "bmd", bm);
-    json_t *rmd = json_object();
-    json_object_set_new(rmd, "version", json_string("0"));
-    json_object_set_new(o, "rmd", rmd);
+    json_object_set_new(o, "rmd", doc_version_json("rmd"));
     json_t *cf = json_object();
     snprintf(v, sizeof(v), "%lld", (long long)sl_conf->config_version);
     json_object_set_new(cf, "version", json_string(v));
     json_object_set_new(o, "config", cf);
-    json_object_set_new(o, "flags", json_integer(0));
+    json_object_set_new(o, "etlmd", doc_version_json("etlmd"));
+    json_object_set_new(o, "flags", json_integer((json_int_t)node_state_flags(s)));
     sl_smap_put(s);
     sl_bmd_put(b);
     return o;
@@ -85,6 +125,44 @@ void sl_h_health(struct sl_req *r)
     sl_resp_empty(r, 200);
 }
 
+/* System CPU utilisation in percent over the interval since the previous
+ * sample (at least 1 s apart; the first one covers the time since boot), from
+ * /proc/stat. -1 when unreadable. */
+static int cpu_util_pct(void)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static unsigned long long prev_total, prev_idle;
+    static int64_t prev_mono;
+    static int last = -1;
+    unsigned long long v[10] = { 0 };
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                       &v[4], &v[5], &v[6], &v[7], &v[8], &v[9])
+              : 0;
+    if (f)
+        fclose(f);
+    if (n < 4)
+        return -1;
+    /* guest time (8, 9) is already counted in user and nice */
+    unsigned long long idle = v[3] + v[4], total = 0;
+    for (int i = 0; i < 8; i++)
+        total += v[i];
+    pthread_mutex_lock(&mu);
+    int64_t now = sl_mono_ns();
+    if (last < 0 || now - prev_mono >= 1000000000LL) {
+        unsigned long long dt = total - prev_total, di = idle - prev_idle;
+        if (dt > 0 && di <= dt) {
+            last = (int)((100 * (dt - di) + dt / 2) / dt);
+            prev_total = total;
+            prev_idle = idle;
+            prev_mono = now;
+        }
+    }
+    int pct = last;
+    pthread_mutex_unlock(&mu);
+    return pct;
+}
+
 static json_t *node_status(void)
 {
     json_t *o = json_object();
@@ -109,6 +187,9 @@ static json_t *node_status(void)
         json_object_set_new(mc, "load_avg", json_real((double)si.loads[0] / 65536.0));
     }
     json_object_set_new(mc, "cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    int cpu = cpu_util_pct();
+    if (cpu >= 0)
+        json_object_set_new(mc, "cpu_util", json_integer(cpu)); /* AIStore's MemCPUInfo.cpu_util */
     json_object_set_new(o, "memcpu", mc);
     json_object_set_new(o, "uptime", sl_json_u64((uint64_t)(sl_mono_ns() - G.start_mono)));
     if (sl_is_target()) {
@@ -125,6 +206,7 @@ static json_t *node_status(void)
         json_object_set_new(o, "capacity", cap);
         json_object_set_new(o, "rebalance", json_string(sl_rebalance_state()));
     }
+    json_object_set_new(o, "tracker", sl_stats_tracker_json());
     return o;
 }
 

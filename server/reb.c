@@ -148,7 +148,7 @@ static void run_batch(struct batch *bt)
 }
 
 /* One walk over every local object; returns the number that could not be moved. */
-static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned)
+static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned, uint64_t *scanned_bytes)
 {
     struct sl_bmd *bmd = sl_bmd_get();
     uint64_t errs0 = job->err_objs;
@@ -173,6 +173,7 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
                     alen = nl;
                     got++;
                     (*scanned)++;
+                    *scanned_bytes += sl_md_iter_md(it)->size;
                     struct sl_buf un;
                     sl_buf_init(&un);
                     sl_obj_uname(&un, b->provider, b->name, n, nl);
@@ -215,14 +216,16 @@ static void *reb_main(void *arg)
     bt.items = sl_xcalloc(BATCH, sizeof(struct item));
     bt.smap = sl_smap_get();
     int64_t t0 = sl_mono_ns();
-    uint64_t scanned = 0, failed = 0;
+    uint64_t scanned = 0, scanned_bytes = 0, failed = 0;
     /* objects that could not be moved (an owner briefly busy, a bucket it has
      * not learned yet) are retried in later passes */
     for (int pass = 1; pass <= 5 && !sl_job_aborting(job); pass++) {
-        uint64_t sc = 0;
-        failed = reb_pass(job, &bt, &sc);
-        if (pass == 1)
+        uint64_t sc = 0, sb = 0;
+        failed = reb_pass(job, &bt, &sc, &sb);
+        if (pass == 1) {
             scanned = sc;
+            scanned_bytes = sb;
+        }
         if (!failed)
             break;
         sl_logw("rebalance %s pass %d: %llu object(s) not moved yet (%s); retrying", job->id, pass,
@@ -231,6 +234,7 @@ static void *reb_main(void *arg)
             sl_sleep_ms(100);
     }
     sl_job_add(&job->loc_objs, scanned);
+    sl_job_add(&job->loc_bytes, scanned_bytes);
     char err[1200] = "";
     if (failed)
         snprintf(err, sizeof(err), "%llu object(s) could not be moved (first: %s)", (unsigned long long)failed,

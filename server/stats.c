@@ -80,6 +80,36 @@ uint64_t sl_stats_get(int op, const char *what)
     return 0;
 }
 
+static void tracker_set(json_t *o, const char *name, uint64_t v)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
+    json_object_set_new(o, name, json_pack("{s:s}", "v", s));
+}
+
+json_t *sl_stats_tracker_json(void)
+{
+    json_t *o = json_object();
+    for (int op = 1; op < SL_OP_MAX; op++) {
+        const struct opstat *s = &ops[op];
+        const char *n = op == SL_OP_DELETE ? "del" : op_names[op];  /* AIStore: del.n */
+        char k[64];
+        snprintf(k, sizeof(k), "%s.n", n);
+        tracker_set(o, k, LD(&s->count));
+        snprintf(k, sizeof(k), "err.%s.n", n);
+        tracker_set(o, k, LD(&s->errors));
+        snprintf(k, sizeof(k), "%s.size", n);
+        tracker_set(o, k, LD(&s->in_bytes) + LD(&s->out_bytes));
+        snprintf(k, sizeof(k), "%s.ns.total", n);
+        tracker_set(o, k, LD(&s->ns_total));
+    }
+    pthread_mutex_lock(&cmu);
+    for (int i = 0; i < ncustom; i++)
+        tracker_set(o, custom[i].name, custom[i].v);
+    pthread_mutex_unlock(&cmu);
+    return o;
+}
+
 void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
 {
     for (int op = 1; op < SL_OP_MAX; op++) {

@@ -9,6 +9,8 @@
 
 #include "sl.h"
 
+#include <jansson.h>
+
 enum {
     SL_OP_NONE = 0, SL_OP_GET, SL_OP_PUT, SL_OP_HEAD, SL_OP_DELETE, SL_OP_LIST, SL_OP_APPEND, SL_OP_ARCH_GET,
     SL_OP_ETL_GET, SL_OP_REDIRECT, SL_OP_MAX
@@ -19,5 +21,9 @@ void sl_stats_add(const char *name, uint64_t v);   /* free-form counters ("rebal
 /* Render Prometheus text; prefix "ais_target" or "ais_proxy". */
 void sl_stats_render(struct sl_buf *out, const char *prefix, const char *node_id);
 uint64_t sl_stats_get(int op, const char *what);   /* "count", "bytes", "errors" */
+/* The counters as AIStore's node_status "tracker": {"get.n": {"v": "12"},
+ * "err.get.n": ..., "get.size": ..., "get.ns.total": ..., <free-form>: ...};
+ * returns new. */
+json_t *sl_stats_tracker_json(void);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * fmt_tarzst.c: an out-of-tree Shale shard-format plugin for zstd-compressed
  * tar (".tar.zst", ".tzst"), built only against the installed
- * <shale/shale_plugin.h> and libarchive. Copy this directory to start a new
+ * <shale/plugin.h> and libarchive. Copy this directory to start a new
  * format: change the names, the extensions and the libarchive filter/format
  * calls, keep the structure.
  *
@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "shale_plugin.h"
+#include <shale/plugin.h>
 
 #define INBUF (64 * 1024)
 #define LABEL "tar.zst shard"

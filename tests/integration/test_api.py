@@ -40,7 +40,13 @@ class TestDaemon(NodeTest):
         self.assertIn("Ais-Cluster-Uptime", r.headers)
         r = self.s.get(self.url + "/v1/health", params={"cii": "true"})
         self.assertEqual(r.status_code, 200)
-        self.assertIn("smap", r.json())
+        cii = r.json()
+        self.assertIn("smap", cii)
+        # NodeStateInfo: every document's version as a string, flags = NodeStarted|ClusterStarted
+        for doc in ("smap", "bmd", "rmd", "config", "etlmd"):
+            self.assertIsInstance(cii[doc]["version"], str, doc)
+        self.assertEqual(cii["etlmd"]["version"], "0")
+        self.assertEqual(cii["flags"] & (2 | 4), 2 | 4, cii["flags"])
         r = self.s.get(self.url + "/v1/health", params={"cii": "true", "prr": "true"})
         self.assertEqual(r.status_code, 400)
 

@@ -5,6 +5,7 @@ writing/appending members (Ais-Pine), the archive job, limits and bad input,
 a crash in the middle of an append, and the out-of-tree .tar.zst example
 plugin built against the installed header."""
 import hashlib
+import http.client
 import io
 import json
 import os
@@ -301,15 +302,65 @@ class TestArchive(NodeTest):
         self.assertEqual(r.status_code, 400)
         self.assertEqual(self.get("dst", "evil.tar", params={"archpath": "ok"}).content, b"ok")
 
+    def test_hostile_member_names(self):
+        members = [("../evil.txt", b"evil"), ("/abs.txt", b"abs"), ("a/../../up.txt", b"up"), ("ok.txt", b"ok"),
+                   ("d/fine.txt", b"fine")]
+        for ext, blob in ((".tar", make_tar(members)), (".zip", make_zip(members))):
+            shard = "hostile" + ext
+            if ext == ".zip":
+                self.assertIn("../evil.txt", zipfile.ZipFile(io.BytesIO(blob)).namelist())
+            else:
+                self.assertIn("/abs.txt", tarfile.open(fileobj=io.BytesIO(blob)).getnames())
+            self.assertEqual(self.put("dst", shard, blob).status_code, 200)
+            # a selection skips them (the node logs a warning) and serves the rest
+            r = self.get("dst", shard, params={"archregx": "txt", "archmode": "substr"})
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertEqual(tar_names(r.content), {"ok.txt": b"ok", "d/fine.txt": b"fine"}, ext)
+            # nothing valid matches: 404 (not an empty 200)
+            for x in ("evil", "up.txt"):
+                r = self.get("dst", shard, params={"archregx": x, "archmode": "substr"})
+                self.assertEqual(r.status_code, 404, (ext, x, r.text))
+            # listings leave them out
+            r = self.list_objects("dst", prefix=shard, flags="8")
+            self.assertEqual(sorted(e["name"] for e in r.json()["entries"]),
+                             sorted([shard, shard + "/d/fine.txt", shard + "/ok.txt"]), ext)
+            if ext == ".tar":
+                idx = self.get("dst", shard, params={"archindex": "true"}).json()
+                self.assertEqual(sorted(m["name"] for m in idx), ["d/fine.txt", "ok.txt"])
+            # asked for by name: 400, as before
+            r = self.get("dst", shard, params={"archpath": "../evil.txt"})
+            self.assertEqual(r.status_code, 400)
+            self.assertEqual(self.get("dst", shard, params={"archpath": "ok.txt"}).content, b"ok")
+        self.assertIn("skipped", self.node.log())
+
     def test_limits(self):
-        # a zip bomb: 50 MiB of zeros compresses ~1000:1
+        # bombs: 50 MiB of zeros compresses ~1000:1
         self.put("dst", "bomb.zip", make_zip([("zeros", b"\0" * (50 << 20))]))
+        self.put("dst", "bomb.tgz", make_tar([("zeros", b"\0" * (50 << 20))], gz=True))
         r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config",
                                                        "value": {"arch": {"max_compression_ratio": 100}}})
         self.assertEqual(r.status_code, 200, r.text)
         try:
-            r = self.get("dst", "bomb.zip", params={"archpath": "zeros"})
-            self.assertTrue(r.status_code == 413 or len(r.content) < (50 << 20), r.status_code)
+            # zip: the central directory's sizes give the ratio before anything is sent: 413
+            for params in ({"archpath": "zeros"}, {"archregx": "zer", "archmode": "prefix"}):
+                r = self.get("dst", "bomb.zip", params=params)
+                self.assertEqual(r.status_code, 413, (params, r.text))
+                self.assertIn("ais://dst/bomb.zip", r.json()["message"])
+                self.assertIn("max_ratio", r.json()["message"])
+            # tgz: only the stream tells, once the member is being sent: 200 with the declared
+            # Content-Length, then the node closes the connection short of it
+            conn = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=60)
+            try:
+                conn.request("GET", "/v1/objects/dst/bomb.tgz?archpath=zeros")
+                resp = conn.getresponse()
+                self.assertEqual(resp.status, 200)
+                self.assertEqual(int(resp.getheader("Content-Length")), 50 << 20)
+                with self.assertRaises(http.client.IncompleteRead) as cm:
+                    resp.read()
+                self.assertLess(len(cm.exception.partial), 50 << 20)
+            finally:
+                conn.close()
+            wait_until(lambda: "max_ratio" in self.node.log(), 10, what="the reason in the node log")
             # too many members
             self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {"arch": {"max_members": 10}}})
             self.put("dst", "many.tgz", make_tar([("m%03d" % i, b"x") for i in range(50)], gz=True))
@@ -320,6 +371,32 @@ class TestArchive(NodeTest):
             self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
                 "arch": {"max_compression_ratio": 1000, "max_members": 1000000}}})
         self.assertTrue(self.node.proc.poll() is None)
+
+
+    def test_limits_on_indexed_tar(self):
+        # indexed when written, under the default limits
+        self.put("dst", "idx-big.tar", make_tar([("big", b"B" * (2 << 20)), ("small", b"s")]))
+        self.put("dst", "idx-many.tar", make_tar([("m%03d" % i, b"x") for i in range(50)]))
+        for shard in ("idx-big.tar", "idx-many.tar"):
+            self.assertEqual(self.get("dst", shard, params={"archindex": "true"}).status_code, 200)
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+            "arch": {"max_member_size": str(1 << 20), "max_members": 10}}})
+        self.assertEqual(r.status_code, 200, r.text)
+        try:
+            # the index does not bypass the limits: the same answers as a scan
+            r = self.get("dst", "idx-big.tar", params={"archpath": "big"})
+            self.assertEqual(r.status_code, 413, r.text[:300])
+            self.assertIn("max_member_size", r.json()["message"])
+            self.assertIn("idx-big.tar", r.json()["message"])
+            self.assertEqual(self.get("dst", "idx-big.tar", params={"archpath": "small"}).content, b"s")
+            r = self.get("dst", "idx-many.tar", params={"archpath": "m040"})
+            self.assertEqual(r.status_code, 413, r.text[:300])
+            self.assertIn("max_members", r.json()["message"])
+            self.assertEqual(self.get("dst", "idx-many.tar", params={"archpath": "m005"}).content, b"x")
+        finally:
+            self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+                "arch": {"max_member_size": "16GiB", "max_members": 1000000}}})
+        self.assertEqual(self.get("dst", "idx-big.tar", params={"archpath": "big"}).content, b"B" * (2 << 20))
 
 
 class TestAppendCrash(unittest.TestCase):
@@ -401,7 +478,8 @@ class TestExamplePlugin(unittest.TestCase):
             builddir = os.path.dirname(os.path.abspath(BUILD))
             p = subprocess.run(["make", "-C", builddir, "install", "PREFIX=" + inst], capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            self.assertTrue(os.path.exists(os.path.join(inst, "include", "shale", "shale_plugin.h")))
+            self.assertTrue(os.path.exists(os.path.join(inst, "include", "shale", "plugin.h")))
+            self.assertTrue(os.path.exists(os.path.join(inst, "include", "shale", "shale_plugin.h")))  # compat
             ex = os.path.join(tmp, "format-tarzst")
             shutil.copytree(os.path.join(SRC, "examples", "format-tarzst"), ex)
             for target in ("all", "check", "install"):

@@ -166,6 +166,87 @@ class TestCLI(unittest.TestCase):
         self.assertIn("Summary:", p.stdout)
         self.assertRegex(p.stdout, r"Targets:\s+1 \(num disks: 1\)")
         self.assertRegex(p.stdout, r"Status:\s+1 online")
+        self.assertRegex(p.stdout, r"Rebalance:\s+\S")
+        self.assertRegex(p.stdout, r"Build:\s+\S")
+        self.assertRegex(p.stdout, r"TARGET\s+MEM USED\(%\)\s+MEM AVAIL\s+CAP USED\(%\)\s+CAP AVAIL\s+CPU\(%\)\s+"
+                                   r"REBALANCE")
+        self.assertNotIn("LOAD AVERAGE", p.stdout)
+        # sub-views
+        p = self.cli("show", "cluster", "proxy")
+        self.assertIn("PROXY", p.stdout)
+        self.assertNotIn("TARGET", p.stdout)
+        self.assertNotIn("Summary:", p.stdout)
+        p = self.cli("show", "cluster", "target")
+        self.assertIn("TARGET", p.stdout)
+        self.assertNotIn("PROXY", p.stdout)
+        smap = json.loads(self.cli("show", "cluster", "smap", "--json").stdout)
+        tid = list(smap["tmap"])[0]
+        p = self.cli("show", "cluster", "smap")
+        self.assertRegex(p.stdout, r"NODE\s+TYPE\s+PUBLIC URL\s+CONTROL URL\s+DATA URL")
+        self.assertIn("t[%s]" % tid, p.stdout)
+        self.assertRegex(p.stdout, r"Smap version:\s+%s" % smap["version"])
+        self.assertIn("providers", json.loads(self.cli("show", "cluster", "bmd", "--json").stdout))
+        self.assertRegex(self.cli("show", "cluster", "bmd").stdout, r"BMD version:\s+\d+")
+        self.assertRegex(self.cli("show", "cluster", "config").stdout, r"checksum\.type\s+\w+")
+        self.assertIn("checksum", json.loads(self.cli("show", "cluster", "config", "--json").stdout))
+        p = self.cli("show", "cluster", "stats")
+        self.assertRegex(p.stdout, r"NODE\s+GET\s+GET SIZE\s+PUT\s+PUT SIZE")
+        # NODE filters to that node
+        p = self.cli("show", "cluster", "t[%s]" % tid)
+        self.assertIn("t[%s]" % tid, p.stdout)
+        self.assertNotIn("PROXY", p.stdout)
+        p = self.cli("show", "cluster", "target", tid, "--json")
+        self.assertEqual(list(json.loads(p.stdout)), ["t[%s]" % tid])
+        for bad in (["frob"], ["target", "t[nosuchnode]"], ["proxy", "t[%s]" % tid], ["smap", "x", "y"]):
+            p = self.run_cli("show", "cluster", *bad)
+            self.assertEqual(p.returncode, 1, bad)
+            self.assertIn("Error:", p.stderr)
+
+    def shard_members(self, bucket, shard):
+        r = requests.get(self.url + "/v1/buckets/" + bucket, json={"action": "list", "value": {
+            "prefix": shard, "flags": "8"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        return sorted(e["name"][len(shard) + 1:] for e in r.json()["entries"] if e["name"] != shard)
+
+    def test_archive_cli(self):
+        p = self.cli("archive", "--help")
+        self.assertIn("Usage: shale archive put", p.stdout)
+        self.assertIn("gen-shards", p.stdout)
+        p = self.cli("archive", "put", "--help")
+        self.assertIn("--list", p.stdout)
+        self.assertIn("--dry-run", p.stdout)
+        self.assertIn("--cleanup", self.cli("archive", "gen-shards", "--help").stdout)
+        self.cli("bucket", "create", "ais://ca")
+        src = os.path.join(self.tmp, "asrc")
+        os.makedirs(src)
+        for n in ("a", "b", "c", "s1.json", "s2.json", "s3.json", "s4.json"):
+            with open(os.path.join(src, n), "w") as f:
+                f.write(n)
+        # --list and --template select which files become members
+        self.cli("archive", "put", src, "ais://ca/l.tar", "--list", "a,b", "--append-or-put")
+        self.assertEqual(self.shard_members("ca", "l.tar"), ["a", "b"])
+        self.cli("archive", "put", src, "ais://ca/t.tar", "--template", "s{1..3}.json", "--append-or-put")
+        self.assertEqual(self.shard_members("ca", "t.tar"), ["s1.json", "s2.json", "s3.json"])
+        p = self.run_cli("archive", "put", src, "ais://ca/x.tar", "--list", "a,nope", "--append-or-put")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"nope"', p.stderr)
+        # --dry-run says what it would do and does nothing
+        p = self.cli("archive", "put", src, "ais://ca/d.tar", "--template", "s{1..2}.json", "--append-or-put",
+                     "--dry-run")
+        self.assertIn("[DRY RUN] No modifications on the cluster", p.stdout)
+        self.assertIn("=> ais://ca/d.tar/s2.json", p.stdout)
+        self.assertIn("2 files (14B) would have been archived into ais://ca/d.tar", p.stdout)
+        self.assertEqual(requests.head(self.url + "/v1/objects/ca/d.tar", allow_redirects=True).status_code, 404)
+        # gen-shards: a missing bucket fails before any progress is drawn
+        p = self.run_cli("archive", "gen-shards", "ais://nosuchb/g-{0..1}.tar", "--fcount", "1", "--fsize", "10")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('bucket "ais://nosuchb" does not exist', p.stderr)
+        self.assertNotIn("Shards created", p.stdout + p.stderr)
+        # --cleanup: the bucket is emptied (destroyed and created) first
+        p = self.cli("archive", "gen-shards", "ais://ca/g-{0..1}.tar", "--fcount", "2", "--fsize", "10", "--cleanup")
+        self.assertIn("Created 2 shards in ais://ca", p.stdout)
+        names = [e["name"] for e in requests.get(self.url + "/v1/buckets/ca").json()["entries"]]
+        self.assertEqual(names, ["g-0.tar", "g-1.tar"])
 
     def test_help(self):
         cmds = {

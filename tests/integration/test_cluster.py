@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -123,10 +124,11 @@ class TestPlacement(ClusterTest):
             self.assertIn("pid=", loc)
             self.assertIn("utm=", loc)
             counts[owner["daemon_id"]] = counts.get(owner["daemon_id"], 0) + 1
-            for m in ("PUT", "HEAD", "DELETE"):
+            self.assertNotIn("provider=", loc)  # only pid and utm are added
+            for m, net in (("PUT", "intra_data_net"), ("HEAD", "intra_control_net"), ("DELETE", "intra_control_net")):
                 r2 = self.s.request(m, self.url + "/v1/objects/pl/" + name, allow_redirects=False)
                 self.assertEqual(r2.status_code, 307, m)
-                self.assertTrue(r2.headers["Location"].startswith(owner["public_net"]["direct_url"]))
+                self.assertTrue(r2.headers["Location"].startswith(owner[net]["direct_url"]))
         self.assertEqual(len(counts), 3, counts)          # every target got objects
         self.assertTrue(min(counts.values()) > 20, counts)
         # the data really is on the owner: a direct GET to the owner works without redirects
@@ -174,6 +176,46 @@ class TestPlacement(ClusterTest):
         p = self.c.cli("show", "cluster")
         self.assertRegex(p.stdout, r"Targets:\s+3 \(num disks: 3\)")
         self.assertRegex(p.stdout, r"Status:\s+4 online")
+        self.assertRegex(p.stdout, r"Rebalance:\s+g\d+ (finished|running)")
+        p = self.c.cli("show", "cluster", "target")
+        self.assertEqual(len(re.findall(r"^t\[", p.stdout, re.M)), 3)
+        self.assertNotIn("PROXY", p.stdout)
+
+
+class TestRedirectNetworks(unittest.TestCase):
+    """A target with distinct public, data and control addresses: GET goes to
+    the public URL, PUT to the data URL, HEAD/DELETE to the control URL (spec
+    §1.4), and the redirect adds only pid and utm to the client's query."""
+
+    def test_redirect_targets_the_right_network(self):
+        tmp = tempfile.mkdtemp(prefix="shale-rn-")
+        p0 = Node(tmp, name="p0", role="proxy").start()
+        t0 = Node(tmp, name="t0", role="target", primary=p0.url, extra_config={
+            "host_net": {"hostname_intra_control": "localhost", "hostname_intra_data": "127.1"}})
+        try:
+            t0.start()
+            s = requests.Session()
+            wait_until(lambda: len(s.get(p0.url + "/v1/daemon?what=smap").json()["tmap"]) == 1, 30, what="join")
+            sn = list(s.get(p0.url + "/v1/daemon?what=smap").json()["tmap"].values())[0]
+            pub, data, ctrl = (sn[k]["direct_url"] for k in ("public_net", "intra_data_net", "intra_control_net"))
+            self.assertEqual(len({pub, data, ctrl}), 3, sn)
+            self.assertEqual(s.post(p0.url + "/v1/buckets/rn", json={"action": "create-bck"}).status_code, 200)
+            self.assertEqual(s.put(p0.url + "/v1/objects/rn/o", data=b"x").status_code, 200)
+            for method, code, base in (("GET", 301, pub), ("PUT", 307, data), ("HEAD", 307, ctrl),
+                                       ("DELETE", 307, ctrl)):
+                r = s.request(method, p0.url + "/v1/objects/rn/o?archpath=a", allow_redirects=False)
+                self.assertEqual(r.status_code, code, method)
+                loc = r.headers["Location"]
+                self.assertTrue(loc.startswith(base + "/v1/objects/rn/o?archpath=a&pid="), (method, loc))
+                self.assertNotIn("provider=", loc)
+            r = s.get(p0.url + "/v1/objects/rn/o?provider=ais", allow_redirects=False)
+            self.assertEqual(r.headers["Location"].count("provider=ais"), 1)
+            self.assertEqual(s.get(p0.url + "/v1/objects/rn/o").content, b"x")
+        finally:
+            t0.stop()
+            p0.stop()
+            if not os.environ.get("SHALE_KEEP_TMP"):
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 class TestKill9Target(ClusterTest):
@@ -298,6 +340,20 @@ class TestRebalance(ClusterTest):
                                json={"ID": st["uuid"]}).json()
             moved = sum(int(sn["stats"]["out-objs"]) for arr in stats.values() for sn in arr)
             self.assertEqual(moved, len(on_new))
+            # every target scanned its objects: loc-bytes counts their bytes along with loc-objs
+            for arr in stats.values():
+                for sn in arr:
+                    if int(sn["stats"]["loc-objs"]) > 0:
+                        self.assertGreater(int(sn["stats"]["loc-bytes"]), 0, sn)
+            # status_all filters by id (and kind)
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status_all"}, json={"id": st["uuid"]})
+            self.assertEqual([x["uuid"] for x in r.json()], [st["uuid"]])
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status_all"}, json={"kind": "archive"})
+            self.assertEqual(r.json() or [], [])
+            # health?cii reports the real RMD version (the rebalance id is g<version>)
+            cii = self.s.get(self.c.node_url("t3") + "/v1/health", params={"cii": "true"}).json()
+            self.assertEqual("g" + cii["rmd"]["version"], st["uuid"])
+            self.assertEqual(cii["etlmd"], {"version": "0"})
             # decommission one of the original targets
             victim = [tid for tid in smap["tmap"] if tid != newt][0]
             r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node",
@@ -313,6 +369,24 @@ class TestRebalance(ClusterTest):
         names = [e["name"] for e in self.s.get(self.url + "/v1/buckets/rb",
                                                json={"action": "list", "value": {"flags": "0"}}).json()["entries"]]
         self.assertEqual(names, sorted(data))
+
+    def test_playground_keeps_a_decommissioned_target_down(self):
+        victim = sorted(self.c.smap()["tmap"])[0]
+        name = self.target_name_by_id(victim)
+        self.c.cli("cluster", "decommission", "t[%s]" % victim, "--wait")
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 30, what="victim removed from the Smap")
+        status = lambda: self.c.cli("playground", "status", "--dir", self.c.dir, check=False).stdout  # noqa: E731
+        wait_until(lambda: re.search(r"^%s\s+target\s+\d+\s+-\s+stopped" % name, status(), re.M), 30,
+                   what="the decommissioned target shut down")
+        # restarting the playground does not bring it back under its old id
+        for _ in range(2):
+            p = self.c.cli("playground", "start", "--dir", self.c.dir)
+            self.assertIn("%s (t[%s]) was decommissioned" % (name, victim), p.stdout)
+            self.assertRegex(status(), r"(?m)^%s\s+target\s+\d+\s+-\s+decommissioned" % name)
+            time.sleep(1)
+            self.assertNotIn(victim, self.c.smap()["tmap"])
+            self.assertEqual(len(self.c.smap()["tmap"]), self.targets - 1)
+            self.c.cli("playground", "stop", "--dir", self.c.dir)  # the second round starts from nothing
 
     def test_maintenance(self):
         self.create("rb")

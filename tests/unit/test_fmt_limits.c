@@ -173,6 +173,48 @@ static void test_bombs(struct sl_plug_reg *reg)
     }
 }
 
+/* 64 MiB of zeros deflates to 65238 bytes: a 1028:1 member. The ratio is
+ * the member's own (uncompressed / its compressed size), not uncompressed /
+ * everything read from the shard (directory, read-ahead), which let it
+ * through at 1000:1. Seekable, the directory's sizes refuse it at the first
+ * read, before any data is inflated. */
+static void test_zip_member_ratio(struct sl_plug_reg *reg)
+{
+    static const size_t bomb[] = { 64 * 1024 * 1024 };
+    const struct sl_plug *p = sl_plug_find(reg, SL_PLUGIN_FORMAT, "zip");
+    char *a = make_archive(p, "ratio1028", 1, bomb, 1);
+    struct sl_plug_reader *r = NULL;
+    struct sl_plug_fdio fio;
+    struct sl_fmt_limits lim;
+    struct sl_fmt_entry e;
+    struct sl_err err = { 0 };
+    char buf[4096];
+    int seekable, fd;
+
+    lim_init(&lim);
+    lim.max_ratio = 1000;
+    for (seekable = 0; seekable < 2; seekable++) {
+        TAP_EQ_INT(walk(p, a, &lim, seekable, false, &err), -1, "zip: a 1028:1 member is over 1000:1 (%s)",
+                   seekable ? "seekable" : "stream");
+        TAP_OK(err.code == SL_ETOOBIG && strstr(err.msg, "max_ratio") && strstr(err.msg, "m000000.bin"), "%s",
+               err.msg);
+    }
+    fd = open(a, O_RDONLY);
+    sl_plug_fdio_init(&fio, fd, 0, a);
+    TAP_EQ_INT(sl_plug_reader_open(p, &fio.io, &lim, 0, &r, &err), 0, "open");
+    TAP_EQ_INT(sl_plug_reader_next(r, &e, &err), 0, "the member's header is fine");
+    TAP_EQ_INT(sl_plug_reader_read(r, buf, sizeof(buf), &err), -1, "its first read is refused");
+    TAP_OK(strstr(err.msg, "central directory declares 67108864 bytes from 65") != NULL &&
+           strstr(err.msg, "(1028:1)") != NULL, "from the directory's sizes: %s", err.msg);
+    sl_plug_reader_close(r);
+    close(fd);
+    lim.max_ratio = 1100;
+    for (seekable = 0; seekable < 2; seekable++)
+        TAP_EQ_INT(walk(p, a, &lim, seekable, false, &err), 0, "zip: the same member reads at 1100:1 (%s) %s",
+                   seekable ? "seekable" : "stream", err.msg);
+    free(a);
+}
+
 static void test_plain_tar_ratio(struct sl_plug_reg *reg)
 {
     static const size_t big[] = { 8 * 1024 * 1024 };
@@ -232,6 +274,7 @@ int main(void)
     test_members(reg);
     test_member_size(reg);
     test_bombs(reg);
+    test_zip_member_ratio(reg);
     test_plain_tar_ratio(reg);
     test_misuse(reg);
     sl_plug_reg_free(reg);
