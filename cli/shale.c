@@ -63,8 +63,24 @@ static const struct {
                 "  get, put, rm: as shale get, shale put, shale rmo\n" },
     { "object show", "Usage: shale object show ais://BUCKET/OBJECT [--props all] [--json]\n" },
     { "rmo", "Usage: shale rmo ais://BUCKET/OBJECT [...] [-y]\n" },
-    { "show", "Usage: shale show cluster [--json]\n" },
-    { "show cluster", "Usage: shale show cluster [--json]\n" },
+    { "show", "Usage: shale show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]\n" },
+    { "show cluster", "Usage: shale show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]\n"
+                      "  NODE: p[ID], t[ID] or ID\n" },
+    { "etl", "Usage: shale etl init|show|view-logs|stop|start|rm|object|bucket ...   (shale etl VERB --help)\n"
+             "  Lua transforms run by the targets; see docs/etl.md\n" },
+    { "etl init", "Usage: shale etl init --name NAME --code FILE.lua [--mode object|sample] [--obj-timeout 45s] "
+                  "[--mem-limit 64MiB] [--max-output 64MiB]\n"
+                  "       shale etl init --spec FILE.json   (the PUT /v1/etl message)\n" },
+    { "etl show", "Usage: shale etl show [NAME] [--json]\n"
+                  "       shale etl show errors NAME [JOB_ID]\n" },
+    { "etl view-logs", "Usage: shale etl view-logs NAME [TARGET_ID]\n" },
+    { "etl stop", "Usage: shale etl stop NAME...\n" },
+    { "etl start", "Usage: shale etl start NAME...   (a stopped ETL)\n" },
+    { "etl rm", "Usage: shale etl rm NAME...\n" },
+    { "etl object", "Usage: shale etl object NAME ais://BUCKET/OBJECT [OUT_FILE|-] [--args ARGS]\n" },
+    { "etl bucket", "Usage: shale etl bucket NAME ais://SRC ais://DST [--prefix P | --template T | --list a,b] "
+                    "[--ext '{jpg:png}'] [--prepend P] [--dry-run] [--num-workers N] [--cont-on-err] "
+                    "[--args ARGS] [--wait] [--timeout 1h]\n" },
     { "archive", "Usage: shale archive put|get|ls|bucket|gen-shards ...   (shale archive VERB --help)\n" },
     { "archive put", "Usage: shale archive put FILE|DIR ais://B/SHARD.tar [--archpath NAME] [--append | "
                      "--append-or-put] [-r]\n" },
