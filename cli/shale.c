@@ -81,17 +81,7 @@ static const struct {
     { "etl bucket", "Usage: shale etl bucket NAME ais://SRC ais://DST [--prefix P | --template T | --list a,b] "
                     "[--ext '{jpg:png}'] [--prepend P] [--dry-run] [--num-workers N] [--cont-on-err] "
                     "[--args ARGS] [--wait] [--timeout 1h]\n" },
-    { "archive", "Usage: shale archive put|get|ls|bucket|gen-shards ...   (shale archive VERB --help)\n" },
-    { "archive put", "Usage: shale archive put FILE|DIR ais://B/SHARD.tar [--archpath NAME] [--append | "
-                     "--append-or-put] [-r]\n" },
-    { "archive get", "Usage: shale archive get ais://B/SHARD[/MEMBER] [OUT|-] [--archpath P | --archregx X "
-                     "--archmode regexp|prefix|suffix|substr|wdskey] [--progress]\n" },
-    { "archive ls", "Usage: shale archive ls ais://B[/SHARD]\n" },
-    { "archive bucket", "Usage: shale archive bucket ais://SRC[/TEMPLATE] ais://DST/SHARD.tar [--template T | "
-                        "--list a,b | --prefix P] [--nr] [--append-or-put] [--include-src-bck] [--cont-on-err] "
-                        "[--wait]\n" },
-    { "archive gen-shards", "Usage: shale archive gen-shards \"ais://B/shard-{000..009}.tar\" [--fcount 5] "
-                            "[--fsize 1KiB] [--fext '.jpg,.cls']\n" },
+    /* archive prints its own help (cli/archive.c) */
     { "job", "Usage: shale job show|wait|stop|start ...\n"
              "  show [ID|KIND] [--all] [--json]\n"
              "  wait ID|KIND [--timeout 10m] [--progress]\n"

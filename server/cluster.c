@@ -785,6 +785,7 @@ static json_t *aggregate_status(json_t *per, const char *id)
     bool found = false, running = false, aborted = false;
     int64_t end = 0;
     char kind[32] = "", err[1024] = "";
+    bool err_generic = false;
     json_object_foreach(per, tid, arr) {
         size_t i;
         json_t *snap;
@@ -800,9 +801,14 @@ static json_t *aggregate_status(json_t *per, const char *id)
                 end = e;
             if (sl_json_bool(snap, "aborted", false))
                 aborted = true;
+            /* the root cause wins over the "aborted" of targets that were
+             * stopped because of it */
             const char *er = sl_json_str(snap, "err", "");
-            if (er[0] && !err[0])
+            bool generic = !strcmp(er, "aborted");
+            if (er[0] && (!err[0] || (err_generic && !generic))) {
                 snprintf(err, sizeof(err), "t[%s]: %s", tid, er);
+                err_generic = generic;
+            }
         }
     }
     if (!found)
