@@ -28,7 +28,7 @@
 
 #define SL_LUA_POOL_MAX 2                  /* idle states kept per thread */
 #define SL_LUA_CACHE_MAX 64                /* compiled chunks kept per state */
-#define SL_LUA_GC_SLACK (512u * 1024)      /* full GC after a call above this */
+#define SL_LUA_GC_SLACK (4u << 20)         /* full GC after a call above this */
 #define SL_LUA_STATE_MAX_LIVE (48u << 20)  /* recycle states holding more */
 #define SL_LUA_STATE_MAX_CALLS 100000      /* recycle states after this many calls */
 #define SL_LUA_MSGH_HEADROOM (256u * 1024) /* extra bytes for building messages */
@@ -727,8 +727,11 @@ static void sl_lua_pool_key_init(void)
         abort();
 }
 
+static void sl_lua_memo_free(void *unused);
+
 void sl_lua_thread_cleanup(void)
 {
+    sl_lua_memo_free(NULL);
     pthread_once(&sl_lua_pool_once, sl_lua_pool_key_init);
     struct sl_lua_pool *pool = sl_lua_tl_pool;
     if (!pool)
@@ -1024,7 +1027,86 @@ static int sl_lua_report(struct sl_lua_state *S, struct sl_lua_call *c, struct s
 }
 
 /* SHA-256(name NUL src) into c->key. 0 or -1. */
+/* The last few keys this thread computed, with the exact name and source
+ * they were computed from: a transform called for every object of a job
+ * hashes its source once per thread, not once per call. A hit needs equal
+ * bytes (memcmp), so it never trusts pointers. */
+#define SL_LUA_KEY_MEMO 4
+#define SL_LUA_KEY_MEMO_MAX (64u * 1024)   /* only sources up to this size */
+struct sl_lua_key_memo {
+    char *name;
+    char *src;
+    size_t len;
+    unsigned char key[32];
+};
+static __thread struct sl_lua_key_memo sl_lua_memo[SL_LUA_KEY_MEMO];
+static __thread unsigned sl_lua_memo_next;
+static __thread bool sl_lua_memo_armed;
+
+static void sl_lua_memo_free(void *unused)
+{
+    (void)unused;
+    sl_lua_memo_armed = false;
+    for (int i = 0; i < SL_LUA_KEY_MEMO; i++) {
+        free(sl_lua_memo[i].name);
+        free(sl_lua_memo[i].src);
+        memset(&sl_lua_memo[i], 0, sizeof(sl_lua_memo[i]));
+    }
+}
+
+/* the memo is freed when the thread exits (a key with a destructor) */
+static pthread_key_t sl_lua_memo_key;
+static pthread_once_t sl_lua_memo_once = PTHREAD_ONCE_INIT;
+
+static void sl_lua_memo_key_init(void)
+{
+    if (pthread_key_create(&sl_lua_memo_key, sl_lua_memo_free) != 0)
+        abort();
+}
+
+static void sl_lua_memo_arm(void)
+{
+    if (sl_lua_memo_armed)
+        return;
+    pthread_once(&sl_lua_memo_once, sl_lua_memo_key_init);
+    pthread_setspecific(sl_lua_memo_key, &sl_lua_memo_armed);
+    sl_lua_memo_armed = true;
+}
+
+static int sl_lua_chunk_key_hash(struct sl_lua_call *c);
+
 static int sl_lua_chunk_key(struct sl_lua_call *c)
+{
+    if (c->len > SL_LUA_KEY_MEMO_MAX)
+        return sl_lua_chunk_key_hash(c);
+    for (int i = 0; i < SL_LUA_KEY_MEMO; i++) {
+        struct sl_lua_key_memo *m = &sl_lua_memo[i];
+        if (m->src && m->len == c->len && !strcmp(m->name, c->name) && !memcmp(m->src, c->src, c->len)) {
+            memcpy(c->key, m->key, sizeof(c->key));
+            return 0;
+        }
+    }
+    if (sl_lua_chunk_key_hash(c) != 0)
+        return -1;
+    char *n = strdup(c->name), *src = malloc(c->len + 1);
+    if (!n || !src) {
+        free(n);
+        free(src);
+        return 0; /* no memo, the key is still right */
+    }
+    memcpy(src, c->src, c->len);
+    struct sl_lua_key_memo *m = &sl_lua_memo[sl_lua_memo_next++ % SL_LUA_KEY_MEMO];
+    free(m->name);
+    free(m->src);
+    m->name = n;
+    m->src = src;
+    m->len = c->len;
+    memcpy(m->key, c->key, sizeof(m->key));
+    sl_lua_memo_arm();
+    return 0;
+}
+
+static int sl_lua_chunk_key_hash(struct sl_lua_call *c)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned int n = 0;
@@ -1093,10 +1175,14 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
         return rc;
     }
     /* Messages print the name; LuaJIT keeps at most ~60 bytes of it. */
-    if (strlen(c.name) <= 48)
-        snprintf(c.chunkname, sizeof(c.chunkname), "=%s", c.name);
-    else
-        snprintf(c.chunkname, sizeof(c.chunkname), "=%.44s...", c.name);
+    size_t nl = strlen(c.name);
+    c.chunkname[0] = '=';
+    if (nl <= 48) {
+        memcpy(c.chunkname + 1, c.name, nl + 1);
+    } else {
+        memcpy(c.chunkname + 1, c.name, 44);
+        memcpy(c.chunkname + 45, "...", 4);
+    }
 
     struct sl_lua_state *S = sl_lua_pool_get();
     if (!S) {

@@ -52,6 +52,7 @@ struct sl_etl {
     json_t *init_msg;               /* normalised, as stored in EtlMD */
     volatile bool running;          /* stage Running (false: Aborted/stopped) */
     volatile bool removed;          /* deleted from EtlMD */
+    volatile bool slow;             /* a call outgrew the inline budget: always run on the pool */
 
     /* counters (relaxed atomics) */
     uint64_t obj_count, in_bytes, out_bytes, err_count, cpu_ns, calls;

@@ -98,23 +98,27 @@ void sl_etl_args_val(const char *a, struct sl_lua_val *out)
 
 /* ---- one call ---- */
 
-static int64_t thread_cpu_ns(void)
+
+/* budget_ns > 0: a shorter wall-time budget than the ETL's own (inline try) */
+static int call_budget(struct sl_etl *e, const char *cname, const struct sl_lua_val *args, int nargs,
+                       int64_t budget_ns, struct sl_lua_val *res, struct sl_err *err)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    struct sl_etl_logctx lc = { e, cname };
+    struct sl_lua_limits lim = e->lim;
+    if (budget_ns > 0 && budget_ns < lim.timeout_ns)
+        lim.timeout_ns = budget_ns;
+    int64_t c0 = sl_mono_ns(); /* busy time (vDSO); a CPU clock costs a system call */
+    int rc = sl_lua_call(e->name, e->code, e->code_len, e->mode == SL_ETL_SAMPLE ? "transform_sample" : "transform",
+                         args, nargs, &lim, sl_etl_log_sink, &lc, res, err);
+    __atomic_add_fetch(&e->cpu_ns, (uint64_t)(sl_mono_ns() - c0), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->calls, 1, __ATOMIC_RELAXED);
+    return rc;
 }
 
 static int call(struct sl_etl *e, const char *cname, const struct sl_lua_val *args, int nargs,
                 struct sl_lua_val *res, struct sl_err *err)
 {
-    struct sl_etl_logctx lc = { e, cname };
-    int64_t c0 = thread_cpu_ns();
-    int rc = sl_lua_call(e->name, e->code, e->code_len, e->mode == SL_ETL_SAMPLE ? "transform_sample" : "transform",
-                         args, nargs, &e->lim, sl_etl_log_sink, &lc, res, err);
-    __atomic_add_fetch(&e->cpu_ns, (uint64_t)(thread_cpu_ns() - c0), __ATOMIC_RELAXED);
-    __atomic_add_fetch(&e->calls, 1, __ATOMIC_RELAXED);
-    return rc;
+    return call_budget(e, cname, args, nargs, 0, res, err);
 }
 
 /* Owned deep copy of a value (args are small: depth and size bounded by
@@ -174,9 +178,13 @@ uint64_t sl_etl_max_input(struct sl_etl **v, int n)
     return cap;
 }
 
-int sl_etl_run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const char *name, size_t nlen,
-                     const struct sl_lua_val *args, const char *job, const char *data, size_t len, char **out,
-                     size_t *olen, struct sl_err *err)
+/* budget_ns > 0: an inline try on an HTTP thread; a timeout then marks the
+ * ETL slow, is not recorded, and returns 1 so the caller re-runs it on the
+ * background pool with the full budget (transforms are pure functions of
+ * their input, so running one again is safe). */
+static int run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const char *name, size_t nlen,
+                     const struct sl_lua_val *args, const char *job, const char *data, size_t len,
+                     int64_t budget_ns, char **out, size_t *olen, struct sl_err *err)
 {
     char cn[400];
     cname_of(cn, sizeof(cn), b, name, nlen);
@@ -190,7 +198,12 @@ int sl_etl_run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const cha
         struct sl_etl *e = v[i];
         struct sl_lua_val a[2] = { sl_lua_str_ref(cur, curlen), ctx };
         struct sl_lua_val res = sl_lua_nil();
-        if (call(e, cn, a, 2, &res, err) < 0) {
+        if (call_budget(e, cn, a, 2, budget_ns, &res, err) < 0) {
+            if (budget_ns > 0 && err->code == SL_ETIMEOUT && budget_ns < e->lim.timeout_ns) {
+                e->slow = true;
+                rc = 1;
+                break;
+            }
             sl_err_wrap(err, "etl %s: %s", e->name, cn);
             sl_etl_record_error(e, job, cn, sl_etl_ecode(err), err->msg);
             rc = -1;
@@ -215,6 +228,10 @@ int sl_etl_run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const cha
         curlen = res.s.len;
     }
     sl_lua_val_free(&ctx);
+    if (rc == 1) {
+        free(owned);
+        return 1;
+    }
     if (rc < 0) {
         free(owned);
         err->code = err->code == SL_ETIMEOUT ? SL_ETIMEOUT : SL_EINTERNAL;
@@ -227,6 +244,13 @@ int sl_etl_run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const cha
     *out = owned;
     *olen = curlen;
     return 0;
+}
+
+int sl_etl_run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const char *name, size_t nlen,
+                     const struct sl_lua_val *args, const char *job, const char *data, size_t len, char **out,
+                     size_t *olen, struct sl_err *err)
+{
+    return run_bytes(v, n, b, name, nlen, args, job, data, len, 0, out, olen, err);
 }
 
 /* ---- sample mode: the pipe ---- */
@@ -835,6 +859,22 @@ static void sample_run(struct sl_req *r, void *arg)
     sl_resp_stream(r, 200, mime && *mime ? mime : "application/octet-stream", UINT64_MAX, ss_read, s, ss_release);
 }
 
+/* Inline tries: objects up to INLINE_MAX bytes through ETLs that have never
+ * needed more than INLINE_BUDGET_NS run on the HTTP thread (no hand-off);
+ * everything else, and every ETL once it has been slow, on the pool. */
+#define INLINE_MAX (256 * 1024)
+#define INLINE_BUDGET_NS (20LL * 1000000)
+
+static bool inline_ok(const struct iget *g)
+{
+    if (g->md.size > INLINE_MAX)
+        return false;
+    for (int i = 0; i < g->n; i++)
+        if (g->v[i]->slow)
+            return false;
+    return true;
+}
+
 bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
     struct sl_err err = { 0 };
@@ -878,6 +918,25 @@ bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size
                          (unsigned long long)cap);
             iget_free(g);
             return true;
+        }
+        if (inline_ok(g)) {
+            /* small object, ETL known to be quick: try on this thread */
+            char *data = NULL, *out = NULL;
+            size_t olen;
+            int rc = sl_etl_read_all(g->fd, g->md.size, &data, &err);
+            if (rc == 0)
+                rc = run_bytes(g->v, g->n, &g->b, g->name, g->nlen, &g->args, NULL, data, g->md.size,
+                               INLINE_BUDGET_NS, &out, &olen, &err);
+            free(data);
+            if (rc != 1) {
+                if (rc < 0)
+                    sl_resp_err(r, &err);
+                else
+                    sl_resp_bytes_owned(r, 200, "application/octet-stream", out, olen);
+                iget_free(g);
+                return true;
+            }
+            /* too slow for an HTTP thread: run it again on the pool */
         }
         sl_req_offload(r, object_run, iget_cancel, g);
         return true;
