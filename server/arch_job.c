@@ -14,6 +14,7 @@
 #include "node.h"
 #include "peer.h"
 #include "plug.h"
+#include "shard.h"
 #include "prx.h"
 #include "store.h"
 #include "template.h"
@@ -149,11 +150,6 @@ struct ajob {
     bool appending;
     struct sl_err err;
     char *buf;
-    /* remote member being streamed */
-    int64_t cur_len;
-    bool added;
-    const char *cur_entry;
-    size_t cur_entry_len;
 };
 
 static int64_t put_write(void *ctx, const void *buf, size_t n)
@@ -257,103 +253,23 @@ static void entry_name(const struct ajob *a, const char *obj, struct sl_buf *out
     }
 }
 
-static void remote_hdr(void *ctx, const char *k, const char *v)
-{
-    struct ajob *a = ctx;
-    if (!strcasecmp(k, "Content-Length"))
-        a->cur_len = strtoll(v, NULL, 10);
-}
-
-static int remote_sink(void *ctx, const char *data, size_t n)
-{
-    struct ajob *a = ctx;
-    if (!a->added) {
-        if (a->cur_len < 0)
-            return sl_errf(&a->err, SL_EIO, "archive: no Content-Length for member %s", a->cur_entry);
-        if (sl_plug_writer_add(a->w, a->cur_entry, a->cur_entry_len, a->cur_len, sl_now_ns() / 1000000000LL, 0,
-                               &a->err) < 0)
-            return -1;
-        a->added = true;
-    }
-    if (sl_plug_writer_write(a->w, data, n, &a->err) < 0)
-        return -1;
-    sl_job_add(&a->job->in_bytes, n);
-    return 0;
-}
-
 /* One member; 0 ok, 1 skipped (missing, coer), -1 failure */
 static int add_member(struct ajob *a, const char *obj, const struct sl_smap *smap)
 {
-    size_t ol = strlen(obj);
     struct sl_buf en;
     sl_buf_init(&en);
     entry_name(a, obj, &en);
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, a->src.provider, a->src.name, obj, ol);
-    const struct sl_snode *owner = G.role == SL_ROLE_STANDALONE ? NULL : sl_smap_hrw_target(smap, un.p, un.len);
-    sl_buf_free(&un);
+    struct sl_err e2 = { 0 };
     int rc = 0;
-    if (!owner || !strcmp(owner->id, G.id)) {
-        int fd;
-        struct sl_objmd md;
-        struct sl_err e2;
-        if (sl_obj_open(&a->src, obj, ol, &fd, &md, NULL, &e2) < 0) {
-            rc = e2.code == SL_ENOOBJ && a->m.coer ? 1 : -1;
-            if (rc < 0)
-                a->err = e2;
-            else
-                sl_logw("archive %s: skipping %s: %s", a->job->id, obj, e2.msg);
-        } else {
-            if (sl_plug_writer_add(a->w, en.p, en.len, (int64_t)md.size, md.mtime / 1000000000LL, 0, &a->err) < 0)
-                rc = -1;
-            uint64_t off = 0;
-            while (rc == 0 && off < md.size) {
-                ssize_t n = pread(fd, a->buf, CHUNK, (off_t)off);
-                if (n <= 0) {
-                    rc = sl_errf(&a->err, SL_EIO, "archive: reading %s: %s", obj, n < 0 ? strerror(errno) : "short");
-                    break;
-                }
-                if (sl_plug_writer_write(a->w, a->buf, (size_t)n, &a->err) < 0)
-                    rc = -1;
-                off += (uint64_t)n;
-            }
-            if (rc == 0) {
-                sl_job_add(&a->job->loc_objs, 1);
-                sl_job_add(&a->job->loc_bytes, md.size);
-            }
-            close(fd);
-            sl_objmd_free(&md);
-        }
-    } else {
-        struct sl_buf url;
-        sl_buf_init(&url);
-        char *enc = sl_url_encode_path(obj, ol);
-        sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", owner->data_url, a->src.name, enc, a->src.provider);
-        free(enc);
-        a->cur_len = -1;
-        a->added = false;
-        a->cur_entry = en.p;
-        a->cur_entry_len = en.len;
-        struct sl_peer_resp r;
-        int prc = sl_peer_get_stream(url.p, NULL, 0, remote_sink, remote_hdr, a, sl_conf->send_file_time_ns / 1000000,
-                                     &r);
-        if (prc == 0 && r.status == 200) {
-            if (!a->added && sl_plug_writer_add(a->w, en.p, en.len, 0, sl_now_ns() / 1000000000LL, 0, &a->err) < 0)
-                rc = -1;
-            else
-                sl_job_add(&a->job->in_objs, 1);
-        } else if (r.status == 404 && a->m.coer && !a->added) {
-            sl_logw("archive %s: skipping %s: %s", a->job->id, obj, r.err);
+    if (sl_shard_add_object(a->w, &a->src, obj, strlen(obj), en.p, en.len, smap, a->buf, CHUNK, a->job, &e2) < 0) {
+        if (e2.code == SL_ENOOBJ && a->m.coer) {
+            sl_logw("archive %s: skipping %s: %s", a->job->id, obj, e2.msg);
             rc = 1;
         } else {
-            if (!a->err.msg[0] || prc == 0)
-                sl_errf(&a->err, r.status == 404 ? SL_ENOOBJ : SL_EIO, "archive: fetching %s from t[%s]: %s", obj,
-                        owner->id, r.err[0] ? r.err : "failed");
+            a->err = e2;
+            sl_err_wrap(&a->err, "archive");
             rc = -1;
         }
-        sl_peer_resp_free(&r);
-        sl_buf_free(&url);
     }
     sl_buf_free(&en);
     return rc;

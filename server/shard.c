@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT
+ * shard.c: see shard.h.
+ */
+#include "shard.h"
+#include "log.h"
+#include "node.h"
+#include "peer.h"
+#include "plug.h"
+#include "store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* a member streamed from another target */
+struct remote {
+    struct sl_plug_writer *w;
+    const char *entry;
+    size_t elen;
+    int64_t len;            /* Content-Length, -1 until known */
+    bool added;
+    struct sl_job *job;
+    struct sl_err *err;
+};
+
+static void remote_hdr(void *ctx, const char *k, const char *v)
+{
+    struct remote *m = ctx;
+    if (!strcasecmp(k, "Content-Length"))
+        m->len = strtoll(v, NULL, 10);
+}
+
+static int remote_sink(void *ctx, const char *data, size_t n)
+{
+    struct remote *m = ctx;
+    if (!m->added) {
+        if (m->len < 0)
+            return sl_errf(m->err, SL_EIO, "no Content-Length for member %.*s", (int)SL_MIN(m->elen, 300), m->entry);
+        if (sl_plug_writer_add(m->w, m->entry, m->elen, m->len, sl_now_ns() / 1000000000LL, 0, m->err) < 0)
+            return -1;
+        m->added = true;
+    }
+    if (sl_plug_writer_write(m->w, data, n, m->err) < 0)
+        return -1;
+    if (m->job)
+        sl_job_add(&m->job->in_bytes, n);
+    return 0;
+}
+
+static int add_local(struct sl_plug_writer *w, const struct sl_bck *src, const char *obj, size_t olen,
+                     const char *entry, size_t elen, char *buf, size_t bufsz, struct sl_job *job, struct sl_err *err)
+{
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(src, obj, olen, &fd, &md, NULL, err) < 0)
+        return -1;
+    int rc = sl_plug_writer_add(w, entry, elen, (int64_t)md.size, md.mtime / 1000000000LL, 0, err);
+    uint64_t off = 0;
+    while (rc == 0 && off < md.size) {
+        ssize_t n = pread(fd, buf, bufsz, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = sl_errf(err, SL_EIO, "reading %.*s: %s", (int)SL_MIN(olen, 300), obj,
+                         n < 0 ? strerror(errno) : "unexpected end of file");
+            break;
+        }
+        if (sl_plug_writer_write(w, buf, (size_t)n, err) < 0)
+            rc = -1;
+        off += (uint64_t)n;
+    }
+    if (rc == 0 && job) {
+        sl_job_add(&job->loc_objs, 1);
+        sl_job_add(&job->loc_bytes, md.size);
+    }
+    close(fd);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, const char *obj, size_t olen,
+                        const char *entry, size_t elen, const struct sl_smap *smap, char *buf, size_t bufsz,
+                        struct sl_job *job, struct sl_err *err)
+{
+    const struct sl_snode *owner = NULL;
+    if (G.role != SL_ROLE_STANDALONE) {
+        struct sl_buf un;
+        sl_buf_init(&un);
+        sl_obj_uname(&un, src->provider, src->name, obj, olen);
+        owner = sl_smap_hrw_target(smap, un.p, un.len);
+        sl_buf_free(&un);
+    }
+    if (!owner || !strcmp(owner->id, G.id))
+        return add_local(w, src, obj, olen, entry, elen, buf, bufsz, job, err);
+    struct sl_buf url;
+    sl_buf_init(&url);
+    char *enc = sl_url_encode_path(obj, olen);
+    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", owner->data_url, src->name, enc, src->provider);
+    free(enc);
+    struct remote m = { .w = w, .entry = entry, .elen = elen, .len = -1, .job = job, .err = err };
+    err->msg[0] = 0;
+    struct sl_peer_resp r;
+    int prc = sl_peer_get_stream(url.p, NULL, 0, remote_sink, remote_hdr, &m, sl_conf->send_file_time_ns / 1000000,
+                                 &r);
+    int rc = 0;
+    if (prc == 0 && r.status == 200) {
+        if (!m.added && sl_plug_writer_add(w, entry, elen, 0, sl_now_ns() / 1000000000LL, 0, err) < 0)
+            rc = -1;
+        else if (job)
+            sl_job_add(&job->in_objs, 1);
+    } else {
+        if (!err->msg[0] || prc == 0)
+            sl_errf(err, r.status == 404 && !m.added ? SL_ENOOBJ : SL_EIO, "fetching %.*s from t[%s]: %s",
+                    (int)SL_MIN(olen, 300), obj, owner->id, r.err[0] ? r.err : "failed");
+        rc = -1;
+    }
+    sl_peer_resp_free(&r);
+    sl_buf_free(&url);
+    return rc;
+}
