@@ -23,6 +23,7 @@ static const struct {
     { "show", cmd_show, "show cluster                     cluster map, nodes, capacity" },
     { "archive", cmd_archive, "archive put|get|ls|bucket|gen-shards   shards (tar, tgz, zip, tar.lz4)" },
     { "etl", cmd_etl, "etl init|show|view-logs|stop|start|rm|object|bucket   Lua transforms on the targets" },
+    { "ishard", cmd_ishard, "ishard --src-bck ais://SRC --dst-bck ais://DST [...]   raw files -> WebDataset shards" },
     { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard)" },
     { "cluster", cmd_cluster, "cluster maintenance start|stop NODE | decommission NODE   membership" },
     { "playground", cmd_playground, "playground start|stop|status|add-target --dir DIR   local node or cluster" },

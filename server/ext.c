@@ -48,6 +48,7 @@ const char *sl_prx_bucket_get_actions(void)
 
 #include "route.h"
 #include "etl.h"
+#include "ishard.h"
 
 bool sl_route_ext_more(struct sl_req *r)
 {
@@ -56,6 +57,12 @@ bool sl_route_ext_more(struct sl_req *r)
         return true;
     }
     if (sl_etl_internal(r))
+        return true;
+    if (!strcmp(r->path, "/v1/ishard") || sl_has_prefix(r->path, "/v1/ishard/")) {
+        sl_ishard_route(r);
+        return true;
+    }
+    if (sl_ishard_internal(r))
         return true;
     if (!strcmp(r->path, "/v1/internal/tcb")) {
         sl_tcb_internal(r);
