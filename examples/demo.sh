@@ -1,34 +1,63 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The demo pipeline: start a local playground, upload a small Pets-like
-# dataset, list it, read it back. `make demo` runs it.
-#   DEMO_DIR  (default /tmp/shale-demo)   DEMO_PORT (default 8080)
+# The demo pipeline (`make demo`): a local cluster (1 gateway + 3 targets),
+# a small Oxford-IIIT-Pets-like dataset uploaded as raw files, sharded into
+# WebDataset shards by ishard, labelled with a sample-mode Lua ETL (classes
+# from annotations/list.txt), and read back the way a training loop does.
+#   DEMO_DIR (default /tmp/shale-demo)   DEMO_PORT (default 8080)
 set -eu
 B=${SHALE_BUILD:-$(cd "$(dirname "$0")/.." && pwd)/build}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${DEMO_DIR:-/tmp/shale-demo}
 PORT=${DEMO_PORT:-8080}
 SHALE="$B/bin/shale"
+PY=/usr/bin/python3
 export AIS_ENDPOINT="http://127.0.0.1:$PORT"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "start a local playground in $DIR"
-"$SHALE" playground start --dir "$DIR" --port "$PORT"
+step "start a local cluster in $DIR (1 gateway, 3 targets)"
+"$SHALE" playground start --dir "$DIR" --port "$PORT" --proxies 1 --targets 3
 "$SHALE" show cluster
 
-step "generate a small Oxford-IIIT-Pets-like dataset"
+step "generate a small Oxford-IIIT-Pets-like dataset (images, trimaps, list.txt)"
 rm -rf "$DIR/dataset"
-/usr/bin/python3 "$SRC/examples/gen_dataset.py" "$DIR/dataset" --per-class 12
+$PY "$SRC/examples/gen_dataset.py" "$DIR/dataset" --per-class 12
 
-step "upload it"
-"$SHALE" bucket create ais://pets-raw 2>/dev/null || true
+step "upload the raw files"
+for b in pets-raw pets pets-train; do "$SHALE" bucket rm "ais://$b" -y >/dev/null 2>&1 || true; done
+"$SHALE" bucket create ais://pets-raw
 "$SHALE" put "$DIR/dataset" ais://pets-raw/ -r -y
+"$SHALE" ls ais://pets-raw --limit 5
 
-step "list and read back"
-"$SHALE" ls ais://pets-raw/annotations/ --props name,size,checksum
-"$SHALE" get ais://pets-raw/annotations/list.txt - | head -5
-"$SHALE" object show ais://pets-raw/images/beagle_1.jpg
+step "ishard: one sample per pet (image + trimap), 64 KiB shards, a dry run first"
+ISH="--src-bck ais://pets-raw --dst-bck ais://pets --shard-size 64KiB --sample-key-pattern base_name \
+     --sample-exts .jpg,.png --missing-extension-action exclude"
+# shellcheck disable=SC2086
+"$SHALE" ishard $ISH --dry-run | tail -8
+# shellcheck disable=SC2086
+"$SHALE" ishard $ISH --wait
+"$SHALE" archive ls ais://pets | head -8
 
-printf '\nThe playground keeps running: AIS_ENDPOINT=%s\nStop it with: %s playground stop --dir %s\n' \
+step "add the class label from annotations/list.txt with a sample-mode Lua ETL"
+"$SHALE" get ais://pets-raw/annotations/list.txt "$DIR/list.txt" >/dev/null
+$PY - "$DIR/list.txt" "$DIR/classes.json" <<'PYEOF'
+import json, sys
+m = {}
+for line in open(sys.argv[1]):
+    if line.strip() and not line.startswith("#"):
+        name, cls = line.split()[:2]
+        m[name] = int(cls)
+json.dump(m, open(sys.argv[2], "w"))
+print("%d labels" % len(m))
+PYEOF
+"$SHALE" etl rm add-cls >/dev/null 2>&1 || true
+"$SHALE" etl init --name add-cls --code "$SRC/examples/etl/add_cls.lua" --mode sample
+"$SHALE" etl bucket add-cls ais://pets ais://pets-train --args "$(cat "$DIR/classes.json")" --wait
+"$SHALE" archive ls ais://pets-train | head -8
+
+step "read it back like a training loop (WebDataset grouping over HTTP)"
+$PY "$SRC/examples/read_shards.py" "$AIS_ENDPOINT" pets-train --batch 8
+
+printf '\nThe cluster keeps running: AIS_ENDPOINT=%s\nStop it with: %s playground stop --dir %s\n' \
     "$AIS_ENDPOINT" "$SHALE" "$DIR"

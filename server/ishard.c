@@ -1883,6 +1883,9 @@ static void *coord_main(void *arg)
     int64_t t0 = sl_mono_ns();
     if (rc == 0)
         rc = plan_list(&p);
+    const char *pause = getenv("SHALE_TEST_ISHARD_PAUSE_MS"); /* tests: change the source after the listing */
+    if (rc == 0 && pause)
+        sl_sleep_ms(atoi(pause));
     if (rc == 0)
         rc = plan_samples(&p);
     if (rc == 0)
@@ -2207,8 +2210,10 @@ static void status_run(struct sl_req *r, void *arg)
     bool planning = running && !report;
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(id));
+    /* an abort asked for (not caused by a failure elsewhere) reads "aborted" */
+    bool generic = !emsg[0] || sl_has_suffix(emsg, ": aborted");
     json_object_set_new(o, "state", json_string(planning ? "planning" : running ? "running"
-                                                : aborted && !emsg[0] ? "aborted"
+                                                : aborted && generic ? "aborted"
                                                 : emsg[0] ? "failed" : "finished"));
     json_object_set_new(o, "err", json_string(emsg));
     json_object_set_new(o, "report", report ? report : json_null());
