@@ -41,7 +41,9 @@
 #define CHUNK (256 * 1024)
 #define MAX_WARN 100
 #define MAX_PLAN_KEYS 64          /* keys listed per shard in a show_keys dry run */
-#define BUILD_WORKERS 2
+#define BUILD_WORKERS 4
+#define PREFETCH 64                 /* members fetched from other targets at once */
+#define PREFETCH_MAX (1024 * 1024)  /* members larger than this are streamed */
 #define EKM_CONTENT_MAX (1024 * 1024)
 
 enum { MA_IGNORE, MA_WARN, MA_ABORT, MA_EXCLUDE };
@@ -1492,7 +1494,7 @@ static json_t *shard_members(const struct plan *p, const struct pshard *h)
             } else {
                 en = json_incref(on);
             }
-            json_array_append_new(a, json_pack("[oo]", on, en));
+            json_array_append_new(a, json_pack("[ooI]", on, en, (json_int_t)o->size));
         }
     }
     sl_buf_free(&b);
@@ -1564,31 +1566,61 @@ static int build_one(struct builder *b, struct bshard *h, const struct sl_smap *
         return -1;
     }
     int rc = 0;
-    size_t i;
-    json_t *mb;
-    json_array_foreach(h->members, i, mb) {
-        if (sl_job_aborting(b->job)) {
-            rc = sl_errf(err, SL_EINVAL, "aborted");
-            break;
+    size_t nm = json_array_size(h->members);
+    struct sl_shard_fetch *pf = sl_xcalloc(PREFETCH, sizeof(*pf));
+    int *slot = sl_xcalloc(PREFETCH, sizeof(int));
+    for (size_t base = 0; base < nm && rc == 0; base += PREFETCH) {
+        /* small members on other targets: fetched together, then written in order */
+        size_t end = SL_MIN(nm, base + PREFETCH);
+        int np = 0;
+        for (size_t i = base; i < end; i++) {
+            json_t *mb = json_array_get(h->members, i);
+            slot[i - base] = -1;
+            if (json_integer_value(json_array_get(mb, 2)) > PREFETCH_MAX)
+                continue;
+            pf[np].obj = json_string_value(json_array_get(mb, 0));
+            pf[np].olen = json_string_length(json_array_get(mb, 0));
+            sl_buf_init(&pf[np].body);
+            slot[i - base] = np++;
         }
-        json_t *on = json_array_get(mb, 0), *en = json_array_get(mb, 1);
-        struct sl_err e2 = { 0 };
-        if (sl_shard_add_object(w, &b->src, json_string_value(on), json_string_length(on), json_string_value(en),
-                                json_string_length(en), sm, buf, CHUNK, b->job, &e2) < 0) {
-            if (e2.code == SL_ENOOBJ) {
+        sl_shard_prefetch(&b->src, pf, np, sm);
+        for (size_t i = base; i < end && rc == 0; i++) {
+            if (sl_job_aborting(b->job)) {
+                rc = sl_errf(err, SL_EINVAL, "aborted");
+                break;
+            }
+            json_t *mb = json_array_get(h->members, i);
+            json_t *on = json_array_get(mb, 0), *en = json_array_get(mb, 1);
+            struct sl_shard_fetch *x = slot[i - base] >= 0 ? &pf[slot[i - base]] : NULL;
+            struct sl_err e2 = { 0 };
+            int r2;
+            if (x && x->remote && x->status == 200)
+                r2 = sl_shard_add_bytes(w, json_string_value(en), json_string_length(en), x->body.p ? x->body.p : "",
+                                        x->body.len, b->job, &e2);
+            else if (x && x->remote && x->status == 404)
+                r2 = sl_errf(&e2, SL_ENOOBJ, "%s does not exist", x->obj);
+            else if (x && x->remote)
+                r2 = sl_errf(&e2, SL_EIO, "fetching %s: %s", x->obj, x->err);
+            else
+                r2 = sl_shard_add_object(w, &b->src, json_string_value(on), json_string_length(on),
+                                         json_string_value(en), json_string_length(en), sm, buf, CHUNK, b->job, &e2);
+            if (r2 < 0 && e2.code == SL_ENOOBJ) {
                 /* listed, gone since: the shard goes without it, the report says so */
                 pthread_mutex_lock(&b->mu);
                 b->nvanished++;
                 if (json_array_size(b->vanished) < MAX_WARN)
                     json_array_append(b->vanished, on);
                 pthread_mutex_unlock(&b->mu);
-                continue;
+            } else if (r2 < 0) {
+                *err = e2;
+                rc = -1;
             }
-            *err = e2;
-            rc = -1;
-            break;
         }
+        for (int j = 0; j < np; j++)
+            sl_buf_free(&pf[j].body);
     }
+    free(pf);
+    free(slot);
     if (rc == 0 && sl_plug_writer_finish(w, err) < 0)
         rc = -1;
     sl_plug_writer_close(w);

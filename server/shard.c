@@ -120,3 +120,58 @@ int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, cons
     sl_buf_free(&url);
     return rc;
 }
+
+void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n, const struct sl_smap *smap)
+{
+    struct sl_fan *fan = sl_xcalloc((size_t)n + 1, sizeof(*fan));
+    int *idx = sl_xcalloc((size_t)n + 1, sizeof(int));
+    int k = 0;
+    struct sl_buf un;
+    sl_buf_init(&un);
+    for (int i = 0; i < n; i++) {
+        f[i].remote = false;
+        if (G.role == SL_ROLE_STANDALONE)
+            continue;
+        sl_buf_reset(&un);
+        sl_obj_uname(&un, src->provider, src->name, f[i].obj, f[i].olen);
+        const struct sl_snode *owner = sl_smap_hrw_target(smap, un.p, un.len);
+        if (!owner || !strcmp(owner->id, G.id))
+            continue;
+        f[i].remote = true;
+        char *enc = sl_url_encode_path(f[i].obj, f[i].olen);
+        fan[k].url = sl_xasprintf("%s/v1/objects/%s/%s?provider=%s", owner->data_url, src->name, enc, src->provider);
+        fan[k].method = "GET";
+        free(enc);
+        idx[k++] = i;
+    }
+    sl_buf_free(&un);
+    if (k)
+        sl_peer_fanout(fan, k, sl_conf->send_file_time_ns / 1000000);
+    for (int j = 0; j < k; j++) {
+        struct sl_shard_fetch *x = &f[idx[j]];
+        x->status = fan[j].ok ? fan[j].resp.status : 0;
+        if (x->status == 200) {
+            x->body = fan[j].resp.body; /* take the buffer */
+            sl_buf_init(&fan[j].resp.body);
+        } else {
+            snprintf(x->err, sizeof(x->err), "%s", fan[j].resp.err[0] ? fan[j].resp.err : "no answer");
+        }
+        free((char *)fan[j].url);
+    }
+    sl_peer_fanout_free(fan, k);
+    free(fan);
+    free(idx);
+}
+
+int sl_shard_add_bytes(struct sl_plug_writer *w, const char *entry, size_t elen, const void *data, size_t len,
+                       struct sl_job *job, struct sl_err *err)
+{
+    if (sl_plug_writer_add(w, entry, elen, (int64_t)len, sl_now_ns() / 1000000000LL, 0, err) < 0 ||
+        (len && sl_plug_writer_write(w, data, len, err) < 0))
+        return -1;
+    if (job) {
+        sl_job_add(&job->in_objs, 1);
+        sl_job_add(&job->in_bytes, len);
+    }
+    return 0;
+}

@@ -19,4 +19,21 @@ int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, cons
                         const char *entry, size_t elen, const struct sl_smap *smap, char *buf, size_t bufsz,
                         struct sl_job *job, struct sl_err *err);
 
+/* Fetch several small objects that live on other targets at once (libcurl
+ * multi, one round trip of latency for the batch). For each entry whose HRW
+ * owner is another target, remote is set and body (status 200) or status /
+ * err are filled; entries owned here are left with remote = false. */
+struct sl_shard_fetch {
+    const char *obj;
+    size_t olen;
+    bool remote;
+    long status;
+    struct sl_buf body;
+    char err[256];
+};
+void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n, const struct sl_smap *smap);
+/* Add data[0..len) as member `entry`. */
+int sl_shard_add_bytes(struct sl_plug_writer *w, const char *entry, size_t elen, const void *data, size_t len,
+                       struct sl_job *job, struct sl_err *err);
+
 #endif
