@@ -55,6 +55,10 @@ bool cli_resp_header(const struct cli_resp *r, const char *name, char *out, size
 int cli_fail(const struct cli_resp *r, const char *what);
 json_t *cli_resp_json(const struct cli_resp *r);
 
+/* Read a whole file ("-" = stdin) into a new NUL-terminated buffer; NULL
+ * after printing "Error: cannot open ..." */
+char *cli_read_file(const char *path, size_t *len);
+
 /* ---- bucket URIs ---- */
 struct uri {
     char provider[8];       /* "ais", "aws", ... */

@@ -7,6 +7,7 @@
 #include "meta.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,26 @@ bool cli_json;
 bool cli_no_headers;
 static char *endpoint;
 void cli_cleanup(void);
+
+char *cli_read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        fprintf(stderr, "Error: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct sl_buf b;
+    sl_buf_init(&b);
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+        sl_buf_add(&b, tmp, n);
+    if (f != stdin)
+        fclose(f);
+    if (len)
+        *len = b.len;
+    return b.p ? sl_buf_steal(&b) : sl_xstrdup("");
+}
 
 /* ---- options ---- */
 

@@ -27,24 +27,6 @@ static void usage(FILE *f)
             "         [--timeout 1h]                offline transform, bucket to bucket\n");
 }
 
-static char *read_file_all(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) {
-        fprintf(stderr, "Error: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    struct sl_buf b;
-    sl_buf_init(&b);
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        sl_buf_add(&b, tmp, n);
-    if (f != stdin)
-        fclose(f);
-    *len = b.len;
-    return b.p ? sl_buf_steal(&b) : sl_xstrdup("");
-}
 
 static int etl_init(struct opts *o)
 {
@@ -52,7 +34,7 @@ static int etl_init(struct opts *o)
     json_t *msg;
     if (spec) {
         size_t len;
-        char *s = read_file_all(spec, &len);
+        char *s = cli_read_file(spec, &len);
         if (!s)
             return 1;
         json_error_t je;
@@ -72,7 +54,7 @@ static int etl_init(struct opts *o)
             return 1;
         }
         size_t len;
-        char *src = read_file_all(code, &len);
+        char *src = cli_read_file(code, &len);
         if (!src)
             return 1;
         json_t *c = json_stringn(src, len);

@@ -55,22 +55,6 @@ static char **normalize(int argc, char **argv)
     return v;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "Error: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    struct sl_buf b;
-    sl_buf_init(&b);
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        sl_buf_add(&b, tmp, n);
-    fclose(f);
-    return b.p ? sl_buf_steal(&b) : sl_xstrdup("");
-}
 
 static void print_report(const json_t *rep, bool dry)
 {
@@ -208,7 +192,7 @@ int cmd_ishard(int argc, char **argv)
         json_object_set_new(m, "dry_run", dv && !strcmp(dv, "show_keys") ? json_string("show_keys") : json_true());
     const char *ekm = opt_str(&o, "ekm");
     if (ekm) {
-        char *text = slurp(ekm);
+        char *text = cli_read_file(ekm, NULL);
         if (!text) {
             rc = 1;
             goto out;

@@ -72,24 +72,13 @@ static int amsg_parse(const char *src, const json_t *v, struct amsg *m, struct s
     m->aate = sl_json_bool(v, "aate", false);
     m->coer = sl_json_bool(v, "coer", false);
     m->nonrecurs = sl_json_bool(v, "non-recurs", false);
-    json_t *on = sl_json_get(v, "objnames");
-    json_t *tp = sl_json_get(v, "template");
-    if (on && !json_is_null(on)) {
-        if (!json_is_array(on))
-            return sl_errf(err, SL_EINVAL, "archive: \"objnames\" must be an array of object names");
-        m->has_list = true;
-        m->objnames = sl_xcalloc(json_array_size(on) + 1, sizeof(char *));
-        size_t i;
-        json_t *x;
-        json_array_foreach(on, i, x) {
-            if (!json_is_string(x))
-                return sl_errf(err, SL_EINVAL, "archive: objnames[%zu] is not a string", i);
-            m->objnames[m->nobj++] = sl_xstrdup(json_string_value(x));
-        }
-        if (tp && json_is_string(tp) && json_string_value(tp)[0])
-            return sl_errf(err, SL_EINVAL, "archive: give either \"objnames\" or \"template\", not both");
+    char *tmpl;
+    if (sl_listrange_parse(v, false, &m->objnames, &m->nobj, &tmpl, err) < 0) {
+        sl_err_wrap(err, "archive");
+        return -1;
     }
-    m->template_ = sl_xstrdup(tp && json_is_string(tp) ? json_string_value(tp) : "");
+    m->has_list = m->objnames != NULL;
+    m->template_ = tmpl ? tmpl : sl_xstrdup("");
     if (sl_objname_check(m->archname, strlen(m->archname), err) < 0)
         return -1;
     const struct sl_plug *fmt = sl_arch_format_by_name(m->archname, strlen(m->archname));
@@ -194,16 +183,8 @@ static int names_of(struct ajob *a, char ***out, size_t *n)
     } else {
         /* a prefix: list the source bucket across the cluster */
         struct sl_lsomsg lm;
-        memset(&lm, 0, sizeof(lm));
-        lm.uuid = sl_xstrdup("");
-        lm.props_str = sl_xstrdup("name");
-        lm.props = SL_LP_NAME;
-        lm.time_format = sl_xstrdup("");
-        lm.prefix = sl_xstrdup(sl_tmpl_prefix(t));
-        lm.start_after = sl_xstrdup("");
-        lm.token = sl_xstrdup("");
-        lm.flags = SL_LSO_NAME_ONLY | (m->nonrecurs ? SL_LSO_NO_RECURSION | SL_LSO_NO_DIRS : 0);
-        lm.pagesize = 10000;
+        sl_lsomsg_names(&lm, sl_tmpl_prefix(t), false, m->nonrecurs ? SL_LSO_NO_RECURSION | SL_LSO_NO_DIRS : 0,
+                        10000);
         for (;;) {
             struct sl_lspage pg;
             sl_lspage_init(&pg);

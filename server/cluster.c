@@ -734,7 +734,7 @@ void sl_forward_to_primary(struct sl_req *r)
 /* ---- job status aggregation (GET /v1/cluster?what=status|...) ---- */
 
 /* Fan out to targets; returns {tid: [snap...]} and fails naming a target that did not answer. */
-static json_t *collect_snaps(const char *id, const char *kind, bool active, struct sl_err *err)
+json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, struct sl_err *err)
 {
     struct sl_smap *s = sl_smap_get();
     json_t *out = json_object();
@@ -775,6 +775,31 @@ static json_t *collect_snaps(const char *id, const char *kind, bool active, stru
     free(who);
     sl_smap_put(s);
     return out;
+}
+
+void sl_cluster_abort_job(const char *id)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return;
+    struct sl_smap *s = sl_smap_get();
+    struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
+    int n = 0;
+    char *qi = sl_url_encode_query(id);
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *x = &s->nodes[i];
+        if (x->type != SL_NODE_TARGET || !strcmp(x->id, G.id) || (x->flags & SL_SNF_OFFLINE))
+            continue;
+        f[n].url = sl_xasprintf("%s/v1/internal/jobs?id=%s", x->ctrl_url, qi);
+        f[n].method = "DELETE";
+        n++;
+    }
+    free(qi);
+    sl_smap_put(s);
+    sl_peer_fanout(f, n, 0);
+    for (int i = 0; i < n; i++)
+        free((char *)f[i].url);
+    sl_peer_fanout_free(f, n);
+    free(f);
 }
 
 /* nl.Status aggregated over targets for one job id; NULL if unknown */
@@ -839,7 +864,7 @@ static void cluster_get_done(struct sl_req *r)
     const char *id = sl_json_str(q, "id", sl_req_query(r, "id") ? sl_req_query(r, "id") : "");
     const char *kind = sl_json_str(q, "kind", sl_req_query(r, "kind") ? sl_req_query(r, "kind") : "");
     bool active = sl_json_bool(q, "show_active", false) || sl_json_bool(q, "OnlyRunning", false);
-    json_t *per = collect_snaps(NULL, kind, false, &err);
+    json_t *per = sl_cluster_job_snaps(NULL, kind, false, &err);
     if (err.msg[0] && !strcmp(what, "status")) {
         json_decref(per);
         json_decref(q);
@@ -1305,7 +1330,7 @@ static void finish_pending(void)
         bool done = true;
         if (p->reb[0]) {
             struct sl_err err = { 0 };
-            json_t *per = collect_snaps(p->reb, "rebalance", false, &err);
+            json_t *per = sl_cluster_job_snaps(p->reb, "rebalance", false, &err);
             json_t *st = aggregate_status(per, p->reb);
             done = !err.msg[0] && st && sl_json_int(st, "end_time", 0) != 0;
             json_decref(st);

@@ -7,11 +7,19 @@
 
 #include "lso.h"
 #include "meta.h"
+#include <jansson.h>
 
 /* One exact, merged page across all targets. Fails naming a target that did
  * not answer. */
 int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out,
                          struct sl_err *err);
+
+/* Job snapshots from every target: {tid: [snap, ...]} (standalone: this
+ * node). A target that does not answer is skipped and named in err (when
+ * err is not NULL). */
+json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, struct sl_err *err);
+/* Ask every other target to abort job id (best effort). */
+void sl_cluster_abort_job(const char *id);
 
 /* Target: fetch the BMD from the primary; 1 if a newer one was installed. */
 int sl_cluster_refresh_bmd(void);

@@ -203,6 +203,8 @@ static int parse_list(const json_t *v, char ***out, int *n, bool lower)
     return 0;
 }
 
+static void ekm_free(struct ekm_rule *r, int n);
+
 /* JSON EKM {"tmpl": ["regex", ...], ...} -> rules (compiled) */
 static int ekm_compile(const json_t *ekm, struct ekm_rule **out, int *n, struct sl_err *err)
 {
@@ -259,16 +261,7 @@ static int ekm_compile(const json_t *ekm, struct ekm_rule **out, int *n, struct 
     *n = cnt;
     return 0;
 fail:
-    for (int i = 0; i < cnt; i++) {
-        for (int k = 0; k < r[i].nre; k++) {
-            regfree(&r[i].re[k]);
-            free(r[i].pat[k]);
-        }
-        free(r[i].re);
-        free(r[i].pat);
-        free(r[i].tmpl);
-    }
-    free(r);
+    ekm_free(r, cnt);
     return -1;
 }
 
@@ -677,16 +670,7 @@ static uint64_t tar_bytes(size_t namelen, uint64_t size)
 static int plan_list(struct plan *p)
 {
     struct sl_lsomsg lm;
-    memset(&lm, 0, sizeof(lm));
-    lm.uuid = sl_xstrdup("");
-    lm.props_str = sl_xstrdup("name,size");
-    lm.props = SL_LP_NAME | SL_LP_SIZE;
-    lm.time_format = sl_xstrdup("");
-    lm.prefix = sl_xstrdup(p->m->prefix);
-    lm.start_after = sl_xstrdup("");
-    lm.token = sl_xstrdup("");
-    lm.flags = SL_LSO_NAME_SIZE;
-    lm.pagesize = 10000;
+    sl_lsomsg_names(&lm, p->m->prefix, true, 0, 10000);
     sl_format_gotime(sl_now_ns(), "2006-01-02T15:04:05Z07:00", p->listed_at, sizeof(p->listed_at));
     int rc = 0;
     for (int pages = 0; !sl_job_aborting(p->job); pages++) {
@@ -1641,8 +1625,6 @@ static int build_one(struct builder *b, struct bshard *h, const struct sl_smap *
     return 0;
 }
 
-static void abort_peers(const char *id);
-
 static void *build_worker(void *arg)
 {
     struct builder *b = arg;
@@ -1663,7 +1645,7 @@ static void *build_worker(void *arg)
             pthread_mutex_unlock(&b->mu);
             if (first && strcmp(err.msg, "aborted")) {
                 sl_job_abort(b->job->id, NULL);
-                abort_peers(b->job->id);
+                sl_cluster_abort_job(b->job->id);
             }
             break;
         }
@@ -1778,30 +1760,6 @@ static void internal_build_done(struct sl_req *r)
     json_decref(j);
 }
 
-static void abort_peers(const char *id)
-{
-    if (G.role == SL_ROLE_STANDALONE)
-        return;
-    struct sl_smap *s = sl_smap_get();
-    struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
-    int n = 0;
-    char *qi = sl_url_encode_query(id);
-    for (int i = 0; i < s->nnodes; i++) {
-        const struct sl_snode *x = &s->nodes[i];
-        if (x->type != SL_NODE_TARGET || !strcmp(x->id, G.id) || (x->flags & SL_SNF_OFFLINE))
-            continue;
-        f[n].url = sl_xasprintf("%s/v1/internal/jobs?id=%s", x->ctrl_url, qi);
-        f[n].method = "DELETE";
-        n++;
-    }
-    free(qi);
-    sl_smap_put(s);
-    sl_peer_fanout(f, n, 0);
-    for (int i = 0; i < n; i++)
-        free((char *)f[i].url);
-    sl_peer_fanout_free(f, n);
-    free(f);
-}
 
 /* ------------------------------------------------------------------ */
 /* the coordinator                                                    */
@@ -1956,7 +1914,7 @@ static void *coord_main(void *arg)
         } else if (dispatch(&p, &mine, &err) < 0) {
             /* owners that started are stopped and remove what they wrote */
             sl_job_abort(c->job->id, NULL);
-            abort_peers(c->job->id);
+            sl_cluster_abort_job(c->job->id);
             json_decref(mine);
             mine = json_array();
             snprintf(failed, sizeof(failed), "%s", err.msg);
@@ -2035,16 +1993,7 @@ bool sl_ishard_internal(struct sl_req *r)
 static int has_objects(const struct sl_bck *b, const char *prefix, struct sl_err *err)
 {
     struct sl_lsomsg lm;
-    memset(&lm, 0, sizeof(lm));
-    lm.uuid = sl_xstrdup("");
-    lm.props_str = sl_xstrdup("name");
-    lm.props = SL_LP_NAME;
-    lm.time_format = sl_xstrdup("");
-    lm.prefix = sl_xstrdup(prefix);
-    lm.start_after = sl_xstrdup("");
-    lm.token = sl_xstrdup("");
-    lm.flags = SL_LSO_NAME_ONLY;
-    lm.pagesize = 1;
+    sl_lsomsg_names(&lm, prefix, false, 0, 1);
     struct sl_lspage pg;
     sl_lspage_init(&pg);
     int rc = sl_cluster_list_page(b, &lm, &pg, err) < 0 ? -1 : pg.n > 0;
@@ -2152,50 +2101,13 @@ static void start_done(struct sl_req *r)
     sl_req_offload(r, start_run, NULL, NULL);
 }
 
-/* snapshots of job id from every target: {tid: [snap]} */
-static json_t *snaps_of(const char *id, struct sl_err *err)
-{
-    json_t *out = json_object();
-    if (G.role == SL_ROLE_STANDALONE) {
-        json_object_set_new(out, G.id, sl_jobs_snaps(id, NULL, false));
-        return out;
-    }
-    struct sl_smap *s = sl_smap_get();
-    struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
-    const struct sl_snode **who = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*who));
-    char *qi = sl_url_encode_query(id);
-    int n = 0;
-    for (int i = 0; i < s->nnodes; i++) {
-        const struct sl_snode *t = &s->nodes[i];
-        if (t->type != SL_NODE_TARGET || (t->flags & SL_SNF_OFFLINE))
-            continue;
-        f[n].url = sl_xasprintf("%s/v1/internal/jobs?id=%s", t->ctrl_url, qi);
-        who[n++] = t;
-    }
-    free(qi);
-    sl_peer_fanout(f, n, 0);
-    for (int i = 0; i < n; i++) {
-        json_t *a = f[i].ok && f[i].resp.status == 200 ? json_loadb(f[i].resp.body.p, f[i].resp.body.len, 0, NULL)
-                                                       : NULL;
-        if (!a && err && !err->msg[0])
-            sl_errf(err, SL_EUNAVAIL, "ishard: t[%s] did not answer: %s", who[i]->id, f[i].resp.err);
-        if (a)
-            json_object_set_new(out, who[i]->id, a);
-        free((char *)f[i].url);
-    }
-    sl_peer_fanout_free(f, n);
-    free(f);
-    free(who);
-    sl_smap_put(s);
-    return out;
-}
 
 static void status_run(struct sl_req *r, void *arg)
 {
     (void)arg;
     struct sl_err err = { 0 };
     const char *id = r->path + strlen("/v1/ishard/");
-    json_t *per = snaps_of(id, &err);
+    json_t *per = sl_cluster_job_snaps(id, NULL, false, &err);
     json_t *report = NULL;
     bool found = false, running = false, aborted = false;
     char emsg[1100] = "";
@@ -2266,7 +2178,7 @@ static void abort_run(struct sl_req *r, void *arg)
     const char *id = r->path + strlen("/v1/ishard/");
     int n = sl_job_abort(id, NULL);
     if (G.role != SL_ROLE_STANDALONE) {
-        abort_peers(id);
+        sl_cluster_abort_job(id);
         n = 1;
     }
     if (!n)

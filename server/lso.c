@@ -103,6 +103,20 @@ int sl_lsomsg_parse(const json_t *v, struct sl_lsomsg *m, int default_pagesize, 
     return 0;
 }
 
+void sl_lsomsg_names(struct sl_lsomsg *m, const char *prefix, bool sizes, uint64_t extra_flags, int pagesize)
+{
+    memset(m, 0, sizeof(*m));
+    m->uuid = sl_xstrdup("");
+    m->props_str = sl_xstrdup(sizes ? "name,size" : "name");
+    m->props = SL_LP_NAME | (sizes ? SL_LP_SIZE : 0);
+    m->time_format = sl_xstrdup("");
+    m->prefix = sl_xstrdup(prefix ? prefix : "");
+    m->start_after = sl_xstrdup("");
+    m->token = sl_xstrdup("");
+    m->flags = (sizes ? SL_LSO_NAME_SIZE : SL_LSO_NAME_ONLY) | extra_flags;
+    m->pagesize = pagesize;
+}
+
 void sl_lsomsg_free(struct sl_lsomsg *m)
 {
     free(m->uuid);

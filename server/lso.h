@@ -71,6 +71,9 @@ struct sl_lspage {
 /* value: the ActMsg "value" (object or null). Applies defaults. */
 int sl_lsomsg_parse(const json_t *value, struct sl_lsomsg *m, int default_pagesize, struct sl_err *err);
 void sl_lsomsg_free(struct sl_lsomsg *m);
+/* A message for walking names (with sizes when sizes) under prefix, from the
+ * start, pagesize per page, plus extra flags (e.g. SL_LSO_NO_RECURSION). */
+void sl_lsomsg_names(struct sl_lsomsg *m, const char *prefix, bool sizes, uint64_t extra_flags, int pagesize);
 json_t *sl_lsomsg_json(const struct sl_lsomsg *m);
 
 /* Local page of up to m->pagesize entries after m->token (or start_after). */

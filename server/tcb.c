@@ -558,31 +558,6 @@ static void wake_all(struct tjob *t)
     pthread_mutex_unlock(&t->mu);
 }
 
-/* Tell the other targets to stop this job (best effort). */
-static void abort_peers(const char *id)
-{
-    if (G.role == SL_ROLE_STANDALONE)
-        return;
-    struct sl_smap *s = sl_smap_get();
-    struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
-    int n = 0;
-    char *qi = sl_url_encode_query(id);
-    for (int i = 0; i < s->nnodes; i++) {
-        const struct sl_snode *x = &s->nodes[i];
-        if (x->type != SL_NODE_TARGET || !strcmp(x->id, G.id) || (x->flags & SL_SNF_OFFLINE))
-            continue;
-        f[n].url = sl_xasprintf("%s/v1/internal/jobs?id=%s", x->ctrl_url, qi);
-        f[n].method = "DELETE";
-        n++;
-    }
-    free(qi);
-    sl_smap_put(s);
-    sl_peer_fanout(f, n, 0);
-    for (int i = 0; i < n; i++)
-        free((char *)f[i].url);
-    sl_peer_fanout_free(f, n);
-    free(f);
-}
 
 static void fail_object(struct tjob *t, const char *name, const struct sl_err *err)
 {
@@ -601,7 +576,7 @@ static void fail_object(struct tjob *t, const char *name, const struct sl_err *e
     if (!t->m.coer && first) {
         sl_job_abort(t->job->id, NULL);
         wake_all(t);
-        abort_peers(t->job->id);
+        sl_cluster_abort_job(t->job->id);
     }
 }
 
@@ -662,16 +637,7 @@ static bool owned_here(const struct sl_smap *s, const struct sl_bck *b, const ch
 static int feed_prefix(struct tjob *t, const char *prefix, struct sl_err *err)
 {
     struct sl_lsomsg lm;
-    memset(&lm, 0, sizeof(lm));
-    lm.uuid = sl_xstrdup("");
-    lm.props_str = sl_xstrdup("name");
-    lm.props = SL_LP_NAME;
-    lm.time_format = sl_xstrdup("");
-    lm.prefix = sl_xstrdup(prefix);
-    lm.start_after = sl_xstrdup("");
-    lm.token = sl_xstrdup("");
-    lm.flags = SL_LSO_NAME_ONLY | (t->m.nonrecurs ? SL_LSO_NO_RECURSION | SL_LSO_NO_DIRS : 0);
-    lm.pagesize = 1000;
+    sl_lsomsg_names(&lm, prefix, false, t->m.nonrecurs ? SL_LSO_NO_RECURSION | SL_LSO_NO_DIRS : 0, 1000);
     struct sl_smap *s = sl_smap_get();
     int rc = 0;
     while (rc == 0 && !sl_job_aborting(t->job)) {
@@ -837,30 +803,14 @@ static int tmsg_parse(const json_t *v, bool is_list, struct tmsg *m, struct sl_e
     if (sl_json_bool(v, "synchronize", false) && m->prepend[0])
         return sl_errf(err, SL_EINVAL, "\"synchronize\" cannot be combined with \"prepend\"");
     if (is_list) {
-        json_t *on = sl_json_get(v, "objnames");
-        json_t *tp = sl_json_get(v, "template");
-        if (on && !json_is_null(on)) {
-            if (!json_is_array(on))
-                return sl_errf(err, SL_EINVAL, "\"objnames\" must be an array of object names");
-            m->has_list = true;
-            m->objnames = sl_xcalloc(json_array_size(on) + 1, sizeof(char *));
-            size_t i;
-            json_t *x;
-            json_array_foreach(on, i, x) {
-                if (!json_is_string(x))
-                    return sl_errf(err, SL_EINVAL, "objnames[%zu] is not a string", i);
-                m->objnames[m->nobj++] = sl_xstrdup(json_string_value(x));
-            }
-            if (json_is_string(tp) && json_string_value(tp)[0])
-                return sl_errf(err, SL_EINVAL, "give either \"objnames\" or \"template\", not both");
-        } else if (json_is_string(tp)) {
-            m->template_ = sl_xstrdup(json_string_value(tp));
+        if (sl_listrange_parse(v, true, &m->objnames, &m->nobj, &m->template_, err) < 0)
+            return -1;
+        m->has_list = m->objnames != NULL;
+        if (m->template_) {
             struct sl_tmpl *t;
             if (sl_tmpl_parse(m->template_, &t, err) < 0)
                 return -1;
             sl_tmpl_free(t);
-        } else {
-            return sl_errf(err, SL_EINVAL, "a list/range job needs \"objnames\" or \"template\"");
         }
     }
     return 0;
@@ -1153,7 +1103,7 @@ static void start_run(struct sl_req *r, void *arg)
         free(bs);
         sl_smap_put(s);
         if (err.msg[0]) {
-            abort_peers(id);
+            sl_cluster_abort_job(id);
             json_decref(nm);
             goto fail;
         }

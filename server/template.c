@@ -2,6 +2,7 @@
  * template.c: see template.h.
  */
 #include "template.h"
+#include "jsonx.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -256,4 +257,45 @@ int sl_tmpl_at(const struct sl_tmpl *t, uint64_t i, struct sl_buf *out)
         }
     }
     return 0;
+}
+
+void sl_strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+int sl_listrange_parse(const json_t *v, bool need_one, char ***names, size_t *n, char **tmpl, struct sl_err *err)
+{
+    *names = NULL;
+    *n = 0;
+    *tmpl = NULL;
+    json_t *on = sl_json_get(v, "objnames"), *tp = sl_json_get(v, "template");
+    if (on && !json_is_null(on)) {
+        if (!json_is_array(on))
+            return sl_errf(err, SL_EINVAL, "\"objnames\" must be an array of object names");
+        if (json_is_string(tp) && json_string_value(tp)[0])
+            return sl_errf(err, SL_EINVAL, "give either \"objnames\" or \"template\", not both");
+        char **r = sl_xcalloc(json_array_size(on) + 1, sizeof(char *));
+        size_t i;
+        json_t *x;
+        json_array_foreach(on, i, x) {
+            if (!json_is_string(x)) {
+                sl_strv_free(r, i);
+                return sl_errf(err, SL_EINVAL, "objnames[%zu] is not a string", i);
+            }
+            r[i] = sl_xstrdup(json_string_value(x));
+        }
+        *names = r;
+        *n = json_array_size(on);
+        return 0;
+    }
+    if (json_is_string(tp)) {
+        *tmpl = sl_xstrdup(json_string_value(tp));
+        return 0;
+    }
+    if (tp && !json_is_null(tp))
+        return sl_errf(err, SL_EINVAL, "\"template\" must be a string");
+    return need_one ? sl_errf(err, SL_EINVAL, "give \"objnames\" (a list) or \"template\" (a range or prefix)") : 0;
 }

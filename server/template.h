@@ -26,4 +26,13 @@ uint64_t sl_tmpl_count(const struct sl_tmpl *t);
 /* the i-th name (0-based) into out (reset first); -1 past the end */
 int sl_tmpl_at(const struct sl_tmpl *t, uint64_t i, struct sl_buf *out);
 
+/* A ListRange selection of a multi-object message (spec §5): "objnames"
+ * (array of names) or "template" (string; "" = everything). *names is a
+ * new NULL-terminated array (free with sl_strv_free) when the list was
+ * given, *tmpl a new string otherwise (NULL when absent). Both given, a
+ * name that is not a string, or (need_one) neither: 400. */
+#include <jansson.h>
+int sl_listrange_parse(const json_t *v, bool need_one, char ***names, size_t *n, char **tmpl, struct sl_err *err);
+void sl_strv_free(char **v, size_t n);
+
 #endif
