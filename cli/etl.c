@@ -108,6 +108,26 @@ static json_t *get_json(const char *pq, int *rc)
     return j;
 }
 
+/* OBJECT ECODE ERROR, one line per error (the first line of its message) */
+static void print_errors(json_t *errs, const char *objkey)
+{
+    struct table *t = table_new(3, "OBJECT", "ECODE", "ERROR");
+    size_t i;
+    json_t *e;
+    json_array_foreach(errs, i, e) {
+        char ec[16];
+        snprintf(ec, sizeof(ec), "%lld", (long long)sl_json_int(e, "ecode", 0));
+        char *msg = sl_xstrdup(sl_json_str(e, "msg", ""));
+        char *nl = strchr(msg, '\n');
+        if (nl)
+            *nl = 0;
+        table_row(t, sl_json_str(e, objkey, ""), ec, msg);
+        free(msg);
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+}
+
 static void print_json(json_t *j)
 {
     char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
@@ -135,22 +155,7 @@ static int etl_show_errors(struct opts *o)
     } else if (!json_array_size(errs)) {
         printf("No errors\n");
     } else {
-        struct table *t = table_new(3, "OBJECT", "ECODE", "ERROR");
-        size_t i;
-        json_t *e;
-        json_array_foreach(errs, i, e) {
-            char ec[16];
-            snprintf(ec, sizeof(ec), "%lld", (long long)sl_json_int(e, "ecode", 0));
-            /* one line per error in the table */
-            char *msg = sl_xstrdup(sl_json_str(e, "msg", ""));
-            char *nl = strchr(msg, '\n');
-            if (nl)
-                *nl = 0;
-            table_row(t, sl_json_str(e, "obj_name", ""), ec, msg);
-            free(msg);
-        }
-        table_print(t, stdout, !cli_no_headers);
-        table_free(t);
+        print_errors(errs, "obj_name");
     }
     json_decref(j);
     return 0;
@@ -482,21 +487,7 @@ static int etl_bucket(struct opts *o)
     }
     if (failed) {
         printf("%llu object(s) failed:\n", (unsigned long long)failed);
-        struct table *t = table_new(3, "OBJECT", "ECODE", "ERROR");
-        size_t i;
-        json_t *e;
-        json_array_foreach(errs, i, e) {
-            char ec[16];
-            snprintf(ec, sizeof(ec), "%lld", (long long)sl_json_int(e, "ecode", 0));
-            char *msg = sl_xstrdup(sl_json_str(e, "msg", ""));
-            char *nl = strchr(msg, '\n');
-            if (nl)
-                *nl = 0;
-            table_row(t, sl_json_str(e, "obj", ""), ec, msg);
-            free(msg);
-        }
-        table_print(t, stdout, true);
-        table_free(t);
+        print_errors(errs, "obj");
         if (failed > json_array_size(errs))
             printf("(first %zu shown; all: shale etl show errors %s %s)\n", json_array_size(errs), o->argv[1], id);
         if (!rc)

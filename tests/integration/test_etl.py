@@ -684,6 +684,24 @@ class ClusterEtlTest(unittest.TestCase, EtlApi):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("etl job rev-cli does not exist", p.stderr)
 
+    def test_zz_target_joining_later_gets_the_etls(self):
+        """EtlMD reaches a target that joins after the ETL was initialised (runs last: it grows the cluster)."""
+        self.init_ok("late-join", REVERSE)
+        env = dict(os.environ, AIS_ENDPOINT=self.url)
+        p = subprocess.run([SHALE, "playground", "add-target", "--dir", self.c.dir], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 4, 60, what="the 4th target")
+        health = wait_until(lambda: (lambda h: h if len(h) == 4 else None)(
+            self.s.get(self.url + "/v1/etl/late-join/health", timeout=30).json()), 60, what="4 targets")
+        self.assertEqual([h["health_status"] for h in health], ["Running"] * 4)
+        subprocess.run([SHALE, "job", "wait", "rebalance", "--timeout", "2m"], capture_output=True, env=env,
+                       timeout=180)
+        for n in list(self.objs)[:40]:
+            r = self.etl_get("raw", n, "late-join")
+            self.assertEqual(r.content, self.objs[n][::-1], n)
+        self.rm("late-join")
+
 
 if __name__ == "__main__":
     main()
