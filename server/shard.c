@@ -154,7 +154,7 @@ void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n
             x->body = fan[j].resp.body; /* take the buffer */
             sl_buf_init(&fan[j].resp.body);
         } else {
-            snprintf(x->err, sizeof(x->err), "%s", fan[j].resp.err[0] ? fan[j].resp.err : "no answer");
+            snprintf(x->err, sizeof(x->err), "%.250s", fan[j].resp.err[0] ? fan[j].resp.err : "no answer");
         }
         free((char *)fan[j].url);
     }
