@@ -16,6 +16,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: shale etl COMMAND\n\n"
             "  init --name NAME --code FILE.lua [--mode object|sample] [--obj-timeout 45s] [--mem-limit 64MiB]\n"
+            "       [--max-output 64MiB]\n"
             "       init --spec FILE.json           (the PUT /v1/etl message)\n"
             "  show [NAME]                          list ETLs, or one ETL's definition\n"
             "  show errors NAME [JOB_ID]            objects the transform failed on\n"

@@ -32,14 +32,31 @@ static void usage(FILE *f)
             "  --wait, --progress, --json\n");
 }
 
-/* "-src_bck=x" / "--sample_key_pattern" -> "--src-bck=x" */
+static const char valued[] = "src-bck,dst-bck,shard-size,shard-template,ext,sample-key-pattern,sample-exts,"
+                             "missing-extension-action,ekm,ekm-content,ekm-missing-key,sort,ext-collision,timeout";
+
+static bool takes_value(const char *flag, size_t len)
+{
+    for (const char *p = valued; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == len && !strncmp(p, flag, len))
+            return true;
+        p += l + (p[l] == ',');
+    }
+    return false;
+}
+
+/* "-src_bck=x" / "--sample_key_pattern" -> "--src-bck=x"; the value after a
+ * flag that takes one is left alone, even when it starts with '-' */
 static char **normalize(int argc, char **argv)
 {
     char **v = sl_xcalloc((size_t)argc + 1, sizeof(char *));
+    bool value_next = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (a[0] != '-' || !a[1] || (a[1] >= '0' && a[1] <= '9')) {
+        if (value_next || a[0] != '-' || !a[1] || (a[1] >= '0' && a[1] <= '9')) {
             v[i] = sl_xstrdup(a);
+            value_next = false;
             continue;
         }
         const char *name = a[1] == '-' ? a + 2 : a + 1;
@@ -51,6 +68,7 @@ static char **normalize(int argc, char **argv)
             sl_buf_addc(&b, name[k] == '_' ? '-' : name[k]);
         sl_buf_adds(&b, name + nl);
         v[i] = sl_buf_steal(&b);
+        value_next = !name[nl] && takes_value(v[i] + 2, nl);
     }
     return v;
 }
@@ -152,10 +170,7 @@ int cmd_ishard(int argc, char **argv)
         }
     char **av = normalize(argc, argv);
     struct opts o;
-    int rc = opts_parse(&o, argc, av,
-                        "src-bck,dst-bck,shard-size,shard-template,ext,sample-key-pattern,sample-exts,"
-                        "missing-extension-action,ekm,ekm-content,ekm-missing-key,sort,ext-collision,timeout",
-                        "collapse,overwrite,dry-run,wait,progress");
+    int rc = opts_parse(&o, argc, av, valued, "collapse,overwrite,dry-run,wait,progress");
     if (rc < 0) {
         for (int i = 0; i < argc; i++)
             free(av[i]);
@@ -287,12 +302,19 @@ int cmd_ishard(int argc, char **argv)
             char *s = sl_json_dump(st, SL_JD_PRETTY, NULL);
             printf("%s\n", s);
             free(s);
-        } else if (json_is_object(json_object_get(st, "report"))) {
-            if (dry)
-                printf("[DRY RUN] No modifications on the cluster\n");
-            print_report(json_object_get(st, "report"), dry);
         }
         const char *state = sl_json_str(st, "state", "");
+        json_t *rep = json_object_get(st, "report");
+        if (!cli_json && json_is_object(rep) && !strcmp(state, "finished")) {
+            if (dry)
+                printf("[DRY RUN] No modifications on the cluster\n");
+            print_report(rep, dry);
+        } else if (!cli_json && json_is_object(rep)) {
+            json_t *w = json_object_get(rep, "warnings");
+            size_t i;
+            json_t *x;
+            json_array_foreach(w, i, x) fprintf(stderr, "Warning: %s\n", json_string_value(x));
+        }
         json_t *pg = json_object_get(st, "progress");
         if (sl_json_int(pg, "vanished", 0))
             printf("%lld listed object(s) were gone when their shard was written (the shards lack them)\n",

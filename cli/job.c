@@ -165,6 +165,25 @@ static int job_stop(struct opts *o)
         return 1;
     }
     struct cli_resp r;
+    /* a job that has ended: nothing to stop (the API answers 200 either way) */
+    json_t *q = query(o->argv[0], false);
+    size_t qlen;
+    char *qb = sl_json_dump(q, 0, &qlen);
+    json_decref(q);
+    cli_req("GET", "/v1/cluster?what=status", "application/json", qb, qlen, &r);
+    free(qb);
+    if (r.status == 200) {
+        json_t *st = cli_resp_json(&r);
+        if (sl_json_int(st, "end_time", 0)) {
+            printf("Job %s[%s] has already %s; nothing to stop\n", sl_json_str(st, "kind", ""),
+                   sl_json_str(st, "uuid", o->argv[0]), sl_json_bool(st, "aborted", false) ? "been aborted" : "ended");
+            json_decref(st);
+            cli_resp_free(&r);
+            return 0;
+        }
+        json_decref(st);
+    }
+    cli_resp_free(&r);
     cli_act("PUT", "/v1/cluster", "stop", "", query(o->argv[0], false), &r);
     int rc = 0;
     if (r.status != 200)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DEFAULT_OBJ_TIMEOUT "45s"
 #define DEFAULT_MEM_LIMIT "64MiB"
@@ -154,6 +155,23 @@ static json_t *init_msg_parse(const json_t *in, struct sl_err *err)
         sl_errf(err, SL_EINVAL, "ETL init: unsupported \"runtime\" %s (valid: \"lua\")",
                 json_is_string(rt) ? json_string_value(rt) : "(not a string)");
         return NULL;
+    }
+    /* our fields, plus AIStore's ETLSpecMsg ones that clients send and that
+     * mean nothing for Lua (accepted and ignored) */
+    static const char *const known[] = { "name", "runtime", "code", "mode", "obj_timeout", "mem_limit", "max_output",
+                                         "communication", "init_timeout", "support_direct_put", "env",
+                                         "resources", "arg_type", "dependencies", "transform_url", "id" };
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)in, key, val) {
+        bool ok = false;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(known) && !ok; i++)
+            ok = !strcasecmp(key, known[i]);
+        if (!ok) {
+            sl_errf(err, SL_EINVAL, "ETL init: unknown field \"%s\" (Shale's are name, runtime, code, mode, "
+                    "obj_timeout, mem_limit, max_output)", key);
+            return NULL;
+        }
     }
     json_t *nm = sl_json_get(in, "name");
     if (!json_is_string(nm)) {

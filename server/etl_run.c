@@ -112,6 +112,14 @@ static int call_budget(struct sl_etl *e, const char *cname, const struct sl_lua_
                          args, nargs, &lim, sl_etl_log_sink, &lc, res, err);
     __atomic_add_fetch(&e->cpu_ns, (uint64_t)(sl_mono_ns() - c0), __ATOMIC_RELAXED);
     __atomic_add_fetch(&e->calls, 1, __ATOMIC_RELAXED);
+    if (rc < 0 && err->code == SL_ETOOBIG) {
+        char ml[32], mo[32];
+        sl_format_size(e->lim.mem_limit, ml, sizeof(ml));
+        sl_format_size(e->lim.max_output, mo, sizeof(mo));
+        size_t l = strlen(err->msg);
+        snprintf(err->msg + l, sizeof(err->msg) - l, " (etl %s has mem_limit %s, max_output %s: re-create it with "
+                 "larger ones if this object needs them)", e->name, ml, mo);
+    }
     return rc;
 }
 
@@ -285,6 +293,9 @@ struct sl_etl_pipe {
     size_t max_sample;
     uint64_t samples, dropped, index;
     bool eof, finished;
+    bool recorded;              /* the current failure is already an object error */
+    char *lastkey;              /* key of the last sample written */
+    size_t lastlen;
     char *buf;
 };
 
@@ -350,6 +361,7 @@ void sl_etl_pipe_close(struct sl_etl_pipe *p)
     sl_lua_val_free(&p->ctx);
     free(p->buf);
     free(p->job);
+    free(p->lastkey);
     free(p);
 }
 
@@ -456,6 +468,10 @@ static int write_field(struct sl_etl_pipe *p, struct sl_etl *e, const char *key,
     size_t fl = kv->k.s.len;
     if (fl >= 2 && f[0] == '_' && f[1] == '_')
         return 0; /* __key__, __url__, ... are not members */
+    if (!fl || memchr(f, '/', fl))
+        return sl_errf(err, SL_EINVAL, "etl %s: %s: sample \"%.*s\": field \"%.*s\" cannot name a member (an "
+                       "extension is not empty and has no '/')", e->name, p->cn, (int)SL_MIN(klen, 200), key,
+                       (int)SL_MIN(fl, 100), f);
     char num[64];
     const char *data;
     size_t dlen;
@@ -516,6 +532,7 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
         if (call(e, objn, a, 2, &res, err) < 0) {
             sl_err_wrap(err, "etl %s: %s: sample \"%.*s\"", e->name, p->cn, (int)SL_MIN(p->klen, 200), p->key);
             sl_etl_record_error(e, p->job, p->cn, sl_etl_ecode(err), err->msg);
+            p->recorded = true;
             rc = -1;
             break;
         }
@@ -526,6 +543,7 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
                     sl_lua_val_describe(&res, d, sizeof(d)));
             sl_lua_val_free(&res);
             sl_etl_record_error(e, p->job, p->cn, 500, err->msg);
+            p->recorded = true;
             rc = -1;
             break;
         }
@@ -546,12 +564,40 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
     } else if (rc == 0) {
         const char *key = p->key;
         size_t klen = p->klen;
+        struct sl_etl *last = p->v[p->n - 1];
         const struct sl_lua_val *k = sl_lua_table_get(&s, "__key__");
-        if (k && k->type == SL_LUA_STR && k->s.len) {
+        if (k && (k->type != SL_LUA_STR || !k->s.len)) {
+            char d[64];
+            rc = sl_errf(err, SL_EINVAL, "etl %s: %s: sample \"%.*s\": transform_sample returned __key__ = %s; it "
+                         "must be a non-empty string (or leave it as it was)", last->name, p->cn,
+                         (int)SL_MIN(p->klen, 200), p->key, sl_lua_val_describe(k, d, sizeof(d)));
+        } else if (k) {
             key = k->s.p;
             klen = k->s.len;
         }
-        struct sl_etl *last = p->v[p->n - 1];
+        if (rc == 0 && k) {
+            /* the members must read back as this key: no dot in its last component */
+            struct sl_wds_split sp;
+            sl_plugin_wds_split(key, klen, &sp);
+            if (sp.has_dot || !sp.stem_len)
+                rc = sl_errf(err, SL_EINVAL, "etl %s: %s: sample \"%.*s\": the new __key__ \"%.*s\" %s, so its "
+                             "members would not read back as one sample (WebDataset's key ends at the first dot of "
+                             "the basename)", last->name, p->cn, (int)SL_MIN(p->klen, 200), p->key,
+                             (int)SL_MIN(klen, 200), key, sp.has_dot ? "has a dot in its last component"
+                                                                     : "ends with '/'");
+        }
+        if (rc == 0 && p->lastkey && p->lastlen == klen && !memcmp(p->lastkey, key, klen))
+            rc = sl_errf(err, SL_EINVAL, "etl %s: %s: sample \"%.*s\": the new __key__ \"%.*s\" is the key of the "
+                         "sample written just before it; WebDataset would read the two as one sample with duplicate "
+                         "members", last->name, p->cn, (int)SL_MIN(p->klen, 200), p->key, (int)SL_MIN(klen, 200),
+                         key);
+        if (rc < 0) {
+            sl_etl_record_error(last, p->job, p->cn, 500, err->msg);
+            p->recorded = true;
+            sl_lua_val_free(&s);
+            sample_clear(p);
+            return -1;
+        }
         int wrote = 0;
         for (size_t i = 0; i < s.t.n && rc == 0; i++) {
             int w = write_field(p, last, key, klen, &s.t.kv[i], err);
@@ -559,18 +605,36 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
                 rc = -1;
                 sl_etl_record_error(last, p->job, p->cn, err->code == SL_EINVAL ? 500 : sl_err_status(err->code),
                                     err->msg);
+                p->recorded = true;
             }
             wrote += w > 0;
         }
         if (rc == 0 && !wrote)
             p->dropped++;
+        if (rc == 0 && wrote) {
+            free(p->lastkey);
+            p->lastkey = sl_xstrndup(key, klen);
+            p->lastlen = klen;
+        }
     }
     sl_lua_val_free(&s);
     sample_clear(p);
     return rc;
 }
 
+static int pipe_step(struct sl_etl_pipe *p, struct sl_err *err);
+
+/* Every failure becomes an object error of the (first) ETL, once. */
 int sl_etl_pipe_step(struct sl_etl_pipe *p, struct sl_err *err)
+{
+    p->recorded = false;
+    int rc = pipe_step(p, err);
+    if (rc < 0 && !p->recorded)
+        sl_etl_record_error(p->v[0], p->job, p->cn, sl_err_status(err->code), err->msg);
+    return rc;
+}
+
+static int pipe_step(struct sl_etl_pipe *p, struct sl_err *err)
 {
     if (p->finished)
         return 0;
@@ -912,10 +976,12 @@ bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size
             char sz[32], ml[32];
             sl_format_size(g->md.size, sz, sizeof(sz));
             sl_format_size(g->v[0]->lim.mem_limit, ml, sizeof(ml));
-            sl_resp_errf(r, SL_ETOOBIG, "etl %s: %s is %s: an object-mode transform holds the whole object in memory, "
-                         "and with mem_limit %s it accepts up to %llu bytes (etl.max_object_size caps it too); raise "
-                         "mem_limit, or use a sample-mode ETL for shards", g->v[0]->name, cn, sz, ml,
-                         (unsigned long long)cap);
+            sl_errf(&err, SL_ETOOBIG, "etl %s: %s is %s: an object-mode transform holds the whole object in memory, "
+                    "and with mem_limit %s it accepts up to %llu bytes (etl.max_object_size caps it too); raise "
+                    "mem_limit, or use a sample-mode ETL for shards", g->v[0]->name, cn, sz, ml,
+                    (unsigned long long)cap);
+            sl_etl_record_error(g->v[0], NULL, cn, 413, err.msg);
+            sl_resp_err(r, &err);
             iget_free(g);
             return true;
         }

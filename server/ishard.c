@@ -85,6 +85,7 @@ struct imsg {
     bool seed_set;
     int dry_run;                /* 0, 1, 2 = show_keys */
     bool overwrite;
+    bool dst_not_empty;         /* set by the gateway for a dry run (warned) */
     int collision;
 };
 
@@ -308,11 +309,34 @@ static void key_rule_names(struct sl_buf *b)
     }
 }
 
+static const char *const imsg_fields[] = {
+    "src_bck", "src_prefix", "dst_bck", "shard_size", "shard_template", "ext", "sample_key_pattern", "sample_exts",
+    "missing_extension_action", "collapse", "ekm", "ekm_lua", "ekm_content", "ekm_missing_key", "sort",
+    "ext_collision", "overwrite", "dry_run", "dst_not_empty",
+};
+
 static int imsg_parse(const json_t *v, struct imsg *m, struct sl_err *err)
 {
     memset(m, 0, sizeof(*m));
     if (!json_is_object(v))
         return sl_errf(err, SL_EINVAL, "ishard: the body must be a JSON object (src_bck, dst_bck, shard_size, ...)");
+    const char *fk;
+    json_t *fv;
+    json_object_foreach((json_t *)v, fk, fv) {
+        bool ok = false;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(imsg_fields) && !ok; i++)
+            ok = !strcasecmp(fk, imsg_fields[i]);
+        if (!ok) {
+            struct sl_buf b;
+            sl_buf_init(&b);
+            for (size_t i = 0; i + 1 < SL_ARRAY_SIZE(imsg_fields); i++)
+                sl_buf_printf(&b, "%s%s", i ? ", " : "", imsg_fields[i]);
+            sl_errf(err, SL_EINVAL, "ishard: unknown field \"%s\" (valid: %s)", fk, b.p);
+            sl_buf_free(&b);
+            return -1;
+        }
+    }
+    m->dst_not_empty = sl_json_bool(v, "dst_not_empty", false);
     if (parse_bck(sl_json_get(v, "src_bck"), "src_bck", &m->src, &m->prefix, err) < 0 ||
         parse_bck(sl_json_get(v, "dst_bck"), "dst_bck", &m->dst, NULL, err) < 0)
         return -1;
@@ -445,9 +469,14 @@ static int imsg_parse(const json_t *v, struct imsg *m, struct sl_err *err)
         m->seed_set = true;
     }
     json_t *dr = sl_json_get(v, "dry_run");
-    if (json_is_string(dr))
-        m->dry_run = !strcmp(json_string_value(dr), "show_keys") ? 2 : json_string_value(dr)[0] &&
-                                                                   strcmp(json_string_value(dr), "false") ? 1 : 0;
+    const char *drs = json_is_string(dr) ? json_string_value(dr) : NULL;
+    if (drs && !strcmp(drs, "show_keys"))
+        m->dry_run = 2;
+    else if (drs && (!strcmp(drs, "true") || !strcmp(drs, "false") || !drs[0]))
+        m->dry_run = !strcmp(drs, "true");
+    else if (drs || (dr && !json_is_boolean(dr) && !json_is_null(dr)))
+        return sl_errf(err, SL_EINVAL, "ishard: invalid dry_run %s%s%s (valid: true, false, \"show_keys\")",
+                       drs ? "\"" : "", drs ? drs : "(not a boolean)", drs ? "\"" : "");
     else
         m->dry_run = json_is_true(dr) ? 1 : 0;
     m->overwrite = sl_json_bool(v, "overwrite", false);
@@ -494,6 +523,8 @@ static json_t *imsg_json(const struct imsg *m)
     json_object_set_new(o, "dry_run", m->dry_run == 2 ? json_string("show_keys") : json_boolean(m->dry_run));
     json_object_set_new(o, "overwrite", json_boolean(m->overwrite));
     json_object_set_new(o, "ext_collision", json_string(col_names[m->collision]));
+    if (m->dst_not_empty)
+        json_object_set_new(o, "dst_not_empty", json_true());
     return o;
 }
 
@@ -726,7 +757,7 @@ static int plan_samples(struct plan *p)
         return -1;
     size_t cap = SL_MAX_OBJNAME + 2;
     char *kb = sl_xmalloc(cap);
-    int rc = 0;
+    int rc = 0, nomatch = 0;
     for (int i = 0; i < p->no; i++) {
         struct pobj *o = &p->o[i];
         size_t kl, eo, el;
@@ -739,6 +770,8 @@ static int plan_samples(struct plan *p)
         o->ext_len = el;
         struct sl_wds_split sp;
         sl_plugin_wds_split(o->name, o->nlen, &sp);
+        if (fl & SL_KEY_F_NOMATCH)
+            nomatch++;
         if ((fl & (SL_KEY_F_NOEXT | SL_KEY_F_NOSTEM)) || !kl) {
             p->skipped_noext++;
             plan_warn(p, "skipped %s: %s; WebDataset drops such files (give every file an extension)", o->name,
@@ -778,6 +811,12 @@ static int plan_samples(struct plan *p)
     }
     free(kb);
     sl_plug_key_free(k);
+    if (rc == 0 && nomatch) {
+        bool word = strspn(p->m->pattern, "abcdefghijklmnopqrstuvwxyz_") == strlen(p->m->pattern);
+        plan_warn(p, "the sample key pattern \"%s\" (a regular expression) matched %d of %d names; the others keep "
+                  "their whole name (without extension) as their key%s", p->m->pattern, p->no - nomatch, p->no,
+                  word ? ". Did you mean one of the built-in rules: base_name, full_name, collapse_all_dir?" : "");
+    }
     return rc;
 }
 
@@ -801,8 +840,8 @@ static int plan_policy(struct plan *p)
                 if (m->collision == COL_ABORT && !m->dry_run) {
                     rc = sl_errf(&p->err, SL_EINVAL, "ishard: sample \"%s\" would hold two members with extension "
                                  "\"%.*s\" (%s and %s), which WebDataset cannot read back; nothing was written. "
-                                 "Choose a sample_key_pattern that keeps them apart, or set ext_collision to drop "
-                                 "(skip such samples) or keep-first", s->key, (int)oa->ext_len,
+                                 "Choose a sample key pattern that keeps them apart, or pass --ext-collision drop "
+                                 "(skip such samples) or keep-first (API: ext_collision)", s->key, (int)oa->ext_len,
                                  oa->name + oa->ext_off, oa->name, ob->name);
                     break;
                 }
@@ -810,7 +849,8 @@ static int plan_policy(struct plan *p)
                           (int)oa->ext_len, oa->name + oa->ext_off,
                           m->collision == COL_DROP ? "; the sample is dropped"
                           : m->collision == COL_KEEP_FIRST ? "; only the first is kept"
-                                                           : "; the job will refuse this (ext_collision=abort)");
+                                                           : "; the real run refuses this unless --ext-collision is "
+                                                             "drop or keep-first");
                 if (m->collision == COL_DROP) {
                     s->drop = true;
                     p->dropped++;
@@ -1876,6 +1916,9 @@ static void *coord_main(void *arg)
     const char *pause = getenv("SHALE_TEST_ISHARD_PAUSE_MS"); /* tests: change the source after the listing */
     if (rc == 0 && pause)
         sl_sleep_ms(atoi(pause));
+    if (rc == 0 && c->m.dst_not_empty)
+        plan_warn(&p, "the destination ais://%s is not empty: the real run is refused unless --overwrite is given",
+                  c->m.dst);
     if (rc == 0)
         rc = plan_samples(&p);
     if (rc == 0)
@@ -1897,6 +1940,7 @@ static void *coord_main(void *arg)
         json_object_set_new(ext, "report", rep);
     }
     json_object_set_new(ext, "coordinator", json_true());
+    sl_job_set_ext(c->job, json_deep_copy(ext)); /* the report is visible while the shards are written */
     sl_logi("ishard %s: planned %d shard(s) from %d object(s) in %lld ms%s%s", c->job->id, p.nsh, p.no,
             (long long)((sl_mono_ns() - t0) / 1000000), rc ? ": " : "", rc ? p.err.msg : "");
     if (rc < 0 || c->m.dry_run) {
@@ -2034,7 +2078,10 @@ static void start_run(struct sl_req *r, void *arg)
             rc = -1;
         else if (ho && !m.overwrite && !m.dry_run)
             rc = sl_errf(&err, SL_EEXIST, "ishard: the destination ais://%s is not empty; use another bucket, "
-                         "empty it, or set overwrite (shards with the same names are replaced)", m.dst);
+                         "empty it, or allow it with --overwrite (API: \"overwrite\": true; shards with the same "
+                         "names are replaced)", m.dst);
+        else if (ho && !m.overwrite)
+            m.dst_not_empty = true;
     } else if (rc == 0) {
         err.msg[0] = 0; /* missing: the coordinator creates it before writing */
     }

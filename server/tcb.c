@@ -354,9 +354,13 @@ static int copy_object_etl(struct copier *c, int fd, const struct sl_objmd *md, 
     if (md->size > cap) {
         char ml[32];
         sl_format_size(c->etl[0]->lim.mem_limit, ml, sizeof(ml));
-        return sl_errf(err, SL_ETOOBIG, "etl %s: object of %llu bytes is larger than an object-mode transform with "
-                       "mem_limit %s accepts (%llu); raise mem_limit", c->etl[0]->name,
-                       (unsigned long long)md->size, ml, (unsigned long long)cap);
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), c->src, name, nlen);
+        sl_errf(err, SL_ETOOBIG, "etl %s: %s is %llu bytes, larger than an object-mode transform with mem_limit %s "
+                "accepts (%llu); raise mem_limit", c->etl[0]->name, cn, (unsigned long long)md->size, ml,
+                (unsigned long long)cap);
+        sl_etl_record_error(c->etl[0], c->job, cn, 413, err->msg);
+        return -1;
     }
     char *data, *out;
     size_t olen;
@@ -435,6 +439,8 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
         close(pio.fd);
     if (rc == 0)
         c->out_bytes = pio.n;
+    if (rc < 0 && err->code == SL_EINVAL)
+        err->code = SL_EINTERNAL; /* the script failed, not the request: 500 as inline */
     return rc < 0 ? -1 : 0;
 }
 
@@ -758,7 +764,16 @@ static int tmsg_parse(const json_t *v, bool is_list, struct tmsg *m, struct sl_e
     m->prefix = sl_xstrdup(sl_json_str(v, "prefix", ""));
     m->prepend = sl_xstrdup(sl_json_str(v, "prepend", ""));
     m->etl = sl_xstrdup(sl_json_str(v, "id", ""));
-    m->etl_args = sl_xstrdup(sl_json_str(v, "etl_args", ""));
+    json_t *ea = sl_json_get(v, "etl_args");
+    if (json_is_object(ea) || json_is_array(ea)) {
+        char *t = json_dumps(ea, JSON_COMPACT);
+        m->etl_args = sl_xstrdup(t ? t : "");
+        free(t);
+    } else if (ea && !json_is_null(ea) && !json_is_string(ea)) {
+        return sl_errf(err, SL_EINVAL, "\"etl_args\" must be a string, a JSON object or an array");
+    } else {
+        m->etl_args = sl_xstrdup(sl_json_str(v, "etl_args", ""));
+    }
     m->dry_run = sl_json_bool(v, "dry_run", false);
     m->coer = sl_json_bool(v, "coer", false);
     m->nonrecurs = sl_json_bool(v, "non-recurs", false);

@@ -306,6 +306,55 @@ class StandaloneEtlTest(NodeTest, EtlApi):
         self.assertEqual(self.rm("sample-x").status_code, 200)
         self.assertEqual(self.rm("sample-bad").status_code, 200)
 
+    def test_sample_outputs_that_would_not_read_back(self):
+        """Sample-mode results WebDataset would misread are refused and recorded."""
+        samples = [("k%d" % i, [("jpg", b"J"), ("cls", b"1")]) for i in range(3)]
+        self.assertEqual(self.put("src", "rk.tar", make_shard("tar", samples)).status_code, 200)
+        cases = [
+            ("rk-samekey", "function transform_sample(s) s.__key__ = 'same' return s end", "written just before"),
+            ("rk-dotkey", "function transform_sample(s) s.__key__ = s.__key__ .. '.v2' return s end", "has a dot"),
+            ("rk-slash", "function transform_sample(s) s['a/b'] = 'x' return s end", "cannot name a member"),
+            ("rk-emptykey", "function transform_sample(s) s.__key__ = '' return s end", "non-empty string"),
+        ]
+        for name, code, want in cases:
+            self.init_ok(name, code, mode="sample")
+            if name == "rk-samekey":
+                # the first sample goes out, the second fails: the transfer is cut short, never completed
+                with self.assertRaises(requests.exceptions.ChunkedEncodingError):
+                    self.etl_get("src", "rk.tar", name)
+            else:
+                r = self.etl_get("src", "rk.tar", name)
+                self.assertEqual(r.status_code, 500, r.text)
+                self.assertIn(want, r.json()["message"])
+            d = self.s.get(self.url + "/v1/etl/" + name, timeout=30).json()
+            self.assertTrue(any(want in e["msg"] for e in d["obj_errors"]), (name, d["obj_errors"]))
+            self.rm(name)
+
+    def test_limits_are_recorded(self):
+        self.init_ok("tiny-mem", "function transform_sample(s) return s end", mode="sample", mem_limit="1MiB")
+        samples = [("a", [("jpg", b"x" * 10)]), ("b", [("jpg", os.urandom(700 * 1024))])]
+        self.assertEqual(self.put("src", "big-sample.tar", make_shard("tar", samples)).status_code, 200)
+        with self.assertRaises(requests.exceptions.ChunkedEncodingError):  # sample "b" is over the limit
+            self.etl_get("src", "big-sample.tar", "tiny-mem")
+        d = self.s.get(self.url + "/v1/etl/tiny-mem", timeout=30).json()
+        self.assertTrue(any(e["ecode"] == 413 and "raise mem_limit" in e["msg"] for e in d["obj_errors"]),
+                        d["obj_errors"])
+        self.rm("tiny-mem")
+        self.init_ok("tiny-obj", REVERSE, mem_limit="1MiB")
+        self.assertEqual(self.put("src", "big.obj", os.urandom(800 * 1024)).status_code, 200)
+        self.assertEqual(self.etl_get("src", "big.obj", "tiny-obj").status_code, 413)
+        d = self.s.get(self.url + "/v1/etl/tiny-obj", timeout=30).json()
+        self.assertEqual([e["ecode"] for e in d["obj_errors"]], [413])
+        self.rm("tiny-obj")
+
+    def test_unknown_init_field(self):
+        r = self.init("typo-field", REVERSE, modee="sample")
+        self.assertEqual(r.status_code, 400)
+        self.assertIn('unknown field "modee"', r.json()["message"])
+        # AIStore's container fields are accepted and ignored
+        self.init_ok("aistore-fields", REVERSE, communication="hpush://", init_timeout="5m")
+        self.rm("aistore-fields")
+
     maxDiff = None
 
     def test_hostile_scripts(self):
@@ -504,6 +553,12 @@ class ClusterEtlTest(unittest.TestCase, EtlApi):
                                                       "tobck": {"name": "dst-lr2"}})
         self.assertEqual(self.wait_job(job)["err"], "")
         self.assertEqual(sorted(self.bucket_names("dst-lr2")), ["d/obj-200.txt", "d/obj-201.txt"])
+        # etl_args given as JSON reach the script as a table
+        job = self.start_job("raw", "etl-listrange", {"id": "upper-d", "objnames": ["d/obj-001.txt"],
+                                                      "etl_args": {"tag": "+json"}, "tobck": {"name": "dst-args"}})
+        self.assertEqual(self.wait_job(job)["err"], "")
+        self.assertEqual(self.s.get(self.url + "/v1/objects/dst-args/d/obj-001.txt", timeout=30).content,
+                         b"OBJECT 1+json")
         # dry run writes nothing
         job = self.start_job("raw", "etl-bck", {"id": "upper-d", "dry_run": True}, bck_to="dst-dry")
         self.assertEqual(self.wait_job(job)["err"], "")

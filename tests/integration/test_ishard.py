@@ -303,6 +303,12 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
             self.assertEqual(r.status_code, 400, r.text)
             self.assertIn(want, r.json()["message"])
 
+    def test_pattern_typo_warned(self):
+        st = self.ishard(src_bck="ais://raw", dst_bck="ais://typo", sample_key_pattern="basename", dry_run=True)
+        text = "\n".join(st["report"]["warnings"])
+        self.assertIn('"basename" (a regular expression) matched 0 of 49 names', text)
+        self.assertIn("Did you mean one of the built-in rules", text)
+
     def test_sort_and_shuffle(self):
         st = self.ishard(src_bck="ais://raw/images/", dst_bck="ais://srt", shard_size="100", sort="alpha:dec",
                       dry_run="show_keys")
@@ -346,6 +352,10 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
             r = self.start(**msg)
             self.assertEqual(r.status_code, code, "%s: %s" % (msg, r.text))
             self.assertIn(want, r.json()["message"], msg)
+        for msg, want in (({"dry_run": "keys"}, "invalid dry_run"), ({"shard_sise": "1MiB"}, 'unknown field "shard_sise"')):
+            r = self.start(src_bck="ais://raw", dst_bck="ais://b1", **msg)
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn(want, r.json()["message"])
         r = self.s.post(self.url + "/v1/ishard", data=b"{nope", timeout=30)
         self.assertEqual(r.status_code, 400)
         self.assertEqual(self.s.head(self.url + "/v1/buckets/b1", timeout=30).status_code, 404)
@@ -381,6 +391,17 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
                            capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("Wrote 24 samples in 3 shards", p.stdout)
+        # a flag value that starts with '-' is passed as given
+        p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw/images/", "--dst-bck", "ais://cli-dash",
+                            "--shard-template", "-x-%d", "--shard-size", "100", "--dry-run"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("-x-0.tar", p.stdout)
+        self.assertNotIn("--x-0.tar", p.stdout)
+        # a dry run into a non-empty destination says what the real run will do
+        p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw", "--dst-bck", "ais://cli-out", "--dry-run"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertIn("is not empty: the real run is refused unless --overwrite", p.stdout)
         p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw", "--dst-bck", "ais://cli-out2", "--ext", ".7z"],
                            capture_output=True, text=True, env=env, timeout=60)
         self.assertNotEqual(p.returncode, 0)
