@@ -1260,11 +1260,14 @@ static int dnode_cmp(const void *a, const void *b, void *arg)
 static void pack_dir(struct plan *p, struct dnode *nodes, int i, int **rest, int *nrest)
 {
     struct dnode *d = &nodes[i];
-    qsort_r(d->smp, (size_t)d->nsmp, sizeof(int), key_cmp, p);
-    qsort_r(d->kids, (size_t)d->nkids, sizeof(int), dnode_cmp, nodes);
+    if (d->nsmp)
+        qsort_r(d->smp, (size_t)d->nsmp, sizeof(int), key_cmp, p);
+    if (d->nkids)
+        qsort_r(d->kids, (size_t)d->nkids, sizeof(int), dnode_cmp, nodes);
     int *items = sl_xmalloc(((size_t)d->nsmp + 1) * sizeof(int));
     int ni = d->nsmp;
-    memcpy(items, d->smp, (size_t)d->nsmp * sizeof(int));
+    if (d->nsmp)
+        memcpy(items, d->smp, (size_t)d->nsmp * sizeof(int));
     int left = pack_seq(p, 0, items, ni, p->m->collapse && i != 0);
     int *carry = sl_xmalloc(((size_t)left + 1) * sizeof(int));
     int nc = left;
@@ -1342,7 +1345,7 @@ static void plan_pack(struct plan *p)
                 f->seq[i] = f->seq[j];
                 f->seq[j] = t;
             }
-        } else {
+        } else if (f->nseq) {
             qsort_r(f->seq, (size_t)f->nseq, sizeof(int), key_cmp, p);
         }
         pack_seq(p, fi, f->seq, f->nseq, false);

@@ -220,6 +220,9 @@ class Cluster:
     def stop(self):
         if os.path.exists(os.path.join(self.dir, "playground.json")):
             self.cli("playground", "stop", "--dir", self.dir, check=False)
+            # sanitizer builds: a report in any node's output fails the test
+            for n in self.topology()["nodes"]:
+                check_sanitizer_reports(os.path.join(self.dir, n["name"], "log", "stdout.log"))
 
     def topology(self):
         with open(os.path.join(self.dir, "playground.json")) as f:
