@@ -1031,12 +1031,13 @@ int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, stru
     }
     if (rc == 0)
         sl_lspage_merge(pages, n, m->pagesize, out);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         sl_lspage_free(&pages[i]);
-        free((char *)f[i].url);
-    }
     free(pages);
 out:
+    /* also the URLs made before an offline target refused the listing */
+    for (int i = 0; i < n; i++)
+        free((char *)f[i].url);
     sl_peer_fanout_free(f, n);
     free(f);
     free(who);
