@@ -482,9 +482,10 @@ static int etl_bucket(struct opts *o)
     sl_format_count(objs, cnt, sizeof(cnt));
     if (dry) {
         printf("[DRY RUN] No modifications on the cluster\n");
-        printf("%s objects (%s) would have been put into bucket ais://%s\n", cnt, sz, dst.bucket);
+        printf("%s object%s (%s) would have been put into bucket ais://%s\n", cnt, objs == 1 ? "" : "s", sz,
+               dst.bucket);
     } else {
-        printf("Transformed %s objects (%s) into ais://%s\n", cnt, sz, dst.bucket);
+        printf("Transformed %s object%s (%s) into ais://%s\n", cnt, objs == 1 ? "" : "s", sz, dst.bucket);
     }
     if (failed) {
         printf("%llu object(s) failed:\n", (unsigned long long)failed);

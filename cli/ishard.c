@@ -74,7 +74,7 @@ static char **normalize(int argc, char **argv)
 }
 
 
-static void print_report(const json_t *rep, bool dry)
+static void print_report(const json_t *rep, const json_t *progress, bool dry)
 {
     char sz[32], cnt[32];
     json_t *plan = json_object_get(rep, "plan");
@@ -114,8 +114,21 @@ static void print_report(const json_t *rep, bool dry)
            sl_json_str(lst, "at", ""));
     sl_format_count((uint64_t)sl_json_int(rep, "samples", 0), cnt, sizeof(cnt));
     sl_format_size((uint64_t)sl_json_int(rep, "bytes", 0), sz, sizeof(sz));
-    printf("%s %s samples in %lld shards (%s) into ais://%s\n", dry ? "Would write" : "Wrote", cnt,
-           (long long)sl_json_int(rep, "shards", 0), sz, sl_json_str(rep, "dst", ""));
+    long long nsh = (long long)sl_json_int(rep, "shards", 0);
+    if (dry) {
+        printf("Would write %s sample%s in %lld shard%s (%s of member data) into ais://%s\n", cnt,
+               sl_json_int(rep, "samples", 0) == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s", sz, sl_json_str(rep, "dst", ""));
+    } else {
+        /* the shards' own size (headers and padding included) next to the members' */
+        char wsz[32];
+        sl_format_size((uint64_t)sl_json_int(progress, "bytes_written", 0), wsz, sizeof(wsz));
+        printf("Wrote %s sample%s in %lld shard%s (%s; member data %s) into ais://%s\n", cnt,
+               sl_json_int(rep, "samples", 0) == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s", wsz, sz,
+               sl_json_str(rep, "dst", ""));
+    }
+    const char *sort = sl_json_str(json_object_get(rep, "msg"), "sort", "");
+    if (!strncmp(sort, "shuffle", 7))
+        printf("Order: %s (run again with --sort %s for the same layout)\n", sort, sort);
     json_t *sk = json_object_get(rep, "skipped");
     printf("Skipped: %lld file(s) without extension, %lld sample(s) excluded, %lld unmatched by the EKM, %lld dropped "
            "for extension collisions; %lld incomplete sample(s); %lld sample(s) with members renamed to "
@@ -308,7 +321,7 @@ int cmd_ishard(int argc, char **argv)
         if (!cli_json && json_is_object(rep) && !strcmp(state, "finished")) {
             if (dry)
                 printf("[DRY RUN] No modifications on the cluster\n");
-            print_report(rep, dry);
+            print_report(rep, json_object_get(st, "progress"), dry);
         } else if (!cli_json && json_is_object(rep)) {
             json_t *w = json_object_get(rep, "warnings");
             size_t i;

@@ -115,7 +115,7 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
                     fprintf(stderr, "Error: job %s was aborted%s%s\n", sl_json_str(j, "uuid", sel), err[0] ? ": " : "",
                             err);
                 else if (err[0])
-                    fprintf(stderr, "Error: job %s finished with errors: %s\n", sl_json_str(j, "uuid", sel), err);
+                    fprintf(stderr, "Error: job %s failed: %s\n", sl_json_str(j, "uuid", sel), err);
                 else {
                     printf("Job %s[%s] finished\n", sl_json_str(j, "kind", ""), sl_json_str(j, "uuid", sel));
                     rc = 0;
@@ -172,6 +172,11 @@ static int job_stop(struct opts *o)
     json_decref(q);
     cli_req("GET", "/v1/cluster?what=status", "application/json", qb, qlen, &r);
     free(qb);
+    if (r.status == 404) { /* no such job on any target: say so, do not claim it stopped */
+        int rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        return rc;
+    }
     if (r.status == 200) {
         json_t *st = cli_resp_json(&r);
         if (sl_json_int(st, "end_time", 0)) {

@@ -390,6 +390,14 @@ int fmt_reader_open(void *state, const struct sl_io *io, const struct sl_fmt_lim
         rc = fmt_errf(err, errlen, SL_PLUG_ENOMEM, "%s %s: out of memory", k->label, fmt_ioname(io));
         goto fail;
     }
+    if (k->format == FMT_FORMAT_ZIP && cd.members == 0 && cd.off == 0 && cd.size == 0) {
+        /* an empty zip, only the end record (22 bytes): what a writer makes
+         * of zero members, and libarchive does not recognise it */
+        rd->at_eof = true;
+        fmt_locale_leave(loc);
+        *out = rd;
+        return SL_PLUG_OK;
+    }
     switch (k->filter) {
     case FMT_FILTER_GZIP: archive_read_support_filter_gzip(rd->a); break;
     case FMT_FILTER_LZ4: archive_read_support_filter_lz4(rd->a); break;

@@ -807,7 +807,7 @@ static json_t *aggregate_status(json_t *per, const char *id)
 {
     const char *tid;
     json_t *arr;
-    bool found = false, running = false, aborted = false;
+    bool found = false, running = false, aborted = false, failed = false;
     int64_t end = 0;
     char kind[32] = "", err[1024] = "";
     bool err_generic = false;
@@ -826,6 +826,8 @@ static json_t *aggregate_status(json_t *per, const char *id)
                 end = e;
             if (sl_json_bool(snap, "aborted", false))
                 aborted = true;
+            else if (e && sl_json_str(snap, "err", "")[0])
+                failed = true;
             /* the root cause wins over the "aborted" of targets that were
              * stopped because of it */
             const char *er = sl_json_str(snap, "err", "");
@@ -843,7 +845,9 @@ static json_t *aggregate_status(json_t *per, const char *id)
     json_object_set_new(o, "uuid", json_string(id));
     json_object_set_new(o, "err", json_string(err));
     json_object_set_new(o, "end_time", json_integer(running ? 0 : end));
-    json_object_set_new(o, "aborted", json_boolean(aborted));
+    /* a job that failed on one target and was aborted on the others
+     * because of it has failed; "aborted" is for a job someone stopped */
+    json_object_set_new(o, "aborted", json_boolean(aborted && !failed));
     json_object_set_new(o, "is_idle", json_boolean(!running));
     return o;
 }

@@ -2228,6 +2228,28 @@ static void abort_run(struct sl_req *r, void *arg)
     const char *id = r->path + strlen("/v1/ishard/");
     int n = sl_job_abort(id, NULL);
     if (G.role != SL_ROLE_STANDALONE) {
+        /* an id no target knows is a 404, as for GET; a known job that has
+         * already ended answers 200 (nothing left to stop) */
+        struct sl_err err = { 0 };
+        json_t *per = sl_cluster_job_snaps(id, NULL, false, &err);
+        bool found = false;
+        const char *tid;
+        json_t *arr;
+        json_object_foreach(per, tid, arr) {
+            size_t i;
+            json_t *sn;
+            json_array_foreach(arr, i, sn) found |= !strcmp(sl_json_str(sn, "id", ""), id);
+        }
+        json_decref(per);
+        if (!found && err.msg[0]) {
+            sl_resp_err(r, &err);
+            return;
+        }
+        if (!found) {
+            sl_resp_errf(r, SL_ENOENT, "ishard job %s not found on any target (list jobs with `shale job show --all`)",
+                         id);
+            return;
+        }
         sl_cluster_abort_job(id);
         n = 1;
     }

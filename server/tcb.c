@@ -489,6 +489,7 @@ struct tjob {
     bool qend;
     json_t *errors;             /* first MAX_LISTED_ERRORS {obj, msg, ecode} */
     char first_err[1024];
+    bool self_failed; /* under mu: this target's object error stopped the job */
 };
 
 static void tjob_free(struct tjob *t)
@@ -576,6 +577,8 @@ static void fail_object(struct tjob *t, const char *name, const struct sl_err *e
     bool first = !t->first_err[0];
     if (first)
         snprintf(t->first_err, sizeof(t->first_err), "%s", err->msg);
+    if (first && !t->m.coer && !sl_job_aborting(t->job))
+        t->self_failed = true; /* this target's object stops the job: failed here, aborted elsewhere */
     pthread_mutex_unlock(&t->mu);
     sl_job_add(&t->job->err_objs, 1);
     sl_logw("%s %s: %s: %s", t->job->kind, t->job->id, cn, err->msg);
@@ -750,7 +753,10 @@ static void *tjob_main(void *arg)
     sl_logi("%s %s: %s (%llu objects, %llu bytes in, %llu out, %llu failed)", t->job->kind, t->job->id,
             msg[0] ? msg : "done", (unsigned long long)t->job->loc_objs, (unsigned long long)t->job->loc_bytes,
             (unsigned long long)t->job->out_bytes, (unsigned long long)t->job->err_objs);
-    sl_job_finish(t->job, msg[0] ? msg : NULL);
+    if (t->self_failed)
+        sl_job_fail(t->job, msg);
+    else
+        sl_job_finish(t->job, msg[0] ? msg : NULL);
     tjob_free(t);
     return NULL;
 }

@@ -81,6 +81,15 @@ void sl_job_finish(struct sl_job *j, const char *err)
     pthread_mutex_unlock(&mu);
 }
 
+void sl_job_fail(struct sl_job *j, const char *err)
+{
+    pthread_mutex_lock(&mu);
+    snprintf(j->err, sizeof(j->err), "%s", err && *err ? err : "failed");
+    j->aborted = false;
+    j->end_ns = sl_now_ns();
+    pthread_mutex_unlock(&mu);
+}
+
 void sl_job_put(struct sl_job *j)
 {
     if (!j)

@@ -28,6 +28,9 @@ struct sl_job {
 struct sl_job *sl_job_start(const char *kind, const char *id, const char *bck, const char *dst_bck);
 /* Mark finished (err NULL/"" = success). Does not drop the caller's ref. */
 void sl_job_finish(struct sl_job *j, const char *err);
+/* the job ends because of its own error (it stopped itself, and may have
+ * asked its peers to abort): "failed", not "aborted" */
+void sl_job_fail(struct sl_job *j, const char *err);
 void sl_job_put(struct sl_job *j);
 /* new reference or NULL */
 struct sl_job *sl_job_get(const char *id);

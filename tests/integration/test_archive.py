@@ -185,6 +185,22 @@ class TestArchive(NodeTest):
         j = self.list_objects("dst", prefix="ls.tgz").json()
         self.assertEqual([e["name"] for e in j["entries"]], ["ls.tgz"])
 
+    def test_empty_zip_is_an_empty_shard(self):
+        """A zip of zero members (only the 22-byte end record, what zipfile and
+        Shale's writer make of nothing) lists as empty and answers member
+        requests with 404, not 500."""
+        import io
+        import zipfile
+        buf = io.BytesIO()
+        zipfile.ZipFile(buf, "w").close()
+        self.assertEqual(len(buf.getvalue()), 22)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/dst/empty.zip", data=buf.getvalue()).status_code, 200)
+        j = self.list_objects("dst", prefix="empty.zip", flags="8").json()
+        self.assertEqual([e["name"] for e in j["entries"]], ["empty.zip"])
+        r = self.get("dst", "empty.zip", params={"archpath": "a.jpg"})
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("no member", r.text)
+
     def test_put_members(self):
         for ext in (".tar", ".tgz", ".zip", ".tar.lz4"):
             shard = "w" + ext

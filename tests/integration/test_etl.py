@@ -642,6 +642,8 @@ class ClusterEtlTest(unittest.TestCase, EtlApi):
         # without coer: the job fails and says where
         job = self.start_job("many", "etl-bck", {"id": "fails-once"}, bck_to="many-out2")
         st = self.wait_job(job, timeout=600)
+        # failed (by its own object), not "aborted" as a job someone stopped
+        self.assertFalse(st["aborted"], st)
         self.assertIn("ais://many/m/04242", st["err"])
         self.assertIn("line 3", st["err"])
         self.rm("fails-once")

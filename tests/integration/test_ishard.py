@@ -375,6 +375,14 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
         st = self.wait(job)
         self.assertEqual(st["state"], "aborted", st)
         wait_until(lambda: self.names("many-out") == [], 30, what="written shards removed")
+        # an id no target knows: 404, from the API and the CLI (not "Stopped")
+        r = self.s.delete(self.url + "/v1/ishard/ish-nonexistent", timeout=30)
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("not found on any target", r.text)
+        p = subprocess.run([SHALE, "job", "stop", "ish-nonexistent"], capture_output=True, text=True,
+                           env=dict(os.environ, AIS_ENDPOINT=self.url), timeout=60)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertNotIn("Stopped", p.stdout)
 
     def test_cli(self):
         env = dict(os.environ, AIS_ENDPOINT=self.url)
@@ -391,6 +399,7 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
                            capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("Wrote 24 samples in 3 shards", p.stdout)
+        self.assertRegex(p.stdout, r"in 3 shards \([0-9.]+KiB; member data [0-9.]+KiB\)")
         # a flag value that starts with '-' is passed as given
         p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw/images/", "--dst-bck", "ais://cli-dash",
                             "--shard-template", "-x-%d", "--shard-size", "100", "--dry-run"],
@@ -398,6 +407,12 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("-x-0.tar", p.stdout)
         self.assertNotIn("--x-0.tar", p.stdout)
+        # a shuffle without a seed prints the seed it drew, to repeat the layout
+        p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw/images/", "--dst-bck", "ais://cli-shuf",
+                            "--shard-size", "100", "--sort", "shuffle", "--dry-run"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"Order: shuffle:\d+ \(run again with --sort shuffle:\d+")
         # a dry run into a non-empty destination says what the real run will do
         p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw", "--dst-bck", "ais://cli-out", "--dry-run"],
                            capture_output=True, text=True, env=env, timeout=120)
