@@ -325,11 +325,22 @@ static json_t *parse_ext(const char *s)
     j = json_object();
     char *d = sl_xstrdup(s), *save = NULL;
     char *p = d;
-    while (*p == ' ' || *p == '{')
+    while (*p == ' ')
         p++;
     char *e = p + strlen(p);
-    while (e > p && (e[-1] == '}' || e[-1] == ' '))
+    while (e > p && e[-1] == ' ')
         *--e = 0;
+    /* braces are optional, but both or neither: "{txt:md" is a typo */
+    bool open = *p == '{', close = e > p && e[-1] == '}';
+    if (open != close || (open && e - p < 2)) {
+        json_decref(j);
+        free(d);
+        return NULL;
+    }
+    if (open) {
+        p++;
+        *--e = 0;
+    }
     for (char *t = strtok_r(p, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *c = strchr(t, ':');
         if (!c) {
@@ -349,6 +360,11 @@ static json_t *parse_ext(const char *s)
         char *ke = t + strlen(t);
         while (ke > t && ke[-1] == ' ')
             *--ke = 0;
+        if (!*t || !*v) { /* "{:png}", "{jpg:}" */
+            json_decref(j);
+            free(d);
+            return NULL;
+        }
         json_object_set_new(j, t, json_string(v));
     }
     free(d);

@@ -734,6 +734,18 @@ class ClusterEtlTest(unittest.TestCase, EtlApi):
                             "d/obj-{010..019}.txt", "--wait"], capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("Transformed 10 objects", p.stdout)
+        # --ext: with or without braces, but a half-braced or empty mapping is a typo, refused before any job
+        for bad in ("{txt:md", "txt:md}", "{:md}", "{txt:}"):
+            p = subprocess.run([SHALE, "etl", "bucket", "rev-cli", "ais://raw", "ais://rev-ext", "--ext", bad],
+                               capture_output=True, text=True, env=env, timeout=60)
+            self.assertNotEqual(p.returncode, 0, bad)
+            self.assertIn("expected '{old:new, ...}'", p.stderr)
+        p = subprocess.run([SHALE, "etl", "bucket", "rev-cli", "ais://raw", "ais://rev-ext", "--template",
+                            "d/obj-{010..011}.txt", "--ext", "txt:md", "--wait"], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("Transformed 2 objects", p.stdout)
+        self.assertEqual(self.bucket_names("rev-ext"), ["d/obj-010.md", "d/obj-011.md"])
         p = subprocess.run([SHALE, "etl", "rm", "rev-cli"], capture_output=True, text=True, env=env, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         p = subprocess.run([SHALE, "etl", "object", "rev-cli", "ais://raw/d/obj-042.txt", "-"],
