@@ -367,6 +367,20 @@ int cmd_put(int argc, char **argv)
             printf("PUT \"%s\" => %s/%s\n", b.files[i].path, bref, b.files[i].obj);
         goto done;
     }
+    { /* a missing bucket is one error, not one per file */
+        struct cli_resp hr;
+        char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+        cli_req("HEAD", pq, NULL, NULL, 0, &hr);
+        free(pq);
+        if (hr.status == 404) {
+            fprintf(stderr, "Error: bucket \"%s\" does not exist (create it with: shale bucket create %s)\n", bref,
+                    bref);
+            cli_resp_free(&hr);
+            rc = 1;
+            goto done;
+        }
+        cli_resp_free(&hr);
+    }
     if (isatty(0) && !opt_bool(&o, "yes")) {
         char sz[32];
         sl_format_size(total, sz, sizeof(sz));

@@ -116,6 +116,11 @@ class TestCLI(unittest.TestCase):
         for n, sz in files.items():
             with open(os.path.join(src, n), "wb") as f:
                 f.write(b"x" * sz)
+        # into a bucket that does not exist: one error that says what to do, nothing uploaded
+        p = self.run_cli("put", src, "ais://cb3-missing/ds/", "-r", "-y")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(p.stderr.count("Error:"), 1, p.stderr)
+        self.assertIn('bucket "ais://cb3-missing" does not exist (create it with: shale bucket create', p.stderr)
         p = self.cli("put", src, "ais://cb3/ds/", "-r", "--progress", "-y")
         self.assertRegex(p.stdout, r"EXTENSION\s+COUNT\s+SIZE")
         self.assertRegex(p.stdout, r"\.jpg\s+2\s+2.05KiB")
