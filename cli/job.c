@@ -32,7 +32,9 @@ static json_t *query(const char *what_id, bool active_only)
 static int job_show(struct opts *o)
 {
     const char *sel = o->argc ? o->argv[0] : "";
-    json_t *q = query(sel, !opt_bool(o, "all"));
+    /* a job named by its id is shown whether it runs or has ended */
+    bool by_id = sel[0] && !looks_like_kind(sel);
+    json_t *q = query(sel, !opt_bool(o, "all") && !by_id);
     size_t len;
     char *body = sl_json_dump(q, 0, &len);
     json_decref(q);
@@ -40,7 +42,7 @@ static int job_show(struct opts *o)
     cli_req("GET", "/v1/cluster?what=qryxstats", "application/json", body, len, &r);
     free(body);
     if (r.status == 404) {
-        printf("No %sjobs%s%s\n", opt_bool(o, "all") ? "" : "running ", sel[0] ? " matching " : "", sel);
+        printf("No %sjobs%s%s\n", opt_bool(o, "all") || by_id ? "" : "running ", sel[0] ? " matching " : "", sel);
         cli_resp_free(&r);
         return 0;
     }

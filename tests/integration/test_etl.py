@@ -645,6 +645,12 @@ class ClusterEtlTest(unittest.TestCase, EtlApi):
         # failed (by its own object), not "aborted" as a job someone stopped
         self.assertFalse(st["aborted"], st)
         self.assertIn("ais://many/m/04242", st["err"])
+        # the ended job, named by id, is shown without --all: failed where the object failed
+        p = subprocess.run([SHALE, "job", "show", job], capture_output=True, text=True,
+                           env=dict(os.environ, AIS_ENDPOINT=self.url), timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Failed", p.stdout)
+        self.assertIn(job, p.stdout)
         self.assertIn("line 3", st["err"])
         self.rm("fails-once")
 
