@@ -117,7 +117,8 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
     long long nsh = (long long)sl_json_int(rep, "shards", 0);
     if (dry) {
         printf("Would write %s sample%s in %lld shard%s (%s of member data) into ais://%s\n", cnt,
-               sl_json_int(rep, "samples", 0) == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s", sz, sl_json_str(rep, "dst", ""));
+               sl_json_int(rep, "samples", 0) == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s", sz,
+               sl_json_str(rep, "dst", ""));
     } else {
         /* the shards' own size (headers and padding included) next to the members' */
         char wsz[32];
