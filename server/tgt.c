@@ -141,7 +141,12 @@ static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, 
     if (G.role != SL_ROLE_TARGET || err->code != SL_ENOOBJ || sl_req_header(r, "Ais-No-Gfn") ||
         !sl_reb_gfn_window())
         return false;
-    return sl_reb_gfn(b, name, nlen, err) == 0;
+    if (sl_reb_gfn(b, name, nlen, err) == 0)
+        return true;
+    /* the rebalance may have delivered it while the neighbours were asked
+     * (the sender lets go of its copy once this target has it): the caller
+     * looks here once more, and answers 404 only if it is still missing */
+    return err->code == SL_ENOOBJ;
 }
 
 static void obj_get(struct sl_req *r)
