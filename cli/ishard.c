@@ -115,17 +115,17 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
     sl_format_count((uint64_t)sl_json_int(rep, "samples", 0), cnt, sizeof(cnt));
     sl_format_size((uint64_t)sl_json_int(rep, "bytes", 0), sz, sizeof(sz));
     long long nsh = (long long)sl_json_int(rep, "shards", 0);
+    const char *ss = sl_json_int(rep, "samples", 0) == 1 ? "" : "s", *hs = nsh == 1 ? "" : "s";
+    const char *dst = sl_json_str(rep, "dst", "");
     if (dry) {
-        printf("Would write %s sample%s in %lld shard%s (%s of member data) into ais://%s\n", cnt,
-               sl_json_int(rep, "samples", 0) == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s", sz,
-               sl_json_str(rep, "dst", ""));
+        printf("Would write %s sample%s in %lld shard%s (%s of member data) into ais://%s\n", cnt, ss, nsh, hs, sz,
+               dst);
     } else {
         /* the shards' own size (headers and padding included) next to the members' */
         char wsz[32];
         sl_format_size((uint64_t)sl_json_int(progress, "bytes_written", 0), wsz, sizeof(wsz));
-        printf("Wrote %s sample%s in %lld shard%s (%s; member data %s) into ais://%s\n", cnt,
-               sl_json_int(rep, "samples", 0) == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s", wsz, sz,
-               sl_json_str(rep, "dst", ""));
+        printf("Wrote %s sample%s in %lld shard%s (%s; member data %s) into ais://%s\n", cnt, ss, nsh, hs, wsz, sz,
+               dst);
     }
     const char *sort = sl_json_str(json_object_get(rep, "msg"), "sort", "");
     if (!strncmp(sort, "shuffle", 7))

@@ -852,6 +852,16 @@ static json_t *aggregate_status(json_t *per, const char *id)
     return o;
 }
 
+bool sl_cluster_job_known(const char *id, struct sl_err *err)
+{
+    json_t *per = sl_cluster_job_snaps(id, NULL, false, err);
+    json_t *st = aggregate_status(per, id);
+    bool known = st != NULL;
+    json_decref(st);
+    json_decref(per);
+    return known;
+}
+
 static void cluster_get_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };

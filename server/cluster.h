@@ -18,6 +18,9 @@ int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, stru
  * node). A target that does not answer is skipped and named in err (when
  * err is not NULL). */
 json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, struct sl_err *err);
+/* Whether any target knows job id (running or ended); false with err set
+ * when a target did not answer and no other knew it. */
+bool sl_cluster_job_known(const char *id, struct sl_err *err);
 /* Ask every other target to abort job id (best effort). */
 void sl_cluster_abort_job(const char *id);
 

@@ -161,17 +161,11 @@ static json_t *init_msg_parse(const json_t *in, struct sl_err *err)
     static const char *const known[] = { "name", "runtime", "code", "mode", "obj_timeout", "mem_limit", "max_output",
                                          "communication", "init_timeout", "support_direct_put", "env",
                                          "resources", "arg_type", "dependencies", "transform_url", "id" };
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)in, key, val) {
-        bool ok = false;
-        for (size_t i = 0; i < SL_ARRAY_SIZE(known) && !ok; i++)
-            ok = !strcasecmp(key, known[i]);
-        if (!ok) {
-            sl_errf(err, SL_EINVAL, "ETL init: unknown field \"%s\" (Shale's are name, runtime, code, mode, "
-                    "obj_timeout, mem_limit, max_output)", key);
-            return NULL;
-        }
+    const char *key = sl_json_unknown_key(in, known, SL_ARRAY_SIZE(known));
+    if (key) {
+        sl_errf(err, SL_EINVAL, "ETL init: unknown field \"%s\" (Shale's are name, runtime, code, mode, "
+                "obj_timeout, mem_limit, max_output)", key);
+        return NULL;
     }
     json_t *nm = sl_json_get(in, "name");
     if (!json_is_string(nm)) {

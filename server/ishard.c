@@ -320,21 +320,15 @@ static int imsg_parse(const json_t *v, struct imsg *m, struct sl_err *err)
     memset(m, 0, sizeof(*m));
     if (!json_is_object(v))
         return sl_errf(err, SL_EINVAL, "ishard: the body must be a JSON object (src_bck, dst_bck, shard_size, ...)");
-    const char *fk;
-    json_t *fv;
-    json_object_foreach((json_t *)v, fk, fv) {
-        bool ok = false;
-        for (size_t i = 0; i < SL_ARRAY_SIZE(imsg_fields) && !ok; i++)
-            ok = !strcasecmp(fk, imsg_fields[i]);
-        if (!ok) {
-            struct sl_buf b;
-            sl_buf_init(&b);
-            for (size_t i = 0; i + 1 < SL_ARRAY_SIZE(imsg_fields); i++)
-                sl_buf_printf(&b, "%s%s", i ? ", " : "", imsg_fields[i]);
-            sl_errf(err, SL_EINVAL, "ishard: unknown field \"%s\" (valid: %s)", fk, b.p);
-            sl_buf_free(&b);
-            return -1;
-        }
+    const char *fk = sl_json_unknown_key(v, imsg_fields, SL_ARRAY_SIZE(imsg_fields));
+    if (fk) {
+        struct sl_buf b;
+        sl_buf_init(&b);
+        for (size_t i = 0; i + 1 < SL_ARRAY_SIZE(imsg_fields); i++)
+            sl_buf_printf(&b, "%s%s", i ? ", " : "", imsg_fields[i]);
+        sl_errf(err, SL_EINVAL, "ishard: unknown field \"%s\" (valid: %s)", fk, b.p);
+        sl_buf_free(&b);
+        return -1;
     }
     m->dst_not_empty = sl_json_bool(v, "dst_not_empty", false);
     if (parse_bck(sl_json_get(v, "src_bck"), "src_bck", &m->src, &m->prefix, err) < 0 ||
@@ -2231,16 +2225,7 @@ static void abort_run(struct sl_req *r, void *arg)
         /* an id no target knows is a 404, as for GET; a known job that has
          * already ended answers 200 (nothing left to stop) */
         struct sl_err err = { 0 };
-        json_t *per = sl_cluster_job_snaps(id, NULL, false, &err);
-        bool found = false;
-        const char *tid;
-        json_t *arr;
-        json_object_foreach(per, tid, arr) {
-            size_t i;
-            json_t *sn;
-            json_array_foreach(arr, i, sn) found |= !strcmp(sl_json_str(sn, "id", ""), id);
-        }
-        json_decref(per);
+        bool found = sl_cluster_job_known(id, &err);
         if (!found && err.msg[0]) {
             sl_resp_err(r, &err);
             return;

@@ -100,6 +100,20 @@ bool sl_json_bool(const json_t *o, const char *key, bool dflt)
     return dflt;
 }
 
+const char *sl_json_unknown_key(const json_t *o, const char *const *known, size_t n)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)o, key, val) {
+        size_t i = 0;
+        while (i < n && strcasecmp(key, known[i]))
+            i++;
+        if (i == n)
+            return key;
+    }
+    return NULL;
+}
+
 json_t *sl_json_parse(const char *p, size_t n, const char *what, struct sl_err *err)
 {
     json_error_t je;

@@ -23,6 +23,9 @@ json_t *sl_json_get(const json_t *o, const char *key);
 const char *sl_json_str(const json_t *o, const char *key, const char *dflt);
 int64_t sl_json_int(const json_t *o, const char *key, int64_t dflt);   /* accepts "123" too */
 bool sl_json_bool(const json_t *o, const char *key, bool dflt);
+/* The first key of object o that is none of known[0..n) (case-insensitive,
+ * as the getters above), or NULL when every key is known. */
+const char *sl_json_unknown_key(const json_t *o, const char *const *known, size_t n);
 
 /* Parse JSON in which integers beyond int64 (Go uint64s such as a Smap's
  * id_digest) become decimal strings instead of failing. */

@@ -71,23 +71,24 @@ struct sl_job *sl_job_start(const char *kind, const char *id, const char *bck, c
     return j;
 }
 
-void sl_job_finish(struct sl_job *j, const char *err)
+static void job_end(struct sl_job *j, const char *err, bool failed)
 {
     pthread_mutex_lock(&mu);
     if (err && *err)
         snprintf(j->err, sizeof(j->err), "%s", err);
-    j->aborted = j->abort_req;
+    j->aborted = j->abort_req && !failed;
     j->end_ns = sl_now_ns();
     pthread_mutex_unlock(&mu);
 }
 
+void sl_job_finish(struct sl_job *j, const char *err)
+{
+    job_end(j, err, false);
+}
+
 void sl_job_fail(struct sl_job *j, const char *err)
 {
-    pthread_mutex_lock(&mu);
-    snprintf(j->err, sizeof(j->err), "%s", err && *err ? err : "failed");
-    j->aborted = false;
-    j->end_ns = sl_now_ns();
-    pthread_mutex_unlock(&mu);
+    job_end(j, err && *err ? err : "failed", true);
 }
 
 void sl_job_put(struct sl_job *j)
