@@ -17,7 +17,7 @@
  * C stack on the calling thread (its C stack budget shrinks on smaller
  * stacks).
  *
- * Error codes (struct sl_err.code, from server/sl.h):
+ * Error codes (struct sl_err.code, from server/core/sl.h):
  *   SL_EINVAL     the script is at fault: syntax error, bytecode refused,
  *                 runtime error (error(), bad index, Lua stack overflow,
  *                 C stack overflow from nested coroutines/callbacks, ...),

@@ -8,12 +8,14 @@
 #include "bg.h"
 #include "etl.h"
 #include "cluster.h"
-#include "config.h"
+#include "conf.h"
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
+#include "modules.h"
 #include "node.h"
 #include "store.h"
+#include "route.h"
 #include "tgt.h"
 #include "sandbox.h"
 #include "start.h"
@@ -310,7 +312,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "shaled: %s\n", err.msg);
         return 1;
     }
-    if (sl_http_start(bind, c->port, workers, sl_conf->http_conn_timeout_s, (size_t)sl_conf->http_max_header,
+    sl_modules_install(sl_modules);
+    if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s, (size_t)sl_conf->http_max_header,
                       &err) < 0) {
         sl_loge("%s", err.msg);
         fprintf(stderr, "shaled: %s\n", err.msg);

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT
+ * cluster_api.c: the role-dependent half of routing and the cluster's own
+ * HTTP surface: object requests (a gateway redirects them to the HRW owner,
+ * GET 301 and others 307 with pid/utm, or answers 503 naming an offline
+ * owner), bucket and cluster requests (a non-primary gateway relays writes
+ * to the primary), the admin API (PUT /v1/cluster, PUT /v1/daemon), job
+ * status (GET /v1/cluster?what=status...), and the internal endpoints the
+ * cluster floor serves (metasync, join, per-target listing, job fan-out).
+ */
+#include "route.h"
+#include "cluster.h"
+#include "conf.h"
+#include "daemon.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "prx.h"
+#include "stats.h"
+#include "tgt.h"
+#include "xact.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- admin actions (PUT /v1/cluster) ---- */
+
+static void cluster_put_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    const char *a = m.action;
+    if (!strcmp(a, "set-config") || (strstr(r->path, "/set-config") && !a[0])) {
+        json_t *partial = NULL;
+        if (m.value && json_is_object(m.value)) {
+            partial = json_incref(m.value);
+        } else {
+            partial = json_object();
+            for (int i = 0; i < r->nq; i++) {
+                if (!strcmp(r->q[i].k, "transient"))
+                    continue;
+                json_t *tmp = json_object();
+                if (sl_config_set_kv(tmp, r->q[i].k, r->q[i].v, &err) < 0) {
+                    json_decref(tmp);
+                    json_decref(partial);
+                    sl_actmsg_free(&m);
+                    sl_resp_err(r, &err);
+                    return;
+                }
+                json_object_update_recursive(partial, tmp);
+                json_decref(tmp);
+            }
+        }
+        if (sl_cluster_set_config(partial, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
+        json_decref(partial);
+    } else if (!strcmp(a, "start-maintenance") || !strcmp(a, "stop-maintenance") ||
+               !strcmp(a, "decommission-node") || !strcmp(a, "shutdown-node")) {
+        const char *sid = sl_json_str(m.value, "sid", "");
+        if (!sid[0]) {
+            sl_resp_errf(r, SL_EINVAL, "%s: value must name the node: {\"sid\": \"<node id>\"}", a);
+        } else if (!strcmp(sid, G.id)) {
+            sl_resp_errf(r, SL_EINVAL, "%s: %s is the primary proxy and cannot be put into maintenance or "
+                         "decommissioned", a, G.name);
+        } else if (G.role == SL_ROLE_STANDALONE) {
+            sl_resp_errf(r, SL_EUNSUPP, "%s: a standalone node has no other nodes", a);
+        } else {
+            bool skip_reb = sl_json_bool(m.value, "skip_rebalance", false);
+            bool no_shutdown = sl_json_bool(m.value, "no_shutdown", false);
+            char *reb = NULL;
+            if (sl_cluster_member_action(a, sid, skip_reb, no_shutdown, &reb, &err) < 0)
+                sl_resp_err(r, &err);
+            else if (!strcmp(a, "shutdown-node"))
+                sl_resp_empty(r, 200);
+            else
+                sl_resp_text(r, 200, reb ? reb : "");
+            free(reb);
+        }
+    } else if (!strcmp(a, "start")) {
+        const char *kind = sl_job_kind_norm(sl_json_str(m.value, "kind", ""));
+        if (!strcmp(kind, "rebalance")) {
+            if (G.role == SL_ROLE_STANDALONE) {
+                sl_resp_errf(r, SL_EUNSUPP, "start rebalance: a standalone node has nothing to rebalance");
+            } else {
+                char *id = sl_cluster_rebalance("requested by the user");
+                if (id)
+                    sl_resp_text(r, 200, id);
+                else
+                    sl_resp_errf(r, SL_EINVAL, "rebalance is disabled (rebalance.enabled=false)");
+                free(id);
+            }
+        } else {
+            sl_resp_errf(r, SL_EINVAL, "start: unsupported job kind \"%s\" (startable: rebalance)", kind);
+        }
+    } else if (!strcmp(a, "stop")) {
+        const char *id = sl_json_str(m.value, "id", ""), *kind = sl_json_str(m.value, "kind", "");
+        if (!id[0] && !kind[0]) {
+            sl_resp_errf(r, SL_EINVAL, "stop: value must name the job: {\"ID\": \"...\"} and/or {\"Kind\": \"...\"}");
+        } else {
+            int n = sl_cluster_stop_jobs(id, kind);
+            sl_logi("stop %s %s: %d running instance(s) asked to abort", kind, id, n);
+            sl_resp_empty(r, 200);
+        }
+    } else {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, start-maintenance, "
+                     "stop-maintenance, decommission-node, shutdown-node, start, stop)", a);
+    }
+    sl_actmsg_free(&m);
+}
+
+/* target side of the listing fan-out */
+static void internal_lso_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    const char *p = r->path + strlen("/v1/internal/lso/");
+    struct sl_bck b;
+    if (sl_bck_resolve(p, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_bck_release(&b);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_lsomsg lm;
+    struct sl_lspage pg;
+    sl_lspage_init(&pg);
+    if (sl_lsomsg_parse(m.value, &lm, sl_conf->lso_page_size, &err) < 0 ||
+        sl_lso_local_page(&b, &lm, G.id, &pg, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else {
+        struct sl_buf out;
+        sl_buf_init(&out);
+        sl_lspage_msgpack(&pg, &out);
+        size_t len = out.len;
+        sl_resp_bytes_owned(r, 200, "application/msgpack", sl_buf_steal(&out), len);
+    }
+    sl_lspage_free(&pg);
+    sl_lsomsg_free(&lm);
+    sl_actmsg_free(&m);
+    sl_bck_release(&b);
+}
+
+/* ---- object redirects (gateway) ---- */
+
+static void redirect_object(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    char *bucket = NULL;
+    const char *name;
+    size_t nlen;
+    r->op = SL_OP_REDIRECT;
+    if (r->path_bad) {
+        sl_resp_errf(r, SL_EINVAL, "%s: the URL contains a NUL byte (%%00)", r->method_str);
+        return;
+    }
+    if (sl_req_obj_path(r, &bucket, &name, &nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_bck b;
+    if (sl_bck_resolve(bucket, sl_req_query(r, "provider"), sl_req_query(r, "namespace"), &b, &err) < 0) {
+        free(bucket);
+        sl_resp_err(r, &err);
+        return;
+    }
+    free(bucket);
+    struct sl_smap *s = sl_smap_get();
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b.provider, b.name, name, nlen);
+    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
+    sl_buf_free(&un);
+    if (!t) {
+        sl_resp_errf(r, SL_EUNAVAIL, "%s: the cluster has no active targets", G.name);
+    } else if (t->flags & SL_SNF_OFFLINE) {
+        char cn[400];
+        snprintf(cn, sizeof(cn), "%s://%s/%.*s", sl_provider_scheme(b.provider), b.name, (int)SL_MIN(nlen, 300),
+                 name);
+        sl_resp_errf(r, SL_EUNAVAIL,
+                     "%s: the target that owns it, t[%s] (%s), is not responding; retry when it is back (check "
+                     "`shale show cluster`)",
+                     cn, t->id, t->url);
+    } else {
+        struct sl_buf url;
+        sl_buf_init(&url);
+        char *encb = sl_url_encode_path(b.name, strlen(b.name));
+        char *enco = sl_url_encode_path(name, nlen);
+        /* spec §1.4: GET to the public URL, PUT to the data network, every
+         * other verb (HEAD, DELETE, PATCH, POST) to the control network */
+        const char *base = r->method == SL_M_GET ? t->url : r->method == SL_M_PUT ? t->data_url : t->ctrl_url;
+        sl_buf_printf(&url, "%s/v1/objects/%s/%s", base, encb, enco);
+        free(encb);
+        free(enco);
+        /* the original query as sent (no provider added: AIStore adds only pid and utm) */
+        const char *q = strchr(r->raw_uri, '?');
+        if (q && q[1])
+            sl_buf_adds(&url, q);
+        sl_peer_add_redirect_marks(&url, G.id);
+        sl_resp_redirect(r, r->method == SL_M_GET ? 301 : 307, url.p);
+        sl_buf_free(&url);
+    }
+    sl_smap_put(s);
+    sl_bck_release(&b);
+}
+
+static void redirect_after_body(struct sl_req *r)
+{
+    redirect_object(r);
+}
+
+/* POST /v1/objects/BUCKET (promote, blob-download): the object, if any, is
+ * named in the body, not in the path */
+static bool bucket_level_post(const struct sl_req *r)
+{
+    const char *p = r->path + strlen("/v1/objects");
+    const char *end = r->path + r->path_len;
+    while (p < end && *p == '/')
+        p++;
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    return p < end && (!slash || slash + 1 == end);
+}
+
+void sl_route_objects(struct sl_req *r)
+{
+    if (G.role == SL_ROLE_STANDALONE) {
+        sl_tgt_objects(r);
+        return;
+    }
+    if (G.role == SL_ROLE_PROXY) {
+        if (r->method == SL_M_POST && bucket_level_post(r)) {
+            sl_tgt_objects(r); /* no object to place: the action is answered here */
+            return;
+        }
+        /* a small body that is already on its way is read and dropped, so the
+         * connection survives the redirect; large ones (or Expect: 100) are not */
+        const char *expect = sl_req_header(r, "Expect");
+        if (r->content_length > 0 && r->content_length <= 4 * 1024 * 1024 && !expect) {
+            r->body_mode = SL_BODY_DISCARD;
+            r->on_done = redirect_after_body;
+            return;
+        }
+        redirect_object(r);
+        return;
+    }
+    /* target */
+    bool redirected = sl_req_query(r, "pid") && sl_req_query(r, "utm");
+    if (r->method != SL_M_GET && r->method != SL_M_HEAD && !redirected) {
+        sl_resp_errf(r, SL_EINVAL, "%s: %s(obj) is expected to be redirected (send it to a gateway: proxy.primary_url)",
+                     G.name, r->method_str);
+        return;
+    }
+    sl_tgt_objects(r);
+}
+
+void sl_route_buckets(struct sl_req *r)
+{
+    if (G.role == SL_ROLE_STANDALONE || sl_is_primary()) {
+        sl_prx_buckets(r);
+        return;
+    }
+    if (G.role == SL_ROLE_PROXY) {
+        if (r->method == SL_M_GET || r->method == SL_M_HEAD)
+            sl_prx_buckets(r);
+        else
+            sl_forward_to_primary(r);
+        return;
+    }
+    /* target: bucket metadata reads only */
+    if (r->method == SL_M_HEAD) {
+        sl_prx_buckets(r);
+        return;
+    }
+    sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send bucket requests to a gateway (proxy)", G.name);
+}
+
+static void daemon_put_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (!strcmp(m.action, "shutdown") || !strcmp(m.action, "shutdown-node")) {
+        sl_resp_empty(r, 200);
+        sl_cluster_shutdown_self("requested via PUT /v1/daemon");
+    } else if (!strcmp(m.action, "set-config") && G.role == SL_ROLE_STANDALONE) {
+        sl_actmsg_free(&m);
+        cluster_put_done(r);
+        return;
+    } else {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown%s)", m.action,
+                     G.role == SL_ROLE_STANDALONE ? ", set-config" : "; change configuration with PUT /v1/cluster");
+    }
+    sl_actmsg_free(&m);
+}
+
+void sl_route_daemon_other(struct sl_req *r)
+{
+    if (r->method == SL_M_PUT)
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, daemon_put_done);
+    else
+        sl_resp_method_not_allowed(r, "GET, PUT");
+}
+
+void sl_route_cluster(struct sl_req *r)
+{
+    if (r->path_len >= strlen("/v1/cluster/join") && sl_has_prefix(r->path, "/v1/cluster/join")) {
+        if (r->method != SL_M_POST) {
+            sl_resp_method_not_allowed(r, "POST");
+            return;
+        }
+        if (!sl_is_primary() && G.role == SL_ROLE_PROXY) {
+            sl_forward_to_primary(r);
+            return;
+        }
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, sl_cluster_join_done);
+        return;
+    }
+    if (r->method == SL_M_GET) {
+        if (G.role == SL_ROLE_TARGET) {
+            sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send GET /v1/cluster to a gateway", G.name);
+            return;
+        }
+        sl_prx_cluster_get(r);
+    } else if (r->method == SL_M_PUT) {
+        if (G.role == SL_ROLE_STANDALONE || sl_is_primary())
+            sl_req_buffer_body(r, sl_conf->http_max_body_json, cluster_put_done);
+        else if (G.role == SL_ROLE_PROXY)
+            sl_forward_to_primary(r);
+        else
+            sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send PUT /v1/cluster to a gateway", G.name);
+    } else {
+        sl_resp_method_not_allowed(r, "GET, PUT");
+    }
+}
+
+static void internal_jobs(struct sl_req *r)
+{
+    const char *id = sl_req_query(r, "id"), *kind = sl_req_query(r, "kind");
+    if (r->method == SL_M_GET) {
+        sl_resp_json_new(r, 200, sl_jobs_snaps(id, kind, sl_req_query_bool(r, "active")));
+    } else if (r->method == SL_M_DELETE) {
+        int n = sl_job_abort(id, kind);
+        sl_resp_json_new(r, 200, json_pack("{s:i}", "aborted", n));
+    } else {
+        sl_resp_method_not_allowed(r, "GET, DELETE");
+    }
+}
+
+bool sl_route_cluster_internal(struct sl_req *r)
+{
+    if (!strcmp(r->path, "/v1/metasync")) {
+        if (r->method != SL_M_PUT)
+            sl_resp_method_not_allowed(r, "PUT");
+        else
+            sl_req_buffer_body(r, 256 * SL_MIB, sl_cluster_metasync_done);
+        return true;
+    }
+    if (sl_has_prefix(r->path, "/v1/internal/lso/")) {
+        if (!sl_is_target())
+            sl_resp_errf(r, SL_EINVAL, "%s is not a storage target", G.name);
+        else
+            sl_req_buffer_body(r, sl_conf->http_max_body_json, internal_lso_done);
+        return true;
+    }
+    if (!strcmp(r->path, "/v1/internal/jobs")) {
+        internal_jobs(r);
+        return true;
+    }
+    return false;
+}

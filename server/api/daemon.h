@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT
+ * daemon.h: handlers every node serves, and cluster-state queries they use.
+ */
+#ifndef SL_DAEMON_H
+#define SL_DAEMON_H
+
+#include "http.h"
+#include <jansson.h>
+
+void sl_h_health(struct sl_req *r);
+void sl_h_daemon_get(struct sl_req *r);
+void sl_h_metrics(struct sl_req *r);
+json_t *sl_node_state_info(void);
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT
+ * module.h: what a job module (jobs/) hands the node so that the route
+ * table and the handlers below it can reach it without knowing it, in the
+ * way nginx's modules hand their handlers to its core (ngx_modules[]) and
+ * Redis lists its commands in one table. The one list of modules is
+ * server/modules.c; main.c installs it before HTTP starts.
+ *
+ * Every member may be NULL. A module's structure and the strings it points
+ * to are static: the node keeps the pointers for its whole life.
+ */
+#ifndef SL_MODULE_H
+#define SL_MODULE_H
+
+#include "http.h"
+#include "meta.h"
+
+struct sl_module {
+    const char *name;
+
+    /* Public endpoints: route(r) serves every request whose path is one of
+     * paths[] (NULL-terminated) or below it ("/v1/etl" serves /v1/etl and
+     * /v1/etl/...). */
+    const char *const *paths;
+    void (*route)(struct sl_req *r);
+    /* Node-to-node endpoints: true when the request was this module's (and
+     * was answered or taken over). */
+    bool (*internal)(struct sl_req *r);
+
+    /* POST /v1/buckets/B {"action": ...}: true when the action was this
+     * module's; post_actions lists them for error messages (", a, b"). */
+    bool (*bucket_post)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+    const char *post_actions;
+    /* PUT /v1/buckets/B: true when the module took the request over. */
+    bool (*bucket_put)(struct sl_req *r, const char *bucket);
+
+    /* Target object hooks. A GET whose query has a non-empty get_query
+     * parameter (e.g. etl_name) is obj_get's to answer; obj_put is asked
+     * before a plain PUT is stored. Both return true when they took the
+     * request over. */
+    const char *get_query;
+    bool (*obj_get)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+    bool (*obj_put)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+};
+
+/* Install the NULL-terminated module list (main.c, once, before HTTP). */
+void sl_modules_install(const struct sl_module *const *mods);
+
+/* Dispatch helpers for the handlers in api/ (route.c). Each returns true
+ * when some module took the request. */
+bool sl_modules_route(struct sl_req *r);
+bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+bool sl_modules_bucket_put(struct sl_req *r, const char *bucket);
+/* The module whose get_query the request carries, or NULL. */
+const struct sl_module *sl_modules_get_owner(const struct sl_req *r);
+bool sl_modules_obj_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+/* ", a, b, c": every module's bucket POST actions, for error messages
+ * (static storage, built at install). */
+const char *sl_modules_post_actions(void);
+
+#endif

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT
+ * prx.c: gateway (proxy) handlers for buckets: create, destroy, HEAD,
+ * properties, list buckets, list objects. Bucket metadata changes go
+ * through sl_bmd_modify (versioned, persisted, distributed by the cluster
+ * module); listing asks every target for a page and merges them.
+ */
+#include "prx.h"
+#include "cluster.h"
+#include "cksum.h"
+#include "jsonx.h"
+#include "log.h"
+#include "lso.h"
+#include "module.h"
+#include "node.h"
+#include "stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *bucket_actions_post = "create-bck";
+
+/* Bucket name from /v1/buckets/<name>[/...]: returns "" if none. */
+static char *bucket_from_path(struct sl_req *r)
+{
+    const char *p = r->path + strlen("/v1/buckets");
+    while (*p == '/')
+        p++;
+    const char *e = strchr(p, '/');
+    return e ? sl_xstrndup(p, (size_t)(e - p)) : sl_xstrdup(p);
+}
+
+/* ---- create / destroy ---- */
+
+struct create_arg {
+    const char *name;
+    json_t *props;
+};
+
+static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
+{
+    struct create_arg *ca = arg;
+    if (sl_bmd_find(b, "ais", ca->name))
+        return sl_errf(err, SL_EBCKEXIST, "bucket \"ais://%s\" already exists", ca->name);
+    return sl_bmd_add(b, "ais", ca->name, ca->props, err) ? 0 : -1;
+}
+
+static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
+{
+    const char *name = arg;
+    if (!sl_bmd_find(b, "ais", name))
+        return sl_errf(err, SL_ENOBCK, "bucket \"ais://%s\" does not exist", name);
+    sl_bmd_remove(b, "ais", name);
+    return 0;
+}
+
+struct props_arg {
+    const char *name;
+    json_t *partial;
+    bool reset;
+};
+
+static int edit_props(struct sl_bmd *b, void *arg, struct sl_err *err)
+{
+    struct props_arg *pa = arg;
+    return sl_bmd_set_props(b, "ais", pa->name, pa->partial, pa->reset, err);
+}
+
+static int check_provider(struct sl_req *r, const char *name, struct sl_err *err)
+{
+    const char *prov = sl_req_query(r, "provider");
+    const char *p = sl_provider_norm(prov);
+    if (!p)
+        return sl_errf(err, SL_EINVAL, "invalid provider \"%s\" (valid: ais, aws/s3, gcp/gs, azure/az, oci/oc)", prov);
+    if (strcmp(p, "ais"))
+        return sl_errf(err, SL_EUNSUPP,
+                       "operation on %s bucket \"%s://%s\" is not supported: no %s backend is configured in this "
+                       "cluster",
+                       p, sl_provider_scheme(p), name, p);
+    const char *ns = sl_req_query(r, "namespace");
+    if (ns && *ns && strcmp(ns, "@#") && strcmp(ns, "#"))
+        return sl_errf(err, SL_EUNSUPP, "bucket namespace \"%s\" is not supported (only the global namespace)", ns);
+    return 0;
+}
+
+static void post_bucket_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    char *name = bucket_from_path(r);
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        free(name);
+        return;
+    }
+    if (!strcmp(m.action, "create-bck")) {
+        if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0) {
+            sl_resp_err(r, &err);
+        } else if (m.value && !json_is_object(m.value)) {
+            sl_resp_errf(r, SL_EINVAL, "create-bck: \"value\" must be bucket properties (a JSON object) or null");
+        } else {
+            struct create_arg ca = { name, m.value };
+            if (sl_bmd_modify(edit_create, &ca, &err) < 0) {
+                sl_resp_err(r, &err);
+            } else {
+                sl_logi("created bucket ais://%s", name);
+                sl_resp_empty(r, 200);
+            }
+        }
+    } else if (sl_modules_bucket_post(r, name, &m)) {
+        /* handled by a job module (copy, etl, ...) */
+    } else if (!m.action[0]) {
+        sl_resp_errf(r, SL_EINVAL, "POST /v1/buckets/%s: missing \"action\" (valid: %s%s)", name, bucket_actions_post,
+                     sl_modules_post_actions());
+    } else {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST /v1/buckets/%s (valid: %s%s)", m.action, name,
+                     bucket_actions_post, sl_modules_post_actions());
+    }
+    sl_actmsg_free(&m);
+    free(name);
+}
+
+static void delete_bucket_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    char *name = bucket_from_path(r);
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        free(name);
+        return;
+    }
+    if (!strcmp(m.action, "destroy-bck") || (!m.action[0] && !m.root)) {
+        if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0 ||
+            sl_bmd_modify(edit_destroy, name, &err) < 0) {
+            sl_resp_err(r, &err);
+        } else {
+            sl_logi("destroyed bucket ais://%s", name);
+            sl_resp_empty(r, 200);
+        }
+    } else {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck)", m.action,
+                     name);
+    }
+    sl_actmsg_free(&m);
+    free(name);
+}
+
+static void patch_bucket_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    char *name = bucket_from_path(r);
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        free(name);
+        return;
+    }
+    bool reset = !strcmp(m.action, "reset-bprops");
+    if (!reset && strcmp(m.action, "set-bprops")) {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PATCH /v1/buckets/%s (valid: set-bprops, reset-bprops)",
+                     m.action, name);
+    } else if (!reset && (!m.value || !json_is_object(m.value))) {
+        sl_resp_errf(r, SL_EINVAL, "set-bprops: \"value\" must be a JSON object of properties to set, e.g. "
+                                   "{\"checksum\": {\"type\": \"md5\"}}");
+    } else {
+        struct props_arg pa = { name, m.value, reset };
+        if (check_provider(r, name, &err) < 0 || sl_bmd_modify(edit_props, &pa, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
+    }
+    sl_actmsg_free(&m);
+    free(name);
+}
+
+/* ---- HEAD, list ---- */
+
+static void head_bucket(struct sl_req *r, const char *name)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    if (sl_bck_resolve(name, sl_req_query(r, "provider"), sl_req_query(r, "namespace"), &b, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    size_t len;
+    char *s = sl_json_dump(b.props, SL_JD_U64STR, &len);
+    sl_hdr_add(r, "Ais-Bucket-Props", s);
+    free(s);
+    sl_hdr_add(r, "Ais-Present", "true");
+    sl_bck_release(&b);
+    sl_resp_empty(r, 200);
+}
+
+static void list_buckets(struct sl_req *r, const char *filter)
+{
+    const char *prov = sl_req_query(r, "provider");
+    const char *p = sl_provider_norm(prov);
+    if (!p) {
+        sl_resp_errf(r, SL_EINVAL, "invalid provider \"%s\" (valid: ais, aws/s3, gcp/gs, azure/az, oci/oc)", prov);
+        return;
+    }
+    struct sl_bmd *b = sl_bmd_get();
+    json_t *arr = json_array();
+    for (int i = 0; i < b->n; i++) {
+        const struct sl_bck *k = &b->bcks[i];
+        if (prov && *prov && strcmp(k->provider, p))
+            continue;
+        if (filter && *filter && strcmp(k->name, filter))
+            continue;
+        json_t *o = json_object(), *ns = json_object();
+        json_object_set_new(o, "name", json_string(k->name));
+        json_object_set_new(o, "provider", json_string(k->provider));
+        json_object_set_new(ns, "uuid", json_string(""));
+        json_object_set_new(ns, "name", json_string(""));
+        json_object_set_new(o, "namespace", ns);
+        json_array_append_new(arr, o);
+    }
+    sl_bmd_put(b);
+    sl_resp_json_new(r, 200, arr);
+}
+
+static void send_page(struct sl_req *r, struct sl_lspage *pg)
+{
+    const char *acc = sl_req_header(r, "Accept");
+    if (acc && strstr(acc, "application/msgpack")) {
+        struct sl_buf b;
+        sl_buf_init(&b);
+        sl_lspage_msgpack(pg, &b);
+        size_t len = b.len;
+        sl_resp_bytes_owned(r, 200, "application/msgpack", sl_buf_steal(&b), len);
+    } else {
+        sl_resp_json_new(r, 200, sl_lspage_json(pg));
+    }
+}
+
+static void list_objects(struct sl_req *r, const char *name, const json_t *value)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    r->op = SL_OP_LIST;
+    if (sl_bck_resolve(name, sl_req_query(r, "provider"), sl_req_query(r, "namespace"), &b, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_lsomsg m;
+    if (sl_lsomsg_parse(value, &m, sl_conf->lso_page_size, &err) < 0) {
+        sl_lsomsg_free(&m);
+        sl_bck_release(&b);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_lspage pg;
+    sl_lspage_init(&pg);
+    if (sl_cluster_list_page(&b, &m, &pg, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else {
+        if (m.uuid[0])
+            pg.uuid = sl_xstrdup(m.uuid);
+        else {
+            char id[24];
+            sl_job_id(id, sizeof(id), "");
+            pg.uuid = sl_xstrdup(id);
+        }
+        send_page(r, &pg);
+    }
+    sl_lspage_free(&pg);
+    sl_lsomsg_free(&m);
+    sl_bck_release(&b);
+}
+
+static void get_buckets_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    char *name = bucket_from_path(r);
+    const char *ct = sl_req_header(r, "Content-Type");
+    bool json_body = r->body.len > 0 && (!ct || strstr(ct, "json"));
+    if (!json_body) {
+        /* curl / easy URL: no ActMsg */
+        if (name[0])
+            list_objects(r, name, NULL);
+        else
+            list_buckets(r, NULL);
+        free(name);
+        return;
+    }
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        free(name);
+        return;
+    }
+    if (!strcmp(m.action, "list")) {
+        if (!m.value)
+            list_buckets(r, name);
+        else if (!name[0])
+            sl_resp_errf(r, SL_EINVAL, "list-objects needs a bucket: GET /v1/buckets/BUCKET");
+        else
+            list_objects(r, name, m.value);
+    } else {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for GET /v1/buckets%s%s (valid: list)", m.action,
+                     name[0] ? "/" : "", name);
+    }
+    sl_actmsg_free(&m);
+    free(name);
+}
+
+void sl_prx_buckets(struct sl_req *r)
+{
+    char *name = bucket_from_path(r);
+    uint64_t lim = sl_conf->http_max_body_json;
+    struct sl_err err = { 0 };
+    if (name[0] && sl_bck_name_valid(name, &err) < 0) {
+        sl_resp_err(r, &err);
+        free(name);
+        return;
+    }
+    switch (r->method) {
+    case SL_M_GET:
+        sl_req_buffer_body(r, lim, get_buckets_done);
+        break;
+    case SL_M_HEAD:
+        if (!name[0])
+            sl_resp_errf(r, SL_EINVAL, "HEAD /v1/buckets needs a bucket name");
+        else
+            head_bucket(r, name);
+        break;
+    case SL_M_POST:
+        if (!name[0])
+            sl_resp_errf(r, SL_EINVAL, "POST /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
+        else
+            sl_req_buffer_body(r, lim, post_bucket_done);
+        break;
+    case SL_M_DELETE:
+        if (!name[0])
+            sl_resp_errf(r, SL_EINVAL, "DELETE /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
+        else
+            sl_req_buffer_body(r, lim, delete_bucket_done);
+        break;
+    case SL_M_PATCH:
+        if (!name[0])
+            sl_resp_errf(r, SL_EINVAL, "PATCH /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
+        else
+            sl_req_buffer_body(r, lim, patch_bucket_done);
+        break;
+    case SL_M_PUT:
+        if (!name[0])
+            sl_resp_errf(r, SL_EINVAL, "PUT /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
+        else if (!sl_modules_bucket_put(r, name))
+            sl_resp_errf(r, SL_EINVAL, "PUT /v1/buckets/%s: no supported action", name);
+        break;
+    default:
+        sl_resp_method_not_allowed(r, "GET, HEAD, POST, PUT, DELETE, PATCH");
+    }
+    free(name);
+}
+
+/* GET /v1/cluster?what= on a gateway */
+/* ---- job status (GET /v1/cluster?what=status|...) ---- */
+
+static void cluster_get_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    const char *what = sl_req_query(r, "what");
+    json_t *q = r->body.len ? sl_req_body_json(r, &err) : json_object();
+    if (!q) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (json_is_null(q)) {
+        json_decref(q);
+        q = json_object();
+    }
+    const char *id = sl_json_str(q, "id", sl_req_query(r, "id") ? sl_req_query(r, "id") : "");
+    const char *kind = sl_json_str(q, "kind", sl_req_query(r, "kind") ? sl_req_query(r, "kind") : "");
+    bool active = sl_json_bool(q, "show_active", false) || sl_json_bool(q, "OnlyRunning", false);
+    json_t *per = sl_cluster_job_snaps(NULL, kind, false, &err);
+    if (err.msg[0] && !strcmp(what, "status")) {
+        json_decref(per);
+        json_decref(q);
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (!strcmp(what, "qryxstats")) {
+        json_t *out = json_object();
+        const char *tid;
+        json_t *arr;
+        json_object_foreach(per, tid, arr) {
+            json_t *sel = json_array();
+            size_t i;
+            json_t *sn;
+            json_array_foreach(arr, i, sn) {
+                if (id[0] && strcmp(sl_json_str(sn, "id", ""), id))
+                    continue;
+                if (active && sl_json_int(sn, "end_ns", 0))
+                    continue;
+                json_array_append(sel, sn);
+            }
+            if (json_array_size(sel))
+                json_object_set_new(out, tid, sel);
+            else
+                json_decref(sel);
+        }
+        if (!json_object_size(out))
+            sl_resp_errf(r, SL_ENOENT, "no job matches (id \"%s\", kind \"%s\")", id, kind);
+        else
+            sl_resp_json(r, 200, out);
+        json_decref(out);
+    } else if (!strcmp(what, "status")) {
+        if (!id[0]) {
+            /* kind only: the newest job of that kind */
+            const char *tid;
+            json_t *arr;
+            int64_t best = 0;
+            json_object_foreach(per, tid, arr) {
+                size_t i;
+                json_t *sn;
+                json_array_foreach(arr, i, sn) {
+                    if (sl_json_int(sn, "start_ns", 0) > best) {
+                        best = sl_json_int(sn, "start_ns", 0);
+                        id = sl_json_str(sn, "id", "");
+                    }
+                }
+            }
+        }
+        json_t *st = id[0] ? sl_cluster_job_status(per, id) : NULL;
+        if (!st)
+            sl_resp_errf(r, SL_ENOENT, "job \"%s\"%s%s not found on any target", id[0] ? id : kind,
+                         kind[0] && id[0] ? " of kind " : "", id[0] ? kind : "");
+        else
+            sl_resp_json_new(r, 200, st);
+    } else { /* status_all, running_all */
+        json_t *ids = json_object();
+        const char *tid;
+        json_t *arr;
+        json_object_foreach(per, tid, arr) {
+            size_t i;
+            json_t *sn;
+            json_array_foreach(arr, i, sn) {
+                if (id[0] && strcmp(sl_json_str(sn, "id", ""), id))
+                    continue; /* kind was filtered by the targets */
+                json_object_set_new(ids, sl_json_str(sn, "id", ""), json_string(sl_json_str(sn, "kind", "")));
+            }
+        }
+        json_t *out = json_array();
+        const char *jid;
+        json_t *jk;
+        json_object_foreach(ids, jid, jk) {
+            json_t *st = sl_cluster_job_status(per, jid);
+            if (!st)
+                continue;
+            bool run = sl_json_int(st, "end_time", 0) == 0;
+            if (!strcmp(what, "running_all")) {
+                if (run) {
+                    char s[128];
+                    snprintf(s, sizeof(s), "%s[%s]", json_string_value(jk), jid);
+                    json_array_append_new(out, json_string(s));
+                }
+                json_decref(st);
+            } else if (!active || run) {
+                json_array_append_new(out, st);
+            } else {
+                json_decref(st);
+            }
+        }
+        json_decref(ids);
+        sl_resp_json_new(r, 200, out);
+    }
+    json_decref(per);
+    json_decref(q);
+}
+
+static bool cluster_get_ext(struct sl_req *r, const char *what)
+{
+    if (strcmp(what, "status") && strcmp(what, "qryxstats") && strcmp(what, "status_all") &&
+        strcmp(what, "running_all"))
+        return false;
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, cluster_get_done);
+    return true;
+}
+
+static const char *cluster_get_whats(void)
+{
+    return ", status, qryxstats, status_all, running_all";
+}
+
+void sl_prx_cluster_get(struct sl_req *r)
+{
+    const char *what = sl_req_query(r, "what");
+    if (!what)
+        what = "";
+    if (!strcmp(what, "smap") || !strcmp(what, "bmd") || !strcmp(what, "snode")) {
+        sl_h_daemon_get(r);
+    } else if (!strcmp(what, "cluster_config")) {
+        sl_resp_json_new(r, 200, sl_config_cluster_json(sl_conf));
+    } else if (!cluster_get_ext(r, what)) {
+        sl_resp_errf(r, SL_EINVAL, "invalid 'what=%s' request for GET /v1/cluster (valid: smap, bmd, snode, "
+                     "cluster_config%s)", what, cluster_get_whats());
+    }
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT
+ * route.c: the URL -> handler table. Easy URLs (/ais/BUCKET/OBJ) are
+ * rewritten to their /v1 form first. What a node serves depends on its role:
+ * a gateway serves control and listing and redirects object requests; a
+ * target serves objects; standalone serves both without redirects.
+ * Endpoints of job modules come from the module list (module.h).
+ */
+#include "route.h"
+#include "daemon.h"
+#include "module.h"
+#include "node.h"
+#include "prx.h"
+#include "tgt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void set_path(struct sl_req *r, char *np)
+{
+    free(r->path);
+    r->path = np;
+    r->path_len = strlen(np);
+}
+
+static void add_query(struct sl_req *r, const char *k, const char *v)
+{
+    if (sl_req_query(r, k))
+        return;
+    r->q = sl_xrealloc(r->q, (size_t)(r->nq + 1) * sizeof(*r->q));
+    r->q[r->nq].k = sl_xstrdup(k);
+    r->q[r->nq].v = sl_xstrdup(v);
+    r->nq++;
+}
+
+/* /ais/b/o -> /v1/objects/b/o ; /ais/b -> /v1/buckets/b ; /ais -> /v1/buckets */
+static bool easy_url(struct sl_req *r)
+{
+    static const struct {
+        const char *pfx, *provider;
+    } m[] = { { "/ais", "ais" }, { "/gs", "gcp" }, { "/az", "azure" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(m); i++) {
+        if (!sl_req_path_is(r, m[i].pfx))
+            continue;
+        const char *rest = r->path + strlen(m[i].pfx);
+        while (*rest == '/')
+            rest++;
+        add_query(r, "provider", m[i].provider);
+        if (!*rest) {
+            set_path(r, sl_xstrdup("/v1/buckets"));
+            return true;
+        }
+        const char *slash = strchr(rest, '/');
+        if (!slash || !slash[1]) {
+            if (r->method == SL_M_PUT) {
+                sl_resp_errf(r, SL_EINVAL, "PUT %s: missing object name (use %s/BUCKET/OBJECT_NAME)", r->path,
+                             m[i].pfx);
+                return false;
+            }
+            size_t bl = slash ? (size_t)(slash - rest) : strlen(rest);
+            set_path(r, sl_xasprintf("/v1/buckets/%.*s", (int)bl, rest));
+            return true;
+        }
+        /* object: keep the exact bytes of the name (may contain anything) */
+        size_t off = (size_t)(rest - r->path);
+        size_t nl = r->path_len - off;
+        char *np = sl_xmalloc(strlen("/v1/objects/") + nl + 1);
+        memcpy(np, "/v1/objects/", 12);
+        memcpy(np + 12, rest, nl);
+        np[12 + nl] = 0;
+        free(r->path);
+        r->path = np;
+        r->path_len = 12 + nl;
+        return true;
+    }
+    return true;
+}
+
+void sl_route(struct sl_req *r)
+{
+    if (!r->path_len || r->path[0] != '/') {
+        sl_resp_errf(r, SL_EINVAL, "invalid request path \"%s\"", r->raw_uri);
+        return;
+    }
+    if (!easy_url(r))
+        return;
+    if (sl_req_path_is(r, "/v1/health")) {
+        sl_h_health(r);
+    } else if (sl_req_path_is(r, "/v1/objects")) {
+        sl_route_objects(r);
+    } else if (sl_req_path_is(r, "/v1/buckets")) {
+        if (r->path_bad)
+            sl_resp_errf(r, SL_EINVAL, "the request URL contains a NUL byte (%%00)");
+        else
+            sl_route_buckets(r);
+    } else if (sl_req_path_is(r, "/v1/daemon")) {
+        if (r->method == SL_M_GET)
+            sl_h_daemon_get(r);
+        else
+            sl_route_daemon_other(r);
+    } else if (sl_req_path_is(r, "/v1/cluster")) {
+        sl_route_cluster(r);
+    } else if (sl_req_path_is(r, "/metrics")) {
+        sl_h_metrics(r);
+    } else if (!sl_route_cluster_internal(r) && !sl_modules_route(r)) {
+        if (r->path_len == 1) {
+            sl_resp_text(r, 200, "Shale " SL_VERSION ": an AIStore-compatible storage cluster. API: /v1/...; "
+                                 "health: /v1/health\n");
+            return;
+        }
+        sl_resp_errf(r, SL_ENOENT, "no such endpoint: %s %s (Shale serves /v1/{health,daemon,cluster,buckets,"
+                     "objects,etl,...}, /ais/BUCKET/OBJECT and /metrics)", r->method_str, r->path);
+    }
+}

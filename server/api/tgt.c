@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: MIT
+ * tgt.c: storage-target handlers for objects: GET (sendfile, Range), HEAD,
+ * PUT (streamed, checksummed, crash-safe), DELETE, PATCH (custom metadata).
+ */
+#include "tgt.h"
+#include "cksum.h"
+#include "cluster.h"
+#include "jsonx.h"
+#include "log.h"
+#include "module.h"
+#include "node.h"
+#include "prx.h"
+#include "arch.h"
+#include "reb.h"
+#include "xact.h"
+#include "stats.h"
+#include "store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SMALL_OBJ (64 * 1024)
+
+int sl_req_obj_path(struct sl_req *r, char **bucket, const char **name, size_t *nlen, struct sl_err *err)
+{
+    const char *p = r->path + strlen("/v1/objects");
+    const char *end = r->path + r->path_len;
+    while (p < end && *p == '/')
+        p++;
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    if (!slash || slash == p) {
+        return sl_errf(err, SL_EINVAL,
+                       "%s %s: expected /v1/objects/BUCKET/OBJECT_NAME (missing %s)", r->method_str, r->path,
+                       slash == p || p == end ? "bucket name" : "object name");
+    }
+    *bucket = sl_xstrndup(p, (size_t)(slash - p));
+    *name = slash + 1;
+    *nlen = (size_t)(end - slash - 1);
+    if (*nlen == 0) {
+        free(*bucket);
+        *bucket = NULL;
+        return sl_errf(err, SL_EINVAL, "%s %s: object name is empty (expected /v1/objects/BUCKET/OBJECT_NAME)",
+                       r->method_str, r->path);
+    }
+    return 0;
+}
+
+/* Common prologue: bucket + name, validated. */
+static int obj_prologue(struct sl_req *r, struct sl_bck *b, const char **name, size_t *nlen, struct sl_err *err)
+{
+    char *bucket = NULL;
+    if (r->path_bad)
+        return sl_errf(err, SL_EINVAL, "%s: the URL contains a NUL byte (%%00); object names may not contain NUL",
+                       r->method_str);
+    if (sl_req_obj_path(r, &bucket, name, nlen, err) < 0)
+        return -1;
+    int rc = sl_bck_resolve(bucket, sl_req_query(r, "provider"), sl_req_query(r, "namespace"), b, err);
+    free(bucket);
+    if (rc < 0)
+        return -1;
+    if (sl_objname_check(*name, *nlen, err) < 0) {
+        sl_bck_release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static void add_custom_headers(struct sl_req *r, const struct sl_objmd *md)
+{
+    for (int i = 0; i < md->ncustom; i++) {
+        if (!strcmp(md->custom[i].k, "orig_fntl"))
+            continue;
+        sl_hdr_addf(r, "Ais-Custom-Md", "%s=%s", md->custom[i].k, md->custom[i].v);
+    }
+    const char *etag = sl_objmd_get_custom(md, "ETag");
+    if (etag)
+        sl_hdr_add(r, "ETag", etag);
+}
+
+static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
+{
+    if (md->cksum_type != SL_CK_NONE && md->cksum[0]) {
+        sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md->cksum_type));
+        sl_hdr_add(r, "Ais-Checksum-Value", md->cksum);
+    }
+    sl_hdr_addf(r, "Ais-Atime", "%lld", (long long)md->atime);
+    if (md->version)
+        sl_hdr_addf(r, "Ais-Version", "%llu", (unsigned long long)md->version);
+    add_custom_headers(r, md);
+}
+
+/* "bytes=a-b" -> [off, len). 0 ok, 1 no range, -1 unsatisfiable, -2 unsupported */
+static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    if (!h)
+        return 1;
+    while (*h == ' ')
+        h++;
+    if (strncasecmp(h, "bytes=", 6))
+        return -1;
+    h += 6;
+    if (strchr(h, ','))
+        return -2;
+    char *end;
+    if (*h == '-') {
+        unsigned long long n = strtoull(h + 1, &end, 10);
+        if (end == h + 1 || *end || n == 0 || size == 0)
+            return -1;
+        if (n > size)
+            n = size;
+        *off = size - n;
+        *len = n;
+        return 0;
+    }
+    unsigned long long a = strtoull(h, &end, 10);
+    if (end == h || *end != '-')
+        return -1;
+    const char *bs = end + 1;
+    unsigned long long b = size ? size - 1 : 0;
+    if (*bs) {
+        b = strtoull(bs, &end, 10);
+        if (*end || end == bs)
+            return -1;
+        if (b >= size)
+            b = size ? size - 1 : 0;
+    }
+    if (a >= size || b < a)
+        return -1;
+    *off = a;
+    *len = b - a + 1;
+    return 0;
+}
+
+/* During a membership change the object may still be on its previous owner:
+ * fetch it from there (never for requests that are themselves such fetches). */
+static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    if (G.role != SL_ROLE_TARGET || err->code != SL_ENOOBJ || sl_req_header(r, "Ais-No-Gfn") ||
+        !sl_reb_gfn_window())
+        return false;
+    if (sl_reb_gfn(b, name, nlen, err) == 0)
+        return true;
+    /* the rebalance may have delivered it while the neighbours were asked
+     * (the sender lets go of its copy once this target has it): the caller
+     * looks here once more, and answers 404 only if it is still missing */
+    return err->code == SL_ENOOBJ;
+}
+
+static void obj_get(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    r->op = SL_OP_GET;
+    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    /* a transform (?etl_name=) belongs to its module; archive reads
+     * (?archpath=, ?archregx=) are answered here */
+    const struct sl_module *owner = sl_modules_get_owner(r);
+    if (owner ? owner->obj_get(r, &b, name, nlen) : sl_arch_get(r, &b, name, nlen)) {
+        sl_bck_release(&b);
+        return;
+    }
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0 &&
+        (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
+        sl_bck_release(&b);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size != md.size) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
+        sl_logw("%s: file size %llu differs from metadata %llu; serving what the metadata promises fails, "
+                "refusing", cn, (unsigned long long)st.st_size, (unsigned long long)md.size);
+        close(fd);
+        sl_resp_errf(r, SL_EIO, "t[%s]: %s: size mismatch between data and metadata; the object is damaged", G.id, cn);
+        goto out;
+    }
+    if (sl_req_query_bool(r, "validate-checksum") && md.cksum_type != SL_CK_NONE) {
+        char ck[SL_CKSUM_HEX_MAX];
+        if (sl_cksum_fd(md.cksum_type, fd, ck) < 0 || strcmp(ck, md.cksum)) {
+            char cn[400];
+            sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
+            close(fd);
+            sl_resp_errf(r, SL_ECKSUM, "BAD DATA CHECKSUM: %s: stored %s(%s), data hashes to %s", cn,
+                         sl_cksum_name(md.cksum_type), md.cksum, ck);
+            goto out;
+        }
+    }
+    uint64_t off = 0, len = md.size;
+    int rr = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
+    if (rr == -2 || rr == -1) {
+        close(fd);
+        sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
+        sl_resp_errf(r, SL_ERANGE, "%s: %s (object size %llu)",
+                     rr == -2 ? "multiple ranges are not supported" : "range not satisfiable",
+                     sl_req_header(r, "Range"), (unsigned long long)md.size);
+        goto out;
+    }
+    int status = rr == 0 ? 206 : 200;
+    if (rr == 0)
+        sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
+                    (unsigned long long)(off + len - 1), (unsigned long long)md.size);
+    sl_hdr_add(r, "Accept-Ranges", "bytes");
+    add_obj_headers(r, &md);
+    if (len <= SMALL_OBJ) {
+        char *buf = sl_xmalloc(len ? len : 1);
+        ssize_t n = len ? pread(fd, buf, len, (off_t)off) : 0;
+        close(fd);
+        if (n != (ssize_t)len) {
+            free(buf);
+            sl_resp_errf(r, SL_EIO, "t[%s]: short read of %s", G.id, name);
+            goto out;
+        }
+        sl_resp_bytes_owned(r, status, "application/octet-stream", buf, len);
+    } else {
+        sl_resp_fd(r, status, fd, off, len, "application/octet-stream");
+    }
+out:
+    sl_objmd_free(&md);
+    sl_bck_release(&b);
+}
+
+static void obj_head(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    r->op = SL_OP_HEAD;
+    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_objmd md;
+    struct sl_mpath *mp;
+    int rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
+    if (rc == 0 && try_gfn(r, &b, name, nlen, &err))
+        rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
+    if (rc <= 0) {
+        sl_bck_release(&b);
+        sl_resp_err(r, &err);
+        return;
+    }
+    const char *props = sl_req_query(r, "props");
+    if (props) {
+        /* V2: only what was asked */
+        char *cp = sl_xstrdup(props), *save = NULL;
+        for (char *t = strtok_r(cp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(t, "name") || !strcmp(t, "size")) {
+            } else if (!strcmp(t, "checksum")) {
+                if (md.cksum[0]) {
+                    sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md.cksum_type));
+                    sl_hdr_add(r, "Ais-Checksum-Value", md.cksum);
+                }
+            } else if (!strcmp(t, "atime")) {
+                sl_hdr_addf(r, "Ais-Atime", "%lld", (long long)md.atime);
+            } else if (!strcmp(t, "version")) {
+                if (md.version)
+                    sl_hdr_addf(r, "Ais-Version", "%llu", (unsigned long long)md.version);
+            } else if (!strcmp(t, "custom")) {
+                add_custom_headers(r, &md);
+            } else if (!strcmp(t, "last-modified")) {
+                char tb[64];
+                sl_format_gotime(md.mtime, "Mon, 02 Jan 2006 15:04:05 GMT", tb, sizeof(tb));
+                sl_hdr_add(r, "Last-Modified", tb);
+            } else if (!strcmp(t, "etag")) {
+                const char *et = sl_objmd_get_custom(&md, "ETag");
+                sl_hdr_addf(r, "ETag", "\"%s\"", et ? et : md.cksum);
+            } else if (!strcmp(t, "location")) {
+                sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
+            } else if (!strcmp(t, "copies")) {
+                sl_hdr_add(r, "Ais-Mirror-Copies", "1");
+                sl_hdr_addf(r, "Ais-Mirror-Paths", "%s", mp->path);
+            } else if (!strcmp(t, "ec") || !strcmp(t, "chunked")) {
+            } else {
+                /* t points into cp: format before freeing it */
+                sl_errf(&err, SL_EINVAL,
+                        "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
+                        "last-modified, etag, location, copies, ec, chunked)",
+                        t);
+                free(cp);
+                sl_objmd_free(&md);
+                sl_bck_release(&b);
+                sl_resp_err(r, &err);
+                return;
+            }
+        }
+        free(cp);
+        sl_hdr_add(r, "Ais-Present", "true");
+    } else {
+        add_obj_headers(r, &md);
+        sl_hdr_add(r, "Ais-Bucket-Name", b.name);
+        sl_hdr_add(r, "Ais-Bucket-Provider", b.provider);
+        char *nm = sl_xstrndup(name, nlen);
+        sl_hdr_add(r, "Ais-Name", nm);
+        free(nm);
+        sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
+        sl_hdr_add(r, "Ais-Mirror-Copies", "1");
+        sl_hdr_addf(r, "Ais-Mirror-Paths", "[%s]", mp->path);
+        sl_hdr_add(r, "Ais-Present", "true");
+    }
+    sl_hdr_add(r, "Accept-Ranges", "bytes");
+    sl_resp_head(r, 200, md.size);
+    sl_objmd_free(&md);
+    sl_bck_release(&b);
+}
+
+/* ---- PUT ---- */
+
+struct put_ctx {
+    struct sl_bck b;
+    struct sl_put *p;
+    bool noop;              /* checksum matched the stored object: drain only */
+    struct sl_objmd existing;
+    struct sl_objmd preserve;   /* rebalance: metadata that travels with the object */
+    struct sl_job *job;         /* rebalance: the local instance of the job */
+    struct sl_kv *custom;
+    int ncustom;
+};
+
+static void put_ctx_free(struct put_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->p)
+        sl_put_abort(c->p);
+    if (c->noop)
+        sl_objmd_free(&c->existing);
+    sl_objmd_free(&c->preserve);
+    sl_job_put(c->job);
+    for (int i = 0; i < c->ncustom; i++) {
+        free(c->custom[i].k);
+        free(c->custom[i].v);
+    }
+    free(c->custom);
+    sl_bck_release(&c->b);
+    free(c);
+}
+
+static int put_data(struct sl_req *r, const char *data, size_t n)
+{
+    struct put_ctx *c = r->ctx;
+    if (c->noop)
+        return 0;
+    return sl_put_write(c->p, data, n, &r->err);
+}
+
+static void put_done(struct sl_req *r)
+{
+    struct put_ctx *c = r->ctx;
+    if (c->noop) {
+        add_obj_headers(r, &c->existing);
+        sl_resp_empty(r, 200);
+        return;
+    }
+    if (r->content_length >= 0 && sl_put_size(c->p) != (uint64_t)r->content_length) {
+        sl_resp_errf(r, SL_EINVAL, "PUT: received %llu bytes, Content-Length promised %lld; nothing was stored",
+                     (unsigned long long)sl_put_size(c->p), (long long)r->content_length);
+        return;
+    }
+    struct sl_objmd md;
+    struct sl_err err = { 0 };
+    struct sl_put *p = c->p;
+    uint64_t sz = sl_put_size(p);
+    c->p = NULL; /* commit consumes it */
+    if (sl_put_commit(p, &md, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (c->job) {
+        sl_job_add(&c->job->in_objs, 1);
+        sl_job_add(&c->job->in_bytes, sz);
+    }
+    {
+        const char *nm;
+        size_t nl;
+        char *bk = NULL;
+        if (sl_req_obj_path(r, &bk, &nm, &nl, &err) == 0) {
+            sl_arch_after_put(&c->b, nm, nl); /* plain tars get their member index */
+            free(bk);
+        }
+    }
+    add_obj_headers(r, &md);
+    sl_objmd_free(&md);
+    sl_resp_empty(r, 200);
+}
+
+static void put_cleanup(struct sl_req *r, bool completed)
+{
+    put_ctx_free(r->ctx);
+    r->ctx = NULL;
+}
+
+struct custom_parse {
+    struct put_ctx *c;
+    bool bad;
+    char bad_val[256];
+};
+
+static void custom_hdr_cb(void *arg, const char *v)
+{
+    struct custom_parse *cp = arg;
+    char *copy = sl_xstrdup(v), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        char *eq = strchr(t, '=');
+        if (!eq || eq == t) {
+            cp->bad = true;
+            snprintf(cp->bad_val, sizeof(cp->bad_val), "%s", t);
+            continue;
+        }
+        *eq = 0;
+        struct put_ctx *c = cp->c;
+        c->custom = sl_xrealloc(c->custom, (size_t)(c->ncustom + 1) * sizeof(struct sl_kv));
+        c->custom[c->ncustom].k = sl_xstrdup(t);
+        c->custom[c->ncustom].v = sl_xstrdup(eq + 1);
+        c->ncustom++;
+    }
+    free(copy);
+}
+
+/* archive appends (?archpath= on PUT), copies into another bucket by a
+ * module, and what is not supported yet */
+static bool put_taken_over(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    if (sl_arch_put(r, b, name, nlen) || sl_modules_obj_put(r, b, name, nlen))
+        return true;
+    const char *v = sl_req_query(r, "append_type");
+    if (v && *v) {
+        sl_resp_errf(r, SL_EUNSUPP, "PUT with '%s' is not supported by this build yet", "append_type");
+        return true;
+    }
+    return false;
+}
+
+static void obj_put(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    const char *name;
+    size_t nlen;
+    r->op = SL_OP_PUT;
+    struct put_ctx *c = sl_xcalloc(1, sizeof(*c));
+    if (obj_prologue(r, &c->b, &name, &nlen, &err) < 0) {
+        free(c);
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (put_taken_over(r, &c->b, name, nlen)) {
+        put_ctx_free(c);
+        return;
+    }
+    r->ctx = c;
+    r->on_cleanup = put_cleanup;
+    const char *ckt = sl_req_header(r, "Ais-Checksum-Type");
+    const char *ckv = sl_req_header(r, "Ais-Checksum-Value");
+    int ctype = -1;
+    if (ckt && *ckt) {
+        ctype = sl_cksum_parse(ckt);
+        if (ctype < 0) {
+            sl_resp_errf(r, SL_EINVAL, "invalid Ais-Checksum-Type \"%s\" (valid: %s)", ckt, sl_cksum_names());
+            return;
+        }
+        if (ctype != SL_CK_NONE && (!ckv || !*ckv)) {
+            sl_resp_errf(r, SL_EINVAL, "Ais-Checksum-Type %s given without Ais-Checksum-Value", ckt);
+            return;
+        }
+    }
+    struct custom_parse cp = { c, false, "" };
+    sl_req_header_all(r, "Ais-Custom-Md", custom_hdr_cb, &cp);
+    if (cp.bad) {
+        sl_resp_errf(r, SL_EINVAL, "invalid Ais-Custom-Md entry \"%s\": expected key=value", cp.bad_val);
+        return;
+    }
+    const char *reb = sl_req_header(r, "Ais-Rebalance");
+    if (reb) {
+        /* an object moved by rebalance: what is here already is as new or newer */
+        struct sl_objmd md;
+        if (sl_obj_stat(&c->b, name, nlen, &md, NULL, &err) == 1) {
+            c->noop = true;
+            c->existing = md;
+            sl_req_stream_body(r, put_data, put_done);
+            return;
+        }
+        const char *v = sl_req_header(r, "Ais-Version"), *at = sl_req_header(r, "Ais-Atime");
+        c->preserve.version = v ? strtoull(v, NULL, 10) : 0;
+        c->preserve.atime = at ? strtoll(at, NULL, 10) : 0;
+        if (ctype == c->b.cksum_type && ckv) {
+            c->preserve.cksum_type = ctype;
+            snprintf(c->preserve.cksum, sizeof(c->preserve.cksum), "%s", ckv);
+        }
+        c->job = sl_job_get(reb);
+        struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom,
+                                 .ncustom = c->ncustom, .expect_size = r->content_length, .preserve = &c->preserve };
+        if (sl_put_begin(&c->b, name, nlen, &o, &c->p, &err) < 0) {
+            sl_resp_err(r, &err);
+            return;
+        }
+        sl_req_stream_body(r, put_data, put_done);
+        return;
+    }
+    /* same content as stored (by checksum) -> no-op, unless skip_vc */
+    if (ctype > SL_CK_NONE && !sl_req_query_bool(r, "skip_vc")) {
+        struct sl_objmd md;
+        if (sl_obj_stat(&c->b, name, nlen, &md, NULL, &err) == 1) {
+            if (md.cksum_type == ctype && !strcasecmp(md.cksum, ckv) && c->ncustom == 0) {
+                c->noop = true;
+                c->existing = md;
+                sl_req_stream_body(r, put_data, put_done);
+                return;
+            }
+            sl_objmd_free(&md);
+        }
+    }
+    struct sl_put_opts o = {
+        .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom, .ncustom = c->ncustom,
+        .expect_size = r->content_length,
+    };
+    if (sl_put_begin(&c->b, name, nlen, &o, &c->p, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_req_stream_body(r, put_data, put_done);
+}
+
+/* ---- DELETE, PATCH ---- */
+
+/* The body is optional: none (or an empty action) deletes; the others are
+ * AIStore's evict (remote buckets only) and multipart abort. Anything the
+ * body says that is not a plain delete must never delete. */
+static void delete_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_errf(r, err.code, "DELETE %s: %s; nothing was deleted", r->path, err.msg);
+        return;
+    }
+    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_actmsg_free(&m);
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (!strcmp(m.action, "mpt-abort")) {
+        sl_resp_errf(r, SL_EUNSUPP, "DELETE %s: action \"mpt-abort\": multipart uploads are not supported by this "
+                     "build (there is no upload to abort); nothing was deleted", r->path);
+    } else if (!strcmp(m.action, "evict-listrange")) {
+        sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
+                     "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
+                     r->path, sl_provider_scheme(b.provider), b.name);
+    } else if (m.action[0]) {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
+                     "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);
+    } else if (sl_obj_delete(&b, name, nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else {
+        sl_resp_empty(r, 200);
+    }
+    sl_actmsg_free(&m);
+    sl_bck_release(&b);
+}
+
+static void obj_delete(struct sl_req *r)
+{
+    r->op = SL_OP_DELETE;
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_done);
+}
+
+/* AIStore's object POST actions. None is implemented yet: they get 501,
+ * anything else 400. */
+static const char *const obj_post_actions[] = {
+    "rename-obj", "promote", "blob-download", "check-lock", "mpt-upload", "mpt-complete",
+};
+#define OBJ_POST_ACTIONS "rename-obj, promote, blob-download, check-lock, mpt-upload, mpt-complete"
+
+static void post_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    bool known = false;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(obj_post_actions); i++)
+        if (!strcmp(m.action, obj_post_actions[i]))
+            known = true;
+    if (known)
+        sl_resp_errf(r, SL_EUNSUPP, "POST %s: object action \"%s\" is not supported by this build yet", r->path,
+                     m.action);
+    else if (!m.action[0])
+        sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
+                     "; none is supported by this build yet)", r->path);
+    else
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
+                     OBJ_POST_ACTIONS "; none is supported by this build yet)", m.action, r->path);
+    sl_actmsg_free(&m);
+}
+
+static void patch_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_actmsg m;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_bck_release(&b);
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (!m.value || !json_is_object(m.value)) {
+        sl_resp_errf(r, SL_EINVAL, "PATCH object: \"value\" must be a JSON object of custom metadata {\"key\": "
+                                   "\"value\"}");
+        goto out;
+    }
+    size_t n = json_object_size(m.value);
+    struct sl_kv *kv = sl_xcalloc(n ? n : 1, sizeof(*kv));
+    const char *k;
+    json_t *v;
+    size_t i = 0;
+    bool bad = false;
+    json_object_foreach(m.value, k, v) {
+        if (!json_is_string(v)) {
+            bad = true;
+            break;
+        }
+        kv[i].k = (char *)k;
+        kv[i].v = (char *)json_string_value(v);
+        i++;
+    }
+    if (bad) {
+        free(kv);
+        sl_resp_errf(r, SL_EINVAL, "PATCH object: custom metadata values must be strings");
+        goto out;
+    }
+    if (sl_obj_set_custom(&b, name, nlen, kv, (int)i, sl_req_query_bool(r, "set-new-custom"), &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    free(kv);
+out:
+    sl_actmsg_free(&m);
+    sl_bck_release(&b);
+}
+
+void sl_tgt_objects(struct sl_req *r)
+{
+    switch (r->method) {
+    case SL_M_GET:
+        obj_get(r);
+        break;
+    case SL_M_HEAD:
+        obj_head(r);
+        break;
+    case SL_M_PUT:
+        obj_put(r);
+        break;
+    case SL_M_DELETE:
+        obj_delete(r);
+        break;
+    case SL_M_PATCH:
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, patch_done);
+        break;
+    case SL_M_POST:
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, post_done);
+        break;
+    default:
+        sl_resp_method_not_allowed(r, "GET, HEAD, PUT, DELETE, PATCH, POST");
+    }
+}
+
+/* BMD listener: a bucket that disappeared (or was re-created with a new id)
+ * loses its local data and metadata. */
+void sl_tgt_bmd_changed(const struct sl_bmd *old, const struct sl_bmd *cur)
+{
+    if (!old || !sl_is_target())
+        return;
+    for (int i = 0; i < old->n; i++) {
+        const struct sl_bck *ob = &old->bcks[i];
+        const struct sl_bck *nb = sl_bmd_find(cur, ob->provider, ob->name);
+        if (nb && nb->bid == ob->bid)
+            continue;
+        struct sl_err err;
+        if (sl_store_destroy_bucket(ob, &err) < 0)
+            sl_logw("removing data of destroyed bucket %s://%s: %s", sl_provider_scheme(ob->provider), ob->name,
+                    err.msg);
+        else
+            sl_logi("removed local data of destroyed bucket %s://%s", sl_provider_scheme(ob->provider), ob->name);
+    }
+}

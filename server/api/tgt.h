@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT
+ * tgt.h: storage-target object handlers.
+ */
+#ifndef SL_TGT_H
+#define SL_TGT_H
+
+#include "http.h"
+#include "meta.h"
+
+void sl_tgt_objects(struct sl_req *r);
+void sl_tgt_bmd_changed(const struct sl_bmd *old, const struct sl_bmd *cur);
+/* "/v1/objects/B/O..." -> bucket (new), name (into r->path) */
+int sl_req_obj_path(struct sl_req *r, char **bucket, const char **name, size_t *nlen, struct sl_err *err);
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT
+ * bck.c: bucket resolution for every handler and job. See cluster.h.
+ */
+#include "cluster.h"
+#include "node.h"
+
+#include <string.h>
+
+/* A bucket of another provider (s3://, gs://, az://, oci://). This is the
+ * seam where backend plugins will plug in: a configured backend will
+ * resolve (and cache in the BMD) the remote bucket here. Today there is
+ * none, so the answer is a clear 501. */
+static int remote_bck(const char *prov, const char *name, struct sl_err *err)
+{
+    return sl_errf(err, SL_EUNSUPP,
+                   "%s bucket \"%s://%s\" does not exist (further details: no %s backend is configured in this "
+                   "cluster; only ais:// buckets are supported)",
+                   prov, sl_provider_scheme(prov), name, prov);
+}
+
+int sl_bck_resolve(const char *name, const char *provider, const char *ns, struct sl_bck *dst, struct sl_err *err)
+{
+    const char *prov = sl_provider_norm(provider);
+    if (!prov)
+        return sl_errf(err, SL_EINVAL, "invalid provider \"%s\" (valid: ais, aws/s3, gcp/gs, azure/az, oci/oc)",
+                       provider);
+    if (ns && *ns && strcmp(ns, "@#") && strcmp(ns, "#"))
+        return sl_errf(err, SL_EUNSUPP,
+                       "bucket namespace \"%s\" is not supported by this cluster (only the global namespace)", ns);
+    if (sl_bck_name_valid(name, err) < 0)
+        return -1;
+    if (strcmp(prov, "ais"))
+        return remote_bck(prov, name, err);
+    struct sl_bmd *b = sl_bmd_get();
+    const struct sl_bck *k = sl_bmd_find(b, prov, name);
+    if (!k && G.role == SL_ROLE_TARGET && sl_cluster_refresh_bmd() == 1) {
+        sl_bmd_put(b);
+        b = sl_bmd_get();
+        k = sl_bmd_find(b, prov, name);
+    }
+    if (!k) {
+        sl_bmd_put(b);
+        return sl_errf(err, SL_ENOBCK, "bucket \"%s://%s\" does not exist", sl_provider_scheme(prov), name);
+    }
+    sl_bck_copy(dst, k);
+    sl_bmd_put(b);
+    return 0;
+}

@@ -1,0 +1,902 @@
+/* SPDX-License-Identifier: MIT
+ * cluster.c: roles, membership, metasync and keepalive.
+ *
+ *  - standalone: this node is the whole cluster (one proxy entry and one
+ *    target entry with the same id), no redirects, local listing;
+ *  - primary proxy: owns Smap/BMD/config/RMD/EtlMD, versions every change and
+ *    pushes it to all nodes (metasync), admits joining nodes, checks liveness,
+ *    drives rebalance, maintenance and decommission;
+ *  - other proxies and targets join the primary and receive metasync.
+ *
+ * What is asked of every target at once (job status, listings) is in
+ * fanout.c; the HTTP side of the admin API and the object redirects are in
+ * api/cluster_api.c.
+ */
+#include "cluster.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "peer.h"
+#include "reb.h"
+#include "start.h"
+#include "stats.h"
+#include "xact.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
+static json_t *rmd;        /* {"version": N, "id": "gN"} */
+static json_t *etlmd;      /* {"version": N, ...} owned by the ETL module */
+static bool primary;
+static pthread_t ka_thr;
+static volatile bool ka_stop, ka_live;
+static sl_doc_listener etlmd_listener;
+
+struct pend {
+    char id[48];
+    char reb[32];
+    bool decommission;
+    bool no_shutdown;
+};
+static struct pend pending[32];
+static int npending;
+
+bool sl_is_primary(void)
+{
+    return primary || G.role == SL_ROLE_STANDALONE;
+}
+
+int64_t sl_cluster_uptime_ns(void)
+{
+    return sl_mono_ns() - G.start_mono;
+}
+
+bool sl_cluster_ready(void)
+{
+    return G.ready;
+}
+
+const char *sl_rebalance_state(void)
+{
+    static __thread char buf[128];
+    if (G.role != SL_ROLE_TARGET)
+        return "-";
+    sl_reb_describe(buf, sizeof(buf));
+    return buf;
+}
+
+static int64_t doc_version(const json_t *d)
+{
+    return d ? sl_json_int(d, "version", 0) : 0;
+}
+
+json_t *sl_cluster_doc(const char *name)
+{
+    pthread_mutex_lock(&cmu);
+    json_t *d = !strcmp(name, "etlmd") ? etlmd : !strcmp(name, "rmd") ? rmd : NULL;
+    d = d ? json_incref(d) : NULL;
+    pthread_mutex_unlock(&cmu);
+    return d;
+}
+
+void sl_cluster_doc_listen(sl_doc_listener fn)
+{
+    etlmd_listener = fn;
+}
+
+/* ---- metasync ---- */
+
+static json_t *config_doc(void)
+{
+    json_t *c = sl_config_cluster_json(sl_conf);
+    json_object_set_new(c, "version", json_integer(sl_conf->config_version));
+    return c;
+}
+
+static json_t *all_docs(void)
+{
+    json_t *o = json_object();
+    struct sl_smap *s = sl_smap_get();
+    struct sl_bmd *b = sl_bmd_get();
+    json_object_set_new(o, "uuid", json_string(s->uuid));
+    json_object_set_new(o, "smap", sl_smap_json(s));
+    json_object_set_new(o, "bmd", sl_bmd_json(b));
+    json_object_set_new(o, "config", config_doc());
+    pthread_mutex_lock(&cmu);
+    if (rmd)
+        json_object_set(o, "rmd", rmd);
+    if (etlmd)
+        json_object_set(o, "etlmd", etlmd);
+    pthread_mutex_unlock(&cmu);
+    sl_smap_put(s);
+    sl_bmd_put(b);
+    return o;
+}
+
+/* Push docs to every node but this one (and nodes known to be offline). */
+static void push(json_t *docs)
+{
+    struct sl_smap *s = sl_smap_get();
+    size_t len;
+    char *body = sl_json_dump(docs, SL_JD_U64STR, &len);
+    struct sl_fan *f = sl_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof(*f));
+    char **urls = sl_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof(char *));
+    int n = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *nd = &s->nodes[i];
+        if (!strcmp(nd->id, G.id) || (nd->flags & SL_SNF_OFFLINE))
+            continue;
+        bool dup = false; /* one push per node id (standalone-style dual entries) */
+        for (int j = 0; j < i; j++)
+            if (!strcmp(s->nodes[j].id, nd->id))
+                dup = true;
+        if (dup)
+            continue;
+        urls[n] = sl_xasprintf("%s/v1/metasync", nd->ctrl_url);
+        f[n].url = urls[n];
+        f[n].method = "PUT";
+        f[n].body = body;
+        f[n].blen = len;
+        n++;
+    }
+    sl_peer_fanout(f, n, 0);
+    for (int i = 0; i < n; i++) {
+        if (!f[i].ok || f[i].resp.status != 200)
+            sl_logw("metasync to %s failed: %s", f[i].url, f[i].resp.err);
+        free(urls[i]);
+    }
+    sl_peer_fanout_free(f, n);
+    free(f);
+    free(urls);
+    free(body);
+    sl_smap_put(s);
+}
+
+static void push_one(const char *name, json_t *doc)
+{
+    json_t *o = json_object();
+    struct sl_smap *s = sl_smap_get();
+    json_object_set_new(o, "uuid", json_string(s->uuid));
+    sl_smap_put(s);
+    json_object_set_new(o, name, doc);
+    push(o);
+    json_decref(o);
+}
+
+static void on_bmd(const struct sl_bmd *old, const struct sl_bmd *cur)
+{
+    if (primary)
+        push_one("bmd", sl_bmd_json(cur));
+}
+
+static void on_smap(const struct sl_smap *old, const struct sl_smap *cur)
+{
+    if (G.role == SL_ROLE_TARGET)
+        sl_reb_smap_changed(old, cur);
+    if (primary)
+        push_one("smap", sl_smap_json(cur));
+}
+
+void sl_cluster_shutdown_self(const char *why)
+{
+    sl_logi("shutting down: %s", why);
+    kill(getpid(), SIGTERM);
+}
+
+static void set_rmd(json_t *d)
+{
+    pthread_mutex_lock(&cmu);
+    json_decref(rmd);
+    rmd = json_incref(d);
+    pthread_mutex_unlock(&cmu);
+    sl_node_save_doc("rmd", d);
+}
+
+/* Apply received documents. Returns -1 with err on a foreign cluster. */
+static int apply_docs(json_t *docs, struct sl_err *err)
+{
+    struct sl_smap *cur = sl_smap_get();
+    const char *uuid = sl_json_str(docs, "uuid", "");
+    if (cur->uuid[0] && uuid[0] && strcmp(cur->uuid, uuid)) {
+        sl_errf(err, SL_EEXIST,
+                "%s belongs to cluster %s, not to cluster %s; to move it, stop it, remove its node metadata "
+                "(%s/meta and %s/node_id) and start it again, or point proxy.primary_url at the primary of "
+                "cluster %s",
+                G.name, cur->uuid, uuid, sl_conf->confdir, sl_conf->confdir, cur->uuid);
+        sl_smap_put(cur);
+        return -1;
+    }
+    sl_smap_put(cur);
+    json_t *d;
+    if ((d = json_object_get(docs, "config")) && doc_version(d) > sl_conf->config_version) {
+        json_t *c = json_deep_copy(d);
+        json_object_del(c, "version");
+        struct sl_config *nc = sl_config_with_cluster(sl_conf, c, err);
+        json_decref(c);
+        if (nc) {
+            sl_config_install(nc);
+            sl_log_set_level(nc->log_level);
+            json_t *cj = sl_config_cluster_json(nc);
+            sl_node_save_doc("config", cj);
+            json_decref(cj);
+            sl_logi("config v%lld received", (long long)nc->config_version);
+        } else {
+            sl_logw("received config ignored: %s", err->msg);
+        }
+    }
+    if ((d = json_object_get(docs, "bmd"))) {
+        struct sl_bmd *b = sl_bmd_from_json(d, err);
+        if (b && sl_bmd_receive(b) == 1)
+            sl_logi("BMD v%s received", sl_json_str(d, "version", "?"));
+    }
+    if ((d = json_object_get(docs, "smap"))) {
+        struct sl_smap *s = sl_smap_from_json(d, err);
+        if (s) {
+            bool me = sl_smap_find(s, G.id) != NULL;
+            int64_t v = s->version;
+            if (sl_smap_receive(s) == 1) {
+                sl_logi("Smap v%lld received", (long long)v);
+                if (!me && !primary && G.ready)
+                    sl_cluster_shutdown_self("this node was removed from the cluster map (decommissioned)");
+            }
+        }
+    }
+    if ((d = json_object_get(docs, "rmd"))) {
+        pthread_mutex_lock(&cmu);
+        bool newer = doc_version(d) > doc_version(rmd);
+        pthread_mutex_unlock(&cmu);
+        if (newer) {
+            set_rmd(d);
+            if (G.role == SL_ROLE_TARGET)
+                sl_reb_start(sl_json_str(d, "id", "g0"));
+        }
+    }
+    if ((d = json_object_get(docs, "etlmd"))) {
+        pthread_mutex_lock(&cmu);
+        bool newer = doc_version(d) > doc_version(etlmd);
+        if (newer) {
+            json_decref(etlmd);
+            etlmd = json_incref(d);
+        }
+        pthread_mutex_unlock(&cmu);
+        if (newer) {
+            sl_node_save_doc("etlmd", d);
+            if (etlmd_listener)
+                etlmd_listener(d);
+        }
+    }
+    return 0;
+}
+
+int sl_cluster_set_etlmd(json_t *doc)
+{
+    pthread_mutex_lock(&cmu);
+    int64_t v = doc_version(etlmd) + 1;
+    json_object_set_new(doc, "version", json_integer(v));
+    json_decref(etlmd);
+    etlmd = json_incref(doc);
+    pthread_mutex_unlock(&cmu);
+    sl_node_save_doc("etlmd", doc);
+    if (etlmd_listener)
+        etlmd_listener(doc);
+    if (primary)
+        push_one("etlmd", json_incref(doc));
+    json_decref(doc);
+    return 0;
+}
+
+void sl_cluster_metasync_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "metasync: body must be a JSON object of documents");
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (apply_docs(j, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    json_decref(j);
+}
+
+/* A target that learns of a bucket late (a redirected request arrived before
+ * the metasync) pulls the BMD from the primary once. */
+int sl_cluster_refresh_bmd(void)
+{
+    if (G.role == SL_ROLE_STANDALONE || primary)
+        return 0;
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *p = sl_smap_primary(s);
+    char *url = p ? sl_xasprintf("%s/v1/daemon?what=bmd", p->ctrl_url)
+                : sl_conf->primary_url[0] ? sl_xasprintf("%s/v1/daemon?what=bmd", sl_conf->primary_url) : NULL;
+    sl_smap_put(s);
+    if (!url)
+        return -1;
+    struct sl_peer_resp r;
+    int rc = -1;
+    if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
+        json_error_t je;
+        json_t *j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+        struct sl_err err;
+        struct sl_bmd *b = j ? sl_bmd_from_json(j, &err) : NULL;
+        if (b)
+            rc = sl_bmd_receive(b);
+        json_decref(j);
+    }
+    sl_peer_resp_free(&r);
+    free(url);
+    return rc;
+}
+
+/* ---- rebalance / membership edits (primary) ---- */
+
+char *sl_cluster_rebalance(const char *why)
+{
+    if (!sl_conf->rebalance_enabled) {
+        sl_logi("rebalance not started (%s): rebalance.enabled is false", why);
+        return NULL;
+    }
+    pthread_mutex_lock(&cmu);
+    int64_t v = doc_version(rmd) + 1;
+    pthread_mutex_unlock(&cmu);
+    char id[32];
+    snprintf(id, sizeof(id), "g%lld", (long long)v);
+    json_t *d = json_pack("{s:I,s:s}", "version", (json_int_t)v, "id", id);
+    set_rmd(d);
+    json_decref(d);
+    sl_logi("rebalance %s: %s", id, why);
+    /* everything, not just the RMD: a node that just joined must know every
+     * bucket before objects start arriving (documents apply in order: config,
+     * BMD, Smap, RMD) */
+    json_t *docs = all_docs();
+    push(docs);
+    json_decref(docs);
+    return sl_xstrdup(id);
+}
+
+struct join_arg {
+    struct sl_snode n;
+    bool new_target;
+};
+
+static int edit_join(struct sl_smap *s, void *arg, struct sl_err *err)
+{
+    struct join_arg *ja = arg;
+    const struct sl_snode *old = sl_smap_find(s, ja->n.id);
+    if (old && old->type != ja->n.type)
+        return sl_errf(err, SL_EEXIST, "node id %s is already used by a %s", ja->n.id,
+                       old->type == SL_NODE_PROXY ? "proxy" : "target");
+    struct sl_snode n = ja->n;
+    if (old) {
+        n.flags = old->flags & ~(uint64_t)SL_SNF_OFFLINE;
+        if (old->flags == n.flags && !strcmp(old->url, n.url) && !strcmp(old->ctrl_url, n.ctrl_url) &&
+            !strcmp(old->data_url, n.data_url))
+            return 1; /* nothing changed */
+    } else {
+        ja->new_target = n.type == SL_NODE_TARGET;
+    }
+    sl_smap_add(s, &n);
+    return 0;
+}
+
+void sl_cluster_join_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    if (!primary) {
+        sl_resp_errf(r, SL_EINVAL, "%s is not the primary proxy; join via proxy.primary_url", G.name);
+        return;
+    }
+    json_t *j = sl_req_body_json(r, &err);
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        sl_resp_errf(r, SL_EINVAL, "join: body must be {\"snode\": {...}, \"uuid\": \"...\"}");
+        return;
+    }
+    struct join_arg ja;
+    memset(&ja, 0, sizeof(ja));
+    if (sl_snode_from_json(json_object_get(j, "snode"), &ja.n, &err) < 0) {
+        json_decref(j);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_smap *s = sl_smap_get();
+    const char *uuid = sl_json_str(j, "uuid", "");
+    if (uuid[0] && strcmp(uuid, s->uuid)) {
+        char nm[80];
+        sl_snode_name(&ja.n, nm, sizeof(nm));
+        sl_resp_errf(r, SL_EEXIST,
+                     "%s was a member of cluster %s, but this is cluster %s (primary %s): it cannot join. To "
+                     "add it to this cluster, stop it and remove its node metadata (confdir/meta and "
+                     "confdir/node_id) and start it again; to keep it in its own cluster, set proxy.primary_url "
+                     "to that cluster's primary",
+                     nm, uuid, s->uuid, G.name);
+        sl_smap_put(s);
+        json_decref(j);
+        return;
+    }
+    sl_smap_put(s);
+    json_decref(j);
+    /* the joiner learns every bucket and the config before any gateway can
+     * route a request to it */
+    {
+        json_t *docs = all_docs();
+        char *url = sl_xasprintf("%s/v1/metasync", ja.n.ctrl_url);
+        struct sl_peer_resp pr;
+        sl_peer_json("PUT", url, docs, 0, &pr);
+        if (pr.status != 200)
+            sl_logw("join: pre-sync of %s failed: %s", url, pr.err);
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    if (sl_smap_modify(edit_join, &ja, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    char nm[80];
+    sl_snode_name(&ja.n, nm, sizeof(nm));
+    sl_logi("%s joined from %s%s", nm, ja.n.url, ja.new_target ? " (new target)" : "");
+    if (ja.new_target) {
+        char *id = sl_cluster_rebalance("target joined");
+        free(id);
+    }
+    sl_resp_json_new(r, 200, all_docs());
+}
+
+struct flag_arg {
+    const char *id;
+    uint64_t set, clear;
+    bool remove;
+};
+
+static int edit_flags(struct sl_smap *s, void *arg, struct sl_err *err)
+{
+    struct flag_arg *fa = arg;
+    bool found = false, changed = false;
+    for (int i = 0; i < s->nnodes; i++) {
+        if (strcmp(s->nodes[i].id, fa->id))
+            continue;
+        found = true;
+        uint64_t nf = (s->nodes[i].flags | fa->set) & ~fa->clear;
+        if (nf != s->nodes[i].flags) {
+            s->nodes[i].flags = nf;
+            changed = true;
+        }
+    }
+    if (!found)
+        return sl_errf(err, SL_ENOENT, "node %s is not in the cluster map (see GET /v1/daemon?what=smap)", fa->id);
+    if (fa->remove) {
+        sl_smap_remove(s, fa->id);
+        return 0;
+    }
+    return changed ? 0 : 1;
+}
+
+static void add_pending(const char *id, const char *reb, bool decomm, bool no_shutdown)
+{
+    pthread_mutex_lock(&cmu);
+    if (npending < (int)SL_ARRAY_SIZE(pending)) {
+        struct pend *p = &pending[npending++];
+        snprintf(p->id, sizeof(p->id), "%s", id);
+        snprintf(p->reb, sizeof(p->reb), "%s", reb ? reb : "");
+        p->decommission = decomm;
+        p->no_shutdown = no_shutdown;
+    }
+    pthread_mutex_unlock(&cmu);
+}
+
+static void ask_shutdown(const struct sl_snode *n)
+{
+    char *url = sl_xasprintf("%s/v1/daemon", n->ctrl_url);
+    struct sl_peer_resp r;
+    sl_peer_json("PUT", url, json_pack("{s:s}", "action", "shutdown"), 0, &r);
+    sl_peer_resp_free(&r);
+    free(url);
+}
+
+static void remove_node(const char *id, bool no_shutdown)
+{
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *n0 = sl_smap_find(s, id);
+    struct sl_snode n;
+    bool have = n0 != NULL;
+    if (have)
+        n = *n0;
+    sl_smap_put(s);
+    struct flag_arg fa = { .id = id, .remove = true };
+    struct sl_err err;
+    if (sl_smap_modify(edit_flags, &fa, &err) < 0)
+        return;
+    sl_logi("node %s removed from the cluster map (decommissioned)", id);
+    if (have && !no_shutdown)
+        ask_shutdown(&n);
+}
+
+/* ---- admin actions on the cluster (PUT /v1/cluster, api/) ---- */
+
+int sl_cluster_set_config(json_t *partial, struct sl_err *err)
+{
+    struct sl_config *nc = sl_config_update(sl_conf, partial, err);
+    if (!nc)
+        return -1;
+    sl_config_install(nc);
+    sl_log_set_level(nc->log_level);
+    json_t *cj = sl_config_cluster_json(nc);
+    sl_node_save_doc("config", cj);
+    json_decref(cj);
+    sl_logi("cluster config updated to version %lld", (long long)nc->config_version);
+    if (primary)
+        push_one("config", config_doc());
+    return 0;
+}
+
+int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool no_shutdown, char **reb_out,
+                             struct sl_err *err)
+{
+    *reb_out = NULL;
+    struct flag_arg fa = { .id = sid };
+    if (!strcmp(a, "start-maintenance"))
+        fa.set = SL_SNF_MAINT;
+    else if (!strcmp(a, "stop-maintenance"))
+        fa.clear = SL_SNF_MAINT | SL_SNF_DECOMM;
+    else if (!strcmp(a, "decommission-node"))
+        fa.set = SL_SNF_DECOMM;
+    else if (strcmp(a, "shutdown-node"))
+        return sl_errf(err, SL_EINVAL, "invalid node action \"%s\"", a);
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *n = sl_smap_find(s, sid);
+    bool is_target = n && n->type == SL_NODE_TARGET;
+    struct sl_snode ncopy;
+    if (n)
+        ncopy = *n;
+    sl_smap_put(s);
+    if (!n)
+        return sl_errf(err, SL_ENOENT, "%s: node %s is not in the cluster map", a, sid);
+    if (!strcmp(a, "shutdown-node")) {
+        ask_shutdown(&ncopy);
+        return 0;
+    }
+    if (sl_smap_modify(edit_flags, &fa, err) < 0)
+        return -1;
+    char *reb = NULL;
+    bool decomm = !strcmp(a, "decommission-node");
+    if (is_target && !skip_reb)
+        reb = sl_cluster_rebalance(a);
+    if (decomm && (!reb || !is_target))
+        remove_node(sid, no_shutdown);
+    else if (decomm || !strcmp(a, "start-maintenance"))
+        add_pending(sid, reb, decomm, no_shutdown);
+    sl_logi("%s %s%s%s", a, sid, reb ? ", rebalance " : "", reb ? reb : "");
+    *reb_out = reb;
+    return 0;
+}
+
+/* ---- keepalive and decommission watcher (primary) ---- */
+
+struct ka {
+    char id[48];
+    int fails;
+};
+
+static void finish_pending(void)
+{
+    pthread_mutex_lock(&cmu);
+    int n = npending;
+    struct pend local[32];
+    memcpy(local, pending, sizeof(local));
+    pthread_mutex_unlock(&cmu);
+    for (int i = 0; i < n; i++) {
+        struct pend *p = &local[i];
+        bool done = true;
+        if (p->reb[0]) {
+            struct sl_err err = { 0 };
+            json_t *per = sl_cluster_job_snaps(p->reb, "rebalance", false, &err);
+            json_t *st = sl_cluster_job_status(per, p->reb);
+            done = !err.msg[0] && st && sl_json_int(st, "end_time", 0) != 0;
+            json_decref(st);
+            json_decref(per);
+        }
+        if (!done)
+            continue;
+        if (p->decommission)
+            remove_node(p->id, p->no_shutdown);
+        else
+            sl_logi("maintenance of %s: data moved away (rebalance %s done)", p->id, p->reb);
+        pthread_mutex_lock(&cmu);
+        for (int j = 0; j < npending; j++) {
+            if (!strcmp(pending[j].id, p->id)) {
+                memmove(&pending[j], &pending[j + 1], (size_t)(npending - j - 1) * sizeof(pending[0]));
+                npending--;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&cmu);
+    }
+}
+
+static void *keepalive(void *arg)
+{
+    struct ka *st = NULL;
+    int nst = 0;
+    while (!ka_stop) {
+        int64_t interval_ms = sl_conf->keepalive_interval_ns / 1000000;
+        if (interval_ms < 200)
+            interval_ms = 200;
+        for (int64_t t = 0; t < interval_ms && !ka_stop; t += 100)
+            sl_sleep_ms(100);
+        if (ka_stop)
+            break;
+        struct sl_smap *s = sl_smap_get();
+        struct sl_fan *f = sl_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof(*f));
+        const struct sl_snode **who = sl_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof(*who));
+        int n = 0;
+        for (int i = 0; i < s->nnodes; i++) {
+            if (!strcmp(s->nodes[i].id, G.id))
+                continue;
+            f[n].url = sl_xasprintf("%s/v1/health", s->nodes[i].ctrl_url);
+            who[n++] = &s->nodes[i];
+        }
+        sl_peer_fanout(f, n, sl_conf->max_keepalive_ns / 1000000);
+        for (int i = 0; i < n; i++) {
+            bool ok = f[i].ok && f[i].resp.status == 200;
+            int k;
+            for (k = 0; k < nst; k++)
+                if (!strcmp(st[k].id, who[i]->id))
+                    break;
+            if (k == nst) {
+                st = sl_xrealloc(st, (size_t)(nst + 1) * sizeof(*st));
+                snprintf(st[nst].id, sizeof(st[nst].id), "%s", who[i]->id);
+                st[nst].fails = 0;
+                nst++;
+            }
+            st[k].fails = ok ? 0 : st[k].fails + 1;
+            struct flag_arg fa = { .id = who[i]->id };
+            struct sl_err err;
+            if (ok && (who[i]->flags & SL_SNF_OFFLINE)) {
+                fa.clear = SL_SNF_OFFLINE;
+                sl_logi("node %s is answering again", who[i]->id);
+                sl_smap_modify(edit_flags, &fa, &err);
+            } else if (!ok && !(who[i]->flags & SL_SNF_OFFLINE) && st[k].fails >= sl_conf->keepalive_factor) {
+                fa.set = SL_SNF_OFFLINE;
+                sl_logw("node %s (%s) did not answer %d keepalive(s): flagged offline (%s)", who[i]->id,
+                        who[i]->url, st[k].fails, f[i].resp.err);
+                sl_smap_modify(edit_flags, &fa, &err);
+            }
+        }
+        for (int i = 0; i < n; i++)
+            free((char *)f[i].url);
+        sl_peer_fanout_free(f, n);
+        free(f);
+        free(who);
+        sl_smap_put(s);
+        finish_pending();
+    }
+    free(st);
+    return NULL;
+}
+
+/* ---- start-up ---- */
+
+static void new_uuid(char *out, size_t n)
+{
+    sl_rand_id(out, n > 12 ? 11 : n - 1);
+}
+
+static void load_persisted_config(void)
+{
+    json_t *cj = sl_node_load_doc("config");
+    if (!cj)
+        return;
+    json_t *v = json_object_get(cj, "config_version");
+    if (json_is_integer(v) && json_integer_value(v) > sl_conf->config_version) {
+        struct sl_err err;
+        struct sl_config *nc = sl_config_with_cluster(sl_conf, cj, &err);
+        if (nc) {
+            sl_config_install(nc);
+            sl_log_set_level(nc->log_level);
+            sl_logi("applied persisted cluster config v%lld (runtime changes survive restarts)",
+                    (long long)nc->config_version);
+        } else {
+            sl_logw("persisted cluster config ignored: %s", err.msg);
+        }
+    }
+    json_decref(cj);
+}
+
+static void load_bmd(const char *uuid)
+{
+    json_t *bj = sl_node_load_doc("bmd");
+    struct sl_bmd *b = NULL;
+    if (bj) {
+        struct sl_err err;
+        b = sl_bmd_from_json(bj, &err);
+        if (!b)
+            sl_logw("persisted BMD ignored: %s", err.msg);
+        json_decref(bj);
+    }
+    if (!b) {
+        b = sl_bmd_new();
+        snprintf(b->uuid, sizeof(b->uuid), "%s", uuid);
+    }
+    sl_bmd_install(b);
+}
+
+static bool is_self_url(const char *url)
+{
+    if (!url || !url[0])
+        return true;
+    char a[300], b[300];
+    snprintf(a, sizeof(a), "%s", url);
+    size_t n = strlen(a);
+    while (n && a[n - 1] == '/')
+        a[--n] = 0;
+    snprintf(b, sizeof(b), "http://127.0.0.1:%d", G.self.pub_port);
+    if (!strcmp(a, G.self.url) || !strcmp(a, G.self.ctrl_url) || !strcmp(a, b))
+        return true;
+    snprintf(b, sizeof(b), "http://localhost:%d", G.self.pub_port);
+    return !strcmp(a, b);
+}
+
+int sl_start_cluster(struct sl_err *err)
+{
+    load_persisted_config();
+    json_t *sj = sl_node_load_doc("smap");
+    struct sl_smap *old = NULL;
+    if (sj) {
+        old = sl_smap_from_json(sj, err);
+        json_decref(sj);
+    }
+    json_t *d;
+    if ((d = sl_node_load_doc("rmd")))
+        rmd = d;
+    if ((d = sl_node_load_doc("etlmd")))
+        etlmd = d;
+    primary = G.role == SL_ROLE_PROXY && is_self_url(sl_conf->primary_url);
+    struct sl_smap *s = old ? sl_smap_clone(old) : sl_smap_new();
+    if (!s->uuid[0] && (G.role == SL_ROLE_STANDALONE || primary)) {
+        new_uuid(s->uuid, sizeof(s->uuid));
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(s->creation_time, sizeof(s->creation_time), "%Y-%m-%d %H:%M:%S", &tm);
+    }
+    load_bmd(s->uuid);
+    bool changed = false;
+    if (G.role == SL_ROLE_STANDALONE) {
+        struct sl_snode p = G.self, t = G.self;
+        p.type = SL_NODE_PROXY;
+        t.type = SL_NODE_TARGET;
+        const struct sl_snode *o = sl_smap_find(s, G.id);
+        changed = !o || strcmp(o->url, G.self.url) || s->nnodes != 2;
+        sl_smap_remove(s, G.id);
+        sl_smap_add(s, &p);
+        sl_smap_add(s, &t);
+        snprintf(s->primary, sizeof(s->primary), "%s", G.id);
+    } else if (primary) {
+        const struct sl_snode *o = sl_smap_find(s, G.id);
+        changed = !o || strcmp(o->url, G.self.url) || strcmp(s->primary, G.id);
+        struct sl_snode p = G.self;
+        if (o)
+            p.flags = o->flags;
+        sl_smap_add(s, &p);
+        snprintf(s->primary, sizeof(s->primary), "%s", G.id);
+    }
+    if (changed)
+        s->version++;
+    if (old)
+        sl_smap_put(old);
+    json_t *j = sl_smap_json(s);
+    sl_node_save_doc("smap", j);
+    json_decref(j);
+    sl_smap_install(s);
+    sl_bmd_listen(on_bmd);
+    sl_smap_listen(on_smap);
+    return 0;
+}
+
+static int join(struct sl_err *err)
+{
+    const char *purl = sl_conf->primary_url;
+    if (!purl || !purl[0])
+        return sl_errf(err, SL_EINVAL,
+                       "a %s needs the primary proxy's URL: set proxy.primary_url in the config or pass --primary URL",
+                       sl_role_name(G.role));
+    struct sl_smap *s = sl_smap_get();
+    json_t *body = json_object();
+    json_object_set_new(body, "snode", sl_snode_json(&G.self));
+    json_object_set_new(body, "uuid", json_string(s->uuid));
+    sl_smap_put(s);
+    size_t len;
+    char *bs = sl_json_dump(body, SL_JD_U64STR, &len);
+    json_decref(body);
+    char *url = sl_xasprintf("%s/v1/cluster/join", purl);
+    int64_t deadline = sl_mono_ns() + sl_conf->join_startup_time_ns;
+    int rc = -1;
+    int attempts = 0;
+    while (!G.stopping) {
+        struct sl_peer_resp r;
+        attempts++;
+        if (sl_peer_call("POST", url, NULL, 0, bs, len, sl_conf->cplane_timeout_ns / 1000000 * 5, &r) == 0 &&
+            r.status == 200) {
+            json_error_t je;
+            json_t *docs = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+            rc = docs ? apply_docs(docs, err) : sl_errf(err, SL_EIO, "join: bad response from %s", url);
+            json_decref(docs);
+            sl_peer_resp_free(&r);
+            break;
+        }
+        if (r.status == 409) {
+            rc = sl_errf(err, SL_EEXIST, "join refused by %s: %s", purl, r.err);
+            sl_peer_resp_free(&r);
+            break;
+        }
+        if (sl_mono_ns() > deadline) {
+            rc = sl_errf(err, SL_EUNAVAIL, "could not join the primary at %s within %.0fs: %s", purl,
+                         (double)sl_conf->join_startup_time_ns / 1e9, r.err);
+            sl_peer_resp_free(&r);
+            break;
+        }
+        if (attempts == 1 || attempts % 10 == 0)
+            sl_logi("waiting for the primary at %s: %s", purl, r.err);
+        sl_peer_resp_free(&r);
+        sl_sleep_ms(500);
+    }
+    free(url);
+    free(bs);
+    return rc;
+}
+
+int sl_start_after_http(struct sl_err *err)
+{
+    sl_peer_global_init();
+    if (G.role == SL_ROLE_STANDALONE)
+        return 0;
+    if (primary) {
+        struct sl_smap *s = sl_smap_get();
+        sl_logi("%s is the primary proxy (cluster %s)", G.name, s->uuid);
+        sl_smap_put(s);
+        ka_stop = false;
+        if (pthread_create(&ka_thr, NULL, keepalive, NULL) == 0)
+            ka_live = true;
+        /* re-announce our view: nodes that restarted while we were down catch up */
+        json_t *docs = all_docs();
+        push(docs);
+        json_decref(docs);
+        return 0;
+    }
+    if (join(err) < 0)
+        return -1;
+    /* a target that missed a rebalance while down runs the latest one */
+    if (G.role == SL_ROLE_TARGET) {
+        json_t *d = sl_cluster_doc("rmd");
+        if (d && doc_version(d) > 0)
+            sl_reb_start(sl_json_str(d, "id", "g0"));
+        json_decref(d);
+    }
+    return 0;
+}
+
+void sl_stop_cluster(void)
+{
+    if (ka_live) {
+        ka_stop = true;
+        pthread_join(ka_thr, NULL);
+        ka_live = false;
+    }
+    if (G.role == SL_ROLE_TARGET)
+        sl_reb_stop();
+    pthread_mutex_lock(&cmu);
+    json_decref(rmd);
+    json_decref(etlmd);
+    rmd = etlmd = NULL;
+    pthread_mutex_unlock(&cmu);
+}

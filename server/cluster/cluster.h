@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT
+ * cluster.h: the cluster floor, the contract between the handlers and jobs
+ * above it (api/, jobs/) and the nodes below: membership, metasync and
+ * keepalive (cluster.c), what is asked of every target at once (fanout.c),
+ * bucket resolution (bck.c) and rebalance (reb.h).
+ *
+ * Ownership: a json_t returned here is a new reference the caller
+ * decrefs; strings returned as char * are the caller's to free(). A
+ * struct sl_tfan holds a reference to the Smap it was made from, so its
+ * who[] pointers stay valid until sl_tfan_free().
+ */
+#ifndef SL_CLUSTER_H
+#define SL_CLUSTER_H
+
+#include "http.h"
+#include "lso.h"
+#include "meta.h"
+#include "peer.h"
+#include "xact.h"
+#include <jansson.h>
+
+/* ---- bucket resolution (bck.c) ----
+ * Resolve a bucket from a request's name + provider (+ namespace). On
+ * success dst is a copy the caller releases with sl_bck_release(). Errors:
+ * 400 invalid provider/name, 404 missing bucket, 501 a provider that has no
+ * backend (the seam where backends plug in). A target that does not know a
+ * bucket yet asks the primary for the BMD once before the 404. */
+int sl_bck_resolve(const char *name, const char *provider, const char *ns, struct sl_bck *dst, struct sl_err *err);
+
+/* ---- one request to each target (fanout.c) ----
+ * sl_tfan_init takes the current Smap and prepares one request to each
+ * target (minus this node with SL_TF_SKIP_SELF, minus offline ones with
+ * SL_TF_SKIP_OFFLINE): url = the target's control URL + the formatted path
+ * (already URL-encoded by the caller). Set f[i].body/accept before running
+ * if needed; f[i].resp and f[i].ok are filled by sl_tfan_run. */
+enum { SL_TF_SKIP_SELF = 1, SL_TF_SKIP_OFFLINE = 2 };
+struct sl_tfan {
+    struct sl_fan *f;               /* n requests; urls owned */
+    const struct sl_snode **who;    /* who[i] is f[i]'s target, inside s */
+    int n;
+    struct sl_smap *s;              /* held until sl_tfan_free */
+};
+void sl_tfan_init(struct sl_tfan *t, unsigned flags, const char *method, const char *path_fmt, ...) SL_PRINTF(4, 5);
+void sl_tfan_run(struct sl_tfan *t, int64_t timeout_ms);
+void sl_tfan_free(struct sl_tfan *t);
+
+/* One exact, merged page across all targets. Fails naming a target that did
+ * not answer. */
+int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out,
+                         struct sl_err *err);
+
+/* Job snapshots from every target: {tid: [snap, ...]} (standalone: this
+ * node). A target that does not answer is skipped and named in err (when
+ * err is not NULL). */
+json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, struct sl_err *err);
+/* Whether any target knows job id (running or ended); false with err set
+ * when a target did not answer and no other knew it. */
+bool sl_cluster_job_known(const char *id, struct sl_err *err);
+/* Ask every other target to abort job id (best effort). */
+void sl_cluster_abort_job(const char *id);
+/* Abort job id and/or kind here and on every other target; the number of
+ * running instances asked to stop. */
+int sl_cluster_stop_jobs(const char *id, const char *kind);
+/* AIStore's nl.Status for job id aggregated over {tid: [snap...]} (as
+ * returned by sl_cluster_job_snaps); NULL if no target knows the id. */
+json_t *sl_cluster_job_status(json_t *per, const char *id);
+
+/* Target: fetch the BMD from the primary; 1 if a newer one was installed. */
+int sl_cluster_refresh_bmd(void);
+
+/* true on the primary proxy and in standalone mode */
+bool sl_is_primary(void);
+
+/* Cluster-wide documents beyond Smap/BMD/config ("rmd", "etlmd"): a new
+ * reference or NULL. */
+json_t *sl_cluster_doc(const char *name);
+typedef void (*sl_doc_listener)(const json_t *doc);
+/* Called when a new EtlMD is installed (received or set locally). */
+void sl_cluster_doc_listen(sl_doc_listener fn);
+/* Non-primary gateway: relay the request (body and all) to the primary and
+ * its answer back (off the HTTP thread). */
+void sl_forward_to_primary(struct sl_req *r);
+
+/* ---- state the daemon handlers report ---- */
+int64_t sl_cluster_uptime_ns(void);
+bool sl_cluster_ready(void);
+const char *sl_rebalance_state(void);
+
+/* ---- admin actions (the HTTP side is api/cluster_api.c) ---- */
+/* Merge partial into the cluster config, install, persist and (primary)
+ * push it. */
+int sl_cluster_set_config(json_t *partial, struct sl_err *err);
+/* start-maintenance, stop-maintenance, decommission-node, shutdown-node of
+ * node sid. *reb_out is the id of the rebalance it started (free()) or
+ * NULL. */
+int sl_cluster_member_action(const char *action, const char *sid, bool skip_reb, bool no_shutdown, char **reb_out,
+                             struct sl_err *err);
+/* Primary: start a global rebalance; its id (free()) or NULL when
+ * rebalance.enabled is false. */
+char *sl_cluster_rebalance(const char *why);
+/* Stop this process as if signalled (SIGTERM to self). */
+void sl_cluster_shutdown_self(const char *why);
+/* Body-done handlers of the cluster's own endpoints (PUT /v1/metasync,
+ * POST /v1/cluster/join): the route table in api/ hands bodies to them. */
+void sl_cluster_metasync_done(struct sl_req *r);
+void sl_cluster_join_done(struct sl_req *r);
+
+/* Primary: bump the EtlMD version, persist, install and push (takes ownership). */
+int sl_cluster_set_etlmd(json_t *doc);
+
+#endif

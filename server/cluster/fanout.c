@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT
+ * fanout.c: what the cluster asks of all its targets at once: job
+ * snapshots and aborts, exact merged listings, and the relay of a request
+ * to the primary. See cluster.h.
+ */
+#include "cluster.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "peer.h"
+#include "xact.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- one request to each target ---- */
+
+void sl_tfan_init(struct sl_tfan *t, unsigned flags, const char *method, const char *path_fmt, ...)
+{
+    memset(t, 0, sizeof(*t));
+    t->s = sl_smap_get();
+    int cap = t->s->nnodes ? t->s->nnodes : 1;
+    t->f = sl_xcalloc((size_t)cap, sizeof(*t->f));
+    t->who = sl_xcalloc((size_t)cap, sizeof(*t->who));
+    va_list ap;
+    va_start(ap, path_fmt);
+    char *path = NULL;
+    if (vasprintf(&path, path_fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    for (int i = 0; i < t->s->nnodes; i++) {
+        const struct sl_snode *x = &t->s->nodes[i];
+        if (x->type != SL_NODE_TARGET || ((flags & SL_TF_SKIP_SELF) && !strcmp(x->id, G.id)) ||
+            ((flags & SL_TF_SKIP_OFFLINE) && (x->flags & SL_SNF_OFFLINE)))
+            continue;
+        t->f[t->n].url = sl_xasprintf("%s%s", x->ctrl_url, path);
+        t->f[t->n].method = method;
+        t->who[t->n++] = x;
+    }
+    free(path);
+}
+
+void sl_tfan_run(struct sl_tfan *t, int64_t timeout_ms)
+{
+    sl_peer_fanout(t->f, t->n, timeout_ms);
+}
+
+void sl_tfan_free(struct sl_tfan *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free((char *)t->f[i].url);
+    sl_peer_fanout_free(t->f, t->n);
+    free(t->f);
+    free(t->who);
+    sl_smap_put(t->s);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ---- forwarding to the primary ---- */
+
+static void forward_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *p = sl_smap_primary(s);
+    if (!p) {
+        sl_smap_put(s);
+        sl_resp_errf(r, SL_EUNAVAIL, "%s: no primary proxy known yet; retry shortly", G.name);
+        return;
+    }
+    const char *q = strchr(r->raw_uri, '?');
+    char *enc = sl_url_encode_path(r->path, r->path_len);
+    char *url = sl_xasprintf("%s%s%s", p->ctrl_url, enc, q ? q : "");
+    free(enc);
+    sl_smap_put(s);
+    struct sl_peer_hdr h[1];
+    int nh = 0;
+    const char *ct = sl_req_header(r, "Content-Type");
+    (void)ct;
+    struct sl_peer_resp pr;
+    /* ETL init compiles and runs scripts on every target: allow for that */
+    int64_t tmo = sl_has_prefix(r->path, "/v1/etl") ? sl_conf->send_file_time_ns / 1000000
+                                                    : sl_conf->cplane_timeout_ns / 1000000 * 5;
+    int rc = sl_peer_call(r->method_str, url, h, nh, r->body.len ? r->body.p : NULL, r->body.len, tmo, &pr);
+    if (rc < 0) {
+        sl_resp_errf(r, SL_EUNAVAIL, "%s: forwarding to the primary failed: %s", G.name, pr.err);
+    } else {
+        const char *ctype = pr.status >= 400 || (pr.body.len && pr.body.p[0] == '{') || (pr.body.len && pr.body.p[0] == '[')
+                                ? "application/json"
+                                : NULL;
+        sl_resp_bytes(r, (int)pr.status, ctype, pr.body.p ? pr.body.p : "", pr.body.len);
+    }
+    sl_peer_resp_free(&pr);
+    free(url);
+}
+
+static void forward_done(struct sl_req *r)
+{
+    sl_req_offload(r, forward_run, NULL, NULL);
+}
+
+void sl_forward_to_primary(struct sl_req *r)
+{
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, forward_done);
+}
+
+/* ---- job status aggregation (GET /v1/cluster?what=status|...) ---- */
+
+/* Fan out to targets; returns {tid: [snap...]} and fails naming a target that did not answer. */
+json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, struct sl_err *err)
+{
+    json_t *out = json_object();
+    if (G.role == SL_ROLE_STANDALONE) {
+        json_object_set_new(out, G.id, sl_jobs_snaps(id, kind, active));
+        return out;
+    }
+    char *qi = sl_url_encode_query(id ? id : ""), *qk = sl_url_encode_query(kind ? kind : "");
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_OFFLINE, "GET", "/v1/internal/jobs?id=%s&kind=%s&active=%s", qi, qk,
+                 active ? "true" : "false");
+    free(qi);
+    free(qk);
+    sl_tfan_run(&t, 0);
+    for (int i = 0; i < t.n; i++) {
+        json_error_t je;
+        const struct sl_fan *f = &t.f[i];
+        json_t *arr = f->ok && f->resp.status == 200 ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
+        if (!arr) {
+            if (err && !err->msg[0])
+                sl_errf(err, SL_EUNAVAIL, "job status: target t[%s] did not answer: %s", t.who[i]->id, f->resp.err);
+            continue;
+        }
+        json_object_set_new(out, t.who[i]->id, arr);
+    }
+    sl_tfan_free(&t);
+    return out;
+}
+
+void sl_cluster_abort_job(const char *id)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return;
+    char *qi = sl_url_encode_query(id);
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_SELF | SL_TF_SKIP_OFFLINE, "DELETE", "/v1/internal/jobs?id=%s", qi);
+    free(qi);
+    sl_tfan_run(&t, 0);
+    sl_tfan_free(&t);
+}
+
+int sl_cluster_stop_jobs(const char *id, const char *kind)
+{
+    int n = sl_job_abort(id, kind);
+    char *qi = sl_url_encode_query(id), *qk = sl_url_encode_query(kind);
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_SELF, "DELETE", "/v1/internal/jobs?id=%s&kind=%s", qi, qk);
+    free(qi);
+    free(qk);
+    sl_tfan_run(&t, 0);
+    for (int i = 0; i < t.n; i++) {
+        json_error_t je;
+        const struct sl_fan *f = &t.f[i];
+        json_t *jr = f->ok ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
+        n += (int)sl_json_int(jr, "aborted", 0);
+        json_decref(jr);
+    }
+    sl_tfan_free(&t);
+    return n;
+}
+
+/* nl.Status aggregated over targets for one job id; NULL if unknown */
+json_t *sl_cluster_job_status(json_t *per, const char *id)
+{
+    const char *tid;
+    json_t *arr;
+    bool found = false, running = false, aborted = false, failed = false;
+    int64_t end = 0;
+    char kind[32] = "", err[1024] = "";
+    bool err_generic = false;
+    json_object_foreach(per, tid, arr) {
+        size_t i;
+        json_t *snap;
+        json_array_foreach(arr, i, snap) {
+            if (strcmp(sl_json_str(snap, "id", ""), id))
+                continue;
+            found = true;
+            snprintf(kind, sizeof(kind), "%s", sl_json_str(snap, "kind", ""));
+            int64_t e = sl_json_int(snap, "end_ns", 0);
+            if (!e)
+                running = true;
+            else if (e > end)
+                end = e;
+            if (sl_json_bool(snap, "aborted", false))
+                aborted = true;
+            else if (e && sl_json_str(snap, "err", "")[0])
+                failed = true;
+            /* the root cause wins over the "aborted" of targets that were
+             * stopped because of it */
+            const char *er = sl_json_str(snap, "err", "");
+            bool generic = !strcmp(er, "aborted");
+            if (er[0] && (!err[0] || (err_generic && !generic))) {
+                snprintf(err, sizeof(err), "t[%s]: %s", tid, er);
+                err_generic = generic;
+            }
+        }
+    }
+    if (!found)
+        return NULL;
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(kind));
+    json_object_set_new(o, "uuid", json_string(id));
+    json_object_set_new(o, "err", json_string(err));
+    json_object_set_new(o, "end_time", json_integer(running ? 0 : end));
+    /* a job that failed on one target and was aborted on the others
+     * because of it has failed; "aborted" is for a job someone stopped */
+    json_object_set_new(o, "aborted", json_boolean(aborted && !failed));
+    json_object_set_new(o, "is_idle", json_boolean(!running));
+    return o;
+}
+
+bool sl_cluster_job_known(const char *id, struct sl_err *err)
+{
+    json_t *per = sl_cluster_job_snaps(id, NULL, false, err);
+    json_t *st = sl_cluster_job_status(per, id);
+    bool known = st != NULL;
+    json_decref(st);
+    json_decref(per);
+    return known;
+}
+
+/* ---- listing across targets ---- */
+
+int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out,
+                         struct sl_err *err)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return sl_lso_local_page(b, m, G.id, out, err);
+    char *qb = sl_url_encode_path(b->name, strlen(b->name));
+    struct sl_tfan t;
+    sl_tfan_init(&t, 0, "GET", "/v1/internal/lso/%s?provider=%s", qb, b->provider);
+    free(qb);
+    struct sl_lspage *pages = NULL;
+    char *bs = NULL;
+    int rc = 0;
+    if (!t.n) {
+        rc = sl_errf(err, SL_EUNAVAIL, "list-objects %s://%s: the cluster has no targets yet",
+                     sl_provider_scheme(b->provider), b->name);
+        goto out;
+    }
+    for (int i = 0; i < t.n; i++) {
+        if (t.who[i]->flags & SL_SNF_OFFLINE) {
+            rc = sl_errf(err, SL_EUNAVAIL,
+                         "list-objects %s://%s: target t[%s] (%s) is offline; the listing would be incomplete, so "
+                         "it is refused; retry when the target is back or after it is decommissioned",
+                         sl_provider_scheme(b->provider), b->name, t.who[i]->id, t.who[i]->url);
+            goto out;
+        }
+    }
+    json_t *body = json_pack("{s:s,s:s,s:o}", "action", "list", "name", "", "value", sl_lsomsg_json(m));
+    size_t blen;
+    bs = sl_json_dump(body, 0, &blen);
+    json_decref(body);
+    for (int i = 0; i < t.n; i++) {
+        t.f[i].body = bs;
+        t.f[i].blen = blen;
+        t.f[i].accept = "application/msgpack";
+    }
+    sl_tfan_run(&t, sl_conf->cplane_timeout_ns / 1000000 * 15);
+    pages = sl_xcalloc((size_t)t.n, sizeof(*pages));
+    for (int i = 0; i < t.n && rc == 0; i++) {
+        const struct sl_fan *f = &t.f[i];
+        if (!f->ok || f->resp.status != 200) {
+            rc = sl_errf(err, f->ok ? sl_code_from_status((int)f->resp.status) : SL_EUNAVAIL,
+                         "list-objects %s://%s: target t[%s] (%s) did not answer: %s; the listing would be "
+                         "incomplete",
+                         sl_provider_scheme(b->provider), b->name, t.who[i]->id, t.who[i]->url, f->resp.err);
+            break;
+        }
+        if (sl_lspage_from_msgpack(f->resp.body.p, f->resp.body.len, &pages[i], err) < 0)
+            rc = -1;
+    }
+    if (rc == 0)
+        sl_lspage_merge(pages, t.n, m->pagesize, out);
+out:
+    if (pages)
+        for (int i = 0; i < t.n; i++)
+            sl_lspage_free(&pages[i]);
+    free(pages);
+    free(bs);
+    sl_tfan_free(&t);
+    return rc;
+}

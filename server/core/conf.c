@@ -1,0 +1,706 @@
+/* SPDX-License-Identifier: MIT
+ * config.c: the configuration schema, loading, validation and decoding.
+ */
+#include "conf.h"
+#include "cksum.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T_STR, T_INT, T_BOOL, T_DUR, T_SIZE, T_FSPATHS, T_PCT };
+
+#define F_LOCAL 1   /* per-node key: not part of the cluster config */
+#define F_RO 2      /* set by the system (uuid, config_version) */
+
+struct key {
+    const char *path;
+    int type;
+    const char *dflt;      /* textual default; NULL = absent */
+    int flags;
+    const char *choices;   /* for T_STR: "a|b|c" */
+    const char *help;
+};
+
+/* The schema. AIStore names where the feature exists; Shale additions are
+ * marked in docs/configuration.md. Append here to add a key. */
+static const struct key schema[] = {
+    { "confdir", T_STR, "", F_LOCAL, NULL, "node metadata directory (node id, Smap, BMD)" },
+    { "log_dir", T_STR, "", F_LOCAL, NULL, "log directory" },
+    { "host_net.hostname", T_STR, "", F_LOCAL, NULL, "advertised public host or IP" },
+    { "host_net.hostname_intra_control", T_STR, "", F_LOCAL, NULL, NULL },
+    { "host_net.hostname_intra_data", T_STR, "", F_LOCAL, NULL, NULL },
+    { "host_net.port", T_INT, "8080", F_LOCAL, NULL, "public HTTP port" },
+    { "host_net.port_intra_control", T_INT, "0", F_LOCAL, NULL, NULL },
+    { "host_net.port_intra_data", T_INT, "0", F_LOCAL, NULL, NULL },
+    { "fspaths", T_FSPATHS, NULL, F_LOCAL, NULL, "mountpaths: {\"/data1\": \"\", ...} or [\"/data1\", ...]" },
+
+    { "uuid", T_STR, "", F_RO, NULL, "cluster uuid" },
+    { "config_version", T_INT, "1", F_RO, NULL, NULL },
+    { "lastupdate_time", T_STR, "", F_RO, NULL, NULL },
+
+    { "checksum.type", T_STR, "xxhash2", 0, "none|xxhash|xxhash2|md5|crc32c|sha256|sha512", NULL },
+    { "checksum.validate_cold_get", T_BOOL, "true", 0, NULL, NULL },
+    { "checksum.validate_warm_get", T_BOOL, "false", 0, NULL, NULL },
+    { "checksum.validate_obj_move", T_BOOL, "false", 0, NULL, NULL },
+    { "checksum.enable_read_range", T_BOOL, "false", 0, NULL, NULL },
+
+    { "versioning.enabled", T_BOOL, "true", 0, NULL, NULL },
+    { "versioning.validate_warm_get", T_BOOL, "false", 0, NULL, NULL },
+    { "versioning.synchronize", T_BOOL, "false", 0, NULL, NULL },
+
+    { "log.level", T_INT, "3", 0, NULL, "verbosity 0-5" },
+    { "log.to_stderr", T_BOOL, "false", 0, NULL, NULL },
+    { "log.format", T_STR, "text", 0, "text|json", NULL },
+    { "log.max_size", T_SIZE, "64MiB", 0, NULL, NULL },
+    { "log.max_total", T_SIZE, "512MiB", 0, NULL, NULL },
+
+    { "write_policy.data", T_STR, "immediate", 0, "immediate|never", "fsync object data before commit" },
+    { "write_policy.md", T_STR, "immediate", 0, "immediate|delayed|never", "sync metadata on commit" },
+
+    { "timeout.cplane_operation", T_DUR, "2s", 0, NULL, NULL },
+    { "timeout.max_keepalive", T_DUR, "4s", 0, NULL, NULL },
+    { "timeout.max_host_busy", T_DUR, "20s", 0, NULL, NULL },
+    { "timeout.startup_time", T_DUR, "1m", 0, NULL, NULL },
+    { "timeout.join_startup_time", T_DUR, "3m", 0, NULL, NULL },
+    { "timeout.send_file_time", T_DUR, "5m", 0, NULL, NULL },
+
+    { "keepalivetracker.proxy.interval", T_DUR, "10s", 0, NULL, NULL },
+    { "keepalivetracker.proxy.name", T_STR, "heartbeat", 0, "heartbeat|average", NULL },
+    { "keepalivetracker.proxy.factor", T_INT, "3", 0, NULL, NULL },
+    { "keepalivetracker.target.interval", T_DUR, "10s", 0, NULL, NULL },
+    { "keepalivetracker.target.name", T_STR, "heartbeat", 0, "heartbeat|average", NULL },
+    { "keepalivetracker.target.factor", T_INT, "3", 0, NULL, NULL },
+    { "keepalivetracker.retry_factor", T_INT, "4", 0, NULL, NULL },
+
+    { "proxy.primary_url", T_STR, "", 0, NULL, NULL },
+    { "proxy.original_url", T_STR, "", 0, NULL, NULL },
+    { "proxy.discovery_url", T_STR, "", 0, NULL, NULL },
+    { "proxy.non_electable", T_BOOL, "false", 0, NULL, NULL },
+
+    { "rebalance.enabled", T_BOOL, "true", 0, NULL, NULL },
+
+    { "space.cleanupwm", T_PCT, "65", 0, NULL, NULL },
+    { "space.lowwm", T_PCT, "75", 0, NULL, NULL },
+    { "space.highwm", T_PCT, "90", 0, NULL, NULL },
+    { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
+
+    { "net.http.use_https", T_BOOL, "false", 0, NULL, NULL },
+    { "net.http.chunked_transfer", T_BOOL, "true", 0, NULL, NULL },
+    { "net.http.idle_conn_time", T_DUR, "60s", 0, NULL, NULL },
+    { "net.http.idle_conns", T_INT, "256", 0, NULL, NULL },
+    { "net.http.workers", T_INT, "0", 0, NULL, "HTTP worker threads (0 = 2 x cores, at least 8)" },
+    { "net.http.max_header_size", T_SIZE, "16KiB", 0, NULL, NULL },
+    { "net.http.max_json_body", T_SIZE, "16MiB", 0, NULL, NULL },
+
+    { "lso.page_size", T_INT, "10000", 0, NULL, "default list-objects page size" },
+
+    { "arch.max_members", T_INT, "1000000", 0, NULL, "refuse archives with more members" },
+    { "arch.max_member_size", T_SIZE, "16GiB", 0, NULL, NULL },
+    { "arch.max_compression_ratio", T_INT, "1000", 0, NULL, "zip-bomb guard" },
+
+    { "plugins.dir", T_STR, "", 0, NULL, "directory of format/sample-key plugins" },
+
+    { "etl.workers", T_INT, "0", F_LOCAL, NULL,
+      "threads that run Lua transforms and other long request work (0 = cores, at least 2)" },
+    { "etl.log_size", T_SIZE, "256KiB", 0, NULL, "script log kept per ETL on each target (oldest lines dropped)" },
+    { "etl.max_errors", T_INT, "1000", 0, NULL, "object errors kept per ETL on each target (oldest dropped)" },
+    { "etl.max_object_size", T_SIZE, "1GiB", 0, NULL, "largest object an object-mode transform accepts" },
+
+    { "features", T_STR, "0", 0, NULL, NULL },
+
+    { "shale.fsck", T_STR, "auto", F_LOCAL, "auto|quick|full", "startup reconcile of files and metadata" },
+};
+
+struct sl_config *volatile sl_conf;
+
+void sl_config_install(struct sl_config *c)
+{
+    /* readers hold plain pointers without locks, so the old config is
+     * retired (chained to the new one), not freed */
+    c->retired = sl_conf;
+    __atomic_store_n(&sl_conf, c, __ATOMIC_RELEASE);
+}
+
+void sl_config_free_all(void)
+{
+    struct sl_config *c = sl_conf;
+    sl_conf = NULL;
+    while (c) {
+        struct sl_config *next = c->retired;
+        sl_config_free(c);
+        c = next;
+    }
+}
+
+static const struct key *find_key(const char *path)
+{
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++)
+        if (strcmp(schema[i].path, path) == 0)
+            return &schema[i];
+    return NULL;
+}
+
+static bool is_section(const char *path)
+{
+    size_t n = strlen(path);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++)
+        if (strncmp(schema[i].path, path, n) == 0 && schema[i].path[n] == '.')
+            return true;
+    return false;
+}
+
+/* The names directly under section ("" = top level): keys and sub-sections,
+ * or only sub-sections. */
+static void section_keys(const char *section, bool sections_only, struct sl_buf *b)
+{
+    size_t n = strlen(section);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        const char *p = schema[i].path;
+        if (n == 0 || (strncmp(p, section, n) == 0 && p[n] == '.')) {
+            const char *rest = n ? p + n + 1 : p;
+            const char *dot = strchr(rest, '.');
+            if (sections_only && !dot)
+                continue;
+            size_t l = dot ? (size_t)(dot - rest) : strlen(rest);
+            /* skip duplicates of sub-sections */
+            char tmp[128];
+            snprintf(tmp, sizeof(tmp), "%.*s", (int)l, rest);
+            char needle[140];
+            snprintf(needle, sizeof(needle), ", %s,", tmp);
+            char *hay = sl_xasprintf(", %s,", b->p ? b->p : "");
+            bool dup = strstr(hay, needle) != NULL;
+            free(hay);
+            if (dup)
+                continue;
+            if (b->len)
+                sl_buf_adds(b, ", ");
+            sl_buf_adds(b, tmp);
+        }
+    }
+}
+
+static int unknown_key(const char *path, const char *where, struct sl_err *err)
+{
+    char section[256];
+    snprintf(section, sizeof(section), "%s", path);
+    char *dot = strrchr(section, '.');
+    if (dot)
+        *dot = 0;
+    else
+        section[0] = 0;
+    struct sl_buf b;
+    sl_buf_init(&b);
+    section_keys(section, false, &b);
+    if (section[0] && !b.len) {
+        /* the section itself is unknown: say so, and list those of its parent */
+        char parent[256];
+        snprintf(parent, sizeof(parent), "%s", section);
+        char *pd = strrchr(parent, '.');
+        if (pd)
+            *pd = 0;
+        else
+            parent[0] = 0;
+        section_keys(parent, true, &b);
+        sl_errf(err, SL_EINVAL, "unknown configuration key \"%s\"%s%s: section \"%s\" does not exist; valid "
+                "sections%s%s%s: %s", path, where ? " in " : "", where ? where : "", section,
+                parent[0] ? " in \"" : "", parent, parent[0] ? "\"" : "", b.p ? b.p : "");
+        sl_buf_free(&b);
+        return -1;
+    }
+    sl_errf(err, SL_EINVAL, "unknown configuration key \"%s\"%s%s; valid keys %s%s%s: %s", path,
+            where ? " in " : "", where ? where : "", section[0] ? "in section \"" : "at top level",
+            section, section[0] ? "\"" : "", b.p ? b.p : "");
+    sl_buf_free(&b);
+    return -1;
+}
+
+/* Normalize one value against its schema entry, returning a new reference. */
+static json_t *norm_value(const struct key *k, json_t *v, struct sl_err *err)
+{
+    char tmp[64];
+    switch (k->type) {
+    case T_STR:
+        if (!json_is_string(v)) {
+            if (json_is_integer(v) && k->choices == NULL) {
+                snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
+                return json_string(tmp);
+            }
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\" must be a string", k->path);
+            return NULL;
+        }
+        if (k->choices) {
+            const char *s = json_string_value(v);
+            char *ch = sl_xstrdup(k->choices), *save = NULL;
+            bool ok = false;
+            for (char *t = strtok_r(ch, "|", &save); t; t = strtok_r(NULL, "|", &save))
+                if (strcmp(t, s) == 0)
+                    ok = true;
+            free(ch);
+            if (!ok) {
+                sl_errf(err, SL_EINVAL, "configuration key \"%s\": invalid value \"%s\" (valid: %s)", k->path, s,
+                        k->choices);
+                return NULL;
+            }
+        }
+        return json_incref(v);
+    case T_INT:
+    case T_PCT: {
+        long long x;
+        if (json_is_integer(v)) {
+            x = json_integer_value(v);
+        } else if (json_is_string(v)) {
+            char *end;
+            x = strtoll(json_string_value(v), &end, 10);
+            if (*end || end == json_string_value(v)) {
+                sl_errf(err, SL_EINVAL, "configuration key \"%s\" must be an integer, got \"%s\"", k->path,
+                        json_string_value(v));
+                return NULL;
+            }
+        } else {
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\" must be an integer", k->path);
+            return NULL;
+        }
+        if (x < 0 || (k->type == T_PCT && x > 100)) {
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\": value %lld out of range", k->path, x);
+            return NULL;
+        }
+        return json_integer(x);
+    }
+    case T_BOOL:
+        if (json_is_boolean(v))
+            return json_incref(v);
+        if (json_is_string(v) && (!strcmp(json_string_value(v), "true") || !strcmp(json_string_value(v), "false")))
+            return json_boolean(!strcmp(json_string_value(v), "true"));
+        sl_errf(err, SL_EINVAL, "configuration key \"%s\" must be true or false", k->path);
+        return NULL;
+    case T_DUR: {
+        int64_t ns;
+        if (json_is_integer(v)) {
+            /* Go encodes durations as strings; an integer is taken as seconds */
+            sl_format_duration((int64_t)json_integer_value(v) * 1000000000LL, tmp, sizeof(tmp));
+            return json_string(tmp);
+        }
+        if (!json_is_string(v) || sl_parse_duration(json_string_value(v), &ns) < 0) {
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\" must be a duration such as \"10s\" or \"2m\"",
+                    k->path);
+            return NULL;
+        }
+        return json_incref(v);
+    }
+    case T_SIZE: {
+        uint64_t n;
+        if (json_is_integer(v) && json_integer_value(v) >= 0)
+            return json_incref(v);
+        if (!json_is_string(v) || sl_parse_size(json_string_value(v), &n) < 0) {
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\" must be a size such as \"64MiB\" or 1048576", k->path);
+            return NULL;
+        }
+        return json_incref(v);
+    }
+    case T_FSPATHS: {
+        json_t *out = json_object();
+        if (json_is_object(v)) {
+            const char *p;
+            json_t *lbl;
+            json_object_foreach(v, p, lbl) {
+                if (p[0] != '/') {
+                    json_decref(out);
+                    sl_errf(err, SL_EINVAL, "fspaths: \"%s\" is not an absolute path", p);
+                    return NULL;
+                }
+                json_object_set_new(out, p, json_is_string(lbl) ? json_incref(lbl) : json_string(""));
+            }
+        } else if (json_is_array(v)) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(v, i, e) {
+                if (!json_is_string(e) || json_string_value(e)[0] != '/') {
+                    json_decref(out);
+                    sl_errf(err, SL_EINVAL, "fspaths: entry %zu is not an absolute path", i);
+                    return NULL;
+                }
+                json_object_set_new(out, json_string_value(e), json_string(""));
+            }
+        } else {
+            json_decref(out);
+            sl_errf(err, SL_EINVAL, "fspaths must be an object {\"/path\": \"\"} or an array of paths");
+            return NULL;
+        }
+        return out;
+    }
+    }
+    return NULL;
+}
+
+static int set_path(json_t *doc, const char *path, json_t *val)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    json_t *cur = doc;
+    char *save = NULL, *tok = strtok_r(buf, ".", &save);
+    while (tok) {
+        char *next = strtok_r(NULL, ".", &save);
+        if (!next) {
+            json_object_set_new(cur, tok, val);
+            return 0;
+        }
+        json_t *sub = json_object_get(cur, tok);
+        if (!json_is_object(sub)) {
+            sub = json_object();
+            json_object_set_new(cur, tok, sub);
+        }
+        cur = sub;
+        tok = next;
+    }
+    json_decref(val);
+    return -1;
+}
+
+static json_t *get_path(json_t *doc, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    json_t *cur = doc;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ".", &save); tok && cur; tok = strtok_r(NULL, ".", &save))
+        cur = json_object_get(cur, tok);
+    return cur;
+}
+
+/* Walk src, validating every key against the schema, writing normalized
+ * values into dst. */
+static int merge_validated(json_t *dst, json_t *src, const char *prefix, const char *where, struct sl_err *err)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(src))
+        return sl_errf(err, SL_EINVAL, "configuration%s%s must be a JSON object", where ? " in " : "",
+                       where ? where : "");
+    json_object_foreach(src, k, v) {
+        char path[256];
+        if (strchr(k, '.') && !prefix[0]) {
+            /* flat "a.b": value form */
+            snprintf(path, sizeof(path), "%s", k);
+        } else {
+            snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        }
+        const struct key *ks = find_key(path);
+        if (ks) {
+            json_t *nv = norm_value(ks, v, err);
+            if (!nv) {
+                if (where)
+                    sl_err_wrap(err, "%s", where);
+                return -1;
+            }
+            set_path(dst, path, nv);
+            continue;
+        }
+        if (json_is_object(v) && is_section(path)) {
+            if (merge_validated(dst, v, path, where, err) < 0)
+                return -1;
+            continue;
+        }
+        if (json_is_object(v) && json_object_size(v) == 0 && !is_section(path))
+            return unknown_key(path, where, err);
+        return unknown_key(path, where, err);
+    }
+    return 0;
+}
+
+static json_t *defaults(void)
+{
+    json_t *d = json_object();
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        const struct key *k = &schema[i];
+        if (!k->dflt)
+            continue;
+        json_t *v;
+        switch (k->type) {
+        case T_INT:
+        case T_PCT:
+            v = json_integer(strtoll(k->dflt, NULL, 10));
+            break;
+        case T_BOOL:
+            v = json_boolean(strcmp(k->dflt, "true") == 0);
+            break;
+        default:
+            v = json_string(k->dflt);
+            break;
+        }
+        set_path(d, k->path, v);
+    }
+    return d;
+}
+
+static const char *gs(json_t *doc, const char *path)
+{
+    json_t *v = get_path(doc, path);
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static long long gi(json_t *doc, const char *path)
+{
+    json_t *v = get_path(doc, path);
+    return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+static bool gb(json_t *doc, const char *path)
+{
+    return json_is_true(get_path(doc, path));
+}
+
+static int64_t gd(json_t *doc, const char *path)
+{
+    int64_t ns = 0;
+    sl_parse_duration(gs(doc, path), &ns);
+    return ns;
+}
+
+static uint64_t gz(json_t *doc, const char *path)
+{
+    json_t *v = get_path(doc, path);
+    uint64_t n = 0;
+    if (json_is_integer(v))
+        return (uint64_t)json_integer_value(v);
+    sl_parse_size(json_string_value(v), &n);
+    return n;
+}
+
+static int wpolicy(const char *s)
+{
+    return !strcmp(s, "never") ? SL_WP_NEVER : !strcmp(s, "delayed") ? SL_WP_DELAYED : SL_WP_IMMEDIATE;
+}
+
+struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
+{
+    struct sl_config *c = sl_xcalloc(1, sizeof(*c));
+    c->root = doc;
+    c->confdir = sl_xstrdup(gs(doc, "confdir"));
+    c->log_dir = sl_xstrdup(gs(doc, "log_dir"));
+    c->hostname = sl_xstrdup(gs(doc, "host_net.hostname"));
+    c->hostname_intra_control = sl_xstrdup(gs(doc, "host_net.hostname_intra_control"));
+    c->hostname_intra_data = sl_xstrdup(gs(doc, "host_net.hostname_intra_data"));
+    c->port = (int)gi(doc, "host_net.port");
+    c->port_intra_control = (int)gi(doc, "host_net.port_intra_control");
+    c->port_intra_data = (int)gi(doc, "host_net.port_intra_data");
+    if (c->port <= 0 || c->port > 65535) {
+        sl_errf(err, SL_EINVAL, "host_net.port %d is not a valid TCP port", c->port);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    json_t *fs = json_object_get(doc, "fspaths");
+    if (json_is_object(fs)) {
+        c->fspaths = sl_xcalloc(json_object_size(fs) + 1, sizeof(char *));
+        const char *p;
+        json_t *v;
+        json_object_foreach(fs, p, v) c->fspaths[c->nfspaths++] = sl_xstrdup(p);
+    }
+    c->uuid = sl_xstrdup(gs(doc, "uuid"));
+    c->config_version = gi(doc, "config_version");
+    c->cksum_type = sl_cksum_parse(gs(doc, "checksum.type"));
+    c->cksum_validate_warm_get = gb(doc, "checksum.validate_warm_get");
+    c->cksum_enable_read_range = gb(doc, "checksum.enable_read_range");
+    c->versioning = gb(doc, "versioning.enabled");
+    c->log_level = (int)gi(doc, "log.level");
+    c->log_to_stderr = gb(doc, "log.to_stderr");
+    c->log_json = strcmp(gs(doc, "log.format"), "json") == 0;
+    c->log_max_size = gz(doc, "log.max_size");
+    c->wp_data = wpolicy(gs(doc, "write_policy.data"));
+    c->wp_md = wpolicy(gs(doc, "write_policy.md"));
+    c->cplane_timeout_ns = gd(doc, "timeout.cplane_operation");
+    c->max_keepalive_ns = gd(doc, "timeout.max_keepalive");
+    c->startup_time_ns = gd(doc, "timeout.startup_time");
+    c->join_startup_time_ns = gd(doc, "timeout.join_startup_time");
+    c->send_file_time_ns = gd(doc, "timeout.send_file_time");
+    c->keepalive_interval_ns = gd(doc, "keepalivetracker.target.interval");
+    c->keepalive_factor = (int)gi(doc, "keepalivetracker.target.factor");
+    c->primary_url = sl_xstrdup(gs(doc, "proxy.primary_url"));
+    c->rebalance_enabled = gb(doc, "rebalance.enabled");
+    c->space_oos_pct = (int)gi(doc, "space.out_of_space");
+    c->http_workers = (int)gi(doc, "net.http.workers");
+    c->http_conn_timeout_s = (int)(gd(doc, "net.http.idle_conn_time") / 1000000000LL);
+    c->http_max_header = gz(doc, "net.http.max_header_size");
+    c->http_max_body_json = gz(doc, "net.http.max_json_body");
+    c->plugins_dir = sl_xstrdup(gs(doc, "plugins.dir"));
+    c->arch_max_members = (uint64_t)gi(doc, "arch.max_members");
+    c->arch_max_member_size = gz(doc, "arch.max_member_size");
+    c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");
+    c->lso_page_size = (int)gi(doc, "lso.page_size");
+    c->etl_workers = (int)gi(doc, "etl.workers");
+    c->etl_log_size = gz(doc, "etl.log_size");
+    c->etl_max_errors = (int)gi(doc, "etl.max_errors");
+    c->etl_max_object_size = gz(doc, "etl.max_object_size");
+    c->fsck = sl_xstrdup(gs(doc, "shale.fsck"));
+    if (gb(doc, "net.http.use_https")) {
+        sl_errf(err, SL_EUNSUPP, "net.http.use_https: HTTPS is not supported yet; terminate TLS in front of Shale");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->keepalive_factor <= 0)
+        c->keepalive_factor = 3;
+    if (c->lso_page_size <= 0)
+        c->lso_page_size = 10000;
+    return c;
+}
+
+static json_t *load_file(const char *path, struct sl_err *err)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) {
+        sl_errf(err, SL_EINVAL, "configuration file %s: %s (line %d, column %d)", path, je.text, je.line, je.column);
+        return NULL;
+    }
+    return doc;
+}
+
+int sl_config_set_kv(json_t *doc, const char *key, const char *value, struct sl_err *err)
+{
+    const struct key *k = find_key(key);
+    if (!k)
+        return unknown_key(key, NULL, err);
+    json_t *raw;
+    if (k->type == T_FSPATHS) {
+        raw = json_array();
+        char *cp = sl_xstrdup(value), *save = NULL;
+        for (char *t = strtok_r(cp, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            json_array_append_new(raw, json_string(t));
+        free(cp);
+    } else {
+        raw = json_string(value);
+    }
+    json_t *nv = norm_value(k, raw, err);
+    json_decref(raw);
+    if (!nv)
+        return -1;
+    set_path(doc, key, nv);
+    return 0;
+}
+
+struct sl_config *sl_config_load(const char *cluster_path, const char *local_path, const char **overrides,
+                                 int noverrides, struct sl_err *err)
+{
+    json_t *doc = defaults();
+    const char *files[2] = { cluster_path, local_path };
+    for (int i = 0; i < 2; i++) {
+        if (!files[i])
+            continue;
+        json_t *f = load_file(files[i], err);
+        if (!f || merge_validated(doc, f, "", files[i], err) < 0) {
+            json_decref(f);
+            json_decref(doc);
+            return NULL;
+        }
+        json_decref(f);
+    }
+    for (int i = 0; i < noverrides; i++) {
+        const char *eq = strchr(overrides[i], '=');
+        if (!eq) {
+            json_decref(doc);
+            sl_errf(err, SL_EINVAL, "override \"%s\" must look like key=value", overrides[i]);
+            return NULL;
+        }
+        char *key = sl_xstrndup(overrides[i], (size_t)(eq - overrides[i]));
+        int rc = sl_config_set_kv(doc, key, eq + 1, err);
+        free(key);
+        if (rc < 0) {
+            json_decref(doc);
+            return NULL;
+        }
+    }
+    struct sl_config *c = sl_config_from_json(doc, err);
+    if (!c)
+        json_decref(doc);
+    return c;
+}
+
+void sl_config_free(struct sl_config *c)
+{
+    if (!c)
+        return;
+    json_decref(c->root);
+    free(c->confdir);
+    free(c->log_dir);
+    free(c->hostname);
+    free(c->hostname_intra_control);
+    free(c->hostname_intra_data);
+    for (int i = 0; i < c->nfspaths; i++)
+        free(c->fspaths[i]);
+    free(c->fspaths);
+    free(c->uuid);
+    free(c->primary_url);
+    free(c->plugins_dir);
+    free(c->fsck);
+    free(c);
+}
+
+struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, struct sl_err *err)
+{
+    json_t *doc = json_deep_copy(c->root);
+    json_t *tmp = json_object();
+    if (merge_validated(tmp, partial, "", NULL, err) < 0) {
+        json_decref(tmp);
+        json_decref(doc);
+        return NULL;
+    }
+    /* refuse local keys and read-only keys in a cluster-wide update */
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        json_t *v = get_path(tmp, schema[i].path);
+        if (!v)
+            continue;
+        if (schema[i].flags & (F_LOCAL | F_RO)) {
+            json_decref(tmp);
+            json_decref(doc);
+            return sl_errf(err, SL_EINVAL, "configuration key \"%s\" is %s and cannot be set cluster-wide",
+                           schema[i].path, schema[i].flags & F_RO ? "read-only" : "per-node"),
+                   NULL;
+        }
+        set_path(doc, schema[i].path, json_incref(v));
+    }
+    json_decref(tmp);
+    set_path(doc, "config_version", json_integer(c->config_version + 1));
+    struct sl_config *nc = sl_config_from_json(doc, err);
+    if (!nc)
+        json_decref(doc);
+    return nc;
+}
+
+json_t *sl_config_cluster_json(const struct sl_config *c)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        if (schema[i].flags & F_LOCAL)
+            continue;
+        json_t *v = get_path(c->root, schema[i].path);
+        if (v)
+            set_path(out, schema[i].path, json_incref(v));
+    }
+    return out;
+}
+
+struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *cluster, struct sl_err *err)
+{
+    json_t *doc = json_deep_copy(c->root);
+    json_t *tmp = json_object();
+    if (merge_validated(tmp, cluster, "", "cluster config", err) < 0) {
+        json_decref(tmp);
+        json_decref(doc);
+        return NULL;
+    }
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        if (schema[i].flags & F_LOCAL)
+            continue;
+        json_t *v = get_path(tmp, schema[i].path);
+        if (v)
+            set_path(doc, schema[i].path, json_incref(v));
+    }
+    json_decref(tmp);
+    struct sl_config *nc = sl_config_from_json(doc, err);
+    if (!nc)
+        json_decref(doc);
+    return nc;
+}

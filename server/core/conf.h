@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT
+ * conf.h: node configuration. JSON with AIStore's section and key names;
+ * every key is declared in one schema table (config.c) with its type and
+ * default, and anything else is rejected with a message naming the key.
+ * The merged document is kept as JSON (for GET ?what=config and metasync)
+ * and decoded into struct sl_config for fast access.
+ */
+#ifndef SL_CONF_H
+#define SL_CONF_H
+
+#include "sl.h"
+#include <jansson.h>
+
+enum sl_wpolicy { SL_WP_IMMEDIATE = 0, SL_WP_DELAYED, SL_WP_NEVER };
+
+struct sl_config {
+    json_t *root;             /* merged document, owned */
+
+    /* local */
+    char *confdir;
+    char *log_dir;
+    char *hostname;           /* advertised public host ("" = auto) */
+    char *hostname_intra_control;
+    char *hostname_intra_data;
+    int port;
+    int port_intra_control;
+    int port_intra_data;
+    char **fspaths;
+    int nfspaths;
+
+    /* cluster */
+    char *uuid;
+    int64_t config_version;
+    int cksum_type;
+    bool cksum_validate_warm_get;
+    bool cksum_enable_read_range;
+    bool versioning;
+    int log_level;
+    bool log_to_stderr;
+    bool log_json;
+    uint64_t log_max_size;
+    int wp_data;              /* enum sl_wpolicy */
+    int wp_md;
+    int64_t cplane_timeout_ns;
+    int64_t max_keepalive_ns;
+    int64_t startup_time_ns;
+    int64_t join_startup_time_ns;
+    int64_t send_file_time_ns;
+    int64_t keepalive_interval_ns;  /* keepalivetracker.target.interval */
+    int keepalive_factor;
+    char *primary_url;
+    bool rebalance_enabled;
+    int space_oos_pct;            /* space.out_of_space */
+    int http_workers;             /* net.http.workers: 0 = auto */
+    int http_conn_timeout_s;      /* net.http.idle_conn_time (seconds) */
+    uint64_t http_max_header;     /* net.http.max_header_size */
+    uint64_t http_max_body_json;  /* net.http.max_json_body */
+    char *plugins_dir;            /* plugins.dir */
+    uint64_t arch_max_members;    /* arch.max_members */
+    uint64_t arch_max_member_size;/* arch.max_member_size */
+    uint64_t arch_max_ratio;      /* arch.max_compression_ratio */
+    int lso_page_size;            /* lso.page_size default */
+    int etl_workers;              /* etl.workers: background pool size (0 = auto) */
+    uint64_t etl_log_size;        /* etl.log_size */
+    int etl_max_errors;           /* etl.max_errors */
+    uint64_t etl_max_object_size; /* etl.max_object_size */
+    char *fsck;                   /* shale.fsck: auto|quick|full */
+    struct sl_config *retired;    /* older configs (kept alive, see sl_config_install) */
+};
+
+/* Build a config from optional files (cluster, local) plus key=value
+ * overrides ("host_net.port=8081"). Returns NULL with err on any unknown key,
+ * wrong type or bad value. */
+struct sl_config *sl_config_load(const char *cluster_path, const char *local_path,
+                                 const char **overrides, int noverrides, struct sl_err *err);
+/* Build from an already-parsed document (takes a reference). */
+struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err);
+void sl_config_free(struct sl_config *c);
+
+/* Apply a partial update ({"checksum":{"type":"md5"}} or flat "a.b" keys)
+ * on top of c, producing a new config. Validation as for load. */
+struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, struct sl_err *err);
+/* Set one dotted key from a string value in doc (type taken from the schema). */
+int sl_config_set_kv(json_t *doc, const char *key, const char *value, struct sl_err *err);
+
+/* The cluster part only (no local keys), new reference. */
+json_t *sl_config_cluster_json(const struct sl_config *c);
+/* Replace the cluster part of c with doc (metasync), keeping local keys. */
+struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *cluster, struct sl_err *err);
+
+/* Current process-wide config. Replaced atomically; old ones are retired,
+ * never freed while the process runs, so readers need no lock. */
+extern struct sl_config *volatile sl_conf;
+void sl_config_install(struct sl_config *c);
+/* At exit: free the current config and every retired one. */
+void sl_config_free_all(void);
+
+#endif

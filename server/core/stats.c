@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT
+ * stats.c: see stats.h.
+ */
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *op_names[SL_OP_MAX] = {
+    [SL_OP_NONE] = "other", [SL_OP_GET] = "get", [SL_OP_PUT] = "put", [SL_OP_HEAD] = "head",
+    [SL_OP_DELETE] = "delete", [SL_OP_LIST] = "lst", [SL_OP_APPEND] = "append", [SL_OP_ARCH_GET] = "arch_get",
+    [SL_OP_ETL_GET] = "etl_get", [SL_OP_REDIRECT] = "redirect",
+};
+
+/* latency buckets in seconds */
+static const double buckets[] = { 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30 };
+#define NB (sizeof(buckets) / sizeof(buckets[0]))
+
+struct opstat {
+    uint64_t count, errors, in_bytes, out_bytes, ns_total;
+    uint64_t hist[NB];
+};
+
+static struct opstat ops[SL_OP_MAX];
+
+#define MAXC 64
+static struct {
+    char name[48];
+    uint64_t v;
+} custom[MAXC];
+static int ncustom;
+static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
+
+#define ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+#define LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+void sl_stats_request(int op, int method, int status, uint64_t in_bytes, uint64_t out_bytes, int64_t ns, bool ok)
+{
+    if (op <= 0 || op >= SL_OP_MAX)
+        return;
+    struct opstat *s = &ops[op];
+    ADD(&s->count, 1);
+    if (!ok || status >= 400)
+        ADD(&s->errors, 1);
+    ADD(&s->in_bytes, in_bytes);
+    ADD(&s->out_bytes, out_bytes);
+    ADD(&s->ns_total, (uint64_t)(ns > 0 ? ns : 0));
+    double sec = (double)ns / 1e9;
+    for (size_t i = 0; i < NB; i++)
+        if (sec <= buckets[i])
+            ADD(&s->hist[i], 1);
+}
+
+void sl_stats_add(const char *name, uint64_t v)
+{
+    pthread_mutex_lock(&cmu);
+    int i;
+    for (i = 0; i < ncustom; i++)
+        if (!strcmp(custom[i].name, name))
+            break;
+    if (i == ncustom && ncustom < MAXC)
+        snprintf(custom[ncustom++].name, sizeof(custom[0].name), "%s", name);
+    if (i < MAXC)
+        custom[i].v += v;
+    pthread_mutex_unlock(&cmu);
+}
+
+uint64_t sl_stats_get(int op, const char *what)
+{
+    if (op <= 0 || op >= SL_OP_MAX)
+        return 0;
+    if (!strcmp(what, "count"))
+        return LD(&ops[op].count);
+    if (!strcmp(what, "errors"))
+        return LD(&ops[op].errors);
+    if (!strcmp(what, "bytes"))
+        return LD(&ops[op].in_bytes) + LD(&ops[op].out_bytes);
+    return 0;
+}
+
+static void tracker_set(json_t *o, const char *name, uint64_t v)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
+    json_object_set_new(o, name, json_pack("{s:s}", "v", s));
+}
+
+json_t *sl_stats_tracker_json(void)
+{
+    json_t *o = json_object();
+    for (int op = 1; op < SL_OP_MAX; op++) {
+        const struct opstat *s = &ops[op];
+        const char *n = op == SL_OP_DELETE ? "del" : op_names[op];  /* AIStore: del.n */
+        char k[64];
+        snprintf(k, sizeof(k), "%s.n", n);
+        tracker_set(o, k, LD(&s->count));
+        snprintf(k, sizeof(k), "err.%s.n", n);
+        tracker_set(o, k, LD(&s->errors));
+        snprintf(k, sizeof(k), "%s.size", n);
+        tracker_set(o, k, LD(&s->in_bytes) + LD(&s->out_bytes));
+        snprintf(k, sizeof(k), "%s.ns.total", n);
+        tracker_set(o, k, LD(&s->ns_total));
+    }
+    pthread_mutex_lock(&cmu);
+    for (int i = 0; i < ncustom; i++)
+        tracker_set(o, custom[i].name, custom[i].v);
+    pthread_mutex_unlock(&cmu);
+    return o;
+}
+
+void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
+{
+    for (int op = 1; op < SL_OP_MAX; op++) {
+        struct opstat *s = &ops[op];
+        const char *n = op_names[op];
+        sl_buf_printf(b, "# HELP %s_%s_count number of %s requests\n# TYPE %s_%s_count counter\n", prefix, n, n,
+                      prefix, n);
+        sl_buf_printf(b, "%s_%s_count{node_id=\"%s\"} %llu\n", prefix, n, node_id, (unsigned long long)LD(&s->count));
+        sl_buf_printf(b, "# HELP %s_err_%s_count number of failed %s requests\n# TYPE %s_err_%s_count counter\n",
+                      prefix, n, n, prefix, n);
+        sl_buf_printf(b, "%s_err_%s_count{node_id=\"%s\"} %llu\n", prefix, n, node_id,
+                      (unsigned long long)LD(&s->errors));
+        sl_buf_printf(b, "# HELP %s_%s_bytes bytes transferred by %s requests\n# TYPE %s_%s_bytes counter\n",
+                      prefix, n, n, prefix, n);
+        sl_buf_printf(b, "%s_%s_bytes{node_id=\"%s\"} %llu\n", prefix, n, node_id,
+                      (unsigned long long)(LD(&s->in_bytes) + LD(&s->out_bytes)));
+        sl_buf_printf(b, "# HELP %s_%s_ns_total total time of %s requests, ns\n# TYPE %s_%s_ns_total counter\n",
+                      prefix, n, n, prefix, n);
+        sl_buf_printf(b, "%s_%s_ns_total{node_id=\"%s\"} %llu\n", prefix, n, node_id,
+                      (unsigned long long)LD(&s->ns_total));
+        sl_buf_printf(b, "# HELP %s_%s_seconds latency of %s requests\n# TYPE %s_%s_seconds histogram\n", prefix,
+                      n, n, prefix, n);
+        for (size_t i = 0; i < NB; i++)
+            sl_buf_printf(b, "%s_%s_seconds_bucket{node_id=\"%s\",le=\"%g\"} %llu\n", prefix, n, node_id,
+                          buckets[i], (unsigned long long)LD(&s->hist[i]));
+        sl_buf_printf(b, "%s_%s_seconds_bucket{node_id=\"%s\",le=\"+Inf\"} %llu\n", prefix, n, node_id,
+                      (unsigned long long)LD(&s->count));
+        sl_buf_printf(b, "%s_%s_seconds_sum{node_id=\"%s\"} %.9f\n", prefix, n, node_id,
+                      (double)LD(&s->ns_total) / 1e9);
+        sl_buf_printf(b, "%s_%s_seconds_count{node_id=\"%s\"} %llu\n", prefix, n, node_id,
+                      (unsigned long long)LD(&s->count));
+    }
+    pthread_mutex_lock(&cmu);
+    for (int i = 0; i < ncustom; i++) {
+        sl_buf_printf(b, "# TYPE %s_%s counter\n%s_%s{node_id=\"%s\"} %llu\n", prefix, custom[i].name, prefix,
+                      custom[i].name, node_id, (unsigned long long)custom[i].v);
+    }
+    pthread_mutex_unlock(&cmu);
+}

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: MIT
+ * http.c: libmicrohttpd glue: request lifecycle, body buffering/streaming,
+ * response construction, AIStore error bodies.
+ */
+#include "http.h"
+#include "bg.h"
+#include "jsonx.h"
+#include "log.h"
+#include "stats.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static struct MHD_Daemon *mhd;
+static char node_name[80] = "";
+static uint64_t req_counter;
+static sl_router_fn router;
+static size_t max_header; /* net.http.max_header_size at start; 0 = no check */
+
+void sl_http_set_node(const char *n)
+{
+    snprintf(node_name, sizeof(node_name), "%s", n);
+}
+
+static int method_of(const char *m)
+{
+    if (!strcmp(m, "GET"))
+        return SL_M_GET;
+    if (!strcmp(m, "HEAD"))
+        return SL_M_HEAD;
+    if (!strcmp(m, "PUT"))
+        return SL_M_PUT;
+    if (!strcmp(m, "POST"))
+        return SL_M_POST;
+    if (!strcmp(m, "DELETE"))
+        return SL_M_DELETE;
+    if (!strcmp(m, "PATCH"))
+        return SL_M_PATCH;
+    return SL_M_OTHER;
+}
+
+static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    struct sl_req *r = sl_xcalloc(1, sizeof(*r));
+    r->raw_uri = sl_xstrdup(uri ? uri : "/");
+    r->conn = c;
+    r->t0 = sl_mono_ns();
+    r->content_length = -1;
+    uint64_t n = __atomic_add_fetch(&req_counter, 1, __ATOMIC_RELAXED);
+    char b36[16];
+    sl_base36(n, b36, sizeof(b36));
+    snprintf(r->reqid, sizeof(r->reqid), "%s", b36);
+    return r;
+}
+
+static void parse_uri(struct sl_req *r)
+{
+    const char *u = r->raw_uri;
+    const char *qm = strchr(u, '?');
+    size_t plen = qm ? (size_t)(qm - u) : strlen(u);
+    r->path = sl_xmalloc(plen + 1);
+    r->path_len = sl_url_decode(u, plen, r->path, false);
+    if (memchr(r->path, 0, r->path_len))
+        r->path_bad = true;
+    if (!qm)
+        return;
+    const char *q = qm + 1;
+    int cap = 0;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t l = amp ? (size_t)(amp - q) : strlen(q);
+        if (l) {
+            const char *eq = memchr(q, '=', l);
+            size_t kl = eq ? (size_t)(eq - q) : l;
+            if (r->nq == cap) {
+                cap = cap ? cap * 2 : 8;
+                r->q = sl_xrealloc(r->q, (size_t)cap * sizeof(*r->q));
+            }
+            char *k = sl_xmalloc(kl + 1);
+            sl_url_decode(q, kl, k, true);
+            size_t vl = eq ? l - kl - 1 : 0;
+            char *v = sl_xmalloc(vl + 1);
+            size_t dv = sl_url_decode(eq ? eq + 1 : "", vl, v, true);
+            if (memchr(v, 0, dv))
+                r->path_bad = true;
+            r->q[r->nq].k = k;
+            r->q[r->nq].v = v;
+            r->nq++;
+        }
+        if (!amp)
+            break;
+        q = amp + 1;
+    }
+}
+
+static void free_req(struct sl_req *r)
+{
+    free(r->raw_uri);
+    free(r->path);
+    for (int i = 0; i < r->nq; i++) {
+        free(r->q[i].k);
+        free(r->q[i].v);
+    }
+    free(r->q);
+    sl_buf_free(&r->body);
+    struct sl_hdr *h = r->hdrs;
+    while (h) {
+        struct sl_hdr *n = h->next;
+        free(h->k);
+        free(h->v);
+        free(h);
+        h = n;
+    }
+    free(r);
+}
+
+const char *sl_req_query(const struct sl_req *r, const char *key)
+{
+    for (int i = 0; i < r->nq; i++)
+        if (!strcmp(r->q[i].k, key))
+            return r->q[i].v;
+    return NULL;
+}
+
+bool sl_req_query_bool(const struct sl_req *r, const char *key)
+{
+    const char *v = sl_req_query(r, key);
+    return v && (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes") || (v[0] == 0 && 0));
+}
+
+const char *sl_req_header(const struct sl_req *r, const char *name)
+{
+    return MHD_lookup_connection_value((struct MHD_Connection *)r->conn, MHD_HEADER_KIND, name);
+}
+
+struct hiter {
+    const char *name;
+    void (*cb)(void *, const char *);
+    void *arg;
+    int n;
+};
+
+static enum MHD_Result hiter_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct hiter *h = cls;
+    if (key && value && !strcasecmp(key, h->name)) {
+        h->cb(h->arg, value);
+        h->n++;
+    }
+    return MHD_YES;
+}
+
+int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void *arg, const char *v), void *arg)
+{
+    struct hiter h = { name, cb, arg, 0 };
+    MHD_get_connection_values((struct MHD_Connection *)r->conn, MHD_HEADER_KIND, hiter_cb, &h);
+    return h.n;
+}
+
+bool sl_req_path_is(const struct sl_req *r, const char *p)
+{
+    size_t n = strlen(p);
+    return r->path_len >= n && memcmp(r->path, p, n) == 0 && (r->path_len == n || r->path[n] == '/');
+}
+
+void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done)
+{
+    r->body_mode = SL_BODY_BUFFER;
+    r->body_limit = limit;
+    r->on_done = done;
+}
+
+void sl_req_stream_body(struct sl_req *r, sl_body_data_fn data, sl_body_done_fn done)
+{
+    r->body_mode = SL_BODY_STREAM;
+    r->on_data = data;
+    r->on_done = done;
+}
+
+json_t *sl_req_body_json(struct sl_req *r, struct sl_err *err)
+{
+    if (!r->body.len)
+        return json_null();
+    return sl_json_parse(r->body.p, r->body.len, "request body", err);
+}
+
+/* ---- responses ---- */
+
+void sl_hdr_add(struct sl_req *r, const char *k, const char *v)
+{
+    struct sl_hdr *h = sl_xmalloc(sizeof(*h));
+    h->k = sl_xstrdup(k);
+    h->v = sl_xstrdup(v);
+    h->next = NULL;
+    struct sl_hdr **pp = &r->hdrs;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = h;
+}
+
+void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    sl_hdr_add(r, k, tmp);
+}
+
+/* offload states */
+enum { OFFLOAD_NONE = 0, OFFLOAD_RUNNING, OFFLOAD_DONE };
+
+static void queue(struct sl_req *r, int status, struct MHD_Response *resp)
+{
+    if (r->responded) {
+        sl_logw("internal: second response for %s %s ignored", r->method_str, r->path);
+        MHD_destroy_response(resp);
+        return;
+    }
+    for (struct sl_hdr *h = r->hdrs; h; h = h->next)
+        MHD_add_response_header(resp, h->k, h->v);
+    MHD_add_response_header(resp, "X-Request-Id", r->reqid);
+    r->responded = true;
+    r->status = status;
+    if (__atomic_load_n(&r->offload, __ATOMIC_ACQUIRE) == OFFLOAD_RUNNING) {
+        /* on a pool thread: MHD takes it when the connection resumes */
+        r->pending = resp;
+        r->pending_status = status;
+        return;
+    }
+    if (MHD_queue_response((struct MHD_Connection *)r->conn, (unsigned)status, resp) != MHD_YES)
+        sl_logw("could not queue response %d for %s %s", status, r->method_str, r->path ? r->path : r->raw_uri);
+    MHD_destroy_response(resp);
+}
+
+struct offload {
+    struct sl_req *r;
+    sl_offload_fn fn;
+    void (*cancel)(void *);
+    void *arg;
+};
+
+static void offload_run(void *p)
+{
+    struct offload *o = p;
+    struct sl_req *r = o->r;
+    if (sl_bg_stopping()) {
+        if (o->cancel)
+            o->cancel(o->arg);
+        sl_resp_errf(r, SL_EUNAVAIL, "%s is shutting down; retry on another node or later", node_name);
+    } else {
+        o->fn(r, o->arg);
+        if (!r->responded)
+            sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s produced no response", r->method_str, r->path);
+    }
+    free(o);
+    __atomic_store_n(&r->offload, OFFLOAD_DONE, __ATOMIC_RELEASE);
+    MHD_resume_connection((struct MHD_Connection *)r->conn);
+}
+
+void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    if (sl_bg_stopping()) {
+        if (cancel)
+            cancel(arg);
+        sl_resp_errf(r, SL_EUNAVAIL, "%s is shutting down; retry on another node or later", node_name);
+        return;
+    }
+    struct offload *o = sl_xmalloc(sizeof(*o));
+    o->r = r;
+    o->fn = fn;
+    o->cancel = cancel;
+    o->arg = arg;
+    __atomic_store_n(&r->offload, OFFLOAD_RUNNING, __ATOMIC_RELEASE);
+    MHD_suspend_connection((struct MHD_Connection *)r->conn);
+    sl_bg_submit(offload_run, o);
+}
+
+void sl_conn_suspend(void *conn)
+{
+    MHD_suspend_connection((struct MHD_Connection *)conn);
+}
+
+void sl_conn_resume(void *conn)
+{
+    MHD_resume_connection((struct MHD_Connection *)conn);
+}
+
+void sl_resp_empty(struct sl_req *r, int status)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    queue(r, status, resp);
+}
+
+void sl_resp_bytes(struct sl_req *r, int status, const char *ctype, const void *data, size_t len)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
+    if (ctype)
+        MHD_add_response_header(resp, "Content-Type", ctype);
+    r->resp_len = len;
+    queue(r, status, resp);
+}
+
+void sl_resp_bytes_owned(struct sl_req *r, int status, const char *ctype, char *data, size_t len)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (ctype)
+        MHD_add_response_header(resp, "Content-Type", ctype);
+    r->resp_len = len;
+    queue(r, status, resp);
+}
+
+void sl_resp_text(struct sl_req *r, int status, const char *text)
+{
+    sl_resp_bytes(r, status, NULL, text, strlen(text));
+}
+
+void sl_resp_json(struct sl_req *r, int status, const json_t *j)
+{
+    size_t len;
+    const char *ua = sl_req_header(r, "User-Agent");
+    int fl = ua && sl_has_prefix(ua, "Mozilla/5.0") ? SL_JD_PRETTY : 0;
+    char *s = sl_json_dump(j, fl, &len);
+    if (!s) {
+        sl_resp_errf(r, SL_EINTERNAL, "cannot encode JSON response");
+        return;
+    }
+    s = sl_xrealloc(s, len + 2);
+    s[len++] = '\n';
+    s[len] = 0;
+    sl_resp_bytes_owned(r, status, "application/json; charset=utf-8", s, len);
+}
+
+void sl_resp_json_new(struct sl_req *r, int status, json_t *j)
+{
+    sl_resp_json(r, status, j);
+    json_decref(j);
+}
+
+/* An error decided before the body was read: if the client is already
+ * sending a (modest) body, read and drop it first, so the client gets the
+ * answer instead of a reset connection. */
+static bool defer_error(struct sl_req *r, const struct sl_err *e)
+{
+    if (!r->in_headers || r->responded)
+        return false;
+    const char *te = sl_req_header(r, "Transfer-Encoding");
+    const char *expect = sl_req_header(r, "Expect");
+    bool body = r->content_length > 0 || (te && strcasestr(te, "chunked"));
+    if (!body || expect || (r->content_length > 16 * (int64_t)SL_MIB))
+        return false;
+    if (e != &r->err)
+        r->err = *e;
+    r->failed = true;
+    r->body_mode = SL_BODY_DISCARD;
+    return true;
+}
+
+void sl_resp_err(struct sl_req *r, const struct sl_err *e)
+{
+    if (defer_error(r, e))
+        return;
+    int status = sl_err_status(e->code);
+    json_t *o = json_object();
+    const char *tc = sl_err_tcode(e->code);
+    if (tc)
+        json_object_set_new(o, "tcode", json_string(tc));
+    json_t *msg = json_string(e->msg);
+    if (!msg) /* not UTF-8 */
+        msg = json_string("(error message not valid UTF-8)");
+    json_object_set_new(o, "message", msg);
+    json_object_set_new(o, "method", json_string(r->method_str ? r->method_str : ""));
+    json_t *up = r->path ? json_stringn(r->path, r->path_len) : NULL;
+    json_object_set_new(o, "url_path", up ? up : json_string(""));
+    json_object_set_new(o, "remote_addr", json_string(r->remote));
+    const char *caller = sl_req_header(r, "Ais-Caller-Name");
+    json_object_set_new(o, "caller", json_string(caller ? caller : ""));
+    json_object_set_new(o, "node", json_string(node_name));
+    json_object_set_new(o, "status", json_integer(status));
+    size_t len;
+    char *s = sl_json_dump(o, 0, &len);
+    json_decref(o);
+    if (status >= 500)
+        sl_logw("%s %s: %d %s", r->method_str, r->path ? r->path : r->raw_uri, status, e->msg);
+    else
+        sl_logd("%s %s: %d %s", r->method_str, r->path ? r->path : r->raw_uri, status, e->msg);
+    if (r->method == SL_M_HEAD) {
+        sl_hdr_add(r, "Hdr-Error", s);
+        free(s);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        queue(r, status, resp);
+        return;
+    }
+    s = sl_xrealloc(s, len + 2);
+    s[len++] = '\n';
+    s[len] = 0;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    queue(r, status, resp);
+}
+
+void sl_resp_errf(struct sl_req *r, int code, const char *fmt, ...)
+{
+    struct sl_err e;
+    va_list ap;
+    va_start(ap, fmt);
+    e.code = code;
+    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    va_end(ap);
+    sl_resp_err(r, &e);
+}
+
+void sl_resp_redirect(struct sl_req *r, int status, const char *location)
+{
+    sl_hdr_add(r, "Location", location);
+    sl_resp_empty(r, status);
+}
+
+void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const char *ctype)
+{
+    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+    if (!resp) {
+        close(fd);
+        sl_resp_errf(r, SL_EINTERNAL, "cannot create file response");
+        return;
+    }
+    if (ctype)
+        MHD_add_response_header(resp, "Content-Type", ctype);
+    r->resp_len = len;
+    queue(r, status, resp);
+}
+
+static ssize_t never_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+void sl_resp_head(struct sl_req *r, int status, uint64_t len)
+{
+    struct MHD_Response *resp = MHD_create_response_from_callback(len, 4096, never_cb, NULL, NULL);
+    queue(r, status, resp);
+}
+
+struct stream_ctx {
+    sl_stream_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *);
+};
+
+static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct stream_ctx *s = cls;
+    ssize_t n = s->fn(s->ctx, pos, buf, max);
+    if (n == SL_STREAM_WAIT)
+        return 0; /* suspended by the producer; called again on resume */
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream_ctx *s = cls;
+    if (s->free_ctx)
+        s->free_ctx(s->ctx);
+    free(s);
+}
+
+void sl_resp_stream(struct sl_req *r, int status, const char *ctype, uint64_t len, sl_stream_fn fn, void *ctx,
+                    void (*free_ctx)(void *))
+{
+    struct stream_ctx *s = sl_xmalloc(sizeof(*s));
+    s->fn = fn;
+    s->ctx = ctx;
+    s->free_ctx = free_ctx;
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(len == UINT64_MAX ? MHD_SIZE_UNKNOWN : len, 256 * 1024, stream_cb, s,
+                                          stream_free);
+    if (ctype)
+        MHD_add_response_header(resp, "Content-Type", ctype);
+    queue(r, status, resp);
+}
+
+void sl_resp_method_not_allowed(struct sl_req *r, const char *allow)
+{
+    sl_hdr_add(r, "Allow", allow);
+    const char *t = "Method Not Allowed\n";
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(t), (void *)t, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+    queue(r, 405, resp);
+}
+
+/* ---- MHD callbacks ---- */
+
+static void set_remote(struct sl_req *r, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return;
+    char ip[INET6_ADDRSTRLEN] = "";
+    int port = 0;
+    if (ci->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ci->client_addr;
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+        port = ntohs(a->sin_port);
+    } else if (ci->client_addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ci->client_addr;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(r->remote, sizeof(r->remote), "%s:%d", ip, port);
+}
+
+static enum MHD_Result hdr_size_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    size_t *n = cls;
+    *n += strlen(key) + (value ? strlen(value) : 0) + 4; /* "k: v\r\n" */
+    return MHD_YES;
+}
+
+/* The request line and header fields as they came on the wire (near enough:
+ * folded or padded fields count as their trimmed size). */
+static size_t req_header_size(struct sl_req *r, struct MHD_Connection *c, const char *version)
+{
+    size_t n = strlen(r->method_str) + strlen(r->raw_uri) + strlen(version) + 4;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_size_cb, &n);
+    return n;
+}
+
+static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                           const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    struct sl_req *r = *con_cls;
+    if (!r) {
+        r = uri_log_cb(NULL, url, c);
+        *con_cls = r;
+    }
+    sl_log_set_reqid(r->reqid);
+    int ost = __atomic_load_n(&r->offload, __ATOMIC_ACQUIRE);
+    if (ost == OFFLOAD_RUNNING) {
+        sl_log_set_reqid(NULL);
+        return MHD_YES; /* a pool thread is producing the answer */
+    }
+    if (ost == OFFLOAD_DONE) {
+        r->offload = OFFLOAD_NONE;
+        struct MHD_Response *resp = r->pending;
+        r->pending = NULL;
+        if (resp) {
+            if (MHD_queue_response(c, (unsigned)r->pending_status, resp) != MHD_YES)
+                sl_logw("could not queue response %d for %s %s", r->pending_status, r->method_str,
+                        r->path ? r->path : r->raw_uri);
+            MHD_destroy_response(resp);
+        }
+        sl_log_set_reqid(NULL);
+        return MHD_YES;
+    }
+    if (!r->method_str) {
+        r->method_str = method;
+        r->method = method_of(method);
+        set_remote(r, c);
+        parse_uri(r);
+        size_t hsz = max_header ? req_header_size(r, c, version) : 0;
+        if (hsz > max_header) {
+            /* answered at once: the connection closes, any body is not read */
+            sl_resp_errf(r, SL_EHDRTOOBIG, "request header of %zu bytes exceeds the limit of %zu bytes "
+                         "(net.http.max_header_size)", hsz, max_header);
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl)
+            r->content_length = strtoll(cl, NULL, 10);
+        if (r->content_length <= 0 && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding")) {
+            /* no body: dispatch on the final call, where a queued response
+             * keeps the connection alive (MHD closes after an "early" one) */
+            r->deferred = true;
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
+        r->in_headers = true;
+        router(r);
+        r->in_headers = false;
+        if (r->offload) {
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
+        if (!r->responded && r->body_mode == SL_BODY_BUFFER && r->content_length > 0 &&
+            (uint64_t)r->content_length > r->body_limit) {
+            sl_resp_errf(r, SL_ETOOBIG, "request body of %lld bytes exceeds the limit of %llu bytes for %s %s",
+                         (long long)r->content_length, (unsigned long long)r->body_limit, r->method_str, r->path);
+        }
+        if (!r->responded && r->body_mode == SL_BODY_NONE)
+            r->body_mode = SL_BODY_DISCARD;
+        sl_log_set_reqid(NULL);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        r->body_seen += n;
+        switch (r->body_mode) {
+        case SL_BODY_BUFFER:
+            if (r->body.len + n > r->body_limit) {
+                sl_errf(&r->err, SL_ETOOBIG, "request body exceeds the limit of %llu bytes for %s %s",
+                        (unsigned long long)r->body_limit, r->method_str, r->path);
+                r->failed = true;
+                r->body_mode = SL_BODY_DISCARD;
+                sl_buf_free(&r->body);
+            } else {
+                sl_buf_add(&r->body, upload_data, n);
+            }
+            break;
+        case SL_BODY_STREAM:
+            if (r->on_data(r, upload_data, n) < 0) {
+                r->failed = true;
+                r->body_mode = SL_BODY_DISCARD;
+            }
+            break;
+        default:
+            break;
+        }
+        sl_log_set_reqid(NULL);
+        return MHD_YES;
+    }
+    if (r->deferred) {
+        r->deferred = false;
+        router(r);
+        if (!r->offload && !r->responded && r->on_done && !r->failed)
+            r->on_done(r);
+    }
+    if (!r->offload && !r->responded) {
+        if (r->failed)
+            sl_resp_err(r, &r->err);
+        else if (r->on_done)
+            r->on_done(r);
+        if (!r->offload && !r->responded)
+            sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s produced no response", r->method_str, r->path);
+    }
+    sl_log_set_reqid(NULL);
+    return MHD_YES;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    struct sl_req *r = *con_cls;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && r->responded;
+    if (r->on_cleanup)
+        r->on_cleanup(r, ok);
+    int64_t dt = sl_mono_ns() - r->t0;
+    sl_stats_request(r->op, r->method, r->status, r->body_seen, r->resp_len, dt, ok);
+    if (!ok && r->method_str)
+        sl_logd("%s %s: terminated (%d) after %llu body bytes", r->method_str, r->path ? r->path : r->raw_uri,
+                (int)toe, (unsigned long long)r->body_seen);
+    free_req(r);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    size_t n = strlen(buf);
+    while (n && buf[n - 1] == '\n')
+        buf[--n] = 0;
+    sl_logd("http: %s", buf);
+}
+
+int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_hdr,
+                  struct sl_err *err)
+{
+    /* MHD clears this per-connection pool for every request, so it stays
+     * small; it must hold a header somewhat over the limit so that the 431
+     * below can be ours (MHD answers a bigger one with its own 431) */
+    size_t mem_limit = max_hdr + 16 * 1024;
+    router = rt;
+    max_header = max_hdr;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind_addr && *bind_addr && inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1)
+        return sl_errf(err, SL_EINVAL, "cannot bind to \"%s\": not an IPv4 address", bind_addr);
+    /* poll, not epoll: with epoll (edge-triggered) 0.9.75 can miss an EOF
+     * that arrives together with the last body bytes, and a truncated upload
+     * then lingers until the idle timeout */
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
+     * during an upload in the same way */
+    mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, ahc, NULL,
+                           MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)workers,
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout_s,
+                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem_limit,
+                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)8192,
+                           MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+                           MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, NULL,
+                           MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                           MHD_OPTION_END);
+    if (!mhd)
+        return sl_errf(err, SL_EIO, "cannot listen on %s:%d: %s (is another process using the port?)",
+                       bind_addr && *bind_addr ? bind_addr : "0.0.0.0", port, strerror(errno));
+    return 0;
+}
+
+void sl_http_stop(void)
+{
+    /* suspended connections must be resumed before MHD stops: let the
+     * background work finish (Lua calls are cancelled by the caller) */
+    sl_bg_quiesce(30000);
+    if (mhd) {
+        MHD_stop_daemon(mhd);
+        mhd = NULL;
+    }
+}
+
+/* Parse an ActMsg body: {"action","name","value"}. */
+int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err)
+{
+    memset(m, 0, sizeof(*m));
+    m->action = "";
+    m->name = "";
+    json_t *j = sl_req_body_json(r, err);
+    if (!j)
+        return -1;
+    if (json_is_null(j)) {
+        json_decref(j);
+        return 0;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return sl_errf(err, SL_EINVAL,
+                       "request body must be a JSON object {\"action\": ..., \"name\": ..., \"value\": ...}");
+    }
+    json_t *a = sl_json_get(j, "action"), *n = sl_json_get(j, "name");
+    if (a && !json_is_string(a)) {
+        json_decref(j);
+        return sl_errf(err, SL_EINVAL, "\"action\" must be a string");
+    }
+    if (n && !json_is_string(n) && !json_is_null(n)) {
+        json_decref(j);
+        return sl_errf(err, SL_EINVAL, "\"name\" must be a string");
+    }
+    m->root = j;
+    m->action = a ? json_string_value(a) : "";
+    m->name = n && json_is_string(n) ? json_string_value(n) : "";
+    m->value = sl_json_get(j, "value");
+    if (m->value && json_is_null(m->value))
+        m->value = NULL;
+    return 0;
+}
+
+void sl_actmsg_free(struct sl_actmsg *m)
+{
+    json_decref(m->root);
+    memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT
+ * http.h: the node's HTTP front end on libmicrohttpd (thread pool + epoll).
+ *
+ * A request is dispatched once its headers are in (route.c). The handler
+ * either responds at once (errors, redirects, reads) or asks for the body:
+ * buffered (JSON control messages, capped by net.http.max_json_body) or
+ * streamed chunk by chunk (object PUT, constant memory). Headers for the
+ * response are collected with sl_hdr_add() and attached by whichever
+ * sl_resp_*() call produces the response. Handlers never touch MHD.
+ */
+#ifndef SL_HTTP_H
+#define SL_HTTP_H
+
+#include "sl.h"
+#include <jansson.h>
+
+enum { SL_M_OTHER = 0, SL_M_GET, SL_M_HEAD, SL_M_PUT, SL_M_POST, SL_M_DELETE, SL_M_PATCH };
+
+struct sl_qp {
+    char *k, *v;
+};
+
+struct sl_hdr {
+    char *k, *v;
+    struct sl_hdr *next;
+};
+
+struct sl_req;
+typedef void (*sl_body_done_fn)(struct sl_req *r);
+/* return 0 to continue, -1 to fail the request (r->err set): the rest of
+ * the body is discarded and the error is the response */
+typedef int (*sl_body_data_fn)(struct sl_req *r, const char *data, size_t n);
+typedef void (*sl_req_cleanup_fn)(struct sl_req *r, bool completed);
+/* streaming response producer: fill buf up to max, return bytes, 0 = end,
+ * -1 = abort the connection */
+typedef ssize_t (*sl_stream_fn)(void *ctx, uint64_t pos, char *buf, size_t max);
+
+struct sl_req {
+    void *conn;                 /* struct MHD_Connection */
+    int method;
+    const char *method_str;
+    char *raw_uri;
+    char *path;                 /* decoded; may contain any byte but NUL (see path_bad) */
+    size_t path_len;
+    bool path_bad;              /* decoded path contained NUL or was malformed */
+    struct sl_qp *q;
+    int nq;
+    char reqid[24];
+    char remote[64];
+    int64_t t0;
+    int64_t content_length;     /* -1 when unknown (chunked) */
+
+    /* body handling */
+    int body_mode;
+    struct sl_buf body;
+    uint64_t body_limit;
+    uint64_t body_seen;
+    sl_body_data_fn on_data;
+    sl_body_done_fn on_done;
+    sl_req_cleanup_fn on_cleanup;
+    void *ctx;
+    bool failed;                /* err holds the response */
+    bool deferred;              /* bodiless: routed on the final call */
+    bool in_headers;            /* routing on the first call, body not read yet */
+    struct sl_err err;
+
+    /* work handed to the background pool (sl_req_offload) */
+    int offload;                /* OFFLOAD_* in http.c, accessed atomically */
+    void *pending;              /* struct MHD_Response produced off the HTTP thread */
+    int pending_status;
+
+    /* response */
+    struct sl_hdr *hdrs;
+    bool responded;
+    int status;
+    uint64_t resp_len;
+    int op;                     /* SL_OP_* for stats */
+};
+
+enum { SL_BODY_NONE = 0, SL_BODY_BUFFER, SL_BODY_STREAM, SL_BODY_DISCARD };
+
+/* The router: called once per request when its headers are in (or, for a
+ * bodiless request deferred by the engine, on the final call). It must
+ * produce a response or ask for the body. The engine knows no handler; the
+ * node hands it its route table here (api/route.c, sl_route). */
+typedef void (*sl_router_fn)(struct sl_req *r);
+
+/* Start listening. bind_addr NULL/"" = all interfaces. Requests whose
+ * request line and header fields exceed max_header bytes get 431 (0 = no
+ * limit beyond libmicrohttpd's connection pool). */
+int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_header,
+                  struct sl_err *err);
+void sl_http_stop(void);
+
+/* Node identity for error bodies: "t[abc]" or "p[abc]" */
+void sl_http_set_node(const char *node_name);
+
+/* ---- request accessors ---- */
+const char *sl_req_query(const struct sl_req *r, const char *key);     /* NULL if absent */
+bool sl_req_query_bool(const struct sl_req *r, const char *key);
+/* The decoded path is p or below it: "/v1/etl" matches "/v1/etl" and
+ * "/v1/etl/...", not "/v1/etlx". */
+bool sl_req_path_is(const struct sl_req *r, const char *p);
+const char *sl_req_header(const struct sl_req *r, const char *name);  /* case-insensitive */
+/* iterate all values of a (possibly repeated) header */
+int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void *arg, const char *v), void *arg);
+
+/* ---- body ---- */
+void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done);
+void sl_req_stream_body(struct sl_req *r, sl_body_data_fn data, sl_body_done_fn done);
+/* Parse the buffered body as JSON (NULL body -> JSON null); 400 error on failure. */
+json_t *sl_req_body_json(struct sl_req *r, struct sl_err *err);
+
+/* ---- responses (each may be called once) ---- */
+void sl_hdr_add(struct sl_req *r, const char *k, const char *v);
+void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...) SL_PRINTF(3, 4);
+void sl_resp_empty(struct sl_req *r, int status);
+void sl_resp_bytes(struct sl_req *r, int status, const char *ctype, const void *data, size_t len);
+/* takes ownership of data (free()) */
+void sl_resp_bytes_owned(struct sl_req *r, int status, const char *ctype, char *data, size_t len);
+void sl_resp_text(struct sl_req *r, int status, const char *text);
+void sl_resp_json(struct sl_req *r, int status, const json_t *j);
+/* j is consumed */
+void sl_resp_json_new(struct sl_req *r, int status, json_t *j);
+void sl_resp_err(struct sl_req *r, const struct sl_err *e);
+void sl_resp_errf(struct sl_req *r, int code, const char *fmt, ...) SL_PRINTF(3, 4);
+void sl_resp_redirect(struct sl_req *r, int status, const char *location);
+/* sendfile from fd [off, off+len); takes ownership of fd */
+void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const char *ctype);
+/* For HEAD: headers with Content-Length = len and no body */
+void sl_resp_head(struct sl_req *r, int status, uint64_t len);
+/* streaming body (len = UINT64_MAX for unknown -> chunked) */
+void sl_resp_stream(struct sl_req *r, int status, const char *ctype, uint64_t len, sl_stream_fn fn, void *ctx,
+                    void (*free_ctx)(void *));
+void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
+
+/* ---- work off the HTTP threads ----
+ * A handler whose work may block or run long (a Lua transform, a call to a
+ * peer) hands it to the background pool (bg.h): the connection is
+ * suspended, fn(r, arg) runs on a pool thread and answers with the usual
+ * sl_resp_* calls, then the connection is resumed and the answer sent. The
+ * HTTP threads never wait. Call it from a handler or a body-done callback,
+ * and produce no response on the HTTP thread afterwards. When the node is
+ * shutting down fn is not run: cancel(arg) is (may be NULL) and the client
+ * gets a 503. */
+typedef void (*sl_offload_fn)(struct sl_req *r, void *arg);
+void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+
+/* Streams whose bytes are produced on another thread: the stream function,
+ * having nothing to send yet, calls sl_conn_suspend(r->conn) while holding
+ * the lock under which the producer later calls sl_conn_resume(conn), and
+ * returns SL_STREAM_WAIT. */
+#define SL_STREAM_WAIT (-2)
+void sl_conn_suspend(void *conn);
+void sl_conn_resume(void *conn);
+
+/* ---- ActMsg: the {"action","name","value"} control body ---- */
+struct sl_actmsg {
+    json_t *root;         /* owned */
+    const char *action;   /* "" if absent */
+    const char *name;     /* "" if absent */
+    json_t *value;        /* borrowed from root; NULL if absent or null */
+};
+
+/* Parse the buffered body as an ActMsg (a null/empty body gives empty
+ * action and name). On success m->root is owned by m and the strings and
+ * value borrow from it: they live until sl_actmsg_free(m). On error (400)
+ * m holds nothing. */
+int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err);
+void sl_actmsg_free(struct sl_actmsg *m);
+
+
+#endif

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT
+ * shard_plan.h: the shard planner. From a listing of a source bucket it
+ * groups objects into samples by the WebDataset key (the name up to the
+ * first dot of the basename), applies the extension and collision policy,
+ * routes samples to shard families (EKM), orders them (sorted or shuffled
+ * with a seed), packs them into shards of a target size without splitting
+ * a sample, names the shards from their templates and picks each shard's
+ * owner by HRW. ishard runs it on its coordinator; dsort reuses it.
+ *
+ * The steps run in this order on one struct plan, each returning -1 with
+ * p->err set on failure: sl_plan_list (or fill p->o by hand), samples,
+ * policy, ekm, pack, names. A plan owns everything it points to except m
+ * (the caller's request) and frees it in sl_plan_free; p->sh[i].owner
+ * points into p->cmap, which the plan holds.
+ */
+#ifndef SL_SHARD_PLAN_H
+#define SL_SHARD_PLAN_H
+
+#include "ishard_msg.h"
+#include "meta.h"
+#include "xact.h"
+#include <jansson.h>
+
+#define SL_PLAN_MAX_WARN 100      /* warnings kept in the report */
+
+/* a string -> index hash table */
+struct strmap {
+    const char **k;
+    size_t *kl;
+    int *v;
+    size_t cap, n;
+};
+
+/* a listed object: name, size, and where its extension starts */
+struct pobj {
+    char *name;
+    size_t nlen;
+    uint64_t size;
+    size_t ext_off, ext_len;
+};
+
+/* a sample: the objects that share a key */
+struct psample {
+    char *key;
+    size_t klen, dirlen;
+    int *m;                     /* object indexes */
+    int nm, capm;
+    uint64_t bytes;             /* estimated bytes in a tar */
+    int family;
+    bool drop, rename, incomplete;
+};
+
+/* an output shard: a range of plan->order */
+struct pshard {
+    char *name;
+    int family;
+    int first, count;           /* range of plan->order */
+    uint64_t bytes;
+    const struct sl_snode *owner;
+};
+
+/* a shard family: one output template (one per EKM target) */
+struct family {
+    char *tmpl;
+    uint64_t next;              /* next template index */
+    int *seq;                   /* samples in this family, in order */
+    int nseq, capseq;
+};
+
+struct plan {
+    struct sl_ishard_msg *m;
+    struct sl_bck src, dst;
+    bool have_src, have_dst;
+    struct sl_smap *cmap;       /* the cluster map shard owners point into */
+    struct sl_job *job;
+    struct pobj *o;
+    int no, capo;
+    uint64_t listed_bytes;
+    char listed_at[40];
+    struct psample *s;
+    int ns, caps;
+    struct strmap smap;         /* key -> sample */
+    int *order;                 /* packed sample order */
+    int norder, caporder;
+    struct pshard *sh;
+    int nsh, capsh;
+    struct family *fam;
+    int nfam;
+    /* report */
+    json_t *warnings;
+    uint64_t nwarn, skipped_noext, multidot, excluded, incomplete, ekm_unmatched, collisions, renamed, dropped;
+    struct sl_err err;
+};
+
+void sl_plan_warn(struct plan *p, const char *fmt, ...) SL_PRINTF(2, 3);
+void sl_plan_free(struct plan *p);
+/* 1. the source listing across the cluster (p->src, p->m->prefix) */
+int sl_plan_list(struct plan *p);
+/* 2. samples by key */
+int sl_plan_samples(struct plan *p);
+/* 3. extensions, collisions and member names */
+int sl_plan_policy(struct plan *p);
+/* 4. EKM: sample -> family (runs the Lua EKM in the sandbox) */
+int sl_plan_ekm(struct plan *p);
+/* 5. order and pack */
+void sl_plan_pack(struct plan *p);
+/* 6. shard names and owners (needs p->cmap for owners; NULL: none) */
+int sl_plan_names(struct plan *p);
+/* The dry-run / job report (new reference). */
+json_t *sl_plan_report(struct plan *p);
+/* The members of shard h as [[object, member name], ...] (new reference). */
+json_t *sl_plan_shard_members(const struct plan *p, const struct pshard *h);
+
+#endif

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT
+ * modules.c: the one list of job modules this node is built with. A new job
+ * (dsort, get-batch, ...) defines its struct sl_module (api/module.h) in its
+ * own file under jobs/ and is added here; nothing else in the tree names
+ * it. Order matters only where two modules could claim the same request:
+ * the first one wins.
+ */
+#include "modules.h"
+#include "arch_job.h"
+#include "etl.h"
+#include "ishard.h"
+#include "tcb.h"
+
+const struct sl_module *const sl_modules[] = {
+    &sl_etl_module,
+    &sl_ishard_module,
+    &sl_tcb_module,
+    &sl_arch_job_module,
+    NULL,
+};

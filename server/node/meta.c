@@ -1,0 +1,727 @@
+/* SPDX-License-Identifier: MIT
+ * meta.c: HRW, Smap and BMD snapshots and their JSON forms.
+ */
+#include "meta.h"
+#include "cksum.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- HRW (spec §13.2) ---- */
+
+uint64_t sl_hrw_mix(uint64_t x)
+{
+    uint64_t z = x + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z = (z ^ (z >> 31)) + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z = (z ^ (z >> 31)) * 5;
+    z = (z << 7) | (z >> 57);
+    return z * 9;
+}
+
+uint64_t sl_id_digest(const char *id)
+{
+    return sl_xxh64(id, strlen(id), SL_MLCG32);
+}
+
+void sl_obj_uname(struct sl_buf *out, const char *provider, const char *bucket, const char *obj, size_t olen)
+{
+    sl_buf_reset(out);
+    sl_buf_printf(out, "%s/@#/%s/", provider, bucket);
+    sl_buf_add(out, obj, olen);
+}
+
+/* ---- snapshots ---- */
+
+static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sl_smap *cur_smap;
+static struct sl_bmd *cur_bmd;
+
+static void smap_free(struct sl_smap *s)
+{
+    free(s->nodes);
+    free(s);
+}
+
+struct sl_smap *sl_smap_get(void)
+{
+    pthread_mutex_lock(&snap_mu);
+    struct sl_smap *s = cur_smap;
+    if (s)
+        s->refs++;
+    pthread_mutex_unlock(&snap_mu);
+    if (!s)
+        s = sl_smap_new(); /* before the first install: an empty map */
+    return s;
+}
+
+void sl_smap_put(struct sl_smap *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&snap_mu);
+    int r = --s->refs;
+    pthread_mutex_unlock(&snap_mu);
+    if (r == 0)
+        smap_free(s);
+}
+
+struct sl_smap *sl_smap_new(void)
+{
+    struct sl_smap *s = sl_xcalloc(1, sizeof(*s));
+    s->refs = 1;
+    return s;
+}
+
+struct sl_smap *sl_smap_clone(const struct sl_smap *s)
+{
+    struct sl_smap *c = sl_xmalloc(sizeof(*c));
+    *c = *s;
+    c->refs = 1;
+    c->nodes = sl_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof(struct sl_snode));
+    if (s->nnodes)
+        memcpy(c->nodes, s->nodes, (size_t)s->nnodes * sizeof(struct sl_snode));
+    return c;
+}
+
+void sl_smap_install(struct sl_smap *s)
+{
+    pthread_mutex_lock(&snap_mu);
+    struct sl_smap *old = cur_smap;
+    cur_smap = s;
+    pthread_mutex_unlock(&snap_mu);
+    sl_smap_put(old);
+}
+
+const struct sl_snode *sl_smap_find(const struct sl_smap *s, const char *id)
+{
+    for (int i = 0; i < s->nnodes; i++)
+        if (strcmp(s->nodes[i].id, id) == 0)
+            return &s->nodes[i];
+    return NULL;
+}
+
+const struct sl_snode *sl_smap_primary(const struct sl_smap *s)
+{
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->nodes[i].type == SL_NODE_PROXY && strcmp(s->nodes[i].id, s->primary) == 0)
+            return &s->nodes[i];
+    return NULL;
+}
+
+int sl_smap_count(const struct sl_smap *s, int type, bool active_only)
+{
+    int n = 0;
+    for (int i = 0; i < s->nnodes; i++)
+        if ((s->nodes[i].type & type) &&
+            (!active_only || !(s->nodes[i].flags & (SL_SNF_MAINT | SL_SNF_DECOMM))))
+            n++;
+    return n;
+}
+
+void sl_smap_add(struct sl_smap *s, const struct sl_snode *n)
+{
+    for (int i = 0; i < s->nnodes; i++) {
+        if (strcmp(s->nodes[i].id, n->id) == 0 && s->nodes[i].type == n->type) {
+            s->nodes[i] = *n;
+            return;
+        }
+    }
+    s->nodes = sl_xrealloc(s->nodes, (size_t)(s->nnodes + 1) * sizeof(*n));
+    s->nodes[s->nnodes++] = *n;
+}
+
+void sl_smap_remove(struct sl_smap *s, const char *id)
+{
+    for (int i = 0; i < s->nnodes;) {
+        if (strcmp(s->nodes[i].id, id) == 0) {
+            memmove(&s->nodes[i], &s->nodes[i + 1], (size_t)(s->nnodes - i - 1) * sizeof(s->nodes[0]));
+            s->nnodes--;
+        } else {
+            i++;
+        }
+    }
+}
+
+void sl_snode_set_urls(struct sl_snode *n)
+{
+    if (!n->ctrl_host[0])
+        snprintf(n->ctrl_host, sizeof(n->ctrl_host), "%s", n->pub_host);
+    if (!n->data_host[0])
+        snprintf(n->data_host, sizeof(n->data_host), "%s", n->pub_host);
+    if (!n->ctrl_port)
+        n->ctrl_port = n->pub_port;
+    if (!n->data_port)
+        n->data_port = n->pub_port;
+    const char *b1 = strchr(n->pub_host, ':') ? "[" : "", *e1 = *b1 ? "]" : "";
+    snprintf(n->url, sizeof(n->url), "http://%s%s%s:%d", b1, n->pub_host, e1, n->pub_port);
+    const char *b2 = strchr(n->ctrl_host, ':') ? "[" : "", *e2 = *b2 ? "]" : "";
+    snprintf(n->ctrl_url, sizeof(n->ctrl_url), "http://%s%s%s:%d", b2, n->ctrl_host, e2, n->ctrl_port);
+    const char *b3 = strchr(n->data_host, ':') ? "[" : "", *e3 = *b3 ? "]" : "";
+    snprintf(n->data_url, sizeof(n->data_url), "http://%s%s%s:%d", b3, n->data_host, e3, n->data_port);
+    n->digest = sl_id_digest(n->id);
+}
+
+void sl_snode_name(const struct sl_snode *n, char *out, size_t sz)
+{
+    snprintf(out, sz, "%c[%s]", n->type == SL_NODE_PROXY ? 'p' : 't', n->id);
+}
+
+static json_t *netinfo_json(const char *host, int port, const char *url)
+{
+    json_t *o = json_object();
+    char p[16];
+    snprintf(p, sizeof(p), "%d", port);
+    json_object_set_new(o, "node_ip_addr", json_string(host));
+    json_object_set_new(o, "daemon_port", json_string(p));
+    json_object_set_new(o, "direct_url", json_string(url));
+    return o;
+}
+
+json_t *sl_snode_json(const struct sl_snode *n)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "public_net", netinfo_json(n->pub_host, n->pub_port, n->url));
+    json_object_set_new(o, "intra_data_net", netinfo_json(n->data_host, n->data_port, n->data_url));
+    json_object_set_new(o, "intra_control_net", netinfo_json(n->ctrl_host, n->ctrl_port, n->ctrl_url));
+    json_object_set_new(o, "daemon_type", json_string(n->type == SL_NODE_PROXY ? "proxy" : "target"));
+    json_object_set_new(o, "daemon_id", json_string(n->id));
+    json_object_set_new(o, "flags", json_integer((json_int_t)n->flags));
+    /* uint64 as a JSON number, as Go prints it (see sl_json_u64) */
+    json_object_set_new(o, "id_digest", sl_json_u64(n->digest));
+    return o;
+}
+
+static int netinfo_from(json_t *o, char *host, size_t hn, int *port, struct sl_err *err)
+{
+    if (!json_is_object(o))
+        return sl_errf(err, SL_EINVAL, "snode: missing net info");
+    const char *h = json_string_value(json_object_get(o, "node_ip_addr"));
+    json_t *p = json_object_get(o, "daemon_port");
+    snprintf(host, hn, "%s", h ? h : "");
+    if (json_is_string(p))
+        *port = atoi(json_string_value(p));
+    else if (json_is_integer(p))
+        *port = (int)json_integer_value(p);
+    return 0;
+}
+
+int sl_snode_from_json(json_t *j, struct sl_snode *n, struct sl_err *err)
+{
+    memset(n, 0, sizeof(*n));
+    const char *id = json_string_value(json_object_get(j, "daemon_id"));
+    const char *ty = json_string_value(json_object_get(j, "daemon_type"));
+    if (!id || !*id || strlen(id) >= sizeof(n->id))
+        return sl_errf(err, SL_EINVAL, "snode: invalid daemon_id");
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    n->type = ty && !strcmp(ty, "proxy") ? SL_NODE_PROXY : SL_NODE_TARGET;
+    if (netinfo_from(json_object_get(j, "public_net"), n->pub_host, sizeof(n->pub_host), &n->pub_port, err) < 0)
+        return -1;
+    netinfo_from(json_object_get(j, "intra_control_net"), n->ctrl_host, sizeof(n->ctrl_host), &n->ctrl_port, err);
+    netinfo_from(json_object_get(j, "intra_data_net"), n->data_host, sizeof(n->data_host), &n->data_port, err);
+    json_t *fl = json_object_get(j, "flags");
+    n->flags = json_is_integer(fl) ? (uint64_t)json_integer_value(fl) : 0;
+    sl_snode_set_urls(n);
+    return 0;
+}
+
+json_t *sl_smap_json(const struct sl_smap *s)
+{
+    json_t *o = json_object();
+    json_t *pmap = json_object(), *tmap = json_object();
+    for (int i = 0; i < s->nnodes; i++)
+        json_object_set_new(s->nodes[i].type == SL_NODE_PROXY ? pmap : tmap, s->nodes[i].id,
+                            sl_snode_json(&s->nodes[i]));
+    json_object_set_new(o, "pmap", pmap);
+    const struct sl_snode *p = sl_smap_primary(s);
+    json_object_set_new(o, "proxy_si", p ? sl_snode_json(p) : json_null());
+    json_object_set_new(o, "tmap", tmap);
+    json_object_set_new(o, "uuid", json_string(s->uuid));
+    json_object_set_new(o, "creation_time", json_string(s->creation_time));
+    char v[32];
+    snprintf(v, sizeof(v), "%lld", (long long)s->version);
+    json_object_set_new(o, "version", json_string(v));
+    return o;
+}
+
+static int64_t json_i64ish(json_t *v)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_string(v))
+        return strtoll(json_string_value(v), NULL, 10);
+    return 0;
+}
+
+struct sl_smap *sl_smap_from_json(json_t *j, struct sl_err *err)
+{
+    if (!json_is_object(j)) {
+        sl_errf(err, SL_EINVAL, "Smap: not a JSON object");
+        return NULL;
+    }
+    struct sl_smap *s = sl_smap_new();
+    s->version = json_i64ish(json_object_get(j, "version"));
+    snprintf(s->uuid, sizeof(s->uuid), "%s", json_string_value(json_object_get(j, "uuid")) ?: "");
+    snprintf(s->creation_time, sizeof(s->creation_time), "%s",
+             json_string_value(json_object_get(j, "creation_time")) ?: "");
+    json_t *psi = json_object_get(j, "proxy_si");
+    if (json_is_object(psi))
+        snprintf(s->primary, sizeof(s->primary), "%s", json_string_value(json_object_get(psi, "daemon_id")) ?: "");
+    const char *maps[2] = { "pmap", "tmap" };
+    for (int m = 0; m < 2; m++) {
+        json_t *mp = json_object_get(j, maps[m]);
+        const char *k;
+        json_t *v;
+        json_object_foreach(mp, k, v) {
+            struct sl_snode n;
+            if (sl_snode_from_json(v, &n, err) < 0) {
+                sl_smap_put(s);
+                return NULL;
+            }
+            n.type = m == 0 ? SL_NODE_PROXY : SL_NODE_TARGET;
+            sl_smap_add(s, &n);
+        }
+    }
+    return s;
+}
+
+static const struct sl_snode *hrw_pick(const struct sl_smap *s, const char *uname, size_t ulen, bool all)
+{
+    uint64_t d = sl_xxh64(uname, ulen, SL_MLCG32);
+    const struct sl_snode *best = NULL;
+    uint64_t bests = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *n = &s->nodes[i];
+        if (n->type != SL_NODE_TARGET)
+            continue;
+        if (!all && (n->flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+            continue;
+        uint64_t sc = sl_hrw_mix(n->digest ^ d);
+        if (!best || sc >= bests) { /* Go: ties -> later */
+            if (best && sc == bests && strcmp(n->id, best->id) < 0)
+                continue; /* deterministic tie-break independent of map order */
+            best = n;
+            bests = sc;
+        }
+    }
+    return best;
+}
+
+const struct sl_snode *sl_smap_hrw_target(const struct sl_smap *s, const char *uname, size_t ulen)
+{
+    return hrw_pick(s, uname, ulen, false);
+}
+
+const struct sl_snode *sl_smap_hrw_target_all(const struct sl_smap *s, const char *uname, size_t ulen)
+{
+    return hrw_pick(s, uname, ulen, true);
+}
+
+/* ---- BMD ---- */
+
+static void bmd_free(struct sl_bmd *b)
+{
+    for (int i = 0; i < b->n; i++)
+        json_decref(b->bcks[i].props);
+    free(b->bcks);
+    free(b);
+}
+
+struct sl_bmd *sl_bmd_get(void)
+{
+    pthread_mutex_lock(&snap_mu);
+    struct sl_bmd *b = cur_bmd;
+    if (b)
+        b->refs++;
+    pthread_mutex_unlock(&snap_mu);
+    if (!b)
+        b = sl_bmd_new();
+    return b;
+}
+
+void sl_bmd_put(struct sl_bmd *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&snap_mu);
+    int r = --b->refs;
+    pthread_mutex_unlock(&snap_mu);
+    if (r == 0)
+        bmd_free(b);
+}
+
+struct sl_bmd *sl_bmd_new(void)
+{
+    struct sl_bmd *b = sl_xcalloc(1, sizeof(*b));
+    b->refs = 1;
+    return b;
+}
+
+struct sl_bmd *sl_bmd_clone(const struct sl_bmd *b)
+{
+    struct sl_bmd *c = sl_xmalloc(sizeof(*c));
+    *c = *b;
+    c->refs = 1;
+    c->bcks = sl_xcalloc((size_t)(b->n ? b->n : 1), sizeof(struct sl_bck));
+    for (int i = 0; i < b->n; i++) {
+        c->bcks[i] = b->bcks[i];
+        json_incref(c->bcks[i].props);
+    }
+    return c;
+}
+
+void sl_bmd_install(struct sl_bmd *b)
+{
+    pthread_mutex_lock(&snap_mu);
+    struct sl_bmd *old = cur_bmd;
+    cur_bmd = b;
+    pthread_mutex_unlock(&snap_mu);
+    sl_bmd_put(old);
+}
+
+const struct sl_bck *sl_bmd_find(const struct sl_bmd *b, const char *provider, const char *name)
+{
+    for (int i = 0; i < b->n; i++)
+        if (strcmp(b->bcks[i].name, name) == 0 && strcmp(b->bcks[i].provider, provider) == 0)
+            return &b->bcks[i];
+    return NULL;
+}
+
+void sl_bck_copy(struct sl_bck *dst, const struct sl_bck *src)
+{
+    *dst = *src;
+    json_incref(dst->props);
+}
+
+void sl_bck_release(struct sl_bck *b)
+{
+    json_decref(b->props);
+    b->props = NULL;
+}
+
+int sl_bck_name_valid(const char *name, struct sl_err *err)
+{
+    size_t n = strlen(name);
+    if (n == 0)
+        return sl_errf(err, SL_EINVAL, "bucket name is empty");
+    if (n > SL_MAX_BCKNAME)
+        return sl_errf(err, SL_EINVAL, "bucket name \"%.64s...\" is too long (%zu characters, max %d)", name, n,
+                       SL_MAX_BCKNAME);
+    if (name[0] == '.')
+        return sl_errf(err, SL_EINVAL,
+                       "bucket name \"%s\" is invalid: names beginning with '.' are reserved for system buckets",
+                       name);
+    if (strstr(name, ".."))
+        return sl_errf(err, SL_EINVAL, "bucket name \"%s\" is invalid: it may not contain \"..\"", name);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              c == '.'))
+            return sl_errf(err, SL_EINVAL,
+                           "bucket name \"%s\" is invalid: only letters, digits, '_', '-' and '.' are allowed",
+                           name);
+    }
+    return 0;
+}
+
+const char *sl_provider_norm(const char *p)
+{
+    if (!p || !*p || !strcmp(p, "ais"))
+        return "ais";
+    if (!strcmp(p, "aws") || !strcmp(p, "s3"))
+        return "aws";
+    if (!strcmp(p, "gcp") || !strcmp(p, "gs"))
+        return "gcp";
+    if (!strcmp(p, "azure") || !strcmp(p, "az"))
+        return "azure";
+    if (!strcmp(p, "oci") || !strcmp(p, "oc"))
+        return "oci";
+    return NULL;
+}
+
+const char *sl_provider_scheme(const char *p)
+{
+    if (!strcmp(p, "aws"))
+        return "s3";
+    if (!strcmp(p, "gcp"))
+        return "gs";
+    if (!strcmp(p, "azure"))
+        return "az";
+    if (!strcmp(p, "oci"))
+        return "oc";
+    return "ais";
+}
+
+static json_t *default_props(const char *provider)
+{
+    struct sl_config *c = sl_conf;
+    json_t *p = json_object();
+    json_object_set_new(p, "provider", json_string(provider));
+    json_t *ck = json_object();
+    json_object_set_new(ck, "type", json_string(sl_cksum_name(c ? c->cksum_type : SL_CK_XXHASH2)));
+    json_object_set_new(ck, "validate_cold_get", json_true());
+    json_object_set_new(ck, "validate_warm_get", json_boolean(c && c->cksum_validate_warm_get));
+    json_object_set_new(ck, "validate_obj_move", json_false());
+    json_object_set_new(ck, "enable_read_range", json_boolean(c && c->cksum_enable_read_range));
+    json_object_set_new(p, "checksum", ck);
+    json_t *ve = json_object();
+    json_object_set_new(ve, "enabled", json_boolean(!c || c->versioning));
+    json_object_set_new(ve, "validate_warm_get", json_false());
+    json_object_set_new(ve, "synchronize", json_false());
+    json_object_set_new(p, "versioning", ve);
+    json_t *mi = json_object();
+    json_object_set_new(mi, "copies", json_integer(1));
+    json_object_set_new(mi, "burst_buffer", json_integer(128));
+    json_object_set_new(mi, "enabled", json_false());
+    json_object_set_new(p, "mirror", mi);
+    json_t *ec = json_object();
+    json_object_set_new(ec, "objsize_limit", json_integer(262144));
+    json_object_set_new(ec, "compression", json_string("never"));
+    json_object_set_new(ec, "bundle_multiplier", json_integer(2));
+    json_object_set_new(ec, "data_slices", json_integer(2));
+    json_object_set_new(ec, "parity_slices", json_integer(2));
+    json_object_set_new(ec, "enabled", json_false());
+    json_object_set_new(ec, "disk_only", json_false());
+    json_object_set_new(p, "ec", ec);
+    json_t *lru = json_object();
+    json_object_set_new(lru, "dont_evict_time", json_string("2h0m"));
+    json_object_set_new(lru, "capacity_upd_time", json_string("10m"));
+    json_object_set_new(lru, "enabled", json_false());
+    json_object_set_new(p, "lru", lru);
+    json_t *wp = json_object();
+    json_object_set_new(wp, "data", json_string(""));
+    json_object_set_new(wp, "md", json_string(""));
+    json_object_set_new(p, "write_policy", wp);
+    json_object_set_new(p, "access", json_string("0"));
+    json_object_set_new(p, "features", json_string("0"));
+    return p;
+}
+
+static void decode_bck(struct sl_bck *b)
+{
+    json_t *ck = json_object_get(json_object_get(b->props, "checksum"), "type");
+    int t = sl_cksum_parse(json_string_value(ck));
+    b->cksum_type = t < 0 ? SL_CK_XXHASH2 : t;
+    b->versioning = json_is_true(json_object_get(json_object_get(b->props, "versioning"), "enabled"));
+}
+
+/* Validate partial against the shape of base (same keys, same JSON types),
+ * then merge it in. Read-only keys refuse changes. */
+static int merge_props(json_t *base, json_t *partial, const char *path, struct sl_err *err)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(partial))
+        return sl_errf(err, SL_EINVAL, "bucket properties%s%s must be a JSON object", path[0] ? " " : "", path);
+    json_object_foreach(partial, k, v) {
+        char full[256];
+        snprintf(full, sizeof(full), "%s%s%s", path, path[0] ? "." : "", k);
+        if (!path[0] && (!strcmp(k, "bid") || !strcmp(k, "created") || !strcmp(k, "provider"))) {
+            json_t *old = json_object_get(base, k);
+            if (old && json_equal(old, v))
+                continue;
+            return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
+        }
+        json_t *cur = json_object_get(base, k);
+        if (!cur)
+            return sl_errf(err, SL_EINVAL, "unknown bucket property \"%s\"", full);
+        if (json_is_object(cur)) {
+            if (merge_props(cur, v, full, err) < 0)
+                return -1;
+            continue;
+        }
+        bool ok = json_typeof(cur) == json_typeof(v) || (json_is_boolean(cur) && json_is_boolean(v)) ||
+                  (json_is_integer(cur) && json_is_integer(v));
+        json_t *conv = NULL;
+        if (!ok && json_is_string(cur) && json_is_integer(v) &&
+            (!strcmp(full, "access") || !strcmp(full, "features"))) {
+            /* uint64s travel as strings; accept numbers too */
+            char tmp[32];
+            snprintf(tmp, sizeof(tmp), "%lld", (long long)json_integer_value(v));
+            conv = json_string(tmp);
+            v = conv;
+            ok = true;
+        }
+        if (!ok)
+            return sl_errf(err, SL_EINVAL, "bucket property \"%s\" has the wrong type (expected %s)", full,
+                           json_is_string(cur) ? "string" : json_is_boolean(cur) ? "boolean" :
+                           json_is_integer(cur) ? "integer" : "other");
+        if (!strcmp(full, "checksum.type") && sl_cksum_parse(json_string_value(v)) < 0)
+            return sl_errf(err, SL_EINVAL, "invalid checksum type \"%s\" (valid: %s)", json_string_value(v),
+                           sl_cksum_names());
+        if (!strcmp(full, "write_policy.data") || !strcmp(full, "write_policy.md")) {
+            const char *s = json_string_value(v);
+            if (*s && strcmp(s, "immediate") && strcmp(s, "delayed") && strcmp(s, "never"))
+                return sl_errf(err, SL_EINVAL, "invalid %s \"%s\" (valid: immediate, delayed, never)", full, s);
+        }
+        json_object_set(base, k, v);
+        json_decref(conv);
+    }
+    return 0;
+}
+
+const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const char *name, json_t *props_to_set,
+                                struct sl_err *err)
+{
+    json_t *props = default_props(provider);
+    if (props_to_set && !json_is_null(props_to_set) && merge_props(props, props_to_set, "", err) < 0) {
+        json_decref(props);
+        return NULL;
+    }
+    struct sl_bck nb;
+    memset(&nb, 0, sizeof(nb));
+    snprintf(nb.name, sizeof(nb.name), "%s", name);
+    snprintf(nb.provider, sizeof(nb.provider), "%s", provider);
+    uint64_t rnd;
+    char rid[12];
+    sl_rand_id(rid, 8);
+    rnd = sl_xxh64(rid, 8, 0);
+    nb.bid = ((rnd & 0xffffff) << 40) | ((uint64_t)(b->version + 1) & 0xffffffffffULL);
+    nb.created = sl_now_ns();
+    char tmp[32];
+    snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)nb.bid);
+    json_object_set_new(props, "bid", json_string(tmp));
+    snprintf(tmp, sizeof(tmp), "%lld", (long long)nb.created);
+    json_object_set_new(props, "created", json_string(tmp));
+    nb.props = props;
+    decode_bck(&nb);
+    b->bcks = sl_xrealloc(b->bcks, (size_t)(b->n + 1) * sizeof(nb));
+    b->bcks[b->n++] = nb;
+    return &b->bcks[b->n - 1];
+}
+
+void sl_bmd_remove(struct sl_bmd *b, const char *provider, const char *name)
+{
+    for (int i = 0; i < b->n; i++) {
+        if (!strcmp(b->bcks[i].name, name) && !strcmp(b->bcks[i].provider, provider)) {
+            json_decref(b->bcks[i].props);
+            memmove(&b->bcks[i], &b->bcks[i + 1], (size_t)(b->n - i - 1) * sizeof(b->bcks[0]));
+            b->n--;
+            return;
+        }
+    }
+}
+
+int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, json_t *partial, bool reset,
+                     struct sl_err *err)
+{
+    for (int i = 0; i < b->n; i++) {
+        struct sl_bck *k = &b->bcks[i];
+        if (strcmp(k->name, name) || strcmp(k->provider, provider))
+            continue;
+        json_t *np;
+        if (reset) {
+            np = default_props(provider);
+            json_object_set(np, "bid", json_object_get(k->props, "bid"));
+            json_object_set(np, "created", json_object_get(k->props, "created"));
+        } else {
+            np = json_deep_copy(k->props);
+            if (merge_props(np, partial, "", err) < 0) {
+                json_decref(np);
+                return -1;
+            }
+        }
+        json_decref(k->props);
+        k->props = np;
+        decode_bck(k);
+        return 0;
+    }
+    return sl_errf(err, SL_ENOBCK, "bucket \"%s://%s\" does not exist", sl_provider_scheme(provider), name);
+}
+
+json_t *sl_bmd_json(const struct sl_bmd *b)
+{
+    json_t *o = json_object(), *provs = json_object();
+    for (int i = 0; i < b->n; i++) {
+        json_t *pm = json_object_get(provs, b->bcks[i].provider);
+        if (!pm) {
+            pm = json_object();
+            json_object_set_new(provs, b->bcks[i].provider, pm);
+        }
+        json_t *ns = json_object_get(pm, "@#");
+        if (!ns) {
+            ns = json_object();
+            json_object_set_new(pm, "@#", ns);
+        }
+        json_object_set(ns, b->bcks[i].name, b->bcks[i].props);
+    }
+    json_object_set_new(o, "providers", provs);
+    json_object_set_new(o, "uuid", json_string(b->uuid));
+    char v[32];
+    snprintf(v, sizeof(v), "%lld", (long long)b->version);
+    json_object_set_new(o, "version", json_string(v));
+    return o;
+}
+
+struct sl_bmd *sl_bmd_from_json(json_t *j, struct sl_err *err)
+{
+    if (!json_is_object(j)) {
+        sl_errf(err, SL_EINVAL, "BMD: not a JSON object");
+        return NULL;
+    }
+    struct sl_bmd *b = sl_bmd_new();
+    b->version = json_i64ish(json_object_get(j, "version"));
+    snprintf(b->uuid, sizeof(b->uuid), "%s", json_string_value(json_object_get(j, "uuid")) ?: "");
+    const char *prov, *nsk, *name;
+    json_t *pm, *ns, *props;
+    json_object_foreach(json_object_get(j, "providers"), prov, pm) {
+        json_object_foreach(pm, nsk, ns) {
+            json_object_foreach(ns, name, props) {
+                struct sl_bck nb;
+                memset(&nb, 0, sizeof(nb));
+                snprintf(nb.name, sizeof(nb.name), "%s", name);
+                snprintf(nb.provider, sizeof(nb.provider), "%s", prov);
+                nb.bid = strtoull(json_string_value(json_object_get(props, "bid")) ?: "0", NULL, 10);
+                nb.created = strtoll(json_string_value(json_object_get(props, "created")) ?: "0", NULL, 10);
+                nb.props = json_incref(props);
+                decode_bck(&nb);
+                b->bcks = sl_xrealloc(b->bcks, (size_t)(b->n + 1) * sizeof(nb));
+                b->bcks[b->n++] = nb;
+            }
+        }
+    }
+    return b;
+}
+
+int sl_bck_parse(const char *s, unsigned flags, char *prov, size_t psz, char *name, size_t nsz, const char **rest,
+                 struct sl_err *err)
+{
+    const char *p = s;
+    snprintf(prov, psz, "ais");
+    const char *sch = strstr(p, "://");
+    if (sch) {
+        snprintf(prov, psz, "%.*s", (int)(sch - p), p);
+        p = sch + 3;
+    } else if ((flags & SL_BCK_UNAME) && strchr(p, '/')) {
+        const char *sl = strchr(p, '/');
+        snprintf(prov, psz, "%.*s", (int)(sl - p), p);
+        p = sl + 1;
+        if (*p == '@') { /* namespace */
+            const char *sl2 = strchr(p, '/');
+            if (!sl2)
+                return sl_errf(err, SL_EINVAL, "invalid bucket \"%s\" (expected ais/@#/NAME/ or ais://NAME)", s);
+            if (strncmp(p, "@#/", 3))
+                return sl_errf(err, SL_EUNSUPP, "bucket \"%s\": only the global namespace is supported", s);
+            p = sl2 + 1;
+        }
+    }
+    size_t l = strcspn(p, "/");
+    if (l >= nsz)
+        return sl_errf(err, SL_EINVAL, "invalid bucket \"%s\": the name is too long", s);
+    snprintf(name, nsz, "%.*s", (int)l, p);
+    const char *pn = sl_provider_norm(prov);
+    if (!pn)
+        return sl_errf(err, SL_EINVAL, "invalid provider in \"%s\"", s);
+    snprintf(prov, psz, "%s", pn);
+    *rest = p[l] ? p + l + 1 : p + l;
+    return 0;
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT
+ * meta.h: cluster metadata documents (Smap, BMD) as immutable, refcounted
+ * snapshots, plus HRW placement exactly as AIStore computes it
+ * (spec §13.2). Readers take a reference (sl_smap_get) and see one
+ * consistent version; writers build a new snapshot and install it.
+ */
+#ifndef SL_META_H
+#define SL_META_H
+
+#include "sl.h"
+#include <jansson.h>
+
+/* ---- HRW ---- */
+uint64_t sl_hrw_mix(uint64_t x);
+uint64_t sl_id_digest(const char *id);
+/* uname: "ais/@#/bucket/object" */
+void sl_obj_uname(struct sl_buf *out, const char *provider, const char *bucket, const char *obj, size_t olen);
+
+/* ---- Smap ---- */
+enum { SL_NODE_PROXY = 1, SL_NODE_TARGET = 2 };
+#define SL_SNF_NONELECTABLE 1
+#define SL_SNF_IC 2
+#define SL_SNF_MAINT 4
+#define SL_SNF_DECOMM 8
+#define SL_SNF_MAINT_POSTREB 16
+#define SL_SNF_OFFLINE (1 << 16)     /* Shale: stopped answering keepalives */
+
+struct sl_snode {
+    char id[48];
+    int type;
+    char pub_host[256];
+    int pub_port;
+    char ctrl_host[256];
+    int ctrl_port;
+    char data_host[256];
+    int data_port;
+    uint64_t flags;
+    uint64_t digest;
+    char url[300];      /* public direct_url */
+    char ctrl_url[300];
+    char data_url[300];
+};
+
+struct sl_smap {
+    int refs;
+    int64_t version;
+    char uuid[48];
+    char primary[48];
+    char creation_time[32];
+    int nnodes;
+    struct sl_snode *nodes;
+};
+
+struct sl_smap *sl_smap_get(void);            /* new reference to the current Smap */
+void sl_smap_put(struct sl_smap *s);
+struct sl_smap *sl_smap_clone(const struct sl_smap *s);   /* refs = 1 */
+struct sl_smap *sl_smap_new(void);
+void sl_smap_install(struct sl_smap *s);      /* takes ownership of one reference */
+const struct sl_snode *sl_smap_find(const struct sl_smap *s, const char *id);
+const struct sl_snode *sl_smap_primary(const struct sl_smap *s);
+int sl_smap_count(const struct sl_smap *s, int type, bool active_only);
+void sl_smap_add(struct sl_smap *s, const struct sl_snode *n);   /* replace if same id */
+void sl_smap_remove(struct sl_smap *s, const char *id);
+json_t *sl_snode_json(const struct sl_snode *n);
+int sl_snode_from_json(json_t *j, struct sl_snode *n, struct sl_err *err);
+json_t *sl_smap_json(const struct sl_smap *s);
+struct sl_smap *sl_smap_from_json(json_t *j, struct sl_err *err);
+void sl_snode_set_urls(struct sl_snode *n);
+/* HRW owner among active targets (not in maintenance); NULL if none. */
+const struct sl_snode *sl_smap_hrw_target(const struct sl_smap *s, const char *uname, size_t ulen);
+/* Same, but over all targets including those in maintenance. */
+const struct sl_snode *sl_smap_hrw_target_all(const struct sl_smap *s, const char *uname, size_t ulen);
+/* Node "name" as AIStore prints it: p[id] / t[id]. */
+void sl_snode_name(const struct sl_snode *n, char *out, size_t sz);
+
+/* ---- BMD ---- */
+struct sl_bck {
+    char name[SL_MAX_BCKNAME + 1];
+    char provider[8];          /* "ais" */
+    uint64_t bid;
+    int64_t created;           /* unix ns */
+    int cksum_type;
+    bool versioning;
+    json_t *props;             /* full Bprops, immutable */
+};
+
+struct sl_bmd {
+    int refs;
+    int64_t version;
+    char uuid[48];
+    int n;
+    struct sl_bck *bcks;
+};
+
+struct sl_bmd *sl_bmd_get(void);
+void sl_bmd_put(struct sl_bmd *b);
+struct sl_bmd *sl_bmd_clone(const struct sl_bmd *b);
+struct sl_bmd *sl_bmd_new(void);
+void sl_bmd_install(struct sl_bmd *b);
+const struct sl_bck *sl_bmd_find(const struct sl_bmd *b, const char *provider, const char *name);
+/* Add a bucket built from props (NULL = defaults from config); returns the added entry. */
+const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const char *name, json_t *props_to_set,
+                                struct sl_err *err);
+void sl_bmd_remove(struct sl_bmd *b, const char *provider, const char *name);
+/* Merge a partial Bprops into the bucket's props (validated). */
+int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, json_t *partial, bool reset,
+                     struct sl_err *err);
+json_t *sl_bmd_json(const struct sl_bmd *b);
+struct sl_bmd *sl_bmd_from_json(json_t *j, struct sl_err *err);
+
+/* Copy of a bucket entry that outlives the BMD snapshot (props referenced). */
+void sl_bck_copy(struct sl_bck *dst, const struct sl_bck *src);
+void sl_bck_release(struct sl_bck *b);
+
+/* Validation and naming */
+/* A bucket as users write it, "ais://NAME[/REST]" or "NAME[/REST]"; with
+ * SL_BCK_UNAME also AIStore's "PROVIDER/@#/NAME/[REST]" (then a bare
+ * "A/B" reads as provider A, bucket B). On success prov holds the
+ * normalised provider ("ais" when none is written), name the bucket
+ * (not validated: see sl_bck_name_valid) and *rest points into s just
+ * past "NAME/" (or at its end). 400 on a malformed string, 501 on a
+ * namespace other than the global one. */
+enum { SL_BCK_UNAME = 1 };
+int sl_bck_parse(const char *s, unsigned flags, char *prov, size_t psz, char *name, size_t nsz, const char **rest,
+                 struct sl_err *err);
+int sl_bck_name_valid(const char *name, struct sl_err *err);
+/* "" / "ais" -> "ais", "s3" -> "aws", ...; NULL if unknown */
+const char *sl_provider_norm(const char *p);
+/* "ais" -> "ais", "aws" -> "s3", "gcp" -> "gs", "azure" -> "az", "oci" -> "oc" */
+const char *sl_provider_scheme(const char *p);
+
+#endif

@@ -1,0 +1,1264 @@
+/* SPDX-License-Identifier: MIT
+ * arch.c: see arch.h.
+ *
+ * Member index of a plain tar, in the aux DB of the shard's mountpath:
+ *   marker  P                      -> object mtime (8) | object size (8) | count (8)
+ *   member  P 0x00 <name>          -> data offset (8) | size (8) | mtime (8)
+ *   member  P 0x01 <sha256hex>     -> same | full name   (names over 400 bytes)
+ * where P = sl_obj_aux_prefix(bid, shard name). The marker ties the index to
+ * one version of the shard: any rewrite changes its mtime and the index is
+ * rebuilt on next use; a DELETE drops every key under P.
+ */
+#include "arch.h"
+#include "cksum.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "plug.h"
+#include "stats.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/sha.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IDX_INLINE_NAME 400
+#define CHUNK (256 * 1024)
+#define PRE_CHUNK (64 * 1024)
+
+static struct sl_plug_reg *reg;
+static char supported[256];
+
+/* ---- registry ---- */
+
+static char *default_dir(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            char *d = sl_xasprintf("%s/../lib/shale", self);
+            struct stat st;
+            if (stat(d, &st) == 0 && S_ISDIR(st.st_mode))
+                return d;
+            free(d);
+        }
+    }
+    return sl_xstrdup(SL_PREFIX "/lib/shale");
+}
+
+int sl_arch_init(const char *dir, struct sl_err *err)
+{
+    char *d = dir && *dir ? sl_xstrdup(dir) : default_dir();
+    int rc = sl_plug_reg_load(d, &reg, err);
+    if (rc == 0) {
+        size_t n = sl_plug_count(reg);
+        struct sl_buf b;
+        sl_buf_init(&b);
+        for (size_t i = 0; i < n; i++) {
+            const struct sl_plug *p = sl_plug_at(reg, i);
+            if (sl_plug_kind(p) != SL_PLUGIN_FORMAT)
+                continue;
+            for (const char *const *e = sl_plug_exts(p); e && *e; e++)
+                sl_buf_printf(&b, "%s%s", b.len ? ", " : "", *e);
+        }
+        snprintf(supported, sizeof(supported), "%s", b.len ? b.p : "(none: no format plugins loaded)");
+        sl_buf_free(&b);
+        sl_logi("plugins from %s: %zu loaded, %zu refused; shard formats: %s", d, n, sl_plug_refused_count(reg),
+                supported);
+    }
+    free(d);
+    return rc;
+}
+
+void sl_arch_fini(void)
+{
+    if (reg && sl_plug_reg_free(reg) == 0)
+        reg = NULL;
+}
+
+const struct sl_plug_reg *sl_arch_reg(void)
+{
+    return reg;
+}
+
+json_t *sl_arch_plugins_json(void)
+{
+    return reg ? sl_plug_reg_json(reg) : json_array();
+}
+
+const char *sl_arch_supported(void)
+{
+    return supported[0] ? supported : "(none)";
+}
+
+const struct sl_plug *sl_arch_format_by_name(const char *name, size_t nlen)
+{
+    if (!reg)
+        return NULL;
+    char tmp[SL_MAX_OBJNAME + 1];
+    if (nlen > SL_MAX_OBJNAME)
+        return NULL;
+    memcpy(tmp, name, nlen);
+    tmp[nlen] = 0;
+    return sl_plug_format_by_ext(reg, tmp);
+}
+
+const struct sl_plug *sl_arch_format_of(const char *name, size_t nlen, const char *archmime, int fd)
+{
+    if (!reg)
+        return NULL;
+    char tmp[SL_MAX_OBJNAME + 1];
+    if (nlen > SL_MAX_OBJNAME)
+        nlen = SL_MAX_OBJNAME;
+    memcpy(tmp, name, nlen);
+    tmp[nlen] = 0;
+    unsigned char head[1024];
+    ssize_t hn = fd >= 0 ? pread(fd, head, sizeof(head), 0) : 0;
+    return sl_plug_format_for(reg, tmp, archmime && *archmime ? archmime : NULL, hn > 0 ? head : NULL,
+                              hn > 0 ? (size_t)hn : 0);
+}
+
+static bool is_plain_tar(const struct sl_plug *f)
+{
+    return f && (sl_plug_caps(f) & SL_FMT_CAP_INDEX);
+}
+
+/* A member whose name would be refused for writing (".." segments, absolute,
+ * NUL, trailing '/') is never served in a selection, indexed or listed: it is
+ * skipped with a warning (cn names the shard; NULL: skip quietly). */
+static bool member_ok(const char *cn, const char *name, size_t len)
+{
+    struct sl_err err = { 0 };
+    if (sl_plug_member_name_check(name, len, &err) == 0)
+        return true;
+    if (cn)
+        sl_logw("%s: %s; skipped", cn, err.msg);
+    return false;
+}
+
+static void limits(struct sl_fmt_limits *lim)
+{
+    sl_plug_limits_default(lim);
+    if (sl_conf->arch_max_members)
+        lim->max_members = sl_conf->arch_max_members;
+    if (sl_conf->arch_max_member_size)
+        lim->max_member_size = sl_conf->arch_max_member_size;
+    lim->max_ratio = (uint32_t)sl_conf->arch_max_ratio;
+}
+
+void sl_arch_limits(struct sl_fmt_limits *lim)
+{
+    limits(lim);
+    lim->max_total_size = 0; /* for tar it would cap the archive size */
+}
+
+/* ---- index ---- */
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* key for a member (into out, returns length) */
+static size_t member_key(const unsigned char *pfx, const char *m, size_t ml, unsigned char *out)
+{
+    memcpy(out, pfx, SL_OBJ_AUX_PREFIX);
+    if (ml <= IDX_INLINE_NAME) {
+        out[SL_OBJ_AUX_PREFIX] = 0;
+        memcpy(out + SL_OBJ_AUX_PREFIX + 1, m, ml);
+        return SL_OBJ_AUX_PREFIX + 1 + ml;
+    }
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)m, ml, d);
+    out[SL_OBJ_AUX_PREFIX] = 1;
+    sl_hex(d, sizeof(d), (char *)out + SL_OBJ_AUX_PREFIX + 1);
+    return SL_OBJ_AUX_PREFIX + 1 + 64;
+}
+
+struct idx_build {
+    const char *cn;
+    unsigned char pfx[SL_OBJ_AUX_PREFIX];
+    struct sl_md_op *ops;
+    int nops, cap;
+    uint64_t count;
+};
+
+static int idx_cb(void *arg, const struct sl_fmt_entry *e)
+{
+    struct idx_build *ib = arg;
+    if (!member_ok(ib->cn, e->name, e->name_len))
+        return 0;
+    if (ib->nops == ib->cap) {
+        ib->cap = ib->cap ? ib->cap * 2 : 256;
+        ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
+    }
+    unsigned char *k = sl_xmalloc(SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64);
+    size_t kl = member_key(ib->pfx, e->name, e->name_len, k);
+    bool hashed = e->name_len > IDX_INLINE_NAME;
+    size_t vl = 24 + (hashed ? e->name_len : 0);
+    unsigned char *v = sl_xmalloc(vl);
+    put_u64(v, (uint64_t)e->data_offset);
+    put_u64(v + 8, (uint64_t)e->size);
+    put_u64(v + 16, (uint64_t)e->mtime);
+    if (hashed)
+        memcpy(v + 24, e->name, e->name_len);
+    ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX, .key = (char *)k, .klen = kl, .val = v,
+                                             .vlen = vl };
+    ib->count++;
+    return 0;
+}
+
+static int index_fd(const struct sl_plug *fmt, struct sl_md_env *env, const struct sl_bck *b, const char *name,
+                    size_t nlen, int fd, const struct sl_objmd *md, struct sl_err *err)
+{
+    struct idx_build ib;
+    memset(&ib, 0, sizeof(ib));
+    sl_obj_aux_prefix(b->bid, name, nlen, ib.pfx);
+    /* slot 0: drop the old index; the marker last */
+    ib.cap = 256;
+    ib.ops = sl_xcalloc((size_t)ib.cap, sizeof(*ib.ops));
+    ib.ops[ib.nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX, .key = (char *)sl_xstrndup((char *)ib.pfx,
+                                                                                                      SL_OBJ_AUX_PREFIX),
+                                           .klen = SL_OBJ_AUX_PREFIX };
+    struct sl_plug_fdio fio;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    ib.cn = cn;
+    sl_plug_fdio_init(&fio, fd, 0, cn);
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    lim.max_total_size = 0; /* for tar it would cap the archive size */
+    int rc = sl_plug_index(fmt, &fio.io, &lim, idx_cb, &ib, err);
+    if (rc == 0) {
+        unsigned char *mv = sl_xmalloc(24);
+        put_u64(mv, (uint64_t)md->mtime);
+        put_u64(mv + 8, md->size);
+        put_u64(mv + 16, ib.count);
+        if (ib.nops == ib.cap) {
+            ib.cap++;
+            ib.ops = sl_xrealloc(ib.ops, (size_t)ib.cap * sizeof(*ib.ops));
+        }
+        ib.ops[ib.nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX,
+                                               .key = sl_xstrndup((char *)ib.pfx, SL_OBJ_AUX_PREFIX),
+                                               .klen = SL_OBJ_AUX_PREFIX, .val = mv, .vlen = 24 };
+        rc = sl_md_commit(env, ib.ops, ib.nops, true, err);
+        if (rc == 0)
+            sl_logd("indexed %s: %llu member(s)", cn, (unsigned long long)ib.count);
+    }
+    for (int i = 0; i < ib.nops; i++) {
+        free((void *)ib.ops[i].key);
+        free((void *)ib.ops[i].val);
+    }
+    free(ib.ops);
+    return rc;
+}
+
+int sl_arch_index_build(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    const struct sl_plug *fmt = sl_arch_format_by_name(name, nlen);
+    if (!is_plain_tar(fmt))
+        return sl_errf(err, SL_EUNSUPP, "member indexes exist for plain .tar shards only");
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, err) < 0)
+        return -1;
+    int rc = index_fd(fmt, sl_obj_md_env(b, name, nlen), b, name, nlen, fd, &md, err);
+    close(fd);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+void sl_arch_after_put(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    if (!is_plain_tar(sl_arch_format_by_name(name, nlen)))
+        return;
+    struct sl_err err;
+    if (sl_arch_index_build(b, name, nlen, &err) < 0)
+        sl_logd("not indexing %s/%.*s: %s", b->name, (int)SL_MIN(nlen, 200), name, err.msg);
+}
+
+/* Is the stored index current for this version of the object? */
+static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const struct sl_objmd *md)
+{
+    struct sl_buf v;
+    sl_buf_init(&v);
+    bool ok = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24 &&
+              get_u64((unsigned char *)v.p) == (uint64_t)md->mtime && get_u64((unsigned char *)v.p + 8) == md->size;
+    sl_buf_free(&v);
+    return ok;
+}
+
+/* Members recorded in the index marker (0 if unreadable). */
+static uint64_t index_count(struct sl_md_env *env, const unsigned char *pfx)
+{
+    struct sl_buf v;
+    sl_buf_init(&v);
+    uint64_t n = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24
+                     ? get_u64((unsigned char *)v.p + 16)
+                     : 0;
+    sl_buf_free(&v);
+    return n;
+}
+
+/* 1 found (off/size set), 0 not a member, -1 no usable index. An index of
+ * more members than arch.max_members allows (written under an older, higher
+ * limit) is not used: the scan then applies the limit as for any shard. */
+static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const char *name, size_t nlen,
+                        const struct sl_objmd *md, const char *member, size_t ml, uint64_t *off, uint64_t *size)
+{
+    unsigned char pfx[SL_OBJ_AUX_PREFIX];
+    sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+    if (!index_valid(env, pfx, md))
+        return -1;
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    if (lim.max_members && index_count(env, pfx) > lim.max_members)
+        return -1;
+    unsigned char k[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    size_t kl = member_key(pfx, member, ml, k);
+    struct sl_buf v;
+    sl_buf_init(&v);
+    int rc = sl_md_aux_get(env, (const char *)k, kl, &v);
+    int ret = 0;
+    if (rc == 1 && v.len >= 24) {
+        *off = get_u64((unsigned char *)v.p);
+        *size = get_u64((unsigned char *)v.p + 8);
+        ret = 1;
+        if (ml > IDX_INLINE_NAME && (v.len != 24 + ml || memcmp(v.p + 24, member, ml)))
+            ret = 0;
+    }
+    sl_buf_free(&v);
+    return ret;
+}
+
+struct idx_iter {
+    json_t *arr;               /* archindex JSON */
+    struct sl_lspage *page;    /* listing */
+    const char *shard;
+    size_t slen;
+    const char *mprefix;
+    size_t mplen;
+    uint64_t n;
+};
+
+static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    struct idx_iter *it = arg;
+    if (klen <= SL_OBJ_AUX_PREFIX || vlen < 24)
+        return 0; /* the marker */
+    const char *nm;
+    size_t nl;
+    if (key[SL_OBJ_AUX_PREFIX] == 0) {
+        nm = key + SL_OBJ_AUX_PREFIX + 1;
+        nl = klen - SL_OBJ_AUX_PREFIX - 1;
+    } else {
+        nm = val + 24;
+        nl = vlen - 24;
+    }
+    if (it->mplen && (nl < it->mplen || memcmp(nm, it->mprefix, it->mplen)))
+        return 0;
+    if (!member_ok(NULL, nm, nl)) /* an index written before such names were skipped */
+        return 0;
+    uint64_t off = get_u64((const unsigned char *)val), size = get_u64((const unsigned char *)val + 8);
+    if (it->arr) {
+        json_t *o = json_object();
+        json_t *js = json_stringn(nm, nl);
+        json_object_set_new(o, "name", js ? js : json_string("(not UTF-8)"));
+        json_object_set_new(o, "offset", json_integer((json_int_t)off));
+        json_object_set_new(o, "size", json_integer((json_int_t)size));
+        json_array_append_new(it->arr, o);
+    }
+    if (it->page) {
+        struct sl_lsent *e = sl_lspage_add(it->page);
+        e->nlen = it->slen + 1 + nl;
+        e->name = sl_xmalloc(e->nlen + 1);
+        memcpy(e->name, it->shard, it->slen);
+        e->name[it->slen] = '/';
+        memcpy(e->name + it->slen + 1, nm, nl);
+        e->name[e->nlen] = 0;
+        e->size = size;
+        e->flags = 64 | 128;
+    }
+    it->n++;
+    return 0;
+}
+
+/* ---- archmode matching ---- */
+
+enum { M_REGEXP, M_PREFIX, M_SUFFIX, M_SUBSTR, M_WDSKEY };
+
+struct sl_arch_match {
+    int mode;
+    char *pat;
+    size_t plen;
+    regex_t re;
+};
+
+int sl_arch_match_new(const char *mode, const char *pattern, struct sl_arch_match **out, struct sl_err *err)
+{
+    static const char *modes[] = { "regexp", "prefix", "suffix", "substr", "wdskey" };
+    int m = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(mode, modes[i]))
+            m = i;
+    if (m < 0)
+        return sl_errf(err, SL_EINVAL, "invalid archmode \"%s\" (valid: regexp, prefix, suffix, substr, wdskey)", mode);
+    struct sl_arch_match *x = sl_xcalloc(1, sizeof(*x));
+    x->mode = m;
+    x->pat = sl_xstrdup(pattern ? pattern : "");
+    x->plen = strlen(x->pat);
+    if (m == M_REGEXP) {
+        int rc = regcomp(&x->re, x->pat, REG_EXTENDED | REG_NOSUB);
+        if (rc) {
+            char msg[256];
+            regerror(rc, &x->re, msg, sizeof(msg));
+            free(x->pat);
+            free(x);
+            return sl_errf(err, SL_EINVAL, "archregx \"%s\" is not a valid regular expression: %s", pattern, msg);
+        }
+    }
+    *out = x;
+    return 0;
+}
+
+bool sl_arch_match(const struct sl_arch_match *x, const char *name, size_t len)
+{
+    switch (x->mode) {
+    case M_PREFIX:
+        return len >= x->plen && !memcmp(name, x->pat, x->plen);
+    case M_SUFFIX:
+        return len >= x->plen && !memcmp(name + len - x->plen, x->pat, x->plen);
+    case M_SUBSTR:
+        return memmem(name, len, x->pat, x->plen) != NULL;
+    case M_WDSKEY: {
+        /* WebDataset key: the path up to the first dot of the basename */
+        struct sl_wds_split sp;
+        sl_plugin_wds_split(name, len, &sp);
+        size_t kl = sp.dir_len + sp.stem_len;
+        return sp.has_dot && kl == x->plen && !memcmp(name, x->pat, kl);
+    }
+    default: {
+        char *tmp = sl_xstrndup(name, len);
+        bool ok = regexec(&x->re, tmp, 0, NULL, 0) == 0;
+        free(tmp);
+        return ok;
+    }
+    }
+}
+
+void sl_arch_match_free(struct sl_arch_match *x)
+{
+    if (!x)
+        return;
+    if (x->mode == M_REGEXP)
+        regfree(&x->re);
+    free(x->pat);
+    free(x);
+}
+
+/* ---- GET: one member streamed through a reader ---- */
+
+struct member_stream {
+    int fd;
+    struct sl_plug_fdio fio;
+    struct sl_plug_reader *rd;
+    char *pre;                 /* the first chunk, read before the status was chosen */
+    size_t npre, pre_pos;
+    char name[400];
+};
+
+static ssize_t member_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    struct member_stream *s = ctx;
+    if (s->pre_pos < s->npre) {
+        size_t n = SL_MIN(max, s->npre - s->pre_pos);
+        memcpy(buf, s->pre + s->pre_pos, n);
+        s->pre_pos += n;
+        return (ssize_t)n;
+    }
+    struct sl_err err;
+    int64_t n = sl_plug_reader_read(s->rd, buf, max, &err);
+    if (n < 0) {
+        sl_logw("reading %s: %s", s->name, err.msg);
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+static void member_free(void *ctx)
+{
+    struct member_stream *s = ctx;
+    free(s->pre);
+    sl_plug_reader_close(s->rd);
+    close(s->fd);
+    free(s);
+}
+
+/* ---- GET: several members as a tar stream ---- */
+
+struct tar_stream {
+    int fd;
+    const struct sl_plug *fmt;
+    struct sl_plug_fdio fio;
+    struct sl_plug_reader *rd;     /* no index: second pass */
+    struct sl_arch_match *match;
+    /* index path (plain tar): matched (offset,size,name) */
+    struct {
+        uint64_t off, size;
+        int64_t mtime;
+        char *name;
+        size_t nlen;
+    } *ms;
+    size_t nms, msi;
+    uint64_t cur_off, cur_left;
+    bool in_member, done, failed;
+    struct sl_plug_writer *w;
+    struct sl_io out_io;
+    struct sl_buf out;
+    size_t out_pos;
+    char name[400];
+    char *chunk;
+};
+
+static int64_t out_write(void *ctx, const void *buf, size_t n)
+{
+    struct tar_stream *s = ctx;
+    return sl_buf_add(&s->out, buf, n) < 0 ? -1 : (int64_t)n;
+}
+
+static int tar_step(struct tar_stream *s)
+{
+    struct sl_err err;
+    if (!s->in_member) {
+        if (s->rd) {
+            struct sl_fmt_entry e;
+            for (;;) {
+                int rc = sl_plug_reader_next(s->rd, &e, &err);
+                if (rc == 1)
+                    goto finish;
+                if (rc < 0)
+                    goto fail;
+                if (sl_arch_match(s->match, e.name, e.name_len) && member_ok(NULL, e.name, e.name_len))
+                    break; /* (the first pass warned about the others) */
+            }
+            if (e.size < 0) { /* streamed zip member of unknown size: cannot write a tar header */
+                sl_errf(&err, SL_EUNSUPP, "%s: member %s has no size in its header", s->name, e.name);
+                goto fail;
+            }
+            if (sl_plug_writer_add(s->w, e.name, e.name_len, e.size, e.mtime, 0, &err) < 0)
+                goto fail;
+            s->cur_left = (uint64_t)e.size;
+        } else {
+            if (s->msi >= s->nms)
+                goto finish;
+            typeof(s->ms[0]) *m = &s->ms[s->msi++];
+            if (sl_plug_writer_add(s->w, m->name, m->nlen, (int64_t)m->size, m->mtime, 0, &err) < 0)
+                goto fail;
+            s->cur_off = m->off;
+            s->cur_left = m->size;
+        }
+        s->in_member = true;
+        return 0;
+    }
+    if (!s->cur_left) {
+        s->in_member = false;
+        return 0;
+    }
+    size_t want = s->cur_left < CHUNK ? (size_t)s->cur_left : CHUNK;
+    int64_t n;
+    if (s->rd) {
+        n = sl_plug_reader_read(s->rd, s->chunk, want, &err);
+        if (n < 0)
+            goto fail;
+        if (n == 0) {
+            sl_errf(&err, SL_EIO, "%s: member ended early", s->name);
+            goto fail;
+        }
+    } else {
+        n = pread(s->fd, s->chunk, want, (off_t)s->cur_off);
+        if (n <= 0) {
+            sl_errf(&err, SL_EIO, "%s: read failed: %s", s->name, n < 0 ? strerror(errno) : "short file");
+            goto fail;
+        }
+        s->cur_off += (uint64_t)n;
+    }
+    s->cur_left -= (uint64_t)n;
+    if (sl_plug_writer_write(s->w, s->chunk, (size_t)n, &err) < 0)
+        goto fail;
+    return 0;
+finish:
+    if (sl_plug_writer_finish(s->w, &err) < 0)
+        goto fail;
+    s->done = true;
+    return 0;
+fail:
+    sl_logw("tar stream of %s: %s", s->name, err.msg);
+    s->failed = true;
+    return -1;
+}
+
+static ssize_t tar_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    struct tar_stream *s = ctx;
+    while (s->out.len == s->out_pos && !s->done) {
+        if (s->failed || tar_step(s) < 0)
+            return -1;
+    }
+    size_t avail = s->out.len - s->out_pos;
+    if (!avail)
+        return 0;
+    size_t n = avail < max ? avail : max;
+    memcpy(buf, s->out.p + s->out_pos, n);
+    s->out_pos += n;
+    if (s->out_pos == s->out.len) {
+        sl_buf_reset(&s->out);
+        s->out_pos = 0;
+    }
+    return (ssize_t)n;
+}
+
+static void tar_free(void *ctx)
+{
+    struct tar_stream *s = ctx;
+    sl_plug_writer_close(s->w);
+    sl_plug_reader_close(s->rd);
+    sl_arch_match_free(s->match);
+    for (size_t i = 0; i < s->nms; i++)
+        free(s->ms[i].name);
+    free(s->ms);
+    sl_buf_free(&s->out);
+    free(s->chunk);
+    close(s->fd);
+    free(s);
+}
+
+struct collect {
+    struct tar_stream *s;
+};
+
+static int collect_cb(void *arg, const struct sl_fmt_entry *e)
+{
+    struct tar_stream *s = arg;
+    if (!sl_arch_match(s->match, e->name, e->name_len) || !member_ok(s->name, e->name, e->name_len))
+        return 0;
+    s->ms = sl_xrealloc(s->ms, (s->nms + 1) * sizeof(*s->ms));
+    s->ms[s->nms].off = (uint64_t)e->data_offset;
+    s->ms[s->nms].size = (uint64_t)e->size;
+    s->ms[s->nms].mtime = e->mtime;
+    s->ms[s->nms].name = sl_xstrndup(e->name, e->name_len);
+    s->ms[s->nms].nlen = e->name_len;
+    s->nms++;
+    return 0;
+}
+
+static const char *q_nonempty(struct sl_req *r, const char *k)
+{
+    const char *v = sl_req_query(r, k);
+    return v && *v ? v : NULL;
+}
+
+bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    const char *archpath = q_nonempty(r, "archpath"), *mode = q_nonempty(r, "archmode");
+    const char *regx = sl_req_query(r, "archregx"), *mime = q_nonempty(r, "archmime");
+    bool want_index = sl_req_query_bool(r, "archindex");
+    if (!archpath && !mode && !want_index)
+        return false; /* archregx without archmode is ignored (spec §4.3) */
+    struct sl_err err = { 0 };
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    r->op = SL_OP_ARCH_GET;
+    if (archpath && mode) {
+        sl_resp_errf(r, SL_EINVAL, "GET %s: archpath and archmode cannot be combined (one member, or a selection)",
+                     cn);
+        return true;
+    }
+    if (sl_req_header(r, "Range")) {
+        sl_resp_errf(r, SL_EINVAL, "GET %s: Range requests are not supported together with archpath/archmode", cn);
+        return true;
+    }
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, &err) < 0) {
+        sl_resp_err(r, &err);
+        return true;
+    }
+    const struct sl_plug *fmt = sl_arch_format_of(name, nlen, mime, fd);
+    if (!fmt) {
+        close(fd);
+        sl_objmd_free(&md);
+        sl_resp_errf(r, SL_EINVAL,
+                     "GET %s: not a shard this cluster can read (by %s); supported formats: %s; pass archmime= for "
+                     "non-standard extensions",
+                     cn, mime ? "archmime" : "extension or content", sl_arch_supported());
+        return true;
+    }
+    struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
+    if (is_plain_tar(fmt)) {
+        unsigned char pfx[SL_OBJ_AUX_PREFIX];
+        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, fd, &md, &err) < 0) {
+            close(fd);
+            sl_objmd_free(&md);
+            sl_resp_err(r, &err);
+            return true;
+        }
+    }
+    if (want_index) {
+        if (!is_plain_tar(fmt)) {
+            close(fd);
+            sl_objmd_free(&md);
+            sl_resp_errf(r, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
+            return true;
+        }
+        unsigned char pfx[SL_OBJ_AUX_PREFIX];
+        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+        struct idx_iter it = { .arr = json_array() };
+        sl_md_aux_foreach(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, idx_foreach_cb, &it);
+        close(fd);
+        sl_objmd_free(&md);
+        sl_resp_json_new(r, 200, it.arr);
+        return true;
+    }
+    if (archpath) {
+        /* leading '/' and a "<shard name>/" prefix are not part of the member name */
+        while (*archpath == '/')
+            archpath++;
+        size_t al = strlen(archpath);
+        if (al > nlen + 1 && !memcmp(archpath, name, nlen) && archpath[nlen] == '/') {
+            archpath += nlen + 1;
+            al -= nlen + 1;
+        }
+        if (sl_plug_member_name_check(archpath, al, &err) < 0) {
+            close(fd);
+            sl_objmd_free(&md);
+            sl_err_wrap(&err, "GET %s?archpath", cn);
+            sl_resp_err(r, &err);
+            return true;
+        }
+        if (is_plain_tar(fmt)) {
+            uint64_t off, size;
+            int rc = index_lookup(env, b, name, nlen, &md, archpath, al, &off, &size);
+            sl_objmd_free(&md);
+            struct sl_fmt_limits lim;
+            limits(&lim);
+            if (rc == 1 && lim.max_member_size && size > lim.max_member_size) {
+                /* the same answer a scan gives from the member's header */
+                close(fd);
+                sl_resp_errf(r, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
+                             "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
+                             (unsigned long long)lim.max_member_size);
+                return true;
+            }
+            if (rc == 1) {
+                sl_resp_fd(r, 200, fd, off, size, "application/octet-stream");
+                return true;
+            }
+            if (rc == 0) {
+                close(fd);
+                sl_resp_errf(r, SL_ENOENT, "%s: no member \"%s\" in the shard (list its members with "
+                             "`shale archive ls %s`)", cn, archpath, cn);
+                return true;
+            }
+            /* no index (could not be stored): fall through to a scan */
+        } else {
+            sl_objmd_free(&md);
+        }
+        struct member_stream *s = sl_xcalloc(1, sizeof(*s));
+        s->fd = fd;
+        snprintf(s->name, sizeof(s->name), "%s", cn);
+        sl_plug_fdio_init(&s->fio, fd, 0, s->name);
+        struct sl_fmt_limits lim;
+        limits(&lim);
+        struct sl_fmt_entry e;
+        int rc = sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err);
+        if (rc == 0)
+            rc = sl_plug_reader_find(s->rd, archpath, &e, &err);
+        if (rc == 0) {
+            /* The first chunk is read before answering: whatever the reader
+             * can tell up front (a zip member's declared ratio, a corrupt
+             * start) is a 4xx/5xx, not a 200 cut short. */
+            int64_t n = 1;
+            s->pre = sl_xmalloc(PRE_CHUNK);
+            while (s->npre < PRE_CHUNK &&
+                   (n = sl_plug_reader_read(s->rd, s->pre + s->npre, PRE_CHUNK - s->npre, &err)) > 0)
+                s->npre += (size_t)n;
+            if (n < 0)
+                rc = -1;
+        }
+        if (rc != 0) {
+            member_free(s);
+            if (rc == 1)
+                sl_errf(&err, SL_ENOENT, "%s: no member \"%s\" in the shard", cn, archpath);
+            sl_resp_err(r, &err);
+            return true;
+        }
+        sl_resp_stream(r, 200, "application/octet-stream", e.size >= 0 ? (uint64_t)e.size : UINT64_MAX,
+                       member_read, s, member_free);
+        return true;
+    }
+    /* archregx + archmode: a tar stream of every match, 404 when none */
+    sl_objmd_free(&md);
+    struct tar_stream *s = sl_xcalloc(1, sizeof(*s));
+    s->fd = fd;
+    s->fmt = fmt;
+    snprintf(s->name, sizeof(s->name), "%s", cn);
+    s->chunk = sl_xmalloc(CHUNK);
+    sl_buf_init(&s->out);
+    if (sl_arch_match_new(mode, regx, &s->match, &err) < 0) {
+        tar_free(s);
+        sl_resp_err(r, &err);
+        return true;
+    }
+    const struct sl_plug *tar = sl_plug_find(reg, SL_PLUGIN_FORMAT, "tar");
+    if (!tar) {
+        tar_free(s);
+        sl_resp_errf(r, SL_EUNSUPP, "GET %s?archmode: the tar format plugin is not loaded", cn);
+        return true;
+    }
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    sl_plug_fdio_init(&s->fio, fd, 0, s->name);
+    uint64_t nmatch = 0;
+    if (is_plain_tar(fmt)) {
+        lim.max_total_size = 0;
+        if (sl_plug_index(fmt, &s->fio.io, &lim, collect_cb, s, &err) < 0) {
+            tar_free(s);
+            sl_resp_err(r, &err);
+            return true;
+        }
+        nmatch = s->nms;
+    } else {
+        /* first pass: are there matches at all? (404 must come before any body) */
+        struct sl_plug_reader *rd;
+        struct sl_fmt_entry e;
+        if (sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &rd, &err) < 0) {
+            tar_free(s);
+            sl_resp_err(r, &err);
+            return true;
+        }
+        int rc;
+        while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0) {
+            if (!sl_arch_match(s->match, e.name, e.name_len) || !member_ok(s->name, e.name, e.name_len))
+                continue;
+            nmatch++;
+            /* one byte of every match: what the reader can tell before
+             * inflating (a zip member's declared ratio) is refused now, not
+             * in the middle of the 200 */
+            char c;
+            if (sl_plug_reader_read(rd, &c, 1, &err) < 0) {
+                rc = -1;
+                break;
+            }
+        }
+        sl_plug_reader_close(rd);
+        if (rc < 0) {
+            tar_free(s);
+            sl_resp_err(r, &err);
+            return true;
+        }
+        sl_plug_fdio_init(&s->fio, fd, 0, s->name);
+        if (nmatch && sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err) < 0) {
+            tar_free(s);
+            sl_resp_err(r, &err);
+            return true;
+        }
+    }
+    if (!nmatch) {
+        tar_free(s);
+        sl_resp_errf(r, SL_ENOENT, "%s: no member matches %s \"%s\"", cn, mode, regx ? regx : "");
+        return true;
+    }
+    s->out_io = (struct sl_io){ SL_ABI_INIT(struct sl_io), .ctx = s, .write = out_write, .name = s->name };
+    if (sl_plug_writer_open(tar, &s->out_io, 0, &s->w, &err) < 0) {
+        tar_free(s);
+        sl_resp_err(r, &err);
+        return true;
+    }
+    sl_resp_stream(r, 200, "application/x-tar", UINT64_MAX, tar_read, s, tar_free);
+    return true;
+}
+
+/* ---- listing shard contents ---- */
+
+int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
+                         const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
+{
+    const struct sl_plug *fmt = sl_arch_format_by_name(name, nlen);
+    if (!fmt)
+        return 0;
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, err) < 0)
+        return -1;
+    int rc = 0;
+    struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
+    if (is_plain_tar(fmt)) {
+        unsigned char pfx[SL_OBJ_AUX_PREFIX];
+        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+        if (!index_valid(env, pfx, &md))
+            rc = index_fd(fmt, env, b, name, nlen, fd, &md, err);
+        if (rc == 0) {
+            struct idx_iter it = { .page = out, .shard = name, .slen = nlen, .mprefix = mprefix, .mplen = mplen };
+            sl_md_aux_foreach(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, idx_foreach_cb, &it);
+        }
+    } else {
+        struct sl_plug_fdio fio;
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+        sl_plug_fdio_init(&fio, fd, 0, cn);
+        struct sl_fmt_limits lim;
+        limits(&lim);
+        struct sl_plug_reader *rd;
+        struct sl_fmt_entry e;
+        rc = sl_plug_reader_open(fmt, &fio.io, &lim, 0, &rd, err);
+        while (rc == 0 && (rc = sl_plug_reader_next(rd, &e, err)) == 0) {
+            if (mplen && (e.name_len < mplen || memcmp(e.name, mprefix, mplen)))
+                continue;
+            if (!member_ok(cn, e.name, e.name_len))
+                continue;
+            struct sl_lsent *le = sl_lspage_add(out);
+            le->nlen = nlen + 1 + e.name_len;
+            le->name = sl_xmalloc(le->nlen + 1);
+            memcpy(le->name, name, nlen);
+            le->name[nlen] = '/';
+            memcpy(le->name + nlen + 1, e.name, e.name_len);
+            le->name[le->nlen] = 0;
+            le->size = e.size > 0 ? (uint64_t)e.size : 0;
+            le->flags = 64 | 128;
+        }
+        if (rc == 1)
+            rc = 0;
+        if (rd)
+            sl_plug_reader_close(rd);
+    }
+    (void)m;
+    close(fd);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+/* ---- PUT with archpath ---- */
+
+struct arch_put {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    char *member;
+    size_t mlen;
+    int pine;
+    const struct sl_plug *fmt;
+    char spool_path[PATH_MAX];
+    int spool_fd;
+    uint64_t got;
+};
+
+static void arch_put_free(struct arch_put *a)
+{
+    if (!a)
+        return;
+    if (a->spool_fd >= 0)
+        close(a->spool_fd);
+    if (a->spool_path[0])
+        unlink(a->spool_path);
+    sl_bck_release(&a->b);
+    free(a->name);
+    free(a->member);
+    free(a);
+}
+
+static int spool_data(struct sl_req *r, const char *data, size_t n)
+{
+    struct arch_put *a = r->ctx;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(a->spool_fd, data + off, n - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return sl_errf(&r->err, errno == ENOSPC ? SL_ENOSPC : SL_EIO, "spooling the member: %s",
+                           strerror(errno));
+        }
+        off += (size_t)w;
+    }
+    a->got += n;
+    return 0;
+}
+
+struct put_io {
+    struct sl_put *put;
+    struct sl_err *err;
+};
+
+static int64_t put_io_write(void *ctx, const void *buf, size_t n)
+{
+    struct put_io *p = ctx;
+    return sl_put_write(p->put, buf, n, p->err) < 0 ? -1 : (int64_t)n;
+}
+
+/* copy the spooled member into writer w */
+static int add_spooled(struct arch_put *a, struct sl_plug_writer *w, struct sl_err *err)
+{
+    if (sl_plug_writer_add(w, a->member, a->mlen, (int64_t)a->got, sl_now_ns() / 1000000000LL, 0, err) < 0)
+        return -1;
+    char *buf = sl_xmalloc(CHUNK);
+    uint64_t off = 0;
+    int rc = 0;
+    while (off < a->got) {
+        ssize_t n = pread(a->spool_fd, buf, CHUNK, (off_t)off);
+        if (n <= 0) {
+            rc = sl_errf(err, SL_EIO, "reading the spooled member: %s", n < 0 ? strerror(errno) : "short");
+            break;
+        }
+        if (sl_plug_writer_write(w, buf, (size_t)n, err) < 0) {
+            rc = -1;
+            break;
+        }
+        off += (uint64_t)n;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Write a new shard: optionally the members of the current one first (rebuild), then the new member. */
+static int rebuild(struct arch_put *a, int oldfd, struct sl_err *err)
+{
+    struct sl_put *put;
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .keep_custom = true };
+    if (sl_put_begin(&a->b, a->name, a->nlen, &o, &put, err) < 0)
+        return -1;
+    struct put_io pio = { put, err };
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), &a->b, a->name, a->nlen);
+    struct sl_io io = { SL_ABI_INIT(struct sl_io), .ctx = &pio, .write = put_io_write, .name = cn };
+    struct sl_plug_writer *w;
+    if (sl_plug_writer_open(a->fmt, &io, 0, &w, err) < 0) {
+        sl_put_abort(put);
+        return -1;
+    }
+    int rc = 0;
+    if (oldfd >= 0) {
+        struct sl_plug_fdio fio;
+        sl_plug_fdio_init(&fio, oldfd, 0, cn);
+        struct sl_fmt_limits lim;
+        limits(&lim);
+        struct sl_plug_reader *rd;
+        struct sl_fmt_entry e;
+        char *buf = sl_xmalloc(CHUNK);
+        rc = sl_plug_reader_open(a->fmt, &fio.io, &lim, 0, &rd, err);
+        while (rc == 0 && (rc = sl_plug_reader_next(rd, &e, err)) == 0) {
+            if (e.name_len == a->mlen && !memcmp(e.name, a->member, a->mlen))
+                continue; /* replaced by the new member */
+            if (e.size < 0) {
+                rc = sl_errf(err, SL_EUNSUPP, "%s: member %s has no size in its header; cannot rebuild", cn, e.name);
+                break;
+            }
+            if ((rc = sl_plug_writer_add(w, e.name, e.name_len, e.size, e.mtime, e.mode, err)) < 0)
+                break;
+            int64_t n;
+            while ((n = sl_plug_reader_read(rd, buf, CHUNK, err)) > 0)
+                if ((rc = sl_plug_writer_write(w, buf, (size_t)n, err)) < 0)
+                    break;
+            if (n < 0)
+                rc = -1;
+            if (rc < 0)
+                break;
+        }
+        if (rc == 1)
+            rc = 0;
+        sl_plug_reader_close(rd);
+        free(buf);
+    }
+    if (rc == 0)
+        rc = add_spooled(a, w, err);
+    if (rc == 0)
+        rc = sl_plug_writer_finish(w, err);
+    sl_plug_writer_close(w);
+    if (rc < 0) {
+        sl_put_abort(put);
+        return -1;
+    }
+    if (sl_put_commit(put, NULL, err) < 0)
+        return -1;
+    sl_arch_after_put(&a->b, a->name, a->nlen);
+    return 0;
+}
+
+/* True append in place (plain tar). 1 = not possible (rebuild instead). */
+static int append_in_place(struct arch_put *a, struct sl_err *err)
+{
+    struct sl_obj_edit ed;
+    if (sl_obj_edit_begin(&a->b, a->name, a->nlen, &ed, err) < 0)
+        return -1;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), &a->b, a->name, a->nlen);
+    struct sl_plug_append ap;
+    struct stat st;
+    fstat(ed.fd, &st);
+    int64_t orig = st.st_size;
+    if (sl_plug_append_begin(a->fmt, ed.fd, cn, &ap, err) < 0) {
+        sl_obj_edit_abort(&ed);
+        return err->code == SL_EUNSUPP ? 1 : -1;
+    }
+    if (sl_obj_edit_mark(&ed, ap.offset, orig, err) < 0) {
+        sl_plug_append_abort(&ap);
+        sl_obj_edit_abort(&ed);
+        return -1;
+    }
+    if (add_spooled(a, ap.w, err) < 0) {
+        sl_plug_append_abort(&ap);
+        sl_obj_edit_abort(&ed);
+        return -1;
+    }
+    sl_fault("append-before-commit");
+    if (sl_plug_append_commit(&ap, err) < 0) {
+        sl_plug_append_abort(&ap);
+        sl_obj_edit_abort(&ed);
+        return -1;
+    }
+    if (sl_obj_edit_commit(&ed, err) < 0)
+        return -1;
+    sl_arch_after_put(&a->b, a->name, a->nlen);
+    return 0;
+}
+
+static void arch_put_done(struct sl_req *r)
+{
+    struct arch_put *a = r->ctx;
+    struct sl_err err = { 0 };
+    if (r->content_length >= 0 && a->got != (uint64_t)r->content_length) {
+        sl_resp_errf(r, SL_EINVAL, "PUT archpath: received %llu bytes of %lld; nothing was changed",
+                     (unsigned long long)a->got, (long long)r->content_length);
+        return;
+    }
+    int fd = -1;
+    struct sl_objmd md;
+    int exists = sl_obj_stat(&a->b, a->name, a->nlen, &md, NULL, &err);
+    if (exists < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (exists == 1)
+        sl_objmd_free(&md);
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), &a->b, a->name, a->nlen);
+    int rc;
+    if (a->pine == 0 || (a->pine == 2 && !exists)) {
+        rc = rebuild(a, -1, &err); /* create or overwrite with this one member */
+    } else if (!exists) {
+        sl_resp_errf(r, SL_ENOOBJ, "%s does not exist: cannot append to it (use Ais-Pine: 2 to append or create)",
+                     cn);
+        return;
+    } else {
+        rc = is_plain_tar(a->fmt) ? append_in_place(a, &err) : 1;
+        if (rc == 1) { /* rebuild: old members + the new one */
+            struct sl_objmd om;
+            if (sl_obj_open(&a->b, a->name, a->nlen, &fd, &om, NULL, &err) < 0) {
+                sl_resp_err(r, &err);
+                return;
+            }
+            sl_objmd_free(&om);
+            rc = rebuild(a, fd, &err);
+            close(fd);
+        }
+    }
+    if (rc < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_resp_empty(r, 200);
+}
+
+static void arch_put_cleanup(struct sl_req *r, bool completed)
+{
+    arch_put_free(r->ctx);
+    r->ctx = NULL;
+}
+
+bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    const char *archpath = q_nonempty(r, "archpath");
+    if (!archpath)
+        return false;
+    struct sl_err err = { 0 };
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    if (r->content_length < 0) {
+        sl_resp_errf(r, SL_EINVAL, "PUT %s?archpath: Content-Length is required to add a member", cn);
+        return true;
+    }
+    const char *pine_h = sl_req_header(r, "Ais-Pine");
+    int pine = pine_h ? atoi(pine_h) : 0;
+    if (pine < 0 || pine > 2) {
+        sl_resp_errf(r, SL_EINVAL, "PUT %s: invalid Ais-Pine \"%s\" (0 create/overwrite, 1 append, 2 append or create)",
+                     cn, pine_h);
+        return true;
+    }
+    /* unlike GET, a leading '/' is not stripped: an absolute member name is refused */
+    size_t al = strlen(archpath);
+    if (sl_plug_member_name_check(archpath, al, &err) < 0) {
+        sl_err_wrap(&err, "PUT %s?archpath", cn);
+        sl_resp_err(r, &err);
+        return true;
+    }
+    const char *mime = q_nonempty(r, "archmime");
+    const struct sl_plug *fmt = mime ? sl_plug_format_by_mime(reg, mime) : sl_arch_format_by_name(name, nlen);
+    if (!fmt || !(sl_plug_caps(fmt) & SL_FMT_CAP_WRITE)) {
+        sl_resp_errf(r, SL_EINVAL, "PUT %s?archpath: %s is not a writable shard format; supported: %s", cn,
+                     mime ? mime : "the name's extension", sl_arch_supported());
+        return true;
+    }
+    struct arch_put *a = sl_xcalloc(1, sizeof(*a));
+    a->spool_fd = -1;
+    sl_bck_copy(&a->b, b);
+    a->name = sl_xstrndup(name, nlen);
+    a->nlen = nlen;
+    a->member = sl_xstrndup(archpath, al);
+    a->mlen = al;
+    a->pine = pine;
+    a->fmt = fmt;
+    /* spool the member next to the shard (same mountpath, work directory) */
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
+    sl_buf_free(&un);
+    char rid[20];
+    sl_rand_id(rid, 12);
+    snprintf(a->spool_path, sizeof(a->spool_path), "%s/@ais/%s/%%wk/spool-%s", mp->path, b->name, rid);
+    sl_mkdir_parents(a->spool_path, 0755);
+    a->spool_fd = open(a->spool_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (a->spool_fd < 0) {
+        int e = errno;
+        a->spool_path[0] = 0;
+        arch_put_free(a);
+        sl_resp_errf(r, e == ENOSPC ? SL_ENOSPC : SL_EIO, "PUT %s?archpath: cannot spool the member: %s", cn,
+                     strerror(e));
+        return true;
+    }
+    r->ctx = a;
+    r->on_cleanup = arch_put_cleanup;
+    sl_req_stream_body(r, spool_data, arch_put_done);
+    return true;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT
+ * lso.h: list-objects (spec §4.6): LsoMsg parsing, a target's local page
+ * (a k-way merge of per-mountpath LMDB cursors, exact and sorted), merging
+ * pages from several targets, and the JSON / msgpack encodings clients
+ * expect (msgpack keys UUID/ContinuationToken/Entries/Flags, entry keys
+ * n,cs,a,v,t,m,s,c,f).
+ */
+#ifndef SL_LSO_H
+#define SL_LSO_H
+
+#include "sl.h"
+#include "meta.h"
+#include "xact.h"
+#include <jansson.h>
+
+/* LsoMsg flags */
+#define SL_LSO_CACHED 1
+#define SL_LSO_MISSING 2
+#define SL_LSO_DELETED 4
+#define SL_LSO_ARCH_DIR 8
+#define SL_LSO_NAME_ONLY 16
+#define SL_LSO_NAME_SIZE 32
+#define SL_LSO_NO_RECURSION 2048
+#define SL_LSO_NO_DIRS 8192
+
+/* entry flags */
+#define SL_ENT_CACHED 64
+#define SL_ENT_IN_ARCH 128
+#define SL_ENT_DIR 256
+#define SL_ENT_IS_ARCH 512
+
+/* props bits */
+enum {
+    SL_LP_NAME = 1 << 0, SL_LP_SIZE = 1 << 1, SL_LP_VERSION = 1 << 2, SL_LP_CKSUM = 1 << 3, SL_LP_ATIME = 1 << 4,
+    SL_LP_CACHED = 1 << 5, SL_LP_STATUS = 1 << 6, SL_LP_COPIES = 1 << 7, SL_LP_EC = 1 << 8, SL_LP_CUSTOM = 1 << 9,
+    SL_LP_LOCATION = 1 << 10, SL_LP_CHUNKED = 1 << 11, SL_LP_LASTMOD = 1 << 12, SL_LP_ETAG = 1 << 13,
+};
+
+struct sl_lsomsg {
+    char *uuid;
+    char *props_str;
+    unsigned props;
+    char *time_format;
+    char *prefix;
+    char *start_after;
+    char *token;
+    uint64_t flags;
+    int pagesize;
+};
+
+struct sl_lsent {
+    char *name;
+    size_t nlen;
+    uint64_t size;
+    char *cksum;
+    char *atime;
+    char *version;
+    char *location;
+    char *custom;
+    int copies;
+    uint32_t flags;
+};
+
+struct sl_lspage {
+    struct sl_lsent *ents;
+    int n, cap;
+    char *uuid;
+    char *token;
+    uint32_t flags;
+};
+
+/* value: the ActMsg "value" (object or null). Applies defaults. */
+int sl_lsomsg_parse(const json_t *value, struct sl_lsomsg *m, int default_pagesize, struct sl_err *err);
+void sl_lsomsg_free(struct sl_lsomsg *m);
+/* A message for walking names (with sizes when sizes) under prefix, from the
+ * start, pagesize per page, plus extra flags (e.g. SL_LSO_NO_RECURSION). */
+void sl_lsomsg_names(struct sl_lsomsg *m, const char *prefix, bool sizes, uint64_t extra_flags, int pagesize);
+json_t *sl_lsomsg_json(const struct sl_lsomsg *m);
+
+/* Local page of up to m->pagesize entries after m->token (or start_after). */
+int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const char *node_id,
+                      struct sl_lspage *out, struct sl_err *err);
+
+/* A page source: sl_lso_local_page of this target (with its id bound) or
+ * the cluster's merged page (cluster.h, sl_cluster_list_page). */
+typedef int (*sl_lso_page_fn)(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out,
+                              struct sl_err *err);
+/* Called for each entry in listing order; the entry lives only during the
+ * call. Return 0 to go on, > 0 to stop early, < 0 to fail (err set by the
+ * callee). */
+typedef int (*sl_lsent_fn)(void *arg, const struct sl_lsent *e);
+/* Walk every page of a listing: page() page after page, fn for each entry
+ * but directories (SL_ENT_DIR). m->token is advanced (m stays the caller's).
+ * With a job, stops quietly (0) between pages once it is aborting: the
+ * caller tells an abort apart. 0 done or stopped, -1 error. */
+int sl_lso_walk(sl_lso_page_fn page, const struct sl_bck *b, struct sl_lsomsg *m, const struct sl_job *job,
+                sl_lsent_fn fn, void *arg, struct sl_err *err);
+
+void sl_lspage_init(struct sl_lspage *p);
+void sl_lspage_free(struct sl_lspage *p);
+struct sl_lsent *sl_lspage_add(struct sl_lspage *p);
+
+/* Merge several sorted pages into one page of at most pagesize entries
+ * (duplicates by name collapse); sets token to the last name when more may
+ * follow. Takes the entries out of the inputs. */
+void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspage *out);
+
+json_t *sl_lspage_json(const struct sl_lspage *p);
+/* msgpack encoding into out */
+void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out);
+/* decode our own msgpack page (node-to-node) */
+int sl_lspage_from_msgpack(const char *data, size_t len, struct sl_lspage *out, struct sl_err *err);
+
+#endif

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT
+ * store.h: a target's object storage: mountpaths, placement inside the
+ * target (spec §13.3), AIStore's on-disk layout, crash-safe PUT, GET/HEAD,
+ * DELETE, custom metadata, and the startup reconcile of files and metadata.
+ *
+ * On-disk: <mpath>/@ais/<bucket>/%ob/<name>   objects
+ *          <mpath>/@ais/<bucket>/%wk/<tmp>    work files of PUTs in flight
+ *          <mpath>/.shale/md/                 LMDB object metadata
+ *
+ * PUT protocol (a crash at any point leaves the old or the new object):
+ *   1. stream into a work file while checksumming; fsync per write_policy.data
+ *   2. under the object's name lock, commit in one LMDB transaction the new
+ *      metadata and a "pending" marker (work file -> final path)
+ *   3. rename the work file onto the final path; drop the marker (lazily)
+ * On start, every marker whose work file still exists is renamed into place
+ * (the metadata already describes it) and every other work file is removed.
+ */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include "sl.h"
+#include "md.h"
+#include "meta.h"
+#include "conf.h"
+
+struct sl_mpath {
+    char *path;
+    uint64_t digest;
+    struct sl_md_env *md;
+    int idx;
+};
+
+int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err *err);
+/* Reconcile files and metadata (after BMD is known). mode: "quick"/"full"/"auto" */
+int sl_store_fsck(const char *mode);
+void sl_store_close(bool clean);
+int sl_store_nmpaths(void);
+struct sl_mpath *sl_store_mpath(int i);
+/* HRW mountpath for an object uname */
+struct sl_mpath *sl_store_pick(const char *uname, size_t ulen);
+/* capacity across mountpaths (distinct filesystems counted once) */
+void sl_store_capacity(uint64_t *used, uint64_t *total);
+
+/* Validate an object name: non-empty, <= 1 KiB, valid UTF-8, no NUL, no "."
+ * or ".." segments. */
+int sl_objname_check(const char *name, size_t nlen, struct sl_err *err);
+
+/* "ais://bucket/name" for messages (name truncated if huge) */
+void sl_obj_cname(char *out, size_t sz, const struct sl_bck *b, const char *name, size_t nlen);
+
+struct sl_put_opts {
+    int client_cktype;            /* -1: none given */
+    const char *client_ckval;
+    const struct sl_kv *custom;   /* to set on the new object */
+    int ncustom;
+    int64_t expect_size;          /* -1 unknown */
+    const struct sl_objmd *preserve;   /* keep version/atime/custom (rebalance, copy) */
+    bool keep_custom;             /* merge custom metadata of the object being replaced */
+};
+
+struct sl_put;
+int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_put_opts *o,
+                 struct sl_put **out, struct sl_err *err);
+int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *err);
+/* Validate, make durable, publish. out (optional) receives the new metadata. */
+int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err);
+void sl_put_abort(struct sl_put *p);
+uint64_t sl_put_size(const struct sl_put *p);
+/* Work file of an in-flight PUT (for writers that need to seek). */
+int sl_put_fd(struct sl_put *p);   /* flushes what is buffered first */
+
+/* Open an object for reading. Returns fd (caller closes) with md filled. */
+int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
+                struct sl_mpath **mp, struct sl_err *err);
+/* Metadata only; 1 found, 0 not found (err set), -1 error */
+int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mp,
+                struct sl_err *err);
+int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* Merge (or replace) custom metadata. */
+int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
+                      bool replace, struct sl_err *err);
+
+/* In-place edit of an existing object (true append to a tar shard), under
+ * the object's write lock from begin to commit/abort. A crash in between is
+ * undone at start-up from the marker set by sl_obj_edit_mark: the file is
+ * truncated to its old size and the overwritten range [off, old size) is
+ * zeroed again (an end-of-archive marker), so the old object remains. */
+struct sl_obj_edit {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    struct sl_mpath *mp;
+    void *lk;
+    struct sl_objmd md;
+    char *fqn;
+    char *mark;          /* pending-marker key, set by sl_obj_edit_mark */
+    int fd;              /* O_RDWR */
+};
+int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, struct sl_obj_edit *e,
+                      struct sl_err *err);
+int sl_obj_edit_mark(struct sl_obj_edit *e, int64_t off, int64_t orig_size, struct sl_err *err);
+/* fsync per policy, recompute the checksum over the whole file, bump the
+ * version, commit the metadata, drop the marker, unlock. */
+int sl_obj_edit_commit(struct sl_obj_edit *e, struct sl_err *err);
+void sl_obj_edit_abort(struct sl_obj_edit *e);
+
+/* Aux-key prefix of an object's side data (shard index): "ix" + bid + 16
+ * bytes of sha256(name); SL_OBJ_AUX_PREFIX bytes. */
+#define SL_OBJ_AUX_PREFIX 26
+void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned char out[SL_OBJ_AUX_PREFIX]);
+/* The LMDB environment holding an object's metadata (its mountpath's). */
+struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen);
+
+/* Remove a bucket's data and metadata from every mountpath. */
+int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err);
+
+/* Full path of an object file (for diagnostics/tests) */
+void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *name, size_t nlen,
+                const char *fname);
+
+#endif
