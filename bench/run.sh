@@ -1,11 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Run the benchmarks (`make bench`). Each prints its figures next to a
-# reference measured in the same run. Installs wrk/nginx if missing.
+# reference measured in the same run. The references come from Debian:
+# ./configure --install-deps --with-bench-deps installs them.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
+PATH=$PATH:/usr/sbin
 for p in wrk nginx bsdtar; do
-    command -v $p >/dev/null 2>&1 || { echo "installing $p"; apt-get install -y -q $([ $p = bsdtar ] && echo libarchive-tools || echo $p) >/dev/null; }
+    command -v $p >/dev/null 2>&1 || {
+        echo "bench: $p is not installed; run ./configure --install-deps --with-bench-deps" >&2
+        exit 1
+    }
 done
 echo "== single node: shaled vs nginx =="
 /usr/bin/python3 "$HERE/http_bench.py" "$@"
