@@ -3,6 +3,8 @@
  * tgz, tar.lz4 and zip plugins: callback plumbing, limits (zip-bomb
  * defence), error messages, format detection. Streaming only: memory per
  * handle is constant (a 64 KiB input buffer plus libarchive's own state).
+ * Calls down into common_tar.c (fmt_tar_header_valid, for detection) and
+ * common_util.c (errors, io names, allocation); neither calls back.
  *
  * Locale: libarchive converts member names between the archive's charset
  * (UTF-8 in pax and in zip with the UTF-8 flag) and the current locale. The
@@ -27,36 +29,8 @@
 #define FMT_RATIO_MIN (1024 * 1024) /* ratio checks start past 1 MiB uncompressed */
 
 /* ------------------------------------------------------------------------ */
-/* Plugin state, errors, locale                                             */
+/* Plugin state, host check, locale                                         */
 /* ------------------------------------------------------------------------ */
-
-int fmt_errf(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-const char *fmt_ioname(const struct sl_io *io)
-{
-    return io != NULL && io->name != NULL && io->name[0] ? io->name : "(unnamed)";
-}
-
-void *fmt_alloc(const struct fmt_state *st, size_t n)
-{
-    return st->host->calloc(1, n);
-}
-
-void fmt_free(const struct fmt_state *st, void *p)
-{
-    if (p != NULL)
-        st->host->free(p);
-}
 
 bool fmt_host_ok(const struct sl_host_api *host, const char *name, char *err, size_t errlen)
 {

@@ -16,6 +16,9 @@
  * Memory: one 512-byte block plus a buffer for long names / pax records,
  * capped at 1 MiB (libarchive's cap too). Data is skipped with io->seek when
  * available, otherwise read and discarded.
+ *
+ * Layering: calls only common_util.c (errors, io names, fmt_free); common_arch.c
+ * calls fmt_tar_header_valid from here for detection, never the other way.
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -4,52 +4,15 @@
  */
 #include "common_fmt.h"
 
-static const struct fmt_kind kind = {
-    .name = "tgz",
-    .label = "tgz shard",
-    .filter = FMT_FILTER_GZIP,
-    .format = FMT_FORMAT_TAR,
-};
-
 static const char *const extensions[] = { ".tgz", ".tar.gz", NULL };
-
-static int plug_init(const struct sl_host_api *host, void **state, char *err, size_t errlen)
-{
-    return fmt_init_kind(host, &kind, state, err, errlen);
-}
 
 static const struct sl_format_ops ops = {
     SL_ABI_INIT(struct sl_format_ops),
     .extensions = extensions,
     .mime = "application/gzip",
     .caps = SL_FMT_CAP_READ | SL_FMT_CAP_WRITE,
-    .detect = fmt_detect,
-    .reader_open = fmt_reader_open,
-    .reader_next = fmt_reader_next,
-    .reader_read = fmt_reader_read,
-    .reader_skip = fmt_reader_skip,
-    .reader_close = fmt_reader_close,
-    .writer_open = fmt_writer_open,
-    .writer_add = fmt_writer_add,
-    .writer_write = fmt_writer_write,
-    .writer_finish = fmt_writer_finish,
-    .writer_close = fmt_writer_close,
+    FMT_OPS_ARCHIVE,
 };
 
-static const struct sl_plugin plugin = {
-    SL_ABI_INIT(struct sl_plugin),
-    .kind = SL_PLUGIN_FORMAT,
-    .name = "tgz",
-    .version = "1.0.0",
-    .description = "gzip-compressed tar (.tgz = .tar.gz): read and write",
-    .init = plug_init,
-    .fini = fmt_fini,
-    .format = &ops,
-};
-
-SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err, size_t errlen)
-{
-    if (!fmt_host_ok(host, kind.name, err, errlen))
-        return NULL;
-    return &plugin;
-}
+FMT_PLUGIN_DEFINE("tgz", FMT_FILTER_GZIP, FMT_FORMAT_TAR, ops, "1.0.0",
+                  "gzip-compressed tar (.tgz = .tar.gz): read and write");

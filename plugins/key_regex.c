@@ -10,6 +10,8 @@
  * No match: the key is the subject unchanged (as ishard's ReplaceAll leaves
  * the name) and SL_KEY_F_NOMATCH is set so the caller can warn or skip.
  * An empty match (pattern matching "") gives an empty key.
+ * A rule with state, so it writes its own ops; the argument checks, the split
+ * and storing the key are sl_plugin_key_prepare and sl_plugin_key_set.
  */
 #include <regex.h>
 #include <stdio.h>
@@ -26,17 +28,6 @@ struct rx {
 
 static const struct sl_host_api *host_api;
 
-static int kerr(char *err, size_t errlen, int code, const char *fmt, const char *arg)
-{
-    char msg[400];
-
-    if (err != NULL && errlen > 0) {
-        snprintf(msg, sizeof(msg), fmt, arg);
-        snprintf(err, errlen, "%s: %s", RULE, msg);
-    }
-    return code;
-}
-
 static int key_init(void *state, const char *config, void **inst, char *err, size_t errlen)
 {
     struct rx *rx;
@@ -46,18 +37,18 @@ static int key_init(void *state, const char *config, void **inst, char *err, siz
     (void)state;
     *inst = NULL;
     if (config == NULL || config[0] == '\0')
-        return kerr(err, errlen, SL_PLUG_EINVAL, "%s", "no pattern: the regex rule needs a POSIX extended regular "
-                    "expression, e.g. \"^[^/]+/(.*)$\"");
+        return sl_plugin_key_error(err, errlen, SL_PLUG_EINVAL, RULE, "no pattern: the regex rule needs a POSIX "
+                                   "extended regular expression, e.g. \"^[^/]+/(.*)$\"");
     rx = host_api->calloc(1, sizeof(*rx));
     if (rx == NULL)
-        return kerr(err, errlen, SL_PLUG_ENOMEM, "%s", "out of memory");
+        return sl_plugin_key_error(err, errlen, SL_PLUG_ENOMEM, RULE, "out of memory");
     r = regcomp(&rx->re, config, REG_EXTENDED);
     if (r != 0) {
         char msg[400];
         regerror(r, &rx->re, why, sizeof(why));
         host_api->free(rx);
         snprintf(msg, sizeof(msg), "bad pattern \"%.100s\": %s; fix the sample key pattern", config, why);
-        return kerr(err, errlen, SL_PLUG_EINVAL, "%s", msg);
+        return sl_plugin_key_error(err, errlen, SL_PLUG_EINVAL, RULE, msg);
     }
     rx->nsub = rx->re.re_nsub;
     *inst = rx;
@@ -82,14 +73,12 @@ static int key_key(void *inst, const char *name, size_t len, struct sl_key_out *
     size_t from, klen;
     int r;
 
-    if (rx == NULL || name == NULL || out == NULL || !SL_ABI_HAS(out, struct sl_key_out, flags) || out->key == NULL)
-        return kerr(err, errlen, SL_PLUG_EINVAL, "%s", "bad arguments (sl_key_out not initialised with SL_ABI_SET?)");
-    if (memchr(name, '\0', len) != NULL)
-        return kerr(err, errlen, SL_PLUG_EINVAL, "%s", "the object name contains a NUL byte");
-    sl_plugin_wds_split(name, len, &s);
-    out->ext_off = s.ext_off;
-    out->ext_len = s.ext_len;
-    out->flags = (s.ext_len == 0 ? SL_KEY_F_NOEXT : 0) | (s.has_dot && s.stem_len == 0 ? SL_KEY_F_NOSTEM : 0);
+    if (rx == NULL)
+        return sl_plugin_key_error(err, errlen, SL_PLUG_EINVAL, RULE,
+                                   "bad arguments (sl_key_out not initialised with SL_ABI_SET?)");
+    r = sl_plugin_key_prepare(RULE, name, len, out, &s, err, errlen);
+    if (r != SL_PLUG_OK)
+        return r;
 
     /* REG_STARTEND: match name[0 .. subject end) without copying or a NUL. */
     memset(m, 0, sizeof(m));
@@ -101,7 +90,7 @@ static int key_key(void *inst, const char *name, size_t len, struct sl_key_out *
         from = 0;
         klen = s.dir_len + s.stem_len;
     } else if (r != 0) {
-        return kerr(err, errlen, SL_PLUG_EINTERNAL, "%s", "regexec failed (out of memory?)");
+        return sl_plugin_key_error(err, errlen, SL_PLUG_EINTERNAL, RULE, "regexec failed (out of memory?)");
     } else if (rx->nsub >= 1 && m[1].rm_so >= 0) {
         from = (size_t)m[1].rm_so;
         klen = (size_t)(m[1].rm_eo - m[1].rm_so);
@@ -109,12 +98,7 @@ static int key_key(void *inst, const char *name, size_t len, struct sl_key_out *
         from = (size_t)m[0].rm_so;
         klen = (size_t)(m[0].rm_eo - m[0].rm_so);
     }
-    out->key_len = klen;
-    if (klen + 1 > out->key_cap)
-        return SL_PLUG_ERANGE;
-    memcpy(out->key, name + from, klen);
-    out->key[klen] = '\0';
-    return SL_PLUG_OK;
+    return sl_plugin_key_set(out, name + from, klen);
 }
 
 static const struct sl_key_ops ops = {
@@ -137,7 +121,8 @@ static const struct sl_plugin plugin = {
 SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err, size_t errlen)
 {
     if (host == NULL || !SL_ABI_HAS(host, struct sl_host_api, free) || host->calloc == NULL || host->free == NULL) {
-        kerr(err, errlen, SL_PLUG_EINVAL, "%s", "the server's host API lacks calloc/free; upgrade the server");
+        sl_plugin_key_error(err, errlen, SL_PLUG_EINVAL, RULE, "the server's host API lacks calloc/free; upgrade the "
+                            "server");
         return NULL;
     }
     host_api = host;

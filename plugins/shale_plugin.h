@@ -2,7 +2,11 @@
  * shale_plugin.h: the one header a Shale plugin includes. It defines the
  * versioned plugin ABI: the descriptor a plugin exports, the host API table
  * the server hands in, and the operation tables of each plugin kind (shard
- * formats, sample-key rules). Installed as PREFIX/include/shale/shale_plugin.h.
+ * formats, sample-key rules), and header-only helpers for writing plugins
+ * (static inline functions and macros compiled into the plugin; they add no
+ * symbol and no ABI). Installed as PREFIX/include/shale/plugin.h (plugins
+ * write #include <shale/plugin.h>), and as shale/shale_plugin.h for plugins
+ * written against the old name.
  *
  * ABI rules (see docs/plugins.md for the long version):
  *  - SL_PLUGIN_ABI_MAJOR changes only when an existing member changes meaning,
@@ -463,6 +467,155 @@ static inline void sl_plugin_wds_split(const char *name, size_t len, struct sl_w
         }
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* Writing a sample-key rule (header-only helpers, no ABI)                  */
+/* ------------------------------------------------------------------------ */
+/* Every built-in rule starts the same way (argument checks, the WebDataset
+ * split, the extension fields of sl_key_out) and ends the same way (store
+ * the key or report SL_PLUG_ERANGE); the helpers below do both. A stateless
+ * rule whose key depends only on the name is then one map function and one
+ * SL_PLUGIN_KEY_RULE line (see plugins/key_base_name.c); a rule with state
+ * (plugins/key_regex.c) writes its own ops and uses the helpers in key(). */
+
+/* Write "<rule>: <msg>" into the caller-owned err[errlen] (nothing when err
+ * is NULL or errlen is 0; truncated to fit, always NUL-terminated) and return
+ * code. rule and msg are borrowed, NUL-terminated. */
+static inline int sl_plugin_key_error(char *err, size_t errlen, int code, const char *rule, const char *msg)
+{
+    const char *part[3];
+    size_t n = 0, i;
+
+    if (err == NULL || errlen == 0)
+        return code;
+    part[0] = rule;
+    part[1] = ": ";
+    part[2] = msg;
+    for (i = 0; i < 3; i++) {
+        const char *p = part[i];
+        while (p != NULL && *p != '\0' && n + 1 < errlen)
+            err[n++] = *p++;
+    }
+    err[n] = '\0';
+    return code;
+}
+
+/* The start of sl_key_ops.key for the rule named rule: refuses with
+ * SL_PLUG_EINVAL (message "<rule>: ..." in err) a NULL name or out, an out
+ * not set up with SL_ABI_SET or without a key buffer, and a name with an
+ * embedded NUL. Otherwise splits name[0..len) into *s (caller-owned, see
+ * sl_plugin_wds_split), sets out->ext_off, out->ext_len and out->flags
+ * (SL_KEY_F_NOEXT, SL_KEY_F_NOSTEM; a rule may add more) and returns
+ * SL_PLUG_OK; the key itself is left to the rule. */
+static inline int sl_plugin_key_prepare(const char *rule, const char *name, size_t len, struct sl_key_out *out,
+                                        struct sl_wds_split *s, char *err, size_t errlen)
+{
+    size_t i;
+
+    if (name == NULL || out == NULL || !SL_ABI_HAS(out, struct sl_key_out, flags) || out->key == NULL)
+        return sl_plugin_key_error(err, errlen, SL_PLUG_EINVAL, rule,
+                                   "bad arguments (sl_key_out not initialised with SL_ABI_SET?)");
+    for (i = 0; i < len; i++)
+        if (name[i] == '\0')
+            return sl_plugin_key_error(err, errlen, SL_PLUG_EINVAL, rule, "the object name contains a NUL byte");
+    sl_plugin_wds_split(name, len, s);
+    out->ext_off = s->ext_off;
+    out->ext_len = s->ext_len;
+    out->flags = (s->ext_len == 0 ? SL_KEY_F_NOEXT : 0) | (s->has_dot && s->stem_len == 0 ? SL_KEY_F_NOSTEM : 0);
+    return SL_PLUG_OK;
+}
+
+/* The end of sl_key_ops.key: the key is key[0..n) (borrowed; typically a
+ * slice of the name). Sets out->key_len = n; when out->key_cap holds n + 1
+ * bytes, copies the key and a NUL into out->key and returns SL_PLUG_OK, else
+ * returns SL_PLUG_ERANGE and leaves out->key untouched. */
+static inline int sl_plugin_key_set(struct sl_key_out *out, const char *key, size_t n)
+{
+    size_t i;
+
+    out->key_len = n;
+    if (n + 1 > out->key_cap)
+        return SL_PLUG_ERANGE;
+    for (i = 0; i < n; i++)
+        out->key[i] = key[i];
+    out->key[n] = '\0';
+    return SL_PLUG_OK;
+}
+
+/* The rule-specific part of a stateless rule defined with
+ * SL_PLUGIN_KEY_RULE. Called after sl_plugin_key_prepare succeeded: name
+ * [0..len) is borrowed and NUL-free, *s is its split (borrowed for the call),
+ * out's extension fields and flags are set. Store the key with
+ * sl_plugin_key_set (or by hand with the same contract: set out->key_len,
+ * return SL_PLUG_ERANGE when key_len + 1 > key_cap, else write the key and a
+ * NUL) and return its result. Runs concurrently on many threads: no shared
+ * mutable state. */
+typedef int (*sl_key_map_fn)(const char *name, size_t len, const struct sl_wds_split *s, struct sl_key_out *out);
+
+/* Defines a complete stateless sample-key plugin at file scope: the
+ * sl_key_ops (init ignores its config and returns one static instance, fini
+ * does nothing, key runs sl_plugin_key_prepare and then MAP), the sl_plugin
+ * descriptor (SL_PLUGIN_SAMPLE_KEY, no plugin-level init/fini) and the
+ * exported sl_plugin_entry, which accepts any host. NAME (the rule name, also
+ * the prefix of its error messages), VERSION and DESCRIPTION are string
+ * literals; MAP is an sl_key_map_fn. Everything defined is static except
+ * sl_plugin_entry; the descriptor stays valid until the plugin is unloaded.
+ * Use once per plugin, followed by a semicolon:
+ *   static int map(const char *name, size_t len, const struct sl_wds_split *s, struct sl_key_out *out)
+ *   {
+ *       return sl_plugin_key_set(out, name + s->dir_len, s->stem_len);
+ *   }
+ *   SL_PLUGIN_KEY_RULE("base_name", "1.0.0", "sample key = basename up to its first dot", map); */
+#define SL_PLUGIN_KEY_RULE(NAME, VERSION, DESCRIPTION, MAP)                                                        \
+    static char sl_key_rule_instance_; /* stateless rule: every instance is this address */                        \
+    static int sl_key_rule_init_(void *state, const char *config, void **inst, char *err, size_t errlen)           \
+    {                                                                                                              \
+        (void)state;                                                                                               \
+        (void)config;                                                                                              \
+        (void)err;                                                                                                 \
+        (void)errlen;                                                                                              \
+        *inst = &sl_key_rule_instance_;                                                                            \
+        return SL_PLUG_OK;                                                                                         \
+    }                                                                                                              \
+    static void sl_key_rule_fini_(void *inst)                                                                      \
+    {                                                                                                              \
+        (void)inst;                                                                                                \
+    }                                                                                                              \
+    static int sl_key_rule_key_(void *inst, const char *name, size_t len, struct sl_key_out *out, char *err,       \
+                                size_t errlen)                                                                     \
+    {                                                                                                              \
+        struct sl_wds_split sl_split_;                                                                             \
+        int sl_rc_;                                                                                                \
+                                                                                                                   \
+        (void)inst;                                                                                                \
+        sl_rc_ = sl_plugin_key_prepare(NAME, name, len, out, &sl_split_, err, errlen);                             \
+        if (sl_rc_ != SL_PLUG_OK)                                                                                  \
+            return sl_rc_;                                                                                         \
+        return (MAP)(name, len, &sl_split_, out);                                                                  \
+    }                                                                                                              \
+    static const struct sl_key_ops sl_key_rule_ops_ = {                                                            \
+        SL_ABI_INIT(struct sl_key_ops),                                                                            \
+        .init = sl_key_rule_init_,                                                                                 \
+        .fini = sl_key_rule_fini_,                                                                                 \
+        .key = sl_key_rule_key_,                                                                                   \
+    };                                                                                                             \
+    static const struct sl_plugin sl_key_rule_plugin_ = {                                                          \
+        SL_ABI_INIT(struct sl_plugin),                                                                             \
+        .kind = SL_PLUGIN_SAMPLE_KEY,                                                                              \
+        .name = NAME,                                                                                              \
+        .version = VERSION,                                                                                        \
+        .description = DESCRIPTION,                                                                                \
+        .key = &sl_key_rule_ops_,                                                                                  \
+    };                                                                                                             \
+    SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err,            \
+                                                             size_t errlen)                                        \
+    {                                                                                                              \
+        (void)host;                                                                                                \
+        (void)err;                                                                                                 \
+        (void)errlen;                                                                                              \
+        return &sl_key_rule_plugin_;                                                                               \
+    }                                                                                                              \
+    struct sl_plugin_key_rule_ends_with_a_semicolon
 
 #ifdef __cplusplus
 }
