@@ -59,6 +59,14 @@ void sl_tfan_free(struct sl_tfan *t)
     memset(t, 0, sizeof(*t));
 }
 
+/* the JSON body of one fan-out answer (new reference), NULL if none came
+ * or it is not JSON */
+static json_t *fan_json(const struct sl_fan *f)
+{
+    json_error_t je;
+    return f->ok ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
+}
+
 /* ---- forwarding to the primary ---- */
 
 static void forward_run(struct sl_req *r, void *arg)
@@ -125,12 +133,11 @@ json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, stru
     free(qk);
     sl_tfan_run(&t, 0);
     for (int i = 0; i < t.n; i++) {
-        json_error_t je;
-        const struct sl_fan *f = &t.f[i];
-        json_t *arr = f->ok && f->resp.status == 200 ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
+        json_t *arr = t.f[i].resp.status == 200 ? fan_json(&t.f[i]) : NULL;
         if (!arr) {
             if (err && !err->msg[0])
-                sl_errf(err, SL_EUNAVAIL, "job status: target t[%s] did not answer: %s", t.who[i]->id, f->resp.err);
+                sl_errf(err, SL_EUNAVAIL, "job status: target t[%s] did not answer: %s", t.who[i]->id,
+                        t.f[i].resp.err);
             continue;
         }
         json_object_set_new(out, t.who[i]->id, arr);
@@ -161,9 +168,7 @@ int sl_cluster_stop_jobs(const char *id, const char *kind)
     free(qk);
     sl_tfan_run(&t, 0);
     for (int i = 0; i < t.n; i++) {
-        json_error_t je;
-        const struct sl_fan *f = &t.f[i];
-        json_t *jr = f->ok ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
+        json_t *jr = fan_json(&t.f[i]);
         n += (int)sl_json_int(jr, "aborted", 0);
         json_decref(jr);
     }
