@@ -26,7 +26,7 @@
 
 void sl_lua_log_emit(lua_State *L, const char *msg, size_t len)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c || !c->log_cb || c->log_truncated)
         return;
     if (len > c->lim.max_log - c->log_used) {
@@ -45,7 +45,7 @@ void sl_lua_log_emit(lua_State *L, const char *msg, size_t len)
  * [args] -> []. May raise (a __tostring metamethod may). */
 static int sl_lua_l_log(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     int n = lua_gettop(L);
     if (!c || !c->log_cb || c->log_truncated)
         return 0;

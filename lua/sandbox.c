@@ -123,7 +123,7 @@ void sl_lua_cancel_all(void)
     __atomic_store_n(&sl_lua_cancelled, 1, __ATOMIC_RELAXED);
 }
 
-static bool sl_lua_before_deadline(const struct sl_lua_call *c)
+static bool sl_lua_before_deadline(const struct sl_lua_ctx *c)
 {
     return sl_mono_ns() < c->deadline && !__atomic_load_n(&sl_lua_cancelled, __ATOMIC_RELAXED);
 }
@@ -132,21 +132,21 @@ static void sl_lua_hook(lua_State *L, lua_Debug *ar);
 
 /* Record the timeout and make every following instruction raise, so that
  * no pcall, coroutine or error handler can keep the script running. */
-static void sl_lua_mark_timeout(lua_State *L, struct sl_lua_call *c, int line)
+static void sl_lua_mark_timeout(lua_State *L, struct sl_lua_ctx *c, int line)
 {
     c->timed_out = true;
     c->timeout_line = line > 0 ? line : c->last_line;
     lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
 }
 
-static bool sl_lua_cstack_low(const struct sl_lua_call *c)
+static bool sl_lua_cstack_low(const struct sl_lua_ctx *c)
 {
     return (uintptr_t)__builtin_frame_address(0) < c->cstack_limit;
 }
 
 /* Current line of the innermost frame of the call's script (skipping C
  * functions and the sandbox's own Lua helpers), or -1. */
-static int sl_lua_script_line(lua_State *L, const struct sl_lua_call *c)
+static int sl_lua_script_line(lua_State *L, const struct sl_lua_ctx *c)
 {
     lua_Debug ar;
     for (int level = 0; level < 8 && lua_getstack(L, level, &ar); level++)
@@ -163,7 +163,7 @@ static const char sl_lua_cstack_msg[] = "C stack overflow (coroutines or callbac
  * sl_lua_xpcall_guard). */
 static void sl_lua_hook(lua_State *L, lua_Debug *ar)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c)
         return;
     if (!c->timed_out && !c->cstack_over) {
@@ -189,7 +189,7 @@ static void sl_lua_hook(lua_State *L, lua_Debug *ar)
 
 void sl_lua_checkpoint(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c)
         return;
     if (!c->timed_out && !c->cstack_over) {
@@ -260,7 +260,7 @@ static uintptr_t sl_lua_cstack_limit(void)
 
 bool sl_lua_deadline_passed(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c)
         return false;
     if (c->timed_out)
@@ -310,7 +310,7 @@ static uint64_t sl_lua_rng_next(uint64_t s[4])
  * only on the call's seed. [args] -> [number]. May raise. */
 static int sl_lua_math_random(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c)
         return luaL_error(L, "math.random: no call in progress");
     double r = (double)(sl_lua_rng_next(c->rng) >> 11) * 0x1.0p-53;
@@ -338,7 +338,7 @@ static int sl_lua_math_random(lua_State *L)
 /* math.randomseed(x): restart this call's sequence from x. [x] -> []. */
 static int sl_lua_math_randomseed(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     double d = luaL_checknumber(L, 1);
     uint64_t bits;
     if (!c)
@@ -444,7 +444,7 @@ static void sl_lua_guard_field(lua_State *L, int idx, const char *field, unsigne
  * Upvalue 1: the script's handler. [msg] -> [msg']. May raise. */
 static int sl_lua_xpcall_guard(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c || c->timed_out || c->cstack_over)
         return lua_gettop(L) ? 1 : 0;
     sl_lua_checkpoint(L);
@@ -772,7 +772,7 @@ static void sl_lua_pool_put(struct sl_lua_state *S)
 
 /* Push the compiled chunk for c, from the cache or freshly compiled (text
  * only). [..] -> [.. chunk]. May raise (syntax error, bytecode, memory). */
-static void sl_lua_push_chunk(lua_State *L, struct sl_lua_state *S, struct sl_lua_call *c)
+static void sl_lua_push_chunk(lua_State *L, struct sl_lua_state *S, struct sl_lua_ctx *c)
 {
     lua_rawgeti(L, LUA_REGISTRYINDEX, S->ref_cache);           /* [.. cache] */
     lua_pushlstring(L, (const char *)c->key, sizeof(c->key));
@@ -809,7 +809,7 @@ static void sl_lua_push_chunk(lua_State *L, struct sl_lua_state *S, struct sl_lu
 static int sl_lua_run(lua_State *L)
 {
     struct sl_lua_state *S = sl_lua_S(L);
-    struct sl_lua_call *c = S->call;
+    struct sl_lua_ctx *c = S->call;
 
     lua_settop(L, 0);
     if (!lua_checkstack(L, SL_LUA_CONVERT_SLOTS + c->nargs + 8))
@@ -863,7 +863,7 @@ struct sl_lua_frame {
 };
 
 /* Describe stack level `level` if it is a frame of this call's script. */
-static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_call *c, int level, struct sl_lua_frame *f)
+static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_ctx *c, int level, struct sl_lua_frame *f)
 {
     lua_Debug ar;
     if (!lua_getstack(L, level, &ar) || !lua_getinfo(L, "Sln", &ar) || strcmp(ar.source, c->chunkname) != 0)
@@ -881,7 +881,7 @@ static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_call *c, int level
 static int sl_lua_msgh(lua_State *L)
 {
     struct sl_lua_state *S = sl_lua_S(L);
-    struct sl_lua_call *c = S->call;
+    struct sl_lua_ctx *c = S->call;
 
     if (c && !c->headroom && S->cap != SIZE_MAX) {
         /* the call is failing anyway; let the message be built */
@@ -962,7 +962,7 @@ static int sl_lua_msgh(lua_State *L)
 }
 
 /* "relabel:7: boom" -> "line 7: boom" when msg carries our chunk's position. */
-static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, const char *msg)
+static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_ctx *c, const char *msg)
 {
     const char *id = c->chunkname + 1;
     size_t idl = strlen(id);
@@ -985,7 +985,7 @@ static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, con
 }
 
 /* Fill err after a failed lua_pcall; the error value is on top. */
-static int sl_lua_report(struct sl_lua_state *S, struct sl_lua_call *c, struct sl_err *err)
+static int sl_lua_report(struct sl_lua_state *S, struct sl_lua_ctx *c, struct sl_err *err)
 {
     lua_State *L = S->L;
     const char *raw = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(non-string error)";
@@ -1073,9 +1073,9 @@ static void sl_lua_memo_arm(void)
     sl_lua_memo_armed = true;
 }
 
-static int sl_lua_chunk_key_hash(struct sl_lua_call *c);
+static int sl_lua_chunk_key_hash(struct sl_lua_ctx *c);
 
-static int sl_lua_chunk_key(struct sl_lua_call *c)
+static int sl_lua_chunk_key(struct sl_lua_ctx *c)
 {
     if (c->len > SL_LUA_KEY_MEMO_MAX)
         return sl_lua_chunk_key_hash(c);
@@ -1106,7 +1106,7 @@ static int sl_lua_chunk_key(struct sl_lua_call *c)
     return 0;
 }
 
-static int sl_lua_chunk_key_hash(struct sl_lua_call *c)
+static int sl_lua_chunk_key_hash(struct sl_lua_ctx *c)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned int n = 0;
@@ -1138,7 +1138,7 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
                        const struct sl_lua_val *args, int nargs, const struct sl_lua_limits *lim,
                        sl_lua_log_fn log_cb, void *log_ctx, struct sl_lua_val *result, struct sl_err *err)
 {
-    struct sl_lua_call c;
+    struct sl_lua_ctx c;
     int rc = 0;
 
     memset(&c, 0, sizeof(c));

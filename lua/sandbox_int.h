@@ -39,7 +39,7 @@ enum sl_lua_mode { SL_LUA_MODE_COMPILE, SL_LUA_MODE_CHECK_FN, SL_LUA_MODE_CALL }
 
 /* One call's context. Lives on the stack of sl_lua_call(); the state points
  * at it while the call runs. */
-struct sl_lua_call {
+struct sl_lua_ctx {
     enum sl_lua_mode mode;
     enum sl_lua_stage stage;
     const char *name;         /* script name for messages (never NULL) */
@@ -80,7 +80,7 @@ struct sl_lua_state {
     int ref_run, ref_msgh, ref_cache, ref_envmt, ref_frozen, ref_jsonarr;
     unsigned ncached;  /* entries in the chunk cache */
     uint64_t ncalls;
-    struct sl_lua_call *call; /* NULL when idle */
+    struct sl_lua_ctx *call; /* NULL when idle */
 };
 
 static inline struct sl_lua_state *sl_lua_S(lua_State *L)
