@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * api.c: the shale table scripts see (log, hashes, base64, gzip, string
- * helpers; shale.json lives in json.c) and the C plumbing under it: boxes
- * (userdata owning C buffers so a Lua error cannot leak them), zlib
- * allocator hooks charging the call's memory cap, and the log sink.
+ * helpers; shale.json lives in json.c) and the log sink under shale.log.
+ * C buffers live in boxes (box.c), so a Lua error cannot leak them.
  *
  * Every function here checks all its arguments before it acquires anything,
  * because luaL_error/luaL_check* longjmp. C buffers are charged against the
@@ -17,16 +16,18 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
-#include "sandbox_int.h"
+#include "api.h"
+#include "box.h"
+#include "json.h"
 
-#define SL_LUA_BOX_MT "sl.lua.box"
 #define SL_LUA_ZCHUNK (1u << 20)    /* zlib input/output step (deadline checks) */
 
 /* ---- log --------------------------------------------------------------- */
 
-void sl_lua_log_emit(lua_State *L, const char *msg, size_t len)
+/* Deliver one log line to the call's sink (applies max_log). Never raises. */
+static void sl_lua_log_emit(lua_State *L, const char *msg, size_t len)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c || !c->log_cb || c->log_truncated)
         return;
     if (len > c->lim.max_log - c->log_used) {
@@ -45,7 +46,7 @@ void sl_lua_log_emit(lua_State *L, const char *msg, size_t len)
  * [args] -> []. May raise (a __tostring metamethod may). */
 static int sl_lua_l_log(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     int n = lua_gettop(L);
     if (!c || !c->log_cb || c->log_truncated)
         return 0;
@@ -70,121 +71,6 @@ static int sl_lua_l_log(lua_State *L)
 }
 
 /* ---- boxes ------------------------------------------------------------- */
-
-void sl_lua_box_release(struct sl_lua_box *b)
-{
-    if (!b)
-        return;
-    if (b->zkind == 1)
-        deflateEnd(&b->z);
-    else if (b->zkind == 2)
-        inflateEnd(&b->z);
-    b->zkind = 0;
-    if (b->json) {
-        json_decref(b->json);
-        b->json = NULL;
-    }
-    free(b->buf);
-    b->buf = NULL;
-    b->len = b->cap = 0;
-    if (b->S)
-        sl_lua_mem_uncharge(b->S, b->charged);
-    b->charged = 0;
-}
-
-/* __gc of boxes. [box] -> []. */
-static int sl_lua_box_gc(lua_State *L)
-{
-    sl_lua_box_release(lua_touserdata(L, 1));
-    return 0;
-}
-
-struct sl_lua_box *sl_lua_box_new(lua_State *L)
-{
-    struct sl_lua_box *b = lua_newuserdata(L, sizeof(*b));     /* [.. box] */
-    memset(b, 0, sizeof(*b));
-    b->S = sl_lua_S(L);
-    luaL_getmetatable(L, SL_LUA_BOX_MT);
-    lua_setmetatable(L, -2);
-    return b;
-}
-
-int sl_lua_box_charge(struct sl_lua_box *b, size_t n)
-{
-    if (sl_lua_mem_charge(b->S, n) != 0)
-        return -1;
-    b->charged += n;
-    return 0;
-}
-
-int sl_lua_box_reserve(struct sl_lua_box *b, size_t need)
-{
-    if (b->buf && need < b->cap - b->len)
-        return 0;
-    if (need > SIZE_MAX / 2 - b->len)
-        return -1;
-    size_t ncap = b->cap ? b->cap : 4096;
-    while (ncap < b->len + need + 1)
-        ncap *= 2;
-    if (sl_lua_box_charge(b, ncap - b->cap) != 0)
-        return -1;
-    char *p = realloc(b->buf, ncap);
-    if (!p) {
-        sl_lua_mem_uncharge(b->S, ncap - b->cap);
-        b->charged -= ncap - b->cap;
-        return -1;
-    }
-    b->buf = p;
-    b->cap = ncap;
-    return 0;
-}
-
-/* Exact growth to len + need (no doubling): for outputs of known size. */
-static int sl_lua_box_reserve_exact(struct sl_lua_box *b, size_t need)
-{
-    if (b->buf && need < b->cap - b->len)
-        return 0;
-    if (need > SIZE_MAX - 1 - b->len)
-        return -1;
-    size_t ncap = b->len + need + 1;
-    if (sl_lua_box_charge(b, ncap - b->cap) != 0)
-        return -1;
-    char *p = realloc(b->buf, ncap);
-    if (!p) {
-        sl_lua_mem_uncharge(b->S, ncap - b->cap);
-        b->charged -= ncap - b->cap;
-        return -1;
-    }
-    b->buf = p;
-    b->cap = ncap;
-    return 0;
-}
-
-#define SL_LUA_ZHDR 16
-
-void *sl_lua_zalloc(void *opaque, unsigned items, unsigned size)
-{
-    struct sl_lua_state *S = opaque;
-    size_t n = (size_t)items * size + SL_LUA_ZHDR;
-    if (sl_lua_mem_charge(S, n) != 0)
-        return Z_NULL;
-    size_t *p = malloc(n);
-    if (!p) {
-        sl_lua_mem_uncharge(S, n);
-        return Z_NULL;
-    }
-    p[0] = n;
-    return (char *)p + SL_LUA_ZHDR;
-}
-
-void sl_lua_zfree(void *opaque, void *q)
-{
-    if (!q)
-        return;
-    size_t *p = (size_t *)((char *)q - SL_LUA_ZHDR);
-    sl_lua_mem_uncharge(opaque, p[0]);
-    free(p);
-}
 
 /* Release the box, then raise "<fn>: <what>" (a memory error when the
  * call's cap was hit, which sandbox.c reports as SL_ETOOBIG). */
@@ -527,12 +413,7 @@ void sl_lua_open_shale(lua_State *L)
     };
     int top = lua_gettop(L);
 
-    luaL_newmetatable(L, SL_LUA_BOX_MT);                       /* [.. boxmt] */
-    lua_pushcfunction(L, sl_lua_box_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushliteral(L, SL_LUA_LOCKED);
-    lua_setfield(L, -2, "__metatable");
-    lua_pop(L, 1);
+    sl_lua_box_open(L);
 
     lua_createtable(L, 0, 16);                                  /* [.. shale] */
     for (size_t i = 0; i < SL_ARRAY_SIZE(fns); i++) {

@@ -22,8 +22,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sandbox_int.h"
+#include "box.h"
+#include "json.h"
+#include "value.h"
 
+#define SL_LUA_JSON_MAX_DEPTH 128   /* nesting accepted by shale.json */
 #define SL_LUA_JSON_ARRAY "json.array"   /* getmetatable() of decoded arrays */
 
 /* estimated jansson bytes per node (encode) */

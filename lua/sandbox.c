@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
- * sandbox.c: sandboxed LuaJIT states (allocator with a cap, libraries opened
- * one by one, frozen base environment, per-call environments, instruction
- * hook with a wall-clock deadline), the per-thread state pool, the chunk
- * cache, and the sl_lua_call/sl_lua_check entry points.
+ * sandbox.c: the top of lua/. Sandboxed LuaJIT states (libraries opened one
+ * by one, frozen base environment, guarded pcall/xpcall/coroutines and raw
+ * writers, per-call environments), the per-thread state pool, the chunk
+ * cache, error reports, and the sl_lua_call/sl_lua_check entry points.
+ * Budgets and freezing are in budget.c, the shale table in api.c and
+ * json.c, the string matcher in strmatch.c, values in value.c.
  *
  * Life of a state: created lazily by the first call on a thread
  * (sl_lua_state_new), used by one call at a time, returned to the thread's
@@ -23,7 +25,10 @@
 #include <luajit.h>
 #include <openssl/evp.h>
 
-#include "sandbox_int.h"
+#include "api.h"
+#include "budget.h"
+#include "strmatch.h"
+#include "value.h"
 #include "log.h"
 
 #define SL_LUA_POOL_MAX 2                  /* idle states kept per thread */
@@ -34,8 +39,6 @@
 #define SL_LUA_MSGH_HEADROOM (256u * 1024) /* extra bytes for building messages */
 #define SL_LUA_CONVERT_SLOTS (2 * SL_LUA_MAX_DEPTH + 8)
 #define SL_LUA_MAX_TIMEOUT_NS (86400LL * 1000000000LL) /* larger timeouts are clamped */
-#define SL_LUA_CSTACK_MAX (1u << 20)       /* C stack a call may use below its entry */
-#define SL_LUA_CSTACK_GUARD (128u * 1024)  /* never closer than this to the stack end */
 
 /* ---- counters ---------------------------------------------------------- */
 
@@ -65,152 +68,7 @@ void sl_lua_limits_default(struct sl_lua_limits *l)
     l->seed = SL_LUA_DEFAULT_SEED;
 }
 
-/* ---- memory ------------------------------------------------------------ */
-
-/* The lua_Alloc of every sandbox state. Counts live bytes and refuses
- * growth past S->cap; LuaJIT turns the NULL into LUA_ERRMEM. LuaJIT never
- * runs an emergency GC, so garbage not yet collected counts too. */
-static void *sl_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    struct sl_lua_state *S = ud;
-    size_t old = ptr ? osize : 0;
-
-    if (nsize == 0) {
-        free(ptr);
-        S->live -= old;
-        return NULL;
-    }
-    if (nsize > old) {
-        size_t used = S->live + S->ext, grow = nsize - old;
-        if (used > S->cap || grow > S->cap - used) {
-            S->refused = true;
-            return NULL;
-        }
-    }
-    void *p = realloc(ptr, nsize);
-    if (!p) {
-        S->refused = true;
-        return NULL;
-    }
-    S->live = S->live - old + nsize;
-    return p;
-}
-
-int sl_lua_mem_charge(struct sl_lua_state *S, size_t n)
-{
-    size_t used = S->live + S->ext;
-    if (used > S->cap || n > S->cap - used) {
-        S->refused = true;
-        return -1;
-    }
-    S->ext += n;
-    return 0;
-}
-
-void sl_lua_mem_uncharge(struct sl_lua_state *S, size_t n)
-{
-    S->ext = n > S->ext ? 0 : S->ext - n;
-}
-
-/* ---- deadline ---------------------------------------------------------- */
-
-/* Set once when the process shuts down: every running call ends at its
- * next hook or checkpoint as if its deadline had passed. */
-static volatile int sl_lua_cancelled;
-
-void sl_lua_cancel_all(void)
-{
-    __atomic_store_n(&sl_lua_cancelled, 1, __ATOMIC_RELAXED);
-}
-
-static bool sl_lua_before_deadline(const struct sl_lua_call *c)
-{
-    return sl_mono_ns() < c->deadline && !__atomic_load_n(&sl_lua_cancelled, __ATOMIC_RELAXED);
-}
-
-static void sl_lua_hook(lua_State *L, lua_Debug *ar);
-
-/* Record the timeout and make every following instruction raise, so that
- * no pcall, coroutine or error handler can keep the script running. */
-static void sl_lua_mark_timeout(lua_State *L, struct sl_lua_call *c, int line)
-{
-    c->timed_out = true;
-    c->timeout_line = line > 0 ? line : c->last_line;
-    lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
-}
-
-static bool sl_lua_cstack_low(const struct sl_lua_call *c)
-{
-    return (uintptr_t)__builtin_frame_address(0) < c->cstack_limit;
-}
-
-/* Current line of the innermost frame of the call's script (skipping C
- * functions and the sandbox's own Lua helpers), or -1. */
-static int sl_lua_script_line(lua_State *L, const struct sl_lua_call *c)
-{
-    lua_Debug ar;
-    for (int level = 0; level < 8 && lua_getstack(L, level, &ar); level++)
-        if (lua_getinfo(L, "Sl", &ar) && strcmp(ar.source, c->chunkname) == 0)
-            return ar.currentline;
-    return -1;
-}
-
-static const char sl_lua_cstack_msg[] = "C stack overflow (coroutines or callbacks nested too deeply)";
-
-/* Count hook: every SL_LUA_HOOK_COUNT instructions (every instruction once
- * the call is killed). LuaJIT hooks are per VM, so coroutines are covered
- * too. Errors raised here bypass script error handlers (see
- * sl_lua_xpcall_guard). */
-static void sl_lua_hook(lua_State *L, lua_Debug *ar)
-{
-    struct sl_lua_call *c = sl_lua_S(L)->call;
-    if (!c)
-        return;
-    if (!c->timed_out && !c->cstack_over) {
-        int line = lua_getinfo(L, "l", ar) ? ar->currentline : -1;
-        if (line > 0)
-            c->last_line = line;
-        if (sl_lua_cstack_low(c)) {
-            c->cstack_over = true;
-            c->timeout_line = line > 0 ? line : c->last_line;
-            lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
-        } else if (sl_lua_before_deadline(c)) {
-            return;
-        } else {
-            sl_lua_mark_timeout(L, c, line);
-        }
-    }
-    if (c->cstack_over)
-        lua_pushstring(L, sl_lua_cstack_msg);
-    else
-        lua_pushliteral(L, "timed out");
-    lua_error(L);
-}
-
-void sl_lua_checkpoint(lua_State *L)
-{
-    struct sl_lua_call *c = sl_lua_S(L)->call;
-    if (!c)
-        return;
-    if (!c->timed_out && !c->cstack_over) {
-        bool low = sl_lua_cstack_low(c);
-        if (!low && sl_lua_before_deadline(c))
-            return;
-        int line = sl_lua_script_line(L, c);
-        if (low) {
-            c->cstack_over = true;
-            c->timeout_line = line > 0 ? line : c->last_line;
-            lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, 1);
-        } else {
-            sl_lua_mark_timeout(L, c, line);
-        }
-    }
-    if (c->cstack_over)
-        lua_pushstring(L, sl_lua_cstack_msg);
-    else
-        lua_pushliteral(L, "timed out");
-    lua_error(L);
-}
+/* ---- checkpoint wrappers ----------------------------------------------- */
 
 /* The checkpoint as a Lua-callable function (for the pcall wrapper).
  * [] -> []. May raise. */
@@ -228,54 +86,6 @@ static int sl_lua_l_checkpoint(lua_State *L)
 static const char sl_lua_pcall_src[] =
     "local rawpcall, checkpoint = ...\n"
     "return function(f, ...) checkpoint() return rawpcall(f, ...) end\n";
-
-/* Lowest address of this thread's stack (0 if unknown); looked up once. */
-static __thread uintptr_t sl_lua_tl_stack_lo;
-static __thread bool sl_lua_tl_stack_known;
-
-static uintptr_t sl_lua_cstack_limit(void)
-{
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    if (!sl_lua_tl_stack_known) {
-        pthread_attr_t a;
-        void *addr;
-        size_t size;
-        sl_lua_tl_stack_known = true;
-        if (pthread_getattr_np(pthread_self(), &a) == 0) {
-            if (pthread_attr_getstack(&a, &addr, &size) == 0)
-                sl_lua_tl_stack_lo = (uintptr_t)addr;
-            pthread_attr_destroy(&a);
-        }
-    }
-    uintptr_t limit = here > SL_LUA_CSTACK_MAX ? here - SL_LUA_CSTACK_MAX : 0;
-    uintptr_t lo = sl_lua_tl_stack_lo;
-    if (lo && here > lo) {
-        /* small thread stacks: use half of what is left, minus a guard */
-        uintptr_t floor_ = here - lo > 2 * SL_LUA_CSTACK_GUARD ? lo + SL_LUA_CSTACK_GUARD : here - (here - lo) / 2;
-        if (limit < floor_)
-            limit = floor_;
-    }
-    return limit;
-}
-
-bool sl_lua_deadline_passed(lua_State *L)
-{
-    struct sl_lua_call *c = sl_lua_S(L)->call;
-    if (!c)
-        return false;
-    if (c->timed_out)
-        return true;
-    if (sl_lua_before_deadline(c))
-        return false;
-    sl_lua_mark_timeout(L, c, sl_lua_script_line(L, c));
-    return true;
-}
-
-int sl_lua_raise_timeout(lua_State *L)
-{
-    lua_pushliteral(L, "timed out");
-    return lua_error(L);
-}
 
 /* ---- deterministic math.random ----------------------------------------- */
 
@@ -310,7 +120,7 @@ static uint64_t sl_lua_rng_next(uint64_t s[4])
  * only on the call's seed. [args] -> [number]. May raise. */
 static int sl_lua_math_random(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c)
         return luaL_error(L, "math.random: no call in progress");
     double r = (double)(sl_lua_rng_next(c->rng) >> 11) * 0x1.0p-53;
@@ -338,7 +148,7 @@ static int sl_lua_math_random(lua_State *L)
 /* math.randomseed(x): restart this call's sequence from x. [x] -> []. */
 static int sl_lua_math_randomseed(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     double d = luaL_checknumber(L, 1);
     uint64_t bits;
     if (!c)
@@ -350,15 +160,6 @@ static int sl_lua_math_randomseed(lua_State *L)
 
 /* ---- freezing ---------------------------------------------------------- */
 
-/* __newindex of read-only tables. Upvalue 1: table name. [t k v] -> raises. */
-static int sl_lua_ro_newindex(lua_State *L)
-{
-    const char *tname = lua_tostring(L, lua_upvalueindex(1));
-    if (lua_type(L, 2) == LUA_TSTRING)
-        return luaL_error(L, "attempt to modify read-only table '%s' (field '%s')", tname, lua_tostring(L, 2));
-    return luaL_error(L, "attempt to modify read-only table '%s'", tname);
-}
-
 /* __index of the base environment: unknown globals are errors, not nil.
  * [base k] -> raises. */
 static int sl_lua_undeclared(lua_State *L)
@@ -366,34 +167,6 @@ static int sl_lua_undeclared(lua_State *L)
     if (lua_type(L, 2) == LUA_TSTRING)
         return luaL_error(L, "attempt to read undeclared global '%s'", lua_tostring(L, 2));
     return luaL_error(L, "attempt to read undeclared global (a %s key)", luaL_typename(L, 2));
-}
-
-void sl_lua_freeze_mark(lua_State *L, int idx)
-{
-    struct sl_lua_state *S = sl_lua_S(L);
-    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, S->ref_frozen); /* [.. set] */
-    lua_pushvalue(L, idx);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
-}
-
-void sl_lua_proxy(lua_State *L, int idx, const char *name)
-{
-    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-    sl_lua_freeze_mark(L, idx);     /* the real table, should it ever leak */
-    lua_newtable(L);                /* [.. proxy] */
-    lua_createtable(L, 0, 3);       /* [.. proxy mt] */
-    lua_pushvalue(L, idx);
-    lua_setfield(L, -2, "__index");
-    lua_pushstring(L, name);
-    lua_pushcclosure(L, sl_lua_ro_newindex, 1);
-    lua_setfield(L, -2, "__newindex");
-    lua_pushliteral(L, SL_LUA_LOCKED);
-    lua_setfield(L, -2, "__metatable");
-    lua_setmetatable(L, -2);        /* [.. proxy] */
-    sl_lua_freeze_mark(L, -1);
 }
 
 /* Wrapper for functions that write tables raw (rawset, table.insert, ...),
@@ -444,7 +217,7 @@ static void sl_lua_guard_field(lua_State *L, int idx, const char *field, unsigne
  * Upvalue 1: the script's handler. [msg] -> [msg']. May raise. */
 static int sl_lua_xpcall_guard(lua_State *L)
 {
-    struct sl_lua_call *c = sl_lua_S(L)->call;
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
     if (!c || c->timed_out || c->cstack_over)
         return lua_gettop(L) ? 1 : 0;
     sl_lua_checkpoint(L);
@@ -772,7 +545,7 @@ static void sl_lua_pool_put(struct sl_lua_state *S)
 
 /* Push the compiled chunk for c, from the cache or freshly compiled (text
  * only). [..] -> [.. chunk]. May raise (syntax error, bytecode, memory). */
-static void sl_lua_push_chunk(lua_State *L, struct sl_lua_state *S, struct sl_lua_call *c)
+static void sl_lua_push_chunk(lua_State *L, struct sl_lua_state *S, struct sl_lua_ctx *c)
 {
     lua_rawgeti(L, LUA_REGISTRYINDEX, S->ref_cache);           /* [.. cache] */
     lua_pushlstring(L, (const char *)c->key, sizeof(c->key));
@@ -809,7 +582,7 @@ static void sl_lua_push_chunk(lua_State *L, struct sl_lua_state *S, struct sl_lu
 static int sl_lua_run(lua_State *L)
 {
     struct sl_lua_state *S = sl_lua_S(L);
-    struct sl_lua_call *c = S->call;
+    struct sl_lua_ctx *c = S->call;
 
     lua_settop(L, 0);
     if (!lua_checkstack(L, SL_LUA_CONVERT_SLOTS + c->nargs + 8))
@@ -863,7 +636,7 @@ struct sl_lua_frame {
 };
 
 /* Describe stack level `level` if it is a frame of this call's script. */
-static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_call *c, int level, struct sl_lua_frame *f)
+static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_ctx *c, int level, struct sl_lua_frame *f)
 {
     lua_Debug ar;
     if (!lua_getstack(L, level, &ar) || !lua_getinfo(L, "Sln", &ar) || strcmp(ar.source, c->chunkname) != 0)
@@ -881,7 +654,7 @@ static bool sl_lua_frame_at(lua_State *L, const struct sl_lua_call *c, int level
 static int sl_lua_msgh(lua_State *L)
 {
     struct sl_lua_state *S = sl_lua_S(L);
-    struct sl_lua_call *c = S->call;
+    struct sl_lua_ctx *c = S->call;
 
     if (c && !c->headroom && S->cap != SIZE_MAX) {
         /* the call is failing anyway; let the message be built */
@@ -962,7 +735,7 @@ static int sl_lua_msgh(lua_State *L)
 }
 
 /* "relabel:7: boom" -> "line 7: boom" when msg carries our chunk's position. */
-static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, const char *msg)
+static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_ctx *c, const char *msg)
 {
     const char *id = c->chunkname + 1;
     size_t idl = strlen(id);
@@ -985,7 +758,7 @@ static bool sl_lua_fmt_msg(char *out, size_t n, const struct sl_lua_call *c, con
 }
 
 /* Fill err after a failed lua_pcall; the error value is on top. */
-static int sl_lua_report(struct sl_lua_state *S, struct sl_lua_call *c, struct sl_err *err)
+static int sl_lua_report(struct sl_lua_state *S, struct sl_lua_ctx *c, struct sl_err *err)
 {
     lua_State *L = S->L;
     const char *raw = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(non-string error)";
@@ -1073,9 +846,9 @@ static void sl_lua_memo_arm(void)
     sl_lua_memo_armed = true;
 }
 
-static int sl_lua_chunk_key_hash(struct sl_lua_call *c);
+static int sl_lua_chunk_key_hash(struct sl_lua_ctx *c);
 
-static int sl_lua_chunk_key(struct sl_lua_call *c)
+static int sl_lua_chunk_key(struct sl_lua_ctx *c)
 {
     if (c->len > SL_LUA_KEY_MEMO_MAX)
         return sl_lua_chunk_key_hash(c);
@@ -1106,7 +879,7 @@ static int sl_lua_chunk_key(struct sl_lua_call *c)
     return 0;
 }
 
-static int sl_lua_chunk_key_hash(struct sl_lua_call *c)
+static int sl_lua_chunk_key_hash(struct sl_lua_ctx *c)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned int n = 0;
@@ -1138,7 +911,7 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
                        const struct sl_lua_val *args, int nargs, const struct sl_lua_limits *lim,
                        sl_lua_log_fn log_cb, void *log_ctx, struct sl_lua_val *result, struct sl_err *err)
 {
-    struct sl_lua_call c;
+    struct sl_lua_ctx c;
     int rc = 0;
 
     memset(&c, 0, sizeof(c));
@@ -1196,12 +969,12 @@ static int sl_lua_exec(enum sl_lua_mode mode, const char *name, const char *src,
     size_t used = S->live + S->ext;
     S->cap = c.lim.mem_limit > SIZE_MAX - used ? SIZE_MAX : used + c.lim.mem_limit;
     c.deadline = sl_mono_ns() + c.lim.timeout_ns;   /* timeout_ns clamped to a day */
-    c.cstack_limit = sl_lua_cstack_limit();
+    c.cstack_limit = sl_lua_cstack_limit((uintptr_t)__builtin_frame_address(0));
 
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, S->ref_msgh);             /* [msgh] */
     lua_rawgeti(L, LUA_REGISTRYINDEX, S->ref_run);              /* [msgh run] */
-    lua_sethook(L, sl_lua_hook, LUA_MASKCOUNT, SL_LUA_HOOK_COUNT);
+    sl_lua_hook_arm(L);
     int st = lua_pcall(L, 0, 1, 1);                             /* [msgh result|err] */
     lua_sethook(L, NULL, 0, 0);
     S->cap = SIZE_MAX;

@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "sandbox_int.h"
+#include "strmatch.h"
 
 #define SL_MS_MAXCAPS 32        /* LUA_MAXCAPTURES */
 #define SL_MS_MAXDEPTH 200      /* recursion of the matcher ("pattern too complex") */

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandbox_int.h"
+#include <lauxlib.h>
+
+#include "value.h"
 
 #define SL_LUA_ENTRY_COST 16 /* bytes of max_output charged per table entry */
 
