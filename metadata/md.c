@@ -205,6 +205,154 @@ static int mdb_fail(struct sl_err *err, int rc, const char *what, const char *di
                    dir, mdb_strerror(rc));
 }
 
+/* ---- schema version ----
+ *
+ * Where each environment records it (see md.h for the format): an object
+ * environment in the named DB "meta", key "schema"; the node environment in
+ * its main DB under a key that starts with a NUL byte, which no caller can
+ * name (node document keys are C strings) and sl_md_node_foreach skips.
+ *
+ * Opening settles the version in the open's own write transaction: run every
+ * migration step from the recorded version up to SL_MD_SCHEMA_VERSION, then
+ * record the new version. A crash before the commit leaves the old version
+ * and the old layout, so the next open runs the steps again. A future step
+ * too large for one transaction must commit in batches and be restartable.
+ */
+#define SCHEMA_DB "meta"
+static const MDB_val obj_schema_key = { 6, (void *)"schema" };
+static const MDB_val node_schema_key = { 7, (void *)"\0schema" };
+
+/* One step: moves an environment from version `from` to from + 1. run gets
+ * the open's write transaction and the environment being opened (struct
+ * sl_md_env * or struct sl_md_node *, DB handles already open) and returns
+ * 0 or an LMDB/errno code. */
+struct md_migration {
+    unsigned from;
+    const char *what;   /* for the log line */
+    int (*run)(MDB_txn *txn, void *env);
+};
+
+/* 0 -> 1: schema 0 is the layout written before versioning, which is
+ * exactly schema 1's; the step only leads to recording the version. */
+static int migrate_nothing(MDB_txn *txn, void *env)
+{
+    return 0;
+}
+
+static const struct md_migration obj_migrations[] = {
+    { 0, "layout unchanged, version recorded", migrate_nothing },
+};
+static const struct md_migration node_migrations[] = {
+    { 0, "layout unchanged, version recorded", migrate_nothing },
+};
+_Static_assert(sizeof(obj_migrations) / sizeof(obj_migrations[0]) == SL_MD_SCHEMA_VERSION,
+               "one object-environment migration step per schema version");
+_Static_assert(sizeof(node_migrations) / sizeof(node_migrations[0]) == SL_MD_SCHEMA_VERSION,
+               "one node-environment migration step per schema version");
+
+/* A recorded version: 1 to 9 ASCII digits, nothing else. */
+static int parse_schema(const MDB_val *v, unsigned *out)
+{
+    const unsigned char *p = v->mv_data;
+    if (v->mv_size < 1 || v->mv_size > 9)
+        return -1;
+    unsigned n = 0;
+    for (size_t i = 0; i < v->mv_size; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        n = n * 10 + (unsigned)(p[i] - '0');
+    }
+    *out = n;
+    return 0;
+}
+
+/* A stored value made printable for a message: "..." with \xNN escapes. */
+static void show_bytes(const MDB_val *v, char *out, size_t n)
+{
+    const unsigned char *p = v->mv_data;
+    size_t o = 0, max = v->mv_size < 32 ? v->mv_size : 32;
+    o += (size_t)snprintf(out + o, n - o, "\"");
+    for (size_t i = 0; i < max && o + 8 < n; i++) {
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\')
+            out[o++] = (char)p[i];
+        else
+            o += (size_t)snprintf(out + o, n - o, "\\x%02x", p[i]);
+    }
+    snprintf(out + o, n - o, "\"%s, %zu byte%s", v->mv_size > max ? "..." : "", v->mv_size,
+             v->mv_size == 1 ? "" : "s");
+}
+
+/* Check, migrate and record the schema version inside txn (the caller
+ * commits on 0, aborts on -1). fresh: the environment was empty before this
+ * open, so there is nothing to migrate and nothing to log. kind + dir name
+ * the environment in messages. */
+static int schema_settle(MDB_txn *txn, MDB_dbi dbi, const MDB_val *key, bool fresh,
+                         const struct md_migration *steps, size_t nsteps, void *env, const char *kind,
+                         const char *dir, struct sl_err *err)
+{
+    MDB_val k = *key, v;
+    unsigned ver = 0;
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc == 0) {
+        if (parse_schema(&v, &ver) < 0) {
+            char shown[160];
+            show_bytes(&v, shown, sizeof(shown));
+            return sl_errf(err, SL_EIO,
+                           "%s metadata at %s has an unreadable schema version (%s; expected 1 to 9 decimal digits): "
+                           "it is damaged or was not written by Shale; restore %s from a backup",
+                           kind, dir, shown, dir);
+        }
+    } else if (rc != MDB_NOTFOUND) {
+        return mdb_fail(err, rc, "schema version read", dir);
+    }
+    if (ver > SL_MD_SCHEMA_VERSION)
+        return sl_errf(err, SL_EUNSUPP,
+                       "%s metadata at %s was written by a newer Shale (schema %u; this build reads up to %u): "
+                       "run a newer shaled, or restore %s from a backup taken before a newer shaled opened it",
+                       kind, dir, ver, SL_MD_SCHEMA_VERSION, dir);
+    if (ver == SL_MD_SCHEMA_VERSION)
+        return 0;
+    char done[256] = "";
+    size_t dl = 0;
+    for (unsigned from = ver; from < SL_MD_SCHEMA_VERSION && !fresh; from++) {
+        const struct md_migration *m = NULL;
+        for (size_t i = 0; i < nsteps && !m; i++)
+            if (steps[i].from == from)
+                m = &steps[i];
+        if (!m)
+            return sl_errf(err, SL_EINTERNAL, "%s metadata at %s: this build has no migration from schema %u",
+                           kind, dir, from);
+        rc = m->run(txn, env);
+        if (rc) {
+            mdb_fail(err, rc, "migration", dir);
+            sl_err_wrap(err, "migrating %s metadata from schema %u to %u failed (nothing was changed)", kind,
+                        from, from + 1);
+            return -1;
+        }
+        if (dl < sizeof(done))
+            dl += (size_t)snprintf(done + dl, sizeof(done) - dl, "%s%u->%u: %s", dl ? "; " : "", from, from + 1,
+                                   m->what);
+    }
+    char num[16];
+    int nl = snprintf(num, sizeof(num), "%u", (unsigned)SL_MD_SCHEMA_VERSION);
+    v.mv_data = num;
+    v.mv_size = (size_t)nl;
+    k = *key;
+    rc = mdb_put(txn, dbi, &k, &v, 0);
+    if (rc)
+        return mdb_fail(err, rc, "schema version write", dir);
+    if (!fresh) {
+        if (ver == 0)
+            sl_logi("%s metadata at %s: no schema version recorded (written before versioning); migrated to "
+                    "schema %u (%s)",
+                    kind, dir, SL_MD_SCHEMA_VERSION, done);
+        else
+            sl_logi("%s metadata at %s: migrated from schema %u to %u (%s)", kind, dir, ver, SL_MD_SCHEMA_VERSION,
+                    done);
+    }
+    return 0;
+}
+
 static void *committer(void *arg);
 static void *syncer(void *arg);
 
@@ -235,10 +383,21 @@ int sl_md_open(const char *dir, int sync, struct sl_md_env **out, struct sl_err 
     rc = mdb_txn_begin(e->env, NULL, 0, &txn);
     if (rc)
         goto fail;
-    if ((rc = mdb_dbi_open(txn, "objs", MDB_CREATE, &e->objs)) || (rc = mdb_dbi_open(txn, "pending", MDB_CREATE, &e->pending)) ||
-        (rc = mdb_dbi_open(txn, "aux", MDB_CREATE, &e->aux))) {
+    /* fresh: no objects DB yet, so nothing was ever written here */
+    rc = mdb_dbi_open(txn, "objs", 0, &e->objs);
+    bool fresh = rc == MDB_NOTFOUND;
+    MDB_dbi meta;
+    if ((rc && !fresh) || (rc = mdb_dbi_open(txn, "objs", MDB_CREATE, &e->objs)) ||
+        (rc = mdb_dbi_open(txn, "pending", MDB_CREATE, &e->pending)) ||
+        (rc = mdb_dbi_open(txn, "aux", MDB_CREATE, &e->aux)) ||
+        (rc = mdb_dbi_open(txn, SCHEMA_DB, MDB_CREATE, &meta))) {
         mdb_txn_abort(txn);
         goto fail;
+    }
+    if (schema_settle(txn, meta, &obj_schema_key, fresh, obj_migrations,
+                      sizeof(obj_migrations) / sizeof(obj_migrations[0]), e, "object", dir, err) < 0) {
+        mdb_txn_abort(txn);
+        goto refused;
     }
     rc = mdb_txn_commit(txn);
     if (rc)
@@ -255,6 +414,7 @@ int sl_md_open(const char *dir, int sync, struct sl_md_env **out, struct sl_err 
     return 0;
 fail:
     mdb_fail(err, rc, "open", dir);
+refused:
     if (e->env)
         mdb_env_close(e->env);
     free(e->dir);
@@ -1015,10 +1175,16 @@ int sl_md_node_open(const char *dir, struct sl_md_node **out, struct sl_err *err
     rc = mdb_txn_begin(n->env, NULL, 0, &txn);
     if (rc)
         goto fail;
-    rc = mdb_dbi_open(txn, NULL, 0, &n->dbi);
-    if (rc) {
+    MDB_stat st;
+    if ((rc = mdb_dbi_open(txn, NULL, 0, &n->dbi)) || (rc = mdb_stat(txn, n->dbi, &st))) {
         mdb_txn_abort(txn);
         goto fail;
+    }
+    /* fresh: no document yet, so nothing to migrate */
+    if (schema_settle(txn, n->dbi, &node_schema_key, st.ms_entries == 0, node_migrations,
+                      sizeof(node_migrations) / sizeof(node_migrations[0]), n, "node", dir, err) < 0) {
+        mdb_txn_abort(txn);
+        goto refused;
     }
     rc = mdb_txn_commit(txn);
     if (rc)
@@ -1027,6 +1193,7 @@ int sl_md_node_open(const char *dir, struct sl_md_node **out, struct sl_err *err
     return 0;
 fail:
     mdb_fail(err, rc, "open", dir);
+refused:
     if (n->env)
         mdb_env_close(n->env);
     free(n->dir);
@@ -1107,6 +1274,10 @@ int sl_md_node_foreach(struct sl_md_node *n, const char *prefix,
     }
     int rc = pl ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : mdb_cursor_get(c, &k, &v, MDB_FIRST);
     while (rc == 0 && k.mv_size >= pl && memcmp(k.mv_data, prefix, pl) == 0) {
+        if (k.mv_size && *(const char *)k.mv_data == 0) { /* reserved (schema version): not a document */
+            rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+            continue;
+        }
         char *key = sl_xstrndup(k.mv_data, k.mv_size);
         int stop = cb(arg, key, v.mv_data, v.mv_size);
         free(key);
@@ -1116,5 +1287,5 @@ int sl_md_node_foreach(struct sl_md_node *n, const char *prefix,
     }
     mdb_cursor_close(c);
     mdb_txn_abort(txn);
-    return 0;
+    return rc == 0 || rc == MDB_NOTFOUND ? 0 : -1;
 }

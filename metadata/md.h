@@ -17,6 +17,11 @@
  * every other name that has the same first SL_MD_KEYNAME bytes; the value is
  * then a group of records, each carrying the rest of its name. Key order plus
  * in-group sorting gives exact byte-lexicographic name order.
+ *
+ * Schema record (see SL_MD_SCHEMA_VERSION): the version as ASCII decimal
+ * digits, no NUL, e.g. "1". Object environment: named DB "meta", key
+ * "schema". Node environment: main DB, the 7-byte key "\0schema" (a leading
+ * NUL byte: no document key can name it, and sl_md_node_foreach skips it).
  */
 #ifndef SL_MD_H
 #define SL_MD_H
@@ -24,6 +29,24 @@
 #include "sl.h"
 
 #define SL_MD_KEYNAME 440
+
+/* The on-disk format (schema) version of the environments this build
+ * writes, object and node environments alike. Every environment records the
+ * version it is in (see the schema record above); sl_md_open and
+ * sl_md_node_open settle it before returning:
+ *
+ *  - a new (empty) environment: the current version is recorded;
+ *  - no version recorded (written before versioning; counts as 0) or an older
+ *    one: migrated in place, in one transaction, by md.c's migration tables
+ *    (one step per version), the current version recorded and one line
+ *    logged. 0 -> 1 changes no data: schema 1 is the pre-versioning layout;
+ *  - the current version: opened as is;
+ *  - a newer version, or a value that is not a version: refused, the
+ *    environment left untouched, and an error naming its path and what to do.
+ *
+ * Bump it, adding one step to each migration table in md.c, whenever a change
+ * to md.c would make an older build misread what this build writes. */
+#define SL_MD_SCHEMA_VERSION 1
 
 struct sl_kv {
     char *k, *v;
@@ -54,9 +77,26 @@ struct sl_md_env;   /* opaque */
 
 enum sl_md_sync { SL_MD_SYNC = 0, SL_MD_ASYNC = 1, SL_MD_NOSYNC = 2 };
 
-/* Open (creating) an object environment in dir. */
+/* Open the object environment in dir, creating dir and the environment when
+ * missing, and settle its schema version (SL_MD_SCHEMA_VERSION).
+ *
+ * dir is copied: the caller keeps its string. sync is an enum sl_md_sync and
+ * says when sl_md_commit's changes are durable.
+ *
+ * Returns 0 and sets *out to a handle that the caller owns and releases with
+ * sl_md_close. Returns -1 with err filled and *out untouched when dir cannot
+ * be created, LMDB fails (SL_ENOSPC when the disk or map is full, else
+ * SL_EIO), the environment records a newer schema (SL_EUNSUPP) or an
+ * unreadable one (SL_EIO). The message names dir; for a refused schema it
+ * also says what to do, and the environment is left as it was. */
 int sl_md_open(const char *dir, int sync, struct sl_md_env **out, struct sl_err *err);
+/* Apply every commit already submitted (fire-and-forget ones included),
+ * flush to disk, stop the commit threads and free env. Every iterator on env
+ * must be closed and no other call on env may be running or start. Pointers
+ * from sl_md_dir(env) become invalid. NULL is a no-op. */
 void sl_md_close(struct sl_md_env *env);
+/* The directory env was opened on. The string belongs to env: do not modify
+ * or free it; it stays valid until sl_md_close(env). */
 const char *sl_md_dir(struct sl_md_env *env);
 
 /* Object lookup. Returns 1 found (out filled; free with sl_objmd_free),
@@ -123,13 +163,31 @@ int sl_md_bucket_stats(struct sl_md_env *env, uint64_t bid, uint64_t *count, uin
 
 /* ---- node environment: named documents ---- */
 struct sl_md_node;
+/* Open the node environment in dir, creating dir and the environment when
+ * missing, and settle its schema version (SL_MD_SCHEMA_VERSION).
+ *
+ * dir is copied: the caller keeps its string. Returns 0 and sets *out to a
+ * handle that the caller owns and releases with sl_md_node_close. Returns -1
+ * with err filled and *out untouched on the same failures as sl_md_open
+ * (same codes; the message names dir and, for a refused schema, what to do;
+ * a refused environment is left as it was). */
 int sl_md_node_open(const char *dir, struct sl_md_node **out, struct sl_err *err);
+/* Close n and free it. No other call on n may be running or start. NULL is a
+ * no-op. */
 void sl_md_node_close(struct sl_md_node *n);
 /* 1 found, 0 not found, -1 error */
 int sl_md_node_get(struct sl_md_node *n, const char *key, struct sl_buf *out);
 int sl_md_node_put(struct sl_md_node *n, const char *key, const void *val, size_t len);
 int sl_md_node_del(struct sl_md_node *n, const char *key);
-/* iterate keys with a prefix, in order */
+/* Call cb for each document whose key starts with prefix ("" = all), in
+ * byte order of keys, all from one read snapshot; cb returns non-zero to
+ * stop. The schema record is not a document and is never passed.
+ *
+ * key is a NUL-terminated copy that is freed when cb returns. val points to
+ * vlen bytes (not NUL-terminated) owned by the database: cb may not modify or
+ * free them, and they are valid only until cb returns; copy what you keep.
+ * Returns 0 (also when cb stopped early), -1 when reading failed (cb may
+ * have been called for the keys before the failure). */
 int sl_md_node_foreach(struct sl_md_node *n, const char *prefix,
                        int (*cb)(void *arg, const char *key, const char *val, size_t vlen), void *arg);
 

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT
  * test_md.c: the LMDB metadata layer: key layout with long names sharing a
  * key, exact ordered iteration, prefix/after/seek, group commit under
- * concurrency, bucket deletion across transactions, node documents.
+ * concurrency, bucket deletion across transactions, node documents, and the
+ * schema version of both kinds of environment (recorded, migrated from
+ * pre-versioning, newer and garbage refused). The schema record is read and
+ * written here with LMDB directly, independently of md.c, at the place md.h
+ * documents.
  */
 #include "tap.h"
 #include "md.h"
+#include "log.h"
 
+#include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +56,226 @@ static void *writer(void *arg)
         put(t->e, 7, n, (uint64_t)i);
     }
     return NULL;
+}
+
+/* ---- raw access to a closed environment (no md.c) ---- */
+
+#define OBJ_SCHEMA_DB "meta"
+#define OBJ_SCHEMA_KEY "schema", 6
+#define NODE_SCHEMA_KEY "\0schema", 7
+
+static int raw_begin(const char *dir, const char *db, unsigned flags, MDB_env **env, MDB_txn **txn, MDB_dbi *dbi)
+{
+    if (mdb_env_create(env))
+        return -1;
+    mdb_env_set_maxdbs(*env, 8);
+    if (mdb_env_open(*env, dir, MDB_NOTLS, 0644) || mdb_txn_begin(*env, NULL, flags, txn)) {
+        mdb_env_close(*env);
+        return -1;
+    }
+    if (mdb_dbi_open(*txn, db, 0, dbi)) {
+        mdb_txn_abort(*txn);
+        mdb_env_close(*env);
+        return -1;
+    }
+    return 0;
+}
+
+/* The value under key in db (NULL: main DB) into out as a C string:
+ * 1 found, 0 not found (or no such db), -1 error. */
+static int raw_get(const char *dir, const char *db, const char *key, size_t klen, char *out, size_t n)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    out[0] = 0;
+    if (raw_begin(dir, db, MDB_RDONLY, &env, &txn, &dbi) < 0)
+        return db ? 0 : -1;
+    MDB_val k = { klen, (void *)key }, v;
+    int rc = mdb_get(txn, dbi, &k, &v), found = rc == 0 ? 1 : rc == MDB_NOTFOUND ? 0 : -1;
+    if (found == 1)
+        snprintf(out, n, "%.*s", (int)v.mv_size, (const char *)v.mv_data);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return found;
+}
+
+/* Put val (vlen bytes) under key; val NULL: delete the key; key NULL: drop
+ * the whole db. 0 ok, -1 error. */
+static int raw_set(const char *dir, const char *db, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    if (raw_begin(dir, db, 0, &env, &txn, &dbi) < 0)
+        return -1;
+    MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+    int rc = !key ? mdb_drop(txn, dbi, 1) : val ? mdb_put(txn, dbi, &k, &v, 0) : mdb_del(txn, dbi, &k, NULL);
+    if (rc) {
+        mdb_txn_abort(txn);
+        mdb_env_close(env);
+        return -1;
+    }
+    rc = mdb_txn_commit(txn);
+    mdb_env_close(env);
+    return rc ? -1 : 0;
+}
+
+/* How many times s occurs in the file at path. */
+static int count_in_file(const char *path, const char *s)
+{
+    struct sl_buf b;
+    sl_buf_init(&b);
+    int n = 0;
+    if (sl_read_file(path, &b, 1 << 20) == 0 && b.p)
+        for (const char *p = strstr(b.p, s); p; p = strstr(p + 1, s))
+            n++;
+    sl_buf_free(&b);
+    return n;
+}
+
+static int count_docs(void *arg, const char *key, const char *val, size_t vlen)
+{
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Every error message of a refused open names the directory and says what to do. */
+static void check_refusal(int rc, const struct sl_err *err, const char *dir, const char *what, const char *label)
+{
+    TAP_OK(rc == -1, "%s: open refused", label);
+    TAP_OK(strstr(err->msg, dir) != NULL, "%s: message names the path (%s)", label, err->msg);
+    TAP_OK(strstr(err->msg, what) != NULL, "%s: message says \"%s\"", label, what);
+    TAP_OK(strstr(err->msg, "restore") != NULL, "%s: message says what to do", label);
+}
+
+static void test_schema(const char *top)
+{
+    char odir[300], ndir[300], logf[300], got[64], exp[16];
+    snprintf(odir, sizeof(odir), "%s/schema-obj", top);
+    snprintf(ndir, sizeof(ndir), "%s/schema-node", top);
+    snprintf(logf, sizeof(logf), "%s/schema.log", top);
+    snprintf(exp, sizeof(exp), "%d", SL_MD_SCHEMA_VERSION);
+    struct sl_log_conf lc = { .level = 3, .path = logf };
+    TAP_OK(sl_log_open(&lc) == 0, "log to a file");
+    const char *migrated = "no schema version recorded (written before versioning); migrated to schema";
+    struct sl_md_env *e;
+    struct sl_md_node *nd;
+    struct sl_err err;
+    struct sl_objmd m;
+    struct sl_buf b;
+    sl_buf_init(&b);
+    TAP_EQ_INT(SL_MD_SCHEMA_VERSION, 1, "current schema version");
+
+    /* a new environment records the current version */
+    TAP_OK(sl_md_open(odir, SL_MD_SYNC, &e, &err) == 0, "new object env");
+    TAP_OK(put(e, 1, "keep", 42) == 0, "put into it");
+    sl_md_close(e);
+    TAP_EQ_INT(raw_get(odir, OBJ_SCHEMA_DB, OBJ_SCHEMA_KEY, got, sizeof(got)), 1, "object env: version recorded");
+    TAP_EQ_STR(got, exp, "object env: current version");
+    TAP_OK(sl_md_node_open(ndir, &nd, &err) == 0, "new node env");
+    TAP_OK(sl_md_node_put(nd, "smap", "S", 1) == 0 && sl_md_node_put(nd, "bmd", "B", 1) == 0, "node docs");
+    int ndocs = 0;
+    TAP_OK(sl_md_node_foreach(nd, "", count_docs, &ndocs) == 0 && ndocs == 2,
+           "node foreach shows documents only, not the schema record (%d)", ndocs);
+    sl_md_node_close(nd);
+    TAP_EQ_INT(raw_get(ndir, NULL, NODE_SCHEMA_KEY, got, sizeof(got)), 1, "node env: version recorded");
+    TAP_EQ_STR(got, exp, "node env: current version");
+    TAP_EQ_INT(count_in_file(logf, migrated), 0, "a new environment logs no migration");
+
+    /* current version: opens as is, logs nothing */
+    TAP_OK(sl_md_open(odir, SL_MD_SYNC, &e, &err) == 0, "reopen object env at the current version");
+    sl_md_close(e);
+    TAP_OK(sl_md_node_open(ndir, &nd, &err) == 0, "reopen node env at the current version");
+    sl_md_node_close(nd);
+    TAP_EQ_INT(count_in_file(logf, migrated), 0, "no migration at the current version");
+
+    /* pre-versioning, as today's code left it: no "meta" DB / no node record */
+    TAP_OK(raw_set(odir, OBJ_SCHEMA_DB, NULL, 0, NULL, 0) == 0, "drop the object env's meta DB");
+    TAP_EQ_INT(raw_get(odir, OBJ_SCHEMA_DB, OBJ_SCHEMA_KEY, got, sizeof(got)), 0, "object env: no version");
+    TAP_OK(raw_set(ndir, NULL, NODE_SCHEMA_KEY, NULL, 0) == 0, "delete the node env's schema record");
+    TAP_EQ_INT(raw_get(ndir, NULL, NODE_SCHEMA_KEY, got, sizeof(got)), 0, "node env: no version");
+    int rc = sl_md_open(odir, SL_MD_SYNC, &e, &err);
+    TAP_OK(rc == 0, "pre-versioning object env opens (%s)", rc ? err.msg : "ok");
+    if (rc == 0) {
+        TAP_OK(sl_md_obj_get(e, 1, "keep", 4, &m, &err) == 1 && m.size == 42, "object env keeps its data");
+        sl_objmd_free(&m);
+        sl_md_close(e);
+    }
+    TAP_EQ_INT(raw_get(odir, OBJ_SCHEMA_DB, OBJ_SCHEMA_KEY, got, sizeof(got)), 1, "object env: version recorded");
+    TAP_EQ_STR(got, exp, "object env: migrated to the current version");
+    rc = sl_md_node_open(ndir, &nd, &err);
+    TAP_OK(rc == 0, "pre-versioning node env opens (%s)", rc ? err.msg : "ok");
+    if (rc == 0) {
+        TAP_OK(sl_md_node_get(nd, "smap", &b) == 1 && !strcmp(b.p, "S"), "node env keeps its data");
+        sl_md_node_close(nd);
+    }
+    TAP_EQ_INT(raw_get(ndir, NULL, NODE_SCHEMA_KEY, got, sizeof(got)), 1, "node env: version recorded");
+    TAP_EQ_STR(got, exp, "node env: migrated to the current version");
+    TAP_EQ_INT(count_in_file(logf, migrated), 2, "one log line per migrated environment");
+    TAP_EQ_INT(count_in_file(logf, odir), 1, "the object env's line names its path");
+    TAP_EQ_INT(count_in_file(logf, ndir), 1, "the node env's line names its path");
+
+    /* newer and garbage versions are refused, and left as they were */
+    struct {
+        const char *val;
+        size_t len;
+        const char *what;
+    } bad[] = {
+        { "3", 1, "was written by a newer Shale (schema 3; this build reads up to 1)" },
+        { "4000000", 7, "(schema 4000000; this build reads up to 1)" },
+        { "x1", 2, "unreadable schema version (\"x1\", 2 bytes" },
+        { "", 0, "unreadable schema version (\"\", 0 bytes" },
+        { "-1", 2, "unreadable schema version" },
+        { "1\0", 2, "unreadable schema version (\"1\\x00\"" },
+        { "9999999999", 10, "unreadable schema version" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char label[64];
+        TAP_OK(raw_set(odir, OBJ_SCHEMA_DB, OBJ_SCHEMA_KEY, bad[i].val, bad[i].len) == 0, "object env: record bad[%zu]",
+               i);
+        snprintf(label, sizeof(label), "object env, bad[%zu]", i);
+        e = NULL;
+        rc = sl_md_open(odir, SL_MD_SYNC, &e, &err);
+        check_refusal(rc, &err, odir, bad[i].what, label);
+        if (rc == 0)
+            sl_md_close(e);
+        TAP_EQ_INT(raw_get(odir, OBJ_SCHEMA_DB, OBJ_SCHEMA_KEY, got, sizeof(got)), 1, "object env: record kept");
+        TAP_OK(strlen(got) == strlen(bad[i].val) && !memcmp(got, bad[i].val, strlen(got)),
+               "object env: refused record left as it was (%s)", got);
+
+        TAP_OK(raw_set(ndir, NULL, NODE_SCHEMA_KEY, bad[i].val, bad[i].len) == 0, "node env: record bad[%zu]", i);
+        snprintf(label, sizeof(label), "node env, bad[%zu]", i);
+        nd = NULL;
+        rc = sl_md_node_open(ndir, &nd, &err);
+        check_refusal(rc, &err, ndir, bad[i].what, label);
+        if (rc == 0)
+            sl_md_node_close(nd);
+        TAP_EQ_INT(raw_get(ndir, NULL, NODE_SCHEMA_KEY, got, sizeof(got)), 1, "node env: record kept");
+        TAP_OK(strlen(got) == strlen(bad[i].val) && !memcmp(got, bad[i].val, strlen(got)),
+               "node env: refused record left as it was (%s)", got);
+    }
+    TAP_OK(strstr(err.msg, "node metadata at ") != NULL, "node env message says which kind (%s)", err.msg);
+
+    /* restoring the current version opens both with their data */
+    TAP_OK(raw_set(odir, OBJ_SCHEMA_DB, OBJ_SCHEMA_KEY, exp, strlen(exp)) == 0, "object env: restore record");
+    TAP_OK(raw_set(ndir, NULL, NODE_SCHEMA_KEY, exp, strlen(exp)) == 0, "node env: restore record");
+    rc = sl_md_open(odir, SL_MD_SYNC, &e, &err);
+    TAP_OK(rc == 0, "restored object env opens (%s)", rc ? err.msg : "ok");
+    if (rc == 0) {
+        TAP_OK(sl_md_obj_get(e, 1, "keep", 4, &m, &err) == 1 && m.size == 42, "restored object env has its data");
+        sl_objmd_free(&m);
+        sl_md_close(e);
+    }
+    rc = sl_md_node_open(ndir, &nd, &err);
+    TAP_OK(rc == 0, "restored node env opens (%s)", rc ? err.msg : "ok");
+    if (rc == 0) {
+        TAP_OK(sl_md_node_get(nd, "bmd", &b) == 1 && !strcmp(b.p, "B"), "restored node env has its data");
+        sl_md_node_close(nd);
+    }
+    TAP_EQ_INT(count_in_file(logf, migrated), 2, "no further migration");
+    sl_buf_free(&b);
+    sl_log_close();
 }
 
 int main(void)
@@ -211,6 +437,8 @@ int main(void)
     TAP_EQ_INT(sl_md_node_get(nd, "smap", &b), 0, "node del");
     sl_buf_free(&b);
     sl_md_node_close(nd);
+
+    test_schema(dir);
 
     for (int i = 0; i < nn; i++)
         free(names[i]);
