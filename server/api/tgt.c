@@ -354,7 +354,14 @@ static int put_data(struct sl_req *r, const char *data, size_t n)
     struct put_ctx *c = r->ctx;
     if (c->noop)
         return 0;
-    return sl_put_write(c->p, data, n, &r->err);
+    if (sl_put_write(c->p, data, n, &r->err) < 0) {
+        /* drop the work file now, not when the connection is done: the
+         * client may look as soon as it has the error */
+        sl_put_abort(c->p);
+        c->p = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 static void put_done(struct sl_req *r)
