@@ -7,8 +7,9 @@ dependency, a compiler flag.
 usage: ab_get.py --a BUILD_DIR --b BUILD_DIR [--size 1024] [--rounds 5] [--duration 6]
 
 Each build serves its own copy of the same objects (uploaded through it). nginx
-serves build A's files. The rounds alternate A, B, nginx so that drift on a
-shared machine lands on all three. Every round is printed, then the median of
+serves build A's files. Each round runs A, B and nginx, and who goes first
+rotates from round to round, so that drift on a shared machine lands on all
+three. Every round is printed, then the median of
 B/A and of each build against nginx.
 """
 import argparse
@@ -59,11 +60,15 @@ def main():
         print("round  %12s %12s %12s   B/A   A/nginx B/nginx" % ("A req/s", "B req/s", "nginx req/s"))
         for rnd in range(a.rounds):
             r = {}
-            for tag in ("A", "B"):
-                srv = servers[tag]
-                r[tag] = wrk(srv.url, "/v1/objects/bench/o-", a.objects, "GET", a.conns, a.duration,
-                             pids=[srv.proc.pid])["rps"]
-            r["nginx"] = wrk(ng.url, "/obj/o-", a.objects, "GET", a.conns, a.duration, pids=ng.pids())["rps"]
+            order = ["A", "B", "nginx"]
+            order = order[rnd % 3:] + order[:rnd % 3]  # who goes first rotates
+            for tag in order:
+                if tag == "nginx":
+                    r[tag] = wrk(ng.url, "/obj/o-", a.objects, "GET", a.conns, a.duration, pids=ng.pids())["rps"]
+                else:
+                    srv = servers[tag]
+                    r[tag] = wrk(srv.url, "/v1/objects/bench/o-", a.objects, "GET", a.conns, a.duration,
+                                 pids=[srv.proc.pid])["rps"]
             for k in runs:
                 runs[k].append(r[k])
             print("%5d  %12.0f %12.0f %12.0f  %5.2f  %6.2f  %6.2f" % (
