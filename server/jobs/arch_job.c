@@ -141,6 +141,17 @@ struct ajob {
     char *buf;
 };
 
+/* Also a partly built one: what is not set yet (zeroed) releases nothing. */
+static void ajob_free(struct ajob *a)
+{
+    sl_job_put(a->job);
+    sl_bck_release(&a->src);
+    sl_bck_release(&a->dst);
+    amsg_free(&a->m);
+    free(a->buf);
+    free(a);
+}
+
 static int64_t put_write(void *ctx, const void *buf, size_t n)
 {
     struct ajob *a = ctx;
@@ -386,12 +397,7 @@ static void *ajob_main(void *arg)
         free(names);
     }
     sl_smap_put(smap);
-    sl_job_put(a->job);
-    sl_bck_release(&a->src);
-    sl_bck_release(&a->dst);
-    amsg_free(&a->m);
-    free(a->buf);
-    free(a);
+    ajob_free(a);
     return NULL;
 }
 
@@ -409,19 +415,13 @@ static int start_local(const char *id, const char *src, const json_t *msg, struc
     pthread_t t;
     if (pthread_create(&t, NULL, ajob_main, a) != 0) {
         sl_job_finish(a->job, "cannot start a thread");
-        sl_job_put(a->job);
         sl_errf(err, SL_EINTERNAL, "archive: cannot start a thread");
         goto fail;
     }
     pthread_detach(t);
     return 0;
 fail:
-    /* a is zeroed from calloc: what was not set yet releases nothing */
-    sl_bck_release(&a->src);
-    sl_bck_release(&a->dst);
-    amsg_free(&a->m);
-    free(a->buf);
-    free(a);
+    ajob_free(a);
     return -1;
 }
 

@@ -877,17 +877,12 @@ static int start_local(const char *id, const char *kind, const char *src, const 
     pthread_attr_destroy(&a);
     if (prc != 0) {
         sl_job_finish(t->job, "cannot start a thread");
-        tjob_free(t);
-        return sl_errf(err, SL_EINTERNAL, "%s: cannot start a thread", kind);
+        sl_errf(err, SL_EINTERNAL, "%s: cannot start a thread", kind);
+        goto fail;
     }
     return 0;
 fail:
-    /* t is zeroed from calloc: an unresolved bucket releases nothing */
-    sl_bck_release(&t->src);
-    sl_bck_release(&t->dst);
-    tmsg_free(&t->m);
-    json_decref(t->errors);
-    free(t);
+    tjob_free(t); /* also a partly built one: what is not set yet (calloc) releases nothing */
     return -1;
 }
 
