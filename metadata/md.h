@@ -71,6 +71,7 @@ void sl_objmd_free(struct sl_objmd *m);
 void sl_objmd_copy(struct sl_objmd *dst, const struct sl_objmd *src);
 /* Set or replace a custom key (copies). */
 void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v);
+/* Borrowed from m (valid until m is changed or freed); NULL when absent. */
 const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k);
 
 struct sl_md_env;   /* opaque */
@@ -132,12 +133,14 @@ struct sl_md_op {
  * Without wait, fire and forget (ops are copied). */
 int sl_md_commit(struct sl_md_env *env, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err);
 
-/* Pending markers (crash recovery). cb returns 0 to continue. */
+/* Pending markers (crash recovery). cb returns 0 to continue. key/val are
+ * valid during the call only. */
 int sl_md_pending_foreach(struct sl_md_env *env,
                           int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen),
                           void *arg);
 
-/* Aux side data (e.g. shard member index) by key. 1 found, 0 not, -1 error. */
+/* Aux side data (e.g. shard member index) by key, appended to out (the
+ * caller's). 1 found, 0 not, -1 error. */
 int sl_md_aux_get(struct sl_md_env *env, const char *key, size_t klen, struct sl_buf *out);
 /* Every aux key with the prefix, in key order; cb returns non-zero to stop.
  * key/val are valid during the call only. */
@@ -147,10 +150,12 @@ int sl_md_aux_foreach(struct sl_md_env *env, const char *prefix, size_t plen,
 /* Ordered iteration over one bucket. */
 struct sl_md_iter;
 /* Position at the first name with the given prefix that is > after
- * (after may be NULL). */
+ * (after may be NULL). *out is new: sl_md_iter_close it (it holds a read
+ * transaction until then). */
 int sl_md_iter_open(struct sl_md_env *env, uint64_t bid, const char *prefix, size_t plen, const char *after,
                     size_t alen, struct sl_md_iter **out, struct sl_err *err);
-/* 1: entry available via sl_md_iter_name/md, 0: end, -1: error */
+/* 1: entry available via sl_md_iter_name/md, 0: end, -1: error. What those
+ * two return points into it: valid until the next next, seek or close. */
 int sl_md_iter_next(struct sl_md_iter *it);
 const char *sl_md_iter_name(struct sl_md_iter *it, size_t *len);
 const struct sl_objmd *sl_md_iter_md(struct sl_md_iter *it);

@@ -45,7 +45,8 @@ size_t sl_plug_count(const struct sl_plug_reg *reg);
 const struct sl_plug *sl_plug_at(const struct sl_plug_reg *reg, size_t i); /* load order; NULL past the end */
 size_t sl_plug_refused_count(const struct sl_plug_reg *reg);
 
-/* NULL when absent. kind 0 = any kind. */
+/* Every lookup below returns a plugin owned by reg (valid until
+ * sl_plug_reg_free), or NULL when absent. kind 0 = any kind. */
 const struct sl_plug *sl_plug_find(const struct sl_plug_reg *reg, int kind, const char *name);
 /* Format owning the longest extension that ends objname, compared without
  * case (".tar.lz4" beats ".tar", ".tar.gz" beats ".gz"). */
@@ -72,11 +73,11 @@ const char *sl_plug_name(const struct sl_plug *p);
 const char *sl_plug_version(const struct sl_plug *p);
 const char *sl_plug_file(const struct sl_plug *p);       /* realpath of the .so */
 int sl_plug_kind(const struct sl_plug *p);               /* SL_PLUGIN_FORMAT, ... */
-const char *sl_plug_kind_name(int kind);                 /* "format", "sample_key", ... */
+const char *sl_plug_kind_name(int kind);                 /* "format", "sample_key", ... (static) */
 const char *sl_plug_mime(const struct sl_plug *p);       /* formats; NULL otherwise */
 const char *const *sl_plug_exts(const struct sl_plug *p);/* formats; NULL-terminated */
 uint32_t sl_plug_caps(const struct sl_plug *p);          /* SL_FMT_CAP_*; 0 for non-formats */
-const struct sl_host_api *sl_plug_host_api(void);        /* the table handed to plugins */
+const struct sl_host_api *sl_plug_host_api(void);        /* the table handed to plugins (static) */
 /* Raw access for callers that drive plugin operations themselves (prefer the
  * wrappers below): the descriptor and the state from its init. Hold a
  * reference (sl_plug_ref +1 / -1) for as long as a plugin handle is open so
@@ -92,7 +93,9 @@ void sl_plug_ref(const struct sl_plug *p, int delta);
 /* An sl_io over a file descriptor using pread/pwrite at a private position
  * (the fd's own offset is never used, so many readers may share one fd).
  * Init with the position to start from (0 for a shard, the append offset
- * for an append). Pass &f->io to the plugin. err_no keeps the last errno. */
+ * for an append). Pass &f->io to the plugin. err_no keeps the last errno.
+ * fd and name are borrowed: the io never closes fd, and name (used in
+ * messages) must outlive f. */
 struct sl_plug_fdio {
     struct sl_io io;
     int fd;
@@ -102,7 +105,8 @@ struct sl_plug_fdio {
 void sl_plug_fdio_init(struct sl_plug_fdio *f, int fd, int64_t pos, const char *name);
 
 /* An sl_io over memory: reads from rbuf[0..rlen) (borrowed), writes append
- * to *wbuf (caller-owned sl_buf, may be NULL for read-only). Seekable. */
+ * to *wbuf (caller-owned sl_buf, may be NULL for read-only). Seekable. name
+ * is borrowed, as for the fd io. */
 struct sl_plug_memio {
     struct sl_io io;
     const unsigned char *rbuf;
@@ -177,7 +181,9 @@ int sl_plug_index(const struct sl_plug *fmt, const struct sl_io *io, const struc
  * begin returns -1 with SL_EUNSUPP when the format cannot append (the host
  * then re-creates the shard); a failed begin has written nothing. A failed
  * commit has already aborted. The caller serialises appends to one object
- * and holds the fd open from begin to commit/abort. */
+ * and holds the fd open from begin to commit/abort. fd and name stay the
+ * caller's (ap keeps name for messages: it must outlive ap); commit and
+ * abort close ap->w, never fd. */
 struct sl_plug_append {
     struct sl_plug_fdio fio;      /* positioned at the append offset */
     struct sl_plug_writer *w;     /* the writer to add members to */

@@ -10,6 +10,6 @@
 void sl_h_health(struct sl_req *r);
 void sl_h_daemon_get(struct sl_req *r);
 void sl_h_metrics(struct sl_req *r);
-json_t *sl_node_state_info(void);
+json_t *sl_node_state_info(void);     /* new reference */
 
 #endif

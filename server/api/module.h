@@ -7,6 +7,10 @@
  *
  * Every member may be NULL. A module's structure and the strings it points
  * to are static: the node keeps the pointers for its whole life.
+ *
+ * The arguments a hook gets (bucket, m, b, name) are borrowed for the call:
+ * the caller releases them when the hook returns, so a module that goes on
+ * working after it returned (sl_req_offload) copies what it keeps.
  */
 #ifndef SL_MODULE_H
 #define SL_MODULE_H
@@ -50,7 +54,7 @@ void sl_modules_install(const struct sl_module *const *mods);
 bool sl_modules_route(struct sl_req *r);
 bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket);
-/* The module whose get_query the request carries, or NULL. */
+/* The module whose get_query the request carries (static), or NULL. */
 const struct sl_module *sl_modules_get_owner(const struct sl_req *r);
 bool sl_modules_obj_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 /* ", a, b, c": every module's bucket POST actions, for error messages

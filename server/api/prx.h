@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * prx.h: gateway handlers and the ActMsg control message.
+ * prx.h: the gateway's bucket handlers (create, destroy, HEAD, properties,
+ * list buckets, list objects) and its GET /v1/cluster queries (prx.c).
  */
 #ifndef SL_PRX_H
 #define SL_PRX_H

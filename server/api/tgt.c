@@ -169,7 +169,7 @@ static void obj_get(struct sl_req *r)
         sl_bck_release(&b);
         return;
     }
-    int fd;
+    int fd = -1;
     struct sl_objmd md;
     if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0 &&
         (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
@@ -183,7 +183,6 @@ static void obj_get(struct sl_req *r)
         sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
         sl_logw("%s: file size %llu differs from metadata %llu; serving what the metadata promises fails, "
                 "refusing", cn, (unsigned long long)st.st_size, (unsigned long long)md.size);
-        close(fd);
         sl_resp_errf(r, SL_EIO, "t[%s]: %s: size mismatch between data and metadata; the object is damaged", G.id, cn);
         goto out;
     }
@@ -192,7 +191,6 @@ static void obj_get(struct sl_req *r)
         if (sl_cksum_fd(md.cksum_type, fd, ck) < 0 || strcmp(ck, md.cksum)) {
             char cn[400];
             sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
-            close(fd);
             sl_resp_errf(r, SL_ECKSUM, "BAD DATA CHECKSUM: %s: stored %s(%s), data hashes to %s", cn,
                          sl_cksum_name(md.cksum_type), md.cksum, ck);
             goto out;
@@ -201,7 +199,6 @@ static void obj_get(struct sl_req *r)
     uint64_t off = 0, len = md.size;
     int rr = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
     if (rr == -2 || rr == -1) {
-        close(fd);
         sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
         sl_resp_errf(r, SL_ERANGE, "%s: %s (object size %llu)",
                      rr == -2 ? "multiple ranges are not supported" : "range not satisfiable",
@@ -218,6 +215,7 @@ static void obj_get(struct sl_req *r)
         char *buf = sl_xmalloc(len ? len : 1);
         ssize_t n = len ? pread(fd, buf, len, (off_t)off) : 0;
         close(fd);
+        fd = -1;
         if (n != (ssize_t)len) {
             free(buf);
             sl_resp_errf(r, SL_EIO, "t[%s]: short read of %s", G.id, name);
@@ -226,8 +224,11 @@ static void obj_get(struct sl_req *r)
         sl_resp_bytes_owned(r, status, "application/octet-stream", buf, len);
     } else {
         sl_resp_fd(r, status, fd, off, len, "application/octet-stream");
+        fd = -1; /* the response's now */
     }
 out:
+    if (fd >= 0)
+        close(fd);
     sl_objmd_free(&md);
     sl_bck_release(&b);
 }

@@ -396,33 +396,28 @@ void sl_cluster_join_done(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "%s is not the primary proxy; join via proxy.primary_url", G.name);
         return;
     }
-    json_t *j = sl_req_body_json(r, &err);
-    if (!j || !json_is_object(j)) {
-        json_decref(j);
-        sl_resp_errf(r, SL_EINVAL, "join: body must be {\"snode\": {...}, \"uuid\": \"...\"}");
-        return;
-    }
+    struct sl_smap *s = NULL;
     struct join_arg ja;
     memset(&ja, 0, sizeof(ja));
-    if (sl_snode_from_json(json_object_get(j, "snode"), &ja.n, &err) < 0) {
-        json_decref(j);
-        sl_resp_err(r, &err);
-        return;
+    json_t *j = sl_req_body_json(r, &err);
+    if (!j || !json_is_object(j)) {
+        sl_errf(&err, SL_EINVAL, "join: body must be {\"snode\": {...}, \"uuid\": \"...\"}");
+        goto fail;
     }
-    struct sl_smap *s = sl_smap_get();
+    if (sl_snode_from_json(json_object_get(j, "snode"), &ja.n, &err) < 0)
+        goto fail;
+    s = sl_smap_get();
     const char *uuid = sl_json_str(j, "uuid", "");
     if (uuid[0] && strcmp(uuid, s->uuid)) {
         char nm[80];
         sl_snode_name(&ja.n, nm, sizeof(nm));
-        sl_resp_errf(r, SL_EEXIST,
-                     "%s was a member of cluster %s, but this is cluster %s (primary %s): it cannot join. To "
-                     "add it to this cluster, stop it and remove its node metadata (confdir/meta and "
-                     "confdir/node_id) and start it again; to keep it in its own cluster, set proxy.primary_url "
-                     "to that cluster's primary",
-                     nm, uuid, s->uuid, G.name);
-        sl_smap_put(s);
-        json_decref(j);
-        return;
+        sl_errf(&err, SL_EEXIST,
+                "%s was a member of cluster %s, but this is cluster %s (primary %s): it cannot join. To "
+                "add it to this cluster, stop it and remove its node metadata (confdir/meta and "
+                "confdir/node_id) and start it again; to keep it in its own cluster, set proxy.primary_url "
+                "to that cluster's primary",
+                nm, uuid, s->uuid, G.name);
+        goto fail;
     }
     sl_smap_put(s);
     json_decref(j);
@@ -450,6 +445,11 @@ void sl_cluster_join_done(struct sl_req *r)
         free(id);
     }
     sl_resp_json_new(r, 200, all_docs());
+    return;
+fail:
+    sl_smap_put(s);
+    json_decref(j);
+    sl_resp_err(r, &err);
 }
 
 struct flag_arg {

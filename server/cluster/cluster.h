@@ -32,7 +32,9 @@ int sl_bck_resolve(const char *name, const char *provider, const char *ns, struc
  * target (minus this node with SL_TF_SKIP_SELF, minus offline ones with
  * SL_TF_SKIP_OFFLINE): url = the target's control URL + the formatted path
  * (already URL-encoded by the caller). Set f[i].body/accept before running
- * if needed; f[i].resp and f[i].ok are filled by sl_tfan_run. */
+ * if needed (they stay the caller's, needed until sl_tfan_run returns);
+ * f[i].resp and f[i].ok are filled by sl_tfan_run. sl_tfan_free frees the
+ * urls, the responses and the arrays and drops the Smap. */
 enum { SL_TF_SKIP_SELF = 1, SL_TF_SKIP_OFFLINE = 2 };
 struct sl_tfan {
     struct sl_fan *f;               /* n requests; urls owned */
@@ -44,8 +46,9 @@ void sl_tfan_init(struct sl_tfan *t, unsigned flags, const char *method, const c
 void sl_tfan_run(struct sl_tfan *t, int64_t timeout_ms);
 void sl_tfan_free(struct sl_tfan *t);
 
-/* One exact, merged page across all targets. Fails naming a target that did
- * not answer. */
+/* One exact, merged page across all targets, added to out (the caller's:
+ * sl_lspage_free, also after an error). Fails naming a target that did not
+ * answer. */
 int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out,
                          struct sl_err *err);
 
@@ -62,7 +65,8 @@ void sl_cluster_abort_job(const char *id);
  * running instances asked to stop. */
 int sl_cluster_stop_jobs(const char *id, const char *kind);
 /* AIStore's nl.Status for job id aggregated over {tid: [snap...]} (as
- * returned by sl_cluster_job_snaps); NULL if no target knows the id. */
+ * returned by sl_cluster_job_snaps; per is only read); NULL if no target
+ * knows the id. */
 json_t *sl_cluster_job_status(json_t *per, const char *id);
 
 /* Target: fetch the BMD from the primary; 1 if a newer one was installed. */
@@ -75,7 +79,8 @@ bool sl_is_primary(void);
  * reference or NULL. */
 json_t *sl_cluster_doc(const char *name);
 typedef void (*sl_doc_listener)(const json_t *doc);
-/* Called when a new EtlMD is installed (received or set locally). */
+/* Called when a new EtlMD is installed (received or set locally); doc is
+ * borrowed for the call (json_incref to keep it). */
 void sl_cluster_doc_listen(sl_doc_listener fn);
 /* Non-primary gateway: relay the request (body and all) to the primary and
  * its answer back (off the HTTP thread). */
@@ -84,11 +89,12 @@ void sl_forward_to_primary(struct sl_req *r);
 /* ---- state the daemon handlers report ---- */
 int64_t sl_cluster_uptime_ns(void);
 bool sl_cluster_ready(void);
+/* a per-thread buffer, valid until this thread's next call */
 const char *sl_rebalance_state(void);
 
 /* ---- admin actions (the HTTP side is api/cluster_api.c) ---- */
-/* Merge partial into the cluster config, install, persist and (primary)
- * push it. */
+/* Merge partial (the caller's, only read) into the cluster config,
+ * install, persist and (primary) push it. */
 int sl_cluster_set_config(json_t *partial, struct sl_err *err);
 /* start-maintenance, stop-maintenance, decommission-node, shutdown-node of
  * node sid. *reb_out is the id of the rebalance it started (free()) or
@@ -105,7 +111,8 @@ void sl_cluster_shutdown_self(const char *why);
 void sl_cluster_metasync_done(struct sl_req *r);
 void sl_cluster_join_done(struct sl_req *r);
 
-/* Primary: bump the EtlMD version, persist, install and push (takes ownership). */
+/* Primary: bump the EtlMD version (set in doc), persist, install and push
+ * (takes ownership of the caller's reference; do not modify doc after). */
 int sl_cluster_set_etlmd(json_t *doc);
 
 #endif

@@ -14,7 +14,8 @@ void sl_reb_start(const char *id);
 /* "g3: running, 120 moved" / "-" */
 void sl_reb_describe(char *out, size_t n);
 bool sl_reb_active(void);
-/* Remember the Smap before a membership change (for get-from-neighbour). */
+/* Remember the Smap before a membership change (for get-from-neighbour):
+ * a Smap listener; keeps a private clone of old. */
 void sl_reb_smap_changed(const struct sl_smap *old, const struct sl_smap *cur);
 /* Try to fetch name from the other targets into the local store.
  * 0 = now present locally; -1 = not found anywhere (err set). */

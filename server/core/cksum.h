@@ -29,10 +29,12 @@ struct sl_cksum {
 
 /* "xxhash2" -> SL_CK_XXHASH2; -1 when unknown. */
 int sl_cksum_parse(const char *name);
-const char *sl_cksum_name(int type);
-/* comma-separated list of valid names, for error messages */
+const char *sl_cksum_name(int type);     /* static; "none" when unknown */
+/* comma-separated list of valid names, for error messages (static) */
 const char *sl_cksum_names(void);
 
+/* May allocate c->st: sl_cksum_final or sl_cksum_free releases it (free
+ * after final is a no-op). */
 int sl_cksum_init(struct sl_cksum *c, int type);
 void sl_cksum_update(struct sl_cksum *c, const void *p, size_t n);
 /* writes hex (empty for none) and releases state */

@@ -590,32 +590,30 @@ struct sl_config *sl_config_load(const char *cluster_path, const char *local_pat
         if (!files[i])
             continue;
         json_t *f = load_file(files[i], err);
-        if (!f || merge_validated(doc, f, "", files[i], err) < 0) {
-            json_decref(f);
-            json_decref(doc);
-            return NULL;
-        }
+        int rc = f ? merge_validated(doc, f, "", files[i], err) : -1;
         json_decref(f);
+        if (rc < 0)
+            goto fail;
     }
     for (int i = 0; i < noverrides; i++) {
         const char *eq = strchr(overrides[i], '=');
         if (!eq) {
-            json_decref(doc);
             sl_errf(err, SL_EINVAL, "override \"%s\" must look like key=value", overrides[i]);
-            return NULL;
+            goto fail;
         }
         char *key = sl_xstrndup(overrides[i], (size_t)(eq - overrides[i]));
         int rc = sl_config_set_kv(doc, key, eq + 1, err);
         free(key);
-        if (rc < 0) {
-            json_decref(doc);
-            return NULL;
-        }
+        if (rc < 0)
+            goto fail;
     }
     struct sl_config *c = sl_config_from_json(doc, err);
     if (!c)
-        json_decref(doc);
+        goto fail;
     return c;
+fail:
+    json_decref(doc);
+    return NULL;
 }
 
 void sl_config_free(struct sl_config *c)
@@ -642,31 +640,31 @@ struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, s
 {
     json_t *doc = json_deep_copy(c->root);
     json_t *tmp = json_object();
-    if (merge_validated(tmp, partial, "", NULL, err) < 0) {
-        json_decref(tmp);
-        json_decref(doc);
-        return NULL;
-    }
+    if (merge_validated(tmp, partial, "", NULL, err) < 0)
+        goto fail;
     /* refuse local keys and read-only keys in a cluster-wide update */
     for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
         json_t *v = get_path(tmp, schema[i].path);
         if (!v)
             continue;
         if (schema[i].flags & (F_LOCAL | F_RO)) {
-            json_decref(tmp);
-            json_decref(doc);
-            return sl_errf(err, SL_EINVAL, "configuration key \"%s\" is %s and cannot be set cluster-wide",
-                           schema[i].path, schema[i].flags & F_RO ? "read-only" : "per-node"),
-                   NULL;
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\" is %s and cannot be set cluster-wide",
+                    schema[i].path, schema[i].flags & F_RO ? "read-only" : "per-node");
+            goto fail;
         }
         set_path(doc, schema[i].path, json_incref(v));
     }
     json_decref(tmp);
+    tmp = NULL;
     set_path(doc, "config_version", json_integer(c->config_version + 1));
     struct sl_config *nc = sl_config_from_json(doc, err);
     if (!nc)
-        json_decref(doc);
+        goto fail;
     return nc;
+fail:
+    json_decref(tmp);
+    json_decref(doc);
+    return NULL;
 }
 
 json_t *sl_config_cluster_json(const struct sl_config *c)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * conf.h: node configuration. JSON with AIStore's section and key names;
- * every key is declared in one schema table (config.c) with its type and
+ * every key is declared in one schema table (conf.c) with its type and
  * default, and anything else is rejected with a message naming the key.
  * The merged document is kept as JSON (for GET ?what=config and metasync)
  * and decoded into struct sl_config for fast access.
@@ -70,27 +70,36 @@ struct sl_config {
 
 /* Build a config from optional files (cluster, local) plus key=value
  * overrides ("host_net.port=8081"). Returns NULL with err on any unknown key,
- * wrong type or bad value. */
+ * wrong type or bad value. The result is new: sl_config_free it, or hand
+ * it to sl_config_install. */
 struct sl_config *sl_config_load(const char *cluster_path, const char *local_path,
                                  const char **overrides, int noverrides, struct sl_err *err);
-/* Build from an already-parsed document (takes a reference). */
+/* Build from an already-parsed document. On success the config owns the
+ * caller's reference to doc (as c->root, not incref'd); on failure (NULL)
+ * the caller still owns doc. */
 struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err);
 void sl_config_free(struct sl_config *c);
 
 /* Apply a partial update ({"checksum":{"type":"md5"}} or flat "a.b" keys)
- * on top of c, producing a new config. Validation as for load. */
+ * on top of c, producing a new config (as from load) with a document of its
+ * own. Validation as for load. partial and c are only read. */
 struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, struct sl_err *err);
-/* Set one dotted key from a string value in doc (type taken from the schema). */
+/* Set one dotted key from a string value in doc (type taken from the
+ * schema); doc is edited in place and stays the caller's. */
 int sl_config_set_kv(json_t *doc, const char *key, const char *value, struct sl_err *err);
 
 /* The cluster part only (no local keys), new reference. */
 json_t *sl_config_cluster_json(const struct sl_config *c);
-/* Replace the cluster part of c with doc (metasync), keeping local keys. */
+/* Replace the cluster part of c with cluster (metasync), keeping local
+ * keys. A new config as from sl_config_update; cluster is only read. */
 struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *cluster, struct sl_err *err);
 
 /* Current process-wide config. Replaced atomically; old ones are retired,
- * never freed while the process runs, so readers need no lock. */
+ * never freed while the process runs, so readers need no lock: a config
+ * read from sl_conf, and every string and json_t in it, stays valid until
+ * sl_config_free_all at exit. */
 extern struct sl_config *volatile sl_conf;
+/* Make c current; takes ownership of c. */
 void sl_config_install(struct sl_config *c);
 /* At exit: free the current config and every retired one. */
 void sl_config_free_all(void);

@@ -19,14 +19,17 @@ struct sl_log_conf {
     const char *node;       /* "t[abc]" for JSON lines */
 };
 
+/* c and its strings are copied: the caller keeps them. */
 int sl_log_open(const struct sl_log_conf *c);
 void sl_log_close(void);
 void sl_log_set_level(int level);
 int sl_log_get_level(void);
-void sl_log_set_node(const char *node);
-/* per-thread request id included in lines (NULL to clear) */
+void sl_log_set_node(const char *node);    /* copied */
+/* per-thread request id included in lines (copied; NULL to clear) */
 void sl_log_set_reqid(const char *id);
 void sl_log_write(int level, const char *file, int line, const char *fmt, ...) SL_PRINTF(4, 5);
+/* The log file's path, or NULL (stderr only). Owned by the logger: valid
+ * until the next sl_log_open, which replaces it. */
 const char *sl_log_path(void);
 
 extern int sl_log_level_cur;

@@ -3,6 +3,9 @@
  * carrier, growable buffers, small string and time helpers.
  * Naming: sl_<area>_<verb>; 0 = success, -1 = failure with detail in a
  * struct sl_err where the function takes one.
+ *
+ * Ownership: a char * returned "new" is the caller's to free(); a
+ * const char * returned is borrowed and its function says for how long.
  */
 #ifndef SL_H
 #define SL_H
@@ -69,10 +72,13 @@ int sl_errf(struct sl_err *e, int code, const char *fmt, ...) SL_PRINTF(3, 4);
 /* Prefix the existing message with more context: "<ctx>: <old msg>". */
 void sl_err_wrap(struct sl_err *e, const char *fmt, ...) SL_PRINTF(2, 3);
 int sl_err_status(int code);            /* HTTP status for a code */
-const char *sl_err_tcode(int code);     /* "ErrObjNotFound", ... or NULL */
+const char *sl_err_tcode(int code);     /* "ErrObjNotFound", ... (static) or NULL */
 int sl_code_from_status(int status);    /* best code for an HTTP status */
 
-/* Growable byte buffer. Always NUL-terminated (p[len] == 0) when p != NULL. */
+/* Growable byte buffer. Always NUL-terminated (p[len] == 0) when p != NULL.
+ * The buffer owns p: sl_buf_free releases it. A pointer into p is valid
+ * until the next call that grows b (it may realloc), sl_buf_free or
+ * sl_buf_steal. */
 struct sl_buf {
     char *p;
     size_t len, cap;
@@ -85,9 +91,12 @@ int sl_buf_add(struct sl_buf *b, const void *p, size_t n);
 int sl_buf_adds(struct sl_buf *b, const char *s);
 int sl_buf_addc(struct sl_buf *b, char c);
 int sl_buf_printf(struct sl_buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
-char *sl_buf_steal(struct sl_buf *b);    /* returns new; caller frees */
+/* Returns b's bytes as new ("" when b is empty; caller frees) and leaves b
+ * empty and reusable. */
+char *sl_buf_steal(struct sl_buf *b);
 
-/* Allocation that aborts on OOM for small, bounded bookkeeping. */
+/* Allocation that aborts on OOM for small, bounded bookkeeping. Each result
+ * is new (never NULL); the caller free()s it. */
 void *sl_xmalloc(size_t n);
 void *sl_xcalloc(size_t n, size_t m);
 void *sl_xrealloc(void *p, size_t n);
@@ -126,7 +135,8 @@ void sl_job_id(char *out, size_t n, const char *prefix);
 /* percent-decode; plus_space: '+' -> ' ' (query). Returns decoded length.
  * out must hold n+1 bytes; result is NUL-terminated (may contain NULs). */
 size_t sl_url_decode(const char *in, size_t n, char *out, bool plus_space);
-/* percent-encode for a URL path (keeps '/' and unreserved). Returns new. */
+/* percent-encode for a URL path (keeps '/' and unreserved). Both return
+ * new (free()). */
 char *sl_url_encode_path(const char *s, size_t n);
 char *sl_url_encode_query(const char *s);
 bool sl_utf8_valid(const char *s, size_t n);
@@ -136,6 +146,8 @@ int sl_mkdir_p(const char *path, mode_t mode);          /* 0 / -1 errno */
 int sl_mkdir_parents(const char *file_path, mode_t mode);
 int sl_rm_rf(const char *path);
 int sl_write_file(const char *path, const void *p, size_t n, bool do_fsync);
+/* Append the file to out (the caller's; sl_buf_free). More than max bytes:
+ * -1 with errno EFBIG. After a failure out may hold part of the file. */
 int sl_read_file(const char *path, struct sl_buf *out, size_t max);
 int sl_fsync_dir(const char *path);
 

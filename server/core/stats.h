@@ -18,7 +18,8 @@ enum {
 
 void sl_stats_request(int op, int method, int status, uint64_t in_bytes, uint64_t out_bytes, int64_t ns, bool ok);
 void sl_stats_add(const char *name, uint64_t v);   /* free-form counters ("rebalance_objs") */
-/* Render Prometheus text; prefix "ais_target" or "ais_proxy". */
+/* Append Prometheus text to out (the caller's); prefix "ais_target" or
+ * "ais_proxy". */
 void sl_stats_render(struct sl_buf *out, const char *prefix, const char *node_id);
 uint64_t sl_stats_get(int op, const char *what);   /* "count", "bytes", "errors" */
 /* The counters as AIStore's node_status "tracker": {"get.n": {"v": "12"},

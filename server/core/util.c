@@ -682,6 +682,7 @@ int sl_fsync_dir(const char *path)
 int sl_write_file(const char *path, const void *p, size_t n, bool do_fsync)
 {
     char *tmp = sl_xasprintf("%s.tmp.%d", path, (int)getpid());
+    int e;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         free(tmp);
@@ -694,27 +695,26 @@ int sl_write_file(const char *path, const void *p, size_t n, bool do_fsync)
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            free(tmp);
-            errno = e;
-            return -1;
+            goto fail;
         }
         off += (size_t)w;
     }
     if (do_fsync)
         fsync(fd);
     close(fd);
-    if (rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        errno = e;
-        return -1;
-    }
+    fd = -1;
+    if (rename(tmp, path) < 0)
+        goto fail;
     free(tmp);
     return 0;
+fail:
+    e = errno; /* of the failed call; the file is ours to remove */
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    free(tmp);
+    errno = e;
+    return -1;
 }
 
 int sl_read_file(const char *path, struct sl_buf *out, size_t max)

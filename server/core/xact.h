@@ -24,28 +24,34 @@ struct sl_job {
     int refs;
 };
 
-/* Register a running job (refs = 1 for the caller). id NULL = generate. */
+/* Register a running job. id NULL = generate. Returns the caller's
+ * reference (sl_job_put); the registry holds another, so the job stays
+ * queryable after it ends, until it is older than the last 256 ended ones. */
 struct sl_job *sl_job_start(const char *kind, const char *id, const char *bck, const char *dst_bck);
 /* Mark finished (err NULL/"" = success). Does not drop the caller's ref. */
 void sl_job_finish(struct sl_job *j, const char *err);
 /* the job ends because of its own error (it stopped itself, and may have
  * asked its peers to abort): "failed", not "aborted" */
 void sl_job_fail(struct sl_job *j, const char *err);
+/* Drop a reference; the last one frees j and its ext. NULL is a no-op. */
 void sl_job_put(struct sl_job *j);
-/* new reference or NULL */
+/* new reference (sl_job_put) or NULL */
 struct sl_job *sl_job_get(const char *id);
 /* Request abort of matching jobs; returns how many were running. */
 int sl_job_abort(const char *id, const char *kind);
 /* Counter helpers (atomic) */
 void sl_job_add(uint64_t *ctr, uint64_t v);
 bool sl_job_aborting(const struct sl_job *j);
-/* Snapshots of matching jobs (id/kind may be NULL or ""), newest first. */
+/* Snapshots of matching jobs (id/kind may be NULL or ""), newest first: a
+ * new array. */
 json_t *sl_jobs_snaps(const char *id, const char *kind, bool only_running);
-json_t *sl_job_snap(const struct sl_job *j);
-/* Set ext details under the job lock (takes ownership of ext). */
+json_t *sl_job_snap(const struct sl_job *j);    /* new reference */
+/* Set ext details under the job lock (takes ownership of ext; the previous
+ * ext is released). */
 void sl_job_set_ext(struct sl_job *j, json_t *ext);
 
-/* Map AIStore display names to kinds ("copy-bucket" -> "copy-bck", ...). */
+/* Map AIStore display names to kinds ("copy-bucket" -> "copy-bck", ...):
+ * a static string, or kind itself when it is no display name. */
 const char *sl_job_kind_norm(const char *kind);
 
 #endif

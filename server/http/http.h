@@ -7,6 +7,12 @@
  * streamed chunk by chunk (object PUT, constant memory). Headers for the
  * response are collected with sl_hdr_add() and attached by whichever
  * sl_resp_*() call produces the response. Handlers never touch MHD.
+ *
+ * Memory: struct sl_req and all it points to (path, query, body, headers)
+ * belong to the engine, which frees them when the request completes, after
+ * on_cleanup. A handler's pointers into the request (r->path, r->body,
+ * sl_req_query, sl_req_header) are valid until then; work that outlives
+ * the request copies what it needs.
  */
 #ifndef SL_HTTP_H
 #define SL_HTTP_H
@@ -30,6 +36,8 @@ typedef void (*sl_body_done_fn)(struct sl_req *r);
 /* return 0 to continue, -1 to fail the request (r->err set): the rest of
  * the body is discarded and the error is the response */
 typedef int (*sl_body_data_fn)(struct sl_req *r, const char *data, size_t n);
+/* called once when the request ends (completed: the response went out in
+ * full), before the engine frees r: where a handler frees its r->ctx */
 typedef void (*sl_req_cleanup_fn)(struct sl_req *r, bool completed);
 /* streaming response producer: fill buf up to max, return bytes, 0 = end,
  * -1 = abort the connection */
@@ -93,9 +101,10 @@ int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int work
 void sl_http_stop(void);
 
 /* Node identity for error bodies: "t[abc]" or "p[abc]" */
-void sl_http_set_node(const char *node_name);
+void sl_http_set_node(const char *node_name);   /* copied */
 
-/* ---- request accessors ---- */
+/* ---- request accessors ----
+ * Returned strings belong to r: valid until the request completes. */
 const char *sl_req_query(const struct sl_req *r, const char *key);     /* NULL if absent */
 bool sl_req_query_bool(const struct sl_req *r, const char *key);
 /* The decoded path is p or below it: "/v1/etl" matches "/v1/etl" and
@@ -108,10 +117,12 @@ int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void 
 /* ---- body ---- */
 void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done);
 void sl_req_stream_body(struct sl_req *r, sl_body_data_fn data, sl_body_done_fn done);
-/* Parse the buffered body as JSON (NULL body -> JSON null); 400 error on failure. */
+/* Parse the buffered body as JSON (NULL body -> JSON null); 400 error on
+ * failure. Returns a new reference (json_decref). */
 json_t *sl_req_body_json(struct sl_req *r, struct sl_err *err);
 
-/* ---- responses (each may be called once) ---- */
+/* ---- responses (each may be called once) ----
+ * Arguments are copied unless said otherwise. */
 void sl_hdr_add(struct sl_req *r, const char *k, const char *v);
 void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...) SL_PRINTF(3, 4);
 void sl_resp_empty(struct sl_req *r, int status);
@@ -119,17 +130,20 @@ void sl_resp_bytes(struct sl_req *r, int status, const char *ctype, const void *
 /* takes ownership of data (free()) */
 void sl_resp_bytes_owned(struct sl_req *r, int status, const char *ctype, char *data, size_t len);
 void sl_resp_text(struct sl_req *r, int status, const char *text);
-void sl_resp_json(struct sl_req *r, int status, const json_t *j);
-/* j is consumed */
+void sl_resp_json(struct sl_req *r, int status, const json_t *j);   /* j stays the caller's */
+/* j is consumed (the caller's reference is released) */
 void sl_resp_json_new(struct sl_req *r, int status, json_t *j);
 void sl_resp_err(struct sl_req *r, const struct sl_err *e);
 void sl_resp_errf(struct sl_req *r, int code, const char *fmt, ...) SL_PRINTF(3, 4);
 void sl_resp_redirect(struct sl_req *r, int status, const char *location);
-/* sendfile from fd [off, off+len); takes ownership of fd */
+/* sendfile from fd [off, off+len); takes ownership of fd (closed by the
+ * engine, also when the response cannot be created) */
 void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const char *ctype);
 /* For HEAD: headers with Content-Length = len and no body */
 void sl_resp_head(struct sl_req *r, int status, uint64_t len);
-/* streaming body (len = UINT64_MAX for unknown -> chunked) */
+/* streaming body (len = UINT64_MAX for unknown -> chunked). Takes ctx:
+ * free_ctx(ctx) (may be NULL) runs once the response is done with, whether
+ * it was sent, failed or never queued; fn is not called after that. */
 void sl_resp_stream(struct sl_req *r, int status, const char *ctype, uint64_t len, sl_stream_fn fn, void *ctx,
                     void (*free_ctx)(void *));
 void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
@@ -142,7 +156,8 @@ void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
  * HTTP threads never wait. Call it from a handler or a body-done callback,
  * and produce no response on the HTTP thread afterwards. When the node is
  * shutting down fn is not run: cancel(arg) is (may be NULL) and the client
- * gets a 503. */
+ * gets a 503. The engine never frees arg: whichever of fn and cancel runs
+ * owns it (with cancel NULL, an arg that needs freeing leaks at shutdown). */
 typedef void (*sl_offload_fn)(struct sl_req *r, void *arg);
 void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 

@@ -141,6 +141,17 @@ struct ajob {
     char *buf;
 };
 
+/* Also a partly built one: what is not set yet (zeroed) releases nothing. */
+static void ajob_free(struct ajob *a)
+{
+    sl_job_put(a->job);
+    sl_bck_release(&a->src);
+    sl_bck_release(&a->dst);
+    amsg_free(&a->m);
+    free(a->buf);
+    free(a);
+}
+
 static int64_t put_write(void *ctx, const void *buf, size_t n)
 {
     struct ajob *a = ctx;
@@ -386,12 +397,7 @@ static void *ajob_main(void *arg)
         free(names);
     }
     sl_smap_put(smap);
-    sl_job_put(a->job);
-    sl_bck_release(&a->src);
-    sl_bck_release(&a->dst);
-    amsg_free(&a->m);
-    free(a->buf);
-    free(a);
+    ajob_free(a);
     return NULL;
 }
 
@@ -399,33 +405,24 @@ static void *ajob_main(void *arg)
 static int start_local(const char *id, const char *src, const json_t *msg, struct sl_err *err)
 {
     struct ajob *a = sl_xcalloc(1, sizeof(*a));
-    if (amsg_parse(src, msg, &a->m, err) < 0 || sl_bck_resolve(a->m.src, "ais", NULL, &a->src, err) < 0) {
-        amsg_free(&a->m);
-        free(a);
-        return -1;
-    }
-    if (sl_bck_resolve(a->m.dst, "ais", NULL, &a->dst, err) < 0) {
-        sl_bck_release(&a->src);
-        amsg_free(&a->m);
-        free(a);
-        return -1;
-    }
+    if (amsg_parse(src, msg, &a->m, err) < 0 || sl_bck_resolve(a->m.src, "ais", NULL, &a->src, err) < 0)
+        goto fail;
+    if (sl_bck_resolve(a->m.dst, "ais", NULL, &a->dst, err) < 0)
+        goto fail;
     a->fmt = sl_arch_format_by_name(a->m.archname, strlen(a->m.archname));
     a->buf = sl_xmalloc(CHUNK);
     a->job = sl_job_start("archive", id, a->m.src, a->m.dst);
     pthread_t t;
     if (pthread_create(&t, NULL, ajob_main, a) != 0) {
         sl_job_finish(a->job, "cannot start a thread");
-        sl_job_put(a->job);
-        sl_bck_release(&a->src);
-        sl_bck_release(&a->dst);
-        amsg_free(&a->m);
-        free(a->buf);
-        free(a);
-        return sl_errf(err, SL_EINTERNAL, "archive: cannot start a thread");
+        sl_errf(err, SL_EINTERNAL, "archive: cannot start a thread");
+        goto fail;
     }
     pthread_detach(t);
     return 0;
+fail:
+    ajob_free(a);
+    return -1;
 }
 
 /* target: POST /v1/internal/archive {"id","src","msg"} */

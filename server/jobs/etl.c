@@ -899,11 +899,11 @@ static void details_run(struct sl_req *r, void *arg)
     const char *rest = p + strlen(name);
     while (*rest == '/')
         rest++;
+    struct fan x;
     json_t *spec = etlmd_get(name);
     if (!spec) {
         sl_resp_errf(r, SL_ENOENT, "%s: etl job %s does not exist", G.name, name);
-        free(name);
-        return;
+        goto out;
     }
     /* rest: "", "logs[/TID]", "health", "metrics" */
     const char *what = !*rest ? "errors" : sl_has_prefix(rest, "logs") ? "logs" : "health";
@@ -913,16 +913,11 @@ static void details_run(struct sl_req *r, void *arg)
     if (*rest && strcmp(rest, "health") && strcmp(rest, "metrics") && !sl_has_prefix(rest, "logs")) {
         sl_resp_errf(r, SL_ENOENT, "no such endpoint: GET /v1/etl/%s/%s (valid: logs[/TARGET_ID], health, metrics)",
                      name, rest);
-        json_decref(spec);
-        free(name);
-        return;
+        goto out;
     }
-    struct fan x;
     if (ask(what, name, sl_req_query(r, "uuid"), only, &x, &err) < 0) {
         sl_resp_err(r, &err);
-        json_decref(spec);
-        free(name);
-        return;
+        goto out;
     }
     if (!*rest) {
         json_t *errs = json_array();
@@ -964,7 +959,8 @@ static void details_run(struct sl_req *r, void *arg)
         sl_resp_json_new(r, 200, a);
     }
     fan_free(&x);
-    json_decref(spec);
+out:
+    json_decref(spec); /* NULL when it does not exist */
     free(name);
 }
 

@@ -73,12 +73,14 @@ void sl_etl_route(struct sl_req *r);
 /* /v1/internal/etl/... on targets; true when handled */
 bool sl_etl_internal(struct sl_req *r);
 
-/* A running ETL by name, new reference; NULL with a 404 error naming it
- * when unknown or stopped ("etl job NAME does not exist" / "... is not
- * running"). */
+/* A running ETL by name, new reference (sl_etl_release); NULL with a 404
+ * error naming it when unknown or stopped ("etl job NAME does not exist" /
+ * "... is not running"). */
 struct sl_etl *sl_etl_acquire(const char *name, struct sl_err *err);
-void sl_etl_release(struct sl_etl *e);
-/* Comma list "a,b" -> array of references (all running, same mode). */
+void sl_etl_release(struct sl_etl *e);     /* the last reference frees e; NULL ok */
+/* Comma list "a,b" -> references in out[0..*n) (all running, same mode;
+ * out has room for SL_ETL_MAX_PIPELINE), released with sl_etl_release_list.
+ * On error none is held and *n is 0. */
 int sl_etl_acquire_list(const char *first, const char *pipeline, struct sl_etl **out, int *n, struct sl_err *err);
 void sl_etl_release_list(struct sl_etl **v, int n);
 /* Still initialised and running (offline jobs check between objects). */
@@ -98,7 +100,8 @@ int sl_etl_ecode(const struct sl_err *err);
 /* ---- etl_run.c ---- */
 
 /* ctx.args from the request's etl_args: a JSON object/array when it parses
- * as one, else the string. *out is nil for NULL/"". */
+ * as one, else the string. *out is nil for NULL/"", and new either way
+ * (sl_lua_val_free). */
 void sl_etl_args_val(const char *etl_args, struct sl_lua_val *out);
 
 /* Object mode: run the pipeline over data[0..len). On success *out is
@@ -112,12 +115,15 @@ int sl_etl_run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const cha
  * mem_limit (input, output and copies live at once), capped by
  * etl.max_object_size. */
 uint64_t sl_etl_max_input(struct sl_etl **v, int n);
-/* Read size bytes of fd from offset 0 into a new buffer (NUL-terminated). */
+/* Read size bytes of fd from offset 0 (pread; fd stays the caller's) into
+ * *out, new (free()) and NUL-terminated. On error nothing to free. */
 int sl_etl_read_all(int fd, uint64_t size, char **out, struct sl_err *err);
 
 /* Sample mode: read the shard from `in` with format fmt, write the
  * transformed shard (same format) to `out`. Streaming, one sample in
- * memory at a time. */
+ * memory at a time. *pp is new (sl_etl_pipe_close, NULL ok). The pipe
+ * borrows v[0..n) (the caller's references and array), in and out: they
+ * must outlive it. b, name, args and job are copied. */
 struct sl_etl_pipe;
 int sl_etl_pipe_open(struct sl_etl **v, int n, const struct sl_bck *b, const char *name, size_t nlen,
                      const struct sl_lua_val *args, const char *job, const struct sl_plug *fmt,

@@ -258,20 +258,8 @@ static struct builder *builder_new(struct sl_job *job, const char *src, const ch
     pthread_mutex_init(&b->mu, NULL);
     b->vanished = json_array();
     b->job = job;
-    if (sl_bck_resolve(src, "ais", NULL, &b->src, err) < 0) {
-        b->job = NULL;
-        pthread_mutex_destroy(&b->mu);
-        json_decref(b->vanished);
-        free(b);
-        return NULL;
-    }
-    if (sl_bck_resolve(dst, "ais", NULL, &b->dst, err) < 0) {
-        sl_bck_release(&b->src);
-        pthread_mutex_destroy(&b->mu);
-        json_decref(b->vanished);
-        free(b);
-        return NULL;
-    }
+    if (sl_bck_resolve(src, "ais", NULL, &b->src, err) < 0 || sl_bck_resolve(dst, "ais", NULL, &b->dst, err) < 0)
+        goto fail;
     b->sh = sl_xcalloc(json_array_size(shards) + 1, sizeof(*b->sh));
     size_t i;
     json_t *x;
@@ -281,6 +269,13 @@ static struct builder *builder_new(struct sl_job *job, const char *src, const ch
         b->nsh++;
     }
     return b;
+fail:
+    /* the job stays the caller's; b->src is zeroed when it did not resolve */
+    sl_bck_release(&b->src);
+    pthread_mutex_destroy(&b->mu);
+    json_decref(b->vanished);
+    free(b);
+    return NULL;
 }
 
 static void *build_thread(void *arg)

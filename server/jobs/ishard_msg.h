@@ -51,14 +51,15 @@ struct sl_ishard_msg {
     int collision;
 };
 
-/* Parse and check v (the request body); on error m holds nothing and err
- * says which field and what is valid. */
+/* Parse and check v (the request body, only read); on error err says which
+ * field and what is valid. m is the caller's to sl_ishard_msg_free after
+ * the call, also after an error (m may then hold the fields parsed so far). */
 int sl_ishard_msg_parse(const json_t *v, struct sl_ishard_msg *m, struct sl_err *err);
 void sl_ishard_msg_free(struct sl_ishard_msg *m);
 /* The normalised request (new reference). */
 json_t *sl_ishard_msg_json(const struct sl_ishard_msg *m);
 /* Compile a JSON EKM {template: [pattern, ...]} into *out (n rules; free
- * with sl_ekm_free). */
+ * with sl_ekm_free; on error nothing to free). */
 int sl_ekm_compile(const json_t *ekm, struct ekm_rule **out, int *n, struct sl_err *err);
 void sl_ekm_free(struct ekm_rule *r, int n);
 /* The sample-key plugin for a sample_key_pattern ("base_name", ...,

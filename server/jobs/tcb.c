@@ -855,33 +855,18 @@ static int start_local(const char *id, const char *kind, const char *src, const 
     pthread_cond_init(&t->can_get, NULL);
     t->errors = json_array();
     t->is_list = kind_is_list(kind);
-    if (tmsg_parse(msg, t->is_list, &t->m, err) < 0 || sl_bck_resolve(src, "ais", NULL, &t->src, err) < 0) {
-        tmsg_free(&t->m);
-        json_decref(t->errors);
-        free(t);
-        return -1;
-    }
+    if (tmsg_parse(msg, t->is_list, &t->m, err) < 0 || sl_bck_resolve(src, "ais", NULL, &t->src, err) < 0)
+        goto fail;
     if (sl_bck_resolve(dst, "ais", NULL, &t->dst, err) < 0) {
-        if (!t->m.dry_run) {
-            sl_bck_release(&t->src);
-            tmsg_free(&t->m);
-            json_decref(t->errors);
-            free(t);
-            return -1;
-        }
+        if (!t->m.dry_run)
+            goto fail;
         /* a dry run into a bucket that does not exist yet: nothing is written */
         sl_bck_copy(&t->dst, &t->src);
         snprintf(t->dst.name, sizeof(t->dst.name), "%s", dst);
     }
     if (kind_is_etl(kind) &&
-        sl_etl_acquire_list(t->m.etl, t->m.pipeline, t->etl, &t->netl, err) < 0) {
-        sl_bck_release(&t->src);
-        sl_bck_release(&t->dst);
-        tmsg_free(&t->m);
-        json_decref(t->errors);
-        free(t);
-        return -1;
-    }
+        sl_etl_acquire_list(t->m.etl, t->m.pipeline, t->etl, &t->netl, err) < 0)
+        goto fail;
     sl_etl_args_val(t->m.etl_args, &t->args);
     t->job = sl_job_start(kind, id, src, dst);
     pthread_t th;
@@ -892,10 +877,13 @@ static int start_local(const char *id, const char *kind, const char *src, const 
     pthread_attr_destroy(&a);
     if (prc != 0) {
         sl_job_finish(t->job, "cannot start a thread");
-        tjob_free(t);
-        return sl_errf(err, SL_EINTERNAL, "%s: cannot start a thread", kind);
+        sl_errf(err, SL_EINTERNAL, "%s: cannot start a thread", kind);
+        goto fail;
     }
     return 0;
+fail:
+    tjob_free(t); /* also a partly built one: what is not set yet (calloc) releases nothing */
+    return -1;
 }
 
 /* target: POST /v1/internal/tcb {"id","kind","src","dst","msg"} */
@@ -1184,30 +1172,23 @@ bool sl_tcb_put_object_to(struct sl_req *r, const struct sl_bck *b, const char *
     sl_bck_copy(&o->src, b);
     o->name = sl_xstrndup(name, nlen);
     if (parse_uname(to, dbck, sizeof(dbck), &dobj, &err) < 0 ||
-        sl_bck_resolve(dbck, "ais", NULL, &o->dst, &err) < 0) {
-        sl_bck_release(&o->src);
-        free(o->name);
-        free(o);
-        sl_resp_err(r, &err);
-        return true;
-    }
+        sl_bck_resolve(dbck, "ais", NULL, &o->dst, &err) < 0)
+        goto fail;
     o->dname = sl_xstrdup(dobj);
     if (sl_objname_check(o->dname, strlen(o->dname), &err) < 0 ||
         (!strcmp(o->src.name, o->dst.name) && !strcmp(o->name, o->dname) &&
-         sl_errf(&err, SL_EINVAL, "copy of ais://%s/%s onto itself", o->src.name, o->name) < 0)) {
-        oto_free(o);
-        sl_resp_err(r, &err);
-        return true;
-    }
+         sl_errf(&err, SL_EINVAL, "copy of ais://%s/%s onto itself", o->src.name, o->name) < 0))
+        goto fail;
     const char *etl = sl_req_query(r, "etl_name");
     if (etl && *etl &&
-        sl_etl_acquire_list(etl, sl_req_query(r, "etl_pipeline"), o->etl, &o->netl, &err) < 0) {
-        oto_free(o);
-        sl_resp_err(r, &err);
-        return true;
-    }
+        sl_etl_acquire_list(etl, sl_req_query(r, "etl_pipeline"), o->etl, &o->netl, &err) < 0)
+        goto fail;
     sl_etl_args_val(sl_req_query(r, "etl_args"), &o->args);
     sl_req_offload(r, oto_run, oto_free, o);
+    return true;
+fail:
+    oto_free(o); /* o is zeroed from calloc: what was not set yet releases nothing */
+    sl_resp_err(r, &err);
     return true;
 }
 

@@ -3,6 +3,14 @@
  * snapshots, plus HRW placement exactly as AIStore computes it
  * (spec §13.2). Readers take a reference (sl_smap_get) and see one
  * consistent version; writers build a new snapshot and install it.
+ *
+ * Ownership: a snapshot from _get, _new, _clone or _from_json is a counted
+ * reference the caller releases with sl_smap_put / sl_bmd_put; _install
+ * takes the caller's reference over. A pointer into a snapshot (an
+ * sl_snode, an sl_bck) is valid while the reference is held, and on a
+ * snapshot being edited (a clone not yet installed) only until the next
+ * _add or _remove, which may move the array. A json_t returned is a new
+ * reference.
  */
 #ifndef SL_META_H
 #define SL_META_H
@@ -51,11 +59,15 @@ struct sl_smap {
     struct sl_snode *nodes;
 };
 
-struct sl_smap *sl_smap_get(void);            /* new reference to the current Smap */
-void sl_smap_put(struct sl_smap *s);
+/* new reference to the current Smap (before the first install, to a new
+ * empty one) */
+struct sl_smap *sl_smap_get(void);
+void sl_smap_put(struct sl_smap *s);          /* the last put frees s; NULL ok */
 struct sl_smap *sl_smap_clone(const struct sl_smap *s);   /* refs = 1 */
-struct sl_smap *sl_smap_new(void);
-void sl_smap_install(struct sl_smap *s);      /* takes ownership of one reference */
+struct sl_smap *sl_smap_new(void);                        /* empty, refs = 1 */
+/* takes ownership of one reference; the registry's reference to the
+ * previous Smap is dropped (holders of their own keep it alive) */
+void sl_smap_install(struct sl_smap *s);
 const struct sl_snode *sl_smap_find(const struct sl_smap *s, const char *id);
 const struct sl_snode *sl_smap_primary(const struct sl_smap *s);
 int sl_smap_count(const struct sl_smap *s, int type, bool active_only);
@@ -64,6 +76,7 @@ void sl_smap_remove(struct sl_smap *s, const char *id);
 json_t *sl_snode_json(const struct sl_snode *n);
 int sl_snode_from_json(json_t *j, struct sl_snode *n, struct sl_err *err);
 json_t *sl_smap_json(const struct sl_smap *s);
+/* j is only read; a new Smap, refs = 1 */
 struct sl_smap *sl_smap_from_json(json_t *j, struct sl_err *err);
 void sl_snode_set_urls(struct sl_snode *n);
 /* HRW owner among active targets (not in maintenance); NULL if none. */
@@ -92,23 +105,34 @@ struct sl_bmd {
     struct sl_bck *bcks;
 };
 
+/* As for the Smap: new reference (an empty BMD before the first install),
+ * the last put frees (NULL ok), clone and new give refs = 1 (a clone shares
+ * the buckets' props, which are immutable), install takes one reference. */
 struct sl_bmd *sl_bmd_get(void);
 void sl_bmd_put(struct sl_bmd *b);
 struct sl_bmd *sl_bmd_clone(const struct sl_bmd *b);
 struct sl_bmd *sl_bmd_new(void);
 void sl_bmd_install(struct sl_bmd *b);
 const struct sl_bck *sl_bmd_find(const struct sl_bmd *b, const char *provider, const char *name);
-/* Add a bucket built from props (NULL = defaults from config); returns the added entry. */
+/* Add a bucket built from props (NULL = defaults from config); returns the
+ * added entry (inside b), or NULL with err. props_to_set stays the
+ * caller's. */
 const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const char *name, json_t *props_to_set,
                                 struct sl_err *err);
 void sl_bmd_remove(struct sl_bmd *b, const char *provider, const char *name);
-/* Merge a partial Bprops into the bucket's props (validated). */
+/* Merge a partial Bprops into the bucket's props (validated): the bucket
+ * gets a new props object; partial stays the caller's. */
 int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, json_t *partial, bool reset,
                      struct sl_err *err);
+/* New reference; its bucket props are b's own objects (shared, not
+ * copied): do not modify them. */
 json_t *sl_bmd_json(const struct sl_bmd *b);
+/* A new BMD, refs = 1, that takes references to j's bucket props objects
+ * (shared with j, not copied). */
 struct sl_bmd *sl_bmd_from_json(json_t *j, struct sl_err *err);
 
-/* Copy of a bucket entry that outlives the BMD snapshot (props referenced). */
+/* Copy of a bucket entry that outlives the BMD snapshot (props referenced):
+ * release with sl_bck_release. */
 void sl_bck_copy(struct sl_bck *dst, const struct sl_bck *src);
 void sl_bck_release(struct sl_bck *b);
 
@@ -124,9 +148,10 @@ enum { SL_BCK_UNAME = 1 };
 int sl_bck_parse(const char *s, unsigned flags, char *prov, size_t psz, char *name, size_t nsz, const char **rest,
                  struct sl_err *err);
 int sl_bck_name_valid(const char *name, struct sl_err *err);
-/* "" / "ais" -> "ais", "s3" -> "aws", ...; NULL if unknown */
+/* "" / "ais" -> "ais", "s3" -> "aws", ... (static); NULL if unknown */
 const char *sl_provider_norm(const char *p);
-/* "ais" -> "ais", "aws" -> "s3", "gcp" -> "gs", "azure" -> "az", "oci" -> "oc" */
+/* "ais" -> "ais", "aws" -> "s3", "gcp" -> "gs", "azure" -> "az", "oci" -> "oc"
+ * (static) */
 const char *sl_provider_scheme(const char *p);
 
 #endif

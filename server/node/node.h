@@ -18,7 +18,7 @@ struct sl_node {
     char id[48];
     char name[64];              /* "p[id]" / "t[id]" (standalone: "t[id]") */
     struct sl_snode self;       /* as advertised (type = proxy or target) */
-    struct sl_md_node *md;
+    struct sl_md_node *md;      /* opened by sl_node_init, closed by sl_node_close */
     int64_t start_ns;
     int64_t start_mono;
     volatile bool ready;
@@ -38,22 +38,31 @@ const char *sl_role_name(int role);
 int sl_node_init(const struct sl_config *c, int role, struct sl_err *err);
 void sl_node_close(void);
 
-/* Persist and load metadata documents (JSON text in the node LMDB). */
+/* Persist and load metadata documents (JSON text in the node LMDB). save
+ * only reads doc; load returns a new reference, NULL when the document is
+ * missing or corrupt. */
 int sl_node_save_doc(const char *key, json_t *doc);
 json_t *sl_node_load_doc(const char *key);
 
-/* Modify the BMD: fn edits a private clone; on success the version is
- * bumped, the result persisted and installed, and listeners notified. */
+/* Modify the BMD: fn edits a private clone (valid during the call only);
+ * on success the version is bumped, the result persisted and installed, and
+ * listeners notified. One lock serialises every modify and receive of both
+ * documents, listeners included. */
 typedef int (*sl_bmd_edit_fn)(struct sl_bmd *b, void *arg, struct sl_err *err);
 int sl_bmd_modify(sl_bmd_edit_fn fn, void *arg, struct sl_err *err);
 /* Install a BMD received from the primary (no version bump). Returns 1 if
- * installed, 0 if older/equal (ignored). */
+ * installed, 0 if older/equal (ignored). Takes the caller's reference to b
+ * either way. */
 int sl_bmd_receive(struct sl_bmd *b);
+/* As for the BMD, but fn returns 1 for "nothing changed" (nothing is
+ * installed, 0 is returned) besides 0 and -1. */
 typedef int (*sl_smap_edit_fn)(struct sl_smap *s, void *arg, struct sl_err *err);
 int sl_smap_modify(sl_smap_edit_fn fn, void *arg, struct sl_err *err);
-int sl_smap_receive(struct sl_smap *s);
+int sl_smap_receive(struct sl_smap *s);     /* as sl_bmd_receive */
 
-/* Called after a new BMD/Smap is installed (old may be NULL). */
+/* Called after a new BMD/Smap is installed (old may be NULL), under the
+ * modify lock (a listener must not modify either document). old and cur are
+ * valid during the call only: clone what must outlive it. */
 typedef void (*sl_bmd_listener)(const struct sl_bmd *old, const struct sl_bmd *cur);
 typedef void (*sl_smap_listener)(const struct sl_smap *old, const struct sl_smap *cur);
 void sl_bmd_listen(sl_bmd_listener fn);

@@ -9,6 +9,9 @@
 #include "sl.h"
 #include <jansson.h>
 
+/* Filled by every call (which first clears it: free a previous body before
+ * reusing one). The body is the caller's: sl_peer_resp_free, whatever the
+ * call returned. */
 struct sl_peer_resp {
     long status;
     struct sl_buf body;
@@ -23,30 +26,38 @@ void sl_peer_global_init(void);
 void sl_peer_resp_free(struct sl_peer_resp *r);
 
 /* Buffered call. body may be NULL. timeout_ms 0 = cplane timeout. Returns 0
- * when a response arrived (any status), -1 on transport failure (r->err). */
+ * when a response arrived (any status), -1 on transport failure (r->err).
+ * url, hdrs and body are only used during the call. */
 int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
                  size_t blen, int64_t timeout_ms, struct sl_peer_resp *r);
-/* JSON body helper (consumes body). */
+/* JSON body helper (consumes body: the caller's reference is released,
+ * also on failure). */
 int sl_peer_json(const char *method, const char *url, json_t *body, int64_t timeout_ms, struct sl_peer_resp *r);
 
-/* Upload from a file descriptor range [0, len) (PUT); headers added. */
+/* Upload from a file descriptor range [0, len) (PUT); headers added. fd
+ * stays the caller's: read with pread, never closed or moved. */
 int sl_peer_put_fd(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, int fd, uint64_t len,
                    int64_t timeout_ms, struct sl_peer_resp *r);
 
 /* Streaming download: sink is called with body chunks when status is 2xx;
- * returns -1 from sink to abort. Response headers can be captured via hcb. */
+ * returns -1 from sink to abort. Response headers can be captured via hcb.
+ * The data, name and value passed to sink and hcb are valid during that
+ * call only. An error status's body is collected in r->body. */
 typedef int (*sl_peer_sink)(void *ctx, const char *data, size_t n);
 typedef void (*sl_peer_hdr_cb)(void *ctx, const char *name, const char *value);
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
                        sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r);
 
-/* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) */
+/* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) to
+ * url */
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid);
 
 
 /* Parallel requests to several peers (one thread, libcurl multi). Each
  * entry has its own URL/method/body; results land in .resp. Bounded by
- * timeout_ms overall per request. */
+ * timeout_ms overall per request. url, method, body and accept are the
+ * caller's and only used until sl_peer_fanout returns;
+ * sl_peer_fanout_free frees the .resp bodies and nothing else. */
 struct sl_fan {
     const char *url;
     const char *method;

@@ -706,31 +706,23 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
     }
     const struct sl_plug *fmt = sl_arch_format_of(name, nlen, mime, fd);
     if (!fmt) {
-        close(fd);
-        sl_objmd_free(&md);
-        sl_resp_errf(r, SL_EINVAL,
-                     "GET %s: not a shard this cluster can read (by %s); supported formats: %s; pass archmime= for "
-                     "non-standard extensions",
-                     cn, mime ? "archmime" : "extension or content", sl_arch_supported());
-        return true;
+        sl_errf(&err, SL_EINVAL,
+                "GET %s: not a shard this cluster can read (by %s); supported formats: %s; pass archmime= for "
+                "non-standard extensions",
+                cn, mime ? "archmime" : "extension or content", sl_arch_supported());
+        goto fail_fd;
     }
     struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
     if (is_plain_tar(fmt)) {
         unsigned char pfx[SL_OBJ_AUX_PREFIX];
         sl_obj_aux_prefix(b->bid, name, nlen, pfx);
-        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, fd, &md, &err) < 0) {
-            close(fd);
-            sl_objmd_free(&md);
-            sl_resp_err(r, &err);
-            return true;
-        }
+        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, fd, &md, &err) < 0)
+            goto fail_fd;
     }
     if (want_index) {
         if (!is_plain_tar(fmt)) {
-            close(fd);
-            sl_objmd_free(&md);
-            sl_resp_errf(r, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
-            return true;
+            sl_errf(&err, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
+            goto fail_fd;
         }
         unsigned char pfx[SL_OBJ_AUX_PREFIX];
         sl_obj_aux_prefix(b->bid, name, nlen, pfx);
@@ -751,11 +743,8 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             al -= nlen + 1;
         }
         if (sl_plug_member_name_check(archpath, al, &err) < 0) {
-            close(fd);
-            sl_objmd_free(&md);
             sl_err_wrap(&err, "GET %s?archpath", cn);
-            sl_resp_err(r, &err);
-            return true;
+            goto fail_fd;
         }
         if (is_plain_tar(fmt)) {
             uint64_t off, size;
@@ -765,21 +754,19 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             limits(&lim);
             if (rc == 1 && lim.max_member_size && size > lim.max_member_size) {
                 /* the same answer a scan gives from the member's header */
-                close(fd);
-                sl_resp_errf(r, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
-                             "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
-                             (unsigned long long)lim.max_member_size);
-                return true;
+                sl_errf(&err, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
+                        "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
+                        (unsigned long long)lim.max_member_size);
+                goto fail_fd;
             }
             if (rc == 1) {
                 sl_resp_fd(r, 200, fd, off, size, "application/octet-stream");
                 return true;
             }
             if (rc == 0) {
-                close(fd);
-                sl_resp_errf(r, SL_ENOENT, "%s: no member \"%s\" in the shard (list its members with "
-                             "`shale archive ls %s`)", cn, archpath, cn);
-                return true;
+                sl_errf(&err, SL_ENOENT, "%s: no member \"%s\" in the shard (list its members with "
+                        "`shale archive ls %s`)", cn, archpath, cn);
+                goto fail_fd;
             }
             /* no index (could not be stored): fall through to a scan */
         } else {
@@ -826,16 +813,12 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
     snprintf(s->name, sizeof(s->name), "%s", cn);
     s->chunk = sl_xmalloc(CHUNK);
     sl_buf_init(&s->out);
-    if (sl_arch_match_new(mode, regx, &s->match, &err) < 0) {
-        tar_free(s);
-        sl_resp_err(r, &err);
-        return true;
-    }
+    if (sl_arch_match_new(mode, regx, &s->match, &err) < 0)
+        goto fail_tar;
     const struct sl_plug *tar = sl_plug_find(reg, SL_PLUGIN_FORMAT, "tar");
     if (!tar) {
-        tar_free(s);
-        sl_resp_errf(r, SL_EUNSUPP, "GET %s?archmode: the tar format plugin is not loaded", cn);
-        return true;
+        sl_errf(&err, SL_EUNSUPP, "GET %s?archmode: the tar format plugin is not loaded", cn);
+        goto fail_tar;
     }
     struct sl_fmt_limits lim;
     limits(&lim);
@@ -843,21 +826,15 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
     uint64_t nmatch = 0;
     if (is_plain_tar(fmt)) {
         lim.max_total_size = 0;
-        if (sl_plug_index(fmt, &s->fio.io, &lim, collect_cb, s, &err) < 0) {
-            tar_free(s);
-            sl_resp_err(r, &err);
-            return true;
-        }
+        if (sl_plug_index(fmt, &s->fio.io, &lim, collect_cb, s, &err) < 0)
+            goto fail_tar;
         nmatch = s->nms;
     } else {
         /* first pass: are there matches at all? (404 must come before any body) */
         struct sl_plug_reader *rd;
         struct sl_fmt_entry e;
-        if (sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &rd, &err) < 0) {
-            tar_free(s);
-            sl_resp_err(r, &err);
-            return true;
-        }
+        if (sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &rd, &err) < 0)
+            goto fail_tar;
         int rc;
         while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0) {
             if (!sl_arch_match(s->match, e.name, e.name_len) || !member_ok(s->name, e.name, e.name_len))
@@ -873,30 +850,33 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             }
         }
         sl_plug_reader_close(rd);
-        if (rc < 0) {
-            tar_free(s);
-            sl_resp_err(r, &err);
-            return true;
-        }
+        if (rc < 0)
+            goto fail_tar;
         sl_plug_fdio_init(&s->fio, fd, 0, s->name);
-        if (nmatch && sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err) < 0) {
-            tar_free(s);
-            sl_resp_err(r, &err);
-            return true;
-        }
+        if (nmatch && sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err) < 0)
+            goto fail_tar;
     }
     if (!nmatch) {
-        tar_free(s);
-        sl_resp_errf(r, SL_ENOENT, "%s: no member matches %s \"%s\"", cn, mode, regx ? regx : "");
-        return true;
+        sl_errf(&err, SL_ENOENT, "%s: no member matches %s \"%s\"", cn, mode, regx ? regx : "");
+        goto fail_tar;
     }
     s->out_io = (struct sl_io){ SL_ABI_INIT(struct sl_io), .ctx = s, .write = out_write, .name = s->name };
-    if (sl_plug_writer_open(tar, &s->out_io, 0, &s->w, &err) < 0) {
-        tar_free(s);
-        sl_resp_err(r, &err);
-        return true;
-    }
+    if (sl_plug_writer_open(tar, &s->out_io, 0, &s->w, &err) < 0)
+        goto fail_tar;
     sl_resp_stream(r, 200, "application/x-tar", UINT64_MAX, tar_read, s, tar_free);
+    return true;
+
+    /* before the fd is handed to a stream: it and md are still ours (s is
+     * not set on this path) */
+fail_fd:
+    close(fd);
+    sl_objmd_free(&md); /* may have been freed already: a no-op then */
+    sl_resp_err(r, &err);
+    return true;
+    /* the tar stream owns the fd */
+fail_tar:
+    tar_free(s);
+    sl_resp_err(r, &err);
     return true;
 }
 
@@ -1121,26 +1101,21 @@ static int append_in_place(struct arch_put *a, struct sl_err *err)
         sl_obj_edit_abort(&ed);
         return err->code == SL_EUNSUPP ? 1 : -1;
     }
-    if (sl_obj_edit_mark(&ed, ap.offset, orig, err) < 0) {
-        sl_plug_append_abort(&ap);
-        sl_obj_edit_abort(&ed);
-        return -1;
-    }
-    if (add_spooled(a, ap.w, err) < 0) {
-        sl_plug_append_abort(&ap);
-        sl_obj_edit_abort(&ed);
-        return -1;
-    }
+    if (sl_obj_edit_mark(&ed, ap.offset, orig, err) < 0)
+        goto fail;
+    if (add_spooled(a, ap.w, err) < 0)
+        goto fail;
     sl_fault("append-before-commit");
-    if (sl_plug_append_commit(&ap, err) < 0) {
-        sl_plug_append_abort(&ap);
-        sl_obj_edit_abort(&ed);
-        return -1;
-    }
+    if (sl_plug_append_commit(&ap, err) < 0)
+        goto fail;
     if (sl_obj_edit_commit(&ed, err) < 0)
         return -1;
     sl_arch_after_put(&a->b, a->name, a->nlen);
     return 0;
+fail:
+    sl_plug_append_abort(&ap); /* after a failed commit: restores again, as before */
+    sl_obj_edit_abort(&ed);
+    return -1;
 }
 
 static void arch_put_done(struct sl_req *r)

@@ -17,23 +17,27 @@
 struct sl_plug;
 struct sl_plug_reg;
 
-/* Load the plugins (dir "" = <dir of shaled>/../lib/shale, else PREFIX/lib/shale). */
+/* Load the plugins (dir "" = <dir of shaled>/../lib/shale, else PREFIX/lib/shale).
+ * The registry, and every plugin pointer handed out below, lives until
+ * sl_arch_fini (which keeps it when plugin handles are still open). */
 int sl_arch_init(const char *dir, struct sl_err *err);
 void sl_arch_fini(void);
-const struct sl_plug_reg *sl_arch_reg(void);
-json_t *sl_arch_plugins_json(void);
-/* ".tar, .tgz, .tar.gz, .zip, .tar.lz4" as loaded */
+const struct sl_plug_reg *sl_arch_reg(void);    /* borrowed; NULL before init */
+json_t *sl_arch_plugins_json(void);             /* new reference */
+/* ".tar, .tgz, .tar.gz, .zip, .tar.lz4" as loaded (static storage) */
 const char *sl_arch_supported(void);
 /* Format by the object's name only (listing: "detected by extension"). */
 const struct sl_plug *sl_arch_format_by_name(const char *name, size_t nlen);
-/* Full detection: archmime, else extension, else magic bytes read from fd. */
+/* Full detection: archmime, else extension, else magic bytes read from fd
+ * (pread at offset 0; fd stays the caller's). */
 const struct sl_plug *sl_arch_format_of(const char *name, size_t nlen, const char *archmime, int fd);
 
 /* Reader limits from the configuration (arch.*) for reading a whole shard. */
 struct sl_fmt_limits;
 void sl_arch_limits(struct sl_fmt_limits *lim);
 
-/* Target GET with archpath/archregx+archmode/archindex: true when handled. */
+/* Target GET with archpath/archregx+archmode/archindex: true when handled.
+ * Here and in sl_arch_put, b and name are borrowed for the call. */
 bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 /* Target PUT with archpath (+ Ais-Pine): true when handled. */
 bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
@@ -44,13 +48,14 @@ int sl_arch_index_build(const struct sl_bck *b, const char *name, size_t nlen, s
 /* After any write of an object: index it when it is a plain tar (best effort). */
 void sl_arch_after_put(const struct sl_bck *b, const char *name, size_t nlen);
 
-/* Append "shard/member" entries (flag 128) of the shard name[0..nlen) to out,
- * members whose name starts with mprefix (may be ""). */
+/* Append "shard/member" entries (flag 128) of the shard name[0..nlen) to out
+ * (the caller's page), members whose name starts with mprefix (may be ""). */
 int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
                          const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err);
 
 /* Match a member name for archmode regexp|prefix|suffix|substr|wdskey; -1 on a
- * bad mode or pattern (err). */
+ * bad mode or pattern (err). *out is new (sl_arch_match_free, NULL ok);
+ * pattern is copied. */
 struct sl_arch_match;
 int sl_arch_match_new(const char *mode, const char *pattern, struct sl_arch_match **out, struct sl_err *err);
 bool sl_arch_match(const struct sl_arch_match *m, const char *name, size_t len);

@@ -36,6 +36,7 @@ enum {
     SL_LP_LOCATION = 1 << 10, SL_LP_CHUNKED = 1 << 11, SL_LP_LASTMOD = 1 << 12, SL_LP_ETAG = 1 << 13,
 };
 
+/* Every string is owned by the message: sl_lsomsg_free. */
 struct sl_lsomsg {
     char *uuid;
     char *props_str;
@@ -61,6 +62,8 @@ struct sl_lsent {
     uint32_t flags;
 };
 
+/* A page owns its entries and every string in them and in itself:
+ * sl_lspage_free. */
 struct sl_lspage {
     struct sl_lsent *ents;
     int n, cap;
@@ -69,15 +72,19 @@ struct sl_lspage {
     uint32_t flags;
 };
 
-/* value: the ActMsg "value" (object or null). Applies defaults. */
+/* value: the ActMsg "value" (object or null), only read. Applies defaults.
+ * m is the caller's to sl_lsomsg_free, also after an error (it may then
+ * hold some strings). */
 int sl_lsomsg_parse(const json_t *value, struct sl_lsomsg *m, int default_pagesize, struct sl_err *err);
 void sl_lsomsg_free(struct sl_lsomsg *m);
 /* A message for walking names (with sizes when sizes) under prefix, from the
- * start, pagesize per page, plus extra flags (e.g. SL_LSO_NO_RECURSION). */
+ * start, pagesize per page, plus extra flags (e.g. SL_LSO_NO_RECURSION).
+ * prefix is copied; free m with sl_lsomsg_free. */
 void sl_lsomsg_names(struct sl_lsomsg *m, const char *prefix, bool sizes, uint64_t extra_flags, int pagesize);
-json_t *sl_lsomsg_json(const struct sl_lsomsg *m);
+json_t *sl_lsomsg_json(const struct sl_lsomsg *m);     /* new reference */
 
-/* Local page of up to m->pagesize entries after m->token (or start_after). */
+/* Local page of up to m->pagesize entries after m->token (or start_after),
+ * added to out (the caller's: sl_lspage_free, also after an error). */
 int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const char *node_id,
                       struct sl_lspage *out, struct sl_err *err);
 
@@ -98,17 +105,22 @@ int sl_lso_walk(sl_lso_page_fn page, const struct sl_bck *b, struct sl_lsomsg *m
 
 void sl_lspage_init(struct sl_lspage *p);
 void sl_lspage_free(struct sl_lspage *p);
+/* A new zeroed entry at the end of p; the strings put in it must be
+ * malloc'd and become p's. The pointer is valid until the next
+ * sl_lspage_add (which may move the array) or sl_lspage_free. */
 struct sl_lsent *sl_lspage_add(struct sl_lspage *p);
 
 /* Merge several sorted pages into one page of at most pagesize entries
  * (duplicates by name collapse); sets token to the last name when more may
- * follow. Takes the entries out of the inputs. */
+ * follow. Takes the entries out of the inputs; the inputs are still the
+ * caller's to sl_lspage_free. */
 void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspage *out);
 
-json_t *sl_lspage_json(const struct sl_lspage *p);
-/* msgpack encoding into out */
+json_t *sl_lspage_json(const struct sl_lspage *p);    /* new reference */
+/* msgpack encoding appended to out */
 void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out);
-/* decode our own msgpack page (node-to-node) */
+/* decode our own msgpack page (node-to-node) into out (copies; data is
+ * only read) */
 int sl_lspage_from_msgpack(const char *data, size_t len, struct sl_lspage *out, struct sl_err *err);
 
 #endif

@@ -12,8 +12,9 @@
 struct sl_plug_writer;
 
 /* Add the object src/obj as member `entry` to w. buf is scratch space of
- * bufsz bytes. job (may be NULL) gets loc-/in- counters. Returns 0, or -1
- * with err; err->code is SL_ENOOBJ when the object does not exist and
+ * bufsz bytes. job (may be NULL) gets loc-/in- counters. smap is the
+ * caller's reference, used for the HRW owner during the call. Returns 0, or
+ * -1 with err; err->code is SL_ENOOBJ when the object does not exist and
  * nothing was written to w (the caller may skip it). */
 int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, const char *obj, size_t olen,
                         const char *entry, size_t elen, const struct sl_smap *smap, char *buf, size_t bufsz,
@@ -22,7 +23,9 @@ int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, cons
 /* Fetch several small objects that live on other targets at once (libcurl
  * multi, one round trip of latency for the batch). For each entry whose HRW
  * owner is another target, remote is set and body (status 200) or status /
- * err are filled; entries owned here are left with remote = false. */
+ * err are filled; entries owned here are left with remote = false. obj is
+ * the caller's; body must start empty (sl_buf_init) and is the caller's to
+ * sl_buf_free. */
 struct sl_shard_fetch {
     const char *obj;
     size_t olen;

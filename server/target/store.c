@@ -475,6 +475,13 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
 {
     char cks[SL_CKSUM_HEX_MAX], ccks[SL_CKSUM_HEX_MAX];
     char cn[400];
+    /* released at fail: whatever of these is set by then, and p */
+    struct sl_buf fqn;
+    struct sl_objmd old, md;
+    int had = 0;
+    char *final_rel = NULL;
+    sl_buf_init(&fqn);
+    memset(&md, 0, sizeof(md));
     sl_obj_cname(cn, sizeof(cn), &p->bck, p->name, p->nlen);
     sl_cksum_final(&p->ck, cks);
     if (p->client_type >= 0) {
@@ -488,48 +495,38 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
             sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: %s(%s) != %s(%s) computed over %llu bytes received", cn,
                     sl_cksum_name(p->client_type), p->client_val, sl_cksum_name(p->client_type), got,
                     (unsigned long long)p->size);
-            sl_put_abort(p);
-            return -1;
+            goto fail;
         }
     }
     if (p->have_preserve && p->preserve.cksum[0] && p->preserve.cksum_type == p->bck.cksum_type &&
         strcmp(p->preserve.cksum, cks) != 0) {
         sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: expected %s, received data hashes to %s", cn,
                 p->preserve.cksum, cks);
-        sl_put_abort(p);
-        return -1;
+        goto fail;
     }
-    if (put_flush(p, err) < 0) {
-        sl_put_abort(p);
-        return -1;
-    }
+    if (put_flush(p, err) < 0)
+        goto fail;
     if (wp_data == SL_WP_IMMEDIATE && fsync(p->fd) < 0) {
         int e = errno;
         sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "fsync of %s on %s failed: %s", cn, p->mp->path, strerror(e));
-        sl_put_abort(p);
-        return -1;
+        goto fail;
     }
     close(p->fd);
     p->fd = -1;
     sl_fault("put-after-write");
 
     char fname[72];
-    struct sl_buf fqn;
-    sl_buf_init(&fqn);
     if (choose_fname(p, fname, &fqn) < 0) {
         int e = errno;
-        sl_buf_free(&fqn);
-        sl_put_abort(p);
-        return sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create directories for %s on %s: %s", cn,
-                       p->mp->path, strerror(e));
+        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create directories for %s on %s: %s", cn,
+                p->mp->path, strerror(e));
+        goto fail;
     }
 
     pthread_rwlock_t *lk = name_lock(&p->bck, p->name, p->nlen);
     pthread_rwlock_wrlock(lk);
-    struct sl_objmd old, md;
-    memset(&md, 0, sizeof(md));
     struct sl_err e2;
-    int had = sl_md_obj_get(p->mp->md, p->bck.bid, p->name, p->nlen, &old, &e2);
+    had = sl_md_obj_get(p->mp->md, p->bck.bid, p->name, p->nlen, &old, &e2);
     int64_t now = sl_now_ns();
     md.size = p->size;
     md.cksum_type = p->bck.cksum_type;
@@ -551,7 +548,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     for (int i = 0; i < p->ncustom; i++)
         sl_objmd_set_custom(&md, p->custom[i].k, p->custom[i].v);
 
-    char *final_rel = sl_xstrdup(fqn.p + strlen(p->mp->path) + 1);
+    final_rel = sl_xstrdup(fqn.p + strlen(p->mp->path) + 1);
     struct sl_md_op ops[2] = {
         { .kind = SL_MD_PUT_OBJ, .bid = p->bck.bid, .name = p->name, .nlen = p->nlen, .md = &md },
         { .kind = SL_MD_PUT_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel), .val = final_rel,
@@ -722,11 +719,8 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
     /* file first, then metadata: a crash in between leaves metadata without
      * a file, which reads heal; never a resurrected object */
     if (unlink(fqn.p) < 0 && errno != ENOENT) {
-        int e = errno;
-        pthread_rwlock_unlock(lk);
-        sl_buf_free(&fqn);
-        sl_objmd_free(&md);
-        return sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(e));
+        rc = sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(errno));
+        goto out;
     }
     sl_fault("delete-after-unlink");
     unsigned char ak[SL_OBJ_AUX_PREFIX];
@@ -737,6 +731,7 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
     };
     int nops = 2;
     rc = sl_md_commit(mp->md, ops, nops, true, err);
+out:
     pthread_rwlock_unlock(lk);
     sl_buf_free(&fqn);
     sl_objmd_free(&md);

@@ -30,12 +30,15 @@ struct sl_mpath {
     int idx;
 };
 
+/* The mountpaths and their LMDB environments: every struct sl_mpath and
+ * md env handed out below is owned by the store and valid until
+ * sl_store_close. */
 int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err *err);
 /* Reconcile files and metadata (after BMD is known). mode: "quick"/"full"/"auto" */
 int sl_store_fsck(const char *mode);
 void sl_store_close(bool clean);
 int sl_store_nmpaths(void);
-struct sl_mpath *sl_store_mpath(int i);
+struct sl_mpath *sl_store_mpath(int i);      /* NULL when out of range */
 /* HRW mountpath for an object uname */
 struct sl_mpath *sl_store_pick(const char *uname, size_t ulen);
 /* capacity across mountpaths (distinct filesystems counted once) */
@@ -58,21 +61,29 @@ struct sl_put_opts {
     bool keep_custom;             /* merge custom metadata of the object being replaced */
 };
 
+/* *out is new; sl_put_commit or sl_put_abort frees it (commit in every
+ * case). b, name and everything in o are copied. On error *out is untouched
+ * and nothing is left to free. */
 struct sl_put;
 int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_put_opts *o,
                  struct sl_put **out, struct sl_err *err);
 int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *err);
-/* Validate, make durable, publish. out (optional) receives the new metadata. */
+/* Validate, make durable, publish, and free p (also on failure). out
+ * (optional) receives the new metadata on success (sl_objmd_free). */
 int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err);
-void sl_put_abort(struct sl_put *p);
+void sl_put_abort(struct sl_put *p);          /* removes the work file, frees p; NULL ok */
 uint64_t sl_put_size(const struct sl_put *p);
-/* Work file of an in-flight PUT (for writers that need to seek). */
+/* Work file of an in-flight PUT (for writers that need to seek). The fd
+ * belongs to p (do not close it) until commit or abort. */
 int sl_put_fd(struct sl_put *p);   /* flushes what is buffered first */
 
-/* Open an object for reading. Returns fd (caller closes) with md filled. */
+/* Open an object for reading. On success *fd is the caller's to close and
+ * md the caller's to sl_objmd_free; *mp (optional) is the object's
+ * mountpath. On error there is nothing to close or free. */
 int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
                 struct sl_mpath **mp, struct sl_err *err);
-/* Metadata only; 1 found, 0 not found (err set), -1 error */
+/* Metadata only; 1 found (md the caller's to sl_objmd_free), 0 not found
+ * (err set), -1 error */
 int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mp,
                 struct sl_err *err);
 int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
@@ -84,7 +95,10 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
  * the object's write lock from begin to commit/abort. A crash in between is
  * undone at start-up from the marker set by sl_obj_edit_mark: the file is
  * truncated to its old size and the overwritten range [off, old size) is
- * zeroed again (an end-of-archive marker), so the old object remains. */
+ * zeroed again (an end-of-archive marker), so the old object remains.
+ * A successful begin fills e with the lock, an O_RDWR fd and copies of b and
+ * name; commit (whatever it returns) or abort releases all of it and leaves
+ * e empty. A failed begin leaves nothing to release. */
 struct sl_obj_edit {
     struct sl_bck b;
     char *name;
@@ -108,7 +122,8 @@ void sl_obj_edit_abort(struct sl_obj_edit *e);
  * bytes of sha256(name); SL_OBJ_AUX_PREFIX bytes. */
 #define SL_OBJ_AUX_PREFIX 26
 void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned char out[SL_OBJ_AUX_PREFIX]);
-/* The LMDB environment holding an object's metadata (its mountpath's). */
+/* The LMDB environment holding an object's metadata (its mountpath's;
+ * NULL without mountpaths). */
 struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen);
 
 /* Remove a bucket's data and metadata from every mountpath. */

@@ -5,7 +5,7 @@
 #include "tap.h"
 #include "sl.h"
 #include "cksum.h"
-#include "config.h"
+#include "conf.h"
 #include "jsonx.h"
 #include "lso.h"
 #include "meta.h"
