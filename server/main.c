@@ -313,8 +313,8 @@ int main(int argc, char **argv)
         return 1;
     }
     sl_modules_install(sl_modules);
-    if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s, (size_t)sl_conf->http_max_header,
-                      &err) < 0) {
+    if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s,
+                      (size_t)sl_conf->http_max_header, &err) < 0) {
         sl_loge("%s", err.msg);
         fprintf(stderr, "shaled: %s\n", err.msg);
         return 1;

@@ -96,9 +96,8 @@ static void forward_run(struct sl_req *r, void *arg)
     if (rc < 0) {
         sl_resp_errf(r, SL_EUNAVAIL, "%s: forwarding to the primary failed: %s", G.name, pr.err);
     } else {
-        const char *ctype = pr.status >= 400 || (pr.body.len && pr.body.p[0] == '{') || (pr.body.len && pr.body.p[0] == '[')
-                                ? "application/json"
-                                : NULL;
+        bool json = pr.body.len && (pr.body.p[0] == '{' || pr.body.p[0] == '[');
+        const char *ctype = pr.status >= 400 || json ? "application/json" : NULL;
         sl_resp_bytes(r, (int)pr.status, ctype, pr.body.p ? pr.body.p : "", pr.body.len);
     }
     sl_peer_resp_free(&pr);

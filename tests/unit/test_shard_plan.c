@@ -159,7 +159,7 @@ static void order_of(const char *msg, const struct obj *o, int n, char *out, siz
 static void test_order(void)
 {
     struct obj o[40];
-    char names[40][16];
+    char names[40][24];
     for (int i = 0; i < 40; i++) {
         snprintf(names[i], sizeof(names[i]), "k%02d.bin", i);
         o[i].name = names[i];
@@ -170,7 +170,8 @@ static void test_order(void)
     order_of("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":4,\"sort\":\"shuffle:42\"}", o, 40, b, sizeof(b));
     order_of("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":4,\"sort\":\"shuffle:43\"}", o, 40, c, sizeof(c));
     order_of("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":4,\"sort\":\"alpha\"}", o, 40, inc, sizeof(inc));
-    order_of("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":4,\"sort\":\"alpha:dec\"}", o, 40, dec, sizeof(dec));
+    order_of("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":4,\"sort\":\"alpha:dec\"}", o, 40, dec,
+             sizeof(dec));
     TAP_OK(a[0] && !strcmp(a, b), "the same seed gives the same order");
     TAP_OK(strcmp(a, c) != 0, "another seed another order");
     TAP_OK(strcmp(a, inc) != 0, "a shuffle is not the sorted order");
