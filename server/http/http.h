@@ -97,8 +97,7 @@ typedef void (*sl_router_fn)(struct sl_req *r);
  * request line and header fields exceed max_header bytes get 431 (0 = no
  * limit beyond libmicrohttpd's connection pool). */
 int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s,
-                  size_t max_header,
-                  struct sl_err *err);
+                  size_t max_header, struct sl_err *err);
 void sl_http_stop(void);
 
 /* Node identity for error bodies: "t[abc]" or "p[abc]" */
