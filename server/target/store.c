@@ -817,11 +817,11 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
     sl_obj_fqn(&fqn, e->mp, b->name, name, nlen, e->md.fname);
     e->fd = open(fqn.p, O_RDWR | O_CLOEXEC);
     if (e->fd < 0) {
-        int en = errno;
+        sl_errf(err, SL_EIO, "cannot open %s for writing: %s", fqn.p, strerror(errno));
         pthread_rwlock_unlock(lk);
         sl_objmd_free(&e->md);
         sl_buf_free(&fqn);
-        return sl_errf(err, SL_EIO, "cannot open %s for writing: %s", fqn.p, strerror(en));
+        return -1;
     }
     e->lk = lk;
     e->fqn = sl_buf_steal(&fqn);
