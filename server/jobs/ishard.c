@@ -359,7 +359,7 @@ static int create_dst(const char *name, struct sl_err *err)
 }
 
 /* Send every owner its shards; the coordinator's own share is returned. */
-static int dispatch(struct plan *p, json_t **mine, struct sl_err *err)
+static int dispatch(struct sl_plan *p, json_t **mine, struct sl_err *err)
 {
     *mine = json_array();
     if (G.role == SL_ROLE_STANDALONE) {
@@ -403,7 +403,7 @@ static int dispatch(struct plan *p, json_t **mine, struct sl_err *err)
 static void *coord_main(void *arg)
 {
     struct coord *c = arg;
-    struct plan p;
+    struct sl_plan p;
     memset(&p, 0, sizeof(p));
     p.m = &c->m;
     p.job = c->job;

@@ -130,19 +130,19 @@ static int parse_list(const json_t *v, char ***out, int *n, bool lower)
 
 
 /* JSON EKM {"tmpl": ["regex", ...], ...} -> rules (compiled) */
-int sl_ekm_compile(const json_t *ekm, struct ekm_rule **out, int *n, struct sl_err *err)
+int sl_ekm_compile(const json_t *ekm, struct sl_ekm_rule **out, int *n, struct sl_err *err)
 {
     *out = NULL;
     *n = 0;
     if (!json_is_object(ekm) || !json_object_size(ekm))
         return sl_errf(err, SL_EINVAL, "ishard: the EKM must be a JSON object {\"shard-template\": [\"regex\", ...], "
                        "...}, e.g. {\"fish-%%d.tar\": [\"n01440764.*\"]}");
-    struct ekm_rule *r = sl_xcalloc(json_object_size(ekm), sizeof(*r));
+    struct sl_ekm_rule *r = sl_xcalloc(json_object_size(ekm), sizeof(*r));
     int cnt = 0;
     const char *t;
     json_t *v;
     json_object_foreach((json_t *)ekm, t, v) {
-        struct ekm_rule *x = &r[cnt++];
+        struct sl_ekm_rule *x = &r[cnt++];
         x->tmpl = sl_xstrdup(t);
         struct sl_tmpl *tp;
         if (sl_tmpl_parse(t, &tp, err) < 0) {
@@ -189,7 +189,7 @@ fail:
     return -1;
 }
 
-void sl_ekm_free(struct ekm_rule *r, int n)
+void sl_ekm_free(struct sl_ekm_rule *r, int n)
 {
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < r[i].nre; k++) {
@@ -334,7 +334,7 @@ int sl_ishard_msg_parse(const json_t *v, struct sl_ishard_msg *m, struct sl_err 
         return sl_errf(err, SL_EINVAL, "ishard: \"ekm\" must be a JSON object (or its text)");
     }
     if (m->ekm) {
-        struct ekm_rule *r;
+        struct sl_ekm_rule *r;
         int n;
         if (sl_ekm_compile(m->ekm, &r, &n, err) < 0)
             return -1;

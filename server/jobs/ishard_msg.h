@@ -17,7 +17,7 @@ enum { SORT_NONE, SORT_INC, SORT_DEC, SORT_SHUFFLE };
 enum { COL_ABORT, COL_DROP, COL_KEEP_FIRST };      /* member name collisions */
 
 /* One JSON EKM entry: shard template <- name patterns (compiled). */
-struct ekm_rule {
+struct sl_ekm_rule {
     char *tmpl;
     regex_t *re;
     char **pat;
@@ -60,8 +60,8 @@ void sl_ishard_msg_free(struct sl_ishard_msg *m);
 json_t *sl_ishard_msg_json(const struct sl_ishard_msg *m);
 /* Compile a JSON EKM {template: [pattern, ...]} into *out (n rules; free
  * with sl_ekm_free; on error nothing to free). */
-int sl_ekm_compile(const json_t *ekm, struct ekm_rule **out, int *n, struct sl_err *err);
-void sl_ekm_free(struct ekm_rule *r, int n);
+int sl_ekm_compile(const json_t *ekm, struct sl_ekm_rule **out, int *n, struct sl_err *err);
+void sl_ekm_free(struct sl_ekm_rule *r, int n);
 /* The sample-key plugin for a sample_key_pattern ("base_name", ...,
  * or a regex); *config receives the regex for key_regex (borrowed from
  * pattern). NULL if none is loaded. The plugin lives as long as the node. */

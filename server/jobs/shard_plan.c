@@ -30,7 +30,7 @@
 /* ------------------------------------------------------------------ */
 
 
-static void sm_free(struct strmap *m)
+static void sm_free(struct sl_strmap *m)
 {
     free(m->k);
     free(m->kl);
@@ -38,7 +38,7 @@ static void sm_free(struct strmap *m)
     memset(m, 0, sizeof(*m));
 }
 
-static size_t sm_slot(const struct strmap *m, const char *k, size_t kl)
+static size_t sm_slot(const struct sl_strmap *m, const char *k, size_t kl)
 {
     size_t i = (size_t)sl_xxh64(k, kl, 0) & (m->cap - 1);
     while (m->k[i] && !(m->kl[i] == kl && !memcmp(m->k[i], k, kl)))
@@ -47,7 +47,7 @@ static size_t sm_slot(const struct strmap *m, const char *k, size_t kl)
 }
 
 /* value of k, or -1; the key memory is borrowed and must outlive the map */
-static int sm_get(const struct strmap *m, const char *k, size_t kl)
+static int sm_get(const struct sl_strmap *m, const char *k, size_t kl)
 {
     if (!m->cap)
         return -1;
@@ -55,10 +55,10 @@ static int sm_get(const struct strmap *m, const char *k, size_t kl)
     return m->k[i] ? m->v[i] : -1;
 }
 
-static void sm_put(struct strmap *m, const char *k, size_t kl, int v)
+static void sm_put(struct sl_strmap *m, const char *k, size_t kl, int v)
 {
     if ((m->n + 1) * 2 > m->cap) {
-        struct strmap o = *m;
+        struct sl_strmap o = *m;
         m->cap = o.cap ? o.cap * 2 : 1024;
         m->k = sl_xcalloc(m->cap, sizeof(*m->k));
         m->kl = sl_xcalloc(m->cap, sizeof(*m->kl));
@@ -82,7 +82,7 @@ static void sm_put(struct strmap *m, const char *k, size_t kl, int v)
 /* planning (coordinator)                                             */
 /* ------------------------------------------------------------------ */
 
-void sl_plan_warn(struct plan *p, const char *fmt, ...)
+void sl_plan_warn(struct sl_plan *p, const char *fmt, ...)
 {
     p->nwarn++;
     if (json_array_size(p->warnings) >= SL_PLAN_MAX_WARN)
@@ -96,7 +96,7 @@ void sl_plan_warn(struct plan *p, const char *fmt, ...)
     json_array_append_new(p->warnings, s ? s : json_string("(warning not valid UTF-8)"));
 }
 
-void sl_plan_free(struct plan *p)
+void sl_plan_free(struct sl_plan *p)
 {
     if (p->have_src)
         sl_bck_release(&p->src);
@@ -133,12 +133,12 @@ static uint64_t tar_bytes(size_t namelen, uint64_t size)
 /* 1. the source listing */
 static int plan_list_ent(void *arg, const struct sl_lsent *e)
 {
-    struct plan *p = arg;
+    struct sl_plan *p = arg;
     if (p->no == p->capo) {
         p->capo = p->capo ? p->capo * 2 : 4096;
         p->o = sl_xrealloc(p->o, (size_t)p->capo * sizeof(*p->o));
     }
-    struct pobj *o = &p->o[p->no++];
+    struct sl_plan_obj *o = &p->o[p->no++];
     memset(o, 0, sizeof(*o));
     o->name = sl_xstrndup(e->name, e->nlen);
     o->nlen = e->nlen;
@@ -147,7 +147,7 @@ static int plan_list_ent(void *arg, const struct sl_lsent *e)
     return 0;
 }
 
-int sl_plan_list(struct plan *p)
+int sl_plan_list(struct sl_plan *p)
 {
     struct sl_lsomsg lm;
     sl_lsomsg_names(&lm, p->m->prefix, true, 0, 10000);
@@ -168,7 +168,7 @@ static bool ext_eq(const char *a, size_t al, const char *b, size_t bl)
 }
 
 /* 2. samples by key */
-int sl_plan_samples(struct plan *p)
+int sl_plan_samples(struct sl_plan *p)
 {
     const char *cfg;
     const struct sl_plug *rule = sl_plan_key_rule(p->m->pattern, &cfg);
@@ -179,7 +179,7 @@ int sl_plan_samples(struct plan *p)
     char *kb = sl_xmalloc(cap);
     int rc = 0, nomatch = 0;
     for (int i = 0; i < p->no; i++) {
-        struct pobj *o = &p->o[i];
+        struct sl_plan_obj *o = &p->o[i];
         size_t kl, eo, el;
         uint32_t fl;
         if (sl_plug_key_apply(k, o->name, o->nlen, kb, cap, &kl, &eo, &el, &fl, &p->err) < 0) {
@@ -213,7 +213,7 @@ int sl_plan_samples(struct plan *p)
                 p->s = sl_xrealloc(p->s, (size_t)p->caps * sizeof(*p->s));
                 /* the map borrows key memory: keys are separate allocations, still valid */
             }
-            struct psample *s = &p->s[p->ns];
+            struct sl_plan_sample *s = &p->s[p->ns];
             memset(s, 0, sizeof(*s));
             s->key = sl_xstrndup(kb, kl);
             s->klen = kl;
@@ -222,7 +222,7 @@ int sl_plan_samples(struct plan *p)
             si = p->ns++;
             sm_put(&p->smap, s->key, kl, si);
         }
-        struct psample *s = &p->s[si];
+        struct sl_plan_sample *s = &p->s[si];
         if (s->nm == s->capm) {
             s->capm = s->capm ? s->capm * 2 : 4;
             s->m = sl_xrealloc(s->m, (size_t)s->capm * sizeof(int));
@@ -241,19 +241,19 @@ int sl_plan_samples(struct plan *p)
 }
 
 /* 3. extensions, collisions and member names */
-int sl_plan_policy(struct plan *p)
+int sl_plan_policy(struct sl_plan *p)
 {
     struct sl_ishard_msg *m = p->m;
-    struct strmap used;             /* WebDataset keys of samples that keep their names */
+    struct sl_strmap used;             /* WebDataset keys of samples that keep their names */
     memset(&used, 0, sizeof(used));
     int rc = 0;
     for (int si = 0; si < p->ns && rc == 0; si++) {
-        struct psample *s = &p->s[si];
+        struct sl_plan_sample *s = &p->s[si];
         /* duplicate extensions (as WebDataset compares them: lower-cased) */
         for (int a = 0; a < s->nm && !s->drop; a++) {
-            const struct pobj *oa = &p->o[s->m[a]];
+            const struct sl_plan_obj *oa = &p->o[s->m[a]];
             for (int b = a + 1; b < s->nm; b++) {
-                const struct pobj *ob = &p->o[s->m[b]];
+                const struct sl_plan_obj *ob = &p->o[s->m[b]];
                 if (!ext_eq(oa->name + oa->ext_off, oa->ext_len, ob->name + ob->ext_off, ob->ext_len))
                     continue;
                 p->collisions++;
@@ -290,7 +290,7 @@ int sl_plan_policy(struct plan *p)
             for (int e = 0; e < m->nexts && !s->drop; e++) {
                 bool have = false;
                 for (int a = 0; a < s->nm; a++) {
-                    const struct pobj *o = &p->o[s->m[a]];
+                    const struct sl_plan_obj *o = &p->o[s->m[a]];
                     if (ext_eq(o->name + o->ext_off, o->ext_len, m->exts[e], strlen(m->exts[e])))
                         have = true;
                 }
@@ -315,7 +315,7 @@ int sl_plan_policy(struct plan *p)
                 continue;
             }
             for (int a = 0; a < s->nm && rc == 0; a++) {
-                const struct pobj *o = &p->o[s->m[a]];
+                const struct sl_plan_obj *o = &p->o[s->m[a]];
                 bool want = false;
                 for (int e = 0; e < m->nexts; e++)
                     if (ext_eq(o->name + o->ext_off, o->ext_len, m->exts[e], strlen(m->exts[e])))
@@ -344,12 +344,12 @@ int sl_plan_policy(struct plan *p)
         }
         /* member names: their own when they already share one WebDataset key */
         struct sl_wds_split sp0;
-        const struct pobj *o0 = &p->o[s->m[0]];
+        const struct sl_plan_obj *o0 = &p->o[s->m[0]];
         sl_plugin_wds_split(o0->name, o0->nlen, &sp0);
         size_t wk = sp0.dir_len + sp0.stem_len;
         bool same = true;
         for (int a = 1; a < s->nm && same; a++) {
-            const struct pobj *o = &p->o[s->m[a]];
+            const struct sl_plan_obj *o = &p->o[s->m[a]];
             struct sl_wds_split sp;
             sl_plugin_wds_split(o->name, o->nlen, &sp);
             same = sp.dir_len + sp.stem_len == wk && !memcmp(o->name, o0->name, wk);
@@ -366,7 +366,7 @@ int sl_plan_policy(struct plan *p)
         }
         uint64_t b = 0;
         for (int a = 0; a < s->nm; a++) {
-            const struct pobj *o = &p->o[s->m[a]];
+            const struct sl_plan_obj *o = &p->o[s->m[a]];
             b += tar_bytes(s->rename ? s->klen + 1 + o->ext_len : o->nlen, o->size);
         }
         s->bytes = b;
@@ -376,7 +376,7 @@ int sl_plan_policy(struct plan *p)
 }
 
 /* fetch an object's bytes (EKM content), local or from its owner */
-static int fetch_small(struct plan *p, const struct sl_smap *sm, const struct pobj *o, struct sl_buf *out)
+static int fetch_small(struct sl_plan *p, const struct sl_smap *sm, const struct sl_plan_obj *o, struct sl_buf *out)
 {
     if (o->size > EKM_CONTENT_MAX)
         return sl_errf(&p->err, SL_ETOOBIG, "ishard: %s is %llu bytes, more than the %d an EKM may read", o->name,
@@ -422,7 +422,7 @@ static int fetch_small(struct plan *p, const struct sl_smap *sm, const struct po
     return 0;
 }
 
-static int family_of(struct plan *p, const char *tmpl)
+static int family_of(struct sl_plan *p, const char *tmpl)
 {
     for (int i = 0; i < p->nfam; i++)
         if (!strcmp(p->fam[i].tmpl, tmpl))
@@ -440,14 +440,14 @@ static void lua_log(void *ctx, const char *line, size_t len)
 }
 
 /* 4. EKM: sample -> family (shard template) */
-int sl_plan_ekm(struct plan *p)
+int sl_plan_ekm(struct sl_plan *p)
 {
     struct sl_ishard_msg *m = p->m;
     if (!m->ekm && !m->ekm_lua) {
         family_of(p, m->tmpl);
         return 0;
     }
-    struct ekm_rule *rules = NULL;
+    struct sl_ekm_rule *rules = NULL;
     int nr = 0;
     if (m->ekm && sl_ekm_compile(m->ekm, &rules, &nr, &p->err) < 0)
         return -1;
@@ -456,7 +456,7 @@ int sl_plan_ekm(struct plan *p)
     sl_lua_limits_default(&lim);
     int rc = 0;
     for (int si = 0; si < p->ns && rc == 0 && !sl_job_aborting(p->job); si++) {
-        struct psample *s = &p->s[si];
+        struct sl_plan_sample *s = &p->s[si];
         if (s->drop)
             continue;
         char *tmpl = NULL;
@@ -481,7 +481,7 @@ int sl_plan_ekm(struct plan *p)
             sl_lua_table_adds(&smp, "__key__", sl_lua_str_ref(s->key, s->klen));
             uint64_t total = 0;
             for (int a = 0; a < s->nm && rc == 0; a++) {
-                const struct pobj *o = &p->o[s->m[a]];
+                const struct sl_plan_obj *o = &p->o[s->m[a]];
                 total += o->size;
                 bool content = false;
                 for (int e = 0; e < m->nec; e++)
@@ -560,8 +560,8 @@ int sl_plan_ekm(struct plan *p)
 /* 5. order and pack */
 static int key_cmp(const void *a, const void *b, void *arg)
 {
-    const struct plan *p = arg;
-    const struct psample *x = &p->s[*(const int *)a], *y = &p->s[*(const int *)b];
+    const struct sl_plan *p = arg;
+    const struct sl_plan_sample *x = &p->s[*(const int *)a], *y = &p->s[*(const int *)b];
     int c = memcmp(x->key, y->key, SL_MIN(x->klen, y->klen));
     if (!c)
         c = x->klen < y->klen ? -1 : x->klen > y->klen;
@@ -576,13 +576,13 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void emit_shard(struct plan *p, int family, int first, int count, uint64_t bytes)
+static void emit_shard(struct sl_plan *p, int family, int first, int count, uint64_t bytes)
 {
     if (p->nsh == p->capsh) {
         p->capsh = p->capsh ? p->capsh * 2 : 256;
         p->sh = sl_xrealloc(p->sh, (size_t)p->capsh * sizeof(*p->sh));
     }
-    struct pshard *h = &p->sh[p->nsh++];
+    struct sl_plan_shard *h = &p->sh[p->nsh++];
     memset(h, 0, sizeof(*h));
     h->family = family;
     h->first = first;
@@ -590,7 +590,7 @@ static void emit_shard(struct plan *p, int family, int first, int count, uint64_
     h->bytes = bytes + 1024; /* end-of-archive blocks */
 }
 
-static void order_push(struct plan *p, int si)
+static void order_push(struct sl_plan *p, int si)
 {
     if (p->norder == p->caporder) {
         p->caporder = p->caporder ? p->caporder * 2 : 4096;
@@ -601,7 +601,7 @@ static void order_push(struct plan *p, int si)
 
 /* Pack v[0..n) (sample indexes) into shards; returns how many trailing
  * samples were left over (not emitted) when keep_rest, else 0. */
-static int pack_seq(struct plan *p, int family, const int *v, int n, bool keep_rest)
+static int pack_seq(struct sl_plan *p, int family, const int *v, int n, bool keep_rest)
 {
     uint64_t acc = 0;
     int cnt = 0, start = p->norder;
@@ -634,7 +634,7 @@ struct dnode {
     int nsmp, caps;
 };
 
-static int dir_node(struct plan *p, struct dnode **nodes, int *nn, int *cap, struct strmap *idx, const char *path,
+static int dir_node(struct sl_plan *p, struct dnode **nodes, int *nn, int *cap, struct sl_strmap *idx, const char *path,
                     size_t plen)
 {
     int i = sm_get(idx, path, plen);
@@ -677,7 +677,7 @@ static int dnode_cmp(const void *a, const void *b, void *arg)
 /* Depth-first: a directory's own samples, then its subdirectories; with
  * collapse, what does not fill a shard moves up to the parent. Returns the
  * leftover samples (collapse) in *rest. */
-static void pack_dir(struct plan *p, struct dnode *nodes, int i, int **rest, int *nrest)
+static void pack_dir(struct sl_plan *p, struct dnode *nodes, int i, int **rest, int *nrest)
 {
     struct dnode *d = &nodes[i];
     if (d->nsmp)
@@ -713,17 +713,17 @@ static void pack_dir(struct plan *p, struct dnode *nodes, int i, int **rest, int
     free(carry);
 }
 
-void sl_plan_pack(struct plan *p)
+void sl_plan_pack(struct sl_plan *p)
 {
     struct sl_ishard_msg *m = p->m;
     if (!m->ekm && !m->ekm_lua && m->sort == SORT_NONE) {
         struct dnode *nodes = NULL;
         int nn = 0, cap = 0;
-        struct strmap idx;
+        struct sl_strmap idx;
         memset(&idx, 0, sizeof(idx));
         dir_node(p, &nodes, &nn, &cap, &idx, "", 0);
         for (int si = 0; si < p->ns; si++) {
-            struct psample *s = &p->s[si];
+            struct sl_plan_sample *s = &p->s[si];
             if (s->drop)
                 continue;
             int di = dir_node(p, &nodes, &nn, &cap, &idx, s->key, s->dirlen);
@@ -748,7 +748,7 @@ void sl_plan_pack(struct plan *p)
     for (int si = 0; si < p->ns; si++) {
         if (p->s[si].drop)
             continue;
-        struct family *f = &p->fam[p->s[si].family];
+        struct sl_plan_family *f = &p->fam[p->s[si].family];
         if (f->nseq == f->capseq) {
             f->capseq = f->capseq ? f->capseq * 2 : 256;
             f->seq = sl_xrealloc(f->seq, (size_t)f->capseq * sizeof(int));
@@ -757,7 +757,7 @@ void sl_plan_pack(struct plan *p)
     }
     uint64_t rng = m->seed;
     for (int fi = 0; fi < p->nfam; fi++) {
-        struct family *f = &p->fam[fi];
+        struct sl_plan_family *f = &p->fam[fi];
         if (m->sort == SORT_SHUFFLE) {
             for (int i = f->nseq - 1; i > 0; i--) {
                 int j = (int)(splitmix(&rng) % (uint64_t)(i + 1));
@@ -773,22 +773,22 @@ void sl_plan_pack(struct plan *p)
 }
 
 /* 6. names and owners */
-int sl_plan_names(struct plan *p)
+int sl_plan_names(struct sl_plan *p)
 {
     struct sl_tmpl **t = sl_xcalloc((size_t)p->nfam + 1, sizeof(*t));
     int rc = 0;
     for (int fi = 0; fi < p->nfam && rc == 0; fi++)
         if (sl_tmpl_parse(p->fam[fi].tmpl, &t[fi], &p->err) < 0)
             rc = -1;
-    struct strmap seen;
+    struct sl_strmap seen;
     memset(&seen, 0, sizeof(seen));
     struct sl_smap *sm = sl_smap_get();
     struct sl_buf b, un;
     sl_buf_init(&b);
     sl_buf_init(&un);
     for (int i = 0; i < p->nsh && rc == 0; i++) {
-        struct pshard *h = &p->sh[i];
-        struct family *f = &p->fam[h->family];
+        struct sl_plan_shard *h = &p->sh[i];
+        struct sl_plan_family *f = &p->fam[h->family];
         if (f->next >= sl_tmpl_count(t[h->family])) {
             rc = sl_errf(&p->err, SL_EINVAL, "ishard: shard template \"%s\" yields %llu names, fewer than the shards "
                          "this dataset needs; widen its range or raise shard_size", f->tmpl,
@@ -827,7 +827,7 @@ int sl_plan_names(struct plan *p)
     return rc;
 }
 
-json_t *sl_plan_report(struct plan *p)
+json_t *sl_plan_report(struct sl_plan *p)
 {
     json_t *r = json_object();
     char buf[64];
@@ -889,7 +889,7 @@ json_t *sl_plan_report(struct plan *p)
     if (p->m->dry_run) {
         json_t *pl = json_array();
         for (int i = 0; i < p->nsh && i < 100000; i++) {
-            struct pshard *s = &p->sh[i];
+            struct sl_plan_shard *s = &p->sh[i];
             json_t *o = json_pack("{s:s,s:i,s:I}", "name", s->name ? s->name : "", "samples", s->count, "size",
                                   (json_int_t)s->bytes);
             if (s->owner)
@@ -897,7 +897,7 @@ json_t *sl_plan_report(struct plan *p)
             if (p->m->dry_run == 2) {
                 json_t *k = json_array();
                 for (int j = 0; j < s->count && j < MAX_PLAN_KEYS; j++) {
-                    const struct psample *sm = &p->s[p->order[s->first + j]];
+                    const struct sl_plan_sample *sm = &p->s[p->order[s->first + j]];
                     json_t *ks = json_stringn(sm->key, sm->klen);
                     json_array_append_new(k, ks ? ks : json_string("?"));
                 }
@@ -913,23 +913,23 @@ json_t *sl_plan_report(struct plan *p)
 /* the member list of one shard: [[object, member name], ...] */
 static int ext_cmp(const void *a, const void *b, void *arg)
 {
-    const struct plan *p = arg;
-    const struct pobj *x = &p->o[*(const int *)a], *y = &p->o[*(const int *)b];
+    const struct sl_plan *p = arg;
+    const struct sl_plan_obj *x = &p->o[*(const int *)a], *y = &p->o[*(const int *)b];
     int c = memcmp(x->name + x->ext_off, y->name + y->ext_off, SL_MIN(x->ext_len, y->ext_len));
     return c ? c : x->ext_len < y->ext_len ? -1 : x->ext_len > y->ext_len;
 }
 
-json_t *sl_plan_shard_members(const struct plan *p, const struct pshard *h)
+json_t *sl_plan_shard_members(const struct sl_plan *p, const struct sl_plan_shard *h)
 {
     json_t *a = json_array();
     struct sl_buf b;
     sl_buf_init(&b);
     for (int j = 0; j < h->count; j++) {
-        const struct psample *s = &p->s[p->order[h->first + j]];
+        const struct sl_plan_sample *s = &p->s[p->order[h->first + j]];
         if (s->rename) /* as webdataset's writer: members in the order of their extensions */
             qsort_r(s->m, (size_t)s->nm, sizeof(int), ext_cmp, (void *)p);
         for (int k = 0; k < s->nm; k++) {
-            const struct pobj *o = &p->o[s->m[k]];
+            const struct sl_plan_obj *o = &p->o[s->m[k]];
             json_t *on = json_stringn(o->name, o->nlen);
             json_t *en;
             if (s->rename) {

@@ -7,7 +7,7 @@
  * a sample, names the shards from their templates and picks each shard's
  * owner by HRW. ishard runs it on its coordinator; dsort reuses it.
  *
- * The steps run in this order on one struct plan, each returning -1 with
+ * The steps run in this order on one struct sl_plan, each returning -1 with
  * p->err set on failure: sl_plan_list (or fill p->o by hand), samples,
  * policy, ekm, pack, names. A plan owns everything it points to except m
  * (the caller's request) and frees it in sl_plan_free; p->sh[i].owner
@@ -24,7 +24,7 @@
 #define SL_PLAN_MAX_WARN 100      /* warnings kept in the report */
 
 /* a string -> index hash table */
-struct strmap {
+struct sl_strmap {
     const char **k;
     size_t *kl;
     int *v;
@@ -32,7 +32,7 @@ struct strmap {
 };
 
 /* a listed object: name, size, and where its extension starts */
-struct pobj {
+struct sl_plan_obj {
     char *name;
     size_t nlen;
     uint64_t size;
@@ -40,7 +40,7 @@ struct pobj {
 };
 
 /* a sample: the objects that share a key */
-struct psample {
+struct sl_plan_sample {
     char *key;
     size_t klen, dirlen;
     int *m;                     /* object indexes */
@@ -51,7 +51,7 @@ struct psample {
 };
 
 /* an output shard: a range of plan->order */
-struct pshard {
+struct sl_plan_shard {
     char *name;
     int family;
     int first, count;           /* range of plan->order */
@@ -60,31 +60,31 @@ struct pshard {
 };
 
 /* a shard family: one output template (one per EKM target) */
-struct family {
+struct sl_plan_family {
     char *tmpl;
     uint64_t next;              /* next template index */
     int *seq;                   /* samples in this family, in order */
     int nseq, capseq;
 };
 
-struct plan {
+struct sl_plan {
     struct sl_ishard_msg *m;
     struct sl_bck src, dst;
     bool have_src, have_dst;
     struct sl_smap *cmap;       /* the cluster map shard owners point into */
     struct sl_job *job;
-    struct pobj *o;
+    struct sl_plan_obj *o;
     int no, capo;
     uint64_t listed_bytes;
     char listed_at[40];
-    struct psample *s;
+    struct sl_plan_sample *s;
     int ns, caps;
-    struct strmap smap;         /* key -> sample */
+    struct sl_strmap smap;         /* key -> sample */
     int *order;                 /* packed sample order */
     int norder, caporder;
-    struct pshard *sh;
+    struct sl_plan_shard *sh;
     int nsh, capsh;
-    struct family *fam;
+    struct sl_plan_family *fam;
     int nfam;
     /* report */
     json_t *warnings;
@@ -92,23 +92,23 @@ struct plan {
     struct sl_err err;
 };
 
-void sl_plan_warn(struct plan *p, const char *fmt, ...) SL_PRINTF(2, 3);
-void sl_plan_free(struct plan *p);
+void sl_plan_warn(struct sl_plan *p, const char *fmt, ...) SL_PRINTF(2, 3);
+void sl_plan_free(struct sl_plan *p);
 /* 1. the source listing across the cluster (p->src, p->m->prefix) */
-int sl_plan_list(struct plan *p);
+int sl_plan_list(struct sl_plan *p);
 /* 2. samples by key */
-int sl_plan_samples(struct plan *p);
+int sl_plan_samples(struct sl_plan *p);
 /* 3. extensions, collisions and member names */
-int sl_plan_policy(struct plan *p);
+int sl_plan_policy(struct sl_plan *p);
 /* 4. EKM: sample -> family (runs the Lua EKM in the sandbox) */
-int sl_plan_ekm(struct plan *p);
+int sl_plan_ekm(struct sl_plan *p);
 /* 5. order and pack */
-void sl_plan_pack(struct plan *p);
+void sl_plan_pack(struct sl_plan *p);
 /* 6. shard names and owners (needs p->cmap for owners; NULL: none) */
-int sl_plan_names(struct plan *p);
+int sl_plan_names(struct sl_plan *p);
 /* The dry-run / job report (new reference). */
-json_t *sl_plan_report(struct plan *p);
+json_t *sl_plan_report(struct sl_plan *p);
 /* The members of shard h as [[object, member name], ...] (new reference). */
-json_t *sl_plan_shard_members(const struct plan *p, const struct pshard *h);
+json_t *sl_plan_shard_members(const struct sl_plan *p, const struct sl_plan_shard *h);
 
 #endif

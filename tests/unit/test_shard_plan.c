@@ -21,7 +21,7 @@ struct obj {
 
 /* Parse msg, "list" objs, run every planning step as the coordinator does.
  * Returns the step's rc; *p is the caller's to sl_plan_free (and m). */
-static int plan_run(const char *msg, const struct obj *objs, int n, struct sl_ishard_msg *m, struct plan *p)
+static int plan_run(const char *msg, const struct obj *objs, int n, struct sl_ishard_msg *m, struct sl_plan *p)
 {
     memset(p, 0, sizeof(*p));
     p->warnings = json_array();
@@ -53,7 +53,7 @@ static int plan_run(const char *msg, const struct obj *objs, int n, struct sl_is
     return sl_plan_names(p);
 }
 
-static void plan_done(struct sl_ishard_msg *m, struct plan *p)
+static void plan_done(struct sl_ishard_msg *m, struct sl_plan *p)
 {
     sl_plan_free(p);
     sl_ishard_msg_free(m);
@@ -70,7 +70,7 @@ static size_t key_len(const char *s)
 
 /* Every shard's members: samples whole, members of a sample adjacent, no
  * key in two shards. Returns the number of members seen. */
-static int check_shards(const struct plan *p, const char *what)
+static int check_shards(const struct sl_plan *p, const char *what)
 {
     char seen[256][64];
     int nseen = 0, members = 0;
@@ -109,7 +109,7 @@ static void test_samples_and_sizes(void)
         { "b/5.jpg", 1000 }, { "b/5.cls", 10 }, { "noext", 5 },       { ".hidden.jpg", 5 },
     };
     struct sl_ishard_msg m;
-    struct plan p;
+    struct sl_plan p;
     int rc = plan_run("{\"src_bck\":\"ais://raw\",\"dst_bck\":\"ais://sh\",\"shard_size\":\"6KiB\","
                       "\"shard_template\":\"shard-{000..099}\"}",
                       o, 12, &m, &p);
@@ -145,7 +145,7 @@ static void test_samples_and_sizes(void)
 static void order_of(const char *msg, const struct obj *o, int n, char *out, size_t cap)
 {
     struct sl_ishard_msg m;
-    struct plan p;
+    struct sl_plan p;
     out[0] = 0;
     if (plan_run(msg, o, n, &m, &p) == 0) {
         for (int i = 0; i < p.norder; i++) {
@@ -185,7 +185,7 @@ static void test_policy(void)
         { "1.jpg", 10 }, { "1.cls", 1 }, { "2.jpg", 10 }, { "3.jpg", 10 }, { "3.cls", 1 },
     };
     struct sl_ishard_msg m;
-    struct plan p;
+    struct sl_plan p;
     int rc = plan_run("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"sample_exts\":[\"jpg\",\"cls\"],"
                       "\"missing_extension_action\":\"exclude\"}",
                       o, 5, &m, &p);
