@@ -30,7 +30,7 @@
 /* ------------------------------------------------------------------ */
 
 
-static void sm_free(struct sl_strmap *m)
+void sl_strmap_free(struct sl_strmap *m)
 {
     free(m->k);
     free(m->kl);
@@ -47,7 +47,7 @@ static size_t sm_slot(const struct sl_strmap *m, const char *k, size_t kl)
 }
 
 /* value of k, or -1; the key memory is borrowed and must outlive the map */
-static int sm_get(const struct sl_strmap *m, const char *k, size_t kl)
+int sl_strmap_get(const struct sl_strmap *m, const char *k, size_t kl)
 {
     if (!m->cap)
         return -1;
@@ -55,7 +55,7 @@ static int sm_get(const struct sl_strmap *m, const char *k, size_t kl)
     return m->k[i] ? m->v[i] : -1;
 }
 
-static void sm_put(struct sl_strmap *m, const char *k, size_t kl, int v)
+void sl_strmap_put(struct sl_strmap *m, const char *k, size_t kl, int v)
 {
     if ((m->n + 1) * 2 > m->cap) {
         struct sl_strmap o = *m;
@@ -66,8 +66,8 @@ static void sm_put(struct sl_strmap *m, const char *k, size_t kl, int v)
         m->n = 0;
         for (size_t i = 0; i < o.cap; i++)
             if (o.k[i])
-                sm_put(m, o.k[i], o.kl[i], o.v[i]);
-        sm_free(&o);
+                sl_strmap_put(m, o.k[i], o.kl[i], o.v[i]);
+        sl_strmap_free(&o);
     }
     size_t i = sm_slot(m, k, kl);
     if (!m->k[i]) {
@@ -112,7 +112,7 @@ void sl_plan_free(struct sl_plan *p)
         free(p->s[i].m);
     }
     free(p->s);
-    sm_free(&p->smap);
+    sl_strmap_free(&p->smap);
     free(p->order);
     for (int i = 0; i < p->nsh; i++)
         free(p->sh[i].name);
@@ -206,7 +206,7 @@ int sl_plan_samples(struct sl_plan *p)
                       "extension \"%.*s\" (not \"%s\")", o->name, (int)(sp.dir_len + sp.stem_len), o->name,
                       (int)sp.ext_len, o->name + sp.ext_off, last + 1);
         }
-        int si = sm_get(&p->smap, kb, kl);
+        int si = sl_strmap_get(&p->smap, kb, kl);
         if (si < 0) {
             if (p->ns == p->caps) {
                 p->caps = p->caps ? p->caps * 2 : 4096;
@@ -220,7 +220,7 @@ int sl_plan_samples(struct sl_plan *p)
             const char *sl = memrchr(s->key, '/', kl);
             s->dirlen = sl ? (size_t)(sl - s->key) : 0;
             si = p->ns++;
-            sm_put(&p->smap, s->key, kl, si);
+            sl_strmap_put(&p->smap, s->key, kl, si);
         }
         struct sl_plan_sample *s = &p->s[si];
         if (s->nm == s->capm) {
@@ -354,8 +354,8 @@ int sl_plan_policy(struct sl_plan *p)
             sl_plugin_wds_split(o->name, o->nlen, &sp);
             same = sp.dir_len + sp.stem_len == wk && !memcmp(o->name, o0->name, wk);
         }
-        if (same && sm_get(&used, o0->name, wk) < 0) {
-            sm_put(&used, o0->name, wk, si);
+        if (same && sl_strmap_get(&used, o0->name, wk) < 0) {
+            sl_strmap_put(&used, o0->name, wk, si);
         } else {
             s->rename = true;
             p->renamed++;
@@ -371,7 +371,7 @@ int sl_plan_policy(struct sl_plan *p)
         }
         s->bytes = b;
     }
-    sm_free(&used);
+    sl_strmap_free(&used);
     return rc;
 }
 
@@ -637,7 +637,7 @@ struct dnode {
 static int dir_node(struct sl_plan *p, struct dnode **nodes, int *nn, int *cap, struct sl_strmap *idx, const char *path,
                     size_t plen)
 {
-    int i = sm_get(idx, path, plen);
+    int i = sl_strmap_get(idx, path, plen);
     if (i >= 0)
         return i;
     int parent = -1;
@@ -654,7 +654,7 @@ static int dir_node(struct sl_plan *p, struct dnode **nodes, int *nn, int *cap, 
     d->path = path;
     d->plen = plen;
     i = (*nn)++;
-    sm_put(idx, path, plen, i);
+    sl_strmap_put(idx, path, plen, i);
     if (parent >= 0) {
         struct dnode *pd = &(*nodes)[parent];
         if (pd->nkids == pd->capk) {
@@ -742,7 +742,7 @@ void sl_plan_pack(struct sl_plan *p)
             free(nodes[i].smp);
         }
         free(nodes);
-        sm_free(&idx);
+        sl_strmap_free(&idx);
         return;
     }
     for (int si = 0; si < p->ns; si++) {
@@ -800,12 +800,12 @@ int sl_plan_names(struct sl_plan *p)
         if (!fmt || !(sl_plug_caps(fmt) & SL_FMT_CAP_WRITE))
             sl_buf_adds(&b, p->m->ext);
         h->name = sl_xstrndup(b.p, b.len);
-        if (sm_get(&seen, h->name, b.len) >= 0) {
+        if (sl_strmap_get(&seen, h->name, b.len) >= 0) {
             rc = sl_errf(&p->err, SL_EINVAL, "ishard: two shards would be named \"%s\" (EKM templates overlap); give "
                          "each family its own template", h->name);
             break;
         }
-        sm_put(&seen, h->name, b.len, i);
+        sl_strmap_put(&seen, h->name, b.len, i);
         if (G.role != SL_ROLE_STANDALONE) {
             sl_buf_reset(&un);
             sl_obj_uname(&un, p->dst.provider, p->dst.name, h->name, b.len);
@@ -819,7 +819,7 @@ int sl_plan_names(struct sl_plan *p)
     }
     sl_buf_free(&b);
     sl_buf_free(&un);
-    sm_free(&seen);
+    sl_strmap_free(&seen);
     for (int fi = 0; fi < p->nfam; fi++)
         sl_tmpl_free(t[fi]);
     free(t);

@@ -30,6 +30,12 @@ struct sl_strmap {
     int *v;
     size_t cap, n;
 };
+/* The map borrows its keys: k[0..kl) must stay valid and unchanged while
+ * the map holds them. A zeroed struct is an empty map. get: the value, or
+ * -1 when absent. put: insert or replace. free: the map's own arrays only. */
+int sl_strmap_get(const struct sl_strmap *m, const char *k, size_t kl);
+void sl_strmap_put(struct sl_strmap *m, const char *k, size_t kl, int v);
+void sl_strmap_free(struct sl_strmap *m);
 
 /* a listed object: name, size, and where its extension starts */
 struct sl_plan_obj {

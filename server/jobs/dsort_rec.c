@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT
+ * dsort_rec.c: see dsort_rec.h.
+ */
+#include "dsort_rec.h"
+#include "shard_plan.h"
+#include "template.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CKEY_MAX (64 * 1024)
+
+void sl_dsort_recs_free(struct sl_dsort_recs *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        struct sl_dsort_rec *x = &r->v[i];
+        for (int j = 0; j < x->nm; j++)
+            free(x->m[j].name);
+        free(x->m);
+        free(x->key);
+        free(x->ckey_s);
+    }
+    free(r->v);
+    memset(r, 0, sizeof(*r));
+}
+
+static struct sl_dsort_rec *rec_new(struct sl_dsort_recs *r, const char *key, size_t kl, int shard, int seq)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 256;
+        r->v = sl_xrealloc(r->v, r->cap * sizeof(*r->v));
+    }
+    struct sl_dsort_rec *x = &r->v[r->n++];
+    memset(x, 0, sizeof(*x));
+    x->key = sl_xstrndup(key, kl);
+    x->shard = shard;
+    x->seq = seq;
+    return x;
+}
+
+/* the content key from the member's bytes */
+static int parse_ckey(struct sl_dsort_rec *x, const struct sl_dsort_spec *s, const char *buf, size_t n,
+                      const char *shard_name, struct sl_err *err)
+{
+    char *t = sl_xstrndup(buf, n);
+    size_t l = strlen(t);
+    while (l && (t[l - 1] == '\n' || t[l - 1] == '\r' || t[l - 1] == ' ' || t[l - 1] == '\t'))
+        t[--l] = 0;
+    int rc = 0;
+    if (s->content_key_type == SL_DSORT_CKEY_STRING) {
+        x->ckey_s = t;
+        x->has_ckey = true;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double v = s->content_key_type == SL_DSORT_CKEY_INT ? (double)strtoll(t, &end, 10) : strtod(t, &end);
+    if (!l || *end || errno || !isfinite(v))
+        rc = sl_errf(err, SL_EINVAL, "dsort: %s, record %s: the content of its %s member (\"%.40s\") is not %s "
+                     "(algorithm.content_key_type)", shard_name, x->key, s->content_ext, t,
+                     s->content_key_type == SL_DSORT_CKEY_INT ? "an integer" : "a number");
+    x->ckey_n = v;
+    x->has_ckey = rc == 0;
+    free(t);
+    return rc;
+}
+
+int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const char *shard_name, int shard,
+                        const struct sl_dsort_spec *s, struct sl_dsort_recs *out, struct sl_err *err)
+{
+    struct sl_plug_reader *rd = NULL;
+    struct sl_strmap idx;
+    memset(&idx, 0, sizeof(idx));
+    size_t first = out->n;
+    char *buf = NULL;
+    int rc = sl_plug_reader_open(fmt, io, NULL, 0, &rd, err);
+    while (rc == 0) {
+        struct sl_fmt_entry e;
+        memset(&e, 0, sizeof(e));
+        int r = sl_plug_reader_next(rd, &e, err);
+        if (r == 1)
+            break;
+        if (r < 0) {
+            rc = -1;
+            break;
+        }
+        if (e.type != SL_FMT_T_REG)
+            continue;
+        struct sl_wds_split sp;
+        sl_plugin_wds_split(e.name, e.name_len, &sp);
+        size_t kl = sp.dir_len + sp.stem_len;
+        /* the map borrows the record's own key string, which stays put
+         * when out->v grows; values are indexes into out->v */
+        int ri = sl_strmap_get(&idx, e.name, kl);
+        struct sl_dsort_rec *x;
+        if (ri < 0) {
+            x = rec_new(out, e.name, kl, shard, (int)(out->n - first));
+            ri = (int)(out->n - 1);
+            sl_strmap_put(&idx, x->key, kl, ri);
+        }
+        x = &out->v[ri];
+        if (x->nm == x->capm) {
+            x->capm = x->capm ? x->capm * 2 : 4;
+            x->m = sl_xrealloc(x->m, (size_t)x->capm * sizeof(*x->m));
+        }
+        x->m[x->nm].name = sl_xstrndup(e.name, e.name_len);
+        x->m[x->nm].size = e.size > 0 ? (uint64_t)e.size : 0;
+        x->nm++;
+        x->bytes += e.size > 0 ? (uint64_t)e.size : 0;
+        bool ckey = s->alg == SL_DSORT_CONTENT && sp.ext_len && sp.ext_len + 1 == strlen(s->content_ext) &&
+                    !memcmp(e.name + sp.ext_off, s->content_ext + 1, sp.ext_len);
+        if (!ckey)
+            continue;
+        if (e.size > CKEY_MAX) {
+            rc = sl_errf(err, SL_EINVAL, "dsort: %s, record %s: its %s member is %lld bytes; a content key is at "
+                         "most %d", shard_name, x->key, s->content_ext, (long long)e.size, CKEY_MAX);
+            break;
+        }
+        if (!buf)
+            buf = sl_xmalloc(CKEY_MAX);
+        size_t got = 0;
+        int64_t n;
+        while (got < CKEY_MAX && (n = sl_plug_reader_read(rd, buf + got, CKEY_MAX - got, err)) > 0)
+            got += (size_t)n;
+        if (n < 0 || parse_ckey(x, s, buf, got, shard_name, err) < 0)
+            rc = -1;
+    }
+    if (rc == 0 && s->alg == SL_DSORT_CONTENT) {
+        for (size_t i = first; i < out->n; i++) {
+            if (!out->v[i].has_ckey) {
+                rc = sl_errf(err, SL_EINVAL, "dsort: %s, record %s has no %s member to read its key from "
+                             "(algorithm \"content\")", shard_name, out->v[i].key, s->content_ext);
+                break;
+            }
+        }
+    }
+    free(buf);
+    sl_strmap_free(&idx);
+    sl_plug_reader_close(rd);
+    return rc;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+struct cmp_ctx {
+    const struct sl_dsort_recs *r;
+    const struct sl_dsort_spec *s;
+};
+
+static int input_cmp(const void *a, const void *b, void *arg)
+{
+    const struct sl_dsort_rec *v = ((const struct cmp_ctx *)arg)->r->v;
+    const struct sl_dsort_rec *x = &v[*(const int *)a], *y = &v[*(const int *)b];
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int key_cmp(const void *a, const void *b, void *arg)
+{
+    const struct cmp_ctx *c = arg;
+    const struct sl_dsort_rec *x = &c->r->v[*(const int *)a], *y = &c->r->v[*(const int *)b];
+    int d;
+    if (c->s->alg == SL_DSORT_CONTENT && c->s->content_key_type != SL_DSORT_CKEY_STRING)
+        d = x->ckey_n < y->ckey_n ? -1 : x->ckey_n > y->ckey_n;
+    else if (c->s->alg == SL_DSORT_CONTENT)
+        d = strcmp(x->ckey_s, y->ckey_s);
+    else
+        d = strcmp(x->key, y->key);
+    if (c->s->decreasing)
+        d = -d;
+    return d ? d : input_cmp(a, b, arg); /* ties keep the input order: stable on any cluster */
+}
+
+int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s, int **order, struct sl_err *err)
+{
+    int *o = sl_xmalloc((r->n ? r->n : 1) * sizeof(int));
+    for (size_t i = 0; i < r->n; i++)
+        o[i] = (int)i;
+    struct cmp_ctx c = { r, s };
+    switch (s->alg) {
+    case SL_DSORT_NONE:
+        qsort_r(o, r->n, sizeof(int), input_cmp, &c);
+        break;
+    case SL_DSORT_SHUFFLE: {
+        qsort_r(o, r->n, sizeof(int), input_cmp, &c);
+        uint64_t st = s->seed;
+        for (size_t i = r->n; i > 1; i--) {
+            size_t j = (size_t)(splitmix(&st) % i);
+            int t = o[i - 1];
+            o[i - 1] = o[j];
+            o[j] = t;
+        }
+        break;
+    }
+    case SL_DSORT_ALPHANUMERIC:
+    case SL_DSORT_MD5: /* AIStore's md5 is effectively name order (spec §7) */
+    case SL_DSORT_CONTENT:
+        qsort_r(o, r->n, sizeof(int), key_cmp, &c);
+        break;
+    default:
+        free(o);
+        return sl_errf(err, SL_EUNSUPP, "dsort: algorithm \"lua\" orders records on the targets that hold them; "
+                       "it is not part of this step");
+    }
+    *order = o;
+    return 0;
+}
+
+int sl_dsort_pack(const struct sl_dsort_recs *r, const int *order, const struct sl_dsort_spec *s,
+                  struct sl_dsort_out **out, size_t *nout, struct sl_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    struct sl_tmpl *t;
+    if (!s->out_format)
+        return sl_errf(err, SL_EINVAL, "dsort: no output_format to name the shards");
+    if (sl_tmpl_parse(s->out_format, &t, err) < 0)
+        return -1;
+    uint64_t names = sl_tmpl_count(t);
+    uint64_t limit = s->shard_size;
+    if (!limit) { /* spread evenly over the names */
+        uint64_t total = 0;
+        for (size_t i = 0; i < r->n; i++)
+            total += r->v[i].bytes;
+        limit = names && names != UINT64_MAX ? (total + names - 1) / names : total;
+        if (!limit)
+            limit = 1;
+    }
+    struct sl_dsort_out *o = NULL;
+    size_t n = 0, cap = 0;
+    struct sl_buf b;
+    sl_buf_init(&b);
+    int rc = 0;
+    for (size_t i = 0; i < r->n && rc == 0;) {
+        if (n == names) {
+            rc = sl_errf(err, SL_EINVAL, "dsort: output_format \"%s\" yields %llu names, fewer than the shards "
+                         "this output needs; widen its range or raise output_shard_size", s->out_format,
+                         (unsigned long long)names);
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            o = sl_xrealloc(o, cap * sizeof(*o));
+        }
+        struct sl_dsort_out *h = &o[n++];
+        memset(h, 0, sizeof(*h));
+        h->first = i;
+        while (i < r->n && h->bytes < limit)
+            h->bytes += r->v[order[i++]].bytes;
+        h->count = i - h->first;
+        sl_buf_reset(&b);
+        sl_tmpl_at(t, n - 1, &b);
+        if (!sl_has_suffix(b.p, s->out_ext))
+            sl_buf_adds(&b, s->out_ext);
+        h->name = sl_xstrdup(b.p);
+    }
+    sl_buf_free(&b);
+    sl_tmpl_free(t);
+    if (rc < 0) {
+        sl_dsort_outs_free(o, n);
+        return -1;
+    }
+    *out = o;
+    *nout = n;
+    return 0;
+}
+
+void sl_dsort_outs_free(struct sl_dsort_out *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(o[i].name);
+    free(o);
+}
