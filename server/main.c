@@ -244,9 +244,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &ss, NULL);
 
     if (sl_node_init(c, role, &err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
-        return 1;
+        goto fail;
     }
     sl_log_set_node(G.name);
     snprintf(G.bind_addr, sizeof(G.bind_addr), "%s", bind ? bind : "");
@@ -278,21 +276,15 @@ int main(int argc, char **argv)
             sl_role_name(role), G.id, c->port, c->nfspaths, (long long)c->config_version);
 
     if (sl_is_target() && sl_store_init(c, G.id, &err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
-        return 1;
+        goto fail;
     }
     sl_bmd_listen(sl_tgt_bmd_changed);
     if (sl_arch_init(sl_conf->plugins_dir, &err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
-        return 1;
+        goto fail;
     }
 
     if (sl_start_cluster(&err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
-        return 1;
+        goto fail;
     }
     if (sl_is_target())
         sl_store_fsck(sl_conf->fsck);
@@ -308,22 +300,16 @@ int main(int argc, char **argv)
             workers = 8;
     }
     if (sl_bg_start(sl_conf->etl_workers, &err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
-        return 1;
+        goto fail;
     }
     sl_modules_install(sl_modules);
     if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s,
                       (size_t)sl_conf->http_max_header, &err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
-        return 1;
+        goto fail;
     }
     if (sl_start_after_http(&err) < 0) {
-        sl_loge("%s", err.msg);
-        fprintf(stderr, "shaled: %s\n", err.msg);
         sl_http_stop();
-        return 1;
+        goto fail;
     }
     G.ready = true;
     sl_logi("%s ready: %s (%d HTTP workers)", G.name, G.self.url, workers);
@@ -357,4 +343,11 @@ int main(int argc, char **argv)
     sl_bmd_install(NULL);
     sl_config_free_all();
     return 0;
+
+fail:
+    sl_loge("%s", err.msg);
+    fprintf(stderr, "shaled: %s\n", err.msg);
+    sl_log_close();
+    free(logpath);
+    return 1;
 }
