@@ -7,6 +7,7 @@
  */
 #include "modules.h"
 #include "arch_job.h"
+#include "dsort.h"
 #include "etl.h"
 #include "ishard.h"
 #include "tcb.h"
@@ -16,5 +17,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_ishard_module,
     &sl_tcb_module,
     &sl_arch_job_module,
+    &sl_dsort_module,
     NULL,
 };

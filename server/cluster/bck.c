@@ -3,6 +3,9 @@
  */
 #include "cluster.h"
 #include "node.h"
+#include "peer.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -45,4 +48,35 @@ int sl_bck_resolve(const char *name, const char *provider, const char *ns, struc
     sl_bck_copy(dst, k);
     sl_bmd_put(b);
     return 0;
+}
+
+static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
+{
+    const char *name = arg;
+    if (sl_bmd_find(b, "ais", name))
+        return 0;
+    return sl_bmd_add(b, "ais", name, NULL, err) ? 0 : -1;
+}
+
+int sl_cluster_bck_create(const char *name, struct sl_err *err)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return sl_bmd_modify(edit_create, (void *)name, err);
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *pr = sl_smap_primary(s);
+    int rc = 0;
+    if (!pr) {
+        rc = sl_errf(err, SL_EUNAVAIL, "no primary proxy to create ais://%s", name);
+    } else {
+        char *url = sl_xasprintf("%s/v1/buckets/%s?provider=ais", pr->ctrl_url, name);
+        struct sl_peer_resp r;
+        int prc = sl_peer_json("POST", url, json_pack("{s:s}", "action", "create-bck"), 0, &r);
+        if (prc < 0 || (r.status != 200 && r.status != 409))
+            rc = sl_errf(err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)r.status),
+                         "creating the destination ais://%s: %s", name, r.err);
+        sl_peer_resp_free(&r);
+        free(url);
+    }
+    sl_smap_put(s);
+    return rc;
 }

@@ -26,6 +26,9 @@
  * backend (the seam where backends plug in). A target that does not know a
  * bucket yet asks the primary for the BMD once before the 404. */
 int sl_bck_resolve(const char *name, const char *provider, const char *ns, struct sl_bck *dst, struct sl_err *err);
+/* Create ais://name if it does not exist (through the primary; here when
+ * standalone), as a job does for its destination. 0, or -1 with err. */
+int sl_cluster_bck_create(const char *name, struct sl_err *err);
 
 /* ---- one request to each target (fanout.c) ----
  * sl_tfan_init takes the current Smap and prepares one request to each

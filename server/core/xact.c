@@ -117,6 +117,31 @@ struct sl_job *sl_job_get(const char *id)
     return found;
 }
 
+int sl_job_remove(const char *id)
+{
+    int n = 0;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < njobs; i++)
+        if (!strcmp(jobs[i]->id, id) && !jobs[i]->end_ns) {
+            pthread_mutex_unlock(&mu);
+            return -1;
+        }
+    for (int i = 0; i < njobs;) {
+        if (strcmp(jobs[i]->id, id)) {
+            i++;
+            continue;
+        }
+        struct sl_job *o = jobs[i];
+        memmove(&jobs[i], &jobs[i + 1], (size_t)(njobs - i - 1) * sizeof(*jobs));
+        njobs--;
+        n++;
+        if (--o->refs == 0)
+            job_free(o);
+    }
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
 static bool match(const struct sl_job *j, const char *id, const char *kind)
 {
     if (id && *id && strcmp(j->id, id))

@@ -37,6 +37,10 @@ void sl_job_fail(struct sl_job *j, const char *err);
 void sl_job_put(struct sl_job *j);
 /* new reference (sl_job_put) or NULL */
 struct sl_job *sl_job_get(const char *id);
+/* Forget the ended jobs with this id (their status can no longer be
+ * queried): how many were removed, or -1 (nothing removed) when one is
+ * still running. */
+int sl_job_remove(const char *id);
 /* Request abort of matching jobs; returns how many were running. */
 int sl_job_abort(const char *id, const char *kind);
 /* Counter helpers (atomic) */

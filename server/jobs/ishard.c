@@ -326,38 +326,6 @@ struct coord {
     struct sl_job *job;
 };
 
-static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
-{
-    const char *name = arg;
-    if (sl_bmd_find(b, "ais", name))
-        return 0;
-    return sl_bmd_add(b, "ais", name, NULL, err) ? 0 : -1;
-}
-
-/* Create the destination through the primary (or here, standalone). */
-static int create_dst(const char *name, struct sl_err *err)
-{
-    if (G.role == SL_ROLE_STANDALONE)
-        return sl_bmd_modify(edit_create, (void *)name, err);
-    struct sl_smap *s = sl_smap_get();
-    const struct sl_snode *pr = sl_smap_primary(s);
-    int rc = 0;
-    if (!pr) {
-        rc = sl_errf(err, SL_EUNAVAIL, "ishard: no primary proxy to create ais://%s", name);
-    } else {
-        char *url = sl_xasprintf("%s/v1/buckets/%s?provider=ais", pr->ctrl_url, name);
-        struct sl_peer_resp r;
-        int prc = sl_peer_json("POST", url, json_pack("{s:s}", "action", "create-bck"), 0, &r);
-        if (prc < 0 || (r.status != 200 && r.status != 409))
-            rc = sl_errf(err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)r.status),
-                         "ishard: creating the destination ais://%s: %s", name, r.err);
-        sl_peer_resp_free(&r);
-        free(url);
-    }
-    sl_smap_put(s);
-    return rc;
-}
-
 /* Send every owner its shards; the coordinator's own share is returned. */
 static int dispatch(struct sl_plan *p, json_t **mine, struct sl_err *err)
 {
@@ -468,7 +436,7 @@ static void *coord_main(void *arg)
         json_t *mine = NULL;
         struct sl_err err = { 0 };
         char failed[1024] = "";
-        if (need_create && create_dst(c->m.dst, &err) < 0) {
+        if (need_create && sl_cluster_bck_create(c->m.dst, &err) < 0) {
             snprintf(failed, sizeof(failed), "%s", err.msg);
             mine = json_array();
         } else if (dispatch(&p, &mine, &err) < 0) {

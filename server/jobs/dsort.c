@@ -1,0 +1,1584 @@
+/* SPDX-License-Identifier: MIT
+ * dsort.c: distributed shuffle and re-shard (see dsort.h, docs/dsort.md).
+ *
+ *   gateway      POST /v1/sort (RequestSpec) -> checks, picks the
+ *                coordinator by HRW of the job id, answers "srt-..."
+ *   coordinator  POST /v1/internal/dsort/start: input names -> every holder
+ *                extracts the records of its shards -> order -> pack ->
+ *                names -> each output owner gets its shards (or, dry run,
+ *                the layout is the report)
+ *   holders      POST /v1/internal/dsort/extract: records of local shards;
+ *                POST /v1/internal/dsort/pull: the members of some records
+ *                of one shard, as one tar, read in one sequential pass
+ *   owners       POST /v1/internal/dsort/build: pull, write, commit
+ *
+ * A record (every member of one input shard that shares a WebDataset key)
+ * is never split and keeps its members' order. The order is computed in one
+ * place from the records sorted by (input shard, position), so the same
+ * spec and seed give the same output on any number of targets.
+ */
+#include "dsort.h"
+#include "arch.h"
+#include "cluster.h"
+#include "dsort_rec.h"
+#include "dsort_spec.h"
+#include "jsonx.h"
+#include "log.h"
+#include "lso.h"
+#include "node.h"
+#include "peer.h"
+#include "plug.h"
+#include "shard.h"
+#include "shard_plan.h"
+#include "store.h"
+#include "template.h"
+#include "xact.h"
+
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BUILD_WORKERS 2
+#define MAX_WARN 100
+#define INTERNAL_BODY_MAX (1024 * SL_MIB)
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static const struct sl_plug *tar_fmt(void)
+{
+    return sl_arch_format_by_name("x.tar", 5);
+}
+
+static int64_t peer_timeout_ms(void)
+{
+    return sl_conf->send_file_time_ns / 1000000 * 4;
+}
+
+static void phase_set(struct sl_job *j, const char *phase, const char *field, json_t *v)
+{
+    json_t *ext = j->ext ? json_deep_copy(j->ext) : json_object();
+    json_t *p = json_object_get(ext, phase);
+    if (!p) {
+        p = json_object();
+        json_object_set_new(ext, phase, p);
+    }
+    json_object_set_new(p, field, v);
+    sl_job_set_ext(j, ext);
+}
+
+static void job_warn(struct sl_job *j, json_t *warnings, const char *fmt, ...) SL_PRINTF(3, 4);
+static void job_warn(struct sl_job *j, json_t *warnings, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    sl_logw("dsort %s: %s", j->id, buf);
+    if (json_array_size(warnings) < MAX_WARN)
+        json_array_append_new(warnings, json_string(buf));
+}
+
+/* the target that holds object name of bucket b */
+static const struct sl_snode *owner_of(const struct sl_smap *s, const char *b, const char *name)
+{
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, "ais", b, name, strlen(name));
+    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
+    sl_buf_free(&un);
+    return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* holders: extraction and pulls                                      */
+/* ------------------------------------------------------------------ */
+
+static int open_shard(const struct sl_bck *b, const char *name, int *fd, struct sl_err *err)
+{
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, strlen(name), fd, &md, NULL, err) < 0)
+        return -1;
+    sl_objmd_free(&md);
+    return 0;
+}
+
+static json_t *recs_json(const struct sl_dsort_recs *r, size_t from)
+{
+    json_t *a = json_array();
+    for (size_t i = from; i < r->n; i++) {
+        const struct sl_dsort_rec *x = &r->v[i];
+        json_t *m = json_array();
+        for (int j = 0; j < x->nm; j++)
+            json_array_append_new(m, json_pack("[s,I]", x->m[j].name, (json_int_t)x->m[j].size));
+        json_t *ck = !x->has_ckey ? json_null() : x->ckey_s ? json_string(x->ckey_s) : json_real(x->ckey_n);
+        json_array_append_new(a, json_pack("[i,i,s,I,o,o]", x->shard, x->seq, x->key, (json_int_t)x->bytes, m, ck));
+    }
+    return a;
+}
+
+/* POST /v1/internal/dsort/extract {"spec","shards":[[i,name],...]} ->
+ * {"recs":[...],"missing":[names],"bytes":N} */
+static void extract_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    struct sl_dsort_spec s;
+    struct sl_dsort_recs recs = { 0 };
+    struct sl_bck b;
+    bool have_b = false;
+    json_t *missing = json_array();
+    uint64_t bytes = 0;
+    json_t *j = sl_req_body_json(r, &err);
+    if (!json_is_object(j) || sl_dsort_spec_parse(json_object_get(j, "spec"), &s, &err) < 0)
+        goto out;
+    if (sl_bck_resolve(s.in_bck, "ais", NULL, &b, &err) < 0)
+        goto out;
+    have_b = true;
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(j, "shards"), i, x) {
+        int idx = (int)json_integer_value(json_array_get(x, 0));
+        const char *name = json_string_value(json_array_get(x, 1));
+        int fd = -1;
+        if (!name || open_shard(&b, name, &fd, &err) < 0) {
+            if (err.code == SL_ENOOBJ) {
+                json_array_append_new(missing, json_string(name ? name : ""));
+                err.msg[0] = 0;
+                err.code = 0;
+                continue;
+            }
+            goto out;
+        }
+        const struct sl_plug *fmt = sl_arch_format_by_name(name, strlen(name));
+        char cn[400];
+        snprintf(cn, sizeof(cn), "ais://%s/%s", b.name, name);
+        struct sl_plug_fdio io;
+        sl_plug_fdio_init(&io, fd, 0, cn);
+        int rc = fmt ? sl_dsort_read_shard(fmt, &io.io, cn, idx, &s, &recs, &err)
+                     : sl_errf(&err, SL_EINVAL, "dsort: %s: no shard format for its name (supported: %s)", cn,
+                               sl_arch_supported());
+        struct stat st;
+        if (rc == 0 && fstat(fd, &st) == 0)
+            bytes += (uint64_t)st.st_size;
+        close(fd);
+        if (rc < 0)
+            goto out;
+    }
+out:
+    if (err.msg[0] || !json_is_object(j)) {
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "dsort extract: bad body");
+        sl_resp_err(r, &err);
+    } else {
+        sl_resp_json_new(r, 200, json_pack("{s:o,s:O,s:I}", "recs", recs_json(&recs, 0), "missing", missing,
+                                           "bytes", (json_int_t)bytes));
+    }
+    json_decref(missing);
+    sl_dsort_recs_free(&recs);
+    if (have_b)
+        sl_bck_release(&b);
+    if (json_is_object(j))
+        sl_dsort_spec_free(&s);
+    json_decref(j);
+}
+
+struct pulled {
+    char *name;
+    char *data;
+    size_t len;
+    int64_t mtime;
+    uint32_t mode;
+};
+
+/* a member with its original time and mode, so that the same input gives
+ * the same bytes */
+static int add_member(struct sl_plug_writer *w, const char *name, size_t nlen, int64_t mtime, uint32_t mode,
+                      const void *data, size_t len, struct sl_err *err)
+{
+    if (sl_plug_writer_add(w, name, nlen, (int64_t)len, mtime, mode, err) < 0 ||
+        (len && sl_plug_writer_write(w, data, len, err) < 0))
+        return -1;
+    return 0;
+}
+
+/* The members of the records keys[0..n) of shard name (a local object of
+ * b), as a tar in keys' order (members in shard order). */
+static int pull_local(const struct sl_bck *b, const char *name, const char *const *keys, size_t n, struct sl_buf *tar,
+                      struct sl_err *err)
+{
+    int fd = -1, rc = 0;
+    struct sl_plug_reader *rd = NULL;
+    struct sl_plug_writer *w = NULL;
+    struct sl_strmap want;
+    memset(&want, 0, sizeof(want));
+    struct pulled **got = sl_xcalloc(n + 1, sizeof(*got));
+    int *ngot = sl_xcalloc(n + 1, sizeof(int));
+    for (size_t i = 0; i < n; i++)
+        sl_strmap_put(&want, keys[i], strlen(keys[i]), (int)i);
+    char cn[400];
+    snprintf(cn, sizeof(cn), "ais://%s/%s", b->name, name);
+    const struct sl_plug *fmt = sl_arch_format_by_name(name, strlen(name));
+    if (!fmt) {
+        rc = sl_errf(err, SL_EINVAL, "dsort: %s: no shard format for its name", cn);
+        goto out;
+    }
+    if (open_shard(b, name, &fd, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    struct sl_plug_fdio io;
+    sl_plug_fdio_init(&io, fd, 0, cn);
+    if (sl_plug_reader_open(fmt, &io.io, NULL, 0, &rd, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    for (;;) {
+        struct sl_fmt_entry e;
+        memset(&e, 0, sizeof(e));
+        int nr = sl_plug_reader_next(rd, &e, err);
+        if (nr == 1)
+            break;
+        if (nr < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (e.type != SL_FMT_T_REG)
+            continue;
+        struct sl_wds_split sp;
+        sl_plugin_wds_split(e.name, e.name_len, &sp);
+        int k = sl_strmap_get(&want, e.name, sp.dir_len + sp.stem_len);
+        if (k < 0)
+            continue;
+        struct sl_buf data;
+        sl_buf_init(&data);
+        char chunk[65536];
+        int64_t m;
+        while ((m = sl_plug_reader_read(rd, chunk, sizeof(chunk), err)) > 0)
+            sl_buf_add(&data, chunk, (size_t)m);
+        if (m < 0) {
+            sl_buf_free(&data);
+            rc = -1;
+            goto out;
+        }
+        got[k] = sl_xrealloc(got[k], (size_t)(ngot[k] + 1) * sizeof(**got));
+        got[k][ngot[k]].name = sl_xstrndup(e.name, e.name_len);
+        got[k][ngot[k]].len = data.len;
+        got[k][ngot[k]].mtime = e.mtime;
+        got[k][ngot[k]].mode = e.mode;
+        got[k][ngot[k]].data = sl_buf_steal(&data);
+        ngot[k]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!ngot[i]) {
+            rc = sl_errf(err, SL_ENOENT, "dsort: %s no longer holds record %s (the shard changed during the job)",
+                         cn, keys[i]);
+            goto out;
+        }
+    struct sl_plug_memio mio;
+    sl_plug_memio_init(&mio, NULL, 0, tar, "dsort pull");
+    if (sl_plug_writer_open(tar_fmt(), &mio.io, 0, &w, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        for (int k = 0; k < ngot[i] && rc == 0; k++)
+            rc = add_member(w, got[i][k].name, strlen(got[i][k].name), got[i][k].mtime, got[i][k].mode,
+                            got[i][k].data, got[i][k].len, err);
+    if (rc == 0)
+        rc = sl_plug_writer_finish(w, err);
+out:
+    sl_plug_writer_close(w);
+    sl_plug_reader_close(rd);
+    if (fd >= 0)
+        close(fd);
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < ngot[i]; k++) {
+            free(got[i][k].name);
+            free(got[i][k].data);
+        }
+        free(got[i]);
+    }
+    free(got);
+    free(ngot);
+    sl_strmap_free(&want);
+    return rc;
+}
+
+static const char **keys_of(const json_t *a, size_t *n)
+{
+    *n = json_array_size(a);
+    const char **k = sl_xcalloc(*n + 1, sizeof(*k));
+    for (size_t i = 0; i < *n; i++)
+        k[i] = json_string_value(json_array_get(a, i)) ? json_string_value(json_array_get(a, i)) : "";
+    return k;
+}
+
+/* POST /v1/internal/dsort/pull {"bck","shard","keys":[...]} -> tar */
+static void pull_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    struct sl_bck b;
+    if (!json_is_object(j) || sl_bck_resolve(sl_json_str(j, "bck", ""), "ais", NULL, &b, &err) < 0) {
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "dsort pull: bad body");
+        json_decref(j);
+        sl_resp_err(r, &err);
+        return;
+    }
+    size_t n;
+    const char **keys = keys_of(json_object_get(j, "keys"), &n);
+    struct sl_buf tar;
+    sl_buf_init(&tar);
+    if (pull_local(&b, sl_json_str(j, "shard", ""), keys, n, &tar, &err) < 0) {
+        sl_buf_free(&tar);
+        sl_resp_err(r, &err);
+    } else {
+        size_t len = tar.len;
+        sl_resp_bytes_owned(r, 200, "application/x-tar", sl_buf_steal(&tar), len);
+    }
+    free(keys);
+    sl_bck_release(&b);
+    json_decref(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* owners: building output shards                                     */
+/* ------------------------------------------------------------------ */
+
+struct bout {
+    char *name;
+    json_t *recs;               /* [[shard, key], ...] in output order */
+};
+
+struct builder {
+    struct sl_job *job;
+    struct sl_bck src, dst;
+    struct bout *o;
+    int n, next;
+    char **done;
+    int ndone;
+    pthread_mutex_t mu;
+    char err[1024];
+};
+
+static void builder_free(struct builder *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        free(b->o[i].name);
+        json_decref(b->o[i].recs);
+    }
+    free(b->o);
+    sl_strv_free(b->done, (size_t)b->ndone);
+    sl_bck_release(&b->src);
+    sl_bck_release(&b->dst);
+    pthread_mutex_destroy(&b->mu);
+    sl_job_put(b->job);
+    free(b);
+}
+
+static int64_t put_write(void *ctx, const void *buf, size_t n)
+{
+    void **c = ctx;
+    return sl_put_write(c[0], buf, n, c[1]) < 0 ? -1 : (int64_t)n;
+}
+
+/* the records of one input shard that one output shard needs */
+struct need {
+    const char *shard;
+    const char **keys;
+    size_t n, cap;
+    struct sl_buf tar;          /* pulled */
+};
+
+static int pull(struct builder *b, struct need *nd, const struct sl_smap *sm, struct sl_err *err)
+{
+    const struct sl_snode *h = owner_of(sm, b->src.name, nd->shard);
+    if (!h || !strcmp(h->id, G.id) || G.role == SL_ROLE_STANDALONE)
+        return pull_local(&b->src, nd->shard, nd->keys, nd->n, &nd->tar, err);
+    json_t *keys = json_array();
+    for (size_t i = 0; i < nd->n; i++)
+        json_array_append_new(keys, json_string(nd->keys[i]));
+    char *url = sl_xasprintf("%s/v1/internal/dsort/pull", h->data_url);
+    struct sl_peer_resp pr;
+    int rc = sl_peer_json("POST", url, json_pack("{s:s,s:s,s:o}", "bck", b->src.name, "shard", nd->shard, "keys", keys),
+                          peer_timeout_ms(), &pr);
+    free(url);
+    if (rc < 0 || pr.status != 200) {
+        rc = sl_errf(err, rc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
+                     "dsort: pulling records of %s from t[%s]: %s", nd->shard, h->id, pr.err);
+    } else {
+        sl_buf_add(&nd->tar, pr.body.p ? pr.body.p : "", pr.body.len);
+        sl_job_add(&b->job->in_objs, 1);
+        sl_job_add(&b->job->in_bytes, pr.body.len);
+    }
+    sl_peer_resp_free(&pr);
+    return rc;
+}
+
+static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm, struct sl_err *err)
+{
+    size_t nr = json_array_size(o->recs);
+    struct need *nd = NULL;
+    size_t nn = 0;
+    struct sl_strmap idx;
+    memset(&idx, 0, sizeof(idx));
+    int *which = sl_xcalloc(nr + 1, sizeof(int));
+    int rc = 0;
+    struct sl_put *put = NULL;
+    struct sl_plug_writer *w = NULL;
+    struct sl_plug_reader **rds = NULL;
+    for (size_t i = 0; i < nr; i++) {
+        json_t *x = json_array_get(o->recs, i);
+        const char *sh = json_string_value(json_array_get(x, 0));
+        const char *key = json_string_value(json_array_get(x, 1));
+        if (!sh || !key) {
+            rc = sl_errf(err, SL_EINVAL, "dsort: bad record list for %s", o->name);
+            goto out;
+        }
+        int k = sl_strmap_get(&idx, sh, strlen(sh));
+        if (k < 0) {
+            nd = sl_xrealloc(nd, (nn + 1) * sizeof(*nd));
+            memset(&nd[nn], 0, sizeof(*nd));
+            nd[nn].shard = sh;
+            sl_buf_init(&nd[nn].tar);
+            k = (int)nn++;
+            sl_strmap_put(&idx, sh, strlen(sh), k);
+        }
+        struct need *d = &nd[k];
+        if (d->n == d->cap) {
+            d->cap = d->cap ? d->cap * 2 : 16;
+            d->keys = sl_xrealloc(d->keys, d->cap * sizeof(*d->keys));
+        }
+        d->keys[d->n++] = key;
+        which[i] = k;
+    }
+    for (size_t k = 0; k < nn && rc == 0; k++) {
+        if (sl_job_aborting(b->job))
+            rc = sl_errf(err, SL_EINVAL, "aborted");
+        else
+            rc = pull(b, &nd[k], sm, err);
+    }
+    if (rc < 0)
+        goto out;
+    /* every pulled tar holds its records in the order this shard needs
+     * them: walk the output order, taking the next record from its tar */
+    rds = sl_xcalloc(nn + 1, sizeof(*rds));
+    struct sl_plug_memio *mio = sl_xcalloc(nn + 1, sizeof(*mio));
+    for (size_t k = 0; k < nn && rc == 0; k++) {
+        sl_plug_memio_init(&mio[k], nd[k].tar.p, nd[k].tar.len, NULL, nd[k].shard);
+        rc = sl_plug_reader_open(tar_fmt(), &mio[k].io, NULL, 0, &rds[k], err);
+    }
+    const struct sl_plug *ofmt = sl_arch_format_by_name(o->name, strlen(o->name));
+    if (rc == 0 && !ofmt)
+        rc = sl_errf(err, SL_EINVAL, "dsort: no format writes %s", o->name);
+    struct sl_put_opts po = { .client_cktype = -1, .expect_size = -1 };
+    if (rc == 0)
+        rc = sl_put_begin(&b->dst, o->name, strlen(o->name), &po, &put, err);
+    void *ctx[2] = { put, err };
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), &b->dst, o->name, strlen(o->name));
+    struct sl_io io = { SL_ABI_INIT(struct sl_io), .ctx = ctx, .write = put_write, .name = cn };
+    if (rc == 0)
+        rc = sl_plug_writer_open(ofmt, &io, 0, &w, err);
+    /* the next member of each tar, read ahead by one */
+    struct sl_fmt_entry *cur = sl_xcalloc(nn + 1, sizeof(*cur));
+    int *state = sl_xcalloc(nn + 1, sizeof(int)); /* 0: need next, 1: have cur, 2: end */
+    struct sl_buf data;
+    sl_buf_init(&data);
+    for (size_t i = 0; i < nr && rc == 0; i++) {
+        int k = which[i];
+        const char *key = json_string_value(json_array_get(json_array_get(o->recs, i), 1));
+        size_t kl = strlen(key);
+        int members = 0;
+        for (;;) {
+            if (state[k] == 0) {
+                memset(&cur[k], 0, sizeof(cur[k]));
+                int r2 = sl_plug_reader_next(rds[k], &cur[k], err);
+                if (r2 < 0) {
+                    rc = -1;
+                    break;
+                }
+                state[k] = r2 == 1 ? 2 : 1;
+            }
+            if (state[k] == 2)
+                break;
+            struct sl_wds_split sp;
+            sl_plugin_wds_split(cur[k].name, cur[k].name_len, &sp);
+            if (sp.dir_len + sp.stem_len != kl || memcmp(cur[k].name, key, kl))
+                break; /* the next record's first member */
+            sl_buf_reset(&data);
+            char chunk[65536];
+            int64_t m;
+            while ((m = sl_plug_reader_read(rds[k], chunk, sizeof(chunk), err)) > 0)
+                sl_buf_add(&data, chunk, (size_t)m);
+            if (m < 0) {
+                rc = -1;
+                break;
+            }
+            rc = add_member(w, cur[k].name, cur[k].name_len, cur[k].mtime, cur[k].mode, data.p ? data.p : "",
+                            data.len, err);
+            sl_job_add(&b->job->loc_objs, 1);
+            sl_job_add(&b->job->loc_bytes, data.len);
+            state[k] = 0;
+            members++;
+            if (rc < 0)
+                break;
+        }
+        if (rc == 0 && !members)
+            rc = sl_errf(err, SL_EIO, "dsort: record %s of %s did not arrive", key, nd[k].shard);
+    }
+    sl_buf_free(&data);
+    free(cur);
+    free(state);
+    if (rc == 0)
+        rc = sl_plug_writer_finish(w, err);
+    for (size_t k = 0; k < nn; k++)
+        sl_plug_reader_close(rds[k]);
+    free(mio);
+    sl_plug_writer_close(w);
+    w = NULL;
+    if (rc == 0) {
+        uint64_t sz = sl_put_size(put);
+        struct sl_put *p = put;
+        put = NULL;
+        rc = sl_put_commit(p, NULL, err);
+        if (rc == 0) {
+            sl_arch_after_put(&b->dst, o->name, strlen(o->name));
+            sl_job_add(&b->job->out_objs, 1);
+            sl_job_add(&b->job->out_bytes, sz);
+            pthread_mutex_lock(&b->mu);
+            b->done = sl_xrealloc(b->done, (size_t)(b->ndone + 1) * sizeof(char *));
+            b->done[b->ndone++] = sl_xstrdup(o->name);
+            pthread_mutex_unlock(&b->mu);
+        }
+    }
+out:
+    sl_plug_writer_close(w);
+    sl_put_abort(put);
+    free(rds);
+    for (size_t k = 0; k < nn; k++) {
+        free(nd[k].keys);
+        sl_buf_free(&nd[k].tar);
+    }
+    free(nd);
+    free(which);
+    sl_strmap_free(&idx);
+    return rc;
+}
+
+/* Remove what this target's ended run of job id created (the job was
+ * aborted or failed somewhere else after this target had finished); a run
+ * still going is asked to abort and removes its own output. */
+static int cleanup_local(const char *id)
+{
+    sl_job_abort(id, NULL);
+    struct sl_job *j = sl_job_get(id);
+    if (!j)
+        return 0;
+    int n = 0;
+    json_t *ext = j->end_ns && j->ext ? json_deep_copy(j->ext) : NULL;
+    json_t *created = json_object_get(json_object_get(ext, "creation"), "created");
+    struct sl_bck dst;
+    struct sl_err err = { 0 };
+    if (json_array_size(created) && sl_bck_resolve(j->dst_bck, "ais", NULL, &dst, &err) == 0) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(created, i, x) {
+            struct sl_err e2 = { 0 };
+            if (sl_obj_delete(&dst, json_string_value(x), json_string_length(x), &e2) == 0)
+                n++;
+        }
+        sl_bck_release(&dst);
+        sl_logi("dsort %s: the job was aborted elsewhere; removed the %d shard(s) this target had created", id, n);
+    }
+    if (ext) {
+        json_object_set_new(json_object_get(ext, "creation"), "created", json_array());
+        json_object_set_new(ext, "cleaned", json_true());
+        sl_job_set_ext(j, ext);
+    }
+    sl_job_put(j);
+    return n;
+}
+
+/* Abort job id on every target and remove every output shard it created,
+ * also on targets that had already finished: an aborted or failed dsort
+ * leaves no partial output. Call off the HTTP threads. */
+static void abort_everywhere(const char *id)
+{
+    cleanup_local(id);
+    if (G.role == SL_ROLE_STANDALONE)
+        return;
+    char *q = sl_url_encode_query(id);
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_OFFLINE | SL_TF_SKIP_SELF, "POST", "/v1/internal/dsort/cleanup?uuid=%s", q);
+    free(q);
+    sl_tfan_run(&t, peer_timeout_ms());
+    sl_tfan_free(&t);
+}
+
+static void cleanup_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    const char *id = sl_req_query(r, "uuid");
+    int n = id && *id ? cleanup_local(id) : 0;
+    sl_resp_json_new(r, 200, json_pack("{s:i}", "removed", n));
+}
+
+static void *build_worker(void *arg)
+{
+    struct builder *b = arg;
+    struct sl_smap *sm = sl_smap_get();
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        int i = b->err[0] || sl_job_aborting(b->job) ? b->n : b->next++;
+        pthread_mutex_unlock(&b->mu);
+        if (i >= b->n)
+            break;
+        struct sl_err err = { 0 };
+        if (build_one(b, &b->o[i], sm, &err) < 0) {
+            pthread_mutex_lock(&b->mu);
+            bool first = !b->err[0] && strcmp(err.msg, "aborted");
+            if (first)
+                snprintf(b->err, sizeof(b->err), "dsort: output shard %.200s: %.800s", b->o[i].name, err.msg);
+            pthread_mutex_unlock(&b->mu);
+            if (first)
+                abort_everywhere(b->job->id);
+            break;
+        }
+    }
+    sl_smap_put(sm);
+    return NULL;
+}
+
+static void build_run(struct builder *b)
+{
+    phase_set(b->job, "creation", "started_ns", json_integer(sl_now_ns()));
+    phase_set(b->job, "creation", "to_create", json_integer(b->n));
+    pthread_t th[BUILD_WORKERS];
+    int n = 0;
+    for (int i = 0; i < BUILD_WORKERS && i < b->n; i++)
+        if (pthread_create(&th[n], NULL, build_worker, b) == 0)
+            n++;
+    if (!n && b->n)
+        snprintf(b->err, sizeof(b->err), "dsort: cannot start worker threads");
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    bool failed = b->err[0] || sl_job_aborting(b->job);
+    if (failed) {
+        for (int i = 0; i < b->ndone; i++) {
+            struct sl_err e2 = { 0 };
+            sl_obj_delete(&b->dst, b->done[i], strlen(b->done[i]), &e2);
+        }
+        if (b->ndone)
+            sl_logi("dsort %s: removed the %d shard(s) this target had written", b->job->id, b->ndone);
+    }
+    json_t *created = json_array();
+    for (int i = 0; !failed && i < b->ndone; i++)
+        json_array_append_new(created, json_string(b->done[i]));
+    phase_set(b->job, "creation", "created", created);
+    phase_set(b->job, "creation", "end_ns", json_integer(sl_now_ns()));
+    const char *msg = b->err[0] ? b->err : sl_job_aborting(b->job) ? "aborted" : NULL;
+    sl_logi("dsort %s: %s (%d shard(s), %llu bytes)", b->job->id, msg ? msg : "shards created",
+            failed ? 0 : b->ndone, (unsigned long long)b->job->out_bytes);
+    if (b->err[0])
+        sl_job_fail(b->job, b->err);
+    else
+        sl_job_finish(b->job, msg);
+    builder_free(b);
+}
+
+static void *build_thread(void *arg)
+{
+    build_run(arg);
+    return NULL;
+}
+
+/* the target's job for id: the coordinator's own, or a new one */
+static struct sl_job *job_here(const char *id, const char *src, const char *dst)
+{
+    struct sl_job *j = sl_job_get(id);
+    if (j && !j->end_ns)
+        return j;
+    sl_job_put(j);
+    return sl_job_start("dsort", id, src, dst);
+}
+
+/* POST /v1/internal/dsort/build {"id","src","dst","desc","outs":[...],"extraction":{...}} */
+static void build_start(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct builder *b = sl_xcalloc(1, sizeof(*b));
+    pthread_mutex_init(&b->mu, NULL);
+    b->job = job_here(sl_json_str(j, "id", ""), sl_json_str(j, "src", ""), sl_json_str(j, "dst", ""));
+    json_t *ex = json_object_get(j, "extraction");
+    if (ex && !json_object_get(b->job->ext, "coordinator")) {
+        json_t *ext = json_pack("{s:O,s:s}", "extraction", ex, "description", sl_json_str(j, "desc", ""));
+        sl_job_set_ext(b->job, ext);
+    }
+    if (sl_bck_resolve(sl_json_str(j, "src", ""), "ais", NULL, &b->src, &err) < 0 ||
+        sl_bck_resolve(sl_json_str(j, "dst", ""), "ais", NULL, &b->dst, &err) < 0) {
+        snprintf(b->err, sizeof(b->err), "%s", err.msg);
+    } else {
+        json_t *outs = json_object_get(j, "outs");
+        b->o = sl_xcalloc(json_array_size(outs) + 1, sizeof(*b->o));
+        size_t i;
+        json_t *x;
+        json_array_foreach(outs, i, x) {
+            b->o[b->n].name = sl_xstrdup(sl_json_str(x, "name", ""));
+            b->o[b->n].recs = json_incref(json_object_get(x, "recs"));
+            b->n++;
+        }
+    }
+    json_decref(j);
+    pthread_t t;
+    if (pthread_create(&t, NULL, build_thread, b) != 0) {
+        snprintf(b->err, sizeof(b->err), "dsort: cannot start a thread");
+        build_run(b);
+        sl_resp_errf(r, SL_EINTERNAL, "dsort: cannot start a thread");
+        return;
+    }
+    pthread_detach(t);
+    sl_resp_empty(r, 200);
+}
+
+/* ------------------------------------------------------------------ */
+/* the coordinator                                                    */
+/* ------------------------------------------------------------------ */
+
+struct coord {
+    struct sl_dsort_spec s;
+    json_t *spec;               /* normalised, sent to the holders */
+    struct sl_job *job;
+    json_t *warnings;
+};
+
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
+static void names_add(struct names *ns, char *s)
+{
+    if (ns->n == ns->cap) {
+        ns->cap = ns->cap ? ns->cap * 2 : 256;
+        ns->v = sl_xrealloc(ns->v, ns->cap * sizeof(char *));
+    }
+    ns->v[ns->n++] = s;
+}
+
+struct list_arg {
+    struct names *ns;
+    const char *ext;
+};
+
+static int list_ent(void *arg, const struct sl_lsent *e)
+{
+    struct list_arg *a = arg;
+    char *nm = sl_xstrndup(e->name, e->nlen);
+    if (sl_has_suffix(nm, a->ext))
+        names_add(a->ns, nm);
+    else
+        free(nm);
+    return 0;
+}
+
+/* the input shards: objnames, a template's names (+ the input extension
+ * where a name lacks it), or every shard under a prefix */
+static int input_names(struct coord *c, const struct sl_bck *b, struct names *ns, struct sl_err *err)
+{
+    const struct sl_dsort_spec *s = &c->s;
+    if (s->objnames) {
+        for (size_t i = 0; i < s->nobj; i++)
+            names_add(ns, sl_xstrdup(s->objnames[i]));
+        return 0;
+    }
+    struct sl_tmpl *t;
+    if (sl_tmpl_parse(s->in_template, &t, err) < 0)
+        return -1;
+    int rc = 0;
+    if (sl_tmpl_is_range(t)) {
+        struct sl_buf nb;
+        sl_buf_init(&nb);
+        for (uint64_t i = 0; i < sl_tmpl_count(t); i++) {
+            sl_tmpl_at(t, i, &nb);
+            if (!sl_has_suffix(nb.p, s->in_ext))
+                sl_buf_adds(&nb, s->in_ext);
+            names_add(ns, sl_xstrdup(nb.p));
+        }
+        sl_buf_free(&nb);
+    } else {
+        struct sl_lsomsg lm;
+        sl_lsomsg_names(&lm, sl_tmpl_prefix(t), false, 0, 10000);
+        struct list_arg la = { ns, s->in_ext };
+        rc = sl_lso_walk(sl_cluster_list_page, b, &lm, c->job, list_ent, &la, err);
+        sl_lsomsg_free(&lm);
+        if (rc == 0 && !ns->n)
+            rc = sl_errf(err, SL_ENOENT, "dsort: ais://%s has no %s shards under \"%s\"", b->name, s->in_ext,
+                         sl_tmpl_prefix(t));
+    }
+    sl_tmpl_free(t);
+    return rc;
+}
+
+/* records from one extraction answer into r */
+static int recs_from_json(const json_t *a, const char *const *names, size_t nnames, struct sl_dsort_recs *r,
+                          struct sl_err *err)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x) {
+        int sh = (int)json_integer_value(json_array_get(x, 0));
+        const char *key = json_string_value(json_array_get(x, 2));
+        json_t *m = json_array_get(x, 4), *ck = json_array_get(x, 5);
+        if (sh < 0 || (size_t)sh >= nnames || !key || !json_is_array(m))
+            return sl_errf(err, SL_EINTERNAL, "dsort: a malformed record from extraction");
+        if (r->n == r->cap) {
+            r->cap = r->cap ? r->cap * 2 : 1024;
+            r->v = sl_xrealloc(r->v, r->cap * sizeof(*r->v));
+        }
+        struct sl_dsort_rec *d = &r->v[r->n++];
+        memset(d, 0, sizeof(*d));
+        d->key = sl_xstrdup(key);
+        d->shard = sh;
+        d->seq = (int)json_integer_value(json_array_get(x, 1));
+        d->bytes = (uint64_t)json_integer_value(json_array_get(x, 3));
+        d->nm = (int)json_array_size(m);
+        d->capm = d->nm;
+        d->m = sl_xcalloc((size_t)d->nm + 1, sizeof(*d->m));
+        for (int j = 0; j < d->nm; j++) {
+            d->m[j].name = sl_xstrdup(sl_json_str(json_array_get(json_array_get(m, (size_t)j), 0), NULL, "") ?: "");
+            d->m[j].size = (uint64_t)json_integer_value(json_array_get(json_array_get(m, (size_t)j), 1));
+        }
+        if (json_is_string(ck)) {
+            d->ckey_s = sl_xstrdup(json_string_value(ck));
+            d->has_ckey = true;
+        } else if (json_is_number(ck)) {
+            d->ckey_n = json_number_value(ck);
+            d->has_ckey = true;
+        }
+    }
+    (void)names;
+    return 0;
+}
+
+static void coord_fail(struct coord *c, const char *msg)
+{
+    json_t *ext = c->job->ext ? json_deep_copy(c->job->ext) : json_object();
+    json_object_set(ext, "warnings", c->warnings);
+    sl_job_set_ext(c->job, ext);
+    sl_logw("dsort %s: %s", c->job->id, msg);
+    sl_job_fail(c->job, msg);
+    abort_everywhere(c->job->id);
+}
+
+static void coord_free(struct coord *c)
+{
+    sl_dsort_spec_free(&c->s);
+    json_decref(c->spec);
+    json_decref(c->warnings);
+    sl_job_put(c->job);
+    free(c);
+}
+
+static int extract_all(struct coord *c, struct names *ns, struct sl_dsort_recs *recs, json_t *per_target,
+                       struct sl_err *err)
+{
+    struct sl_smap *sm = sl_smap_get();
+    struct sl_tfan t;
+    sl_tfan_init(&t, 0, "POST", "/v1/internal/dsort/extract");
+    char **bodies = sl_xcalloc((size_t)t.n + 1, sizeof(char *));
+    json_t **lists = sl_xcalloc((size_t)t.n + 1, sizeof(json_t *));
+    int rc = 0;
+    for (int i = 0; i < t.n; i++)
+        lists[i] = json_array();
+    for (size_t k = 0; k < ns->n && rc == 0; k++) {
+        const struct sl_snode *h = owner_of(sm, c->s.in_bck, ns->v[k]);
+        int ti = -1;
+        for (int i = 0; h && i < t.n; i++)
+            if (!strcmp(t.who[i]->id, h->id))
+                ti = i;
+        if (ti < 0 || (t.who[ti]->flags & SL_SNF_OFFLINE))
+            rc = sl_errf(err, SL_EUNAVAIL, "dsort: t[%s], holder of %s, is not responding", h ? h->id : "?",
+                         ns->v[k]);
+        else
+            json_array_append_new(lists[ti], json_pack("[I,s]", (json_int_t)k, ns->v[k]));
+    }
+    for (int i = 0; i < t.n && rc == 0; i++) {
+        size_t blen;
+        json_t *body = json_pack("{s:O,s:O}", "spec", c->spec, "shards", lists[i]);
+        bodies[i] = sl_json_dump(body, 0, &blen);
+        json_decref(body);
+        t.f[i].body = bodies[i];
+        t.f[i].blen = blen;
+    }
+    if (rc == 0)
+        sl_tfan_run(&t, peer_timeout_ms());
+    for (int i = 0; i < t.n && rc == 0; i++) {
+        const struct sl_fan *f = &t.f[i];
+        json_error_t je;
+        json_t *ans = f->ok && f->resp.status == 200 ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
+        if (!ans) {
+            rc = sl_errf(err, f->ok ? sl_code_from_status((int)f->resp.status) : SL_EUNAVAIL,
+                         "dsort: extraction on t[%s]: %s", t.who[i]->id, f->ok ? f->resp.err : "no answer");
+            break;
+        }
+        size_t before = recs->n;
+        rc = recs_from_json(json_object_get(ans, "recs"), (const char *const *)ns->v, ns->n, recs, err);
+        size_t mi;
+        json_t *mv;
+        json_array_foreach(json_object_get(ans, "missing"), mi, mv) {
+            if (c->s.missing_shards == SL_DSORT_ABORT && rc == 0)
+                rc = sl_errf(err, SL_ENOENT, "dsort: input shard ais://%s/%s does not exist (Config.missing_shards: "
+                             "abort; \"warn\" or \"ignore\" go on without it)", c->s.in_bck, json_string_value(mv));
+            else if (c->s.missing_shards == SL_DSORT_WARN)
+                job_warn(c->job, c->warnings, "input shard ais://%s/%s does not exist", c->s.in_bck,
+                         json_string_value(mv));
+        }
+        uint64_t b = 0;
+        for (size_t k = before; k < recs->n; k++)
+            b += recs->v[k].bytes;
+        json_object_set_new(per_target, t.who[i]->id,
+                            json_pack("{s:I,s:I,s:I,s:I}", "shards", (json_int_t)json_array_size(lists[i]),
+                                      "records", (json_int_t)(recs->n - before), "bytes", (json_int_t)b,
+                                      "shard_bytes", sl_json_int(ans, "bytes", 0)));
+        json_decref(ans);
+    }
+    for (int i = 0; i < t.n; i++) {
+        free(bodies[i]);
+        json_decref(lists[i]);
+    }
+    free(bodies);
+    free(lists);
+    sl_tfan_free(&t);
+    sl_smap_put(sm);
+    return rc;
+}
+
+static int check_duplicates(struct coord *c, const struct sl_dsort_recs *r, const struct names *ns,
+                            struct sl_err *err)
+{
+    struct sl_strmap seen;
+    memset(&seen, 0, sizeof(seen));
+    int rc = 0;
+    for (size_t i = 0; i < r->n && rc == 0; i++) {
+        int p = sl_strmap_get(&seen, r->v[i].key, strlen(r->v[i].key));
+        if (p < 0) {
+            sl_strmap_put(&seen, r->v[i].key, strlen(r->v[i].key), (int)i);
+            continue;
+        }
+        const char *a = ns->v[r->v[p].shard], *b = ns->v[r->v[i].shard];
+        if (c->s.duplicated_records == SL_DSORT_ABORT)
+            rc = sl_errf(err, SL_EINVAL, "dsort: record %s is in both %s and %s (Config.duplicated_records: abort; "
+                         "\"warn\" or \"ignore\" keep both)", r->v[i].key, a, b);
+        else if (c->s.duplicated_records == SL_DSORT_WARN)
+            job_warn(c->job, c->warnings, "record %s is in both %s and %s", r->v[i].key, a, b);
+    }
+    sl_strmap_free(&seen);
+    return rc;
+}
+
+static void *coord_main(void *arg)
+{
+    struct coord *c = arg;
+    struct sl_err err = { 0 };
+    struct names ns = { 0 };
+    struct sl_dsort_recs recs = { 0 };
+    int *order = NULL;
+    struct sl_dsort_out *outs = NULL;
+    size_t nout = 0;
+    json_t *per_target = json_object();
+    struct sl_bck in;
+    bool have_in = false;
+    struct sl_smap *sm = NULL;
+    json_t **lists = NULL;
+    int nt = 0;
+
+    phase_set(c->job, "extraction", "started_ns", json_integer(sl_now_ns()));
+    if (sl_bck_resolve(c->s.in_bck, "ais", NULL, &in, &err) < 0)
+        goto fail;
+    have_in = true;
+    if (input_names(c, &in, &ns, &err) < 0 || extract_all(c, &ns, &recs, per_target, &err) < 0)
+        goto fail;
+    phase_set(c->job, "extraction", "end_ns", json_integer(sl_now_ns()));
+    phase_set(c->job, "extraction", "targets", json_incref(per_target));
+    if (sl_job_aborting(c->job)) {
+        sl_errf(&err, SL_EINVAL, "aborted");
+        goto fail;
+    }
+    phase_set(c->job, "sorting", "started_ns", json_integer(sl_now_ns()));
+    if (!recs.n) {
+        sl_errf(&err, SL_ENOENT, "dsort: the input shards hold no records");
+        goto fail;
+    }
+    if (check_duplicates(c, &recs, &ns, &err) < 0 || sl_dsort_order(&recs, &c->s, &order, &err) < 0 ||
+        sl_dsort_pack(&recs, order, &c->s, &outs, &nout, &err) < 0)
+        goto fail;
+    if (!strcmp(c->s.in_bck, c->s.out_bck) && !c->s.overwrite) {
+        for (size_t i = 0; i < nout; i++)
+            for (size_t k = 0; k < ns.n; k++)
+                if (!strcmp(outs[i].name, ns.v[k])) {
+                    sl_errf(&err, SL_EEXIST, "dsort: output shard %s would overwrite an input shard of the same "
+                            "bucket; choose another output_format or output_bck, or set \"overwrite\": true", outs[i].name);
+                    goto fail;
+                }
+    }
+    phase_set(c->job, "sorting", "end_ns", json_integer(sl_now_ns()));
+    sm = sl_smap_get();
+    if (c->s.dry_run) {
+        json_t *layout = json_array();
+        for (size_t i = 0; i < nout; i++) {
+            const struct sl_snode *o = owner_of(sm, c->s.out_bck, outs[i].name);
+            json_array_append_new(layout, json_pack("{s:s,s:I,s:I,s:s}", "name", outs[i].name, "records",
+                                                    (json_int_t)outs[i].count, "bytes", (json_int_t)outs[i].bytes,
+                                                    "target", o ? o->id : G.id));
+        }
+        phase_set(c->job, "dry_run", "shards", layout);
+        sl_job_finish(c->job, NULL);
+        goto out;
+    }
+    {
+        struct sl_bck ob;
+        if (sl_bck_resolve(c->s.out_bck, "ais", NULL, &ob, &err) == 0)
+            sl_bck_release(&ob);
+        else if (err.code != SL_ENOBCK || (err.msg[0] = 0, sl_cluster_bck_create(c->s.out_bck, &err) < 0))
+            goto fail;
+    }
+    /* hand every target its output shards (an empty list too, so that
+     * every target's job ends with the shard creation) */
+    struct sl_tfan t;
+    sl_tfan_init(&t, 0, "POST", "/v1/internal/dsort/build");
+    nt = t.n;
+    lists = sl_xcalloc((size_t)nt + 1, sizeof(json_t *));
+    for (int i = 0; i < nt; i++)
+        lists[i] = json_array();
+    for (size_t i = 0; i < nout; i++) {
+        const struct sl_snode *o = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, c->s.out_bck, outs[i].name);
+        int ti = 0;
+        for (int k = 0; o && k < nt; k++)
+            if (!strcmp(t.who[k]->id, o->id))
+                ti = k;
+        json_t *rl = json_array();
+        for (size_t r = outs[i].first; r < outs[i].first + outs[i].count; r++) {
+            const struct sl_dsort_rec *x = &recs.v[order[r]];
+            json_array_append_new(rl, json_pack("[s,s]", ns.v[x->shard], x->key));
+        }
+        json_array_append_new(lists[ti], json_pack("{s:s,s:o}", "name", outs[i].name, "recs", rl));
+    }
+    char **bodies = sl_xcalloc((size_t)nt + 1, sizeof(char *));
+    for (int i = 0; i < nt; i++) {
+        size_t blen;
+        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O,s:O}", "id", c->job->id, "src", c->s.in_bck, "dst",
+                                 c->s.out_bck, "desc", c->s.description, "outs", lists[i], "extraction",
+                                 json_object_get(per_target, t.who[i]->id) ?: json_null());
+        bodies[i] = sl_json_dump(body, 0, &blen);
+        json_decref(body);
+        t.f[i].body = bodies[i];
+        t.f[i].blen = blen;
+    }
+    sl_tfan_run(&t, peer_timeout_ms());
+    int bad = -1;
+    for (int i = 0; i < nt; i++)
+        if (!t.f[i].ok || t.f[i].resp.status != 200)
+            bad = i;
+    if (bad >= 0)
+        sl_errf(&err, SL_EUNAVAIL, "dsort: handing output shards to t[%s]: %s", t.who[bad]->id,
+                t.f[bad].ok ? t.f[bad].resp.err : "no answer");
+    for (int i = 0; i < nt; i++)
+        free(bodies[i]);
+    free(bodies);
+    sl_tfan_free(&t);
+    if (bad >= 0)
+        goto fail;
+    sl_logi("dsort %s: %zu record(s) from %zu shard(s) into %zu output shard(s)", c->job->id, recs.n, ns.n, nout);
+    goto out;
+fail:
+    coord_fail(c, err.msg);
+out:
+    for (int i = 0; i < nt; i++)
+        json_decref(lists[i]);
+    free(lists);
+    if (sm)
+        sl_smap_put(sm);
+    json_decref(per_target);
+    sl_dsort_outs_free(outs, nout);
+    free(order);
+    sl_dsort_recs_free(&recs);
+    sl_strv_free(ns.v, ns.n);
+    if (have_in)
+        sl_bck_release(&in);
+    coord_free(c);
+    return NULL;
+}
+
+static int coord_start(const char *id, json_t *spec, struct sl_err *err)
+{
+    struct coord *c = sl_xcalloc(1, sizeof(*c));
+    c->warnings = json_array();
+    if (sl_dsort_spec_parse(spec, &c->s, err) < 0) {
+        sl_dsort_spec_free(&c->s);
+        json_decref(c->warnings);
+        free(c);
+        return -1;
+    }
+    c->spec = json_incref(spec);
+    c->job = sl_job_start("dsort", id, c->s.in_bck, c->s.out_bck);
+    sl_job_set_ext(c->job, json_pack("{s:b,s:s,s:O}", "coordinator", 1, "description", c->s.description, "spec",
+                                     spec));
+    pthread_t t;
+    if (pthread_create(&t, NULL, coord_main, c) != 0) {
+        sl_job_fail(c->job, "cannot start a thread");
+        coord_free(c);
+        return sl_errf(err, SL_EINTERNAL, "dsort: cannot start a thread");
+    }
+    pthread_detach(t);
+    return 0;
+}
+
+/* POST /v1/internal/dsort/start {"id","spec"} */
+static void start_internal(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    if (!json_is_object(j) || coord_start(sl_json_str(j, "id", ""), json_object_get(j, "spec"), &err) < 0) {
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "dsort start: bad body");
+        sl_resp_err(r, &err);
+    } else {
+        sl_resp_empty(r, 200);
+    }
+    json_decref(j);
+}
+
+static void internal_remove(struct sl_req *r)
+{
+    int n = sl_job_remove(sl_req_query(r, "uuid") ? sl_req_query(r, "uuid") : "");
+    if (n < 0)
+        sl_resp_errf(r, SL_EINVAL, "dsort job %s is still in progress and cannot be removed", sl_req_query(r, "uuid"));
+    else
+        sl_resp_json_new(r, 200, json_pack("{s:i}", "removed", n));
+}
+
+static void extract_done(struct sl_req *r)
+{
+    sl_req_offload(r, extract_run, NULL, NULL);
+}
+
+static void pull_done(struct sl_req *r)
+{
+    sl_req_offload(r, pull_run, NULL, NULL);
+}
+
+static void build_run_req(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    build_start(r);
+}
+
+static void build_done(struct sl_req *r)
+{
+    sl_req_offload(r, build_run_req, NULL, NULL);
+}
+
+static void start_internal_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    start_internal(r);
+}
+
+static void start_internal_done(struct sl_req *r)
+{
+    sl_req_offload(r, start_internal_run, NULL, NULL);
+}
+
+static bool dsort_internal(struct sl_req *r)
+{
+    if (!sl_has_prefix(r->path, "/v1/internal/dsort/"))
+        return false;
+    const char *what = r->path + strlen("/v1/internal/dsort/");
+    static const struct {
+        const char *what;
+        sl_body_done_fn done;
+    } eps[] = { { "start", start_internal_done }, { "extract", extract_done }, { "pull", pull_done },
+                { "build", build_done } };
+    if (!sl_is_target()) {
+        sl_resp_errf(r, SL_EINVAL, "%s is not a storage target", G.name);
+        return true;
+    }
+    if (!strcmp(what, "cleanup")) {
+        if (r->method == SL_M_POST)
+            sl_req_offload(r, cleanup_run, NULL, NULL);
+        else
+            sl_resp_method_not_allowed(r, "POST");
+        return true;
+    }
+    if (!strcmp(what, "job")) {
+        if (r->method == SL_M_DELETE)
+            internal_remove(r);
+        else
+            sl_resp_method_not_allowed(r, "DELETE");
+        return true;
+    }
+    for (size_t i = 0; i < SL_ARRAY_SIZE(eps); i++) {
+        if (strcmp(what, eps[i].what))
+            continue;
+        if (r->method != SL_M_POST)
+            sl_resp_method_not_allowed(r, "POST");
+        else
+            sl_req_buffer_body(r, INTERNAL_BODY_MAX, eps[i].done);
+        return true;
+    }
+    sl_resp_errf(r, SL_ENOENT, "no such endpoint: %s %s", r->method_str, r->path);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* the gateway                                                        */
+/* ------------------------------------------------------------------ */
+
+static void t_str(int64_t ns, char *out, size_t n)
+{
+    if (ns)
+        sl_format_gotime(ns, "2006-01-02T15:04:05.000000000Z07:00", out, n);
+    else
+        snprintf(out, n, "0001-01-01T00:00:00Z");
+}
+
+static json_t *phase(const json_t *p, bool job_ended)
+{
+    int64_t st = sl_json_int(p, "started_ns", 0), en = sl_json_int(p, "end_ns", 0);
+    char a[64], b[64];
+    t_str(st, a, sizeof(a));
+    t_str(en, b, sizeof(b));
+    int64_t el = st ? (en ? en : sl_now_ns()) - st : 0;
+    return json_pack("{s:s,s:s,s:I,s:b,s:b}", "started_time", a, "end_time", b, "elapsed", (json_int_t)el, "running",
+                     st && !en && !job_ended, "finished", en != 0);
+}
+
+static json_t *ctr_str(uint64_t v)
+{
+    char b[32];
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+    return json_string(b);
+}
+
+/* AIStore's JobInfo of one target, from its job snapshot */
+static json_t *job_info(const json_t *sn)
+{
+    const json_t *ext = json_object_get(sn, "ext"), *st = json_object_get(sn, "stats");
+    const json_t *ex = json_object_get(ext, "extraction"), *so = json_object_get(ext, "sorting"),
+                 *cr = json_object_get(ext, "creation");
+    bool ended = sl_json_int(sn, "end_ns", 0) != 0;
+    const char *err = sl_json_str(sn, "err", "");
+    bool aborted = sl_json_bool(sn, "aborted", false) || (ended && err[0]) || json_is_true(json_object_get(ext, "cleaned"));
+    json_t *le = phase(ex, ended), *ms = phase(so, ended), *sc = phase(cr, ended);
+    /* a target's own extraction figures come with the build; the
+     * coordinator sums every target's */
+    uint64_t shards = 0, records = 0, bytes = 0;
+    json_t *targets = json_object_get(ex, "targets");
+    if (targets) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(targets, k, v) {
+            shards += (uint64_t)sl_json_int(v, "shards", 0);
+            records += (uint64_t)sl_json_int(v, "records", 0);
+            bytes += (uint64_t)sl_json_int(v, "shard_bytes", 0);
+        }
+    } else {
+        shards = (uint64_t)sl_json_int(ex, "shards", 0);
+        records = (uint64_t)sl_json_int(ex, "records", 0);
+        bytes = (uint64_t)sl_json_int(ex, "shard_bytes", 0);
+        if (json_is_object(ex))
+            json_object_set_new(le, "finished", json_true());
+    }
+    json_object_set_new(le, "total_count", ctr_str(shards));
+    json_object_set_new(le, "extracted_count", ctr_str(shards));
+    json_object_set_new(le, "extracted_size", ctr_str(bytes));
+    json_object_set_new(le, "extracted_record_count", ctr_str(records));
+    json_object_set_new(le, "extracted_to_disk_count", ctr_str(0));
+    json_object_set_new(le, "extracted_to_disk_size", ctr_str(0));
+    json_object_set_new(ms, "sent_stats", json_null());
+    json_object_set_new(ms, "recv_stats", json_null());
+    json_object_set_new(sc, "to_create", ctr_str((uint64_t)sl_json_int(cr, "to_create", 0)));
+    json_object_set_new(sc, "created_count", ctr_str((uint64_t)sl_json_int(st, "out-objs", 0)));
+    json_object_set_new(sc, "moved_shard_count", ctr_str(0));
+    json_object_set_new(sc, "req_stats", json_null());
+    json_object_set_new(sc, "resp_stats", json_null());
+    if (ended && !aborted) /* a dry run, or a target with nothing to create */
+        json_object_set_new(sc, "finished", json_true());
+    json_t *errs = json_array();
+    if (err[0])
+        json_array_append_new(errs, json_string(err));
+    json_t *warn = json_object_get(ext, "warnings");
+    json_t *m = json_pack("{s:o,s:o,s:o,s:s,s:O,s:o,s:b,s:b}", "local_extraction", le, "meta_sorting", ms,
+                          "shard_creation", sc, "description", sl_json_str(ext, "description", ""), "warnings",
+                          warn ? warn : json_array(), "errors", errs, "aborted", aborted, "archived", false);
+    if (!warn)
+        json_decref(json_object_get(m, "warnings")), json_object_set_new(m, "warnings", json_array());
+    char a[64], b[64], c3[64], d[64], e[64];
+    t_str(sl_json_int(sn, "start_ns", 0), a, sizeof(a));
+    t_str(sl_json_int(sn, "end_ns", 0), b, sizeof(b));
+    t_str(sl_json_int(so, "started_ns", 0), c3, sizeof(c3));
+    t_str(sl_json_int(cr, "started_ns", 0), d, sizeof(d));
+    t_str(sl_json_int(cr, "end_ns", 0), e, sizeof(e));
+    json_t *o = json_pack("{s:s,s:O,s:O,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:b}", "id", sl_json_str(sn, "id", ""),
+                          "src-bck", json_object_get(sn, "src-bck"), "dst-bck", json_object_get(sn, "dst-bck"),
+                          "started_time", a, "finish_time", b, "started_meta_sorting", c3, "started_shard_creation",
+                          d, "finished_shard_creation", e, "loc-objs", ctr_str((uint64_t)sl_json_int(st, "out-objs", 0)),
+                          "loc-bytes", ctr_str((uint64_t)sl_json_int(st, "out-bytes", 0)), "Metrics", m, "aborted",
+                          aborted, "archived", false);
+    if (json_object_get(ext, "dry_run"))
+        json_object_set(o, "dry_run", json_object_get(json_object_get(ext, "dry_run"), "shards"));
+    json_object_set_new(o, "state", json_string(!ended ? "running" : aborted ? (err[0] && strcmp(err, "aborted")
+                                                                                     ? "failed" : "aborted")
+                                                                             : "finished"));
+    return o;
+}
+
+static void start_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    struct sl_dsort_spec s;
+    if (sl_dsort_spec_parse_text(r->body.p ? r->body.p : "", r->body.len, &s, &err) < 0) {
+        sl_dsort_spec_free(&s);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_bck b;
+    if (sl_bck_resolve(s.in_bck, "ais", NULL, &b, &err) < 0) {
+        sl_dsort_spec_free(&s);
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_bck_release(&b);
+    json_t *spec = sl_dsort_spec_json(&s);
+    sl_dsort_spec_free(&s);
+    char id[48];
+    sl_job_id(id, sizeof(id), "srt-");
+    int rc = 0;
+    if (G.role == SL_ROLE_STANDALONE) {
+        rc = coord_start(id, spec, &err);
+    } else {
+        struct sl_smap *sm = sl_smap_get();
+        char *un = sl_xasprintf("dsort/%s", id);
+        const struct sl_snode *t = sl_smap_hrw_target(sm, un, strlen(un));
+        free(un);
+        if (!t || (t->flags & SL_SNF_OFFLINE)) {
+            rc = sl_errf(&err, SL_EUNAVAIL, "dsort: no target can coordinate the job (%s)",
+                         t ? "the chosen one is not responding" : "no targets");
+        } else {
+            char *url = sl_xasprintf("%s/v1/internal/dsort/start", t->ctrl_url);
+            struct sl_peer_resp pr;
+            int prc = sl_peer_json("POST", url, json_pack("{s:s,s:O}", "id", id, "spec", spec), 0, &pr);
+            if (prc < 0 || pr.status != 200)
+                rc = sl_errf(&err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
+                             "failed to start [dsort] on t[%s]: %s", t->id, pr.err);
+            sl_peer_resp_free(&pr);
+            free(url);
+        }
+        sl_smap_put(sm);
+    }
+    json_decref(spec);
+    if (rc < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_logi("dsort %s started", id);
+    sl_resp_text(r, 200, id);
+}
+
+static void start_done(struct sl_req *r)
+{
+    sl_req_offload(r, start_run, NULL, NULL);
+}
+
+static void get_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    const char *uuid = sl_req_query(r, "uuid");
+    json_t *per = sl_cluster_job_snaps(uuid && *uuid ? uuid : NULL, "dsort", false, &err);
+    if (uuid && *uuid) {
+        json_t *out = json_object();
+        const char *tid;
+        json_t *arr;
+        json_object_foreach(per, tid, arr) {
+            size_t i;
+            json_t *sn;
+            json_array_foreach(arr, i, sn) if (!strcmp(sl_json_str(sn, "id", ""), uuid))
+                json_object_set_new(out, tid, job_info(sn));
+        }
+        json_decref(per);
+        if (!json_object_size(out)) {
+            json_decref(out);
+            if (err.msg[0])
+                sl_resp_err(r, &err);
+            else
+                sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target (list them with GET /v1/sort)",
+                             uuid);
+            return;
+        }
+        sl_resp_json_new(r, 200, out);
+        return;
+    }
+    /* the list: one JobInfo per job, from the coordinator's view (or the
+     * first target's), running if any target still is */
+    const char *re_s = sl_req_query(r, "regex");
+    bool only_active = sl_req_query_bool(r, "only_active");
+    regex_t re;
+    bool have_re = re_s && *re_s;
+    if (have_re && regcomp(&re, re_s, REG_EXTENDED | REG_NOSUB)) {
+        json_decref(per);
+        sl_resp_errf(r, SL_EINVAL, "GET /v1/sort: invalid regex \"%s\"", re_s);
+        return;
+    }
+    json_t *byid = json_object();
+    const char *tid;
+    json_t *arr;
+    json_object_foreach(per, tid, arr) {
+        size_t i;
+        json_t *sn;
+        json_array_foreach(arr, i, sn) {
+            const char *id = sl_json_str(sn, "id", "");
+            json_t *cur = json_object_get(byid, id);
+            bool coord = json_is_true(json_object_get(json_object_get(sn, "ext"), "coordinator"));
+            bool running = sl_json_int(sn, "end_ns", 0) == 0;
+            if (!cur || coord) {
+                json_t *ji = job_info(sn);
+                if (cur && json_is_true(json_object_get(cur, "_running")))
+                    running = true;
+                json_object_set_new(ji, "_running", json_boolean(running));
+                json_object_set_new(byid, id, ji);
+            } else if (running) {
+                json_object_set_new(cur, "_running", json_true());
+            }
+        }
+    }
+    json_decref(per);
+    json_t *out = json_array();
+    const char *id;
+    json_t *ji;
+    json_object_foreach(byid, id, ji) {
+        bool running = json_is_true(json_object_get(ji, "_running"));
+        json_object_del(ji, "_running");
+        if (only_active && !running)
+            continue;
+        if (have_re && regexec(&re, sl_json_str(json_object_get(ji, "Metrics"), "description", ""), 0, NULL, 0))
+            continue;
+        json_array_append(out, ji);
+    }
+    json_decref(byid);
+    if (have_re)
+        regfree(&re);
+    sl_resp_json_new(r, 200, out);
+}
+
+static void abort_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    const char *uuid = sl_req_query(r, "uuid");
+    if (!uuid || !*uuid) {
+        sl_resp_errf(r, SL_EINVAL, "DELETE /v1/sort/abort needs ?uuid=JOB_ID");
+        return;
+    }
+    if (!sl_cluster_job_known(uuid, &err)) {
+        if (err.msg[0])
+            sl_resp_err(r, &err);
+        else
+            sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target", uuid);
+        return;
+    }
+    abort_everywhere(uuid);
+    sl_resp_empty(r, 200);
+}
+
+static void remove_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    const char *uuid = sl_req_query(r, "uuid");
+    if (!uuid || !*uuid) {
+        sl_resp_errf(r, SL_EINVAL, "DELETE /v1/sort needs ?uuid=JOB_ID (abort a running one with "
+                     "DELETE /v1/sort/abort?uuid=)");
+        return;
+    }
+    json_t *per = sl_cluster_job_snaps(uuid, NULL, false, &err);
+    json_t *st = sl_cluster_job_status(per, uuid);
+    json_decref(per);
+    if (!st) {
+        if (err.msg[0])
+            sl_resp_err(r, &err);
+        else
+            sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target", uuid);
+        return;
+    }
+    bool idle = json_is_true(json_object_get(st, "is_idle"));
+    json_decref(st);
+    if (!idle) {
+        sl_resp_errf(r, SL_EINVAL, "dsort job %s is still in progress and cannot be removed (abort it first: "
+                     "DELETE /v1/sort/abort?uuid=%s)", uuid, uuid);
+        return;
+    }
+    if (G.role == SL_ROLE_STANDALONE) {
+        sl_job_remove(uuid);
+    } else {
+        char *q = sl_url_encode_query(uuid);
+        struct sl_tfan t;
+        sl_tfan_init(&t, SL_TF_SKIP_OFFLINE, "DELETE", "/v1/internal/dsort/job?uuid=%s", q);
+        free(q);
+        sl_tfan_run(&t, 0);
+        sl_tfan_free(&t);
+    }
+    sl_resp_empty(r, 200);
+}
+
+static void dsort_route(struct sl_req *r)
+{
+    if (G.role == SL_ROLE_TARGET) {
+        sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send /v1/sort requests to a gateway (proxy)", G.name);
+        return;
+    }
+    bool root = !strcmp(r->path, "/v1/sort") || !strcmp(r->path, "/v1/sort/");
+    bool ab = !strcmp(r->path, "/v1/sort/abort");
+    if (root && r->method == SL_M_POST) {
+        if (G.role == SL_ROLE_PROXY && !sl_is_primary())
+            sl_forward_to_primary(r);
+        else
+            sl_req_buffer_body(r, 16 * SL_MIB, start_done);
+    } else if (root && r->method == SL_M_GET) {
+        sl_req_offload(r, get_run, NULL, NULL);
+    } else if (ab && r->method == SL_M_DELETE) {
+        sl_req_offload(r, abort_run, NULL, NULL);
+    } else if (root && r->method == SL_M_DELETE) {
+        sl_req_offload(r, remove_run, NULL, NULL);
+    } else {
+        sl_resp_errf(r, SL_EINVAL, "unsupported request %s %s (dsort API: POST /v1/sort, GET /v1/sort[?uuid=], "
+                     "DELETE /v1/sort/abort?uuid=, DELETE /v1/sort?uuid=)", r->method_str, r->path);
+    }
+}
+
+static const char *const dsort_paths[] = { "/v1/sort", NULL };
+
+const struct sl_module sl_dsort_module = {
+    .name = "dsort",
+    .paths = dsort_paths,
+    .route = dsort_route,
+    .internal = dsort_internal,
+};

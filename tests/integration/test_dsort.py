@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: MIT
+"""dsort against a real standalone node and a real 3-target cluster: the
+WebDataset blog's spec unchanged, every record exactly once and whole, members
+adjacent and in order, the same seed giving byte-identical shards on one node
+and on three targets, other formats in and out, content ordering, a dry run,
+JobInfo as the Python SDK reads it, abort and remove, and bad specs refused
+with 4xx before anything starts."""
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import unittest
+
+import requests
+
+from harness import Cluster, NodeTest, main, wait_until
+
+NSHARDS, PER, MEMBERS = 6, 12, ("jpg", "cls", "json")
+
+
+def make_shard(i, fmt="w"):
+    """A WebDataset shard: PER samples of three members; sample keys are
+    unique across shards."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=fmt) as tf:
+        for j in range(PER):
+            key = "s%02d/k%02d-%02d" % (i, i, j)
+            for ext in MEMBERS:
+                data = (b"%s.%s " % (key.encode(), ext.encode())) * (20 * (1 + (i * 7 + j * 3) % 11))
+                if ext == "cls":
+                    data = b"%d" % ((i * 31 + j * 17) % 97)
+                ti = tarfile.TarInfo("%s.%s" % (key, ext))
+                ti.size = len(data)
+                ti.mtime = 1700000000
+                tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def members_of(blob):
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:*") as tf:
+        return [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
+
+
+class DsortApi:
+    def post_sort(self, spec, raw=None):
+        return self.s.post(self.url + "/v1/sort", data=raw if raw is not None else json.dumps(spec), timeout=60)
+
+    def wait_sort(self, jid, timeout=120):
+        """Wait as the Python SDK does: every target's shard creation finished, or one aborted."""
+        out = {}
+
+        def done():
+            r = self.s.get(self.url + "/v1/sort", params={"uuid": jid}, timeout=30)
+            self.assertEqual(r.status_code, 200, r.text)
+            out["info"] = r.json()
+            ms = [v["Metrics"] for v in out["info"].values()]
+            return any(m["aborted"] for m in ms) or all(m["shard_creation"]["finished"] for m in ms)
+        wait_until(done, timeout, interval=0.2, what="dsort " + jid)
+        return out["info"]
+
+    def upload_shards(self, bucket, fmt="w", ext=".tar"):
+        self.create_bucket(bucket)
+        for i in range(NSHARDS):
+            r = self.put(bucket, "samples-%02d%s" % (i, ext), make_shard(i, fmt))
+            self.assertEqual(r.status_code, 200, r.text)
+
+    def output(self, bucket, prefix):
+        names = sorted(n for n in self.list_all(bucket) if n.startswith(prefix))
+        return {n: self.get(bucket, n).content for n in names}
+
+    def check_records(self, shards, ordered_keys=None):
+        """Every input record exactly once, whole, members adjacent and in
+        their original order. Returns the record keys in output order."""
+        seen, order = set(), []
+        for name in sorted(shards, key=lambda n: int("".join(c for c in n.split(".")[0] if c.isdigit()) or 0)):
+            last = None
+            for mname, _ in members_of(shards[name]):
+                key, ext = mname.split(".", 1)
+                if key != last:
+                    self.assertNotIn(key, seen, "record %s split or repeated (in %s)" % (key, name))
+                    seen.add(key)
+                    order.append(key)
+                    last, exts = key, []
+                exts.append(ext)
+                if len(exts) == len(MEMBERS):
+                    self.assertEqual(exts, list(MEMBERS), "members of %s out of order" % key)
+        self.assertEqual(len(seen), NSHARDS * PER, "every record once")
+        return order
+
+
+class DsortOnOneNode(NodeTest, DsortApi):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.src = "images"
+
+    def setUp(self):
+        if not getattr(type(self), "_uploaded", False):
+            self.upload_shards("images")
+            type(self)._uploaded = True
+
+    def test_blog_spec_unchanged(self):
+        spec = {"extension": ".tar", "bck": {"name": "images"}, "input_format": "samples-{00..05}",
+                "output_format": "shuffled-shard-%d", "output_shard_size": "10KB",
+                "description": "shuffle image samples", "algorithm": {"kind": "shuffle", "seed": "1234"}}
+        r = self.post_sort(spec)
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text
+        self.assertTrue(jid.startswith("srt-"), jid)
+        info = self.wait_sort(jid)
+        for tinfo in info.values():
+            m = tinfo["Metrics"]
+            self.assertFalse(m["aborted"], m["errors"])
+            self.assertEqual(m["description"], "shuffle image samples")
+        shards = self.output("images", "shuffled-shard-")
+        self.assertGreater(len(shards), 2)
+        order = self.check_records(shards)
+        self.assertNotEqual(order, sorted(order), "a shuffle")
+        # the same seed again: byte-identical output
+        r = self.post_sort(dict(spec, output_format="again-%d"))
+        self.wait_sort(r.text)
+        again = self.output("images", "again-")
+        self.assertEqual([again[n] for n in sorted(again)], [shards[n] for n in sorted(shards)])
+        type(self).blog_shards = {n: shards[n] for n in shards}
+        # listed, and removable once finished
+        lst = self.s.get(self.url + "/v1/sort", params={"regex": "image"}).json()
+        self.assertIn(jid, [j["id"] for j in lst])
+        self.assertEqual(self.s.delete(self.url + "/v1/sort", params={"uuid": jid}).status_code, 200)
+        self.assertEqual(self.s.get(self.url + "/v1/sort", params={"uuid": jid}).status_code, 404)
+
+    def test_alphanumeric_decreasing_tgz_out(self):
+        spec = {"input_bck": {"name": "images", "provider": "ais"}, "input_format": {"template": "samples-{00..05}"},
+                "input_extension": ".tar", "output_bck": {"name": "sorted"}, "output_format": "out-{0..99}",
+                "output_extension": ".tgz", "output_shard_size": "20KiB",
+                "algorithm": {"kind": "alphanumeric", "decreasing": True}}
+        r = self.post_sort(spec)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_sort(r.text)
+        shards = self.output("sorted", "out-")
+        self.assertTrue(all(n.endswith(".tgz") for n in shards))
+        order = self.check_records(shards)
+        self.assertEqual(order, sorted(order, reverse=True))
+
+    def test_content_order_and_dry_run(self):
+        spec = {"input_bck": "ais://images", "input_format": "samples-{00..05}.tar", "output_format": "c-{000..999}",
+                "output_shard_size": "8KiB", "algorithm": {"kind": "content", "extension": ".cls",
+                                                            "content_key_type": "int"}}
+        r = self.post_sort(dict(spec, dry_run=True))
+        self.assertEqual(r.status_code, 200, r.text)
+        info = self.wait_sort(r.text)
+        layout = list(info.values())[0]["dry_run"]
+        self.assertGreater(len(layout), 1)
+        self.assertEqual(sum(x["records"] for x in layout), NSHARDS * PER)
+        self.assertEqual([n for n in self.list_all("images") if n.startswith("c-")], [], "a dry run writes nothing")
+        r = self.post_sort(spec)
+        self.wait_sort(r.text)
+        shards = self.output("images", "c-")
+        vals = []
+        for name in sorted(shards):
+            vals += [int(d) for n, d in members_of(shards[name]) if n.endswith(".cls")]
+        self.assertEqual(vals, sorted(vals))
+
+    def test_bad_specs(self):
+        base = {"input_bck": "images", "input_format": "samples-{00..05}", "output_format": "o-{0..99}",
+                "output_shard_size": "10KiB"}
+        cases = [
+            (dict(base, algorithm={"kind": "random"}), 400, "valid: alphanumeric"),
+            (dict(base, input_extension=".rar"), 400, "supported"),
+            (dict(base, output_shard_size="100XB"), 400, "100XB"),
+            (dict(base, output_format="fixed"), 400, "no counter or range"),
+            (dict(base, input_bck="nosuch"), 404, "nosuch"),
+            (dict(base, input_format="s-%d"), 400, "no upper bound"),
+            (dict(base, algorithm={"kind": "lua", "script": "function sort_key(r)\n return +\nend"}), 400, "line"),
+            (dict(base, bogus=1), 400, "bogus"),
+        ]
+        for spec, code, text in cases:
+            r = self.post_sort(spec)
+            self.assertEqual(r.status_code, code, "%s: %s" % (spec, r.text))
+            self.assertIn(text, r.text)
+        r = self.post_sort(None, raw="input_bck: [unclosed\n")
+        self.assertEqual(r.status_code, 400, r.text)
+        # YAML is taken
+        r = self.post_sort(None, raw="input_bck: images\ninput_format: samples-{00..01}\noutput_format: y-{0..9}\n"
+                                     "output_shard_size: 1MiB\n")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_sort(r.text)
+        # a missing input shard: abort by default, named
+        r = self.post_sort(dict(base, input_format="samples-{00..09}", output_format="m-{0..99}"))
+        info = self.wait_sort(r.text)
+        m = list(info.values())[0]["Metrics"]
+        self.assertTrue(m["aborted"])
+        self.assertIn("samples-06.tar does not exist", " ".join(m["errors"]))
+        self.assertEqual([n for n in self.list_all("images") if n.startswith("m-")], [])
+        # output over its own inputs is refused unless told
+        r = self.post_sort(dict(base, output_format="samples-{00..99}", output_shard_size="1KiB"))
+        info = self.wait_sort(r.text)
+        self.assertIn("overwrite", " ".join(list(info.values())[0]["Metrics"]["errors"]))
+        self.assertEqual(self.s.get(self.url + "/v1/sort", params={"uuid": "srt-nope"}).status_code, 404)
+        self.assertEqual(self.s.delete(self.url + "/v1/sort/abort", params={"uuid": "srt-nope"}).status_code, 404)
+
+
+class DsortOnThreeTargets(unittest.TestCase, DsortApi):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-dsort-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    create_bucket = NodeTest.create_bucket
+    act = NodeTest.act
+    put = NodeTest.put
+    get = NodeTest.get
+    list_objects = NodeTest.list_objects
+    list_all = NodeTest.list_all
+
+    def test_shuffle_same_bytes_as_one_node(self):
+        self.upload_shards("images")
+        spec = {"extension": ".tar", "bck": {"name": "images"}, "input_format": "samples-{00..05}",
+                "output_format": "shuffled-shard-%d", "output_shard_size": "10KB",
+                "description": "shuffle image samples", "algorithm": {"kind": "shuffle", "seed": "1234"}}
+        r = self.post_sort(spec)
+        self.assertEqual(r.status_code, 200, r.text)
+        info = self.wait_sort(r.text)
+        self.assertEqual(len(info), 3, "every target reports: %s" % list(info))
+        for tinfo in info.values():
+            self.assertFalse(tinfo["Metrics"]["aborted"], tinfo["Metrics"]["errors"])
+            self.assertTrue(tinfo["Metrics"]["shard_creation"]["finished"])
+        shards = self.output("images", "shuffled-shard-")
+        self.check_records(shards)
+        created = sum(int(t["Metrics"]["shard_creation"]["created_count"]) for t in info.values())
+        self.assertEqual(created, len(shards))
+        # the same output as the standalone node's run, byte for byte
+        one = getattr(DsortOnOneNode, "blog_shards", None)
+        if one is not None:
+            self.assertEqual(sorted(one), sorted(shards))
+            self.assertEqual([one[n] for n in sorted(one)], [shards[n] for n in sorted(shards)])
+
+    def test_abort_removes_partial_output(self):
+        self.create_bucket("big")
+        for i in range(NSHARDS):
+            self.put("big", "b-%02d.tar" % i, make_shard(i))
+        r = self.post_sort({"input_bck": "big", "input_format": "b-{00..05}", "output_format": "x-{0000..9999}",
+                            "output_shard_size": "1KiB", "algorithm": {"kind": "shuffle", "seed": "7"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text
+        a = self.s.delete(self.url + "/v1/sort/abort", params={"uuid": jid})
+        self.assertEqual(a.status_code, 200, a.text)
+        info = self.wait_sort(jid)
+        if any(t["Metrics"]["aborted"] for t in info.values()):
+            wait_until(lambda: not [n for n in self.list_all("big") if n.startswith("x-")], 30,
+                       what="partial output removed")
+        r = self.s.delete(self.url + "/v1/sort", params={"uuid": jid})
+        self.assertIn(r.status_code, (200, 400), r.text)
+
+
+if __name__ == "__main__":
+    main()
