@@ -2,6 +2,7 @@
  * dsort_rec.c: see dsort_rec.h.
  */
 #include "dsort_rec.h"
+#include "sandbox.h"
 #include "shard_plan.h"
 #include "template.h"
 
@@ -12,6 +13,83 @@
 #include <string.h>
 
 #define CKEY_MAX (64 * 1024)
+#define LUA_MEMBER_MAX (64 * 1024) /* record:read(ext) gives members up to this size */
+
+/* Appended to the user's script (so its line numbers stay its own): the
+ * record gets its read method, then the user's sort_key runs. */
+static const char lua_wrap[] =
+    "\nlocal function __shale_read(self, ext)\n"
+    "  if type(ext) ~= 'string' then error('record:read(ext): ext must be a string such as \\'.cls\\'', 2) end\n"
+    "  if ext:sub(1, 1) == '.' then ext = ext:sub(2) end\n"
+    "  for _, m in ipairs(self.members) do if m.ext == ext then return m.data end end\n"
+    "  return nil\n"
+    "end\n"
+    "function __shale_sort_key(rec)\n"
+    "  rec.read = __shale_read\n"
+    "  local k = sort_key(rec)\n"
+    "  if type(k) ~= 'string' and type(k) ~= 'number' then\n"
+    "    error('sort_key must return a string or a number, not ' .. type(k), 0)\n"
+    "  end\n"
+    "  return k\n"
+    "end\n";
+
+/* The Lua ordering: the member bytes of the record being read (members up
+ * to LUA_MEMBER_MAX), handed to sort_key once the record is complete. */
+struct lua_rec {
+    const struct sl_dsort_spec *s;
+    char *src;
+    size_t srclen;
+    int ri;                     /* record being collected, -1 none */
+    struct sl_buf *data;        /* per member of that record */
+    int ndata, capdata;
+};
+
+static void lua_rec_reset(struct lua_rec *L)
+{
+    for (int i = 0; i < L->ndata; i++)
+        sl_buf_free(&L->data[i]);
+    L->ndata = 0;
+    L->ri = -1;
+}
+
+/* run sort_key on record x (its members' bytes in L->data) */
+static int lua_key(struct lua_rec *L, struct sl_dsort_rec *x, const char *shard_name, struct sl_err *err)
+{
+    struct sl_lua_val rec = sl_lua_table(), members = sl_lua_table();
+    for (int i = 0; i < x->nm; i++) {
+        struct sl_wds_split sp;
+        const char *nm = x->m[i].name;
+        sl_plugin_wds_split(nm, strlen(nm), &sp);
+        struct sl_lua_val m = sl_lua_table();
+        sl_lua_table_adds(&m, "name", sl_lua_cstr_ref(nm));
+        sl_lua_table_adds(&m, "ext", sl_lua_str_ref(nm + sp.ext_off, sp.ext_len));
+        sl_lua_table_adds(&m, "size", sl_lua_num((double)x->m[i].size));
+        if (i < L->ndata && x->m[i].size <= LUA_MEMBER_MAX)
+            sl_lua_table_adds(&m, "data", sl_lua_str_ref(L->data[i].p ? L->data[i].p : "", L->data[i].len));
+        sl_lua_table_addi(&members, i + 1, m);
+    }
+    sl_lua_table_adds(&rec, "key", sl_lua_cstr_ref(x->key));
+    sl_lua_table_adds(&rec, "shard", sl_lua_cstr_ref(shard_name));
+    sl_lua_table_adds(&rec, "members", members);
+    struct sl_lua_limits lim;
+    sl_lua_limits_default(&lim);
+    struct sl_lua_val res = sl_lua_nil();
+    int rc = sl_lua_call("dsort algorithm.script", L->src, L->srclen, "__shale_sort_key", &rec, 1, &lim, NULL, NULL,
+                         &res, err);
+    sl_lua_val_free(&rec);
+    if (rc < 0) {
+        sl_err_wrap(err, "dsort: %s, record %s: sort_key", shard_name, x->key);
+        return -1;
+    }
+    if (res.type == SL_LUA_STR) {
+        x->ckey_s = sl_xstrndup(res.s.p, res.s.len);
+    } else {
+        x->ckey_n = res.n;
+    }
+    x->has_ckey = true;
+    sl_lua_val_free(&res);
+    return 0;
+}
 
 void sl_dsort_recs_free(struct sl_dsort_recs *r)
 {
@@ -76,6 +154,11 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
     memset(&idx, 0, sizeof(idx));
     size_t first = out->n;
     char *buf = NULL;
+    struct lua_rec L = { .s = s, .ri = -1 };
+    if (s->alg == SL_DSORT_LUA) {
+        L.src = sl_xasprintf("%s%s", s->script, lua_wrap);
+        L.srclen = strlen(L.src);
+    }
     int rc = sl_plug_reader_open(fmt, io, NULL, 0, &rd, err);
     while (rc == 0) {
         struct sl_fmt_entry e;
@@ -96,12 +179,45 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
          * when out->v grows; values are indexes into out->v */
         int ri = sl_strmap_get(&idx, e.name, kl);
         struct sl_dsort_rec *x;
+        if (L.src && ri != L.ri && L.ri >= 0) {
+            /* the record being collected is complete */
+            if (lua_key(&L, &out->v[L.ri], shard_name, err) < 0) {
+                rc = -1;
+                break;
+            }
+            lua_rec_reset(&L);
+        }
+        if (L.src && ri >= 0 && ri != L.ri) {
+            rc = sl_errf(err, SL_EINVAL, "dsort: %s: the members of record %.*s are not adjacent; the lua ordering "
+                         "needs each record's members together (as WebDataset writers keep them)", shard_name,
+                         (int)kl, e.name);
+            break;
+        }
         if (ri < 0) {
             x = rec_new(out, e.name, kl, shard, (int)(out->n - first));
             ri = (int)(out->n - 1);
             sl_strmap_put(&idx, x->key, kl, ri);
         }
         x = &out->v[ri];
+        if (L.src) {
+            L.ri = ri;
+            if (L.ndata == L.capdata) {
+                L.capdata = L.capdata ? L.capdata * 2 : 8;
+                L.data = sl_xrealloc(L.data, (size_t)L.capdata * sizeof(*L.data));
+            }
+            struct sl_buf *d = &L.data[L.ndata++];
+            sl_buf_init(d);
+            if (e.size >= 0 && e.size <= LUA_MEMBER_MAX) {
+                char chunk[16384];
+                int64_t n;
+                while ((n = sl_plug_reader_read(rd, chunk, sizeof(chunk), err)) > 0)
+                    sl_buf_add(d, chunk, (size_t)n);
+                if (n < 0) {
+                    rc = -1;
+                    break;
+                }
+            }
+        }
         if (x->nm == x->capm) {
             x->capm = x->capm ? x->capm * 2 : 4;
             x->m = sl_xrealloc(x->m, (size_t)x->capm * sizeof(*x->m));
@@ -128,6 +244,11 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
         if (n < 0 || parse_ckey(x, s, buf, got, shard_name, err) < 0)
             rc = -1;
     }
+    if (rc == 0 && L.src && L.ri >= 0)
+        rc = lua_key(&L, &out->v[L.ri], shard_name, err);
+    lua_rec_reset(&L);
+    free(L.data);
+    free(L.src);
     if (rc == 0 && s->alg == SL_DSORT_CONTENT) {
         for (size_t i = first; i < out->n; i++) {
             if (!out->v[i].has_ckey) {
@@ -170,9 +291,10 @@ static int key_cmp(const void *a, const void *b, void *arg)
     const struct cmp_ctx *c = arg;
     const struct sl_dsort_rec *x = &c->r->v[*(const int *)a], *y = &c->r->v[*(const int *)b];
     int d;
-    if (c->s->alg == SL_DSORT_CONTENT && c->s->content_key_type != SL_DSORT_CKEY_STRING)
+    bool by_ckey = c->s->alg == SL_DSORT_CONTENT || c->s->alg == SL_DSORT_LUA;
+    if (by_ckey && !x->ckey_s)
         d = x->ckey_n < y->ckey_n ? -1 : x->ckey_n > y->ckey_n;
-    else if (c->s->alg == SL_DSORT_CONTENT)
+    else if (by_ckey)
         d = strcmp(x->ckey_s, y->ckey_s);
     else
         d = strcmp(x->key, y->key);
@@ -202,15 +324,21 @@ int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s,
         }
         break;
     }
-    case SL_DSORT_ALPHANUMERIC:
-    case SL_DSORT_MD5: /* AIStore's md5 is effectively name order (spec §7) */
-    case SL_DSORT_CONTENT:
+    case SL_DSORT_LUA:
+        for (size_t i = 1; i < r->n; i++) {
+            if (!r->v[i].ckey_s != !r->v[0].ckey_s) {
+                const struct sl_dsort_rec *sx = r->v[i].ckey_s ? &r->v[i] : &r->v[0];
+                const struct sl_dsort_rec *nx = r->v[i].ckey_s ? &r->v[0] : &r->v[i];
+                free(o);
+                return sl_errf(err, SL_EINVAL, "dsort: sort_key returned a string for record %s and a number for "
+                               "record %s; return one type for every record", sx->key, nx->key);
+            }
+        }
         qsort_r(o, r->n, sizeof(int), key_cmp, &c);
         break;
-    default:
-        free(o);
-        return sl_errf(err, SL_EUNSUPP, "dsort: algorithm \"lua\" orders records on the targets that hold them; "
-                       "it is not part of this step");
+    default: /* alphanumeric, md5 (AIStore's md5 is effectively name order, spec §7), content */
+        qsort_r(o, r->n, sizeof(int), key_cmp, &c);
+        break;
     }
     *order = o;
     return 0;

@@ -152,6 +152,57 @@ static void test_records(void)
     sl_buf_free(&b1);
 }
 
+static void test_lua(void)
+{
+    struct sl_buf b0, b1;
+    mk_shard(".tar", shard0, &b0);
+    static const char *const adjacent[] = { "x.jpg=JX", "x.cls=4", "y.jpg=JY", "y.cls=5", NULL };
+    mk_shard(".tar", adjacent, &b1);
+    struct sl_dsort_spec s;
+    spec(&s, SL_DSORT_LUA);
+    s.script = "function sort_key(r)\n"
+               "  assert(r.shard:find('test%-shard'))\n"
+               "  return -tonumber(r:read('.cls')) + #r.members * 0\n"
+               "end\n";
+    struct sl_dsort_recs r = { 0 };
+    struct sl_err err = { 0 };
+    TAP_OK(read_into(".tar", &b0, 0, &s, &r, &err) == 0 && read_into(".tar", &b1, 1, &s, &r, &err) == 0,
+           "lua: records keyed by sort_key: %s", err.msg);
+    int *o;
+    char k[256];
+    TAP_OK(sl_dsort_order(&r, &s, &o, &err) == 0, "lua order: %s", err.msg);
+    keys_of(&r, o, k, sizeof(k));
+    TAP_EQ_STR(k, "y,x,a/1,b/3,a/2", "sort_key = -cls: 5,4,3,2,1");
+    free(o);
+    sl_dsort_recs_free(&r);
+
+    s.script = "function sort_key(r)\n  return r.key .. nil\nend\n";
+    memset(&err, 0, sizeof(err));
+    TAP_OK(read_into(".tar", &b0, 0, &s, &r, &err) < 0 && strstr(err.msg, "record a/1") && strstr(err.msg, "line 2:"),
+           "a failing sort_key names the record and the line: %s", err.msg);
+    sl_dsort_recs_free(&r);
+    s.script = "function sort_key(r)\n  return {}\nend\n";
+    memset(&err, 0, sizeof(err));
+    TAP_OK(read_into(".tar", &b0, 0, &s, &r, &err) < 0 && strstr(err.msg, "string or a number"),
+           "sort_key must return a string or a number: %s", err.msg);
+    sl_dsort_recs_free(&r);
+    s.script = "function sort_key(r)\n  if r.key == 'x' then return 'a' end\n  return 1\nend\n";
+    memset(&err, 0, sizeof(err));
+    TAP_OK(read_into(".tar", &b1, 0, &s, &r, &err) == 0 && sl_dsort_order(&r, &s, &o, &err) < 0 &&
+               strstr(err.msg, "one type"), "mixed key types are refused: %s", err.msg);
+    sl_dsort_recs_free(&r);
+    struct sl_buf b2;
+    mk_shard(".tar", shard1, &b2); /* x's members are not adjacent */
+    s.script = "function sort_key(r) return r.key end";
+    memset(&err, 0, sizeof(err));
+    TAP_OK(read_into(".tar", &b2, 0, &s, &r, &err) < 0 && strstr(err.msg, "not adjacent"),
+           "lua needs adjacent members: %s", err.msg);
+    sl_dsort_recs_free(&r);
+    sl_buf_free(&b0);
+    sl_buf_free(&b1);
+    sl_buf_free(&b2);
+}
+
 /* n shards of m single-member records each, read in the order given */
 static void many(struct sl_dsort_recs *r, const struct sl_dsort_spec *s, const int *read_order, int n, int m)
 {
@@ -242,6 +293,7 @@ int main(void)
     }
     test_records();
     test_shuffle_and_pack();
+    test_lua();
     sl_arch_fini();
     return tap_done();
 }
