@@ -583,8 +583,15 @@ static int cleanup_local(const char *id)
 {
     sl_job_abort(id, NULL);
     struct sl_job *j = sl_job_get(id);
-    if (!j)
+    if (!j) {
+        /* not started here yet: remember the abort, so that a build that
+         * arrives later does not start (job_here) */
+        j = sl_job_start("dsort", id, "", "");
+        sl_job_abort(id, NULL);
+        sl_job_finish(j, "aborted");
+        sl_job_put(j);
         return 0;
+    }
     int n = 0;
     json_t *ext = j->end_ns && j->ext ? json_deep_copy(j->ext) : NULL;
     json_t *created = json_object_get(json_object_get(ext, "creation"), "created");
@@ -709,8 +716,9 @@ static struct sl_job *job_here(const char *id, const char *src, const char *dst)
     struct sl_job *j = sl_job_get(id);
     if (j && !j->end_ns)
         return j;
+    bool aborted = j && j->aborted;
     sl_job_put(j);
-    return sl_job_start("dsort", id, src, dst);
+    return aborted ? NULL : sl_job_start("dsort", id, src, dst); /* NULL: aborted before it got here */
 }
 
 /* POST /v1/internal/dsort/build {"id","src","dst","desc","outs":[...],"extraction":{...}} */
@@ -723,9 +731,16 @@ static void build_start(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    struct sl_job *job = job_here(sl_json_str(j, "id", ""), sl_json_str(j, "src", ""), sl_json_str(j, "dst", ""));
+    if (!job) {
+        sl_logi("dsort %s: aborted before its shards came here; nothing to build", sl_json_str(j, "id", ""));
+        json_decref(j);
+        sl_resp_empty(r, 200);
+        return;
+    }
     struct builder *b = sl_xcalloc(1, sizeof(*b));
     pthread_mutex_init(&b->mu, NULL);
-    b->job = job_here(sl_json_str(j, "id", ""), sl_json_str(j, "src", ""), sl_json_str(j, "dst", ""));
+    b->job = job;
     json_t *ex = json_object_get(j, "extraction");
     if (ex && !json_object_get(b->job->ext, "coordinator")) {
         json_t *ext = json_pack("{s:O,s:s}", "extraction", ex, "description", sl_json_str(j, "desc", ""));

@@ -163,6 +163,30 @@ class DsortOnOneNode(NodeTest, DsortApi):
             vals += [int(d) for n, d in members_of(shards[name]) if n.endswith(".cls")]
         self.assertEqual(vals, sorted(vals))
 
+    def test_lua_ordering(self):
+        script = ("function sort_key(record)\n"
+                  "  return -tonumber(record:read('.cls'))  -- descending by class\n"
+                  "end\n")
+        spec = {"input_bck": "images", "input_format": "samples-{00..05}", "output_format": "lua-{000..999}",
+                "output_shard_size": "8KiB", "algorithm": {"kind": "lua", "script": script}}
+        r = self.post_sort(spec)
+        self.assertEqual(r.status_code, 200, r.text)
+        info = self.wait_sort(r.text)
+        self.assertFalse(list(info.values())[0]["Metrics"]["aborted"], info)
+        shards = self.output("images", "lua-")
+        vals = []
+        for name in sorted(shards):
+            vals += [int(d) for n, d in members_of(shards[name]) if n.endswith(".cls")]
+        self.assertEqual(len(vals), NSHARDS * PER)
+        self.assertEqual(vals, sorted(vals, reverse=True))
+        # a runtime error names the record and the line
+        r = self.post_sort(dict(spec, output_format="lx-{0..99}",
+                                algorithm={"kind": "lua", "script": "function sort_key(r)\n  return r.nope.x\nend"}))
+        info = self.wait_sort(r.text)
+        errs = " ".join(list(info.values())[0]["Metrics"]["errors"])
+        self.assertIn("record s0", errs)
+        self.assertIn("line 2", errs)
+
     def test_bad_specs(self):
         base = {"input_bck": "images", "input_format": "samples-{00..05}", "output_format": "o-{0..99}",
                 "output_shard_size": "10KiB"}
