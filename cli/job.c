@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "yamlx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -201,10 +202,81 @@ static int job_stop(struct opts *o)
     return rc;
 }
 
+/* shale job start dsort [SRC] [DST] -f spec.json|yaml|- : the spec as
+ * AIStore's CLI takes it; SRC and DST, when given, replace input_bck and
+ * output_bck. Prints the job id (-v: the resolved spec first). */
+static int dsort_start(struct opts *o)
+{
+    const char *file = opt_str(o, "f") ? opt_str(o, "f") : opt_str(o, "file");
+    if (!file || o->argc > 3) {
+        fprintf(stderr, "Usage: shale job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- "
+                        "[--wait] [--timeout 1h] [--progress] [-v]\n");
+        return 1;
+    }
+    size_t len;
+    char *text = cli_read_file(file, &len);
+    if (!text)
+        return 1;
+    struct sl_err err = { 0 };
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'))
+        i++;
+    json_error_t je;
+    json_t *spec = i < len && text[i] == '{' ? json_loadb(text, len, 0, &je) : sl_yaml_to_json(text, len, &err);
+    if (!spec && i < len && text[i] == '{')
+        snprintf(err.msg, sizeof(err.msg), "line %d: %s", je.line, je.text);
+    free(text);
+    if (!json_is_object(spec)) {
+        fprintf(stderr, "Error: %s: not a dsort spec (JSON or YAML object)%s%s\n", file, err.msg[0] ? ": " : "",
+                err.msg);
+        json_decref(spec);
+        return 1;
+    }
+    const char *keys[] = { "input_bck", "output_bck" };
+    for (int k = 0; k < 2 && k + 1 < o->argc; k++) {
+        struct uri u;
+        if (uri_parse(o->argv[k + 1], &u, true) < 0) {
+            json_decref(spec);
+            return 1;
+        }
+        if (!k)
+            json_object_del(spec, "bck");
+        json_object_set_new(spec, keys[k], json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
+        uri_free(&u);
+    }
+    size_t blen;
+    char *body = sl_json_dump(spec, opt_bool(o, "verbose") ? SL_JD_PRETTY : 0, &blen);
+    json_decref(spec);
+    if (opt_bool(o, "verbose"))
+        fprintf(stderr, "%s\n", body);
+    struct cli_resp r;
+    cli_req("POST", "/v1/sort", "application/json", body, blen, &r);
+    free(body);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "start dsort");
+        cli_resp_free(&r);
+        return rc;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    printf("%s\n", id);
+    int64_t tmo = 3600LL * 1000000000LL;
+    if (opt_str(o, "timeout") && sl_parse_duration(opt_str(o, "timeout"), &tmo) < 0) {
+        fprintf(stderr, "Error: invalid --timeout \"%s\" (e.g. 10m, 1h)\n", opt_str(o, "timeout"));
+        free(id);
+        return 1;
+    }
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
+    free(id);
+    return rc;
+}
+
 static int job_start(struct opts *o)
 {
+    if (o->argc >= 1 && !strcmp(o->argv[0], "dsort"))
+        return dsort_start(o);
     if (o->argc < 1 || strcmp(o->argv[0], "rebalance")) {
-        fprintf(stderr, "Usage: shale job start rebalance [--wait]\n");
+        fprintf(stderr, "Usage: shale job start rebalance [--wait] | shale job start dsort [SRC] [DST] -f SPEC\n");
         return 1;
     }
     struct cli_resp r;
@@ -222,6 +294,30 @@ static int job_start(struct opts *o)
     return rc;
 }
 
+/* shale job rm [dsort] ID: forget a finished dsort job */
+static int job_rm(struct opts *o)
+{
+    const char *id = o->argc > 1 && !strcmp(o->argv[0], "dsort") ? o->argv[1] : o->argc ? o->argv[0] : NULL;
+    if (!id || !sl_has_prefix(id, "srt-")) {
+        fprintf(stderr, "Usage: shale job rm [dsort] srt-ID   (removes a finished dsort job; other kinds are kept "
+                        "until they age out)\n");
+        return 1;
+    }
+    char *q = sl_url_encode_query(id);
+    char *path = sl_xasprintf("/v1/sort?uuid=%s", q);
+    free(q);
+    struct cli_resp r;
+    cli_req("DELETE", path, NULL, NULL, 0, &r);
+    free(path);
+    int rc = 0;
+    if (r.status != 200)
+        rc = cli_fail(&r, "remove the job");
+    else
+        printf("Removed %s\n", id);
+    cli_resp_free(&r);
+    return rc;
+}
+
 int cmd_job(int argc, char **argv)
 {
     if (argc < 1) {
@@ -229,7 +325,7 @@ int cmd_job(int argc, char **argv)
         return 1;
     }
     struct opts o;
-    if (opts_parse(&o, argc - 1, argv + 1, "timeout", "all,progress,wait") < 0)
+    if (opts_parse(&o, argc - 1, argv + 1, "timeout,f,file", "all,progress,wait") < 0)
         return 1;
     if (!strcmp(argv[0], "show"))
         return job_show(&o);
@@ -239,7 +335,9 @@ int cmd_job(int argc, char **argv)
         return job_stop(&o);
     if (!strcmp(argv[0], "start"))
         return job_start(&o);
-    fprintf(stderr, "Error: unknown command \"job %s\" (show, wait, stop, start)\n", argv[0]);
+    if (!strcmp(argv[0], "rm"))
+        return job_rm(&o);
+    fprintf(stderr, "Error: unknown command \"job %s\" (show, wait, stop, start, rm)\n", argv[0]);
     return 1;
 }
 
@@ -296,5 +394,29 @@ int cmd_cluster(int argc, char **argv)
     }
     cli_resp_free(&r);
     free(sid);
+    return rc;
+}
+
+/* shale start ... = shale job start ...; shale dsort ... = shale job start dsort ... */
+int cmd_start(int argc, char **argv)
+{
+    char **v = sl_xcalloc((size_t)argc + 2, sizeof(char *));
+    v[0] = "start";
+    for (int i = 0; i < argc; i++)
+        v[i + 1] = argv[i];
+    int rc = cmd_job(argc + 1, v);
+    free(v);
+    return rc;
+}
+
+int cmd_dsort(int argc, char **argv)
+{
+    char **v = sl_xcalloc((size_t)argc + 3, sizeof(char *));
+    v[0] = "start";
+    v[1] = "dsort";
+    for (int i = 0; i < argc; i++)
+        v[i + 2] = argv[i];
+    int rc = cmd_job(argc + 2, v);
+    free(v);
     return rc;
 }

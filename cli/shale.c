@@ -24,7 +24,9 @@ static const struct {
     { "archive", cmd_archive, "archive put|get|ls|bucket|gen-shards   shards (tar, tgz, zip, tar.lz4)" },
     { "etl", cmd_etl, "etl init|show|view-logs|stop|start|rm|object|bucket   Lua transforms on the targets" },
     { "ishard", cmd_ishard, "ishard --src-bck ais://SRC --dst-bck ais://DST [...]   raw files -> WebDataset shards" },
-    { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard)" },
+    { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard, dsort)" },
+    { "start", cmd_start, "start dsort [SRC] [DST] -f SPEC   = job start (shuffle/re-shard shards: dsort)" },
+    { "dsort", cmd_dsort, "dsort [SRC] [DST] -f SPEC         = job start dsort" },
     { "cluster", cmd_cluster, "cluster maintenance start|stop NODE | decommission NODE   membership" },
     { "playground", cmd_playground, "playground start|stop|status|add-target --dir DIR   local node or cluster" },
 };
@@ -83,15 +85,24 @@ static const struct {
                     "[--ext '{jpg:png}'] [--prepend P] [--dry-run] [--num-workers N] [--cont-on-err] "
                     "[--args ARGS] [--wait] [--timeout 1h]\n" },
     /* archive prints its own help (cli/archive.c) */
-    { "job", "Usage: shale job show|wait|stop|start ...\n"
+    { "job", "Usage: shale job show|wait|stop|start|rm ...\n"
              "  show [ID|KIND] [--all] [--json]\n"
              "  wait ID|KIND [--timeout 10m] [--progress]\n"
              "  stop ID|KIND\n"
-             "  start rebalance [--wait]\n" },
+             "  start rebalance [--wait]\n"
+             "  start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [--wait] [--progress] [-v]\n" },
     { "job show", "Usage: shale job show [ID|KIND] [--all] [--json]\n" },
     { "job wait", "Usage: shale job wait ID|KIND [--timeout 10m] [--progress]\n" },
     { "job stop", "Usage: shale job stop ID|KIND\n" },
-    { "job start", "Usage: shale job start rebalance [--wait]\n" },
+    { "job rm", "Usage: shale job rm [dsort] srt-ID   (a finished dsort job)\n" },
+    { "job start", "Usage: shale job start rebalance [--wait]\n"
+                   "       shale job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [--wait] "
+                   "[--timeout 1h] [--progress] [-v]\n" },
+    { "start", "Usage: shale start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [--wait] [-v]\n"
+               "       shale start rebalance [--wait]\n" },
+    { "dsort", "Usage: shale dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [--wait] [--timeout 1h] "
+               "[--progress] [-v]\n"
+               "  the spec as AIStore takes it (docs/dsort.md); SRC and DST replace input_bck and output_bck\n" },
     { "cluster", "Usage: shale cluster maintenance start|stop NODE_ID [--no-shutdown] [--skip-rebalance] [--wait]\n"
                  "       shale cluster decommission NODE_ID [--no-shutdown] [--skip-rebalance] [--wait]\n" },
     { "cluster maintenance", "Usage: shale cluster maintenance start|stop NODE_ID [--no-shutdown] "

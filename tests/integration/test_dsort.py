@@ -16,7 +16,9 @@ import unittest
 
 import requests
 
-from harness import Cluster, NodeTest, main, wait_until
+import subprocess
+
+from harness import SHALE, Cluster, NodeTest, main, wait_until
 
 NSHARDS, PER, MEMBERS = 6, 12, ("jpg", "cls", "json")
 
@@ -162,6 +164,37 @@ class DsortOnOneNode(NodeTest, DsortApi):
         for name in sorted(shards):
             vals += [int(d) for n, d in members_of(shards[name]) if n.endswith(".cls")]
         self.assertEqual(vals, sorted(vals))
+
+    def test_cli_yaml_spec(self):
+        spec = os.path.join(self.tmp, "spec.yaml")
+        with open(spec, "w") as f:
+            f.write("# as AIStore's CLI takes it\n"
+                    "input_bck: {name: placeholder}\n"
+                    "input_format:\n  template: samples-{00..05}\n"
+                    "input_extension: .tar\n"
+                    "output_format: cli-{00..99}\n"
+                    "output_shard_size: 16KiB\n"
+                    "description: from the CLI\n"
+                    "algorithm:\n  kind: shuffle\n  seed: '99'\n")
+        env = dict(os.environ, AIS_ENDPOINT=self.url)
+        p = subprocess.run([SHALE, "dsort", "ais://images", "ais://clidst", "-f", spec, "--wait", "--timeout", "2m"],
+                           capture_output=True, text=True, env=env, timeout=180)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        jid = p.stdout.strip().splitlines()[0]
+        self.assertTrue(jid.startswith("srt-"), p.stdout)
+        shards = self.output("clidst", "cli-")
+        self.check_records(shards)
+        p = subprocess.run([SHALE, "job", "show", jid], capture_output=True, text=True, env=env, timeout=60)
+        self.assertIn("dsort", p.stdout)
+        self.assertIn("Finished", p.stdout)
+        p = subprocess.run([SHALE, "job", "rm", "dsort", jid], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # a spec the server refuses: the CLI says why and exits non-zero
+        with open(spec, "a") as f:
+            f.write("bogus_field: 1\n")
+        p = subprocess.run([SHALE, "start", "dsort", "-f", spec], capture_output=True, text=True, env=env, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("bogus_field", p.stderr)
 
     def test_lua_ordering(self):
         script = ("function sort_key(record)\n"
