@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The demo pipeline (`make demo`): a local cluster (1 gateway + 3 targets),
 # a small Oxford-IIIT-Pets-like dataset uploaded as raw files, sharded into
-# WebDataset shards by ishard, labelled with a sample-mode Lua ETL (classes
-# from annotations/list.txt), and read back the way a training loop does.
+# WebDataset shards by ishard, shuffled across shards by dsort, labelled with
+# a sample-mode Lua ETL (classes from annotations/list.txt), and read back the
+# way a training loop does.
 #   DEMO_DIR (default /tmp/shale-demo)   DEMO_PORT (default 8080)
 set -eu
 B=${SHALE_BUILD:-$(cd "$(dirname "$0")/.." && pwd)/build}
@@ -25,7 +26,7 @@ rm -rf "$DIR/dataset"
 $PY "$SRC/examples/gen_dataset.py" "$DIR/dataset" --per-class 12
 
 step "upload the raw files"
-for b in pets-raw pets pets-train; do "$SHALE" bucket rm "ais://$b" -y >/dev/null 2>&1 || true; done
+for b in pets-raw pets pets-shuffled pets-train; do "$SHALE" bucket rm "ais://$b" -y >/dev/null 2>&1 || true; done
 "$SHALE" bucket create ais://pets-raw
 "$SHALE" put "$DIR/dataset" ais://pets-raw/ -r -y
 "$SHALE" ls ais://pets-raw --limit 5
@@ -38,6 +39,10 @@ ISH="--src-bck ais://pets-raw --dst-bck ais://pets --shard-size 64KiB --sample-k
 # shellcheck disable=SC2086
 "$SHALE" ishard $ISH --wait
 "$SHALE" archive ls ais://pets | head -8
+
+step "dsort: shuffle the samples across shards (seeded: the same seed gives the same shards)"
+"$SHALE" dsort -f "$SRC/examples/dsort/shuffle.json" --wait
+"$SHALE" archive ls ais://pets-shuffled | head -8
 
 step "add the class label from annotations/list.txt with a sample-mode Lua ETL"
 "$SHALE" get ais://pets-raw/annotations/list.txt "$DIR/list.txt" >/dev/null
@@ -53,7 +58,7 @@ print("%d labels" % len(m))
 PYEOF
 "$SHALE" etl rm add-cls >/dev/null 2>&1 || true
 "$SHALE" etl init --name add-cls --code "$SRC/examples/etl/add_cls.lua" --mode sample
-"$SHALE" etl bucket add-cls ais://pets ais://pets-train --args "$(cat "$DIR/classes.json")" --wait
+"$SHALE" etl bucket add-cls ais://pets-shuffled ais://pets-train --args "$(cat "$DIR/classes.json")" --wait
 "$SHALE" archive ls ais://pets-train | head -8
 
 step "read it back like a training loop (WebDataset grouping over HTTP)"
