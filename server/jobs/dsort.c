@@ -356,11 +356,13 @@ static void pull_run(struct sl_req *r, void *arg)
 /* ------------------------------------------------------------------ */
 
 struct bout {
+    uint64_t bytes;             /* record bytes: what building it holds in memory */
     char *name;
     json_t *recs;               /* [[shard, key], ...] in output order */
 };
 
 struct builder {
+    int workers;                /* create_concurrency_max_limit, bounded by max_mem_usage */
     struct sl_job *job;
     struct sl_bck src, dst;
     struct bout *o;
@@ -671,9 +673,9 @@ static void build_run(struct builder *b)
 {
     phase_set(b->job, "creation", "started_ns", json_integer(sl_now_ns()));
     phase_set(b->job, "creation", "to_create", json_integer(b->n));
-    pthread_t th[BUILD_WORKERS];
+    pthread_t th[64];
     int n = 0;
-    for (int i = 0; i < BUILD_WORKERS && i < b->n; i++)
+    for (int i = 0; i < b->workers && i < 64 && i < b->n; i++)
         if (pthread_create(&th[n], NULL, build_worker, b) == 0)
             n++;
     if (!n && b->n)
@@ -754,11 +756,25 @@ static void build_start(struct sl_req *r)
         b->o = sl_xcalloc(json_array_size(outs) + 1, sizeof(*b->o));
         size_t i;
         json_t *x;
+        uint64_t biggest = 0;
         json_array_foreach(outs, i, x) {
             b->o[b->n].name = sl_xstrdup(sl_json_str(x, "name", ""));
             b->o[b->n].recs = json_incref(json_object_get(x, "recs"));
+            b->o[b->n].bytes = (uint64_t)sl_json_int(x, "bytes", 0);
+            biggest = SL_MAX(biggest, b->o[b->n].bytes);
             b->n++;
         }
+        /* max_mem_usage bounds what building holds: one output shard's
+         * records per worker */
+        uint64_t mem = (uint64_t)sl_json_int(j, "max_mem", 0);
+        int want = (int)sl_json_int(j, "workers", 0);
+        b->workers = want > 0 ? want : BUILD_WORKERS;
+        if (mem && biggest > mem)
+            snprintf(b->err, sizeof(b->err), "dsort: output shards of up to %llu bytes are built in memory, more "
+                     "than max_mem_usage (%llu bytes): raise max_mem_usage or lower output_shard_size",
+                     (unsigned long long)biggest, (unsigned long long)mem);
+        else if (mem && biggest && (uint64_t)b->workers * biggest > mem)
+            b->workers = (int)SL_MAX(1, mem / biggest);
     }
     json_decref(j);
     pthread_t t;
@@ -890,6 +906,17 @@ static int recs_from_json(const json_t *a, const char *const *names, size_t nnam
     }
     (void)names;
     return 0;
+}
+
+/* max_mem_usage in bytes (a percentage of this machine's memory); 0: none */
+static uint64_t max_mem_bytes(const struct sl_dsort_spec *s)
+{
+    if (s->max_mem)
+        return s->max_mem;
+    if (!s->max_mem_pct)
+        return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 100 * (uint64_t)s->max_mem_pct : 0;
 }
 
 static void coord_fail(struct coord *c, const char *msg)
@@ -1093,14 +1120,16 @@ static void *coord_main(void *arg)
             const struct sl_dsort_rec *x = &recs.v[order[r]];
             json_array_append_new(rl, json_pack("[s,s]", ns.v[x->shard], x->key));
         }
-        json_array_append_new(lists[ti], json_pack("{s:s,s:o}", "name", outs[i].name, "recs", rl));
+        json_array_append_new(lists[ti], json_pack("{s:s,s:o,s:I}", "name", outs[i].name, "recs", rl, "bytes",
+                                                   (json_int_t)outs[i].bytes));
     }
     char **bodies = sl_xcalloc((size_t)nt + 1, sizeof(char *));
     for (int i = 0; i < nt; i++) {
         size_t blen;
-        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O,s:O}", "id", c->job->id, "src", c->s.in_bck, "dst",
+        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O,s:O,s:I,s:i}", "id", c->job->id, "src", c->s.in_bck, "dst",
                                  c->s.out_bck, "desc", c->s.description, "outs", lists[i], "extraction",
-                                 json_object_get(per_target, t.who[i]->id) ?: json_null());
+                                 json_object_get(per_target, t.who[i]->id) ?: json_null(), "max_mem",
+                                 (json_int_t)max_mem_bytes(&c->s), "workers", c->s.create_conc);
         bodies[i] = sl_json_dump(body, 0, &blen);
         json_decref(body);
         t.f[i].body = bodies[i];
@@ -1373,6 +1402,13 @@ static void start_run(struct sl_req *r, void *arg)
     if (sl_dsort_spec_parse_text(r->body.p ? r->body.p : "", r->body.len, &s, &err) < 0) {
         sl_dsort_spec_free(&s);
         sl_resp_err(r, &err);
+        return;
+    }
+    if (s.ekm_file || s.ekm_lua) {
+        const char *which = s.ekm_file ? "ekm_file" : "ekm_lua";
+        sl_resp_errf(r, SL_EUNSUPP, "dsort: %s: external key maps are not supported by this build yet; name the "
+                     "output shards with output_format", which);
+        sl_dsort_spec_free(&s);
         return;
     }
     struct sl_bck b;

@@ -536,7 +536,13 @@ json_t *sl_dsort_spec_json(const struct sl_dsort_spec *s)
     } else if (s->max_mem) {
         json_object_set_new(o, "max_mem_usage", json_integer((json_int_t)s->max_mem));
     }
+    if (s->extract_conc)
+        json_object_set_new(o, "extract_concurrency_max_limit", json_integer(s->extract_conc));
+    if (s->create_conc)
+        json_object_set_new(o, "create_concurrency_max_limit", json_integer(s->create_conc));
     json_object_set_new(o, "dry_run", json_boolean(s->dry_run));
+    if (s->overwrite)
+        json_object_set_new(o, "overwrite", json_true());
     json_object_set_new(o, "Config", json_pack("{s:s,s:s,s:s,s:s}", "duplicated_records",
                                                react_names[s->duplicated_records], "missing_shards",
                                                react_names[s->missing_shards], "ekm_malformed_line",

@@ -232,6 +232,7 @@ class DsortOnOneNode(NodeTest, DsortApi):
             (dict(base, input_format="s-%d"), 400, "no upper bound"),
             (dict(base, algorithm={"kind": "lua", "script": "function sort_key(r)\n return +\nend"}), 400, "line"),
             (dict(base, bogus=1), 400, "bogus"),
+            (dict(base, ekm_file="ais://images/ekm.json"), 501, "not supported by this build"),
         ]
         for spec, code, text in cases:
             r = self.post_sort(spec)
@@ -255,6 +256,11 @@ class DsortOnOneNode(NodeTest, DsortApi):
         r = self.post_sort(dict(base, output_format="samples-{00..99}", output_shard_size="1KiB"))
         info = self.wait_sort(r.text)
         self.assertIn("overwrite", " ".join(list(info.values())[0]["Metrics"]["errors"]))
+        # max_mem_usage takes effect: an output shard larger than it is refused before anything is written
+        r = self.post_sort(dict(base, output_format="mm-{0..99}", output_shard_size="64KiB", max_mem_usage="1KiB"))
+        info = self.wait_sort(r.text)
+        self.assertIn("max_mem_usage", " ".join(list(info.values())[0]["Metrics"]["errors"]))
+        self.assertEqual([n for n in self.list_all("images") if n.startswith("mm-")], [])
         self.assertEqual(self.s.get(self.url + "/v1/sort", params={"uuid": "srt-nope"}).status_code, 404)
         self.assertEqual(self.s.delete(self.url + "/v1/sort/abort", params={"uuid": "srt-nope"}).status_code, 404)
 
