@@ -165,6 +165,14 @@ int sl_job_abort(const char *id, const char *kind)
     return n;
 }
 
+json_t *sl_job_ext_copy(struct sl_job *j)
+{
+    pthread_mutex_lock(&mu);
+    json_t *e = j->ext ? json_deep_copy(j->ext) : json_object();
+    pthread_mutex_unlock(&mu);
+    return e;
+}
+
 void sl_job_set_ext(struct sl_job *j, json_t *ext)
 {
     pthread_mutex_lock(&mu);

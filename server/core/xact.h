@@ -53,6 +53,9 @@ json_t *sl_job_snap(const struct sl_job *j);    /* new reference */
 /* Set ext details under the job lock (takes ownership of ext; the previous
  * ext is released). */
 void sl_job_set_ext(struct sl_job *j, json_t *ext);
+/* A deep copy of the ext details taken under the job lock (new reference;
+ * an empty object when there are none), to modify and set back. */
+json_t *sl_job_ext_copy(struct sl_job *j);
 
 /* Map AIStore display names to kinds ("copy-bucket" -> "copy-bck", ...):
  * a static string, or kind itself when it is no display name. */

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * dsort.c: distributed shuffle and re-shard (see dsort.h, docs/dsort.md).
+ * dsort.c: distributed shuffle and re-shard, the targets' side (see
+ * dsort.h, docs/dsort.md; the gateway's /v1/sort is dsort_api.c).
  *
- *   gateway      POST /v1/sort (RequestSpec) -> checks, picks the
- *                coordinator by HRW of the job id, answers "srt-..."
  *   coordinator  POST /v1/internal/dsort/start: input names -> every holder
  *                extracts the records of its shards -> order -> pack ->
  *                names -> each output owner gets its shards (or, dry run,
@@ -63,7 +62,7 @@ static int64_t peer_timeout_ms(void)
 
 static void phase_set(struct sl_job *j, const char *phase, const char *field, json_t *v)
 {
-    json_t *ext = j->ext ? json_deep_copy(j->ext) : json_object();
+    json_t *ext = sl_job_ext_copy(j);
     json_t *p = json_object_get(ext, phase);
     if (!p) {
         p = json_object();
@@ -595,7 +594,7 @@ static int cleanup_local(const char *id)
         return 0;
     }
     int n = 0;
-    json_t *ext = j->end_ns && j->ext ? json_deep_copy(j->ext) : NULL;
+    json_t *ext = j->end_ns ? sl_job_ext_copy(j) : NULL;
     json_t *created = json_object_get(json_object_get(ext, "creation"), "created");
     struct sl_bck dst;
     struct sl_err err = { 0 };
@@ -622,7 +621,7 @@ static int cleanup_local(const char *id)
 /* Abort job id on every target and remove every output shard it created,
  * also on targets that had already finished: an aborted or failed dsort
  * leaves no partial output. Call off the HTTP threads. */
-static void abort_everywhere(const char *id)
+void sl_dsort_abort_everywhere(const char *id)
 {
     cleanup_local(id);
     if (G.role == SL_ROLE_STANDALONE)
@@ -661,7 +660,7 @@ static void *build_worker(void *arg)
                 snprintf(b->err, sizeof(b->err), "dsort: output shard %.200s: %.800s", b->o[i].name, err.msg);
             pthread_mutex_unlock(&b->mu);
             if (first)
-                abort_everywhere(b->job->id);
+                sl_dsort_abort_everywhere(b->job->id);
             break;
         }
     }
@@ -744,9 +743,13 @@ static void build_start(struct sl_req *r)
     pthread_mutex_init(&b->mu, NULL);
     b->job = job;
     json_t *ex = json_object_get(j, "extraction");
-    if (ex && !json_object_get(b->job->ext, "coordinator")) {
-        json_t *ext = json_pack("{s:O,s:s}", "extraction", ex, "description", sl_json_str(j, "desc", ""));
-        sl_job_set_ext(b->job, ext);
+    json_t *cur = sl_job_ext_copy(b->job);
+    if (ex && !json_object_get(cur, "coordinator")) {
+        json_object_set(cur, "extraction", ex);
+        json_object_set_new(cur, "description", json_string(sl_json_str(j, "desc", "")));
+        sl_job_set_ext(b->job, cur);
+    } else {
+        json_decref(cur);
     }
     if (sl_bck_resolve(sl_json_str(j, "src", ""), "ais", NULL, &b->src, &err) < 0 ||
         sl_bck_resolve(sl_json_str(j, "dst", ""), "ais", NULL, &b->dst, &err) < 0) {
@@ -868,8 +871,7 @@ static int input_names(struct coord *c, const struct sl_bck *b, struct names *ns
 }
 
 /* records from one extraction answer into r */
-static int recs_from_json(const json_t *a, const char *const *names, size_t nnames, struct sl_dsort_recs *r,
-                          struct sl_err *err)
+static int recs_from_json(const json_t *a, size_t nnames, struct sl_dsort_recs *r, struct sl_err *err)
 {
     size_t i;
     json_t *x;
@@ -893,7 +895,8 @@ static int recs_from_json(const json_t *a, const char *const *names, size_t nnam
         d->capm = d->nm;
         d->m = sl_xcalloc((size_t)d->nm + 1, sizeof(*d->m));
         for (int j = 0; j < d->nm; j++) {
-            d->m[j].name = sl_xstrdup(sl_json_str(json_array_get(json_array_get(m, (size_t)j), 0), NULL, "") ?: "");
+            const char *mn = json_string_value(json_array_get(json_array_get(m, (size_t)j), 0));
+            d->m[j].name = sl_xstrdup(mn ? mn : "");
             d->m[j].size = (uint64_t)json_integer_value(json_array_get(json_array_get(m, (size_t)j), 1));
         }
         if (json_is_string(ck)) {
@@ -904,7 +907,6 @@ static int recs_from_json(const json_t *a, const char *const *names, size_t nnam
             d->has_ckey = true;
         }
     }
-    (void)names;
     return 0;
 }
 
@@ -921,12 +923,12 @@ static uint64_t max_mem_bytes(const struct sl_dsort_spec *s)
 
 static void coord_fail(struct coord *c, const char *msg)
 {
-    json_t *ext = c->job->ext ? json_deep_copy(c->job->ext) : json_object();
+    json_t *ext = sl_job_ext_copy(c->job);
     json_object_set(ext, "warnings", c->warnings);
     sl_job_set_ext(c->job, ext);
     sl_logw("dsort %s: %s", c->job->id, msg);
     sl_job_fail(c->job, msg);
-    abort_everywhere(c->job->id);
+    sl_dsort_abort_everywhere(c->job->id);
 }
 
 static void coord_free(struct coord *c)
@@ -981,7 +983,7 @@ static int extract_all(struct coord *c, struct names *ns, struct sl_dsort_recs *
             break;
         }
         size_t before = recs->n;
-        rc = recs_from_json(json_object_get(ans, "recs"), (const char *const *)ns->v, ns->n, recs, err);
+        rc = recs_from_json(json_object_get(ans, "recs"), ns->n, recs, err);
         size_t mi;
         json_t *mv;
         json_array_foreach(json_object_get(ans, "missing"), mi, mv) {
@@ -1076,11 +1078,17 @@ static void *coord_main(void *arg)
             for (size_t k = 0; k < ns.n; k++)
                 if (!strcmp(outs[i].name, ns.v[k])) {
                     sl_errf(&err, SL_EEXIST, "dsort: output shard %s would overwrite an input shard of the same "
-                            "bucket; choose another output_format or output_bck, or set \"overwrite\": true", outs[i].name);
+                            "bucket; choose another output_format or output_bck, or set \"overwrite\": true",
+                            outs[i].name);
                     goto fail;
                 }
     }
     phase_set(c->job, "sorting", "end_ns", json_integer(sl_now_ns()));
+    { /* before any builder (one may run here) updates the ext */
+        json_t *ext = sl_job_ext_copy(c->job);
+        json_object_set(ext, "warnings", c->warnings);
+        sl_job_set_ext(c->job, ext);
+    }
     sm = sl_smap_get();
     if (c->s.dry_run) {
         json_t *layout = json_array();
@@ -1170,7 +1178,7 @@ out:
     return NULL;
 }
 
-static int coord_start(const char *id, json_t *spec, struct sl_err *err)
+int sl_dsort_coord_start(const char *id, json_t *spec, struct sl_err *err)
 {
     struct coord *c = sl_xcalloc(1, sizeof(*c));
     c->warnings = json_array();
@@ -1199,7 +1207,7 @@ static void start_internal(struct sl_req *r)
 {
     struct sl_err err = { 0 };
     json_t *j = sl_req_body_json(r, &err);
-    if (!json_is_object(j) || coord_start(sl_json_str(j, "id", ""), json_object_get(j, "spec"), &err) < 0) {
+    if (!json_is_object(j) || sl_dsort_coord_start(sl_json_str(j, "id", ""), json_object_get(j, "spec"), &err) < 0) {
         if (!err.msg[0])
             sl_errf(&err, SL_EINVAL, "dsort start: bad body");
         sl_resp_err(r, &err);
@@ -1250,7 +1258,7 @@ static void start_internal_done(struct sl_req *r)
     sl_req_offload(r, start_internal_run, NULL, NULL);
 }
 
-static bool dsort_internal(struct sl_req *r)
+bool sl_dsort_internal(struct sl_req *r)
 {
     if (!sl_has_prefix(r->path, "/v1/internal/dsort/"))
         return false;
@@ -1290,346 +1298,3 @@ static bool dsort_internal(struct sl_req *r)
     sl_resp_errf(r, SL_ENOENT, "no such endpoint: %s %s", r->method_str, r->path);
     return true;
 }
-
-/* ------------------------------------------------------------------ */
-/* the gateway                                                        */
-/* ------------------------------------------------------------------ */
-
-static void t_str(int64_t ns, char *out, size_t n)
-{
-    if (ns)
-        sl_format_gotime(ns, "2006-01-02T15:04:05.000000000Z07:00", out, n);
-    else
-        snprintf(out, n, "0001-01-01T00:00:00Z");
-}
-
-static json_t *phase(const json_t *p, bool job_ended)
-{
-    int64_t st = sl_json_int(p, "started_ns", 0), en = sl_json_int(p, "end_ns", 0);
-    char a[64], b[64];
-    t_str(st, a, sizeof(a));
-    t_str(en, b, sizeof(b));
-    int64_t el = st ? (en ? en : sl_now_ns()) - st : 0;
-    return json_pack("{s:s,s:s,s:I,s:b,s:b}", "started_time", a, "end_time", b, "elapsed", (json_int_t)el, "running",
-                     st && !en && !job_ended, "finished", en != 0);
-}
-
-static json_t *ctr_str(uint64_t v)
-{
-    char b[32];
-    snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
-    return json_string(b);
-}
-
-/* AIStore's JobInfo of one target, from its job snapshot */
-static json_t *job_info(const json_t *sn)
-{
-    const json_t *ext = json_object_get(sn, "ext"), *st = json_object_get(sn, "stats");
-    const json_t *ex = json_object_get(ext, "extraction"), *so = json_object_get(ext, "sorting"),
-                 *cr = json_object_get(ext, "creation");
-    bool ended = sl_json_int(sn, "end_ns", 0) != 0;
-    const char *err = sl_json_str(sn, "err", "");
-    bool aborted = sl_json_bool(sn, "aborted", false) || (ended && err[0]) || json_is_true(json_object_get(ext, "cleaned"));
-    json_t *le = phase(ex, ended), *ms = phase(so, ended), *sc = phase(cr, ended);
-    /* a target's own extraction figures come with the build; the
-     * coordinator sums every target's */
-    uint64_t shards = 0, records = 0, bytes = 0;
-    json_t *targets = json_object_get(ex, "targets");
-    if (targets) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(targets, k, v) {
-            shards += (uint64_t)sl_json_int(v, "shards", 0);
-            records += (uint64_t)sl_json_int(v, "records", 0);
-            bytes += (uint64_t)sl_json_int(v, "shard_bytes", 0);
-        }
-    } else {
-        shards = (uint64_t)sl_json_int(ex, "shards", 0);
-        records = (uint64_t)sl_json_int(ex, "records", 0);
-        bytes = (uint64_t)sl_json_int(ex, "shard_bytes", 0);
-        if (json_is_object(ex))
-            json_object_set_new(le, "finished", json_true());
-    }
-    json_object_set_new(le, "total_count", ctr_str(shards));
-    json_object_set_new(le, "extracted_count", ctr_str(shards));
-    json_object_set_new(le, "extracted_size", ctr_str(bytes));
-    json_object_set_new(le, "extracted_record_count", ctr_str(records));
-    json_object_set_new(le, "extracted_to_disk_count", ctr_str(0));
-    json_object_set_new(le, "extracted_to_disk_size", ctr_str(0));
-    json_object_set_new(ms, "sent_stats", json_null());
-    json_object_set_new(ms, "recv_stats", json_null());
-    json_object_set_new(sc, "to_create", ctr_str((uint64_t)sl_json_int(cr, "to_create", 0)));
-    json_object_set_new(sc, "created_count", ctr_str((uint64_t)sl_json_int(st, "out-objs", 0)));
-    json_object_set_new(sc, "moved_shard_count", ctr_str(0));
-    json_object_set_new(sc, "req_stats", json_null());
-    json_object_set_new(sc, "resp_stats", json_null());
-    if (ended && !aborted) /* a dry run, or a target with nothing to create */
-        json_object_set_new(sc, "finished", json_true());
-    json_t *errs = json_array();
-    if (err[0])
-        json_array_append_new(errs, json_string(err));
-    json_t *warn = json_object_get(ext, "warnings");
-    json_t *m = json_pack("{s:o,s:o,s:o,s:s,s:O,s:o,s:b,s:b}", "local_extraction", le, "meta_sorting", ms,
-                          "shard_creation", sc, "description", sl_json_str(ext, "description", ""), "warnings",
-                          warn ? warn : json_array(), "errors", errs, "aborted", aborted, "archived", false);
-    if (!warn)
-        json_decref(json_object_get(m, "warnings")), json_object_set_new(m, "warnings", json_array());
-    char a[64], b[64], c3[64], d[64], e[64];
-    t_str(sl_json_int(sn, "start_ns", 0), a, sizeof(a));
-    t_str(sl_json_int(sn, "end_ns", 0), b, sizeof(b));
-    t_str(sl_json_int(so, "started_ns", 0), c3, sizeof(c3));
-    t_str(sl_json_int(cr, "started_ns", 0), d, sizeof(d));
-    t_str(sl_json_int(cr, "end_ns", 0), e, sizeof(e));
-    json_t *o = json_pack("{s:s,s:O,s:O,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:b}", "id", sl_json_str(sn, "id", ""),
-                          "src-bck", json_object_get(sn, "src-bck"), "dst-bck", json_object_get(sn, "dst-bck"),
-                          "started_time", a, "finish_time", b, "started_meta_sorting", c3, "started_shard_creation",
-                          d, "finished_shard_creation", e, "loc-objs", ctr_str((uint64_t)sl_json_int(st, "out-objs", 0)),
-                          "loc-bytes", ctr_str((uint64_t)sl_json_int(st, "out-bytes", 0)), "Metrics", m, "aborted",
-                          aborted, "archived", false);
-    if (json_object_get(ext, "dry_run"))
-        json_object_set(o, "dry_run", json_object_get(json_object_get(ext, "dry_run"), "shards"));
-    json_object_set_new(o, "state", json_string(!ended ? "running" : aborted ? (err[0] && strcmp(err, "aborted")
-                                                                                     ? "failed" : "aborted")
-                                                                             : "finished"));
-    return o;
-}
-
-static void start_run(struct sl_req *r, void *arg)
-{
-    (void)arg;
-    struct sl_err err = { 0 };
-    struct sl_dsort_spec s;
-    if (sl_dsort_spec_parse_text(r->body.p ? r->body.p : "", r->body.len, &s, &err) < 0) {
-        sl_dsort_spec_free(&s);
-        sl_resp_err(r, &err);
-        return;
-    }
-    if (s.ekm_file || s.ekm_lua) {
-        const char *which = s.ekm_file ? "ekm_file" : "ekm_lua";
-        sl_resp_errf(r, SL_EUNSUPP, "dsort: %s: external key maps are not supported by this build yet; name the "
-                     "output shards with output_format", which);
-        sl_dsort_spec_free(&s);
-        return;
-    }
-    struct sl_bck b;
-    if (sl_bck_resolve(s.in_bck, "ais", NULL, &b, &err) < 0) {
-        sl_dsort_spec_free(&s);
-        sl_resp_err(r, &err);
-        return;
-    }
-    sl_bck_release(&b);
-    json_t *spec = sl_dsort_spec_json(&s);
-    sl_dsort_spec_free(&s);
-    char id[48];
-    sl_job_id(id, sizeof(id), "srt-");
-    int rc = 0;
-    if (G.role == SL_ROLE_STANDALONE) {
-        rc = coord_start(id, spec, &err);
-    } else {
-        struct sl_smap *sm = sl_smap_get();
-        char *un = sl_xasprintf("dsort/%s", id);
-        const struct sl_snode *t = sl_smap_hrw_target(sm, un, strlen(un));
-        free(un);
-        if (!t || (t->flags & SL_SNF_OFFLINE)) {
-            rc = sl_errf(&err, SL_EUNAVAIL, "dsort: no target can coordinate the job (%s)",
-                         t ? "the chosen one is not responding" : "no targets");
-        } else {
-            char *url = sl_xasprintf("%s/v1/internal/dsort/start", t->ctrl_url);
-            struct sl_peer_resp pr;
-            int prc = sl_peer_json("POST", url, json_pack("{s:s,s:O}", "id", id, "spec", spec), 0, &pr);
-            if (prc < 0 || pr.status != 200)
-                rc = sl_errf(&err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
-                             "failed to start [dsort] on t[%s]: %s", t->id, pr.err);
-            sl_peer_resp_free(&pr);
-            free(url);
-        }
-        sl_smap_put(sm);
-    }
-    json_decref(spec);
-    if (rc < 0) {
-        sl_resp_err(r, &err);
-        return;
-    }
-    sl_logi("dsort %s started", id);
-    sl_resp_text(r, 200, id);
-}
-
-static void start_done(struct sl_req *r)
-{
-    sl_req_offload(r, start_run, NULL, NULL);
-}
-
-static void get_run(struct sl_req *r, void *arg)
-{
-    (void)arg;
-    struct sl_err err = { 0 };
-    const char *uuid = sl_req_query(r, "uuid");
-    json_t *per = sl_cluster_job_snaps(uuid && *uuid ? uuid : NULL, "dsort", false, &err);
-    if (uuid && *uuid) {
-        json_t *out = json_object();
-        const char *tid;
-        json_t *arr;
-        json_object_foreach(per, tid, arr) {
-            size_t i;
-            json_t *sn;
-            json_array_foreach(arr, i, sn) if (!strcmp(sl_json_str(sn, "id", ""), uuid))
-                json_object_set_new(out, tid, job_info(sn));
-        }
-        json_decref(per);
-        if (!json_object_size(out)) {
-            json_decref(out);
-            if (err.msg[0])
-                sl_resp_err(r, &err);
-            else
-                sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target (list them with GET /v1/sort)",
-                             uuid);
-            return;
-        }
-        sl_resp_json_new(r, 200, out);
-        return;
-    }
-    /* the list: one JobInfo per job, from the coordinator's view (or the
-     * first target's), running if any target still is */
-    const char *re_s = sl_req_query(r, "regex");
-    bool only_active = sl_req_query_bool(r, "only_active");
-    regex_t re;
-    bool have_re = re_s && *re_s;
-    if (have_re && regcomp(&re, re_s, REG_EXTENDED | REG_NOSUB)) {
-        json_decref(per);
-        sl_resp_errf(r, SL_EINVAL, "GET /v1/sort: invalid regex \"%s\"", re_s);
-        return;
-    }
-    json_t *byid = json_object();
-    const char *tid;
-    json_t *arr;
-    json_object_foreach(per, tid, arr) {
-        size_t i;
-        json_t *sn;
-        json_array_foreach(arr, i, sn) {
-            const char *id = sl_json_str(sn, "id", "");
-            json_t *cur = json_object_get(byid, id);
-            bool coord = json_is_true(json_object_get(json_object_get(sn, "ext"), "coordinator"));
-            bool running = sl_json_int(sn, "end_ns", 0) == 0;
-            if (!cur || coord) {
-                json_t *ji = job_info(sn);
-                if (cur && json_is_true(json_object_get(cur, "_running")))
-                    running = true;
-                json_object_set_new(ji, "_running", json_boolean(running));
-                json_object_set_new(byid, id, ji);
-            } else if (running) {
-                json_object_set_new(cur, "_running", json_true());
-            }
-        }
-    }
-    json_decref(per);
-    json_t *out = json_array();
-    const char *id;
-    json_t *ji;
-    json_object_foreach(byid, id, ji) {
-        bool running = json_is_true(json_object_get(ji, "_running"));
-        json_object_del(ji, "_running");
-        if (only_active && !running)
-            continue;
-        if (have_re && regexec(&re, sl_json_str(json_object_get(ji, "Metrics"), "description", ""), 0, NULL, 0))
-            continue;
-        json_array_append(out, ji);
-    }
-    json_decref(byid);
-    if (have_re)
-        regfree(&re);
-    sl_resp_json_new(r, 200, out);
-}
-
-static void abort_run(struct sl_req *r, void *arg)
-{
-    (void)arg;
-    struct sl_err err = { 0 };
-    const char *uuid = sl_req_query(r, "uuid");
-    if (!uuid || !*uuid) {
-        sl_resp_errf(r, SL_EINVAL, "DELETE /v1/sort/abort needs ?uuid=JOB_ID");
-        return;
-    }
-    if (!sl_cluster_job_known(uuid, &err)) {
-        if (err.msg[0])
-            sl_resp_err(r, &err);
-        else
-            sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target", uuid);
-        return;
-    }
-    abort_everywhere(uuid);
-    sl_resp_empty(r, 200);
-}
-
-static void remove_run(struct sl_req *r, void *arg)
-{
-    (void)arg;
-    struct sl_err err = { 0 };
-    const char *uuid = sl_req_query(r, "uuid");
-    if (!uuid || !*uuid) {
-        sl_resp_errf(r, SL_EINVAL, "DELETE /v1/sort needs ?uuid=JOB_ID (abort a running one with "
-                     "DELETE /v1/sort/abort?uuid=)");
-        return;
-    }
-    json_t *per = sl_cluster_job_snaps(uuid, NULL, false, &err);
-    json_t *st = sl_cluster_job_status(per, uuid);
-    json_decref(per);
-    if (!st) {
-        if (err.msg[0])
-            sl_resp_err(r, &err);
-        else
-            sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target", uuid);
-        return;
-    }
-    bool idle = json_is_true(json_object_get(st, "is_idle"));
-    json_decref(st);
-    if (!idle) {
-        sl_resp_errf(r, SL_EINVAL, "dsort job %s is still in progress and cannot be removed (abort it first: "
-                     "DELETE /v1/sort/abort?uuid=%s)", uuid, uuid);
-        return;
-    }
-    if (G.role == SL_ROLE_STANDALONE) {
-        sl_job_remove(uuid);
-    } else {
-        char *q = sl_url_encode_query(uuid);
-        struct sl_tfan t;
-        sl_tfan_init(&t, SL_TF_SKIP_OFFLINE, "DELETE", "/v1/internal/dsort/job?uuid=%s", q);
-        free(q);
-        sl_tfan_run(&t, 0);
-        sl_tfan_free(&t);
-    }
-    sl_resp_empty(r, 200);
-}
-
-static void dsort_route(struct sl_req *r)
-{
-    if (G.role == SL_ROLE_TARGET) {
-        sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send /v1/sort requests to a gateway (proxy)", G.name);
-        return;
-    }
-    bool root = !strcmp(r->path, "/v1/sort") || !strcmp(r->path, "/v1/sort/");
-    bool ab = !strcmp(r->path, "/v1/sort/abort");
-    if (root && r->method == SL_M_POST) {
-        if (G.role == SL_ROLE_PROXY && !sl_is_primary())
-            sl_forward_to_primary(r);
-        else
-            sl_req_buffer_body(r, 16 * SL_MIB, start_done);
-    } else if (root && r->method == SL_M_GET) {
-        sl_req_offload(r, get_run, NULL, NULL);
-    } else if (ab && r->method == SL_M_DELETE) {
-        sl_req_offload(r, abort_run, NULL, NULL);
-    } else if (root && r->method == SL_M_DELETE) {
-        sl_req_offload(r, remove_run, NULL, NULL);
-    } else {
-        sl_resp_errf(r, SL_EINVAL, "unsupported request %s %s (dsort API: POST /v1/sort, GET /v1/sort[?uuid=], "
-                     "DELETE /v1/sort/abort?uuid=, DELETE /v1/sort?uuid=)", r->method_str, r->path);
-    }
-}
-
-static const char *const dsort_paths[] = { "/v1/sort", NULL };
-
-const struct sl_module sl_dsort_module = {
-    .name = "dsort",
-    .paths = dsort_paths,
-    .route = dsort_route,
-    .internal = dsort_internal,
-};
