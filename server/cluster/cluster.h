@@ -62,6 +62,10 @@ json_t *sl_cluster_job_snaps(const char *id, const char *kind, bool active, stru
 /* Whether any target knows job id (running or ended); false with err set
  * when a target did not answer and no other knew it. */
 bool sl_cluster_job_known(const char *id, struct sl_err *err);
+/* Hand a new cluster job to its coordinator, the target chosen by HRW of
+ * "kind/id": POST body (consumed) to that target's path. 503 when it is
+ * offline or there is none; the target's error otherwise. */
+int sl_cluster_to_coordinator(const char *kind, const char *id, const char *path, json_t *body, struct sl_err *err);
 /* Ask every other target to abort job id (best effort). */
 void sl_cluster_abort_job(const char *id);
 /* Abort job id and/or kind here and on every other target; the number of

@@ -297,3 +297,28 @@ out:
     sl_tfan_free(&t);
     return rc;
 }
+
+int sl_cluster_to_coordinator(const char *kind, const char *id, const char *path, json_t *body, struct sl_err *err)
+{
+    struct sl_smap *sm = sl_smap_get();
+    char *un = sl_xasprintf("%s/%s", kind, id);
+    const struct sl_snode *t = sl_smap_hrw_target(sm, un, strlen(un));
+    free(un);
+    int rc = 0;
+    if (!t || (t->flags & SL_SNF_OFFLINE)) {
+        json_decref(body);
+        rc = sl_errf(err, SL_EUNAVAIL, "%s: no target can coordinate the job (%s)", kind,
+                     t ? "the chosen one is not responding" : "no targets");
+    } else {
+        char *url = sl_xasprintf("%s%s", t->ctrl_url, path);
+        struct sl_peer_resp pr;
+        int prc = sl_peer_json("POST", url, body, 0, &pr);
+        if (prc < 0 || pr.status != 200)
+            rc = sl_errf(err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
+                         "failed to start [%s] on t[%s]: %s", kind, t->id, pr.err);
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    sl_smap_put(sm);
+    return rc;
+}

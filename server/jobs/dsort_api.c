@@ -150,24 +150,8 @@ static void start_run(struct sl_req *r, void *arg)
     if (G.role == SL_ROLE_STANDALONE) {
         rc = sl_dsort_coord_start(id, spec, &err);
     } else {
-        struct sl_smap *sm = sl_smap_get();
-        char *un = sl_xasprintf("dsort/%s", id);
-        const struct sl_snode *t = sl_smap_hrw_target(sm, un, strlen(un));
-        free(un);
-        if (!t || (t->flags & SL_SNF_OFFLINE)) {
-            rc = sl_errf(&err, SL_EUNAVAIL, "dsort: no target can coordinate the job (%s)",
-                         t ? "the chosen one is not responding" : "no targets");
-        } else {
-            char *url = sl_xasprintf("%s/v1/internal/dsort/start", t->ctrl_url);
-            struct sl_peer_resp pr;
-            int prc = sl_peer_json("POST", url, json_pack("{s:s,s:O}", "id", id, "spec", spec), 0, &pr);
-            if (prc < 0 || pr.status != 200)
-                rc = sl_errf(&err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
-                             "failed to start [dsort] on t[%s]: %s", t->id, pr.err);
-            sl_peer_resp_free(&pr);
-            free(url);
-        }
-        sl_smap_put(sm);
+        rc = sl_cluster_to_coordinator("dsort", id, "/v1/internal/dsort/start",
+                                       json_pack("{s:s,s:O}", "id", id, "spec", spec), &err);
     }
     json_decref(spec);
     if (rc < 0) {

@@ -599,25 +599,7 @@ static void start_run(struct sl_req *r, void *arg)
         pthread_attr_destroy(&a);
         json_decref(body);
     } else {
-        struct sl_smap *s = sl_smap_get();
-        char *un = sl_xasprintf("ishard/%s", id);
-        const struct sl_snode *t = sl_smap_hrw_target(s, un, strlen(un));
-        free(un);
-        if (!t || (t->flags & SL_SNF_OFFLINE)) {
-            rc = sl_errf(&err, SL_EUNAVAIL, "ishard: no target can coordinate the job (%s)",
-                         t ? "the chosen one is not responding" : "no targets");
-            json_decref(body);
-        } else {
-            char *url = sl_xasprintf("%s/v1/internal/ishard/plan", t->ctrl_url);
-            struct sl_peer_resp pr;
-            int prc = sl_peer_json("POST", url, body, 0, &pr);
-            if (prc < 0 || pr.status != 200)
-                rc = sl_errf(&err, prc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status), "ishard: t[%s]: %s",
-                             t->id, pr.err);
-            sl_peer_resp_free(&pr);
-            free(url);
-        }
-        sl_smap_put(s);
+        rc = sl_cluster_to_coordinator("ishard", id, "/v1/internal/ishard/plan", body, &err);
     }
     if (rc < 0) {
         sl_resp_err(r, &err);
