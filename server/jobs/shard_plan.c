@@ -231,6 +231,18 @@ int sl_plan_samples(struct sl_plan *p)
     }
     free(kb);
     sl_plug_key_free(k);
+    /* a bucket of shards: ishard would pack whole shards as members */
+    int shards = 0;
+    const char *one = NULL;
+    for (int i = 0; i < p->no; i++)
+        if (sl_arch_format_by_name(p->o[i].name, p->o[i].nlen)) {
+            shards++;
+            one = one ? one : p->o[i].name;
+        }
+    if (rc == 0 && shards && shards * 2 >= p->no)
+        sl_plan_warn(p, "%d of the %d source objects are shards themselves (e.g. %s): ishard packs them whole, as "
+                     "members of new shards. To shuffle or re-shard existing shards, use dsort (shale dsort, "
+                     "docs/dsort.md)", shards, p->no, one);
     if (rc == 0 && nomatch) {
         bool word = strspn(p->m->pattern, "abcdefghijklmnopqrstuvwxyz_") == strlen(p->m->pattern);
         sl_plan_warn(p, "the sample key pattern \"%s\" (a regular expression) matched %d of %d names; the others keep "

@@ -201,6 +201,24 @@ static void test_policy(void)
     plan_done(&m, &p);
 }
 
+static void test_shards_as_input(void)
+{
+    struct obj o[] = { { "s-0.tar", 10240 }, { "s-1.tar", 10240 }, { "s-2.tgz", 10240 }, { "readme.txt", 10 } };
+    struct sl_ishard_msg m;
+    struct sl_plan p;
+    int rc = plan_run("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\"}", o, 4, &m, &p);
+    char all[4096] = "";
+    size_t i;
+    json_t *w;
+    json_array_foreach(p.warnings, i, w) {
+        size_t l = strlen(all);
+        snprintf(all + l, sizeof(all) - l, "%s\n", json_string_value(w));
+    }
+    TAP_OK(rc == 0 && strstr(all, "3 of the 4 source objects are shards") && strstr(all, "dsort"),
+           "a bucket of shards is named and dsort suggested: %s", all);
+    plan_done(&m, &p);
+}
+
 static int parse_err(const char *msg, char *out, size_t n)
 {
     json_t *v = json_loads(msg, 0, NULL);
@@ -251,6 +269,7 @@ int main(void)
     test_samples_and_sizes();
     test_order();
     test_policy();
+    test_shards_as_input();
     test_msg();
     sl_arch_fini();
     return tap_done();
