@@ -19,6 +19,7 @@
 #include "dsort.h"
 #include "arch.h"
 #include "cluster.h"
+#include "dsort_ekm.h"
 #include "dsort_rec.h"
 #include "dsort_spec.h"
 #include "jsonx.h"
@@ -118,7 +119,8 @@ static json_t *recs_json(const struct sl_dsort_recs *r, size_t from)
         for (int j = 0; j < x->nm; j++)
             json_array_append_new(m, json_pack("[s,I]", x->m[j].name, (json_int_t)x->m[j].size));
         json_t *ck = !x->has_ckey ? json_null() : x->ckey_s ? json_string(x->ckey_s) : json_real(x->ckey_n);
-        json_array_append_new(a, json_pack("[i,i,s,I,o,o]", x->shard, x->seq, x->key, (json_int_t)x->bytes, m, ck));
+        json_array_append_new(a, json_pack("[i,i,s,I,o,o,s?]", x->shard, x->seq, x->key, (json_int_t)x->bytes, m, ck,
+                                           x->family));
     }
     return a;
 }
@@ -899,6 +901,8 @@ static int recs_from_json(const json_t *a, size_t nnames, struct sl_dsort_recs *
             d->m[j].name = sl_xstrdup(mn ? mn : "");
             d->m[j].size = (uint64_t)json_integer_value(json_array_get(json_array_get(m, (size_t)j), 1));
         }
+        if (json_is_string(json_array_get(x, 6)))
+            d->family = sl_xstrdup(json_string_value(json_array_get(x, 6)));
         if (json_is_string(ck)) {
             d->ckey_s = sl_xstrdup(json_string_value(ck));
             d->has_ckey = true;
@@ -1037,6 +1041,78 @@ static int check_duplicates(struct coord *c, const struct sl_dsort_recs *r, cons
     return rc;
 }
 
+/* the EKM file's text: from an ais:// object (through its target) or an http(s) URL */
+static int ekm_fetch(const char *where, struct sl_buf *out, struct sl_err *err)
+{
+    char *url = NULL;
+    if (sl_has_prefix(where, "ais://")) {
+        char prov[16], b[256];
+        const char *obj;
+        if (sl_bck_parse(where, 0, prov, sizeof(prov), b, sizeof(b), &obj, err) < 0)
+            return -1;
+        if (!*obj)
+            return sl_errf(err, SL_EINVAL, "dsort: ekm_file %s names no object", where);
+        struct sl_smap *sm = sl_smap_get();
+        const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, b, obj);
+        char *eb = sl_url_encode_path(b, strlen(b)), *eo = sl_url_encode_path(obj, strlen(obj));
+        url = sl_xasprintf("%s/v1/objects/%s/%s?provider=ais", t ? t->url : G.self.url, eb, eo);
+        free(eb);
+        free(eo);
+        sl_smap_put(sm);
+    } else {
+        url = sl_xstrdup(where);
+    }
+    struct sl_peer_resp pr;
+    int rc = sl_peer_call("GET", url, NULL, 0, NULL, 0, peer_timeout_ms(), &pr);
+    if (rc < 0 || pr.status != 200)
+        rc = sl_errf(err, rc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
+                     "dsort: fetching ekm_file %s: %s%s", where, rc < 0 ? "" : "HTTP status ", pr.err[0] ? pr.err :
+                     "no answer");
+    else
+        sl_buf_add(out, pr.body.p ? pr.body.p : "", pr.body.len);
+    sl_peer_resp_free(&pr);
+    free(url);
+    return rc < 0 ? -1 : 0;
+}
+
+/* every record's family from the EKM; records without one follow ekm_missing_key */
+static int apply_ekm(struct coord *c, struct sl_dsort_recs *recs, struct sl_err *err)
+{
+    struct sl_dsort_ekm e = { 0 };
+    if (c->s.ekm_file) {
+        struct sl_buf text;
+        sl_buf_init(&text);
+        int rc = ekm_fetch(c->s.ekm_file, &text, err);
+        if (rc == 0)
+            rc = sl_dsort_ekm_parse(text.p ? text.p : "", text.len, c->s.ekm_file, c->s.ekm_sep,
+                                    c->s.ekm_malformed_line, c->warnings, &e, err);
+        sl_buf_free(&text);
+        if (rc < 0)
+            return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < recs->n && rc == 0; i++) {
+        struct sl_dsort_rec *x = &recs->v[i];
+        if (c->s.ekm_file) {
+            const char *t;
+            if ((rc = sl_dsort_ekm_match(&e, x->key, &t, err)) < 0)
+                break;
+            free(x->family);
+            x->family = t ? sl_xstrdup(t) : NULL;
+        }
+        if (x->family)
+            continue;
+        x->drop = true;
+        if (c->s.ekm_missing_key == SL_DSORT_ABORT)
+            rc = sl_errf(err, SL_EINVAL, "dsort: record %s has no shard in the EKM (Config.ekm_missing_key: abort; "
+                         "\"warn\" or \"ignore\" leave such records out)", x->key);
+        else if (c->s.ekm_missing_key == SL_DSORT_WARN)
+            job_warn(c->job, c->warnings, "record %s has no shard in the EKM: left out", x->key);
+    }
+    sl_dsort_ekm_free(&e);
+    return rc;
+}
+
 static void *coord_main(void *arg)
 {
     struct coord *c = arg;
@@ -1070,7 +1146,8 @@ static void *coord_main(void *arg)
         sl_errf(&err, SL_ENOENT, "dsort: the input shards hold no records");
         goto fail;
     }
-    if (check_duplicates(c, &recs, &ns, &err) < 0 || sl_dsort_order(&recs, &c->s, &order, &err) < 0 ||
+    if (((c->s.ekm_file || c->s.ekm_lua) && apply_ekm(c, &recs, &err) < 0) ||
+        check_duplicates(c, &recs, &ns, &err) < 0 || sl_dsort_order(&recs, &c->s, &order, &err) < 0 ||
         sl_dsort_pack(&recs, order, &c->s, &outs, &nout, &err) < 0)
         goto fail;
     if (!strcmp(c->s.in_bck, c->s.out_bck) && !c->s.overwrite) {
@@ -1124,8 +1201,8 @@ static void *coord_main(void *arg)
             if (!strcmp(t.who[k]->id, o->id))
                 ti = k;
         json_t *rl = json_array();
-        for (size_t r = outs[i].first; r < outs[i].first + outs[i].count; r++) {
-            const struct sl_dsort_rec *x = &recs.v[order[r]];
+        for (size_t r = 0; r < outs[i].count; r++) {
+            const struct sl_dsort_rec *x = &recs.v[outs[i].rec[r]];
             json_array_append_new(rl, json_pack("[s,s]", ns.v[x->shard], x->key));
         }
         json_array_append_new(lists[ti], json_pack("{s:s,s:o,s:I}", "name", outs[i].name, "recs", rl, "bytes",

@@ -128,13 +128,6 @@ static void start_run(struct sl_req *r, void *arg)
         sl_resp_err(r, &err);
         return;
     }
-    if (s.ekm_file || s.ekm_lua) {
-        const char *which = s.ekm_file ? "ekm_file" : "ekm_lua";
-        sl_resp_errf(r, SL_EUNSUPP, "dsort: %s: external key maps are not supported by this build yet; name the "
-                     "output shards with output_format", which);
-        sl_dsort_spec_free(&s);
-        return;
-    }
     struct sl_bck b;
     if (sl_bck_resolve(s.in_bck, "ais", NULL, &b, &err) < 0) {
         sl_dsort_spec_free(&s);

@@ -33,12 +33,30 @@ static const char lua_wrap[] =
     "  return k\n"
     "end\n";
 
+static const char ekm_wrap[] =
+    "\nlocal function __shale_read(self, ext)\n"
+    "  if type(ext) ~= 'string' then error('record:read(ext): ext must be a string such as \\'.cls\\'', 2) end\n"
+    "  if ext:sub(1, 1) == '.' then ext = ext:sub(2) end\n"
+    "  for _, m in ipairs(self.members) do if m.ext == ext then return m.data end end\n"
+    "  return nil\n"
+    "end\n"
+    "function __shale_shard_for(rec)\n"
+    "  rec.read = __shale_read\n"
+    "  local t = shard_for(rec.key, rec)\n"
+    "  if t ~= nil and type(t) ~= 'string' then\n"
+    "    error('shard_for must return a shard name template (a string) or nil, not ' .. type(t), 0)\n"
+    "  end\n"
+    "  return t\n"
+    "end\n";
+
 /* The Lua ordering: the member bytes of the record being read (members up
  * to LUA_MEMBER_MAX), handed to sort_key once the record is complete. */
 struct lua_rec {
     const struct sl_dsort_spec *s;
-    char *src;
+    char *src;                  /* sort_key, or NULL */
     size_t srclen;
+    char *ekm;                  /* shard_for, or NULL */
+    size_t ekmlen;
     int ri;                     /* record being collected, -1 none */
     struct sl_buf *data;        /* per member of that record */
     int ndata, capdata;
@@ -52,7 +70,7 @@ static void lua_rec_reset(struct lua_rec *L)
     L->ri = -1;
 }
 
-/* run sort_key on record x (its members' bytes in L->data) */
+/* run the scripts on record x (its members' bytes in L->data) */
 static int lua_key(struct lua_rec *L, struct sl_dsort_rec *x, const char *shard_name, struct sl_err *err)
 {
     struct sl_lua_val rec = sl_lua_table(), members = sl_lua_table();
@@ -74,21 +92,32 @@ static int lua_key(struct lua_rec *L, struct sl_dsort_rec *x, const char *shard_
     struct sl_lua_limits lim;
     sl_lua_limits_default(&lim);
     struct sl_lua_val res = sl_lua_nil();
-    int rc = sl_lua_call("dsort algorithm.script", L->src, L->srclen, "__shale_sort_key", &rec, 1, &lim, NULL, NULL,
+    int rc = 0;
+    if (L->src) {
+        rc = sl_lua_call("dsort algorithm.script", L->src, L->srclen, "__shale_sort_key", &rec, 1, &lim, NULL, NULL,
                          &res, err);
+        if (rc < 0) {
+            sl_err_wrap(err, "dsort: %s, record %s: sort_key", shard_name, x->key);
+        } else {
+            if (res.type == SL_LUA_STR)
+                x->ckey_s = sl_xstrndup(res.s.p, res.s.len);
+            else
+                x->ckey_n = res.n;
+            x->has_ckey = true;
+        }
+        sl_lua_val_free(&res);
+    }
+    if (rc == 0 && L->ekm) {
+        rc = sl_lua_call("dsort ekm_lua", L->ekm, L->ekmlen, "__shale_shard_for", &rec, 1, &lim, NULL, NULL, &res,
+                         err);
+        if (rc < 0)
+            sl_err_wrap(err, "dsort: %s, record %s: shard_for", shard_name, x->key);
+        else if (res.type == SL_LUA_STR && res.s.len)
+            x->family = sl_xstrndup(res.s.p, res.s.len);
+        sl_lua_val_free(&res);
+    }
     sl_lua_val_free(&rec);
-    if (rc < 0) {
-        sl_err_wrap(err, "dsort: %s, record %s: sort_key", shard_name, x->key);
-        return -1;
-    }
-    if (res.type == SL_LUA_STR) {
-        x->ckey_s = sl_xstrndup(res.s.p, res.s.len);
-    } else {
-        x->ckey_n = res.n;
-    }
-    x->has_ckey = true;
-    sl_lua_val_free(&res);
-    return 0;
+    return rc;
 }
 
 void sl_dsort_recs_free(struct sl_dsort_recs *r)
@@ -100,6 +129,7 @@ void sl_dsort_recs_free(struct sl_dsort_recs *r)
         free(x->m);
         free(x->key);
         free(x->ckey_s);
+        free(x->family);
     }
     free(r->v);
     memset(r, 0, sizeof(*r));
@@ -159,6 +189,11 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
         L.src = sl_xasprintf("%s%s", s->script, lua_wrap);
         L.srclen = strlen(L.src);
     }
+    if (s->ekm_lua) {
+        L.ekm = sl_xasprintf("%s%s", s->ekm_lua, ekm_wrap);
+        L.ekmlen = strlen(L.ekm);
+    }
+    bool lua = L.src || L.ekm;
     int rc = sl_plug_reader_open(fmt, io, NULL, 0, &rd, err);
     while (rc == 0) {
         struct sl_fmt_entry e;
@@ -179,7 +214,7 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
          * when out->v grows; values are indexes into out->v */
         int ri = sl_strmap_get(&idx, e.name, kl);
         struct sl_dsort_rec *x;
-        if (L.src && ri != L.ri && L.ri >= 0) {
+        if (lua && ri != L.ri && L.ri >= 0) {
             /* the record being collected is complete */
             if (lua_key(&L, &out->v[L.ri], shard_name, err) < 0) {
                 rc = -1;
@@ -187,10 +222,10 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
             }
             lua_rec_reset(&L);
         }
-        if (L.src && ri >= 0 && ri != L.ri) {
+        if (lua && ri >= 0 && ri != L.ri) {
             rc = sl_errf(err, SL_EINVAL, "dsort: %s: the members of record %.*s are not adjacent; the lua ordering "
-                         "needs each record's members together (as WebDataset writers keep them)", shard_name,
-                         (int)kl, e.name);
+                         "and ekm_lua need each record's members together (as WebDataset writers keep them)",
+                         shard_name, (int)kl, e.name);
             break;
         }
         if (ri < 0) {
@@ -199,7 +234,7 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
             sl_strmap_put(&idx, x->key, kl, ri);
         }
         x = &out->v[ri];
-        if (L.src) {
+        if (lua) {
             L.ri = ri;
             if (L.ndata == L.capdata) {
                 L.capdata = L.capdata ? L.capdata * 2 : 8;
@@ -244,11 +279,12 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
         if (n < 0 || parse_ckey(x, s, buf, got, shard_name, err) < 0)
             rc = -1;
     }
-    if (rc == 0 && L.src && L.ri >= 0)
+    if (rc == 0 && lua && L.ri >= 0)
         rc = lua_key(&L, &out->v[L.ri], shard_name, err);
     lua_rec_reset(&L);
     free(L.data);
     free(L.src);
+    free(L.ekm);
     if (rc == 0 && s->alg == SL_DSORT_CONTENT) {
         for (size_t i = first; i < out->n; i++) {
             if (!out->v[i].has_ckey) {
@@ -344,56 +380,100 @@ int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s,
     return 0;
 }
 
+/* pack the records idx[0..n) (in order) under template tmpl, appending to *o */
+static int pack_family(const struct sl_dsort_recs *r, const int *idx, size_t n, const char *tmpl, uint64_t limit,
+                       const struct sl_dsort_spec *s, struct sl_dsort_out **o, size_t *no, size_t *cap,
+                       struct sl_strmap *names, struct sl_err *err)
+{
+    struct sl_tmpl *t;
+    if (sl_tmpl_parse(tmpl, &t, err) < 0)
+        return -1;
+    uint64_t count = sl_tmpl_count(t), used = 0;
+    if (!limit) { /* spread evenly over the names */
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += r->v[idx[i]].bytes;
+        limit = count && count != UINT64_MAX ? (total + count - 1) / count : total;
+        limit = limit ? limit : 1;
+    }
+    struct sl_buf b;
+    sl_buf_init(&b);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0;) {
+        if (used == count) {
+            rc = sl_errf(err, SL_EINVAL, "dsort: output_format \"%s\" yields %llu names, fewer than the shards "
+                         "this output needs; widen its range or raise output_shard_size", tmpl,
+                         (unsigned long long)count);
+            break;
+        }
+        if (*no == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            *o = sl_xrealloc(*o, *cap * sizeof(**o));
+        }
+        struct sl_dsort_out *h = &(*o)[(*no)++];
+        memset(h, 0, sizeof(*h));
+        size_t first = i;
+        while (i < n && h->bytes < limit)
+            h->bytes += r->v[idx[i++]].bytes;
+        h->count = i - first;
+        h->rec = sl_xmalloc(h->count * sizeof(int));
+        memcpy(h->rec, idx + first, h->count * sizeof(int));
+        sl_buf_reset(&b);
+        sl_tmpl_at(t, used++, &b);
+        if (!sl_has_suffix(b.p, s->out_ext))
+            sl_buf_adds(&b, s->out_ext);
+        h->name = sl_xstrdup(b.p);
+        if (sl_strmap_get(names, h->name, strlen(h->name)) >= 0)
+            rc = sl_errf(err, SL_EINVAL, "dsort: two output shards would be named %s (the EKM's templates "
+                         "overlap); give each its own", h->name);
+        else
+            sl_strmap_put(names, h->name, strlen(h->name), (int)(*no - 1));
+    }
+    sl_buf_free(&b);
+    sl_tmpl_free(t);
+    return rc;
+}
+
 int sl_dsort_pack(const struct sl_dsort_recs *r, const int *order, const struct sl_dsort_spec *s,
                   struct sl_dsort_out **out, size_t *nout, struct sl_err *err)
 {
     *out = NULL;
     *nout = 0;
-    struct sl_tmpl *t;
-    if (!s->out_format)
-        return sl_errf(err, SL_EINVAL, "dsort: no output_format to name the shards");
-    if (sl_tmpl_parse(s->out_format, &t, err) < 0)
-        return -1;
-    uint64_t names = sl_tmpl_count(t);
-    uint64_t limit = s->shard_size;
-    if (!limit) { /* spread evenly over the names */
-        uint64_t total = 0;
-        for (size_t i = 0; i < r->n; i++)
-            total += r->v[i].bytes;
-        limit = names && names != UINT64_MAX ? (total + names - 1) / names : total;
-        if (!limit)
-            limit = 1;
-    }
     struct sl_dsort_out *o = NULL;
     size_t n = 0, cap = 0;
-    struct sl_buf b;
-    sl_buf_init(&b);
+    struct sl_strmap names;
+    memset(&names, 0, sizeof(names));
+    int *idx = sl_xmalloc((r->n ? r->n : 1) * sizeof(int));
     int rc = 0;
-    for (size_t i = 0; i < r->n && rc == 0;) {
-        if (n == names) {
-            rc = sl_errf(err, SL_EINVAL, "dsort: output_format \"%s\" yields %llu names, fewer than the shards "
-                         "this output needs; widen its range or raise output_shard_size", s->out_format,
-                         (unsigned long long)names);
-            break;
+    bool ekm = false;
+    for (size_t i = 0; i < r->n; i++)
+        ekm |= r->v[i].family != NULL;
+    if (!ekm) {
+        if (!s->out_format)
+            rc = sl_errf(err, SL_EINVAL, "dsort: no output_format to name the shards");
+        else
+            rc = pack_family(r, order, r->n, s->out_format, s->shard_size, s, &o, &n, &cap, &names, err);
+    } else {
+        /* each family in the order its first record comes */
+        struct sl_strmap fams;
+        memset(&fams, 0, sizeof(fams));
+        for (size_t i = 0; i < r->n && rc == 0; i++) {
+            const struct sl_dsort_rec *x = &r->v[order[i]];
+            if (x->drop || !x->family || sl_strmap_get(&fams, x->family, strlen(x->family)) >= 0)
+                continue;
+            sl_strmap_put(&fams, x->family, strlen(x->family), 1);
+            size_t k = 0;
+            for (size_t j = i; j < r->n; j++) {
+                const struct sl_dsort_rec *y = &r->v[order[j]];
+                if (!y->drop && y->family && !strcmp(y->family, x->family))
+                    idx[k++] = order[j];
+            }
+            rc = pack_family(r, idx, k, x->family, s->shard_size, s, &o, &n, &cap, &names, err);
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            o = sl_xrealloc(o, cap * sizeof(*o));
-        }
-        struct sl_dsort_out *h = &o[n++];
-        memset(h, 0, sizeof(*h));
-        h->first = i;
-        while (i < r->n && h->bytes < limit)
-            h->bytes += r->v[order[i++]].bytes;
-        h->count = i - h->first;
-        sl_buf_reset(&b);
-        sl_tmpl_at(t, n - 1, &b);
-        if (!sl_has_suffix(b.p, s->out_ext))
-            sl_buf_adds(&b, s->out_ext);
-        h->name = sl_xstrdup(b.p);
+        sl_strmap_free(&fams);
     }
-    sl_buf_free(&b);
-    sl_tmpl_free(t);
+    free(idx);
+    sl_strmap_free(&names);
     if (rc < 0) {
         sl_dsort_outs_free(o, n);
         return -1;
@@ -405,7 +485,9 @@ int sl_dsort_pack(const struct sl_dsort_recs *r, const int *order, const struct 
 
 void sl_dsort_outs_free(struct sl_dsort_out *o, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(o[i].name);
+        free(o[i].rec);
+    }
     free(o);
 }

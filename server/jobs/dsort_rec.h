@@ -31,6 +31,8 @@ struct sl_dsort_rec {
     bool has_ckey;              /* content: the key member was found */
     char *ckey_s;               /* content key (string) */
     double ckey_n;              /* content key (int, float) */
+    char *family;               /* EKM: the output name template, NULL = none (owned) */
+    bool drop;                  /* EKM: no shard for it (ekm_missing_key ignore/warn) */
 };
 
 /* A growing set of records; everything in it is owned by it. */
@@ -56,16 +58,20 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
  * the same order on any number of targets. */
 int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s, int **order, struct sl_err *err);
 
-/* One output shard: order[first .. first + count) of the records. */
+/* One output shard: the records rec[0..count) (indexes into the records),
+ * in output order. */
 struct sl_dsort_out {
     char *name;                 /* from the output template, with the output extension */
-    size_t first, count;
+    int *rec;                   /* owned */
+    size_t count;
     uint64_t bytes;
 };
 
 /* Pack the ordered records into output shards: a shard is closed once it
  * holds s->shard_size bytes or more (its last record may overflow it); with
  * no shard size, the records are spread evenly over the template's names.
+ * With an EKM (records with a family), each family is packed on its own and
+ * named from its own template; dropped records go nowhere.
  * *out is a new array of *nout shards (sl_dsort_outs_free). A template
  * with fewer names than needed fails with a 400 that says how many. */
 int sl_dsort_pack(const struct sl_dsort_recs *r, const int *order, const struct sl_dsort_spec *s,

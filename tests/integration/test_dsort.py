@@ -196,6 +196,59 @@ class DsortOnOneNode(NodeTest, DsortApi):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("bogus_field", p.stderr)
 
+    def test_ekm(self):
+        """External key maps: JSON from an ais:// object, text over http with a missing key, and Lua."""
+        ekm = {"fam-low-%d": ["k0[0-2]-"], "fam-high-{0..9}": ["k0[3-5]-"]}
+        self.assertEqual(self.put("images", "ekm.json", json.dumps(ekm).encode()).status_code, 200)
+        base = {"input_bck": "images", "input_format": "samples-{00..05}", "output_shard_size": "16KiB",
+                "algorithm": {"kind": "alphanumeric"}}
+        r = self.post_sort(dict(base, ekm_file="ais://images/ekm.json"))
+        self.assertEqual(r.status_code, 200, r.text)
+        info = self.wait_sort(r.text)
+        self.assertFalse(list(info.values())[0]["Metrics"]["aborted"], info)
+        low, high = self.output("images", "fam-low-"), self.output("images", "fam-high-")
+        self.assertTrue(low and high, (sorted(low), sorted(high)))
+        for fam, want in ((low, ("00", "01", "02")), (high, ("03", "04", "05"))):
+            for blob in fam.values():
+                for name, _ in members_of(blob):
+                    self.assertIn(name.split("/k")[1][:2], want, name)
+        self.check_records(dict(low, **high))
+        # text EKM over http: records of shard 5 match nothing; warn leaves them out
+        text = "k0[0-4]-\tt-all-{00..99}\nnot a rule\n"
+        self.assertEqual(self.put("images", "ekm.txt", text.encode()).status_code, 200)
+        r = self.post_sort(dict(base, ekm_file=self.url + "/v1/objects/images/ekm.txt?provider=ais",
+                                Config={"ekm_missing_key": "warn", "ekm_malformed_line": "warn"}))
+        info = self.wait_sort(r.text)
+        m = list(info.values())[0]["Metrics"]
+        self.assertFalse(m["aborted"], m["errors"])
+        self.assertTrue(any("no shard in the EKM" in w for w in m["warnings"]), m["warnings"])
+        self.assertTrue(any("malformed" in w for w in m["warnings"]), m["warnings"])
+        got = self.output("images", "t-all-")
+        keys = {n.split(".")[0] for b in got.values() for n, _ in members_of(b)}
+        self.assertEqual(len(keys), 5 * PER)
+        # the default reaction aborts and names the record
+        r = self.post_sort(dict(base, ekm_file=self.url + "/v1/objects/images/ekm.txt?provider=ais",
+                                Config={"ekm_malformed_line": "ignore"}))
+        info = self.wait_sort(r.text)
+        self.assertIn("has no shard in the EKM", " ".join(list(info.values())[0]["Metrics"]["errors"]))
+        # Lua: shard_for(key, record)
+        lua = ("function shard_for(key, record)\n"
+               "  local c = tonumber(record:read('.cls'))\n"
+               "  if c % 2 == 0 then return 'even-%d' end\n"
+               "  return 'odd-%d'\n"
+               "end\n")
+        r = self.post_sort(dict(base, ekm_lua=lua))
+        self.assertEqual(r.status_code, 200, r.text)
+        info = self.wait_sort(r.text)
+        self.assertFalse(list(info.values())[0]["Metrics"]["aborted"], info)
+        even, odd = self.output("images", "even-"), self.output("images", "odd-")
+        for fam, rem in ((even, 0), (odd, 1)):
+            for blob in fam.values():
+                for name, data in members_of(blob):
+                    if name.endswith(".cls"):
+                        self.assertEqual(int(data) % 2, rem, name)
+        self.check_records(dict(even, **odd))
+
     def test_lua_ordering(self):
         script = ("function sort_key(record)\n"
                   "  return -tonumber(record:read('.cls'))  -- descending by class\n"
@@ -232,7 +285,6 @@ class DsortOnOneNode(NodeTest, DsortApi):
             (dict(base, input_format="s-%d"), 400, "no upper bound"),
             (dict(base, algorithm={"kind": "lua", "script": "function sort_key(r)\n return +\nend"}), 400, "line"),
             (dict(base, bogus=1), 400, "bogus"),
-            (dict(base, ekm_file="ais://images/ekm.json"), 501, "not supported by this build"),
         ]
         for spec, code, text in cases:
             r = self.post_sort(spec)

@@ -7,6 +7,7 @@
  */
 #include "tap.h"
 #include "arch.h"
+#include "dsort_ekm.h"
 #include "dsort_rec.h"
 
 #include <stdio.h>
@@ -203,6 +204,59 @@ static void test_lua(void)
     sl_buf_free(&b2);
 }
 
+static void test_ekm(void)
+{
+    struct sl_dsort_ekm e;
+    struct sl_err err = { 0 };
+    json_t *warn = json_array();
+    const char *js = "{\"cats-%d\": [\"^cat\", \"kitten\"], \"dogs-{0..9}\": [\"^dog\"]}";
+    TAP_OK(sl_dsort_ekm_parse(js, strlen(js), "ais://b/ekm.json", "\t", SL_DSORT_ABORT, warn, &e, &err) == 0 &&
+               e.n == 3, "JSON EKM: %s", err.msg);
+    const char *t;
+    TAP_OK(sl_dsort_ekm_match(&e, "cat/1", &t, &err) == 0 && t && !strcmp(t, "cats-%d"), "a key to its family");
+    TAP_OK(sl_dsort_ekm_match(&e, "bird/1", &t, &err) == 0 && !t, "no rule: no family");
+    sl_dsort_ekm_free(&e);
+    const char *both = "^a\tx-%d\n^ab\ty-%d\n";
+    sl_dsort_ekm_parse(both, strlen(both), "ekm.txt", "\t", SL_DSORT_ABORT, warn, &e, &err);
+    TAP_OK(sl_dsort_ekm_match(&e, "abc", &t, &err) < 0 && strstr(err.msg, "two EKM rules"),
+           "two rules for one key: %s", err.msg);
+    sl_dsort_ekm_free(&e);
+    const char *bad = "^a\tx-%d\nno separator here\n";
+    memset(&err, 0, sizeof(err));
+    TAP_OK(sl_dsort_ekm_parse(bad, strlen(bad), "ekm.txt", "\t", SL_DSORT_ABORT, warn, &e, &err) < 0 &&
+               strstr(err.msg, "line 2"), "a malformed line aborts, named: %s", err.msg);
+    TAP_OK(sl_dsort_ekm_parse(bad, strlen(bad), "ekm.txt", "\t", SL_DSORT_WARN, warn, &e, &err) == 0 && e.n == 1 &&
+               json_array_size(warn) == 1, "or is skipped with a warning");
+    sl_dsort_ekm_free(&e);
+    const char *badre = "{\"x-%d\": [\"(\"]}";
+    memset(&err, 0, sizeof(err));
+    TAP_OK(sl_dsort_ekm_parse(badre, strlen(badre), "e.json", "\t", SL_DSORT_ABORT, warn, &e, &err) < 0 &&
+               strstr(err.msg, "does not compile"), "a bad regex: %s", err.msg);
+    json_decref(warn);
+
+    /* families pack on their own, each with its template */
+    struct sl_buf b0;
+    mk_shard(".tar", shard0, &b0);
+    struct sl_dsort_spec s;
+    spec(&s, SL_DSORT_ALPHANUMERIC);
+    s.shard_size = 1;
+    struct sl_dsort_recs r = { 0 };
+    read_into(".tar", &b0, 0, &s, &r, &err);
+    for (size_t i = 0; i < r.n; i++)
+        r.v[i].family = sl_xstrdup(r.v[i].key[0] == 'a' ? "fa-%d" : "fb-%d");
+    int *o;
+    struct sl_dsort_out *out;
+    size_t n;
+    sl_dsort_order(&r, &s, &o, &err);
+    TAP_OK(sl_dsort_pack(&r, o, &s, &out, &n, &err) == 0 && n == 3, "EKM families: %s", err.msg);
+    TAP_OK(n == 3 && !strcmp(out[0].name, "fa-0.tar") && !strcmp(out[1].name, "fa-1.tar") &&
+               !strcmp(out[2].name, "fb-0.tar"), "each family named from its own template");
+    sl_dsort_outs_free(out, n);
+    free(o);
+    sl_dsort_recs_free(&r);
+    sl_buf_free(&b0);
+}
+
 /* n shards of m single-member records each, read in the order given */
 static void many(struct sl_dsort_recs *r, const struct sl_dsort_spec *s, const int *read_order, int n, int m)
 {
@@ -294,6 +348,7 @@ int main(void)
     test_records();
     test_shuffle_and_pack();
     test_lua();
+    test_ekm();
     sl_arch_fini();
     return tap_done();
 }
