@@ -6,7 +6,7 @@
  * output shards.
  */
 #include "tap.h"
-#include "arch.h"
+#include "test_arch_helpers.h"
 #include "dsort_ekm.h"
 #include "dsort_rec.h"
 
@@ -337,14 +337,7 @@ static void test_shuffle_and_pack(void)
 
 int main(void)
 {
-    const char *b = getenv("SHALE_BUILD");
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s/lib/shale", b && *b ? b : "build");
-    struct sl_err err = { 0 };
-    if (sl_arch_init(dir, &err) < 0) {
-        printf("Bail out! plugins from %s: %s\n", dir, err.msg);
-        return 1;
-    }
+    tp_arch_load();
     test_records();
     test_shuffle_and_pack();
     test_lua();

@@ -5,7 +5,7 @@
  * its field.
  */
 #include "tap.h"
-#include "arch.h"
+#include "test_arch_helpers.h"
 #include "dsort_spec.h"
 #include "yamlx.h"
 
@@ -196,14 +196,7 @@ static void test_refusals(void)
 
 int main(void)
 {
-    const char *b = getenv("SHALE_BUILD");
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s/lib/shale", b && *b ? b : "build");
-    struct sl_err err = { 0 };
-    if (sl_arch_init(dir, &err) < 0) {
-        printf("Bail out! plugins from %s: %s\n", dir, err.msg);
-        return 1;
-    }
+    tp_arch_load();
     test_aistore_json();
     test_blog_spelling();
     test_yaml();

@@ -6,7 +6,7 @@
  * from templates, and the request's field checks.
  */
 #include "tap.h"
-#include "arch.h"
+#include "test_arch_helpers.h"
 #include "jsonx.h"
 #include "shard_plan.h"
 
@@ -258,14 +258,7 @@ static void test_msg(void)
 
 int main(void)
 {
-    const char *b = getenv("SHALE_BUILD");
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s/lib/shale", b && *b ? b : "build");
-    struct sl_err err = { 0 };
-    if (sl_arch_init(dir, &err) < 0) {
-        printf("Bail out! plugins from %s: %s\n", dir, err.msg);
-        return 1;
-    }
+    tp_arch_load();
     test_samples_and_sizes();
     test_order();
     test_policy();
