@@ -124,6 +124,10 @@ void sl_format_size_sp(uint64_t n, char *out, size_t sz);
 void sl_format_count(uint64_t n, char *out, size_t sz);
 
 /* Strings */
+/* The index of v in names[0..n) into *out and 0; else -1 with a 400
+ * "<who>: invalid <what> "<v>" (valid: a, b, c)". */
+int sl_pick_name(const char *who, const char *what, const char *v, const char *const *names, int n, int *out,
+                 struct sl_err *err);
 bool sl_has_prefix(const char *s, const char *p);
 bool sl_has_suffix(const char *s, const char *suf);
 void sl_hex(const unsigned char *in, size_t n, char *out);   /* out: 2n+1 */

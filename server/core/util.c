@@ -770,3 +770,20 @@ void sl_fault(const char *point)
         _exit(137);
     }
 }
+
+int sl_pick_name(const char *who, const char *what, const char *v, const char *const *names, int n, int *out,
+                 struct sl_err *err)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) {
+            *out = i;
+            return 0;
+        }
+    struct sl_buf b;
+    sl_buf_init(&b);
+    for (int i = 0; i < n; i++)
+        sl_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
+    sl_errf(err, SL_EINVAL, "%s: invalid %s \"%s\" (valid: %s)", who, what, v, b.p);
+    sl_buf_free(&b);
+    return -1;
+}

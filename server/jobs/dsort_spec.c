@@ -31,20 +31,10 @@ static const char *const alg_fields[] = { "kind", "decreasing", "seed", "extensi
 static const char *const config_fields[] = { "duplicated_records", "missing_shards", "ekm_malformed_line",
                                              "ekm_missing_key" };
 
+/* one of names, or a 400 listing them */
 static int pick(const char *what, const char *v, const char *const *names, int n, int *out, struct sl_err *err)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v, names[i])) {
-            *out = i;
-            return 0;
-        }
-    struct sl_buf b;
-    sl_buf_init(&b);
-    for (int i = 0; i < n; i++)
-        sl_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-    sl_errf(err, SL_EINVAL, "dsort: invalid %s \"%s\" (valid: %s)", what, v, b.p);
-    sl_buf_free(&b);
-    return -1;
+    return sl_pick_name("dsort", what, v, names, n, out, err);
 }
 
 static int unknown(const json_t *o, const char *where, const char *const *known, size_t n, struct sl_err *err)

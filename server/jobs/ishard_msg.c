@@ -32,20 +32,10 @@ void sl_ishard_msg_free(struct sl_ishard_msg *m)
     memset(m, 0, sizeof(*m));
 }
 
+/* one of names, or a 400 listing them */
 static int pick(const char *what, const char *v, const char *const *names, int n, int *out, struct sl_err *err)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v, names[i])) {
-            *out = i;
-            return 0;
-        }
-    struct sl_buf b;
-    sl_buf_init(&b);
-    for (int i = 0; i < n; i++)
-        sl_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-    sl_errf(err, SL_EINVAL, "ishard: invalid %s \"%s\" (valid: %s)", what, v, b.p);
-    sl_buf_free(&b);
-    return -1;
+    return sl_pick_name("ishard", what, v, names, n, out, err);
 }
 
 /* "ais://raw/pre/fix", "raw", {"name":"raw","provider":"ais"} -> name (+ prefix) */
