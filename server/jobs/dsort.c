@@ -110,10 +110,10 @@ static int open_shard(const struct sl_bck *b, const char *name, int *fd, struct 
     return 0;
 }
 
-static json_t *recs_json(const struct sl_dsort_recs *r, size_t from)
+static json_t *recs_json(const struct sl_dsort_recs *r)
 {
     json_t *a = json_array();
-    for (size_t i = from; i < r->n; i++) {
+    for (size_t i = 0; i < r->n; i++) {
         const struct sl_dsort_rec *x = &r->v[i];
         json_t *m = json_array();
         for (int j = 0; j < x->nm; j++)
@@ -179,7 +179,7 @@ out:
             sl_errf(&err, SL_EINVAL, "dsort extract: bad body");
         sl_resp_err(r, &err);
     } else {
-        sl_resp_json_new(r, 200, json_pack("{s:o,s:O,s:I}", "recs", recs_json(&recs, 0), "missing", missing,
+        sl_resp_json_new(r, 200, json_pack("{s:o,s:O,s:I}", "recs", recs_json(&recs), "missing", missing,
                                            "bytes", (json_int_t)bytes));
     }
     json_decref(missing);
@@ -684,14 +684,8 @@ static void build_run(struct builder *b)
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     bool failed = b->err[0] || sl_job_aborting(b->job);
-    if (failed) {
-        for (int i = 0; i < b->ndone; i++) {
-            struct sl_err e2 = { 0 };
-            sl_obj_delete(&b->dst, b->done[i], strlen(b->done[i]), &e2);
-        }
-        if (b->ndone)
-            sl_logi("dsort %s: removed the %d shard(s) this target had written", b->job->id, b->ndone);
-    }
+    if (failed)
+        sl_shard_remove_written("dsort", b->job->id, &b->dst, b->done, b->ndone);
     json_t *created = json_array();
     for (int i = 0; !failed && i < b->ndone; i++)
         json_array_append_new(created, json_string(b->done[i]));

@@ -52,7 +52,6 @@ static const char ekm_wrap[] =
 /* The Lua ordering: the member bytes of the record being read (members up
  * to LUA_MEMBER_MAX), handed to sort_key once the record is complete. */
 struct lua_rec {
-    const struct sl_dsort_spec *s;
     char *src;                  /* sort_key, or NULL */
     size_t srclen;
     char *ekm;                  /* shard_for, or NULL */
@@ -184,7 +183,7 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
     memset(&idx, 0, sizeof(idx));
     size_t first = out->n;
     char *buf = NULL;
-    struct lua_rec L = { .s = s, .ri = -1 };
+    struct lua_rec L = { .ri = -1 };
     if (s->alg == SL_DSORT_LUA) {
         L.src = sl_xasprintf("%s%s", s->script, lua_wrap);
         L.srclen = strlen(L.src);

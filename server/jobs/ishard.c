@@ -230,14 +230,8 @@ static void build_run(struct builder *b, json_t *ext)
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     bool failed = b->err[0] || sl_job_aborting(b->job);
-    if (failed) {
-        for (int i = 0; i < b->ndone; i++) {
-            struct sl_err e2 = { 0 };
-            sl_obj_delete(&b->dst, b->done[i], strlen(b->done[i]), &e2);
-        }
-        if (b->ndone)
-            sl_logi("ishard %s: removed the %d shard(s) this target had written", b->job->id, b->ndone);
-    }
+    if (failed)
+        sl_shard_remove_written("ishard", b->job->id, &b->dst, b->done, b->ndone);
     if (!ext)
         ext = json_object();
     json_object_set_new(ext, "build", json_pack("{s:i,s:i,s:I,s:O,s:i}", "shards", b->nsh, "written",

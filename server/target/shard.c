@@ -175,3 +175,14 @@ int sl_shard_add_bytes(struct sl_plug_writer *w, const char *entry, size_t elen,
     }
     return 0;
 }
+
+void sl_shard_remove_written(const char *kind, const char *job_id, const struct sl_bck *dst, char *const *names,
+                             int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct sl_err e2 = { 0 };
+        sl_obj_delete(dst, names[i], strlen(names[i]), &e2);
+    }
+    if (n)
+        sl_logi("%s %s: removed the %d shard(s) this target had written", kind, job_id, n);
+}

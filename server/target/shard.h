@@ -35,6 +35,10 @@ struct sl_shard_fetch {
     char err[256];
 };
 void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n, const struct sl_smap *smap);
+/* A job that failed or was aborted removes the shards this target wrote
+ * for it: names[0..n) of dst, logged as "<kind> <job_id>: removed ...". */
+void sl_shard_remove_written(const char *kind, const char *job_id, const struct sl_bck *dst, char *const *names,
+                             int n);
 /* Add data[0..len) as member `entry`. */
 int sl_shard_add_bytes(struct sl_plug_writer *w, const char *entry, size_t elen, const void *data, size_t len,
                        struct sl_job *job, struct sl_err *err);
