@@ -278,9 +278,11 @@ static void *build_thread(void *arg)
     return NULL;
 }
 
-/* target: POST /v1/internal/ishard/build {"id","src","dst","shards":[...]} */
-static void internal_build_done(struct sl_req *r)
+/* target: POST /v1/internal/ishard/build {"id","src","dst","shards":[...]}
+ * (off the HTTP threads: resolving a bucket may ask the primary) */
+static void internal_build_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     json_t *j = sl_req_body_json(r, &err);
     if (!json_is_object(j)) {
@@ -459,38 +461,60 @@ static void *coord_main(void *arg)
     return NULL;
 }
 
-/* target: POST /v1/internal/ishard/plan {"id","msg"} */
-static void internal_plan_done(struct sl_req *r)
+static void internal_build_done(struct sl_req *r)
 {
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
+    sl_req_offload(r, internal_build_run, NULL, NULL);
+}
+
+/* Parse msg (the Lua EKM compiles here) and run the coordinator of job id
+ * on a thread of its own: 0, or -1 with err. */
+static int coord_start(const char *id, const json_t *msg, struct sl_err *err)
+{
     struct coord *c = sl_xcalloc(1, sizeof(*c));
-    if (!json_is_object(j) || sl_ishard_msg_parse(json_object_get(j, "msg"), &c->m, &err) < 0) {
-        if (!err.msg[0])
-            sl_errf(&err, SL_EINVAL, "internal ishard: bad body");
+    if (sl_ishard_msg_parse(msg, &c->m, err) < 0) {
         sl_ishard_msg_free(&c->m);
         free(c);
-        json_decref(j);
-        sl_resp_err(r, &err);
-        return;
+        return -1;
     }
-    c->job = sl_job_start("ishard", sl_json_str(j, "id", ""), c->m.src, c->m.dst);
-    json_decref(j);
+    c->job = sl_job_start("ishard", id, c->m.src, c->m.dst);
     pthread_t t;
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 8 * SL_MIB); /* the Lua EKM runs here */
+    int rc = 0;
     if (pthread_create(&t, &a, coord_main, c) != 0) {
         sl_job_finish(c->job, "cannot start a thread");
         sl_job_put(c->job);
         sl_ishard_msg_free(&c->m);
         free(c);
-        sl_resp_errf(r, SL_EINTERNAL, "ishard: cannot start a thread");
+        rc = sl_errf(err, SL_EINTERNAL, "ishard: cannot start a thread");
     } else {
         pthread_detach(t);
-        sl_resp_empty(r, 200);
     }
     pthread_attr_destroy(&a);
+    return rc;
+}
+
+/* target: POST /v1/internal/ishard/plan {"id","msg"} (off the HTTP threads:
+ * compiling a Lua EKM is Lua work) */
+static void internal_plan_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    if (!json_is_object(j) || coord_start(sl_json_str(j, "id", ""), json_object_get(j, "msg"), &err) < 0) {
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "internal ishard: bad body");
+        sl_resp_err(r, &err);
+    } else {
+        sl_resp_empty(r, 200);
+    }
+    json_decref(j);
+}
+
+static void internal_plan_done(struct sl_req *r)
+{
+    sl_req_offload(r, internal_plan_run, NULL, NULL);
 }
 
 bool sl_ishard_internal(struct sl_req *r)
@@ -573,24 +597,8 @@ static void start_run(struct sl_req *r, void *arg)
     json_t *body = json_pack("{s:s,s:o}", "id", id, "msg", sl_ishard_msg_json(&m));
     sl_ishard_msg_free(&m);
     if (G.role == SL_ROLE_STANDALONE) {
-        /* same path as a target: through the internal handler's logic */
-        struct coord *c = sl_xcalloc(1, sizeof(*c));
-        sl_ishard_msg_parse(json_object_get(body, "msg"), &c->m, &err);
-        c->job = sl_job_start("ishard", id, c->m.src, c->m.dst);
-        pthread_t t;
-        pthread_attr_t a;
-        pthread_attr_init(&a);
-        pthread_attr_setstacksize(&a, 8 * SL_MIB);
-        if (pthread_create(&t, &a, coord_main, c) != 0) {
-            sl_job_finish(c->job, "cannot start a thread");
-            sl_job_put(c->job);
-            sl_ishard_msg_free(&c->m);
-            free(c);
-            rc = sl_errf(&err, SL_EINTERNAL, "ishard: cannot start a thread");
-        } else {
-            pthread_detach(t);
-        }
-        pthread_attr_destroy(&a);
+        /* same path as a target's */
+        rc = coord_start(id, json_object_get(body, "msg"), &err);
         json_decref(body);
     } else {
         rc = sl_cluster_to_coordinator("ishard", id, "/v1/internal/ishard/plan", body, &err);
