@@ -11,6 +11,8 @@
      on the same files
   3. peak RSS of each target during the dsort (VmHWM), next to the input
      size and max_mem_usage set to a quarter of the input
+  4. one more dsort with max_mem_usage a sixteenth of the input: its time
+     and what went to disk
 Rounds alternate dsort and the references; every round is printed.
 
 usage: dsort_bench.py [--gib 2] [--rounds 2] [--quick]
@@ -130,10 +132,10 @@ def hwm_kib(pid):
     return 0
 
 
-def run_dsort(url, nshards, total, rnd_i):
+def run_dsort(url, nshards, total, rnd_i, mem_frac=4, out=None):
     spec = {"input_bck": "in", "input_format": "in-{0000..%04d}" % (nshards - 1), "input_extension": ".tar",
-            "output_bck": "out", "output_format": "r%d-{00000..99999}" % rnd_i, "output_shard_size": "64MiB",
-            "max_mem_usage": str(total // 4), "algorithm": {"kind": "shuffle", "seed": "1234"}}
+            "output_bck": "out", "output_format": "r%s-{00000..99999}" % rnd_i, "output_shard_size": "64MiB",
+            "max_mem_usage": str(total // mem_frac), "algorithm": {"kind": "shuffle", "seed": "1234"}}
     t0 = time.time()
     r = requests.post(url + "/v1/sort", json=spec, timeout=60)
     r.raise_for_status()
@@ -145,6 +147,9 @@ def run_dsort(url, nshards, total, rnd_i):
         if any(m["aborted"] for m in ms):
             raise SystemExit("dsort failed: %s" % [m["errors"] for m in ms])
         if ms and all(m["shard_creation"]["finished"] for m in ms):
+            if out is not None:
+                out["disk_cnt"] = sum(int(m["local_extraction"]["extracted_to_disk_count"]) for m in ms)
+                out["disk_size"] = sum(int(m["local_extraction"]["extracted_to_disk_size"]) for m in ms)
             return time.time() - t0
         time.sleep(0.2)
     raise SystemExit("dsort did not finish in an hour")
@@ -179,6 +184,12 @@ def main():
             total / (1 << 20), total / 4 / (1 << 20)))
         for name, pid in sorted(target_pids(pg).items()):
             print("  %-4s %8.0f MiB" % (name, hwm_kib(pid) / 1024))
+        # past the limit: max_mem_usage a sixteenth of the input, so that
+        # the records of output shards being built go to disk
+        sp = {}
+        t_sp = run_dsort(url, nshards, total, "spill", mem_frac=16, out=sp)
+        print("\nmax_mem_usage %.0f MiB (input / 16): dsort %.1f s, %d pulls spilled, %.0f MiB to disk" % (
+            total / 16 / (1 << 20), t_sp, sp["disk_cnt"], sp["disk_size"] / (1 << 20)))
     finally:
         if pg:
             ishard_bench.stop_pg(pg)

@@ -97,6 +97,10 @@ char *sl_buf_steal(struct sl_buf *b);
 
 /* Allocation that aborts on OOM for small, bounded bookkeeping. Each result
  * is new (never NULL); the caller free()s it. */
+/* Seeded Fisher-Yates over v[0..n) with splitmix64: the one shuffle of
+ * ishard's --sort and dsort's "shuffle", so the same seed over the same
+ * records gives the same order in both. */
+void sl_shuffle(int *v, size_t n, uint64_t seed);
 void *sl_xmalloc(size_t n);
 void *sl_xcalloc(size_t n, size_t m);
 void *sl_xrealloc(void *p, size_t n);

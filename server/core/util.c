@@ -787,3 +787,22 @@ int sl_pick_name(const char *who, const char *what, const char *v, const char *c
     sl_buf_free(&b);
     return -1;
 }
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void sl_shuffle(int *v, size_t n, uint64_t seed)
+{
+    uint64_t st = seed;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(splitmix(&st) % i);
+        int t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}

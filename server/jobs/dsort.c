@@ -30,10 +30,12 @@
 #include "plug.h"
 #include "shard.h"
 #include "shard_plan.h"
+#include "spool.h"
 #include "store.h"
 #include "template.h"
 #include "xact.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
@@ -45,6 +47,7 @@
 
 #define BUILD_WORKERS 2
 #define MAX_WARN 100
+#define CHUNK (256 * 1024)
 #define INTERNAL_BODY_MAX (1024 * SL_MIB)
 
 /* ------------------------------------------------------------------ */
@@ -191,10 +194,21 @@ out:
     json_decref(j);
 }
 
-struct pulled {
+/* What this target's dsort work holds in memory: records staged by pulls
+ * on the holders and pulled for output shards on the owners, counted
+ * together. Its limit is the running job's max_mem_usage; past it spools go
+ * to disk (spool.h). */
+static struct sl_spool_budget mem_budget;
+
+static void mem_limit(uint64_t limit)
+{
+    __atomic_store_n(&mem_budget.limit, limit, __ATOMIC_RELAXED);
+}
+
+/* one member staged in a spool, waiting for its turn */
+struct staged {
     char *name;
-    char *data;
-    size_t len;
+    uint64_t off, len;
     int64_t mtime;
     uint32_t mode;
 };
@@ -210,18 +224,41 @@ static int add_member(struct sl_plug_writer *w, const char *name, size_t nlen, i
     return 0;
 }
 
+/* copy len bytes at off of spool sp into w's current member */
+static int copy_staged(struct sl_plug_writer *w, const struct sl_spool *sp, const struct staged *m, char *chunk,
+                       size_t csz, struct sl_err *err)
+{
+    if (sl_plug_writer_add(w, m->name, strlen(m->name), (int64_t)m->len, m->mtime, m->mode, err) < 0)
+        return -1;
+    for (uint64_t done = 0; done < m->len;) {
+        int64_t r = sl_spool_pread(sp, chunk, (size_t)SL_MIN((uint64_t)csz, m->len - done), m->off + done);
+        if (r <= 0)
+            return sl_errf(err, SL_EIO, "dsort: reading back a staged member %s: %s", m->name,
+                           r < 0 ? strerror(errno) : "short file");
+        if (sl_plug_writer_write(w, chunk, (size_t)r, err) < 0)
+            return -1;
+        done += (uint64_t)r;
+    }
+    return 0;
+}
+
 /* The members of the records keys[0..n) of shard name (a local object of
- * b), as a tar in keys' order (members in shard order). */
-static int pull_local(const struct sl_bck *b, const char *name, const char *const *keys, size_t n, struct sl_buf *tar,
-                      struct sl_err *err)
+ * b), as a tar in keys' order (members in shard order), appended to out.
+ * The shard is read once, front to back; members wait in a spool (memory,
+ * or disk past the budget) until their record's turn. */
+static int pull_local(const struct sl_bck *b, const char *name, const char *const *keys, size_t n,
+                      struct sl_spool *out, struct sl_err *err)
 {
     int fd = -1, rc = 0;
     struct sl_plug_reader *rd = NULL;
     struct sl_plug_writer *w = NULL;
     struct sl_strmap want;
     memset(&want, 0, sizeof(want));
-    struct pulled **got = sl_xcalloc(n + 1, sizeof(*got));
+    struct staged **got = sl_xcalloc(n + 1, sizeof(*got));
     int *ngot = sl_xcalloc(n + 1, sizeof(int));
+    struct sl_spool stage;
+    sl_spool_init(&stage, &mem_budget);
+    char *chunk = sl_xmalloc(CHUNK);
     for (size_t i = 0; i < n; i++)
         sl_strmap_put(&want, keys[i], strlen(keys[i]), (int)i);
     char cn[400];
@@ -258,24 +295,21 @@ static int pull_local(const struct sl_bck *b, const char *name, const char *cons
         int k = sl_strmap_get(&want, e.name, sp.dir_len + sp.stem_len);
         if (k < 0)
             continue;
-        struct sl_buf data;
-        sl_buf_init(&data);
-        char chunk[65536];
-        int64_t m;
-        while ((m = sl_plug_reader_read(rd, chunk, sizeof(chunk), err)) > 0)
-            sl_buf_add(&data, chunk, (size_t)m);
-        if (m < 0) {
-            sl_buf_free(&data);
+        struct staged m = { sl_xstrndup(e.name, e.name_len), stage.len, 0, e.mtime, e.mode };
+        got[k] = sl_xrealloc(got[k], (size_t)(ngot[k] + 1) * sizeof(**got));
+        got[k][ngot[k]++] = m;
+        int64_t r;
+        while ((r = sl_plug_reader_read(rd, chunk, CHUNK, err)) > 0) {
+            if (sl_spool_add(&stage, chunk, (size_t)r, err) < 0) {
+                rc = -1;
+                goto out;
+            }
+        }
+        if (r < 0) {
             rc = -1;
             goto out;
         }
-        got[k] = sl_xrealloc(got[k], (size_t)(ngot[k] + 1) * sizeof(**got));
-        got[k][ngot[k]].name = sl_xstrndup(e.name, e.name_len);
-        got[k][ngot[k]].len = data.len;
-        got[k][ngot[k]].mtime = e.mtime;
-        got[k][ngot[k]].mode = e.mode;
-        got[k][ngot[k]].data = sl_buf_steal(&data);
-        ngot[k]++;
+        got[k][ngot[k] - 1].len = stage.len - m.off;
     }
     for (size_t i = 0; i < n; i++)
         if (!ngot[i]) {
@@ -283,16 +317,15 @@ static int pull_local(const struct sl_bck *b, const char *name, const char *cons
                          cn, keys[i]);
             goto out;
         }
-    struct sl_plug_memio mio;
-    sl_plug_memio_init(&mio, NULL, 0, tar, "dsort pull");
-    if (sl_plug_writer_open(tar_fmt(), &mio.io, 0, &w, err) < 0) {
+    struct sl_spool_io sio;
+    sl_spool_io_init(&sio, out, "dsort pull", err);
+    if (sl_plug_writer_open(tar_fmt(), &sio.io, 0, &w, err) < 0) {
         rc = -1;
         goto out;
     }
     for (size_t i = 0; i < n && rc == 0; i++)
         for (int k = 0; k < ngot[i] && rc == 0; k++)
-            rc = add_member(w, got[i][k].name, strlen(got[i][k].name), got[i][k].mtime, got[i][k].mode,
-                            got[i][k].data, got[i][k].len, err);
+            rc = copy_staged(w, &stage, &got[i][k], chunk, CHUNK, err);
     if (rc == 0)
         rc = sl_plug_writer_finish(w, err);
 out:
@@ -301,14 +334,14 @@ out:
     if (fd >= 0)
         close(fd);
     for (size_t i = 0; i < n; i++) {
-        for (int k = 0; k < ngot[i]; k++) {
+        for (int k = 0; k < ngot[i]; k++)
             free(got[i][k].name);
-            free(got[i][k].data);
-        }
         free(got[i]);
     }
     free(got);
     free(ngot);
+    free(chunk);
+    sl_spool_free(&stage);
     sl_strmap_free(&want);
     return rc;
 }
@@ -322,7 +355,8 @@ static const char **keys_of(const json_t *a, size_t *n)
     return k;
 }
 
-/* POST /v1/internal/dsort/pull {"bck","shard","keys":[...]} -> tar */
+/* POST /v1/internal/dsort/pull {"bck","shard","keys":[...],"max_mem"} ->
+ * tar (from memory, or from its spill file) */
 static void pull_run(struct sl_req *r, void *arg)
 {
     (void)arg;
@@ -336,17 +370,23 @@ static void pull_run(struct sl_req *r, void *arg)
         sl_resp_err(r, &err);
         return;
     }
+    if (sl_json_int(j, "max_mem", 0) > 0)
+        mem_limit((uint64_t)sl_json_int(j, "max_mem", 0));
     size_t n;
     const char **keys = keys_of(json_object_get(j, "keys"), &n);
-    struct sl_buf tar;
-    sl_buf_init(&tar);
+    struct sl_spool tar;
+    sl_spool_init(&tar, &mem_budget);
     if (pull_local(&b, sl_json_str(j, "shard", ""), keys, n, &tar, &err) < 0) {
-        sl_buf_free(&tar);
         sl_resp_err(r, &err);
+    } else if (sl_spool_on_disk(&tar)) {
+        int fd = tar.fd;
+        tar.fd = -1; /* the response's now */
+        sl_resp_fd(r, 200, fd, 0, tar.len, "application/x-tar");
     } else {
-        size_t len = tar.len;
-        sl_resp_bytes_owned(r, 200, "application/x-tar", sl_buf_steal(&tar), len);
+        size_t len = tar.mem.len;
+        sl_resp_bytes_owned(r, 200, "application/x-tar", sl_buf_steal(&tar.mem), len);
     }
+    sl_spool_free(&tar);
     free(keys);
     sl_bck_release(&b);
     json_decref(j);
@@ -363,7 +403,9 @@ struct bout {
 };
 
 struct builder {
-    int workers;                /* create_concurrency_max_limit, bounded by max_mem_usage */
+    int workers;                /* create_concurrency_max_limit */
+    uint64_t max_mem;           /* max_mem_usage in bytes, 0: none */
+    uint64_t spilled_cnt, spilled_bytes; /* pulls that went to disk */
     struct sl_job *job;
     struct sl_bck src, dst;
     struct bout *o;
@@ -400,8 +442,14 @@ struct need {
     const char *shard;
     const char **keys;
     size_t n, cap;
-    struct sl_buf tar;          /* pulled */
+    struct sl_spool tar;        /* pulled: memory, or disk past the budget */
 };
+
+static int to_spool(void *ctx, const char *data, size_t n)
+{
+    void **c = ctx;
+    return sl_spool_add(c[0], data, n, c[1]);
+}
 
 static int pull(struct builder *b, struct need *nd, const struct sl_smap *sm, struct sl_err *err)
 {
@@ -412,20 +460,49 @@ static int pull(struct builder *b, struct need *nd, const struct sl_smap *sm, st
     for (size_t i = 0; i < nd->n; i++)
         json_array_append_new(keys, json_string(nd->keys[i]));
     char *url = sl_xasprintf("%s/v1/internal/dsort/pull", h->data_url);
+    json_t *body = json_pack("{s:s,s:s,s:o,s:I}", "bck", b->src.name, "shard", nd->shard, "keys", keys, "max_mem",
+                             (json_int_t)b->max_mem);
+    size_t blen;
+    char *bs = sl_json_dump(body, 0, &blen);
+    json_decref(body);
     struct sl_peer_resp pr;
-    int rc = sl_peer_json("POST", url, json_pack("{s:s,s:s,s:o}", "bck", b->src.name, "shard", nd->shard, "keys", keys),
-                          peer_timeout_ms(), &pr);
+    struct sl_err serr = { 0 };
+    void *ctx[2] = { &nd->tar, &serr };
+    int rc = sl_peer_stream("POST", url, NULL, 0, bs, blen, to_spool, NULL, ctx, peer_timeout_ms(), &pr);
+    free(bs);
     free(url);
-    if (rc < 0 || pr.status != 200) {
+    if (serr.msg[0]) {
+        rc = sl_errf(err, serr.code, "dsort: pulling records of %s from t[%s]: %s", nd->shard, h->id, serr.msg);
+    } else if (rc < 0 || pr.status != 200) {
         rc = sl_errf(err, rc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status),
                      "dsort: pulling records of %s from t[%s]: %s", nd->shard, h->id, pr.err);
     } else {
-        sl_buf_add(&nd->tar, pr.body.p ? pr.body.p : "", pr.body.len);
         sl_job_add(&b->job->in_objs, 1);
-        sl_job_add(&b->job->in_bytes, pr.body.len);
+        sl_job_add(&b->job->in_bytes, nd->tar.len);
     }
     sl_peer_resp_free(&pr);
     return rc;
+}
+
+/* the current member of rd into w, streamed when its size is known */
+static int copy_member(struct sl_plug_writer *w, struct sl_plug_reader *rd, const struct sl_fmt_entry *e,
+                       struct sl_buf *data, char *chunk, struct sl_err *err)
+{
+    int64_t m;
+    if (e->size >= 0) {
+        if (sl_plug_writer_add(w, e->name, e->name_len, e->size, e->mtime, e->mode, err) < 0)
+            return -1;
+        while ((m = sl_plug_reader_read(rd, chunk, CHUNK, err)) > 0)
+            if (sl_plug_writer_write(w, chunk, (size_t)m, err) < 0)
+                return -1;
+        return m < 0 ? -1 : 0;
+    }
+    sl_buf_reset(data);
+    while ((m = sl_plug_reader_read(rd, chunk, CHUNK, err)) > 0)
+        sl_buf_add(data, chunk, (size_t)m);
+    if (m < 0)
+        return -1;
+    return add_member(w, e->name, e->name_len, e->mtime, e->mode, data->p ? data->p : "", data->len, err);
 }
 
 static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm, struct sl_err *err)
@@ -453,7 +530,7 @@ static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm
             nd = sl_xrealloc(nd, (nn + 1) * sizeof(*nd));
             memset(&nd[nn], 0, sizeof(*nd));
             nd[nn].shard = sh;
-            sl_buf_init(&nd[nn].tar);
+            sl_spool_init(&nd[nn].tar, &mem_budget);
             k = (int)nn++;
             sl_strmap_put(&idx, sh, strlen(sh), k);
         }
@@ -476,9 +553,13 @@ static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm
     /* every pulled tar holds its records in the order this shard needs
      * them: walk the output order, taking the next record from its tar */
     rds = sl_xcalloc(nn + 1, sizeof(*rds));
-    struct sl_plug_memio *mio = sl_xcalloc(nn + 1, sizeof(*mio));
+    struct sl_spool_io *mio = sl_xcalloc(nn + 1, sizeof(*mio));
     for (size_t k = 0; k < nn && rc == 0; k++) {
-        sl_plug_memio_init(&mio[k], nd[k].tar.p, nd[k].tar.len, NULL, nd[k].shard);
+        if (sl_spool_on_disk(&nd[k].tar)) {
+            sl_job_add(&b->spilled_cnt, 1);
+            sl_job_add(&b->spilled_bytes, nd[k].tar.len);
+        }
+        sl_spool_io_init(&mio[k], &nd[k].tar, nd[k].shard, err);
         rc = sl_plug_reader_open(tar_fmt(), &mio[k].io, NULL, 0, &rds[k], err);
     }
     const struct sl_plug *ofmt = sl_arch_format_by_name(o->name, strlen(o->name));
@@ -498,6 +579,7 @@ static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm
     int *state = sl_xcalloc(nn + 1, sizeof(int)); /* 0: need next, 1: have cur, 2: end */
     struct sl_buf data;
     sl_buf_init(&data);
+    char *chunk = sl_xmalloc(CHUNK);
     for (size_t i = 0; i < nr && rc == 0; i++) {
         int k = which[i];
         const char *key = json_string_value(json_array_get(json_array_get(o->recs, i), 1));
@@ -519,19 +601,9 @@ static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm
             sl_plugin_wds_split(cur[k].name, cur[k].name_len, &sp);
             if (sp.dir_len + sp.stem_len != kl || memcmp(cur[k].name, key, kl))
                 break; /* the next record's first member */
-            sl_buf_reset(&data);
-            char chunk[65536];
-            int64_t m;
-            while ((m = sl_plug_reader_read(rds[k], chunk, sizeof(chunk), err)) > 0)
-                sl_buf_add(&data, chunk, (size_t)m);
-            if (m < 0) {
-                rc = -1;
-                break;
-            }
-            rc = add_member(w, cur[k].name, cur[k].name_len, cur[k].mtime, cur[k].mode, data.p ? data.p : "",
-                            data.len, err);
+            rc = copy_member(w, rds[k], &cur[k], &data, chunk, err);
             sl_job_add(&b->job->loc_objs, 1);
-            sl_job_add(&b->job->loc_bytes, data.len);
+            sl_job_add(&b->job->loc_bytes, (uint64_t)SL_MAX(cur[k].size, 0));
             state[k] = 0;
             members++;
             if (rc < 0)
@@ -541,6 +613,7 @@ static int build_one(struct builder *b, struct bout *o, const struct sl_smap *sm
             rc = sl_errf(err, SL_EIO, "dsort: record %s of %s did not arrive", key, nd[k].shard);
     }
     sl_buf_free(&data);
+    free(chunk);
     free(cur);
     free(state);
     if (rc == 0)
@@ -571,7 +644,7 @@ out:
     free(rds);
     for (size_t k = 0; k < nn; k++) {
         free(nd[k].keys);
-        sl_buf_free(&nd[k].tar);
+        sl_spool_free(&nd[k].tar);
     }
     free(nd);
     free(which);
@@ -690,6 +763,10 @@ static void build_run(struct builder *b)
     for (int i = 0; !failed && i < b->ndone; i++)
         json_array_append_new(created, json_string(b->done[i]));
     phase_set(b->job, "creation", "created", created);
+    phase_set(b->job, "creation", "spilled_cnt", json_integer((json_int_t)b->spilled_cnt));
+    phase_set(b->job, "creation", "spilled_size", json_integer((json_int_t)b->spilled_bytes));
+    phase_set(b->job, "creation", "mem_peak", json_integer((json_int_t)__atomic_load_n(&mem_budget.peak,
+                                                                                          __ATOMIC_RELAXED)));
     phase_set(b->job, "creation", "end_ns", json_integer(sl_now_ns()));
     const char *msg = b->err[0] ? b->err : sl_job_aborting(b->job) ? "aborted" : NULL;
     sl_logi("dsort %s: %s (%d shard(s), %llu bytes)", b->job->id, msg ? msg : "shards created",
@@ -763,17 +840,13 @@ static void build_start(struct sl_req *r)
             biggest = SL_MAX(biggest, b->o[b->n].bytes);
             b->n++;
         }
-        /* max_mem_usage bounds what building holds: one output shard's
-         * records per worker */
-        uint64_t mem = (uint64_t)sl_json_int(j, "max_mem", 0);
+        /* max_mem_usage bounds what this target's dsort work holds in
+         * memory; past it pulled records go to disk (mem_budget) */
+        b->max_mem = (uint64_t)sl_json_int(j, "max_mem", 0);
+        mem_limit(b->max_mem);
+        __atomic_store_n(&mem_budget.peak, __atomic_load_n(&mem_budget.used, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
         int want = (int)sl_json_int(j, "workers", 0);
         b->workers = want > 0 ? want : BUILD_WORKERS;
-        if (mem && biggest > mem)
-            snprintf(b->err, sizeof(b->err), "dsort: output shards of up to %llu bytes are built in memory, more "
-                     "than max_mem_usage (%llu bytes): raise max_mem_usage or lower output_shard_size",
-                     (unsigned long long)biggest, (unsigned long long)mem);
-        else if (mem && biggest && (uint64_t)b->workers * biggest > mem)
-            b->workers = (int)SL_MAX(1, mem / biggest);
     }
     json_decref(j);
     pthread_t t;

@@ -78,13 +78,15 @@ static json_t *job_info(const json_t *sn)
     json_object_set_new(le, "extracted_count", ctr_str(shards));
     json_object_set_new(le, "extracted_size", ctr_str(bytes));
     json_object_set_new(le, "extracted_record_count", ctr_str(records));
-    json_object_set_new(le, "extracted_to_disk_count", ctr_str(0));
-    json_object_set_new(le, "extracted_to_disk_size", ctr_str(0));
+    /* records held on disk past max_mem_usage (dsort.c spools) */
+    json_object_set_new(le, "extracted_to_disk_count", ctr_str((uint64_t)sl_json_int(cr, "spilled_cnt", 0)));
+    json_object_set_new(le, "extracted_to_disk_size", ctr_str((uint64_t)sl_json_int(cr, "spilled_size", 0)));
     json_object_set_new(ms, "sent_stats", json_null());
     json_object_set_new(ms, "recv_stats", json_null());
     json_object_set_new(sc, "to_create", ctr_str((uint64_t)sl_json_int(cr, "to_create", 0)));
     json_object_set_new(sc, "created_count", ctr_str((uint64_t)sl_json_int(st, "out-objs", 0)));
     json_object_set_new(sc, "moved_shard_count", ctr_str(0));
+    json_object_set_new(sc, "mem_peak", ctr_str((uint64_t)sl_json_int(cr, "mem_peak", 0)));
     json_object_set_new(sc, "req_stats", json_null());
     json_object_set_new(sc, "resp_stats", json_null());
     if (ended && !aborted) /* a dry run, or a target with nothing to create */

@@ -299,14 +299,6 @@ int sl_dsort_read_shard(const struct sl_plug *fmt, const struct sl_io *io, const
     return rc;
 }
 
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 struct cmp_ctx {
     const struct sl_dsort_recs *r;
     const struct sl_dsort_spec *s;
@@ -350,13 +342,7 @@ int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s,
         break;
     case SL_DSORT_SHUFFLE: {
         qsort_r(o, r->n, sizeof(int), input_cmp, &c);
-        uint64_t st = s->seed;
-        for (size_t i = r->n; i > 1; i--) {
-            size_t j = (size_t)(splitmix(&st) % i);
-            int t = o[i - 1];
-            o[i - 1] = o[j];
-            o[j] = t;
-        }
+        sl_shuffle(o, r->n, s->seed);
         break;
     }
     case SL_DSORT_LUA:

@@ -580,14 +580,6 @@ static int key_cmp(const void *a, const void *b, void *arg)
     return p->m->sort == SORT_DEC ? -c : c;
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static void emit_shard(struct sl_plan *p, int family, int first, int count, uint64_t bytes)
 {
     if (p->nsh == p->capsh) {
@@ -757,31 +749,29 @@ void sl_plan_pack(struct sl_plan *p)
         sl_strmap_free(&idx);
         return;
     }
-    for (int si = 0; si < p->ns; si++) {
-        if (p->s[si].drop)
-            continue;
-        struct sl_plan_family *f = &p->fam[p->s[si].family];
+    /* one global order, as dsort's (sl_dsort_order): the samples in name
+     * order, shuffled or sorted by key; then each family takes its samples
+     * in that order */
+    int *all = sl_xmalloc(((size_t)p->ns + 1) * sizeof(int));
+    int na = 0;
+    for (int si = 0; si < p->ns; si++)
+        if (!p->s[si].drop)
+            all[na++] = si;
+    if (m->sort == SORT_SHUFFLE)
+        sl_shuffle(all, (size_t)na, m->seed);
+    else if (na)
+        qsort_r(all, (size_t)na, sizeof(int), key_cmp, p);
+    for (int k = 0; k < na; k++) {
+        struct sl_plan_family *f = &p->fam[p->s[all[k]].family];
         if (f->nseq == f->capseq) {
             f->capseq = f->capseq ? f->capseq * 2 : 256;
             f->seq = sl_xrealloc(f->seq, (size_t)f->capseq * sizeof(int));
         }
-        f->seq[f->nseq++] = si;
+        f->seq[f->nseq++] = all[k];
     }
-    uint64_t rng = m->seed;
-    for (int fi = 0; fi < p->nfam; fi++) {
-        struct sl_plan_family *f = &p->fam[fi];
-        if (m->sort == SORT_SHUFFLE) {
-            for (int i = f->nseq - 1; i > 0; i--) {
-                int j = (int)(splitmix(&rng) % (uint64_t)(i + 1));
-                int t = f->seq[i];
-                f->seq[i] = f->seq[j];
-                f->seq[j] = t;
-            }
-        } else if (f->nseq) {
-            qsort_r(f->seq, (size_t)f->nseq, sizeof(int), key_cmp, p);
-        }
-        pack_seq(p, fi, f->seq, f->nseq, false);
-    }
+    free(all);
+    for (int fi = 0; fi < p->nfam; fi++)
+        pack_seq(p, fi, p->fam[fi].seq, p->fam[fi].nseq, false);
 }
 
 /* 6. names and owners */

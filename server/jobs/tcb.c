@@ -160,28 +160,6 @@ static int64_t pio_write(void *ctx, const void *buf, size_t n)
     return (int64_t)n;
 }
 
-/* An anonymous temporary file on the first mountpath. */
-static int tmp_fd(struct sl_err *err)
-{
-    struct sl_mpath *mp = sl_store_mpath(0);
-    if (!mp)
-        return sl_errf(err, SL_EINTERNAL, "no mountpath for a temporary file");
-    char *dir = sl_xasprintf("%s/.shale/tmp", mp->path);
-    sl_mkdir_p(dir, 0755);
-    int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
-    if (fd < 0) {
-        char *path = sl_xasprintf("%s/etl-XXXXXX", dir);
-        fd = mkstemp(path);
-        if (fd >= 0)
-            unlink(path);
-        free(path);
-    }
-    if (fd < 0)
-        sl_errf(err, SL_EIO, "cannot create a temporary file under %s: %s", dir, strerror(errno));
-    free(dir);
-    return fd;
-}
-
 struct dest {
     bool local;
     char *url;                  /* remote owner's PUT URL */
@@ -373,7 +351,7 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
             struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
             if (sl_put_begin(c->dst, dname, dlen, &o, &pio.put, err) < 0)
                 return -1;
-        } else if ((pio.fd = tmp_fd(err)) < 0) {
+        } else if ((pio.fd = sl_store_tmpfd(err)) < 0) {
             return -1;
         }
     }

@@ -275,26 +275,38 @@ static size_t hdr_stream(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
-int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
-                       sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r)
+int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
+                   size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms,
+                   struct sl_peer_resp *r)
 {
     memset(r, 0, sizeof(*r));
     CURL *c = handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers(hdrs, nhdrs, NULL);
+    struct curl_slist *hl = mk_headers(hdrs, nhdrs, body ? "application/json" : NULL);
     struct stream_ctx s = { c, sink, hcb, ctx, &r->body, false };
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_stream);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr_stream);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
     CURLcode rc = curl_easy_perform(c);
-    finish(c, rc, r, "GET", url);
+    finish(c, rc, r, method, url);
     if (s.aborted && rc != CURLE_OK)
-        snprintf(r->err, sizeof(r->err), "GET %s: aborted by the receiver", url);
+        snprintf(r->err, sizeof(r->err), "%s %s: aborted by the receiver", method, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hl);
     return rc == CURLE_OK ? 0 : -1;
+}
+
+int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
+                       sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r)
+{
+    return sl_peer_stream("GET", url, hdrs, nhdrs, NULL, 0, sink, hcb, ctx, timeout_ms, r);
 }
 
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid)

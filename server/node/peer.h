@@ -47,6 +47,11 @@ typedef int (*sl_peer_sink)(void *ctx, const char *data, size_t n);
 typedef void (*sl_peer_hdr_cb)(void *ctx, const char *name, const char *value);
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
                        sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r);
+/* The same with any method and an optional JSON body (only used during the
+ * call). */
+int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
+                   size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms,
+                   struct sl_peer_resp *r);
 
 /* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) to
  * url */

@@ -1197,3 +1197,28 @@ int sl_store_fsck(const char *mode)
     sl_bmd_put(bmd);
     return 0;
 }
+
+int sl_store_tmpfd(struct sl_err *err)
+{
+    static unsigned turn;
+    int n = sl_store_nmpaths();
+    struct sl_mpath *mp = n > 0 ? sl_store_mpath((int)(__atomic_fetch_add(&turn, 1, __ATOMIC_RELAXED) % (unsigned)n))
+                                : NULL;
+    if (!mp)
+        return sl_errf(err, SL_EINTERNAL, "no mountpath for a temporary file");
+    char *dir = sl_xasprintf("%s/.shale/tmp", mp->path);
+    sl_mkdir_p(dir, 0755);
+    int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+    if (fd < 0) {
+        char *path = sl_xasprintf("%s/tmp-XXXXXX", dir);
+        fd = mkstemp(path);
+        if (fd >= 0)
+            unlink(path);
+        free(path);
+    }
+    if (fd < 0)
+        sl_errf(err, SL_EIO, "cannot create a temporary file under %s: %s (check the mountpath's space and "
+                "permissions)", dir, strerror(errno));
+    free(dir);
+    return fd;
+}

@@ -39,6 +39,9 @@ int sl_store_fsck(const char *mode);
 void sl_store_close(bool clean);
 int sl_store_nmpaths(void);
 struct sl_mpath *sl_store_mpath(int i);      /* NULL when out of range */
+/* An anonymous temporary file (O_TMPFILE, else mkstemp + unlink) under
+ * <mpath>/.shale/tmp, taking the mountpaths in turn: gone when closed. */
+int sl_store_tmpfd(struct sl_err *err);
 /* HRW mountpath for an object uname */
 struct sl_mpath *sl_store_pick(const char *uname, size_t ulen);
 /* capacity across mountpaths (distinct filesystems counted once) */

@@ -308,11 +308,6 @@ class DsortOnOneNode(NodeTest, DsortApi):
         r = self.post_sort(dict(base, output_format="samples-{00..99}", output_shard_size="1KiB"))
         info = self.wait_sort(r.text)
         self.assertIn("overwrite", " ".join(list(info.values())[0]["Metrics"]["errors"]))
-        # max_mem_usage takes effect: an output shard larger than it is refused before anything is written
-        r = self.post_sort(dict(base, output_format="mm-{0..99}", output_shard_size="64KiB", max_mem_usage="1KiB"))
-        info = self.wait_sort(r.text)
-        self.assertIn("max_mem_usage", " ".join(list(info.values())[0]["Metrics"]["errors"]))
-        self.assertEqual([n for n in self.list_all("images") if n.startswith("mm-")], [])
         self.assertEqual(self.s.get(self.url + "/v1/sort", params={"uuid": "srt-nope"}).status_code, 404)
         self.assertEqual(self.s.delete(self.url + "/v1/sort/abort", params={"uuid": "srt-nope"}).status_code, 404)
 
@@ -358,6 +353,43 @@ class DsortOnThreeTargets(unittest.TestCase, DsortApi):
         if one is not None:
             self.assertEqual(sorted(one), sorted(shards))
             self.assertEqual([one[n] for n in sorted(one)], [shards[n] for n in sorted(shards)])
+
+    def test_spill_past_max_mem_usage(self):
+        """A dataset many times max_mem_usage completes: pulled records go to
+        disk, the output is the same bytes as an unbounded run, and nothing is
+        left in the targets' temporary directories."""
+        self.create_bucket("spill")
+        for i in range(NSHARDS):
+            self.put("spill", "in-%02d.tar" % i, make_shard(i))
+        base = {"input_bck": "spill", "input_format": "in-{00..05}", "output_shard_size": "96KiB",
+                "algorithm": {"kind": "shuffle", "seed": "99"}}
+        runs = {}
+        for prefix, mem in (("free-", None), ("tight-", "16KiB")):
+            spec = dict(base, output_format=prefix + "{00..99}")
+            if mem:
+                spec["max_mem_usage"] = mem
+            r = self.post_sort(spec)
+            self.assertEqual(r.status_code, 200, r.text)
+            info = self.wait_sort(r.text)
+            for t in info.values():
+                self.assertFalse(t["Metrics"]["aborted"], t["Metrics"]["errors"])
+            runs[prefix] = (info, self.output("spill", prefix))
+        total = sum(len(b) for b in runs["free-"][1].values())
+        self.assertGreater(total, 10 * 16 * 1024, "the data is many times the limit")
+        free, tight = runs["free-"][1], runs["tight-"][1]
+        self.assertEqual(len(free), len(tight))
+        self.assertGreater(len(tight), 1)
+        for n in sorted(free):
+            self.assertEqual(free[n], tight["tight-" + n[len("free-"):]], n)
+        self.check_records(tight)
+        spilled = sum(int(t["Metrics"]["local_extraction"]["extracted_to_disk_count"])
+                      for t in runs["tight-"][0].values())
+        self.assertGreater(spilled, 0, "pulls past max_mem_usage went to disk")
+        self.assertEqual(sum(int(t["Metrics"]["local_extraction"]["extracted_to_disk_count"])
+                             for t in runs["free-"][0].values()), 0)
+        for root, _dirs, files in os.walk(self.tmp):
+            if os.path.basename(root) == "tmp" and ".shale" in root:
+                self.assertEqual(files, [], "spill files left in " + root)
 
     def test_abort_removes_partial_output(self):
         self.create_bucket("big")

@@ -324,6 +324,39 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
         self.assertNotEqual(a, c)
         self.assertEqual(sorted(a), sorted(c))
 
+    def test_sort_is_dsorts_order(self):
+        """ishard --sort orders samples as dsort does: ishard without --sort and
+        then dsort shuffle with seed 7 gives the same sample order as ishard
+        --sort shuffle:7 in one pass (likewise alpha:dec and decreasing)."""
+        st = self.ishard(src_bck="ais://raw/images/", dst_bck="ais://eq", shard_size="5", shard_template="r-{00..99}")
+        self.assertEqual(st["state"], "finished", st)
+        n = st["report"]["shards"]
+        self.assertGreater(n, 2)
+        for sort, alg in (("shuffle:7", {"kind": "shuffle", "seed": "7"}),
+                          ("alpha:dec", {"kind": "alphanumeric", "decreasing": True})):
+            prefix = "d%s-" % sort[0]
+            r = self.s.post(self.url + "/v1/sort", timeout=60, data=json.dumps({
+                "input_bck": "eq", "input_format": "r-{00..%02d}" % (n - 1), "output_format": prefix + "{00..99}",
+                "output_shard_size": "1MiB", "algorithm": alg}))
+            self.assertEqual(r.status_code, 200, r.text)
+            jid = r.text
+
+            def done():
+                info = self.s.get(self.url + "/v1/sort", params={"uuid": jid}, timeout=30).json()
+                ms = [v["Metrics"] for v in info.values()]
+                self.assertFalse(any(m["aborted"] for m in ms), ms)
+                return all(m["shard_creation"]["finished"] for m in ms)
+            wait_until(done, 60, what="dsort " + jid)
+            dsorted = []
+            for name in self.names("eq", prefix):
+                data = self.s.get(self.url + "/v1/objects/eq/" + name, timeout=30).content
+                dsorted += [k.split("/")[-1] for k, _ in wds_read(data)[0]]
+            plan = self.ishard(src_bck="ais://raw/images/", dst_bck="ais://eq2", shard_size="5", sort=sort,
+                               dry_run="show_keys")["report"]["plan"]
+            one_pass = [k for sh in plan for k in sh["keys"]]
+            self.assertEqual(len(dsorted), 24)
+            self.assertEqual(one_pass, dsorted, sort)
+
     def test_templates_and_counts(self):
         st = self.ishard(src_bck="ais://raw/images/", dst_bck="ais://tpl", shard_size="10",
                       shard_template="train-{000..099}")
