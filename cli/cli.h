@@ -109,6 +109,7 @@ int cmd_archive(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
 int cmd_etl(int argc, char **argv);
 int cmd_ishard(int argc, char **argv);
+int cmd_ml(int argc, char **argv);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress);
 

@@ -27,6 +27,7 @@ static const struct {
     { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard, dsort)" },
     { "start", cmd_start, "start dsort [SRC] [DST] -f SPEC   = job start (shuffle/re-shard shards: dsort)" },
     { "dsort", cmd_dsort, "dsort [SRC] [DST] -f SPEC         = job start dsort" },
+    { "ml", cmd_ml, "ml get-batch ais://B OUT.tar --list|--template|--spec   many objects as one archive" },
     { "cluster", cmd_cluster, "cluster maintenance start|stop NODE | decommission NODE   membership" },
     { "playground", cmd_playground, "playground start|stop|status|add-target --dir DIR   local node or cluster" },
 };

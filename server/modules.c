@@ -10,6 +10,7 @@
 #include "dsort.h"
 #include "etl.h"
 #include "ishard.h"
+#include "moss.h"
 #include "tcb.h"
 
 const struct sl_module *const sl_modules[] = {
@@ -18,5 +19,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_tcb_module,
     &sl_arch_job_module,
     &sl_dsort_module,
+    &sl_moss_module,
     NULL,
 };

@@ -99,6 +99,9 @@ static const struct key schema[] = {
     { "arch.max_members", T_INT, "1000000", 0, NULL, "refuse archives with more members" },
     { "arch.max_member_size", T_SIZE, "16GiB", 0, NULL, NULL },
     { "arch.max_compression_ratio", T_INT, "1000", 0, NULL, "zip-bomb guard" },
+    { "get_batch.max_items", T_INT, "10000", 0, NULL, "items one get-batch request may name (more: 400)" },
+    { "get_batch.mem", T_SIZE, "256MiB", 0, NULL,
+      "memory a target holds for get-batch items received from other targets; past it they wait on disk" },
 
     { "plugins.dir", T_STR, "", 0, NULL, "directory of format/sample-key plugins" },
 
@@ -528,6 +531,8 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->arch_max_members = (uint64_t)gi(doc, "arch.max_members");
     c->arch_max_member_size = gz(doc, "arch.max_member_size");
     c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");
+    c->moss_max_items = (int)gi(doc, "get_batch.max_items");
+    c->moss_mem = gz(doc, "get_batch.mem");
     c->lso_page_size = (int)gi(doc, "lso.page_size");
     c->etl_workers = (int)gi(doc, "etl.workers");
     c->etl_log_size = gz(doc, "etl.log_size");

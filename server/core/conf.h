@@ -57,6 +57,8 @@ struct sl_config {
     uint64_t http_max_body_json;  /* net.http.max_json_body */
     char *plugins_dir;            /* plugins.dir */
     uint64_t arch_max_members;    /* arch.max_members */
+    int moss_max_items;           /* get_batch.max_items */
+    uint64_t moss_mem;            /* get_batch.mem */
     uint64_t arch_max_member_size;/* arch.max_member_size */
     uint64_t arch_max_ratio;      /* arch.max_compression_ratio */
     int lso_page_size;            /* lso.page_size default */

@@ -1237,3 +1237,115 @@ bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, siz
     sl_req_stream_body(r, spool_data, arch_put_done);
     return true;
 }
+
+/* ---- one member, for callers that copy it elsewhere (get-batch) ---- */
+
+struct sl_arch_member {
+    int fd;
+    uint64_t off, size, pos;   /* indexed plain tar: [off, off + size) of fd */
+    struct sl_plug_fdio fio;
+    struct sl_plug_reader *rd; /* else: a reader positioned at the member */
+    char name[400];
+};
+
+int sl_arch_member_open(const struct sl_bck *b, const char *name, size_t nlen, const char *member, size_t ml,
+                        struct sl_arch_member **out, int64_t *size, struct sl_err *err)
+{
+    *out = NULL;
+    struct sl_arch_member *m = sl_xcalloc(1, sizeof(*m));
+    m->fd = -1;
+    sl_obj_cname(m->name, sizeof(m->name), b, name, nlen);
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, nlen, &m->fd, &md, NULL, err) < 0) {
+        free(m);
+        return -1;
+    }
+    int rc = -1;
+    const struct sl_plug *fmt = sl_arch_format_of(name, nlen, NULL, m->fd);
+    while (ml && *member == '/') {
+        member++;
+        ml--;
+    }
+    if (!fmt) {
+        sl_errf(err, SL_EINVAL, "%s: not a shard this cluster can read (supported formats: %s), so it has no "
+                "member \"%.*s\"", m->name, sl_arch_supported(), (int)SL_MIN(ml, 300), member);
+        goto out;
+    }
+    if (sl_plug_member_name_check(member, ml, err) < 0) {
+        sl_err_wrap(err, "%s: archpath", m->name);
+        goto out;
+    }
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    if (is_plain_tar(fmt)) {
+        struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
+        unsigned char pfx[SL_OBJ_AUX_PREFIX];
+        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, m->fd, &md, err) < 0)
+            goto out;
+        int f = index_lookup(env, b, name, nlen, &md, member, ml, &m->off, &m->size);
+        if (f == 0) {
+            sl_errf(err, SL_ENOENT, "%s: no member \"%.*s\" in the shard", m->name, (int)SL_MIN(ml, 300), member);
+            goto out;
+        }
+        if (f == 1) {
+            if (lim.max_member_size && m->size > lim.max_member_size) {
+                sl_errf(err, SL_ETOOBIG, "%s: member \"%.*s\" is %llu bytes, over the limit of %llu bytes "
+                        "(arch.max_member_size)", m->name, (int)SL_MIN(ml, 300), member,
+                        (unsigned long long)m->size, (unsigned long long)lim.max_member_size);
+                goto out;
+            }
+            *size = (int64_t)m->size;
+            rc = 0;
+            goto out;
+        }
+        /* no index: scan */
+    }
+    sl_plug_fdio_init(&m->fio, m->fd, 0, m->name);
+    struct sl_fmt_entry e;
+    char *mz = sl_xstrndup(member, ml);
+    int f = sl_plug_reader_open(fmt, &m->fio.io, &lim, 0, &m->rd, err);
+    if (f == 0)
+        f = sl_plug_reader_find(m->rd, mz, &e, err);
+    free(mz);
+    if (f == 1)
+        sl_errf(err, SL_ENOENT, "%s: no member \"%.*s\" in the shard", m->name, (int)SL_MIN(ml, 300), member);
+    if (f == 0) {
+        *size = e.size;
+        rc = 0;
+    }
+out:
+    sl_objmd_free(&md);
+    if (rc < 0)
+        sl_arch_member_close(m);
+    else
+        *out = m;
+    return rc;
+}
+
+int64_t sl_arch_member_read(struct sl_arch_member *m, void *buf, size_t n, struct sl_err *err)
+{
+    if (m->rd)
+        return sl_plug_reader_read(m->rd, buf, n, err);
+    if (m->pos >= m->size)
+        return 0;
+    n = (size_t)SL_MIN((uint64_t)n, m->size - m->pos);
+    ssize_t r;
+    do
+        r = pread(m->fd, buf, n, (off_t)(m->off + m->pos));
+    while (r < 0 && errno == EINTR);
+    if (r <= 0)
+        return sl_errf(err, SL_EIO, "%s: reading a member: %s", m->name, r < 0 ? strerror(errno) : "short file");
+    m->pos += (uint64_t)r;
+    return r;
+}
+
+void sl_arch_member_close(struct sl_arch_member *m)
+{
+    if (!m)
+        return;
+    sl_plug_reader_close(m->rd);
+    if (m->fd >= 0)
+        close(m->fd);
+    free(m);
+}

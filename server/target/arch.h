@@ -61,4 +61,13 @@ int sl_arch_match_new(const char *mode, const char *pattern, struct sl_arch_matc
 bool sl_arch_match(const struct sl_arch_match *m, const char *name, size_t len);
 void sl_arch_match_free(struct sl_arch_match *m);
 
+/* One member of a shard, read sequentially: through the index of a plain
+ * tar (one seek), else by a scan. *size is its size (-1 if the format does
+ * not say). 404 for a missing member, 400 for an object that is not a shard.
+ * sl_arch_member_close(NULL) is a no-op. */
+struct sl_arch_member;
+int sl_arch_member_open(const struct sl_bck *b, const char *name, size_t nlen, const char *member, size_t ml,
+                        struct sl_arch_member **out, int64_t *size, struct sl_err *err);
+int64_t sl_arch_member_read(struct sl_arch_member *m, void *buf, size_t n, struct sl_err *err);
+void sl_arch_member_close(struct sl_arch_member *m);
 #endif

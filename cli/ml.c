@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT
+ * ml.c: `shale ml get-batch`, as `ais ml get-batch` (docs/get-batch.md):
+ * many objects, shard members and ranges as one archive in request order.
+ */
+#include "cli.h"
+#include "jsonx.h"
+#include "template.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: shale ml get-batch ais://BUCKET[/OBJ] ... OUT.tar|OUT.tgz|OUT.tar.lz4|OUT.zip|-\n"
+    "         [--list A,B,C | --template \"obj-{000..099}.bin\" | --spec REQ.json] [--streaming]\n"
+    "         [--coer] [--onob]\n"
+    "  one archive of the named objects in the order given; --spec is a MossReq (docs/get-batch.md)\n";
+
+static const char *mime_of(const char *out)
+{
+    static const char *const ext[] = { ".tar.lz4", ".tar.gz", ".tgz", ".zip", ".tar" };
+    size_t ol = strlen(out);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(ext); i++) {
+        size_t el = strlen(ext[i]);
+        if (ol >= el && !strcmp(out + ol - el, ext[i]))
+            return ext[i];
+    }
+    return ".tar";
+}
+
+/* the archive part of a multipart/mixed answer */
+static int archive_part(const struct cli_resp *r, const char **p, size_t *n)
+{
+    char ct[256];
+    const char *b = cli_resp_header(r, "Content-Type", ct, sizeof(ct)) ? strstr(ct, "boundary=") : NULL;
+    if (!b)
+        return -1;
+    char delim[128];
+    snprintf(delim, sizeof(delim), "\r\n--%s--", b + 9);
+    const char *body = r->body.p, *end = body + r->body.len;
+    const char *a = memmem(body, r->body.len, "name=\"archive\"", 14);
+    const char *s = a ? memmem(a, (size_t)(end - a), "\r\n\r\n", 4) : NULL;
+    const char *e = s ? memmem(s, (size_t)(end - s), delim, strlen(delim)) : NULL;
+    if (!e)
+        return -1;
+    *p = s + 4;
+    *n = (size_t)(e - (s + 4));
+    return 0;
+}
+
+static int get_batch(struct opts *o)
+{
+    if (o->argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *out = o->argv[o->argc - 1];
+    json_t *req = NULL;
+    const char *spec = opt_str(o, "spec");
+    if (spec) {
+        size_t len;
+        char *s = cli_read_file(spec, &len);
+        if (!s)
+            return 1;
+        json_error_t je;
+        req = json_loadb(s, len, 0, &je);
+        free(s);
+        if (!json_is_object(req)) {
+            fprintf(stderr, "Error: %s: not a JSON object (line %d: %s)\n", spec, je.line, je.text);
+            json_decref(req);
+            return 1;
+        }
+    } else {
+        req = json_object();
+    }
+    json_t *in = json_object_get(req, "in");
+    if (!in) {
+        in = json_array();
+        json_object_set_new(req, "in", in);
+    }
+    char *bucket = NULL;
+    for (int i = 0; i < o->argc - 1; i++) {
+        struct uri u;
+        if (uri_parse(o->argv[i], &u, true) < 0) {
+            json_decref(req);
+            free(bucket);
+            return 2;
+        }
+        if (!bucket)
+            bucket = sl_xstrdup(u.bucket);
+        if (u.obj && *u.obj)
+            json_array_append_new(in, json_pack("{s:s,s:s}", "bucket", u.bucket, "objname", u.obj));
+        uri_free(&u);
+    }
+    const char *list = opt_str(o, "list"), *tmpl = opt_str(o, "template");
+    if (list) {
+        char *l = sl_xstrdup(list), *save = NULL;
+        for (char *t = strtok_r(l, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (*t)
+                json_array_append_new(in, json_pack("{s:s}", "objname", t));
+        free(l);
+    }
+    if (tmpl) {
+        struct sl_tmpl *t;
+        struct sl_err err = { 0 };
+        if (sl_tmpl_parse(tmpl, &t, &err) < 0) {
+            fprintf(stderr, "Error: --template: %s\n", err.msg);
+            json_decref(req);
+            free(bucket);
+            return 2;
+        }
+        struct sl_buf nb;
+        sl_buf_init(&nb);
+        for (uint64_t i = 0; i < sl_tmpl_count(t); i++)
+            if (sl_tmpl_at(t, i, &nb) == 0)
+                json_array_append_new(in, json_pack("{s:s}", "objname", nb.p));
+        sl_buf_free(&nb);
+        sl_tmpl_free(t);
+    }
+    if (!json_object_get(req, "mime"))
+        json_object_set_new(req, "mime", json_string(mime_of(out)));
+    if (opt_bool(o, "streaming"))
+        json_object_set_new(req, "strm", json_true());
+    if (opt_bool(o, "coer"))
+        json_object_set_new(req, "coer", json_true());
+    if (opt_bool(o, "onob"))
+        json_object_set_new(req, "onob", json_true());
+    size_t blen;
+    char *body = sl_json_dump(req, 0, &blen);
+    json_decref(req);
+    char *path = bucket ? sl_xasprintf("/v1/ml/moss/%s", bucket) : sl_xstrdup("/v1/ml/moss");
+    free(bucket);
+    struct cli_resp r;
+    int rc = cli_req("GET", path, "application/json", body, blen, &r);
+    free(path);
+    free(body);
+    if (rc < 0 || r.status != 200) {
+        rc = cli_fail(&r, "get-batch");
+        cli_resp_free(&r);
+        return rc;
+    }
+    const char *p = r.body.p;
+    size_t n = r.body.len;
+    char ct[256] = "";
+    cli_resp_header(&r, "Content-Type", ct, sizeof(ct));
+    if (!strncmp(ct, "multipart/", 10) && archive_part(&r, &p, &n) < 0) {
+        fprintf(stderr, "Error: get-batch: the answer has no archive part\n");
+        cli_resp_free(&r);
+        return 1;
+    }
+    FILE *f = strcmp(out, "-") ? fopen(out, "wb") : stdout;
+    if (!f || fwrite(p, 1, n, f) != n || (f != stdout && fclose(f) != 0)) {
+        fprintf(stderr, "Error: writing %s failed\n", out);
+        cli_resp_free(&r);
+        return 1;
+    }
+    if (f != stdout)
+        printf("Wrote %s (%zu bytes)\n", out, n);
+    cli_resp_free(&r);
+    return 0;
+}
+
+int cmd_ml(int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "get-batch")) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    struct opts o;
+    if (opts_parse(&o, argc - 1, argv + 1, "list,template,spec", "streaming,coer,onob") < 0)
+        return 2;
+    return get_batch(&o);
+}

@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: MIT
+"""get-batch (GET /v1/ml/moss) against a real 3-target cluster and a
+standalone node: objects from every target, shard members and byte ranges in
+exactly request order, streamed (tar, tgz, tar.lz4) and multipart (metadata
++ archive, zip too), opaque passed back, onob, coer's __404__ entries, errors
+before the first byte, and bad requests refused with 4xx."""
+import email.parser
+import io
+import json
+import os
+import random
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import unittest
+import zipfile
+
+import requests
+
+from harness import SHALE, Cluster, NodeTest, main, wait_until
+
+
+def shard(members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def tar_entries(data, mode="r:*"):
+    with tarfile.open(fileobj=io.BytesIO(data), mode=mode) as tf:
+        return [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
+
+
+class GetBatchApi:
+    def moss(self, body, bucket="", params=None, stream=False):
+        path = "/v1/ml/moss" + ("/" + bucket if bucket else "")
+        return self.s.get(self.url + path, data=json.dumps(body), params=params,
+                          headers={"Content-Type": "application/json"}, timeout=60, stream=stream)
+
+    def populate(self):
+        rnd = random.Random(5)
+        self.objs = {}
+        r = self.s.post(self.url + "/v1/buckets/gb", json={"action": "create-bck"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        for i in range(40):
+            name = "obj-%03d.bin" % i
+            data = bytes(rnd.getrandbits(8) for _ in range(1024 + 37 * i))
+            self.objs[name] = data
+            self.assertEqual(self.s.put(self.url + "/v1/objects/gb/" + name, data=data, timeout=30).status_code, 200)
+        self.members = [("s%02d.jpg" % i, os.urandom(500 + i)) for i in range(10)]
+        self.s.put(self.url + "/v1/objects/gb/shard.tar", data=shard(self.members), timeout=30).raise_for_status()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            ti = tarfile.TarInfo("inner/a.txt")
+            ti.size = 5
+            tf.addfile(ti, io.BytesIO(b"hello"))
+        self.s.put(self.url + "/v1/objects/gb/shard.tgz", data=buf.getvalue(), timeout=30).raise_for_status()
+        r = self.s.post(self.url + "/v1/buckets/other", json={"action": "create-bck"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.s.put(self.url + "/v1/objects/other/x.txt", data=b"from another bucket", timeout=30).raise_for_status()
+
+    def request_items(self):
+        names = list(self.objs)
+        random.Random(9).shuffle(names)
+        items = [{"objname": n} for n in names[:25]]
+        items.insert(3, {"objname": "shard.tar", "archpath": "s07.jpg"})
+        items.insert(9, {"objname": "shard.tgz", "archpath": "inner/a.txt", "opaque": "b3BhcXVl"})
+        items.insert(12, {"objname": names[30], "start": 100, "length": 50})
+        items.insert(14, {"objname": names[31], "start": 1000, "length": -1})
+        items.insert(16, {"objname": "x.txt", "bucket": "other"})
+        items.insert(18, {"objname": "shard.tar", "archpath": "s02.jpg", "start": 10, "length": 20})
+        return items
+
+    def expected(self, items, onob=False):
+        out = []
+        for it in items:
+            b = it.get("bucket", "gb")
+            name = it["objname"] if onob else "%s/%s" % (b, it["objname"])
+            if it.get("archpath"):
+                name += "/" + it["archpath"]
+                data = dict(self.members).get(it["archpath"], b"hello")
+            elif b == "other":
+                data = b"from another bucket"
+            else:
+                data = self.objs[it["objname"]]
+            s, ln = it.get("start", 0), it.get("length", 0)
+            if s or ln:
+                data = data[s:] if ln == -1 else data[s:s + ln]
+            out.append((name, data))
+        return out
+
+    def check_stream(self):
+        items = self.request_items()
+        r = self.moss({"in": items, "strm": True}, bucket="gb")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.headers["Content-Type"], "application/x-tar")
+        self.assertEqual(tar_entries(r.content), self.expected(items))
+
+    def check_multipart(self, mime=".tar"):
+        items = self.request_items()
+        r = self.moss({"in": items, "mime": mime}, bucket="gb")
+        self.assertEqual(r.status_code, 200, r.text)
+        ct = r.headers["Content-Type"]
+        self.assertTrue(ct.startswith("multipart/mixed; boundary="), ct)
+        msg = email.parser.BytesParser().parsebytes(b"Content-Type: " + ct.encode() + b"\r\n\r\n" + r.content)
+        parts = msg.get_payload()
+        self.assertEqual(len(parts), 2)
+        self.assertIn('name="metadata"', parts[0]["Content-Disposition"])
+        meta = json.loads(parts[0].get_payload(decode=True))
+        archive = parts[1].get_payload(decode=True)
+        self.assertIn('name="archive"', parts[1]["Content-Disposition"])
+        exp = self.expected(items)
+        self.assertEqual(len(meta["out"]), len(items))
+        for it, o, (_, data) in zip(items, meta["out"], exp):
+            self.assertEqual(o["objname"], it["objname"])
+            self.assertEqual(o["size"], len(data))
+            self.assertEqual(o.get("opaque"), it.get("opaque"))
+            self.assertEqual(o.get("archpath"), it.get("archpath"))
+        if mime == ".zip":
+            z = zipfile.ZipFile(io.BytesIO(archive))
+            got = [(n, z.read(n)) for n in z.namelist()]
+        else:
+            got = tar_entries(archive)
+        self.assertEqual(got, exp)
+
+    def check_errors(self):
+        names = list(self.objs)[:3]
+        items = [{"objname": names[0]}, {"objname": "nope.bin"}, {"objname": names[1]},
+                 {"objname": "shard.tar", "archpath": "missing.jpg"}]
+        r = self.moss({"in": items, "strm": True}, bucket="gb")
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("nope.bin", r.text)
+        self.assertIn("coer", r.text)
+        r = self.moss({"in": items, "strm": True, "coer": True, "onob": True}, bucket="gb")
+        self.assertEqual(r.status_code, 200, r.text)
+        got = tar_entries(r.content)
+        self.assertEqual([n for n, _ in got], [names[0], "__404__/nope.bin", names[1],
+                                               "__404__/shard.tar/missing.jpg"])
+        self.assertEqual(got[1][1], b"")
+        self.assertEqual(got[0][1], self.objs[names[0]])
+        r = self.moss({"in": items, "coer": True}, bucket="gb")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertIn(b'"err_msg"', r.content)
+        cases = [
+            ({"in": []}, 400, "at least one"),
+            ({"in": [{"objname": names[0]}], "mime": ".rar"}, 400, ".tar.lz4"),
+            ({"in": [{"objname": names[0]}], "bogus": 1}, 400, "bogus"),
+            ({"in": [{"objname": names[0]}], "mime": ".zip", "strm": True}, 400, "cannot be streamed"),
+            ({"in": [{"objname": names[0], "start": 5, "length": 0}]}, 416, "length -1"),
+            ({"in": [{"objname": names[0], "start": 5000000, "length": 1}]}, 416, "past the end"),
+            ({"in": [{"objname": names[0], "archpath": "a.jpg"}]}, 400, "not a shard"),
+            ({"in": [{"objname": "a", "bucket": "nosuchbucket"}]}, 404, "nosuchbucket"),
+            ({"in": [{"objname": "x"}] * 10001}, 400, "max_items"),
+            ({"in": [{"bucket": "gb"}]}, 400, "objname"),
+        ]
+        for body, code, text in cases:
+            r = self.moss(body, bucket="gb")
+            self.assertEqual(r.status_code, code, "%s: %s" % (json.dumps(body)[:200], r.text))
+            self.assertIn(text, r.text)
+        r = self.moss({"in": [{"objname": names[0]}]})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("no bucket", r.text)
+
+
+class GetBatchCluster(unittest.TestCase, GetBatchApi):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-gb-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        if not getattr(GetBatchCluster, "populated", False):
+            self.populate()
+            GetBatchCluster.populated = True
+            GetBatchCluster.objs_, GetBatchCluster.members_ = self.objs, self.members
+        self.objs, self.members = GetBatchCluster.objs_, GetBatchCluster.members_
+
+    def test_stream_in_request_order(self):
+        self.check_stream()
+        # the gateway redirects (307) to a designated target, as AIStore's does
+        r = self.s.get(self.url + "/v1/ml/moss/gb", data=json.dumps({"in": [{"objname": "obj-001.bin"}]}),
+                       allow_redirects=False, timeout=30)
+        self.assertEqual(r.status_code, 307, r.text)
+        self.assertIn("/v1/ml/moss/gb/", r.headers["Location"])
+        # items come from every target
+        owners = set()
+        for n in list(self.objs)[:25]:
+            loc = self.s.get(self.url + "/v1/objects/gb/" + n, allow_redirects=False, timeout=30).headers["Location"]
+            owners.add(loc.split("/v1/")[0])
+        self.assertEqual(len(owners), 3)
+
+    def test_multipart_and_formats(self):
+        self.check_multipart()
+        self.check_multipart(".zip")
+        items = self.request_items()
+        r = self.moss({"in": items, "strm": True, "mime": ".tgz"}, bucket="gb")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(tar_entries(r.content, "r:gz"), self.expected(items))
+        r = self.moss({"in": items, "strm": True, "mime": ".tar.lz4", "coloc": 1}, bucket="gb")
+        self.assertEqual(r.status_code, 200, r.text)
+        raw = subprocess.run(["lz4", "-d", "-c"], input=r.content, capture_output=True, check=True).stdout
+        self.assertEqual(tar_entries(raw), self.expected(items))
+
+    def test_errors(self):
+        self.check_errors()
+
+    def test_cli(self):
+        out = os.path.join(self.tmp, "batch.tar")
+        names = list(self.objs)[:5]
+        p = self.c.cli("ml", "get-batch", "ais://gb", out, "--list", ",".join(names), check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out, "rb") as f:
+            self.assertEqual(tar_entries(f.read()), [("gb/" + n, self.objs[n]) for n in names])
+        spec = os.path.join(self.tmp, "spec.json")
+        with open(spec, "w") as f:
+            json.dump({"in": [{"objname": n} for n in names[:2]], "onob": True}, f)
+        p = self.c.cli("ml", "get-batch", "ais://gb", out, "--spec", spec, "--streaming", check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out, "rb") as f:
+            self.assertEqual([n for n, _ in tar_entries(f.read())], names[:2])
+        p = self.c.cli("ml", "get-batch", "ais://gb", out, "--list", "nope", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("nope", p.stderr)
+
+
+class GetBatchStandalone(NodeTest, GetBatchApi):
+    def test_standalone(self):
+        self.populate()
+        self.check_stream()
+        self.check_multipart()
+        self.check_errors()
+
+
+if __name__ == "__main__":
+    main()
