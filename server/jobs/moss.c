@@ -1065,6 +1065,7 @@ static void gw_done(struct sl_req *r)
     int nseg;
     char *bucket = path_bucket(r, &nseg);
     struct moss m;
+    memset(&m, 0, sizeof(m));
     json_t *j = sl_req_body_json(r, &err);
     int rc = j ? moss_parse(j, bucket, sl_req_query(r, "provider"), &m, &err) : -1;
     json_decref(j);
