@@ -11,6 +11,7 @@
 #include "etl.h"
 #include "ishard.h"
 #include "moss.h"
+#include "plan.h"
 #include "tcb.h"
 
 const struct sl_module *const sl_modules[] = {
@@ -20,5 +21,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_arch_job_module,
     &sl_dsort_module,
     &sl_moss_module,
+    &sl_plan_module,
     NULL,
 };

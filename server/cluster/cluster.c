@@ -32,11 +32,24 @@
 
 static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *rmd;        /* {"version": N, "id": "gN"} */
-static json_t *etlmd;      /* {"version": N, ...} owned by the ETL module */
+/* Documents the job modules own ({"version": N, ...}), pushed by metasync
+ * and persisted on every node: EtlMD (etl.c), PlanMD (plan.c). */
+static struct mdoc {
+    const char *name;
+    json_t *d;
+    sl_doc_listener fn;
+} mdocs[] = { { "etlmd", NULL, NULL }, { "planmd", NULL, NULL } };
+
+static struct mdoc *mdoc_of(const char *name)
+{
+    for (size_t i = 0; i < SL_ARRAY_SIZE(mdocs); i++)
+        if (!strcmp(mdocs[i].name, name))
+            return &mdocs[i];
+    return NULL;
+}
 static bool primary;
 static pthread_t ka_thr;
 static volatile bool ka_stop, ka_live;
-static sl_doc_listener etlmd_listener;
 
 struct pend {
     char id[48];
@@ -79,15 +92,18 @@ static int64_t doc_version(const json_t *d)
 json_t *sl_cluster_doc(const char *name)
 {
     pthread_mutex_lock(&cmu);
-    json_t *d = !strcmp(name, "etlmd") ? etlmd : !strcmp(name, "rmd") ? rmd : NULL;
+    struct mdoc *m = mdoc_of(name);
+    json_t *d = m ? m->d : !strcmp(name, "rmd") ? rmd : NULL;
     d = d ? json_incref(d) : NULL;
     pthread_mutex_unlock(&cmu);
     return d;
 }
 
-void sl_cluster_doc_listen(sl_doc_listener fn)
+void sl_cluster_doc_listen(const char *name, sl_doc_listener fn)
 {
-    etlmd_listener = fn;
+    struct mdoc *m = mdoc_of(name);
+    if (m)
+        m->fn = fn;
 }
 
 /* ---- metasync ---- */
@@ -111,8 +127,9 @@ static json_t *all_docs(void)
     pthread_mutex_lock(&cmu);
     if (rmd)
         json_object_set(o, "rmd", rmd);
-    if (etlmd)
-        json_object_set(o, "etlmd", etlmd);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(mdocs); i++)
+        if (mdocs[i].d)
+            json_object_set(o, mdocs[i].name, mdocs[i].d);
     pthread_mutex_unlock(&cmu);
     sl_smap_put(s);
     sl_bmd_put(b);
@@ -257,36 +274,44 @@ static int apply_docs(json_t *docs, struct sl_err *err)
                 sl_reb_start(sl_json_str(d, "id", "g0"));
         }
     }
-    if ((d = json_object_get(docs, "etlmd"))) {
+    for (size_t i = 0; i < SL_ARRAY_SIZE(mdocs); i++) {
+        struct mdoc *m = &mdocs[i];
+        if (!(d = json_object_get(docs, m->name)))
+            continue;
         pthread_mutex_lock(&cmu);
-        bool newer = doc_version(d) > doc_version(etlmd);
+        bool newer = doc_version(d) > doc_version(m->d);
         if (newer) {
-            json_decref(etlmd);
-            etlmd = json_incref(d);
+            json_decref(m->d);
+            m->d = json_incref(d);
         }
         pthread_mutex_unlock(&cmu);
         if (newer) {
-            sl_node_save_doc("etlmd", d);
-            if (etlmd_listener)
-                etlmd_listener(d);
+            sl_node_save_doc(m->name, d);
+            if (m->fn)
+                m->fn(d);
         }
     }
     return 0;
 }
 
-int sl_cluster_set_etlmd(json_t *doc)
+int sl_cluster_set_doc(const char *name, json_t *doc)
 {
+    struct mdoc *m = mdoc_of(name);
+    if (!m) {
+        json_decref(doc);
+        return -1;
+    }
     pthread_mutex_lock(&cmu);
-    int64_t v = doc_version(etlmd) + 1;
+    int64_t v = doc_version(m->d) + 1;
     json_object_set_new(doc, "version", json_integer(v));
-    json_decref(etlmd);
-    etlmd = json_incref(doc);
+    json_decref(m->d);
+    m->d = json_incref(doc);
     pthread_mutex_unlock(&cmu);
-    sl_node_save_doc("etlmd", doc);
-    if (etlmd_listener)
-        etlmd_listener(doc);
+    sl_node_save_doc(m->name, doc);
+    if (m->fn)
+        m->fn(doc);
     if (primary)
-        push_one("etlmd", json_incref(doc));
+        push_one(m->name, json_incref(doc));
     json_decref(doc);
     return 0;
 }
@@ -758,8 +783,9 @@ int sl_start_cluster(struct sl_err *err)
     json_t *d;
     if ((d = sl_node_load_doc("rmd")))
         rmd = d;
-    if ((d = sl_node_load_doc("etlmd")))
-        etlmd = d;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(mdocs); i++)
+        if ((d = sl_node_load_doc(mdocs[i].name)))
+            mdocs[i].d = d;
     primary = G.role == SL_ROLE_PROXY && is_self_url(sl_conf->primary_url);
     struct sl_smap *s = old ? sl_smap_clone(old) : sl_smap_new();
     if (!s->uuid[0] && (G.role == SL_ROLE_STANDALONE || primary)) {
@@ -896,7 +922,10 @@ void sl_stop_cluster(void)
         sl_reb_stop();
     pthread_mutex_lock(&cmu);
     json_decref(rmd);
-    json_decref(etlmd);
-    rmd = etlmd = NULL;
+    rmd = NULL;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(mdocs); i++) {
+        json_decref(mdocs[i].d);
+        mdocs[i].d = NULL;
+    }
     pthread_mutex_unlock(&cmu);
 }

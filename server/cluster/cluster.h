@@ -82,13 +82,14 @@ int sl_cluster_refresh_bmd(void);
 /* true on the primary proxy and in standalone mode */
 bool sl_is_primary(void);
 
-/* Cluster-wide documents beyond Smap/BMD/config ("rmd", "etlmd"): a new
- * reference or NULL. */
+/* Cluster-wide documents beyond Smap/BMD/config ("rmd", and the modules'
+ * "etlmd" and "planmd"): a new reference or NULL. */
 json_t *sl_cluster_doc(const char *name);
 typedef void (*sl_doc_listener)(const json_t *doc);
-/* Called when a new EtlMD is installed (received or set locally); doc is
- * borrowed for the call (json_incref to keep it). */
-void sl_cluster_doc_listen(sl_doc_listener fn);
+/* fn is called when a new version of module document name is installed
+ * (received or set locally); doc is borrowed for the call (json_incref to
+ * keep it). */
+void sl_cluster_doc_listen(const char *name, sl_doc_listener fn);
 /* Non-primary gateway: relay the request (body and all) to the primary and
  * its answer back (off the HTTP thread). */
 void sl_forward_to_primary(struct sl_req *r);
@@ -118,8 +119,9 @@ void sl_cluster_shutdown_self(const char *why);
 void sl_cluster_metasync_done(struct sl_req *r);
 void sl_cluster_join_done(struct sl_req *r);
 
-/* Primary: bump the EtlMD version (set in doc), persist, install and push
- * (takes ownership of the caller's reference; do not modify doc after). */
-int sl_cluster_set_etlmd(json_t *doc);
+/* Primary: bump the version of module document name ("etlmd", "planmd";
+ * set in doc), persist, install and push (takes ownership of the caller's
+ * reference; do not modify doc after). -1 for an unknown name. */
+int sl_cluster_set_doc(const char *name, json_t *doc);
 
 #endif

@@ -285,7 +285,7 @@ static void on_etlmd(const json_t *doc)
 
 void sl_etl_init(void)
 {
-    sl_cluster_doc_listen(on_etlmd);
+    sl_cluster_doc_listen("etlmd", on_etlmd);
     json_t *d = sl_cluster_doc("etlmd");
     if (d) {
         on_etlmd(d);
@@ -729,7 +729,7 @@ static void init_run(struct sl_req *r, void *arg)
     json_object_set_new(m, "created", json_string(ts));
     json_t *doc = etlmd_copy();
     json_object_set(json_object_get(doc, "etls"), name, m);
-    sl_cluster_set_etlmd(doc);
+    sl_cluster_set_doc("etlmd", doc);
     sl_logi("etl %s: initialised as %s", name, xid);
     sl_resp_text(r, 200, xid);
 out:
@@ -764,7 +764,7 @@ static void edit_run(struct sl_req *r, void *arg)
     } else {
         json_object_set_new(spec, "stage", json_string("Running"));
     }
-    sl_cluster_set_etlmd(doc);
+    sl_cluster_set_doc("etlmd", doc);
     sl_logi("etl %s: %s", name, op);
     sl_resp_empty(r, 200);
 out:

@@ -51,6 +51,7 @@ static struct sl_spool_budget recv_budget;
 
 struct item {
     char *bck, *prov, *obj, *arch, *opaque;
+    char *as;                   /* the entry's name, when the caller chose it (epoch plans) */
     int64_t start, length;
     int owner;                  /* index into moss.peers; -1: this node */
     /* outcome */
@@ -70,6 +71,7 @@ struct moss {
     const struct sl_plug *fmt;
     const char *mime;           /* canonical: .tar .tgz .tar.lz4 .zip */
     bool coer, onob, strm;
+    bool fixed_mtime;           /* entries dated 0: the same request gives the same bytes */
     int coloc;
     struct bcache *bc;
     int nbc;
@@ -106,6 +108,7 @@ static void moss_free(struct moss *m)
         free(x->obj);
         free(x->arch);
         free(x->opaque);
+        free(x->as);
         free(x->err);
     }
     free(m->it);
@@ -256,6 +259,10 @@ static void entry_name(const struct moss *m, const struct item *x, struct sl_buf
     sl_buf_reset(out);
     if (x->code)
         sl_buf_adds(out, "__404__/");
+    if (x->as) {
+        sl_buf_adds(out, x->as);
+        return;
+    }
     if (!m->onob)
         sl_buf_printf(out, "%s/", x->bck);
     sl_buf_adds(out, x->obj);
@@ -850,7 +857,7 @@ static int produce(struct dt *d, const struct sl_io *io, struct sl_err *err)
     struct sl_buf name;
     sl_buf_init(&name);
     char *buf = sl_xmalloc(CHUNK);
-    int64_t now = sl_now_ns() / 1000000000;
+    int64_t now = d->m.fixed_mtime ? 0 : sl_now_ns() / 1000000000;
     int rc = 0;
     for (int i = 0; i < d->m.n && rc == 0; i++) {
         struct item *x = &d->m.it[i];
@@ -985,19 +992,14 @@ static void respond_multipart(struct sl_req *r, struct dt *d)
 }
 
 /* GET /v1/ml/moss[/BUCKET[/XID/WID/NAT]] on a target (or a standalone node) */
-static void dt_run(struct sl_req *r, void *arg)
+/* find the items, then answer r (an offload fn's): an error, the
+ * multipart answer, or the stream (on its own thread). Takes d. */
+static void dt_serve(struct sl_req *r, struct dt *d)
 {
-    char *bucket = arg;
     struct sl_err err = { 0 };
-    struct dt *d = sl_xcalloc(1, sizeof(*d));
-    json_t *j = sl_req_body_json(r, &err);
-    int rc = j ? moss_parse(j, bucket, sl_req_query(r, "provider"), &d->m, &err) : -1;
-    json_decref(j);
-    free(bucket);
     sl_job_id(d->cname, sizeof(d->cname), "gb-");
     d->deadline_ns = sl_now_ns() + peer_timeout_ms() * 1000000;
-    if (rc == 0)
-        rc = dt_start(d, &err);
+    int rc = dt_start(d, &err);
     if (rc == 0 && !d->m.coer) {
         for (int i = 0; i < d->m.n; i++)
             if (d->m.it[i].code) {
@@ -1030,6 +1032,48 @@ static void dt_run(struct sl_req *r, void *arg)
         return;
     }
     pthread_detach(t);
+}
+
+static void dt_run(struct sl_req *r, void *arg)
+{
+    char *bucket = arg;
+    struct sl_err err = { 0 };
+    struct dt *d = sl_xcalloc(1, sizeof(*d));
+    json_t *j = sl_req_body_json(r, &err);
+    int rc = j ? moss_parse(j, bucket, sl_req_query(r, "provider"), &d->m, &err) : -1;
+    json_decref(j);
+    free(bucket);
+    if (rc < 0) {
+        sl_resp_err(r, &err);
+        dt_free(d);
+        return;
+    }
+    dt_serve(r, d);
+}
+
+void sl_moss_serve(struct sl_req *r, const struct sl_moss_item *items, int n)
+{
+    struct dt *d = sl_xcalloc(1, sizeof(*d));
+    d->m.n = n;
+    d->m.it = sl_xcalloc((size_t)(n ? n : 1), sizeof(*d->m.it));
+    for (int i = 0; i < n; i++) {
+        struct item *x = &d->m.it[i];
+        x->bck = sl_xstrdup(items[i].bck);
+        x->obj = sl_xstrdup(items[i].obj);
+        x->arch = items[i].arch ? sl_xstrdup(items[i].arch) : NULL;
+        x->as = items[i].as ? sl_xstrdup(items[i].as) : NULL;
+        x->owner = -1;
+    }
+    d->m.mime = ".tar";
+    d->m.fmt = sl_arch_format_by_name("x.tar", 5);
+    d->m.strm = true;
+    d->m.fixed_mtime = true;
+    if (!d->m.fmt) {
+        sl_resp_errf(r, SL_EUNSUPP, "get-batch: the tar format plugin is not loaded");
+        dt_free(d);
+        return;
+    }
+    dt_serve(r, d);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1168,7 +1212,7 @@ static bool moss_internal_route(struct sl_req *r)
     return true;
 }
 
-static const char *const moss_paths[] = { "/v1/ml", NULL };
+static const char *const moss_paths[] = { "/v1/ml/moss", NULL };
 
 const struct sl_module sl_moss_module = {
     .name = "get-batch",

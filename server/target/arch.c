@@ -724,13 +724,13 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
             sl_errf(&err, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
             goto fail_fd;
         }
-        unsigned char pfx[SL_OBJ_AUX_PREFIX];
-        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
-        struct idx_iter it = { .arr = json_array() };
-        sl_md_aux_foreach(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, idx_foreach_cb, &it);
         close(fd);
         sl_objmd_free(&md);
-        sl_resp_json_new(r, 200, it.arr);
+        json_t *arr = sl_arch_index_json(b, name, nlen, &err);
+        if (arr)
+            sl_resp_json_new(r, 200, arr);
+        else
+            sl_resp_err(r, &err);
         return true;
     }
     if (archpath) {
@@ -1348,4 +1348,29 @@ void sl_arch_member_close(struct sl_arch_member *m)
     if (m->fd >= 0)
         close(m->fd);
     free(m);
+}
+
+json_t *sl_arch_index_json(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, err) < 0)
+        return NULL;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    json_t *arr = NULL;
+    const struct sl_plug *fmt = sl_arch_format_of(name, nlen, NULL, fd);
+    struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
+    unsigned char pfx[SL_OBJ_AUX_PREFIX];
+    sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+    if (!fmt || !is_plain_tar(fmt))
+        sl_errf(err, SL_EINVAL, "%s: member indexes exist for plain .tar shards only", cn);
+    else if (index_valid(env, pfx, &md) || index_fd(fmt, env, b, name, nlen, fd, &md, err) == 0) {
+        struct idx_iter it = { .arr = json_array() };
+        sl_md_aux_foreach(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, idx_foreach_cb, &it);
+        arr = it.arr;
+    }
+    close(fd);
+    sl_objmd_free(&md);
+    return arr;
 }

@@ -167,7 +167,97 @@ class GetBatchApi:
         self.assertIn("no bucket", r.text)
 
 
-class GetBatchCluster(unittest.TestCase, GetBatchApi):
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "get-batch")
+PLAN_SHARDS, PLAN_PER = 6, 10
+
+
+class PlanApi:
+    """Epoch plans: the order is the cluster's, the same on any cluster size."""
+
+    def plan_data(self):
+        r = self.s.post(self.url + "/v1/buckets/ds", json={"action": "create-bck"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        for i in range(PLAN_SHARDS):
+            members = []
+            for j in range(PLAN_PER):
+                key = "part%d/k%02d-%02d" % (i % 2, i, j)
+                members += [(key + ".jpg", b"img %d %d " % (i, j) * (j + 1)), (key + ".cls", b"%d" % (j % 3))]
+            self.s.put(self.url + "/v1/objects/ds/sh-%d.tar" % i, data=shard(members), timeout=30).raise_for_status()
+
+    def batch(self, name, epoch, index):
+        return self.s.get(self.url + "/v1/ml/plan/%s/batch" % name, params={"epoch": epoch, "index": index},
+                          timeout=60)
+
+    def epoch_keys(self, name, epoch, batches):
+        keys = []
+        for i in range(batches):
+            r = self.batch(name, epoch, i)
+            self.assertEqual(r.status_code, 200, r.text)
+            last = None
+            for mname, _ in tar_entries(r.content):
+                k = mname.split(".")[0]
+                if k != last:
+                    self.assertNotIn(k, keys, "sample %s twice or split" % k)
+                    keys.append(k)
+                    last = k
+        return keys
+
+    def check_plan(self):
+        r = self.s.put(self.url + "/v1/ml/plan", timeout=60, json={
+            "name": "p1", "bck": "ais://ds", "template": "sh-{0..5}.tar", "seed": 7, "batch_size": 8})
+        self.assertEqual(r.status_code, 200, r.text)
+        info = r.json()
+        self.assertEqual((info["samples"], info["batches"], info["shards"]), (60, 8, 6))
+        e0 = self.epoch_keys("p1", 0, 8)
+        self.assertEqual(len(e0), 60)
+        self.assertEqual(sorted(e0), sorted("part%d/k%02d-%02d" % (i % 2, i, j)
+                                            for i in range(PLAN_SHARDS) for j in range(PLAN_PER)))
+        self.assertEqual(self.epoch_keys("p1", 0, 8), e0, "the same epoch, the same order")
+        e1 = self.epoch_keys("p1", 1, 8)
+        self.assertNotEqual(e1, e0)
+        self.assertEqual(sorted(e1), sorted(e0))
+        # samples are whole and in shard order within a sample; the same request gives the same bytes
+        b3 = self.batch("p1", 2, 3)
+        self.assertEqual(b3.content, self.batch("p1", 2, 3).content)
+        names = [n for n, _ in tar_entries(b3.content)]
+        self.assertEqual(len(names), 16)
+        self.assertTrue(all(names[i].endswith(".jpg") and names[i + 1].endswith(".cls")
+                            for i in range(0, 16, 2)), names)
+        # drop_last, the listing, bad input
+        r = self.s.put(self.url + "/v1/ml/plan", timeout=60, json={
+            "name": "p2", "bck": "ds", "prefix": "sh-", "seed": "7", "batch_size": 8, "drop_last": True})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.json()["batches"], 7)
+        self.assertEqual(sorted(p["name"] for p in self.s.get(self.url + "/v1/ml/plan", timeout=30).json()),
+                         ["p1", "p2"])
+        r = self.batch("p1", 0, 8)
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("8 batches", r.text)
+        cases = [
+            ({"name": "p1", "bck": "ds", "prefix": "sh-", "batch_size": 4}, 409, "exists"),
+            ({"name": "p3", "bck": "ds", "prefix": "nothing-", "batch_size": 4}, 404, "no .tar shards"),
+            ({"name": "p3", "bck": "nosuch", "prefix": "sh-", "batch_size": 4}, 404, "nosuch"),
+            ({"name": "p3", "bck": "ds", "prefix": "sh-", "batch_size": 0}, 400, "batch_size"),
+            ({"name": "p3", "bck": "ds", "prefix": "sh-"}, 400, "batch_size"),
+            ({"name": "bad name", "bck": "ds", "prefix": "sh-", "batch_size": 4}, 400, "name"),
+            ({"name": "p3", "bck": "ds", "batch_size": 4}, 400, "exactly one"),
+            ({"name": "p3", "bck": "ds", "template": "sh-{0..9}.tar", "batch_size": 4}, 404, "sh-6.tar"),
+            ({"name": "p3", "bck": "gb", "prefix": "shard.tg", "batch_size": 4}, 404, "no .tar shards"),
+            ({"name": "p3", "bck": "gb", "template": "obj-{000..001}.bin", "batch_size": 4}, 400, "obj-000.bin"),
+        ]
+        for body, code, text in cases:
+            r = self.s.put(self.url + "/v1/ml/plan", json=body, timeout=60)
+            self.assertEqual(r.status_code, code, "%s: %s" % (body, r.text))
+            self.assertIn(text, r.text)
+        self.assertEqual(self.batch("p1", -1, 0).status_code, 400)
+        self.assertEqual(self.batch("nope", 0, 0).status_code, 404)
+        r = self.s.delete(self.url + "/v1/ml/plan/p2", timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s.get(self.url + "/v1/ml/plan/p2", timeout=30).status_code, 404)
+        return e0
+
+
+class GetBatchCluster(unittest.TestCase, GetBatchApi, PlanApi):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="shale-gb-")
@@ -236,12 +326,50 @@ class GetBatchCluster(unittest.TestCase, GetBatchApi):
         self.assertIn("nope", p.stderr)
 
 
-class GetBatchStandalone(NodeTest, GetBatchApi):
+    def test_plan(self):
+        GetBatchCluster.plan_keys = None
+        self.plan_data()
+        GetBatchCluster.plan_keys = self.check_plan()
+        GetBatchCluster.plan_b3 = self.batch("p1", 2, 3).content
+        # the PyTorch reader: 3 DataLoader workers give the epoch in plan order, and resume from an index
+        code = ("import sys, json; sys.path.insert(0, %r)\n"
+                "from plan_dataset import PlanBatches\n"
+                "from torch.utils.data import DataLoader\n"
+                "def keys(start):\n"
+                "    out = []\n"
+                "    for index, samples in DataLoader(PlanBatches(%r, 'p1', epoch=0, start=start), batch_size=None,\n"
+                "                                     num_workers=3):\n"
+                "        out.append([index, [s['__key__'] for s in samples]])\n"
+                "    return out\n"
+                "print(json.dumps([keys(0), keys(5)]))\n") % (EXAMPLES, self.url)
+        p = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        full, resumed = json.loads(p.stdout)
+        self.assertEqual([i for i, _ in full], list(range(8)))
+        self.assertEqual([k for _, ks in full for k in ks], GetBatchCluster.plan_keys)
+        self.assertEqual(resumed, full[5:])
+
+
+class GetBatchStandalone(NodeTest, GetBatchApi, PlanApi):
     def test_standalone(self):
         self.populate()
         self.check_stream()
         self.check_multipart()
         self.check_errors()
+
+    def test_standalone_plan(self):
+        """the same plan on one node gives the same order and bytes as on three targets, and survives a
+        restart"""
+        self.plan_data()
+        keys = self.check_plan()
+        if getattr(GetBatchCluster, "plan_keys", None):
+            self.assertEqual(keys, GetBatchCluster.plan_keys)
+            self.assertEqual(self.batch("p1", 2, 3).content, GetBatchCluster.plan_b3)
+        self.node.stop()
+        self.node.start()
+        r = self.s.get(self.url + "/v1/ml/plan/p1", timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.epoch_keys("p1", 0, 8), keys)
 
 
 if __name__ == "__main__":

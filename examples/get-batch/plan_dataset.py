@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+"""Read a Shale epoch plan with a PyTorch DataLoader (docs/get-batch.md §6).
+
+The cluster fixes the order of every epoch; this reader only asks for
+batches by index. Reader r of R (R = world size x DataLoader workers) takes
+indexes start + r, start + r + R, ... and the DataLoader hands them back in
+index order, so the global order does not depend on how many readers there
+are, and a job resumes from the (epoch, index) it saved.
+
+    ds = PlanBatches("http://gateway:8080", "train", epoch=3, start=120)
+    for index, samples in DataLoader(ds, batch_size=None, num_workers=4):
+        ...                     # samples: [{"__key__": ..., "jpg": b"...", ...}]
+        save_progress(3, index + 1)
+"""
+import io
+import tarfile
+
+import requests
+import torch.utils.data
+
+
+def samples_of(tar_bytes):
+    """WebDataset grouping: adjacent members sharing the key before the
+    first dot of the basename form one sample."""
+    out = []
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tf:
+        for m in tf.getmembers():
+            if not m.isfile():
+                continue
+            slash = m.name.rfind("/") + 1
+            dot = m.name.find(".", slash)
+            key, ext = (m.name[:dot], m.name[dot + 1:]) if dot > 0 else (m.name, "")
+            if not out or out[-1]["__key__"] != key:
+                out.append({"__key__": key})
+            out[-1][ext] = tf.extractfile(m).read()
+    return out
+
+
+class PlanBatches(torch.utils.data.IterableDataset):
+    def __init__(self, url, plan, epoch=0, start=0, rank=0, world=1, timeout=120):
+        super().__init__()
+        self.url, self.plan, self.epoch, self.start = url.rstrip("/"), plan, epoch, start
+        self.rank, self.world, self.timeout = rank, world, timeout
+
+    def batches(self):
+        r = requests.get("%s/v1/ml/plan/%s" % (self.url, self.plan), timeout=self.timeout)
+        r.raise_for_status()
+        return r.json()["batches"]
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        wid, nw = (info.id, info.num_workers) if info else (0, 1)
+        readers, me = self.world * nw, self.rank * nw + wid
+        s = requests.Session()
+        for index in range(self.start + me, self.batches(), readers):
+            r = s.get("%s/v1/ml/plan/%s/batch" % (self.url, self.plan),
+                      params={"epoch": self.epoch, "index": index}, timeout=self.timeout)
+            r.raise_for_status()
+            yield index, samples_of(r.content)
