@@ -64,5 +64,20 @@ PYEOF
 step "read it back like a training loop (WebDataset grouping over HTTP)"
 $PY "$SRC/examples/read_shards.py" "$AIS_ENDPOINT" pets-train --batch 8
 
+step "an epoch plan: the cluster fixes every epoch's order; readers ask for batches by index"
+curl -s -X DELETE "$AIS_ENDPOINT/v1/ml/plan/pets" >/dev/null 2>&1 || true
+curl -sf -X PUT -H 'Content-Type: application/json' "$AIS_ENDPOINT/v1/ml/plan" \
+    -d '{"name": "pets", "bck": "pets-train", "prefix": "", "seed": 1, "batch_size": 16}'
+echo
+$PY - "$SRC/examples/get-batch" "$AIS_ENDPOINT" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from plan_dataset import PlanBatches
+for index, samples in PlanBatches(sys.argv[2], "pets", epoch=0):
+    print("epoch 0, batch %d: %d samples: %s ..." % (index, len(samples), ", ".join(s["__key__"] for s in samples[:3])))
+    if index == 2:
+        break
+PYEOF
+
 printf '\nThe cluster keeps running: AIS_ENDPOINT=%s\nStop it with: %s playground stop --dir %s\n' \
     "$AIS_ENDPOINT" "$SHALE" "$DIR"

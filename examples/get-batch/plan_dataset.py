@@ -16,7 +16,12 @@ import io
 import tarfile
 
 import requests
-import torch.utils.data
+
+try:
+    import torch.utils.data as tud
+    Base = tud.IterableDataset
+except ImportError:  # no PyTorch: the same reader as a plain iterable
+    tud, Base = None, object
 
 
 def samples_of(tar_bytes):
@@ -36,7 +41,7 @@ def samples_of(tar_bytes):
     return out
 
 
-class PlanBatches(torch.utils.data.IterableDataset):
+class PlanBatches(Base):
     def __init__(self, url, plan, epoch=0, start=0, rank=0, world=1, timeout=120):
         super().__init__()
         self.url, self.plan, self.epoch, self.start = url.rstrip("/"), plan, epoch, start
@@ -48,7 +53,7 @@ class PlanBatches(torch.utils.data.IterableDataset):
         return r.json()["batches"]
 
     def __iter__(self):
-        info = torch.utils.data.get_worker_info()
+        info = tud.get_worker_info() if tud else None
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
         readers, me = self.world * nw, self.rank * nw + wid
         s = requests.Session()

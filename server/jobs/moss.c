@@ -282,13 +282,28 @@ struct src {
 };
 
 /* Open item x of bucket b: its size in x->size, or x->code/x->err. */
-static void src_open(const struct sl_bck *b, struct item *x, struct src *s)
+static void src_open(const struct sl_bck *b, struct item *x, struct src *s, struct sl_arch_shard **cur)
 {
     memset(s, 0, sizeof(*s));
     s->fd = -1;
     struct sl_err err = { 0 };
     int64_t size = -1;
-    if (x->arch) {
+    if (x->arch && cur) {
+        /* consecutive members of one shard: open it once */
+        if (*cur && strcmp(sl_arch_shard_name(*cur), x->obj)) {
+            sl_arch_shard_close(*cur);
+            *cur = NULL;
+        }
+        if (!*cur && sl_arch_shard_open(b, x->obj, strlen(x->obj), cur, &err) < 0)
+            goto fail;
+        if (sl_arch_shard_member(*cur, x->arch, strlen(x->arch), &s->am, &size, &err) < 0)
+            goto fail;
+        if (size < 0) {
+            sl_errf(&err, SL_EUNSUPP, "%s/%s: the format does not tell member %s's size", b->name, x->obj,
+                    x->arch);
+            goto fail;
+        }
+    } else if (x->arch) {
         if (sl_arch_member_open(b, x->obj, strlen(x->obj), x->arch, strlen(x->arch), &s->am, &size, &err) < 0)
             goto fail;
         if (size < 0) {
@@ -395,6 +410,7 @@ static bool owned_here(const struct sl_smap *sm, const struct sl_bck *b, const s
 static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
 {
     struct sl_smap *sm = sl_smap_get();
+    struct sl_arch_shard *shard = NULL;
     for (int k = 0; k < n; k++) {
         struct item *x = &m->it[idx[k]];
         struct sl_err err = { 0 };
@@ -412,10 +428,11 @@ static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
             srcs[k].fd = -1;
             continue;
         }
-        src_open(b, x, &srcs[k]);
+        src_open(b, x, &srcs[k], &shard);
         if (k >= KEEP_OPEN && srcs[k].open)
             src_close(&srcs[k]); /* reopened when its turn comes */
     }
+    sl_arch_shard_close(shard);
     sl_smap_put(sm);
 }
 
@@ -428,7 +445,7 @@ static int src_ready(struct moss *m, struct item *x, struct src *s, struct sl_er
     const struct sl_bck *b = bck_of(m, x, err);
     if (!b)
         return -1;
-    src_open(b, x, s);
+    src_open(b, x, s, NULL);
     if (x->code || x->size != size)
         return sl_errf(err, SL_EIO, "%s/%s changed during the request", x->bck, x->obj);
     return 0;
@@ -458,6 +475,11 @@ static void pull_free(struct pull *pl)
 static void *pull_send(void *arg)
 {
     struct pull *pl = arg;
+    pl->idx = sl_xcalloc((size_t)pl->m.n, sizeof(int));
+    for (int k = 0; k < pl->m.n; k++)
+        pl->idx[k] = k;
+    pl->srcs = sl_xcalloc((size_t)pl->m.n, sizeof(*pl->srcs));
+    open_local(&pl->m, pl->idx, pl->m.n, pl->srcs);
     json_t *hdr = json_array();
     for (int k = 0; k < pl->m.n; k++) {
         const struct item *x = &pl->m.it[k];
@@ -500,9 +522,13 @@ static void *pull_send(void *arg)
     return NULL;
 }
 
-static void pull_run(struct sl_req *r, void *arg)
+/* On the HTTP thread: the request is parsed here (no I/O) and everything
+ * else (opening the items, sending them) runs on a thread of its own. Not
+ * on the background pool: a designated target waits on that pool for the
+ * answers of the other targets, and a pull that needed the pool could wait
+ * behind it, on every target at once. */
+static void pull_done(struct sl_req *r)
 {
-    (void)arg;
     struct sl_err err = { 0 };
     json_t *j = sl_req_body_json(r, &err);
     struct pull *pl = sl_xcalloc(1, sizeof(*pl));
@@ -527,11 +553,6 @@ static void pull_run(struct sl_req *r, void *arg)
         pull_free(pl);
         return;
     }
-    pl->idx = sl_xcalloc((size_t)pl->m.n, sizeof(int));
-    for (int k = 0; k < pl->m.n; k++)
-        pl->idx[k] = k;
-    pl->srcs = sl_xcalloc((size_t)pl->m.n, sizeof(*pl->srcs));
-    open_local(&pl->m, pl->idx, pl->m.n, pl->srcs);
     pl->p = sl_resp_opipe(r, 200, "application/octet-stream", PIPE_HIGH);
     pthread_t t;
     if (pthread_create(&t, NULL, pull_send, pl) != 0) {
@@ -1193,11 +1214,6 @@ static void moss_route(struct sl_req *r)
     }
     uint64_t lim = sl_conf->http_max_body_json ? sl_conf->http_max_body_json : 16 * SL_MIB;
     sl_req_buffer_body(r, lim, G.role == SL_ROLE_PROXY ? gw_done : dt_done);
-}
-
-static void pull_done(struct sl_req *r)
-{
-    sl_req_offload(r, pull_run, NULL, NULL);
 }
 
 static bool moss_internal_route(struct sl_req *r)

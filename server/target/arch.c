@@ -1240,58 +1240,127 @@ bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, siz
 
 /* ---- one member, for callers that copy it elsewhere (get-batch) ---- */
 
-struct sl_arch_member {
+/* an fd shared by a shard and the members opened from it */
+struct shared_fd {
     int fd;
+    int refs;                  /* atomic */
+};
+
+static void sfd_put(struct shared_fd *f)
+{
+    if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        close(f->fd);
+        free(f);
+    }
+}
+
+struct sl_arch_member {
+    int fd;                    /* sfd's, or the member's own */
+    struct shared_fd *sfd;
     uint64_t off, size, pos;   /* indexed plain tar: [off, off + size) of fd */
     struct sl_plug_fdio fio;
     struct sl_plug_reader *rd; /* else: a reader positioned at the member */
     char name[400];
 };
 
-int sl_arch_member_open(const struct sl_bck *b, const char *name, size_t nlen, const char *member, size_t ml,
-                        struct sl_arch_member **out, int64_t *size, struct sl_err *err)
+struct sl_arch_shard {
+    const struct sl_bck *b;
+    char *name;
+    size_t nlen;
+    int fd;
+    struct shared_fd *sfd;
+    struct sl_objmd md;
+    const struct sl_plug *fmt;
+    struct sl_md_env *env;
+    bool indexed;              /* a plain tar with a valid member index */
+    char cname[400];
+};
+
+int sl_arch_shard_open(const struct sl_bck *b, const char *name, size_t nlen, struct sl_arch_shard **out,
+                       struct sl_err *err)
 {
     *out = NULL;
-    struct sl_arch_member *m = sl_xcalloc(1, sizeof(*m));
-    m->fd = -1;
-    sl_obj_cname(m->name, sizeof(m->name), b, name, nlen);
-    struct sl_objmd md;
-    if (sl_obj_open(b, name, nlen, &m->fd, &md, NULL, err) < 0) {
-        free(m);
+    struct sl_arch_shard *s = sl_xcalloc(1, sizeof(*s));
+    s->b = b;
+    s->name = sl_xstrndup(name, nlen);
+    s->nlen = nlen;
+    sl_obj_cname(s->cname, sizeof(s->cname), b, name, nlen);
+    if (sl_obj_open(b, name, nlen, &s->fd, &s->md, NULL, err) < 0) {
+        free(s->name);
+        free(s);
         return -1;
     }
-    int rc = -1;
-    const struct sl_plug *fmt = sl_arch_format_of(name, nlen, NULL, m->fd);
+    s->sfd = sl_xmalloc(sizeof(*s->sfd));
+    *s->sfd = (struct shared_fd){ s->fd, 1 };
+    s->fmt = sl_arch_format_of(name, nlen, NULL, s->fd);
+    if (!s->fmt) {
+        sl_errf(err, SL_EINVAL, "%s: not a shard this cluster can read (supported formats: %s), so it has no "
+                "members", s->cname, sl_arch_supported());
+        sl_arch_shard_close(s);
+        return -1;
+    }
+    if (is_plain_tar(s->fmt)) {
+        s->env = sl_obj_md_env(b, name, nlen);
+        unsigned char pfx[SL_OBJ_AUX_PREFIX];
+        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+        if (!index_valid(s->env, pfx, &s->md) && index_fd(s->fmt, s->env, b, name, nlen, s->fd, &s->md, err) < 0) {
+            sl_arch_shard_close(s);
+            return -1;
+        }
+        s->indexed = true;
+    }
+    *out = s;
+    return 0;
+}
+
+const char *sl_arch_shard_name(const struct sl_arch_shard *s)
+{
+    return s->name;
+}
+
+void sl_arch_shard_close(struct sl_arch_shard *s)
+{
+    if (!s)
+        return;
+    if (s->sfd)
+        sfd_put(s->sfd);
+    else if (s->fd >= 0)
+        close(s->fd);
+    sl_objmd_free(&s->md);
+    free(s->name);
+    free(s);
+}
+
+int sl_arch_shard_member(struct sl_arch_shard *s, const char *member, size_t ml, struct sl_arch_member **out,
+                         int64_t *size, struct sl_err *err)
+{
+    *out = NULL;
     while (ml && *member == '/') {
         member++;
         ml--;
     }
-    if (!fmt) {
-        sl_errf(err, SL_EINVAL, "%s: not a shard this cluster can read (supported formats: %s), so it has no "
-                "member \"%.*s\"", m->name, sl_arch_supported(), (int)SL_MIN(ml, 300), member);
-        goto out;
-    }
     if (sl_plug_member_name_check(member, ml, err) < 0) {
-        sl_err_wrap(err, "%s: archpath", m->name);
-        goto out;
+        sl_err_wrap(err, "%s: archpath", s->cname);
+        return -1;
     }
+    struct sl_arch_member *m = sl_xcalloc(1, sizeof(*m));
+    snprintf(m->name, sizeof(m->name), "%s", s->cname);
+    m->fd = s->fd;
+    m->sfd = s->sfd;
+    __atomic_add_fetch(&m->sfd->refs, 1, __ATOMIC_ACQ_REL);
+    int rc = -1;
     struct sl_fmt_limits lim;
     limits(&lim);
-    if (is_plain_tar(fmt)) {
-        struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
-        unsigned char pfx[SL_OBJ_AUX_PREFIX];
-        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
-        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, m->fd, &md, err) < 0)
-            goto out;
-        int f = index_lookup(env, b, name, nlen, &md, member, ml, &m->off, &m->size);
+    if (s->indexed) {
+        int f = index_lookup(s->env, s->b, s->name, s->nlen, &s->md, member, ml, &m->off, &m->size);
         if (f == 0) {
-            sl_errf(err, SL_ENOENT, "%s: no member \"%.*s\" in the shard", m->name, (int)SL_MIN(ml, 300), member);
+            sl_errf(err, SL_ENOENT, "%s: no member \"%.*s\" in the shard", s->cname, (int)SL_MIN(ml, 300), member);
             goto out;
         }
         if (f == 1) {
             if (lim.max_member_size && m->size > lim.max_member_size) {
                 sl_errf(err, SL_ETOOBIG, "%s: member \"%.*s\" is %llu bytes, over the limit of %llu bytes "
-                        "(arch.max_member_size)", m->name, (int)SL_MIN(ml, 300), member,
+                        "(arch.max_member_size)", s->cname, (int)SL_MIN(ml, 300), member,
                         (unsigned long long)m->size, (unsigned long long)lim.max_member_size);
                 goto out;
             }
@@ -1304,22 +1373,33 @@ int sl_arch_member_open(const struct sl_bck *b, const char *name, size_t nlen, c
     sl_plug_fdio_init(&m->fio, m->fd, 0, m->name);
     struct sl_fmt_entry e;
     char *mz = sl_xstrndup(member, ml);
-    int f = sl_plug_reader_open(fmt, &m->fio.io, &lim, 0, &m->rd, err);
+    int f = sl_plug_reader_open(s->fmt, &m->fio.io, &lim, 0, &m->rd, err);
     if (f == 0)
         f = sl_plug_reader_find(m->rd, mz, &e, err);
     free(mz);
     if (f == 1)
-        sl_errf(err, SL_ENOENT, "%s: no member \"%.*s\" in the shard", m->name, (int)SL_MIN(ml, 300), member);
+        sl_errf(err, SL_ENOENT, "%s: no member \"%.*s\" in the shard", s->cname, (int)SL_MIN(ml, 300), member);
     if (f == 0) {
         *size = e.size;
         rc = 0;
     }
 out:
-    sl_objmd_free(&md);
     if (rc < 0)
         sl_arch_member_close(m);
     else
         *out = m;
+    return rc;
+}
+
+int sl_arch_member_open(const struct sl_bck *b, const char *name, size_t nlen, const char *member, size_t ml,
+                        struct sl_arch_member **out, int64_t *size, struct sl_err *err)
+{
+    struct sl_arch_shard *s;
+    *out = NULL;
+    if (sl_arch_shard_open(b, name, nlen, &s, err) < 0)
+        return -1;
+    int rc = sl_arch_shard_member(s, member, ml, out, size, err);
+    sl_arch_shard_close(s);
     return rc;
 }
 
@@ -1345,7 +1425,9 @@ void sl_arch_member_close(struct sl_arch_member *m)
     if (!m)
         return;
     sl_plug_reader_close(m->rd);
-    if (m->fd >= 0)
+    if (m->sfd)
+        sfd_put(m->sfd);
+    else if (m->fd >= 0)
         close(m->fd);
     free(m);
 }

@@ -73,5 +73,15 @@ struct sl_arch_member;
 int sl_arch_member_open(const struct sl_bck *b, const char *name, size_t nlen, const char *member, size_t ml,
                         struct sl_arch_member **out, int64_t *size, struct sl_err *err);
 int64_t sl_arch_member_read(struct sl_arch_member *m, void *buf, size_t n, struct sl_err *err);
+/* The same for many members of one shard: open it (and index it) once.
+ * Members opened from it stay valid after sl_arch_shard_close. b is
+ * borrowed until then. */
+struct sl_arch_shard;
+int sl_arch_shard_open(const struct sl_bck *b, const char *name, size_t nlen, struct sl_arch_shard **out,
+                       struct sl_err *err);
+int sl_arch_shard_member(struct sl_arch_shard *s, const char *member, size_t ml, struct sl_arch_member **out,
+                         int64_t *size, struct sl_err *err);
+const char *sl_arch_shard_name(const struct sl_arch_shard *s);
+void sl_arch_shard_close(struct sl_arch_shard *s);
 void sl_arch_member_close(struct sl_arch_member *m);
 #endif
