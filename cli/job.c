@@ -64,10 +64,12 @@ static int job_show(struct opts *o)
     struct table *t = table_new(9, "NODE", "ID", "KIND", "BUCKET", "OBJECTS", "BYTES", "START", "END", "STATE");
     const char *tid;
     json_t *arr;
+    int rows = 0;
     json_object_foreach(j, tid, arr) {
         size_t i;
         json_t *sn;
         json_array_foreach(arr, i, sn) {
+            rows++;
             char node[64], objs[32], bytes[32], st[32] = "", en[32] = "-";
             snprintf(node, sizeof(node), "t[%s]", tid);
             json_t *stats = json_object_get(sn, "stats");
@@ -92,7 +94,10 @@ static int job_show(struct opts *o)
                       state);
         }
     }
-    table_print(t, stdout, !cli_no_headers);
+    if (rows)
+        table_print(t, stdout, !cli_no_headers);
+    else /* a kind with no jobs: every target answered with none */
+        printf("No %sjobs matching %s\n", opt_bool(o, "all") ? "" : "running ", sel);
     table_free(t);
     json_decref(j);
     return 0;

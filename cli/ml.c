@@ -11,9 +11,41 @@
 
 static const char usage[] =
     "Usage: shale ml get-batch ais://BUCKET[/OBJ] ... OUT.tar|OUT.tgz|OUT.tar.lz4|OUT.zip|-\n"
-    "         [--list A,B,C | --template \"obj-{000..099}.bin\" | --spec REQ.json] [--streaming]\n"
-    "         [--coer] [--onob]\n"
+    "         [--list A,B,C | --template \"obj-{000..099}.bin\" | --prefix P | --spec|-f REQ.json]\n"
+    "         [--streaming] [--cont-on-err|--coer] [--omit-src-bck|--onob] [--nv] [-y]\n"
     "  one archive of the named objects in the order given; --spec is a MossReq (docs/get-batch.md)\n";
+
+/* every object name under prefix in bucket, in listing order, into in */
+static int add_prefix(json_t *in, const char *bucket, const char *prefix)
+{
+    char *token = sl_xstrdup("");
+    int rc = 0;
+    for (int pages = 0; pages < 100000; pages++) {
+        json_t *msg = json_pack("{s:s,s:s,s:s}", "props", "name", "prefix", prefix, "continuation_token", token);
+        struct cli_resp r;
+        char *pq = sl_xasprintf("/v1/buckets/%s", bucket);
+        cli_act("GET", pq, "list", "", msg, &r);
+        free(pq);
+        if (r.status != 200) {
+            rc = cli_fail(&r, "get-batch: listing");
+            cli_resp_free(&r);
+            break;
+        }
+        json_t *j = cli_resp_json(&r);
+        cli_resp_free(&r);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(j, "entries"), i, e)
+            json_array_append_new(in, json_pack("{s:s}", "objname", sl_json_str(e, "name", "")));
+        free(token);
+        token = sl_xstrdup(sl_json_str(j, "continuation_token", ""));
+        json_decref(j);
+        if (!token[0])
+            break;
+    }
+    free(token);
+    return rc;
+}
 
 static const char *mime_of(const char *out)
 {
@@ -55,7 +87,7 @@ static int get_batch(struct opts *o)
     }
     const char *out = o->argv[o->argc - 1];
     json_t *req = NULL;
-    const char *spec = opt_str(o, "spec");
+    const char *spec = opt_str(o, "spec") ? opt_str(o, "spec") : opt_str(o, "f");
     if (spec) {
         size_t len;
         char *s = cli_read_file(spec, &len);
@@ -116,13 +148,28 @@ static int get_batch(struct opts *o)
         sl_buf_free(&nb);
         sl_tmpl_free(t);
     }
+    const char *prefix = opt_str(o, "prefix");
+    if (prefix && (!bucket || add_prefix(in, bucket, prefix) != 0)) {
+        if (!bucket)
+            fprintf(stderr, "Error: --prefix needs a bucket (ais://BUCKET)\n");
+        json_decref(req);
+        free(bucket);
+        return 1;
+    }
+    if (!json_array_size(in)) {
+        fprintf(stderr, "Error: get-batch: nothing to get: name objects (ais://B/OBJ, --list, --template, "
+                "--prefix or --spec)\n");
+        json_decref(req);
+        free(bucket);
+        return 2;
+    }
     if (!json_object_get(req, "mime"))
         json_object_set_new(req, "mime", json_string(mime_of(out)));
     if (opt_bool(o, "streaming"))
         json_object_set_new(req, "strm", json_true());
-    if (opt_bool(o, "coer"))
+    if (opt_bool(o, "coer") || opt_bool(o, "cont-on-err"))
         json_object_set_new(req, "coer", json_true());
-    if (opt_bool(o, "onob"))
+    if (opt_bool(o, "onob") || opt_bool(o, "omit-src-bck"))
         json_object_set_new(req, "onob", json_true());
     size_t blen;
     char *body = sl_json_dump(req, 0, &blen);
@@ -153,7 +200,7 @@ static int get_batch(struct opts *o)
         cli_resp_free(&r);
         return 1;
     }
-    if (f != stdout)
+    if (f != stdout && !opt_bool(o, "nv"))
         printf("Wrote %s (%zu bytes)\n", out, n);
     cli_resp_free(&r);
     return 0;
@@ -166,7 +213,9 @@ int cmd_ml(int argc, char **argv)
         return 2;
     }
     struct opts o;
-    if (opts_parse(&o, argc - 1, argv + 1, "list,template,spec", "streaming,coer,onob") < 0)
+    /* -y (do not ask) is taken for ais's sake: this command never asks */
+    if (opts_parse(&o, argc - 1, argv + 1, "list,template,spec,f,prefix",
+                   "streaming,coer,onob,cont-on-err,omit-src-bck,nv,y") < 0)
         return 2;
     return get_batch(&o);
 }

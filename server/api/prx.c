@@ -383,6 +383,15 @@ static void cluster_get_done(struct sl_req *r)
         return;
     }
     if (!strcmp(what, "qryxstats")) {
+        if (kind[0] && !sl_job_kind_known(kind)) {
+            sl_resp_errf(r, SL_EINVAL, "unknown job kind \"%s\" (valid: %s)", kind, sl_job_kinds());
+            json_decref(per);
+            json_decref(q);
+            return;
+        }
+        /* by kind alone: every target answers, [] when it has none (as
+         * AIStore's targets do); by id: only the targets that know it */
+        bool by_kind = kind[0] && !id[0];
         json_t *out = json_object();
         const char *tid;
         json_t *arr;
@@ -397,7 +406,7 @@ static void cluster_get_done(struct sl_req *r)
                     continue;
                 json_array_append(sel, sn);
             }
-            if (json_array_size(sel))
+            if (json_array_size(sel) || by_kind)
                 json_object_set_new(out, tid, sel);
             else
                 json_decref(sel);

@@ -231,7 +231,7 @@ static json_t *snap_locked(const struct sl_job *j)
     json_object_set_new(st, "err-objs", ctr(j->err_objs));
     json_object_set_new(o, "stats", st);
     json_object_set_new(o, "aborted", json_boolean(j->aborted));
-    json_object_set_new(o, "is_idle", json_boolean(j->end_ns != 0));
+    json_object_set_new(o, "is_idle", json_boolean(j->end_ns != 0 || j->idle));
     /* Shale: raw nanoseconds for easy aggregation */
     json_object_set_new(o, "start_ns", json_integer(j->start_ns));
     json_object_set_new(o, "end_ns", json_integer(j->end_ns));
@@ -274,4 +274,36 @@ const char *sl_job_kind_norm(const char *kind)
         if (!strcmp(kind, map[i].display))
             return map[i].kind;
     return kind;
+}
+
+static const char *const kinds[] = {
+    "rebalance", "resilver", "lru", "cleanup-store", "copy-bck", "copy-listrange", "etl-bck", "etl-listrange",
+    "archive", "delete-listrange", "evict-listrange", "evict-remote-bck", "prefetch-listrange", "make-n-copies",
+    "put-copies", "ec-encode", "ec-get", "ec-put", "ec-resp", "rechunk", "blob-download", "download", "dsort",
+    "get-batch", "list", "summary", "promote", "move-bck", "load-lom-cache", "election", "ishard",
+};
+
+bool sl_job_kind_known(const char *kind)
+{
+    const char *k = sl_job_kind_norm(kind);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(kinds); i++)
+        if (!strcmp(kinds[i], k))
+            return true;
+    return false;
+}
+
+static char kinds_buf[1024];
+
+static void kinds_build(void)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(kinds); i++)
+        o += (size_t)snprintf(kinds_buf + o, sizeof(kinds_buf) - o, "%s%s", i ? ", " : "", kinds[i]);
+}
+
+const char *sl_job_kinds(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, kinds_build);
+    return kinds_buf;
 }

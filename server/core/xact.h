@@ -20,6 +20,7 @@ struct sl_job {
     bool aborted;
     char err[1024];
     uint64_t loc_objs, loc_bytes, out_objs, out_bytes, in_objs, in_bytes, err_objs;
+    volatile bool idle;             /* a demand job (get-batch) with nothing to do now: is_idle while running */
     json_t *ext;                    /* kind-specific details (owned, set before finish) */
     int refs;
 };
@@ -60,5 +61,9 @@ json_t *sl_job_ext_copy(struct sl_job *j);
 /* Map AIStore display names to kinds ("copy-bucket" -> "copy-bck", ...):
  * a static string, or kind itself when it is no display name. */
 const char *sl_job_kind_norm(const char *kind);
+/* AIStore's job kinds and Shale's own (ishard, get-batch, ...): whether
+ * kind (or its display name) is one; valid is ", "-separated (static). */
+bool sl_job_kind_known(const char *kind);
+const char *sl_job_kinds(void);
 
 #endif

@@ -6,6 +6,10 @@
 #include <pthread.h>
 #include <string.h>
 
+/* A waiting connection is resumed once this much is queued (or at the
+ * end): resuming it for every small write costs a thread switch each. */
+#define WAKE_MIN (64 * 1024)
+
 struct sl_opipe {
     pthread_mutex_t mu;
     pthread_cond_t room;
@@ -108,7 +112,8 @@ int sl_opipe_write(struct sl_opipe *p, const void *data, size_t n)
         p->off = 0;
     }
     sl_buf_add(&p->buf, data, n);
-    wake(p);
+    if (p->buf.len - p->off >= SL_MIN(WAKE_MIN, p->high))
+        wake(p);
     pthread_mutex_unlock(&p->mu);
     return 0;
 }

@@ -2,7 +2,9 @@
  * opipe.h: a response body written by a producer thread, with
  * back-pressure: the producer blocks while `high` bytes wait to be sent, and
  * the connection is suspended (not polled) while nothing waits. Memory per
- * response stays under high plus one write.
+ * response stays under high plus one write. Bytes go out in runs of 64 KiB
+ * (or at the end): a producer that writes a little and then waits long
+ * should close or write more.
  */
 #ifndef SL_OPIPE_H
 #define SL_OPIPE_H

@@ -52,6 +52,7 @@ static struct sl_spool_budget recv_budget;
 struct item {
     char *bck, *prov, *obj, *arch, *opaque;
     char *as;                   /* the entry's name, when the caller chose it (epoch plans) */
+    char *rawhdr;               /* raw: the range is a tar fragment whose first header names this member */
     int64_t start, length;
     int owner;                  /* index into moss.peers; -1: this node */
     /* outcome */
@@ -72,6 +73,7 @@ struct moss {
     const char *mime;           /* canonical: .tar .tgz .tar.lz4 .zip */
     bool coer, onob, strm;
     bool fixed_mtime;           /* entries dated 0: the same request gives the same bytes */
+    bool raw;                   /* every item is a tar fragment (rawhdr): the answer is their concatenation */
     int coloc;
     struct bcache *bc;
     int nbc;
@@ -109,6 +111,7 @@ static void moss_free(struct moss *m)
         free(x->arch);
         free(x->opaque);
         free(x->as);
+        free(x->rawhdr);
         free(x->err);
     }
     free(m->it);
@@ -281,9 +284,89 @@ struct src {
     bool open;
 };
 
-/* Open item x of bucket b: its size in x->size, or x->code/x->err. */
-static void src_open(const struct sl_bck *b, struct item *x, struct src *s, struct sl_arch_shard **cur)
+/* The tar header at off of fd is a plain one (no extended header before
+ * it) of member name: else SL_EUNSUPP, and the caller assembles the batch
+ * member by member. */
+static int raw_check(int fd, uint64_t off, const char *name, struct sl_err *err)
 {
+    unsigned char h[512];
+    if (pread(fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
+        return sl_errf(err, SL_EUNSUPP, "tar layout: no header at %llu", (unsigned long long)off);
+    unsigned sum = 0, want = 0;
+    for (int i = 0; i < 512; i++)
+        sum += i >= 148 && i < 156 ? ' ' : h[i];
+    for (int i = 148; i < 156 && h[i] >= '0' && h[i] <= '7'; i++)
+        want = want * 8 + (unsigned)(h[i] - '0');
+    char full[260];
+    size_t pl = strnlen((const char *)h + 345, 155), nl = strnlen((const char *)h, 100);
+    if (pl)
+        snprintf(full, sizeof(full), "%.*s/%.*s", (int)pl, (const char *)h + 345, (int)nl, (const char *)h);
+    else
+        snprintf(full, sizeof(full), "%.*s", (int)nl, (const char *)h);
+    if (sum != want || memcmp(h + 257, "ustar", 5) || (h[156] != '0' && h[156] != 0) || strcmp(full, name))
+        return sl_errf(err, SL_EUNSUPP, "tar layout: the header at %llu is not a plain header of %s",
+                       (unsigned long long)off, name);
+    return 0;
+}
+
+/* What one pass over a node's items keeps open, so that items of the same
+ * shard (members, or tar runs of an epoch plan) open it once */
+#define OPENED_OBJS 8
+struct opened {
+    struct sl_arch_shard *shard;
+    struct {
+        const struct sl_bck *b;
+        char *obj;
+        int fd;
+        int64_t size;
+    } o[OPENED_OBJS];
+    int no, next;
+};
+
+static void opened_close(struct opened *op)
+{
+    sl_arch_shard_close(op->shard);
+    for (int i = 0; i < op->no; i++) {
+        free(op->o[i].obj);
+        close(op->o[i].fd);
+    }
+    memset(op, 0, sizeof(*op));
+}
+
+/* a descriptor of object obj of b (the caller's to close) and its size */
+static int opened_obj(struct opened *op, const struct sl_bck *b, const char *obj, int *fd, int64_t *size,
+                      struct sl_err *err)
+{
+    for (int i = 0; i < op->no; i++)
+        if (op->o[i].b == b && !strcmp(op->o[i].obj, obj)) {
+            *fd = dup(op->o[i].fd);
+            *size = op->o[i].size;
+            return *fd < 0 ? sl_errf(err, SL_EIO, "%s/%s: %s", b->name, obj, strerror(errno)) : 0;
+        }
+    struct sl_objmd md;
+    int f;
+    if (sl_obj_open(b, obj, strlen(obj), &f, &md, NULL, err) < 0)
+        return -1;
+    *size = (int64_t)md.size;
+    sl_objmd_free(&md);
+    int k = op->no < OPENED_OBJS ? op->no++ : op->next++ % OPENED_OBJS;
+    if (op->o[k].obj) {
+        free(op->o[k].obj);
+        close(op->o[k].fd);
+    }
+    op->o[k].b = b;
+    op->o[k].obj = sl_xstrdup(obj);
+    op->o[k].fd = f;
+    op->o[k].size = *size;
+    *fd = dup(f);
+    return *fd < 0 ? sl_errf(err, SL_EIO, "%s/%s: %s", b->name, obj, strerror(errno)) : 0;
+}
+
+/* Open item x of bucket b: its size in x->size, or x->code/x->err. op
+ * (may be NULL) keeps shards open between items. */
+static void src_open(const struct sl_bck *b, struct item *x, struct src *s, struct opened *op)
+{
+    struct sl_arch_shard **cur = op ? &op->shard : NULL;
     memset(s, 0, sizeof(*s));
     s->fd = -1;
     struct sl_err err = { 0 };
@@ -311,6 +394,9 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
                     x->arch);
             goto fail;
         }
+    } else if (op) {
+        if (opened_obj(op, b, x->obj, &s->fd, &size, &err) < 0)
+            goto fail;
     } else {
         struct sl_objmd md;
         if (sl_obj_open(b, x->obj, strlen(x->obj), &s->fd, &md, NULL, &err) < 0)
@@ -332,6 +418,8 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
     s->left = len;
     x->size = (int64_t)len;
     s->open = true;
+    if (x->rawhdr && raw_check(s->fd, start, x->rawhdr, &err) < 0)
+        goto fail;
     if (s->am && start) {
         /* a member read by a scan: skip to the start */
         char buf[65536];
@@ -410,7 +498,8 @@ static bool owned_here(const struct sl_smap *sm, const struct sl_bck *b, const s
 static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
 {
     struct sl_smap *sm = sl_smap_get();
-    struct sl_arch_shard *shard = NULL;
+    struct opened op;
+    memset(&op, 0, sizeof(op));
     for (int k = 0; k < n; k++) {
         struct item *x = &m->it[idx[k]];
         struct sl_err err = { 0 };
@@ -428,11 +517,11 @@ static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
             srcs[k].fd = -1;
             continue;
         }
-        src_open(b, x, &srcs[k], &shard);
+        src_open(b, x, &srcs[k], &op);
         if (k >= KEEP_OPEN && srcs[k].open)
             src_close(&srcs[k]); /* reopened when its turn comes */
     }
-    sl_arch_shard_close(shard);
+    opened_close(&op);
     sl_smap_put(sm);
 }
 
@@ -547,6 +636,10 @@ static void pull_done(struct sl_req *r)
     json_t *req = json_pack("{s:o,s:s}", "in", in, "mime", ".tar");
     int rc = moss_parse(req, NULL, NULL, &pl->m, &err);
     json_decref(req);
+    for (int k = 0; rc == 0 && k < pl->m.n; k++) {
+        const char *h = json_string_value(json_array_get(json_array_get(json_object_get(j, "items"), (size_t)k), 6));
+        pl->m.it[k].rawhdr = h ? sl_xstrdup(h) : NULL;
+    }
     json_decref(j);
     if (rc < 0) {
         sl_resp_err(r, &err);
@@ -593,7 +686,53 @@ struct dt {
     int64_t smap_ver;
     int64_t deadline_ns;
     char cname[64];
+    struct sl_job *job;         /* this target's get-batch job (gb_enter) */
 };
+
+/* ------------------------------------------------------------------ */
+/* the job                                                            */
+/* ------------------------------------------------------------------ */
+
+/* As AIStore's, get-batch is a demand job: one per target serves every
+ * request (id gbt-...), idle between them, and a new one starts after
+ * GB_IDLE_NS without requests. */
+#define GB_IDLE_NS (300LL * 1000000000LL)
+static pthread_mutex_t gb_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sl_job *gb_job;
+static int gb_busy;
+static int64_t gb_last_ns;
+
+static struct sl_job *gb_enter(void)
+{
+    pthread_mutex_lock(&gb_mu);
+    if (gb_job && !gb_busy && (gb_job->end_ns || sl_now_ns() - gb_last_ns > GB_IDLE_NS)) {
+        if (!gb_job->end_ns)
+            sl_job_finish(gb_job, NULL);
+        sl_job_put(gb_job);
+        gb_job = NULL;
+    }
+    if (!gb_job) {
+        char id[32];
+        sl_job_id(id, sizeof(id), "gbt-");
+        gb_job = sl_job_start("get-batch", id, "", "");
+    }
+    gb_busy++;
+    gb_job->idle = false;
+    struct sl_job *j = gb_job; /* stays while busy: it is only replaced when idle */
+    pthread_mutex_unlock(&gb_mu);
+    return j;
+}
+
+static void gb_leave(struct sl_job *j)
+{
+    pthread_mutex_lock(&gb_mu);
+    if (j == gb_job) {
+        gb_last_ns = sl_now_ns();
+        if (--gb_busy == 0)
+            j->idle = true;
+    }
+    pthread_mutex_unlock(&gb_mu);
+}
 
 static int64_t peer_timeout_ms(void)
 {
@@ -627,8 +766,8 @@ static void *fetch_thread(void *arg)
     json_t *items = json_array();
     for (int k = 0; k < p->n; k++) {
         const struct item *x = &d->m.it[p->idx[k]];
-        json_array_append_new(items, json_pack("[s,s?,s,s?,I,I]", x->bck, x->prov, x->obj, x->arch,
-                                               (json_int_t)x->start, (json_int_t)x->length));
+        json_array_append_new(items, json_pack("[s,s?,s,s?,I,I,s?]", x->bck, x->prov, x->obj, x->arch,
+                                               (json_int_t)x->start, (json_int_t)x->length, x->rawhdr));
     }
     json_t *body = json_pack("{s:o}", "items", items);
     size_t blen;
@@ -636,7 +775,7 @@ static void *fetch_thread(void *arg)
     json_decref(body);
     char *url = sl_xasprintf("%s/v1/internal/moss/pull", p->url);
     struct sl_peer_resp pr;
-    int rc = sl_peer_stream("POST", url, NULL, 0, bs, blen, peer_sink, NULL, p, peer_timeout_ms(), &pr);
+    int rc = sl_peer_stream_pooled("POST", url, bs, blen, peer_sink, p, peer_timeout_ms(), &pr);
     free(url);
     free(bs);
     pthread_mutex_lock(&p->mu);
@@ -759,12 +898,15 @@ static void dt_free(struct dt *d)
     free(d->local);
     free(d->pos);
     moss_free(&d->m);
+    if (d->job)
+        gb_leave(d->job);
     free(d);
 }
 
 /* the owner of every item; start pulling from the other owners */
 static int dt_start(struct dt *d, struct sl_err *err)
 {
+    d->job = gb_enter();
     struct sl_smap *sm = sl_smap_get();
     d->smap_ver = sm->version;
     d->pos = sl_xcalloc((size_t)d->m.n, sizeof(int));
@@ -839,7 +981,23 @@ static int dt_start(struct dt *d, struct sl_err *err)
 }
 
 /* the bytes of item i into w */
-static int copy_item(struct dt *d, int i, struct sl_plug_writer *w, char *buf, struct sl_err *err)
+/* where an item's bytes go: the archive writer, or (raw) the output */
+struct sink {
+    struct sl_plug_writer *w;
+    const struct sl_io *io;
+};
+
+static int sink_write(struct sink *k, const char *buf, size_t n, struct sl_err *err)
+{
+    if (k->w)
+        return sl_plug_writer_write(k->w, buf, n, err);
+    if (k->io->write(k->io->ctx, buf, n) != (int64_t)n)
+        return sl_errf(err, SL_EIO, "get-batch: the client went away");
+    return 0;
+}
+
+/* the bytes of item i */
+static int copy_item(struct dt *d, int i, struct sink *k, char *buf, struct sl_err *err)
 {
     struct item *x = &d->m.it[i];
     uint64_t left = (uint64_t)x->size;
@@ -849,7 +1007,7 @@ static int copy_item(struct dt *d, int i, struct sl_plug_writer *w, char *buf, s
             return -1;
         int64_t r;
         while ((r = src_read(s, buf, CHUNK, err)) > 0)
-            if (sl_plug_writer_write(w, buf, (size_t)r, err) < 0)
+            if (sink_write(k, buf, (size_t)r, err) < 0)
                 return -1;
         src_close(s);
         if (r < 0)
@@ -862,7 +1020,7 @@ static int copy_item(struct dt *d, int i, struct sl_plug_writer *w, char *buf, s
         if (r <= 0)
             return sl_errf(err, SL_EUNAVAIL, "get-batch: %s/%s from t[%s]: %s", x->bck, x->obj, p->id,
                            p->err[0] ? p->err : "the answer ended early");
-        if (sl_plug_writer_write(w, buf, (size_t)r, err) < 0)
+        if (sink_write(k, buf, (size_t)r, err) < 0)
             return -1;
         left -= (uint64_t)r;
     }
@@ -873,8 +1031,9 @@ static int copy_item(struct dt *d, int i, struct sl_plug_writer *w, char *buf, s
 static int produce(struct dt *d, const struct sl_io *io, struct sl_err *err)
 {
     struct sl_plug_writer *w = NULL;
-    if (sl_plug_writer_open(d->m.fmt, io, 0, &w, err) < 0)
+    if (!d->m.raw && sl_plug_writer_open(d->m.fmt, io, 0, &w, err) < 0)
         return -1;
+    struct sink k = { w, io };
     struct sl_buf name;
     sl_buf_init(&name);
     char *buf = sl_xmalloc(CHUNK);
@@ -882,13 +1041,28 @@ static int produce(struct dt *d, const struct sl_io *io, struct sl_err *err)
     int rc = 0;
     for (int i = 0; i < d->m.n && rc == 0; i++) {
         struct item *x = &d->m.it[i];
-        entry_name(&d->m, x, &name);
-        rc = sl_plug_writer_add(w, name.p, name.len, x->code ? 0 : x->size, now, 0644, err);
+        if (!d->m.raw) {
+            entry_name(&d->m, x, &name);
+            rc = sl_plug_writer_add(w, name.p, name.len, x->code ? 0 : x->size, now, 0644, err);
+        }
         if (rc == 0 && !x->code)
-            rc = copy_item(d, i, w, buf, err);
+            rc = copy_item(d, i, &k, buf, err);
+        if (rc == 0 && !x->code) {
+            sl_job_add(x->owner < 0 ? &d->job->loc_objs : &d->job->in_objs, 1);
+            sl_job_add(x->owner < 0 ? &d->job->loc_bytes : &d->job->in_bytes, (uint64_t)x->size);
+        } else if (rc == 0) {
+            sl_job_add(&d->job->err_objs, 1);
+        }
     }
-    if (rc == 0)
+    if (rc == 0 && d->m.raw) {
+        /* the end of a tar: two zero blocks */
+        memset(buf, 0, 1024);
+        rc = sink_write(&k, buf, 1024, err);
+    }
+    if (rc == 0 && w)
         rc = sl_plug_writer_finish(w, err);
+    if (rc == 0)
+        sl_job_add(&d->job->out_objs, 1); /* one archive out */
     sl_plug_writer_close(w);
     free(buf);
     sl_buf_free(&name);
@@ -1015,13 +1189,27 @@ static void respond_multipart(struct sl_req *r, struct dt *d)
 /* GET /v1/ml/moss[/BUCKET[/XID/WID/NAT]] on a target (or a standalone node) */
 /* find the items, then answer r (an offload fn's): an error, the
  * multipart answer, or the stream (on its own thread). Takes d. */
+static void dt_respond(struct sl_req *r, struct dt *d);
+
 static void dt_serve(struct sl_req *r, struct dt *d)
 {
     struct sl_err err = { 0 };
-    sl_job_id(d->cname, sizeof(d->cname), "gb-");
+    sl_job_id(d->cname, sizeof(d->cname), "gbt-");
     d->deadline_ns = sl_now_ns() + peer_timeout_ms() * 1000000;
-    int rc = dt_start(d, &err);
-    if (rc == 0 && !d->m.coer) {
+    if (dt_start(d, &err) < 0) {
+        sl_resp_err(r, &err);
+        dt_free(d);
+        return;
+    }
+    dt_respond(r, d);
+}
+
+/* the items are open: an error, the multipart answer, or the stream */
+static void dt_respond(struct sl_req *r, struct dt *d)
+{
+    struct sl_err err = { 0 };
+    int rc = 0;
+    if (!d->m.coer) {
         for (int i = 0; i < d->m.n; i++)
             if (d->m.it[i].code) {
                 struct item *x = &d->m.it[i];
@@ -1072,27 +1260,60 @@ static void dt_run(struct sl_req *r, void *arg)
     dt_serve(r, d);
 }
 
-void sl_moss_serve(struct sl_req *r, const struct sl_moss_item *items, int n)
+static struct dt *dt_of_items(const struct sl_moss_item *items, int n)
 {
     struct dt *d = sl_xcalloc(1, sizeof(*d));
     d->m.n = n;
     d->m.it = sl_xcalloc((size_t)(n ? n : 1), sizeof(*d->m.it));
+    d->m.raw = n > 0;
     for (int i = 0; i < n; i++) {
         struct item *x = &d->m.it[i];
         x->bck = sl_xstrdup(items[i].bck);
         x->obj = sl_xstrdup(items[i].obj);
         x->arch = items[i].arch ? sl_xstrdup(items[i].arch) : NULL;
         x->as = items[i].as ? sl_xstrdup(items[i].as) : NULL;
+        x->rawhdr = items[i].rawhdr ? sl_xstrdup(items[i].rawhdr) : NULL;
+        x->start = (int64_t)items[i].start;
+        x->length = items[i].length;
         x->owner = -1;
+        d->m.raw = d->m.raw && x->rawhdr;
     }
     d->m.mime = ".tar";
     d->m.fmt = sl_arch_format_by_name("x.tar", 5);
     d->m.strm = true;
     d->m.fixed_mtime = true;
+    return d;
+}
+
+void sl_moss_serve(struct sl_req *r, const struct sl_moss_item *items, int n, const struct sl_moss_item *fallback,
+                   int nf)
+{
+    struct dt *d = dt_of_items(items, n);
     if (!d->m.fmt) {
         sl_resp_errf(r, SL_EUNSUPP, "get-batch: the tar format plugin is not loaded");
         dt_free(d);
         return;
+    }
+    if (fallback && d->m.raw) {
+        /* tar fragments: fall back to member by member when a shard's
+         * layout is not the plain one (known before the first byte) */
+        struct sl_err err = { 0 };
+        sl_job_id(d->cname, sizeof(d->cname), "gbt-");
+        d->deadline_ns = sl_now_ns() + peer_timeout_ms() * 1000000;
+        int rc = dt_start(d, &err);
+        bool layout = false;
+        for (int i = 0; rc == 0 && i < d->m.n; i++)
+            layout = layout || d->m.it[i].code == SL_EUNSUPP;
+        if (rc == 0 && !layout) {
+            dt_respond(r, d);
+            return;
+        }
+        dt_free(d);
+        if (rc < 0) {
+            sl_resp_err(r, &err);
+            return;
+        }
+        d = dt_of_items(fallback, nf);
     }
     dt_serve(r, d);
 }
@@ -1142,7 +1363,7 @@ static void gw_done(struct sl_req *r)
     }
     struct sl_smap *sm = sl_smap_get();
     char xid[32];
-    sl_job_id(xid, sizeof(xid), "gb-");
+    sl_job_id(xid, sizeof(xid), "gbt-");
     const struct sl_snode *t = sl_smap_hrw_target(sm, xid, strlen(xid));
     if (m.coloc && t) {
         /* target-aware: the target that owns the most items */

@@ -50,7 +50,7 @@
 
 struct member {
     char *name;
-    uint64_t off;
+    uint64_t off, size;         /* of its data in the shard */
 };
 
 struct samples {
@@ -89,6 +89,7 @@ static struct samples *samples_from_index(const json_t *idx)
         json_t *e = json_array_get(idx, (size_t)i);
         s->m[i].name = sl_xstrdup(sl_json_str(e, "name", ""));
         s->m[i].off = (uint64_t)sl_json_int(e, "offset", 0);
+        s->m[i].size = (uint64_t)sl_json_int(e, "size", 0);
     }
     qsort(s->m, (size_t)s->nm, sizeof(*s->m), off_cmp);
     /* a sample = the members that share a WebDataset key, wherever they
@@ -593,8 +594,8 @@ static void batch_run(struct sl_req *r, void *arg)
     }
     json_t *shards = json_object_get(p, "shards"), *counts = json_object_get(p, "counts");
     const char *bck = sl_json_str(p, "bck", "");
-    struct sl_moss_item *items = NULL;
-    int ni = 0, cap = 0;
+    struct sl_moss_item *items = NULL, *raw = sl_xcalloc((size_t)n + 1, sizeof(*raw));
+    int ni = 0, cap = 0, nraw = 0;
     struct samples **held = sl_xcalloc((size_t)json_array_size(shards) + 1, sizeof(*held));
     int rc = 0;
     for (int k = 0; k < n && rc == 0; k++) {
@@ -607,16 +608,28 @@ static void batch_run(struct sl_req *r, void *arg)
             break;
         }
         struct samples *s = held[si];
-        for (int m = s->start[pk[k].sample]; m < s->start[pk[k].sample + 1]; m++) {
+        int m0 = s->start[pk[k].sample], m1 = s->start[pk[k].sample + 1];
+        for (int m = m0; m < m1; m++) {
             if (ni == cap) {
                 cap = cap ? cap * 2 : 256;
                 items = sl_xrealloc(items, (size_t)cap * sizeof(*items));
             }
-            items[ni++] = (struct sl_moss_item){ bck, shard, s->m[m].name, s->m[m].name };
+            items[ni++] = (struct sl_moss_item){ bck, shard, s->m[m].name, s->m[m].name, NULL, 0, 0 };
+        }
+        /* the sample as one run of its shard: its members one after the
+         * other, each behind a single 512-byte header */
+        bool run = nraw == k && s->m[m0].off >= 512;
+        for (int m = m0; run && m + 1 < m1; m++)
+            run = s->m[m + 1].off == s->m[m].off + (s->m[m].size + 511) / 512 * 512 + 512;
+        if (run) {
+            uint64_t a = s->m[m0].off - 512, b = s->m[m1 - 1].off + (s->m[m1 - 1].size + 511) / 512 * 512;
+            raw[nraw++] = (struct sl_moss_item){ bck, shard, NULL, NULL, s->m[m0].name, a, (int64_t)(b - a) };
         }
     }
-    if (rc == 0)
-        sl_moss_serve(r, items, ni); /* copies what it keeps */
+    if (rc == 0 && nraw == n)
+        sl_moss_serve(r, raw, nraw, items, ni); /* copies what it keeps */
+    else if (rc == 0)
+        sl_moss_serve(r, items, ni, NULL, 0);
     else
         sl_resp_err(r, &err);
     for (size_t i = 0; i < json_array_size(shards); i++)
@@ -624,6 +637,7 @@ static void batch_run(struct sl_req *r, void *arg)
             cache_put(held[i]);
     free(held);
     free(items);
+    free(raw);
 out:
     free(pk);
     json_decref(p);

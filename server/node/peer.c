@@ -75,6 +75,39 @@ static CURL *handle(void)
     return t->h;
 }
 
+/* Handles for calls from short-lived threads (one per get-batch peer):
+ * taken from and given back to a pool, so their connections to peers are
+ * reused across threads instead of opened per thread. */
+#define POOL_MAX 64
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static CURL *pool[POOL_MAX];
+static int npool;
+
+static CURL *pool_get(void)
+{
+    pthread_once(&once, init_once);
+    CURL *c = NULL;
+    pthread_mutex_lock(&pool_mu);
+    if (npool)
+        c = pool[--npool];
+    pthread_mutex_unlock(&pool_mu);
+    if (c)
+        curl_easy_reset(c);
+    return c ? c : curl_easy_init();
+}
+
+static void pool_put(CURL *c)
+{
+    pthread_mutex_lock(&pool_mu);
+    if (npool < POOL_MAX) {
+        pool[npool++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    if (c)
+        curl_easy_cleanup(c);
+}
+
 void sl_peer_resp_free(struct sl_peer_resp *r)
 {
     sl_buf_free(&r->body);
@@ -275,12 +308,12 @@ static size_t hdr_stream(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
-int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
-                   size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms,
-                   struct sl_peer_resp *r)
+static int stream_call(bool pooled, const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs,
+                       const void *body, size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx,
+                       int64_t timeout_ms, struct sl_peer_resp *r)
 {
     memset(r, 0, sizeof(*r));
-    CURL *c = handle();
+    CURL *c = pooled ? pool_get() : handle();
     common_opts(c, url, timeout_ms);
     struct curl_slist *hl = mk_headers(hdrs, nhdrs, body ? "application/json" : NULL);
     struct stream_ctx s = { c, sink, hcb, ctx, &r->body, false };
@@ -300,7 +333,22 @@ int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr
         snprintf(r->err, sizeof(r->err), "%s %s: aborted by the receiver", method, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hl);
+    if (pooled)
+        pool_put(c);
     return rc == CURLE_OK ? 0 : -1;
+}
+
+int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
+                   size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms,
+                   struct sl_peer_resp *r)
+{
+    return stream_call(false, method, url, hdrs, nhdrs, body, blen, sink, hcb, ctx, timeout_ms, r);
+}
+
+int sl_peer_stream_pooled(const char *method, const char *url, const void *body, size_t blen, sl_peer_sink sink,
+                          void *ctx, int64_t timeout_ms, struct sl_peer_resp *r)
+{
+    return stream_call(true, method, url, NULL, 0, body, blen, sink, NULL, ctx, timeout_ms, r);
 }
 
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,

@@ -52,6 +52,10 @@ int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdr
 int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
                    size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms,
                    struct sl_peer_resp *r);
+/* The same from a short-lived thread: the handle (and its connections to
+ * peers) comes from a shared pool instead of the thread's own. */
+int sl_peer_stream_pooled(const char *method, const char *url, const void *body, size_t blen, sl_peer_sink sink,
+                          void *ctx, int64_t timeout_ms, struct sl_peer_resp *r);
 
 /* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) to
  * url */

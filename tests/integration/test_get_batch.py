@@ -21,12 +21,13 @@ import requests
 from harness import SHALE, Cluster, NodeTest, main, wait_until
 
 
-def shard(members):
+def shard(members, mtime=0):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
         for name, data in members:
             ti = tarfile.TarInfo(name)
             ti.size = len(data)
+            ti.mtime = mtime
             tf.addfile(ti, io.BytesIO(data))
     return buf.getvalue()
 
@@ -177,29 +178,48 @@ class PlanApi:
     def plan_data(self):
         r = self.s.post(self.url + "/v1/buckets/ds", json={"action": "create-bck"}, timeout=30)
         self.assertEqual(r.status_code, 200, r.text)
+        self.plan_members = {}
         for i in range(PLAN_SHARDS):
             members = []
             for j in range(PLAN_PER):
                 key = "part%d/k%02d-%02d" % (i % 2, i, j)
+                if i == 5 and j == 0:
+                    # one member named with over 100 characters: a pax header before its plain one, which
+                    # the server finds when it checks the header (the run looks fine from the index)
+                    members.append(("part1/" + "long" * 30 + ".jpg", b"long"))
+                    continue
                 members += [(key + ".jpg", b"img %d %d " % (i, j) * (j + 1)), (key + ".cls", b"%d" % (j % 3))]
-            self.s.put(self.url + "/v1/objects/ds/sh-%d.tar" % i, data=shard(members), timeout=30).raise_for_status()
+            self.plan_members.update(members)
+            self.s.put(self.url + "/v1/objects/ds/sh-%d.tar" % i, data=shard(members, mtime=1700000000),
+                       timeout=30).raise_for_status()
 
     def batch(self, name, epoch, index):
         return self.s.get(self.url + "/v1/ml/plan/%s/batch" % name, params={"epoch": epoch, "index": index},
                           timeout=60)
 
     def epoch_keys(self, name, epoch, batches):
-        keys = []
+        """every member with its bytes; a batch whose samples are all runs of
+        plain tar entries is served as those runs (the shards' mtime), one
+        with the pax-headed sample member by member (mtime 0)"""
+        keys, modes = [], set()
         for i in range(batches):
             r = self.batch(name, epoch, i)
             self.assertEqual(r.status_code, 200, r.text)
             last = None
-            for mname, _ in tar_entries(r.content):
-                k = mname.split(".")[0]
+            with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as tf:
+                ms = tf.getmembers()
+                for m in ms:
+                    self.assertEqual(tf.extractfile(m).read(), self.plan_members[m.name], m.name)
+            long_one = any("long" in m.name for m in ms)
+            self.assertEqual({m.mtime for m in ms}, {0 if long_one else 1700000000}, "batch %d" % i)
+            modes.add(long_one)
+            for m in ms:
+                k = m.name.split(".")[0]
                 if k != last:
                     self.assertNotIn(k, keys, "sample %s twice or split" % k)
                     keys.append(k)
                     last = k
+        self.assertEqual(modes, {True, False}, "both ways of serving a batch were used")
         return keys
 
     def check_plan(self):
@@ -210,8 +230,7 @@ class PlanApi:
         self.assertEqual((info["samples"], info["batches"], info["shards"]), (60, 8, 6))
         e0 = self.epoch_keys("p1", 0, 8)
         self.assertEqual(len(e0), 60)
-        self.assertEqual(sorted(e0), sorted("part%d/k%02d-%02d" % (i % 2, i, j)
-                                            for i in range(PLAN_SHARDS) for j in range(PLAN_PER)))
+        self.assertEqual(sorted(e0), sorted({n.split(".")[0] for n in self.plan_members}))
         self.assertEqual(self.epoch_keys("p1", 0, 8), e0, "the same epoch, the same order")
         e1 = self.epoch_keys("p1", 1, 8)
         self.assertNotEqual(e1, e0)
@@ -220,9 +239,8 @@ class PlanApi:
         b3 = self.batch("p1", 2, 3)
         self.assertEqual(b3.content, self.batch("p1", 2, 3).content)
         names = [n for n, _ in tar_entries(b3.content)]
-        self.assertEqual(len(names), 16)
-        self.assertTrue(all(names[i].endswith(".jpg") and names[i + 1].endswith(".cls")
-                            for i in range(0, 16, 2)), names)
+        self.assertIn(len(names), (15, 16))
+        self.assertEqual(len({n.split(".")[0] for n in names}), 8)
         # drop_last, the listing, bad input
         r = self.s.put(self.url + "/v1/ml/plan", timeout=60, json={
             "name": "p2", "bck": "ds", "prefix": "sh-", "seed": "7", "batch_size": 8, "drop_last": True})
@@ -292,6 +310,34 @@ class GetBatchCluster(unittest.TestCase, GetBatchApi, PlanApi):
             owners.add(loc.split("/v1/")[0])
         self.assertEqual(len(owners), 3)
 
+    def test_job_in_qryxstats(self):
+        """get-batch is a demand job per target (gbt-...), idle between requests; a known kind with no jobs
+        answers 200 with an empty list per target, an unknown kind 400"""
+        self.check_stream()
+        q = lambda body: self.s.get(self.url + "/v1/cluster", params={"what": "qryxstats"}, json=body, timeout=30)
+        r = q({"kind": "get-batch"})
+        self.assertEqual(r.status_code, 200, r.text)
+        snaps = [sn for arr in r.json().values() for sn in arr]
+        self.assertTrue(snaps, r.text)
+        for sn in snaps:
+            self.assertTrue(sn["id"].startswith("gbt-"), sn)
+            self.assertEqual(sn["kind"], "get-batch")
+        wait_until(lambda: all(sn["is_idle"] for arr in q({"kind": "get-batch"}).json().values() for sn in arr), 30,
+                   what="get-batch idle")
+        items = sum(int(sn["stats"]["loc-objs"]) + int(sn["stats"]["in-objs"]) for sn in snaps)
+        self.assertGreaterEqual(items, len(self.request_items()))
+        r = q({"kind": "dsort"})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(len(r.json()), 3)
+        self.assertEqual([v for v in r.json().values()], [[], [], []])
+        r = q({"kind": "no-such-kind"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("get-batch", r.text)
+        self.assertEqual(q({"id": "gbt-nope"}).status_code, 404)
+        p = self.c.cli("job", "show", "dsort", check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("No running jobs", p.stdout)
+
     def test_multipart_and_formats(self):
         self.check_multipart()
         self.check_multipart(".zip")
@@ -321,6 +367,17 @@ class GetBatchCluster(unittest.TestCase, GetBatchApi, PlanApi):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         with open(out, "rb") as f:
             self.assertEqual([n for n, _ in tar_entries(f.read())], names[:2])
+        p = self.c.cli("ml", "get-batch", "ais://gb", out, "--prefix", "obj-00", "--omit-src-bck", "--nv", check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout, "")
+        with open(out, "rb") as f:
+            self.assertEqual([n for n, _ in tar_entries(f.read())], ["obj-%03d.bin" % i for i in range(10)])
+        p = self.c.cli("ml", "get-batch", "ais://gb", out, "--list", "obj-001.bin,nope", "--cont-on-err", "-f",
+                       spec, check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out, "rb") as f:
+            self.assertEqual([n for n, _ in tar_entries(f.read())],
+                             names[:2] + ["obj-001.bin", "__404__/nope"])
         p = self.c.cli("ml", "get-batch", "ais://gb", out, "--list", "nope", check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("nope", p.stderr)
