@@ -33,6 +33,20 @@ static void add_query(struct sl_req *r, const char *k, const char *v)
     r->nq++;
 }
 
+/* /v1/buckets/B/X...: more than a bucket name (a trailing '/' is fine) */
+static bool bucket_path_extra(const struct sl_req *r)
+{
+    const char *p = r->path + strlen("/v1/buckets");
+    while (*p == '/')
+        p++;
+    const char *e = strchr(p, '/');
+    if (!e)
+        return false;
+    while (*e == '/')
+        e++;
+    return *e != 0;
+}
+
 /* /ais/b/o -> /v1/objects/b/o ; /ais/b -> /v1/buckets/b ; /ais -> /v1/buckets */
 static bool easy_url(struct sl_req *r)
 {
@@ -91,6 +105,10 @@ void sl_route(struct sl_req *r)
     } else if (sl_req_path_is(r, "/v1/buckets")) {
         if (r->path_bad)
             sl_resp_errf(r, SL_EINVAL, "the request URL contains a NUL byte (%%00)");
+        else if (bucket_path_extra(r))
+            /* /v1/buckets/B/more: a typo must never create or destroy B */
+            sl_resp_errf(r, SL_EINVAL, "invalid request URI %s: /v1/buckets/BUCKET takes nothing after the bucket "
+                         "name (objects are /v1/objects/BUCKET/OBJECT); nothing was done", r->path);
         else
             sl_route_buckets(r);
     } else if (sl_req_path_is(r, "/v1/daemon")) {

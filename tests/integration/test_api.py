@@ -169,6 +169,17 @@ class TestBuckets(NodeTest):
         r = self.s.post(self.url + "/v1/buckets/okname", data='{"action": "fly-away"}', headers=h)
         self.assertIn("create-bck", r.json()["message"])
         self.assertEqual(self.s.get(self.url + "/v1/buckets").json(), before)
+        # a typo after the bucket name touches nothing (issue 15): no create, no destroy
+        r = self.act("POST", "/v1/buckets/typo/badname", "create-bck")
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("invalid request URI", r.text)
+        self.assertEqual(self.s.head(self.url + "/v1/buckets/typo").status_code, 404)
+        self.create_bucket("keepme")
+        self.s.put(self.url + "/v1/objects/keepme/o", data=b"data").raise_for_status()
+        for method in ("DELETE", "POST", "PATCH", "PUT", "GET", "HEAD"):
+            r = self.act(method, "/v1/buckets/keepme/badname", "destroy-bck")
+            self.assertEqual(r.status_code, 400, (method, r.text))
+        self.assertEqual(self.s.get(self.url + "/v1/objects/keepme/o").content, b"data")
         r = self.act("POST", "/v1/buckets/b9", "create-bck", params={"provider": "weird"})
         self.assertEqual(r.status_code, 400)
         r = self.act("POST", "/v1/buckets/b9", "create-bck", params={"provider": "aws"})
