@@ -179,7 +179,28 @@ static void redirect_object(struct sl_req *r)
     sl_obj_uname(&un, b.provider, b.name, name, nlen);
     const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
     sl_buf_free(&un);
-    if (!t) {
+    /* an append with a handle goes to the target that holds the session:
+     * the handle's first field (spec native-gaps.md §2) */
+    const char *ah = r->method == SL_M_PUT && sl_req_query(r, "append_type") ? sl_req_query(r, "append_handle") : NULL;
+    bool bad_handle = false;
+    if (ah && *ah) {
+        const char *bar = strchr(ah, '|');
+        int fields = 1;
+        for (const char *c = ah; *c; c++)
+            fields += *c == '|';
+        bad_handle = !bar || fields != 4;
+        t = NULL;
+        for (int i = 0; !bad_handle && i < s->nnodes; i++)
+            if (s->nodes[i].type == SL_NODE_TARGET && strlen(s->nodes[i].id) == (size_t)(bar - ah) &&
+                !memcmp(s->nodes[i].id, ah, (size_t)(bar - ah)))
+                t = &s->nodes[i];
+    }
+    if (bad_handle) {
+        sl_resp_errf(r, SL_EINVAL, "invalid APPEND handle: \"%s\"", ah);
+    } else if (ah && *ah && !t) {
+        sl_resp_errf(r, SL_ENOENT, "APPEND handle \"%s\": its target is not in the cluster map (start the append "
+                     "again without a handle)", ah);
+    } else if (!t) {
         sl_resp_errf(r, SL_EUNAVAIL, "%s: the cluster has no active targets", G.name);
     } else if (t->flags & SL_SNF_OFFLINE) {
         char cn[400];

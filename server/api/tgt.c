@@ -15,6 +15,7 @@
 #include "xact.h"
 #include "stats.h"
 #include "store.h"
+#include "upload.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -440,18 +441,163 @@ static void custom_hdr_cb(void *arg, const char *v)
     free(copy);
 }
 
-/* archive appends (?archpath= on PUT), copies into another bucket by a
- * module, and what is not supported yet */
-static bool put_taken_over(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+/* ---- PUT ?append_type= and ?uploadId= (upload.h) ---- */
+
+struct up_ctx {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    struct sl_append *a;
+    struct sl_mpt_part *part;
+    bool done;
+};
+
+static void up_cleanup(struct sl_req *r, bool completed)
 {
-    if (sl_arch_put(r, b, name, nlen) || sl_modules_obj_put(r, b, name, nlen))
+    struct up_ctx *c = r->ctx;
+    (void)completed;
+    if (c->a) {
+        if (c->done)
+            sl_append_release(c->a);
+        else
+            sl_append_drop(c->a); /* a failed append: what the session holds is not known */
+    }
+    if (c->part) {
+        struct sl_err err = { 0 };
+        sl_mpt_part_end(c->part, false, &err);
+    }
+    sl_bck_release(&c->b);
+    free(c->name);
+    free(c);
+    r->ctx = NULL;
+}
+
+static struct up_ctx *up_ctx_new(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct up_ctx *c = sl_xcalloc(1, sizeof(*c));
+    c->b = *b;
+    c->b.props = b->props ? json_incref(b->props) : NULL;
+    c->name = sl_xstrndup(name, nlen);
+    c->nlen = nlen;
+    r->ctx = c;
+    r->on_cleanup = up_cleanup;
+    return c;
+}
+
+static int append_data(struct sl_req *r, const char *data, size_t n)
+{
+    struct up_ctx *c = r->ctx;
+    return sl_append_write(c->a, data, n, &r->err);
+}
+
+static void append_done(struct sl_req *r)
+{
+    struct up_ctx *c = r->ctx;
+    char h[256];
+    sl_append_handle(c->a, h, sizeof(h));
+    sl_hdr_add(r, "Ais-Append-Handle", h);
+    c->done = true;
+    sl_resp_empty(r, 200);
+}
+
+static void flush_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct up_ctx *c = r->ctx;
+    struct sl_err err = { 0 };
+    struct sl_append *a;
+    const char *ckt = sl_req_header(r, "Ais-Checksum-Type"), *ckv = sl_req_header(r, "Ais-Checksum-Value");
+    int type = ckt && *ckt ? sl_cksum_parse(ckt) : SL_CK_NONE;
+    if (type < 0) {
+        sl_resp_errf(r, SL_EINVAL, "invalid Ais-Checksum-Type \"%s\" (valid: %s)", ckt, sl_cksum_names());
+        return;
+    }
+    if (sl_append_get(&c->b, c->name, c->nlen, sl_req_query(r, "append_handle"), &a, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_objmd md;
+    if (sl_append_flush(a, type, ckv, &md, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_arch_after_put(&c->b, c->name, c->nlen);
+    add_obj_headers(r, &md);
+    sl_objmd_free(&md);
+    sl_resp_empty(r, 200);
+}
+
+static void flush_done(struct sl_req *r)
+{
+    sl_req_offload(r, flush_run, NULL, NULL);
+}
+
+static int part_data(struct sl_req *r, const char *data, size_t n)
+{
+    struct up_ctx *c = r->ctx;
+    return sl_mpt_part_write(c->part, data, n, &r->err);
+}
+
+static void part_done(struct sl_req *r)
+{
+    struct up_ctx *c = r->ctx;
+    struct sl_err err = { 0 };
+    struct sl_mpt_part *p = c->part;
+    c->part = NULL;
+    if (sl_mpt_part_end(p, true, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+}
+
+/* true when the PUT is an append, a flush or a multipart part */
+static bool upload_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_err err = { 0 };
+    const char *at = sl_req_query(r, "append_type"), *up = sl_req_query(r, "uploadId");
+    if (at) {
+        const char *h = sl_req_query(r, "append_handle");
+        if (strcmp(at, "append") && strcmp(at, "flush")) {
+            sl_resp_errf(r, SL_EINVAL, "invalid operation \"%s\" (expecting either \"append\" or \"flush\") - check "
+                         "\"append_type\" query", at);
+            return true;
+        }
+        if (!strcmp(at, "flush")) {
+            if (!h || !*h) {
+                sl_resp_errf(r, SL_EINVAL, "failed to finalize append-file operation: empty source (flush needs the "
+                             "append_handle the last append returned)");
+                return true;
+            }
+            up_ctx_new(r, b, name, nlen);
+            sl_req_buffer_body(r, 64 * 1024, flush_done);
+            return true;
+        }
+        struct up_ctx *c = up_ctx_new(r, b, name, nlen);
+        if (sl_append_get(b, name, nlen, h, &c->a, &err) < 0) {
+            sl_resp_err(r, &err);
+            return true;
+        }
+        sl_req_stream_body(r, append_data, append_done);
         return true;
-    const char *v = sl_req_query(r, "append_type");
-    if (v && *v) {
-        sl_resp_errf(r, SL_EUNSUPP, "PUT with '%s' is not supported by this build yet", "append_type");
+    }
+    if (up) {
+        struct up_ctx *c = up_ctx_new(r, b, name, nlen);
+        if (sl_mpt_part_begin(b, name, nlen, up, sl_req_query(r, "partNumber"), r->content_length, &c->part,
+                              &err) < 0) {
+            sl_resp_err(r, &err);
+            return true;
+        }
+        sl_req_stream_body(r, part_data, part_done);
         return true;
     }
     return false;
+}
+
+/* archive appends (?archpath= on PUT), copies into another bucket by a
+ * module, appends and multipart parts */
+static bool put_taken_over(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    return sl_arch_put(r, b, name, nlen) || sl_modules_obj_put(r, b, name, nlen) || upload_put(r, b, name, nlen);
 }
 
 static void obj_put(struct sl_req *r)
@@ -565,8 +711,10 @@ static void delete_done(struct sl_req *r)
         return;
     }
     if (!strcmp(m.action, "mpt-abort")) {
-        sl_resp_errf(r, SL_EUNSUPP, "DELETE %s: action \"mpt-abort\": multipart uploads are not supported by this "
-                     "build (there is no upload to abort); nothing was deleted", r->path);
+        if (sl_mpt_abort(&b, name, nlen, sl_req_query(r, "uploadId"), &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "evict-listrange")) {
         sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
                      "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
@@ -589,12 +737,63 @@ static void obj_delete(struct sl_req *r)
     sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_done);
 }
 
-/* AIStore's object POST actions. None is implemented yet: they get 501,
- * anything else 400. */
+/* AIStore's object POST actions: the multipart ones are served, the
+ * others get 501, anything else 400. */
 static const char *const obj_post_actions[] = {
     "rename-obj", "promote", "blob-download", "check-lock", "mpt-upload", "mpt-complete",
 };
 #define OBJ_POST_ACTIONS "rename-obj, promote, blob-download, check-lock, mpt-upload, mpt-complete"
+
+static void complete_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    struct sl_actmsg m;
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    if (sl_actmsg_parse(r, &m, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_actmsg_free(&m);
+        sl_resp_err(r, &err);
+        return;
+    }
+    struct sl_objmd md;
+    if (sl_mpt_complete(&b, name, nlen, sl_req_query(r, "uploadId"), m.value, &md, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else {
+        sl_arch_after_put(&b, name, nlen);
+        add_obj_headers(r, &md);
+        sl_objmd_free(&md);
+        sl_resp_empty(r, 200);
+    }
+    sl_bck_release(&b);
+    sl_actmsg_free(&m);
+}
+
+/* POST mpt-upload: a new upload id, as text */
+static void mpt_upload(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    char id[32];
+    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    int rc = sl_mpt_create(&b, name, nlen, id, sizeof(id), &err);
+    sl_bck_release(&b);
+    if (rc < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_resp_bytes(r, 200, "text/plain", id, strlen(id));
+}
 
 static void post_done(struct sl_req *r)
 {
@@ -602,6 +801,16 @@ static void post_done(struct sl_req *r)
     struct sl_actmsg m;
     if (sl_actmsg_parse(r, &m, &err) < 0) {
         sl_resp_err(r, &err);
+        return;
+    }
+    if (!strcmp(m.action, "mpt-upload")) {
+        sl_actmsg_free(&m);
+        mpt_upload(r);
+        return;
+    }
+    if (!strcmp(m.action, "mpt-complete")) {
+        sl_actmsg_free(&m);
+        sl_req_offload(r, complete_run, NULL, NULL);
         return;
     }
     bool known = false;
@@ -613,10 +822,10 @@ static void post_done(struct sl_req *r)
                      m.action);
     else if (!m.action[0])
         sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
-                     "; none is supported by this build yet)", r->path);
+                     "; this build serves mpt-upload and mpt-complete)", r->path);
     else
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
-                     OBJ_POST_ACTIONS "; none is supported by this build yet)", m.action, r->path);
+                     OBJ_POST_ACTIONS "; this build serves mpt-upload and mpt-complete)", m.action, r->path);
     sl_actmsg_free(&m);
 }
 

@@ -320,14 +320,14 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     sl_rand_id(rid, 16);
     p->work_rel = sl_xasprintf("@ais/%s/%%wk/%s", b->name, rid);
     p->work_abs = sl_xasprintf("%s/%s", mp->path, p->work_rel);
-    p->fd = open(p->work_abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (p->fd < 0 && errno == ENOENT) {
         struct sl_buf d;
         sl_buf_init(&d);
         bdir(&d, mp, b->name, "%wk");
         sl_mkdir_p(d.p, 0755);
         sl_buf_free(&d);
-        p->fd = open(p->work_abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     if (p->fd < 0) {
         int e = errno;

@@ -76,8 +76,9 @@ int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *er
 int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err);
 void sl_put_abort(struct sl_put *p);          /* removes the work file, frees p; NULL ok */
 uint64_t sl_put_size(const struct sl_put *p);
-/* Work file of an in-flight PUT (for writers that need to seek). The fd
- * belongs to p (do not close it) until commit or abort. */
+/* Work file of an in-flight PUT (for writers that need to seek or read
+ * back: it is open read-write). The fd belongs to p (do not close it)
+ * until commit or abort. */
 int sl_put_fd(struct sl_put *p);   /* flushes what is buffered first */
 
 /* Open an object for reading. On success *fd is the caller's to close and

@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT
+ * upload.c: append sessions and native multipart uploads (upload.h).
+ */
+#include "upload.h"
+#include "cksum.h"
+#include "log.h"
+#include "node.h"
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_PARTS 10000
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_obj(const struct sl_bck *a, const char *an, size_t al, const struct sl_bck *b, const char *bn,
+                     size_t bl)
+{
+    return a->bid == b->bid && !strcmp(a->name, b->name) && al == bl && !memcmp(an, bn, al);
+}
+
+static void bck_copy(struct sl_bck *dst, const struct sl_bck *src)
+{
+    *dst = *src;
+    dst->props = src->props ? json_incref(src->props) : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* append                                                             */
+/* ------------------------------------------------------------------ */
+
+struct sl_append {
+    struct sl_append *next;
+    char id[24];
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    struct sl_put *p;
+    bool busy;
+    int64_t used_s;
+};
+
+static struct sl_append *appends;
+
+/* with mu held: drop sessions nobody touched for UPLOAD_IDLE_S */
+static void append_gc(void)
+{
+    int64_t now = sl_now_ns() / 1000000000;
+    for (struct sl_append **pp = &appends; *pp;) {
+        struct sl_append *a = *pp;
+        if (!a->busy && now - a->used_s > UPLOAD_IDLE_S) {
+            *pp = a->next;
+            sl_logi("append session %s (%s/%.*s) dropped after %d s without a request", a->id, a->b.name,
+                    (int)SL_MIN(a->nlen, 200), a->name, UPLOAD_IDLE_S);
+            sl_put_abort(a->p);
+            sl_bck_release(&a->b);
+            free(a->name);
+            free(a);
+        } else {
+            pp = &a->next;
+        }
+    }
+}
+
+static void append_free(struct sl_append *a)
+{
+    if (!a)
+        return;
+    sl_put_abort(a->p);
+    sl_bck_release(&a->b);
+    free(a->name);
+    free(a);
+}
+
+/* a new session: a work file holding the object's current content */
+static struct sl_append *append_new(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    struct sl_append *a = sl_xcalloc(1, sizeof(*a));
+    sl_rand_id(a->id, 16);
+    bck_copy(&a->b, b);
+    a->name = sl_xstrndup(name, nlen);
+    a->nlen = nlen;
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .keep_custom = true };
+    if (sl_put_begin(b, name, nlen, &o, &a->p, err) < 0) {
+        append_free(a);
+        return NULL;
+    }
+    int fd;
+    struct sl_objmd md;
+    struct sl_err e2 = { 0 };
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, &e2) == 0) {
+        char *buf = sl_xmalloc(256 * 1024);
+        int64_t off = 0;
+        ssize_t r;
+        while ((r = pread(fd, buf, 256 * 1024, (off_t)off)) > 0) {
+            if (sl_put_write(a->p, buf, (size_t)r, err) < 0)
+                break;
+            off += r;
+        }
+        free(buf);
+        close(fd);
+        sl_objmd_free(&md);
+        if (err->msg[0] || r < 0) {
+            if (!err->msg[0])
+                sl_errf(err, SL_EIO, "append: reading the object to extend it: %s", strerror(errno));
+            append_free(a);
+            return NULL;
+        }
+    } else if (e2.code != SL_ENOOBJ) {
+        *err = e2;
+        append_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+int sl_append_get(const struct sl_bck *b, const char *name, size_t nlen, const char *handle, struct sl_append **out,
+                  struct sl_err *err)
+{
+    *out = NULL;
+    if (!handle || !*handle) {
+        struct sl_append *a = append_new(b, name, nlen, err);
+        if (!a)
+            return -1;
+        pthread_mutex_lock(&mu);
+        append_gc();
+        a->busy = true;
+        a->next = appends;
+        appends = a;
+        pthread_mutex_unlock(&mu);
+        *out = a;
+        return 0;
+    }
+    /* "<target>|<session>|<x>|<y>" */
+    char f[4][128];
+    int n = 0;
+    const char *p = handle;
+    while (n < 4) {
+        const char *e = strchr(p, '|');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l >= sizeof(f[0]))
+            break;
+        memcpy(f[n], p, l);
+        f[n++][l] = 0;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    if (n != 4 || strchr(p, '|'))
+        return sl_errf(err, SL_EINVAL, "invalid APPEND handle: \"%s\"", handle);
+    if (strcmp(f[0], G.id))
+        return sl_errf(err, SL_EINVAL, "APPEND handle \"%s\" belongs to t[%s], not to this target t[%s]", handle,
+                       f[0], G.id);
+    pthread_mutex_lock(&mu);
+    struct sl_append *a = appends;
+    while (a && strcmp(a->id, f[1]))
+        a = a->next;
+    int rc = 0;
+    if (!a)
+        rc = sl_errf(err, SL_ENOENT, "append handle \"%s\" is unknown here (flushed, expired after %d s, or the "
+                     "target restarted): start again without a handle", handle, UPLOAD_IDLE_S);
+    else if (!same_obj(&a->b, a->name, a->nlen, b, name, nlen))
+        rc = sl_errf(err, SL_EINVAL, "append handle \"%s\" is for %s/%.*s, not for this object", handle, a->b.name,
+                     (int)SL_MIN(a->nlen, 200), a->name);
+    else if (a->busy)
+        rc = sl_errf(err, SL_EBUSY, "append handle \"%s\" is in use by another request: appends to one session "
+                     "go one at a time", handle);
+    else
+        a->busy = true;
+    pthread_mutex_unlock(&mu);
+    if (rc == 0)
+        *out = a;
+    return rc;
+}
+
+int sl_append_write(struct sl_append *a, const void *p, size_t n, struct sl_err *err)
+{
+    return sl_put_write(a->p, p, n, err);
+}
+
+void sl_append_handle(const struct sl_append *a, char *out, size_t n)
+{
+    snprintf(out, n, "%s|%s|-|-", G.id, a->id);
+}
+
+void sl_append_release(struct sl_append *a)
+{
+    pthread_mutex_lock(&mu);
+    a->busy = false;
+    a->used_s = sl_now_ns() / 1000000000;
+    pthread_mutex_unlock(&mu);
+}
+
+static void append_unlink(struct sl_append *a)
+{
+    pthread_mutex_lock(&mu);
+    for (struct sl_append **pp = &appends; *pp; pp = &(*pp)->next)
+        if (*pp == a) {
+            *pp = a->next;
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+}
+
+void sl_append_drop(struct sl_append *a)
+{
+    append_unlink(a);
+    append_free(a);
+}
+
+/* the checksum of the work file so far */
+static int file_cksum(int fd, int type, char out[SL_CKSUM_HEX_MAX], struct sl_err *err)
+{
+    struct sl_cksum c;
+    if (sl_cksum_init(&c, type) < 0)
+        return sl_errf(err, SL_EINVAL, "checksum type %s cannot be computed here", sl_cksum_name(type));
+    char *buf = sl_xmalloc(256 * 1024);
+    off_t off = 0;
+    ssize_t r;
+    while ((r = pread(fd, buf, 256 * 1024, off)) > 0) {
+        sl_cksum_update(&c, buf, (size_t)r);
+        off += r;
+    }
+    free(buf);
+    sl_cksum_final(&c, out);
+    return r < 0 ? sl_errf(err, SL_EIO, "reading the appended content: %s", strerror(errno)) : 0;
+}
+
+int sl_append_flush(struct sl_append *a, int cktype, const char *ckval, struct sl_objmd *out, struct sl_err *err)
+{
+    append_unlink(a);
+    int rc = 0;
+    if (cktype > SL_CK_NONE) {
+        char have[SL_CKSUM_HEX_MAX];
+        rc = file_cksum(sl_put_fd(a->p), cktype, have, err);
+        if (rc == 0 && strcasecmp(have, ckval ? ckval : ""))
+            rc = sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s/%.*s: the appended content has %s %s, the request "
+                         "says %s; the object is unchanged", a->b.name, (int)SL_MIN(a->nlen, 200), a->name,
+                         sl_cksum_name(cktype), have, ckval ? ckval : "");
+    }
+    if (rc == 0) {
+        struct sl_put *p = a->p;
+        a->p = NULL;
+        rc = sl_put_commit(p, out, err);
+    }
+    append_free(a);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* multipart                                                          */
+/* ------------------------------------------------------------------ */
+
+struct part {
+    int no;
+    int fd;
+    uint64_t size;
+};
+
+struct mpt {
+    struct mpt *next;
+    char id[24];
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    struct part *parts;
+    int nparts;
+    int busy;                   /* part uploads in progress */
+    bool ending;                /* complete or abort under way */
+    int64_t used_s;
+};
+
+static struct mpt *mpts;
+
+static void mpt_free(struct mpt *m)
+{
+    for (int i = 0; i < m->nparts; i++)
+        close(m->parts[i].fd);
+    free(m->parts);
+    sl_bck_release(&m->b);
+    free(m->name);
+    free(m);
+}
+
+static void mpt_gc(void)
+{
+    int64_t now = sl_now_ns() / 1000000000;
+    for (struct mpt **pp = &mpts; *pp;) {
+        struct mpt *m = *pp;
+        if (!m->busy && !m->ending && now - m->used_s > UPLOAD_IDLE_S) {
+            *pp = m->next;
+            sl_logi("multipart upload %s (%s/%.*s) dropped after %d s without a request", m->id, m->b.name,
+                    (int)SL_MIN(m->nlen, 200), m->name, UPLOAD_IDLE_S);
+            mpt_free(m);
+        } else {
+            pp = &m->next;
+        }
+    }
+}
+
+int sl_mpt_create(const struct sl_bck *b, const char *name, size_t nlen, char *id, size_t n, struct sl_err *err)
+{
+    (void)err;
+    struct mpt *m = sl_xcalloc(1, sizeof(*m));
+    sl_rand_id(m->id, 16);
+    bck_copy(&m->b, b);
+    m->name = sl_xstrndup(name, nlen);
+    m->nlen = nlen;
+    m->used_s = sl_now_ns() / 1000000000;
+    pthread_mutex_lock(&mu);
+    mpt_gc();
+    m->next = mpts;
+    mpts = m;
+    pthread_mutex_unlock(&mu);
+    snprintf(id, n, "%s", m->id);
+    return 0;
+}
+
+/* with mu held */
+static struct mpt *mpt_find(const struct sl_bck *b, const char *name, size_t nlen, const char *id,
+                            struct sl_err *err)
+{
+    if (!id || !*id || strlen(id) > 64 || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                     "_-") != strlen(id)) {
+        sl_errf(err, SL_EINVAL, "invalid multipart upload id \"%s\"", id ? id : "");
+        return NULL;
+    }
+    struct mpt *m = mpts;
+    while (m && strcmp(m->id, id))
+        m = m->next;
+    if (!m || !same_obj(&m->b, m->name, m->nlen, b, name, nlen) || m->ending) {
+        sl_errf(err, SL_ENOENT, "%s/%.*s: multipart upload \"%s\" not found (completed, aborted, expired after %d s, "
+                "or the target restarted)", b->name, (int)SL_MIN(nlen, 200), name, id, UPLOAD_IDLE_S);
+        return NULL;
+    }
+    return m;
+}
+
+struct sl_mpt_part {
+    struct mpt *m;
+    int no;
+    int fd;
+    uint64_t size, want;
+};
+
+int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                      int64_t size, struct sl_mpt_part **out, struct sl_err *err)
+{
+    *out = NULL;
+    char *end;
+    long no = partno ? strtol(partno, &end, 10) : 0;
+    if (!partno || !*partno || *end || no < 1 || no > MAX_PARTS)
+        return sl_errf(err, SL_EINVAL, "%s/%.*s: invalid part number \"%s\" for upload \"%s\" (1 to %d)", b->name,
+                       (int)SL_MIN(nlen, 200), name, partno ? partno : "", id, MAX_PARTS);
+    if (size <= 0)
+        return sl_errf(err, SL_EINVAL, "%s/%.*s: put-part invalid size (%lld): a part needs a Content-Length and at "
+                       "least one byte", b->name, (int)SL_MIN(nlen, 200), name, (long long)size);
+    int fd = sl_store_tmpfd(err);
+    if (fd < 0)
+        return -1;
+    pthread_mutex_lock(&mu);
+    struct mpt *m = mpt_find(b, name, nlen, id, err);
+    if (m)
+        m->busy++;
+    pthread_mutex_unlock(&mu);
+    if (!m) {
+        close(fd);
+        return -1;
+    }
+    struct sl_mpt_part *p = sl_xcalloc(1, sizeof(*p));
+    *p = (struct sl_mpt_part){ m, (int)no, fd, 0, (uint64_t)size };
+    *out = p;
+    return 0;
+}
+
+int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct sl_err *err)
+{
+    const char *c = data;
+    while (n) {
+        ssize_t w = pwrite(p->fd, c, n, (off_t)p->size);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return sl_errf(err, SL_EIO, "writing part %d: %s", p->no, strerror(errno));
+        c += w;
+        n -= (size_t)w;
+        p->size += (uint64_t)w;
+    }
+    return 0;
+}
+
+int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
+{
+    int rc = 0;
+    if (ok && p->size != p->want)
+        rc = sl_errf(err, SL_EINVAL, "part %d: received %llu bytes, Content-Length promised %llu; the part was not "
+                     "kept", p->no, (unsigned long long)p->size, (unsigned long long)p->want);
+    pthread_mutex_lock(&mu);
+    struct mpt *m = p->m;
+    m->busy--;
+    m->used_s = sl_now_ns() / 1000000000;
+    if (ok && rc == 0) {
+        int i = 0;
+        while (i < m->nparts && m->parts[i].no != p->no)
+            i++;
+        if (i == m->nparts) {
+            m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
+            m->nparts++;
+        } else {
+            close(m->parts[i].fd); /* sent again: the new one wins */
+        }
+        m->parts[i] = (struct part){ p->no, p->fd, p->size };
+        p->fd = -1;
+    }
+    pthread_mutex_unlock(&mu);
+    if (p->fd >= 0)
+        close(p->fd);
+    free(p);
+    return rc;
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+    return ((const struct part *)a)->no - ((const struct part *)b)->no;
+}
+
+/* take the upload out of the table for complete/abort (mu not held) */
+static struct mpt *mpt_take(const struct sl_bck *b, const char *name, size_t nlen, const char *id,
+                            struct sl_err *err)
+{
+    pthread_mutex_lock(&mu);
+    struct mpt *m = mpt_find(b, name, nlen, id, err);
+    if (m && m->busy) {
+        sl_errf(err, SL_EBUSY, "multipart upload \"%s\" still has parts arriving: wait for them first", id);
+        m = NULL;
+    }
+    if (m)
+        m->ending = true;
+    pthread_mutex_unlock(&mu);
+    return m;
+}
+
+static void mpt_remove(struct mpt *m)
+{
+    pthread_mutex_lock(&mu);
+    for (struct mpt **pp = &mpts; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+    mpt_free(m);
+}
+
+int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const json_t *parts,
+                    struct sl_objmd *out, struct sl_err *err)
+{
+    if (!json_is_array(parts))
+        return sl_errf(err, SL_EINVAL, "mpt-complete: nil parts list: the value must be [{\"part-number\": 1, "
+                       "\"etag\": \"\"}, ...]");
+    struct mpt *m = mpt_take(b, name, nlen, id, err);
+    if (!m)
+        return -1;
+    int rc = 0;
+    size_t n = json_array_size(parts);
+    int *nos = sl_xcalloc(n + 1, sizeof(int));
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        json_t *e = json_array_get(parts, i);
+        json_t *pn = json_object_get(e, "part-number");
+        if (!json_is_integer(pn))
+            rc = sl_errf(err, SL_EINVAL, "mpt-complete: entry %zu has no integer \"part-number\"", i);
+        else
+            nos[i] = (int)json_integer_value(pn);
+    }
+    if (rc == 0 && n != (size_t)m->nparts)
+        rc = sl_errf(err, SL_EUNSUPP, "partial completion is not allowed: requested %zu parts, have %d", n,
+                     m->nparts);
+    qsort(m->parts, (size_t)m->nparts, sizeof(*m->parts), part_cmp);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int found = 0;
+        for (size_t k = 0; k < n; k++)
+            found += nos[k] == (int)i + 1;
+        if (found != 1 || m->parts[i].no != (int)i + 1)
+            rc = sl_errf(err, SL_EINVAL, "parts must be exactly 1..%zu: part %zu is %s", n, i + 1,
+                         found != 1 ? "missing from the list or listed twice" : "not uploaded");
+    }
+    free(nos);
+    if (rc < 0) {
+        pthread_mutex_lock(&mu);
+        m->ending = false; /* the upload stays: fix the list and complete again */
+        pthread_mutex_unlock(&mu);
+        return -1;
+    }
+    struct sl_put *p = NULL;
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
+    rc = sl_put_begin(b, name, nlen, &o, &p, err);
+    char *buf = sl_xmalloc(256 * 1024);
+    for (int i = 0; i < m->nparts && rc == 0; i++) {
+        off_t off = 0;
+        ssize_t r;
+        while (rc == 0 && (r = pread(m->parts[i].fd, buf, 256 * 1024, off)) > 0) {
+            rc = sl_put_write(p, buf, (size_t)r, err);
+            off += r;
+        }
+        if (rc == 0 && (uint64_t)off != m->parts[i].size)
+            rc = sl_errf(err, SL_EIO, "reading part %d back: %s", m->parts[i].no, strerror(errno));
+    }
+    free(buf);
+    if (rc == 0) {
+        rc = sl_put_commit(p, out, err);
+        p = NULL;
+    }
+    sl_put_abort(p);
+    mpt_remove(m);
+    return rc;
+}
+
+int sl_mpt_abort(const struct sl_bck *b, const char *name, size_t nlen, const char *id, struct sl_err *err)
+{
+    struct mpt *m = mpt_take(b, name, nlen, id, err);
+    if (!m)
+        return -1;
+    mpt_remove(m);
+    return 0;
+}

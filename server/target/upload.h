@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT
+ * upload.h: object writes that span several requests, on the object's
+ * target (spec native-gaps.md §1-2):
+ *
+ *   append      PUT ?append_type=append[&append_handle=H] adds bytes to a
+ *               work file (which starts as a copy of the object, if any);
+ *               PUT ?append_type=flush&append_handle=H makes it the object
+ *   multipart   POST mpt-upload -> upload id; PUT ?uploadId=&partNumber=N;
+ *               POST mpt-complete [{part-number}...]; DELETE mpt-abort
+ *
+ * Nothing is visible until flush or complete, which publish through the
+ * ordinary crash-safe PUT (store.h). State is in memory: a restart drops
+ * the uploads in flight (their work files are removed at start-up like
+ * every PUT's), and one left alone for UPLOAD_IDLE_S is dropped too.
+ */
+#ifndef SL_UPLOAD_H
+#define SL_UPLOAD_H
+
+#include "sl.h"
+#include "meta.h"
+#include "md.h"
+#include <jansson.h>
+
+#define UPLOAD_IDLE_S 3600
+
+/* ---- append ---- */
+struct sl_append;
+/* The session of handle (NULL/"" = a new one for b/name), marked busy
+ * until sl_append_release or sl_append_flush. 400 for a malformed handle,
+ * 404 for an unknown or expired one, 409 when another request uses it. */
+int sl_append_get(const struct sl_bck *b, const char *name, size_t nlen, const char *handle, struct sl_append **out,
+                  struct sl_err *err);
+int sl_append_write(struct sl_append *a, const void *p, size_t n, struct sl_err *err);
+/* The handle to hand back (Ais-Append-Handle): "<target id>|<session>|-|-". */
+void sl_append_handle(const struct sl_append *a, char *out, size_t n);
+void sl_append_release(struct sl_append *a);
+/* Publish the content as the object and end the session (also on error).
+ * With cktype > 0 the whole content must have checksum ckval (else 500,
+ * nothing changes). */
+int sl_append_flush(struct sl_append *a, int cktype, const char *ckval, struct sl_objmd *out, struct sl_err *err);
+/* End the session without publishing (a failed append). */
+void sl_append_drop(struct sl_append *a);
+
+/* ---- multipart ---- */
+/* A new upload for b/name: its id in id[0..n). */
+int sl_mpt_create(const struct sl_bck *b, const char *name, size_t nlen, char *id, size_t n, struct sl_err *err);
+/* Part partno (>= 1) of upload id, of exactly size bytes (> 0), written
+ * with sl_mpt_part_write and ended with sl_mpt_part_end (ok = every byte
+ * arrived). A part sent again replaces the earlier one. */
+struct sl_mpt_part;
+int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                      int64_t size, struct sl_mpt_part **out, struct sl_err *err);
+int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct sl_err *err);
+int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err);
+/* parts: the mpt-complete value, [{"part-number": N, "etag": ""}, ...] */
+int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const json_t *parts,
+                    struct sl_objmd *out, struct sl_err *err);
+int sl_mpt_abort(const struct sl_bck *b, const char *name, size_t nlen, const char *id, struct sl_err *err);
+
+#endif

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+"""Appends and native multipart uploads as AIStore's Python SDK sends them
+(native-gaps.md §1-2), through a gateway to 3 targets and on a standalone
+node: the SDK's file writer in "w" and "a" modes, flush with and without a
+checksum, multipart parts out of order and re-sent, complete and abort, and
+bad requests refused without changing the object."""
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import requests
+
+from harness import Cluster, NodeTest, main, wait_until
+
+J = {"Content-Type": "application/json"}
+
+
+class UploadApi:
+    def obj(self, name):
+        return self.url + "/v1/objects/up/" + name
+
+    def append(self, name, data, handle="", flush=False, headers=None):
+        """ObjectWriter.append_content: both params always sent"""
+        h = dict(J)
+        h.update(headers or {})
+        return self.s.put(self.obj(name), data=data, headers=h, timeout=60,
+                          params={"append_type": "flush" if flush else "append", "append_handle": handle})
+
+    def file_writer(self, name, chunks, mode="w"):
+        """ObjectFileWriter: "w" truncates first; one append per write; flush at close"""
+        if mode == "w":
+            self.assertEqual(self.s.put(self.obj(name), data=b"", timeout=30).status_code, 200)
+        handle = ""
+        for c in chunks:
+            r = self.append(name, c, handle)
+            self.assertEqual(r.status_code, 200, r.text)
+            handle = r.headers["Ais-Append-Handle"]
+            self.assertEqual(len(handle.split("|")), 4)
+        r = self.append(name, b"", handle, flush=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertNotIn("Ais-Append-Handle", r.headers)
+
+    def check_append(self):
+        self.s.post(self.url + "/v1/buckets/up", json={"action": "create-bck"}, timeout=30)
+        self.file_writer("w.txt", [b"hello ", b"", b"world"])
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"hello world")
+        self.file_writer("w.txt", [b"!", b"!"], mode="a")
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"hello world!!")
+        self.file_writer("w.txt", [b"new"], mode="w")
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"new")
+        # nothing is visible before flush
+        r = self.append("w.txt", b" more")
+        h = r.headers["Ais-Append-Handle"]
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"new")
+        # a wrong checksum at flush changes nothing; a right one publishes
+        r = self.append("w.txt", b"", h, flush=True,
+                        headers={"Ais-Checksum-Type": "md5", "Ais-Checksum-Value": "00" * 16})
+        self.assertEqual(r.status_code, 500, r.text)
+        self.assertIn("BAD DATA CHECKSUM", r.text)
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"new")
+        r = self.append("w.txt", b" more")
+        h = r.headers["Ais-Append-Handle"]
+        md5 = hashlib.md5(b"new more").hexdigest()
+        r = self.append("w.txt", b"", h, flush=True, headers={"Ais-Checksum-Type": "md5", "Ais-Checksum-Value": md5})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"new more")
+        # bad input
+        r = self.s.put(self.obj("w.txt"), data=b"x", params={"append_type": "bogus"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("expecting either", r.text)
+        r = self.append("w.txt", b"", "", flush=True)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("empty source", r.text)
+        r = self.append("w.txt", b"x", handle="a|b")
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("invalid APPEND handle", r.text)
+        r = self.append("w.txt", b"x", handle=h)  # flushed: the session is gone
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertEqual(self.s.get(self.obj("w.txt")).content, b"new more")
+
+    def mpt(self, name, action, params=None, value=None, method="POST"):
+        return self.s.request(method, self.obj(name), params=params, timeout=120, headers=J,
+                              data=json.dumps({"action": action, "name": "", "value": value}))
+
+    def check_multipart(self):
+        self.s.post(self.url + "/v1/buckets/up", json={"action": "create-bck"}, timeout=30)
+        parts = [os.urandom(100000 + 7 * i) for i in range(8)]
+        r = self.mpt("big.bin", "mpt-upload")
+        self.assertEqual(r.status_code, 200, r.text)
+        uid = r.text
+        self.assertTrue(uid and '"' not in uid, uid)
+        for n in (3, 1, 2, 8, 7, 6, 5, 4, 3):
+            data = parts[n - 1]
+            r = self.s.put(self.obj("big.bin"), data=data, params={"uploadId": uid, "partNumber": n}, headers=J)
+            self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s.head(self.obj("big.bin"), allow_redirects=True).status_code, 404, "not visible before complete")
+        r = self.mpt("big.bin", "mpt-complete", {"uploadId": uid}, [{"part-number": n, "etag": ""} for n in range(1, 8)])
+        self.assertEqual(r.status_code, 501, r.text)
+        self.assertIn("partial completion", r.text)
+        bad = [{"part-number": n, "etag": ""} for n in (1, 2, 3, 4, 5, 6, 7, 7)]
+        r = self.mpt("big.bin", "mpt-complete", {"uploadId": uid}, bad)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.mpt("big.bin", "mpt-complete", {"uploadId": uid}, None)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.mpt("big.bin", "mpt-complete", {"uploadId": uid}, [{"part-number": n, "etag": ""} for n in range(1, 9)])
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s.get(self.obj("big.bin")).content, b"".join(parts))
+        r = self.mpt("big.bin", "mpt-complete", {"uploadId": uid}, [{"part-number": 1, "etag": ""}])
+        self.assertEqual(r.status_code, 404, r.text)
+        # abort leaves nothing; bad parts
+        uid = self.mpt("gone.bin", "mpt-upload").text
+        self.assertEqual(self.s.put(self.obj("gone.bin"), data=b"x", params={"uploadId": uid, "partNumber": 1},
+                                    headers=J).status_code, 200)
+        for n, data, code in ((0, b"x", 400), ("x", b"x", 400), (1, b"", 400)):
+            r = self.s.put(self.obj("gone.bin"), data=data, params={"uploadId": uid, "partNumber": n}, headers=J)
+            self.assertEqual(r.status_code, code, (n, r.text))
+        r = self.s.put(self.obj("gone.bin"), data=b"x", params={"uploadId": "nosuchid", "partNumber": 1}, headers=J)
+        self.assertEqual(r.status_code, 404, r.text)
+        r = self.mpt("gone.bin", "mpt-abort", {"uploadId": uid}, method="DELETE")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s.head(self.obj("gone.bin"), allow_redirects=True).status_code, 404)
+        r = self.mpt("gone.bin", "mpt-abort", {"uploadId": uid}, method="DELETE")
+        self.assertEqual(r.status_code, 404, r.text)
+        r = self.mpt("gone.bin", "mpt-abort", {"uploadId": "bad id!"}, method="DELETE")
+        self.assertEqual(r.status_code, 400, r.text)
+
+
+class UploadCluster(unittest.TestCase, UploadApi):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-up-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_append(self):
+        self.check_append()
+
+    def test_multipart(self):
+        self.check_multipart()
+
+
+class UploadStandalone(NodeTest, UploadApi):
+    def test_append_and_multipart(self):
+        self.check_append()
+        self.check_multipart()
+
+
+if __name__ == "__main__":
+    main()
