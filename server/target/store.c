@@ -421,6 +421,30 @@ int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *er
     return 0;
 }
 
+int sl_put_adopt(struct sl_put *p, uint64_t size, struct sl_err *err)
+{
+    if (put_flush(p, err) < 0)
+        return -1;
+    if (ftruncate(p->fd, (off_t)size) < 0)
+        return sl_errf(err, SL_EIO, "%s: %s", p->work_abs, strerror(errno));
+    char *buf = sl_xmalloc(1024 * 1024);
+    uint64_t off = 0;
+    while (off < size) {
+        ssize_t r = pread(p->fd, buf, (size_t)SL_MIN((uint64_t)1024 * 1024, size - off), (off_t)off);
+        if (r <= 0) {
+            free(buf);
+            return sl_errf(err, SL_EIO, "reading back %s: %s", p->work_abs, r < 0 ? strerror(errno) : "short file");
+        }
+        sl_cksum_update(&p->ck, buf, (size_t)r);
+        if (p->have_cck)
+            sl_cksum_update(&p->cck, buf, (size_t)r);
+        off += (uint64_t)r;
+    }
+    free(buf);
+    p->size = size;
+    return 0;
+}
+
 void sl_put_abort(struct sl_put *p)
 {
     if (!p)

@@ -80,6 +80,10 @@ uint64_t sl_put_size(const struct sl_put *p);
  * back: it is open read-write). The fd belongs to p (do not close it)
  * until commit or abort. */
 int sl_put_fd(struct sl_put *p);   /* flushes what is buffered first */
+/* The work file was written through sl_put_fd (pwrite at offsets, as
+ * multipart parts are) and holds size bytes from 0: cut it there and
+ * compute its checksums by reading it, instead of sl_put_write. */
+int sl_put_adopt(struct sl_put *p, uint64_t size, struct sl_err *err);
 
 /* Open an object for reading. On success *fd is the caller's to close and
  * md the caller's to sl_objmd_free; *mp (optional) is the object's

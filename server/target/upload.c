@@ -256,9 +256,15 @@ int sl_append_flush(struct sl_append *a, int cktype, const char *ckval, struct s
 /* multipart                                                          */
 /* ------------------------------------------------------------------ */
 
+/* A part is written straight into the object's work file at (no - 1) x slot
+ * when it fits there, slot being the size of the first part to arrive (the
+ * SDKs cut equal parts but the last); one that does not fit waits in a
+ * temporary file. At complete, a work file holding every part in place is
+ * the object (its checksum read back from the page cache); otherwise the
+ * parts are copied in order into a new one. */
 struct part {
     int no;
-    int fd;
+    int fd;                     /* -1: placed in the work file */
     uint64_t size;
 };
 
@@ -268,6 +274,8 @@ struct mpt {
     struct sl_bck b;
     char *name;
     size_t nlen;
+    struct sl_put *p;           /* the work file parts are placed in */
+    uint64_t slot;              /* 0 until the first part */
     struct part *parts;
     int nparts;
     int busy;                   /* part uploads in progress */
@@ -280,8 +288,10 @@ static struct mpt *mpts;
 static void mpt_free(struct mpt *m)
 {
     for (int i = 0; i < m->nparts; i++)
-        close(m->parts[i].fd);
+        if (m->parts[i].fd >= 0)
+            close(m->parts[i].fd);
     free(m->parts);
+    sl_put_abort(m->p);
     sl_bck_release(&m->b);
     free(m->name);
     free(m);
@@ -305,8 +315,12 @@ static void mpt_gc(void)
 
 int sl_mpt_create(const struct sl_bck *b, const char *name, size_t nlen, char *id, size_t n, struct sl_err *err)
 {
-    (void)err;
     struct mpt *m = sl_xcalloc(1, sizeof(*m));
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
+    if (sl_put_begin(b, name, nlen, &o, &m->p, err) < 0) {
+        free(m);
+        return -1;
+    }
     sl_rand_id(m->id, 16);
     bck_copy(&m->b, b);
     m->name = sl_xstrndup(name, nlen);
@@ -341,11 +355,17 @@ static struct mpt *mpt_find(const struct sl_bck *b, const char *name, size_t nle
     return m;
 }
 
+#define PART_BUF (256 * 1024)
+
 struct sl_mpt_part {
     struct mpt *m;
     int no;
-    int fd;
+    int fd;                     /* the work file's (placed) or a temporary file */
+    bool placed;
+    uint64_t base;              /* where the part starts in fd */
     uint64_t size, want;
+    char *buf;
+    size_t blen;
 };
 
 int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
@@ -360,36 +380,69 @@ int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, con
     if (size <= 0)
         return sl_errf(err, SL_EINVAL, "%s/%.*s: put-part invalid size (%lld): a part needs a Content-Length and at "
                        "least one byte", b->name, (int)SL_MIN(nlen, 200), name, (long long)size);
-    int fd = sl_store_tmpfd(err);
-    if (fd < 0)
-        return -1;
     pthread_mutex_lock(&mu);
     struct mpt *m = mpt_find(b, name, nlen, id, err);
-    if (m)
+    bool placed = false;
+    if (m) {
         m->busy++;
+        if (!m->slot)
+            m->slot = (uint64_t)size;
+        placed = (uint64_t)size <= m->slot;
+    }
     pthread_mutex_unlock(&mu);
-    if (!m) {
-        close(fd);
+    if (!m)
+        return -1;
+    struct sl_mpt_part *p = sl_xcalloc(1, sizeof(*p));
+    *p = (struct sl_mpt_part){ .m = m, .no = (int)no, .fd = -1, .placed = placed, .want = (uint64_t)size };
+    if (placed) {
+        p->fd = sl_put_fd(m->p);
+        p->base = (uint64_t)(no - 1) * m->slot;
+    } else if ((p->fd = sl_store_tmpfd(err)) < 0) {
+        pthread_mutex_lock(&mu);
+        m->busy--;
+        pthread_mutex_unlock(&mu);
+        free(p);
         return -1;
     }
-    struct sl_mpt_part *p = sl_xcalloc(1, sizeof(*p));
-    *p = (struct sl_mpt_part){ m, (int)no, fd, 0, (uint64_t)size };
+    p->buf = sl_xmalloc(PART_BUF);
     *out = p;
     return 0;
 }
 
-int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct sl_err *err)
+static int part_flush(struct sl_mpt_part *p, struct sl_err *err)
 {
-    const char *c = data;
+    const char *c = p->buf;
+    size_t n = p->blen;
+    uint64_t off = p->base + p->size - p->blen;
     while (n) {
-        ssize_t w = pwrite(p->fd, c, n, (off_t)p->size);
+        ssize_t w = pwrite(p->fd, c, n, (off_t)off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             return sl_errf(err, SL_EIO, "writing part %d: %s", p->no, strerror(errno));
         c += w;
         n -= (size_t)w;
-        p->size += (uint64_t)w;
+        off += (uint64_t)w;
+    }
+    p->blen = 0;
+    return 0;
+}
+
+int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct sl_err *err)
+{
+    if (p->size + n > p->want)
+        return sl_errf(err, SL_EINVAL, "part %d: more bytes than its Content-Length (%llu)", p->no,
+                       (unsigned long long)p->want);
+    const char *c = data;
+    while (n) {
+        size_t k = SL_MIN(n, PART_BUF - p->blen);
+        memcpy(p->buf + p->blen, c, k);
+        p->blen += k;
+        p->size += k;
+        c += k;
+        n -= k;
+        if (p->blen == PART_BUF && part_flush(p, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -397,29 +450,37 @@ int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct 
 int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
 {
     int rc = 0;
-    if (ok && p->size != p->want)
+    if (ok && p->blen)
+        rc = part_flush(p, err);
+    if (ok && rc == 0 && p->size != p->want)
         rc = sl_errf(err, SL_EINVAL, "part %d: received %llu bytes, Content-Length promised %llu; the part was not "
                      "kept", p->no, (unsigned long long)p->size, (unsigned long long)p->want);
     pthread_mutex_lock(&mu);
     struct mpt *m = p->m;
     m->busy--;
     m->used_s = sl_now_ns() / 1000000000;
+    int i = 0;
+    while (i < m->nparts && m->parts[i].no != p->no)
+        i++;
     if (ok && rc == 0) {
-        int i = 0;
-        while (i < m->nparts && m->parts[i].no != p->no)
-            i++;
         if (i == m->nparts) {
             m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
             m->nparts++;
-        } else {
+        } else if (m->parts[i].fd >= 0) {
             close(m->parts[i].fd); /* sent again: the new one wins */
         }
-        m->parts[i] = (struct part){ p->no, p->fd, p->size };
-        p->fd = -1;
+        m->parts[i] = (struct part){ p->no, p->placed ? -1 : p->fd, p->size };
+        if (!p->placed)
+            p->fd = -1;
+    } else if (p->placed && i < m->nparts && m->parts[i].fd < 0) {
+        /* a failed re-send may have overwritten the placed copy of this part */
+        memmove(&m->parts[i], &m->parts[i + 1], (size_t)(m->nparts - i - 1) * sizeof(*m->parts));
+        m->nparts--;
     }
     pthread_mutex_unlock(&mu);
-    if (p->fd >= 0)
+    if (!p->placed && p->fd >= 0)
         close(p->fd);
+    free(p->buf);
     free(p);
     return rc;
 }
@@ -455,6 +516,47 @@ static void mpt_remove(struct mpt *m)
         }
     pthread_mutex_unlock(&mu);
     mpt_free(m);
+}
+
+/* every part in place: parts 1..n-1 fill their slots, the last fits its own */
+static bool all_placed(const struct mpt *m)
+{
+    for (int i = 0; i < m->nparts; i++)
+        if (m->parts[i].fd >= 0 || (i + 1 < m->nparts && m->parts[i].size != m->slot))
+            return false;
+    return true;
+}
+
+/* the parts in order into a new work file */
+static int copy_parts(const struct sl_bck *b, const char *name, size_t nlen, struct mpt *m, struct sl_objmd *out,
+                      struct sl_err *err)
+{
+    struct sl_put *p = NULL;
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
+    int rc = sl_put_begin(b, name, nlen, &o, &p, err);
+    char *buf = sl_xmalloc(1024 * 1024);
+    int wfd = sl_put_fd(m->p);
+    for (int i = 0; i < m->nparts && rc == 0; i++) {
+        int fd = m->parts[i].fd >= 0 ? m->parts[i].fd : wfd;
+        uint64_t base = m->parts[i].fd >= 0 ? 0 : (uint64_t)(m->parts[i].no - 1) * m->slot, done = 0;
+        while (rc == 0 && done < m->parts[i].size) {
+            ssize_t r = pread(fd, buf, (size_t)SL_MIN((uint64_t)1024 * 1024, m->parts[i].size - done),
+                              (off_t)(base + done));
+            if (r <= 0)
+                rc = sl_errf(err, SL_EIO, "reading part %d back: %s", m->parts[i].no,
+                             r < 0 ? strerror(errno) : "short file");
+            else
+                rc = sl_put_write(p, buf, (size_t)r, err);
+            done += r > 0 ? (uint64_t)r : 0;
+        }
+    }
+    free(buf);
+    if (rc == 0) {
+        rc = sl_put_commit(p, out, err);
+        p = NULL;
+    }
+    sl_put_abort(p);
+    return rc;
 }
 
 int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const json_t *parts,
@@ -496,26 +598,17 @@ int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const
         pthread_mutex_unlock(&mu);
         return -1;
     }
-    struct sl_put *p = NULL;
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
-    rc = sl_put_begin(b, name, nlen, &o, &p, err);
-    char *buf = sl_xmalloc(256 * 1024);
-    for (int i = 0; i < m->nparts && rc == 0; i++) {
-        off_t off = 0;
-        ssize_t r;
-        while (rc == 0 && (r = pread(m->parts[i].fd, buf, 256 * 1024, off)) > 0) {
-            rc = sl_put_write(p, buf, (size_t)r, err);
-            off += r;
+    if (all_placed(m)) {
+        uint64_t total = (uint64_t)(m->nparts - 1) * m->slot + m->parts[m->nparts - 1].size;
+        struct sl_put *p = m->p;
+        rc = sl_put_adopt(p, total, err);
+        if (rc == 0) {
+            m->p = NULL;
+            rc = sl_put_commit(p, out, err);
         }
-        if (rc == 0 && (uint64_t)off != m->parts[i].size)
-            rc = sl_errf(err, SL_EIO, "reading part %d back: %s", m->parts[i].no, strerror(errno));
+    } else {
+        rc = copy_parts(b, name, nlen, m, out, err);
     }
-    free(buf);
-    if (rc == 0) {
-        rc = sl_put_commit(p, out, err);
-        p = NULL;
-    }
-    sl_put_abort(p);
     mpt_remove(m);
     return rc;
 }
