@@ -10,6 +10,7 @@
 #include "dsort.h"
 #include "etl.h"
 #include "ishard.h"
+#include "lrit.h"
 #include "moss.h"
 #include "plan.h"
 #include "tcb.h"
@@ -22,5 +23,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_dsort_module,
     &sl_moss_module,
     &sl_plan_module,
+    &sl_lrit_module,
     NULL,
 };

@@ -9,6 +9,7 @@
 
 static const struct sl_module *const *modules;
 static char post_actions[512];
+static char delete_actions[256];
 
 #define FOR_MODULES(m) for (const struct sl_module *const *mp_ = modules; mp_ && (m = *mp_) != NULL; mp_++)
 
@@ -16,12 +17,30 @@ void sl_modules_install(const struct sl_module *const *mods)
 {
     modules = mods;
     const struct sl_module *m;
-    size_t n = 0;
+    size_t n = 0, nd = 0;
     post_actions[0] = 0;
+    delete_actions[0] = 0;
     FOR_MODULES(m) {
         if (m->post_actions && n < sizeof(post_actions))
             n += (size_t)snprintf(post_actions + n, sizeof(post_actions) - n, "%s", m->post_actions);
+        if (m->delete_actions && nd < sizeof(delete_actions))
+            nd += (size_t)snprintf(delete_actions + nd, sizeof(delete_actions) - nd, "%s", m->delete_actions);
     }
+}
+
+const char *sl_modules_delete_actions(void)
+{
+    return delete_actions;
+}
+
+bool sl_modules_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *msg)
+{
+    const struct sl_module *m;
+    FOR_MODULES(m) {
+        if (m->bucket_delete && m->bucket_delete(r, bucket, msg))
+            return true;
+    }
+    return false;
 }
 
 const char *sl_modules_post_actions(void)

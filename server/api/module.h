@@ -34,6 +34,10 @@ struct sl_module {
      * module's; post_actions lists them for error messages (", a, b"). */
     bool (*bucket_post)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
     const char *post_actions;
+    /* DELETE /v1/buckets/B {"action": ...} (other than destroy-bck): the
+     * same, delete_actions for the messages. */
+    bool (*bucket_delete)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+    const char *delete_actions;
     /* PUT /v1/buckets/B: true when the module took the request over. */
     bool (*bucket_put)(struct sl_req *r, const char *bucket);
 
@@ -54,11 +58,13 @@ void sl_modules_install(const struct sl_module *const *mods);
 bool sl_modules_route(struct sl_req *r);
 bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket);
+bool sl_modules_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 /* The module whose get_query the request carries (static), or NULL. */
 const struct sl_module *sl_modules_get_owner(const struct sl_req *r);
 bool sl_modules_obj_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 /* ", a, b, c": every module's bucket POST actions, for error messages
  * (static storage, built at install). */
 const char *sl_modules_post_actions(void);
+const char *sl_modules_delete_actions(void);
 
 #endif

@@ -138,9 +138,9 @@ static void delete_bucket_done(struct sl_req *r)
             sl_logi("destroyed bucket ais://%s", name);
             sl_resp_empty(r, 200);
         }
-    } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck)", m.action,
-                     name);
+    } else if (!sl_modules_bucket_delete(r, name, &m)) {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck%s)",
+                     m.action, name, sl_modules_delete_actions());
     }
     sl_actmsg_free(&m);
     free(name);

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT
+ * lrit.c: list/range jobs on a bucket (spec native-gaps.md §3):
+ *
+ *   DELETE /v1/buckets/B {"action": "delete-listrange", "value": {"objnames": [...] | "template": "...",
+ *                          "coer", "num-workers", "non-recurs"}}      -> job id (text)
+ *   DELETE /v1/buckets/B {"action": "evict-listrange", ...}           -> 400 on ais:// buckets
+ *   POST   /v1/buckets/B {"action": "prefetch-listrange", ...}        -> 400 on ais:// buckets
+ *
+ * The gateway checks the message and hands the same job to every target
+ * (POST /v1/internal/lrit/start); each deletes its own share (the HRW owner
+ * of each name), so the work is spread and nothing crosses the network but
+ * the message. Neither names nor template: the whole bucket. A template
+ * without a range is a prefix. The job (kind delete-listrange) is followed
+ * with GET /v1/cluster?what=status {"ID": id}, as AIStore's.
+ */
+#include "lrit.h"
+#include "cluster.h"
+#include "jsonx.h"
+#include "log.h"
+#include "lso.h"
+#include "node.h"
+#include "store.h"
+#include "template.h"
+#include "xact.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_WORKERS 16
+#define MAX_MISSING 10
+
+/* the checked message */
+struct lr {
+    char id[40];
+    char bck[SL_MAX_BCKNAME + 1];
+    json_t *names;              /* objnames, or NULL */
+    char *tmpl;                 /* template, or NULL (with names NULL too: the whole bucket) */
+    bool coer, non_recurs;
+    int workers;
+};
+
+static void lr_free(struct lr *l)
+{
+    json_decref(l->names);
+    free(l->tmpl);
+    free(l);
+}
+
+static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
+{
+    if (v && !json_is_object(v) && !json_is_null(v))
+        return sl_errf(err, SL_EINVAL, "delete-listrange: \"value\" must be an object {\"objnames\": [...]} or "
+                       "{\"template\": \"obj-{000..099}\"} (neither: the whole bucket)");
+    static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs", NULL };
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        int i = 0;
+        while (known[i] && strcmp(known[i], k))
+            i++;
+        if (!known[i])
+            return sl_errf(err, SL_EINVAL, "delete-listrange: unknown field \"%s\" (valid: objnames, template, coer, "
+                           "num-workers, non-recurs)", k);
+    }
+    json_t *names = json_object_get(v, "objnames"), *t = json_object_get(v, "template");
+    if (names && !json_is_null(names)) {
+        if (!json_is_array(names))
+            return sl_errf(err, SL_EINVAL, "delete-listrange: \"objnames\" must be a list of object names");
+        size_t i;
+        json_array_foreach(names, i, x) {
+            if (!json_is_string(x) || sl_objname_check(json_string_value(x), json_string_length(x), err) < 0) {
+                if (!err->msg[0])
+                    sl_errf(err, SL_EINVAL, "delete-listrange: objnames[%zu] is not a string", i);
+                return -1;
+            }
+        }
+        if (json_array_size(names))
+            l->names = json_incref(names);
+    }
+    if (t && !json_is_null(t)) {
+        if (!json_is_string(t))
+            return sl_errf(err, SL_EINVAL, "delete-listrange: \"template\" must be a string");
+        if (l->names && json_string_length(t))
+            return sl_errf(err, SL_EINVAL, "delete-listrange: give \"objnames\" or \"template\", not both");
+        if (json_string_length(t)) {
+            struct sl_tmpl *tp;
+            if (sl_tmpl_parse(json_string_value(t), &tp, err) < 0) {
+                sl_err_wrap(err, "delete-listrange: template");
+                return -1;
+            }
+            sl_tmpl_free(tp);
+            l->tmpl = sl_xstrdup(json_string_value(t));
+        }
+    }
+    json_t *c = json_object_get(v, "coer"), *nr = json_object_get(v, "non-recurs"), *w = json_object_get(v,
+                                                                                                       "num-workers");
+    if ((c && !json_is_boolean(c) && !json_is_null(c)) || (nr && !json_is_boolean(nr) && !json_is_null(nr)))
+        return sl_errf(err, SL_EINVAL, "delete-listrange: \"coer\" and \"non-recurs\" must be true or false");
+    if (w && !json_is_null(w) && (!json_is_integer(w) || json_integer_value(w) < 0 ||
+                                  json_integer_value(w) > MAX_WORKERS))
+        return sl_errf(err, SL_EINVAL, "delete-listrange: \"num-workers\" must be 0 (default) to %d", MAX_WORKERS);
+    l->coer = json_is_true(c);
+    l->non_recurs = json_is_true(nr);
+    l->workers = w && json_integer_value(w) > 0 ? (int)json_integer_value(w) : 2;
+    return 0;
+}
+
+static json_t *lr_json(const struct lr *l)
+{
+    json_t *o = json_pack("{s:b,s:b,s:i}", "coer", l->coer, "non-recurs", l->non_recurs, "num-workers", l->workers);
+    if (l->names)
+        json_object_set(o, "objnames", l->names);
+    if (l->tmpl)
+        json_object_set_new(o, "template", json_string(l->tmpl));
+    return o;
+}
+
+/* ------------------------------------------------------------------ */
+/* a target's share                                                   */
+/* ------------------------------------------------------------------ */
+
+struct run {
+    struct lr *l;
+    struct sl_bck b;
+    struct sl_job *job;
+    char **names;               /* this target's share */
+    size_t n, cap, next;
+    pthread_mutex_t mu;
+    json_t *missing;
+    uint64_t nmissing;
+    char err[512];
+};
+
+static void add_name(struct run *u, const char *s, size_t len)
+{
+    if (u->n == u->cap) {
+        u->cap = u->cap ? u->cap * 2 : 1024;
+        u->names = sl_xrealloc(u->names, u->cap * sizeof(char *));
+    }
+    u->names[u->n++] = sl_xstrndup(s, len);
+}
+
+static bool mine(const struct sl_smap *sm, const struct sl_bck *b, const char *name, size_t len)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return true;
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, len);
+    const struct sl_snode *t = sl_smap_hrw_target(sm, un.p, un.len);
+    sl_buf_free(&un);
+    return t && !strcmp(t->id, G.id);
+}
+
+struct walk {
+    struct run *u;
+    size_t plen;
+};
+
+static int walk_ent(void *arg, const struct sl_lsent *e)
+{
+    struct walk *w = arg;
+    if (w->u->l->non_recurs && memchr(e->name + w->plen, '/', e->nlen - w->plen))
+        return 0;
+    add_name(w->u, e->name, e->nlen);
+    return sl_job_aborting(w->u->job) ? 1 : 0;
+}
+
+static int local_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
+{
+    return sl_lso_local_page(b, m, G.id, out, err);
+}
+
+/* the names this target deletes */
+static int share(struct run *u, struct sl_err *err)
+{
+    struct sl_smap *sm = sl_smap_get();
+    int rc = 0;
+    if (u->l->names) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(u->l->names, i, x)
+            if (mine(sm, &u->b, json_string_value(x), json_string_length(x)))
+                add_name(u, json_string_value(x), json_string_length(x));
+    } else {
+        struct sl_tmpl *t = NULL;
+        if (u->l->tmpl && sl_tmpl_parse(u->l->tmpl, &t, err) < 0) {
+            sl_smap_put(sm);
+            return -1;
+        }
+        if (t && sl_tmpl_is_range(t)) {
+            struct sl_buf nb;
+            sl_buf_init(&nb);
+            for (uint64_t i = 0; i < sl_tmpl_count(t); i++) {
+                sl_tmpl_at(t, i, &nb);
+                if (mine(sm, &u->b, nb.p, nb.len))
+                    add_name(u, nb.p, nb.len);
+            }
+            sl_buf_free(&nb);
+        } else {
+            /* a prefix, or the whole bucket: what this target holds */
+            const char *prefix = t ? sl_tmpl_prefix(t) : "";
+            struct sl_lsomsg lm;
+            sl_lsomsg_names(&lm, prefix, false, 0, 10000);
+            struct walk w = { u, strlen(prefix) };
+            rc = sl_lso_walk(local_page, &u->b, &lm, u->job, walk_ent, &w, err);
+            sl_lsomsg_free(&lm);
+        }
+        sl_tmpl_free(t);
+    }
+    sl_smap_put(sm);
+    return rc;
+}
+
+static void *worker(void *arg)
+{
+    struct run *u = arg;
+    for (;;) {
+        pthread_mutex_lock(&u->mu);
+        size_t i = u->err[0] || sl_job_aborting(u->job) ? u->n : u->next++;
+        pthread_mutex_unlock(&u->mu);
+        if (i >= u->n)
+            break;
+        struct sl_err err = { 0 };
+        const char *nm = u->names[i];
+        if (sl_obj_delete(&u->b, nm, strlen(nm), &err) == 0) {
+            sl_job_add(&u->job->loc_objs, 1);
+            continue;
+        }
+        pthread_mutex_lock(&u->mu);
+        if (err.code == SL_ENOOBJ) {
+            u->nmissing++;
+            if (json_array_size(u->missing) < MAX_MISSING)
+                json_array_append_new(u->missing, json_string(nm));
+        } else if (!u->err[0]) {
+            snprintf(u->err, sizeof(u->err), "%.500s", err.msg);
+        }
+        pthread_mutex_unlock(&u->mu);
+        sl_job_add(&u->job->err_objs, 1);
+    }
+    return NULL;
+}
+
+static void *run_thread(void *arg)
+{
+    struct run *u = arg;
+    struct sl_err err = { 0 };
+    if (share(u, &err) < 0) {
+        snprintf(u->err, sizeof(u->err), "%.500s", err.msg);
+    } else {
+        pthread_t th[MAX_WORKERS];
+        int n = 0;
+        for (int i = 0; i < u->l->workers && (size_t)i < u->n; i++)
+            if (pthread_create(&th[n], NULL, worker, u) == 0)
+                n++;
+        if (u->n && !n)
+            worker(u);
+        for (int i = 0; i < n; i++)
+            pthread_join(th[i], NULL);
+    }
+    if (!u->err[0] && u->nmissing && !u->l->coer) {
+        char *m = sl_json_dump(u->missing, 0, NULL);
+        snprintf(u->err, sizeof(u->err), "%llu of the named objects did not exist on t[%s] (%.300s%s); set "
+                 "\"coer\" to skip them", (unsigned long long)u->nmissing, G.id, m,
+                 u->nmissing > MAX_MISSING ? ", ..." : "");
+        free(m);
+    }
+    sl_logi("delete-listrange %s: %llu object(s) of %s deleted here%s%s", u->l->id,
+            (unsigned long long)u->job->loc_objs, u->b.name, u->err[0] ? ": " : "", u->err);
+    if (u->err[0])
+        sl_job_fail(u->job, u->err);
+    else
+        sl_job_finish(u->job, sl_job_aborting(u->job) ? "aborted" : NULL);
+    sl_job_put(u->job);
+    for (size_t i = 0; i < u->n; i++)
+        free(u->names[i]);
+    free(u->names);
+    json_decref(u->missing);
+    sl_bck_release(&u->b);
+    pthread_mutex_destroy(&u->mu);
+    lr_free(u->l);
+    free(u);
+    return NULL;
+}
+
+/* start this target's share of l (takes l) */
+static int start_here(struct lr *l, struct sl_err *err)
+{
+    struct run *u = sl_xcalloc(1, sizeof(*u));
+    u->l = l;
+    if (sl_bck_resolve(l->bck, "ais", NULL, &u->b, err) < 0) {
+        lr_free(l);
+        free(u);
+        return -1;
+    }
+    pthread_mutex_init(&u->mu, NULL);
+    u->missing = json_array();
+    u->job = sl_job_start("delete-listrange", l->id, l->bck, "");
+    pthread_t t;
+    if (pthread_create(&t, NULL, run_thread, u) != 0) {
+        run_thread(u);
+        return 0;
+    }
+    pthread_detach(t);
+    return 0;
+}
+
+/* POST /v1/internal/lrit/start {lr} */
+static void internal_start(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    struct lr *l = sl_xcalloc(1, sizeof(*l));
+    if (!json_is_object(j) || lr_parse(j ? json_object_get(j, "msg") : NULL, l, &err) < 0) {
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "lrit start: bad body");
+        lr_free(l);
+        json_decref(j);
+        sl_resp_err(r, &err);
+        return;
+    }
+    snprintf(l->id, sizeof(l->id), "%s", sl_json_str(j, "id", ""));
+    snprintf(l->bck, sizeof(l->bck), "%s", sl_json_str(j, "bck", ""));
+    json_decref(j);
+    if (start_here(l, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+}
+
+static bool lrit_internal(struct sl_req *r)
+{
+    if (strcmp(r->path, "/v1/internal/lrit/start"))
+        return false;
+    sl_req_buffer_body(r, 64 * SL_MIB, internal_start);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* the gateway                                                        */
+/* ------------------------------------------------------------------ */
+
+static void start_run(struct sl_req *r, void *arg)
+{
+    struct lr *l = arg;
+    struct sl_err err = { 0 };
+    if (G.role == SL_ROLE_STANDALONE) {
+        char id[40];
+        snprintf(id, sizeof(id), "%s", l->id);
+        if (start_here(l, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_text(r, 200, id);
+        return;
+    }
+    json_t *msg = lr_json(l);
+    json_t *body = json_pack("{s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "msg", msg);
+    size_t blen;
+    char *bs = sl_json_dump(body, 0, &blen);
+    json_decref(body);
+    struct sl_tfan t;
+    sl_tfan_init(&t, 0, "POST", "/v1/internal/lrit/start");
+    for (int i = 0; i < t.n; i++) {
+        t.f[i].body = bs;
+        t.f[i].blen = blen;
+    }
+    sl_tfan_run(&t, 0);
+    int bad = -1;
+    for (int i = 0; i < t.n; i++)
+        if (!t.f[i].ok || t.f[i].resp.status != 200)
+            bad = i;
+    if (bad >= 0) {
+        sl_resp_errf(r, t.f[bad].ok ? sl_code_from_status((int)t.f[bad].resp.status) : SL_EUNAVAIL,
+                     "t[%s] failed to \"delete-listrange\" List/Range: %s (targets that did start go on; follow job "
+                     "%s)", t.who[bad]->id, t.f[bad].ok ? t.f[bad].resp.err : "no answer", l->id);
+        sl_cluster_abort_job(l->id);
+    } else if (!t.n) {
+        sl_resp_errf(r, SL_EUNAVAIL, "delete-listrange: the cluster has no targets");
+    } else {
+        sl_resp_text(r, 200, l->id);
+    }
+    sl_tfan_free(&t);
+    free(bs);
+    lr_free(l);
+}
+
+static bool lrit_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+{
+    struct sl_err err = { 0 };
+    if (!strcmp(m->action, "evict-listrange")) {
+        sl_resp_errf(r, SL_EINVAL, "evict-listrange applies to remote buckets only and ais://%s is not one (to "
+                     "remove objects, use delete-listrange); nothing was done", bucket);
+        return true;
+    }
+    if (strcmp(m->action, "delete-listrange"))
+        return false;
+    struct lr *l = sl_xcalloc(1, sizeof(*l));
+    struct sl_bck b;
+    if (lr_parse(m->value, l, &err) < 0 || sl_bck_resolve(bucket, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+        lr_free(l);
+        sl_resp_err(r, &err);
+        return true;
+    }
+    snprintf(l->bck, sizeof(l->bck), "%s", b.name);
+    sl_bck_release(&b);
+    sl_job_id(l->id, sizeof(l->id), "");
+    sl_req_offload(r, start_run, (void (*)(void *))lr_free, l);
+    return true;
+}
+
+static bool lrit_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+{
+    if (strcmp(m->action, "prefetch-listrange"))
+        return false;
+    sl_resp_errf(r, SL_EINVAL, "prefetch-listrange applies to remote buckets only and ais://%s is not one "
+                 "(its objects are here already); nothing was done", bucket);
+    return true;
+}
+
+const struct sl_module sl_lrit_module = {
+    .name = "list-range",
+    .internal = lrit_internal,
+    .bucket_delete = lrit_bucket_delete,
+    .delete_actions = ", delete-listrange, evict-listrange",
+    .bucket_post = lrit_bucket_post,
+    .post_actions = ", prefetch-listrange",
+};
