@@ -712,7 +712,7 @@ static void delete_done(struct sl_req *r)
     }
     if (!strcmp(m.action, "mpt-abort")) {
         if (sl_mpt_abort(&b, name, nlen, sl_req_query(r, "uploadId"), &err) < 0)
-            sl_resp_err(r, &err);
+            sl_resp_errf(r, err.code, "DELETE %s: mpt-abort: %s; nothing was deleted", r->path, err.msg);
         else
             sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "evict-listrange")) {
