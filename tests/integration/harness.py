@@ -266,6 +266,24 @@ def _zombie(pid):
         return True
 
 
+class ClusterTest(unittest.TestCase):
+    """Base: one playground of 1 gateway and 3 targets per test class
+    (cls.c, cls.url, cls.s, cls.tmp)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
 class NodeTest(unittest.TestCase):
     """Base: one standalone node per test class."""
 

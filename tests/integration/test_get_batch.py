@@ -9,16 +9,11 @@ import io
 import json
 import os
 import random
-import shutil
 import subprocess
 import tarfile
-import tempfile
-import unittest
 import zipfile
 
-import requests
-
-from harness import SHALE, Cluster, NodeTest, main, wait_until
+from harness import ClusterTest, NodeTest, main, wait_until
 
 
 def shard(members, mtime=0):
@@ -275,20 +270,7 @@ class PlanApi:
         return e0
 
 
-class GetBatchCluster(unittest.TestCase, GetBatchApi, PlanApi):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-gb-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
-        cls.url = cls.c.url
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
+class GetBatchCluster(ClusterTest, GetBatchApi, PlanApi):
     def setUp(self):
         if not getattr(GetBatchCluster, "populated", False):
             self.populate()

@@ -5,13 +5,8 @@ targets and on a standalone node: by names, by range template, by prefix
 what=status; missing names with and without coer; evict/prefetch refused on
 ais:// buckets; bad messages refused with 400 and nothing deleted."""
 import json
-import shutil
-import tempfile
-import unittest
 
-import requests
-
-from harness import Cluster, NodeTest, main, wait_until
+from harness import ClusterTest, NodeTest, main, wait_until
 
 J = {"Content-Type": "application/json"}
 
@@ -91,20 +86,7 @@ class ListRangeApi:
         self.assertEqual(self.s.head(self.url + "/v1/buckets/lr").status_code, 200)
 
 
-class ListRangeCluster(unittest.TestCase, ListRangeApi):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-lr-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
-        cls.url = cls.c.url
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
+class ListRangeCluster(ClusterTest, ListRangeApi):
     def test_delete_listrange(self):
         self.check()
 

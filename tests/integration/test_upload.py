@@ -7,13 +7,8 @@ bad requests refused without changing the object."""
 import hashlib
 import json
 import os
-import shutil
-import tempfile
-import unittest
 
-import requests
-
-from harness import Cluster, NodeTest, main, wait_until
+from harness import ClusterTest, NodeTest, main
 
 J = {"Content-Type": "application/json"}
 
@@ -145,20 +140,7 @@ class UploadApi:
         self.assertEqual(r.status_code, 400, r.text)
 
 
-class UploadCluster(unittest.TestCase, UploadApi):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-up-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
-        cls.url = cls.c.url
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
+class UploadCluster(ClusterTest, UploadApi):
     def test_append(self):
         self.check_append()
 
