@@ -130,7 +130,12 @@ static void delete_bucket_done(struct sl_req *r)
         free(name);
         return;
     }
-    if (!strcmp(m.action, "destroy-bck") || (!m.action[0] && !m.root)) {
+    if (!m.action[0]) {
+        /* a bare DELETE never destroys a bucket: AIStore's needs the action too */
+        sl_resp_errf(r, SL_EINVAL, "DELETE /v1/buckets/%s: missing \"action\": send {\"action\": \"destroy-bck\"} to "
+                     "destroy the bucket and all its objects (valid: destroy-bck%s); nothing was done", name,
+                     sl_modules_delete_actions());
+    } else if (!strcmp(m.action, "destroy-bck")) {
         if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0 ||
             sl_bmd_modify(edit_destroy, name, &err) < 0) {
             sl_resp_err(r, &err);

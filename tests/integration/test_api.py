@@ -180,6 +180,12 @@ class TestBuckets(NodeTest):
             r = self.act(method, "/v1/buckets/keepme/badname", "destroy-bck")
             self.assertEqual(r.status_code, 400, (method, r.text))
         self.assertEqual(self.s.get(self.url + "/v1/objects/keepme/o").content, b"data")
+        # a bare DELETE (no action) destroys nothing either
+        for body in (None, b"", b'{"action": ""}'):
+            r = self.s.delete(self.url + "/v1/buckets/keepme", data=body)
+            self.assertEqual(r.status_code, 400, (body, r.text))
+            self.assertIn("destroy-bck", r.text)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/keepme/o").content, b"data")
         r = self.act("POST", "/v1/buckets/b9", "create-bck", params={"provider": "weird"})
         self.assertEqual(r.status_code, 400)
         r = self.act("POST", "/v1/buckets/b9", "create-bck", params={"provider": "aws"})
