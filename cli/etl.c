@@ -478,6 +478,9 @@ static int etl_bucket(struct opts *o)
     cli_resp_free(&r);
     if (!opt_bool(o, "wait") && !dry) {
         printf("%s\n", id);
+        if (isatty(STDOUT_FILENO))
+            fprintf(stderr, "Job %s started: follow it with `shale job wait %s --progress` or `shale job show %s`\n",
+                    id, id, id);
         free(id);
         uri_free(&src);
         uri_free(&dst);

@@ -42,6 +42,11 @@ static int job_show(struct opts *o)
     struct cli_resp r;
     cli_req("GET", "/v1/cluster?what=qryxstats", "application/json", body, len, &r);
     free(body);
+    if (r.status == 404 && cli_json) {
+        printf("{}\n"); /* --json: JSON also when nothing matches */
+        cli_resp_free(&r);
+        return 0;
+    }
     if (r.status == 404) {
         printf("No %sjobs%s%s\n", opt_bool(o, "all") || by_id ? "" : "running ", sel[0] ? " matching " : "", sel);
         cli_resp_free(&r);
@@ -112,6 +117,7 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
     char *body = sl_json_dump(q, 0, &len);
     json_decref(q);
     int rc = 1;
+    int64_t first_404 = sl_mono_ns();
     for (;;) {
         struct cli_resp r;
         cli_req("GET", "/v1/cluster?what=status", "application/json", body, len, &r);
@@ -135,6 +141,11 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
             if (progress)
                 fprintf(stderr, ".");
             json_decref(j);
+        } else if (r.status == 404 && sl_mono_ns() > first_404 + 2000000000LL && !looks_like_kind(sel)) {
+            /* a job that no target has heard of for 2 s will not appear */
+            fprintf(stderr, "Error: no job \"%s\" on any node (list them with `shale job show --all`)\n", sel);
+            cli_resp_free(&r);
+            break;
         } else if (r.status != 404 || sl_mono_ns() > deadline) {
             cli_fail(&r, "wait");
             cli_resp_free(&r);

@@ -486,7 +486,9 @@ static int pg_start(struct opts *o)
     bool existed = topo != NULL;
     if (!topo) {
         int port = (int)opt_int(o, "port", 8080);
-        int np = (int)opt_int(o, "proxies", 0), nt = (int)opt_int(o, "targets", 0);
+        int nt = (int)opt_int(o, "targets", 0);
+        /* --targets alone means a cluster with one gateway, as ais's playground */
+        int np = (int)opt_int(o, "proxies", nt > 0 ? 1 : 0);
         int nmp = (int)opt_int(o, "mountpaths", 1);
         if (np < 0 || nt < 0 || nmp < 1 || np > 16 || nt > 64 || nmp > 16 || port <= 0 || port > 65000) {
             fprintf(stderr, "Error: invalid playground size (proxies 0-16, targets 0-64, mountpaths 1-16, port)\n");

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 import requests
@@ -289,6 +290,15 @@ class TestCLI(unittest.TestCase):
         self.assertIn("is the cluster running", p.stderr)
         p = self.run_cli("put", "/nonexistent/file", "ais://x")
         self.assertNotEqual(p.returncode, 0)
+        # a job id nobody knows is an error at once, not after the whole timeout (issue 15)
+        t0 = time.time()
+        p = self.run_cli("job", "wait", "typo-job-id")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("no job", p.stderr)
+        self.assertLess(time.time() - t0, 20)
+        # --json prints JSON also when nothing runs
+        p = self.cli("job", "show", "--json")
+        self.assertIsInstance(json.loads(p.stdout), dict)
 
 
 class TestPlayground(unittest.TestCase):
@@ -329,6 +339,20 @@ class TestPlayground(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("already running", p.stdout)
             self.assertNotIn("restarted", p.stdout)
+        finally:
+            subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_targets_alone_mean_one_gateway(self):
+        tmp = tempfile.mkdtemp(prefix="shale-pg-")
+        port = free_port_range(4)
+        d = os.path.join(tmp, "pg")
+        try:
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(port), "--targets", "1"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            smap = requests.get("http://127.0.0.1:%d/v1/daemon" % port, params={"what": "smap"}, timeout=10).json()
+            self.assertEqual((len(smap["pmap"]), len(smap["tmap"])), (1, 1))
         finally:
             subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
             shutil.rmtree(tmp, ignore_errors=True)
