@@ -25,7 +25,6 @@ static int nmpaths;
 static char store_node[48];
 static pthread_rwlock_t nlocks[NLOCKS];
 static int wp_data = SL_WP_IMMEDIATE;
-static int oos_pct = 95;
 
 struct sl_put {
     struct sl_bck bck;
@@ -184,7 +183,6 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
         pthread_rwlock_init(&nlocks[i], NULL);
     snprintf(store_node, sizeof(store_node), "%s", node_id);
     wp_data = c->wp_data;
-    oos_pct = c->space_oos_pct;
     if (c->nfspaths == 0)
         return sl_errf(err, SL_EINVAL,
                        "no mountpaths configured: set \"fspaths\" in the config (e.g. {\"/data/shale1\": \"\"}) or "
@@ -286,6 +284,8 @@ static int space_check(struct sl_mpath *mp, int64_t need, struct sl_err *err)
     if (need > 0 && (uint64_t)need > avail)
         return sl_errf(err, SL_ENOSPC, "out of space on mountpath %s: %llu bytes needed, %llu available", mp->path,
                        (unsigned long long)need, (unsigned long long)avail);
+    /* read at each PUT: set-config changes it at run time */
+    int oos_pct = sl_conf ? sl_conf->space_oos_pct : 95;
     if (total && (total - avail) * 100 / total >= (uint64_t)oos_pct && oos_pct < 100)
         return sl_errf(err, SL_ENOSPC,
                        "out of space on mountpath %s: %llu%% used, at or above space.out_of_space=%d%%; free space "
