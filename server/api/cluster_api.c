@@ -55,10 +55,17 @@ static void cluster_put_done(struct sl_req *r)
                 json_decref(tmp);
             }
         }
-        if (sl_cluster_set_config(partial, &err) < 0)
+        json_t *restart = json_array();
+        if (sl_cluster_set_config(partial, restart, &err) < 0)
             sl_resp_err(r, &err);
+        else if (json_array_size(restart))
+            /* stored; these apply when the nodes restart */
+            sl_resp_json_new(r, 200, json_pack("{s:O,s:s}", "restart_required", restart, "message",
+                                               "stored; the keys in restart_required take effect when each node "
+                                               "restarts"));
         else
             sl_resp_empty(r, 200);
+        json_decref(restart);
         json_decref(partial);
     } else if (!strcmp(a, "start-maintenance") || !strcmp(a, "stop-maintenance") ||
                !strcmp(a, "decommission-node") || !strcmp(a, "shutdown-node")) {

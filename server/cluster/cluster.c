@@ -548,9 +548,9 @@ static void remove_node(const char *id, bool no_shutdown)
 
 /* ---- admin actions on the cluster (PUT /v1/cluster, api/) ---- */
 
-int sl_cluster_set_config(json_t *partial, struct sl_err *err)
+int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err)
 {
-    struct sl_config *nc = sl_config_update(sl_conf, partial, err);
+    struct sl_config *nc = sl_config_update(sl_conf, partial, restart, err);
     if (!nc)
         return -1;
     sl_config_install(nc);

@@ -102,8 +102,9 @@ const char *sl_rebalance_state(void);
 
 /* ---- admin actions (the HTTP side is api/cluster_api.c) ---- */
 /* Merge partial (the caller's, only read) into the cluster config,
- * install, persist and (primary) push it. */
-int sl_cluster_set_config(json_t *partial, struct sl_err *err);
+ * install, persist and (primary) push it. Keys that apply only after a
+ * restart are appended to restart (may be NULL). */
+int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err);
 /* start-maintenance, stop-maintenance, decommission-node, shutdown-node of
  * node sid. *reb_out is the id of the rebalance it started (free()) or
  * NULL. */

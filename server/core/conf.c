@@ -13,6 +13,8 @@ enum { T_STR, T_INT, T_BOOL, T_DUR, T_SIZE, T_FSPATHS, T_PCT };
 
 #define F_LOCAL 1   /* per-node key: not part of the cluster config */
 #define F_RO 2      /* set by the system (uuid, config_version) */
+#define F_NOOP 4    /* kept for AIStore's config files; nothing reads it: set-config refuses a change */
+#define F_RESTART 8 /* read at start: set-config stores it and says a restart applies it */
 
 struct key {
     const char *path;
@@ -41,57 +43,57 @@ static const struct key schema[] = {
     { "lastupdate_time", T_STR, "", F_RO, NULL, NULL },
 
     { "checksum.type", T_STR, "xxhash2", 0, "none|xxhash|xxhash2|md5|crc32c|sha256|sha512", NULL },
-    { "checksum.validate_cold_get", T_BOOL, "true", 0, NULL, NULL },
+    { "checksum.validate_cold_get", T_BOOL, "true", F_NOOP, NULL, NULL },
     { "checksum.validate_warm_get", T_BOOL, "false", 0, NULL, NULL },
-    { "checksum.validate_obj_move", T_BOOL, "false", 0, NULL, NULL },
+    { "checksum.validate_obj_move", T_BOOL, "false", F_NOOP, NULL, NULL },
     { "checksum.enable_read_range", T_BOOL, "false", 0, NULL, NULL },
 
     { "versioning.enabled", T_BOOL, "true", 0, NULL, NULL },
-    { "versioning.validate_warm_get", T_BOOL, "false", 0, NULL, NULL },
-    { "versioning.synchronize", T_BOOL, "false", 0, NULL, NULL },
+    { "versioning.validate_warm_get", T_BOOL, "false", F_NOOP, NULL, NULL },
+    { "versioning.synchronize", T_BOOL, "false", F_NOOP, NULL, NULL },
 
     { "log.level", T_INT, "3", 0, NULL, "verbosity 0-5" },
-    { "log.to_stderr", T_BOOL, "false", 0, NULL, NULL },
-    { "log.format", T_STR, "text", 0, "text|json", NULL },
-    { "log.max_size", T_SIZE, "64MiB", 0, NULL, NULL },
-    { "log.max_total", T_SIZE, "512MiB", 0, NULL, NULL },
+    { "log.to_stderr", T_BOOL, "false", F_RESTART, NULL, NULL },
+    { "log.format", T_STR, "text", F_RESTART, "text|json", NULL },
+    { "log.max_size", T_SIZE, "64MiB", F_RESTART, NULL, NULL },
+    { "log.max_total", T_SIZE, "512MiB", F_NOOP, NULL, NULL },
 
     { "write_policy.data", T_STR, "immediate", 0, "immediate|never", "fsync object data before commit" },
     { "write_policy.md", T_STR, "immediate", 0, "immediate|delayed|never", "sync metadata on commit" },
 
     { "timeout.cplane_operation", T_DUR, "2s", 0, NULL, NULL },
     { "timeout.max_keepalive", T_DUR, "4s", 0, NULL, NULL },
-    { "timeout.max_host_busy", T_DUR, "20s", 0, NULL, NULL },
-    { "timeout.startup_time", T_DUR, "1m", 0, NULL, NULL },
-    { "timeout.join_startup_time", T_DUR, "3m", 0, NULL, NULL },
+    { "timeout.max_host_busy", T_DUR, "20s", F_NOOP, NULL, NULL },
+    { "timeout.startup_time", T_DUR, "1m", F_NOOP, NULL, NULL },
+    { "timeout.join_startup_time", T_DUR, "3m", F_RESTART, NULL, NULL },
     { "timeout.send_file_time", T_DUR, "5m", 0, NULL, NULL },
 
-    { "keepalivetracker.proxy.interval", T_DUR, "10s", 0, NULL, NULL },
-    { "keepalivetracker.proxy.name", T_STR, "heartbeat", 0, "heartbeat|average", NULL },
-    { "keepalivetracker.proxy.factor", T_INT, "3", 0, NULL, NULL },
+    { "keepalivetracker.proxy.interval", T_DUR, "10s", F_NOOP, NULL, NULL },
+    { "keepalivetracker.proxy.name", T_STR, "heartbeat", F_NOOP, "heartbeat|average", NULL },
+    { "keepalivetracker.proxy.factor", T_INT, "3", F_NOOP, NULL, NULL },
     { "keepalivetracker.target.interval", T_DUR, "10s", 0, NULL, NULL },
-    { "keepalivetracker.target.name", T_STR, "heartbeat", 0, "heartbeat|average", NULL },
+    { "keepalivetracker.target.name", T_STR, "heartbeat", F_NOOP, "heartbeat|average", NULL },
     { "keepalivetracker.target.factor", T_INT, "3", 0, NULL, NULL },
-    { "keepalivetracker.retry_factor", T_INT, "4", 0, NULL, NULL },
+    { "keepalivetracker.retry_factor", T_INT, "4", F_NOOP, NULL, NULL },
 
-    { "proxy.primary_url", T_STR, "", 0, NULL, NULL },
-    { "proxy.original_url", T_STR, "", 0, NULL, NULL },
-    { "proxy.discovery_url", T_STR, "", 0, NULL, NULL },
-    { "proxy.non_electable", T_BOOL, "false", 0, NULL, NULL },
+    { "proxy.primary_url", T_STR, "", F_RESTART, NULL, NULL },
+    { "proxy.original_url", T_STR, "", F_NOOP, NULL, NULL },
+    { "proxy.discovery_url", T_STR, "", F_NOOP, NULL, NULL },
+    { "proxy.non_electable", T_BOOL, "false", F_NOOP, NULL, NULL },
 
     { "rebalance.enabled", T_BOOL, "true", 0, NULL, NULL },
 
-    { "space.cleanupwm", T_PCT, "65", 0, NULL, NULL },
-    { "space.lowwm", T_PCT, "75", 0, NULL, NULL },
-    { "space.highwm", T_PCT, "90", 0, NULL, NULL },
+    { "space.cleanupwm", T_PCT, "65", F_NOOP, NULL, NULL },
+    { "space.lowwm", T_PCT, "75", F_NOOP, NULL, NULL },
+    { "space.highwm", T_PCT, "90", F_NOOP, NULL, NULL },
     { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
 
-    { "net.http.use_https", T_BOOL, "false", 0, NULL, NULL },
-    { "net.http.chunked_transfer", T_BOOL, "true", 0, NULL, NULL },
-    { "net.http.idle_conn_time", T_DUR, "60s", 0, NULL, NULL },
-    { "net.http.idle_conns", T_INT, "256", 0, NULL, NULL },
-    { "net.http.workers", T_INT, "0", 0, NULL, "HTTP worker threads (0 = 2 x cores, at least 8)" },
-    { "net.http.max_header_size", T_SIZE, "16KiB", 0, NULL, NULL },
+    { "net.http.use_https", T_BOOL, "false", F_NOOP, NULL, NULL },
+    { "net.http.chunked_transfer", T_BOOL, "true", F_NOOP, NULL, NULL },
+    { "net.http.idle_conn_time", T_DUR, "60s", F_RESTART, NULL, NULL },
+    { "net.http.idle_conns", T_INT, "256", F_NOOP, NULL, NULL },
+    { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP worker threads (0 = 2 x cores, at least 8)" },
+    { "net.http.max_header_size", T_SIZE, "16KiB", F_RESTART, NULL, NULL },
     { "net.http.max_json_body", T_SIZE, "16MiB", 0, NULL, NULL },
 
     { "lso.page_size", T_INT, "10000", 0, NULL, "default list-objects page size" },
@@ -103,7 +105,7 @@ static const struct key schema[] = {
     { "get_batch.mem", T_SIZE, "256MiB", 0, NULL,
       "memory a target holds for get-batch items received from other targets; past it they wait on disk" },
 
-    { "plugins.dir", T_STR, "", 0, NULL, "directory of format/sample-key plugins" },
+    { "plugins.dir", T_STR, "", F_RESTART, NULL, "directory of format/sample-key plugins" },
 
     { "etl.workers", T_INT, "0", F_LOCAL, NULL,
       "threads that run Lua transforms and other long request work (0 = cores, at least 2)" },
@@ -111,7 +113,7 @@ static const struct key schema[] = {
     { "etl.max_errors", T_INT, "1000", 0, NULL, "object errors kept per ETL on each target (oldest dropped)" },
     { "etl.max_object_size", T_SIZE, "1GiB", 0, NULL, "largest object an object-mode transform accepts" },
 
-    { "features", T_STR, "0", 0, NULL, NULL },
+    { "features", T_STR, "0", F_NOOP, NULL, NULL },
 
     { "shale.fsck", T_STR, "auto", F_LOCAL, "auto|quick|full", "startup reconcile of files and metadata" },
 };
@@ -641,7 +643,7 @@ void sl_config_free(struct sl_config *c)
     free(c);
 }
 
-struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, struct sl_err *err)
+struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, json_t *restart, struct sl_err *err)
 {
     json_t *doc = json_deep_copy(c->root);
     json_t *tmp = json_object();
@@ -657,6 +659,18 @@ struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, s
                     schema[i].path, schema[i].flags & F_RO ? "read-only" : "per-node");
             goto fail;
         }
+        json_t *cur = get_path(c->root, schema[i].path);
+        bool changed = !cur || !json_equal(cur, v);
+        if (changed && (schema[i].flags & F_NOOP)) {
+            char *was = cur ? json_dumps(cur, JSON_ENCODE_ANY) : NULL;
+            sl_errf(err, SL_EINVAL, "configuration key \"%s\" is accepted in config files for AIStore's sake but "
+                    "has no effect in this build, so it cannot be changed (it stays %s); nothing was changed",
+                    schema[i].path, was ? was : "unset");
+            free(was);
+            goto fail;
+        }
+        if (changed && (schema[i].flags & F_RESTART) && restart)
+            json_array_append_new(restart, json_string(schema[i].path));
         set_path(doc, schema[i].path, json_incref(v));
     }
     json_decref(tmp);

@@ -84,8 +84,10 @@ void sl_config_free(struct sl_config *c);
 
 /* Apply a partial update ({"checksum":{"type":"md5"}} or flat "a.b" keys)
  * on top of c, producing a new config (as from load) with a document of its
- * own. Validation as for load. partial and c are only read. */
-struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, struct sl_err *err);
+ * own. Validation as for load; a change to a key nothing reads is refused.
+ * The keys that changed but apply only after a restart are appended to
+ * restart (an array; may be NULL). partial and c are only read. */
+struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, json_t *restart, struct sl_err *err);
 /* Set one dotted key from a string value in doc (type taken from the
  * schema); doc is edited in place and stays the caller's. */
 int sl_config_set_kv(json_t *doc, const char *key, const char *value, struct sl_err *err);

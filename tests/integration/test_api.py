@@ -674,6 +674,14 @@ class TestConfig(NodeTest):
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"space.out_of_space": "95"})
         self.assertEqual(r.status_code, 200, r.text)
         self.assertEqual(self.s.put(self.url + "/v1/objects/cfgb/full", data=b"x").status_code, 200)
+        # a key nothing reads cannot be changed; one read at start says so
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"net.http.use_https": "true"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("no effect", r.text)
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"net.http.max_json_body": "8MiB",
+                                                                    "net.http.workers": "6"})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.json()["restart_required"], ["net.http.workers"])
 
 
 class TestRestart(NodeTest):

@@ -228,15 +228,29 @@ static void t_config(void)
     b = sl_config_load(NULL, NULL, bad3, 1, &err);
     TAP_OK(!b && strstr(err.msg, "duration"), "bad duration");
     json_t *upd = json_pack("{s:{s:s}}", "checksum", "type", "sha256");
-    struct sl_config *c2 = sl_config_update(c, upd, &err);
+    struct sl_config *c2 = sl_config_update(c, upd, NULL, &err);
     TAP_OK(c2 && c2->cksum_type == SL_CK_SHA256 && c2->config_version == c->config_version + 1, "update bumps version");
     json_decref(upd);
     upd = json_pack("{s:{s:i}}", "host_net", "port", 1);
-    TAP_OK(!sl_config_update(c, upd, &err) && strstr(err.msg, "per-node"), "local key refused cluster-wide");
+    TAP_OK(!sl_config_update(c, upd, NULL, &err) && strstr(err.msg, "per-node"), "local key refused cluster-wide");
     json_decref(upd);
-    upd = json_pack("{s:s}", "log.level", "4");
-    struct sl_config *c3 = sl_config_update(c, upd, &err);
+    json_t *restart = json_array();
+    upd = json_pack("{s:s,s:s}", "log.level", "4", "net.http.workers", "7");
+    struct sl_config *c3 = sl_config_update(c, upd, restart, &err);
     TAP_OK(c3 && c3->log_level == 4, "flat dotted key in update");
+    TAP_OK(json_array_size(restart) == 1 && !strcmp(json_string_value(json_array_get(restart, 0)), "net.http.workers"),
+           "a key read at start is reported as needing a restart (and log.level is not)");
+    json_decref(restart);
+    json_decref(upd);
+    /* a key nothing reads: a change is refused, setting the value it has is not */
+    upd = json_pack("{s:s}", "space.highwm", "50");
+    TAP_OK(!sl_config_update(c, upd, NULL, &err) && strstr(err.msg, "no effect"), "no-op key change refused: %s",
+           err.msg);
+    json_decref(upd);
+    upd = json_pack("{s:s}", "space.highwm", "90");
+    struct sl_config *c4 = sl_config_update(c, upd, NULL, &err);
+    TAP_OK(c4 != NULL, "no-op key set to its current value is taken");
+    sl_config_free(c4);
     json_decref(upd);
     json_t *cj = sl_config_cluster_json(c);
     TAP_OK(!json_object_get(cj, "fspaths") && json_object_get(cj, "checksum"), "cluster part excludes local keys");
