@@ -29,6 +29,23 @@ static void usage(FILE *f)
 }
 
 
+/* base64 text -> new bytes (*n of them; NUL-terminated); bad input -> empty */
+static char *b64_decode(const char *b64, size_t *n)
+{
+    size_t bl = strlen(b64);
+    unsigned char *raw = sl_xmalloc(bl / 4 * 3 + 4);
+    int k = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)bl);
+    if (k < 0)
+        k = 0;
+    while (k > 0 && bl && b64[bl - 1] == '=') { /* EVP_DecodeBlock counts padding */
+        k--;
+        bl--;
+    }
+    raw[k] = 0;
+    *n = (size_t)k;
+    return (char *)raw;
+}
+
 static int etl_init(struct opts *o)
 {
     const char *spec = opt_str(o, "spec");
@@ -215,8 +232,11 @@ static int etl_show(struct opts *o)
         table_row(t, "errors", ne);
         table_print(t, stdout, !cli_no_headers);
         table_free(t);
-        printf("\nCODE:\n%s%s", sl_json_str(im, "code", ""),
-               sl_has_suffix(sl_json_str(im, "code", ""), "\n") ? "" : "\n");
+        /* the code comes base64-encoded, as AIStore's clients expect */
+        size_t len;
+        char *code = b64_decode(sl_json_str(im, "code", ""), &len);
+        printf("\nCODE:\n%.*s%s", (int)len, code, len && code[len - 1] == '\n' ? "" : "\n");
+        free(code);
     }
     json_decref(j);
     return 0;
@@ -248,19 +268,11 @@ static int etl_logs(struct opts *o)
     size_t i;
     json_t *e;
     json_array_foreach(j, i, e) {
-        const char *b64 = sl_json_str(e, "logs", "");
-        size_t bl = strlen(b64);
-        unsigned char *raw = sl_xmalloc(bl / 4 * 3 + 4);
-        int n = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)bl);
-        if (n < 0)
-            n = 0;
-        while (n > 0 && bl && b64[bl - 1] == '=') { /* EVP_DecodeBlock counts padding */
-            n--;
-            bl--;
-        }
+        size_t n;
+        char *raw = b64_decode(sl_json_str(e, "logs", ""), &n);
         if (json_array_size(j) > 1 || !tid)
             printf("t[%s]:\n", sl_json_str(e, "target_id", ""));
-        fwrite(raw, 1, (size_t)n, stdout);
+        fwrite(raw, 1, n, stdout);
         if (!n)
             printf("(no output)\n");
         free(raw);

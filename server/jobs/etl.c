@@ -930,6 +930,14 @@ static void details_run(struct sl_req *r, void *arg)
         }
         json_t *o = json_object();
         json_t *im = json_deep_copy(spec);
+        /* what AIStore's SDK parses (ETLDetails): code as base64, a
+         * communication string (native-gaps.md §8) */
+        json_t *code = json_object_get(spec, "code");
+        char *enc = b64(json_string_value(code) ? json_string_value(code) : "", json_string_length(code));
+        json_object_set_new(im, "code", json_string(enc));
+        free(enc);
+        if (!json_is_string(json_object_get(im, "communication")))
+            json_object_set_new(im, "communication", json_string("hpush://"));
         json_object_set_new(o, "init_msg", im);
         json_object_set_new(o, "obj_errors", errs);
         sl_resp_json_new(r, 200, o);

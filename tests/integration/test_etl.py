@@ -242,10 +242,14 @@ class StandaloneEtlTest(NodeTest, EtlApi):
         self.assertIn("cannot handle a.txt", m)
         d = self.s.get(self.url + "/v1/etl/fails-on-b", timeout=30).json()
         self.assertEqual(d["init_msg"]["name"], "fails-on-b")
+        # what AIStore's SDK (ETLDetails) parses: code in base64, communication and timeouts as strings
+        import base64
+        self.assertIn(b"cannot handle", base64.b64decode(d["init_msg"]["code"], validate=True))
+        self.assertIsInstance(d["init_msg"]["communication"], str)
+        self.assertIsInstance(d["init_msg"]["obj_timeout"], str)
         self.assertTrue(any(e["obj_name"] == "ais://src/a.txt" and e["ecode"] == 500 and "line 3" in e["msg"]
                             for e in d["obj_errors"]), d)
         logs = self.s.get(self.url + "/v1/etl/upper-b/logs", timeout=30).json()
-        import base64
         text = base64.b64decode(logs[0]["logs"]).decode()
         self.assertIn("upper\ta.txt\t11", text)
         for n in ("upper-b", "reverse-b", "fails-on-b"):
@@ -720,6 +724,10 @@ class ClusterEtlTest(unittest.TestCase, EtlApi):
         p = subprocess.run([SHALE, "etl", "show"], capture_output=True, text=True, env=env, timeout=60)
         self.assertIn("rev-cli", p.stdout)
         self.assertIn("NAME", p.stdout.splitlines()[0])
+        # one ETL: its properties and its Lua source as text (the API sends it in base64)
+        p = subprocess.run([SHALE, "etl", "show", "rev-cli"], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(REVERSE.strip().splitlines()[0], p.stdout)
         # kill -9 the owner of an object, restart it: the ETL is still there (node LMDB) and works
         from test_cluster import hrw_owner
         owner = hrw_owner(self.c.smap(), "raw", "d/obj-042.txt")
