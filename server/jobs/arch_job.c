@@ -52,7 +52,9 @@ static void amsg_free(struct amsg *m)
 }
 
 /* Parse and check an ArchiveMsg against the BMD and the loaded formats. */
-static int amsg_parse(const char *src, const json_t *v, struct amsg *m, struct sl_err *err)
+/* check_dst: the destination bucket must exist (else it is the caller's
+ * to create) */
+static int amsg_parse(const char *src, const json_t *v, struct amsg *m, bool check_dst, struct sl_err *err)
 {
     memset(m, 0, sizeof(*m));
     if (!json_is_object(v))
@@ -98,6 +100,8 @@ static int amsg_parse(const char *src, const json_t *v, struct amsg *m, struct s
     if (sl_bck_resolve(m->src, "ais", NULL, &b, err) < 0)
         return -1;
     sl_bck_release(&b);
+    if (!check_dst)
+        return 0;
     if (sl_bck_resolve(m->dst, json_is_object(tb) ? sl_json_str(tb, "provider", "ais") : "ais", NULL, &b, err) < 0)
         return -1;
     sl_bck_release(&b);
@@ -388,9 +392,15 @@ static void *ajob_main(void *arg)
         snprintf(msg, sizeof(msg), "%llu object(s) missing, skipped (coer)", (unsigned long long)a->job->err_objs);
     sl_logi("archive %s -> %s: %s (%llu local, %llu remote member(s))", a->job->id, cn, rc < 0 ? msg : "done",
             (unsigned long long)a->job->loc_objs, (unsigned long long)a->job->in_objs);
-    sl_job_set_ext(a->job, json_pack("{s:s,s:I}", "archname", a->m.archname, "members",
-                                     (json_int_t)(a->job->loc_objs + a->job->in_objs)));
-    sl_job_finish(a->job, rc < 0 || a->job->err_objs ? msg : NULL);
+    json_t *ext = json_pack("{s:s,s:I}", "archname", a->m.archname, "members",
+                            (json_int_t)(a->job->loc_objs + a->job->in_objs));
+    if (rc == 0 && a->job->err_objs) {
+        /* coer: the job did what was asked; the skipped ones are counted, not an error */
+        json_object_set_new(ext, "skipped", json_integer((json_int_t)a->job->err_objs));
+        json_object_set_new(ext, "warning", json_string(msg));
+    }
+    sl_job_set_ext(a->job, ext);
+    sl_job_finish(a->job, rc < 0 ? msg : NULL);
     if (names != a->m.objnames) {
         for (size_t i = 0; i < n; i++)
             free(names[i]);
@@ -405,7 +415,7 @@ static void *ajob_main(void *arg)
 static int start_local(const char *id, const char *src, const json_t *msg, struct sl_err *err)
 {
     struct ajob *a = sl_xcalloc(1, sizeof(*a));
-    if (amsg_parse(src, msg, &a->m, err) < 0 || sl_bck_resolve(a->m.src, "ais", NULL, &a->src, err) < 0)
+    if (amsg_parse(src, msg, &a->m, true, err) < 0 || sl_bck_resolve(a->m.src, "ais", NULL, &a->src, err) < 0)
         goto fail;
     if (sl_bck_resolve(a->m.dst, "ais", NULL, &a->dst, err) < 0)
         goto fail;
@@ -452,8 +462,11 @@ void sl_arch_job_internal(struct sl_req *r)
 }
 
 /* gateway: PUT /v1/buckets/SRC {"action":"archive",...} */
-static void put_bucket_done(struct sl_req *r)
+/* Off the HTTP thread: it may create the destination bucket and asks the
+ * shard's target to start. */
+static void put_bucket_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     struct sl_actmsg am;
     const char *p = r->path + strlen("/v1/buckets/");
@@ -468,7 +481,28 @@ static void put_bucket_done(struct sl_req *r)
         goto out;
     }
     struct amsg m;
-    if (amsg_parse(src, am.value, &m, &err) < 0) {
+    if (amsg_parse(src, am.value, &m, false, &err) < 0) {
+        amsg_free(&m);
+        sl_resp_err(r, &err);
+        goto out;
+    }
+    /* the message is good: a missing ais:// destination is created, as
+     * ishard and etl bucket do */
+    json_t *tb = sl_json_get(am.value, "tobck");
+    const char *dprov = json_is_object(tb) ? sl_json_str(tb, "provider", "ais") : "ais";
+    struct sl_bck db;
+    if (sl_bck_resolve(m.dst, dprov, NULL, &db, &err) == 0) {
+        sl_bck_release(&db);
+    } else if (err.code == SL_ENOBCK && (!dprov[0] || !strcmp(dprov, "ais")) && strcmp(m.dst, src)) {
+        err = (struct sl_err){ 0 };
+        if (sl_cluster_bck_create(m.dst, &err) < 0 && err.code != SL_EBCKEXIST) {
+            sl_err_wrap(&err, "archive: creating the destination ais://%s", m.dst);
+            amsg_free(&m);
+            sl_resp_err(r, &err);
+            goto out;
+        }
+        err = (struct sl_err){ 0 };
+    } else {
         amsg_free(&m);
         sl_resp_err(r, &err);
         goto out;
@@ -509,6 +543,11 @@ static void put_bucket_done(struct sl_req *r)
 out:
     sl_actmsg_free(&am);
     free(src);
+}
+
+static void put_bucket_done(struct sl_req *r)
+{
+    sl_req_offload(r, put_bucket_run, NULL, NULL);
 }
 
 bool sl_arch_job_put_begin(struct sl_req *r)

@@ -263,13 +263,15 @@ class TestArchive(NodeTest):
         r = self.archive({"archname": "m.tar", "objnames": ["train/s00.jpg", "nope"], "coer": True,
                           "tobck": {"name": "dst"}})
         st = wait_job(self.url, r.text)
-        self.assertIn("skipped", st["err"])
+        self.assertEqual(st["err"], "", "with coer the job did what was asked: it succeeds")
         self.assertEqual(list(tar_names(self.get("dst", "m.tar").content)), ["train/s00.jpg"])
-        # the snapshot tells the progress
+        # the snapshot tells the progress, and counts what was skipped
         snaps = self.s.get(self.url + "/v1/cluster", params={"what": "qryxstats"}, json={"ID": r.text}).json()
         sn = list(snaps.values())[0][0]
         self.assertEqual(sn["kind"], "archive")
         self.assertTrue(sn["is_idle"])
+        self.assertEqual(sn["stats"]["err-objs"], "1")
+        self.assertEqual(sn["ext"]["skipped"], 1)
 
     def test_archive_bad_input(self):
         for v, code, text in (
@@ -278,7 +280,6 @@ class TestArchive(NodeTest):
             ({"archname": "", "objnames": ["a"]}, 400, "archname"),
             ({"archname": "x.tar", "objnames": "a"}, 400, "objnames"),
             ({"archname": "x.tar", "objnames": ["a"], "template": "b{0..1}"}, 400, "not both"),
-            ({"archname": "x.tar", "objnames": ["a"], "tobck": {"name": "nobucket"}}, 404, "nobucket"),
             ("not an object", 400, "ArchiveMsg"),
         ):
             r = self.archive(v)
@@ -286,6 +287,17 @@ class TestArchive(NodeTest):
             self.assertIn(text, r.json()["message"])
         r = self.archive({"archname": "x.tar", "objnames": ["a"]}, src="nosrc")
         self.assertEqual(r.status_code, 404)
+        self.assertEqual(self.s.head(self.url + "/v1/buckets/never").status_code, 404)
+        r = self.archive({"archname": "x.rar", "objnames": ["a"], "tobck": {"name": "never"}})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertEqual(self.s.head(self.url + "/v1/buckets/never").status_code, 404, "bad input creates nothing")
+
+    def test_archive_creates_its_destination(self):
+        """as ishard and etl bucket do (issue 15)"""
+        r = self.archive({"archname": "auto.tar", "objnames": ["train/s00.jpg"], "tobck": {"name": "autodst"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_job(self.url, r.text)
+        self.assertEqual(list(tar_names(self.get("autodst", "auto.tar").content)), ["train/s00.jpg"])
 
     def test_bad_shards(self):
         self.put("dst", "junk.tar", os.urandom(5000))
