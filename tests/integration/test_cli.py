@@ -243,6 +243,12 @@ class TestCLI(unittest.TestCase):
         self.assertIn("=> ais://ca/d.tar/s2.json", p.stdout)
         self.assertIn("2 files (14B) would have been archived into ais://ca/d.tar", p.stdout)
         self.assertEqual(requests.head(self.url + "/v1/objects/ca/d.tar", allow_redirects=True).status_code, 404)
+        # archive bucket: the destination is created; --cont-on-err skips what is missing and succeeds
+        self.cli("put", os.path.join(src, "a"), "ais://ca/a")
+        p = self.run_cli("archive", "bucket", "ais://ca", "ais://newdst/j.tar", "--list", "a,nope", "--cont-on-err",
+                         "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.shard_members("newdst", "j.tar"), ["a"])
         # gen-shards: a missing bucket fails before any progress is drawn
         p = self.run_cli("archive", "gen-shards", "ais://nosuchb/g-{0..1}.tar", "--fcount", "1", "--fsize", "10")
         self.assertEqual(p.returncode, 1)
