@@ -97,13 +97,13 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
             json_t *keys = json_object_get(s, "keys");
             if (!json_array_size(keys))
                 continue;
-            printf("%s:", sl_json_str(s, "name", ""));
+            /* one key per line, indented under its shard, as ais's show_keys */
+            printf("%s:\n", sl_json_str(s, "name", ""));
             size_t k;
             json_t *x;
-            json_array_foreach(keys, k, x) printf(" %s", json_string_value(x));
+            json_array_foreach(keys, k, x) printf("    %s\n", json_string_value(x));
             if ((long long)json_array_size(keys) < sl_json_int(s, "samples", 0))
-                printf(" ... (%lld in all)", (long long)sl_json_int(s, "samples", 0));
-            printf("\n");
+                printf("    ... (%lld in all)\n", (long long)sl_json_int(s, "samples", 0));
         }
     }
     json_t *lst = json_object_get(rep, "listed");

@@ -425,7 +425,7 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("[DRY RUN] No modifications on the cluster", p.stdout)
         self.assertIn("SHARD", p.stdout)
-        self.assertIn("shard-000000.tar: Abyssinian_1", p.stdout)
+        self.assertIn("shard-000000.tar:\n    Abyssinian_1\n", p.stdout)  # one key per line
         self.assertIn("Would write 24 samples in 3 shards", p.stdout)
         p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw", "--dst-bck", "ais://cli-out", "--shard-size",
                             "8", "--sample-exts", ".jpg,.png", "--missing-extension-action", "exclude", "--wait"],
