@@ -532,8 +532,21 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
         }
         json_t *cur = json_object_get(base, k);
-        if (!cur)
-            return sl_errf(err, SL_EINVAL, "unknown bucket property \"%s\"", full);
+        if (!cur) {
+            /* name the valid ones at this level */
+            char valid[600] = "";
+            size_t n = 0;
+            const char *vk;
+            json_t *vv;
+            json_object_foreach(base, vk, vv) {
+                if (n + strlen(vk) + 3 >= sizeof(valid))
+                    break;
+                n += (size_t)snprintf(valid + n, sizeof(valid) - n, "%s%s%s%s", n ? ", " : "", path, path[0] ? "." : "",
+                                      vk);
+            }
+            return sl_errf(err, SL_EINVAL, "unknown bucket property \"%s\" (valid%s%s: %s)", full,
+                           path[0] ? " under " : "", path, valid);
+        }
         if (json_is_object(cur)) {
             if (merge_props(cur, v, full, err) < 0)
                 return -1;

@@ -148,6 +148,11 @@ class TestBuckets(NodeTest):
         for bad in ({"checksum": {"type": "nope"}}, {"nosuch": 1}, {"checksum": {"type": 5}}, {"bid": "1"}):
             r = self.act("PATCH", "/v1/buckets/lc3", "set-bprops", bad)
             self.assertEqual(r.status_code, 400, (bad, r.text))
+        # an unknown property names the valid ones at its level
+        r = self.act("PATCH", "/v1/buckets/lc3", "set-bprops", {"checksum": {"typo": "md5"}})
+        self.assertIn("checksum.type", r.json()["message"])
+        r = self.act("PATCH", "/v1/buckets/lc3", "set-bprops", {"nosuch": 1})
+        self.assertIn("versioning", r.json()["message"])
         r = self.s.head(self.url + "/v1/buckets/lc3")
         self.assertEqual(json.loads(r.headers["Ais-Bucket-Props"])["checksum"]["type"], "sha256")
         r = self.act("PATCH", "/v1/buckets/lc3", "reset-bprops")
