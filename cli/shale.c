@@ -7,6 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ais's short spellings of the job verbs: `wait ID`, `stop ID|KIND` */
+static int job_verb(const char *verb, int argc, char **argv)
+{
+    char **v = sl_xcalloc((size_t)argc + 2, sizeof(char *));
+    v[0] = (char *)verb;
+    for (int i = 0; i < argc; i++)
+        v[i + 1] = argv[i];
+    int rc = cmd_job(argc + 1, v);
+    free(v);
+    return rc;
+}
+
+static int cmd_wait(int argc, char **argv)
+{
+    return job_verb("wait", argc, argv);
+}
+
+static int cmd_stop(int argc, char **argv)
+{
+    return job_verb("stop", argc, argv);
+}
+
 static const struct {
     const char *name;
     int (*fn)(int argc, char **argv);
@@ -26,6 +48,8 @@ static const struct {
     { "ishard", cmd_ishard, "ishard --src-bck ais://SRC --dst-bck ais://DST [...]   raw files -> WebDataset shards" },
     { "job", cmd_job, "job show|wait|stop|start [ID|KIND]   jobs (rebalance, archive, etl, ishard, dsort)" },
     { "start", cmd_start, "start dsort [SRC] [DST] -f SPEC   = job start (shuffle/re-shard shards: dsort)" },
+    { "wait", cmd_wait, "wait ID|KIND                     = job wait" },
+    { "stop", cmd_stop, "stop ID|KIND                     = job stop" },
     { "dsort", cmd_dsort, "dsort [SRC] [DST] -f SPEC         = job start dsort" },
     { "ml", cmd_ml, "ml get-batch ais://B OUT.tar --list|--template|--spec   many objects as one archive" },
     { "cluster", cmd_cluster, "cluster maintenance start|stop NODE | decommission NODE   membership" },
@@ -157,6 +181,48 @@ static int print_help(int argc, char **argv)
     return 0;
 }
 
+/* edit distance of a and b (short words) */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    int d[41][41];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            c = SL_MIN(c, d[i - 1][j] + 1);
+            d[i][j] = SL_MIN(c, d[i][j - 1] + 1);
+        }
+    return d[la][lb];
+}
+
+/* the command closest to a mistyped one, when it is close enough */
+static const char *closest(const char *word)
+{
+    static const struct {
+        const char *typed, *means;
+    } aliases[] = { { "storage", "show cluster" }, { "config", "show cluster config" }, { "ps", "job show" },
+                    { "jobs", "job show" }, { "etl-init", "etl init" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(aliases); i++)
+        if (!strcmp(word, aliases[i].typed))
+            return aliases[i].means;
+    const char *best = NULL;
+    int bd = 3;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++) {
+        int dd = distance(word, cmds[i].name);
+        if (dd < bd && dd <= (int)strlen(cmds[i].name) / 2) {
+            bd = dd;
+            best = cmds[i].name;
+        }
+    }
+    return best;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "shale %s: command-line client for Shale (AIStore-compatible)\n\nUsage: shale COMMAND [ARGS]\n\n",
@@ -187,8 +253,12 @@ int main(int argc, char **argv)
         }
     }
     if (rc == -1) {
-        fprintf(stderr, "Error: unknown command \"%s\"\n\n", argv[1]);
-        usage(stderr);
+        const char *near = closest(argv[1]);
+        if (near)
+            fprintf(stderr, "Error: unknown command \"%s\": did you mean \"%s\"? (`shale --help` lists them)\n",
+                    argv[1], near);
+        else
+            fprintf(stderr, "Error: unknown command \"%s\" (`shale --help` lists them)\n", argv[1]);
         rc = 1;
     }
     curl_global_cleanup();

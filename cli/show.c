@@ -563,6 +563,15 @@ int cmd_show(int argc, char **argv)
         return 1;
     if (!strcmp(argv[0], "cluster"))
         return show_cluster(&o);
-    fprintf(stderr, "Error: unknown command \"show %s\" (cluster)\n", argv[0]);
+    if (!strcmp(argv[0], "job") || !strcmp(argv[0], "jobs")) { /* ais's `show job [ID]` */
+        char **v = sl_xcalloc((size_t)argc + 1, sizeof(char *));
+        v[0] = "show";
+        for (int i = 1; i < argc; i++)
+            v[i] = argv[i];
+        int rc = cmd_job(argc, v);
+        free(v);
+        return rc;
+    }
+    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job)\n", argv[0]);
     return 1;
 }

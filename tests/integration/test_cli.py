@@ -288,6 +288,13 @@ class TestCLI(unittest.TestCase):
         p = self.run_cli("frobnicate")
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("unknown command", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, "one line, not the whole help")
+        p = self.run_cli("lss")
+        self.assertIn('did you mean "ls"?', p.stderr)
+        # ais's short spellings of the job verbs
+        self.assertEqual(self.run_cli("show", "job").returncode, 0)
+        p = self.run_cli("wait", "typo-id")
+        self.assertIn("no job", p.stderr)
         p = self.run_cli("ls", "ais://nosuchbucket")
         self.assertNotEqual(p.returncode, 0)
         self.assertIn('bucket "ais://nosuchbucket" does not exist', p.stderr)
