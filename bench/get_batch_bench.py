@@ -14,10 +14,8 @@ import argparse
 import io
 import json
 import os
-import shutil
 import sys
 import tarfile
-import tempfile
 import time
 
 import requests
@@ -42,10 +40,7 @@ def main():
     ap.add_argument("--items", type=int, default=2048)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="shale-gb-bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    pg = None
-    try:
-        pg, url = ishard_bench.start_pg(work, "pg", 3)
+    with ishard_bench.playground("shale-gb-bench-") as (work, url):
         s = requests.Session()
         for size in (1024, 10240):
             b = "b%d" % size
@@ -86,10 +81,6 @@ def main():
                 run_batch(s, url, "sh", bt)
             dt = time.time() - t0
             print("round %d: %.0f items/s in all, %.0f per target" % (rnd + 1, len(items) / dt, len(items) / dt / 3))
-    finally:
-        if pg:
-            ishard_bench.stop_pg(pg)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 usage: ishard_bench.py [--files N] [--epoch-samples N] [--quick]
 """
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -66,6 +67,21 @@ def start_pg(work, name, targets):
 
 def stop_pg(d):
     subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=300)
+
+
+@contextlib.contextmanager
+def playground(prefix, targets=3):
+    """A work directory (under $BENCH_DIR, default /var/tmp) and a playground
+    of 1 gateway + targets in it: yields (work, url); both are gone after."""
+    work = tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    pg = None
+    try:
+        pg, url = start_pg(work, "pg", targets)
+        yield work, url
+    finally:
+        if pg:
+            stop_pg(pg)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def upload_tree(url, bucket, root):

@@ -10,10 +10,8 @@ usage: listrange_bench.py [--objects 100000] [--sample 3000]
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import requests
@@ -28,15 +26,12 @@ def main():
     ap.add_argument("--objects", type=int, default=100000)
     ap.add_argument("--sample", type=int, default=3000)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="shale-lr-bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    pg = None
-    try:
+    with ishard_bench.playground("shale-lr-bench-") as (work, url):
         src = os.path.join(work, "src")
         os.makedirs(src)
         for i in range(a.objects):
             with open(os.path.join(src, "o-%06d" % i), "wb") as f:
                 f.write(b"x")
-        pg, url = ishard_bench.start_pg(work, "pg", 3)
         requests.post(url + "/v1/buckets/lr", json={"action": "create-bck"}, timeout=30).raise_for_status()
         env = dict(os.environ, AIS_ENDPOINT=url)
         t0 = time.time()
@@ -64,10 +59,6 @@ def main():
         assert not st.get("err"), st
         print("delete-listrange: %d objects in %.2f s = %.0f objects/s; one DELETE at a time: %.0f objects/s "
               "(%.1fx)" % (n, dt, n / dt, ser, n / dt / ser))
-    finally:
-        if pg:
-            ishard_bench.stop_pg(pg)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,7 @@ import argparse
 import concurrent.futures
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 import subprocess
@@ -44,9 +42,7 @@ def main():
     ap.add_argument("--par", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="shale-mpt-bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    pg = None
-    try:
+    with ishard_bench.playground("shale-mpt-bench-") as (work, url):
         size = a.mib << 20
         src = os.path.join(work, "src.bin")
         with open(src, "wb") as f:
@@ -59,7 +55,6 @@ def main():
                 pfiles.append(os.path.join(work, "part-%d" % (n + 1)))
                 with open(pfiles[-1], "wb") as out:
                     out.write(f.read(psz))
-        pg, url = ishard_bench.start_pg(work, "pg", 3)
         requests.post(url + "/v1/buckets/mb", json={"action": "create-bck"}, timeout=30).raise_for_status()
         obj = url + "/v1/objects/mb/big.bin"
         print("%d MiB, %d parts, %d at once; 1 gateway + 3 targets" % (a.mib, a.parts, a.par))
@@ -87,10 +82,6 @@ def main():
             mpt = size / dt / 1e6
             print("%-6d %12.0f %12.0f %7.2fx   (parts %.1f s, complete %.1f s)" % (rnd + 1, single, mpt, mpt / single,
                                                                               t_parts, dt - t_parts))
-    finally:
-        if pg:
-            ishard_bench.stop_pg(pg)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,8 @@ import argparse
 import io
 import os
 import random
-import shutil
 import sys
 import tarfile
-import tempfile
 import time
 
 import requests
@@ -68,10 +66,7 @@ def main():
     ap.add_argument("--per", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="shale-plan-bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    pg = None
-    try:
-        pg, url = ishard_bench.start_pg(work, "pg", 3)
+    with ishard_bench.playground("shale-plan-bench-") as (work, url):
         s = requests.Session()
         s.post(url + "/v1/buckets/ds", json={"action": "create-bck"}, timeout=30).raise_for_status()
         names = []
@@ -106,10 +101,6 @@ def main():
             tw = n / (time.time() - t0)
             assert n == total, (n, total)
             print("%-6d %16.0f %18.0f %7.2fx" % (rnd + 1, tp, tw, tp / tw))
-    finally:
-        if pg:
-            ishard_bench.stop_pg(pg)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
