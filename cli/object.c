@@ -699,14 +699,70 @@ static int object_show(struct opts *o)
     return rc;
 }
 
+/* rmo by --list, --template (or a brace range in the name), --prefix: one
+ * delete-listrange job on every target, waited for */
+static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
+{
+    json_t *v = json_object();
+    const char *list = opt_str(o, "list"), *prefix = opt_str(o, "prefix");
+    if (list) {
+        json_t *names = json_array();
+        char *l = sl_xstrdup(list), *save = NULL;
+        for (char *t = strtok_r(l, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (*t)
+                json_array_append_new(names, json_string(t));
+        free(l);
+        json_object_set_new(v, "objnames", names);
+    } else {
+        json_object_set_new(v, "template", json_string(tmpl ? tmpl : prefix ? prefix : ""));
+    }
+    if (opt_bool(o, "nr"))
+        json_object_set_new(v, "non-recurs", json_true());
+    if (opt_bool(o, "cont-on-err"))
+        json_object_set_new(v, "coer", json_true());
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
+    struct cli_resp r;
+    cli_act("DELETE", pq, "delete-listrange", "", v, &r);
+    free(pq);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "rmo");
+        cli_resp_free(&r);
+        return rc;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    int rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
+    if (rc == 0)
+        printf("Deleted %s from %s://%s (job %s)\n", list ? "the listed objects" : tmpl ? tmpl : prefix[0] ? prefix
+               : "every object", sl_provider_scheme(u->provider), u->bucket, id);
+    free(id);
+    return rc;
+}
+
 int cmd_rmo(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "", "yes") < 0)
+    if (opts_parse(&o, argc, argv, "list,template,prefix", "yes,nr,cont-on-err") < 0)
         return 1;
     if (o.argc < 1) {
-        fprintf(stderr, "Usage: shale rmo ais://BUCKET/OBJECT [...]\n");
+        fprintf(stderr, "Usage: shale rmo ais://BUCKET/OBJECT [...]\n"
+                        "       shale rmo ais://BUCKET --list a,b | --template 'x-{0..9}' | --prefix P [--nr] "
+                        "[--cont-on-err]\n"
+                        "       shale rmo 'ais://BUCKET/x-{0..9}'   (a brace range: the same as --template)\n");
         return 1;
+    }
+    if (opt_str(&o, "list") || opt_str(&o, "template") || opt_str(&o, "prefix") ||
+        (o.argc == 1 && strchr(o.argv[0], '{'))) {
+        struct uri u;
+        if (o.argc != 1 || uri_parse(o.argv[0], &u, true) < 0) {
+            if (o.argc != 1)
+                fprintf(stderr, "Error: rmo with --list/--template/--prefix takes one bucket (ais://BUCKET)\n");
+            return 1;
+        }
+        const char *tmpl = opt_str(&o, "template") ? opt_str(&o, "template") : u.obj[0] ? u.obj : NULL;
+        int rc = rmo_many(&o, &u, tmpl);
+        uri_free(&u);
+        return rc;
     }
     int rc = 0;
     for (int i = 0; i < o.argc; i++) {

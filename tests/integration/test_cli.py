@@ -163,6 +163,22 @@ class TestCLI(unittest.TestCase):
         self.assertIn('deleted "ds/top.txt" from bucket "ais://cb3"', p.stdout)
         p = self.cli("ls", "ais://cb3")
         self.assertIn("Listed 4 names", p.stdout)
+        # many at once (a delete-listrange job): --list, a brace range in the name, --prefix
+        self.cli("bucket", "create", "ais://rm")
+        for n in ["x-%d" % i for i in range(6)] + ["d/a", "d/b", "keep"]:
+            requests.put(self.url + "/v1/objects/rm/" + n, data=b"1").raise_for_status()
+
+        def left():
+            return sorted(e["name"] for e in requests.get(self.url + "/v1/buckets/rm").json()["entries"] or [])
+        self.cli("rmo", "ais://rm", "--list", "x-0,x-1")
+        self.assertEqual(left(), ["d/a", "d/b", "keep", "x-2", "x-3", "x-4", "x-5"])
+        p = self.cli("rmo", "ais://rm/x-{2..4}")
+        self.assertIn("Deleted x-{2..4}", p.stdout)
+        self.cli("rmo", "ais://rm", "--prefix", "d/")
+        self.assertEqual(left(), ["keep", "x-5"])
+        p = self.run_cli("rmo", "ais://rm", "--list", "nope")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("nope", p.stderr)
 
     def test_show_cluster(self):
         p = self.cli("show", "cluster")
