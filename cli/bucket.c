@@ -5,8 +5,10 @@
 #include "cli.h"
 #include "jsonx.h"
 #include "meta.h"
+#include "template.h"
 
 #include <msgpack.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +160,44 @@ static int list_objects(struct opts *o, struct uri *u)
     const char *prefix = opt_str(o, "prefix");
     if (!prefix)
         prefix = u->obj;
+    /* --regex and --template select names, as ais's do; the listing asks for the template's prefix */
+    regex_t re;
+    bool have_re = false;
+    const char *rx = opt_str(o, "regex");
+    if (rx) {
+        int e = regcomp(&re, rx, REG_EXTENDED | REG_NOSUB);
+        if (e) {
+            char msg[200];
+            regerror(e, &re, msg, sizeof(msg));
+            fprintf(stderr, "Error: --regex \"%s\": %s\n", rx, msg);
+            return 1;
+        }
+        have_re = true;
+    }
+    struct sl_tmpl *tp = NULL;
+    const char *tmpl = opt_str(o, "template");
+    json_t *tnames = NULL;
+    if (tmpl) {
+        struct sl_err terr = { 0 };
+        if (sl_tmpl_parse(tmpl, &tp, &terr) < 0) {
+            fprintf(stderr, "Error: --template: %s\n", terr.msg);
+            if (have_re)
+                regfree(&re);
+            return 1;
+        }
+        prefix = sl_tmpl_prefix(tp);
+        if (sl_tmpl_is_range(tp) && sl_tmpl_count(tp) <= 10000000) {
+            tnames = json_object();
+            struct sl_buf nb;
+            sl_buf_init(&nb);
+            for (uint64_t i = 0; i < sl_tmpl_count(tp); i++) {
+                sl_tmpl_at(tp, i, &nb);
+                json_object_set_new(tnames, nb.p, json_true());
+            }
+            sl_buf_free(&nb);
+        }
+    }
+    bool count_only = opt_bool(o, "count-only"), no_footers = opt_bool(o, "no-footers");
     const char *start_after = opt_str(o, "start-after");
     unsigned long long flags = 0;
     if (name_only)
@@ -227,7 +267,13 @@ static int list_objects(struct opts *o, struct uri *u)
         json_t *e;
         int npage = 0;
         json_array_foreach(ents, i, e) {
+            const char *nm = json_string_value(json_object_get(e, "name"));
+            if ((have_re && regexec(&re, nm ? nm : "", 0, NULL, 0) != 0) ||
+                (tnames && !json_object_get(tnames, nm ? nm : "")))
+                continue;
             npage++;
+            if (count_only)
+                continue;
             if (all_entries) {
                 json_array_append(all_entries, e);
                 continue;
@@ -293,14 +339,16 @@ static int list_objects(struct opts *o, struct uri *u)
             break;
     }
     if (rc == 0) {
-        if (cli_json) {
+        if (cli_json && count_only) {
+            printf("%lld\n", total);
+        } else if (cli_json) {
             char *s = sl_json_dump(all_entries, SL_JD_PRETTY, NULL);
             printf("%s\n", s);
             free(s);
-        } else if (t) {
+        } else if (t && !count_only) {
             table_print(t, stdout, !cli_no_headers);
         }
-        if (!cli_json && !cli_no_headers && !paged) {
+        if (!cli_json && (count_only || (!cli_no_headers && !no_footers)) && !paged) {
             char cnt[32];
             sl_format_count((uint64_t)total, cnt, sizeof(cnt));
             printf("Listed %s names\n", cnt);
@@ -311,11 +359,15 @@ static int list_objects(struct opts *o, struct uri *u)
         table_free(t);
     free(token);
     free(uuid);
+    if (have_re)
+        regfree(&re);
+    json_decref(tnames);
+    sl_tmpl_free(tp);
     return rc;
 }
 
-#define LS_VALUED "props,limit,page-size,prefix,start-after"
-#define LS_BOOLS "paged,name-only,nr,non-recursive,archive,bytes,all,cached"
+#define LS_VALUED "props,limit,page-size,prefix,start-after,regex,template"
+#define LS_BOOLS "paged,name-only,nr,non-recursive,archive,bytes,all,cached,count-only,no-footers"
 
 int cmd_ls(int argc, char **argv)
 {

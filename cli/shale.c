@@ -76,7 +76,8 @@ static const struct {
             "  --props name,size,... | all   columns (all: NAME SIZE CHECKSUM ATIME VERSION CACHED TARGET URL "
             "STATUS COPIES)\n"
             "  --prefix P  --start-after NAME  --limit N  --page-size N  --paged\n"
-            "  --name-only  --nr (non-recursive)  --archive (list shard members)  --bytes  -H  --json\n" },
+            "  --name-only  --nr (non-recursive)  --archive (list shard members)  --bytes  -H  --json\n"
+            "  --template 'x-{0..9}'  --regex RE  --count-only  --no-footers\n" },
     { "create", "Usage: shale create ais://BUCKET [ais://BUCKET ...] [--props 'k=v ...' | JSON] [--ignore-error]\n" },
     { "rmb", "Usage: shale rmb ais://BUCKET [ais://BUCKET ...] [--ignore-error]\n" },
     { "put", "Usage: shale put FILE|DIR|- ais://BUCKET[/NAME_OR_PREFIX[/]] [FLAGS]\n"
