@@ -11,6 +11,7 @@
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int bucket_create(struct opts *o)
 {
@@ -149,8 +150,75 @@ static int list_buckets(struct opts *o)
 }
 
 /* list objects with paging; prints a table */
+/* `ls ais://B --summary`, `bucket summary ais://B[/PREFIX]`: AIStore's
+ * summary-bck, polled until it is done */
+static int bucket_summary(struct opts *o, struct uri *u)
+{
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
+    const char *prefix = opt_str(o, "prefix") ? opt_str(o, "prefix") : u->obj;
+    struct cli_resp r;
+    cli_act("GET", pq, "summary-bck", "", json_pack("{s:s,s:s}", "uuid", "", "prefix", prefix), &r);
+    if (r.status != 202) {
+        int rc = cli_fail(&r, "summary");
+        cli_resp_free(&r);
+        free(pq);
+        return rc;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    json_t *res = NULL;
+    int rc = 1;
+    for (int i = 0; i < 36000; i++) { /* at most an hour */
+        cli_act("GET", pq, "summary-bck", "", json_pack("{s:s,s:s}", "uuid", id, "prefix", prefix), &r);
+        if (r.status == 200) {
+            res = cli_resp_json(&r);
+            cli_resp_free(&r);
+            rc = 0;
+            break;
+        }
+        if (r.status != 202) {
+            rc = cli_fail(&r, "summary");
+            cli_resp_free(&r);
+            break;
+        }
+        cli_resp_free(&r);
+        usleep(100000);
+    }
+    free(id);
+    free(pq);
+    if (rc)
+        return rc;
+    json_t *x = json_array_get(res, 0);
+    if (cli_json) {
+        char *s = sl_json_dump(x, SL_JD_PRETTY, NULL);
+        printf("%s\n", s);
+        free(s);
+    } else {
+        json_t *oc = json_object_get(x, "ObjCount"), *os = json_object_get(x, "ObjSize"),
+               *ts = json_object_get(x, "TotalSize");
+        char cnt[32], mn[32], av[32], mx[32], tot[32], name[300], sizes[120], pct[16];
+        sl_format_count(strtoull(sl_json_str(oc, "obj_count_present", "0"), NULL, 10), cnt, sizeof(cnt));
+        sl_format_size((uint64_t)sl_json_int(os, "obj_min_size", 0), mn, sizeof(mn));
+        sl_format_size((uint64_t)sl_json_int(os, "obj_avg_size", 0), av, sizeof(av));
+        sl_format_size((uint64_t)sl_json_int(os, "obj_max_size", 0), mx, sizeof(mx));
+        sl_format_size(strtoull(sl_json_str(ts, "size_all_present_objs", "0"), NULL, 10), tot, sizeof(tot));
+        snprintf(name, sizeof(name), "ais://%s%s%s", u->bucket, prefix[0] ? "/" : "", prefix);
+        snprintf(sizes, sizeof(sizes), "%s, %s, %s", mn, av, mx);
+        snprintf(pct, sizeof(pct), "%lld%%", (long long)sl_json_int(x, "used_pct", 0));
+        struct table *t = table_new(5, "NAME", "OBJECTS", "OBJECT SIZES (min, avg, max)", "TOTAL OBJECT SIZE",
+                                    "USAGE(%)");
+        table_row(t, name, cnt, sizes, tot, pct);
+        table_print(t, stdout, !cli_no_headers);
+        table_free(t);
+    }
+    json_decref(res);
+    return 0;
+}
+
 static int list_objects(struct opts *o, struct uri *u)
 {
+    if (opt_bool(o, "summary"))
+        return bucket_summary(o, u);
     const char *props = opt_str(o, "props");
     bool all = props && !strcmp(props, "all");
     bool name_only = opt_bool(o, "name-only");
@@ -367,7 +435,7 @@ static int list_objects(struct opts *o, struct uri *u)
 }
 
 #define LS_VALUED "props,limit,page-size,prefix,start-after,regex,template"
-#define LS_BOOLS "paged,name-only,nr,non-recursive,archive,bytes,all,cached,count-only,no-footers"
+#define LS_BOOLS "paged,name-only,nr,non-recursive,archive,bytes,all,cached,count-only,no-footers,summary"
 
 int cmd_ls(int argc, char **argv)
 {
@@ -527,6 +595,19 @@ int cmd_bucket(int argc, char **argv)
     const char *verb = argv[0];
     if (!strcmp(verb, "ls"))
         return cmd_ls(argc - 1, argv + 1);
+    if (!strcmp(verb, "summary")) {
+        struct uri u;
+        if (opts_parse(&o, argc - 1, argv + 1, "prefix", "") < 0)
+            return 1;
+        if (o.argc != 1 || uri_parse(o.argv[0], &u, true) < 0) {
+            if (o.argc != 1)
+                fprintf(stderr, "Usage: shale bucket summary ais://BUCKET[/PREFIX] [--json]\n");
+            return 1;
+        }
+        int rc = bucket_summary(&o, &u);
+        uri_free(&u);
+        return rc;
+    }
     if (opts_parse(&o, argc - 1, argv + 1, "props", "ignore-error") < 0)
         return 1;
     if (!strcmp(verb, "create"))
@@ -535,7 +616,7 @@ int cmd_bucket(int argc, char **argv)
         return bucket_rm(&o);
     if (!strcmp(verb, "props"))
         return bucket_props(&o);
-    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props)\n", verb);
+    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary)\n", verb);
     return 1;
 }
 

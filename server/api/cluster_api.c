@@ -8,6 +8,7 @@
  * cluster floor serves (metasync, join, per-target listing, job fan-out).
  */
 #include "route.h"
+#include "bsumm.h"
 #include "cluster.h"
 #include "conf.h"
 #include "daemon.h"
@@ -403,6 +404,13 @@ bool sl_route_cluster_internal(struct sl_req *r)
     }
     if (!strcmp(r->path, "/v1/internal/jobs")) {
         internal_jobs(r);
+        return true;
+    }
+    if (!strcmp(r->path, "/v1/internal/bsumm")) {
+        if (!sl_is_target() && G.role != SL_ROLE_STANDALONE)
+            sl_resp_errf(r, SL_EINVAL, "%s is not a storage target", G.name);
+        else
+            sl_bsumm_internal(r);
         return true;
     }
     return false;

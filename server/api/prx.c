@@ -5,6 +5,7 @@
  * module); listing asks every target for a page and merges them.
  */
 #include "prx.h"
+#include "bsumm.h"
 #include "cluster.h"
 #include "cksum.h"
 #include "jsonx.h"
@@ -181,6 +182,42 @@ static void patch_bucket_done(struct sl_req *r)
 
 /* ---- HEAD, list ---- */
 
+/* HEAD ?bsumm_remote=: AIStore's summary protocol (native-gaps.md §4.1):
+ * 202 + Ais-Xaction-Id, then polls with ?uuid= get 202 until 200 +
+ * Ais-Bucket-Summ */
+static void head_summary(struct sl_req *r, const struct sl_bck *b)
+{
+    struct sl_err err = { 0 };
+    const char *uuid = sl_req_query(r, "uuid");
+    if (!uuid || !*uuid) {
+        const char *p = r->path + strlen("/v1/buckets/");
+        while (*p == '/')
+            p++;
+        const char *slash = strchr(p, '/');
+        char id[32];
+        if (sl_bsumm_start(b->name, slash ? slash + 1 : "", id, sizeof(id), &err) < 0) {
+            sl_resp_err(r, &err);
+            return;
+        }
+        sl_hdr_add(r, "Ais-Xaction-Id", id);
+        sl_resp_empty(r, 202);
+        return;
+    }
+    json_t *res;
+    int rc = sl_bsumm_poll(uuid, &res, &err);
+    if (rc < 0) {
+        sl_resp_err(r, &err);
+    } else if (rc == 0) {
+        sl_resp_empty(r, 202);
+    } else {
+        char *s = sl_json_dump(res, 0, NULL);
+        sl_hdr_add(r, "Ais-Bucket-Summ", s);
+        free(s);
+        json_decref(res);
+        sl_resp_empty(r, 200);
+    }
+}
+
 static void head_bucket(struct sl_req *r, const char *name)
 {
     struct sl_err err = { 0 };
@@ -194,8 +231,46 @@ static void head_bucket(struct sl_req *r, const char *name)
     sl_hdr_add(r, "Ais-Bucket-Props", s);
     free(s);
     sl_hdr_add(r, "Ais-Present", "true");
+    const char *bs = sl_req_query(r, "bsumm_remote");
+    if (bs && *bs)
+        head_summary(r, &b);
+    else
+        sl_resp_empty(r, 200);
     sl_bck_release(&b);
-    sl_resp_empty(r, 200);
+}
+
+/* GET {"action":"summary-bck","value":{"uuid","prefix",...}} (§4.2) */
+static void summary_action(struct sl_req *r, const char *name, const json_t *v)
+{
+    struct sl_err err = { 0 };
+    if (!name[0]) {
+        sl_resp_errf(r, SL_EINVAL, "summary-bck: name the bucket (GET /v1/buckets/BUCKET); a summary of every "
+                     "bucket at once is not built");
+        return;
+    }
+    struct sl_bck b;
+    if (sl_bck_resolve(name, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    const char *uuid = sl_json_str(v, "uuid", "");
+    if (!uuid[0]) {
+        char id[32];
+        if (sl_bsumm_start(b.name, sl_json_str(v, "prefix", ""), id, sizeof(id), &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_bytes(r, 202, "text/plain", id, strlen(id));
+    } else {
+        json_t *res;
+        int rc = sl_bsumm_poll(uuid, &res, &err);
+        if (rc < 0)
+            sl_resp_err(r, &err);
+        else if (rc == 0)
+            sl_resp_bytes(r, 202, "application/json", "[]", 2);
+        else
+            sl_resp_json_new(r, 200, json_pack("[o]", res));
+    }
+    sl_bck_release(&b);
 }
 
 static void list_buckets(struct sl_req *r, const char *filter)
@@ -296,7 +371,9 @@ static void get_buckets_done(struct sl_req *r)
         free(name);
         return;
     }
-    if (!strcmp(m.action, "list")) {
+    if (!strcmp(m.action, "summary-bck")) {
+        summary_action(r, name, m.value);
+    } else if (!strcmp(m.action, "list")) {
         if (!m.value)
             list_buckets(r, name);
         else if (!name[0])
@@ -304,7 +381,7 @@ static void get_buckets_done(struct sl_req *r)
         else
             list_objects(r, name, m.value);
     } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for GET /v1/buckets%s%s (valid: list)", m.action,
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for GET /v1/buckets%s%s (valid: list, summary-bck)", m.action,
                      name[0] ? "/" : "", name);
     }
     sl_actmsg_free(&m);

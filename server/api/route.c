@@ -105,7 +105,9 @@ void sl_route(struct sl_req *r)
     } else if (sl_req_path_is(r, "/v1/buckets")) {
         if (r->path_bad)
             sl_resp_errf(r, SL_EINVAL, "the request URL contains a NUL byte (%%00)");
-        else if (bucket_path_extra(r))
+        else if (bucket_path_extra(r) &&
+                 !(r->method == SL_M_HEAD && sl_req_query(r, "bsumm_remote") && *sl_req_query(r, "bsumm_remote")))
+            /* (a HEAD summary takes a prefix there: /v1/buckets/B/PREFIX?bsumm_remote=) */
             /* /v1/buckets/B/more: a typo must never create or destroy B */
             sl_resp_errf(r, SL_EINVAL, "invalid request URI %s: /v1/buckets/BUCKET takes nothing after the bucket "
                          "name (objects are /v1/objects/BUCKET/OBJECT); nothing was done", r->path);

@@ -5,8 +5,10 @@ targets and on a standalone node: by names, by range template, by prefix
 what=status; missing names with and without coer; evict/prefetch refused on
 ais:// buckets; bad messages refused with 400 and nothing deleted."""
 import json
+import os
+import subprocess
 
-from harness import ClusterTest, NodeTest, main, wait_until
+from harness import SHALE, ClusterTest, NodeTest, main, wait_until
 
 J = {"Content-Type": "application/json"}
 
@@ -86,14 +88,67 @@ class ListRangeApi:
         self.assertEqual(self.s.head(self.url + "/v1/buckets/lr").status_code, 200)
 
 
-class ListRangeCluster(ClusterTest, ListRangeApi):
+class SummaryApi:
+    """bucket summaries, as AIStore's Python SDK (HEAD 202 -> polls -> 200) and Go API/CLI (summary-bck) ask"""
+
+    def check_summary(self):
+        self.s.post(self.url + "/v1/buckets/sm", json={"action": "create-bck"}, timeout=30)
+        sizes = {"a/%02d" % i: 100 + i for i in range(30)}
+        sizes.update({"b/x": 7, "b/y": 5000})
+        for n, sz in sizes.items():
+            self.s.put(self.url + "/v1/objects/sm/" + n, data=b"z" * sz, timeout=30).raise_for_status()
+        # HEAD protocol: 202 + id, then polls
+        r = self.s.head(self.url + "/v1/buckets/sm", params={"provider": "ais", "bsumm_remote": "True"})
+        self.assertEqual(r.status_code, 202, r.headers)
+        jid = r.headers["Ais-Xaction-Id"]
+        out = {}
+
+        def done():
+            rr = self.s.head(self.url + "/v1/buckets/sm", params={"bsumm_remote": "True", "uuid": jid})
+            if rr.status_code == 200:
+                out["s"] = json.loads(rr.headers["Ais-Bucket-Summ"])
+            return rr.status_code == 200
+        wait_until(done, 30, interval=0.1, what="summary")
+        sm = out["s"]
+        self.assertEqual(sm["ObjCount"]["obj_count_present"], str(len(sizes)))
+        self.assertEqual(sm["TotalSize"]["size_all_present_objs"], str(sum(sizes.values())))
+        self.assertEqual((sm["ObjSize"]["obj_min_size"], sm["ObjSize"]["obj_max_size"]), (7, 5000))
+        # the action form, with a prefix
+        r = self.s.get(self.url + "/v1/buckets/sm", json={"action": "summary-bck", "value": {"uuid": "",
+                                                                                          "prefix": "a/"}})
+        self.assertEqual(r.status_code, 202, r.text)
+        jid = r.text
+
+        def done2():
+            rr = self.s.get(self.url + "/v1/buckets/sm", json={"action": "summary-bck", "value": {"uuid": jid}})
+            if rr.status_code == 200:
+                out["a"] = rr.json()[0]
+            return rr.status_code == 200
+        wait_until(done2, 30, interval=0.1, what="summary a/")
+        self.assertEqual(out["a"]["ObjCount"]["obj_count_present"], "30")
+        r = self.s.get(self.url + "/v1/buckets/sm", json={"action": "summary-bck", "value": {"uuid": "nope"}})
+        self.assertEqual(r.status_code, 404, r.text)
+        # the CLI
+        p = subprocess.run([SHALE, "ls", "ais://sm", "--summary"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, AIS_ENDPOINT=self.url))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"ais://sm\s+32\s")
+
+
+class ListRangeCluster(ClusterTest, ListRangeApi, SummaryApi):
     def test_delete_listrange(self):
         self.check()
 
+    def test_summary(self):
+        self.check_summary()
 
-class ListRangeStandalone(NodeTest, ListRangeApi):
+
+class ListRangeStandalone(NodeTest, ListRangeApi, SummaryApi):
     def test_delete_listrange(self):
         self.check()
+
+    def test_summary(self):
+        self.check_summary()
 
 
 if __name__ == "__main__":

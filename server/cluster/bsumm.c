@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT
+ * bsumm.c: bucket summaries (spec native-gaps.md §4): every target counts
+ * its objects of a bucket (under a prefix) from its metadata, the gateway
+ * adds the counts up in the background, and the client polls by id.
+ */
+#include "bsumm.h"
+#include "cluster.h"
+#include "jsonx.h"
+#include "log.h"
+#include "lso.h"
+#include "node.h"
+#include "store.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEEP 64                 /* finished summaries kept for polls */
+
+/* ---- a target's share ---- */
+
+struct count {
+    uint64_t n, bytes, min, max;
+};
+
+static int count_ent(void *arg, const struct sl_lsent *e)
+{
+    struct count *c = arg;
+    c->n++;
+    c->bytes += e->size;
+    c->min = c->n == 1 || e->size < c->min ? e->size : c->min;
+    c->max = e->size > c->max ? e->size : c->max;
+    return 0;
+}
+
+static int local_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
+{
+    return sl_lso_local_page(b, m, G.id, out, err);
+}
+
+static json_t *count_here(const char *bucket, const char *prefix, struct sl_err *err)
+{
+    struct sl_bck b;
+    if (sl_bck_resolve(bucket, "ais", NULL, &b, err) < 0)
+        return NULL;
+    struct count c = { 0 };
+    struct sl_lsomsg lm;
+    sl_lsomsg_names(&lm, prefix, true, 0, 10000);
+    int rc = sl_lso_walk(local_page, &b, &lm, NULL, count_ent, &c, err);
+    sl_lsomsg_free(&lm);
+    sl_bck_release(&b);
+    if (rc < 0)
+        return NULL;
+    return json_pack("{s:I,s:I,s:I,s:I}", "n", (json_int_t)c.n, "bytes", (json_int_t)c.bytes, "min",
+                     (json_int_t)c.min, "max", (json_int_t)c.max);
+}
+
+static void internal_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    const char *b = sl_req_query(r, "bck"), *p = sl_req_query(r, "prefix");
+    json_t *j = count_here(b ? b : "", p ? p : "", &err);
+    if (j)
+        sl_resp_json_new(r, 200, j);
+    else
+        sl_resp_err(r, &err);
+}
+
+void sl_bsumm_internal(struct sl_req *r)
+{
+    sl_req_offload(r, internal_run, NULL, NULL);
+}
+
+/* ---- the gateway ---- */
+
+struct summ {
+    char id[32];
+    char bck[SL_MAX_BCKNAME + 1];
+    char *prefix;
+    bool done;
+    json_t *result;             /* BsummResult, when done */
+    char err[600];
+    int code;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct summ *summs[KEEP];
+static int next_slot;
+
+static json_t *result_json(const char *bck, const struct count *c)
+{
+    uint64_t used = 0, total = 0;
+    if (G.role == SL_ROLE_STANDALONE)
+        sl_store_capacity(&used, &total);
+    char n[24], b[24], t[24];
+    snprintf(n, sizeof(n), "%llu", (unsigned long long)c->n);
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)c->bytes);
+    snprintf(t, sizeof(t), "%llu", (unsigned long long)total);
+    return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s},s:{s:I,s:I,s:I},s:{s:s,s:s,s:s,s:s},s:I,s:b}",
+                     "name", bck, "provider", "ais", "namespace", "uuid", "", "name", "", "ObjCount",
+                     "obj_count_present", n, "obj_count_remote", "0", "ObjSize",
+                     "obj_min_size", (json_int_t)c->min, "obj_avg_size", (json_int_t)(c->n ? c->bytes / c->n : 0),
+                     "obj_max_size", (json_int_t)c->max, "TotalSize", "size_on_disk", b, "size_all_present_objs", b,
+                     "size_all_remote_objs", "0", "total_disks_size", t, "used_pct",
+                     (json_int_t)(total ? c->bytes * 100 / total : 0), "is_present", true);
+}
+
+static void add(struct count *c, const json_t *j)
+{
+    uint64_t n = (uint64_t)sl_json_int(j, "n", 0);
+    if (!n)
+        return;
+    uint64_t mn = (uint64_t)sl_json_int(j, "min", 0), mx = (uint64_t)sl_json_int(j, "max", 0);
+    c->min = !c->n || mn < c->min ? mn : c->min;
+    c->max = mx > c->max ? mx : c->max;
+    c->n += n;
+    c->bytes += (uint64_t)sl_json_int(j, "bytes", 0);
+}
+
+static void *run(void *arg)
+{
+    struct summ *s = arg;
+    struct count c = { 0 };
+    struct sl_err err = { 0 };
+    if (G.role == SL_ROLE_STANDALONE) {
+        json_t *j = count_here(s->bck, s->prefix, &err);
+        if (j)
+            add(&c, j);
+        json_decref(j);
+    } else {
+        char *eb = sl_url_encode_query(s->bck), *ep = sl_url_encode_query(s->prefix);
+        struct sl_tfan t;
+        sl_tfan_init(&t, 0, "GET", "/v1/internal/bsumm?bck=%s&prefix=%s", eb, ep);
+        free(eb);
+        free(ep);
+        sl_tfan_run(&t, sl_conf->send_file_time_ns / 1000000);
+        for (int i = 0; i < t.n && !err.msg[0]; i++) {
+            if (!t.f[i].ok || t.f[i].resp.status != 200) {
+                sl_errf(&err, t.f[i].ok ? sl_code_from_status((int)t.f[i].resp.status) : SL_EUNAVAIL,
+                        "summary of ais://%s: t[%s]: %s", s->bck, t.who[i]->id,
+                        t.f[i].ok ? t.f[i].resp.err : "no answer");
+                break;
+            }
+            json_error_t je;
+            json_t *j = json_loadb(t.f[i].resp.body.p, t.f[i].resp.body.len, 0, &je);
+            add(&c, j);
+            json_decref(j);
+        }
+        sl_tfan_free(&t);
+    }
+    pthread_mutex_lock(&mu);
+    if (err.msg[0]) {
+        snprintf(s->err, sizeof(s->err), "%.590s", err.msg);
+        s->code = err.code ? err.code : SL_EINTERNAL;
+    } else {
+        s->result = result_json(s->bck, &c);
+    }
+    s->done = true;
+    bool kept = false;
+    for (int i = 0; i < KEEP; i++)
+        kept = kept || summs[i] == s;
+    pthread_mutex_unlock(&mu);
+    if (!kept) { /* forgotten while it ran: nobody can poll it */
+        json_decref(s->result);
+        free(s->prefix);
+        free(s);
+    }
+    return NULL;
+}
+
+int sl_bsumm_start(const char *bck, const char *prefix, char *id, size_t n, struct sl_err *err)
+{
+    struct summ *s = sl_xcalloc(1, sizeof(*s));
+    sl_job_id(s->id, sizeof(s->id), "");
+    snprintf(s->bck, sizeof(s->bck), "%s", bck);
+    s->prefix = sl_xstrdup(prefix ? prefix : "");
+    pthread_mutex_lock(&mu);
+    struct summ *old = summs[next_slot];
+    summs[next_slot] = s;
+    next_slot = (next_slot + 1) % KEEP;
+    /* the oldest is forgotten; one still running frees itself when it ends */
+    bool free_old = old && old->done;
+    pthread_mutex_unlock(&mu);
+    if (free_old) {
+        json_decref(old->result);
+        free(old->prefix);
+        free(old);
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, run, s) != 0)
+        return sl_errf(err, SL_EINTERNAL, "summary: cannot start a thread");
+    pthread_detach(t);
+    snprintf(id, n, "%s", s->id);
+    return 0;
+}
+
+int sl_bsumm_poll(const char *id, json_t **result, struct sl_err *err)
+{
+    *result = NULL;
+    int rc = -1;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < KEEP; i++) {
+        struct summ *s = summs[i];
+        if (!s || strcmp(s->id, id))
+            continue;
+        if (!s->done) {
+            rc = 0;
+        } else if (s->err[0]) {
+            sl_errf(err, s->code, "%s", s->err);
+            rc = -1;
+        } else {
+            *result = json_incref(s->result);
+            rc = 1;
+        }
+        pthread_mutex_unlock(&mu);
+        return rc;
+    }
+    pthread_mutex_unlock(&mu);
+    return sl_errf(err, SL_ENOENT, "summary \"%s\" not found (finished long ago, or started on another gateway)",
+                   id);
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT
+ * bsumm.h: bucket summaries, AIStore's summary-bck (native-gaps.md §4):
+ * object count, sizes and disk use of a bucket under a prefix, counted by
+ * every target from its metadata and added up in the background.
+ */
+#ifndef SL_BSUMM_H
+#define SL_BSUMM_H
+
+#include "http.h"
+#include <jansson.h>
+
+/* Start a summary of ais://bck under prefix: its id in id[0..n). */
+int sl_bsumm_start(const char *bck, const char *prefix, char *id, size_t n, struct sl_err *err);
+/* 0 still running, 1 done (*result: a new BsummResult), -1 failed or
+ * unknown (err) */
+int sl_bsumm_poll(const char *id, json_t **result, struct sl_err *err);
+/* Targets: GET /v1/internal/bsumm?bck=&prefix= -> {"n","bytes","min","max"} */
+void sl_bsumm_internal(struct sl_req *r);
+
+#endif
