@@ -84,6 +84,16 @@ def playground(prefix, targets=3):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def tiny_files(work, n, fmt="o-%07d"):
+    """n one-byte files named fmt % i in work/src (returned)"""
+    src = os.path.join(work, "src")
+    os.makedirs(src)
+    for i in range(n):
+        with open(os.path.join(src, fmt % i), "wb") as f:
+            f.write(b"x")
+    return src
+
+
 def upload_tree(url, bucket, root):
     requests.post(url + "/v1/buckets/" + bucket, json={"action": "create-bck"}, timeout=30).raise_for_status()
     env = dict(os.environ, AIS_ENDPOINT=url)

@@ -10,7 +10,6 @@ usage: listrange_bench.py [--objects 100000] [--sample 3000]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -27,16 +26,9 @@ def main():
     ap.add_argument("--sample", type=int, default=3000)
     a = ap.parse_args()
     with ishard_bench.playground("shale-lr-bench-") as (work, url):
-        src = os.path.join(work, "src")
-        os.makedirs(src)
-        for i in range(a.objects):
-            with open(os.path.join(src, "o-%06d" % i), "wb") as f:
-                f.write(b"x")
-        requests.post(url + "/v1/buckets/lr", json={"action": "create-bck"}, timeout=30).raise_for_status()
-        env = dict(os.environ, AIS_ENDPOINT=url)
+        src = ishard_bench.tiny_files(work, a.objects, "o-%06d")
         t0 = time.time()
-        subprocess.run([ishard_bench.SHALE, "put", src, "ais://lr/", "-r", "-y", "--num-workers", "16"], check=True,
-                       capture_output=True, env=env, timeout=7200)
+        ishard_bench.upload_tree(url, "lr", src)
         print("%d objects put in %.1f s" % (a.objects, time.time() - t0))
         s = requests.Session()
         t0 = time.time()

@@ -9,7 +9,6 @@ usage: summary_bench.py [--objects 100000] [--rounds 3]
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -51,14 +50,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     with ishard_bench.playground("shale-summ-bench-") as (work, url):
-        src = os.path.join(work, "src")
-        os.makedirs(src)
-        for i in range(a.objects):
-            with open(os.path.join(src, "o-%07d" % i), "wb") as f:
-                f.write(b"x")
-        requests.post(url + "/v1/buckets/sb", json={"action": "create-bck"}, timeout=30).raise_for_status()
-        subprocess.run([ishard_bench.SHALE, "put", src, "ais://sb/", "-r", "-y", "--num-workers", "16"], check=True,
-                       capture_output=True, env=dict(os.environ, AIS_ENDPOINT=url), timeout=7200)
+        ishard_bench.upload_tree(url, "sb", ishard_bench.tiny_files(work, a.objects))
         s = requests.Session()
         print("%d objects on 3 targets" % a.objects)
         print("%-6s %12s %12s %8s" % ("round", "summary s", "listing s", "ratio"))

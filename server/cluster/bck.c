@@ -80,3 +80,15 @@ int sl_cluster_bck_create(const char *name, struct sl_err *err)
     sl_smap_put(s);
     return rc;
 }
+
+bool sl_obj_owned_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return true;
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
+    sl_buf_free(&un);
+    return t && !strcmp(t->id, G.id);
+}

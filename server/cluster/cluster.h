@@ -29,6 +29,9 @@ int sl_bck_resolve(const char *name, const char *provider, const char *ns, struc
 /* Create ais://name if it does not exist (through the primary; here when
  * standalone), as a job does for its destination. 0, or -1 with err. */
 int sl_cluster_bck_create(const char *name, struct sl_err *err);
+/* This node owns object name of b under Smap s (HRW; always in standalone
+ * mode). */
+bool sl_obj_owned_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen);
 
 /* ---- one request to each target (fanout.c) ----
  * sl_tfan_init takes the current Smap and prepares one request to each

@@ -142,18 +142,6 @@ static void add_name(struct run *u, const char *s, size_t len)
     u->names[u->n++] = sl_xstrndup(s, len);
 }
 
-static bool mine(const struct sl_smap *sm, const struct sl_bck *b, const char *name, size_t len)
-{
-    if (G.role == SL_ROLE_STANDALONE)
-        return true;
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, name, len);
-    const struct sl_snode *t = sl_smap_hrw_target(sm, un.p, un.len);
-    sl_buf_free(&un);
-    return t && !strcmp(t->id, G.id);
-}
-
 struct walk {
     struct run *u;
     size_t plen;
@@ -182,7 +170,7 @@ static int share(struct run *u, struct sl_err *err)
         size_t i;
         json_t *x;
         json_array_foreach(u->l->names, i, x)
-            if (mine(sm, &u->b, json_string_value(x), json_string_length(x)))
+            if (sl_obj_owned_here(sm, &u->b, json_string_value(x), json_string_length(x)))
                 add_name(u, json_string_value(x), json_string_length(x));
     } else {
         struct sl_tmpl *t = NULL;
@@ -195,7 +183,7 @@ static int share(struct run *u, struct sl_err *err)
             sl_buf_init(&nb);
             for (uint64_t i = 0; i < sl_tmpl_count(t); i++) {
                 sl_tmpl_at(t, i, &nb);
-                if (mine(sm, &u->b, nb.p, nb.len))
+                if (sl_obj_owned_here(sm, &u->b, nb.p, nb.len))
                     add_name(u, nb.p, nb.len);
             }
             sl_buf_free(&nb);

@@ -481,19 +481,6 @@ static int64_t src_read(struct src *s, char *buf, size_t n, struct sl_err *err)
     return r;
 }
 
-/* is this node the owner of x under smap sm? */
-static bool owned_here(const struct sl_smap *sm, const struct sl_bck *b, const struct item *x)
-{
-    if (G.role == SL_ROLE_STANDALONE)
-        return true;
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, x->obj, strlen(x->obj));
-    const struct sl_snode *t = sl_smap_hrw_target(sm, un.p, un.len);
-    sl_buf_free(&un);
-    return t && !strcmp(t->id, G.id);
-}
-
 /* Size every item of idx[0..n) held here (opening the first KEEP_OPEN). */
 static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
 {
@@ -510,7 +497,7 @@ static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
             srcs[k].fd = -1;
             continue;
         }
-        if (!owned_here(sm, b, x)) {
+        if (!sl_obj_owned_here(sm, b, x->obj, strlen(x->obj))) {
             x->code = SL_EUNAVAIL;
             x->err = sl_xasprintf("%s/%s: t[%s] does not own it under the current cluster map (a target joined or "
                                   "left): retry the batch", b->name, x->obj, G.id);

@@ -579,18 +579,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static bool owned_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen)
-{
-    if (G.role == SL_ROLE_STANDALONE)
-        return true;
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, name, nlen);
-    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
-    sl_buf_free(&un);
-    return t && !strcmp(t->id, G.id);
-}
-
 static int local_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
 {
     return sl_lso_local_page(b, m, G.id, out, err);
@@ -604,7 +592,7 @@ struct feed_arg {
 static int feed_ent(void *arg, const struct sl_lsent *e)
 {
     struct feed_arg *fa = arg;
-    if (!owned_here(fa->s, &fa->t->src, e->name, e->nlen))
+    if (!sl_obj_owned_here(fa->s, &fa->t->src, e->name, e->nlen))
         return 0; /* a misplaced copy: its owner handles the object */
     return q_push(fa->t, sl_xstrndup(e->name, e->nlen)) ? 0 : 1;
 }
@@ -629,7 +617,7 @@ static int feed(struct tjob *t, struct sl_err *err)
     int rc = 0;
     if (t->m.has_list) {
         for (size_t i = 0; i < t->m.nobj && !sl_job_aborting(t->job); i++)
-            if (owned_here(s, &t->src, t->m.objnames[i], strlen(t->m.objnames[i])) &&
+            if (sl_obj_owned_here(s, &t->src, t->m.objnames[i], strlen(t->m.objnames[i])) &&
                 !q_push(t, sl_xstrdup(t->m.objnames[i])))
                 break;
     } else {
@@ -647,7 +635,7 @@ static int feed(struct tjob *t, struct sl_err *err)
             sl_buf_init(&b);
             for (uint64_t i = 0; i < sl_tmpl_count(tp) && !sl_job_aborting(t->job); i++) {
                 sl_tmpl_at(tp, i, &b);
-                if (owned_here(s, &t->src, b.p, b.len) && !q_push(t, sl_xstrndup(b.p, b.len)))
+                if (sl_obj_owned_here(s, &t->src, b.p, b.len) && !q_push(t, sl_xstrndup(b.p, b.len)))
                     break;
             }
             sl_buf_free(&b);
