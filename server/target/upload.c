@@ -40,12 +40,16 @@ struct sl_append {
     struct sl_bck b;
     char *name;
     size_t nlen;
-    struct sl_put *p;
+    struct sl_put *p;           /* the appended bytes */
+    int base_fd;                /* the object as it was at the first append (-1: none) */
+    uint64_t base_size;
     bool busy;
     int64_t used_s;
 };
 
 static struct sl_append *appends;
+
+static void append_free(struct sl_append *a);
 
 /* with mu held: drop sessions nobody touched for UPLOAD_IDLE_S */
 static void append_gc(void)
@@ -57,10 +61,7 @@ static void append_gc(void)
             *pp = a->next;
             sl_logi("append session %s (%s/%.*s) dropped after %d s without a request", a->id, a->b.name,
                     (int)SL_MIN(a->nlen, 200), a->name, UPLOAD_IDLE_S);
-            sl_put_abort(a->p);
-            sl_bck_release(&a->b);
-            free(a->name);
-            free(a);
+            append_free(a);
         } else {
             pp = &a->next;
         }
@@ -72,15 +73,20 @@ static void append_free(struct sl_append *a)
     if (!a)
         return;
     sl_put_abort(a->p);
+    if (a->base_fd >= 0)
+        close(a->base_fd);
     sl_bck_release(&a->b);
     free(a->name);
     free(a);
 }
 
-/* a new session: a work file holding the object's current content */
+/* A new session. The object's current content is what the appends extend:
+ * its file is held open (a snapshot, as a copy would be, but without
+ * reading it here, on the HTTP thread); flush puts the two together. */
 static struct sl_append *append_new(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
 {
     struct sl_append *a = sl_xcalloc(1, sizeof(*a));
+    a->base_fd = -1;
     sl_rand_id(a->id, 16);
     bck_copy(&a->b, b);
     a->name = sl_xstrndup(name, nlen);
@@ -90,27 +96,11 @@ static struct sl_append *append_new(const struct sl_bck *b, const char *name, si
         append_free(a);
         return NULL;
     }
-    int fd;
     struct sl_objmd md;
     struct sl_err e2 = { 0 };
-    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, &e2) == 0) {
-        char *buf = sl_xmalloc(256 * 1024);
-        int64_t off = 0;
-        ssize_t r;
-        while ((r = pread(fd, buf, 256 * 1024, (off_t)off)) > 0) {
-            if (sl_put_write(a->p, buf, (size_t)r, err) < 0)
-                break;
-            off += r;
-        }
-        free(buf);
-        close(fd);
+    if (sl_obj_open(b, name, nlen, &a->base_fd, &md, NULL, &e2) == 0) {
+        a->base_size = md.size;
         sl_objmd_free(&md);
-        if (err->msg[0] || r < 0) {
-            if (!err->msg[0])
-                sl_errf(err, SL_EIO, "append: reading the object to extend it: %s", strerror(errno));
-            append_free(a);
-            return NULL;
-        }
     } else if (e2.code != SL_ENOOBJ) {
         *err = e2;
         append_free(a);
@@ -231,23 +221,55 @@ static int file_cksum(int fd, int type, char out[SL_CKSUM_HEX_MAX], struct sl_er
     return r < 0 ? sl_errf(err, SL_EIO, "reading the appended content: %s", strerror(errno)) : 0;
 }
 
+/* n bytes of fd from 0 into p */
+static int copy_fd(struct sl_put *p, int fd, uint64_t n, struct sl_err *err)
+{
+    char *buf = sl_xmalloc(256 * 1024);
+    uint64_t off = 0;
+    int rc = 0;
+    while (rc == 0 && off < n) {
+        ssize_t r = pread(fd, buf, (size_t)SL_MIN((uint64_t)256 * 1024, n - off), (off_t)off);
+        if (r <= 0)
+            rc = sl_errf(err, SL_EIO, "append: reading back: %s", r < 0 ? strerror(errno) : "short file");
+        else
+            rc = sl_put_write(p, buf, (size_t)r, err);
+        off += r > 0 ? (uint64_t)r : 0;
+    }
+    free(buf);
+    return rc;
+}
+
 int sl_append_flush(struct sl_append *a, int cktype, const char *ckval, struct sl_objmd *out, struct sl_err *err)
 {
     append_unlink(a);
+    /* the object the session extends, then what was appended: one PUT */
+    struct sl_put *p = a->p;
     int rc = 0;
-    if (cktype > SL_CK_NONE) {
+    if (a->base_size) {
+        struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .keep_custom = true };
+        p = NULL;
+        rc = sl_put_begin(&a->b, a->name, a->nlen, &o, &p, err);
+        if (rc == 0)
+            rc = copy_fd(p, a->base_fd, a->base_size, err);
+        if (rc == 0)
+            rc = copy_fd(p, sl_put_fd(a->p), sl_put_size(a->p), err);
+    } else {
+        a->p = NULL;
+    }
+    if (rc == 0 && cktype > SL_CK_NONE) {
         char have[SL_CKSUM_HEX_MAX];
-        rc = file_cksum(sl_put_fd(a->p), cktype, have, err);
+        rc = file_cksum(sl_put_fd(p), cktype, have, err);
         if (rc == 0 && strcasecmp(have, ckval ? ckval : ""))
             rc = sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s/%.*s: the appended content has %s %s, the request "
                          "says %s; the object is unchanged", a->b.name, (int)SL_MIN(a->nlen, 200), a->name,
                          sl_cksum_name(cktype), have, ckval ? ckval : "");
     }
     if (rc == 0) {
-        struct sl_put *p = a->p;
-        a->p = NULL;
         rc = sl_put_commit(p, out, err);
+        p = NULL;
     }
+    if (p != a->p)
+        sl_put_abort(p);
     append_free(a);
     return rc;
 }

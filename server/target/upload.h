@@ -3,8 +3,9 @@
  * target (spec native-gaps.md §1-2):
  *
  *   append      PUT ?append_type=append[&append_handle=H] adds bytes to a
- *               work file (which starts as a copy of the object, if any);
- *               PUT ?append_type=flush&append_handle=H makes it the object
+ *               work file; PUT ?append_type=flush&append_handle=H makes
+ *               the object as it was at the first append (held open, not
+ *               copied, until then), followed by those bytes, the object
  *   multipart   POST mpt-upload -> upload id; PUT ?uploadId=&partNumber=N;
  *               POST mpt-complete [{part-number}...]; DELETE mpt-abort
  *
