@@ -100,18 +100,29 @@ bool sl_json_bool(const json_t *o, const char *key, bool dflt)
     return dflt;
 }
 
-const char *sl_json_unknown_key(const json_t *o, const char *const *known, size_t n)
+static const char *unknown_key(const json_t *o, const char *const *known, size_t n,
+                               int (*cmp)(const char *, const char *))
 {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)o, key, val) {
         size_t i = 0;
-        while (i < n && strcasecmp(key, known[i]))
+        while (i < n && cmp(key, known[i]))
             i++;
         if (i == n)
             return key;
     }
     return NULL;
+}
+
+const char *sl_json_unknown_key(const json_t *o, const char *const *known, size_t n)
+{
+    return unknown_key(o, known, n, strcasecmp);
+}
+
+const char *sl_json_unknown_key_exact(const json_t *o, const char *const *known, size_t n)
+{
+    return unknown_key(o, known, n, strcmp);
 }
 
 json_t *sl_json_parse(const char *p, size_t n, const char *what, struct sl_err *err)

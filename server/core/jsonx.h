@@ -29,6 +29,9 @@ bool sl_json_bool(const json_t *o, const char *key, bool dflt);
  * as the getters above), or NULL when every key is known. The key is
  * borrowed from o, as for sl_json_get. */
 const char *sl_json_unknown_key(const json_t *o, const char *const *known, size_t n);
+/* The same, but the key must match exactly (for fields read with
+ * json_object_get, which is case-sensitive). */
+const char *sl_json_unknown_key_exact(const json_t *o, const char *const *known, size_t n);
 
 /* Parse JSON in which integers beyond int64 (Go uint64s such as a Smap's
  * id_digest) become decimal strings instead of failing. New reference, or

@@ -53,22 +53,17 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
     if (v && !json_is_object(v) && !json_is_null(v))
         return sl_errf(err, SL_EINVAL, "delete-listrange: \"value\" must be an object {\"objnames\": [...]} or "
                        "{\"template\": \"obj-{000..099}\"} (neither: the whole bucket)");
-    static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs", NULL };
-    const char *k;
-    json_t *x;
-    json_object_foreach((json_t *)v, k, x) {
-        int i = 0;
-        while (known[i] && strcmp(known[i], k))
-            i++;
-        if (!known[i])
-            return sl_errf(err, SL_EINVAL, "delete-listrange: unknown field \"%s\" (valid: objnames, template, coer, "
-                           "num-workers, non-recurs)", k);
-    }
+    static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs" };
+    const char *k = sl_json_unknown_key_exact(v, known, SL_ARRAY_SIZE(known));
+    if (k)
+        return sl_errf(err, SL_EINVAL, "delete-listrange: unknown field \"%s\" (valid: objnames, template, coer, "
+                       "num-workers, non-recurs)", k);
     json_t *names = json_object_get(v, "objnames"), *t = json_object_get(v, "template");
     if (names && !json_is_null(names)) {
         if (!json_is_array(names))
             return sl_errf(err, SL_EINVAL, "delete-listrange: \"objnames\" must be a list of object names");
         size_t i;
+        json_t *x;
         json_array_foreach(names, i, x) {
             if (!json_is_string(x) || sl_objname_check(json_string_value(x), json_string_length(x), err) < 0) {
                 if (!err->msg[0])

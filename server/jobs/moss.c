@@ -165,17 +165,11 @@ static int moss_parse(const json_t *j, const char *path_bck, const char *path_pr
     if (!json_is_object(j))
         return sl_errf(err, SL_EINVAL, "get-batch: the body must be a JSON object {\"in\": [{\"objname\": ...}, "
                        "...], \"mime\": \".tar\"}");
-    static const char *const known[] = { "in", "mime", "coer", "onob", "strm", "coloc", NULL };
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)j, k, v) {
-        int i = 0;
-        while (known[i] && strcmp(known[i], k))
-            i++;
-        if (!known[i])
-            return sl_errf(err, SL_EINVAL, "get-batch: unknown field \"%s\" (valid: in, mime, coer, onob, strm, "
-                           "coloc)", k);
-    }
+    static const char *const known[] = { "in", "mime", "coer", "onob", "strm", "coloc" };
+    const char *k = sl_json_unknown_key_exact(j, known, SL_ARRAY_SIZE(known));
+    if (k)
+        return sl_errf(err, SL_EINVAL, "get-batch: unknown field \"%s\" (valid: in, mime, coer, onob, strm, coloc)",
+                       k);
     const char *mime = sl_json_str(j, "mime", "");
     m->mime = NULL;
     for (size_t i = 0; i < SL_ARRAY_SIZE(mimes); i++)

@@ -315,9 +315,14 @@ static json_t *plan_get(const char *name)
 /* what GET shows: the plan without its shard list */
 static json_t *plan_summary(const json_t *p)
 {
-    json_t *o = json_deep_copy(p);
+    /* every field but the per-shard lists, which may hold a million entries: not copied */
+    json_t *o = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)p, k, v)
+        if (strcmp(k, "shards") && strcmp(k, "counts"))
+            json_object_set(o, k, v);
     json_object_set_new(o, "shards", json_integer((json_int_t)json_array_size(json_object_get(p, "shards"))));
-    json_object_del(o, "counts");
     return o;
 }
 
@@ -432,18 +437,12 @@ static void create_run(struct sl_req *r, void *arg)
         goto out;
     }
     static const char *const known[] = { "name", "bck", "template", "prefix", "seed", "batch_size", "drop_last",
-                                         "shuffle_block", NULL };
-    const char *k;
-    json_t *v;
-    json_object_foreach(j, k, v) {
-        int i = 0;
-        while (known[i] && strcmp(known[i], k))
-            i++;
-        if (!known[i]) {
-            sl_errf(&err, SL_EINVAL, "plan: unknown field \"%s\" (valid: name, bck, template, prefix, seed, "
-                    "batch_size, drop_last, shuffle_block)", k);
-            goto out;
-        }
+                                         "shuffle_block" };
+    const char *k = sl_json_unknown_key_exact(j, known, SL_ARRAY_SIZE(known));
+    if (k) {
+        sl_errf(&err, SL_EINVAL, "plan: unknown field \"%s\" (valid: name, bck, template, prefix, seed, "
+                "batch_size, drop_last, shuffle_block)", k);
+        goto out;
     }
     if (!name_ok(name)) {
         sl_errf(&err, SL_EINVAL, "plan: \"name\" must be 1-64 letters, digits, '-', '_' or '.' (got \"%s\")", name);
@@ -484,6 +483,7 @@ static void create_run(struct sl_req *r, void *arg)
     counts = json_array();
     int64_t total = 0;
     size_t i;
+    json_t *v;
     json_array_foreach(shards, i, v) {
         json_t *idx = shard_index(b.name, json_string_value(v), &err);
         if (!idx) {
