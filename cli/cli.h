@@ -58,6 +58,9 @@ json_t *cli_resp_json(const struct cli_resp *r);
 /* Read a whole file ("-" = stdin) into a new NUL-terminated buffer; NULL
  * after printing "Error: cannot open ..." */
 char *cli_read_file(const char *path, size_t *len);
+/* The same, parsed as JSON: a new reference, or NULL after printing
+ * "Error: PATH: invalid JSON: ... (line N)" */
+json_t *cli_read_json(const char *path);
 
 /* ---- bucket URIs ---- */
 struct uri {

@@ -75,6 +75,20 @@ static void *opt_keep(void *p)
     return p;
 }
 
+json_t *cli_read_json(const char *path)
+{
+    size_t len;
+    char *s = cli_read_file(path, &len);
+    if (!s)
+        return NULL;
+    json_error_t je;
+    json_t *j = json_loadb(s, len, 0, &je);
+    free(s);
+    if (!j)
+        fprintf(stderr, "Error: %s: invalid JSON: %s (line %d)\n", path, je.text, je.line);
+    return j;
+}
+
 void cli_cleanup(void)
 {
     for (size_t i = 0; i < nopt_allocs; i++)

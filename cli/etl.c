@@ -51,17 +51,8 @@ static int etl_init(struct opts *o)
     const char *spec = opt_str(o, "spec");
     json_t *msg;
     if (spec) {
-        size_t len;
-        char *s = cli_read_file(spec, &len);
-        if (!s)
+        if (!(msg = cli_read_json(spec)))
             return 1;
-        json_error_t je;
-        msg = json_loadb(s, len, 0, &je);
-        free(s);
-        if (!msg) {
-            fprintf(stderr, "Error: %s: invalid JSON: %s (line %d)\n", spec, je.text, je.line);
-            return 1;
-        }
         const char *nm = opt_str(o, "name");
         if (nm)
             json_object_set_new(msg, "name", json_string(nm));

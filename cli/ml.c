@@ -89,15 +89,10 @@ static int get_batch(struct opts *o)
     json_t *req = NULL;
     const char *spec = opt_str(o, "spec") ? opt_str(o, "spec") : opt_str(o, "f");
     if (spec) {
-        size_t len;
-        char *s = cli_read_file(spec, &len);
-        if (!s)
+        if (!(req = cli_read_json(spec)))
             return 1;
-        json_error_t je;
-        req = json_loadb(s, len, 0, &je);
-        free(s);
         if (!json_is_object(req)) {
-            fprintf(stderr, "Error: %s: not a JSON object (line %d: %s)\n", spec, je.line, je.text);
+            fprintf(stderr, "Error: %s: a MossReq is a JSON object {\"in\": [...]}\n", spec);
             json_decref(req);
             return 1;
         }
