@@ -101,9 +101,10 @@ static const struct key schema[] = {
     { "arch.max_members", T_INT, "1000000", 0, NULL, "refuse archives with more members" },
     { "arch.max_member_size", T_SIZE, "16GiB", 0, NULL, NULL },
     { "arch.max_compression_ratio", T_INT, "1000", 0, NULL, "zip-bomb guard" },
-    { "get_batch.max_items", T_INT, "10000", 0, NULL, "items one get-batch request may name (more: 400)" },
+    { "get_batch.max_items", T_INT, "10000", 0, NULL, "items one get-batch request may name (more: 400; 0: the default)" },
     { "get_batch.mem", T_SIZE, "256MiB", 0, NULL,
-      "memory a target holds for get-batch items received from other targets; past it they wait on disk" },
+      "memory a target holds for get-batch items received from other targets; past it they wait on disk (0: no "
+      "limit)" },
 
     { "plugins.dir", T_STR, "", F_RESTART, NULL, "directory of format/sample-key plugins" },
 
