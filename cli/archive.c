@@ -438,6 +438,29 @@ static int arch_get(int argc, char **argv)
     return rc;
 }
 
+struct ls_arg {
+    struct table *t;
+    size_t shards, members;
+};
+
+static int ls_entry(void *arg, const json_t *e)
+{
+    struct ls_arg *a = arg;
+    long long fl = json_integer_value(json_object_get(e, "flags"));
+    bool in_arch = fl & 128, is_arch = fl & 512;
+    if (!in_arch && !is_arch)
+        return 0; /* plain objects are not shards */
+    char sz[32], nm[2200];
+    sl_format_size(strtoull(sl_json_str(e, "size", "0"), NULL, 10), sz, sizeof(sz));
+    snprintf(nm, sizeof(nm), "%s%s", in_arch ? "    " : "", json_string_value(json_object_get(e, "name")));
+    table_row(a->t, nm, sz);
+    if (in_arch)
+        a->members++;
+    else
+        a->shards++;
+    return 0;
+}
+
 static int arch_ls(struct opts *o)
 {
     if (o->argc != 1) {
@@ -447,57 +470,19 @@ static int arch_ls(struct opts *o)
     struct uri u;
     if (uri_parse(o->argv[0], &u, true) < 0)
         return 1;
-    char *token = sl_xstrdup(""), *uuid = sl_xstrdup("");
-    struct table *t = table_new(2, "NAME", "SIZE");
-    int rc = 0;
-    size_t shards = 0, members = 0;
-    for (;;) {
-        json_t *msg = json_pack("{s:s,s:s,s:s,s:s,s:s}", "props", "name,size", "prefix", u.obj, "flags", "8",
-                                "continuation_token", token, "uuid", uuid);
-        struct cli_resp r;
-        char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
-        cli_act("GET", pq, "list", "", msg, &r);
-        free(pq);
-        if (r.status != 200) {
-            rc = cli_fail(&r, NULL);
-            cli_resp_free(&r);
-            break;
-        }
-        json_t *j = cli_resp_json(&r);
-        cli_resp_free(&r);
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(j, "entries"), i, e) {
-            long long fl = json_integer_value(json_object_get(e, "flags"));
-            bool in_arch = fl & 128, is_arch = fl & 512;
-            if (!in_arch && !is_arch)
-                continue; /* plain objects are not shards */
-            char sz[32], nm[2200];
-            sl_format_size(strtoull(sl_json_str(e, "size", "0"), NULL, 10), sz, sizeof(sz));
-            snprintf(nm, sizeof(nm), "%s%s", in_arch ? "    " : "", json_string_value(json_object_get(e, "name")));
-            table_row(t, nm, sz);
-            if (in_arch)
-                members++;
-            else
-                shards++;
-        }
-        free(token);
-        free(uuid);
-        token = sl_xstrdup(sl_json_str(j, "continuation_token", ""));
-        uuid = sl_xstrdup(sl_json_str(j, "uuid", ""));
-        json_decref(j);
-        if (!token[0])
-            break;
-    }
+    struct ls_arg la = { table_new(2, "NAME", "SIZE"), 0, 0 };
+    json_t *msg = json_pack("{s:s,s:s,s:s}", "props", "name,size", "prefix", u.obj, "flags", "8");
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+    int rc = cli_list_each(pq, msg, ls_entry, &la);
+    free(pq);
+    json_decref(msg);
     if (rc == 0) {
-        table_print(t, stdout, !cli_no_headers);
+        table_print(la.t, stdout, !cli_no_headers);
         if (!cli_no_headers)
-            printf("Listed %zu shard%s, %zu member%s\n", shards, shards == 1 ? "" : "s", members,
-                   members == 1 ? "" : "s");
+            printf("Listed %zu shard%s, %zu member%s\n", la.shards, la.shards == 1 ? "" : "s", la.members,
+                   la.members == 1 ? "" : "s");
     }
-    table_free(t);
-    free(token);
-    free(uuid);
+    table_free(la.t);
     uri_free(&u);
     return rc;
 }

@@ -54,6 +54,11 @@ bool cli_resp_header(const struct cli_resp *r, const char *name, char *out, size
 /* print "Error: <message>" for a failed response and return 1 */
 int cli_fail(const struct cli_resp *r, const char *what);
 json_t *cli_resp_json(const struct cli_resp *r);
+/* Every entry of a listing (GET pq with "list"), page after page: fn(arg,
+ * entry) for each; msg holds the LsoMsg fields (props, prefix, flags; only
+ * read), the token and uuid are added. 0 at the end, fn's non-zero value
+ * when it stops, or non-zero after printing the error. */
+int cli_list_each(const char *pq, const json_t *msg, int (*fn)(void *arg, const json_t *entry), void *arg);
 
 /* Read a whole file ("-" = stdin) into a new NUL-terminated buffer; NULL
  * after printing "Error: cannot open ..." */

@@ -75,6 +75,42 @@ static void *opt_keep(void *p)
     return p;
 }
 
+int cli_list_each(const char *pq, const json_t *msg, int (*fn)(void *arg, const json_t *entry), void *arg)
+{
+    char *token = sl_xstrdup(""), *uuid = sl_xstrdup("");
+    int rc = 0;
+    for (int pages = 0; rc == 0 && pages < 10000000; pages++) {
+        json_t *m = json_deep_copy(msg);
+        json_object_set_new(m, "continuation_token", json_string(token));
+        json_object_set_new(m, "uuid", json_string(uuid));
+        struct cli_resp r;
+        cli_act("GET", pq, "list", "", m, &r);
+        if (r.status != 200) {
+            rc = cli_fail(&r, NULL);
+            cli_resp_free(&r);
+            break;
+        }
+        json_t *j = cli_resp_json(&r);
+        cli_resp_free(&r);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(j, "entries"), i, e) {
+            if ((rc = fn(arg, e)) != 0)
+                break;
+        }
+        free(token);
+        free(uuid);
+        token = sl_xstrdup(sl_json_str(j, "continuation_token", ""));
+        uuid = sl_xstrdup(sl_json_str(j, "uuid", ""));
+        json_decref(j);
+        if (!token[0])
+            break;
+    }
+    free(token);
+    free(uuid);
+    return rc;
+}
+
 json_t *cli_read_json(const char *path)
 {
     size_t len;

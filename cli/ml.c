@@ -15,38 +15,6 @@ static const char usage[] =
     "         [--streaming] [--cont-on-err|--coer] [--omit-src-bck|--onob] [--nv] [-y]\n"
     "  one archive of the named objects in the order given; --spec is a MossReq (docs/get-batch.md)\n";
 
-/* every object name under prefix in bucket, in listing order, into in */
-static int add_prefix(json_t *in, const char *bucket, const char *prefix)
-{
-    char *token = sl_xstrdup("");
-    int rc = 0;
-    for (int pages = 0; pages < 100000; pages++) {
-        json_t *msg = json_pack("{s:s,s:s,s:s}", "props", "name", "prefix", prefix, "continuation_token", token);
-        struct cli_resp r;
-        char *pq = sl_xasprintf("/v1/buckets/%s", bucket);
-        cli_act("GET", pq, "list", "", msg, &r);
-        free(pq);
-        if (r.status != 200) {
-            rc = cli_fail(&r, "get-batch: listing");
-            cli_resp_free(&r);
-            break;
-        }
-        json_t *j = cli_resp_json(&r);
-        cli_resp_free(&r);
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(j, "entries"), i, e)
-            json_array_append_new(in, json_pack("{s:s}", "objname", sl_json_str(e, "name", "")));
-        free(token);
-        token = sl_xstrdup(sl_json_str(j, "continuation_token", ""));
-        json_decref(j);
-        if (!token[0])
-            break;
-    }
-    free(token);
-    return rc;
-}
-
 static const char *mime_of(const char *out)
 {
     static const char *const ext[] = { ".tar.lz4", ".tar.gz", ".tgz", ".zip", ".tar" };
@@ -77,6 +45,23 @@ static int archive_part(const struct cli_resp *r, const char **p, size_t *n)
     *p = s + 4;
     *n = (size_t)(e - (s + 4));
     return 0;
+}
+
+static int add_name(void *arg, const json_t *e)
+{
+    json_array_append_new(arg, json_pack("{s:s}", "objname", sl_json_str(e, "name", "")));
+    return 0;
+}
+
+/* every object name under prefix in bucket, in listing order, into in */
+static int add_prefix(json_t *in, const char *bucket, const char *prefix)
+{
+    char *pq = sl_xasprintf("/v1/buckets/%s", bucket);
+    json_t *msg = json_pack("{s:s,s:s}", "props", "name", "prefix", prefix);
+    int rc = cli_list_each(pq, msg, add_name, in);
+    json_decref(msg);
+    free(pq);
+    return rc;
 }
 
 static int get_batch(struct opts *o)
