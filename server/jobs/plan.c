@@ -181,8 +181,8 @@ static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
 static struct samples *cache[CACHE_SHARDS];
 static int cache_next;
 
-/* the samples of shard (a new copy of the cached list's key is not needed:
- * the caller gets its own reference-free copy) */
+/* The samples of shard, which must number expect: taken out of the cache
+ * (or fetched from the shard's target); cache_put gives them back. */
 static struct samples *shard_samples(const char *bck, const char *shard, int expect, struct sl_err *err)
 {
     char *key = sl_xasprintf("%s\n%s", bck, shard);
