@@ -271,20 +271,39 @@ static void entry_name(const struct moss *m, const struct item *x, struct sl_buf
 /* reading one item on the node that holds it                         */
 /* ------------------------------------------------------------------ */
 
-struct src {
+/* A descriptor shared by the items of one object (tar runs of one shard):
+ * the items of a request are opened and read by one thread at a time */
+struct ofd {
     int fd;
+    int refs;
+};
+
+static void ofd_put(struct ofd *o)
+{
+    if (o && --o->refs == 0) {
+        close(o->fd);
+        free(o);
+    }
+}
+
+#define PRE_MAX 8192            /* a tar run's first bytes, read with its header check */
+
+struct src {
+    int fd;                     /* its own, or shared->fd */
+    struct ofd *shared;
     uint64_t off, left;
     struct sl_arch_member *am;
+    char *pre;                  /* the first bytes, read ahead (tar runs) */
+    size_t npre, ppre;
     bool open;
 };
 
 /* The tar header at off of fd is a plain one (no extended header before
  * it) of member name: else SL_EUNSUPP, and the caller assembles the batch
  * member by member. */
-static int raw_check(int fd, uint64_t off, const char *name, struct sl_err *err)
+static int raw_check(const unsigned char *h, size_t n, uint64_t off, const char *name, struct sl_err *err)
 {
-    unsigned char h[512];
-    if (pread(fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
+    if (n < 512)
         return sl_errf(err, SL_EUNSUPP, "tar layout: no header at %llu", (unsigned long long)off);
     unsigned sum = 0, want = 0;
     for (int i = 0; i < 512; i++)
@@ -311,7 +330,7 @@ struct opened {
     struct {
         const struct sl_bck *b;
         char *obj;
-        int fd;
+        struct ofd *of;
         int64_t size;
     } o[OPENED_OBJS];
     int no, next;
@@ -322,42 +341,45 @@ static void opened_close(struct opened *op)
     sl_arch_shard_close(op->shard);
     for (int i = 0; i < op->no; i++) {
         free(op->o[i].obj);
-        close(op->o[i].fd);
+        ofd_put(op->o[i].of);
     }
     memset(op, 0, sizeof(*op));
 }
 
-/* a descriptor of object obj of b (the caller's to close) and its size */
-static int opened_obj(struct opened *op, const struct sl_bck *b, const char *obj, int *fd, int64_t *size,
-                      struct sl_err *err)
+/* a shared descriptor of object obj of b (the caller's reference, given
+ * back with ofd_put) and its size */
+static struct ofd *opened_obj(struct opened *op, const struct sl_bck *b, const char *obj, int64_t *size,
+                              struct sl_err *err)
 {
     for (int i = 0; i < op->no; i++)
         if (op->o[i].b == b && !strcmp(op->o[i].obj, obj)) {
-            *fd = dup(op->o[i].fd);
+            op->o[i].of->refs++;
             *size = op->o[i].size;
-            return *fd < 0 ? sl_errf(err, SL_EIO, "%s/%s: %s", b->name, obj, strerror(errno)) : 0;
+            return op->o[i].of;
         }
     struct sl_objmd md;
     int f;
     if (sl_obj_open(b, obj, strlen(obj), &f, &md, NULL, err) < 0)
-        return -1;
+        return NULL;
     *size = (int64_t)md.size;
     sl_objmd_free(&md);
     int k = op->no < OPENED_OBJS ? op->no++ : op->next++ % OPENED_OBJS;
     if (op->o[k].obj) {
         free(op->o[k].obj);
-        close(op->o[k].fd);
+        ofd_put(op->o[k].of);
     }
     op->o[k].b = b;
     op->o[k].obj = sl_xstrdup(obj);
-    op->o[k].fd = f;
+    op->o[k].of = sl_xmalloc(sizeof(struct ofd));
+    *op->o[k].of = (struct ofd){ f, 2 }; /* the table's and the caller's */
     op->o[k].size = *size;
-    *fd = dup(f);
-    return *fd < 0 ? sl_errf(err, SL_EIO, "%s/%s: %s", b->name, obj, strerror(errno)) : 0;
+    return op->o[k].of;
 }
 
 /* Open item x of bucket b: its size in x->size, or x->code/x->err. op
  * (may be NULL) keeps shards open between items. */
+static void src_close(struct src *s);
+
 static void src_open(const struct sl_bck *b, struct item *x, struct src *s, struct opened *op)
 {
     struct sl_arch_shard **cur = op ? &op->shard : NULL;
@@ -365,6 +387,11 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
     s->fd = -1;
     struct sl_err err = { 0 };
     int64_t size = -1;
+    if (x->rawhdr && x->length < 0) {
+        sl_errf(&err, SL_EUNSUPP, "tar layout: the members of %s in %s/%s are not one plain run", x->rawhdr, b->name,
+                x->obj);
+        goto fail;
+    }
     if (x->arch && cur) {
         /* consecutive members of one shard: open it once */
         if (*cur && strcmp(sl_arch_shard_name(*cur), x->obj)) {
@@ -389,8 +416,9 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
             goto fail;
         }
     } else if (op) {
-        if (opened_obj(op, b, x->obj, &s->fd, &size, &err) < 0)
+        if (!(s->shared = opened_obj(op, b, x->obj, &size, &err)))
             goto fail;
+        s->fd = s->shared->fd;
     } else {
         struct sl_objmd md;
         if (sl_obj_open(b, x->obj, strlen(x->obj), &s->fd, &md, NULL, &err) < 0)
@@ -412,8 +440,18 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
     s->left = len;
     x->size = (int64_t)len;
     s->open = true;
-    if (x->rawhdr && raw_check(s->fd, start, x->rawhdr, &err) < 0)
-        goto fail;
+    if (x->rawhdr) {
+        /* a tar run: its first bytes now, and its header checked */
+        size_t want = (size_t)SL_MIN(len, (uint64_t)PRE_MAX);
+        s->pre = sl_xmalloc(want ? want : 1);
+        ssize_t r;
+        do
+            r = pread(s->fd, s->pre, want, (off_t)start);
+        while (r < 0 && errno == EINTR);
+        s->npre = r > 0 ? (size_t)r : 0;
+        if (raw_check((const unsigned char *)s->pre, s->npre, start, x->rawhdr, &err) < 0)
+            goto fail;
+    }
     if (s->am && start) {
         /* a member read by a scan: skip to the start */
         char buf[65536];
@@ -434,18 +472,17 @@ fail:
     free(x->err);
     x->err = sl_xstrdup(err.msg);
     x->size = 0;
-    sl_arch_member_close(s->am);
-    if (s->fd >= 0)
-        close(s->fd);
-    memset(s, 0, sizeof(*s));
-    s->fd = -1;
+    src_close(s);
 }
 
 static void src_close(struct src *s)
 {
     sl_arch_member_close(s->am);
-    if (s->fd >= 0)
+    if (s->shared)
+        ofd_put(s->shared);
+    else if (s->fd >= 0)
         close(s->fd);
+    free(s->pre);
     memset(s, 0, sizeof(*s));
     s->fd = -1;
 }
@@ -457,7 +494,12 @@ static int64_t src_read(struct src *s, char *buf, size_t n, struct sl_err *err)
         return 0;
     n = (size_t)SL_MIN((uint64_t)n, s->left);
     int64_t r;
-    if (s->am) {
+    if (s->ppre < s->npre) {
+        r = (int64_t)SL_MIN(n, s->npre - s->ppre);
+        memcpy(buf, s->pre + s->ppre, (size_t)r);
+        s->ppre += (size_t)r;
+        s->off += (uint64_t)r;
+    } else if (s->am) {
         r = sl_arch_member_read(s->am, buf, n, err);
         if (r == 0)
             return sl_errf(err, SL_EIO, "a member ended early");
@@ -530,10 +572,18 @@ struct pull {
     int *idx;
     struct src *srcs;
     struct sl_opipe *p;
+    /* sl_moss_pull: the items, worked out on the pull's thread */
+    sl_moss_items_fn build;
+    void (*free_arg)(void *);
+    void *arg;
 };
+
+static void moss_of_items(struct moss *m, const struct sl_moss_item *items, int n);
 
 static void pull_free(struct pull *pl)
 {
+    if (pl->free_arg)
+        pl->free_arg(pl->arg);
     for (int k = 0; pl->srcs && k < pl->m.n; k++)
         src_close(&pl->srcs[k]);
     free(pl->srcs);
@@ -542,9 +592,37 @@ static void pull_free(struct pull *pl)
     free(pl);
 }
 
+/* the header of a pull that has no items to send: {"error": msg} */
+static void pull_fail(struct pull *pl, const char *msg)
+{
+    json_t *h = json_pack("{s:s}", "error", msg);
+    size_t hl;
+    char *hs = sl_json_dump(h, 0, &hl);
+    json_decref(h);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+    bool failed = sl_opipe_write(pl->p, len8, 8) < 0 || sl_opipe_write(pl->p, hs, hl) < 0;
+    free(hs);
+    sl_opipe_close(pl->p, failed);
+    pull_free(pl);
+}
+
 static void *pull_send(void *arg)
 {
     struct pull *pl = arg;
+    if (pl->build) {
+        struct sl_moss_item *items = NULL;
+        int n = 0;
+        struct sl_err err = { 0 };
+        if (pl->build(pl->arg, &items, &n, &err) < 0) {
+            free(items);
+            pull_fail(pl, err.msg);
+            return NULL;
+        }
+        moss_of_items(&pl->m, items, n);
+        free(items);
+    }
     pl->idx = sl_xcalloc((size_t)pl->m.n, sizeof(int));
     for (int k = 0; k < pl->m.n; k++)
         pl->idx[k] = k;
@@ -637,6 +715,22 @@ static void pull_done(struct sl_req *r)
     pthread_detach(t);
 }
 
+void sl_moss_pull(struct sl_req *r, sl_moss_items_fn build, void (*free_arg)(void *), void *arg)
+{
+    struct pull *pl = sl_xcalloc(1, sizeof(*pl));
+    pl->build = build;
+    pl->free_arg = free_arg;
+    pl->arg = arg;
+    pl->p = sl_resp_opipe(r, 200, "application/octet-stream", PIPE_HIGH);
+    pthread_t t;
+    if (pthread_create(&t, NULL, pull_send, pl) != 0) {
+        sl_opipe_close(pl->p, true);
+        pull_free(pl);
+        return;
+    }
+    pthread_detach(t);
+}
+
 /* ------------------------------------------------------------------ */
 /* the designated target                                              */
 /* ------------------------------------------------------------------ */
@@ -665,6 +759,8 @@ struct dt {
     struct src *lsrc;           /* by position in local[] */
     int *pos;                   /* item -> position in its owner's list */
     int64_t smap_ver;
+    char *pull_uri;             /* sl_moss_serve's: what holders are asked (else the item list) */
+    int64_t want_smap;          /* with pull_uri: the cluster map the caller split the items by */
     int64_t deadline_ns;
     char cname[64];
     struct sl_job *job;         /* this target's get-batch job (gb_enter) */
@@ -744,19 +840,26 @@ static void *fetch_thread(void *arg)
     struct dt *d = fa->d;
     struct peer *p = fa->p;
     free(fa);
-    json_t *items = json_array();
-    for (int k = 0; k < p->n; k++) {
-        const struct item *x = &d->m.it[p->idx[k]];
-        json_array_append_new(items, json_pack("[s,s?,s,s?,I,I,s?]", x->bck, x->prov, x->obj, x->arch,
-                                               (json_int_t)x->start, (json_int_t)x->length, x->rawhdr));
+    char *bs = NULL, *url;
+    size_t blen = 0;
+    if (d->pull_uri) {
+        /* the holder works out its items itself */
+        url = sl_xasprintf("%s%s", p->url, d->pull_uri);
+    } else {
+        json_t *items = json_array();
+        for (int k = 0; k < p->n; k++) {
+            const struct item *x = &d->m.it[p->idx[k]];
+            json_array_append_new(items, json_pack("[s,s?,s,s?,I,I,s?]", x->bck, x->prov, x->obj, x->arch,
+                                                   (json_int_t)x->start, (json_int_t)x->length, x->rawhdr));
+        }
+        json_t *body = json_pack("{s:o}", "items", items);
+        bs = sl_json_dump(body, 0, &blen);
+        json_decref(body);
+        url = sl_xasprintf("%s/v1/internal/moss/pull", p->url);
     }
-    json_t *body = json_pack("{s:o}", "items", items);
-    size_t blen;
-    char *bs = sl_json_dump(body, 0, &blen);
-    json_decref(body);
-    char *url = sl_xasprintf("%s/v1/internal/moss/pull", p->url);
     struct sl_peer_resp pr;
-    int rc = sl_peer_stream_pooled("POST", url, bs, blen, peer_sink, p, peer_timeout_ms(), &pr);
+    int rc = sl_peer_stream_pooled(d->pull_uri ? "GET" : "POST", url, bs, blen, peer_sink, p, peer_timeout_ms(),
+                                   &pr);
     free(url);
     free(bs);
     pthread_mutex_lock(&p->mu);
@@ -833,6 +936,11 @@ static int peer_header(struct dt *d, struct peer *p, struct sl_err *err)
     json_error_t je;
     json_t *h = json_loadb(hs, hl, 0, &je);
     free(hs);
+    if (json_is_object(h)) {
+        sl_errf(err, SL_EUNAVAIL, "get-batch: t[%s]: %s", p->id, sl_json_str(h, "error", "failed"));
+        json_decref(h);
+        return -1;
+    }
     if (json_array_size(h) != (size_t)p->n) {
         json_decref(h);
         return sl_errf(err, SL_EINTERNAL, "get-batch: t[%s] answered for a different set of items", p->id);
@@ -878,6 +986,7 @@ static void dt_free(struct dt *d)
     free(d->lsrc);
     free(d->local);
     free(d->pos);
+    free(d->pull_uri);
     moss_free(&d->m);
     if (d->job)
         gb_leave(d->job);
@@ -890,6 +999,11 @@ static int dt_start(struct dt *d, struct sl_err *err)
     d->job = gb_enter();
     struct sl_smap *sm = sl_smap_get();
     d->smap_ver = sm->version;
+    if (d->pull_uri && sm->version != d->want_smap) {
+        sl_smap_put(sm);
+        return sl_errf(err, SL_EUNAVAIL, "get-batch: the cluster map changed during the request (a target joined "
+                       "or left); retry the batch");
+    }
     d->pos = sl_xcalloc((size_t)d->m.n, sizeof(int));
     d->local = sl_xcalloc((size_t)d->m.n, sizeof(int));
     d->peers = sl_xcalloc((size_t)(sm->nnodes ? sm->nnodes : 1), sizeof(*d->peers));
@@ -1241,14 +1355,14 @@ static void dt_run(struct sl_req *r, void *arg)
     dt_serve(r, d);
 }
 
-static struct dt *dt_of_items(const struct sl_moss_item *items, int n)
+/* m: items (copied), a streamed tar dated 0 */
+static void moss_of_items(struct moss *m, const struct sl_moss_item *items, int n)
 {
-    struct dt *d = sl_xcalloc(1, sizeof(*d));
-    d->m.n = n;
-    d->m.it = sl_xcalloc((size_t)(n ? n : 1), sizeof(*d->m.it));
-    d->m.raw = n > 0;
+    m->n = n;
+    m->it = sl_xcalloc((size_t)(n ? n : 1), sizeof(*m->it));
+    m->raw = n > 0;
     for (int i = 0; i < n; i++) {
-        struct item *x = &d->m.it[i];
+        struct item *x = &m->it[i];
         x->bck = sl_xstrdup(items[i].bck);
         x->obj = sl_xstrdup(items[i].obj);
         x->arch = items[i].arch ? sl_xstrdup(items[i].arch) : NULL;
@@ -1257,46 +1371,46 @@ static struct dt *dt_of_items(const struct sl_moss_item *items, int n)
         x->start = (int64_t)items[i].start;
         x->length = items[i].length;
         x->owner = -1;
-        d->m.raw = d->m.raw && x->rawhdr;
+        m->raw = m->raw && x->rawhdr;
     }
-    d->m.mime = ".tar";
-    d->m.fmt = sl_arch_format_by_name("x.tar", 5);
-    d->m.strm = true;
-    d->m.fixed_mtime = true;
-    return d;
+    m->mime = ".tar";
+    m->fmt = sl_arch_format_by_name("x.tar", 5);
+    m->strm = true;
+    m->fixed_mtime = true;
 }
 
-void sl_moss_serve(struct sl_req *r, const struct sl_moss_item *items, int n, const struct sl_moss_item *fallback,
-                   int nf)
+int sl_moss_serve(struct sl_req *r, const struct sl_moss_item *items, int n, const char *pull_uri, int64_t smap_ver)
 {
-    struct dt *d = dt_of_items(items, n);
+    struct dt *d = sl_xcalloc(1, sizeof(*d));
+    moss_of_items(&d->m, items, n);
     if (!d->m.fmt) {
         sl_resp_errf(r, SL_EUNSUPP, "get-batch: the tar format plugin is not loaded");
         dt_free(d);
-        return;
+        return 0;
     }
-    if (fallback && d->m.raw) {
-        /* tar fragments: fall back to member by member when a shard's
-         * layout is not the plain one (known before the first byte) */
-        struct sl_err err = { 0 };
-        sl_job_id(d->cname, sizeof(d->cname), "gbt-");
-        d->deadline_ns = sl_now_ns() + peer_timeout_ms() * 1000000;
-        int rc = dt_start(d, &err);
-        bool layout = false;
-        for (int i = 0; rc == 0 && i < d->m.n; i++)
-            layout = layout || d->m.it[i].code == SL_EUNSUPP;
-        if (rc == 0 && !layout) {
-            dt_respond(r, d);
-            return;
-        }
-        dt_free(d);
-        if (rc < 0) {
-            sl_resp_err(r, &err);
-            return;
-        }
-        d = dt_of_items(fallback, nf);
+    d->pull_uri = pull_uri ? sl_xstrdup(pull_uri) : NULL;
+    d->want_smap = smap_ver;
+    if (!d->m.raw) {
+        dt_serve(r, d);
+        return 0;
     }
-    dt_serve(r, d);
+    /* tar runs: the caller falls back to member by member when a shard's
+     * layout is not the plain one (known before the first byte) */
+    struct sl_err err = { 0 };
+    sl_job_id(d->cname, sizeof(d->cname), "gbt-");
+    d->deadline_ns = sl_now_ns() + peer_timeout_ms() * 1000000;
+    int rc = dt_start(d, &err);
+    bool layout = false;
+    for (int i = 0; rc == 0 && i < d->m.n; i++)
+        layout = layout || d->m.it[i].code == SL_EUNSUPP;
+    if (rc == 0 && !layout) {
+        dt_respond(r, d);
+        return 0;
+    }
+    dt_free(d);
+    if (rc < 0)
+        sl_resp_err(r, &err);
+    return rc < 0 ? 0 : 1;
 }
 
 /* ------------------------------------------------------------------ */

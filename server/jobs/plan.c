@@ -577,70 +577,186 @@ static int batch_query(struct sl_req *r, struct batch_req *q, struct sl_err *err
     return 0;
 }
 
+/* the target that holds shard of the plan's bucket under sm */
+static const struct sl_snode *shard_owner(const struct sl_smap *sm, const json_t *p, const char *shard,
+                                          struct sl_buf *un)
+{
+    sl_buf_reset(un);
+    sl_obj_uname(un, "ais", sl_json_str(p, "bck", ""), shard, strlen(shard));
+    return sl_smap_hrw_target(sm, un->p, un->len);
+}
+
+/* What one node works out of a batch: the picks, who holds each shard,
+ * and (for the shards held here) their samples, from the cache. */
+struct part {
+    json_t *p;
+    struct pick *pk;
+    int n;
+    const char **names;         /* by shard index: its name */
+    const struct sl_snode **own;
+    struct samples **held;
+    int ns;
+};
+
+static void part_free(struct part *pt)
+{
+    for (int i = 0; pt->held && i < pt->ns; i++)
+        if (pt->held[i])
+            cache_put(pt->held[i]);
+    free(pt->held);
+    free(pt->own);
+    free(pt->names);
+    free(pt->pk);
+    json_decref(pt->p);
+    memset(pt, 0, sizeof(*pt));
+}
+
+/* the picks of batch q, their shards' owners under sm; the samples of
+ * every shard held here, or (all) of every shard */
+static int part_init(struct part *pt, const char *name, uint64_t epoch, int64_t index, const struct sl_smap *sm,
+                     bool all, struct sl_err *err)
+{
+    memset(pt, 0, sizeof(*pt));
+    if (!(pt->p = plan_get(name)))
+        return sl_errf(err, SL_ENOENT, "plan \"%s\" does not exist (list them with GET /v1/ml/plan)", name);
+    if (batch_picks(pt->p, epoch, index, &pt->pk, &pt->n, err) < 0)
+        return -1;
+    json_t *shards = json_object_get(pt->p, "shards"), *counts = json_object_get(pt->p, "counts");
+    const char *bck = sl_json_str(pt->p, "bck", "");
+    pt->ns = (int)json_array_size(shards);
+    pt->names = sl_xcalloc((size_t)pt->ns + 1, sizeof(*pt->names));
+    pt->own = sl_xcalloc((size_t)pt->ns + 1, sizeof(*pt->own));
+    pt->held = sl_xcalloc((size_t)pt->ns + 1, sizeof(*pt->held));
+    struct sl_buf un;
+    sl_buf_init(&un);
+    int rc = 0;
+    for (int k = 0; k < pt->n && rc == 0; k++) {
+        int si = pt->pk[k].shard;
+        if (pt->names[si])
+            continue;
+        pt->names[si] = json_string_value(json_array_get(shards, (size_t)si));
+        if (G.role != SL_ROLE_STANDALONE && !(pt->own[si] = shard_owner(sm, pt->p, pt->names[si], &un))) {
+            rc = sl_errf(err, SL_EUNAVAIL, "plan batch: the cluster has no active targets");
+            break;
+        }
+        bool here = G.role == SL_ROLE_STANDALONE || !strcmp(pt->own[si]->id, G.id);
+        if ((all || here) &&
+            !(pt->held[si] = shard_samples(bck, pt->names[si],
+                                           (int)json_integer_value(json_array_get(counts, (size_t)si)), err)))
+            rc = -1;
+    }
+    sl_buf_free(&un);
+    return rc;
+}
+
+/* Pick k as one tar run of its shard: its members one after the other,
+ * each behind a single 512-byte header. length -1: they are not (a pax
+ * header, say), and the batch goes member by member. */
+static struct sl_moss_item pick_run(const struct part *pt, int k)
+{
+    int si = pt->pk[k].shard;
+    const struct samples *s = pt->held[si];
+    int m0 = s->start[pt->pk[k].sample], m1 = s->start[pt->pk[k].sample + 1];
+    bool run = s->m[m0].off >= 512;
+    for (int m = m0; run && m + 1 < m1; m++)
+        run = s->m[m + 1].off == s->m[m].off + (s->m[m].size + 511) / 512 * 512 + 512;
+    uint64_t a = s->m[m0].off - 512, b = s->m[m1 - 1].off + (s->m[m1 - 1].size + 511) / 512 * 512;
+    return (struct sl_moss_item){ sl_json_str(pt->p, "bck", ""), pt->names[si], NULL, NULL, s->m[m0].name,
+                                  run ? a : 0, run ? (int64_t)(b - a) : -1 };
+}
+
+struct pull_req {
+    char *name;
+    uint64_t epoch;
+    int64_t index, smap;
+    struct part pt;
+};
+
+static void pull_req_free(void *arg)
+{
+    struct pull_req *q = arg;
+    part_free(&q->pt);
+    free(q->name);
+    free(q);
+}
+
+/* a holder's part of a batch: the runs of the picks of shards held here,
+ * in batch order (on the pull's thread) */
+static int pull_build(void *arg, struct sl_moss_item **items, int *n, struct sl_err *err)
+{
+    struct pull_req *q = arg;
+    struct sl_smap *sm = sl_smap_get();
+    int rc = 0;
+    if (sm->version != q->smap)
+        rc = sl_errf(err, SL_EUNAVAIL, "t[%s] has cluster map v%lld, the designated target v%lld (a target joined "
+                     "or left): retry the batch", G.id, (long long)sm->version, (long long)q->smap);
+    else
+        rc = part_init(&q->pt, q->name, q->epoch, q->index, sm, false, err);
+    sl_smap_put(sm);
+    if (rc < 0)
+        return -1;
+    *items = sl_xcalloc((size_t)q->pt.n + 1, sizeof(**items));
+    *n = 0;
+    for (int k = 0; k < q->pt.n; k++)
+        if (q->pt.held[q->pt.pk[k].shard])
+            (*items)[(*n)++] = pick_run(&q->pt, k);
+    return 0;
+}
+
+/* Serve batch q: the picks held here as tar runs, the others' from their
+ * holders (who work out their part from the plan), or, if a shard's layout
+ * is not plain, every sample member by member. */
 static void batch_run(struct sl_req *r, void *arg)
 {
     struct batch_req *q = arg;
     struct sl_err err = { 0 };
-    json_t *p = plan_get(q->name);
-    struct pick *pk = NULL;
-    int n = 0;
-    if (!p) {
-        sl_resp_errf(r, SL_ENOENT, "plan \"%s\" does not exist (list them with GET /v1/ml/plan)", q->name);
-        goto out;
-    }
-    if (batch_picks(p, q->epoch, q->index, &pk, &n, &err) < 0) {
-        sl_resp_err(r, &err);
-        goto out;
-    }
-    json_t *shards = json_object_get(p, "shards"), *counts = json_object_get(p, "counts");
-    const char *bck = sl_json_str(p, "bck", "");
-    struct sl_moss_item *items = NULL, *raw = sl_xcalloc((size_t)n + 1, sizeof(*raw));
-    int ni = 0, cap = 0, nraw = 0;
-    struct samples **held = sl_xcalloc((size_t)json_array_size(shards) + 1, sizeof(*held));
-    int rc = 0;
-    for (int k = 0; k < n && rc == 0; k++) {
-        int si = pk[k].shard;
-        const char *shard = json_string_value(json_array_get(shards, (size_t)si));
-        if (!held[si] && !(held[si] = shard_samples(bck, shard, (int)json_integer_value(json_array_get(counts,
-                                                                                                (size_t)si)),
-                                                    &err))) {
-            rc = -1;
-            break;
+    struct part pt;
+    struct sl_smap *sm = sl_smap_get();
+    int64_t ver = sm->version;
+    int rc = part_init(&pt, q->name, q->epoch, q->index, sm, false, &err);
+    sl_smap_put(sm);
+    struct sl_moss_item *items = NULL;
+    int ni = 0, cap = 0;
+    if (rc == 0) {
+        items = sl_xcalloc((size_t)pt.n + 1, sizeof(*items));
+        for (int k = 0; k < pt.n; k++) {
+            int si = pt.pk[k].shard;
+            items[k] = pt.held[si] ? pick_run(&pt, k)
+                                   : (struct sl_moss_item){ sl_json_str(pt.p, "bck", ""), pt.names[si], NULL, NULL,
+                                                            "", 0, 0 };
         }
-        struct samples *s = held[si];
-        int m0 = s->start[pk[k].sample], m1 = s->start[pk[k].sample + 1];
-        for (int m = m0; m < m1; m++) {
-            if (ni == cap) {
-                cap = cap ? cap * 2 : 256;
-                items = sl_xrealloc(items, (size_t)cap * sizeof(*items));
+        char *uri = sl_xasprintf("/v1/internal/plan/pull?plan=%s&epoch=%llu&index=%lld&smap=%lld", q->name,
+                                 (unsigned long long)q->epoch, (long long)q->index, (long long)ver);
+        rc = sl_moss_serve(r, items, pt.n, uri, ver); /* copies what it keeps */
+        free(uri);
+        free(items);
+        items = NULL;
+        if (rc == 1) {
+            /* member by member: every shard's samples */
+            part_free(&pt);
+            sm = sl_smap_get();
+            rc = part_init(&pt, q->name, q->epoch, q->index, sm, true, &err);
+            sl_smap_put(sm);
+            for (int k = 0; rc == 0 && k < pt.n; k++) {
+                const struct samples *s = pt.held[pt.pk[k].shard];
+                for (int m = s->start[pt.pk[k].sample]; m < s->start[pt.pk[k].sample + 1]; m++) {
+                    if (ni == cap) {
+                        cap = cap ? cap * 2 : 256;
+                        items = sl_xrealloc(items, (size_t)cap * sizeof(*items));
+                    }
+                    const char *shard = pt.names[pt.pk[k].shard];
+                    items[ni++] = (struct sl_moss_item){ sl_json_str(pt.p, "bck", ""), shard, s->m[m].name,
+                                                         s->m[m].name, NULL, 0, 0 };
+                }
             }
-            items[ni++] = (struct sl_moss_item){ bck, shard, s->m[m].name, s->m[m].name, NULL, 0, 0 };
-        }
-        /* the sample as one run of its shard: its members one after the
-         * other, each behind a single 512-byte header */
-        bool run = nraw == k && s->m[m0].off >= 512;
-        for (int m = m0; run && m + 1 < m1; m++)
-            run = s->m[m + 1].off == s->m[m].off + (s->m[m].size + 511) / 512 * 512 + 512;
-        if (run) {
-            uint64_t a = s->m[m0].off - 512, b = s->m[m1 - 1].off + (s->m[m1 - 1].size + 511) / 512 * 512;
-            raw[nraw++] = (struct sl_moss_item){ bck, shard, NULL, NULL, s->m[m0].name, a, (int64_t)(b - a) };
+            if (rc == 0)
+                sl_moss_serve(r, items, ni, NULL, 0);
         }
     }
-    if (rc == 0 && nraw == n)
-        sl_moss_serve(r, raw, nraw, items, ni); /* copies what it keeps */
-    else if (rc == 0)
-        sl_moss_serve(r, items, ni, NULL, 0);
-    else
+    if (rc < 0)
         sl_resp_err(r, &err);
-    for (size_t i = 0; i < json_array_size(shards); i++)
-        if (held[i])
-            cache_put(held[i]);
-    free(held);
+    part_free(&pt);
     free(items);
-    free(raw);
-out:
-    free(pk);
-    json_decref(p);
     free(q->name);
     free(q);
 }
@@ -682,7 +798,47 @@ static void list_plans(struct sl_req *r, const char *name)
     json_decref(doc);
 }
 
-/* the gateway: batches are served by a target chosen by HRW of the batch */
+/* The target that holds the most samples of batch index of epoch (the
+ * fewest bytes between targets); ties go to the first of them in batch
+ * order. NULL: no active target. */
+static const struct sl_snode *batch_target(const struct sl_smap *sm, const json_t *p, const struct batch_req *q)
+{
+    struct pick *pk = NULL;
+    int n = 0;
+    struct sl_err err = { 0 };
+    if (batch_picks(p, q->epoch, q->index, &pk, &n, &err) < 0)
+        return NULL;
+    json_t *shards = json_object_get(p, "shards");
+    const struct sl_snode **own = sl_xcalloc((size_t)json_array_size(shards) + 1, sizeof(*own));
+    const struct sl_snode *best = NULL;
+    int *cnt = sl_xcalloc((size_t)sm->nnodes + 1, sizeof(int)), most = 0;
+    struct sl_buf un;
+    sl_buf_init(&un);
+    for (int k = 0; k < n; k++) {
+        int si = pk[k].shard;
+        if (!own[si]) {
+            const char *shard = json_string_value(json_array_get(shards, (size_t)si));
+            sl_buf_reset(&un);
+            sl_obj_uname(&un, "ais", sl_json_str(p, "bck", ""), shard, strlen(shard));
+            own[si] = sl_smap_hrw_target(sm, un.p, un.len);
+            if (!own[si])
+                break;
+        }
+        int ni = (int)(own[si] - sm->nodes);
+        if (ni >= 0 && ni < sm->nnodes && ++cnt[ni] > most) {
+            most = cnt[ni];
+            best = own[si];
+        }
+    }
+    sl_buf_free(&un);
+    free(cnt);
+    free(own);
+    free(pk);
+    return best;
+}
+
+/* The gateway: a batch is served by the target that holds most of its
+ * samples, so that the fewest cross between targets. */
 static void batch_redirect(struct sl_req *r, const struct batch_req *q)
 {
     json_t *p = plan_get(q->name);
@@ -691,16 +847,15 @@ static void batch_redirect(struct sl_req *r, const struct batch_req *q)
         return;
     }
     int64_t batches = sl_json_int(p, "batches", 0);
-    json_decref(p);
     if (q->index >= batches) {
         sl_resp_errf(r, SL_ENOENT, "plan %s: batch %lld does not exist: the plan has %lld batches (0..%lld)",
                      q->name, (long long)q->index, (long long)batches, (long long)batches - 1);
+        json_decref(p);
         return;
     }
-    char key[200];
-    snprintf(key, sizeof(key), "%s/%llu/%lld", q->name, (unsigned long long)q->epoch, (long long)q->index);
     struct sl_smap *sm = sl_smap_get();
-    const struct sl_snode *t = sl_smap_hrw_target(sm, key, strlen(key));
+    const struct sl_snode *t = batch_target(sm, p, q);
+    json_decref(p);
     if (!t) {
         sl_resp_errf(r, SL_EUNAVAIL, "plan batch: the cluster has no active targets");
     } else {
@@ -765,10 +920,38 @@ static void plan_route(struct sl_req *r)
     }
 }
 
+/* GET /v1/internal/plan/pull?plan=&epoch=&index=&smap=: a holder's part
+ * of a batch (sl_moss_serve's pull_uri) */
+static bool plan_internal_route(struct sl_req *r)
+{
+    if (strcmp(r->path, "/v1/internal/plan/pull"))
+        return false;
+    if (r->method != SL_M_GET) {
+        sl_resp_method_not_allowed(r, "GET");
+        return true;
+    }
+    struct sl_err err = { 0 };
+    struct batch_req b = { (char *)sl_req_query(r, "plan"), 0, 0 };
+    const char *v = sl_req_query(r, "smap");
+    if (!b.name || !v || batch_query(r, &b, &err) < 0) {
+        sl_resp_errf(r, SL_EINVAL, "plan pull: give ?plan=&epoch=&index=&smap=%s%s", err.msg[0] ? ": " : "",
+                     err.msg);
+        return true;
+    }
+    struct pull_req *q = sl_xcalloc(1, sizeof(*q));
+    q->name = sl_xstrdup(b.name);
+    q->epoch = b.epoch;
+    q->index = b.index;
+    q->smap = strtoll(v, NULL, 10);
+    sl_moss_pull(r, pull_build, pull_req_free, q);
+    return true;
+}
+
 static const char *const plan_paths[] = { "/v1/ml/plan", NULL };
 
 const struct sl_module sl_plan_module = {
     .name = "plan",
     .paths = plan_paths,
     .route = plan_route,
+    .internal = plan_internal_route,
 };

@@ -370,6 +370,21 @@ class GetBatchCluster(ClusterTest, GetBatchApi, PlanApi):
         self.plan_data()
         GetBatchCluster.plan_keys = self.check_plan()
         GetBatchCluster.plan_b3 = self.batch("p1", 2, 3).content
+        # every target works out its own part of a batch from the plan: the parts add up to the batch, and a
+        # target on another cluster map refuses instead of guessing
+        sm = self.c.smap()
+        ver = int(sm["version"])
+
+        def part(t, v):
+            r = self.s.get(t["public_net"]["direct_url"] + "/v1/internal/plan/pull", timeout=30,
+                           params={"plan": "p1", "epoch": 2, "index": 3, "smap": v})
+            self.assertEqual(r.status_code, 200, r.text)
+            hl = int.from_bytes(r.content[:8], "little")
+            return json.loads(r.content[8:8 + hl])
+        parts = [part(t, ver) for t in sm["tmap"].values()]
+        self.assertEqual(sum(len(p) for p in parts), 8, parts)
+        stale = part(next(iter(sm["tmap"].values())), ver + 100)
+        self.assertIn("retry the batch", stale["error"])
         # the PyTorch reader: 3 DataLoader workers give the epoch in plan order, and resume from an index
         code = ("import sys, json; sys.path.insert(0, %r)\n"
                 "from plan_dataset import PlanBatches\n"
