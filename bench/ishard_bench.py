@@ -61,7 +61,9 @@ def start_pg(work, name, targets):
     args = ["playground", "start", "--dir", d, "--port", str(base)]
     if targets > 1:
         args += ["--proxies", "1", "--targets", str(targets)]
-    subprocess.run([SHALE] + args, check=True, capture_output=True, timeout=300)
+    pin = os.environ.get("BENCH_SERVER_CPUS")  # e.g. "0": the nodes on their own CPUs
+    subprocess.run((["taskset", "-c", pin] if pin else []) + [SHALE] + args, check=True, capture_output=True,
+                   timeout=300)
     return d, "http://127.0.0.1:%d" % base
 
 

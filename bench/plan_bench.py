@@ -10,6 +10,7 @@ the reference is that pattern written out in a few lines. Rounds alternate;
 every round is printed.
 
 usage: plan_bench.py [--shards 32] [--per 1000] [--rounds 3]
+       BENCH_SERVER_CPUS=0 taskset -c 1 plan_bench.py    (the nodes on CPU 0, the loader on CPU 1)
 """
 import argparse
 import io
