@@ -331,6 +331,12 @@ static void list_objects(struct sl_req *r, const char *name, const json_t *value
         sl_resp_err(r, &err);
         return;
     }
+    /* As AIStore's code does for ais:// buckets (its docs say otherwise,
+     * its clients follow the code): a non-recursive listing shows the
+     * virtual directories even with no-dirs. Jobs that list for their own
+     * use keep no-dirs. */
+    if (m.flags & SL_LSO_NO_RECURSION)
+        m.flags &= ~(uint64_t)SL_LSO_NO_DIRS;
     struct sl_lspage pg;
     sl_lspage_init(&pg);
     if (sl_cluster_list_page(&b, &m, &pg, &err) < 0) {

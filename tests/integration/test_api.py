@@ -575,6 +575,12 @@ class TestListing(NodeTest):
         names = [e["name"] for e in r["entries"]]
         self.assertEqual(names, ["d%d/" % i for i in range(7)] + sorted("top%d" % i for i in range(30)))
         self.assertTrue(all(e.get("flags", 0) & 256 for e in r["entries"] if e["name"].endswith("/")))
+        # no-dirs does not hide them in a non-recursive listing of an ais:// bucket (AIStore's code, which its
+        # clients follow); in a recursive one there are none to hide
+        r = self.list_objects("ls", flags=str(2048 | 8192), pagesize=100000).json()
+        self.assertEqual([e["name"] for e in r["entries"]], names)
+        r = self.list_objects("ls", flags=str(8192), prefix="d1", pagesize=100000).json()
+        self.assertTrue(r["entries"] and all(not e["name"].endswith("/") for e in r["entries"]))
 
     def test_msgpack(self):
         r = self.list_objects("ls", msgpack=True, pagesize=10, props="name,size,checksum,version")
