@@ -14,6 +14,9 @@
 #include "stats.h"
 #include "store.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +213,121 @@ static json_t *node_status(void)
     return o;
 }
 
+/* ---- GET /v1/daemon?what=log[&severity=][&offset=][&all=true] ---- */
+
+#define LOG_MAX (64 * SL_MIB) /* what one answer carries */
+
+/* the lines of a log file at or above the severity: i (all), or w and e
+ * (warnings and errors, which AIStore keeps in one file) */
+static void log_filter(const struct sl_buf *in, bool errors_only, struct sl_buf *out)
+{
+    if (!errors_only) {
+        sl_buf_add(out, in->p, in->len);
+        return;
+    }
+    for (size_t i = 0; i < in->len;) {
+        const char *nl = memchr(in->p + i, '\n', in->len - i);
+        size_t n = nl ? (size_t)(nl - (in->p + i)) + 1 : in->len - i;
+        const char *l = in->p + i;
+        /* glog lines start with the severity letter; JSON lines carry "level" */
+        bool keep = (n > 1 && (l[0] == 'W' || l[0] == 'E') && l[1] == ' ') ||
+                    (l[0] == '{' && (memmem(l, n, "\"level\":\"warning\"", 17) || memmem(l, n, "\"level\":\"error\"",
+                                                                                      15)));
+        if (keep)
+            sl_buf_add(out, l, n);
+        i += n;
+    }
+}
+
+static la_ssize_t tgz_write(struct archive *a, void *ctx, const void *buf, size_t n)
+{
+    (void)a;
+    return sl_buf_add(ctx, buf, n) < 0 ? -1 : (la_ssize_t)n;
+}
+
+static void log_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    const char *sev = sl_req_query(r, "severity"), *off = sl_req_query(r, "offset"), *all = sl_req_query(r, "all");
+    bool errors_only = false;
+    if (sev && *sev) {
+        char c = (char)(*sev | 0x20);
+        if (c == 'w' || c == 'e')
+            errors_only = true;
+        else if (c != 'i') {
+            sl_resp_errf(r, SL_EINVAL, "unknown log severity \"%s\" (valid: info, warning, error, or i, w, e)", sev);
+            return;
+        }
+    }
+    uint64_t offset = 0;
+    char *end = NULL;
+    if (off && *off)
+        offset = strtoull(off, &end, 10);
+    if (off && *off && (*end || *off == '-')) {
+        sl_resp_errf(r, SL_EINVAL, "invalid log offset \"%s\": a byte offset (non-negative integer)", off);
+        return;
+    }
+    const char *path = sl_log_path();
+    if (!path) {
+        sl_resp_errf(r, SL_ENOENT, "%s: the log goes to stderr only (no log_dir configured)", G.name);
+        return;
+    }
+    bool tgz = all && (!strcmp(all, "true") || !strcmp(all, "1"));
+    struct sl_buf raw, sel, out;
+    sl_buf_init(&raw);
+    sl_buf_init(&sel);
+    sl_buf_init(&out);
+    if (!tgz) {
+        if (sl_read_file(path, &raw, LOG_MAX) < 0) {
+            sl_resp_errf(r, SL_ENOENT, "%s: cannot read its log %s: %s", G.name, path, strerror(errno));
+        } else {
+            log_filter(&raw, errors_only, &sel);
+            if (offset > sel.len)
+                sl_resp_errf(r, SL_EINVAL, "log likely rotated (offset %llu, size %llu)",
+                             (unsigned long long)offset, (unsigned long long)sel.len);
+            else
+                sl_resp_bytes(r, 200, "text/plain; charset=utf-8", sel.p + offset, sel.len - offset);
+        }
+    } else {
+        /* the log and its rotated predecessor, as a tar.gz */
+        struct archive *a = archive_write_new();
+        archive_write_set_format_pax_restricted(a);
+        archive_write_add_filter_gzip(a);
+        int rc = archive_write_open(a, &out, NULL, tgz_write, NULL);
+        char *paths[2] = { sl_xstrdup(path), sl_xasprintf("%s.1", path) };
+        for (int i = 0; i < 2 && rc == ARCHIVE_OK; i++) {
+            sl_buf_reset(&raw);
+            sl_buf_reset(&sel);
+            if (sl_read_file(paths[i], &raw, LOG_MAX / 2) < 0)
+                continue;
+            log_filter(&raw, errors_only, &sel);
+            const char *base = strrchr(paths[i], '/');
+            struct archive_entry *e = archive_entry_new();
+            archive_entry_set_pathname(e, base ? base + 1 : paths[i]);
+            archive_entry_set_size(e, (la_int64_t)sel.len);
+            archive_entry_set_filetype(e, AE_IFREG);
+            archive_entry_set_perm(e, 0644);
+            archive_entry_set_mtime(e, time(NULL), 0);
+            rc = archive_write_header(a, e);
+            if (rc == ARCHIVE_OK && sel.len && archive_write_data(a, sel.p, sel.len) < 0)
+                rc = ARCHIVE_FATAL;
+            archive_entry_free(e);
+        }
+        if (rc == ARCHIVE_OK)
+            rc = archive_write_close(a);
+        if (rc != ARCHIVE_OK)
+            sl_resp_errf(r, SL_EINTERNAL, "%s: packing its logs: %s", G.name, archive_error_string(a));
+        else
+            sl_resp_bytes(r, 200, "application/gzip", out.p, out.len);
+        archive_write_free(a);
+        free(paths[0]);
+        free(paths[1]);
+    }
+    sl_buf_free(&raw);
+    sl_buf_free(&sel);
+    sl_buf_free(&out);
+}
+
 void sl_h_daemon_get(struct sl_req *r)
 {
     const char *what = sl_req_query(r, "what");
@@ -236,22 +354,77 @@ void sl_h_daemon_get(struct sl_req *r)
     } else if (!strcmp(what, "software_version")) {
         sl_resp_text(r, 200, SL_VERSION);
     } else if (!strcmp(what, "log")) {
-        const char *path = sl_log_path();
-        struct sl_buf b;
-        sl_buf_init(&b);
-        if (!path || sl_read_file(path, &b, 64 * SL_MIB) < 0) {
-            sl_buf_free(&b);
-            sl_resp_errf(r, SL_ENOENT, "%s: log is written to stderr only (no log_dir configured)", G.name);
-            return;
-        }
-        sl_resp_bytes(r, 200, "text/plain; charset=utf-8", b.p, b.len);
-        sl_buf_free(&b);
+        sl_req_offload(r, log_run, NULL, NULL);
     } else if (!strcmp(what, "plugins")) {
         sl_resp_json_new(r, 200, sl_arch_plugins_json());
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid 'what=%s' request: unrecognized 'what=%s' query (valid: smap, bmd, config, "
                      "snode, node_status, software_version, log, plugins)", what, what);
     }
+}
+
+/* ---- GET /v1/reverse/daemon?what=...: through the gateway, to node Ais-Node-Id ---- */
+
+static void reverse_run(struct sl_req *r, void *arg)
+{
+    char *id = arg;
+    struct sl_smap *sm = sl_smap_get();
+    const struct sl_snode *n = sl_smap_find(sm, id);
+    if (!n) {
+        sl_resp_errf(r, SL_ENOENT, "node \"%s\" is not in the cluster map v%lld (the nodes: GET /v1/daemon?what=smap)",
+                     id, (long long)sm->version);
+        sl_smap_put(sm);
+        free(id);
+        return;
+    }
+    const char *q = strchr(r->raw_uri, '?');
+    char *url = sl_xasprintf("%s/v1/daemon%s", n->ctrl_url, q ? q : "");
+    sl_smap_put(sm);
+    struct sl_peer_resp pr;
+    int rc = sl_peer_call("GET", url, NULL, 0, NULL, 0, sl_conf->cplane_timeout_ns / 1000000 * 5, &pr);
+    if (rc < 0) {
+        sl_resp_errf(r, SL_EUNAVAIL, "node %s did not answer: %s", id, pr.err);
+    } else {
+        const char *what = sl_req_query(r, "what"), *all = sl_req_query(r, "all");
+        const char *ct = pr.status >= 400 ? "application/json"
+                         : what && !strcmp(what, "log") ? (all && *all && strcmp(all, "false") ? "application/gzip"
+                                                                                              : "text/plain; charset=utf-8")
+                         : what && !strcmp(what, "software_version") ? "text/plain; charset=utf-8"
+                                                                    : "application/json";
+        sl_resp_bytes(r, (int)pr.status, ct, pr.body.p ? pr.body.p : "", pr.body.len);
+    }
+    sl_peer_resp_free(&pr);
+    free(url);
+    free(id);
+}
+
+void sl_h_reverse(struct sl_req *r)
+{
+    if (!sl_req_path_is(r, "/v1/reverse/daemon")) {
+        sl_resp_errf(r, SL_ENOENT, "no such endpoint %s (the reverse path is GET /v1/reverse/daemon?what=... with "
+                     "header Ais-Node-Id)", r->path);
+        return;
+    }
+    if (r->method != SL_M_GET) {
+        sl_resp_method_not_allowed(r, "GET");
+        return;
+    }
+    const char *id = sl_req_header(r, "Ais-Node-Id");
+    if (!id || !*id) {
+        sl_resp_errf(r, SL_EINVAL, "GET /v1/reverse/daemon: name the node in the Ais-Node-Id header (the nodes: "
+                     "GET /v1/daemon?what=smap)");
+        return;
+    }
+    if (!strcmp(id, G.id)) {
+        sl_h_daemon_get(r);
+        return;
+    }
+    if (G.role != SL_ROLE_PROXY) {
+        sl_resp_errf(r, SL_EINVAL, "%s is not a gateway: send /v1/reverse/daemon to a gateway, or GET /v1/daemon "
+                     "to the node itself", G.name);
+        return;
+    }
+    sl_req_offload(r, reverse_run, free, sl_xstrdup(id));
 }
 
 void sl_h_metrics(struct sl_req *r)

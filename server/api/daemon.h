@@ -9,6 +9,8 @@
 
 void sl_h_health(struct sl_req *r);
 void sl_h_daemon_get(struct sl_req *r);
+/* GET /v1/reverse/daemon?what=... with Ais-Node-Id: a gateway asks that node (AIStore's reverse path) */
+void sl_h_reverse(struct sl_req *r);
 void sl_h_metrics(struct sl_req *r);
 json_t *sl_node_state_info(void);     /* new reference */
 

@@ -120,6 +120,8 @@ void sl_route(struct sl_req *r)
             sl_route_daemon_other(r);
     } else if (sl_req_path_is(r, "/v1/cluster")) {
         sl_route_cluster(r);
+    } else if (sl_req_path_is(r, "/v1/reverse")) {
+        sl_h_reverse(r);
     } else if (sl_req_path_is(r, "/metrics")) {
         sl_h_metrics(r);
     } else if (!sl_route_cluster_internal(r) && !sl_modules_route(r)) {
