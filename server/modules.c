@@ -13,6 +13,7 @@
 #include "lrit.h"
 #include "moss.h"
 #include "plan.h"
+#include "promote.h"
 #include "tcb.h"
 
 const struct sl_module *const sl_modules[] = {
@@ -24,5 +25,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_moss_module,
     &sl_plan_module,
     &sl_lrit_module,
+    &sl_promote_module,
     NULL,
 };

@@ -74,6 +74,16 @@ bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actm
     return false;
 }
 
+bool sl_modules_objects_post(struct sl_req *r, const char *bucket, struct sl_actmsg *msg)
+{
+    const struct sl_module *m;
+    FOR_MODULES(m) {
+        if (m->objects_post && m->objects_post(r, bucket, msg))
+            return true;
+    }
+    return false;
+}
+
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket)
 {
     const struct sl_module *m;

@@ -38,6 +38,9 @@ struct sl_module {
      * same, delete_actions for the messages. */
     bool (*bucket_delete)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
     const char *delete_actions;
+    /* POST /v1/objects/B {"action": ...} (no object in the path: promote):
+     * true when the action was this module's. */
+    bool (*objects_post)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
     /* PUT /v1/buckets/B: true when the module took the request over. */
     bool (*bucket_put)(struct sl_req *r, const char *bucket);
 
@@ -58,6 +61,7 @@ void sl_modules_install(const struct sl_module *const *mods);
 bool sl_modules_route(struct sl_req *r);
 bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket);
+bool sl_modules_objects_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 bool sl_modules_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 /* The module whose get_query the request carries (static), or NULL. */
 const struct sl_module *sl_modules_get_owner(const struct sl_req *r);

@@ -803,6 +803,20 @@ static void post_done(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    /* POST /v1/objects/B: an action on files or objects the body names */
+    const char *bk = r->path + strlen("/v1/objects");
+    while (*bk == '/')
+        bk++;
+    const char *slash = strchr(bk, '/');
+    if (*bk && (!slash || !slash[1])) {
+        char *bucket = sl_xstrndup(bk, slash ? (size_t)(slash - bk) : strlen(bk));
+        bool taken = sl_modules_objects_post(r, bucket, &m);
+        free(bucket);
+        if (taken) {
+            sl_actmsg_free(&m);
+            return;
+        }
+    }
     if (!strcmp(m.action, "mpt-upload")) {
         sl_actmsg_free(&m);
         mpt_upload(r);
@@ -811,6 +825,12 @@ static void post_done(struct sl_req *r)
     if (!strcmp(m.action, "mpt-complete")) {
         sl_actmsg_free(&m);
         sl_req_offload(r, complete_run, NULL, NULL);
+        return;
+    }
+    if (!strcmp(m.action, "promote")) {
+        sl_resp_errf(r, SL_EINVAL, "POST %s: promote names its files in the body: send it to /v1/objects/BUCKET",
+                     r->path);
+        sl_actmsg_free(&m);
         return;
     }
     bool known = false;
@@ -822,10 +842,10 @@ static void post_done(struct sl_req *r)
                      m.action);
     else if (!m.action[0])
         sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
-                     "; this build serves mpt-upload and mpt-complete)", r->path);
+                     "; this build serves promote, mpt-upload and mpt-complete)", r->path);
     else
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
-                     OBJ_POST_ACTIONS "; this build serves mpt-upload and mpt-complete)", m.action, r->path);
+                     OBJ_POST_ACTIONS "; this build serves promote, mpt-upload and mpt-complete)", m.action, r->path);
     sl_actmsg_free(&m);
 }
 

@@ -107,6 +107,8 @@ static const struct key schema[] = {
       "limit)" },
 
     { "plugins.dir", T_STR, "", F_RESTART, NULL, "directory of format/sample-key plugins" },
+    { "promote.dir", T_STR, "/var/lib/shale/promote", 0, NULL,
+      "the directory promote reads files from, on every target (absolute; empty: promote is off)" },
 
     { "etl.workers", T_INT, "0", F_LOCAL, NULL,
       "threads that run Lua transforms and other long request work (0 = cores, at least 2)" },
@@ -531,6 +533,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->http_max_header = gz(doc, "net.http.max_header_size");
     c->http_max_body_json = gz(doc, "net.http.max_json_body");
     c->plugins_dir = sl_xstrdup(gs(doc, "plugins.dir"));
+    c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
     c->arch_max_members = (uint64_t)gi(doc, "arch.max_members");
     c->arch_max_member_size = gz(doc, "arch.max_member_size");
     c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");
@@ -544,6 +547,12 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->fsck = sl_xstrdup(gs(doc, "shale.fsck"));
     if (gb(doc, "net.http.use_https")) {
         sl_errf(err, SL_EUNSUPP, "net.http.use_https: HTTPS is not supported yet; terminate TLS in front of Shale");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->promote_dir[0] != 0 && c->promote_dir[0] != '/') {
+        sl_errf(err, SL_EINVAL, "promote.dir \"%s\" must be an absolute path (or empty: promote off)", c->promote_dir);
         c->root = NULL;
         sl_config_free(c);
         return NULL;
@@ -640,6 +649,7 @@ void sl_config_free(struct sl_config *c)
     free(c->uuid);
     free(c->primary_url);
     free(c->plugins_dir);
+    free(c->promote_dir);
     free(c->fsck);
     free(c);
 }
