@@ -12,6 +12,7 @@
 #include "ishard.h"
 #include "lrit.h"
 #include "moss.h"
+#include "mvb.h"
 #include "plan.h"
 #include "promote.h"
 #include "tcb.h"
@@ -26,5 +27,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_plan_module,
     &sl_lrit_module,
     &sl_promote_module,
+    &sl_mvb_module,
     NULL,
 };

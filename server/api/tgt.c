@@ -152,6 +152,60 @@ static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, 
     return err->code == SL_ENOOBJ;
 }
 
+/* 307 to object name of bucket bck on its owner (this node when standalone);
+ * extra: more query ("&k=v") */
+static bool redirect_to_owner(struct sl_req *r, const char *bck, const char *name, size_t nlen, const char *extra)
+{
+    struct sl_buf un, url;
+    sl_buf_init(&un);
+    sl_buf_init(&url);
+    sl_obj_uname(&un, "ais", bck, name, nlen);
+    struct sl_smap *sm = sl_smap_get();
+    const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? &G.self : sl_smap_hrw_target(sm, un.p, un.len);
+    if (t) {
+        char *eb = sl_url_encode_path(bck, strlen(bck)), *eo = sl_url_encode_path(name, nlen);
+        sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=ais%s", t->url, eb, eo, extra);
+        free(eb);
+        free(eo);
+        if (G.role != SL_ROLE_STANDALONE)
+            sl_peer_add_redirect_marks(&url, G.id);
+        sl_resp_redirect(r, 307, url.p);
+    }
+    sl_smap_put(sm);
+    sl_buf_free(&un);
+    sl_buf_free(&url);
+    return t != NULL;
+}
+
+/* A bucket being renamed into (move-bck): an object not copied yet is
+ * read from the old name, on its owner. That one sends the request back if
+ * the rename ended meanwhile (the old bucket is gone, the copy is done). */
+static bool renaming_redirect(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
+                              const struct sl_err *err)
+{
+    const char *from = json_string_value(json_object_get(b->props, "renaming_from"));
+    if (!from || err->code != SL_ENOOBJ)
+        return false;
+    char *to = sl_url_encode_query(b->name), *extra = sl_xasprintf("&renamed_to=%s", to);
+    bool done = redirect_to_owner(r, from, name, nlen, extra);
+    free(to);
+    free(extra);
+    return done;
+}
+
+static bool renamed_bounce(struct sl_req *r, const struct sl_err *err)
+{
+    const char *to = sl_req_query(r, "renamed_to");
+    char *bucket = NULL;
+    const char *name;
+    size_t nlen;
+    struct sl_err e2 = { 0 };
+    if (!to || !*to || err->code != SL_ENOBCK || sl_req_obj_path(r, &bucket, &name, &nlen, &e2) < 0)
+        return false;
+    free(bucket);
+    return redirect_to_owner(r, to, name, nlen, "");
+}
+
 static void obj_get(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -160,7 +214,8 @@ static void obj_get(struct sl_req *r)
     size_t nlen;
     r->op = SL_OP_GET;
     if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
-        sl_resp_err(r, &err);
+        if (!renamed_bounce(r, &err))
+            sl_resp_err(r, &err);
         return;
     }
     /* a transform (?etl_name=) belongs to its module; archive reads
@@ -174,8 +229,9 @@ static void obj_get(struct sl_req *r)
     struct sl_objmd md;
     if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0 &&
         (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
+        if (!renaming_redirect(r, &b, name, nlen, &err))
+            sl_resp_err(r, &err);
         sl_bck_release(&b);
-        sl_resp_err(r, &err);
         return;
     }
     struct stat st;
@@ -930,7 +986,13 @@ void sl_tgt_objects(struct sl_req *r)
  * loses its local data and metadata. */
 void sl_tgt_bmd_changed(const struct sl_bmd *old, const struct sl_bmd *cur)
 {
-    if (!old || !sl_is_target())
+    if (!sl_is_target())
+        return;
+    /* a bucket being renamed takes no writes; one whose rename ended (or
+     * was undone) takes them again */
+    for (int i = 0; i < cur->n; i++)
+        sl_store_seal(cur->bcks[i].bid, json_is_string(json_object_get(cur->bcks[i].props, "renamed")));
+    if (!old)
         return;
     for (int i = 0; i < old->n; i++) {
         const struct sl_bck *ob = &old->bcks[i];

@@ -912,6 +912,74 @@ static int edit_create_dst(struct sl_bmd *b, void *arg, struct sl_err *err)
     return added ? 0 : -1;
 }
 
+/* start job id (kind action: a copy or transform of src into dst, which
+ * exists) on every target; nm: the TCBMsg */
+static int start_everywhere(const char *id, const char *action, const char *src, const char *dst, json_t *nm,
+                            struct sl_err *err)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return start_local(id, action, src, dst, nm, err);
+    json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O}", "id", id, "kind", action, "src", src, "dst", dst, "msg",
+                             nm);
+    size_t blen;
+    char *bs = sl_json_dump(body, 0, &blen);
+    json_decref(body);
+    struct sl_smap *s = sl_smap_get();
+    struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
+    const struct sl_snode **who = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*who));
+    int n = 0;
+    for (int i = 0; i < s->nnodes && !err->msg[0]; i++) {
+        const struct sl_snode *t = &s->nodes[i];
+        if (t->type != SL_NODE_TARGET)
+            continue;
+        if (t->flags & SL_SNF_OFFLINE) {
+            sl_errf(err, SL_EUNAVAIL, "%s: target t[%s] (%s) is not responding; the job would miss its objects",
+                    action, t->id, t->url);
+            break;
+        }
+        f[n].url = sl_xasprintf("%s/v1/internal/tcb", t->ctrl_url);
+        f[n].method = "POST";
+        f[n].body = bs;
+        f[n].blen = blen;
+        who[n++] = t;
+    }
+    if (!err->msg[0]) {
+        if (!n)
+            sl_errf(err, SL_EUNAVAIL, "%s: the cluster has no targets", action);
+        sl_peer_fanout(f, n, 0);
+        for (int i = 0; i < n && !err->msg[0]; i++)
+            if (!f[i].ok || f[i].resp.status != 200)
+                sl_errf(err, f[i].ok ? sl_code_from_status((int)f[i].resp.status) : SL_EUNAVAIL,
+                        "%s: starting on t[%s]: %s", action, who[i]->id, f[i].resp.err);
+    }
+    for (int i = 0; i < n; i++)
+        free((char *)f[i].url);
+    sl_peer_fanout_free(f, n);
+    free(f);
+    free(who);
+    free(bs);
+    sl_smap_put(s);
+    if (err->msg[0]) {
+        sl_cluster_abort_job(id);
+        return -1;
+    }
+    return 0;
+}
+
+int sl_tcb_start_copy(const char *kind, const char *id, const char *src, const char *dst, struct sl_err *err)
+{
+    struct tmsg m;
+    if (tmsg_parse(NULL, false, &m, err) < 0) {
+        tmsg_free(&m);
+        return -1;
+    }
+    json_t *nm = tmsg_json(&m);
+    tmsg_free(&m);
+    int rc = start_everywhere(id, kind, src, dst, nm, err);
+    json_decref(nm);
+    return rc;
+}
+
 static void start_run(struct sl_req *r, void *arg)
 {
     struct gstart *g = arg;
@@ -998,57 +1066,9 @@ static void start_run(struct sl_req *r, void *arg)
     char id[48];
     sl_job_id(id, sizeof(id), is_list ? "tco-" : "");
     json_t *nm = tmsg_json(&m);
-    if (G.role == SL_ROLE_STANDALONE) {
-        if (start_local(id, action, g->src, dst, nm, &err) < 0) {
-            json_decref(nm);
-            goto fail;
-        }
-    } else {
-        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O}", "id", id, "kind", action, "src", g->src, "dst", dst, "msg",
-                                 nm);
-        size_t blen;
-        char *bs = sl_json_dump(body, 0, &blen);
-        json_decref(body);
-        struct sl_smap *s = sl_smap_get();
-        struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
-        const struct sl_snode **who = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*who));
-        int n = 0;
-        for (int i = 0; i < s->nnodes && !err.msg[0]; i++) {
-            const struct sl_snode *t = &s->nodes[i];
-            if (t->type != SL_NODE_TARGET)
-                continue;
-            if (t->flags & SL_SNF_OFFLINE) {
-                sl_errf(&err, SL_EUNAVAIL, "%s: target t[%s] (%s) is not responding; the job would miss its objects",
-                        action, t->id, t->url);
-                break;
-            }
-            f[n].url = sl_xasprintf("%s/v1/internal/tcb", t->ctrl_url);
-            f[n].method = "POST";
-            f[n].body = bs;
-            f[n].blen = blen;
-            who[n++] = t;
-        }
-        if (!err.msg[0]) {
-            if (!n)
-                sl_errf(&err, SL_EUNAVAIL, "%s: the cluster has no targets", action);
-            sl_peer_fanout(f, n, 0);
-            for (int i = 0; i < n && !err.msg[0]; i++)
-                if (!f[i].ok || f[i].resp.status != 200)
-                    sl_errf(&err, f[i].ok ? sl_code_from_status((int)f[i].resp.status) : SL_EUNAVAIL,
-                            "%s: starting on t[%s]: %s", action, who[i]->id, f[i].resp.err);
-        }
-        for (int i = 0; i < n; i++)
-            free((char *)f[i].url);
-        sl_peer_fanout_free(f, n);
-        free(f);
-        free(who);
-        free(bs);
-        sl_smap_put(s);
-        if (err.msg[0]) {
-            sl_cluster_abort_job(id);
-            json_decref(nm);
-            goto fail;
-        }
+    if (start_everywhere(id, action, g->src, dst, nm, &err) < 0) {
+        json_decref(nm);
+        goto fail;
     }
     json_decref(nm);
     sl_logi("%s %s started: ais://%s -> ais://%s%s%s%s", action, id, g->src, dst, is_etl ? " through etl " : "",

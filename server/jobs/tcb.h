@@ -21,6 +21,10 @@ void sl_tcb_internal(struct sl_req *r);
 /* target: PUT /v1/objects/SRC/OBJ?object_to=...; true when handled */
 bool sl_tcb_put_object_to(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 
+/* gateway: start job id of kind `kind` on every target, a whole-bucket
+ * copy of src into dst (both must exist); renames use it */
+int sl_tcb_start_copy(const char *kind, const char *id, const char *src, const char *dst, struct sl_err *err);
+
 /* The copy/transform module: bucket POST copy-bck, etl-bck, copy-listrange,
  * etl-listrange; /v1/internal/tcb; PUT into another bucket */
 extern const struct sl_module sl_tcb_module;

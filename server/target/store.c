@@ -45,7 +45,106 @@ struct sl_put {
     bool have_preserve, keep_custom;
     char *wbuf;              /* small writes gather here (PUT_WBUF bytes) */
     size_t wlen;
+    bool gated;              /* counted in the bucket's writes in flight */
 };
+
+/* ---- the write gate ----
+ * Writes in flight per bucket, and the buckets that take none (sealed:
+ * being renamed). A sealed bucket refuses a write before it starts; a
+ * drain waits until the ones already started are done, so a copy that
+ * starts after the drain sees every write the bucket ever acknowledged. */
+struct gate {
+    uint64_t bid;
+    int inflight;
+    bool sealed;
+};
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static struct gate *gates;
+static int ngates, capgates;
+
+static struct gate *gate_find(uint64_t bid, bool add)
+{
+    for (int i = 0; i < ngates; i++)
+        if (gates[i].bid == bid)
+            return &gates[i];
+    if (!add)
+        return NULL;
+    if (ngates == capgates) {
+        capgates = capgates ? capgates * 2 : 16;
+        gates = sl_xrealloc(gates, (size_t)capgates * sizeof(*gates));
+    }
+    gates[ngates] = (struct gate){ bid, 0, false };
+    return &gates[ngates++];
+}
+
+static void gate_gc(struct gate *g)
+{
+    if (!g->inflight && !g->sealed)
+        *g = gates[--ngates];
+}
+
+static int write_enter(const struct sl_bck *b, struct sl_err *err)
+{
+    pthread_mutex_lock(&gate_mu);
+    struct gate *g = gate_find(b->bid, true);
+    if (g->sealed || json_is_string(json_object_get(b->props, "renamed"))) {
+        gate_gc(g);
+        pthread_mutex_unlock(&gate_mu);
+        const char *to = json_string_value(json_object_get(b->props, "renamed"));
+        return sl_errf(err, SL_EBUSY, "ais://%s is being renamed%s%s: it takes no writes until the rename ends (write "
+                       "to the new name); nothing was written", b->name, to ? " to ais://" : "", to ? to : "");
+    }
+    g->inflight++;
+    pthread_mutex_unlock(&gate_mu);
+    return 0;
+}
+
+static void write_leave(uint64_t bid)
+{
+    pthread_mutex_lock(&gate_mu);
+    struct gate *g = gate_find(bid, false);
+    if (g && --g->inflight == 0) {
+        pthread_cond_broadcast(&gate_cv);
+        gate_gc(g);
+    }
+    pthread_mutex_unlock(&gate_mu);
+}
+
+void sl_store_seal(uint64_t bid, bool on)
+{
+    pthread_mutex_lock(&gate_mu);
+    struct gate *g = gate_find(bid, on);
+    if (g) {
+        g->sealed = on;
+        gate_gc(g);
+    }
+    pthread_mutex_unlock(&gate_mu);
+}
+
+int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err)
+{
+    int64_t end = sl_now_ns() + timeout_ns;
+    pthread_mutex_lock(&gate_mu);
+    struct gate *g = gate_find(bid, true);
+    g->sealed = true;
+    while (g->inflight > 0 && sl_now_ns() < end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&gate_cv, &gate_mu, &ts);
+        g = gate_find(bid, true); /* the table may have moved */
+    }
+    int left = g->inflight;
+    pthread_mutex_unlock(&gate_mu);
+    if (left)
+        return sl_errf(err, SL_ETIMEOUT, "t[%s]: %d write(s) to the bucket still in flight", store_node, left);
+    return 0;
+}
 
 /* Request bodies arrive in pieces no larger than the HTTP connection's
  * buffer (~16 KiB): gather them, so a 10 MiB PUT is 40 writes, not 640. */
@@ -306,10 +405,11 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     sl_obj_uname(&un, b->provider, b->name, name, nlen);
     struct sl_mpath *mp = sl_store_pick(un.p, un.len);
     sl_buf_free(&un);
-    if (space_check(mp, o ? o->expect_size : -1, err) < 0)
+    if (space_check(mp, o ? o->expect_size : -1, err) < 0 || write_enter(b, err) < 0)
         return -1;
 
     struct sl_put *p = sl_xcalloc(1, sizeof(*p));
+    p->gated = true;
     sl_bck_copy(&p->bck, b);
     p->name = sl_xstrndup(name, nlen);
     p->nlen = nlen;
@@ -449,6 +549,8 @@ void sl_put_abort(struct sl_put *p)
 {
     if (!p)
         return;
+    if (p->gated)
+        write_leave(p->bck.bid);
     if (p->fd >= 0)
         close(p->fd);
     if (p->work_abs)
@@ -727,12 +829,15 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    if (write_enter(b, err) < 0)
+        return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
     int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
+        write_leave(b->bid);
         if (rc == 0)
             sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn);
         return -1;
@@ -757,6 +862,7 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
     rc = sl_md_commit(mp->md, ops, nops, true, err);
 out:
     pthread_rwlock_unlock(lk);
+    write_leave(b->bid);
     sl_buf_free(&fqn);
     sl_objmd_free(&md);
     return rc;
@@ -769,12 +875,15 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     char cn[400];
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    if (write_enter(b, err) < 0)
+        return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
     int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
+        write_leave(b->bid);
         if (rc == 0) {
             sl_obj_cname(cn, sizeof(cn), b, name, nlen);
             sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
@@ -793,6 +902,7 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md };
     rc = sl_md_commit(mp->md, &op, 1, true, err);
     pthread_rwlock_unlock(lk);
+    write_leave(b->bid);
     sl_objmd_free(&md);
     return rc;
 }
@@ -824,11 +934,14 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
     e->mp = locate(b, name, nlen);
     if (!e->mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+    if (write_enter(b, err) < 0)
+        return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
     int rc = sl_md_obj_get(e->mp->md, b->bid, name, nlen, &e->md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
+        write_leave(b->bid);
         if (rc == 0) {
             char cn[400];
             sl_obj_cname(cn, sizeof(cn), b, name, nlen);
@@ -843,6 +956,7 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
     if (e->fd < 0) {
         sl_errf(err, SL_EIO, "cannot open %s for writing: %s", fqn.p, strerror(errno));
         pthread_rwlock_unlock(lk);
+        write_leave(b->bid);
         sl_objmd_free(&e->md);
         sl_buf_free(&fqn);
         return -1;
@@ -873,8 +987,10 @@ static void edit_release(struct sl_obj_edit *e)
     }
     if (e->fd >= 0)
         close(e->fd);
-    if (e->lk)
+    if (e->lk) {
         pthread_rwlock_unlock((pthread_rwlock_t *)e->lk);
+        write_leave(e->b.bid);
+    }
     sl_objmd_free(&e->md);
     sl_bck_release(&e->b);
     free(e->name);

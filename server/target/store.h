@@ -136,6 +136,11 @@ struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t
 
 /* Remove a bucket's data and metadata from every mountpath. */
 int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err);
+/* Seal (or unseal) bucket bid: every write to it is refused (409) before
+ * it starts. Drain seals it and waits until the writes already started are
+ * done (0), or timeout_ns passes (-1). For renames. */
+void sl_store_seal(uint64_t bid, bool on);
+int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
 
 /* Full path of an object file (for diagnostics/tests) */
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *name, size_t nlen,

@@ -3,15 +3,21 @@
 """Operations through the native API on a real cluster (1 gateway, 3 targets):
 node logs and status through the gateway's reverse path (AIStore's
 /v1/reverse/daemon with Ais-Node-Id), a node's own log endpoint, and
-promote (files in promote.dir become objects; nothing outside it is read)."""
+promote (files in promote.dir become objects; nothing outside it is read),
+and bucket rename (move-bck: nothing acknowledged is lost, reads keep
+working, the old name takes no writes meanwhile)."""
+import hashlib
 import io
 import json
 import os
+import random
 import tarfile
+import threading
+import time
 
 import requests
 
-from harness import ClusterTest, main, wait_until
+from harness import ClusterTest, NodeTest, main, wait_until
 
 J = {"Content-Type": "application/json"}
 
@@ -223,6 +229,138 @@ class TestPromote(ClusterTest):
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": "relative/dir"}, timeout=30)
         self.assertEqual(r.status_code, 400)
         self.assertEqual(self.listing("pb"), [])
+
+
+class MoveBucket:
+    """shared by the cluster and the single node"""
+
+    def move(self, src, dst, **params):
+        if dst is not None:
+            params["bck_to"] = "ais/@#/%s/" % dst
+        return self.s.post(self.url + "/v1/buckets/" + src, params=params, headers=J, timeout=60,
+                           data=json.dumps({"action": "move-bck"}))
+
+    def props(self, b):
+        r = self.s.head(self.url + "/v1/buckets/" + b, timeout=30)
+        return json.loads(r.headers["Ais-Bucket-Props"]) if r.status_code == 200 else None
+
+    def names(self, b):
+        out, token = [], ""
+        while True:
+            r = self.s.get(self.url + "/v1/buckets/" + b, timeout=30, json={
+                "action": "list", "value": {"pagesize": 1000, "continuation_token": token}})
+            self.assertEqual(r.status_code, 200, r.text)
+            out += [e["name"] for e in r.json()["entries"] or []]
+            token = r.json()["continuation_token"]
+            if not token:
+                return out
+
+    def check_move(self, n=300):
+        src, dst = "mv-src", "mv-dst"
+        self.s.post(self.url + "/v1/buckets/" + src, json={"action": "create-bck"}, timeout=30).raise_for_status()
+        r = self.s.patch(self.url + "/v1/buckets/" + src, headers=J, timeout=30, data=json.dumps(
+            {"action": "set-bprops", "value": {"versioning": {"enabled": False}}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        data = {}
+        for i in range(n):
+            name = "d%d/o-%04d" % (i % 7, i)
+            data[name] = os.urandom(random.Random(i).randint(1, 5000))
+            self.s.put(self.url + "/v1/objects/%s/%s" % (src, name), data=data[name], timeout=30).raise_for_status()
+        acked, refused, bad_reads, reads = {}, [], [], [0]
+        stop = threading.Event()
+
+        def writer():
+            s = requests.Session()
+            for i in range(100000):
+                if stop.is_set():
+                    return
+                name = "w/late-%05d" % i
+                body = b"late %d" % i
+                r = s.put(self.url + "/v1/objects/%s/%s" % (src, name), data=body, timeout=30)
+                if r.status_code == 200:
+                    acked[name] = body
+                elif r.status_code in (409, 404):
+                    refused.append(r.status_code)
+                    if r.status_code == 409:
+                        self.assertIn("renamed", r.json()["message"])
+                    time.sleep(0.01)
+
+        def reader():
+            s = requests.Session()
+            rnd = random.Random(5)
+            names = sorted(data)
+            while not stop.is_set():
+                name = rnd.choice(names)
+                for b in (src, dst):
+                    r = s.get(self.url + "/v1/objects/%s/%s" % (b, name), timeout=30)
+                    if r.status_code == 200:
+                        reads[0] += 1
+                        if r.content != data[name]:
+                            bad_reads.append((b, name))
+                    elif r.status_code != 404 or "bucket" not in r.json()["message"] or \
+                            "/v1/objects/%s/" % b not in r.url:
+                        # only "no such bucket" is expected: the new name before the rename starts, the old
+                        # one after it ends
+                        bad_reads.append((b, name, r.status_code, r.text[:200]))
+        th = [threading.Thread(target=writer), threading.Thread(target=reader)]
+        for t in th:
+            t.start()
+        time.sleep(0.3)
+        r = self.move(src, dst)
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text
+        try:
+            wait_until(lambda: self.props(src) is None, 120, what="ais://%s gone" % src)
+        finally:
+            time.sleep(0.3)
+            stop.set()
+            for t in th:
+                t.join(60)
+        st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
+        self.assertEqual(st.status_code, 200, st.text)
+        self.assertFalse(st.json().get("err"), st.text)
+        # every acknowledged write is in the new bucket, byte for byte; writes after the mark were refused
+        want = dict(data)
+        want.update(acked)
+        self.assertEqual(sorted(self.names(dst)), sorted(want))
+        for name, body in want.items():
+            r = self.s.get(self.url + "/v1/objects/%s/%s" % (dst, name), timeout=30)
+            self.assertEqual(hashlib.sha256(r.content).hexdigest(), hashlib.sha256(body).hexdigest(), name)
+        self.assertTrue(refused, "no write was refused during the rename")
+        self.assertEqual(bad_reads, [])
+        self.assertGreater(reads[0], 0)
+        p = self.props(dst)
+        self.assertNotIn("renaming_from", p)
+        self.assertFalse(p["versioning"]["enabled"], "the new name keeps the old one's properties")
+        self.assertEqual(self.s.get(self.url + "/v1/objects/%s/d0/o-0000" % src, timeout=30).status_code, 404)
+        # bad input changes nothing
+        self.s.post(self.url + "/v1/buckets/other", json={"action": "create-bck"}, timeout=30).raise_for_status()
+        cases = [
+            (dst, None, 400, "bck_to"),
+            (dst, dst, 400, "itself"),
+            (dst, "other", 409, "already exists"),
+            ("nosuch", "x1", 404, "nosuch"),
+            (dst, "bad name!", 400, ""),
+        ]
+        for a, b, code, text in cases:
+            r = self.move(a, b)
+            self.assertEqual(r.status_code, code, "%s -> %s: %s" % (a, b, r.text))
+            self.assertIn(text, r.json()["message"])
+        r = self.s.post(self.url + "/v1/buckets/" + dst, params={"bck_to": "s3/@#/x/"}, headers=J, timeout=30,
+                        data=json.dumps({"action": "move-bck"}))
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertEqual(len(self.names(dst)), len(want))
+        self.assertIsNotNone(self.props("other"))
+
+
+class TestMoveBucketCluster(ClusterTest, MoveBucket):
+    def test_move(self):
+        self.check_move()
+
+
+class TestMoveBucketNode(NodeTest, MoveBucket):
+    def test_move(self):
+        self.check_move(n=100)
 
 
 if __name__ == "__main__":
