@@ -436,10 +436,15 @@ class TestObjects(NodeTest):
             self.assertIn('"frob"', msg)
             for a in ("rename-obj", "promote", "blob-download", "mpt-upload"):
                 self.assertIn(a, msg)
-            for a in ("promote", "blob-download", "rename-obj"):
+            for a in ("blob-download", "rename-obj"):
                 r = self.act("POST", path, a)
                 self.assertEqual(r.status_code, 501, (path, a, r.text))
                 self.assertIn('"%s" is not supported' % a, r.json()["message"])
+            # promote is served on the bucket (test_ops.py); on an object it says where to send it, and
+            # without a source path it says what is missing
+            r = self.act("POST", path, "promote")
+            self.assertEqual(r.status_code, 400, (path, r.text))
+            self.assertIn("/v1/objects/BUCKET" if path.endswith("a.bin") else "source path", r.json()["message"])
             # multipart uploads are served (test_upload.py): on an object an id, on a bucket a 400
             r = self.act("POST", path, "mpt-upload")
             if path.endswith("a.bin"):
