@@ -101,6 +101,9 @@ char *sl_buf_steal(struct sl_buf *b);
  * ishard's --sort and dsort's "shuffle", so the same seed over the same
  * records gives the same order in both. */
 void sl_shuffle(int *v, size_t n, uint64_t seed);
+/* Run fn(arg) on a detached thread of its own, or on this one when no
+ * thread can be started (the work is done either way). */
+void sl_run_detached(void *(*fn)(void *), void *arg);
 void *sl_xmalloc(size_t n);
 void *sl_xcalloc(size_t n, size_t m);
 void *sl_xrealloc(void *p, size_t n);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -805,4 +806,13 @@ void sl_shuffle(int *v, size_t n, uint64_t seed)
         v[i - 1] = v[j];
         v[j] = t;
     }
+}
+
+void sl_run_detached(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, fn, arg) == 0)
+        pthread_detach(t);
+    else
+        fn(arg);
 }

@@ -281,12 +281,7 @@ static int start_here(struct lr *l, struct sl_err *err)
     pthread_mutex_init(&u->mu, NULL);
     u->missing = json_array();
     u->job = sl_job_start("delete-listrange", l->id, l->bck, "");
-    pthread_t t;
-    if (pthread_create(&t, NULL, run_thread, u) != 0) {
-        run_thread(u);
-        return 0;
-    }
-    pthread_detach(t);
+    sl_run_detached(run_thread, u);
     return 0;
 }
 

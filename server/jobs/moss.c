@@ -592,19 +592,26 @@ static void pull_free(struct pull *pl)
     free(pl);
 }
 
-/* the header of a pull that has no items to send: {"error": msg} */
-static void pull_fail(struct pull *pl, const char *msg)
+/* a pull's header h (taken): its length (8 bytes, little-endian), then
+ * the JSON; false when the designated target went away */
+static bool pull_header(struct pull *pl, json_t *h)
 {
-    json_t *h = json_pack("{s:s}", "error", msg);
     size_t hl;
     char *hs = sl_json_dump(h, 0, &hl);
     json_decref(h);
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
         len8[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-    bool failed = sl_opipe_write(pl->p, len8, 8) < 0 || sl_opipe_write(pl->p, hs, hl) < 0;
+    bool ok = sl_opipe_write(pl->p, len8, 8) >= 0 && sl_opipe_write(pl->p, hs, hl) >= 0;
     free(hs);
-    sl_opipe_close(pl->p, failed);
+    return ok;
+}
+
+/* the header of a pull that has no items to send: {"error": msg} */
+static void pull_fail(struct pull *pl, const char *msg)
+{
+    bool ok = pull_header(pl, json_pack("{s:s}", "error", msg));
+    sl_opipe_close(pl->p, !ok);
     pull_free(pl);
 }
 
@@ -633,14 +640,7 @@ static void *pull_send(void *arg)
         const struct item *x = &pl->m.it[k];
         json_array_append_new(hdr, json_pack("[i,I,s]", x->code, (json_int_t)x->size, x->err ? x->err : ""));
     }
-    size_t hl;
-    char *hs = sl_json_dump(hdr, 0, &hl);
-    json_decref(hdr);
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-    bool failed = sl_opipe_write(pl->p, len8, 8) < 0 || sl_opipe_write(pl->p, hs, hl) < 0;
-    free(hs);
+    bool failed = !pull_header(pl, hdr);
     char *buf = sl_xmalloc(CHUNK);
     for (int k = 0; k < pl->m.n && !failed; k++) {
         struct item *x = &pl->m.it[k];
@@ -668,6 +668,19 @@ static void *pull_send(void *arg)
     sl_opipe_close(pl->p, failed);
     pull_free(pl);
     return NULL;
+}
+
+/* answer r with pl, sent from a thread of its own */
+static void pull_start(struct sl_req *r, struct pull *pl)
+{
+    pl->p = sl_resp_opipe(r, 200, "application/octet-stream", PIPE_HIGH);
+    pthread_t t;
+    if (pthread_create(&t, NULL, pull_send, pl) != 0) {
+        sl_opipe_close(pl->p, true);
+        pull_free(pl);
+        return;
+    }
+    pthread_detach(t);
 }
 
 /* On the HTTP thread: the request is parsed here (no I/O) and everything
@@ -705,14 +718,7 @@ static void pull_done(struct sl_req *r)
         pull_free(pl);
         return;
     }
-    pl->p = sl_resp_opipe(r, 200, "application/octet-stream", PIPE_HIGH);
-    pthread_t t;
-    if (pthread_create(&t, NULL, pull_send, pl) != 0) {
-        sl_opipe_close(pl->p, true);
-        pull_free(pl);
-        return;
-    }
-    pthread_detach(t);
+    pull_start(r, pl);
 }
 
 void sl_moss_pull(struct sl_req *r, sl_moss_items_fn build, void (*free_arg)(void *), void *arg)
@@ -721,14 +727,7 @@ void sl_moss_pull(struct sl_req *r, sl_moss_items_fn build, void (*free_arg)(voi
     pl->build = build;
     pl->free_arg = free_arg;
     pl->arg = arg;
-    pl->p = sl_resp_opipe(r, 200, "application/octet-stream", PIPE_HIGH);
-    pthread_t t;
-    if (pthread_create(&t, NULL, pull_send, pl) != 0) {
-        sl_opipe_close(pl->p, true);
-        pull_free(pl);
-        return;
-    }
-    pthread_detach(t);
+    pull_start(r, pl);
 }
 
 /* ------------------------------------------------------------------ */

@@ -292,12 +292,7 @@ static void start_run(struct sl_req *r, void *arg)
     }
     sl_logi("move-bck %s started: ais://%s -> ais://%s", m->id, m->from, m->to);
     sl_resp_text(r, 200, m->id);
-    pthread_t t;
-    if (pthread_create(&t, NULL, watch_thread, m) == 0) {
-        pthread_detach(t);
-        return;
-    }
-    watch_thread(m);
+    sl_run_detached(watch_thread, m);
     return;
 fail:
     watch_del(m->from);

@@ -376,12 +376,7 @@ static int start_here(struct pargs *a, bool own_all, struct sl_err *err)
     }
     u->buf = sl_xmalloc(CHUNK);
     u->job = sl_job_start("promote", a->id, a->bck, "");
-    pthread_t t;
-    if (pthread_create(&t, NULL, run_thread, u) != 0) {
-        run_thread(u);
-        return 0;
-    }
-    pthread_detach(t);
+    sl_run_detached(run_thread, u);
     return 0;
 }
 
