@@ -155,6 +155,11 @@ static void add_file(struct batch *b, const char *path, const char *obj, uint64_
     b->n++;
 }
 
+static int name_cmp(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
 static int walk(struct batch *b, const char *dir, const char *rel, const char *prefix, bool recursive)
 {
     DIR *d = opendir(dir);
@@ -176,13 +181,7 @@ static int walk(struct batch *b, const char *dir, const char *rel, const char *p
         names[nn++] = sl_xstrdup(de->d_name);
     }
     closedir(d);
-    for (int i = 0; i < nn; i++)
-        for (int j = i + 1; j < nn; j++)
-            if (strcmp(names[j], names[i]) < 0) {
-                char *t = names[i];
-                names[i] = names[j];
-                names[j] = t;
-            }
+    qsort(names, (size_t)nn, sizeof(*names), name_cmp);
     int rc = 0;
     for (int i = 0; i < nn; i++) {
         char *path = sl_xasprintf("%s/%s", dir, names[i]);
