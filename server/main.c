@@ -12,6 +12,7 @@
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
+#include "module.h"
 #include "modules.h"
 #include "node.h"
 #include "store.h"
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
         goto fail;
     }
     G.ready = true;
+    sl_modules_start();
     sl_logi("%s ready: %s (%d HTTP workers)", G.name, G.self.url, workers);
 
     int sig = 0;

@@ -11,6 +11,7 @@
 #include "etl.h"
 #include "ishard.h"
 #include "lrit.h"
+#include "lru.h"
 #include "moss.h"
 #include "mvb.h"
 #include "plan.h"
@@ -28,5 +29,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_lrit_module,
     &sl_promote_module,
     &sl_mvb_module,
+    &sl_lru_module,
     NULL,
 };

@@ -10,6 +10,7 @@
 #include "route.h"
 #include "bsumm.h"
 #include "cluster.h"
+#include "module.h"
 #include "conf.h"
 #include "daemon.h"
 #include "jsonx.h"
@@ -103,8 +104,9 @@ static void cluster_put_done(struct sl_req *r)
                     sl_resp_errf(r, SL_EINVAL, "rebalance is disabled (rebalance.enabled=false)");
                 free(id);
             }
-        } else {
-            sl_resp_errf(r, SL_EINVAL, "start: unsupported job kind \"%s\" (startable: rebalance)", kind);
+        } else if (!sl_modules_cluster_start(r, kind, m.value)) {
+            sl_resp_errf(r, SL_EINVAL, "start: unsupported job kind \"%s\" (startable: rebalance%s)", kind,
+                         sl_modules_start_kinds());
         }
     } else if (!strcmp(a, "stop")) {
         const char *id = sl_json_str(m.value, "id", ""), *kind = sl_json_str(m.value, "kind", "");

@@ -10,6 +10,7 @@
 static const struct sl_module *const *modules;
 static char post_actions[512];
 static char delete_actions[256];
+static char start_kinds[128];
 
 #define FOR_MODULES(m) for (const struct sl_module *const *mp_ = modules; mp_ && (m = *mp_) != NULL; mp_++)
 
@@ -20,7 +21,11 @@ void sl_modules_install(const struct sl_module *const *mods)
     size_t n = 0, nd = 0;
     post_actions[0] = 0;
     delete_actions[0] = 0;
+    start_kinds[0] = 0;
+    size_t ns = 0;
     FOR_MODULES(m) {
+        if (m->start_kinds && ns < sizeof(start_kinds))
+            ns += (size_t)snprintf(start_kinds + ns, sizeof(start_kinds) - ns, "%s", m->start_kinds);
         if (m->post_actions && n < sizeof(post_actions))
             n += (size_t)snprintf(post_actions + n, sizeof(post_actions) - n, "%s", m->post_actions);
         if (m->delete_actions && nd < sizeof(delete_actions))
@@ -72,6 +77,30 @@ bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actm
             return true;
     }
     return false;
+}
+
+bool sl_modules_cluster_start(struct sl_req *r, const char *kind, const json_t *value)
+{
+    const struct sl_module *m;
+    FOR_MODULES(m) {
+        if (m->cluster_start && m->cluster_start(r, kind, value))
+            return true;
+    }
+    return false;
+}
+
+const char *sl_modules_start_kinds(void)
+{
+    return start_kinds;
+}
+
+void sl_modules_start(void)
+{
+    const struct sl_module *m;
+    FOR_MODULES(m) {
+        if (m->start)
+            m->start();
+    }
 }
 
 bool sl_modules_objects_post(struct sl_req *r, const char *bucket, struct sl_actmsg *msg)

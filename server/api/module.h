@@ -41,6 +41,12 @@ struct sl_module {
     /* POST /v1/objects/B {"action": ...} (no object in the path: promote):
      * true when the action was this module's. */
     bool (*objects_post)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+    /* PUT /v1/cluster {"action": "start", "value": {"Kind": kind, ...}}:
+     * true when the kind was this module's. */
+    bool (*cluster_start)(struct sl_req *r, const char *kind, const json_t *value);
+    const char *start_kinds;    /* ", lru": for error messages */
+    /* Once, when the node starts serving (its store is open). */
+    void (*start)(void);
     /* PUT /v1/buckets/B: true when the module took the request over. */
     bool (*bucket_put)(struct sl_req *r, const char *bucket);
 
@@ -62,6 +68,11 @@ bool sl_modules_route(struct sl_req *r);
 bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket);
 bool sl_modules_objects_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+bool sl_modules_cluster_start(struct sl_req *r, const char *kind, const json_t *value);
+/* ", a, b": the kinds modules start (static storage) */
+const char *sl_modules_start_kinds(void);
+/* Call every module's start hook (main.c, once the node serves). */
+void sl_modules_start(void);
 bool sl_modules_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 /* The module whose get_query the request carries (static), or NULL. */
 const struct sl_module *sl_modules_get_owner(const struct sl_req *r);

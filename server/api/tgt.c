@@ -234,6 +234,7 @@ static void obj_get(struct sl_req *r)
         sl_bck_release(&b);
         return;
     }
+    sl_store_touch(b.bid, name, nlen);
     struct stat st;
     if (fstat(fd, &st) == 0 && (uint64_t)st.st_size != md.size) {
         char cn[400];

@@ -84,8 +84,9 @@ static const struct key schema[] = {
     { "rebalance.enabled", T_BOOL, "true", 0, NULL, NULL },
 
     { "space.cleanupwm", T_PCT, "65", F_NOOP, NULL, NULL },
-    { "space.lowwm", T_PCT, "75", F_NOOP, NULL, NULL },
-    { "space.highwm", T_PCT, "90", F_NOOP, NULL, NULL },
+    { "space.lowwm", T_PCT, "75", 0, NULL, "LRU eviction frees space down to this percent of a mountpath" },
+    { "space.highwm", T_PCT, "90", 0, NULL, "above this percent of a mountpath, LRU eviction starts by itself" },
+    { "lru.capacity_upd_time", T_DUR, "10m", 0, NULL, "how often a target checks its mountpaths against space.highwm" },
     { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
 
     { "net.http.use_https", T_BOOL, "false", F_NOOP, NULL, NULL },
@@ -528,6 +529,9 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->primary_url = sl_xstrdup(gs(doc, "proxy.primary_url"));
     c->rebalance_enabled = gb(doc, "rebalance.enabled");
     c->space_oos_pct = (int)gi(doc, "space.out_of_space");
+    c->space_low_pct = (int)gi(doc, "space.lowwm");
+    c->space_high_pct = (int)gi(doc, "space.highwm");
+    c->lru_capacity_upd_ns = gd(doc, "lru.capacity_upd_time");
     c->http_workers = (int)gi(doc, "net.http.workers");
     c->http_conn_timeout_s = (int)(gd(doc, "net.http.idle_conn_time") / 1000000000LL);
     c->http_max_header = gz(doc, "net.http.max_header_size");
@@ -547,6 +551,21 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->fsck = sl_xstrdup(gs(doc, "shale.fsck"));
     if (gb(doc, "net.http.use_https")) {
         sl_errf(err, SL_EUNSUPP, "net.http.use_https: HTTPS is not supported yet; terminate TLS in front of Shale");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (!(0 < c->space_low_pct && c->space_low_pct <= c->space_high_pct && c->space_high_pct <= c->space_oos_pct &&
+          c->space_oos_pct <= 100)) {
+        sl_errf(err, SL_EINVAL, "invalid space config: lowwm %d, highwm %d, out_of_space %d (expecting: 0 < lowwm <= "
+                "highwm <= out_of_space <= 100; set them together)", c->space_low_pct, c->space_high_pct,
+                c->space_oos_pct);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->lru_capacity_upd_ns < 1000000000LL) {
+        sl_errf(err, SL_EINVAL, "lru.capacity_upd_time must be at least 1s");
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -51,6 +51,9 @@ struct sl_config {
     char *primary_url;
     bool rebalance_enabled;
     int space_oos_pct;            /* space.out_of_space */
+    int space_low_pct;            /* space.lowwm */
+    int space_high_pct;           /* space.highwm */
+    int64_t lru_capacity_upd_ns;  /* lru.capacity_upd_time */
     int http_workers;             /* net.http.workers: 0 = auto */
     int http_conn_timeout_s;      /* net.http.idle_conn_time (seconds) */
     uint64_t http_max_header;     /* net.http.max_header_size */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #define NLOCKS 4096
 
@@ -369,6 +370,40 @@ void sl_store_capacity(uint64_t *used, uint64_t *total)
         *total += t;
         *used += t - f;
     }
+}
+
+/* ---- reads, for LRU ----
+ * The last read of an object is kept in memory, not in its metadata (a
+ * metadata write per GET would cost more than the GET): a fixed table of
+ * times indexed by a hash of (bucket id, name). Two objects may share a
+ * slot; then each looks as recently read as the other, which only ever
+ * keeps an object longer. */
+#define TOUCH_SLOTS (1 << 16)
+static int64_t touched[TOUCH_SLOTS];
+
+static size_t touch_slot(uint64_t bid, const char *name, size_t nlen)
+{
+    return (size_t)(XXH64(name, nlen, bid) & (TOUCH_SLOTS - 1));
+}
+
+void sl_store_touch(uint64_t bid, const char *name, size_t nlen)
+{
+    __atomic_store_n(&touched[touch_slot(bid, name, nlen)], sl_now_ns(), __ATOMIC_RELAXED);
+}
+
+int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen)
+{
+    return __atomic_load_n(&touched[touch_slot(bid, name, nlen)], __ATOMIC_RELAXED);
+}
+
+int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
+{
+    struct statvfs sv;
+    if (i < 0 || i >= nmpaths || statvfs(mpaths[i].path, &sv) < 0)
+        return -1;
+    *total = (uint64_t)sv.f_blocks * sv.f_frsize;
+    *used = *total - (uint64_t)sv.f_bavail * sv.f_frsize;
+    return 0;
 }
 
 /* ---- PUT ---- */

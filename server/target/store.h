@@ -139,6 +139,12 @@ int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err);
 /* Seal (or unseal) bucket bid: every write to it is refused (409) before
  * it starts. Drain seals it and waits until the writes already started are
  * done (0), or timeout_ns passes (-1). For renames. */
+/* A GET read the object now / when it was last read (0: not since start,
+ * or never); approximate, see store.c. For LRU. */
+void sl_store_touch(uint64_t bid, const char *name, size_t nlen);
+int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen);
+/* Bytes used and in total on the filesystem of mountpath i; -1 if unknown. */
+int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total);
 void sl_store_seal(uint64_t bid, bool on);
 int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
 

@@ -680,14 +680,20 @@ class TestConfig(NodeTest):
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"checksum.type": "xxhash2"})
         self.assertEqual(r.status_code, 200, r.text)
         self.assertEqual(self.s.get(self.url + "/v1/daemon?what=config").json()["checksum"]["type"], "xxhash2")
-        # space.out_of_space takes effect at once (it used to be read at start only): at 0% every PUT is
-        # refused with 507, back at 95% they go through
-        r = self.s.put(self.url + "/v1/cluster/set-config", params={"space.out_of_space": "0"})
+        # space.out_of_space takes effect at once (it used to be read at start only): at 1% every PUT is
+        # refused with 507, back at 95% they go through. The watermarks keep their order (lowwm <= highwm <=
+        # out_of_space), so they move together
+        low = {"space.lowwm": "1", "space.highwm": "1", "space.out_of_space": "1"}
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"space.out_of_space": "1"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("lowwm <= highwm <= out_of_space", r.text)
+        r = self.s.put(self.url + "/v1/cluster/set-config", params=low)
         self.assertEqual(r.status_code, 200, r.text)
         r = self.s.put(self.url + "/v1/objects/cfgb/full", data=b"x")
         self.assertEqual(r.status_code, 507, r.text)
-        self.assertIn("space.out_of_space=0%", r.text)
-        r = self.s.put(self.url + "/v1/cluster/set-config", params={"space.out_of_space": "95"})
+        self.assertIn("space.out_of_space=1%", r.text)
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"space.lowwm": "75", "space.highwm": "90",
+                                                                    "space.out_of_space": "95"})
         self.assertEqual(r.status_code, 200, r.text)
         self.assertEqual(self.s.put(self.url + "/v1/objects/cfgb/full", data=b"x").status_code, 200)
         # a key nothing reads cannot be changed; one read at start says so

@@ -4,8 +4,9 @@
 node logs and status through the gateway's reverse path (AIStore's
 /v1/reverse/daemon with Ais-Node-Id), a node's own log endpoint, and
 promote (files in promote.dir become objects; nothing outside it is read),
-and bucket rename (move-bck: nothing acknowledged is lost, reads keep
-working, the old name takes no writes meanwhile)."""
+bucket rename (move-bck: nothing acknowledged is lost, reads keep working,
+the old name takes no writes meanwhile), and LRU eviction under the space
+watermarks."""
 import hashlib
 import io
 import json
@@ -351,6 +352,85 @@ class MoveBucket:
         self.assertEqual(r.status_code, 400, r.text)
         self.assertEqual(len(self.names(dst)), len(want))
         self.assertIsNotNone(self.props("other"))
+
+
+class TestLRU(ClusterTest):
+    def config(self, **kv):
+        r = self.s.put(self.url + "/v1/cluster/set-config", params=kv, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+
+    def bucket(self, name, enabled, keep, n):
+        self.s.post(self.url + "/v1/buckets/" + name, json={"action": "create-bck"}, timeout=30).raise_for_status()
+        r = self.s.patch(self.url + "/v1/buckets/" + name, headers=J, timeout=30, data=json.dumps(
+            {"action": "set-bprops", "value": {"lru": {"enabled": enabled, "dont_evict_time": keep}}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        for i in range(n):
+            self.s.put(self.url + "/v1/objects/%s/o-%03d" % (name, i), data=b"x" * (i + 1),
+                       timeout=30).raise_for_status()
+
+    def present(self, b):
+        r = self.s.get(self.url + "/v1/buckets/" + b, timeout=30, json={"action": "list", "value": {}})
+        return sorted(e["name"] for e in r.json()["entries"] or [])
+
+    def start(self, value):
+        return self.s.put(self.url + "/v1/cluster", headers=J, timeout=60,
+                          data=json.dumps({"action": "start", "value": dict(Kind="lru", **value)}))
+
+    def run_job(self, value):
+        r = self.start(value)
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text
+
+        def done():
+            st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
+            return st.status_code == 200 and st.json().get("end_time", 0) != 0 and st.json()
+        st = wait_until(done, 60, what="lru job " + jid)
+        self.assertFalse(st.get("err"), st)
+        return st
+
+    def test_lru(self):
+        self.bucket("lru-on", True, "4s", 30)
+        self.bucket("lru-off", False, "1s", 10)
+        self.bucket("lru-fresh", True, "1h", 10)
+        # below space.highwm there is nothing to do
+        self.run_job({})
+        self.assertEqual(len(self.present("lru-on")), 30)
+        time.sleep(5)
+        read = ["o-%03d" % i for i in (0, 7, 11, 20, 29)]
+        for n in read:
+            self.assertEqual(self.s.get(self.url + "/v1/objects/lru-on/" + n, timeout=30).status_code, 200)
+        # above it (the test disk is more than 2% full): the least recently used objects of lru-enabled buckets
+        # go, those read within dont_evict_time stay; disabled buckets and fresh objects stay
+        self.config(**{"space.lowwm": "1", "space.highwm": "2"})
+        try:
+            self.run_job({})
+            self.assertEqual(self.present("lru-on"), read)
+            self.assertEqual(len(self.present("lru-off")), 10)
+            self.assertEqual(len(self.present("lru-fresh")), 10)
+            # Force takes the disabled bucket too, only the named one
+            self.run_job({"Buckets": [{"name": "lru-off", "provider": "ais"}], "Force": True})
+            self.assertEqual(self.present("lru-off"), [])
+            self.assertEqual(self.present("lru-on"), read)
+            self.assertEqual(len(self.present("lru-fresh")), 10)
+            # a target starts it by itself, every lru.capacity_upd_time
+            self.bucket("lru-auto", True, "1s", 6)
+            self.config(**{"lru.capacity_upd_time": "1s"})
+            wait_until(lambda: self.present("lru-auto") == [], 30, what="automatic eviction")
+            self.assertEqual(len(self.present("lru-fresh")), 10)
+        finally:
+            self.config(**{"space.lowwm": "75", "space.highwm": "90", "lru.capacity_upd_time": "10m"})
+        # bad input
+        for value, code, text in [({"Buckets": "lru-on"}, 400, "list"),
+                                  ({"Buckets": [{"name": "nosuch"}]}, 404, "nosuch")]:
+            r = self.start(value)
+            self.assertEqual(r.status_code, code, r.text)
+            self.assertIn(text, r.json()["message"])
+        r = self.s.put(self.url + "/v1/cluster", headers=J, timeout=30,
+                       data=json.dumps({"action": "start", "value": {"Kind": "nosuch"}}))
+        self.assertEqual(r.status_code, 400)
+        self.assertIn("lru", r.json()["message"])
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"lru.capacity_upd_time": "0s"}, timeout=30)
+        self.assertEqual(r.status_code, 400)
 
 
 class TestMoveBucketCluster(ClusterTest, MoveBucket):

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT
+ * lru.c: LRU eviction under the space watermarks (spec native-gaps.md §5.3):
+ *
+ *   PUT /v1/cluster {"action": "start", "value": {"Kind": "lru", "Buckets": [Bck...] | "Bck": Bck,
+ *                                                 "Force": bool}}                     -> job id (text)
+ *
+ * On every target, job lru looks at each mountpath: at or below
+ * space.highwm there is nothing to do; above it, it frees space down to
+ * space.lowwm by deleting the least recently used objects (the later of
+ * their last write and last read) of the buckets whose props say
+ * lru.enabled, skipping those used within their bucket's
+ * lru.dont_evict_time. "Force" includes buckets with lru.enabled false
+ * (never objects inside dont_evict_time); "Buckets" limits the job to them.
+ * An ais:// bucket starts with lru.enabled false: it is a cache only when
+ * its owner says so, since for it eviction is deletion.
+ *
+ * A target also checks its mountpaths every lru.capacity_upd_time and
+ * starts the job by itself above space.highwm.
+ */
+#include "lru.h"
+#include "bg.h"
+#include "cluster.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "peer.h"
+#include "stats.h"
+#include "store.h"
+#include "xact.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "md.h"
+
+struct lru_req {
+    char id[40];
+    json_t *bcks;               /* names, or NULL: every bucket */
+    bool force;
+};
+
+struct cand {
+    int64_t atime;
+    uint64_t size;
+    int bck;                    /* index into the run's buckets */
+    char *name;
+    size_t nlen;
+};
+
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool running;
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    return x->atime < y->atime ? -1 : x->atime > y->atime;
+}
+
+static bool wanted(const struct lru_req *q, const struct sl_bck *b)
+{
+    if (strcmp(b->provider, "ais"))
+        return false;
+    bool named = !q->bcks;
+    size_t i;
+    json_t *v;
+    json_array_foreach(q->bcks, i, v)
+        if (!strcmp(json_string_value(v), b->name))
+            named = true;
+    if (!named)
+        return false;
+    json_t *lru = json_object_get(b->props, "lru");
+    return q->force || json_is_true(json_object_get(lru, "enabled"));
+}
+
+static int64_t dont_evict_ns(const struct sl_bck *b)
+{
+    int64_t ns = 2LL * 3600 * 1000000000LL;
+    const char *s = json_string_value(json_object_get(json_object_get(b->props, "lru"), "dont_evict_time"));
+    if (s && sl_parse_duration(s, &ns) < 0)
+        ns = 2LL * 3600 * 1000000000LL;
+    return ns;
+}
+
+/* free mountpath i down to lowwm (if it is above highwm) */
+static void evict_mpath(struct sl_job *job, const struct lru_req *q, const struct sl_bmd *bmd, int i)
+{
+    uint64_t used, total;
+    if (sl_store_mpath_usage(i, &used, &total) < 0 || !total)
+        return;
+    if (used * 100 <= (uint64_t)sl_conf->space_high_pct * total)
+        return;
+    uint64_t want = used - (uint64_t)sl_conf->space_low_pct * total / 100, freed = 0;
+    struct sl_mpath *mp = sl_store_mpath(i);
+    int64_t now = sl_now_ns();
+    struct cand *c = NULL;
+    size_t n = 0, cap = 0;
+    for (int k = 0; k < bmd->n && !sl_job_aborting(job); k++) {
+        const struct sl_bck *b = &bmd->bcks[k];
+        if (!wanted(q, b))
+            continue;
+        int64_t keep = dont_evict_ns(b);
+        struct sl_md_iter *it;
+        struct sl_err err = { 0 };
+        if (sl_md_iter_open(mp->md, b->bid, "", 0, NULL, 0, &it, &err) < 0) {
+            sl_logw("lru %s: %s on %s: %s", job->id, b->name, mp->path, err.msg);
+            continue;
+        }
+        while (sl_md_iter_next(it) == 1) {
+            size_t nl;
+            const char *nm = sl_md_iter_name(it, &nl);
+            const struct sl_objmd *md = sl_md_iter_md(it);
+            int64_t at = md->atime > md->mtime ? md->atime : md->mtime;
+            int64_t rd = sl_store_last_read(b->bid, nm, nl);
+            if (rd > at)
+                at = rd;
+            if (now - at < keep)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                c = sl_xrealloc(c, cap * sizeof(*c));
+            }
+            c[n++] = (struct cand){ at, md->size, k, sl_xstrndup(nm, nl), nl };
+        }
+        sl_md_iter_close(it);
+    }
+    qsort(c, n, sizeof(*c), cand_cmp);
+    for (size_t j = 0; j < n && freed < want && !sl_job_aborting(job); j++) {
+        const struct sl_bck *b = &bmd->bcks[c[j].bck];
+        /* read again since the scan: keep it */
+        if (sl_store_last_read(b->bid, c[j].name, c[j].nlen) > c[j].atime)
+            continue;
+        struct sl_err err = { 0 };
+        if (sl_obj_delete(b, c[j].name, c[j].nlen, &err) == 0) {
+            freed += c[j].size;
+            sl_job_add(&job->loc_objs, 1);
+            sl_job_add(&job->loc_bytes, c[j].size);
+            sl_stats_add("lru_evict_n", 1);
+            sl_stats_add("lru_evict_size", c[j].size);
+        } else if (err.code != SL_ENOOBJ) {
+            sl_logw("lru %s: evicting %s/%.*s: %s", job->id, b->name, (int)SL_MIN(c[j].nlen, 200), c[j].name,
+                    err.msg);
+        }
+    }
+    for (size_t j = 0; j < n; j++)
+        free(c[j].name);
+    free(c);
+    sl_logi("lru %s: %s was %.1f%% full (highwm %d%%): %llu bytes evicted of %llu wanted", job->id, mp->path,
+            100.0 * (double)used / (double)total, sl_conf->space_high_pct, (unsigned long long)freed,
+            (unsigned long long)want);
+}
+
+static void *lru_thread(void *arg)
+{
+    struct lru_req *q = arg;
+    struct sl_job *job = sl_job_start("lru", q->id, "", "");
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int i = 0; i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
+        evict_mpath(job, q, bmd, i);
+    sl_bmd_put(bmd);
+    sl_job_finish(job, sl_job_aborting(job) ? "aborted" : NULL);
+    sl_job_put(job);
+    pthread_mutex_lock(&run_mu);
+    running = false;
+    pthread_mutex_unlock(&run_mu);
+    json_decref(q->bcks);
+    free(q);
+    return NULL;
+}
+
+/* start job q here (takes q); refused while one runs */
+static int start_here(struct lru_req *q, struct sl_err *err)
+{
+    pthread_mutex_lock(&run_mu);
+    bool busy = running;
+    running = true;
+    pthread_mutex_unlock(&run_mu);
+    if (busy) {
+        json_decref(q->bcks);
+        free(q);
+        return sl_errf(err, SL_EBUSY, "t[%s]: an lru job is running already", G.id);
+    }
+    sl_run_detached(lru_thread, q);
+    return 0;
+}
+
+/* {"Buckets": [Bck...]} or {"Bck": Bck}, {"Force"} -> q (names checked) */
+static int req_parse(const json_t *v, struct lru_req *q, struct sl_err *err)
+{
+    json_t *list = sl_json_get(v, "buckets"), *one = sl_json_get(v, "bck");
+    if (one && !json_is_null(one) && (!list || json_is_null(list))) {
+        list = json_array();
+        json_array_append(list, one);
+    } else {
+        json_incref(list);
+    }
+    if (list && !json_is_null(list) && !json_is_array(list)) {
+        json_decref(list);
+        return sl_errf(err, SL_EINVAL, "start lru: \"Buckets\" must be a list of buckets [{\"name\": ...}]");
+    }
+    size_t i;
+    json_t *b;
+    json_array_foreach(list, i, b) {
+        const char *name = json_is_string(b) ? json_string_value(b) : sl_json_str(b, "name", "");
+        struct sl_bck bk;
+        if (sl_bck_resolve(name, "ais", NULL, &bk, err) < 0) {
+            json_decref(list);
+            json_decref(q->bcks);
+            return -1;
+        }
+        sl_bck_release(&bk);
+        if (!q->bcks)
+            q->bcks = json_array();
+        json_array_append_new(q->bcks, json_string(name));
+    }
+    json_decref(list);
+    json_t *f = sl_json_get(v, "force");
+    q->force = json_is_true(f);
+    return 0;
+}
+
+/* target: POST /v1/internal/lru/start {"id", "buckets", "force"} */
+static void internal_start(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    struct lru_req *q = sl_xcalloc(1, sizeof(*q));
+    if (!json_is_object(j)) {
+        sl_resp_errf(r, SL_EINVAL, "lru start: bad body");
+        free(q);
+        json_decref(j);
+        return;
+    }
+    snprintf(q->id, sizeof(q->id), "%s", sl_json_str(j, "id", ""));
+    json_t *b = json_object_get(j, "buckets");
+    q->bcks = json_is_array(b) ? json_incref(b) : NULL;
+    q->force = json_is_true(json_object_get(j, "force"));
+    json_decref(j);
+    if (start_here(q, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+}
+
+static bool lru_internal(struct sl_req *r)
+{
+    if (strcmp(r->path, "/v1/internal/lru/start"))
+        return false;
+    if (r->method != SL_M_POST)
+        sl_resp_method_not_allowed(r, "POST");
+    else
+        sl_req_buffer_body(r, 1024 * 1024, internal_start);
+    return true;
+}
+
+/* the gateway: every target starts the job */
+static void start_run(struct sl_req *r, void *arg)
+{
+    struct lru_req *q = arg;
+    struct sl_err err = { 0 };
+    char id[40];
+    snprintf(id, sizeof(id), "%s", q->id);
+    if (G.role == SL_ROLE_STANDALONE) {
+        if (start_here(q, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_text(r, 200, id);
+        return;
+    }
+    json_t *body = json_pack("{s:s,s:O?,s:b}", "id", q->id, "buckets", q->bcks, "force", q->force);
+    size_t blen;
+    char *bs = sl_json_dump(body, 0, &blen);
+    json_decref(body);
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_OFFLINE, "POST", "/v1/internal/lru/start");
+    for (int i = 0; i < t.n; i++) {
+        t.f[i].body = bs;
+        t.f[i].blen = blen;
+    }
+    sl_tfan_run(&t, 0);
+    int bad = -1;
+    for (int i = 0; i < t.n; i++)
+        if (!t.f[i].ok || t.f[i].resp.status != 200)
+            bad = i;
+    if (!t.n)
+        sl_resp_errf(r, SL_EUNAVAIL, "start lru: the cluster has no targets");
+    else if (bad >= 0)
+        sl_resp_errf(r, t.f[bad].ok ? sl_code_from_status((int)t.f[bad].resp.status) : SL_EUNAVAIL,
+                     "start lru: t[%s]: %s (targets that did start go on; follow job %s)", t.who[bad]->id,
+                     t.f[bad].ok ? t.f[bad].resp.err : "no answer", id);
+    else
+        sl_resp_text(r, 200, id);
+    sl_tfan_free(&t);
+    free(bs);
+    json_decref(q->bcks);
+    free(q);
+}
+
+static void req_free(void *arg)
+{
+    struct lru_req *q = arg;
+    json_decref(q->bcks);
+    free(q);
+}
+
+static bool lru_cluster_start(struct sl_req *r, const char *kind, const json_t *value)
+{
+    if (strcmp(kind, "lru"))
+        return false;
+    struct sl_err err = { 0 };
+    struct lru_req *q = sl_xcalloc(1, sizeof(*q));
+    if (req_parse(value, q, &err) < 0) {
+        free(q);
+        sl_resp_err(r, &err);
+        return true;
+    }
+    sl_job_id(q->id, sizeof(q->id), "");
+    sl_req_offload(r, start_run, req_free, q);
+    return true;
+}
+
+/* ---- a target's own check, every lru.capacity_upd_time ---- */
+
+static void *watch_thread(void *arg)
+{
+    (void)arg;
+    int64_t last = sl_mono_ns();
+    for (;;) {
+        sleep(1);
+        if (sl_bg_stopping())
+            return NULL;
+        if (sl_mono_ns() - last < sl_conf->lru_capacity_upd_ns)
+            continue;
+        last = sl_mono_ns();
+        bool over = false;
+        for (int i = 0; i < sl_store_nmpaths(); i++) {
+            uint64_t used, total;
+            if (sl_store_mpath_usage(i, &used, &total) == 0 && total &&
+                used * 100 > (uint64_t)sl_conf->space_high_pct * total)
+                over = true;
+        }
+        if (!over)
+            continue;
+        struct lru_req *q = sl_xcalloc(1, sizeof(*q));
+        sl_job_id(q->id, sizeof(q->id), "");
+        char id[40];
+        snprintf(id, sizeof(id), "%s", q->id);
+        struct sl_err err = { 0 };
+        if (start_here(q, &err) == 0)
+            sl_logi("lru %s: a mountpath is above space.highwm (%d%%): evicting", id, sl_conf->space_high_pct);
+    }
+    return NULL;
+}
+
+static void lru_start(void)
+{
+    pthread_t t;
+    if (!sl_is_target())
+        return;
+    if (pthread_create(&t, NULL, watch_thread, NULL) == 0)
+        pthread_detach(t);
+    else
+        sl_logw("lru: cannot start the capacity check; eviction runs only when started");
+}
+
+const struct sl_module sl_lru_module = {
+    .name = "lru",
+    .internal = lru_internal,
+    .cluster_start = lru_cluster_start,
+    .start_kinds = ", lru",
+    .start = lru_start,
+};
