@@ -181,7 +181,8 @@ static int walk(struct batch *b, const char *dir, const char *rel, const char *p
         names[nn++] = sl_xstrdup(de->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)nn, sizeof(*names), name_cmp);
+    if (nn)
+        qsort(names, (size_t)nn, sizeof(*names), name_cmp);
     int rc = 0;
     for (int i = 0; i < nn; i++) {
         char *path = sl_xasprintf("%s/%s", dir, names[i]);

@@ -127,7 +127,8 @@ static void evict_mpath(struct sl_job *job, const struct lru_req *q, const struc
         }
         sl_md_iter_close(it);
     }
-    qsort(c, n, sizeof(*c), cand_cmp);
+    if (n)
+        qsort(c, n, sizeof(*c), cand_cmp);
     for (size_t j = 0; j < n && freed < want && !sl_job_aborting(job); j++) {
         const struct sl_bck *b = &bmd->bcks[c[j].bck];
         /* read again since the scan: keep it */
