@@ -243,11 +243,16 @@ static void t_config(void)
     json_decref(restart);
     json_decref(upd);
     /* a key nothing reads: a change is refused, setting the value it has is not */
-    upd = json_pack("{s:s}", "space.highwm", "50");
+    upd = json_pack("{s:s}", "space.cleanupwm", "50");
     TAP_OK(!sl_config_update(c, upd, NULL, &err) && strstr(err.msg, "no effect"), "no-op key change refused: %s",
            err.msg);
     json_decref(upd);
-    upd = json_pack("{s:s}", "space.highwm", "90");
+    /* the watermarks keep their order */
+    upd = json_pack("{s:s}", "space.highwm", "50");
+    TAP_OK(!sl_config_update(c, upd, NULL, &err) && strstr(err.msg, "lowwm <= highwm"), "watermarks out of order: %s",
+           err.msg);
+    json_decref(upd);
+    upd = json_pack("{s:s}", "space.cleanupwm", "65");
     struct sl_config *c4 = sl_config_update(c, upd, NULL, &err);
     TAP_OK(c4 != NULL, "no-op key set to its current value is taken");
     sl_config_free(c4);
