@@ -210,7 +210,7 @@ static void head_summary(struct sl_req *r, const struct sl_bck *b)
     } else if (rc == 0) {
         sl_resp_empty(r, 202);
     } else {
-        char *s = sl_json_dump(res, 0, NULL);
+        char *s = sl_json_dump(json_array_get(res, 0), 0, NULL);
         sl_hdr_add(r, "Ais-Bucket-Summ", s);
         free(s);
         json_decref(res);
@@ -243,20 +243,16 @@ static void head_bucket(struct sl_req *r, const char *name)
 static void summary_action(struct sl_req *r, const char *name, const json_t *v)
 {
     struct sl_err err = { 0 };
-    if (!name[0]) {
-        sl_resp_errf(r, SL_EINVAL, "summary-bck: name the bucket (GET /v1/buckets/BUCKET); a summary of every "
-                     "bucket at once is not built");
-        return;
-    }
     struct sl_bck b;
-    if (sl_bck_resolve(name, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+    bool one = name[0] != 0; /* GET /v1/buckets: every bucket */
+    if (one && sl_bck_resolve(name, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
         sl_resp_err(r, &err);
         return;
     }
     const char *uuid = sl_json_str(v, "uuid", "");
     if (!uuid[0]) {
         char id[32];
-        if (sl_bsumm_start(b.name, sl_json_str(v, "prefix", ""), id, sizeof(id), &err) < 0)
+        if (sl_bsumm_start(one ? b.name : "", sl_json_str(v, "prefix", ""), id, sizeof(id), &err) < 0)
             sl_resp_err(r, &err);
         else
             sl_resp_bytes(r, 202, "text/plain", id, strlen(id));
@@ -268,9 +264,10 @@ static void summary_action(struct sl_req *r, const char *name, const json_t *v)
         else if (rc == 0)
             sl_resp_bytes(r, 202, "application/json", "[]", 2);
         else
-            sl_resp_json_new(r, 200, json_pack("[o]", res));
+            sl_resp_json_new(r, 200, res);
     }
-    sl_bck_release(&b);
+    if (one)
+        sl_bck_release(&b);
 }
 
 static void list_buckets(struct sl_req *r, const char *filter)

@@ -56,12 +56,37 @@ static json_t *count_here(const char *bucket, const char *prefix, struct sl_err 
                      (json_int_t)c.min, "max", (json_int_t)c.max);
 }
 
+/* every ais:// bucket: {NAME: counts} */
+static json_t *count_all(const char *prefix, struct sl_err *err)
+{
+    struct sl_bmd *bmd = sl_bmd_get();
+    json_t *all = json_object();
+    for (int i = 0; i < bmd->n && all; i++) {
+        if (strcmp(bmd->bcks[i].provider, "ais"))
+            continue;
+        json_t *j = count_here(bmd->bcks[i].name, prefix, err);
+        if (!j && err->code == SL_ENOBCK) {
+            err->msg[0] = 0; /* destroyed meanwhile */
+            err->code = 0;
+            continue;
+        }
+        if (!j) {
+            json_decref(all);
+            all = NULL;
+            break;
+        }
+        json_object_set_new(all, bmd->bcks[i].name, j);
+    }
+    sl_bmd_put(bmd);
+    return all;
+}
+
 static void internal_run(struct sl_req *r, void *arg)
 {
     (void)arg;
     struct sl_err err = { 0 };
     const char *b = sl_req_query(r, "bck"), *p = sl_req_query(r, "prefix");
-    json_t *j = count_here(b ? b : "", p ? p : "", &err);
+    json_t *j = b && *b ? count_here(b, p ? p : "", &err) : count_all(p ? p : "", &err);
     if (j)
         sl_resp_json_new(r, 200, j);
     else
@@ -77,10 +102,10 @@ void sl_bsumm_internal(struct sl_req *r)
 
 struct summ {
     char id[32];
-    char bck[SL_MAX_BCKNAME + 1];
+    char bck[SL_MAX_BCKNAME + 1];   /* "": every bucket */
     char *prefix;
     bool done;
-    json_t *result;             /* BsummResult, when done */
+    json_t *result;             /* [BsummResult...], one per bucket, when done */
     char err[600];
     int code;
 };
@@ -119,15 +144,57 @@ static void add(struct count *c, const json_t *j)
     c->bytes += (uint64_t)sl_json_int(j, "bytes", 0);
 }
 
+/* counts per bucket, as the targets' answers come in */
+struct tally {
+    struct bcount {
+        char *name;
+        struct count c;
+    } *v;
+    size_t n, cap;
+};
+
+static struct count *tally_get(struct tally *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->v[i].name, name))
+            return &t->v[i].c;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 16;
+        t->v = sl_xrealloc(t->v, t->cap * sizeof(*t->v));
+    }
+    t->v[t->n] = (struct bcount){ sl_xstrdup(name), { 0 } };
+    return &t->v[t->n++].c;
+}
+
+static int bcount_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct bcount *)a)->name, ((const struct bcount *)b)->name);
+}
+
+/* one answer: one bucket's counts (s->bck), or {NAME: counts} */
+static void tally_add(struct tally *t, const struct summ *s, const json_t *j)
+{
+    if (s->bck[0]) {
+        add(tally_get(t, s->bck), j);
+        return;
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)j, name, v)
+        add(tally_get(t, name), v);
+}
+
 static void *run(void *arg)
 {
     struct summ *s = arg;
-    struct count c = { 0 };
     struct sl_err err = { 0 };
+    struct tally tl = { 0 };
+    if (s->bck[0])
+        tally_get(&tl, s->bck); /* there even when empty */
     if (G.role == SL_ROLE_STANDALONE) {
-        json_t *j = count_here(s->bck, s->prefix, &err);
+        json_t *j = s->bck[0] ? count_here(s->bck, s->prefix, &err) : count_all(s->prefix, &err);
         if (j)
-            add(&c, j);
+            tally_add(&tl, s, j);
         json_decref(j);
     } else {
         char *eb = sl_url_encode_query(s->bck), *ep = sl_url_encode_query(s->prefix);
@@ -139,13 +206,14 @@ static void *run(void *arg)
         for (int i = 0; i < t.n && !err.msg[0]; i++) {
             if (!t.f[i].ok || t.f[i].resp.status != 200) {
                 sl_errf(&err, t.f[i].ok ? sl_code_from_status((int)t.f[i].resp.status) : SL_EUNAVAIL,
-                        "summary of ais://%s: t[%s]: %s", s->bck, t.who[i]->id,
+                        "summary of %s%s: t[%s]: %s", s->bck[0] ? "ais://" : "every bucket", s->bck, t.who[i]->id,
                         t.f[i].ok ? t.f[i].resp.err : "no answer");
                 break;
             }
             json_error_t je;
             json_t *j = json_loadb(t.f[i].resp.body.p, t.f[i].resp.body.len, 0, &je);
-            add(&c, j);
+            if (j)
+                tally_add(&tl, s, j);
             json_decref(j);
         }
         sl_tfan_free(&t);
@@ -155,13 +223,20 @@ static void *run(void *arg)
         snprintf(s->err, sizeof(s->err), "%.590s", err.msg);
         s->code = err.code ? err.code : SL_EINTERNAL;
     } else {
-        s->result = result_json(s->bck, &c);
+        s->result = json_array();
+        if (tl.n)
+            qsort(tl.v, tl.n, sizeof(*tl.v), bcount_cmp);
+        for (size_t i = 0; i < tl.n; i++)
+            json_array_append_new(s->result, result_json(tl.v[i].name, &tl.v[i].c));
     }
     s->done = true;
     bool kept = false;
     for (int i = 0; i < KEEP; i++)
         kept = kept || summs[i] == s;
     pthread_mutex_unlock(&mu);
+    for (size_t i = 0; i < tl.n; i++)
+        free(tl.v[i].name);
+    free(tl.v);
     if (!kept) { /* forgotten while it ran: nobody can poll it */
         json_decref(s->result);
         free(s->prefix);

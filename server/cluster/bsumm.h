@@ -9,12 +9,14 @@
 #include "http.h"
 #include <jansson.h>
 
-/* Start a summary of ais://bck under prefix: its id in id[0..n). */
+/* Start a summary of ais://bck under prefix ("": of every ais:// bucket):
+ * its id in id[0..n). */
 int sl_bsumm_start(const char *bck, const char *prefix, char *id, size_t n, struct sl_err *err);
-/* 0 still running, 1 done (*result: a new BsummResult), -1 failed or
- * unknown (err) */
+/* 0 still running, 1 done (*result: a new array of BsummResult, one per
+ * bucket, by name), -1 failed or unknown (err) */
 int sl_bsumm_poll(const char *id, json_t **result, struct sl_err *err);
-/* Targets: GET /v1/internal/bsumm?bck=&prefix= -> {"n","bytes","min","max"} */
+/* Targets: GET /v1/internal/bsumm?bck=&prefix= -> {"n","bytes","min","max"}
+ * (bck empty: {NAME: {...}} for every ais:// bucket) */
 void sl_bsumm_internal(struct sl_req *r);
 
 #endif

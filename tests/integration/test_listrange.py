@@ -128,6 +128,22 @@ class SummaryApi:
         self.assertEqual(out["a"]["ObjCount"]["obj_count_present"], "30")
         r = self.s.get(self.url + "/v1/buckets/sm", json={"action": "summary-bck", "value": {"uuid": "nope"}})
         self.assertEqual(r.status_code, 404, r.text)
+        # every bucket at once (GET /v1/buckets): one entry per bucket, by name, an empty one too
+        self.s.post(self.url + "/v1/buckets/sm-empty", json={"action": "create-bck"}, timeout=30).raise_for_status()
+        r = self.s.get(self.url + "/v1/buckets", json={"action": "summary-bck", "value": {"uuid": ""}})
+        self.assertEqual(r.status_code, 202, r.text)
+        jid = r.text
+
+        def done3():
+            rr = self.s.get(self.url + "/v1/buckets", json={"action": "summary-bck", "value": {"uuid": jid}})
+            if rr.status_code == 200:
+                out["all"] = {e["name"]: e for e in rr.json()}
+            return rr.status_code == 200
+        wait_until(done3, 30, interval=0.1, what="summary of every bucket")
+        self.assertEqual(out["all"]["sm"]["ObjCount"]["obj_count_present"], str(len(sizes)))
+        self.assertEqual(out["all"]["sm-empty"]["ObjCount"]["obj_count_present"], "0")
+        names = list(out["all"])
+        self.assertEqual(names, sorted(names))
         # the CLI
         p = subprocess.run([SHALE, "ls", "ais://sm", "--summary"], capture_output=True, text=True, timeout=60,
                            env=dict(os.environ, AIS_ENDPOINT=self.url))
