@@ -154,8 +154,11 @@ class TestPlacement(ClusterTest):
         r = self.s.post(self.url + "/v1/objects/pl", json={"action": "frob"})
         self.assertEqual(r.status_code, 400, r.text)
         self.assertIn("blob-download", r.json()["message"])
-        r = self.s.post(self.url + "/v1/objects/pl", json={"action": "promote"})
+        r = self.s.post(self.url + "/v1/objects/pl", json={"action": "blob-download"})
         self.assertEqual(r.status_code, 501, r.text)
+        r = self.s.post(self.url + "/v1/objects/pl", json={"action": "promote"})  # served: test_ops.py
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("source path", r.json()["message"])
         self.assertEqual(self.s.delete(u, data='{"action":""}').status_code, 200)
         self.assertEqual(self.s.get(u).status_code, 404)
         del data[name]
