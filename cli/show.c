@@ -357,36 +357,9 @@ static int show_bmd(json_t *bmd)
     return 0;
 }
 
-/* config as PROPERTY VALUE rows with dotted names */
-static void flatten(struct table *t, const char *prefix, json_t *v)
-{
-    if (json_is_object(v)) {
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x) {
-            char *name = prefix[0] ? sl_xasprintf("%s.%s", prefix, k) : sl_xstrdup(k);
-            flatten(t, name, x);
-            free(name);
-        }
-        return;
-    }
-    char *s = json_is_string(v) ? sl_xstrdup(json_string_value(v)) : sl_json_dump(v, 0, NULL);
-    table_row(t, prefix, s && s[0] ? s : "-");
-    free(s);
-}
-
-static int show_config(json_t *conf)
-{
-    if (cli_json) {
-        print_json(conf);
-        return 0;
-    }
-    struct table *t = table_new(2, "PROPERTY", "VALUE");
-    flatten(t, "", conf);
-    table_print(t, stdout, !cli_no_headers);
-    table_free(t);
-    return 0;
-}
+/* config as PROPERTY VALUE rows with dotted names: all of it, or the rows
+ * under key (the config section below) */
+static int conf_show(json_t *conf, const char *key, const char *whose);
 
 static uint64_t tracker_v(json_t *tr, const char *k)
 {
@@ -539,7 +512,7 @@ static int show_cluster(struct opts *o)
         } else if (!strcmp(view, "bmd")) {
             rc = show_bmd(doc);
         } else {
-            rc = show_config(doc);
+            rc = conf_show(doc, NULL, "the config");
         }
         json_decref(doc);
     }
