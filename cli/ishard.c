@@ -122,7 +122,8 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
         printf("Shard sizes:");
         size_t i;
         json_t *x;
-        json_array_foreach(h, i, x) printf(" <=%s: %lld", sl_json_str(x, "le", ""), (long long)sl_json_int(x, "shards", 0));
+        json_array_foreach(h, i, x)
+            printf(" <=%s: %lld", sl_json_str(x, "le", ""), (long long)sl_json_int(x, "shards", 0));
         printf("\n");
     }
     json_t *fam = json_object_get(rep, "families");

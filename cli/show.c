@@ -784,8 +784,8 @@ static int conf_set(const struct opts *o)
         printf("Cluster config updated\n");
         for (int i = 0; i < o->argc; i++) {
             char *k = sl_xstrndup(o->argv[i], (size_t)(strchr(o->argv[i], '=') - o->argv[i]));
-            char *was = cli_json_path_text(before, k), *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=')
-                                                                                               + 1);
+            char *was = cli_json_path_text(before, k);
+            char *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
             printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
             free(k);
             free(was);
