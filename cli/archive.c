@@ -23,54 +23,6 @@
 
 static const char *shard_exts[] = { ".tar.lz4", ".tar.gz", ".tgz", ".tar", ".zip", ".tar.zst", NULL };
 
-static const char usage_put[] =
-    "Usage: shale archive put FILE|DIR ais://B/SHARD [--archpath NAME] [--append | --append-or-put] [-r]\n"
-    "                         [--list 'a,b' | --template 'x-{0..9}.jpg'] [--dry-run]\n"
-    "  Add files to a shard as members (named by their path under DIR). --list and --template select\n"
-    "  which files of DIR to add; more than one file needs --append or --append-or-put. --dry-run\n"
-    "  prints what would be added and changes nothing.\n";
-static const char usage_get[] =
-    "Usage: shale archive get ais://B/SHARD[/MEMBER] [OUT|-] [--archpath P | --archregx X\n"
-    "                         --archmode regexp|prefix|suffix|substr|wdskey]\n"
-    "  One member, or a tar of every member that matches.\n";
-static const char usage_ls[] = "Usage: shale archive ls ais://B[/SHARD]\n"
-                               "  Shards and their members (indented by four spaces).\n";
-static const char usage_bucket[] =
-    "Usage: shale archive bucket ais://SRC[/TEMPLATE] ais://DST/SHARD.tar [--template T | --list a,b | --prefix P]\n"
-    "                            [--nr] [--append-or-put] [--include-src-bck] [--cont-on-err] [--wait]\n"
-    "  The archive job: objects of SRC into one shard.\n";
-static const char usage_gen[] =
-    "Usage: shale archive gen-shards \"ais://B/shard-{000..009}.tar\" [--fcount 5] [--fsize 1KiB] "
-    "[--fext '.jpg,.cls'] [--cleanup]\n"
-    "  Random test shards. The bucket must exist; --cleanup destroys it first (with everything in it)\n"
-    "  and creates it again.\n";
-
-static const struct {
-    const char *name;
-    const char *usage;
-} subcmds[] = {
-    { "put", usage_put }, { "get", usage_get }, { "ls", usage_ls }, { "bucket", usage_bucket },
-    { "gen-shards", usage_gen },
-};
-
-static bool want_help(int argc, char **argv)
-{
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--"))
-            break;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return true;
-    }
-    return false;
-}
-
-static void archive_usage(FILE *f)
-{
-    fprintf(f, "Usage: shale archive put|get|ls|bucket|gen-shards ... (shards: .tar, .tgz, .tar.gz, .zip, .tar.lz4)\n\n");
-    for (size_t i = 0; i < SL_ARRAY_SIZE(subcmds); i++)
-        fprintf(f, "%s\n", subcmds[i].usage);
-}
-
 /* Split "shard.tar/member" at the first path component ending in a shard extension. */
 static bool split_shard(const char *obj, char **shard, char **member)
 {
@@ -96,8 +48,43 @@ static size_t buf_sink(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-/* PUT one member into a shard: pine 0 create/overwrite, 1 append, 2 append or create */
-static int put_member(const struct uri *u, const char *shard, const char *path, const char *member, int pine)
+/* The server's message in the words of the command line: it names the
+ * request (PUT ...?archpath, the Ais-Pine header); the user typed flags. */
+static void flag_words(const char *m, int pine, char *out, size_t n)
+{
+    const char *p = strstr(m, "?archpath: ");
+    if (p)
+        m = p + strlen("?archpath: ");
+    else if (sl_has_prefix(m, "PUT archpath: "))
+        m += strlen("PUT archpath: ");
+    static const char *const words[][2] = {
+        { "use Ais-Pine: 2 to append or create", "use --append-or-put to create it" },
+        { "Ais-Pine", NULL },
+        { "archpath", "--archpath" },
+    };
+    size_t o = 0;
+    while (*m && o + 1 < n) {
+        size_t k;
+        for (k = 0; k < SL_ARRAY_SIZE(words); k++)
+            if (sl_has_prefix(m, words[k][0]))
+                break;
+        if (k == SL_ARRAY_SIZE(words)) {
+            out[o++] = *m++;
+            continue;
+        }
+        const char *to = words[k][1] ? words[k][1] : pine == 1 ? "--append" : pine == 2 ? "--append-or-put"
+                                                                                    : "(put, no --append flag)";
+        o += (size_t)snprintf(out + o, n - o, "%s", to);
+        o = SL_MIN(o, n - 1);
+        m += strlen(words[k][0]);
+    }
+    out[o] = 0;
+}
+
+/* PUT one member into a shard: pine 0 create/overwrite, 1 append, 2 append or create; named_by: the flag
+ * that named the member ("--archpath"), or NULL */
+static int put_member(const struct uri *u, const char *shard, const char *path, const char *member, int pine,
+                      const char *named_by)
 {
     FILE *f = fopen(path, "rb");
     struct stat st;
@@ -146,8 +133,10 @@ static int put_member(const struct uri *u, const char *shard, const char *path, 
         json_error_t je;
         json_t *j = resp.len ? json_loadb(resp.p, resp.len, 0, &je) : NULL;
         const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
-        fprintf(stderr, "Error: PUT %s into ais://%s/%s: %s\n", path, u->bucket, shard,
-                rc != CURLE_OK ? curl_easy_strerror(rc) : m ? m : "failed");
+        char words[1200];
+        flag_words(rc != CURLE_OK ? curl_easy_strerror(rc) : m ? m : "failed", pine, words, sizeof(words));
+        fprintf(stderr, "Error: archive put %s => ais://%s/%s (member \"%s\"%s%s): %s\n", path, u->bucket, shard,
+                member, named_by ? " from " : "", named_by ? named_by : "", words);
         json_decref(j);
         ret = 1;
     } else {
@@ -313,8 +302,7 @@ static ssize_t select_files(const struct opts *o, char **rels, size_t n, size_t 
 static int arch_put(struct opts *o)
 {
     if (o->argc != 2) {
-        fputs(usage_put, stderr);
-        return 1;
+        return cli_usage("archive put");
     }
     struct uri u;
     if (uri_parse(o->argv[1], &u, true) < 0)
@@ -323,6 +311,14 @@ static int arch_put(struct opts *o)
     if (!split_shard(u.obj, &shard, &member)) {
         fprintf(stderr, "Error: \"%s\" does not name a shard (.tar, .tgz, .tar.gz, .zip, .tar.lz4)\n", o->argv[1]);
         uri_free(&u);
+        return 1;
+    }
+    if (opt_bool(o, "append") && opt_bool(o, "append-or-put")) {
+        fprintf(stderr, "Error: --append and --append-or-put cannot be combined (--append-or-put also creates the "
+                "shard)\n");
+        uri_free(&u);
+        free(shard);
+        free(member);
         return 1;
     }
     int pine = opt_bool(o, "append") ? 1 : opt_bool(o, "append-or-put") ? 2 : 0;
@@ -358,7 +354,7 @@ static int arch_put(struct opts *o)
                 printf("%s \"%s\" => %s://%s/%s/%s\n", pine ? "APPEND" : "PUT", paths[i],
                        sl_provider_scheme(u.provider), u.bucket, shard, mm);
             } else {
-                rc = put_member(&u, shard, paths[i], mm, pine);
+                rc = put_member(&u, shard, paths[i], mm, pine, ap && *ap ? "--archpath" : NULL);
             }
             free(mm);
         }
@@ -382,22 +378,17 @@ static int arch_put(struct opts *o)
     return rc;
 }
 
-static int arch_get(int argc, char **argv)
+static int arch_get(struct opts *o)
 {
     /* ais://b/shard.tar/member -> get with --archpath */
-    struct opts o;
-    if (opts_parse(&o, argc, argv, "archpath,archregx,archmode", "progress") < 0)
-        return 1;
-    if (o.argc < 1) {
-        fputs(usage_get, stderr);
-        return 1;
-    }
+    if (o->argc < 1)
+        return cli_usage("archive get");
     struct uri u;
-    if (uri_parse(o.argv[0], &u, true) < 0)
+    if (uri_parse(o->argv[0], &u, true) < 0)
         return 1;
     char *shard, *member;
     if (!split_shard(u.obj, &shard, &member)) {
-        fprintf(stderr, "Error: \"%s\" does not name a shard\n", o.argv[0]);
+        fprintf(stderr, "Error: \"%s\" does not name a shard\n", o->argv[0]);
         uri_free(&u);
         return 1;
     }
@@ -405,27 +396,29 @@ static int arch_get(int argc, char **argv)
     int na = 0;
     char *src = sl_xasprintf("%s://%s/%s", u.provider, u.bucket, shard);
     nargv[na++] = src;
-    if (o.argc > 1)
-        nargv[na++] = o.argv[1];
+    if (o->argc > 1)
+        nargv[na++] = o->argv[1];
     char *apflag = NULL;
-    if (member[0] && !opt_str(&o, "archpath")) {
+    if (member[0] && !opt_str(o, "archpath")) {
         apflag = sl_xasprintf("--archpath=%s", member);
         nargv[na++] = apflag;
     }
     static const char *pass[] = { "archpath", "archregx", "archmode" };
     char *flags[3] = { 0 };
     for (int i = 0; i < 3; i++) {
-        const char *v = opt_str(&o, pass[i]);
+        const char *v = opt_str(o, pass[i]);
         if (v) {
             flags[i] = sl_xasprintf("--%s=%s", pass[i], v);
             nargv[na++] = flags[i];
         }
     }
-    if (opt_str(&o, "archmode") && o.argc < 2) {
+    if (opt_str(o, "archmode") && o->argc < 2) {
         /* a selection is a tar stream: default output name */
         char *def = sl_xasprintf("%s-selection.tar", strrchr(shard, '/') ? strrchr(shard, '/') + 1 : shard);
         nargv[na++] = def;
     }
+    if (opt_bool(o, "progress"))
+        nargv[na++] = "--progress";
     int rc = cmd_get(na, nargv);
     free(src);
     free(apflag);
@@ -464,8 +457,7 @@ static int ls_entry(void *arg, const json_t *e)
 static int arch_ls(struct opts *o)
 {
     if (o->argc != 1) {
-        fputs(usage_ls, stderr);
-        return 1;
+        return cli_usage("archive ls");
     }
     struct uri u;
     if (uri_parse(o->argv[0], &u, true) < 0)
@@ -490,8 +482,7 @@ static int arch_ls(struct opts *o)
 static int arch_bucket(struct opts *o)
 {
     if (o->argc != 2) {
-        fputs(usage_bucket, stderr);
-        return 1;
+        return cli_usage("archive bucket");
     }
     struct uri s, d;
     if (uri_parse(o->argv[0], &s, true) < 0 || uri_parse(o->argv[1], &d, true) < 0)
@@ -505,35 +496,25 @@ static int arch_bucket(struct opts *o)
     json_object_set_new(v, "tobck", json_pack("{s:s,s:s}", "name", d.bucket, "provider", d.provider));
     const char *list = opt_str(o, "list"), *tmpl = opt_str(o, "template"), *pfx = opt_str(o, "prefix");
     if (list) {
-        json_t *a = json_array();
-        char *cp = sl_xstrdup(list), *save = NULL;
-        for (char *tk = strtok_r(cp, ",", &save); tk; tk = strtok_r(NULL, ",", &save))
-            json_array_append_new(a, json_string(tk));
-        free(cp);
-        json_object_set_new(v, "objnames", a);
+        json_object_set_new(v, "objnames", cli_names(list));
     } else {
         json_object_set_new(v, "template", json_string(tmpl ? tmpl : pfx ? pfx : s.obj));
     }
     json_object_set_new(v, "isbn", json_boolean(opt_bool(o, "include-src-bck")));
     json_object_set_new(v, "aate", json_boolean(opt_bool(o, "append-or-put")));
     json_object_set_new(v, "coer", json_boolean(opt_bool(o, "cont-on-err")));
-    json_object_set_new(v, "non-recurs", json_boolean(opt_bool(o, "nr") || opt_bool(o, "non-recursive")));
-    struct cli_resp r;
+    json_object_set_new(v, "non-recurs", json_boolean(opt_bool(o, "nr")));
     char *pq = sl_xasprintf("/v1/buckets/%s%s", s.bucket, uri_query(&s));
-    cli_act("PUT", pq, "archive", "", v, &r);
+    char *id = cli_act_id("PUT", pq, "archive", v, NULL);
     free(pq);
-    int rc = 0;
-    if (r.status != 200) {
-        rc = cli_fail(&r, NULL);
-    } else {
-        char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    int rc = !id;
+    if (id) {
         printf("Archiving %s://%s/%s => %s://%s/%s: job %s\n", s.provider, s.bucket, s.obj, d.provider, d.bucket,
                d.obj, id);
         if (opt_bool(o, "wait"))
             rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
         free(id);
     }
-    cli_resp_free(&r);
     uri_free(&s);
     uri_free(&d);
     return rc;
@@ -642,8 +623,7 @@ static int prepare_bucket(const struct uri *u, bool cleanup)
 static int gen_shards(struct opts *o)
 {
     if (o->argc != 1) {
-        fputs(usage_gen, stderr);
-        return 1;
+        return cli_usage("archive gen-shards");
     }
     struct uri u;
     if (uri_parse(o->argv[0], &u, true) < 0)
@@ -713,36 +693,8 @@ static int gen_shards(struct opts *o)
 
 int cmd_archive(int argc, char **argv)
 {
-    if (argc < 1) {
-        archive_usage(stderr);
-        return 1;
-    }
-    if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
-        archive_usage(stdout);
-        return 0;
-    }
-    for (size_t i = 0; i < SL_ARRAY_SIZE(subcmds); i++) {
-        if (!strcmp(argv[0], subcmds[i].name) && want_help(argc - 1, argv + 1)) {
-            fputs(subcmds[i].usage, stdout);
-            return 0;
-        }
-    }
-    if (!strcmp(argv[0], "get"))
-        return arch_get(argc - 1, argv + 1);
-    struct opts o;
-    if (opts_parse(&o, argc - 1, argv + 1, "archpath,template,list,prefix,fcount,fsize,fext",
-                   "append,append-or-put,recursive,nr,non-recursive,include-src-bck,cont-on-err,wait,dry-run,"
-                   "cleanup") < 0)
-        return 1;
-    if (!strcmp(argv[0], "put"))
-        return arch_put(&o);
-    if (!strcmp(argv[0], "ls"))
-        return arch_ls(&o);
-    if (!strcmp(argv[0], "bucket"))
-        return arch_bucket(&o);
-    if (!strcmp(argv[0], "gen-shards"))
-        return gen_shards(&o);
-    fprintf(stderr, "Error: unknown command \"archive %s\" (put, get, ls, bucket, gen-shards; see shale archive "
-                    "--help)\n", argv[0]);
-    return 1;
+    static const struct cli_verb verbs[] = { { "put", arch_put, NULL }, { "get", arch_get, NULL },
+                                             { "ls", arch_ls, NULL }, { "bucket", arch_bucket, NULL },
+                                             { "gen-shards", gen_shards, NULL } };
+    return cli_run_verb("archive", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

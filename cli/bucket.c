@@ -15,10 +15,8 @@
 
 static int bucket_create(struct opts *o)
 {
-    if (o->argc < 1) {
-        fprintf(stderr, "Usage: shale bucket create ais://BUCKET [ais://BUCKET ...] [--props 'k=v ...' | JSON]\n");
-        return 1;
-    }
+    if (o->argc < 1)
+        return cli_usage("bucket create");
     int rc = 0;
     for (int i = 0; i < o->argc; i++) {
         struct uri u;
@@ -89,10 +87,8 @@ static int bucket_create(struct opts *o)
 
 static int bucket_rm(struct opts *o)
 {
-    if (o->argc < 1) {
-        fprintf(stderr, "Usage: shale bucket rm ais://BUCKET [ais://BUCKET ...]\n");
-        return 1;
-    }
+    if (o->argc < 1)
+        return cli_usage("bucket rm");
     int rc = 0;
     for (int i = 0; i < o->argc; i++) {
         struct uri u;
@@ -270,7 +266,7 @@ static int list_objects(struct opts *o, struct uri *u)
     unsigned long long flags = 0;
     if (name_only)
         flags |= 16;
-    if (opt_bool(o, "nr") || opt_bool(o, "non-recursive"))
+    if (opt_bool(o, "nr"))
         flags |= 2048;
     if (opt_bool(o, "archive"))
         flags |= 8;
@@ -434,13 +430,10 @@ static int list_objects(struct opts *o, struct uri *u)
     return rc;
 }
 
-#define LS_VALUED "props,limit,page-size,prefix,start-after,regex,template"
-#define LS_BOOLS "paged,name-only,nr,non-recursive,archive,bytes,all,cached,count-only,no-footers,summary"
-
 int cmd_ls(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, LS_VALUED, LS_BOOLS) < 0)
+    if (cli_opts(&o, "ls", argc, argv) < 0)
         return 1;
     if (o.argc == 0 || !strcmp(o.argv[0], "ais") || !strcmp(o.argv[0], "ais:") || !strcmp(o.argv[0], "ais://"))
         return list_buckets(&o);
@@ -465,23 +458,13 @@ static json_t *props_fetch(const char *pq)
     return j;
 }
 
-/* "a.b" in props as text (strings bare, the rest as JSON); returns new */
-static char *prop_text(json_t *props, const char *key)
-{
-    char *k = sl_xstrdup(key), *save = NULL;
-    json_t *v = props;
-    for (char *t = strtok_r(k, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-        v = json_object_get(v, t);
-    free(k);
-    if (!v)
-        return sl_xstrdup("");
-    return json_is_string(v) ? sl_xstrdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
-}
-
 static int bucket_props(struct opts *o)
 {
-    if (o->argc < 2) {
-        fprintf(stderr, "Usage: shale bucket props show ais://BUCKET | props set ais://BUCKET key=value ...\n");
+    if (o->argc < 2)
+        return cli_usage("bucket props");
+    if (!strcmp(o->argv[0], "show") && o->argc > 2) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale bucket props show` takes one bucket\n",
+                o->argv[2]);
         return 1;
     }
     struct uri u;
@@ -563,8 +546,8 @@ static int bucket_props(struct opts *o)
             printf("Bucket props successfully updated\n");
             for (int i = 2; i < o->argc; i++) {
                 char *k = sl_xstrndup(o->argv[i], (size_t)(strchr(o->argv[i], '=') - o->argv[i]));
-                char *was = prop_text(before, k);
-                char *now = after ? prop_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
+                char *was = cli_json_path_text(before, k);
+                char *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
                 printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
                 free(k);
                 free(was);
@@ -587,43 +570,44 @@ static int bucket_props(struct opts *o)
 
 int cmd_bucket(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "Usage: shale bucket create|ls|rm|props ...\n");
-        return 1;
-    }
+    if (argc < 1)
+        return cli_usage("bucket");
     struct opts o;
     const char *verb = argv[0];
     if (!strcmp(verb, "ls"))
         return cmd_ls(argc - 1, argv + 1);
+    if (!strcmp(verb, "cp"))
+        return cli_cp("bucket cp", argc - 1, argv + 1);
     if (!strcmp(verb, "summary")) {
         struct uri u;
-        if (opts_parse(&o, argc - 1, argv + 1, "prefix", "") < 0)
+        if (cli_opts(&o, "bucket summary", argc - 1, argv + 1) < 0)
             return 1;
-        if (o.argc != 1 || uri_parse(o.argv[0], &u, true) < 0) {
-            if (o.argc != 1)
-                fprintf(stderr, "Usage: shale bucket summary ais://BUCKET[/PREFIX] [--json]\n");
+        if (o.argc != 1)
+            return cli_usage("bucket summary");
+        if (uri_parse(o.argv[0], &u, true) < 0)
             return 1;
-        }
         int rc = bucket_summary(&o, &u);
         uri_free(&u);
         return rc;
     }
-    if (opts_parse(&o, argc - 1, argv + 1, "props", "ignore-error") < 0)
-        return 1;
-    if (!strcmp(verb, "create"))
-        return bucket_create(&o);
-    if (!strcmp(verb, "rm"))
-        return bucket_rm(&o);
-    if (!strcmp(verb, "props"))
-        return bucket_props(&o);
-    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary)\n", verb);
+    static const char *const verbs[] = { "create", "rm", "props" };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(verbs); i++) {
+        if (strcmp(verb, verbs[i]))
+            continue;
+        char path[32];
+        snprintf(path, sizeof(path), "bucket %s", verb);
+        if (cli_opts(&o, path, argc - 1, argv + 1) < 0)
+            return 1;
+        return i == 0 ? bucket_create(&o) : i == 1 ? bucket_rm(&o) : bucket_props(&o);
+    }
+    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary, cp)\n", verb);
     return 1;
 }
 
 int cmd_create(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "props", "ignore-error") < 0)
+    if (cli_opts(&o, "create", argc, argv) < 0)
         return 1;
     return bucket_create(&o);
 }
@@ -631,7 +615,7 @@ int cmd_create(int argc, char **argv)
 int cmd_rmb(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "", "ignore-error") < 0)
+    if (cli_opts(&o, "rmb", argc, argv) < 0)
         return 1;
     return bucket_rm(&o);
 }

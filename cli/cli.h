@@ -22,10 +22,29 @@ struct opts {
         char *value;       /* NULL for booleans */
     } flags[64];
 };
-/* Parse argv (after the command words). spec: comma list of flags that take
- * a value, e.g. "props,limit,page-size". Returns -1 on unknown flag. */
+/* Parse argv (after the command words). valued: comma list of flags that
+ * take a value, e.g. "props,limit,page-size"; booleans: those that do not.
+ * Returns -1 on an unknown flag, after printing one line with the closest
+ * known flag. Commands use cli_opts, which takes the lists from help.c. */
 int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const char *booleans);
+/* Parse the flags of command `path` ("get", "bucket cp") as its help entry
+ * lists them (aliases such as -f become the entry's long name), and refuse
+ * more positional arguments than the command takes, naming the first extra
+ * one. Returns -1 after printing the error. */
+int cli_opts(struct opts *o, const char *path, int argc, char **argv);
+/* "Usage: ..." of command path to stderr, with a pointer to its --help; returns 1 */
+int cli_usage(const char *path);
+/* the full help of path ("bucket cp") to f; -1 when there is none */
+int cli_help(const char *path, FILE *f);
+/* one line per command: "  name  description" (the commands of the top-level help) */
+void cli_help_overview(FILE *f, const char *const *names, size_t n);
+/* edit distance of two short words (99 when either is over 40 characters) */
+int cli_distance(const char *a, const char *b);
+/* the command path the current flags belong to ("get"), for messages */
+extern const char *cli_cmd_path;
 const char *opt_str(const struct opts *o, const char *name);    /* NULL if absent */
+/* flag i of o is known as name from now on (an alias's canonical name) */
+void opts_rename(struct opts *o, int i, const char *name);
 /* free everything opts_parse allocated (called once at exit) */
 void cli_cleanup(void);
 bool opt_bool(const struct opts *o, const char *name);
@@ -63,9 +82,47 @@ int cli_list_each(const char *pq, const json_t *msg, int (*fn)(void *arg, const 
 /* Read a whole file ("-" = stdin) into a new NUL-terminated buffer; NULL
  * after printing "Error: cannot open ..." */
 char *cli_read_file(const char *path, size_t *len);
-/* The same, parsed as JSON: a new reference, or NULL after printing
- * "Error: PATH: invalid JSON: ... (line N)" */
-json_t *cli_read_json(const char *path);
+/* A spec file ("-" = stdin) in JSON or YAML, which must hold an object (a
+ * mapping): a new reference, or NULL after printing one line that names
+ * the file, what is wrong and the forms accepted. what: "dsort spec". */
+json_t *cli_read_spec(const char *path, const char *what);
+
+/* "a,b,c" -> a new JSON array of the non-empty names */
+json_t *cli_names(const char *list);
+/* --timeout (a duration such as 90s, 10m, 1h; default 1h) into *ns; -1
+ * after printing the error */
+int cli_timeout(const struct opts *o, int64_t *ns);
+/* A job started: its id on stdout, how to follow it on stderr. */
+void cli_job_started(const char *id);
+/* GET /v1/cluster?what=WHAT (status, qryxstats) with a JSON query body (q consumed) */
+int cli_query(const char *what, json_t *q, struct cli_resp *out);
+/* An ActMsg request answered with a job id: the id (new), or NULL after
+ * printing "Error: what: <message>" (value consumed) */
+char *cli_act_id(const char *method, const char *pq, const char *action, json_t *value, const char *what);
+/* Wait for job id (progress: dots), then say what it wrote: "<done> N objects
+ * (SIZE) <where>", or for a dry run "[DRY RUN] No modifications on the
+ * cluster" and "N objects (SIZE) would have been <would>"; then the objects
+ * that failed as OBJECT ECODE ERROR rows (*failed of them, *shown listed).
+ * Returns cli_job_wait's result. */
+int cli_job_report(const char *id, int64_t tmo, bool progress, bool dry, const char *done, const char *where,
+                   const char *would, uint64_t *failed, size_t *shown);
+/* OBJECT ECODE ERROR, one row per error (the first line of its message);
+ * objkey names the object field ("obj" or "obj_name") */
+void cli_print_obj_errors(const json_t *errs, const char *objkey);
+/* The value at a dotted path ("checksum.type") of doc (borrowed), or NULL */
+json_t *cli_json_path(json_t *doc, const char *dotted);
+/* The same as text: strings bare, other values as JSON, "" when absent (new) */
+char *cli_json_path_text(json_t *doc, const char *dotted);
+
+/* A group's verbs: argv[0] names one; its flags are parsed as help.c lists
+ * them for path (NULL: "GROUP VERB"); keep_verb leaves the verb as o.argv[0]. */
+struct cli_verb {
+    const char *verb;
+    int (*fn)(struct opts *o);
+    const char *path;
+};
+/* Run the verb argv[0] of group; an unknown one is one line naming the valid ones. */
+int cli_run_verb(const char *group, const struct cli_verb *verbs, size_t n, int argc, char **argv, bool keep_verb);
 
 /* ---- bucket URIs ---- */
 struct uri {
@@ -118,6 +175,12 @@ int cmd_cluster(int argc, char **argv);
 int cmd_etl(int argc, char **argv);
 int cmd_ishard(int argc, char **argv);
 int cmd_ml(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+/* bucket cp, cp and object cp: path is the spelling used, for messages */
+int cli_cp(const char *path, int argc, char **argv);
+int cmd_storage(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_search(int argc, char **argv);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress);
 

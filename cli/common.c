@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "jsonx.h"
 #include "meta.h"
+#include "yamlx.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -111,18 +112,215 @@ int cli_list_each(const char *pq, const json_t *msg, int (*fn)(void *arg, const 
     return rc;
 }
 
-json_t *cli_read_json(const char *path)
+json_t *cli_read_spec(const char *path, const char *what)
 {
     size_t len;
-    char *s = cli_read_file(path, &len);
-    if (!s)
+    char *text = cli_read_file(path, &len);
+    if (!text)
         return NULL;
-    json_error_t je;
-    json_t *j = json_loadb(s, len, 0, &je);
-    free(s);
-    if (!j)
-        fprintf(stderr, "Error: %s: invalid JSON: %s (line %d)\n", path, je.text, je.line);
-    return j;
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'))
+        i++;
+    struct sl_err err = { 0 };
+    json_t *j;
+    const char *form;
+    if (i < len && (text[i] == '{' || text[i] == '[')) {
+        json_error_t je;
+        form = "JSON";
+        j = json_loadb(text, len, 0, &je);
+        if (!j)
+            snprintf(err.msg, sizeof(err.msg), "line %d: %s", je.line, je.text);
+    } else {
+        form = "YAML";
+        j = sl_yaml_to_json(text, len, &err);
+    }
+    free(text);
+    if (json_is_object(j))
+        return j;
+    if (!j && i >= len)
+        snprintf(err.msg, sizeof(err.msg), "the file is empty");
+    else if (j)
+        snprintf(err.msg, sizeof(err.msg), "it holds a %s, not an object of fields",
+                 json_is_array(j) ? "list" : json_is_string(j) ? "plain string" : "single value");
+    json_decref(j);
+    const char *why = sl_has_prefix(err.msg, "YAML: ") ? err.msg + 6 : err.msg;
+    fprintf(stderr, "Error: %s: not a valid %s (read as %s: %s); write it as a JSON object {\"field\": ...} or a "
+            "YAML mapping (field: value), in a file or on stdin (-)\n", path, what, form, why);
+    return NULL;
+}
+
+json_t *cli_names(const char *list)
+{
+    json_t *a = json_array();
+    char *cp = sl_xstrdup(list), *save = NULL;
+    for (char *t = strtok_r(cp, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (*t)
+            json_array_append_new(a, json_string(t));
+    free(cp);
+    return a;
+}
+
+int cli_timeout(const struct opts *o, int64_t *ns)
+{
+    *ns = 3600LL * 1000000000LL;
+    const char *ts = opt_str(o, "timeout");
+    if (ts && (sl_parse_duration(ts, ns) < 0 || *ns <= 0)) {
+        fprintf(stderr, "Error: --timeout: invalid duration \"%s\" (e.g. 90s, 10m, 1h)\n", ts);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_job_started(const char *id)
+{
+    printf("%s\n", id);
+    fflush(stdout);
+    fprintf(stderr, "Job %s started: follow it with `shale job wait %s --progress` or `shale job show %s`\n", id, id,
+            id);
+}
+
+int cli_query(const char *what, json_t *q, struct cli_resp *out)
+{
+    size_t len;
+    char *body = sl_json_dump(q, 0, &len);
+    json_decref(q);
+    char pq[64];
+    snprintf(pq, sizeof(pq), "/v1/cluster?what=%s", what);
+    int rc = cli_req("GET", pq, "application/json", body, len, out);
+    free(body);
+    return rc;
+}
+
+char *cli_act_id(const char *method, const char *pq, const char *action, json_t *value, const char *what)
+{
+    struct cli_resp r;
+    cli_act(method, pq, action, "", value, &r);
+    char *id = NULL;
+    if (r.status != 200)
+        cli_fail(&r, what);
+    else
+        id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    return id;
+}
+
+/* totals of job id over the targets: objects and bytes written, objects
+ * failed, and the recorded per-object errors (a new array) */
+static void job_totals(const char *id, uint64_t *objs, uint64_t *bytes, uint64_t *failed, json_t **errors)
+{
+    *objs = *bytes = *failed = 0;
+    *errors = json_array();
+    struct cli_resp r;
+    cli_query("qryxstats", json_pack("{s:s}", "ID", id), &r);
+    json_t *j = r.status == 200 ? cli_resp_json(&r) : NULL;
+    cli_resp_free(&r);
+    const char *tid;
+    json_t *arr;
+    json_object_foreach(j, tid, arr) {
+        size_t i;
+        json_t *s;
+        json_array_foreach(arr, i, s) {
+            json_t *st = json_object_get(s, "stats");
+            *objs += (uint64_t)sl_json_int(st, "out-objs", 0);
+            *bytes += (uint64_t)sl_json_int(st, "out-bytes", 0);
+            *failed += (uint64_t)sl_json_int(st, "err-objs", 0);
+            size_t k;
+            json_t *e;
+            json_array_foreach(json_object_get(json_object_get(s, "ext"), "errors"), k, e)
+                json_array_append(*errors, e);
+        }
+    }
+    json_decref(j);
+}
+
+int cli_job_report(const char *id, int64_t tmo, bool progress, bool dry, const char *done, const char *where,
+                   const char *would, uint64_t *failed, size_t *shown)
+{
+    int rc = cli_job_wait(id, tmo, progress);
+    uint64_t objs, bytes;
+    json_t *errs;
+    job_totals(id, &objs, &bytes, failed, &errs);
+    char sz[32], cnt[32];
+    sl_format_size(bytes, sz, sizeof(sz));
+    sl_format_count(objs, cnt, sizeof(cnt));
+    if (dry) {
+        printf("[DRY RUN] No modifications on the cluster\n");
+        printf("%s object%s (%s) would have been %s\n", cnt, objs == 1 ? "" : "s", sz, would);
+    } else {
+        printf("%s %s object%s (%s) %s\n", done, cnt, objs == 1 ? "" : "s", sz, where);
+    }
+    *shown = json_array_size(errs);
+    if (*failed) {
+        printf("%llu object(s) failed:\n", (unsigned long long)*failed);
+        cli_print_obj_errors(errs, "obj");
+    }
+    json_decref(errs);
+    return rc;
+}
+
+json_t *cli_json_path(json_t *doc, const char *dotted)
+{
+    char *k = sl_xstrdup(dotted), *save = NULL;
+    json_t *v = doc;
+    for (char *t = strtok_r(k, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, t);
+    free(k);
+    return v;
+}
+
+char *cli_json_path_text(json_t *doc, const char *dotted)
+{
+    json_t *v = cli_json_path(doc, dotted);
+    if (!v)
+        return sl_xstrdup("");
+    return json_is_string(v) ? sl_xstrdup(json_string_value(v)) : sl_json_dump(v, 0, NULL);
+}
+
+int cli_run_verb(const char *group, const struct cli_verb *verbs, size_t n, int argc, char **argv, bool keep_verb)
+{
+    if (argc < 1)
+        return cli_usage(group);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(argv[0], verbs[i].verb))
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "%s %s", group, argv[0]);
+        struct opts o;
+        if (cli_opts(&o, verbs[i].path ? verbs[i].path : path, argc - 1, argv + 1) < 0)
+            return 1;
+        if (keep_verb) { /* o.argv has room: it holds argc slots */
+            memmove(o.argv + 1, o.argv, (size_t)o.argc * sizeof(char *));
+            o.argv[0] = argv[0];
+            o.argc++;
+        }
+        return verbs[i].fn(&o);
+    }
+    struct sl_buf names;
+    sl_buf_init(&names);
+    for (size_t i = 0; i < n; i++)
+        sl_buf_printf(&names, "%s%s", names.len ? ", " : "", verbs[i].verb);
+    fprintf(stderr, "Error: unknown command \"%s %s\" (%s; `shale %s --help`)\n", group, argv[0], names.p, group);
+    sl_buf_free(&names);
+    return 1;
+}
+
+void cli_print_obj_errors(const json_t *errs, const char *objkey)
+{
+    struct table *t = table_new(3, "OBJECT", "ECODE", "ERROR");
+    size_t i;
+    json_t *e;
+    json_array_foreach(errs, i, e) {
+        char ec[16];
+        snprintf(ec, sizeof(ec), "%lld", (long long)sl_json_int(e, "ecode", 0));
+        char *msg = sl_xstrdup(sl_json_str(e, "msg", ""));
+        char *nl = strchr(msg, '\n');
+        if (nl)
+            *nl = 0;
+        table_row(t, sl_json_str(e, objkey, ""), ec, msg);
+        free(msg);
+    }
+    table_print(t, stdout, !cli_no_headers);
+    table_free(t);
 }
 
 void cli_cleanup(void)
@@ -134,6 +332,49 @@ void cli_cleanup(void)
     nopt_allocs = capopt_allocs = 0;
     free(endpoint);
     endpoint = NULL;
+}
+
+int cli_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    int d[41][41];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            c = SL_MIN(c, d[i - 1][j] + 1);
+            d[i][j] = SL_MIN(c, d[i][j - 1] + 1);
+        }
+    return d[la][lb];
+}
+
+/* the known flag closest to a mistyped one (a few edits away, or one it
+ * begins), into best; false when none is close */
+static bool closest_flag(const char *typed, const char *valued, const char *booleans, char *best, size_t n)
+{
+    int bd = 99;
+    const char *lists[2] = { valued, booleans };
+    for (int k = 0; k < 2; k++) {
+        for (const char *p = lists[k]; p && *p;) {
+            size_t l = strcspn(p, ",");
+            char name[64];
+            snprintf(name, sizeof(name), "%.*s", (int)l, p);
+            int d = cli_distance(typed, name);
+            if (strlen(typed) >= 3 && !strncmp(name, typed, strlen(typed)))
+                d = SL_MIN(d, 1);
+            if (d < bd && d <= 2 && d <= (int)l / 2) {
+                bd = d;
+                snprintf(best, n, "%s%s", l == 1 ? "-" : "--", name);
+            }
+            p += l + (p[l] == ',');
+        }
+    }
+    return bd < 99;
 }
 
 int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const char *booleans)
@@ -166,13 +407,16 @@ int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const 
             snprintf(nb, sizeof(nb), "recursive");
         else if (!strcmp(nb, "v"))
             snprintf(nb, sizeof(nb), "verbose");
-        if (o->nflags >= 64)
+        if (o->nflags >= 64) {
+            fprintf(stderr, "Error: too many flags (at most 64)\n");
             return -1;
+        }
         if (in_list(valued, nb)) {
             const char *v = eq ? eq + 1 : NULL;
             if (!v) {
                 if (i + 1 >= argc) {
-                    fprintf(stderr, "Error: flag --%s needs a value\n", nb);
+                    fprintf(stderr, "Error: flag %s needs a value (`shale %s --help` says which)\n", a,
+                            cli_cmd_path ? cli_cmd_path : "COMMAND");
                     return -1;
                 }
                 v = argv[++i];
@@ -180,19 +424,30 @@ int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const 
             o->flags[o->nflags].name = opt_keep(sl_xstrdup(nb));
             o->flags[o->nflags].value = opt_keep(sl_xstrdup(v));
             o->nflags++;
-        } else if (in_list(booleans, nb) || !strcmp(nb, "json") || !strcmp(nb, "no-headers") ||
-                   !strcmp(nb, "yes") || !strcmp(nb, "verbose")) {
+        } else if (in_list(booleans, nb)) {
             o->flags[o->nflags].name = opt_keep(sl_xstrdup(nb));
             o->flags[o->nflags].value = eq ? opt_keep(sl_xstrdup(eq + 1)) : NULL;
             o->nflags++;
         } else {
-            fprintf(stderr, "Error: unknown flag '%s'\n", a);
+            char near[80];
+            const char *cmd = cli_cmd_path ? cli_cmd_path : "COMMAND";
+            if (closest_flag(nb, valued, booleans, near, sizeof(near)))
+                fprintf(stderr, "Error: unknown flag '%.*s' for `shale %s`: did you mean %s? (`shale %s --help` "
+                        "lists its flags)\n", (int)(eq ? eq - a : (long)strlen(a)), a, cmd, near, cmd);
+            else
+                fprintf(stderr, "Error: unknown flag '%.*s' for `shale %s` (`shale %s --help` lists its flags)\n",
+                        (int)(eq ? eq - a : (long)strlen(a)), a, cmd, cmd);
             return -1;
         }
     }
     cli_json = opt_bool(o, "json");
     cli_no_headers = opt_bool(o, "no-headers");
     return 0;
+}
+
+void opts_rename(struct opts *o, int i, const char *name)
+{
+    o->flags[i].name = opt_keep(sl_xstrdup(name));
 }
 
 const char *opt_str(const struct opts *o, const char *name)

@@ -11,24 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: shale etl COMMAND\n\n"
-            "  init --name NAME --code FILE.lua [--mode object|sample] [--obj-timeout 45s] [--mem-limit 64MiB]\n"
-            "       [--max-output 64MiB]\n"
-            "       init --spec FILE.json           (the PUT /v1/etl message)\n"
-            "  show [NAME]                          list ETLs, or one ETL's definition\n"
-            "  show errors NAME [JOB_ID]            objects the transform failed on\n"
-            "  view-logs NAME [TARGET_ID]           what the script printed (shale.log/print)\n"
-            "  stop NAME | start NAME | rm NAME\n"
-            "  object NAME ais://B/O OUT|- [--args ARGS]   one object through the ETL\n"
-            "  bucket NAME ais://SRC ais://DST [--prefix P | --template T | --list a,b] [--ext '{jpg:png}']\n"
-            "         [--prepend P] [--dry-run] [--num-workers N] [--cont-on-err] [--args ARGS] [--wait]\n"
-            "         [--timeout 1h]                offline transform, bucket to bucket\n");
-}
-
-
 /* base64 text -> new bytes (*n of them; NUL-terminated); bad input -> empty */
 static char *b64_decode(const char *b64, size_t *n)
 {
@@ -51,7 +33,7 @@ static int etl_init(struct opts *o)
     const char *spec = opt_str(o, "spec");
     json_t *msg;
     if (spec) {
-        if (!(msg = cli_read_json(spec)))
+        if (!(msg = cli_read_spec(spec, "ETL spec")))
             return 1;
         const char *nm = opt_str(o, "name");
         if (nm)
@@ -117,26 +99,6 @@ static json_t *get_json(const char *pq, int *rc)
     return j;
 }
 
-/* OBJECT ECODE ERROR, one line per error (the first line of its message) */
-static void print_errors(json_t *errs, const char *objkey)
-{
-    struct table *t = table_new(3, "OBJECT", "ECODE", "ERROR");
-    size_t i;
-    json_t *e;
-    json_array_foreach(errs, i, e) {
-        char ec[16];
-        snprintf(ec, sizeof(ec), "%lld", (long long)sl_json_int(e, "ecode", 0));
-        char *msg = sl_xstrdup(sl_json_str(e, "msg", ""));
-        char *nl = strchr(msg, '\n');
-        if (nl)
-            *nl = 0;
-        table_row(t, sl_json_str(e, objkey, ""), ec, msg);
-        free(msg);
-    }
-    table_print(t, stdout, !cli_no_headers);
-    table_free(t);
-}
-
 static void print_json(json_t *j)
 {
     char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
@@ -146,10 +108,8 @@ static void print_json(json_t *j)
 
 static int etl_show_errors(struct opts *o)
 {
-    if (o->argc < 3) {
-        fprintf(stderr, "Usage: shale etl show errors NAME [JOB_ID]\n");
-        return 1;
-    }
+    if (o->argc < 3)
+        return cli_usage("etl show");
     char *en = sl_url_encode_path(o->argv[2], strlen(o->argv[2]));
     char *pq = sl_xasprintf("/v1/etl/%s%s%s", en, o->argc > 3 ? "?uuid=" : "", o->argc > 3 ? o->argv[3] : "");
     free(en);
@@ -164,7 +124,7 @@ static int etl_show_errors(struct opts *o)
     } else if (!json_array_size(errs)) {
         printf("No errors\n");
     } else {
-        print_errors(errs, "obj_name");
+        cli_print_obj_errors(errs, "obj_name");
     }
     json_decref(j);
     return 0;
@@ -174,6 +134,11 @@ static int etl_show(struct opts *o)
 {
     if (o->argc >= 2 && !strcmp(o->argv[1], "errors"))
         return etl_show_errors(o);
+    if (o->argc > 2) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale etl show` takes one ETL name (or: etl show "
+                "errors NAME [JOB_ID])\n", o->argv[2]);
+        return 1;
+    }
     int rc = 0;
     if (o->argc < 2) {
         json_t *j = get_json("/v1/etl", &rc);
@@ -235,10 +200,8 @@ static int etl_show(struct opts *o)
 
 static int etl_logs(struct opts *o)
 {
-    if (o->argc < 2) {
-        fprintf(stderr, "Usage: shale etl view-logs NAME [TARGET_ID]\n");
-        return 1;
-    }
+    if (o->argc < 2)
+        return cli_usage("etl view-logs");
     const char *tid = o->argc > 2 ? o->argv[2] : NULL;
     char tb[64] = "";
     if (tid) {
@@ -275,8 +238,9 @@ static int etl_logs(struct opts *o)
 static int etl_simple(struct opts *o, const char *verb)
 {
     if (o->argc < 2) {
-        fprintf(stderr, "Usage: shale etl %s NAME\n", verb);
-        return 1;
+        char path[32];
+        snprintf(path, sizeof(path), "etl %s", verb);
+        return cli_usage(path);
     }
     int rc = 0;
     for (int i = 1; i < o->argc; i++) {
@@ -296,12 +260,25 @@ static int etl_simple(struct opts *o, const char *verb)
     return rc;
 }
 
+static int etl_stop(struct opts *o)
+{
+    return etl_simple(o, "stop");
+}
+
+static int etl_start(struct opts *o)
+{
+    return etl_simple(o, "start");
+}
+
+static int etl_rm(struct opts *o)
+{
+    return etl_simple(o, "rm");
+}
+
 static int etl_object(struct opts *o)
 {
-    if (o->argc < 3) {
-        fprintf(stderr, "Usage: shale etl object NAME ais://BUCKET/OBJECT [OUT_FILE|-] [--args ARGS]\n");
-        return 1;
-    }
+    if (o->argc < 3)
+        return cli_usage("etl object");
     char *av[8];
     int ac = 0;
     av[ac++] = o->argv[2];
@@ -374,46 +351,13 @@ static json_t *parse_ext(const char *s)
     return j;
 }
 
-/* totals over targets for one job */
-static void job_totals(const char *id, uint64_t *objs, uint64_t *bytes, uint64_t *failed, json_t **errors)
-{
-    *objs = *bytes = *failed = 0;
-    *errors = json_array();
-    json_t *q = json_pack("{s:s}", "ID", id);
-    size_t len;
-    char *body = sl_json_dump(q, 0, &len);
-    json_decref(q);
-    struct cli_resp r;
-    cli_req("GET", "/v1/cluster?what=qryxstats", "application/json", body, len, &r);
-    free(body);
-    json_t *j = r.status == 200 ? cli_resp_json(&r) : NULL;
-    cli_resp_free(&r);
-    const char *tid;
-    json_t *arr;
-    json_object_foreach(j, tid, arr) {
-        size_t i;
-        json_t *s;
-        json_array_foreach(arr, i, s) {
-            json_t *st = json_object_get(s, "stats");
-            *objs += (uint64_t)sl_json_int(st, "out-objs", 0);
-            *bytes += (uint64_t)sl_json_int(st, "out-bytes", 0);
-            *failed += (uint64_t)sl_json_int(st, "err-objs", 0);
-            size_t k;
-            json_t *e;
-            json_array_foreach(json_object_get(json_object_get(s, "ext"), "errors"), k, e)
-                json_array_append(*errors, e);
-        }
-    }
-    json_decref(j);
-}
-
 static int etl_bucket(struct opts *o)
 {
-    if (o->argc < 4) {
-        fprintf(stderr, "Usage: shale etl bucket NAME ais://SRC ais://DST [--prefix P|--template T|--list a,b] "
-                        "[--ext '{jpg:png}'] [--prepend P] [--dry-run] [--wait]\n");
+    if (o->argc < 4)
+        return cli_usage("etl bucket");
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0)
         return 1;
-    }
     struct uri src, dst;
     if (uri_parse(o->argv[2], &src, true) < 0)
         return 1;
@@ -455,69 +399,37 @@ static int etl_bucket(struct opts *o)
         if (tmpl) {
             json_object_set_new(v, "template", json_string(tmpl));
         } else {
-            json_t *a = json_array();
-            char *d = sl_xstrdup(list), *save = NULL;
-            for (char *t = strtok_r(d, ",", &save); t; t = strtok_r(NULL, ",", &save))
-                json_array_append_new(a, json_string(t));
-            free(d);
-            json_object_set_new(v, "objnames", a);
+            json_object_set_new(v, "objnames", cli_names(list));
         }
         json_object_set_new(v, "tobck", json_pack("{s:s,s:s}", "name", dst.bucket, "provider", "ais"));
         pq = sl_xasprintf("/v1/buckets/%s?provider=ais", src.bucket);
     } else {
         pq = sl_xasprintf("/v1/buckets/%s?provider=ais&bck_to=ais/@%%23/%s/", src.bucket, dst.bucket);
     }
-    struct cli_resp r;
-    cli_act("POST", pq, action, "", v, &r);
+    char *id = cli_act_id("POST", pq, action, v, NULL);
     free(pq);
-    if (r.status != 200) {
-        rc = cli_fail(&r, NULL);
-        cli_resp_free(&r);
+    if (!id) {
         uri_free(&src);
         uri_free(&dst);
-        return rc;
+        return 1;
     }
-    char *id = sl_xstrdup(r.body.p ? r.body.p : "");
-    cli_resp_free(&r);
     if (!opt_bool(o, "wait") && !dry) {
-        printf("%s\n", id);
-        if (isatty(STDOUT_FILENO))
-            fprintf(stderr, "Job %s started: follow it with `shale job wait %s --progress` or `shale job show %s`\n",
-                    id, id, id);
+        cli_job_started(id);
         free(id);
         uri_free(&src);
         uri_free(&dst);
         return 0;
     }
-    int64_t tmo = 3600LL * 1000000000LL;
-    const char *ts = opt_str(o, "timeout");
-    if (ts && sl_parse_duration(ts, &tmo) < 0) {
-        fprintf(stderr, "Error: --timeout: invalid duration \"%s\"\n", ts);
-        tmo = 3600LL * 1000000000LL;
-    }
-    rc = cli_job_wait(id, tmo, false);
-    uint64_t objs, bytes, failed;
-    json_t *errs;
-    job_totals(id, &objs, &bytes, &failed, &errs);
-    char sz[32], cnt[32];
-    sl_format_size(bytes, sz, sizeof(sz));
-    sl_format_count(objs, cnt, sizeof(cnt));
-    if (dry) {
-        printf("[DRY RUN] No modifications on the cluster\n");
-        printf("%s object%s (%s) would have been put into bucket ais://%s\n", cnt, objs == 1 ? "" : "s", sz,
-               dst.bucket);
-    } else {
-        printf("Transformed %s object%s (%s) into ais://%s\n", cnt, objs == 1 ? "" : "s", sz, dst.bucket);
-    }
-    if (failed) {
-        printf("%llu object(s) failed:\n", (unsigned long long)failed);
-        print_errors(errs, "obj");
-        if (failed > json_array_size(errs))
-            printf("(first %zu shown; all: shale etl show errors %s %s)\n", json_array_size(errs), o->argv[1], id);
-        if (!rc)
-            rc = 1;
-    }
-    json_decref(errs);
+    char where[300], would[300];
+    snprintf(where, sizeof(where), "into ais://%s", dst.bucket);
+    snprintf(would, sizeof(would), "put into bucket ais://%s", dst.bucket);
+    uint64_t failed;
+    size_t shown;
+    rc = cli_job_report(id, tmo, false, dry, "Transformed", where, would, &failed, &shown);
+    if (failed > shown)
+        printf("(first %zu shown; all: shale etl show errors %s %s)\n", shown, o->argv[1], id);
+    if (failed && !rc)
+        rc = 1;
     free(id);
     uri_free(&src);
     uri_free(&dst);
@@ -526,34 +438,12 @@ static int etl_bucket(struct opts *o)
 
 int cmd_etl(int argc, char **argv)
 {
-    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
-        usage(argc < 1 ? stderr : stdout);
-        return argc < 1 ? 1 : 0;
-    }
-    struct opts o;
-    if (opts_parse(&o, argc, argv,
-                   "name,code,spec,mode,obj-timeout,mem-limit,max-output,args,prefix,template,list,ext,prepend,"
-                   "num-workers,timeout",
-                   "dry-run,cont-on-err,wait") < 0)
-        return 1;
-    if (!o.argc) {
-        usage(stderr);
-        return 1;
-    }
-    const char *c = o.argv[0];
-    if (!strcmp(c, "init"))
-        return etl_init(&o);
-    if (!strcmp(c, "show") || !strcmp(c, "ls"))
-        return etl_show(&o);
-    if (!strcmp(c, "view-logs") || !strcmp(c, "logs"))
-        return etl_logs(&o);
-    if (!strcmp(c, "stop") || !strcmp(c, "start") || !strcmp(c, "rm"))
-        return etl_simple(&o, c);
-    if (!strcmp(c, "object"))
-        return etl_object(&o);
-    if (!strcmp(c, "bucket"))
-        return etl_bucket(&o);
-    fprintf(stderr, "Error: unknown etl command \"%s\"\n\n", c);
-    usage(stderr);
-    return 1;
+    static const struct cli_verb verbs[] = {
+        { "init", etl_init, NULL }, { "show", etl_show, NULL }, { "ls", etl_show, "etl show" },
+        { "view-logs", etl_logs, NULL }, { "logs", etl_logs, "etl view-logs" }, { "stop", etl_stop, NULL },
+        { "start", etl_start, NULL }, { "rm", etl_rm, NULL }, { "object", etl_object, NULL },
+        { "bucket", etl_bucket, NULL },
+    };
+    /* the handlers read the verb as o.argv[0] */
+    return cli_run_verb("etl", verbs, SL_ARRAY_SIZE(verbs), argc, argv, true);
 }

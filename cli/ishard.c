@@ -11,27 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: shale ishard --src-bck ais://SRC[/PREFIX] --dst-bck ais://DST [FLAGS]\n\n"
-            "  --shard-size 512MiB|1000        target shard size, or samples per shard (default 1MiB)\n"
-            "  --shard-template shard-%%06d     output names: %%d counter, {0000..9999} or @9999 ranges\n"
-            "  --ext .tar|.tgz|.tar.gz|.zip|.tar.lz4\n"
-            "  --sample-key-pattern base_name|full_name|collapse_all_dir|REGEX   (default base_name)\n"
-            "  --sample-exts .jpg,.cls         extensions every sample should have\n"
-            "  --missing-extension-action ignore|warn|abort|exclude\n"
-            "  --collapse                      leftovers of a directory join its parent's shards\n"
-            "  --ekm FILE.json|FILE.lua        external key map: JSON {\"tmpl\": [regex...]} or Lua shard_for()\n"
-            "  --ekm-content cls,json          members whose bytes the Lua EKM receives\n"
-            "  --ekm-missing-key warn|ignore|abort\n"
-            "  --sort alpha[:inc|dec]|shuffle[:SEED]\n"
-            "  --ext-collision abort|drop|keep-first   two members of a sample with one extension\n"
-            "  --overwrite                     write into a destination that is not empty\n"
-            "  --dry-run[=show_keys]           print the layout, write nothing\n"
-            "  --wait, --progress, --json\n");
-}
-
+/* the flags that take a value (help.c lists them all), for the underscore spellings */
 static const char valued[] = "src-bck,dst-bck,shard-size,shard-template,ext,sample-key-pattern,sample-exts,"
                              "missing-extension-action,ekm,ekm-content,ekm-missing-key,sort,ext-collision,timeout";
 
@@ -142,7 +122,8 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
         printf("Shard sizes:");
         size_t i;
         json_t *x;
-        json_array_foreach(h, i, x) printf(" <=%s: %lld", sl_json_str(x, "le", ""), (long long)sl_json_int(x, "shards", 0));
+        json_array_foreach(h, i, x)
+            printf(" <=%s: %lld", sl_json_str(x, "le", ""), (long long)sl_json_int(x, "shards", 0));
         printf("\n");
     }
     json_t *fam = json_object_get(rep, "families");
@@ -177,19 +158,13 @@ static json_t *status(const char *id, int *rc)
 
 int cmd_ishard(int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "-help")) {
-            usage(stdout);
-            return 0;
-        }
     char **av = normalize(argc, argv);
     struct opts o;
-    int rc = opts_parse(&o, argc, av, valued, "collapse,overwrite,dry-run,wait,progress");
+    int rc = cli_opts(&o, "ishard", argc, av);
     if (rc < 0) {
         for (int i = 0; i < argc; i++)
             free(av[i]);
         free(av);
-        usage(stderr);
         return 1;
     }
     rc = 0;

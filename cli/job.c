@@ -4,7 +4,6 @@
  */
 #include "cli.h"
 #include "jsonx.h"
-#include "yamlx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +34,8 @@ static int job_show(struct opts *o)
     const char *sel = o->argc ? o->argv[0] : "";
     /* a job named by its id is shown whether it runs or has ended */
     bool by_id = sel[0] && !looks_like_kind(sel);
-    json_t *q = query(sel, !opt_bool(o, "all") && !by_id);
-    size_t len;
-    char *body = sl_json_dump(q, 0, &len);
-    json_decref(q);
     struct cli_resp r;
-    cli_req("GET", "/v1/cluster?what=qryxstats", "application/json", body, len, &r);
-    free(body);
+    cli_query("qryxstats", query(sel, !opt_bool(o, "all") && !by_id), &r);
     if (r.status == 404 && cli_json) {
         printf("{}\n"); /* --json: JSON also when nothing matches */
         cli_resp_free(&r);
@@ -164,33 +158,21 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
 
 static int job_wait(struct opts *o)
 {
-    if (o->argc < 1) {
-        fprintf(stderr, "Usage: shale job wait ID|KIND [--timeout 10m] [--progress]\n");
+    if (o->argc < 1)
+        return cli_usage("job wait");
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0)
         return 1;
-    }
-    int64_t tmo = 3600LL * 1000000000LL;
-    const char *ts = opt_str(o, "timeout");
-    if (ts && sl_parse_duration(ts, &tmo) < 0) {
-        fprintf(stderr, "Error: --timeout: invalid duration \"%s\"\n", ts);
-        return 1;
-    }
     return cli_job_wait(o->argv[0], tmo, opt_bool(o, "progress"));
 }
 
 static int job_stop(struct opts *o)
 {
-    if (o->argc < 1) {
-        fprintf(stderr, "Usage: shale job stop ID|KIND\n");
-        return 1;
-    }
+    if (o->argc < 1)
+        return cli_usage("job stop");
     struct cli_resp r;
     /* a job that has ended: nothing to stop (the API answers 200 either way) */
-    json_t *q = query(o->argv[0], false);
-    size_t qlen;
-    char *qb = sl_json_dump(q, 0, &qlen);
-    json_decref(q);
-    cli_req("GET", "/v1/cluster?what=status", "application/json", qb, qlen, &r);
-    free(qb);
+    cli_query("status", query(o->argv[0], false), &r);
     if (r.status == 404) { /* no such job on any target: say so, do not claim it stopped */
         int rc = cli_fail(&r, NULL);
         cli_resp_free(&r);
@@ -223,31 +205,17 @@ static int job_stop(struct opts *o)
  * output_bck. Prints the job id (-v: the resolved spec first). */
 static int dsort_start(struct opts *o)
 {
-    const char *file = opt_str(o, "f") ? opt_str(o, "f") : opt_str(o, "file");
-    if (!file || o->argc > 3) {
-        fprintf(stderr, "Usage: shale job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- "
-                        "[--wait] [--timeout 1h] [--progress] [-v]\n");
+    const char *file = opt_str(o, "file");
+    if (!file) {
+        fprintf(stderr, "Error: dsort needs its spec: -f SPEC.json|SPEC.yaml|- (`shale job start --help`)\n");
         return 1;
     }
-    size_t len;
-    char *text = cli_read_file(file, &len);
-    if (!text)
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0)
         return 1;
-    struct sl_err err = { 0 };
-    size_t i = 0;
-    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'))
-        i++;
-    json_error_t je;
-    json_t *spec = i < len && text[i] == '{' ? json_loadb(text, len, 0, &je) : sl_yaml_to_json(text, len, &err);
-    if (!spec && i < len && text[i] == '{')
-        snprintf(err.msg, sizeof(err.msg), "line %d: %s", je.line, je.text);
-    free(text);
-    if (!json_is_object(spec)) {
-        fprintf(stderr, "Error: %s: not a dsort spec (JSON or YAML object)%s%s\n", file, err.msg[0] ? ": " : "",
-                err.msg);
-        json_decref(spec);
+    json_t *spec = cli_read_spec(file, "dsort spec");
+    if (!spec)
         return 1;
-    }
     const char *keys[] = { "input_bck", "output_bck" };
     for (int k = 0; k < 2 && k + 1 < o->argc; k++) {
         struct uri u;
@@ -276,12 +244,6 @@ static int dsort_start(struct opts *o)
     char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
     cli_resp_free(&r);
     printf("%s\n", id);
-    int64_t tmo = 3600LL * 1000000000LL;
-    if (opt_str(o, "timeout") && sl_parse_duration(opt_str(o, "timeout"), &tmo) < 0) {
-        fprintf(stderr, "Error: invalid --timeout \"%s\" (e.g. 10m, 1h)\n", opt_str(o, "timeout"));
-        free(id);
-        return 1;
-    }
     int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
     free(id);
     return rc;
@@ -291,21 +253,20 @@ static int job_start(struct opts *o)
 {
     if (o->argc >= 1 && !strcmp(o->argv[0], "dsort"))
         return dsort_start(o);
-    if (o->argc < 1 || strcmp(o->argv[0], "rebalance")) {
-        fprintf(stderr, "Usage: shale job start rebalance [--wait] | shale job start dsort [SRC] [DST] -f SPEC\n");
+    if (o->argc < 1 || strcmp(o->argv[0], "rebalance"))
+        return cli_usage("job start");
+    if (o->argc > 1) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale job start rebalance` takes none\n", o->argv[1]);
         return 1;
     }
-    struct cli_resp r;
-    cli_act("PUT", "/v1/cluster", "start", "", json_pack("{s:s}", "Kind", "rebalance"), &r);
-    if (r.status != 200) {
-        int rc = cli_fail(&r, NULL);
-        cli_resp_free(&r);
-        return rc;
-    }
-    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
-    cli_resp_free(&r);
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0)
+        return 1;
+    char *id = cli_act_id("PUT", "/v1/cluster", "start", json_pack("{s:s}", "Kind", "rebalance"), NULL);
+    if (!id)
+        return 1;
     printf("%s\n", id);
-    int rc = opt_bool(o, "wait") ? cli_job_wait(id, 3600LL * 1000000000LL, false) : 0;
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
     free(id);
     return rc;
 }
@@ -315,8 +276,12 @@ static int job_rm(struct opts *o)
 {
     const char *id = o->argc > 1 && !strcmp(o->argv[0], "dsort") ? o->argv[1] : o->argc ? o->argv[0] : NULL;
     if (!id || !sl_has_prefix(id, "srt-")) {
-        fprintf(stderr, "Usage: shale job rm [dsort] srt-ID   (removes a finished dsort job; other kinds are kept "
-                        "until they age out)\n");
+        fprintf(stderr, "Error: `shale job rm [dsort] srt-ID` removes a finished dsort job; other kinds are kept "
+                        "until they age out\n");
+        return 1;
+    }
+    if (o->argc > (id == o->argv[0] ? 1 : 2)) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale job rm` takes one job id\n", o->argv[o->argc - 1]);
         return 1;
     }
     char *q = sl_url_encode_query(id);
@@ -336,25 +301,10 @@ static int job_rm(struct opts *o)
 
 int cmd_job(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "Usage: shale job show|wait|stop|start ...\n");
-        return 1;
-    }
-    struct opts o;
-    if (opts_parse(&o, argc - 1, argv + 1, "timeout,f,file", "all,progress,wait") < 0)
-        return 1;
-    if (!strcmp(argv[0], "show"))
-        return job_show(&o);
-    if (!strcmp(argv[0], "wait"))
-        return job_wait(&o);
-    if (!strcmp(argv[0], "stop"))
-        return job_stop(&o);
-    if (!strcmp(argv[0], "start"))
-        return job_start(&o);
-    if (!strcmp(argv[0], "rm"))
-        return job_rm(&o);
-    fprintf(stderr, "Error: unknown command \"job %s\" (show, wait, stop, start, rm)\n", argv[0]);
-    return 1;
+    static const struct cli_verb verbs[] = { { "show", job_show, NULL }, { "wait", job_wait, NULL },
+                                             { "stop", job_stop, NULL }, { "start", job_start, NULL },
+                                             { "rm", job_rm, NULL } };
+    return cli_run_verb("job", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }
 
 static char *strip_node(const char *s)
@@ -369,30 +319,29 @@ static char *strip_node(const char *s)
 
 int cmd_cluster(int argc, char **argv)
 {
-    struct opts o;
-    if (argc < 1 || opts_parse(&o, argc - 1, argv + 1, "timeout", "no-shutdown,wait,skip-rebalance") < 0) {
-        fprintf(stderr, "Usage: shale cluster maintenance start|stop NODE_ID | decommission NODE_ID [--no-shutdown] "
-                        "[--wait]\n");
+    if (argc < 1)
+        return cli_usage("cluster");
+    bool maint = !strcmp(argv[0], "maintenance");
+    if (!maint && strcmp(argv[0], "decommission")) {
+        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission)\n", argv[0]);
         return 1;
     }
-    const char *action;
-    const char *node;
-    if (!strcmp(argv[0], "maintenance") && o.argc == 2) {
+    struct opts o;
+    const char *path = maint ? "cluster maintenance" : "cluster decommission";
+    if (cli_opts(&o, path, argc - 1, argv + 1) < 0)
+        return 1;
+    const char *action = NULL;
+    const char *node = NULL;
+    if (maint && o.argc == 2) {
         action = !strcmp(o.argv[0], "start") ? "start-maintenance" : !strcmp(o.argv[0], "stop") ? "stop-maintenance"
-                                                                                                : NULL;
+                                                                                               : NULL;
         node = o.argv[1];
-    } else if (!strcmp(argv[0], "decommission") && o.argc == 1) {
+    } else if (!maint && o.argc == 1) {
         action = "decommission-node";
         node = o.argv[0];
-    } else {
-        action = NULL;
-        node = NULL;
     }
-    if (!action) {
-        fprintf(stderr, "Usage: shale cluster maintenance start|stop NODE_ID | decommission NODE_ID [--no-shutdown] "
-                        "[--wait]\n");
-        return 1;
-    }
+    if (!action)
+        return cli_usage(path);
     char *sid = strip_node(node);
     json_t *v = json_pack("{s:s,s:b,s:b}", "sid", sid, "no_shutdown", opt_bool(&o, "no-shutdown"), "skip_rebalance",
                           opt_bool(&o, "skip-rebalance"));

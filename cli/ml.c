@@ -9,12 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
-    "Usage: shale ml get-batch ais://BUCKET[/OBJ] ... OUT.tar|OUT.tgz|OUT.tar.lz4|OUT.zip|-\n"
-    "         [--list A,B,C | --template \"obj-{000..099}.bin\" | --prefix P | --spec|-f REQ.json]\n"
-    "         [--streaming] [--cont-on-err|--coer] [--omit-src-bck|--onob] [--nv] [-y]\n"
-    "  one archive of the named objects in the order given; --spec is a MossReq (docs/get-batch.md)\n";
-
 static const char *mime_of(const char *out)
 {
     static const char *const ext[] = { ".tar.lz4", ".tar.gz", ".tgz", ".zip", ".tar" };
@@ -66,21 +60,14 @@ static int add_prefix(json_t *in, const char *bucket, const char *prefix)
 
 static int get_batch(struct opts *o)
 {
-    if (o->argc < 2) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    if (o->argc < 2)
+        return cli_usage("ml get-batch");
     const char *out = o->argv[o->argc - 1];
     json_t *req = NULL;
-    const char *spec = opt_str(o, "spec") ? opt_str(o, "spec") : opt_str(o, "f");
+    const char *spec = opt_str(o, "spec");
     if (spec) {
-        if (!(req = cli_read_json(spec)))
+        if (!(req = cli_read_spec(spec, "get-batch request ({\"in\": [...]})")))
             return 1;
-        if (!json_is_object(req)) {
-            fprintf(stderr, "Error: %s: a MossReq is a JSON object {\"in\": [...]}\n", spec);
-            json_decref(req);
-            return 1;
-        }
     } else {
         req = json_object();
     }
@@ -147,9 +134,9 @@ static int get_batch(struct opts *o)
         json_object_set_new(req, "mime", json_string(mime_of(out)));
     if (opt_bool(o, "streaming"))
         json_object_set_new(req, "strm", json_true());
-    if (opt_bool(o, "coer") || opt_bool(o, "cont-on-err"))
+    if (opt_bool(o, "cont-on-err"))
         json_object_set_new(req, "coer", json_true());
-    if (opt_bool(o, "onob") || opt_bool(o, "omit-src-bck"))
+    if (opt_bool(o, "omit-src-bck"))
         json_object_set_new(req, "onob", json_true());
     size_t blen;
     char *body = sl_json_dump(req, 0, &blen);
@@ -188,14 +175,15 @@ static int get_batch(struct opts *o)
 
 int cmd_ml(int argc, char **argv)
 {
-    if (argc < 1 || strcmp(argv[0], "get-batch")) {
-        fputs(usage, stderr);
-        return 2;
+    if (argc < 1)
+        return cli_usage("ml");
+    if (strcmp(argv[0], "get-batch")) {
+        fprintf(stderr, "Error: unknown command \"ml %s\" (get-batch)\n", argv[0]);
+        return 1;
     }
     struct opts o;
     /* -y (do not ask) is taken for ais's sake: this command never asks */
-    if (opts_parse(&o, argc - 1, argv + 1, "list,template,spec,f,prefix",
-                   "streaming,coer,onob,cont-on-err,omit-src-bck,nv,y") < 0)
-        return 2;
+    if (cli_opts(&o, "ml get-batch", argc - 1, argv + 1) < 0)
+        return 1;
     return get_batch(&o);
 }

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "jsonx.h"
 #include "meta.h"
+#include "template.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -141,7 +142,12 @@ struct batch {
     const struct uri *u;
     struct progress *pobj, *pbytes;
     char **errors;
+    bool get;               /* GET objects into files (else PUT files as objects) */
+    const char *query;      /* GET: "&k=v..." after the provider */
 };
+
+static int get_one(CURL *c, const struct uri *u, const char *obj, const char *out, const char *query,
+                   struct curl_slist *hdrs, struct progress *prog, uint64_t *n, bool *epipe, char *err, size_t errn);
 
 static void add_file(struct batch *b, const char *path, const char *obj, uint64_t size)
 {
@@ -206,7 +212,7 @@ static int walk(struct batch *b, const char *dir, const char *rel, const char *p
     return rc;
 }
 
-static void *put_worker(void *arg)
+static void *batch_worker(void *arg)
 {
     struct batch *b = arg;
     CURL *c = curl_easy_init();
@@ -217,7 +223,11 @@ static void *put_worker(void *arg)
         if (i < 0)
             break;
         char err[1024];
-        if (put_one(c, b->u, b->files[i].path, b->files[i].obj, b->pbytes, err, sizeof(err)) < 0) {
+        struct file *f = &b->files[i];
+        bool epipe;
+        int rc = b->get ? get_one(c, b->u, f->obj, f->path, b->query, NULL, NULL, &f->size, &epipe, err, sizeof(err))
+                        : put_one(c, b->u, f->path, f->obj, b->pbytes, err, sizeof(err));
+        if (rc < 0) {
             pthread_mutex_lock(&b->mu);
             b->failed++;
             b->errors[i] = sl_xstrdup(err);
@@ -232,6 +242,42 @@ static void *put_worker(void *arg)
     }
     curl_easy_cleanup(c);
     return NULL;
+}
+
+/* every file of b with nw threads; each failure printed as "Error: VERB NAME: why" */
+static void batch_run(struct batch *b, int nw)
+{
+    b->errors = sl_xcalloc((size_t)b->n, sizeof(char *));
+    nw = SL_MAX(1, SL_MIN(nw, b->n));
+    pthread_t *th = sl_xcalloc((size_t)nw, sizeof(pthread_t));
+    for (int i = 0; i < nw; i++)
+        pthread_create(&th[i], NULL, batch_worker, b);
+    for (int i = 0; i < nw; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+    if (b->pobj)
+        progress_draw(b->pobj, true);
+    if (b->pbytes)
+        progress_draw(b->pbytes, true);
+    for (int i = 0; i < b->n; i++)
+        if (b->errors[i]) {
+            fprintf(stderr, "Error: %s %s: %s\n", b->get ? "GET" : "PUT", b->get ? b->files[i].obj : b->files[i].path,
+                    b->errors[i]);
+            free(b->errors[i]);
+        }
+    free(b->errors);
+    b->errors = NULL;
+}
+
+static void batch_free(struct batch *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        free(b->files[i].path);
+        free(b->files[i].obj);
+    }
+    free(b->files);
+    progress_free(b->pobj);
+    progress_free(b->pbytes);
 }
 
 static const char *ext_of(const char *path)
@@ -287,12 +333,10 @@ static void print_summary(struct batch *b)
 int cmd_put(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "num-workers", "recursive,progress,dry-run,yes") < 0)
+    if (cli_opts(&o, "put", argc, argv) < 0)
         return 1;
-    if (o.argc != 2) {
-        fprintf(stderr, "Usage: shale put FILE|DIR|- ais://BUCKET[/NAME_OR_PREFIX[/]] [-r] [--progress] [-y]\n");
-        return 1;
-    }
+    if (o.argc != 2)
+        return cli_usage("put");
     const char *src = o.argv[0];
     struct uri u;
     if (uri_parse(o.argv[1], &u, true) < 0)
@@ -392,32 +436,11 @@ int cmd_put(int argc, char **argv)
             goto done;
         }
     }
-    b.errors = sl_xcalloc((size_t)b.n, sizeof(char *));
     if (opt_bool(&o, "progress")) {
         b.pobj = progress_new("Objects:", (uint64_t)b.n, false);
         b.pbytes = progress_new("Total size:", total, true);
     }
-    int nw = (int)opt_int(&o, "num-workers", 10);
-    if (nw < 1)
-        nw = 1;
-    if (nw > b.n)
-        nw = b.n;
-    pthread_t *th = sl_xcalloc((size_t)nw, sizeof(pthread_t));
-    for (int i = 0; i < nw; i++)
-        pthread_create(&th[i], NULL, put_worker, &b);
-    for (int i = 0; i < nw; i++)
-        pthread_join(th[i], NULL);
-    free(th);
-    if (b.pobj) {
-        progress_draw(b.pobj, true);
-        progress_draw(b.pbytes, true);
-    }
-    for (int i = 0; i < b.n; i++)
-        if (b.errors[i]) {
-            fprintf(stderr, "Error: PUT %s: %s\n", b.files[i].path, b.errors[i]);
-            free(b.errors[i]);
-        }
-    free(b.errors);
+    batch_run(&b, (int)opt_int(&o, "num-workers", 10));
     {
         char sz[32];
         sl_format_size(total, sz, sizeof(sz));
@@ -429,13 +452,7 @@ int cmd_put(int argc, char **argv)
         }
     }
 done:
-    for (int i = 0; i < b.n; i++) {
-        free(b.files[i].path);
-        free(b.files[i].obj);
-    }
-    free(b.files);
-    progress_free(b.pobj);
-    progress_free(b.pbytes);
+    batch_free(&b);
     free(prefix);
     uri_free(&u);
     return rc;
@@ -486,21 +503,251 @@ static size_t wr_down(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
+/* GET obj of u into out ("-" = stdout; a file is removed again on error).
+ * query: "&k=v..." added after the provider; hdrs: extra headers (Range).
+ * 0 (*n bytes written; *epipe when the reader of stdout went away, which is
+ * not an error), or -1 with err filled. */
+static int get_one(CURL *c, const struct uri *u, const char *obj, const char *out, const char *query,
+                   struct curl_slist *hdrs, struct progress *prog, uint64_t *n, bool *epipe, char *err, size_t errn)
+{
+    struct down d = { .to_stdout = !strcmp(out, "-"), .outpath = out, .c = c, .prog = prog };
+    d.out = d.to_stdout ? stdout : NULL;
+    sl_buf_init(&d.errbody);
+    char *p = uri_obj_path(u, obj);
+    char *url = sl_xasprintf("%s%s%s%s", cli_endpoint(), p, uri_query(u), query ? query : "");
+    free(p);
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_down);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    int ret = 0;
+    if (d.epipe) {
+        ret = 0; /* the consumer closed the pipe early: not an error (webdataset, head) */
+    } else if (status >= 400) {
+        json_error_t je;
+        json_t *j = d.errbody.len ? json_loadb(d.errbody.p, d.errbody.len, 0, &je) : NULL;
+        const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        snprintf(err, errn, "%s", m ? m : d.errbody.p ? d.errbody.p : "GET failed");
+        json_decref(j);
+        ret = -1;
+    } else if (rc != CURLE_OK) {
+        if (d.opened && !d.to_stdout && !d.out)
+            snprintf(err, errn, "cannot create %s: %s", out, strerror(errno));
+        else
+            snprintf(err, errn, "GET %s: %s", url, curl_easy_strerror(rc));
+        ret = -1;
+    } else if (!d.opened && !d.to_stdout) {
+        FILE *f = fopen(out, "wb"); /* an empty object */
+        if (f)
+            fclose(f);
+        else {
+            snprintf(err, errn, "cannot create %s: %s", out, strerror(errno));
+            ret = -1;
+        }
+    }
+    if (d.out && !d.to_stdout && fclose(d.out) != 0 && !ret) {
+        snprintf(err, errn, "writing %s: %s", out, strerror(errno));
+        ret = -1;
+    } else if (d.to_stdout && !d.epipe) {
+        fflush(stdout);
+    }
+    if (ret && d.opened && !d.to_stdout)
+        unlink(out);
+    *n = d.n;
+    *epipe = d.epipe;
+    sl_buf_free(&d.errbody);
+    free(url);
+    return ret;
+}
+
+/* "&archpath=...&etl_name=..." from the flags that become query parameters */
+static char *get_query(const struct opts *o)
+{
+    static const char *qs[][2] = { { "archpath", "archpath" }, { "archregx", "archregx" },
+                                   { "archmode", "archmode" }, { "etl-name", "etl_name" },
+                                   { "etl-args", "etl_args" }, { "etl-pipeline", "etl_pipeline" } };
+    struct sl_buf q;
+    sl_buf_init(&q);
+    sl_buf_adds(&q, "");
+    for (size_t i = 0; i < SL_ARRAY_SIZE(qs); i++) {
+        const char *v = opt_str(o, qs[i][0]);
+        if (v && *v) {
+            char *e = sl_url_encode_query(v);
+            sl_buf_printf(&q, "&%s=%s", qs[i][1], e);
+            free(e);
+        }
+    }
+    return sl_buf_steal(&q);
+}
+
+static int add_listed(void *arg, const json_t *e)
+{
+    struct batch *b = arg;
+    add_file(b, "", sl_json_str(e, "name", ""), 0);
+    return 0;
+}
+
+/* mkdir -p of the directory part of path */
+static int make_parents(const char *path)
+{
+    char *d = sl_xstrdup(path);
+    int rc = 0;
+    for (char *s = strchr(d + 1, '/'); s && !rc; s = strchr(s + 1, '/')) {
+        *s = 0;
+        if (mkdir(d, 0755) < 0 && errno != EEXIST)
+            rc = -1;
+        *s = '/';
+    }
+    free(d);
+    return rc;
+}
+
+/* get --prefix / --template / --list / a brace range in the name: every
+ * object into OUT_DIR (default: here), named by its object name */
+static int get_many(struct opts *o, const struct uri *u, const char *tmpl, const char *prefix)
+{
+    const char *list = opt_str(o, "list");
+    const char *dir = o->argc > 1 ? o->argv[1] : ".";
+    char bref[300];
+    snprintf(bref, sizeof(bref), "%s://%s", sl_provider_scheme(u->provider), u->bucket);
+    if (!strcmp(dir, "-")) {
+        fprintf(stderr, "Error: many objects cannot go to stdout; name a directory (or use `shale ml get-batch "
+                "%s - ...` for one archive of them)\n", bref);
+        return 1;
+    }
+    static const char *const single[] = { "offset", "length", "archpath", "archregx", "archmode" };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(single); i++)
+        if (opt_str(o, single[i])) {
+            fprintf(stderr, "Error: --%s applies to one object; name it as ais://BUCKET/OBJECT\n", single[i]);
+            return 1;
+        }
+    struct batch b = { 0 };
+    pthread_mutex_init(&b.mu, NULL);
+    b.u = u;
+    b.get = true;
+    int rc = 0;
+    struct sl_tmpl *t = NULL;
+    struct sl_err terr = { 0 };
+    if (list) {
+        json_t *names = cli_names(list);
+        size_t i;
+        json_t *x;
+        json_array_foreach(names, i, x) add_file(&b, "", json_string_value(x), 0);
+        json_decref(names);
+    } else if (tmpl && sl_tmpl_parse(tmpl, &t, &terr) < 0) {
+        fprintf(stderr, "Error: template \"%s\": %s\n", tmpl, terr.msg);
+        rc = 1;
+    } else if (t && sl_tmpl_is_range(t)) {
+        if (sl_tmpl_count(t) > 10000000) {
+            fprintf(stderr, "Error: template \"%s\" names more than 10,000,000 objects\n", tmpl);
+            rc = 1;
+        }
+        struct sl_buf nb;
+        sl_buf_init(&nb);
+        for (uint64_t i = 0; !rc && i < sl_tmpl_count(t); i++) {
+            sl_tmpl_at(t, i, &nb);
+            add_file(&b, "", nb.p, 0);
+        }
+        sl_buf_free(&nb);
+    } else {
+        /* a prefix, or a template without ranges (which is one) */
+        const char *pfx = t ? sl_tmpl_prefix(t) : prefix;
+        json_t *msg = json_pack("{s:s,s:s}", "props", "name", "prefix", pfx);
+        char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
+        rc = cli_list_each(pq, msg, add_listed, &b);
+        free(pq);
+        json_decref(msg);
+        if (!rc && !b.n) {
+            fprintf(stderr, "Error: no object in %s starts with \"%s\"; nothing to GET (see `shale ls %s`)\n", bref,
+                    pfx, bref);
+            rc = 1;
+        }
+    }
+    sl_tmpl_free(t);
+    /* the local names: under dir, never outside it */
+    for (int i = 0; !rc && i < b.n; i++) {
+        const char *nm = b.files[i].obj;
+        if (!nm[0] || nm[0] == '/' || !strcmp(nm, "..") || sl_has_prefix(nm, "../") || strstr(nm, "/../") ||
+            sl_has_suffix(nm, "/..")) {
+            fprintf(stderr, "Error: object name \"%s\" would be written outside %s; GET it on its own with a file "
+                    "name\n", nm, dir);
+            rc = 1;
+            break;
+        }
+        free(b.files[i].path);
+        b.files[i].path = sl_xasprintf("%s/%s", dir, nm);
+        if (make_parents(b.files[i].path) < 0) {
+            fprintf(stderr, "Error: cannot create the directories of %s: %s\n", b.files[i].path, strerror(errno));
+            rc = 1;
+        }
+    }
+    if (!rc && isatty(0) && !opt_bool(o, "yes")) {
+        printf("GET %d objects from %s to %s? [Y/N]: ", b.n, bref, dir);
+        fflush(stdout);
+        char ans[16] = "";
+        if (!fgets(ans, sizeof(ans), stdin) || (ans[0] != 'y' && ans[0] != 'Y')) {
+            printf("Operation canceled\n");
+            batch_free(&b);
+            return 0;
+        }
+    }
+    if (!rc) {
+        char *q = get_query(o);
+        b.query = q;
+        if (opt_bool(o, "progress"))
+            b.pobj = progress_new("Objects:", (uint64_t)b.n, false);
+        batch_run(&b, (int)opt_int(o, "num-workers", 10));
+        uint64_t total = 0;
+        for (int i = 0; i < b.n; i++)
+            total += b.files[i].size;
+        char sz[32];
+        sl_format_size(total, sz, sizeof(sz));
+        if (b.failed) {
+            fprintf(stderr, "Failed to GET %d of %d objects from %s (the errors above); %d written to %s (%s)\n",
+                    b.failed, b.n, bref, b.n - b.failed, dir, sz);
+            rc = 1;
+        } else {
+            printf("GET %d object%s from %s to %s (%s)\n", b.n, b.n == 1 ? "" : "s", bref, dir, sz);
+        }
+        free(q);
+    }
+    batch_free(&b);
+    return rc;
+}
+
 int cmd_get(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "offset,length,archpath,archregx,archmode,etl-name,etl-args,etl-pipeline",
-                   "progress,yes") < 0)
+    if (cli_opts(&o, "get", argc, argv) < 0)
         return 1;
-    if (o.argc < 1 || o.argc > 2) {
-        fprintf(stderr, "Usage: shale get ais://BUCKET/OBJECT [OUT_FILE|OUT_DIR|-] [--offset N --length N]\n");
-        return 1;
-    }
+    if (o.argc < 1)
+        return cli_usage("get");
     struct uri u;
     if (uri_parse(o.argv[0], &u, true) < 0)
         return 1;
+    const char *tmpl = opt_str(&o, "template"), *prefix = opt_str(&o, "prefix"), *list = opt_str(&o, "list");
+    if (!!tmpl + !!prefix + !!list > 1 || ((tmpl || prefix || list) && u.obj[0])) {
+        fprintf(stderr, "Error: name the objects one way: ais://BUCKET/OBJECT, a brace range in it, --list, "
+                "--template or --prefix\n");
+        uri_free(&u);
+        return 1;
+    }
+    if (tmpl || prefix || list || strchr(u.obj, '{') || (u.obj[0] && u.trailing_slash)) {
+        int rc = get_many(&o, &u, tmpl ? tmpl : strchr(u.obj, '{') ? u.obj : NULL,
+                          prefix ? prefix : u.obj);
+        uri_free(&u);
+        return rc;
+    }
     if (!u.obj[0]) {
-        fprintf(stderr, "Error: \"%s\": missing object name (expected ais://BUCKET/OBJECT)\n", o.argv[0]);
+        fprintf(stderr, "Error: \"%s\": missing object name (ais://BUCKET/OBJECT), or select many with --prefix, "
+                "--template or --list\n", o.argv[0]);
         uri_free(&u);
         return 1;
     }
@@ -521,29 +768,7 @@ int cmd_get(int argc, char **argv)
         else
             out = sl_xstrdup(o.argv[1]);
     }
-    struct down d = { 0 };
-    d.to_stdout = !strcmp(out, "-");
-    d.out = d.to_stdout ? stdout : NULL;
-    d.outpath = out;
-    d.c = curl_easy_init();
-    sl_buf_init(&d.errbody);
-    char *p = uri_obj_path(&u, u.obj);
-    struct sl_buf url;
-    sl_buf_init(&url);
-    sl_buf_printf(&url, "%s%s%s", cli_endpoint(), p, uri_query(&u));
-    free(p);
-    /* flag -> query parameter (etl-*: used by `shale etl object`) */
-    static const char *qs[][2] = { { "archpath", "archpath" }, { "archregx", "archregx" },
-                                   { "archmode", "archmode" }, { "etl-name", "etl_name" },
-                                   { "etl-args", "etl_args" }, { "etl-pipeline", "etl_pipeline" } };
-    for (size_t i = 0; i < SL_ARRAY_SIZE(qs); i++) {
-        const char *v = opt_str(&o, qs[i][0]);
-        if (v && *v) {
-            char *e = sl_url_encode_query(v);
-            sl_buf_printf(&url, "&%s=%s", qs[i][1], e);
-            free(e);
-        }
-    }
+    bool to_stdout = !strcmp(out, "-");
     struct curl_slist *h = NULL;
     long long off = opt_int(&o, "offset", -1), len = opt_int(&o, "length", -1);
     if (off >= 0 || len >= 0) {
@@ -554,7 +779,8 @@ int cmd_get(int argc, char **argv)
             snprintf(rh, sizeof(rh), "Range: bytes=%lld-", off < 0 ? 0 : off);
         h = curl_slist_append(h, rh);
     }
-    if (opt_bool(&o, "progress") && !d.to_stdout) {
+    struct progress *prog = NULL;
+    if (opt_bool(&o, "progress") && !to_stdout) {
         /* size from HEAD for the bar */
         struct cli_resp hr;
         char *hp = uri_obj_path(&u, u.obj);
@@ -565,65 +791,30 @@ int cmd_get(int argc, char **argv)
         cli_resp_free(&hr);
         free(hp);
         free(hq);
-        d.prog = progress_new(base, total, true);
+        prog = progress_new(base, total, true);
     }
-    curl_easy_setopt(d.c, CURLOPT_URL, url.p);
-    curl_easy_setopt(d.c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(d.c, CURLOPT_WRITEFUNCTION, wr_down);
-    curl_easy_setopt(d.c, CURLOPT_WRITEDATA, &d);
-    curl_easy_setopt(d.c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(d.c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(d.c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
     signal(SIGPIPE, SIG_IGN);
-    CURLcode rc = curl_easy_perform(d.c);
-    long status = 0;
-    curl_easy_getinfo(d.c, CURLINFO_RESPONSE_CODE, &status);
+    CURL *c = curl_easy_init();
+    char *q = get_query(&o), err[1100];
+    uint64_t n = 0;
+    bool epipe = false;
     int ret = 0;
-    if (d.epipe) {
-        /* the consumer closed the pipe early: not an error (webdataset, head) */
-        ret = 0;
-    } else if (rc != CURLE_OK && !(status >= 400)) {
-        fprintf(stderr, "Error: GET %s: %s\n", url.p, curl_easy_strerror(rc));
+    if (get_one(c, &u, u.obj, out, q, h, prog, &n, &epipe, err, sizeof(err)) < 0) {
+        fprintf(stderr, "Error: %s\n", err);
         ret = 1;
-    } else if (status >= 400) {
-        json_error_t je;
-        json_t *j = d.errbody.len ? json_loadb(d.errbody.p, d.errbody.len, 0, &je) : NULL;
-        const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
-        fprintf(stderr, "Error: %s\n", m ? m : d.errbody.p ? d.errbody.p : "GET failed");
-        json_decref(j);
-        ret = 1;
-    } else {
-        if (!d.opened && !d.to_stdout) {
-            /* empty object */
-            FILE *f = fopen(out, "wb");
-            if (f)
-                fclose(f);
-            else {
-                fprintf(stderr, "Error: cannot create %s: %s\n", out, strerror(errno));
-                ret = 1;
-            }
-        }
-        if (d.prog)
-            progress_draw(d.prog, true);
-        if (!d.to_stdout && !ret) {
-            char sz[32];
-            sl_format_size(d.n, sz, sizeof(sz));
-            const char *ap = opt_str(&o, "archpath");
-            printf("GET \"%s%s%s\" from bucket \"%s://%s\" as \"%s\" [%s]\n", u.obj, ap && *ap ? "/" : "",
-                   ap && *ap ? ap : "", sl_provider_scheme(u.provider), u.bucket, out, sz);
-        }
+    } else if (!to_stdout) {
+        if (prog)
+            progress_draw(prog, true);
+        char sz[32];
+        sl_format_size(n, sz, sizeof(sz));
+        printf("GET \"%s%s%s\" from bucket \"%s://%s\" as \"%s\" [%s]\n", u.obj, archpath && *archpath ? "/" : "",
+               archpath && *archpath ? archpath : "", sl_provider_scheme(u.provider), u.bucket, out, sz);
     }
-    if (d.out && !d.to_stdout)
-        fclose(d.out);
-    else if (d.to_stdout && !d.epipe)
-        fflush(stdout);
-    if (ret && d.opened && !d.to_stdout)
-        unlink(out);
-    progress_free(d.prog);
+    (void)epipe;
+    free(q);
+    progress_free(prog);
     curl_slist_free_all(h);
-    curl_easy_cleanup(d.c);
-    sl_buf_free(&d.errbody);
-    sl_buf_free(&url);
+    curl_easy_cleanup(c);
     free(out);
     uri_free(&u);
     return ret;
@@ -633,10 +824,8 @@ int cmd_get(int argc, char **argv)
 
 static int object_show(struct opts *o)
 {
-    if (o->argc != 1) {
-        fprintf(stderr, "Usage: shale object show ais://BUCKET/OBJECT [--props all] [--json]\n");
-        return 1;
-    }
+    if (o->argc != 1)
+        return cli_usage("object show");
     struct uri u;
     if (uri_parse(o->argv[0], &u, true) < 0)
         return 1;
@@ -706,13 +895,7 @@ static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
     json_t *v = json_object();
     const char *list = opt_str(o, "list"), *prefix = opt_str(o, "prefix");
     if (list) {
-        json_t *names = json_array();
-        char *l = sl_xstrdup(list), *save = NULL;
-        for (char *t = strtok_r(l, ",", &save); t; t = strtok_r(NULL, ",", &save))
-            if (*t)
-                json_array_append_new(names, json_string(t));
-        free(l);
-        json_object_set_new(v, "objnames", names);
+        json_object_set_new(v, "objnames", cli_names(list));
     } else {
         json_object_set_new(v, "template", json_string(tmpl ? tmpl : prefix ? prefix : ""));
     }
@@ -721,16 +904,10 @@ static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
     if (opt_bool(o, "cont-on-err"))
         json_object_set_new(v, "coer", json_true());
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
-    struct cli_resp r;
-    cli_act("DELETE", pq, "delete-listrange", "", v, &r);
+    char *id = cli_act_id("DELETE", pq, "delete-listrange", v, "rmo");
     free(pq);
-    if (r.status != 200) {
-        int rc = cli_fail(&r, "rmo");
-        cli_resp_free(&r);
-        return rc;
-    }
-    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
-    cli_resp_free(&r);
+    if (!id)
+        return 1;
     int rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
     if (rc == 0)
         printf("Deleted %s from %s://%s (job %s)\n", list ? "the listed objects" : tmpl ? tmpl : prefix[0] ? prefix
@@ -742,21 +919,17 @@ static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
 int cmd_rmo(int argc, char **argv)
 {
     struct opts o;
-    if (opts_parse(&o, argc, argv, "list,template,prefix", "yes,nr,cont-on-err") < 0)
+    if (cli_opts(&o, "rmo", argc, argv) < 0)
         return 1;
-    if (o.argc < 1) {
-        fprintf(stderr, "Usage: shale rmo ais://BUCKET/OBJECT [...]\n"
-                        "       shale rmo ais://BUCKET --list a,b | --template 'x-{0..9}' | --prefix P [--nr] "
-                        "[--cont-on-err]\n"
-                        "       shale rmo 'ais://BUCKET/x-{0..9}'   (a brace range: the same as --template)\n");
-        return 1;
-    }
+    if (o.argc < 1)
+        return cli_usage("rmo");
     if (opt_str(&o, "list") || opt_str(&o, "template") || opt_str(&o, "prefix") ||
         (o.argc == 1 && strchr(o.argv[0], '{'))) {
         struct uri u;
         if (o.argc != 1 || uri_parse(o.argv[0], &u, true) < 0) {
             if (o.argc != 1)
-                fprintf(stderr, "Error: rmo with --list/--template/--prefix takes one bucket (ais://BUCKET)\n");
+                fprintf(stderr, "Error: unexpected argument \"%s\": rmo with --list/--template/--prefix takes one "
+                        "bucket (ais://BUCKET)\n", o.argv[1]);
             return 1;
         }
         const char *tmpl = opt_str(&o, "template") ? opt_str(&o, "template") : u.obj[0] ? u.obj : NULL;
@@ -793,22 +966,22 @@ int cmd_rmo(int argc, char **argv)
 
 int cmd_object(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "Usage: shale object show|get|put|rm ...\n");
-        return 1;
-    }
+    if (argc < 1)
+        return cli_usage("object");
     if (!strcmp(argv[0], "get"))
         return cmd_get(argc - 1, argv + 1);
     if (!strcmp(argv[0], "put"))
         return cmd_put(argc - 1, argv + 1);
     if (!strcmp(argv[0], "rm"))
         return cmd_rmo(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "cp"))
+        return cli_cp("object cp", argc - 1, argv + 1);
     if (!strcmp(argv[0], "show")) {
         struct opts o;
-        if (opts_parse(&o, argc - 1, argv + 1, "props", "") < 0)
+        if (cli_opts(&o, "object show", argc - 1, argv + 1) < 0)
             return 1;
         return object_show(&o);
     }
-    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, put, rm)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, put, rm, cp)\n", argv[0]);
     return 1;
 }

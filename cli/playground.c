@@ -702,21 +702,7 @@ static int pg_add_target(struct opts *o)
 
 int cmd_playground(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "Usage: shale playground start|stop|status|add-target --dir DIR ...\n");
-        return 1;
-    }
-    struct opts o;
-    if (opts_parse(&o, argc - 1, argv + 1, "dir,port,proxies,targets,mountpaths,timeout", "") < 0)
-        return 1;
-    if (!strcmp(argv[0], "start"))
-        return pg_start(&o);
-    if (!strcmp(argv[0], "stop"))
-        return pg_stop(&o);
-    if (!strcmp(argv[0], "status"))
-        return pg_status(&o);
-    if (!strcmp(argv[0], "add-target"))
-        return pg_add_target(&o);
-    fprintf(stderr, "Error: unknown command \"playground %s\" (start, stop, status, add-target)\n", argv[0]);
-    return 1;
+    static const struct cli_verb verbs[] = { { "start", pg_start, NULL }, { "stop", pg_stop, NULL },
+                                             { "status", pg_status, NULL }, { "add-target", pg_add_target, NULL } };
+    return cli_run_verb("playground", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

@@ -138,12 +138,8 @@ static void print_json(json_t *j)
 static void rebalance_summary(char *out, size_t n)
 {
     struct cli_resp r;
-    json_t *q = json_pack("{s:s}", "kind", "rebalance");
-    char *body = sl_json_dump(q, 0, NULL);
-    json_decref(q);
     snprintf(out, n, "none");
-    if (cli_req("GET", "/v1/cluster?what=status", "application/json", body, strlen(body), &r) == 0 &&
-        r.status == 200) {
+    if (cli_query("status", json_pack("{s:s}", "kind", "rebalance"), &r) == 0 && r.status == 200) {
         json_t *st = cli_resp_json(&r);
         const char *id = sl_json_str(st, "uuid", "?"), *err = sl_json_str(st, "err", "");
         if (!sl_json_int(st, "end_time", 0))
@@ -157,7 +153,6 @@ static void rebalance_summary(char *out, size_t n)
         json_decref(st);
     }
     cli_resp_free(&r);
-    free(body);
 }
 
 /* Proxy and/or target tables (filtered by sel), and the summary when the
@@ -362,36 +357,9 @@ static int show_bmd(json_t *bmd)
     return 0;
 }
 
-/* config as PROPERTY VALUE rows with dotted names */
-static void flatten(struct table *t, const char *prefix, json_t *v)
-{
-    if (json_is_object(v)) {
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x) {
-            char *name = prefix[0] ? sl_xasprintf("%s.%s", prefix, k) : sl_xstrdup(k);
-            flatten(t, name, x);
-            free(name);
-        }
-        return;
-    }
-    char *s = json_is_string(v) ? sl_xstrdup(json_string_value(v)) : sl_json_dump(v, 0, NULL);
-    table_row(t, prefix, s && s[0] ? s : "-");
-    free(s);
-}
-
-static int show_config(json_t *conf)
-{
-    if (cli_json) {
-        print_json(conf);
-        return 0;
-    }
-    struct table *t = table_new(2, "PROPERTY", "VALUE");
-    flatten(t, "", conf);
-    table_print(t, stdout, !cli_no_headers);
-    table_free(t);
-    return 0;
-}
+/* config as PROPERTY VALUE rows with dotted names: all of it, or the rows
+ * under key (the config section below) */
+static int conf_show(json_t *conf, const char *key, const char *whose);
 
 static uint64_t tracker_v(json_t *tr, const char *k)
 {
@@ -544,7 +512,7 @@ static int show_cluster(struct opts *o)
         } else if (!strcmp(view, "bmd")) {
             rc = show_bmd(doc);
         } else {
-            rc = show_config(doc);
+            rc = conf_show(doc, NULL, "the config");
         }
         json_decref(doc);
     }
@@ -554,15 +522,16 @@ static int show_cluster(struct opts *o)
 
 int cmd_show(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "Usage: shale show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]\n");
-        return 1;
-    }
+    if (argc < 1)
+        return cli_usage("show");
     struct opts o;
-    if (opts_parse(&o, argc - 1, argv + 1, "", "") < 0)
-        return 1;
-    if (!strcmp(argv[0], "cluster"))
+    if (!strcmp(argv[0], "cluster")) {
+        if (cli_opts(&o, "show cluster", argc - 1, argv + 1) < 0)
+            return 1;
         return show_cluster(&o);
+    }
+    if (!strcmp(argv[0], "storage"))
+        return cmd_storage(argc - 1, argv + 1);
     if (!strcmp(argv[0], "job") || !strcmp(argv[0], "jobs")) { /* ais's `show job [ID]` */
         char **v = sl_xcalloc((size_t)argc + 1, sizeof(char *));
         v[0] = "show";
@@ -572,6 +541,327 @@ int cmd_show(int argc, char **argv)
         free(v);
         return rc;
     }
-    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage)\n", argv[0]);
     return 1;
+}
+
+/* ---- shale storage: each target's mountpaths and capacity ---- */
+
+/* the Smap from the gateway; NULL after printing the error */
+static json_t *get_smap(void)
+{
+    struct cli_resp r;
+    json_t *smap = NULL;
+    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) < 0 || r.status != 200)
+        cli_fail(&r, NULL);
+    else
+        smap = cli_resp_json(&r);
+    cli_resp_free(&r);
+    return smap;
+}
+
+/* NODE as p[ID], t[ID] or ID, checked against the Smap; false after printing the error */
+static bool node_arg(json_t *smap, const char *node, struct node_sel *sel)
+{
+    if (sel_parse(smap, node, sel))
+        return true;
+    fprintf(stderr, "Error: node \"%s\" is not in the cluster map (see `shale show cluster smap`)\n", node);
+    return false;
+}
+
+static int storage_show(const struct opts *o)
+{
+    json_t *smap = get_smap();
+    if (!smap)
+        return 1;
+    struct node_sel sel = { .any = true };
+    if (o->argc && !node_arg(smap, o->argv[0], &sel)) {
+        json_decref(smap);
+        return 1;
+    }
+    if (o->argc && (sel.type == 'p' || !json_object_get(json_object_get(smap, "tmap"), sel.id))) {
+        fprintf(stderr, "Error: %s is a proxy, which stores nothing; name a target (`shale show cluster target`)\n",
+                o->argv[0]);
+        json_decref(smap);
+        return 1;
+    }
+    json_t *all = json_object();
+    struct table *t = table_new(6, "TARGET", "MOUNTPATH", "USED", "AVAIL", "TOTAL", "USED(%)");
+    const char *id;
+    json_t *sn;
+    int ntargets = 0;
+    json_object_foreach(json_object_get(smap, "tmap"), id, sn) {
+        if (!sel_match(&sel, 't', id))
+            continue;
+        ntargets++;
+        char name[160];
+        snprintf(name, sizeof(name), "t[%s]", id);
+        json_t *st = snode_url(sn) ? node_status(snode_url(sn)) : NULL;
+        json_t *cap = json_object_get(st, "capacity");
+        if (!cap) {
+            table_row(t, name, "-", "-", "-", "-", "offline");
+            json_object_set_new(all, name, json_null());
+            json_decref(st);
+            continue;
+        }
+        uint64_t used = ju64(cap, "used"), total = ju64(cap, "total");
+        uint64_t avail = total > used ? total - used : 0;
+        char u[32], a[32], tt[32], pct[16];
+        sl_format_size(used, u, sizeof(u));
+        sl_format_size(avail, a, sizeof(a));
+        sl_format_size(total, tt, sizeof(tt));
+        snprintf(pct, sizeof(pct), "%.2f", total ? 100.0 * (double)used / (double)total : 0.0);
+        json_t *mps = json_object_get(cap, "mountpaths");
+        size_t i;
+        json_t *mp;
+        json_array_foreach(mps, i, mp) {
+            if (!i)
+                table_row(t, name, json_string_value(mp), u, a, tt, pct);
+            else
+                table_row(t, "", json_string_value(mp), "", "", "", "");
+        }
+        if (!json_array_size(mps))
+            table_row(t, name, "-", u, a, tt, pct);
+        json_object_set_new(all, name, json_pack("{s:O,s:I,s:I,s:I,s:f}", "mountpaths", mps, "used", (json_int_t)used,
+                                                 "avail", (json_int_t)avail, "total", (json_int_t)total, "used_pct",
+                                                 total ? 100.0 * (double)used / (double)total : 0.0));
+        json_decref(st);
+    }
+    if (cli_json)
+        print_json(all);
+    else if (!ntargets)
+        printf("No targets in the cluster map\n");
+    else
+        table_print(t, stdout, !cli_no_headers);
+    table_free(t);
+    json_decref(all);
+    json_decref(smap);
+    return 0;
+}
+
+int cmd_storage(int argc, char **argv)
+{
+    if (argc >= 1 && !strcmp(argv[0], "summary")) { /* ais's storage summary = bucket summary */
+        char **v = sl_xcalloc((size_t)argc + 1, sizeof(char *));
+        for (int i = 0; i < argc; i++)
+            v[i] = argv[i];
+        int rc = cmd_bucket(argc, v);
+        free(v);
+        return rc;
+    }
+    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath"))) {
+        argc--;
+        argv++;
+        if (argc >= 1 && !strcmp(argv[0], "show")) { /* storage mountpath show */
+            argc--;
+            argv++;
+        }
+    }
+    struct opts o;
+    if (cli_opts(&o, "storage", argc, argv) < 0)
+        return 1;
+    return storage_show(&o);
+}
+
+/* ---- shale config cluster|node ---- */
+
+struct conf_rows {
+    struct table *t;
+    const char *key;
+    int n;
+    const char *near;   /* the closest key, when none matches */
+    int near_d;
+};
+
+/* a key near cr->key, for "did you mean" */
+static void conf_near(struct conf_rows *cr, const char *name)
+{
+    int d = cli_distance(cr->key, name);
+    if (d < cr->near_d) {
+        cr->near_d = d;
+        free((char *)cr->near);
+        cr->near = sl_xstrdup(name);
+    }
+}
+
+/* the rows of conf under key (the key itself, or a section of it) */
+static void conf_select(struct conf_rows *cr, const char *prefix, json_t *v)
+{
+    if (json_is_object(v)) {
+        if (prefix[0] && cr->key[0])
+            conf_near(cr, prefix);
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            char *name = prefix[0] ? sl_xasprintf("%s.%s", prefix, k) : sl_xstrdup(k);
+            conf_select(cr, name, x);
+            free(name);
+        }
+        return;
+    }
+    size_t kl = strlen(cr->key);
+    if (kl && strcmp(prefix, cr->key) && !(sl_has_prefix(prefix, cr->key) && prefix[kl] == '.')) {
+        conf_near(cr, prefix);
+        return;
+    }
+    char *s = json_is_string(v) ? sl_xstrdup(json_string_value(v)) : sl_json_dump(v, 0, NULL);
+    table_row(cr->t, prefix, s && s[0] ? s : "-");
+    free(s);
+    cr->n++;
+}
+
+static int conf_show(json_t *conf, const char *key, const char *whose)
+{
+    if (cli_json) {
+        json_t *v = key ? cli_json_path(conf, key) : conf;
+        if (v)
+            print_json(v);
+        else
+            fprintf(stderr, "Error: no key \"%s\" in %s\n", key, whose);
+        return v ? 0 : 1;
+    }
+    struct conf_rows cr = { .t = table_new(2, "PROPERTY", "VALUE"), .key = key ? key : "", .near_d = 3 };
+    conf_select(&cr, "", conf);
+    int rc = 0;
+    if (cr.n) {
+        table_print(cr.t, stdout, !cli_no_headers);
+    } else {
+        fprintf(stderr, "Error: no key \"%s\" in %s%s%s%s (`shale config cluster` lists them)\n", key, whose,
+                cr.near ? ": did you mean \"" : "", cr.near ? cr.near : "", cr.near ? "\"?" : "");
+        rc = 1;
+    }
+    free((char *)cr.near);
+    table_free(cr.t);
+    return rc;
+}
+
+static json_t *cluster_config(void)
+{
+    struct cli_resp r;
+    json_t *j = NULL;
+    cli_req("GET", "/v1/cluster?what=cluster_config", NULL, NULL, 0, &r);
+    if (r.status != 200)
+        cli_fail(&r, "cluster config");
+    else
+        j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    return j;
+}
+
+/* KEY=VALUE ... through set-config (PUT /v1/cluster?KEY=VALUE&...) */
+static int conf_set(const struct opts *o)
+{
+    struct sl_buf q;
+    sl_buf_init(&q);
+    sl_buf_adds(&q, "/v1/cluster/set-config");
+    for (int i = 0; i < o->argc; i++) {
+        const char *eq = strchr(o->argv[i], '=');
+        if (!eq || eq == o->argv[i]) {
+            fprintf(stderr, "Error: \"%s\": give either one KEY to show, or KEY=VALUE pairs to set\n", o->argv[i]);
+            sl_buf_free(&q);
+            return 1;
+        }
+        char *k = sl_xstrndup(o->argv[i], (size_t)(eq - o->argv[i]));
+        char *ek = sl_url_encode_query(k), *ev = sl_url_encode_query(eq + 1);
+        sl_buf_printf(&q, "%c%s=%s", i ? '&' : '?', ek, ev);
+        free(k);
+        free(ek);
+        free(ev);
+    }
+    json_t *before = cluster_config();
+    if (!before) {
+        sl_buf_free(&q);
+        return 1;
+    }
+    struct cli_resp r;
+    cli_act("PUT", q.p, "set-config", "", NULL, &r);
+    sl_buf_free(&q);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, "config cluster");
+    } else {
+        json_t *ans = cli_resp_json(&r), *after = cluster_config();
+        printf("Cluster config updated\n");
+        for (int i = 0; i < o->argc; i++) {
+            char *k = sl_xstrndup(o->argv[i], (size_t)(strchr(o->argv[i], '=') - o->argv[i]));
+            char *was = cli_json_path_text(before, k);
+            char *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
+            printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
+            free(k);
+            free(was);
+            free(now);
+        }
+        json_t *rr = json_object_get(ans, "restart_required");
+        if (json_array_size(rr)) {
+            printf("Restart required:");
+            size_t i;
+            json_t *x;
+            json_array_foreach(rr, i, x) printf("%s %s", i ? "," : "", json_string_value(x));
+            printf(" (server: %s)\n", sl_json_str(ans, "message", "takes effect when each node restarts"));
+        }
+        json_decref(ans);
+        json_decref(after);
+    }
+    cli_resp_free(&r);
+    json_decref(before);
+    return rc;
+}
+
+static int config_cluster(struct opts *o)
+{
+    bool set = o->argc && strchr(o->argv[0], '=');
+    if (set)
+        return conf_set(o);
+    if (o->argc > 1) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale config cluster` shows one KEY, or sets "
+                "KEY=VALUE pairs\n", o->argv[1]);
+        return 1;
+    }
+    json_t *conf = cluster_config();
+    if (!conf)
+        return 1;
+    int rc = conf_show(conf, o->argc ? o->argv[0] : NULL, "the cluster config");
+    json_decref(conf);
+    return rc;
+}
+
+static int config_node(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("config node");
+    if (o->argc > 1 && strchr(o->argv[1], '=')) {
+        fprintf(stderr, "Error: the server sets configuration cluster-wide only (PUT /v1/daemon set-config is "
+                "refused on cluster nodes); use `shale config cluster %s`\n", o->argv[1]);
+        return 1;
+    }
+    json_t *smap = get_smap();
+    if (!smap)
+        return 1;
+    struct node_sel sel;
+    int rc = 1;
+    if (node_arg(smap, o->argv[0], &sel)) {
+        const char *url = sel_url(smap, &sel);
+        json_t *conf = url ? node_get(url, "/v1/daemon?what=config") : NULL;
+        if (!conf) {
+            fprintf(stderr, "Error: cannot get the config of %s from %s\n", o->argv[0], url ? url : "?");
+        } else {
+            char whose[200];
+            snprintf(whose, sizeof(whose), "the config of %s", o->argv[0]);
+            rc = conf_show(conf, o->argc > 1 ? o->argv[1] : NULL, whose);
+        }
+        json_decref(conf);
+    }
+    json_decref(smap);
+    return rc;
+}
+
+int cmd_config(int argc, char **argv)
+{
+    if (argc >= 1 && !strcmp(argv[0], "cli")) {
+        fprintf(stderr, "Error: shale has no CLI config of its own: it reads AIS_ENDPOINT (default "
+                "http://localhost:8080)\n");
+        return 1;
+    }
+    static const struct cli_verb verbs[] = { { "cluster", config_cluster, NULL }, { "node", config_node, NULL } };
+    return cli_run_verb("config", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

@@ -290,29 +290,373 @@ class TestCLI(unittest.TestCase):
         names = [e["name"] for e in requests.get(self.url + "/v1/buckets/ca").json()["entries"]]
         self.assertEqual(names, ["g-0.tar", "g-1.tar"])
 
+    # every command path and its spelling in "Usage:" (aliases that keep the canonical usage map to it)
+    COMMANDS = [
+        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "ls",
+        "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
+        "object cp", "rmo", "show", "show cluster", "show job", "show storage", "storage", "config",
+        "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
+        "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",
+        "etl start", "etl rm", "etl object", "etl bucket", "ishard", "job", "job show", "job wait", "job stop",
+        "job start", "job rm", "start", "wait", "stop", "dsort", "ml", "ml get-batch", "cluster",
+        "cluster maintenance", "cluster decommission", "playground", "playground start", "playground stop",
+        "playground status", "playground add-target",
+    ]
+    USAGE_OF = {"bucket ls": "ls", "object get": "get", "object put": "put", "object rm": "rmo",
+                "show job": "job show", "show storage": "storage"}
+
+    @staticmethod
+    def help_sections(text):
+        """usage, description, {flag spec: meaning text}, examples, commands of one --help"""
+        parts = text.split("\n\n")
+        flags, examples, commands = {}, [], []
+        for part in parts[2:]:
+            lines = part.splitlines()
+            if lines[0] == "Flags:":
+                spec = None
+                for ln in lines[1:]:
+                    m = re.match(r"  (-\S.*?)  +(\S.*)$", ln)
+                    if m:
+                        spec = m.group(1)
+                        flags[spec] = m.group(2)
+                    else:
+                        flags[spec] += " " + ln.strip()
+            elif lines[0] == "Examples:":
+                examples = [ln.strip() for ln in lines[1:]]
+            elif lines[0] == "Commands:":
+                commands = [re.match(r"  shale (\S+ \S+)", ln).group(1) for ln in lines[1:] if ln.startswith("  shale")]
+        return parts[0], parts[1] if len(parts) > 1 else "", flags, examples, commands
+
     def test_help(self):
-        cmds = {
-            "bucket": ["create", "ls", "rm", "props"], "ls": [], "create": [], "rmb": [], "put": [], "get": [],
-            "object": ["show", "get", "put", "rm"], "rmo": [], "show": ["cluster"],
-            "archive": ["put", "get", "ls", "bucket", "gen-shards"], "job": ["show", "wait", "stop", "start"],
-            "cluster": ["maintenance", "decommission"], "playground": ["start", "stop", "status", "add-target"],
-        }
-        alias = {"bucket ls": "ls", "object get": "get", "object put": "put", "object rm": "rmo"}
-        for c, subs in cmds.items():
-            for words in [[c]] + [[c, s] for s in subs]:
-                for flag in ("--help", "-h"):
-                    p = self.run_cli(*(words + [flag]))
-                    self.assertEqual(p.returncode, 0, (words, flag, p.stderr))
-                    self.assertNotIn("unknown flag", p.stderr)
-                    want = alias.get(" ".join(words), " ".join(words))
-                    self.assertTrue(p.stdout.startswith("Usage: shale " + want), (words, p.stdout))
+        top = self.cli("--help").stdout
+        self.assertIn("Usage: shale COMMAND", top)
+        for name in re.findall(r"^  (\S+)  ", top, re.M):
+            self.assertIn(name, self.COMMANDS, "top-level command without a help check")
+        for words in self.COMMANDS:
+            for flag in ("--help", "-h"):
+                p = self.run_cli(*(words.split() + [flag]))
+                self.assertEqual(p.returncode, 0, (words, flag, p.stderr))
+                want = self.USAGE_OF.get(words, words)
+                self.assertTrue(p.stdout.startswith("Usage: shale " + want), (words, p.stdout))
+            usage, desc, flags, examples, commands = self.help_sections(p.stdout)
+            # one sentence of description
+            self.assertTrue(desc.strip().endswith("."), (words, desc))
+            self.assertEqual(desc.count(". "), 0, (words, desc))
+            # a group lists its commands, and each is checked here too
+            for c in commands:
+                self.assertIn(c, self.COMMANDS, (words, c))
+            if not commands:
+                self.assertTrue(flags or "Flags: none" in p.stdout, (words, p.stdout))
+            for spec, meaning in flags.items():
+                self.assertRegex(meaning, r"\(default: [^)]+\)$", (words, spec))
+            self.assertTrue(examples, words)
+            for ex in examples:
+                self.assertTrue(ex.startswith("shale "), (words, ex))
+            # every flag the help shows is one the command takes: an unknown flag put last is the only one
+            # refused (the command never runs: parsing fails first)
+            if flags:
+                args = []
+                for spec in flags:
+                    valued = bool(re.match(r"^(?:-\S+, )*-\S+ [^\[]", spec))
+                    for name in re.findall(r"(?:^|, )(--?[\w-]+)", spec):
+                        args.append(name + "=x" if valued else name)
+                p = self.run_cli(*(words.split() + args + ["--zz-not-a-flag"]),
+                                 env={"AIS_ENDPOINT": "http://127.0.0.1:1"})
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn("unknown flag '--zz-not-a-flag'", p.stderr, (words, args, p.stderr))
         # also after other arguments, and never with a side effect
         p = self.run_cli("bucket", "create", "ais://helponly", "--help")
         self.assertEqual(p.returncode, 0)
         self.assertNotEqual(self.run_cli("ls", "ais://helponly").returncode, 0)
-        p = self.run_cli("--help")
-        self.assertEqual(p.returncode, 0)
-        self.assertIn("Usage: shale COMMAND", p.stdout)
+        self.assertEqual(self.cli("help", "bucket", "cp").stdout, self.cli("bucket", "cp", "--help").stdout)
+        self.assertIn("Also spelled: shale cp, shale object cp", self.cli("cp", "--help").stdout)
+
+    def test_search(self):
+        p = self.cli("search", "mountpath")
+        self.assertRegex(p.stdout, r"^COMMAND\s+WHAT IT DOES")
+        self.assertRegex(p.stdout, r"(?m)^shale storage\s+Show each target's mountpaths")
+        p = self.cli("search", "copy", "-H")
+        cmds = [ln.split("  ")[0] for ln in p.stdout.splitlines()]
+        for c in ("shale bucket cp", "shale cp", "shale object cp"):
+            self.assertIn(c, cmds)
+        self.assertNotIn("shale put", cmds)
+        # flags by name and by description
+        p = self.cli("search", "archregx")
+        self.assertIn("shale get --archregx X", p.stdout)
+        self.assertIn("shale archive get --archregx X", p.stdout)
+        p = self.cli("search", "restarted")  # in a description
+        self.assertIn("shale playground start", p.stdout)
+        p = self.run_cli("search", "zzqqxx")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('no command or flag mentions "zzqqxx"', p.stderr)
+        self.assertNotEqual(self.run_cli("search").returncode, 0)
+
+    def test_unknown_flags_and_stray_arguments(self):
+        for args, near in ((["get", "ais://b/o", "--prefx", "p"], "--prefix"),
+                           (["ls", "ais://b", "--templte", "x"], "--template"),
+                           (["bucket", "cp", "ais://a", "ais://b", "--dryrun"], "--dry-run"),
+                           (["job", "wait", "x", "--timout", "1m"], "--timeout"),
+                           (["archive", "put", "f", "ais://b/s.tar", "--apend"], "--append")):
+            p = self.run_cli(*args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn("did you mean %s?" % near, p.stderr)
+        p = self.run_cli("put", "f", "ais://b", "--json")  # put prints no table: --json is not one of its flags
+        self.assertIn("unknown flag '--json' for `shale put`", p.stderr)
+        for args in (["ls", "ais://b", "extra1"], ["get", "ais://b/o", "out", "extra1"],
+                     ["object", "show", "ais://b/o", "extra1"], ["job", "wait", "x", "extra1"],
+                     ["wait", "x", "extra1"], ["storage", "t[x]", "extra1"], ["search", "a", "extra1"],
+                     ["bucket", "summary", "ais://b", "extra1"], ["bucket", "cp", "ais://a", "ais://b", "extra1"],
+                     ["cp", "ais://a", "ais://b", "extra1"], ["etl", "show", "n", "extra1"],
+                     ["cluster", "decommission", "n", "extra1"], ["archive", "ls", "ais://b", "extra1"],
+                     ["playground", "stop", "--dir", self.tmp, "extra1"], ["config", "node", "n", "k", "extra1"],
+                     ["bucket", "props", "show", "ais://b", "extra1"], ["job", "start", "rebalance", "extra1"],
+                     ["config", "cluster", "log", "extra1"], ["ishard", "extra1"],
+                     ["rmo", "ais://b", "extra1", "--prefix", "x"]):
+            p = self.run_cli(*args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, (args, p.stderr))
+            self.assertIn('unexpected argument "extra1"', p.stderr, args)
+
+    def names(self, bucket):
+        r = requests.get(self.url + "/v1/buckets/" + bucket, json={"action": "list", "value": {"props": "name"}})
+        if r.status_code == 404:
+            return None
+        r.raise_for_status()
+        return sorted(e["name"] for e in r.json()["entries"])
+
+    def obj(self, bucket, name):
+        r = requests.get(self.url + "/v1/objects/%s/%s" % (bucket, name))
+        return r.content if r.status_code == 200 else None
+
+    def fill(self, bucket, names):
+        self.cli("bucket", "create", "ais://" + bucket)
+        for n in names:
+            requests.put(self.url + "/v1/objects/%s/%s" % (bucket, n), data=n.encode()).raise_for_status()
+
+    def test_bucket_cp(self):
+        names = ["a/1", "a/2", "b/3", "x-0", "x-1", "x-2"]
+        self.fill("cpsrc", names)
+        # without --wait: the job id alone on stdout, how to follow it on stderr
+        p = self.cli("bucket", "cp", "ais://cpsrc", "ais://cpall")
+        jid = p.stdout.strip()
+        self.assertRegex(jid, r"^[\w-]+$")
+        self.assertIn("Copying ais://cpsrc => ais://cpall", p.stderr)
+        self.assertIn("shale job wait %s" % jid, p.stderr)
+        self.cli("job", "wait", jid)
+        self.assertEqual(self.names("cpall"), names)
+        self.assertEqual(self.obj("cpall", "b/3"), b"b/3")
+        # a prefix (flag, or a directory in SRC), waited for
+        p = self.cli("cp", "ais://cpsrc", "ais://cppfx", "--prefix", "a/", "--wait")
+        self.assertIn("Copied 2 objects (6B) from ais://cpsrc (prefix a/) to ais://cppfx", p.stdout)
+        self.assertEqual(self.names("cppfx"), ["a/1", "a/2"])
+        self.cli("cp", "ais://cpsrc/b/", "ais://cppfx", "--wait")
+        self.assertEqual(self.names("cppfx"), ["a/1", "a/2", "b/3"])
+        # a template (flag, or in SRC), with the destination's object part put in front of the names
+        p = self.cli("bucket", "cp", "ais://cpsrc", "ais://cptpl", "--template", "x-{0..1}", "--wait")
+        self.assertIn("Copied 2 objects", p.stdout)
+        self.assertEqual(self.names("cptpl"), ["x-0", "x-1"])
+        self.cli("cp", "ais://cpsrc/x-{1..2}", "ais://cptpl/old/", "--wait")
+        self.assertEqual(self.names("cptpl"), ["old/x-1", "old/x-2", "x-0", "x-1"])
+        self.assertEqual(self.obj("cptpl", "old/x-2"), b"x-2")
+        # --list; a missing name fails the job unless --cont-on-err
+        p = self.run_cli("cp", "ais://cpsrc", "ais://cplst", "--list", "x-0,nope", "--wait")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("nope", p.stdout + p.stderr)
+        p = self.cli("cp", "ais://cpsrc", "ais://cplst", "--list", "x-0,nope", "--wait", "--cont-on-err")
+        self.assertIn("1 object(s) failed:", p.stdout)
+        self.assertRegex(p.stdout, r"ais://cpsrc/nope\s+404")
+        self.assertIn("x-0", self.names("cplst"))
+        # --dry-run counts and copies nothing (the destination is not even created)
+        p = self.cli("cp", "ais://cpsrc", "ais://cpdry", "--dry-run")
+        self.assertIn("[DRY RUN] No modifications on the cluster", p.stdout)
+        self.assertIn("6 objects (18B) would have been copied from ais://cpsrc to ais://cpdry", p.stdout)
+        self.assertIsNone(self.names("cpdry"))
+        # bad input: one line, non-zero, nothing started
+        for args, msg in ((["cp", "ais://cpsrc", "ais://cpbad", "--timeout", "soon", "--wait"], "--timeout"),
+                          (["cp", "ais://cpsrc/x-0", "ais://cpbad", "--prefix", "a"], "one way"),
+                          (["cp", "ais://cpsrc", "ais://cpsrc"], "same bucket"),
+                          (["cp", "ais://cpsrc"], "usage: shale cp"),
+                          (["cp", "ais://nosuchsrc", "ais://cpbad"], "does not exist")):
+            p = self.run_cli(*args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, (args, p.stderr))
+            self.assertIn(msg, p.stderr)
+        self.assertIsNone(self.names("cpbad"))
+
+    def test_object_cp(self):
+        self.fill("ocsrc", ["d/cat.jpg", "dog.jpg"])
+        p = self.cli("object", "cp", "ais://ocsrc/d/cat.jpg", "ais://ocdst/tom.jpg")
+        self.assertEqual(p.stdout.strip(), "Copied ais://ocsrc/d/cat.jpg => ais://ocdst/tom.jpg")
+        self.assertIn('"ais://ocdst" bucket created', p.stderr)
+        self.assertEqual(self.obj("ocdst", "tom.jpg"), b"d/cat.jpg")
+        self.cli("cp", "ais://ocsrc/dog.jpg", "ais://ocdst/pets/")
+        self.cli("cp", "ais://ocsrc/dog.jpg", "ais://ocdst")
+        self.assertEqual(self.names("ocdst"), ["dog.jpg", "pets/dog.jpg", "tom.jpg"])
+        p = self.cli("cp", "ais://ocsrc/dog.jpg", "ais://ocdst/x", "--dry-run")
+        self.assertIn("ais://ocsrc/dog.jpg (7B) would have been copied to ais://ocdst/x", p.stdout)
+        self.assertIsNone(self.obj("ocdst", "x"))
+        p = self.run_cli("object", "cp", "ais://ocsrc/nope", "ais://ocdst")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("ais://ocsrc/nope does not exist", p.stderr)
+
+    def test_get_many(self):
+        names = ["s-0.tar", "s-1.tar", "s-2.tar", "d/e/f.txt", "other"]
+        self.fill("gm", names)
+        out = os.path.join(self.tmp, "gm1")
+        p = self.cli("get", "ais://gm/s-{0..2}.tar", out)
+        self.assertEqual(p.stdout.strip(), "GET 3 objects from ais://gm to %s (21B)" % out)
+        self.assertEqual(sorted(os.listdir(out)), ["s-0.tar", "s-1.tar", "s-2.tar"])
+        with open(os.path.join(out, "s-1.tar"), "rb") as f:
+            self.assertEqual(f.read(), b"s-1.tar")
+        out = os.path.join(self.tmp, "gm2")
+        self.cli("get", "ais://gm", out, "--prefix", "d/")
+        with open(os.path.join(out, "d", "e", "f.txt"), "rb") as f:
+            self.assertEqual(f.read(), b"d/e/f.txt")
+        out = os.path.join(self.tmp, "gm3")
+        self.cli("get", "ais://gm", out, "--template", "s-{1..2}.tar", "--num-workers", "1")
+        self.assertEqual(sorted(os.listdir(out)), ["s-1.tar", "s-2.tar"])
+        self.cli("get", "ais://gm", out, "--template", "oth")  # no braces: a prefix
+        self.assertIn("other", os.listdir(out))
+        # a missing name: reported and counted, the others written, exit 1
+        out = os.path.join(self.tmp, "gm4")
+        p = self.run_cli("get", "ais://gm", out, "--list", "s-0.tar,nope")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("Error: GET nope: ", p.stderr)
+        self.assertIn("Failed to GET 1 of 2 objects from ais://gm", p.stderr)
+        self.assertEqual(os.listdir(out), ["s-0.tar"])
+        # the default directory is the current one
+        here = os.path.join(self.tmp, "gm5")
+        os.makedirs(here)
+        subprocess.run([SHALE, "get", "ais://gm", "--prefix", "s-0"], cwd=here, check=True, capture_output=True,
+                       env=dict(os.environ, AIS_ENDPOINT=self.url))
+        self.assertEqual(os.listdir(here), ["s-0.tar"])
+        for args, msg in ((["get", "ais://gm", "-", "--prefix", "s"], "cannot go to stdout"),
+                          (["get", "ais://gm", out, "--prefix", "zz"], 'no object in ais://gm starts with "zz"'),
+                          (["get", "ais://gm", out, "--prefix", "s", "--offset", "1"], "--offset applies to one"),
+                          (["get", "ais://gm"], "missing object name"),
+                          (["get", "ais://gm/x", "--list", "a"], "one way")):
+            p = self.run_cli(*args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertIn(msg, p.stderr, args)
+
+    def test_storage(self):
+        smap = requests.get(self.url + "/v1/daemon", params={"what": "smap"}).json()
+        tid = list(smap["tmap"])[0]
+        st = requests.get(self.url + "/v1/daemon", params={"what": "node_status"}).json()["capacity"]
+        p = self.cli("storage")
+        self.assertRegex(p.stdout, r"TARGET\s+MOUNTPATH\s+USED\s+AVAIL\s+TOTAL\s+USED\(%\)")
+        self.assertRegex(p.stdout, r"t\[%s\]\s+%s\s+" % (tid, re.escape(st["mountpaths"][0])))
+        j = json.loads(self.cli("storage", "--json").stdout)
+        self.assertEqual(list(j), ["t[%s]" % tid])
+        t = j["t[%s]" % tid]
+        self.assertEqual(t["mountpaths"], st["mountpaths"])
+        self.assertTrue(os.path.isdir(t["mountpaths"][0]), t)
+        self.assertGreater(t["total"], 0)
+        self.assertEqual(t["used"] + t["avail"], t["total"])
+        self.assertEqual(t["total"], int(st["total"]))
+        for args in (["show", "storage", "t[%s]" % tid], ["storage", "mountpath", "show", tid]):
+            self.assertEqual(json.loads(self.cli(*args, "--json").stdout)["t[%s]" % tid]["mountpaths"],
+                             st["mountpaths"])
+        p = self.run_cli("storage", "t[nosuchnode]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('node "t[nosuchnode]" is not in the cluster map', p.stderr)
+
+    def test_config(self):
+        p = self.cli("config", "cluster", "checksum")
+        self.assertRegex(p.stdout, r"PROPERTY\s+VALUE")
+        self.assertRegex(p.stdout, r"checksum\.type\s+\w+")
+        self.assertNotIn("log.level", p.stdout)
+        conf = lambda: requests.get(self.url + "/v1/cluster", params={"what": "cluster_config"}).json()  # noqa: E731
+        level = conf()["log"]["level"]
+        self.assertEqual(json.loads(self.cli("config", "cluster", "log.level", "--json").stdout), level)
+        try:
+            p = self.cli("config", "cluster", "log.level=%d" % (level + 1))
+            self.assertEqual(p.stdout.splitlines(), ["Cluster config updated", '"log.level" set to: "%d" (was: "%d")'
+                                                     % (level + 1, level)])
+            self.assertEqual(conf()["log"]["level"], level + 1)
+            # a key the server applies at restart: what it answered
+            size = conf()["log"]["max_size"]
+            p = self.cli("config", "cluster", "log.max_size=65MiB")
+            self.assertIn('"log.max_size" set to: "65MiB"', p.stdout)
+            self.assertIn("Restart required: log.max_size (server: stored;", p.stdout)
+            self.cli("config", "cluster", "log.max_size=" + size)
+        finally:
+            self.cli("config", "cluster", "log.level=%d" % level)
+        for args, msg in ((["config", "cluster", "nokey=1"], 'unknown configuration key "nokey"'),
+                          (["config", "cluster", "log.level=abc"], "must be an integer"),
+                          (["config", "cluster", "chksum"], 'did you mean "checksum"?'),
+                          (["config", "cluster", "log.level=3", "log"], "give either one KEY to show"),
+                          (["config", "node", "x"], "not in the cluster map"),
+                          (["config", "cli"], "AIS_ENDPOINT")):
+            p = self.run_cli(*args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, (args, p.stderr))
+            self.assertIn(msg, p.stderr, args)
+        self.assertEqual(conf()["log"]["level"], level)
+        smap = requests.get(self.url + "/v1/daemon", params={"what": "smap"}).json()
+        tid = list(smap["tmap"])[0]
+        p = self.cli("config", "node", "t[%s]" % tid, "log")
+        self.assertRegex(p.stdout, r"log\.level\s+%d" % level)
+        node = json.loads(self.cli("config", "node", tid, "--json").stdout)
+        self.assertIn("confdir", node)  # a node's own keys too
+        p = self.run_cli("config", "node", tid, "log.level=4")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("config cluster log.level=4", p.stderr)
+
+    def test_archive_put_errors_name_flags(self):
+        self.cli("bucket", "create", "ais://ape")
+        f = os.path.join(self.tmp, "ape.txt")
+        with open(f, "w") as fh:
+            fh.write("x")
+        for args, flag in ((["--append"], "--append-or-put"), (["--archpath", "../up"], "--archpath"),
+                           (["--append", "--append-or-put"], "--append-or-put")):
+            p = self.run_cli("archive", "put", f, "ais://ape/new.tar", *args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(flag, p.stderr)
+            for wire in ("Ais-Pine", "?archpath", "PUT "):
+                self.assertNotIn(wire, p.stderr)
+        self.assertIsNone(self.obj("ape", "new.tar"))
+
+    def test_specs_json_or_yaml(self):
+        self.fill("spc", ["hello.txt"])
+        code = "function transform(data) return string.upper(data) end\n"
+        y = os.path.join(self.tmp, "etl.yaml")
+        with open(y, "w") as f:
+            f.write("name: upper-yaml\nruntime: lua\ncode: |\n  " + code)
+        j = os.path.join(self.tmp, "etl.json")
+        with open(j, "w") as f:
+            json.dump({"name": "upper-json", "runtime": "lua", "code": code}, f)
+        try:
+            self.cli("etl", "init", "-f", y)
+            self.cli("etl", "init", "--spec", j)
+            for name in ("upper-yaml", "upper-json"):
+                p = self.cli("etl", "object", name, "ais://spc/hello.txt", "-")
+                self.assertEqual(p.stdout, "HELLO.TXT")
+        finally:
+            self.run_cli("etl", "rm", "upper-yaml", "upper-json")
+        # a YAML dsort spec reaches the server (which checks its fields)
+        d = os.path.join(self.tmp, "dsort.yaml")
+        with open(d, "w") as f:
+            f.write("input_bck: {name: spc, provider: ais}\ninput_format: {template: 'x-{0..1}.tar'}\n")
+        p = self.run_cli("dsort", "-f", d)
+        self.assertEqual(p.returncode, 1)
+        self.assertNotIn("not a valid dsort spec", p.stderr)
+        self.assertIn("start dsort", p.stderr)
+        # wrong forms: one line naming the file and the forms accepted
+        bad = {"list.yaml": "- a\n- b\n", "broken.json": '{"name": ', "broken.yaml": "a: [b\n", "empty.yaml": ""}
+        for name, text in bad.items():
+            path = os.path.join(self.tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            for args in (["dsort", "-f", path], ["etl", "init", "--spec", path],
+                         ["ml", "get-batch", "ais://spc", os.path.join(self.tmp, "o.tar"), "--spec", path]):
+                p = self.run_cli(*args)
+                self.assertEqual(p.returncode, 1, args)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+                self.assertIn(path + ": not a valid", p.stderr)
+                self.assertIn('a JSON object {"field": ...} or a YAML mapping (field: value)', p.stderr)
 
     def test_errors_and_usage(self):
         p = self.run_cli("frobnicate")

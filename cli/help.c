@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: MIT
+ * help.c: every command of the shale CLI in one table: its usage, a one-line
+ * description, its flags (meaning and default) and examples. The table is
+ * what `--help` prints, what `shale search` searches, and the flags that
+ * cli_opts accepts, so the three cannot drift apart.
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct cli_flag {
+    const char *spec;       /* "--prefix P", "-f, --file SPEC", "--dry-run[=show_keys]" */
+    const char *meaning;
+    const char *dflt;
+};
+
+/* flags several commands share, appended to an entry's own */
+enum {
+    CF_JSON = 1,    /* -j, --json */
+    CF_NOHDR = 2,   /* -H, --no-headers */
+    CF_YES = 4,     /* -y, --yes */
+    CF_SEL = 8,     /* --list, --template, --prefix */
+    CF_WAIT = 16,   /* --wait, --timeout */
+};
+
+struct cli_cmd {
+    const char *path;           /* "bucket cp" */
+    const char *usage;          /* after "Usage: shale "; one line per form (an alias: its own, or NULL) */
+    const char *desc;           /* one sentence (an alias: its own, or NULL) */
+    const struct cli_flag *flags;
+    unsigned common;            /* CF_* */
+    int max_args;               /* positional arguments at most; -1: any number */
+    const char *ex[2];          /* examples, after "shale " */
+    const char *alias_of;       /* this path is another spelling of alias_of */
+};
+
+#define F(...) ((const struct cli_flag[]){ __VA_ARGS__, { NULL, NULL, NULL } })
+#define NOF NULL
+
+static const struct cli_flag common_flags[] = {
+    { "-j, --json", "print JSON instead of a table", "false" },
+    { "-H, --no-headers", "print table rows without the header (and the footer)", "false" },
+    { "-y, --yes", "do not ask for confirmation", "false" },
+    { "--list 'A,B,C'", "the objects named in this comma-separated list", "none" },
+    { "--template 'T'", "the objects a brace template names, e.g. 'shard-{000..099}.tar' (without braces: a "
+                        "prefix)", "none" },
+    { "--prefix P", "the objects whose names start with P (\"\" = every object)", "none" },
+    { "--wait", "wait for the job to end and print what it did", "false" },
+    { "--timeout DURATION", "with --wait: give up after this long (e.g. 90s, 10m)", "1h" },
+};
+static const unsigned common_bits[SL_ARRAY_SIZE(common_flags)] = { CF_JSON, CF_NOHDR, CF_YES, CF_SEL, CF_SEL,
+                                                                   CF_SEL, CF_WAIT, CF_WAIT };
+
+static const struct cli_cmd cmds[] = {
+    /* ---- buckets ---- */
+    { "bucket", "bucket create|ls|rm|props|summary|cp ...",
+      "Create, list, copy, summarize and destroy buckets, and show or set their properties.", NOF, 0, -1,
+      { "bucket create ais://imgs", "bucket cp ais://imgs ais://imgs-copy --wait" }, NULL },
+    { "bucket create", "bucket create ais://BUCKET [ais://BUCKET ...] [FLAGS]", "Create one or more ais:// buckets.",
+      F({ "--props 'k=v ...'|JSON", "properties of the new buckets, as key=value pairs or a JSON object", "none" },
+        { "--ignore-error", "a bucket that exists already is not an error", "false" }),
+      0, -1, { "bucket create ais://imgs", "bucket create ais://sums --props 'checksum.type=md5'" }, NULL },
+    { "bucket rm", "bucket rm ais://BUCKET [ais://BUCKET ...] [--ignore-error]",
+      "Destroy buckets and every object in them.",
+      F({ "--ignore-error", "a bucket that does not exist is not an error", "false" }), 0, -1,
+      { "bucket rm ais://scratch", "rmb ais://a ais://b --ignore-error" }, NULL },
+    { "bucket ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "ls" },
+    { "bucket props", "bucket props show ais://BUCKET [--json]\n"
+                      "bucket props set ais://BUCKET KEY=VALUE [KEY=VALUE ...]",
+      "Show a bucket's properties, or set some of them (printing each value before and after).", NOF, CF_JSON, -1,
+      { "bucket props show ais://imgs", "bucket props set ais://imgs checksum.type=md5 access=ro" }, NULL },
+    { "bucket summary", "bucket summary ais://BUCKET[/PREFIX] [--prefix P] [--json]",
+      "Count a bucket's objects and their sizes (a summary-bck job on every target).",
+      F({ "--prefix P", "only the objects whose names start with P", "none" }), CF_JSON, 1,
+      { "bucket summary ais://imgs", "bucket summary ais://imgs/train/ --json" }, NULL },
+    { "bucket cp", "bucket cp ais://SRC[/PREFIX/] ais://DST [FLAGS]\n"
+                   "bucket cp ais://SRC ais://DST[/PREPEND] --list 'A,B' | --template 'T' | --prefix P\n"
+                   "bucket cp 'ais://SRC/shard-{0..9}.tar' ais://DST[/PREPEND]\n"
+                   "bucket cp ais://SRC/OBJECT ais://DST[/NAME|/DIR/]",
+      "Copy a bucket, or the objects a prefix, list or template selects, into another bucket (created when "
+      "missing); a single object is copied at once, under a new name if given.",
+      F({ "--prepend P", "put P in front of each copied object's name (the same as ais://DST/P)", "none" },
+        { "--dry-run", "copy nothing: count what would be copied", "false" },
+        { "--num-workers N", "copying threads per target (0: the target decides, -1: one)", "0" },
+        { "--cont-on-err", "skip objects that fail (or are missing) instead of failing the job", "false" },
+        { "--nr, --non-recursive", "with --prefix: do not descend into virtual directories", "false" },
+        { "--progress", "with --wait: print a dot while the job runs", "false" }),
+      CF_SEL | CF_WAIT, 2,
+      { "bucket cp ais://imgs ais://imgs-copy --wait",
+        "cp ais://imgs/cat.jpg ais://pets/cats/tom.jpg" }, NULL },
+    { "cp", "cp ais://SRC[/PREFIX/] ais://DST [FLAGS]\n"
+            "cp ais://SRC ais://DST[/PREPEND] --list 'A,B' | --template 'T' | --prefix P\n"
+            "cp ais://SRC/OBJECT ais://DST[/NAME|/DIR/]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket cp" },
+    { "object cp", "object cp ais://SRC/OBJECT ais://DST[/NAME|/DIR/]\n"
+                   "object cp ais://SRC ais://DST[/PREPEND] --list 'A,B' | --template 'T' | --prefix P",
+      NULL, NOF, 0, 0, { NULL, NULL }, "bucket cp" },
+    { "create", "create ais://BUCKET [ais://BUCKET ...] [FLAGS]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket create" },
+    { "rmb", "rmb ais://BUCKET [ais://BUCKET ...] [--ignore-error]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket rm" },
+    { "ls", "ls [ais://BUCKET[/PREFIX]] [FLAGS]",
+      "List the buckets, or the objects in one bucket.",
+      F({ "--props name,size,...|all", "columns: name, size, checksum, atime, version, cached, location, status, "
+                                       "copies, custom; all = the first nine", "name,size" },
+        { "--limit N", "list at most N objects (0: all)", "0" },
+        { "--page-size N", "objects per page the server returns (0: the server's page size)", "0" },
+        { "--paged", "print page by page, each with its own footer", "false" },
+        { "--start-after NAME", "list only the names after NAME", "none" },
+        { "--prefix P", "only names that start with P (the same as ais://BUCKET/P)", "none" },
+        { "--template 'T'", "only the names a brace template names, e.g. 'x-{0..9}'", "none" },
+        { "--regex RE", "only the names this extended regular expression matches", "none" },
+        { "--name-only", "names only (faster: no sizes)", "false" },
+        { "--nr, --non-recursive", "do not descend into virtual directories", "false" },
+        { "--archive", "list the members of shards too", "false" },
+        { "--bytes", "sizes in bytes instead of KiB/MiB", "false" },
+        { "--count-only", "print only the count of names", "false" },
+        { "--no-footers", "no 'Listed N names' line", "false" },
+        { "--summary", "print the bucket summary instead (see `shale bucket summary`)", "false" },
+        { "--cached", "in-cluster objects only (every object of an ais:// bucket is)", "false" },
+        { "--all", "include objects not in the cluster (none for ais:// buckets)", "false" }),
+      CF_JSON | CF_NOHDR, 1, { "ls ais://imgs --prefix train/ --props all", "ls ais://imgs --template 'x-{0..9}'" },
+      NULL },
+    /* ---- objects ---- */
+    { "object", "object show|get|put|rm|cp ...",
+      "Show, download, upload, delete and copy objects.", NOF, 0, -1,
+      { "object show ais://imgs/cat.jpg --props all", "object cp ais://imgs/cat.jpg ais://pets" }, NULL },
+    { "object show", "object show ais://BUCKET/OBJECT [--props all] [--json]",
+      "Show an object's properties (checksum, size, access time, version).",
+      F({ "--props all", "also name, custom metadata, location and copies", "checksum,size,atime,version" }),
+      CF_JSON, 1, { "object show ais://imgs/cat.jpg", "object show ais://imgs/cat.jpg --props all --json" }, NULL },
+    { "object get", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "get" },
+    { "object put", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "put" },
+    { "object rm", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "rmo" },
+    { "put", "put FILE|DIR|- ais://BUCKET[/NAME_OR_PREFIX[/]] [FLAGS]",
+      "Upload a file, a directory's files, or stdin (-) as objects; a trailing slash puts FILE under that prefix.",
+      F({ "-r, --recursive", "include the files in subdirectories of DIR", "false" },
+        { "--progress", "draw progress bars (objects and bytes)", "false" },
+        { "--dry-run", "print what would be uploaded, upload nothing", "false" },
+        { "--num-workers N", "parallel uploads of a directory", "10" }),
+      CF_YES, 2, { "put README.md ais://docs/", "put -r ./images ais://imgs/train/ -y" }, NULL },
+    { "get", "get ais://BUCKET/OBJECT [OUT_FILE|OUT_DIR|-] [FLAGS]\n"
+             "get ais://BUCKET [OUT_DIR] --prefix P | --template 'T' | --list 'A,B'\n"
+             "get 'ais://BUCKET/shard-{0..9}.tar' [OUT_DIR]",
+      "Download one object (- writes only its bytes to stdout), or many into a directory.",
+      F({ "--offset N", "read from byte N", "0" },
+        { "--length N", "read N bytes", "to the end" },
+        { "--archpath P", "one member of a shard, by its name", "none" },
+        { "--archregx X", "the members of a shard that match X (with --archmode), as a tar", "none" },
+        { "--archmode M", "how --archregx matches: regexp, prefix, suffix, substr or wdskey", "regexp" },
+        { "--etl-name NAME", "transform the object on the way out with this ETL", "none" },
+        { "--etl-args ARGS", "arguments for the ETL", "none" },
+        { "--etl-pipeline A,B", "further ETLs, applied in order after --etl-name", "none" },
+        { "--num-workers N", "parallel downloads of many objects", "10" },
+        { "--progress", "draw a progress bar", "false" }),
+      CF_SEL | CF_YES, 2,
+      { "get ais://imgs/cat.jpg /tmp/", "get ais://data /tmp/train --prefix train/" }, NULL },
+    { "rmo", "rmo ais://BUCKET/OBJECT [ais://BUCKET/OBJECT ...]\n"
+             "rmo ais://BUCKET --list 'A,B' | --template 'T' | --prefix P [--nr] [--cont-on-err]\n"
+             "rmo 'ais://BUCKET/x-{0..9}'",
+      "Delete objects: by name, or many at once with one delete-listrange job (waited for).",
+      F({ "--nr", "with --prefix: do not descend into virtual directories", "false" },
+        { "--cont-on-err", "skip objects that are missing instead of failing", "false" }),
+      CF_SEL | CF_YES, -1, { "rmo ais://imgs/cat.jpg", "rmo ais://imgs --template 'tmp-{0..99}'" }, NULL },
+    /* ---- cluster views ---- */
+    { "show", "show cluster|job|storage ...", "Show the cluster, its jobs and its storage.", NOF, 0, -1,
+      { "show cluster", "show job --all" }, NULL },
+    { "show cluster", "show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]",
+      "Show the nodes (memory, CPU, capacity, status) and a cluster summary, or one view of them.", NOF,
+      CF_JSON | CF_NOHDR, 2, { "show cluster", "show cluster target t[abc123] --json" }, NULL },
+    { "show job", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
+    { "show storage", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "storage" },
+    { "storage", "storage [show|mountpath] [NODE] [--json]\n"
+                 "storage summary ais://BUCKET[/PREFIX]",
+      "Show each target's mountpaths and capacity (used, available, total).", NOF, CF_JSON | CF_NOHDR, 1,
+      { "storage", "storage t[abc123] --json" }, NULL },
+    { "config", "config cluster [KEY | KEY=VALUE ...] | config node NODE [KEY]",
+      "Show the cluster's or one node's configuration, or change the cluster's at run time.", NOF, 0, -1,
+      { "config cluster lru", "config cluster log.level=4" }, NULL },
+    { "config cluster", "config cluster [KEY] [--json]\n"
+                        "config cluster KEY=VALUE [KEY=VALUE ...]",
+      "Show the cluster configuration (a KEY or a section), or set keys cluster-wide (set-config).", NOF,
+      CF_JSON | CF_NOHDR, -1, { "config cluster checksum", "config cluster log.level=4 checksum.type=md5" }, NULL },
+    { "config node", "config node NODE [KEY] [--json]",
+      "Show one node's own configuration (the cluster's plus its local keys), or a KEY or section of it.", NOF,
+      CF_JSON | CF_NOHDR, 2, { "config node t[abc123]", "config node p[xyz789] net" }, NULL },
+    { "search", "search WORD",
+      "List the commands and flags whose name or description contains WORD.", NOF, CF_NOHDR, 1,
+      { "search copy", "search mountpath" }, NULL },
+    /* ---- shards ---- */
+    { "archive", "archive put|get|ls|bucket|gen-shards ...",
+      "Shards (.tar, .tgz, .tar.gz, .zip, .tar.lz4): add members, read them, list them, build shards from objects.",
+      NOF, 0, -1, { "archive ls ais://shards", "archive put a.jpg ais://shards/s-0.tar --append-or-put" }, NULL },
+    { "archive put", "archive put FILE|DIR ais://BUCKET/SHARD [FLAGS]",
+      "Add files to a shard as members, named by their path under DIR.",
+      F({ "--archpath NAME", "the member's name (one file), or the directory to put the members under", "the file's "
+                                                                                                          "name" },
+        { "--append", "add to an existing shard (more than one file needs this or --append-or-put)", "false" },
+        { "--append-or-put", "add to the shard, creating it when missing", "false" },
+        { "-r, --recursive", "include the files in subdirectories of DIR", "false" },
+        { "--list 'A,B,C'", "only these files of DIR", "all" },
+        { "--template 'T'", "only the files of DIR a brace template names (without braces: a prefix)", "all" },
+        { "--dry-run", "print what would be added, change nothing", "false" }),
+      0, 2, { "archive put cat.jpg ais://shards/s-0.tar --archpath 0001.jpg",
+              "archive put ./samples ais://shards/s-1.tar --append-or-put -r" }, NULL },
+    { "archive get", "archive get ais://BUCKET/SHARD[/MEMBER] [OUT|-] [FLAGS]",
+      "Read one member of a shard, or a tar of the members that match.",
+      F({ "--archpath P", "the member to read (the same as ais://BUCKET/SHARD/P)", "none" },
+        { "--archregx X", "the members that match X, as a tar", "none" },
+        { "--archmode M", "how --archregx matches: regexp, prefix, suffix, substr or wdskey", "regexp" },
+        { "--progress", "draw a progress bar", "false" }),
+      0, 2, { "archive get ais://shards/s-0.tar/0001.jpg /tmp/",
+              "archive get ais://shards/s-0.tar --archregx .jpg --archmode suffix jpgs.tar" }, NULL },
+    { "archive ls", "archive ls ais://BUCKET[/SHARD]", "List shards and their members (indented by four spaces).",
+      NOF, CF_NOHDR, 1, { "archive ls ais://shards", "archive ls ais://shards/s-0.tar" }, NULL },
+    { "archive bucket", "archive bucket ais://SRC[/TEMPLATE] ais://DST/SHARD [FLAGS]",
+      "Pack objects of a bucket into one shard (an archive job); a missing DST bucket is created.",
+      F({ "--nr, --non-recursive", "with --prefix: do not descend into virtual directories", "false" },
+        { "--append-or-put", "add to the shard when it exists", "false" },
+        { "--include-src-bck", "name members after the source bucket too (SRC/OBJECT)", "false" },
+        { "--cont-on-err", "skip objects that are missing instead of failing", "false" },
+        { "--wait", "wait for the job to end", "false" }),
+      CF_SEL, 2, { "archive bucket ais://imgs ais://shards/all.tar --wait",
+                   "archive bucket ais://imgs ais://shards/s.tar --template 'x-{0..9}.jpg'" }, NULL },
+    { "archive gen-shards", "archive gen-shards \"ais://BUCKET/shard-{000..009}.tar\" [FLAGS]",
+      "Create random test shards in an existing bucket.",
+      F({ "--fcount N", "members per shard and extension", "5" },
+        { "--fsize SIZE", "size of each member (e.g. 1KiB)", "1KiB" },
+        { "--fext '.jpg,.cls'", "member extensions: one member of each per sample", ".test" },
+        { "--cleanup", "destroy the bucket (and everything in it) and create it again first", "false" }),
+      0, 1, { "archive gen-shards 'ais://shards/s-{000..009}.tar'",
+              "archive gen-shards 'ais://t/s-{0..3}.tgz' --fcount 10 --fext '.jpg,.cls' --cleanup" }, NULL },
+    /* ---- ETL ---- */
+    { "etl", "etl init|show|view-logs|stop|start|rm|object|bucket ...",
+      "Lua transforms run by the targets: define them, inspect them, apply them to objects and buckets.", NOF, 0,
+      -1, { "etl init --name up --code upper.lua", "etl bucket up ais://src ais://dst --wait" }, NULL },
+    { "etl init", "etl init --name NAME --code FILE.lua [FLAGS]\n"
+                  "etl init --spec|-f SPEC.json|SPEC.yaml|- [--name NAME]",
+      "Define an ETL from Lua source, or from a spec (the PUT /v1/etl message) in JSON or YAML.",
+      F({ "--name NAME", "the ETL's name (with --spec: replaces the spec's)", "none" },
+        { "--code FILE.lua", "the Lua source", "none" },
+        { "--spec, -f SPEC", "the init message as JSON or YAML (- = stdin)", "none" },
+        { "--mode M", "object (whole objects) or sample (WebDataset samples of shards)", "object" },
+        { "--obj-timeout DURATION", "how long one object (or sample) may take, up to 1h", "45s" },
+        { "--mem-limit SIZE", "memory one call may hold (1MiB to 4GiB)", "64MiB" },
+        { "--max-output SIZE", "largest output of one object", "= --mem-limit" }),
+      0, 0, { "etl init --name up --code upper.lua", "etl init -f etl.yaml" }, NULL },
+    { "etl show", "etl show [NAME] [--json]\n"
+                  "etl show errors NAME [JOB_ID]",
+      "List the ETLs, show one ETL's definition and code, or the objects it failed on.", NOF, CF_JSON | CF_NOHDR, 3,
+      { "etl show", "etl show errors up" }, NULL },
+    { "etl view-logs", "etl view-logs NAME [TARGET_ID]",
+      "Print what an ETL's script logged on each target (or one).", NOF, 0, 2, { "etl view-logs up", NULL }, NULL },
+    { "etl stop", "etl stop NAME [NAME ...]", "Stop ETLs (they keep their definition).", NOF, 0, -1,
+      { "etl stop up", NULL }, NULL },
+    { "etl start", "etl start NAME [NAME ...]", "Start stopped ETLs again.", NOF, 0, -1, { "etl start up", NULL },
+      NULL },
+    { "etl rm", "etl rm NAME [NAME ...]", "Remove ETLs.", NOF, 0, -1, { "etl rm up", NULL }, NULL },
+    { "etl object", "etl object NAME ais://BUCKET/OBJECT [OUT_FILE|-] [--args ARGS]",
+      "Read one object through an ETL.", F({ "--args ARGS", "arguments for the transform", "none" }), 0, 3,
+      { "etl object up ais://docs/a.txt -", NULL }, NULL },
+    { "etl bucket", "etl bucket NAME ais://SRC ais://DST [FLAGS]",
+      "Transform a bucket, or the objects a prefix, list or template selects, into another bucket.",
+      F({ "--ext '{jpg:png}'", "rename extensions of the outputs", "none" },
+        { "--prepend P", "put P in front of each output's name", "none" },
+        { "--dry-run", "transform but write nothing; count the outputs (waits)", "false" },
+        { "--num-workers N", "transforming threads per target (0: the target decides)", "0" },
+        { "--cont-on-err", "record failing objects and go on", "false" },
+        { "--args ARGS", "arguments for the transform", "none" }),
+      CF_SEL | CF_WAIT, 3, { "etl bucket up ais://src ais://dst --wait",
+                             "etl bucket up ais://src ais://dst --template 'd/x-{0..9}.txt' --ext '{txt:md}'" },
+      NULL },
+    /* ---- jobs ---- */
+    { "ishard", "ishard --src-bck ais://SRC[/PREFIX] --dst-bck ais://DST [FLAGS]",
+      "Pack raw files into WebDataset shards, keeping samples together (the ishard job).",
+      F({ "--src-bck ais://SRC[/PREFIX]", "the source bucket (and prefix)", "required" },
+        { "--dst-bck ais://DST", "the destination bucket (must be empty unless --overwrite)", "required" },
+        { "--shard-size SIZE|N", "target shard size, or a bare number of samples per shard", "1MiB" },
+        { "--shard-template T", "output names: %d counter, {0000..9999} or @9999 ranges", "shard-%06d" },
+        { "--ext EXT", ".tar, .tgz, .tar.gz, .zip or .tar.lz4", ".tar" },
+        { "--sample-key-pattern P", "base_name, full_name, collapse_all_dir or a regular expression", "base_name" },
+        { "--sample-exts .jpg,.cls", "extensions every sample should have", "none" },
+        { "--missing-extension-action A", "ignore, warn, abort or exclude", "ignore" },
+        { "--collapse", "leftovers of a directory join its parent's shards", "false" },
+        { "--ekm FILE.json|FILE.lua", "external key map: JSON {\"tmpl\": [regex...]} or a Lua shard_for()", "none" },
+        { "--ekm-content cls,json", "members whose bytes the Lua EKM receives", "none" },
+        { "--ekm-missing-key A", "a sample no rule matches: ignore, warn or abort", "warn" },
+        { "--sort S", "alpha[:inc|dec] or shuffle[:SEED]", "none" },
+        { "--ext-collision A", "two members of a sample with one extension: abort, drop or keep-first", "abort" },
+        { "--overwrite", "write into a destination that is not empty", "false" },
+        { "--dry-run[=show_keys]", "print the layout (and the keys), write nothing", "false" },
+        { "--progress", "with --wait: draw a progress bar", "false" }),
+      CF_JSON | CF_WAIT, 0, { "ishard --src-bck ais://raw --dst-bck ais://shards --shard-size 512MiB --wait",
+                              "ishard -src_bck=ais://raw -dst_bck=ais://s -dry_run=show_keys" }, NULL },
+    { "job", "job show|wait|stop|start|rm ...", "Show, wait for, stop and start jobs (rebalance, copies, dsort, ...).",
+      NOF, 0, -1, { "job show --all", "job wait tco-Ab12 --timeout 10m" }, NULL },
+    { "job show", "job show [ID|KIND] [--all] [--json]",
+      "Show jobs per target (running ones, unless --all or a job id is given).",
+      F({ "--all", "include jobs that have ended", "false" }), CF_JSON | CF_NOHDR, 1,
+      { "job show", "job show copy-bck --all" }, NULL },
+    { "job wait", "job wait ID|KIND [--timeout DURATION] [--progress]",
+      "Wait until a job ends; the exit status says whether it succeeded.",
+      F({ "--timeout DURATION", "give up after this long", "1h" },
+        { "--progress", "print a dot while the job runs", "false" }), 0, 1,
+      { "job wait tco-Ab12", "wait rebalance --timeout 10m" }, NULL },
+    { "job stop", "job stop ID|KIND", "Stop a running job.", NOF, 0, 1, { "job stop tco-Ab12", "stop rebalance" },
+      NULL },
+    { "job start", "job start rebalance [--wait]\n"
+                   "job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
+      "Start a rebalance, or a dsort job from its spec (JSON or YAML; SRC and DST replace its buckets).",
+      F({ "-f, --file SPEC", "the dsort spec, JSON or YAML (- = stdin)", "none" },
+        { "--progress", "with --wait: print a dot while the job runs", "false" },
+        { "-v, --verbose", "print the spec as sent (on stderr) first", "false" }),
+      CF_WAIT, 3, { "job start rebalance --wait", "dsort ais://shards ais://sorted -f spec.yaml --wait" }, NULL },
+    { "job rm", "job rm [dsort] srt-ID", "Forget a finished dsort job.", NOF, 0, 2, { "job rm dsort srt-Ab12", NULL },
+      NULL },
+    { "start", "start rebalance [--wait]\n"
+               "start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]", NULL, NOF, 0, 0,
+      { NULL, NULL }, "job start" },
+    { "dsort", "dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
+      "Start a dsort job (shuffle or re-shard shards) from its spec in JSON or YAML; SRC and DST replace its buckets.",
+      NOF, 0, 0, { NULL, NULL }, "job start" },
+    { "wait", "wait ID|KIND [--timeout DURATION] [--progress]", NULL, NOF, 0, 0, { NULL, NULL }, "job wait" },
+    { "stop", "stop ID|KIND", NULL, NOF, 0, 0, { NULL, NULL }, "job stop" },
+    { "ml", "ml get-batch ...", "Machine-learning helpers: many objects, members and ranges as one archive.", NOF, 0,
+      -1, { "ml get-batch ais://imgs batch.tar --template 'x-{0..63}.jpg'", NULL }, NULL },
+    { "ml get-batch", "ml get-batch ais://BUCKET[/OBJ] ... OUT.tar|OUT.tgz|OUT.tar.lz4|OUT.zip|- [FLAGS]",
+      "Fetch many objects (or shard members) as one archive, in the order given (get-batch).",
+      F({ "--spec, -f REQ", "the request (a MossReq) as JSON or YAML (- = stdin)", "none" },
+        { "--streaming", "stream the archive as it is built", "false" },
+        { "--cont-on-err, --coer", "put a __404__/NAME entry for what is missing instead of failing", "false" },
+        { "--omit-src-bck, --onob", "name entries OBJECT instead of BUCKET/OBJECT", "false" },
+        { "--nv", "print nothing on success", "false" }),
+      CF_SEL | CF_YES, -1, { "ml get-batch ais://imgs batch.tar --list 'a.jpg,b.jpg'",
+                             "ml get-batch ais://imgs - --prefix train/ --omit-src-bck > train.tar" }, NULL },
+    /* ---- cluster membership and local clusters ---- */
+    { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE",
+      "Take nodes out of the cluster for maintenance, or for good.", NOF, 0, -1,
+      { "cluster maintenance start t[abc123]", "cluster decommission t[abc123] --wait" }, NULL },
+    { "cluster maintenance", "cluster maintenance start|stop NODE [FLAGS]",
+      "Put a node into maintenance (its objects move away first), or bring it back.",
+      F({ "--no-shutdown", "keep the node's process running", "false" },
+        { "--skip-rebalance", "do not move the node's objects", "false" },
+        { "--wait", "wait for the rebalance", "false" }),
+      0, 2, { "cluster maintenance start t[abc123] --wait", "cluster maintenance stop t[abc123]" }, NULL },
+    { "cluster decommission", "cluster decommission NODE [FLAGS]",
+      "Remove a node from the cluster for good, after its objects have moved away.",
+      F({ "--no-shutdown", "keep the node's process running", "false" },
+        { "--skip-rebalance", "do not move the node's objects", "false" },
+        { "--wait", "wait for the rebalance", "false" }),
+      0, 1, { "cluster decommission t[abc123] --wait", NULL }, NULL },
+    { "playground", "playground start|stop|status|add-target --dir DIR ...",
+      "Run a local node or cluster on loopback, for trying things out and for tests.", NOF, 0, -1,
+      { "playground start --dir /tmp/pg --proxies 1 --targets 3", "playground stop --dir /tmp/pg" }, NULL },
+    { "playground start", "playground start --dir DIR [FLAGS]",
+      "Start a local standalone node, or a cluster of gateways and targets (an existing DIR is restarted).",
+      F({ "--dir DIR", "where the nodes keep their data, logs and PIDs", "required" },
+        { "--port P", "the first port (the gateway's); the other nodes take the next ones", "8080" },
+        { "--proxies N", "gateways (with --targets)", "1 with --targets, else 0" },
+        { "--targets N", "targets (0: one standalone node)", "0" },
+        { "--mountpaths N", "mountpaths per target", "1" },
+        { "--timeout SECONDS", "how long to wait for the nodes to come up", "60" }),
+      0, 0, { "playground start --dir /tmp/pg", "playground start --dir /tmp/pg --proxies 1 --targets 3" }, NULL },
+    { "playground stop", "playground stop --dir DIR", "Stop the playground's nodes (by their recorded PIDs).",
+      F({ "--dir DIR", "the playground's directory", "required" }), 0, 0, { "playground stop --dir /tmp/pg", NULL },
+      NULL },
+    { "playground status", "playground status --dir DIR", "Show the playground's nodes and whether they run.",
+      F({ "--dir DIR", "the playground's directory", "required" }), 0, 0, { "playground status --dir /tmp/pg", NULL },
+      NULL },
+    { "playground add-target", "playground add-target --dir DIR",
+      "Start one more target in the playground (it joins, and a rebalance follows).",
+      F({ "--dir DIR", "the playground's directory", "required" }), 0, 0,
+      { "playground add-target --dir /tmp/pg", NULL }, NULL },
+};
+
+const char *cli_cmd_path;
+
+static const struct cli_cmd *find(const char *path)
+{
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++)
+        if (!strcmp(cmds[i].path, path))
+            return &cmds[i];
+    return NULL;
+}
+
+static const struct cli_cmd *resolve(const struct cli_cmd *c)
+{
+    for (int i = 0; c && c->alias_of && i < 4; i++)
+        c = find(c->alias_of);
+    return c;
+}
+
+/* The names of a flag spec ("-f, --file SPEC" -> f, file), whether it takes
+ * a value, and its canonical name (the first long one). */
+static int flag_names(const char *spec, char names[4][40], bool *valued, const char **canon)
+{
+    int n = 0;
+    *valued = false;
+    *canon = NULL;
+    const char *p = spec;
+    while (*p == '-' && n < 4) {
+        while (*p == '-')
+            p++;
+        size_t l = strcspn(p, " ,[");
+        snprintf(names[n], sizeof(names[n]), "%.*s", (int)SL_MIN(l, 39), p);
+        if (!*canon && l > 1)
+            *canon = names[n];
+        n++;
+        p += l;
+        if (*p == ',') {
+            p++;
+            while (*p == ' ')
+                p++;
+        } else {
+            *valued = *p == ' ';
+            break;
+        }
+    }
+    if (!*canon && n)
+        *canon = names[0];
+    return n;
+}
+
+static void each_flag(const struct cli_cmd *c, void (*fn)(const struct cli_flag *f, void *arg), void *arg)
+{
+    for (const struct cli_flag *f = c->flags; f && f->spec; f++)
+        fn(f, arg);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(common_flags); i++) {
+        if (!(c->common & common_bits[i]))
+            continue;
+        /* an entry's own spelling of a common flag wins */
+        char nm[4][40];
+        bool v;
+        const char *canon;
+        flag_names(common_flags[i].spec, nm, &v, &canon);
+        bool own = false;
+        for (const struct cli_flag *f = c->flags; f && f->spec && !own; f++) {
+            char n2[4][40];
+            const char *c2;
+            flag_names(f->spec, n2, &v, &c2);
+            own = !strcmp(c2, canon);
+        }
+        if (!own)
+            fn(&common_flags[i], arg);
+    }
+}
+
+struct lists {
+    struct sl_buf valued, booleans;
+    const struct cli_flag *all[64];
+    int n;
+};
+
+static void add_lists(const struct cli_flag *f, void *arg)
+{
+    struct lists *l = arg;
+    char nm[4][40];
+    bool valued;
+    const char *canon;
+    int n = flag_names(f->spec, nm, &valued, &canon);
+    for (int i = 0; i < n; i++)
+        sl_buf_printf(valued ? &l->valued : &l->booleans, "%s%s", (valued ? l->valued : l->booleans).len ? "," : "",
+                      nm[i]);
+    if (l->n < 64)
+        l->all[l->n++] = f;
+}
+
+int cli_opts(struct opts *o, const char *path, int argc, char **argv)
+{
+    cli_cmd_path = path;
+    const struct cli_cmd *c = resolve(find(path));
+    if (!c) {
+        fprintf(stderr, "Error: internal: no flags are defined for `shale %s`\n", path);
+        return -1;
+    }
+    struct lists l = { 0 };
+    sl_buf_init(&l.valued);
+    sl_buf_init(&l.booleans);
+    sl_buf_adds(&l.valued, "");
+    sl_buf_adds(&l.booleans, "");
+    each_flag(c, add_lists, &l);
+    int rc = opts_parse(o, argc, argv, l.valued.p, l.booleans.p);
+    /* aliases (-f, --coer) answer to the canonical name */
+    for (int i = 0; rc == 0 && i < o->nflags; i++) {
+        for (int k = 0; k < l.n; k++) {
+            char nm[4][40];
+            bool valued;
+            const char *canon;
+            int n = flag_names(l.all[k]->spec, nm, &valued, &canon);
+            for (int j = 0; j < n; j++)
+                if (!strcmp(nm[j], o->flags[i].name) && strcmp(canon, o->flags[i].name))
+                    opts_rename(o, i, canon);
+        }
+    }
+    sl_buf_free(&l.valued);
+    sl_buf_free(&l.booleans);
+    if (rc < 0)
+        return -1;
+    if (c->max_args >= 0 && o->argc > c->max_args) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale %s` takes %s%d (`shale %s --help` shows "
+                "them)\n", o->argv[c->max_args], path, c->max_args ? "at most " : "", c->max_args, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* text to f in lines of at most width columns; the first line starts at
+ * column col, the next ones at indent */
+static void wrap(FILE *f, const char *text, size_t col, size_t indent, size_t width)
+{
+    const char *p = text;
+    while (*p) {
+        size_t wl = strcspn(p, " ");
+        if (col > indent && col + 1 + wl > width) {
+            fprintf(f, "\n%*s", (int)indent, "");
+            col = indent;
+        } else if (col > indent || p != text) {
+            if (p != text) {
+                fputc(' ', f);
+                col++;
+            }
+        }
+        fprintf(f, "%.*s", (int)wl, p);
+        col += wl;
+        p += wl;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', f);
+}
+
+static void print_usage_lines(FILE *f, const char *usage)
+{
+    const char *p = usage;
+    for (bool first = true; *p; first = false) {
+        size_t l = strcspn(p, "\n");
+        fprintf(f, "%s shale %.*s\n", first ? "Usage:" : "      ", (int)l, p);
+        p += l + (p[l] == '\n');
+    }
+}
+
+struct flag_print {
+    FILE *f;
+    size_t width;
+};
+
+static void flag_width(const struct cli_flag *fl, void *arg)
+{
+    struct flag_print *fp = arg;
+    fp->width = SL_MAX(fp->width, strlen(fl->spec));
+}
+
+static void print_flag(const struct cli_flag *fl, void *arg)
+{
+    struct flag_print *fp = arg;
+    char *text = sl_xasprintf("%s (default: %s)", fl->meaning, fl->dflt);
+    fprintf(fp->f, "  %-*s  ", (int)fp->width, fl->spec);
+    wrap(fp->f, text, 4 + fp->width, 4 + fp->width, 110);
+    free(text);
+}
+
+int cli_help(const char *path, FILE *f)
+{
+    const struct cli_cmd *a = find(path), *c = resolve(a);
+    if (!c)
+        return -1;
+    print_usage_lines(f, a->usage ? a->usage : c->usage);
+    fputc('\n', f);
+    wrap(f, a->desc ? a->desc : c->desc, 0, 0, 110);
+    /* a group: its commands */
+    size_t pl = strlen(c->path);
+    bool group = false;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++) {
+        if (strncmp(cmds[i].path, c->path, pl) || cmds[i].path[pl] != ' ')
+            continue;
+        const struct cli_cmd *s = resolve(&cmds[i]);
+        if (!group)
+            fprintf(f, "\nCommands:\n");
+        group = true;
+        fprintf(f, "  shale %-22s ", cmds[i].path);
+        wrap(f, s->desc, 31, 31, 110);
+    }
+    struct flag_print fp = { f, 0 };
+    each_flag(c, flag_width, &fp);
+    if (fp.width) {
+        fprintf(f, "\nFlags:\n");
+        each_flag(c, print_flag, &fp);
+    } else if (!group) {
+        fprintf(f, "\nFlags: none\n");
+    }
+    fprintf(f, "\nExamples:\n");
+    for (int i = 0; i < 2 && c->ex[i]; i++)
+        fprintf(f, "  shale %s\n", c->ex[i]);
+    /* the other spellings */
+    bool other = false;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++) {
+        if (resolve(&cmds[i]) != c || &cmds[i] == c)
+            continue;
+        fprintf(f, "%s shale %s", other ? "," : "\nAlso spelled:", cmds[i].path);
+        other = true;
+    }
+    if (other)
+        fputc('\n', f);
+    return 0;
+}
+
+int cli_usage(const char *path)
+{
+    const struct cli_cmd *a = find(path), *c = resolve(a);
+    if (!c)
+        return 1;
+    const char *u = a->usage ? a->usage : c->usage;
+    size_t l = strcspn(u, "\n");
+    fprintf(stderr, "Error: missing or wrong arguments; usage: shale %.*s%s (`shale %s --help` for more)\n", (int)l,
+            u, u[l] ? " ..." : "", path);
+    return 1;
+}
+
+void cli_help_overview(FILE *f, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct cli_cmd *c = resolve(find(names[i]));
+        const char *desc = c ? c->desc : "";
+        const struct cli_cmd *a = find(names[i]);
+        if (a && a->alias_of) {
+            char *d = sl_xasprintf("= %s", a->alias_of);
+            fprintf(f, "  %-12s", names[i]);
+            wrap(f, d, 14, 14, 110);
+            free(d);
+        } else {
+            fprintf(f, "  %-12s", names[i]);
+            wrap(f, desc, 14, 14, 110);
+        }
+    }
+}
+
+/* ---- shale search WORD ---- */
+
+struct search {
+    const char *word;
+    const char *path;
+    struct table *t;
+    int hits;
+};
+
+static void search_flag(const struct cli_flag *fl, void *arg)
+{
+    struct search *s = arg;
+    if (!strcasestr(fl->spec, s->word) && !strcasestr(fl->meaning, s->word))
+        return;
+    char *cmd = sl_xasprintf("shale %s %s", s->path, fl->spec);
+    table_row(s->t, cmd, fl->meaning);
+    free(cmd);
+    s->hits++;
+}
+
+int cmd_search(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "search", argc, argv) < 0)
+        return 1;
+    if (o.argc != 1 || !o.argv[0][0])
+        return cli_usage("search");
+    struct search s = { .word = o.argv[0], .t = table_new(2, "COMMAND", "WHAT IT DOES") };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++) {
+        const struct cli_cmd *c = resolve(&cmds[i]);
+        s.path = cmds[i].path;
+        const char *d = cmds[i].desc ? cmds[i].desc : c->desc;
+        if (strcasestr(cmds[i].path, s.word) || strcasestr(d, s.word)) {
+            char *cmd = sl_xasprintf("shale %s", cmds[i].path);
+            char *desc = cmds[i].alias_of && !cmds[i].desc ? sl_xasprintf("= shale %s", cmds[i].alias_of)
+                                                           : sl_xstrdup(d);
+            table_row(s.t, cmd, desc);
+            free(cmd);
+            free(desc);
+            s.hits++;
+        }
+        if (!cmds[i].alias_of)
+            each_flag(c, search_flag, &s);
+    }
+    if (s.hits)
+        table_print(s.t, stdout, !cli_no_headers);
+    else
+        fprintf(stderr, "Error: no command or flag mentions \"%s\" (`shale --help` lists the commands)\n", s.word);
+    table_free(s.t);
+    return s.hits ? 0 : 1;
+}
