@@ -568,6 +568,66 @@ static int bucket_props(struct opts *o)
     return rc;
 }
 
+/* shale bucket mv ais://SRC ais://DST [--wait]: move-bck */
+static int bucket_mv(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "bucket mv", argc, argv) < 0)
+        return 1;
+    if (o.argc != 2)
+        return cli_usage("bucket mv");
+    int64_t tmo;
+    struct uri src, dst;
+    if (cli_timeout(&o, &tmo) < 0 || uri_parse(o.argv[0], &src, true) < 0)
+        return 1;
+    if (uri_parse(o.argv[1], &dst, true) < 0) {
+        uri_free(&src);
+        return 1;
+    }
+    int rc = 1;
+    if ((src.obj && *src.obj) || (dst.obj && *dst.obj)) {
+        fprintf(stderr, "Error: `shale bucket mv` renames whole buckets: give ais://SRC ais://DST without object "
+                        "names\n");
+        goto out;
+    }
+    char *eb = sl_url_encode_path(src.bucket, strlen(src.bucket)), *to = sl_xasprintf("ais/@#/%s/", dst.bucket);
+    char *q = sl_url_encode_query(to);
+    char *pq = sl_xasprintf("/v1/buckets/%s?provider=%s&bck_to=%s", eb, src.provider, q);
+    char *id = cli_act_id("POST", pq, "move-bck", NULL, "rename the bucket");
+    free(eb);
+    free(to);
+    free(q);
+    free(pq);
+    if (!id)
+        goto out;
+    printf("%s\n", id);
+    if (opt_bool(&o, "wait")) {
+        rc = cli_job_wait(id, tmo, opt_bool(&o, "progress"));
+        /* the copy is done; the gateway then drops the old name */
+        char *hq = sl_xasprintf("/v1/buckets/%s?provider=%s", src.bucket, src.provider);
+        for (int i = 0; rc == 0 && i < 300; i++) {
+            struct cli_resp r;
+            cli_req("HEAD", hq, NULL, NULL, 0, &r);
+            long st = r.status;
+            cli_resp_free(&r);
+            if (st == 404)
+                break;
+            usleep(100000);
+        }
+        free(hq);
+        if (rc == 0)
+            printf("ais://%s is now ais://%s\n", src.bucket, dst.bucket);
+    } else {
+        printf("Renaming ais://%s to ais://%s (follow it with `shale job wait %s`)\n", src.bucket, dst.bucket, id);
+        rc = 0;
+    }
+    free(id);
+out:
+    uri_free(&src);
+    uri_free(&dst);
+    return rc;
+}
+
 int cmd_bucket(int argc, char **argv)
 {
     if (argc < 1)
@@ -578,6 +638,8 @@ int cmd_bucket(int argc, char **argv)
         return cmd_ls(argc - 1, argv + 1);
     if (!strcmp(verb, "cp"))
         return cli_cp("bucket cp", argc - 1, argv + 1);
+    if (!strcmp(verb, "mv"))
+        return bucket_mv(argc - 1, argv + 1);
     if (!strcmp(verb, "summary")) {
         struct uri u;
         if (cli_opts(&o, "bucket summary", argc - 1, argv + 1) < 0)

@@ -55,8 +55,8 @@ static const unsigned common_bits[SL_ARRAY_SIZE(common_flags)] = { CF_JSON, CF_N
 
 static const struct cli_cmd cmds[] = {
     /* ---- buckets ---- */
-    { "bucket", "bucket create|ls|rm|props|summary|cp ...",
-      "Create, list, copy, summarize and destroy buckets, and show or set their properties.", NOF, 0, -1,
+    { "bucket", "bucket create|ls|rm|props|summary|cp|mv ...",
+      "Create, list, copy, rename, summarize and destroy buckets, and show or set their properties.", NOF, 0, -1,
       { "bucket create ais://imgs", "bucket cp ais://imgs ais://imgs-copy --wait" }, NULL },
     { "bucket create", "bucket create ais://BUCKET [ais://BUCKET ...] [FLAGS]", "Create one or more ais:// buckets.",
       F({ "--props 'k=v ...'|JSON", "properties of the new buckets, as key=value pairs or a JSON object", "none" },
@@ -90,6 +90,10 @@ static const struct cli_cmd cmds[] = {
       CF_SEL | CF_WAIT, 2,
       { "bucket cp ais://imgs ais://imgs-copy --wait",
         "cp ais://imgs/cat.jpg ais://pets/cats/tom.jpg" }, NULL },
+    { "bucket mv", "bucket mv ais://SRC ais://DST [--wait]",
+      "Rename a bucket: DST gets SRC's objects and properties and SRC goes; SRC takes no writes meanwhile, reads of "
+      "both names keep working.", F({ "--progress", "with --wait: print a dot while the job runs", "false" }),
+      CF_WAIT, 2, { "bucket mv ais://imgs ais://images --wait", NULL }, NULL },
     { "cp", "cp ais://SRC[/PREFIX/] ais://DST [FLAGS]\n"
             "cp ais://SRC ais://DST[/PREPEND] --list 'A,B' | --template 'T' | --prefix P\n"
             "cp ais://SRC/OBJECT ais://DST[/NAME|/DIR/]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket cp" },
@@ -305,12 +309,15 @@ static const struct cli_cmd cmds[] = {
     { "job stop", "job stop ID|KIND", "Stop a running job.", NOF, 0, 1, { "job stop tco-Ab12", "stop rebalance" },
       NULL },
     { "job start", "job start rebalance [--wait]\n"
+                   "job start lru [ais://BUCKET ...] [--force] [--wait]\n"
                    "job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
-      "Start a rebalance, or a dsort job from its spec (JSON or YAML; SRC and DST replace its buckets).",
+      "Start a rebalance, an LRU eviction (of the buckets named, else of all) or a dsort job from its spec (JSON or "
+      "YAML; SRC and DST replace its buckets).",
       F({ "-f, --file SPEC", "the dsort spec, JSON or YAML (- = stdin)", "none" },
+        { "--force", "lru: evict from buckets with lru.enabled false too", "false" },
         { "--progress", "with --wait: print a dot while the job runs", "false" },
         { "-v, --verbose", "print the spec as sent (on stderr) first", "false" }),
-      CF_WAIT, 3, { "job start rebalance --wait", "dsort ais://shards ais://sorted -f spec.yaml --wait" }, NULL },
+      CF_WAIT, -1, { "job start rebalance --wait", "job start lru ais://cache --wait" }, NULL },
     { "job rm", "job rm [dsort] srt-ID", "Forget a finished dsort job.", NOF, 0, 2, { "job rm dsort srt-Ab12", NULL },
       NULL },
     { "start", "start rebalance [--wait]\n"

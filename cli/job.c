@@ -249,10 +249,42 @@ static int dsort_start(struct opts *o)
     return rc;
 }
 
+/* shale job start lru [ais://B ...] [--force] */
+static int lru_start(struct opts *o)
+{
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0)
+        return 1;
+    json_t *v = json_pack("{s:s,s:b}", "Kind", "lru", "Force", opt_bool(o, "force"));
+    if (o->argc > 1) {
+        json_t *bs = json_array();
+        for (int i = 1; i < o->argc; i++) {
+            struct uri u;
+            if (uri_parse(o->argv[i], &u, true) < 0) {
+                json_decref(bs);
+                json_decref(v);
+                return 1;
+            }
+            json_array_append_new(bs, json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
+            uri_free(&u);
+        }
+        json_object_set_new(v, "Buckets", bs);
+    }
+    char *id = cli_act_id("PUT", "/v1/cluster", "start", v, "start lru");
+    if (!id)
+        return 1;
+    printf("%s\n", id);
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
+    free(id);
+    return rc;
+}
+
 static int job_start(struct opts *o)
 {
     if (o->argc >= 1 && !strcmp(o->argv[0], "dsort"))
         return dsort_start(o);
+    if (o->argc >= 1 && !strcmp(o->argv[0], "lru"))
+        return lru_start(o);
     if (o->argc < 1 || strcmp(o->argv[0], "rebalance"))
         return cli_usage("job start");
     if (o->argc > 1) {

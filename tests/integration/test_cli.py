@@ -292,7 +292,7 @@ class TestCLI(unittest.TestCase):
 
     # every command path and its spelling in "Usage:" (aliases that keep the canonical usage map to it)
     COMMANDS = [
-        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "ls",
+        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "bucket mv", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "storage", "config",
         "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
@@ -483,6 +483,28 @@ class TestCLI(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, (args, p.stderr))
             self.assertIn(msg, p.stderr)
         self.assertIsNone(self.names("cpbad"))
+
+    def test_bucket_mv_and_lru(self):
+        names = ["m/1", "m/2", "n-3"]
+        self.fill("mvsrc", names)
+        p = self.cli("bucket", "mv", "ais://mvsrc", "ais://mvdst", "--wait")
+        self.assertIn("ais://mvsrc is now ais://mvdst", p.stdout)
+        self.assertEqual(self.names("mvdst"), names)
+        self.assertIsNone(self.names("mvsrc"))
+        self.assertEqual(self.obj("mvdst", "n-3"), b"n-3")
+        for args, msg in ((["bucket", "mv", "ais://mvdst", "ais://mvdst"], "itself"),
+                          (["bucket", "mv", "ais://nosuch", "ais://x"], "does not exist"),
+                          (["bucket", "mv", "ais://mvdst/m/1", "ais://x"], "whole buckets"),
+                          (["bucket", "mv", "ais://mvdst"], "usage: shale bucket mv")):
+            p = self.run_cli(*args)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertIn(msg, p.stderr)
+        # lru of one bucket, forced: below space.highwm nothing is evicted, and the job ends
+        p = self.cli("job", "start", "lru", "ais://mvdst", "--force", "--wait")
+        self.assertEqual(self.names("mvdst"), names)
+        p = self.run_cli("job", "start", "lru", "ais://nosuch")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch", p.stderr)
 
     def test_object_cp(self):
         self.fill("ocsrc", ["d/cat.jpg", "dog.jpg"])
