@@ -17,10 +17,12 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -215,7 +217,7 @@ static json_t *node_status(void)
 
 /* ---- GET /v1/daemon?what=log[&severity=][&offset=][&all=true] ---- */
 
-#define LOG_MAX (64 * SL_MIB) /* what one answer carries */
+#define LOG_MAX (64 * SL_MIB) /* what one answer carries: a longer log's last part */
 
 /* the lines of a log file at or above the severity: i (all), or w and e
  * (warnings and errors, which AIStore keeps in one file) */
@@ -237,6 +239,40 @@ static void log_filter(const struct sl_buf *in, bool errors_only, struct sl_buf 
             sl_buf_add(out, l, n);
         i += n;
     }
+}
+
+/* the last max bytes of a log file (from a line start when cut), into out */
+static int log_read(const char *path, size_t max, struct sl_buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return -1;
+    }
+    size_t size = (size_t)st.st_size, n = SL_MIN(size, max);
+    off_t from = (off_t)(size - n);
+    sl_buf_reserve(out, n + 1);
+    ssize_t r = n ? pread(fd, out->p, n, from) : 0;
+    int e = errno;
+    close(fd);
+    if (r < 0) {
+        errno = e;
+        return -1;
+    }
+    out->len = (size_t)r;
+    out->p[out->len] = 0;
+    if (from > 0) {
+        /* cut: start at the first whole line */
+        char *nl = memchr(out->p, '\n', out->len);
+        size_t skip = nl ? (size_t)(nl - out->p) + 1 : out->len;
+        memmove(out->p, out->p + skip, out->len - skip + 1);
+        out->len -= skip;
+    }
+    return 0;
 }
 
 static la_ssize_t tgz_write(struct archive *a, void *ctx, const void *buf, size_t n)
@@ -278,12 +314,12 @@ static void log_run(struct sl_req *r, void *arg)
     sl_buf_init(&sel);
     sl_buf_init(&out);
     if (!tgz) {
-        if (sl_read_file(path, &raw, LOG_MAX) < 0) {
+        if (log_read(path, LOG_MAX, &raw) < 0) {
             sl_resp_errf(r, SL_ENOENT, "%s: cannot read its log %s: %s", G.name, path, strerror(errno));
         } else {
             log_filter(&raw, errors_only, &sel);
             if (offset > sel.len)
-                sl_resp_errf(r, SL_EINVAL, "log likely rotated (offset %llu, size %llu)",
+                sl_resp_errf(r, SL_EINVAL, "log likely rotated (offset %llu, size %llu): read it again from offset=0",
                              (unsigned long long)offset, (unsigned long long)sel.len);
             else
                 sl_resp_bytes(r, 200, "text/plain; charset=utf-8", sel.p + offset, sel.len - offset);
@@ -298,8 +334,8 @@ static void log_run(struct sl_req *r, void *arg)
         for (int i = 0; i < 2 && rc == ARCHIVE_OK; i++) {
             sl_buf_reset(&raw);
             sl_buf_reset(&sel);
-            if (sl_read_file(paths[i], &raw, LOG_MAX / 2) < 0)
-                continue;
+            if (log_read(paths[i], LOG_MAX / 2, &raw) < 0)
+                continue; /* no rotated log yet */
             log_filter(&raw, errors_only, &sel);
             const char *base = strrchr(paths[i], '/');
             struct archive_entry *e = archive_entry_new();

@@ -735,9 +735,12 @@ static void obj_put(struct sl_req *r)
             sl_objmd_free(&md);
         }
     }
+    /* a rename's copy into the new name: from the old name it names */
+    const char *rf = sl_req_header(r, "Ais-Rename-From");
+    const char *from = json_string_value(json_object_get(c->b.props, "renaming_from"));
     struct sl_put_opts o = {
         .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom, .ncustom = c->ncustom,
-        .expect_size = r->content_length,
+        .expect_size = r->content_length, .rename_copy = rf && from && !strcmp(rf, from),
     };
     if (sl_put_begin(&c->b, name, nlen, &o, &c->p, &err) < 0) {
         sl_resp_err(r, &err);

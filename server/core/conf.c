@@ -570,8 +570,9 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
         sl_config_free(c);
         return NULL;
     }
-    if (c->promote_dir[0] != 0 && c->promote_dir[0] != '/') {
-        sl_errf(err, SL_EINVAL, "promote.dir \"%s\" must be an absolute path (or empty: promote off)", c->promote_dir);
+    if (c->promote_dir[0] != 0 && (c->promote_dir[0] != '/' || !strcmp(c->promote_dir, "/"))) {
+        sl_errf(err, SL_EINVAL, "promote.dir \"%s\" must be an absolute path other than / (or empty: promote off)",
+                c->promote_dir);
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -45,6 +45,7 @@ struct lru_req {
 
 struct cand {
     int64_t atime;
+    int64_t mtime;              /* as scanned: deleted only if still so */
     uint64_t size;
     int bck;                    /* index into the run's buckets */
     char *name;
@@ -80,7 +81,7 @@ static int64_t dont_evict_ns(const struct sl_bck *b)
 {
     int64_t ns = 2LL * 3600 * 1000000000LL;
     const char *s = json_string_value(json_object_get(json_object_get(b->props, "lru"), "dont_evict_time"));
-    if (s && sl_parse_duration(s, &ns) < 0)
+    if (s && sl_parse_duration(s, &ns) < 0) /* set-bprops refuses such values */
         ns = 2LL * 3600 * 1000000000LL;
     return ns;
 }
@@ -123,7 +124,7 @@ static void evict_mpath(struct sl_job *job, const struct lru_req *q, const struc
                 cap = cap ? cap * 2 : 1024;
                 c = sl_xrealloc(c, cap * sizeof(*c));
             }
-            c[n++] = (struct cand){ at, md->size, k, sl_xstrndup(nm, nl), nl };
+            c[n++] = (struct cand){ at, md->mtime, md->size, k, sl_xstrndup(nm, nl), nl };
         }
         sl_md_iter_close(it);
     }
@@ -135,13 +136,14 @@ static void evict_mpath(struct sl_job *job, const struct lru_req *q, const struc
         if (sl_store_last_read(b->bid, c[j].name, c[j].nlen) > c[j].atime)
             continue;
         struct sl_err err = { 0 };
-        if (sl_obj_delete(b, c[j].name, c[j].nlen, &err) == 0) {
+        int rc = sl_obj_delete_if(b, c[j].name, c[j].nlen, c[j].mtime, &err);
+        if (rc == 0) {
             freed += c[j].size;
             sl_job_add(&job->loc_objs, 1);
             sl_job_add(&job->loc_bytes, c[j].size);
             sl_stats_add("lru_evict_n", 1);
             sl_stats_add("lru_evict_size", c[j].size);
-        } else if (err.code != SL_ENOOBJ) {
+        } else if (rc < 0 && err.code != SL_ENOOBJ) {
             sl_logw("lru %s: evicting %s/%.*s: %s", job->id, b->name, (int)SL_MIN(c[j].nlen, 200), c[j].name,
                     err.msg);
         }

@@ -440,6 +440,7 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
     s->left = len;
     x->size = (int64_t)len;
     s->open = true;
+    sl_store_touch(b->bid, x->obj, strlen(x->obj)); /* a read, for LRU */
     if (x->rawhdr) {
         /* a tar run: its first bytes now, and its header checked */
         size_t want = (size_t)SL_MIN(len, (uint64_t)PRE_MAX);

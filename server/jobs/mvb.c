@@ -8,19 +8,22 @@
  * the guarantee that nothing acknowledged is lost:
  *
  *   1. BMD: TO is created with FROM's properties; FROM is marked
- *      "renamed": TO (and TO "renaming_from": FROM). From then on FROM
- *      refuses every write (409), and reads of both names keep working: a
- *      GET of TO for an object not copied yet is redirected to FROM.
+ *      "renamed": TO (and TO "renaming_from": FROM). From then on neither
+ *      takes writes but the copy's (409), and reads of both names keep
+ *      working: a GET of TO for an object not copied yet is redirected to
+ *      FROM.
  *   2. Every target drains FROM: the writes that started before the mark
  *      finish (or the rename is undone).
  *   3. Job move-bck copies FROM into TO on every target (the copy-bck job
  *      under another kind).
- *   4. When every target has finished, FROM is removed from the BMD (its
- *      targets delete its data) and TO loses its mark. If the copy fails,
- *      TO is removed and FROM unmarked: nothing changed.
+ *   4. When every target the copy started on has finished, under the same
+ *      cluster map, FROM is removed from the BMD (its targets delete its
+ *      data) and TO loses its mark. If the copy fails, a target leaves or
+ *      joins, or one stays silent for MISSING_NS, TO is removed and FROM
+ *      unmarked: nothing changed.
  *
- * The gateway that started the rename watches it. If it restarts
- * meanwhile, the same request again resumes the rename (a new copy job).
+ * The primary gateway runs and watches renames. One that starts and finds
+ * a bucket marked (it restarted mid-rename) resumes it with a new copy.
  */
 #include "mvb.h"
 #include "cluster.h"
@@ -44,7 +47,22 @@
 struct mv {
     char id[48];
     char from[SL_MAX_BCKNAME + 1], to[SL_MAX_BCKNAME + 1];
+    /* the copy: the cluster map it started under and its targets */
+    int64_t smap_ver;
+    char (*tids)[48];
+    int ntids;
+    int64_t missing_since;      /* a target has not answered since (mono ns), or 0 */
 };
+
+#define MISSING_NS (300LL * 1000000000LL)
+
+static void mv_free(struct mv *m)
+{
+    if (m) {
+        free(m->tids);
+        free(m);
+    }
+}
 
 /* renames this gateway is watching, by source: one at a time per bucket */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -212,36 +230,47 @@ static bool mvb_internal(struct sl_req *r)
 
 /* ---- 3 and 4: the copy, watched ---- */
 
-/* 1: every target finished job id, 0: not yet, -1: failed (err) */
-static int job_state(const char *id, struct sl_err *err)
+/* 1: every target of the copy finished it, 0: not yet, -1: failed (err) */
+static int job_state(struct mv *m, struct sl_err *err)
 {
+    struct sl_smap *sm = sl_smap_get();
+    int64_t ver = sm->version;
+    sl_smap_put(sm);
+    if (G.role != SL_ROLE_STANDALONE && ver != m->smap_ver)
+        return sl_errf(err, SL_EUNAVAIL, "the cluster map changed during the copy (v%lld -> v%lld: a target joined "
+                       "or left)", (long long)m->smap_ver, (long long)ver);
     struct sl_err e2 = { 0 };
-    json_t *all = sl_cluster_job_snaps(id, NULL, false, &e2);
-    if (e2.msg[0]) {
-        json_decref(all);
-        return 0; /* a target did not answer: ask again */
-    }
+    json_t *all = sl_cluster_job_snaps(m->id, NULL, false, &e2);
     int state = 1;
-    const char *tid;
-    json_t *list;
-    json_object_foreach(all, tid, list) {
-        json_t *snap = NULL, *s;
-        size_t i;
-        json_array_foreach(list, i, s)
-            if (!strcmp(sl_json_str(s, "id", ""), id))
+    bool missing = false;
+    for (int i = 0; i < m->ntids && state >= 0; i++) {
+        json_t *list = json_object_get(all, G.role == SL_ROLE_STANDALONE ? G.id : m->tids[i]), *snap = NULL, *s;
+        size_t k;
+        json_array_foreach(list, k, s)
+            if (!strcmp(sl_json_str(s, "id", ""), m->id))
                 snap = s;
-        if (!snap) {
-            state = sl_errf(err, SL_EUNAVAIL, "t[%s] no longer knows the copy job %s (did it restart?)", tid, id);
-            break;
-        }
-        if (sl_json_str(snap, "err", "")[0]) {
-            state = sl_errf(err, SL_EIO, "t[%s]: %s", tid, sl_json_str(snap, "err", ""));
-            break;
-        }
-        if (!strncmp(sl_json_str(snap, "end-time", "0001"), "0001", 4))
+        if (!list) {
+            missing = true; /* did not answer: ask again */
             state = 0;
+        } else if (!snap) {
+            state = sl_errf(err, SL_EUNAVAIL, "t[%s] no longer knows the copy job %s (did it restart?)", m->tids[i],
+                            m->id);
+        } else if (sl_json_str(snap, "err", "")[0]) {
+            state = sl_errf(err, SL_EIO, "t[%s]: %s", m->tids[i], sl_json_str(snap, "err", ""));
+        } else if (!strncmp(sl_json_str(snap, "end-time", "0001"), "0001", 4)) {
+            state = 0;
+        }
     }
     json_decref(all);
+    if (state >= 0 && missing) {
+        if (!m->missing_since)
+            m->missing_since = sl_mono_ns();
+        else if (sl_mono_ns() - m->missing_since > MISSING_NS)
+            state = sl_errf(err, SL_EUNAVAIL, "a target of the copy did not answer for %lld s",
+                            (long long)(MISSING_NS / 1000000000LL));
+    } else {
+        m->missing_since = 0;
+    }
     return state;
 }
 
@@ -250,7 +279,7 @@ static void *watch_thread(void *arg)
     struct mv *m = arg;
     struct sl_err err = { 0 };
     int st;
-    while ((st = job_state(m->id, &err)) == 0)
+    while ((st = job_state(m, &err)) == 0)
         usleep(POLL_US);
     struct sl_err e2 = { 0 };
     if (st > 0) {
@@ -266,38 +295,92 @@ static void *watch_thread(void *arg)
             sl_loge("move-bck %s: undoing failed too: %s", m->id, e2.msg);
     }
     watch_del(m->from);
-    free(m);
+    mv_free(m);
     return NULL;
 }
 
 /* ---- the gateway ---- */
 
+/* steps 1 to 3, then the watcher takes m; -1 with err (nothing changed,
+ * m still the caller's) */
+static int mv_run(struct mv *m, struct sl_err *err)
+{
+    if (!watch_add(m->from))
+        return sl_errf(err, SL_EBUSY, "ais://%s is being renamed already (follow it with GET "
+                       "/v1/cluster?what=status)", m->from);
+    sl_job_id(m->id, sizeof(m->id), "");
+    if (sl_bmd_modify(edit_begin, m, err) < 0) {
+        watch_del(m->from);
+        return -1;
+    }
+    struct sl_smap *sm = sl_smap_get();
+    m->smap_ver = sm->version;
+    m->tids = sl_xcalloc((size_t)sm->nnodes + 1, sizeof(*m->tids));
+    for (int i = 0; i < sm->nnodes; i++)
+        if (sm->nodes[i].type == SL_NODE_TARGET)
+            snprintf(m->tids[m->ntids++], sizeof(m->tids[0]), "%s", sm->nodes[i].id);
+    if (G.role == SL_ROLE_STANDALONE)
+        snprintf(m->tids[m->ntids++], sizeof(m->tids[0]), "%s", G.id);
+    sl_smap_put(sm);
+    if (drain_all(m->from, err) < 0 || sl_tcb_start_copy("move-bck", m->id, m->from, m->to, err) < 0) {
+        struct sl_err e2 = { 0 };
+        sl_bmd_modify(edit_undo, m, &e2);
+        watch_del(m->from);
+        return -1;
+    }
+    sl_logi("move-bck %s started: ais://%s -> ais://%s", m->id, m->from, m->to);
+    return 0;
+}
+
 static void start_run(struct sl_req *r, void *arg)
 {
     struct mv *m = arg;
     struct sl_err err = { 0 };
-    if (!watch_add(m->from)) {
-        sl_resp_errf(r, SL_EBUSY, "ais://%s is being renamed already (follow it with GET /v1/cluster?what=status)",
-                     m->from);
-        free(m);
+    if (mv_run(m, &err) < 0) {
+        sl_resp_err(r, &err);
+        mv_free(m);
         return;
     }
-    sl_job_id(m->id, sizeof(m->id), "");
-    if (sl_bmd_modify(edit_begin, m, &err) < 0)
-        goto fail;
-    if (drain_all(m->from, &err) < 0 || sl_tcb_start_copy("move-bck", m->id, m->from, m->to, &err) < 0) {
-        struct sl_err e2 = { 0 };
-        sl_bmd_modify(edit_undo, m, &e2);
-        goto fail;
-    }
-    sl_logi("move-bck %s started: ais://%s -> ais://%s", m->id, m->from, m->to);
     sl_resp_text(r, 200, m->id);
     sl_run_detached(watch_thread, m);
-    return;
-fail:
-    watch_del(m->from);
-    sl_resp_err(r, &err);
-    free(m);
+}
+
+/* the primary, once started: renames that were under way when the
+ * gateway running them stopped */
+static void *resume_thread(void *arg)
+{
+    (void)arg;
+    sleep(5); /* the cluster map and the primary settle */
+    if (G.role != SL_ROLE_STANDALONE && !sl_is_primary())
+        return NULL;
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int i = 0; i < bmd->n; i++) {
+        const char *to = json_string_value(json_object_get(bmd->bcks[i].props, "renamed"));
+        if (!to)
+            continue;
+        struct mv *m = sl_xcalloc(1, sizeof(*m));
+        snprintf(m->from, sizeof(m->from), "%s", bmd->bcks[i].name);
+        snprintf(m->to, sizeof(m->to), "%s", to);
+        struct sl_err err = { 0 };
+        if (mv_run(m, &err) < 0) {
+            sl_logw("move-bck: resuming ais://%s -> ais://%s: %s", m->from, m->to, err.msg);
+            mv_free(m);
+            continue;
+        }
+        sl_logi("move-bck %s: resumed ais://%s -> ais://%s", m->id, m->from, m->to);
+        sl_run_detached(watch_thread, m);
+    }
+    sl_bmd_put(bmd);
+    return NULL;
+}
+
+static void mvb_start(void)
+{
+    if (G.role == SL_ROLE_TARGET)
+        return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, resume_thread, NULL) == 0)
+        pthread_detach(t);
 }
 
 static bool mvb_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *am)
@@ -331,11 +414,11 @@ static bool mvb_bucket_post(struct sl_req *r, const char *bucket, struct sl_actm
     else if (!strcmp(m->to, m->from))
         sl_errf(&err, SL_EINVAL, "cannot rename bucket \"ais://%s\" to itself (\"ais://%s\")", m->from, m->to);
     if (err.msg[0]) {
-        free(m);
+        mv_free(m);
         sl_resp_err(r, &err);
         return true;
     }
-    sl_req_offload(r, start_run, free, m);
+    sl_req_offload(r, start_run, (void (*)(void *))mv_free, m);
     return true;
 }
 
@@ -344,4 +427,5 @@ const struct sl_module sl_mvb_module = {
     .internal = mvb_internal,
     .bucket_post = mvb_bucket_post,
     .post_actions = ", move-bck",
+    .start = mvb_start,
 };

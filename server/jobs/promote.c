@@ -32,6 +32,8 @@
 #include "xact.h"
 
 #include <dirent.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -220,6 +222,32 @@ static int send_to(struct run *u, const struct sl_snode *t, int fd, const struct
     return rc;
 }
 
+static bool exists_here(struct run *u, const char *name)
+{
+    struct sl_objmd md;
+    struct sl_mpath *mp;
+    struct sl_err e2;
+    if (sl_obj_stat(&u->b, name, strlen(name), &md, &mp, &e2) != 1)
+        return false;
+    sl_objmd_free(&md);
+    return true;
+}
+
+/* does object name exist on target t (its owner)? */
+static bool exists_at(struct run *u, const struct sl_snode *t, const char *name)
+{
+    char *enc = sl_url_encode_path(name, strlen(name));
+    char *url = sl_xasprintf("%s/v1/objects/%s/%s?provider=%s", t->data_url, u->b.name, enc, u->b.provider);
+    free(enc);
+    struct sl_peer_hdr h[] = { { "Ais-No-Gfn", "true" } };
+    struct sl_peer_resp r;
+    bool yes = sl_peer_call("HEAD", url, h, 1, NULL, 0, sl_conf->cplane_timeout_ns / 1000000, &r) == 0 &&
+               r.status == 200;
+    sl_peer_resp_free(&r);
+    free(url);
+    return yes;
+}
+
 /* one regular file (opened without following symlinks) -> object name */
 static void promote_file(struct run *u, int dirfd, const char *fname, const char *path, const char *name)
 {
@@ -249,17 +277,11 @@ static void promote_file(struct run *u, int dirfd, const char *fname, const char
         return;
     }
     int rc = 0;
-    if (!u->a->ovw && mine) {
-        struct sl_objmd md;
-        struct sl_mpath *mp;
-        struct sl_err e2;
-        if (sl_obj_stat(&u->b, name, strlen(name), &md, &mp, &e2) == 1) {
-            sl_objmd_free(&md);
-            u->kept++;
-            close(fd);
-            sl_smap_put(sm);
-            return;
-        }
+    if (!u->a->ovw && (mine ? exists_here(u, name) : exists_at(u, t, name))) {
+        u->kept++;
+        close(fd);
+        sl_smap_put(sm);
+        return;
     }
     if (mine)
         rc = store_here(u, fd, &st, name, &err);
@@ -315,39 +337,91 @@ static void walk(struct run *u, int dirfd, const char *path, const char *rel, in
     closedir(d);
 }
 
+/* open rel (a path below dirfd) as a directory, never through a symlink
+ * and never above dirfd */
+static int open_beneath(int dirfd, const char *rel)
+{
+    struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+    return (int)syscall(SYS_openat2, dirfd, *rel ? rel : ".", &how, sizeof(how));
+}
+
+/* promote.dir may not be, contain or lie inside a mountpath */
+static int dir_usable(const char *real_dir)
+{
+    if (!strcmp(real_dir, "/"))
+        return -1;
+    for (int i = 0; i < sl_store_nmpaths(); i++) {
+        char mp[PATH_MAX];
+        if (realpath(sl_store_mpath(i)->path, mp) && (under(mp, real_dir) || under(real_dir, mp)))
+            return -1;
+    }
+    return 0;
+}
+
 static void *run_thread(void *arg)
 {
     struct run *u = arg;
-    struct stat st;
     char real_dir[PATH_MAX];
-    if (!realpath(u->a->src, u->root)) {
-        fail_once(u, "%s on t[%s]: %s", u->a->src, G.id, strerror(errno));
-    } else if (!sl_conf->promote_dir[0] || !realpath(sl_conf->promote_dir, real_dir) || !under(u->root, real_dir)) {
-        fail_once(u, "invalid promote source \"%s\": it resolves to %s, outside %s (configuration promote.dir)",
-                  u->a->src, u->root, sl_conf->promote_dir);
-    } else if (lstat(u->root, &st) < 0) {
-        fail_once(u, "%s: %s", u->root, strerror(errno));
-    } else if (S_ISREG(st.st_mode)) {
-        /* one file: object "obj", or its base name */
-        char *slash = strrchr(u->root, '/');
-        *slash = 0;
-        int dfd = open(u->root[0] ? u->root : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        *slash = '/';
-        if (dfd < 0) {
-            fail_once(u, "%s: %s", u->root, strerror(errno));
-        } else {
-            promote_file(u, dfd, slash + 1, u->root, u->a->obj[0] ? u->a->obj : slash + 1);
-            close(dfd);
-        }
-    } else if (S_ISDIR(st.st_mode)) {
-        int dfd = open(u->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const char *dir = sl_conf->promote_dir;
+    /* SRC below promote.dir, as a path relative to it: every element is
+     * then opened beneath promote.dir's descriptor without following a
+     * symlink, so a directory swapped for a symlink meanwhile leads nowhere */
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--;
+    const char *rel = u->a->src + (under(u->a->src, dir) ? dl : 0);
+    while (*rel == '/')
+        rel++;
+    snprintf(u->root, sizeof(u->root), "%s", u->a->src);
+    int top = -1;
+    if (!dir[0] || !under(u->a->src, dir)) {
+        fail_once(u, "invalid promote source \"%s\": must be under %s (configuration promote.dir)", u->a->src,
+                  dir[0] ? dir : "(empty: promote is off)");
+    } else if (!realpath(dir, real_dir) || (top = open(real_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        fail_once(u, "promote.dir %s on t[%s]: %s", dir, G.id, strerror(errno));
+    } else if (dir_usable(real_dir) < 0) {
+        fail_once(u, "promote.dir %s (%s) is / or overlaps a mountpath of t[%s]: choose a directory of its own",
+                  dir, real_dir, G.id);
+    } else if (!*rel) {
+        int dfd = open_beneath(top, "");
         if (dfd < 0)
             fail_once(u, "%s: %s", u->root, strerror(errno));
         else
             walk(u, dfd, u->root, "", 0);
     } else {
-        fail_once(u, "%s is neither a file nor a directory", u->root);
+        char *parent = sl_xstrdup(rel), *slash = strrchr(parent, '/');
+        const char *base = slash ? slash + 1 : parent;
+        if (slash)
+            *slash = 0;
+        int pfd = open_beneath(top, slash ? parent : "");
+        struct stat st;
+        if (pfd < 0) {
+            fail_once(u, "invalid promote source \"%s\": %s", u->root,
+                      errno == ELOOP || errno == EXDEV ? "it leads outside promote.dir through a symlink"
+                                                       : strerror(errno));
+        } else if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            fail_once(u, "%s: %s", u->root, strerror(errno));
+        } else if (S_ISREG(st.st_mode)) {
+            /* one file: object "obj", or its base name */
+            promote_file(u, pfd, base, u->root, u->a->obj[0] ? u->a->obj : base);
+        } else if (S_ISDIR(st.st_mode)) {
+            int dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (dfd < 0)
+                fail_once(u, "%s: %s", u->root, strerror(errno));
+            else
+                walk(u, dfd, u->root, "", 0);
+        } else {
+            fail_once(u, "invalid promote source \"%s\": %s", u->root,
+                      S_ISLNK(st.st_mode) ? "it is a symlink, and promote follows none (nothing outside promote.dir "
+                                            "is read)" : "it is neither a file nor a directory");
+        }
+        if (pfd >= 0)
+            close(pfd);
+        free(parent);
     }
+    if (top >= 0)
+        close(top);
     sl_logi("promote %s: %llu file(s) into %s here, %llu sent, %llu kept (exist), %llu failed%s%s", u->a->id,
             (unsigned long long)u->job->loc_objs, u->b.name, (unsigned long long)u->job->out_objs,
             (unsigned long long)u->kept, (unsigned long long)u->failed, u->err[0] ? ": " : "", u->err);

@@ -122,6 +122,7 @@ struct copier {
     int netl;
     const struct sl_lua_val *args;
     bool dry_run;
+    bool rename;                /* move-bck: the copy into the new name */
     const char *job;
     char *buf;
     uint64_t in_bytes, out_bytes;
@@ -211,7 +212,7 @@ static int remote_status(struct sl_peer_resp *pr, int prc, const struct dest *d,
 /* Custom metadata as Ais-Custom-Md headers (copies keep it). */
 static struct sl_peer_hdr *custom_hdrs(const struct sl_objmd *md, char ***keep, int *n)
 {
-    struct sl_peer_hdr *h = sl_xcalloc((size_t)md->ncustom + 1, sizeof(*h));
+    struct sl_peer_hdr *h = sl_xcalloc((size_t)md->ncustom + 2, sizeof(*h)); /* and one more for the caller */
     *keep = sl_xcalloc((size_t)md->ncustom + 1, sizeof(char *));
     *n = 0;
     for (int i = 0; i < md->ncustom; i++) {
@@ -258,7 +259,7 @@ static int copy_plain(struct copier *c, int fd, const struct sl_objmd *md, const
     }
     if (d->local) {
         struct sl_put_opts o = { .client_cktype = -1, .expect_size = (int64_t)md->size, .custom = md->custom,
-                                 .ncustom = md->ncustom };
+                                 .ncustom = md->ncustom, .rename_copy = c->rename };
         struct sl_put *p;
         if (sl_put_begin(c->dst, dname, dlen, &o, &p, err) < 0)
             return -1;
@@ -286,6 +287,8 @@ static int copy_plain(struct copier *c, int fd, const struct sl_objmd *md, const
     char **keep;
     int nh;
     struct sl_peer_hdr *h = custom_hdrs(md, &keep, &nh);
+    if (c->rename) /* the one write the new name takes during a rename */
+        h[nh++] = (struct sl_peer_hdr){ "Ais-Rename-From", c->src->name };
     struct sl_peer_resp pr;
     int prc = sl_peer_put_fd(d->url, h, nh, fd, md->size, sl_conf->send_file_time_ns / 1000000, &pr);
     int rc = remote_status(&pr, prc, d, err);
@@ -542,7 +545,8 @@ static void *worker(void *arg)
 {
     struct tjob *t = arg;
     struct copier c = { .src = &t->src, .dst = &t->dst, .etl = t->etl, .netl = t->netl, .args = &t->args,
-                        .dry_run = t->m.dry_run, .job = t->job->id, .buf = sl_xmalloc(CHUNK) };
+                        .dry_run = t->m.dry_run, .rename = !strcmp(t->job->kind, "move-bck"), .job = t->job->id,
+                        .buf = sl_xmalloc(CHUNK) };
     char *name;
     while ((name = q_pop(t))) {
         struct sl_err err = { 0 };

@@ -571,6 +571,15 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
         if (!strcmp(full, "checksum.type") && sl_cksum_parse(json_string_value(v)) < 0)
             return sl_errf(err, SL_EINVAL, "invalid checksum type \"%s\" (valid: %s)", json_string_value(v),
                            sl_cksum_names());
+        if (!strcmp(full, "lru.dont_evict_time")) {
+            int64_t ns;
+            if (sl_parse_duration(json_string_value(v), &ns) < 0 || ns < 0)
+                return sl_errf(err, SL_EINVAL, "invalid lru.dont_evict_time \"%s\" (a duration: 90s, 2h, 2h30m)",
+                               json_string_value(v));
+        }
+        if (!strcmp(full, "lru.capacity_upd_time") && !json_equal(cur, v))
+            return sl_errf(err, SL_EINVAL, "bucket property lru.capacity_upd_time has no effect in Shale: how often "
+                           "targets check their capacity is the cluster's lru.capacity_upd_time");
         if (!strcmp(full, "write_policy.data") || !strcmp(full, "write_policy.md")) {
             const char *s = json_string_value(v);
             if (*s && strcmp(s, "immediate") && strcmp(s, "delayed") && strcmp(s, "never"))

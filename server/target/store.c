@@ -85,16 +85,23 @@ static void gate_gc(struct gate *g)
         *g = gates[--ngates];
 }
 
-static int write_enter(const struct sl_bck *b, struct sl_err *err)
+/* rename_copy: the copy of a rename into its new name (the one write the
+ * new name takes meanwhile) */
+static int write_enter(const struct sl_bck *b, bool rename_copy, struct sl_err *err)
 {
+    const char *to = json_string_value(json_object_get(b->props, "renamed"));
+    const char *from = json_string_value(json_object_get(b->props, "renaming_from"));
     pthread_mutex_lock(&gate_mu);
     struct gate *g = gate_find(b->bid, true);
-    if (g->sealed || json_is_string(json_object_get(b->props, "renamed"))) {
+    if (g->sealed || to || (from && !rename_copy)) {
         gate_gc(g);
         pthread_mutex_unlock(&gate_mu);
-        const char *to = json_string_value(json_object_get(b->props, "renamed"));
-        return sl_errf(err, SL_EBUSY, "ais://%s is being renamed%s%s: it takes no writes until the rename ends (write "
-                       "to the new name); nothing was written", b->name, to ? " to ais://" : "", to ? to : "");
+        if (from)
+            return sl_errf(err, SL_EBUSY, "ais://%s is being renamed from ais://%s: neither name takes writes until "
+                           "the rename ends (reads work); nothing was written, retry when it is done", b->name, from);
+        return sl_errf(err, SL_EBUSY, "ais://%s is being renamed%s%s: neither name takes writes until the rename ends "
+                       "(reads work); nothing was written, retry when it is done", b->name, to ? " to ais://" : "",
+                       to ? to : "");
     }
     g->inflight++;
     pthread_mutex_unlock(&gate_mu);
@@ -143,7 +150,9 @@ int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err)
     int left = g->inflight;
     pthread_mutex_unlock(&gate_mu);
     if (left)
-        return sl_errf(err, SL_ETIMEOUT, "t[%s]: %d write(s) to the bucket still in flight", store_node, left);
+        return sl_errf(err, SL_ETIMEOUT, "t[%s]: %d write(s) to the bucket were still in flight after %lld s (a long "
+                       "upload?); nothing was renamed: retry when they are done", store_node, left,
+                       (long long)(timeout_ns / 1000000000LL));
     return 0;
 }
 
@@ -372,28 +381,46 @@ void sl_store_capacity(uint64_t *used, uint64_t *total)
     }
 }
 
+static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, const int64_t *want_mtime,
+                      struct sl_err *err);
+
+int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    return obj_delete(b, name, nlen, NULL, err);
+}
+
+int sl_obj_delete_if(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, struct sl_err *err)
+{
+    return obj_delete(b, name, nlen, &mtime, err);
+}
+
 /* ---- reads, for LRU ----
  * The last read of an object is kept in memory, not in its metadata (a
  * metadata write per GET would cost more than the GET): a fixed table of
- * times indexed by a hash of (bucket id, name). Two objects may share a
- * slot; then each looks as recently read as the other, which only ever
- * keeps an object longer. */
-#define TOUCH_SLOTS (1 << 16)
-static int64_t touched[TOUCH_SLOTS];
-
-static size_t touch_slot(uint64_t bid, const char *name, size_t nlen)
-{
-    return (size_t)(XXH64(name, nlen, bid) & (TOUCH_SLOTS - 1));
-}
+ * 2^18 (hash, time) slots indexed by a hash of (bucket id, name). A read
+ * of another object that lands in the same slot replaces the entry, and
+ * that object falls back to its last write time: more reads than slots
+ * within dont_evict_time make LRU approximate, never stuck. */
+#define TOUCH_SLOTS (1 << 18)
+static struct {
+    uint64_t tag;               /* the rest of the hash: whose time this is */
+    int64_t ns;
+} touched[TOUCH_SLOTS];
 
 void sl_store_touch(uint64_t bid, const char *name, size_t nlen)
 {
-    __atomic_store_n(&touched[touch_slot(bid, name, nlen)], sl_now_ns(), __ATOMIC_RELAXED);
+    uint64_t h = XXH64(name, nlen, bid);
+    size_t i = (size_t)(h & (TOUCH_SLOTS - 1));
+    __atomic_store_n(&touched[i].tag, h, __ATOMIC_RELAXED);
+    __atomic_store_n(&touched[i].ns, sl_now_ns(), __ATOMIC_RELAXED);
 }
 
 int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen)
 {
-    return __atomic_load_n(&touched[touch_slot(bid, name, nlen)], __ATOMIC_RELAXED);
+    uint64_t h = XXH64(name, nlen, bid);
+    size_t i = (size_t)(h & (TOUCH_SLOTS - 1));
+    int64_t ns = __atomic_load_n(&touched[i].ns, __ATOMIC_RELAXED);
+    return __atomic_load_n(&touched[i].tag, __ATOMIC_RELAXED) == h ? ns : 0;
 }
 
 int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
@@ -440,7 +467,7 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     sl_obj_uname(&un, b->provider, b->name, name, nlen);
     struct sl_mpath *mp = sl_store_pick(un.p, un.len);
     sl_buf_free(&un);
-    if (space_check(mp, o ? o->expect_size : -1, err) < 0 || write_enter(b, err) < 0)
+    if (space_check(mp, o ? o->expect_size : -1, err) < 0 || write_enter(b, o && o->rename_copy, err) < 0)
         return -1;
 
     struct sl_put *p = sl_xcalloc(1, sizeof(*p));
@@ -857,14 +884,16 @@ int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, 
     return 0;
 }
 
-int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+/* want_mtime: delete only if the object was last written then (else 1) */
+static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, const int64_t *want_mtime,
+                      struct sl_err *err)
 {
     struct sl_mpath *mp = locate(b, name, nlen);
     char cn[400];
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-    if (write_enter(b, err) < 0)
+    if (write_enter(b, false, err) < 0)
         return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
@@ -879,6 +908,10 @@ int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct 
     }
     struct sl_buf fqn;
     sl_buf_init(&fqn);
+    if (want_mtime && md.mtime != *want_mtime) {
+        rc = 1; /* written again since: kept */
+        goto out;
+    }
     sl_obj_fqn(&fqn, mp, b->name, name, nlen, md.fname);
     /* file first, then metadata: a crash in between leaves metadata without
      * a file, which reads heal; never a resurrected object */
@@ -910,7 +943,7 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     char cn[400];
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
-    if (write_enter(b, err) < 0)
+    if (write_enter(b, false, err) < 0)
         return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
@@ -969,7 +1002,7 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
     e->mp = locate(b, name, nlen);
     if (!e->mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
-    if (write_enter(b, err) < 0)
+    if (write_enter(b, false, err) < 0)
         return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);

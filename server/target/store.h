@@ -62,6 +62,8 @@ struct sl_put_opts {
     int64_t expect_size;          /* -1 unknown */
     const struct sl_objmd *preserve;   /* keep version/atime/custom (rebalance, copy) */
     bool keep_custom;             /* merge custom metadata of the object being replaced */
+    bool rename_copy;             /* the copy of a bucket rename (move-bck) into its new name, which takes no
+                                   * other writes until the rename ends */
 };
 
 /* *out is new; sl_put_commit or sl_put_abort frees it (commit in every
@@ -95,6 +97,9 @@ int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, 
 int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mp,
                 struct sl_err *err);
 int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* The same, only if the object was last written at mtime: 0 deleted, 1
+ * kept (written again since), -1 err. */
+int sl_obj_delete_if(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, struct sl_err *err);
 /* Merge (or replace) custom metadata. */
 int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
                       bool replace, struct sl_err *err);

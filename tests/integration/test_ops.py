@@ -50,6 +50,7 @@ class TestNodeLogs(ClusterTest):
         big = self.log(turl, offset=10 ** 12)
         self.assertEqual(big.status_code, 400)
         self.assertIn("rotated", big.json()["message"])
+        self.assertIn("offset=0", big.json()["message"])
         self.assertEqual(self.log(turl, offset="ten").status_code, 400)
         # warnings and errors only (one "file", as AIStore's error log)
         # a failed request makes a warning line
@@ -219,16 +220,26 @@ class TestPromote(ClusterTest):
         r = self.promote("pb", self.pdir + "/etc", rcr=True)
         self.assertEqual(r.status_code, 200, r.text)
         st = self.wait(r.text)
-        self.assertIn("outside", st.get("err", ""))
+        self.assertIn("symlink", st.get("err", ""))
         self.assertEqual(self.listing("pb"), [])
+        # a directory on the way that is a symlink out of promote.dir: nothing read either
+        os.symlink(self.tmp, os.path.join(self.pdir, "up"))
+        with open(os.path.join(self.tmp, "secret.txt"), "wb") as f:
+            f.write(b"secret")
+        r = self.promote("pb", self.pdir + "/up/secret.txt", dls=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertIn("outside promote.dir", self.wait(r.text).get("err", ""))
+        self.assertEqual(self.listing("pb"), [])
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "secret.txt")))
         # promote off
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": ""}, timeout=30)
         self.assertEqual(r.status_code, 200, r.text)
         r = self.promote("pb", self.pdir + "/x")
         self.assertEqual(r.status_code, 400)
         self.assertIn("promote is off", r.json()["message"])
-        r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": "relative/dir"}, timeout=30)
-        self.assertEqual(r.status_code, 400)
+        for bad in ("relative/dir", "/"):
+            r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": bad}, timeout=30)
+            self.assertEqual(r.status_code, 400, bad)
         self.assertEqual(self.listing("pb"), [])
 
 
@@ -431,6 +442,12 @@ class TestLRU(ClusterTest):
         self.assertIn("lru", r.json()["message"])
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"lru.capacity_upd_time": "0s"}, timeout=30)
         self.assertEqual(r.status_code, 400)
+        # bucket lru properties: a duration that is not one, and the interval that is the cluster's
+        for lru, text in (({"dont_evict_time": "soon"}, "duration"), ({"capacity_upd_time": "1m"}, "cluster")):
+            r = self.s.patch(self.url + "/v1/buckets/lru-on", headers=J, timeout=30, data=json.dumps(
+                {"action": "set-bprops", "value": {"lru": lru}}))
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn(text, r.json()["message"])
 
 
 class TestMoveBucketCluster(ClusterTest, MoveBucket):
