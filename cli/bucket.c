@@ -544,15 +544,7 @@ static int bucket_props(struct opts *o)
         } else {
             json_t *after = props_fetch(pq);
             printf("Bucket props successfully updated\n");
-            for (int i = 2; i < o->argc; i++) {
-                char *k = sl_xstrndup(o->argv[i], (size_t)(strchr(o->argv[i], '=') - o->argv[i]));
-                char *was = cli_json_path_text(before, k);
-                char *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
-                printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
-                free(k);
-                free(was);
-                free(now);
-            }
+            cli_print_changes(before, after, o->argv + 2, o->argc - 2);
             json_decref(after);
         }
         json_decref(before);

@@ -113,6 +113,9 @@ void cli_print_obj_errors(const json_t *errs, const char *objkey);
 json_t *cli_json_path(json_t *doc, const char *dotted);
 /* The same as text: strings bare, other values as JSON, "" when absent (new) */
 char *cli_json_path_text(json_t *doc, const char *dotted);
+/* For each "KEY=VALUE" of kv[0..n): "KEY" set to: "now" (was: "before"),
+ * read from the documents before and after the change (after NULL: VALUE). */
+void cli_print_changes(json_t *before, json_t *after, char **kv, int n);
 
 /* A group's verbs: argv[0] names one; its flags are parsed as help.c lists
  * them for path (NULL: "GROUP VERB"); keep_verb leaves the verb as o.argv[0]. */

@@ -863,3 +863,16 @@ void progress_free(struct progress *p)
 {
     free(p);
 }
+
+void cli_print_changes(json_t *before, json_t *after, char **kv, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char *k = sl_xstrndup(kv[i], (size_t)(strchr(kv[i], '=') - kv[i]));
+        char *was = cli_json_path_text(before, k);
+        char *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(kv[i], '=') + 1);
+        printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
+        free(k);
+        free(was);
+        free(now);
+    }
+}

@@ -782,15 +782,7 @@ static int conf_set(const struct opts *o)
     } else {
         json_t *ans = cli_resp_json(&r), *after = cluster_config();
         printf("Cluster config updated\n");
-        for (int i = 0; i < o->argc; i++) {
-            char *k = sl_xstrndup(o->argv[i], (size_t)(strchr(o->argv[i], '=') - o->argv[i]));
-            char *was = cli_json_path_text(before, k);
-            char *now = after ? cli_json_path_text(after, k) : sl_xstrdup(strchr(o->argv[i], '=') + 1);
-            printf("\"%s\" set to: \"%s\" (was: \"%s\")\n", k, now, was);
-            free(k);
-            free(was);
-            free(now);
-        }
+        cli_print_changes(before, after, o->argv, o->argc);
         json_t *rr = json_object_get(ans, "restart_required");
         if (json_array_size(rr)) {
             printf("Restart required:");
