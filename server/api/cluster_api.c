@@ -125,8 +125,10 @@ static void cluster_put_done(struct sl_req *r)
 }
 
 /* target side of the listing fan-out */
-static void internal_lso_done(struct sl_req *r)
+/* a page of this target's metadata (an LMDB walk): off the HTTP thread */
+static void internal_lso_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     const char *p = r->path + strlen("/v1/internal/lso/");
     struct sl_bck b;
@@ -157,6 +159,11 @@ static void internal_lso_done(struct sl_req *r)
     sl_lsomsg_free(&lm);
     sl_actmsg_free(&m);
     sl_bck_release(&b);
+}
+
+static void internal_lso_done(struct sl_req *r)
+{
+    sl_req_offload(r, internal_lso_run, NULL, NULL);
 }
 
 /* ---- object redirects (gateway) ---- */

@@ -84,6 +84,59 @@ static int check_provider(struct sl_req *r, const char *name, struct sl_err *err
     return 0;
 }
 
+/* BMD changes go to every node (metasync): never on an HTTP thread */
+enum { BMD_CREATE, BMD_DESTROY, BMD_PROPS };
+
+struct bmd_job {
+    int kind;
+    char *name;
+    json_t *value;
+    bool reset;
+};
+
+static void bmd_job_free(void *arg)
+{
+    struct bmd_job *j = arg;
+    json_decref(j->value);
+    free(j->name);
+    free(j);
+}
+
+static void bmd_run(struct sl_req *r, void *arg)
+{
+    struct bmd_job *j = arg;
+    struct sl_err err = { 0 };
+    int rc;
+    if (j->kind == BMD_CREATE) {
+        struct create_arg ca = { j->name, j->value };
+        rc = sl_bmd_modify(edit_create, &ca, &err);
+        if (rc == 0)
+            sl_logi("created bucket ais://%s", j->name);
+    } else if (j->kind == BMD_DESTROY) {
+        rc = sl_bmd_modify(edit_destroy, j->name, &err);
+        if (rc == 0)
+            sl_logi("destroyed bucket ais://%s", j->name);
+    } else {
+        struct props_arg pa = { j->name, j->value, j->reset };
+        rc = sl_bmd_modify(edit_props, &pa, &err);
+    }
+    if (rc < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    bmd_job_free(j);
+}
+
+static void bmd_offload(struct sl_req *r, int kind, const char *name, const json_t *value, bool reset)
+{
+    struct bmd_job *j = sl_xcalloc(1, sizeof(*j));
+    j->kind = kind;
+    j->name = sl_xstrdup(name);
+    j->value = value ? json_deep_copy(value) : NULL;
+    j->reset = reset;
+    sl_req_offload(r, bmd_run, bmd_job_free, j);
+}
+
 static void post_bucket_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -100,13 +153,7 @@ static void post_bucket_done(struct sl_req *r)
         } else if (m.value && !json_is_object(m.value)) {
             sl_resp_errf(r, SL_EINVAL, "create-bck: \"value\" must be bucket properties (a JSON object) or null");
         } else {
-            struct create_arg ca = { name, m.value };
-            if (sl_bmd_modify(edit_create, &ca, &err) < 0) {
-                sl_resp_err(r, &err);
-            } else {
-                sl_logi("created bucket ais://%s", name);
-                sl_resp_empty(r, 200);
-            }
+            bmd_offload(r, BMD_CREATE, name, m.value, false);
         }
     } else if (sl_modules_bucket_post(r, name, &m)) {
         /* handled by a job module (copy, etl, ...) */
@@ -137,13 +184,10 @@ static void delete_bucket_done(struct sl_req *r)
                      "destroy the bucket and all its objects (valid: destroy-bck%s); nothing was done", name,
                      sl_modules_delete_actions());
     } else if (!strcmp(m.action, "destroy-bck")) {
-        if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0 ||
-            sl_bmd_modify(edit_destroy, name, &err) < 0) {
+        if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0)
             sl_resp_err(r, &err);
-        } else {
-            sl_logi("destroyed bucket ais://%s", name);
-            sl_resp_empty(r, 200);
-        }
+        else
+            bmd_offload(r, BMD_DESTROY, name, NULL, false);
     } else if (!sl_modules_bucket_delete(r, name, &m)) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck%s)",
                      m.action, name, sl_modules_delete_actions());
@@ -170,11 +214,10 @@ static void patch_bucket_done(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "set-bprops: \"value\" must be a JSON object of properties to set, e.g. "
                                    "{\"checksum\": {\"type\": \"md5\"}}");
     } else {
-        struct props_arg pa = { name, m.value, reset };
-        if (check_provider(r, name, &err) < 0 || sl_bmd_modify(edit_props, &pa, &err) < 0)
+        if (check_provider(r, name, &err) < 0)
             sl_resp_err(r, &err);
         else
-            sl_resp_empty(r, 200);
+            bmd_offload(r, BMD_PROPS, name, m.value, reset);
     }
     sl_actmsg_free(&m);
     free(name);

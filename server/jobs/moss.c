@@ -573,6 +573,9 @@ struct pull {
     int *idx;
     struct src *srcs;
     struct sl_opipe *p;
+    /* an item list to parse on the pull's thread */
+    char *body;
+    size_t blen;
     /* sl_moss_pull: the items, worked out on the pull's thread */
     sl_moss_items_fn build;
     void (*free_arg)(void *);
@@ -585,6 +588,7 @@ static void pull_free(struct pull *pl)
 {
     if (pl->free_arg)
         pl->free_arg(pl->arg);
+    free(pl->body);
     for (int k = 0; pl->srcs && k < pl->m.n; k++)
         src_close(&pl->srcs[k]);
     free(pl->srcs);
@@ -616,10 +620,18 @@ static void pull_fail(struct pull *pl, const char *msg)
     pull_free(pl);
 }
 
+static int pull_parse(struct pull *pl, struct sl_err *err);
+
 static void *pull_send(void *arg)
 {
     struct pull *pl = arg;
-    if (pl->build) {
+    if (pl->body) {
+        struct sl_err err = { 0 };
+        if (pull_parse(pl, &err) < 0) {
+            pull_fail(pl, err.msg);
+            return NULL;
+        }
+    } else if (pl->build) {
         struct sl_moss_item *items = NULL;
         int n = 0;
         struct sl_err err = { 0 };
@@ -689,11 +701,14 @@ static void pull_start(struct sl_req *r, struct pull *pl)
  * on the background pool: a designated target waits on that pool for the
  * answers of the other targets, and a pull that needed the pool could wait
  * behind it, on every target at once. */
-static void pull_done(struct sl_req *r)
+/* the item list a designated target sent: [[bck, provider, obj, archpath,
+ * start, length, rawhdr], ...] (on the pull's thread) */
+static int pull_parse(struct pull *pl, struct sl_err *err)
 {
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
-    struct pull *pl = sl_xcalloc(1, sizeof(*pl));
+    json_error_t je;
+    json_t *j = json_loadb(pl->body, pl->blen, 0, &je);
+    if (!j)
+        return sl_errf(err, SL_EINVAL, "get-batch pull: the item list is not JSON: %s", je.text);
     json_t *in = json_array();
     size_t i;
     json_t *e;
@@ -707,18 +722,24 @@ static void pull_done(struct sl_req *r)
         json_array_append_new(in, o ? o : json_object());
     }
     json_t *req = json_pack("{s:o,s:s}", "in", in, "mime", ".tar");
-    int rc = moss_parse(req, NULL, NULL, &pl->m, &err);
+    int rc = moss_parse(req, NULL, NULL, &pl->m, err);
     json_decref(req);
     for (int k = 0; rc == 0 && k < pl->m.n; k++) {
         const char *h = json_string_value(json_array_get(json_array_get(json_object_get(j, "items"), (size_t)k), 6));
         pl->m.it[k].rawhdr = h ? sl_xstrdup(h) : NULL;
     }
     json_decref(j);
-    if (rc < 0) {
-        sl_resp_err(r, &err);
-        pull_free(pl);
-        return;
-    }
+    return rc;
+}
+
+/* On the HTTP thread only the body is copied; it is parsed on the pull's
+ * thread, and an error goes back in the pull's header. */
+static void pull_done(struct sl_req *r)
+{
+    struct pull *pl = sl_xcalloc(1, sizeof(*pl));
+    pl->blen = r->body.len;
+    pl->body = sl_xmalloc(pl->blen + 1);
+    memcpy(pl->body, r->body.p ? r->body.p : "", pl->blen);
     pull_start(r, pl);
 }
 
