@@ -869,6 +869,51 @@ static void batch_redirect(struct sl_req *r, const struct batch_req *q)
     sl_smap_put(sm);
 }
 
+/* GET /v1/ml/plan/NAME/targets?epoch=E[&from=I][&count=N]: the target
+ * each batch of epoch E goes to (the one a gateway redirects it to), so
+ * that readers can ask it directly and save the redirect. Any target
+ * serves any batch correctly; this only saves work. */
+#define MAX_ROUTES 100000
+
+static void targets_run(struct sl_req *r, void *arg)
+{
+    struct batch_req *q = arg;
+    json_t *p = plan_get(q->name);
+    const char *c = sl_req_query(r, "count");
+    int64_t count = c && *c ? strtoll(c, NULL, 10) : MAX_ROUTES;
+    if (!p) {
+        sl_resp_errf(r, SL_ENOENT, "plan \"%s\" does not exist (list them with GET /v1/ml/plan)", q->name);
+        goto out;
+    }
+    int64_t batches = sl_json_int(p, "batches", 0), from = q->index;
+    if (count <= 0 || count > MAX_ROUTES)
+        count = MAX_ROUTES;
+    if (from > batches)
+        from = batches;
+    int64_t to = SL_MIN(batches, from + count);
+    struct sl_smap *sm = sl_smap_get();
+    json_t *urls = json_object(), *list = json_array();
+    for (int64_t i = from; i < to; i++) {
+        const struct sl_snode *t = NULL;
+        if (G.role != SL_ROLE_STANDALONE) {
+            struct batch_req b = { q->name, q->epoch, i };
+            t = batch_target(sm, p, &b);
+        }
+        const char *id = t ? t->id : G.id;
+        if (!json_object_get(urls, id))
+            json_object_set_new(urls, id, json_string(t ? t->url : G.self.url));
+        json_array_append_new(list, json_string(id));
+    }
+    sl_resp_json_new(r, 200, json_pack("{s:I,s:I,s:I,s:I,s:o,s:o}", "epoch", (json_int_t)q->epoch, "from",
+                                       (json_int_t)from, "batches", (json_int_t)batches, "smap_version",
+                                       (json_int_t)sm->version, "targets", urls, "route", list));
+    sl_smap_put(sm);
+out:
+    json_decref(p);
+    free(q->name);
+    free(q);
+}
+
 static void plan_route(struct sl_req *r)
 {
     const char *rest = r->path + strlen("/v1/ml/plan");
@@ -905,6 +950,18 @@ static void plan_route(struct sl_req *r)
             a->name = sl_xstrdup(name);
             sl_req_offload(r, batch_run, batch_cancel, a);
         }
+    } else if (r->method == SL_M_GET && !strcmp(sub, "targets") && name[0]) {
+        const char *e = sl_req_query(r, "epoch"), *f = sl_req_query(r, "from");
+        char *end = NULL;
+        unsigned long long ev = e && *e && *e != '-' ? strtoull(e, &end, 10) : 0;
+        long long fv = f && *f ? strtoll(f, NULL, 10) : 0;
+        if (!e || !*e || *end || *e == '-' || fv < 0) {
+            sl_resp_errf(r, SL_EINVAL, "plan targets: give ?epoch=E[&from=I][&count=N] (non-negative integers)");
+        } else {
+            struct batch_req *a = sl_xmalloc(sizeof(*a));
+            *a = (struct batch_req){ sl_xstrdup(name), ev, fv };
+            sl_req_offload(r, targets_run, batch_cancel, a);
+        }
     } else if (r->method == SL_M_GET && !sub[0]) {
         list_plans(r, name[0] ? name : NULL);
     } else if (r->method == SL_M_DELETE && name[0] && !sub[0]) {
@@ -916,7 +973,8 @@ static void plan_route(struct sl_req *r)
             sl_req_offload(r, delete_run, free, sl_xstrdup(name));
     } else {
         sl_resp_errf(r, SL_EINVAL, "unsupported request %s %s (plans: PUT /v1/ml/plan, GET /v1/ml/plan[/NAME], "
-                     "DELETE /v1/ml/plan/NAME, GET /v1/ml/plan/NAME/batch?epoch=E&index=I)", r->method_str, r->path);
+                     "DELETE /v1/ml/plan/NAME, GET /v1/ml/plan/NAME/batch?epoch=E&index=I, GET "
+                     "/v1/ml/plan/NAME/targets?epoch=E)", r->method_str, r->path);
     }
 }
 

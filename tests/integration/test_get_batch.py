@@ -385,6 +385,26 @@ class GetBatchCluster(ClusterTest, GetBatchApi, PlanApi):
         self.assertEqual(sum(len(p) for p in parts), 8, parts)
         stale = part(next(iter(sm["tmap"].values())), ver + 100)
         self.assertIn("retry the batch", stale["error"])
+        # the route of every batch: the target the gateway sends it to, asked directly gives the same bytes
+        r = self.s.get(self.url + "/v1/ml/plan/p1/targets", params={"epoch": 2}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        rt = r.json()
+        self.assertEqual((rt["from"], rt["batches"], len(rt["route"])), (0, 8, 8))
+        self.assertTrue(set(rt["route"]) <= set(sm["tmap"]))
+        direct = self.s.get(rt["targets"][rt["route"][3]] + "/v1/ml/plan/p1/batch", params={"epoch": 2, "index": 3},
+                            allow_redirects=False, timeout=30)
+        self.assertEqual(direct.status_code, 200)
+        self.assertEqual(direct.content, GetBatchCluster.plan_b3)
+        via = self.s.get(self.url + "/v1/ml/plan/p1/batch", params={"epoch": 2, "index": 3}, allow_redirects=False,
+                         timeout=30)
+        self.assertEqual(via.status_code, 307)
+        self.assertTrue(via.headers["Location"].startswith(rt["targets"][rt["route"][3]]))
+        r = self.s.get(self.url + "/v1/ml/plan/p1/targets", params={"epoch": 2, "from": 6}, timeout=30)
+        self.assertEqual(r.json()["route"], rt["route"][6:])
+        for bad in ({}, {"epoch": "-1"}, {"epoch": "x"}):
+            self.assertEqual(self.s.get(self.url + "/v1/ml/plan/p1/targets", params=bad, timeout=30).status_code, 400)
+        self.assertEqual(self.s.get(self.url + "/v1/ml/plan/nope/targets", params={"epoch": 0},
+                                    timeout=30).status_code, 404)
         # the PyTorch reader: 3 DataLoader workers give the epoch in plan order, and resume from an index
         code = ("import sys, json; sys.path.insert(0, %r)\n"
                 "from plan_dataset import PlanBatches\n"
