@@ -49,8 +49,14 @@ static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
 static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
     const char *name = arg;
-    if (!sl_bmd_find(b, "ais", name))
+    const struct sl_bck *k = sl_bmd_find(b, "ais", name);
+    if (!k)
         return sl_errf(err, SL_ENOBCK, "bucket \"ais://%s\" does not exist", name);
+    const char *to = json_string_value(json_object_get(k->props, "renamed"));
+    const char *from = json_string_value(json_object_get(k->props, "renaming_from"));
+    if (to || from)
+        return sl_errf(err, SL_EBUSY, "ais://%s is being renamed %s ais://%s: destroy it when the rename is done; "
+                       "nothing was destroyed", name, to ? "to" : "from", to ? to : from);
     sl_bmd_remove(b, "ais", name);
     return 0;
 }

@@ -128,10 +128,11 @@ static int edit_begin(struct sl_bmd *b, void *arg, struct sl_err *err)
     const char *mark = json_string_value(json_object_get(f->props, "renamed"));
     if (mark && !strcmp(mark, m->to) && t)
         return 0; /* resumed */
-    if (mark)
+    if (mark && strcmp(mark, m->to))
         return sl_errf(err, SL_EBUSY, "ais://%s is already being renamed to ais://%s", m->from, mark);
     if (t)
         return sl_errf(err, SL_EBCKEXIST, "bucket \"ais://%s\" already exists", m->to);
+    /* (marked for TO while TO is gone: start over) */
     json_t *props = json_deep_copy(f->props);
     static const char *const own[] = { "bid", "created", "renamed", "renaming_from", "name", "provider" };
     for (size_t i = 0; i < SL_ARRAY_SIZE(own); i++)
@@ -362,6 +363,13 @@ static void *resume_thread(void *arg)
         snprintf(m->from, sizeof(m->from), "%s", bmd->bcks[i].name);
         snprintf(m->to, sizeof(m->to), "%s", to);
         struct sl_err err = { 0 };
+        if (!sl_bmd_find(bmd, "ais", m->to)) {
+            /* the new name is gone (it cannot be destroyed during a rename, but an old BMD may say so) */
+            sl_bmd_modify(edit_undo, m, &err);
+            sl_logw("move-bck: ais://%s was being renamed to ais://%s, which does not exist: undone", m->from, m->to);
+            mv_free(m);
+            continue;
+        }
         if (mv_run(m, &err) < 0) {
             sl_logw("move-bck: resuming ais://%s -> ais://%s: %s", m->from, m->to, err.msg);
             mv_free(m);

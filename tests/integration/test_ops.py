@@ -321,6 +321,12 @@ class MoveBucket:
         r = self.move(src, dst)
         self.assertEqual(r.status_code, 200, r.text)
         jid = r.text
+        # the old name cannot be destroyed meanwhile (409 while the rename runs, 404 once it is done)
+        r = self.s.delete(self.url + "/v1/buckets/" + src, headers=J, timeout=30,
+                          data=json.dumps({"action": "destroy-bck"}))
+        self.assertIn(r.status_code, (409, 404), r.text)
+        if r.status_code == 409:
+            self.assertIn("being renamed", r.json()["message"])
         try:
             wait_until(lambda: self.props(src) is None, 120, what="ais://%s gone" % src)
         finally:
