@@ -75,7 +75,7 @@ struct moss {
     bool fixed_mtime;           /* entries dated 0: the same request gives the same bytes */
     bool raw;                   /* every item is a tar fragment (rawhdr): the answer is their concatenation */
     int coloc;
-    struct bcache *bc;
+    struct bcache **bc;
     int nbc;
 };
 
@@ -116,9 +116,10 @@ static void moss_free(struct moss *m)
     }
     free(m->it);
     for (int i = 0; i < m->nbc; i++) {
-        free(m->bc[i].name);
-        free(m->bc[i].prov);
-        sl_bck_release(&m->bc[i].b);
+        free(m->bc[i]->name);
+        free(m->bc[i]->prov);
+        sl_bck_release(&m->bc[i]->b);
+        free(m->bc[i]);
     }
     free(m->bc);
     memset(m, 0, sizeof(*m));
@@ -240,14 +241,16 @@ static const struct sl_bck *bck_of(struct moss *m, const struct item *x, struct 
 {
     const char *prov = x->prov ? x->prov : "";
     for (int i = 0; i < m->nbc; i++)
-        if (!strcmp(m->bc[i].name, x->bck) && !strcmp(m->bc[i].prov, prov))
-            return &m->bc[i].b;
+        if (!strcmp(m->bc[i]->name, x->bck) && !strcmp(m->bc[i]->prov, prov))
+            return &m->bc[i]->b;
     struct sl_bck b;
     if (sl_bck_resolve(x->bck, x->prov, NULL, &b, err) < 0)
         return NULL;
+    /* each entry stays where it is: open shards point at their bucket */
     m->bc = sl_xrealloc(m->bc, (size_t)(m->nbc + 1) * sizeof(*m->bc));
-    m->bc[m->nbc] = (struct bcache){ sl_xstrdup(x->bck), sl_xstrdup(prov), b };
-    return &m->bc[m->nbc++].b;
+    m->bc[m->nbc] = sl_xmalloc(sizeof(struct bcache));
+    *m->bc[m->nbc] = (struct bcache){ sl_xstrdup(x->bck), sl_xstrdup(prov), b };
+    return &m->bc[m->nbc++]->b;
 }
 
 /* "<bucket>/<obj>[/<archpath>]", or without the bucket with onob */

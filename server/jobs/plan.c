@@ -955,7 +955,7 @@ static void plan_route(struct sl_req *r)
         char *end = NULL;
         unsigned long long ev = e && *e && *e != '-' ? strtoull(e, &end, 10) : 0;
         long long fv = f && *f ? strtoll(f, NULL, 10) : 0;
-        if (!e || !*e || *end || *e == '-' || fv < 0) {
+        if (!e || !*e || *e == '-' || *end || fv < 0) {
             sl_resp_errf(r, SL_EINVAL, "plan targets: give ?epoch=E[&from=I][&count=N] (non-negative integers)");
         } else {
             struct batch_req *a = sl_xmalloc(sizeof(*a));
