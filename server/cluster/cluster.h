@@ -51,6 +51,12 @@ struct sl_tfan {
 void sl_tfan_init(struct sl_tfan *t, unsigned flags, const char *method, const char *path_fmt, ...) SL_PRINTF(4, 5);
 void sl_tfan_run(struct sl_tfan *t, int64_t timeout_ms);
 void sl_tfan_free(struct sl_tfan *t);
+/* Start job id on every target (flags as above): POST path with body to
+ * each. 0, or -1 with err naming the first target that refused or did not
+ * answer ("what: t[X]: ... (targets that did start go on; follow job
+ * id)"); the job is then aborted where it started. */
+int sl_tfan_start_job(unsigned flags, const char *path, const json_t *body, const char *what, const char *id,
+                      struct sl_err *err);
 
 /* One exact, merged page across all targets, added to out (the caller's:
  * sl_lspage_free, also after an error). Fails naming a target that did not

@@ -322,3 +322,30 @@ int sl_cluster_to_coordinator(const char *kind, const char *id, const char *path
     sl_smap_put(sm);
     return rc;
 }
+
+int sl_tfan_start_job(unsigned flags, const char *path, const json_t *body, const char *what, const char *id,
+                      struct sl_err *err)
+{
+    size_t blen;
+    char *bs = sl_json_dump(body, 0, &blen);
+    struct sl_tfan t;
+    sl_tfan_init(&t, flags, "POST", "%s", path);
+    for (int i = 0; i < t.n; i++) {
+        t.f[i].body = bs;
+        t.f[i].blen = blen;
+    }
+    sl_tfan_run(&t, 0);
+    int rc = 0;
+    if (!t.n)
+        rc = sl_errf(err, SL_EUNAVAIL, "%s: the cluster has no targets", what);
+    for (int i = 0; i < t.n && rc == 0; i++)
+        if (!t.f[i].ok || t.f[i].resp.status != 200)
+            rc = sl_errf(err, t.f[i].ok ? sl_code_from_status((int)t.f[i].resp.status) : SL_EUNAVAIL,
+                         "%s: t[%s]: %s (targets that did start go on; follow job %s)", what, t.who[i]->id,
+                         t.f[i].ok ? t.f[i].resp.err : "no answer", id);
+    sl_tfan_free(&t);
+    free(bs);
+    if (rc < 0 && id[0])
+        sl_cluster_abort_job(id);
+    return rc;
+}

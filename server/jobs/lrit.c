@@ -333,34 +333,12 @@ static void start_run(struct sl_req *r, void *arg)
             sl_resp_text(r, 200, id);
         return;
     }
-    json_t *msg = lr_json(l);
-    json_t *body = json_pack("{s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "msg", msg);
-    size_t blen;
-    char *bs = sl_json_dump(body, 0, &blen);
-    json_decref(body);
-    struct sl_tfan t;
-    sl_tfan_init(&t, 0, "POST", "/v1/internal/lrit/start");
-    for (int i = 0; i < t.n; i++) {
-        t.f[i].body = bs;
-        t.f[i].blen = blen;
-    }
-    sl_tfan_run(&t, 0);
-    int bad = -1;
-    for (int i = 0; i < t.n; i++)
-        if (!t.f[i].ok || t.f[i].resp.status != 200)
-            bad = i;
-    if (bad >= 0) {
-        sl_resp_errf(r, t.f[bad].ok ? sl_code_from_status((int)t.f[bad].resp.status) : SL_EUNAVAIL,
-                     "t[%s] failed to \"delete-listrange\" List/Range: %s (targets that did start go on; follow job "
-                     "%s)", t.who[bad]->id, t.f[bad].ok ? t.f[bad].resp.err : "no answer", l->id);
-        sl_cluster_abort_job(l->id);
-    } else if (!t.n) {
-        sl_resp_errf(r, SL_EUNAVAIL, "delete-listrange: the cluster has no targets");
-    } else {
+    json_t *body = json_pack("{s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "msg", lr_json(l));
+    if (sl_tfan_start_job(0, "/v1/internal/lrit/start", body, "delete-listrange", l->id, &err) < 0)
+        sl_resp_err(r, &err);
+    else
         sl_resp_text(r, 200, l->id);
-    }
-    sl_tfan_free(&t);
-    free(bs);
+    json_decref(body);
     lr_free(l);
 }
 

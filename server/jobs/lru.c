@@ -274,30 +274,11 @@ static void start_run(struct sl_req *r, void *arg)
         return;
     }
     json_t *body = json_pack("{s:s,s:O?,s:b}", "id", q->id, "buckets", q->bcks, "force", q->force);
-    size_t blen;
-    char *bs = sl_json_dump(body, 0, &blen);
-    json_decref(body);
-    struct sl_tfan t;
-    sl_tfan_init(&t, SL_TF_SKIP_OFFLINE, "POST", "/v1/internal/lru/start");
-    for (int i = 0; i < t.n; i++) {
-        t.f[i].body = bs;
-        t.f[i].blen = blen;
-    }
-    sl_tfan_run(&t, 0);
-    int bad = -1;
-    for (int i = 0; i < t.n; i++)
-        if (!t.f[i].ok || t.f[i].resp.status != 200)
-            bad = i;
-    if (!t.n)
-        sl_resp_errf(r, SL_EUNAVAIL, "start lru: the cluster has no targets");
-    else if (bad >= 0)
-        sl_resp_errf(r, t.f[bad].ok ? sl_code_from_status((int)t.f[bad].resp.status) : SL_EUNAVAIL,
-                     "start lru: t[%s]: %s (targets that did start go on; follow job %s)", t.who[bad]->id,
-                     t.f[bad].ok ? t.f[bad].resp.err : "no answer", id);
+    if (sl_tfan_start_job(SL_TF_SKIP_OFFLINE, "/v1/internal/lru/start", body, "start lru", id, &err) < 0)
+        sl_resp_err(r, &err);
     else
         sl_resp_text(r, 200, id);
-    sl_tfan_free(&t);
-    free(bs);
+    json_decref(body);
     json_decref(q->bcks);
     free(q);
 }

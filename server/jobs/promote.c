@@ -513,49 +513,38 @@ static void start_run(struct sl_req *r, void *arg)
     }
     json_t *body = json_pack("{s:s,s:s,s:o,s:b}", "id", a->id, "bck", a->bck, "args", pargs_json(a), "own_all",
                              a->notshr || a->tid);
-    size_t blen;
-    char *bs = sl_json_dump(body, 0, &blen);
-    json_decref(body);
-    struct sl_tfan t;
-    sl_tfan_init(&t, 0, "POST", "/v1/internal/promote");
-    int bad = -1, k = -1;
-    for (int i = 0; i < t.n; i++) {
-        t.f[i].body = bs;
-        t.f[i].blen = blen;
-        if (a->tid && !strcmp(a->tid, t.who[i]->id))
-            k = i;
-    }
-    if (a->tid && k < 0) {
-        sl_resp_errf(r, SL_ENOENT, "promote: target t[%s] is not in the cluster map (the targets: GET "
-                     "/v1/daemon?what=smap)", a->tid);
-        goto out;
-    }
-    if (!t.n) {
-        sl_resp_errf(r, SL_EUNAVAIL, "promote: the cluster has no targets");
-        goto out;
-    }
-    if (k >= 0) {
+    char *what = sl_xasprintf("promote %s", a->src);
+    if (!a->tid) {
+        if (sl_tfan_start_job(0, "/v1/internal/promote", body, what, id, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_text(r, 200, id);
+    } else {
         /* "tid": that target only */
-        struct sl_fan *f = &t.f[k];
-        f->ok = sl_peer_call("POST", f->url, NULL, 0, bs, blen, sl_conf->cplane_timeout_ns / 1000000, &f->resp) == 0;
-        bad = f->ok && f->resp.status == 200 ? -1 : k;
-    } else {
-        sl_tfan_run(&t, 0);
-        for (int i = 0; i < t.n; i++)
-            if (!t.f[i].ok || t.f[i].resp.status != 200)
-                bad = i;
+        struct sl_smap *sm = sl_smap_get();
+        const struct sl_snode *t = sl_smap_find(sm, a->tid);
+        if (!t || t->type != SL_NODE_TARGET) {
+            sl_resp_errf(r, SL_ENOENT, "promote: target t[%s] is not in the cluster map (the targets: GET "
+                         "/v1/daemon?what=smap)", a->tid);
+        } else {
+            char *url = sl_xasprintf("%s/v1/internal/promote", t->ctrl_url);
+            size_t blen;
+            char *bs = sl_json_dump(body, 0, &blen);
+            struct sl_peer_resp pr;
+            int rc = sl_peer_call("POST", url, NULL, 0, bs, blen, sl_conf->cplane_timeout_ns / 1000000, &pr);
+            if (rc < 0 || pr.status != 200)
+                sl_resp_errf(r, rc < 0 ? SL_EUNAVAIL : sl_code_from_status((int)pr.status), "%s: t[%s]: %s", what,
+                             a->tid, pr.err[0] ? pr.err : "no answer");
+            else
+                sl_resp_text(r, 200, id);
+            sl_peer_resp_free(&pr);
+            free(bs);
+            free(url);
+        }
+        sl_smap_put(sm);
     }
-    if (bad >= 0) {
-        sl_resp_errf(r, t.f[bad].ok ? sl_code_from_status((int)t.f[bad].resp.status) : SL_EUNAVAIL,
-                     "promote %s: t[%s] failed to start: %s (targets that did start go on; follow job %s)", a->src,
-                     t.who[bad]->id, t.f[bad].ok ? t.f[bad].resp.err : "no answer", id);
-        sl_cluster_abort_job(id);
-    } else {
-        sl_resp_text(r, 200, id);
-    }
-out:
-    sl_tfan_free(&t);
-    free(bs);
+    free(what);
+    json_decref(body);
     pargs_free(a);
 }
 
