@@ -577,6 +577,10 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "invalid lru.dont_evict_time \"%s\" (a duration: 90s, 2h, 2h30m)",
                                json_string_value(v));
         }
+        if ((!strncmp(full, "mirror.", 7) || !strncmp(full, "ec.", 3)) && !json_equal(cur, v))
+            return sl_errf(err, SL_EUNSUPP, "bucket property %s cannot be changed: this build has neither mirroring "
+                           "nor erasure coding yet, and a setting that did nothing would promise redundancy that "
+                           "is not there; nothing changed", full);
         if (!strcmp(full, "lru.capacity_upd_time") && !json_equal(cur, v))
             return sl_errf(err, SL_EINVAL, "bucket property lru.capacity_upd_time has no effect in Shale: how often "
                            "targets check their capacity is the cluster's lru.capacity_upd_time");

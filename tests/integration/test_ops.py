@@ -454,6 +454,15 @@ class TestLRU(ClusterTest):
                 {"action": "set-bprops", "value": {"lru": lru}}))
             self.assertEqual(r.status_code, 400, r.text)
             self.assertIn(text, r.json()["message"])
+        # redundancy this build does not have is refused, not stored; the values it has are accepted as they are
+        for props, code in (({"mirror": {"enabled": True, "copies": 2}}, 501), ({"ec": {"enabled": True}}, 501),
+                            ({"mirror": {"enabled": False}}, 200)):
+            r = self.s.patch(self.url + "/v1/buckets/lru-on", headers=J, timeout=30, data=json.dumps(
+                {"action": "set-bprops", "value": props}))
+            self.assertEqual(r.status_code, code, r.text)
+        p = json.loads(self.s.head(self.url + "/v1/buckets/lru-on", timeout=30).headers["Ais-Bucket-Props"])
+        self.assertFalse(p["mirror"]["enabled"])
+        self.assertFalse(p["ec"]["enabled"])
 
 
 class TestMoveBucketCluster(ClusterTest, MoveBucket):
