@@ -163,10 +163,8 @@ static bool redirect_to_owner(struct sl_req *r, const char *bck, const char *nam
     struct sl_smap *sm = sl_smap_get();
     const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? &G.self : sl_smap_hrw_target(sm, un.p, un.len);
     if (t) {
-        char *eb = sl_url_encode_path(bck, strlen(bck)), *eo = sl_url_encode_path(name, nlen);
-        sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=ais%s", t->url, eb, eo, extra);
-        free(eb);
-        free(eo);
+        sl_peer_obj_url(&url, t->url, bck, "ais", name, nlen);
+        sl_buf_adds(&url, extra);
         if (G.role != SL_ROLE_STANDALONE)
             sl_peer_add_redirect_marks(&url, G.id);
         sl_resp_redirect(r, 307, url.p);

@@ -63,9 +63,7 @@ static int send_one(struct batch *bt, struct item *it)
         return 0; /* gone meanwhile (deleted, or fetched by the owner): nothing to move */
     struct sl_buf url;
     sl_buf_init(&url);
-    char *enc = sl_url_encode_path(it->name, it->nlen);
-    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", it->owner->data_url, it->b.name, enc, it->b.provider);
-    free(enc);
+    sl_peer_obj_url(&url, it->owner->data_url, it->b.name, it->b.provider, it->name, it->nlen);
     sl_peer_add_redirect_marks(&url, G.id);
     struct sl_peer_hdr h[8 + 16];
     int nh = 0;
@@ -413,9 +411,7 @@ static int gfn_from(const struct sl_snode *t, const struct sl_bck *b, const char
     g.cktype = -1;
     struct sl_buf url;
     sl_buf_init(&url);
-    char *enc = sl_url_encode_path(name, nlen);
-    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", t->data_url, b->name, enc, b->provider);
-    free(enc);
+    sl_peer_obj_url(&url, t->data_url, b->name, b->provider, name, nlen);
     struct sl_peer_hdr h[] = { { "Ais-No-Gfn", "true" } };
     struct sl_peer_resp r;
     int rc = sl_peer_get_stream(url.p, h, 1, gfn_sink, gfn_hdr, &g, sl_conf->send_file_time_ns / 1000000, &r);

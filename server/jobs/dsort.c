@@ -1121,10 +1121,10 @@ static int ekm_fetch(const char *where, struct sl_buf *out, struct sl_err *err)
             return sl_errf(err, SL_EINVAL, "dsort: ekm_file %s names no object", where);
         struct sl_smap *sm = sl_smap_get();
         const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, b, obj);
-        char *eb = sl_url_encode_path(b, strlen(b)), *eo = sl_url_encode_path(obj, strlen(obj));
-        url = sl_xasprintf("%s/v1/objects/%s/%s?provider=ais", t ? t->url : G.self.url, eb, eo);
-        free(eb);
-        free(eo);
+        struct sl_buf ub;
+        sl_buf_init(&ub);
+        sl_peer_obj_url(&ub, t ? t->url : G.self.url, b, "ais", obj, strlen(obj));
+        url = sl_buf_steal(&ub);
         sl_smap_put(sm);
     } else {
         url = sl_xstrdup(where);

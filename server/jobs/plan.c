@@ -816,14 +816,8 @@ static const struct sl_snode *batch_target(const struct sl_smap *sm, const json_
     sl_buf_init(&un);
     for (int k = 0; k < n; k++) {
         int si = pk[k].shard;
-        if (!own[si]) {
-            const char *shard = json_string_value(json_array_get(shards, (size_t)si));
-            sl_buf_reset(&un);
-            sl_obj_uname(&un, "ais", sl_json_str(p, "bck", ""), shard, strlen(shard));
-            own[si] = sl_smap_hrw_target(sm, un.p, un.len);
-            if (!own[si])
-                break;
-        }
+        if (!own[si] && !(own[si] = shard_owner(sm, p, json_string_value(json_array_get(shards, (size_t)si)), &un)))
+            break;
         int ni = (int)(own[si] - sm->nodes);
         if (ni >= 0 && ni < sm->nnodes && ++cnt[ni] > most) {
             most = cnt[ni];

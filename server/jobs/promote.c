@@ -209,9 +209,7 @@ static int send_to(struct run *u, const struct sl_snode *t, int fd, const struct
 {
     struct sl_buf url;
     sl_buf_init(&url);
-    char *enc = sl_url_encode_path(name, strlen(name));
-    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", t->data_url, u->b.name, enc, u->b.provider);
-    free(enc);
+    sl_peer_obj_url(&url, t->data_url, u->b.name, u->b.provider, name, strlen(name));
     sl_peer_add_redirect_marks(&url, G.id);
     struct sl_peer_resp r;
     int rc = sl_peer_put_fd(url.p, NULL, 0, fd, (uint64_t)st->st_size, sl_conf->send_file_time_ns / 1000000, &r);
@@ -236,15 +234,15 @@ static bool exists_here(struct run *u, const char *name)
 /* does object name exist on target t (its owner)? */
 static bool exists_at(struct run *u, const struct sl_snode *t, const char *name)
 {
-    char *enc = sl_url_encode_path(name, strlen(name));
-    char *url = sl_xasprintf("%s/v1/objects/%s/%s?provider=%s", t->data_url, u->b.name, enc, u->b.provider);
-    free(enc);
+    struct sl_buf url;
+    sl_buf_init(&url);
+    sl_peer_obj_url(&url, t->data_url, u->b.name, u->b.provider, name, strlen(name));
     struct sl_peer_hdr h[] = { { "Ais-No-Gfn", "true" } };
     struct sl_peer_resp r;
-    bool yes = sl_peer_call("HEAD", url, h, 1, NULL, 0, sl_conf->cplane_timeout_ns / 1000000, &r) == 0 &&
+    bool yes = sl_peer_call("HEAD", url.p, h, 1, NULL, 0, sl_conf->cplane_timeout_ns / 1000000, &r) == 0 &&
                r.status == 200;
     sl_peer_resp_free(&r);
-    free(url);
+    sl_buf_free(&url);
     return yes;
 }
 

@@ -418,9 +418,10 @@ static int fetch_small(struct sl_plan *p, const struct sl_smap *sm, const struct
         out->p[out->len] = 0;
         return 0;
     }
-    char *enc = sl_url_encode_path(o->name, o->nlen);
-    char *url = sl_xasprintf("%s/v1/objects/%s/%s?provider=ais", owner->data_url, p->src.name, enc);
-    free(enc);
+    struct sl_buf ub;
+    sl_buf_init(&ub);
+    sl_peer_obj_url(&ub, owner->data_url, p->src.name, "ais", o->name, o->nlen);
+    char *url = sl_buf_steal(&ub);
     struct sl_peer_resp r;
     int rc = sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r);
     free(url);

@@ -189,11 +189,7 @@ static int dest_of(const struct copier *c, const char *dname, size_t dlen, struc
     } else {
         struct sl_buf url;
         sl_buf_init(&url);
-        char *eb = sl_url_encode_path(c->dst->name, strlen(c->dst->name));
-        char *eo = sl_url_encode_path(dname, dlen);
-        sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", t->data_url, eb, eo, c->dst->provider);
-        free(eb);
-        free(eo);
+        sl_peer_obj_url(&url, t->data_url, c->dst->name, c->dst->provider, dname, dlen);
         sl_peer_add_redirect_marks(&url, G.id);
         d->url = sl_buf_steal(&url);
     }

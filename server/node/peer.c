@@ -436,3 +436,12 @@ void sl_peer_fanout_free(struct sl_fan *reqs, int n)
     for (int i = 0; i < n; i++)
         sl_peer_resp_free(&reqs[i].resp);
 }
+
+void sl_peer_obj_url(struct sl_buf *out, const char *node_url, const char *bck, const char *provider, const char *obj,
+                     size_t olen)
+{
+    char *eb = sl_url_encode_path(bck, strlen(bck)), *eo = sl_url_encode_path(obj, olen);
+    sl_buf_printf(out, "%s/v1/objects/%s/%s?provider=%s", node_url, eb, eo, provider);
+    free(eb);
+    free(eo);
+}

@@ -60,6 +60,10 @@ int sl_peer_stream_pooled(const char *method, const char *url, const void *body,
 /* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) to
  * url */
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid);
+/* Append NODE_URL/v1/objects/BUCKET/OBJ?provider=PROVIDER to out, the
+ * bucket and object name path-encoded: object requests to another node. */
+void sl_peer_obj_url(struct sl_buf *out, const char *node_url, const char *bck, const char *provider, const char *obj,
+                     size_t olen);
 
 
 /* Parallel requests to several peers (one thread, libcurl multi). Each

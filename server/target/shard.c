@@ -96,9 +96,7 @@ int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, cons
         return add_local(w, src, obj, olen, entry, elen, buf, bufsz, job, err);
     struct sl_buf url;
     sl_buf_init(&url);
-    char *enc = sl_url_encode_path(obj, olen);
-    sl_buf_printf(&url, "%s/v1/objects/%s/%s?provider=%s", owner->data_url, src->name, enc, src->provider);
-    free(enc);
+    sl_peer_obj_url(&url, owner->data_url, src->name, src->provider, obj, olen);
     struct remote m = { .w = w, .entry = entry, .elen = elen, .len = -1, .job = job, .err = err };
     err->msg[0] = 0;
     struct sl_peer_resp r;
@@ -138,10 +136,11 @@ void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n
         if (!owner || !strcmp(owner->id, G.id))
             continue;
         f[i].remote = true;
-        char *enc = sl_url_encode_path(f[i].obj, f[i].olen);
-        fan[k].url = sl_xasprintf("%s/v1/objects/%s/%s?provider=%s", owner->data_url, src->name, enc, src->provider);
+        struct sl_buf u;
+        sl_buf_init(&u);
+        sl_peer_obj_url(&u, owner->data_url, src->name, src->provider, f[i].obj, f[i].olen);
+        fan[k].url = sl_buf_steal(&u);
         fan[k].method = "GET";
-        free(enc);
         idx[k++] = i;
     }
     sl_buf_free(&un);

@@ -362,22 +362,20 @@ void sl_store_capacity(uint64_t *used, uint64_t *total)
     unsigned long seen[64];
     int nseen = 0;
     for (int i = 0; i < nmpaths; i++) {
-        struct statvfs sv;
         struct stat st;
-        if (statvfs(mpaths[i].path, &sv) < 0 || stat(mpaths[i].path, &st) < 0)
+        uint64_t u, t;
+        if (stat(mpaths[i].path, &st) < 0 || sl_store_mpath_usage(i, &u, &t) < 0)
             continue;
         bool dup = false;
         for (int j = 0; j < nseen; j++)
             if (seen[j] == (unsigned long)st.st_dev)
                 dup = true;
         if (dup)
-            continue;
+            continue; /* one filesystem counts once */
         if (nseen < 64)
             seen[nseen++] = (unsigned long)st.st_dev;
-        uint64_t t = (uint64_t)sv.f_blocks * sv.f_frsize;
-        uint64_t f = (uint64_t)sv.f_bavail * sv.f_frsize;
         *total += t;
-        *used += t - f;
+        *used += u;
     }
 }
 
