@@ -62,6 +62,9 @@ struct cli_resp {
 };
 
 /* One request. body may be NULL. Follows redirects (301/307, method kept). */
+/* A limit on each following request's whole time (0: none): for probes of
+ * nodes that may hold a connection open without answering. */
+void cli_set_req_timeout(long ms);
 int cli_req(const char *method, const char *path_and_query, const char *ctype, const void *body, size_t blen,
             struct cli_resp *out);
 /* ActMsg request: {"action":action,"name":name,"value":value} (value consumed). */

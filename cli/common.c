@@ -542,6 +542,13 @@ static void extract_error(struct cli_resp *out)
     json_decref(j);
 }
 
+static long req_timeout_ms; /* 0: no limit (jobs may take long) */
+
+void cli_set_req_timeout(long ms)
+{
+    req_timeout_ms = ms;
+}
+
 int cli_req(const char *method, const char *pq, const char *ctype, const void *body, size_t blen,
             struct cli_resp *out)
 {
@@ -576,6 +583,8 @@ int cli_req(const char *method, const char *pq, const char *ctype, const void *b
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &out->hdrs);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    if (req_timeout_ms > 0)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req_timeout_ms);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
     CURLcode rc = curl_easy_perform(c);
     int ret = 0;

@@ -373,9 +373,10 @@ static const struct cli_cmd cmds[] = {
     { "playground status", "playground status --dir DIR", "Show the playground's nodes and whether they run.",
       F({ "--dir DIR", "the playground's directory", "required" }), 0, 0, { "playground status --dir /tmp/pg", NULL },
       NULL },
-    { "playground add-target", "playground add-target --dir DIR",
+    { "playground add-target", "playground add-target --dir DIR [--port P]",
       "Start one more target in the playground (it joins, and a rebalance follows).",
-      F({ "--dir DIR", "the playground's directory", "required" }), 0, 0,
+      F({ "--dir DIR", "the playground's directory", "required" },
+        { "--port P", "the new target's port", "the first free port above the playground's" }), 0, 0,
       { "playground add-target --dir /tmp/pg", NULL }, NULL },
 };
 

@@ -19,6 +19,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -215,7 +217,9 @@ static bool health_ok(int port, const char *q)
     cli_set_endpoint(ep);
     struct cli_resp r;
     char *pq = sl_xasprintf("/v1/health%s", q ? q : "");
+    cli_set_req_timeout(3000); /* whatever else holds the port may never answer */
     int rc = cli_req("GET", pq, NULL, NULL, 0, &r);
+    cli_set_req_timeout(0);
     free(pq);
     bool ok = rc == 0 && r.status == 200;
     cli_resp_free(&r);
@@ -259,7 +263,10 @@ static int node_answers(const char *dir, const char *name, int port, char *other
     char id[128];
     int ans = ANS_OTHER;
     read_node_id(dir, name, id, sizeof(id));
-    if (cli_req("GET", "/v1/daemon?what=snode", NULL, NULL, 0, &r) == 0 && r.status == 200) {
+    cli_set_req_timeout(3000);
+    int rc = cli_req("GET", "/v1/daemon?what=snode", NULL, NULL, 0, &r);
+    cli_set_req_timeout(0);
+    if (rc == 0 && r.status == 200) {
         json_t *j = cli_resp_json(&r);
         const char *got = json_string_value(json_object_get(j, "daemon_id"));
         if (got) {
@@ -651,6 +658,22 @@ static int pg_status(struct opts *o)
     return down ? 1 : 0;
 }
 
+/* Can a node bind 127.0.0.1:port right now? (Another playground or test may
+ * hold the port after ours; the new node would exit at start-up.) */
+static bool port_free(int port)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return false;
+    int one = 1;
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    bool ok = bind(s, (struct sockaddr *)&a, sizeof(a)) == 0;
+    close(s);
+    return ok;
+}
+
 static int pg_add_target(struct opts *o)
 {
     const char *d = opt_str(o, "dir");
@@ -682,9 +705,30 @@ static int pg_add_target(struct opts *o)
         if (!strcmp(json_string_value(json_object_get(n, "role")), "target"))
             nt++;
     }
+    int port = (int)opt_int(o, "port", 0);
+    if (port < 0 || port > 65535) {
+        fprintf(stderr, "Error: --port %d is not a TCP port (1-65535)\n", port);
+        json_decref(topo);
+        return 1;
+    }
+    if (port > 0 && !port_free(port)) {
+        fprintf(stderr, "Error: port %d is in use on 127.0.0.1; pass another --port or leave it out\n", port);
+        json_decref(topo);
+        return 1;
+    }
+    if (port == 0) { /* the first free port above the playground's own */
+        for (port = maxport + 1; port < maxport + 200 && port <= 65535 && !port_free(port); port++)
+            ;
+        if (port >= maxport + 200 || port > 65535) {
+            fprintf(stderr, "Error: no free port in %d-%d for the new target; pass --port\n", maxport + 1,
+                    maxport + 199);
+            json_decref(topo);
+            return 1;
+        }
+    }
     char nm[16];
     snprintf(nm, sizeof(nm), "t%d", nt);
-    json_t *node = json_pack("{s:s,s:s,s:i}", "name", nm, "role", "target", "port", maxport + 1);
+    json_t *node = json_pack("{s:s,s:s,s:i}", "name", nm, "role", "target", "port", port);
     json_array_append_new(nodes, node);
     char *primary = sl_xasprintf("http://127.0.0.1:%d", (int)json_integer_value(json_object_get(first, "port")));
     write_node_config(buf, node, primary, (int)json_integer_value(json_object_get(topo, "mountpaths")));
@@ -694,8 +738,15 @@ static int pg_add_target(struct opts *o)
     free(tf);
     int started = 0;
     int rc = start_nodes(buf, topo, 60, &started);
-    if (rc == 0)
-        printf("Target %s added on port %d; it joined and rebalance follows\n", nm, maxport + 1);
+    if (rc == 0) {
+        printf("Target %s added on port %d; it joined and rebalance follows\n", nm, port);
+    } else { /* a node that never started is not part of the playground */
+        json_array_remove(nodes, json_array_size(nodes) - 1);
+        tf = sl_xasprintf("%s/playground.json", buf);
+        json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        free(tf);
+        fprintf(stderr, "Target %s was not added (its directory %s/%s is left for its logs)\n", nm, buf, nm);
+    }
     json_decref(topo);
     return rc;
 }

@@ -26,18 +26,23 @@ PLUGDIR = os.path.join(BUILD, "lib", "shale")
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    return free_port_range(1)
 
 
 def free_port_range(n, tries=200):
-    """n consecutive free ports on 127.0.0.1"""
+    """n consecutive free ports on 127.0.0.1, below the kernel's ephemeral range: a port in that range can be
+    taken by any outgoing connection between this check and the node's bind (or a target added later)"""
     import random
+    lo, hi = 15000, 32000
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph = int(f.read().split()[0])
+        if eph - 1000 > lo:
+            hi = eph - 1
+    except (OSError, ValueError, IndexError):
+        pass
     for _ in range(tries):
-        base = random.randint(20000, 60000 - n)
+        base = random.randint(lo, hi - n)
         socks = []
         ok = True
         for p in range(base, base + n):
