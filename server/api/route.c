@@ -10,6 +10,7 @@
 #include "module.h"
 #include "node.h"
 #include "prx.h"
+#include "s3.h"
 #include "tgt.h"
 
 #include <stdio.h>
@@ -100,6 +101,8 @@ void sl_route(struct sl_req *r)
         return;
     if (sl_req_path_is(r, "/v1/health")) {
         sl_h_health(r);
+    } else if (sl_req_path_is(r, "/s3")) {
+        sl_s3_route(r);
     } else if (sl_req_path_is(r, "/v1/objects")) {
         sl_route_objects(r);
     } else if (sl_req_path_is(r, "/v1/buckets")) {

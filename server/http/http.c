@@ -164,6 +164,25 @@ int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void 
     return h.n;
 }
 
+struct heach {
+    void (*cb)(void *, const char *, const char *);
+    void *arg;
+};
+
+static enum MHD_Result heach_cb(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+    (void)kind;
+    struct heach *h = cls;
+    h->cb(h->arg, k, v ? v : "");
+    return MHD_YES;
+}
+
+void sl_req_headers_each(const struct sl_req *r, void (*cb)(void *arg, const char *k, const char *v), void *arg)
+{
+    struct heach h = { cb, arg };
+    MHD_get_connection_values((struct MHD_Connection *)r->conn, MHD_HEADER_KIND, heach_cb, &h);
+}
+
 bool sl_req_path_is(const struct sl_req *r, const char *p)
 {
     size_t n = strlen(p);
@@ -181,6 +200,14 @@ void sl_req_stream_body(struct sl_req *r, sl_body_data_fn data, sl_body_done_fn 
 {
     r->body_mode = SL_BODY_STREAM;
     r->on_data = data;
+    r->on_done = done;
+}
+
+void sl_req_stream_body_bp(struct sl_req *r, sl_body_take_fn take, sl_body_done_fn done)
+{
+    r->body_mode = SL_BODY_STREAM;
+    r->on_data = NULL;
+    r->on_take = take;
     r->on_done = done;
 }
 
@@ -282,6 +309,20 @@ void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg
     __atomic_store_n(&r->offload, OFFLOAD_RUNNING, __ATOMIC_RELEASE);
     MHD_suspend_connection((struct MHD_Connection *)r->conn);
     sl_bg_submit(offload_run, o);
+}
+
+void sl_req_defer(struct sl_req *r)
+{
+    __atomic_store_n(&r->offload, OFFLOAD_RUNNING, __ATOMIC_RELEASE);
+    MHD_suspend_connection((struct MHD_Connection *)r->conn);
+}
+
+void sl_req_deferred_done(struct sl_req *r)
+{
+    if (!r->responded)
+        sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s produced no response", r->method_str, r->path);
+    __atomic_store_n(&r->offload, OFFLOAD_DONE, __ATOMIC_RELEASE);
+    MHD_resume_connection((struct MHD_Connection *)r->conn);
 }
 
 void sl_conn_suspend(void *conn)
@@ -603,6 +644,21 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         }
         if (!r->responded && r->body_mode == SL_BODY_NONE)
             r->body_mode = SL_BODY_DISCARD;
+        sl_log_set_reqid(NULL);
+        return MHD_YES;
+    }
+    if (*upload_data_size && r->body_mode == SL_BODY_STREAM && r->on_take) {
+        size_t n = *upload_data_size;
+        ssize_t took = r->on_take(r, upload_data, n);
+        if (took < 0) {
+            r->failed = true;
+            r->body_mode = SL_BODY_DISCARD;
+            took = (ssize_t)n;
+        }
+        if ((size_t)took > n)
+            took = (ssize_t)n;
+        *upload_data_size = n - (size_t)took;   /* the rest comes again after the resume */
+        r->body_seen += (uint64_t)took;
         sl_log_set_reqid(NULL);
         return MHD_YES;
     }

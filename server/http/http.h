@@ -36,6 +36,7 @@ typedef void (*sl_body_done_fn)(struct sl_req *r);
 /* return 0 to continue, -1 to fail the request (r->err set): the rest of
  * the body is discarded and the error is the response */
 typedef int (*sl_body_data_fn)(struct sl_req *r, const char *data, size_t n);
+typedef ssize_t (*sl_body_take_fn)(struct sl_req *r, const char *data, size_t n);
 /* called once when the request ends (completed: the response went out in
  * full), before the engine frees r: where a handler frees its r->ctx */
 typedef void (*sl_req_cleanup_fn)(struct sl_req *r, bool completed);
@@ -64,6 +65,7 @@ struct sl_req {
     uint64_t body_limit;
     uint64_t body_seen;
     sl_body_data_fn on_data;
+    sl_body_take_fn on_take;    /* SL_BODY_STREAM with back-pressure */
     sl_body_done_fn on_done;
     sl_req_cleanup_fn on_cleanup;
     void *ctx;
@@ -114,9 +116,18 @@ const char *sl_req_header(const struct sl_req *r, const char *name);  /* case-in
 /* iterate all values of a (possibly repeated) header */
 int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void *arg, const char *v), void *arg);
 
+/* every request header, in order: cb(arg, name, value) */
+void sl_req_headers_each(const struct sl_req *r, void (*cb)(void *arg, const char *k, const char *v), void *arg);
+
 /* ---- body ---- */
 void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done);
 void sl_req_stream_body(struct sl_req *r, sl_body_data_fn data, sl_body_done_fn done);
+/* Streaming with back-pressure: data returns how many of the n bytes it
+ * took (0..n), or -1 to fail the request. Taking fewer than n, it must have
+ * suspended the connection (sl_conn_suspend, under the lock its consumer
+ * holds when it later calls sl_conn_resume): the engine keeps the rest and
+ * hands it over again, first, once the connection resumes. */
+void sl_req_stream_body_bp(struct sl_req *r, sl_body_take_fn take, sl_body_done_fn done);
 /* Parse the buffered body as JSON (NULL body -> JSON null); 400 error on
  * failure. Returns a new reference (json_decref). */
 json_t *sl_req_body_json(struct sl_req *r, struct sl_err *err);
@@ -160,6 +171,13 @@ void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
  * owns it (with cancel NULL, an arg that needs freeing leaks at shutdown). */
 typedef void (*sl_offload_fn)(struct sl_req *r, void *arg);
 void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+
+/* The answer comes from a thread of the handler's own (a forward to a
+ * peer): sl_req_defer (HTTP thread, where a response is allowed) suspends
+ * the connection; that thread later makes one sl_resp_* call and then
+ * sl_req_deferred_done, which hands the response to the engine. */
+void sl_req_defer(struct sl_req *r);
+void sl_req_deferred_done(struct sl_req *r);
 
 /* Streams whose bytes are produced on another thread: the stream function,
  * having nothing to send yet, calls sl_conn_suspend(r->conn) while holding

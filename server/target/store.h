@@ -78,6 +78,9 @@ int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *er
 int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err);
 void sl_put_abort(struct sl_put *p);          /* removes the work file, frees p; NULL ok */
 uint64_t sl_put_size(const struct sl_put *p);
+/* Set (or replace) a custom key of the object before commit: what is
+ * known only once the body is in (an S3 PUT's MD5 ETag). */
+void sl_put_set_custom(struct sl_put *p, const char *k, const char *v);
 /* Work file of an in-flight PUT (for writers that need to seek or read
  * back: it is open read-write). The fd belongs to p (do not close it)
  * until commit or abort. */

@@ -1,0 +1,866 @@
+/* SPDX-License-Identifier: MIT
+ * s3.c: the S3 front end's routing, errors and XML, and the requests on
+ * buckets (ListBuckets, Create/Head/Delete bucket, ListObjects v1/v2,
+ * location, versioning, acl, DeleteObjects). See s3.h.
+ */
+#include "s3.h"
+#include "cluster.h"
+#include "conf.h"
+#include "fwd.h"
+#include "jsonx.h"
+#include "log.h"
+#include "lso.h"
+#include "node.h"
+#include "peer.h"
+
+#include <expat.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+
+/* ---- XML out ---- */
+
+void s3_xml_esc(struct sl_buf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '&': sl_buf_adds(b, "&amp;"); break;
+        case '<': sl_buf_adds(b, "&lt;"); break;
+        case '>': sl_buf_adds(b, "&gt;"); break;
+        case '"': sl_buf_adds(b, "&quot;"); break;
+        case '\'': sl_buf_adds(b, "&apos;"); break;
+        default:
+            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+                sl_buf_printf(b, "&#x%X;", c); /* XML 1.0 cannot carry these: use encoding-type=url */
+            else
+                sl_buf_addc(b, (char)c);
+        }
+    }
+}
+
+static void xel(struct sl_buf *b, const char *tag, const char *v)
+{
+    sl_buf_printf(b, "<%s>", tag);
+    s3_xml_esc(b, v, strlen(v));
+    sl_buf_printf(b, "</%s>", tag);
+}
+
+void s3_xml(struct sl_req *r, int status, struct sl_buf *body)
+{
+    struct sl_buf out;
+    sl_buf_init(&out);
+    sl_buf_adds(&out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    sl_buf_add(&out, body->p, body->len);
+    sl_buf_free(body);
+    size_t n = out.len;
+    sl_resp_bytes_owned(r, status, "application/xml", sl_buf_steal(&out), n);
+}
+
+void s3_err(struct sl_req *r, int status, const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (r->method == SL_M_HEAD) {
+        sl_resp_head(r, status, 0);
+        return;
+    }
+    struct sl_buf b;
+    sl_buf_init(&b);
+    sl_buf_adds(&b, "<Error>");
+    xel(&b, "Code", code);
+    xel(&b, "Message", msg);
+    const char *res = r->path + (sl_req_path_is(r, "/s3") ? 3 : 0);
+    sl_buf_adds(&b, "<Resource>");
+    s3_xml_esc(&b, res, strlen(res));
+    sl_buf_adds(&b, "</Resource>");
+    xel(&b, "RequestId", r->reqid);
+    sl_buf_adds(&b, "</Error>");
+    s3_xml(r, status, &b);
+}
+
+void s3_err_sl(struct sl_req *r, const struct sl_err *e)
+{
+    static const struct {
+        int code;
+        const char *s3;
+    } m[] = { { SL_EINVAL, "InvalidArgument" },       { SL_ENOBCK, "NoSuchBucket" },
+              { SL_ENOOBJ, "NoSuchKey" },             { SL_ENOENT, "NoSuchKey" },
+              { SL_EMETHOD, "MethodNotAllowed" },     { SL_EBCKEXIST, "BucketAlreadyOwnedByYou" },
+              { SL_EEXIST, "OperationAborted" },      { SL_EBUSY, "OperationAborted" },
+              { SL_ETOOBIG, "EntityTooLarge" },       { SL_ERANGE, "InvalidRange" },
+              { SL_EFORBIDDEN, "AccessDenied" },      { SL_EUNSUPP, "NotImplemented" },
+              { SL_EUNAVAIL, "ServiceUnavailable" },  { SL_ETIMEOUT, "RequestTimeout" },
+              { SL_ENOSPC, "InsufficientStorage" } };
+    const char *code = "InternalError";
+    for (size_t i = 0; i < SL_ARRAY_SIZE(m); i++)
+        if (m[i].code == e->code)
+            code = m[i].s3;
+    s3_err(r, sl_err_status(e->code), code, "%s", e->msg);
+}
+
+void s3_iso_time(int64_t ns, char *out, size_t n)
+{
+    sl_format_gotime(ns, "2006-01-02T15:04:05.000Z07:00", out, n);
+}
+
+void s3_http_time(int64_t ns, char *out, size_t n)
+{
+    time_t t = (time_t)(ns / 1000000000LL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, n, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+int64_t s3_parse_http_time(const char *s)
+{
+    static const char *const fmts[] = { "%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                        "%a %b %d %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%S" };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(fmts); i++) {
+        struct tm tm;
+        memset(&tm, 0, sizeof(tm));
+        const char *e = strptime(s, fmts[i], &tm);
+        if (e && (!*e || *e == 'Z' || *e == '.'))
+            return (int64_t)timegm(&tm);
+    }
+    return -1;
+}
+
+/* ---- XML in (expat) ---- */
+
+struct xin {
+    char stack[8][64];
+    int depth;
+    struct sl_buf text;
+    bool bad;
+    void (*on_end)(void *arg, const char *parent, const char *name, const char *text);
+    void *arg;
+};
+
+static const char *local_name(const char *n)
+{
+    const char *c = strrchr(n, ' '); /* "namespace name" with the namespace separator */
+    return c ? c + 1 : n;
+}
+
+static void XMLCALL xin_start(void *ud, const XML_Char *name, const XML_Char **atts)
+{
+    (void)atts;
+    struct xin *x = ud;
+    if (x->depth >= 8) {
+        x->bad = true;
+        return;
+    }
+    snprintf(x->stack[x->depth++], 64, "%s", local_name(name));
+    x->text.len = 0;
+}
+
+static void XMLCALL xin_end(void *ud, const XML_Char *name)
+{
+    (void)name;
+    struct xin *x = ud;
+    if (x->depth <= 0 || x->depth > 8)
+        return;
+    sl_buf_addc(&x->text, 0);
+    x->text.len--;
+    x->depth--;
+    x->on_end(x->arg, x->depth ? x->stack[x->depth - 1] : "", x->stack[x->depth], x->text.p);
+    x->text.len = 0;
+}
+
+static void XMLCALL xin_chars(void *ud, const XML_Char *s, int len)
+{
+    struct xin *x = ud;
+    if (x->text.len + (size_t)len > 64 * 1024) {
+        x->bad = true;
+        return;
+    }
+    sl_buf_add(&x->text, s, (size_t)len);
+}
+
+/* Parse body; on_end gets every element's end with its parent's name and
+ * its text. -1 on malformed XML. */
+int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *, const char *, const char *),
+                 void *arg)
+{
+    XML_Parser p = XML_ParserCreateNS(NULL, ' ');
+    if (!p)
+        return -1;
+    struct xin x = { .on_end = on_end, .arg = arg };
+    sl_buf_init(&x.text);
+    XML_SetUserData(p, &x);
+    XML_SetElementHandler(p, xin_start, xin_end);
+    XML_SetCharacterDataHandler(p, xin_chars);
+    int ok = XML_Parse(p, body, (int)n, 1) == XML_STATUS_OK && !x.bad;
+    XML_ParserFree(p);
+    sl_buf_free(&x.text);
+    return ok ? 0 : -1;
+}
+
+/* ---- bucket names (S3's rules, stricter than ais://) ---- */
+
+static bool s3_bucket_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 3 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+            return false;
+        if (c == '.' && i && (s[i - 1] == '.' || s[i - 1] == '-'))
+            return false;
+        if (c == '-' && i && s[i - 1] == '.')
+            return false;
+    }
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+        return false;
+    if (s[n - 1] == '-' || s[n - 1] == '.')
+        return false;
+    int a, b, c, d;
+    char tail;
+    if (sscanf(s, "%d.%d.%d.%d%c", &a, &b, &c, &d, &tail) == 4)
+        return false; /* an IP address */
+    return true;
+}
+
+/* ---- ListBuckets ---- */
+
+static void owner_xml(struct sl_buf *b)
+{
+    sl_buf_adds(b, "<Owner><ID>shale</ID><DisplayName>shale</DisplayName></Owner>");
+}
+
+static void list_buckets(struct sl_req *r)
+{
+    struct sl_bmd *bmd = sl_bmd_get();
+    struct sl_buf b;
+    sl_buf_init(&b);
+    sl_buf_adds(&b, "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
+    owner_xml(&b);
+    sl_buf_adds(&b, "<Buckets>");
+    for (int i = 0; i < bmd->n; i++) {
+        const struct sl_bck *k = &bmd->bcks[i];
+        if (strcmp(k->provider, "ais"))
+            continue;
+        char t[64];
+        s3_iso_time(k->created, t, sizeof(t));
+        sl_buf_adds(&b, "<Bucket>");
+        xel(&b, "Name", k->name);
+        xel(&b, "CreationDate", t);
+        sl_buf_adds(&b, "</Bucket>");
+    }
+    sl_buf_adds(&b, "</Buckets></ListAllMyBucketsResult>");
+    sl_bmd_put(bmd);
+    s3_xml(r, 200, &b);
+}
+
+/* ---- ListObjects v1 / v2 ---- */
+
+static void url_enc(struct sl_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~' || c == '/') {
+            sl_buf_addc(b, (char)c);
+        } else {
+            sl_buf_addc(b, '%');
+            sl_buf_addc(b, hex[c >> 4]);
+            sl_buf_addc(b, hex[c & 15]);
+        }
+    }
+}
+
+static void xel_key(struct sl_buf *b, const char *tag, const char *v, size_t n, bool url)
+{
+    sl_buf_printf(b, "<%s>", tag);
+    if (url) {
+        struct sl_buf e;
+        sl_buf_init(&e);
+        url_enc(&e, v, n);
+        s3_xml_esc(b, e.p ? e.p : "", e.len);
+        sl_buf_free(&e);
+    } else {
+        s3_xml_esc(b, v, n);
+    }
+    sl_buf_printf(b, "</%s>", tag);
+}
+
+/* The ETag of a listed object: custom "ETag" (an S3 PUT's MD5), else its
+ * own checksum (objects written natively) */
+static void entry_etag(const struct sl_lsent *e, char *out, size_t n)
+{
+    out[0] = 0;
+    const char *c = e->custom ? strstr(e->custom, "ETag:") : NULL;
+    if (c && (c == e->custom + 1 || c[-1] == ' ')) {
+        c += 5;
+        size_t l = strcspn(c, " ]");
+        snprintf(out, n, "%.*s", (int)SL_MIN(l, n - 1), c);
+    } else if (e->cksum) {
+        snprintf(out, n, "%s", e->cksum);
+    }
+}
+
+static void hexenc(struct sl_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        sl_buf_addc(b, hex[(unsigned char)s[i] >> 4]);
+        sl_buf_addc(b, hex[(unsigned char)s[i] & 15]);
+    }
+}
+
+static int hexdec(const char *s, struct sl_buf *out)
+{
+    size_t n = strlen(s);
+    if (n % 2)
+        return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int v = 0;
+        for (int j = 0; j < 2; j++) {
+            char c = s[i + j];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0)
+                return -1;
+            v = v * 16 + d;
+        }
+        if (!v)
+            return -1;
+        sl_buf_addc(out, (char)v);
+    }
+    sl_buf_addc(out, 0);
+    out->len--;
+    return 0;
+}
+
+struct lsitem {
+    char *name;        /* key or common prefix */
+    bool cp;
+    uint64_t size;
+    char etag[160];
+    char mtime[64];
+};
+
+static void list_objects(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    bool v2 = sl_req_query(r, "list-type") && !strcmp(sl_req_query(r, "list-type"), "2");
+    const char *prefix = sl_req_query(r, "prefix") ? sl_req_query(r, "prefix") : "";
+    const char *delim = sl_req_query(r, "delimiter") ? sl_req_query(r, "delimiter") : "";
+    const char *mk = sl_req_query(r, "max-keys");
+    const char *enc = sl_req_query(r, "encoding-type");
+    bool url = enc && !strcmp(enc, "url");
+    bool owner = !v2 || (sl_req_query(r, "fetch-owner") && !strcmp(sl_req_query(r, "fetch-owner"), "true"));
+    const char *marker = v2 ? NULL : sl_req_query(r, "marker");
+    const char *start_after = v2 ? sl_req_query(r, "start-after") : NULL;
+    const char *token = v2 ? sl_req_query(r, "continuation-token") : NULL;
+    long maxk = 1000;
+    if (enc && !url) {
+        s3_err(r, 400, "InvalidArgument", "Invalid Encoding Method specified in Request (valid: url)");
+        goto out;
+    }
+    if (mk) {
+        char *e;
+        maxk = strtol(mk, &e, 10);
+        if (!*mk || *e || maxk < 0) {
+            s3_err(r, 400, "InvalidArgument", "max-keys: \"%s\" is not a non-negative integer", mk);
+            goto out;
+        }
+        if (maxk > 1000)
+            maxk = 1000;
+    }
+    struct sl_buf cursor;
+    sl_buf_init(&cursor);
+    if (token && *token) {
+        if (hexdec(token, &cursor) < 0) {
+            sl_buf_free(&cursor);
+            s3_err(r, 400, "InvalidArgument", "The continuation token provided is incorrect");
+            goto out;
+        }
+    } else {
+        const char *c = marker ? marker : start_after ? start_after : "";
+        sl_buf_adds(&cursor, c);
+        sl_buf_addc(&cursor, 0);
+        cursor.len--;
+    }
+    const char *cur = cursor.p ? cursor.p : "";
+    size_t plen = strlen(prefix), dlen = strlen(delim);
+    /* a cursor that is itself a common prefix: its keys were rolled up */
+    char *last_cp = NULL;
+    if (dlen && !strncmp(cur, prefix, plen) && strlen(cur) >= plen + dlen) {
+        const char *d = strstr(cur + plen, delim);
+        if (d && d + dlen == cur + strlen(cur))
+            last_cp = sl_xstrdup(cur);
+    }
+    struct lsitem *items = NULL;
+    int nitems = 0;
+    bool truncated = false;
+    struct sl_err err = { 0 };
+    char *lstoken = sl_xstrdup("");
+    int rc = 0;
+    if (maxk > 0) {
+        for (int pages = 0; pages < 1000000; pages++) {
+            json_t *v = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s}", "prefix", prefix, "start_after", cur,
+                                  "continuation_token", lstoken, "pagesize", 1000, "props",
+                                  "name,size,checksum,atime,custom", "time_format",
+                                  "2006-01-02T15:04:05.000Z07:00");
+            struct sl_lsomsg m;
+            struct sl_lspage pg = { 0 };
+            rc = sl_lsomsg_parse(v, &m, 1000, &err);
+            json_decref(v);
+            if (rc == 0)
+                rc = sl_cluster_list_page(bck, &m, &pg, &err);
+            sl_lsomsg_free(&m);
+            if (rc < 0) {
+                sl_lspage_free(&pg);
+                break;
+            }
+            int i;
+            for (i = 0; i < pg.n && !truncated; i++) {
+                const struct sl_lsent *e = &pg.ents[i];
+                if (last_cp && !strncmp(e->name, last_cp, strlen(last_cp)))
+                    continue;
+                const char *d = dlen ? strstr(e->name + plen, delim) : NULL;
+                if (nitems == maxk) {
+                    truncated = true;
+                    break;
+                }
+                struct lsitem *it;
+                items = sl_xrealloc(items, (size_t)(nitems + 1) * sizeof(*items));
+                it = &items[nitems++];
+                memset(it, 0, sizeof(*it));
+                if (d) {
+                    it->cp = true;
+                    it->name = sl_xstrndup(e->name, (size_t)(d - e->name) + dlen);
+                    free(last_cp);
+                    last_cp = sl_xstrdup(it->name);
+                } else {
+                    it->name = sl_xstrdup(e->name);
+                    it->size = e->size;
+                    entry_etag(e, it->etag, sizeof(it->etag));
+                    snprintf(it->mtime, sizeof(it->mtime), "%s", e->atime ? e->atime : "");
+                }
+            }
+            bool more = pg.token && pg.token[0];
+            free(lstoken);
+            lstoken = sl_xstrdup(more ? pg.token : "");
+            sl_lspage_free(&pg);
+            if (truncated || !more)
+                break;
+        }
+    }
+    free(lstoken);
+    free(last_cp);
+    if (rc < 0) {
+        s3_err_sl(r, &err);
+    } else {
+        struct sl_buf b;
+        sl_buf_init(&b);
+        sl_buf_adds(&b, "<ListBucketResult xmlns=\"" XMLNS "\">");
+        xel(&b, "Name", bck->name);
+        xel_key(&b, "Prefix", prefix, plen, url);
+        if (v2) {
+            if (token)
+                xel(&b, "ContinuationToken", token);
+            if (start_after)
+                xel_key(&b, "StartAfter", start_after, strlen(start_after), url);
+            sl_buf_printf(&b, "<KeyCount>%d</KeyCount>", nitems);
+        } else {
+            xel_key(&b, "Marker", marker ? marker : "", marker ? strlen(marker) : 0, url);
+        }
+        sl_buf_printf(&b, "<MaxKeys>%ld</MaxKeys>", maxk);
+        if (dlen)
+            xel_key(&b, "Delimiter", delim, dlen, url);
+        if (url)
+            xel(&b, "EncodingType", "url");
+        sl_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
+        if (truncated && nitems) {
+            const char *last = items[nitems - 1].name;
+            if (v2) {
+                sl_buf_adds(&b, "<NextContinuationToken>");
+                hexenc(&b, last, strlen(last));
+                sl_buf_adds(&b, "</NextContinuationToken>");
+            } else if (dlen) {
+                xel_key(&b, "NextMarker", last, strlen(last), url);
+            }
+        }
+        for (int i = 0; i < nitems; i++) {
+            struct lsitem *it = &items[i];
+            if (it->cp) {
+                sl_buf_adds(&b, "<CommonPrefixes>");
+                xel_key(&b, "Prefix", it->name, strlen(it->name), url);
+                sl_buf_adds(&b, "</CommonPrefixes>");
+                continue;
+            }
+            sl_buf_adds(&b, "<Contents>");
+            xel_key(&b, "Key", it->name, strlen(it->name), url);
+            xel(&b, "LastModified", it->mtime);
+            sl_buf_adds(&b, "<ETag>&quot;");
+            s3_xml_esc(&b, it->etag, strlen(it->etag));
+            sl_buf_adds(&b, "&quot;</ETag>");
+            sl_buf_printf(&b, "<Size>%llu</Size>", (unsigned long long)it->size);
+            sl_buf_adds(&b, "<StorageClass>STANDARD</StorageClass>");
+            if (owner)
+                owner_xml(&b);
+            sl_buf_adds(&b, "</Contents>");
+        }
+        sl_buf_adds(&b, "</ListBucketResult>");
+        s3_xml(r, 200, &b);
+    }
+    for (int i = 0; i < nitems; i++)
+        free(items[i].name);
+    free(items);
+    sl_buf_free(&cursor);
+out:
+    free(bck);
+}
+
+/* ---- create / delete bucket ---- */
+
+static void create_bucket(struct sl_req *r, void *arg)
+{
+    char *name = arg;
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    /* us-east-1 semantics: creating a bucket that exists succeeds and changes nothing */
+    if (sl_bck_resolve(name, "ais", NULL, &b, &err) < 0 && sl_cluster_bck_create(name, &err) < 0) {
+        s3_err_sl(r, &err);
+    } else {
+        sl_hdr_addf(r, "Location", "/%s", name);
+        sl_resp_empty(r, 200);
+    }
+    free(name);
+}
+
+static void delete_bucket(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    struct sl_err err = { 0 };
+    json_t *v = json_pack("{s:s,s:i}", "props", "name", "pagesize", 1);
+    struct sl_lsomsg m;
+    struct sl_lspage pg = { 0 };
+    int rc = sl_lsomsg_parse(v, &m, 1, &err);
+    json_decref(v);
+    if (rc == 0)
+        rc = sl_cluster_list_page(bck, &m, &pg, &err);
+    sl_lsomsg_free(&m);
+    if (rc < 0) {
+        s3_err_sl(r, &err);
+    } else if (pg.n) {
+        s3_err(r, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty (it holds %s, ...)",
+               pg.ents[0].name);
+    } else {
+        struct sl_smap *s = sl_smap_get();
+        const struct sl_snode *p = sl_smap_primary(s);
+        char *url = sl_xasprintf("%s/v1/buckets/%s", p ? p->url : G.self.url, bck->name);
+        sl_smap_put(s);
+        struct sl_peer_resp pr = { 0 };
+        json_t *msg = json_pack("{s:s}", "action", "destroy-bck");
+        if (sl_peer_json("DELETE", url, msg, 0, &pr) < 0)
+            s3_err(r, 503, "ServiceUnavailable", "the primary gateway did not answer: %s", pr.err);
+        else if (pr.status >= 300)
+            s3_err(r, (int)pr.status, pr.status == 404 ? "NoSuchBucket" : "InternalError", "%s", pr.err);
+        else
+            sl_resp_empty(r, 204);
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    sl_lspage_free(&pg);
+    free(bck);
+}
+
+/* ---- DeleteObjects ---- */
+
+struct delx {
+    char **keys;
+    int n;
+    bool quiet, bad;
+};
+
+static void delx_end(void *arg, const char *parent, const char *name, const char *text)
+{
+    struct delx *d = arg;
+    if (!strcmp(name, "Key") && !strcmp(parent, "Object")) {
+        if (d->n >= 1000) {
+            d->bad = true;
+            return;
+        }
+        d->keys = sl_xrealloc(d->keys, (size_t)(d->n + 1) * sizeof(char *));
+        d->keys[d->n++] = sl_xstrdup(text);
+    } else if (!strcmp(name, "Quiet")) {
+        d->quiet = !strcasecmp(text, "true");
+    } else if (!strcmp(name, "VersionId") && strcmp(text, "null")) {
+        d->bad = true;
+    }
+}
+
+static void delete_objects(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    struct delx d = { 0 };
+    if (s3_xml_parse(r->body.p ? r->body.p : "", r->body.len, delx_end, &d) < 0 || d.bad || !d.n) {
+        s3_err(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our "
+               "published schema (a Delete of 1 to 1000 Object/Key elements, without version ids)");
+        goto out;
+    }
+    struct sl_buf b;
+    sl_buf_init(&b);
+    sl_buf_adds(&b, "<DeleteResult xmlns=\"" XMLNS "\">");
+    struct sl_smap *s = sl_smap_get();
+    for (int i = 0; i < d.n; i++) {
+        size_t kl = strlen(d.keys[i]);
+        struct sl_buf un, url;
+        sl_buf_init(&un);
+        sl_buf_init(&url);
+        sl_obj_uname(&un, "ais", bck->name, d.keys[i], kl);
+        const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
+        int status = 503;
+        char msg[600] = "the cluster has no active targets";
+        if (t) {
+            sl_peer_obj_url(&url, t->url, bck->name, "ais", d.keys[i], kl);
+            sl_peer_add_redirect_marks(&url, G.id);
+            struct sl_peer_resp pr = { 0 };
+            if (sl_peer_call("DELETE", url.p, NULL, 0, NULL, 0, 0, &pr) < 0) {
+                snprintf(msg, sizeof(msg), "t[%s] did not answer: %s", t->id, pr.err);
+            } else {
+                status = (int)pr.status;
+                snprintf(msg, sizeof(msg), "%s", pr.err);
+            }
+            sl_peer_resp_free(&pr);
+        }
+        if (status < 300 || status == 404) {
+            if (!d.quiet) {
+                sl_buf_adds(&b, "<Deleted>");
+                xel(&b, "Key", d.keys[i]);
+                sl_buf_adds(&b, "</Deleted>");
+            }
+        } else {
+            sl_buf_adds(&b, "<Error>");
+            xel(&b, "Key", d.keys[i]);
+            xel(&b, "Code", status == 503 ? "ServiceUnavailable" : "InternalError");
+            xel(&b, "Message", msg);
+            sl_buf_adds(&b, "</Error>");
+        }
+        sl_buf_free(&un);
+        sl_buf_free(&url);
+    }
+    sl_smap_put(s);
+    sl_buf_adds(&b, "</DeleteResult>");
+    s3_xml(r, 200, &b);
+out:
+    for (int i = 0; i < d.n; i++)
+        free(d.keys[i]);
+    free(d.keys);
+    free(bck);
+}
+
+static void delete_objects_body(struct sl_req *r)
+{
+    sl_req_offload(r, delete_objects, free, r->ctx);
+    r->ctx = NULL;
+}
+
+/* ---- dispatch ---- */
+
+static const char *const unsupported[] = { "lifecycle", "cors", "policy", "tagging", "website", "replication",
+                                           "encryption", "object-lock", "notification", "versions", "logging",
+                                           "accelerate", "requestPayment", "inventory", "analytics", "metrics",
+                                           "intelligent-tiering", "ownershipControls", "publicAccessBlock",
+                                           "policyStatus", "retention", "legal-hold", "restore", "select",
+                                           "torrent", "attributes", NULL };
+
+static const char *unsupported_sub(const struct sl_req *r)
+{
+    for (int i = 0; unsupported[i]; i++)
+        if (sl_req_query(r, unsupported[i]))
+            return unsupported[i];
+    return NULL;
+}
+
+static void fwd_err(struct sl_req *r, int status, const char *msg)
+{
+    s3_err(r, status == 502 ? 503 : status, "ServiceUnavailable", "%s", msg);
+}
+
+/* Hand the request to node (its own /s3 endpoint, the same URI). */
+static void s3_forward(struct sl_req *r, const struct sl_snode *t)
+{
+    char *url = sl_xasprintf("%s%s", t->url, r->raw_uri);
+    struct sl_fwd_opts o = { .url = url };
+    sl_fwd(r, &o, fwd_err);
+    free(url);
+}
+
+static struct sl_bck *bck_copy(const struct sl_bck *b)
+{
+    struct sl_bck *c = sl_xmalloc(sizeof(*c));
+    *c = *b;
+    c->props = NULL; /* not needed off the HTTP thread */
+    return c;
+}
+
+static void bucket_req(struct sl_req *r, const struct s3req *q)
+{
+    const char *sub = unsupported_sub(r);
+    if (sub) {
+        s3_err(r, 501, "NotImplemented", "?%s is not implemented by this Shale S3 front end", sub);
+        return;
+    }
+    if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning")) {
+        if (!s3_bucket_name_ok(q->bucket)) {
+            s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
+                   "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
+            return;
+        }
+        sl_req_offload(r, create_bucket, free, sl_xstrdup(q->bucket));
+        return;
+    }
+    struct sl_bck b;
+    struct sl_err err = { 0 };
+    if (sl_bck_resolve(q->bucket, "ais", NULL, &b, &err) < 0) {
+        if (err.code == SL_ENOBCK || err.code == SL_EINVAL)
+            s3_err(r, 404, "NoSuchBucket", "The specified bucket does not exist: %s", q->bucket);
+        else
+            s3_err_sl(r, &err);
+        return;
+    }
+    switch (r->method) {
+    case SL_M_HEAD:
+        sl_hdr_add(r, "x-amz-bucket-region", "us-east-1");
+        sl_resp_empty(r, 200);
+        return;
+    case SL_M_GET:
+        if (sl_req_query(r, "location")) {
+            struct sl_buf x;
+            sl_buf_init(&x);
+            sl_buf_adds(&x, "<LocationConstraint xmlns=\"" XMLNS "\"></LocationConstraint>");
+            s3_xml(r, 200, &x);
+        } else if (sl_req_query(r, "versioning")) {
+            struct sl_buf x;
+            sl_buf_init(&x);
+            sl_buf_adds(&x, "<VersioningConfiguration xmlns=\"" XMLNS "\"></VersioningConfiguration>");
+            s3_xml(r, 200, &x);
+        } else if (sl_req_query(r, "acl")) {
+            struct sl_buf x;
+            sl_buf_init(&x);
+            sl_buf_adds(&x, "<AccessControlPolicy xmlns=\"" XMLNS "\">");
+            owner_xml(&x);
+            sl_buf_adds(&x, "<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/"
+                            "XMLSchema-instance\" xsi:type=\"CanonicalUser\"><ID>shale</ID><DisplayName>shale"
+                            "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>"
+                            "</AccessControlList></AccessControlPolicy>");
+            s3_xml(r, 200, &x);
+        } else if (sl_req_query(r, "uploads")) {
+            s3_err(r, 501, "NotImplemented", "ListMultipartUploads is not implemented yet by this Shale S3 front "
+                   "end");
+        } else {
+            sl_req_offload(r, list_objects, free, bck_copy(&b));
+        }
+        return;
+    case SL_M_PUT:
+        if (sl_req_query(r, "acl")) {
+            sl_resp_empty(r, 200); /* canned ACLs are accepted: every object is the owner's */
+            return;
+        }
+        s3_err(r, 501, "NotImplemented", "PUT ?versioning is not implemented: Shale buckets keep one version");
+        return;
+    case SL_M_DELETE:
+        sl_req_offload(r, delete_bucket, free, bck_copy(&b));
+        return;
+    case SL_M_POST:
+        if (sl_req_query(r, "delete")) {
+            r->ctx = bck_copy(&b);
+            sl_req_buffer_body(r, 2 * 1024 * 1024, delete_objects_body);
+            return;
+        }
+        s3_err(r, 405, "MethodNotAllowed", "POST on a bucket takes ?delete (DeleteObjects)");
+        return;
+    default:
+        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed on a bucket", r->method_str);
+    }
+}
+
+void sl_s3_route(struct sl_req *r)
+{
+    sl_hdr_add(r, "x-amz-request-id", r->reqid);
+    if (r->path_bad) {
+        s3_err(r, 400, "InvalidURI", "Couldn't parse the specified URI (it holds a NUL byte)");
+        return;
+    }
+    struct s3req q = { 0 };
+    const char *p = r->path + 3; /* after "/s3" */
+    if (*p == '/')
+        p++;
+    const char *slash = strchr(p, '/');
+    size_t bl = slash ? (size_t)(slash - p) : strlen(p);
+    if (bl > SL_MAX_BCKNAME) {
+        s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid (longer than 63 characters)");
+        return;
+    }
+    memcpy(q.bucket, p, bl);
+    q.bucket[bl] = 0;
+    if (slash && slash[1]) {
+        q.key = slash + 1;
+        q.klen = r->path_len - (size_t)(q.key - r->path);
+    }
+    if (!bl) {
+        if (r->method == SL_M_GET)
+            list_buckets(r);
+        else
+            s3_err(r, 405, "MethodNotAllowed", "%s / is not allowed (GET / lists the buckets)", r->method_str);
+        return;
+    }
+    if (!q.key) {
+        if (G.role == SL_ROLE_TARGET) { /* a gateway answers bucket requests */
+            struct sl_smap *s = sl_smap_get();
+            const struct sl_snode *pr = sl_smap_primary(s);
+            if (pr)
+                s3_forward(r, pr);
+            else
+                s3_err(r, 503, "ServiceUnavailable", "this target knows no primary gateway yet; retry");
+            sl_smap_put(s);
+            return;
+        }
+        bucket_req(r, &q);
+        return;
+    }
+    if (q.klen > 1024) {
+        s3_err(r, 400, "KeyTooLongError", "Your key is too long (%zu bytes; at most 1024)", q.klen);
+        return;
+    }
+    struct sl_bck b;
+    struct sl_err err = { 0 };
+    if (sl_bck_resolve(q.bucket, "ais", NULL, &b, &err) < 0) {
+        if (err.code == SL_ENOBCK || err.code == SL_EINVAL)
+            s3_err(r, 404, "NoSuchBucket", "The specified bucket does not exist: %s", q.bucket);
+        else
+            s3_err_sl(r, &err);
+        return;
+    }
+    struct sl_smap *s = sl_smap_get();
+    if (sl_is_target() && sl_obj_owned_here(s, &b, q.key, q.klen)) {
+        sl_smap_put(s);
+        s3_obj(r, &q, &b);
+        return;
+    }
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b.provider, b.name, q.key, q.klen);
+    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
+    sl_buf_free(&un);
+    if (!t)
+        s3_err(r, 503, "ServiceUnavailable", "the cluster has no active targets; retry later");
+    else
+        s3_forward(r, t);
+    sl_smap_put(s);
+}

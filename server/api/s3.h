@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT
+ * s3.h: the S3 front end (spec s3.md), path style on /s3/BUCKET/KEY of every
+ * node. Buckets are ordinary ais:// buckets. A gateway answers bucket
+ * requests itself and forwards object requests to the object's target
+ * (fwd.h: streamed, no redirect); a target answers the objects it owns
+ * and forwards the others the same way.
+ *
+ * Object metadata kept for S3 (custom metadata of the object, so native
+ * readers see it too): "ETag" (hex MD5 of the content, computed while the
+ * body streams in), "s3.ct" Content-Type, "s3.ce" Content-Encoding,
+ * "s3.cd" Content-Disposition, "s3.cl" Content-Language, "s3.cc"
+ * Cache-Control, "s3.ex" Expires, "s3.mp" part count of a multipart
+ * object, "x-amz-meta-NAME" user metadata.
+ */
+#ifndef SL_S3_H
+#define SL_S3_H
+
+#include "http.h"
+#include "meta.h"
+
+/* The route for /s3 (module.h). */
+void sl_s3_route(struct sl_req *r);
+
+/* ---- shared by s3.c (bucket requests) and s3obj.c (objects) ---- */
+struct s3req {
+    char bucket[SL_MAX_BCKNAME + 1];   /* "" for the service (ListBuckets) */
+    const char *key;                    /* into r->path; NULL when none */
+    size_t klen;
+};
+
+/* An S3 XML error: status, code ("NoSuchKey"), message. HEAD answers
+ * carry no body. */
+void s3_err(struct sl_req *r, int status, const char *code, const char *fmt, ...) SL_PRINTF(4, 5);
+/* A Shale error mapped to its S3 code. */
+void s3_err_sl(struct sl_req *r, const struct sl_err *e);
+/* 200 application/xml from a buffer that starts after the XML declaration */
+void s3_xml(struct sl_req *r, int status, struct sl_buf *body);
+void s3_xml_esc(struct sl_buf *b, const char *s, size_t n);
+/* "2006-01-02T15:04:05.000Z" / RFC 1123 */
+void s3_iso_time(int64_t ns, char *out, size_t n);
+void s3_http_time(int64_t ns, char *out, size_t n);
+/* RFC 1123 / 850 / asctime -> unix seconds; -1 when unparsable */
+int64_t s3_parse_http_time(const char *s);
+
+/* Parse an XML body: on_end gets every element's end, with its parent's
+ * local name and its text. -1 when malformed. */
+int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *, const char *, const char *),
+                 void *arg);
+
+/* Target side (s3obj.c): an object request for a key of an existing bucket. */
+void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* Gateway side: DeleteObjects and ListMultipartUploads are bucket requests
+ * that the targets answer in part. */
+
+#endif

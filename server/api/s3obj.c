@@ -1,0 +1,1154 @@
+/* SPDX-License-Identifier: MIT
+ * s3obj.c: S3 requests on objects, answered by the object's target: PUT
+ * (plain, chunked, aws-chunked), GET and HEAD (ranges, conditions,
+ * response-* overrides), DELETE, and multipart uploads over the native
+ * multipart of upload.h. See s3.h for the metadata kept.
+ */
+#include "s3.h"
+#include "cksum.h"
+#include "jsonx.h"
+#include "log.h"
+#include "store.h"
+#include "upload.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define S3_META_MAX 2048
+
+/* ---- small helpers ---- */
+
+static const char *obj_etag(const struct sl_objmd *md)
+{
+    const char *e = sl_objmd_get_custom(md, "ETag");
+    return e ? e : md->cksum;
+}
+
+static int b64dec(const char *in, unsigned char *out, size_t max)
+{
+    size_t n = strlen(in);
+    if (!n || n % 4 || n / 4 * 3 > max + 2)
+        return -1;
+    unsigned char tmp[128];
+    if (n / 4 * 3 > sizeof(tmp))
+        return -1;
+    int k = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)n);
+    if (k < 0)
+        return -1;
+    if (in[n - 1] == '=')
+        k--;
+    if (in[n - 2] == '=')
+        k--;
+    if ((size_t)k > max)
+        return -1;
+    memcpy(out, tmp, (size_t)k);
+    return k;
+}
+
+static void b64enc(const unsigned char *in, size_t n, char *out)
+{
+    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+static void hex2bin(const char *hex, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (unsigned char)v;
+    }
+}
+
+/* ---- checksums a client asks for (x-amz-checksum-ALG, header or trailer) ---- */
+
+enum { XC_NONE = 0, XC_CRC32, XC_CRC32C, XC_SHA1, XC_SHA256 };
+
+struct xcsum {
+    int alg;
+    uint32_t crc;
+    EVP_MD_CTX *md;
+};
+
+static int xc_alg(const char *name)
+{
+    if (!strcasecmp(name, "crc32"))
+        return XC_CRC32;
+    if (!strcasecmp(name, "crc32c"))
+        return XC_CRC32C;
+    if (!strcasecmp(name, "sha1"))
+        return XC_SHA1;
+    if (!strcasecmp(name, "sha256"))
+        return XC_SHA256;
+    return -1;
+}
+
+static void xc_init(struct xcsum *x, int alg)
+{
+    x->alg = alg;
+    x->crc = 0;
+    if (alg == XC_SHA1 || alg == XC_SHA256) {
+        x->md = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(x->md, alg == XC_SHA1 ? EVP_sha1() : EVP_sha256(), NULL);
+    }
+}
+
+static void xc_update(struct xcsum *x, const void *p, size_t n)
+{
+    if (x->alg == XC_CRC32)
+        x->crc = (uint32_t)crc32(x->crc, p, (uInt)n);
+    else if (x->alg == XC_CRC32C)
+        x->crc = sl_crc32c(x->crc, p, n);
+    else if (x->md)
+        EVP_DigestUpdate(x->md, p, n);
+}
+
+/* base64 of the digest, as S3 sends it */
+static void xc_final(struct xcsum *x, char *out)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    if (x->alg == XC_CRC32 || x->alg == XC_CRC32C) {
+        d[0] = (unsigned char)(x->crc >> 24);
+        d[1] = (unsigned char)(x->crc >> 16);
+        d[2] = (unsigned char)(x->crc >> 8);
+        d[3] = (unsigned char)x->crc;
+        n = 4;
+    } else if (x->md) {
+        EVP_DigestFinal_ex(x->md, d, &n);
+    }
+    b64enc(d, n, out);
+}
+
+static void xc_free(struct xcsum *x)
+{
+    if (x->md)
+        EVP_MD_CTX_free(x->md);
+    x->md = NULL;
+}
+
+/* ---- aws-chunked bodies: "<hex>[;chunk-signature=..]\r\n<bytes>\r\n ... 0\r\n[trailers]\r\n" ---- */
+
+enum { CK_SIZE, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE };
+
+struct awsck {
+    int st;
+    uint64_t left;
+    char line[512];
+    size_t ll;
+    char trailer_name[64];
+    char trailer_val[160];
+};
+
+/* ---- a PUT or a part being written ---- */
+
+struct s3put {
+    struct sl_bck b;
+    char *key;
+    size_t klen;
+    struct sl_put *p;                 /* object */
+    struct sl_mpt_part *part;         /* or a part */
+    char upload_id[80];
+    int partno;
+    EVP_MD_CTX *md5;
+    bool chunked;                     /* aws-chunked */
+    struct awsck ck;
+    uint64_t decoded;
+    int64_t expect;                   /* decoded length, -1 unknown */
+    unsigned char content_md5[16];
+    bool has_md5;
+    struct xcsum xc;
+    char xc_name[32];
+    char xc_want[160];                /* from the header; "" = from the trailer */
+    char err_code[48];
+    char err_msg[512];
+    int err_status;
+};
+
+static void put_free(struct s3put *u)
+{
+    if (!u)
+        return;
+    sl_put_abort(u->p);
+    if (u->part) {
+        struct sl_err e = { 0 };
+        sl_mpt_part_end(u->part, false, &e);
+    }
+    if (u->md5)
+        EVP_MD_CTX_free(u->md5);
+    xc_free(&u->xc);
+    free(u->key);
+    free(u);
+}
+
+static int put_fail(struct s3put *u, int status, const char *code, const char *msg)
+{
+    if (!u->err_status) {
+        u->err_status = status;
+        snprintf(u->err_code, sizeof(u->err_code), "%s", code);
+        snprintf(u->err_msg, sizeof(u->err_msg), "%s", msg);
+    }
+    return -1;
+}
+
+static int sink(struct s3put *u, const char *p, size_t n)
+{
+    struct sl_err err = { 0 };
+    EVP_DigestUpdate(u->md5, p, n);
+    if (u->xc.alg)
+        xc_update(&u->xc, p, n);
+    u->decoded += n;
+    if (u->expect >= 0 && u->decoded > (uint64_t)u->expect)
+        return put_fail(u, 400, "IncompleteBody", "the body holds more bytes than x-amz-decoded-content-length");
+    int rc = u->part ? sl_mpt_part_write(u->part, p, n, &err) : sl_put_write(u->p, p, n, &err);
+    if (rc < 0) {
+        char m[400];
+        snprintf(m, sizeof(m), "%.380s", err.msg);
+        return put_fail(u, sl_err_status(err.code), err.code == SL_ENOSPC ? "InsufficientStorage" : "InternalError",
+                        m);
+    }
+    return 0;
+}
+
+static int ck_line(struct s3put *u)
+{
+    struct awsck *c = &u->ck;
+    c->line[c->ll] = 0;
+    if (c->st == CK_SIZE) {
+        char *e;
+        unsigned long long sz = strtoull(c->line, &e, 16);
+        if (e == c->line || (*e && *e != ';'))
+            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: bad chunk header");
+        c->left = sz;
+        c->st = sz ? CK_DATA : CK_TRAILER;
+    } else if (c->st == CK_DATA_END) {
+        if (c->ll)
+            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: chunk longer than its size");
+        c->st = CK_SIZE;
+    } else if (c->st == CK_TRAILER) {
+        if (!c->ll) {
+            c->st = CK_DONE;
+        } else {
+            char *colon = strchr(c->line, ':');
+            if (colon && !strncasecmp(c->line, "x-amz-checksum-", 15)) {
+                snprintf(c->trailer_name, sizeof(c->trailer_name), "%.*s", (int)(colon - c->line - 15),
+                         c->line + 15);
+                snprintf(c->trailer_val, sizeof(c->trailer_val), "%s", colon + 1);
+            }
+        }
+    }
+    c->ll = 0;
+    return 0;
+}
+
+static int body_bytes(struct s3put *u, const char *p, size_t n)
+{
+    if (!u->chunked)
+        return sink(u, p, n);
+    struct awsck *c = &u->ck;
+    size_t i = 0;
+    while (i < n) {
+        if (c->st == CK_DONE)
+            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: bytes after the final chunk");
+        if (c->st == CK_DATA) {
+            size_t k = n - i < c->left ? n - i : (size_t)c->left;
+            if (sink(u, p + i, k) < 0)
+                return -1;
+            i += k;
+            c->left -= k;
+            if (!c->left)
+                c->st = CK_DATA_END;
+            continue;
+        }
+        char ch = p[i++];
+        if (ch == '\n') {
+            if (c->ll && c->line[c->ll - 1] == '\r')
+                c->ll--;
+            if (ck_line(u) < 0)
+                return -1;
+        } else if (c->ll + 1 >= sizeof(c->line)) {
+            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: a chunk header line is too long");
+        } else {
+            c->line[c->ll++] = ch;
+        }
+    }
+    return 0;
+}
+
+static int put_data(struct sl_req *r, const char *data, size_t n)
+{
+    struct s3put *u = r->ctx;
+    if (u->err_status)
+        return 0; /* failed already: the rest is read and dropped, the error is the answer */
+    body_bytes(u, data, n);
+    return 0;
+}
+
+/* The body is in: check what the client said about it. 0 ok. */
+static int put_check(struct s3put *u, char *etag_hex)
+{
+    if (u->err_status)
+        return -1;
+    if (u->chunked && u->ck.st != CK_DONE)
+        return put_fail(u, 400, "IncompleteBody", "aws-chunked body ended before its final chunk; nothing was "
+                        "stored");
+    if (u->expect >= 0 && u->decoded != (uint64_t)u->expect)
+        return put_fail(u, 400, "IncompleteBody", "the body is shorter than x-amz-decoded-content-length; nothing "
+                        "was stored");
+    unsigned char d[16];
+    unsigned dn = 0;
+    EVP_DigestFinal_ex(u->md5, d, &dn);
+    sl_hex(d, 16, etag_hex);
+    if (u->has_md5 && memcmp(d, u->content_md5, 16))
+        return put_fail(u, 400, "BadDigest", "The Content-MD5 you specified did not match what we received; "
+                        "nothing was stored");
+    const char *want = u->xc_want[0] ? u->xc_want : u->ck.trailer_val;
+    if (u->xc.alg) {
+        char got[160];
+        xc_final(&u->xc, got);
+        if (!want[0])
+            return put_fail(u, 400, "InvalidRequest", "x-amz-trailer names a checksum the body did not carry");
+        if (strcmp(got, want)) {
+            char m[400];
+            snprintf(m, sizeof(m), "The %s you specified did not match the calculated checksum (%s); nothing was "
+                     "stored", u->xc_name, got);
+            return put_fail(u, 400, "BadDigest", m);
+        }
+    }
+    return 0;
+}
+
+/* ---- the metadata a PUT carries ---- */
+
+struct kvs {
+    struct sl_kv *kv;
+    int n;
+    size_t bytes;
+};
+
+static void kv_add(struct kvs *k, const char *name, const char *v)
+{
+    k->kv = sl_xrealloc(k->kv, (size_t)(k->n + 1) * sizeof(*k->kv));
+    k->kv[k->n].k = sl_xstrdup(name);
+    k->kv[k->n].v = sl_xstrdup(v);
+    k->n++;
+    k->bytes += strlen(name) + strlen(v);
+}
+
+static void kv_free(struct kvs *k)
+{
+    for (int i = 0; i < k->n; i++) {
+        free(k->kv[i].k);
+        free(k->kv[i].v);
+    }
+    free(k->kv);
+    memset(k, 0, sizeof(*k));
+}
+
+static void meta_cb(void *arg, const char *k, const char *v)
+{
+    struct kvs *m = arg;
+    if (!strncasecmp(k, "x-amz-meta-", 11)) {
+        char low[256];
+        size_t n = strlen(k);
+        if (n >= sizeof(low))
+            n = sizeof(low) - 1;
+        for (size_t i = 0; i < n; i++)
+            low[i] = (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] + 32 : k[i]);
+        low[n] = 0;
+        kv_add(m, low, v);
+    }
+}
+
+/* Content-Type and the other stored headers, and x-amz-meta-*. */
+static void collect_meta(struct sl_req *r, struct kvs *m)
+{
+    static const struct {
+        const char *h, *k;
+    } std[] = { { "Content-Type", "s3.ct" },        { "Content-Disposition", "s3.cd" },
+                { "Content-Language", "s3.cl" },    { "Cache-Control", "s3.cc" },
+                { "Expires", "s3.ex" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(std); i++) {
+        const char *v = sl_req_header(r, std[i].h);
+        if (v)
+            kv_add(m, std[i].k, v);
+    }
+    const char *ce = sl_req_header(r, "Content-Encoding");
+    if (ce) { /* stored without aws-chunked */
+        struct sl_buf b;
+        sl_buf_init(&b);
+        const char *p = ce;
+        while (*p) {
+            while (*p == ' ' || *p == ',')
+                p++;
+            size_t l = strcspn(p, ",");
+            size_t tl = l;
+            while (tl && p[tl - 1] == ' ')
+                tl--;
+            if (tl && !(tl == 11 && !strncasecmp(p, "aws-chunked", 11))) {
+                if (b.len)
+                    sl_buf_adds(&b, ", ");
+                sl_buf_add(&b, p, tl);
+            }
+            p += l;
+        }
+        if (b.len) {
+            sl_buf_addc(&b, 0);
+            kv_add(m, "s3.ce", b.p);
+        }
+        sl_buf_free(&b);
+    }
+    sl_req_headers_each(r, meta_cb, m);
+}
+
+/* ---- conditions ---- */
+
+static bool etag_match(const char *list, const char *etag)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return true;
+        size_t l = strcspn(p, ",");
+        size_t tl = l;
+        while (tl && p[tl - 1] == ' ')
+            tl--;
+        const char *v = p;
+        if (tl >= 2 && v[0] == '"' && v[tl - 1] == '"') {
+            v++;
+            tl -= 2;
+        }
+        if (tl == strlen(etag) && !strncmp(v, etag, tl))
+            return true;
+        p += l;
+    }
+    return false;
+}
+
+/* 0 go on, else the status to answer (412, 304) */
+static int conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t mtime_ns, bool exists)
+{
+    char h[80];
+    snprintf(h, sizeof(h), "%sIf-Match", pfx);
+    const char *im = sl_req_header(r, h);
+    snprintf(h, sizeof(h), "%sIf-None-Match", pfx);
+    const char *inm = sl_req_header(r, h);
+    snprintf(h, sizeof(h), "%sIf-Modified-Since", pfx);
+    const char *ims = sl_req_header(r, h);
+    snprintf(h, sizeof(h), "%sIf-Unmodified-Since", pfx);
+    const char *ius = sl_req_header(r, h);
+    int64_t mt = mtime_ns / 1000000000LL;
+    if (im) {
+        if (!exists || !etag_match(im, etag))
+            return 412;
+    } else if (ius && exists) {
+        int64_t t = s3_parse_http_time(ius);
+        if (t >= 0 && mt > t)
+            return 412;
+    }
+    if (inm) {
+        if (exists && etag_match(inm, etag))
+            return r->method == SL_M_GET || r->method == SL_M_HEAD ? 304 : 412;
+    } else if (ims && exists && (r->method == SL_M_GET || r->method == SL_M_HEAD)) {
+        int64_t t = s3_parse_http_time(ims);
+        if (t >= 0 && mt <= t)
+            return 304;
+    }
+    return 0;
+}
+
+/* ---- GET / HEAD ---- */
+
+static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
+{
+    char t[64];
+    s3_http_time(md->mtime, t, sizeof(t));
+    sl_hdr_addf(r, "ETag", "\"%s\"", obj_etag(md));
+    sl_hdr_add(r, "Last-Modified", t);
+    sl_hdr_add(r, "Accept-Ranges", "bytes");
+    static const struct {
+        const char *k, *h, *q;
+    } std[] = { { "s3.ct", "Content-Type", "response-content-type" },
+                { "s3.cd", "Content-Disposition", "response-content-disposition" },
+                { "s3.ce", "Content-Encoding", "response-content-encoding" },
+                { "s3.cl", "Content-Language", "response-content-language" },
+                { "s3.cc", "Cache-Control", "response-cache-control" },
+                { "s3.ex", "Expires", "response-expires" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(std); i++) {
+        const char *v = sl_req_query(r, std[i].q);
+        if (!v)
+            v = sl_objmd_get_custom(md, std[i].k);
+        if (!v && i == 0)
+            v = "application/octet-stream";
+        if (v)
+            sl_hdr_add(r, std[i].h, v);
+    }
+    for (int i = 0; i < md->ncustom; i++)
+        if (!strncmp(md->custom[i].k, "x-amz-meta-", 11))
+            sl_hdr_add(r, md->custom[i].k, md->custom[i].v);
+    const char *mp = sl_objmd_get_custom(md, "s3.mp");
+    if (mp && sl_req_query(r, "partNumber"))
+        sl_hdr_add(r, "x-amz-mp-parts-count", mp);
+}
+
+/* "bytes=a-b" | "bytes=a-" | "bytes=-n": 1 a range, 0 none (ignored: bad
+ * syntax or several ranges), -1 not satisfiable */
+static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    if (!h || strncmp(h, "bytes=", 6) || strchr(h, ','))
+        return 0;
+    const char *p = h + 6;
+    char *e;
+    if (*p == '-') {
+        unsigned long long n = strtoull(p + 1, &e, 10);
+        if (e == p + 1 || *e)
+            return 0;
+        if (!n || !size)
+            return -1;
+        if (n > size)
+            n = size;
+        *off = size - n;
+        *len = n;
+        return 1;
+    }
+    unsigned long long a = strtoull(p, &e, 10);
+    if (e == p || *e != '-')
+        return 0;
+    const char *q = e + 1;
+    unsigned long long b = size ? size - 1 : 0;
+    if (*q) {
+        b = strtoull(q, &e, 10);
+        if (e == q || *e || b < a)
+            return 0;
+        if (size && b >= size)
+            b = size - 1;
+    }
+    if (a >= size)
+        return -1;
+    *off = a;
+    *len = b - a + 1;
+    return 1;
+}
+
+static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+{
+    int fd = -1;
+    struct sl_objmd md;
+    memset(&md, 0, sizeof(md));
+    struct sl_err err = { 0 };
+    if (sl_obj_open(b, q->key, q->klen, &fd, &md, NULL, &err) < 0) {
+        if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
+            s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
+        else
+            s3_err_sl(r, &err);
+        return;
+    }
+    const char *etag = obj_etag(&md);
+    int c = conditions(r, "", etag, md.mtime, true);
+    const char *pn = sl_req_query(r, "partNumber");
+    if (c == 412) {
+        s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+    } else if (c == 304) {
+        sl_hdr_addf(r, "ETag", "\"%s\"", etag);
+        sl_resp_empty(r, 304);
+    } else if (pn && strcmp(pn, "1")) {
+        s3_err(r, 400, "InvalidPart", "partNumber %s: this Shale S3 front end serves part 1 (the whole object) only",
+               pn);
+    } else {
+        uint64_t off = 0, len = md.size;
+        int rg = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
+        if (rg < 0) {
+            sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
+            s3_err(r, 416, "InvalidRange", "The requested range is not satisfiable (the object has %llu bytes)",
+                   (unsigned long long)md.size);
+        } else {
+            add_obj_headers(r, &md);
+            int status = rg ? 206 : 200;
+            if (rg)
+                sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
+                            (unsigned long long)(off + len - 1), (unsigned long long)md.size);
+            if (r->method == SL_M_HEAD) {
+                sl_resp_head(r, status, len);
+            } else {
+                sl_resp_fd(r, status, fd, off, len, NULL);
+                fd = -1;
+            }
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    sl_objmd_free(&md);
+}
+
+/* ---- PUT object / part ---- */
+
+static void put_answer(struct sl_req *r, struct s3put *u, const char *etag_hex, const char *xc_got)
+{
+    sl_hdr_addf(r, "ETag", "\"%s\"", etag_hex);
+    if (xc_got && xc_got[0]) {
+        char h[64];
+        snprintf(h, sizeof(h), "x-amz-checksum-%s", u->xc_name);
+        sl_hdr_add(r, h, xc_got);
+    }
+    sl_resp_empty(r, 200);
+}
+
+/* multipart bookkeeping: the S3 side of an upload (its metadata and each
+ * part's MD5 and size), next to upload.c's own state */
+struct s3part {
+    int no;
+    uint64_t size;
+    char md5[33];
+};
+
+struct s3upload {
+    char id[80];
+    struct kvs meta;
+    struct s3part *parts;
+    int nparts;
+    int64_t created;
+    struct s3upload *next;
+};
+
+static pthread_mutex_t up_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct s3upload *uploads;
+
+static struct s3upload *up_find(const char *id) /* up_mu held */
+{
+    for (struct s3upload *u = uploads; u; u = u->next)
+        if (!strcmp(u->id, id))
+            return u;
+    return NULL;
+}
+
+static void up_drop(const char *id)
+{
+    pthread_mutex_lock(&up_mu);
+    for (struct s3upload **pp = &uploads; *pp; pp = &(*pp)->next) {
+        if (!strcmp((*pp)->id, id)) {
+            struct s3upload *u = *pp;
+            *pp = u->next;
+            kv_free(&u->meta);
+            free(u->parts);
+            free(u);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&up_mu);
+}
+
+static void put_done(struct sl_req *r)
+{
+    struct s3put *u = r->ctx;
+    struct sl_err err = { 0 };
+    char etag[33], xc_got[160] = "";
+    if (put_check(u, etag) < 0) {
+        s3_err(r, u->err_status, u->err_code, "%s", u->err_msg);
+        return;
+    }
+    if (u->xc.alg)
+        snprintf(xc_got, sizeof(xc_got), "%s", u->xc_want[0] ? u->xc_want : u->ck.trailer_val);
+    if (u->part) {
+        struct sl_mpt_part *part = u->part;
+        u->part = NULL;
+        if (sl_mpt_part_end(part, true, &err) < 0) {
+            s3_err_sl(r, &err);
+            return;
+        }
+        pthread_mutex_lock(&up_mu);
+        struct s3upload *up = up_find(u->upload_id);
+        if (up) {
+            int i;
+            for (i = 0; i < up->nparts && up->parts[i].no != u->partno; i++)
+                ;
+            if (i == up->nparts) {
+                up->parts = sl_xrealloc(up->parts, (size_t)(up->nparts + 1) * sizeof(*up->parts));
+                up->nparts++;
+            }
+            up->parts[i].no = u->partno;
+            up->parts[i].size = u->decoded;
+            memcpy(up->parts[i].md5, etag, 33);
+        }
+        pthread_mutex_unlock(&up_mu);
+        put_answer(r, u, etag, xc_got);
+        return;
+    }
+    struct sl_put *p = u->p;
+    u->p = NULL;
+    sl_put_set_custom(p, "ETag", etag); /* known now, published with the object */
+    if (sl_put_commit(p, NULL, &err) < 0) {
+        s3_err_sl(r, &err);
+        return;
+    }
+    put_answer(r, u, etag, xc_got);
+}
+
+static void put_cleanup(struct sl_req *r, bool completed)
+{
+    (void)completed;
+    put_free(r->ctx);
+    r->ctx = NULL;
+}
+
+/* Body framing and checksums the request declares: 0, or -1 answered. */
+static int put_setup(struct sl_req *r, struct s3put *u)
+{
+    u->md5 = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(u->md5, EVP_md5(), NULL);
+    u->expect = -1;
+    const char *sha = sl_req_header(r, "x-amz-content-sha256");
+    const char *ce = sl_req_header(r, "Content-Encoding");
+    u->chunked = (sha && !strncmp(sha, "STREAMING-", 10)) || (ce && strcasestr(ce, "aws-chunked"));
+    const char *dcl = sl_req_header(r, "x-amz-decoded-content-length");
+    if (dcl) {
+        char *e;
+        long long v = strtoll(dcl, &e, 10);
+        if (!*dcl || *e || v < 0) {
+            s3_err(r, 400, "InvalidArgument", "x-amz-decoded-content-length: \"%s\" is not a length", dcl);
+            return -1;
+        }
+        u->expect = v;
+    } else if (!u->chunked) {
+        u->expect = r->content_length >= 0 ? r->content_length : -1;
+    }
+    if (u->chunked && u->expect < 0) {
+        s3_err(r, 411, "MissingContentLength", "an aws-chunked body needs x-amz-decoded-content-length");
+        return -1;
+    }
+    const char *cmd5 = sl_req_header(r, "Content-MD5");
+    if (cmd5) {
+        if (b64dec(cmd5, u->content_md5, 16) != 16) {
+            s3_err(r, 400, "InvalidDigest", "The Content-MD5 you specified is not valid (base64 of 16 bytes)");
+            return -1;
+        }
+        u->has_md5 = true;
+    }
+    const char *alg = sl_req_header(r, "x-amz-sdk-checksum-algorithm");
+    const char *trailer = sl_req_header(r, "x-amz-trailer");
+    char name[32] = "";
+    if (trailer) {
+        if (strncasecmp(trailer, "x-amz-checksum-", 15)) {
+            s3_err(r, 400, "InvalidRequest", "x-amz-trailer: \"%s\" is not a checksum trailer", trailer);
+            return -1;
+        }
+        snprintf(name, sizeof(name), "%s", trailer + 15);
+    } else if (alg) {
+        snprintf(name, sizeof(name), "%s", alg);
+    }
+    if (name[0]) {
+        for (char *c = name; *c; c++)
+            *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+        int a = xc_alg(name);
+        if (a < 0) {
+            s3_err(r, 400, "InvalidRequest", "checksum algorithm \"%s\" is not supported here (supported: CRC32, "
+                   "CRC32C, SHA1, SHA256)", name);
+            return -1;
+        }
+        xc_init(&u->xc, a);
+        snprintf(u->xc_name, sizeof(u->xc_name), "%s", name);
+        if (!trailer) {
+            char h[64];
+            snprintf(h, sizeof(h), "x-amz-checksum-%s", name);
+            const char *v = sl_req_header(r, h);
+            if (!v) {
+                s3_err(r, 400, "InvalidRequest", "x-amz-sdk-checksum-algorithm %s without its %s header", alg, h);
+                return -1;
+            }
+            snprintf(u->xc_want, sizeof(u->xc_want), "%s", v);
+        }
+    }
+    return 0;
+}
+
+static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+{
+    if (sl_req_header(r, "x-amz-copy-source")) {
+        s3_err(r, 501, "NotImplemented", "CopyObject (x-amz-copy-source) is not implemented yet by this Shale S3 "
+               "front end");
+        return;
+    }
+    if (r->content_length < 0 && !sl_req_header(r, "x-amz-decoded-content-length") &&
+        !sl_req_header(r, "Transfer-Encoding")) {
+        s3_err(r, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+        return;
+    }
+    struct sl_err err = { 0 };
+    struct sl_objmd md;
+    memset(&md, 0, sizeof(md));
+    bool conditional = sl_req_header(r, "If-Match") || sl_req_header(r, "If-None-Match");
+    if (conditional) {
+        int st = sl_obj_stat(b, q->key, q->klen, &md, NULL, &err);
+        if (st < 0) {
+            s3_err_sl(r, &err);
+            return;
+        }
+        int c = conditions(r, "", st ? obj_etag(&md) : "", md.mtime, st == 1);
+        if (st)
+            sl_objmd_free(&md);
+        if (c) {
+            s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+            return;
+        }
+    }
+    struct s3put *u = sl_xcalloc(1, sizeof(*u));
+    u->b = *b;
+    u->b.props = NULL;
+    if (put_setup(r, u) < 0) {
+        put_free(u);
+        return;
+    }
+    struct kvs m = { 0 };
+    collect_meta(r, &m);
+    if (m.bytes > S3_META_MAX) {
+        kv_free(&m);
+        put_free(u);
+        s3_err(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (%d "
+               "bytes)", S3_META_MAX);
+        return;
+    }
+    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect };
+    if (sl_put_begin(b, q->key, q->klen, &o, &u->p, &err) < 0) {
+        kv_free(&m);
+        put_free(u);
+        s3_err_sl(r, &err);
+        return;
+    }
+    kv_free(&m);
+    r->ctx = u;
+    r->on_cleanup = put_cleanup;
+    sl_req_stream_body(r, put_data, put_done);
+}
+
+/* ---- multipart ---- */
+
+static void create_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+{
+    char id[80];
+    struct sl_err err = { 0 };
+    if (sl_mpt_create(b, q->key, q->klen, id, sizeof(id), &err) < 0) {
+        s3_err_sl(r, &err);
+        return;
+    }
+    struct s3upload *up = sl_xcalloc(1, sizeof(*up));
+    snprintf(up->id, sizeof(up->id), "%s", id);
+    collect_meta(r, &up->meta);
+    up->created = sl_now_ns();
+    pthread_mutex_lock(&up_mu);
+    up->next = uploads;
+    uploads = up;
+    pthread_mutex_unlock(&up_mu);
+    struct sl_buf x;
+    sl_buf_init(&x);
+    sl_buf_adds(&x, "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    s3_xml_esc(&x, b->name, strlen(b->name));
+    sl_buf_adds(&x, "</Bucket><Key>");
+    s3_xml_esc(&x, q->key, q->klen);
+    sl_buf_adds(&x, "</Key><UploadId>");
+    s3_xml_esc(&x, id, strlen(id));
+    sl_buf_adds(&x, "</UploadId></InitiateMultipartUploadResult>");
+    s3_xml(r, 200, &x);
+}
+
+static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
+{
+    if (sl_req_header(r, "x-amz-copy-source")) {
+        s3_err(r, 501, "NotImplemented", "UploadPartCopy is not implemented yet by this Shale S3 front end");
+        return;
+    }
+    const char *pn = sl_req_query(r, "partNumber");
+    char *e;
+    long no = pn ? strtol(pn, &e, 10) : 0;
+    if (!pn || !*pn || *e || no < 1 || no > 10000) {
+        s3_err(r, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+        return;
+    }
+    pthread_mutex_lock(&up_mu);
+    bool known = up_find(id) != NULL;
+    pthread_mutex_unlock(&up_mu);
+    if (!known) {
+        s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist (it was completed, aborted, or never "
+               "started on this cluster)");
+        return;
+    }
+    struct s3put *u = sl_xcalloc(1, sizeof(*u));
+    u->b = *b;
+    u->b.props = NULL;
+    if (put_setup(r, u) < 0) {
+        put_free(u);
+        return;
+    }
+    if (u->expect <= 0) {
+        put_free(u);
+        s3_err(r, u->expect < 0 ? 411 : 400, u->expect < 0 ? "MissingContentLength" : "InvalidArgument",
+               "a part needs its length (Content-Length or x-amz-decoded-content-length) and at least one byte");
+        return;
+    }
+    struct sl_err err = { 0 };
+    if (sl_mpt_part_begin(b, q->key, q->klen, id, pn, u->expect, &u->part, &err) < 0) {
+        put_free(u);
+        if (err.code == SL_ENOENT || err.code == SL_ENOOBJ)
+            s3_err(r, 404, "NoSuchUpload", "%s", err.msg);
+        else
+            s3_err_sl(r, &err);
+        return;
+    }
+    snprintf(u->upload_id, sizeof(u->upload_id), "%s", id);
+    u->partno = (int)no;
+    r->ctx = u;
+    r->on_cleanup = put_cleanup;
+    sl_req_stream_body(r, put_data, put_done);
+}
+
+struct cpl_parse {
+    int *nos;
+    char (*etags)[80];
+    int n, cap;
+    int cur_no;
+    char cur_etag[80];
+    bool bad;
+};
+
+static void cpl_end(void *arg, const char *parent, const char *name, const char *text)
+{
+    struct cpl_parse *c = arg;
+    if (!strcmp(parent, "Part") && !strcmp(name, "PartNumber")) {
+        c->cur_no = atoi(text);
+    } else if (!strcmp(parent, "Part") && !strcmp(name, "ETag")) {
+        const char *t = text;
+        size_t l = strlen(t);
+        if (l >= 2 && t[0] == '"' && t[l - 1] == '"') {
+            t++;
+            l -= 2;
+        }
+        snprintf(c->cur_etag, sizeof(c->cur_etag), "%.*s", (int)SL_MIN(l, 79), t);
+    } else if (!strcmp(name, "Part")) {
+        if (c->n >= 10000) {
+            c->bad = true;
+            return;
+        }
+        if (c->n == c->cap) {
+            c->cap = c->cap ? c->cap * 2 : 16;
+            c->nos = sl_xrealloc(c->nos, (size_t)c->cap * sizeof(int));
+            c->etags = sl_xrealloc(c->etags, (size_t)c->cap * sizeof(*c->etags));
+        }
+        c->nos[c->n] = c->cur_no;
+        snprintf(c->etags[c->n], 80, "%s", c->cur_etag);
+        c->n++;
+        c->cur_no = 0;
+        c->cur_etag[0] = 0;
+    }
+}
+
+struct cpl_job {
+    struct sl_bck b;
+    char *key;
+    size_t klen;
+    char id[80];
+};
+
+static void complete_run(struct sl_req *r, void *arg)
+{
+    struct cpl_job *j = arg;
+    struct cpl_parse c = { 0 };
+    struct sl_err err = { 0 };
+    if (s3_xml_parse(r->body.p ? r->body.p : "", r->body.len, cpl_end, &c) < 0 || c.bad || !c.n) {
+        s3_err(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our "
+               "published schema (CompleteMultipartUpload with 1 to 10000 Part elements)");
+        goto out;
+    }
+    for (int i = 1; i < c.n; i++)
+        if (c.nos[i] <= c.nos[i - 1]) {
+            s3_err(r, 400, "InvalidPartOrder", "The list of parts was not in ascending order (part %d after %d)",
+                   c.nos[i], c.nos[i - 1]);
+            goto out;
+        }
+    pthread_mutex_lock(&up_mu);
+    struct s3upload *up = up_find(j->id);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    int status = 0;
+    char msg[300] = "";
+    for (int i = 0; up && i < c.n && !status; i++) {
+        struct s3part *p = NULL;
+        for (int k = 0; k < up->nparts; k++)
+            if (up->parts[k].no == c.nos[i])
+                p = &up->parts[k];
+        if (!p || strcmp(p->md5, c.etags[i])) {
+            status = 400;
+            snprintf(msg, sizeof(msg), "part %d: %s", c.nos[i], p ? "its ETag is not the one listed" :
+                     "it was not uploaded");
+        } else if (i < c.n - 1 && p->size < 5 * 1024 * 1024) {
+            status = -400;
+            snprintf(msg, sizeof(msg), "part %d has %llu bytes; every part but the last needs at least 5 MiB",
+                     c.nos[i], (unsigned long long)p->size);
+        } else {
+            unsigned char d[16];
+            hex2bin(p->md5, d, 16);
+            EVP_DigestUpdate(md, d, 16);
+        }
+    }
+    if (!status && up && up->nparts != c.n) {
+        status = 400;
+        snprintf(msg, sizeof(msg), "%d parts were uploaded and %d listed: this Shale S3 front end completes an "
+                 "upload with all its parts", up->nparts, c.n);
+    }
+    unsigned char d[16];
+    unsigned dn = 0;
+    EVP_DigestFinal_ex(md, d, &dn);
+    EVP_MD_CTX_free(md);
+    struct kvs meta = { 0 };
+    if (up)
+        for (int i = 0; i < up->meta.n; i++)
+            kv_add(&meta, up->meta.kv[i].k, up->meta.kv[i].v);
+    pthread_mutex_unlock(&up_mu);
+    if (!up) {
+        s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist (completed, aborted or unknown)");
+    } else if (status == 400) {
+        s3_err(r, 400, "InvalidPart", "One or more of the specified parts could not be found or did not match: %s",
+               msg);
+    } else if (status) {
+        s3_err(r, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed size: %s", msg);
+    } else {
+        json_t *parts = json_array();
+        for (int i = 0; i < c.n; i++)
+            json_array_append_new(parts, json_pack("{s:i,s:s}", "part-number", c.nos[i], "etag", ""));
+        struct sl_objmd out;
+        memset(&out, 0, sizeof(out));
+        int rc = sl_mpt_complete(&j->b, j->key, j->klen, j->id, parts, &out, &err);
+        json_decref(parts);
+        if (rc < 0) {
+            s3_err_sl(r, &err);
+        } else {
+            char etag[48], n[16];
+            sl_hex(d, 16, etag);
+            snprintf(etag + 32, sizeof(etag) - 32, "-%d", c.n);
+            snprintf(n, sizeof(n), "%d", c.n);
+            kv_add(&meta, "ETag", etag);
+            kv_add(&meta, "s3.mp", n);
+            if (sl_obj_set_custom(&j->b, j->key, j->klen, meta.kv, meta.n, false, &err) < 0)
+                sl_logw("s3 complete %s/%.*s: metadata not set: %s", j->b.name, (int)SL_MIN(j->klen, 200), j->key,
+                        err.msg);
+            sl_objmd_free(&out);
+            up_drop(j->id);
+            struct sl_buf x;
+            sl_buf_init(&x);
+            sl_buf_adds(&x, "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                            "<Location>");
+            s3_xml_esc(&x, j->key, j->klen);
+            sl_buf_adds(&x, "</Location><Bucket>");
+            s3_xml_esc(&x, j->b.name, strlen(j->b.name));
+            sl_buf_adds(&x, "</Bucket><Key>");
+            s3_xml_esc(&x, j->key, j->klen);
+            sl_buf_printf(&x, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", etag);
+            s3_xml(r, 200, &x);
+        }
+    }
+    kv_free(&meta);
+out:
+    free(c.nos);
+    free(c.etags);
+    free(j->key);
+    free(j);
+}
+
+static void cpl_cancel(void *arg)
+{
+    struct cpl_job *j = arg;
+    free(j->key);
+    free(j);
+}
+
+static void complete_body(struct sl_req *r)
+{
+    sl_req_offload(r, complete_run, cpl_cancel, r->ctx);
+    r->ctx = NULL;
+}
+
+static void complete_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
+{
+    struct cpl_job *j = sl_xcalloc(1, sizeof(*j));
+    j->b = *b;
+    j->b.props = NULL;
+    j->key = sl_xstrndup(q->key, q->klen);
+    j->klen = q->klen;
+    snprintf(j->id, sizeof(j->id), "%s", id);
+    r->ctx = j;
+    sl_req_buffer_body(r, 4 * 1024 * 1024, complete_body);
+}
+
+static void abort_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
+{
+    struct sl_err err = { 0 };
+    if (sl_mpt_abort(b, q->key, q->klen, id, &err) < 0) {
+        s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist: %s", err.msg);
+        return;
+    }
+    up_drop(id);
+    sl_resp_empty(r, 204);
+}
+
+/* ---- dispatch ---- */
+
+void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+{
+    struct sl_err err = { 0 };
+    if (sl_objname_check(q->key, q->klen, &err) < 0) {
+        s3_err(r, 400, "InvalidArgument", "%s", err.msg);
+        return;
+    }
+    const char *id = sl_req_query(r, "uploadId");
+    switch (r->method) {
+    case SL_M_GET:
+    case SL_M_HEAD:
+        if (id) {
+            s3_err(r, 501, "NotImplemented", "ListParts is not implemented yet by this Shale S3 front end");
+            return;
+        }
+        if (sl_req_query(r, "acl") || sl_req_query(r, "tagging") || sl_req_query(r, "versionId")) {
+            s3_err(r, 501, "NotImplemented", "this object sub-resource is not implemented by this Shale S3 front "
+                   "end");
+            return;
+        }
+        get_obj(r, q, b);
+        return;
+    case SL_M_PUT:
+        if (id)
+            put_part(r, q, b, id);
+        else if (sl_req_query(r, "acl"))
+            sl_resp_empty(r, 200);
+        else if (sl_req_query(r, "tagging") || sl_req_query(r, "retention") || sl_req_query(r, "legal-hold"))
+            s3_err(r, 501, "NotImplemented", "this object sub-resource is not implemented by this Shale S3 front "
+                   "end");
+        else
+            put_obj(r, q, b);
+        return;
+    case SL_M_POST:
+        if (sl_req_query(r, "uploads"))
+            create_upload(r, q, b);
+        else if (id)
+            complete_upload(r, q, b, id);
+        else
+            s3_err(r, 405, "MethodNotAllowed", "POST on an object takes ?uploads or ?uploadId=");
+        return;
+    case SL_M_DELETE:
+        if (id) {
+            abort_upload(r, q, b, id);
+            return;
+        }
+        if (sl_obj_delete(b, q->key, q->klen, &err) < 0 && err.code != SL_ENOOBJ && err.code != SL_ENOENT) {
+            s3_err_sl(r, &err);
+            return;
+        }
+        sl_resp_empty(r, 204);
+        return;
+    default:
+        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed on an object", r->method_str);
+    }
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT
+ * fwd.h: answer a request by forwarding it to a peer and relaying the
+ * peer's answer, streaming both ways: no client-visible redirect, and no
+ * whole body held in memory in either direction (a ring of a few hundred
+ * KiB each way, with back-pressure on the client's connection).
+ *
+ * The transfer runs on a thread of its own (libcurl, blocking); the HTTP
+ * threads only copy between the rings and the connection and never wait.
+ * The S3 front end uses it to reach an object's target (clients such as
+ * boto3 and awscli do not follow a 307).
+ */
+#ifndef SL_FWD_H
+#define SL_FWD_H
+
+#include "http.h"
+
+struct sl_fwd_opts {
+    const char *url;            /* full URL on the peer (path and query included) */
+    const char *const *hdrs;    /* extra "Name: value" lines, NULL-terminated (may be NULL) */
+    int64_t timeout_ms;         /* with no byte moving in either direction; 0 = 120 s */
+};
+
+/* Call from a handler (or where a response is allowed) on the HTTP thread:
+ * takes the request over, body included (none for GET/HEAD/DELETE). The
+ * client's headers go along except hop-by-hop ones; the peer's status,
+ * headers and body come back as they are. A peer that cannot be reached
+ * gives 502 (err_fn, when not NULL, formats that answer instead). */
+typedef void (*sl_fwd_err_fn)(struct sl_req *r, int status, const char *msg);
+void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn);
+
+#endif
