@@ -187,6 +187,7 @@ int cli_cp(const char *path, int argc, char **argv);
 int cmd_storage(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_search(int argc, char **argv);
+int cmd_s3(int argc, char **argv);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress);
 

@@ -666,6 +666,11 @@ out:
 
 static void delete_objects_body(struct sl_req *r)
 {
+    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
+        free(r->ctx);
+        r->ctx = NULL;
+        return;
+    }
     sl_req_offload(r, delete_objects, free, r->ctx);
     r->ctx = NULL;
 }
@@ -814,6 +819,9 @@ void sl_s3_route(struct sl_req *r)
         q.klen = r->path_len - (size_t)(q.key - r->path);
     }
     if (!bl) {
+        struct s3auth au;
+        if (s3_auth(r, &au) < 0)
+            return;
         if (r->method == SL_M_GET)
             list_buckets(r);
         else
@@ -831,7 +839,9 @@ void sl_s3_route(struct sl_req *r)
             sl_smap_put(s);
             return;
         }
-        bucket_req(r, &q);
+        struct s3auth au;
+        if (s3_auth(r, &au) == 0)
+            bucket_req(r, &q);
         return;
     }
     if (q.klen > 1024) {
@@ -850,7 +860,9 @@ void sl_s3_route(struct sl_req *r)
     struct sl_smap *s = sl_smap_get();
     if (sl_is_target() && sl_obj_owned_here(s, &b, q.key, q.klen)) {
         sl_smap_put(s);
-        s3_obj(r, &q, &b);
+        struct s3auth au;
+        if (s3_auth(r, &au) == 0)
+            s3_obj(r, &q, &b, &au);
         return;
     }
     struct sl_buf un;

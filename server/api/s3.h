@@ -17,9 +17,24 @@
 
 #include "http.h"
 #include "meta.h"
+#include "s3sig.h"
 
-/* The route for /s3 (module.h). */
+/* The route for /s3, and the administration of keys and modes (/v1/s3). */
 void sl_s3_route(struct sl_req *r);
+void sl_s3_admin(struct sl_req *r);
+
+/* A request's credentials, once verified (s3auth.c). */
+struct s3auth {
+    bool on;                       /* verification is on: a and secret are set */
+    struct sl_s3_auth a;
+    char secret[129];
+    char payload[80];              /* x-amz-content-sha256 as signed */
+};
+/* 0 the request may go on (au filled), -1 answered with the S3 error. */
+int s3_auth(struct sl_req *r, struct s3auth *au);
+/* A body read whole: its SHA-256 must be the x-amz-content-sha256 the
+ * client declared (when it declared a hash). 0, or -1 answered. */
+int s3_body_check(struct sl_req *r, const void *body, size_t n);
 
 /* ---- shared by s3.c (bucket requests) and s3obj.c (objects) ---- */
 struct s3req {
@@ -48,7 +63,7 @@ int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *
                  void *arg);
 
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
-void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);
 /* Gateway side: DeleteObjects and ListMultipartUploads are bucket requests
  * that the targets answer in part. */
 

@@ -11,6 +11,7 @@
 #include "store.h"
 #include "upload.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -139,6 +140,7 @@ enum { CK_SIZE, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE };
 struct awsck {
     int st;
     uint64_t left;
+    char sig[SL_S3_SIG_HEX];      /* this chunk's chunk-signature */
     char line[512];
     size_t ll;
     char trailer_name[64];
@@ -168,6 +170,11 @@ struct s3put {
     char err_code[48];
     char err_msg[512];
     int err_status;
+    struct s3auth au;
+    EVP_MD_CTX *sha;                  /* the raw body, when the client declared its SHA-256 */
+    char sha_want[65];
+    EVP_MD_CTX *csha;                 /* the current chunk, when chunks are signed */
+    char prev_sig[SL_S3_SIG_HEX];
 };
 
 static void put_free(struct s3put *u)
@@ -181,6 +188,11 @@ static void put_free(struct s3put *u)
     }
     if (u->md5)
         EVP_MD_CTX_free(u->md5);
+    if (u->sha)
+        EVP_MD_CTX_free(u->sha);
+    if (u->csha)
+        EVP_MD_CTX_free(u->csha);
+    OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
     xc_free(&u->xc);
     free(u->key);
     free(u);
@@ -215,6 +227,25 @@ static int sink(struct s3put *u, const char *p, size_t n)
     return 0;
 }
 
+/* The chunk just read (or the final empty one) against its signature. */
+static int chunk_verify(struct s3put *u)
+{
+    if (!u->csha)
+        return 0;
+    unsigned char d[32];
+    unsigned dn = 0;
+    EVP_DigestFinal_ex(u->csha, d, &dn);
+    EVP_DigestInit_ex(u->csha, EVP_sha256(), NULL);
+    char hex[SL_S3_SIG_HEX], want[SL_S3_SIG_HEX];
+    sl_hex(d, 32, hex);
+    sl_s3_chunk_signature(&u->au.a, u->au.secret, u->prev_sig, hex, want);
+    if (!sl_s3_sig_equal(want, u->ck.sig))
+        return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: a chunk signature does not match its "
+                        "bytes; nothing was stored");
+    memcpy(u->prev_sig, want, sizeof(want));
+    return 0;
+}
+
 static int ck_line(struct s3put *u)
 {
     struct awsck *c = &u->ck;
@@ -224,11 +255,21 @@ static int ck_line(struct s3put *u)
         unsigned long long sz = strtoull(c->line, &e, 16);
         if (e == c->line || (*e && *e != ';'))
             return put_fail(u, 400, "IncompleteBody", "aws-chunked body: bad chunk header");
+        c->sig[0] = 0;
+        const char *cs = strstr(c->line, ";chunk-signature=");
+        if (cs)
+            snprintf(c->sig, sizeof(c->sig), "%s", cs + 17);
+        if (u->csha && !c->sig[0])
+            return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: a chunk has no chunk-signature");
         c->left = sz;
         c->st = sz ? CK_DATA : CK_TRAILER;
+        if (!sz && chunk_verify(u) < 0)
+            return -1;
     } else if (c->st == CK_DATA_END) {
         if (c->ll)
             return put_fail(u, 400, "IncompleteBody", "aws-chunked body: chunk longer than its size");
+        if (chunk_verify(u) < 0)
+            return -1;
         c->st = CK_SIZE;
     } else if (c->st == CK_TRAILER) {
         if (!c->ll) {
@@ -248,6 +289,8 @@ static int ck_line(struct s3put *u)
 
 static int body_bytes(struct s3put *u, const char *p, size_t n)
 {
+    if (u->sha)
+        EVP_DigestUpdate(u->sha, p, n);
     if (!u->chunked)
         return sink(u, p, n);
     struct awsck *c = &u->ck;
@@ -257,6 +300,8 @@ static int body_bytes(struct s3put *u, const char *p, size_t n)
             return put_fail(u, 400, "IncompleteBody", "aws-chunked body: bytes after the final chunk");
         if (c->st == CK_DATA) {
             size_t k = n - i < c->left ? n - i : (size_t)c->left;
+            if (u->csha)
+                EVP_DigestUpdate(u->csha, p + i, k);
             if (sink(u, p + i, k) < 0)
                 return -1;
             i += k;
@@ -297,6 +342,16 @@ static int put_check(struct s3put *u, char *etag_hex)
     if (u->chunked && u->ck.st != CK_DONE)
         return put_fail(u, 400, "IncompleteBody", "aws-chunked body ended before its final chunk; nothing was "
                         "stored");
+    if (u->sha) {
+        unsigned char sd[32];
+        unsigned sn = 0;
+        char hex[65];
+        EVP_DigestFinal_ex(u->sha, sd, &sn);
+        sl_hex(sd, 32, hex);
+        if (strcmp(hex, u->sha_want))
+            return put_fail(u, 400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does "
+                            "not match what was computed; nothing was stored");
+    }
     if (u->expect >= 0 && u->decoded != (uint64_t)u->expect)
         return put_fail(u, 400, "IncompleteBody", "the body is shorter than x-amz-decoded-content-length; nothing "
                         "was stored");
@@ -698,14 +753,25 @@ static void put_cleanup(struct sl_req *r, bool completed)
 }
 
 /* Body framing and checksums the request declares: 0, or -1 answered. */
-static int put_setup(struct sl_req *r, struct s3put *u)
+static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
 {
     u->md5 = EVP_MD_CTX_new();
     EVP_DigestInit_ex(u->md5, EVP_md5(), NULL);
     u->expect = -1;
+    u->au = *au;
     const char *sha = sl_req_header(r, "x-amz-content-sha256");
     const char *ce = sl_req_header(r, "Content-Encoding");
     u->chunked = (sha && !strncmp(sha, "STREAMING-", 10)) || (ce && strcasestr(ce, "aws-chunked"));
+    if (sha && strlen(sha) == 64 && strspn(sha, "0123456789abcdef") == 64) {
+        u->sha = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(u->sha, EVP_sha256(), NULL);
+        snprintf(u->sha_want, sizeof(u->sha_want), "%s", sha);
+    }
+    if (au->on && sha && !strncmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34)) {
+        u->csha = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(u->csha, EVP_sha256(), NULL);
+        snprintf(u->prev_sig, sizeof(u->prev_sig), "%s", au->a.signature);
+    }
     const char *dcl = sl_req_header(r, "x-amz-decoded-content-length");
     if (dcl) {
         char *e;
@@ -767,7 +833,7 @@ static int put_setup(struct sl_req *r, struct s3put *u)
     return 0;
 }
 
-static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au)
 {
     if (sl_req_header(r, "x-amz-copy-source")) {
         s3_err(r, 501, "NotImplemented", "CopyObject (x-amz-copy-source) is not implemented yet by this Shale S3 "
@@ -800,7 +866,7 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
     struct s3put *u = sl_xcalloc(1, sizeof(*u));
     u->b = *b;
     u->b.props = NULL;
-    if (put_setup(r, u) < 0) {
+    if (put_setup(r, u, au) < 0) {
         put_free(u);
         return;
     }
@@ -856,7 +922,8 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
     s3_xml(r, 200, &x);
 }
 
-static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
+static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id,
+                     const struct s3auth *au)
 {
     if (sl_req_header(r, "x-amz-copy-source")) {
         s3_err(r, 501, "NotImplemented", "UploadPartCopy is not implemented yet by this Shale S3 front end");
@@ -880,7 +947,7 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
     struct s3put *u = sl_xcalloc(1, sizeof(*u));
     u->b = *b;
     u->b.props = NULL;
-    if (put_setup(r, u) < 0) {
+    if (put_setup(r, u, au) < 0) {
         put_free(u);
         return;
     }
@@ -1067,6 +1134,11 @@ static void cpl_cancel(void *arg)
 
 static void complete_body(struct sl_req *r)
 {
+    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
+        cpl_cancel(r->ctx);
+        r->ctx = NULL;
+        return;
+    }
     sl_req_offload(r, complete_run, cpl_cancel, r->ctx);
     r->ctx = NULL;
 }
@@ -1096,7 +1168,7 @@ static void abort_upload(struct sl_req *r, const struct s3req *q, const struct s
 
 /* ---- dispatch ---- */
 
-void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au)
 {
     struct sl_err err = { 0 };
     if (sl_objname_check(q->key, q->klen, &err) < 0) {
@@ -1120,14 +1192,14 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
         return;
     case SL_M_PUT:
         if (id)
-            put_part(r, q, b, id);
+            put_part(r, q, b, id, au);
         else if (sl_req_query(r, "acl"))
             sl_resp_empty(r, 200);
         else if (sl_req_query(r, "tagging") || sl_req_query(r, "retention") || sl_req_query(r, "legal-hold"))
             s3_err(r, 501, "NotImplemented", "this object sub-resource is not implemented by this Shale S3 front "
                    "end");
         else
-            put_obj(r, q, b);
+            put_obj(r, q, b, au);
         return;
     case SL_M_POST:
         if (sl_req_query(r, "uploads"))
