@@ -29,14 +29,20 @@
 
 struct ring {
     char *b;
-    size_t head, len;
+    size_t cap, head, len;
 };
+
+static void ring_alloc(struct ring *g, size_t cap)
+{
+    g->b = sl_xmalloc(cap);
+    g->cap = cap;
+}
 
 static size_t ring_put(struct ring *g, const char *p, size_t n)
 {
-    size_t k = RING_SZ - g->len < n ? RING_SZ - g->len : n;
-    size_t tail = (g->head + g->len) % RING_SZ;
-    size_t a = RING_SZ - tail < k ? RING_SZ - tail : k;
+    size_t k = g->cap - g->len < n ? g->cap - g->len : n;
+    size_t tail = (g->head + g->len) % g->cap;
+    size_t a = g->cap - tail < k ? g->cap - tail : k;
     memcpy(g->b + tail, p, a);
     memcpy(g->b, p + a, k - a);
     g->len += k;
@@ -46,10 +52,12 @@ static size_t ring_put(struct ring *g, const char *p, size_t n)
 static size_t ring_get(struct ring *g, char *p, size_t n)
 {
     size_t k = g->len < n ? g->len : n;
-    size_t a = RING_SZ - g->head < k ? RING_SZ - g->head : k;
+    if (!k)
+        return 0;
+    size_t a = g->cap - g->head < k ? g->cap - g->head : k;
     memcpy(p, g->b + g->head, a);
     memcpy(p + a, g->b, k - a);
-    g->head = (g->head + k) % RING_SZ;
+    g->head = (g->head + k) % g->cap;
     g->len -= k;
     return k;
 }
@@ -277,7 +285,7 @@ static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
     size_t n = 0;
     if (f->in.len) {
         n = ring_get(&f->in, buf, max);
-        if (f->in_susp && f->r && RING_SZ - f->in.len >= RING_SZ / 2) {
+        if (f->in_susp && f->r && f->in.cap - f->in.len >= f->in.cap / 2) {
             f->in_susp = false;
             sl_conn_resume(f->r->conn);
         }
@@ -308,6 +316,12 @@ static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
     } else if (len == 0) {
         if (f->status >= 200) {
             f->hdrs_done = true;
+            if (!f->out.b) { /* sized to the body when it is small: a 1 KiB GET needs no 512 KiB */
+                size_t cap = RING_SZ;
+                if (f->resp_len >= 0 && (uint64_t)f->resp_len < RING_SZ)
+                    cap = f->resp_len < 4096 ? 4096 : (size_t)f->resp_len;
+                ring_alloc(&f->out, cap);
+            }
             if (f->head)
                 f->discard = true;
             if (f->in_susp && f->r) { /* the rest of the client's body is not wanted */
@@ -340,6 +354,8 @@ static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
     size_t n = size * nmemb, off = 0;
     int64_t dl = 0;
     pthread_mutex_lock(&f->mu);
+    if (!f->out.b)
+        ring_alloc(&f->out, RING_SZ);
     while (off < n) {
         if (!f->r || f->discard) {
             off = f->r ? n : 0; /* no body wanted: drop it; no client: stop */
@@ -365,12 +381,11 @@ static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
     return off;
 }
 
-static void *run(void *arg)
+static void run(struct fwd *f, CURL *c)
 {
-    struct fwd *f = arg;
-    CURL *c = curl_easy_init();
     CURLcode rc = CURLE_FAILED_INIT;
     if (c) {
+        curl_easy_reset(c); /* keeps its connections to the peers */
         curl_easy_setopt(c, CURLOPT_URL, f->url);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
@@ -394,7 +409,6 @@ static void *run(void *arg)
             curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
         }
         rc = curl_easy_perform(c);
-        curl_easy_cleanup(c);
     }
     pthread_mutex_lock(&f->mu);
     f->done = true;
@@ -416,7 +430,86 @@ static void *run(void *arg)
     answer_deferred(f);
     pthread_mutex_unlock(&f->mu);
     unref(f);
-    return NULL;
+}
+
+/* The forward threads: started when none is idle (up to MAX_WORKERS; past
+ * that, requests wait in line), each with one libcurl handle whose
+ * connections to peers stay open between requests; idle for IDLE_S, a
+ * thread ends. */
+#define MAX_WORKERS 512
+#define IDLE_S 30
+
+struct qent {
+    struct fwd *f;
+    struct qent *next;
+};
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
+static struct qent *q_head, *q_tail;
+static int n_workers, n_idle;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    CURL *c = curl_easy_init();
+    pthread_mutex_lock(&pool_mu);
+    for (;;) {
+        while (!q_head) {
+            n_idle++;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += IDLE_S;
+            int w = pthread_cond_timedwait(&pool_cv, &pool_mu, &ts);
+            n_idle--;
+            if (w == ETIMEDOUT && !q_head) {
+                n_workers--;
+                pthread_mutex_unlock(&pool_mu);
+                if (c)
+                    curl_easy_cleanup(c);
+                return NULL;
+            }
+        }
+        struct qent *e = q_head;
+        q_head = e->next;
+        if (!q_head)
+            q_tail = NULL;
+        pthread_mutex_unlock(&pool_mu);
+        run(e->f, c);
+        free(e);
+        pthread_mutex_lock(&pool_mu);
+    }
+}
+
+static void submit(struct fwd *f)
+{
+    struct qent *e = sl_xmalloc(sizeof(*e));
+    e->f = f;
+    e->next = NULL;
+    pthread_mutex_lock(&pool_mu);
+    if (q_tail)
+        q_tail->next = e;
+    else
+        q_head = e;
+    q_tail = e;
+    bool spawn = n_idle == 0 && n_workers < MAX_WORKERS;
+    if (spawn)
+        n_workers++;
+    pthread_cond_signal(&pool_cv);
+    pthread_mutex_unlock(&pool_mu);
+    if (spawn) {
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &at, worker, NULL) != 0) {
+            pthread_mutex_lock(&pool_mu);
+            n_workers--;
+            pthread_mutex_unlock(&pool_mu);
+            sl_logw("forward: cannot start a thread; the request waits for a busy one");
+        }
+        pthread_attr_destroy(&at);
+    }
 }
 
 struct hctx {
@@ -454,8 +547,8 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     f->clen = body ? r->content_length : 0;
     if (body && f->clen <= 0)
         f->clen = -1;
-    f->in.b = sl_xmalloc(RING_SZ);
-    f->out.b = sl_xmalloc(RING_SZ);
+    if (body)
+        ring_alloc(&f->in, RING_SZ);
     struct hctx h = { NULL, false };
     sl_req_headers_each(r, add_hdr, &h);
     for (int i = 0; o->hdrs && o->hdrs[i]; i++)
@@ -476,5 +569,5 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
         f->want_answer = true;
         sl_req_defer(r);
     }
-    sl_run_detached(run, f);
+    submit(f);
 }

@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""S3 front end vs the native API (1 proxy + 2 targets on loopback, same machine, same run):
+
+  * GET of 1 KiB and 10 MiB objects: /s3/BUCKET/KEY on the gateway (forwarded to the
+    owning target, streamed back) vs the native GET of the same objects, both through the
+    gateway (the client follows the redirect) and straight from the owning target; one
+    load generator (bench/loadgen.c, libcurl multi) for all, rounds alternating;
+  * a 1 GiB upload with awscli (`aws s3 cp`, multipart, 8 MiB parts) vs a native PUT of
+    the same file with curl straight to the owning target;
+  * what SigV4 verification costs: the gateway's and targets' CPU time per request for
+    1 KiB S3 GETs signed by boto3 with verification on, against the same GETs with it off.
+
+usage: s3_bench.py [--duration S] [--rounds N] [--big-mib N] [--quick]
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cluster_bench import build_loadgen, cli, free_range, load, put_many  # noqa: E402
+
+AWS = "/usr/bin/aws"
+
+
+def node_cpu(pgdir):
+    """CPU seconds (user + system) of every node of the playground so far"""
+    total = 0.0
+    tck = os.sysconf("SC_CLK_TCK")
+    topo = json.load(open(os.path.join(pgdir, "playground.json")))
+    for n in topo["nodes"]:
+        with open(os.path.join(pgdir, n["name"], "shaled.pid")) as f:
+            pid = int(f.read().strip())
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tck
+    return total
+
+
+def owner_url(url, bucket, key, method="GET"):
+    """the owning target's URL (a PUT keeps the gateway's redirect marks, which a target requires)"""
+    r = requests.request(method, "%s/v1/objects/%s/%s" % (url, bucket, key), allow_redirects=False)
+    loc = r.headers["Location"]
+    return loc if method == "PUT" else loc.split("?")[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--big-mib", type=int, default=1024)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.duration, a.rounds, a.big_mib = 2, 1, 128
+    work = tempfile.mkdtemp(prefix="shale-s3bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    exe = build_loadgen(work)
+    base = free_range(8)
+    url = "http://127.0.0.1:%d" % base
+    env = dict(os.environ, AIS_ENDPOINT=url)
+    pg = os.path.join(work, "pg")
+    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "2")
+    requests.put(url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+    aenv = dict(os.environ, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret",
+                AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=os.path.join(work, "awsconfig"),
+                AWS_SHARED_CREDENTIALS_FILE=os.path.join(work, "awscreds"))
+    res = {}
+    try:
+        cli(env, "bucket", "create", "ais://s3b")
+        sets = {"1KiB": (["k%05d" % i for i in range(2000)], os.urandom(1024), 32),
+                "10MiB": (["m%03d" % i for i in range(24)], os.urandom(10 << 20), 8)}
+        for label, (names, data, _) in sets.items():
+            put_many(url, "s3b", names, data, workers=8)
+        for label, (names, data, conns) in sets.items():
+            s3u = ["%s/s3/s3b/%s" % (url, n) for n in names]
+            gw = ["%s/v1/objects/s3b/%s" % (url, n) for n in names]
+            direct = [owner_url(url, "s3b", n) for n in names]
+            rounds = []
+            for _ in range(a.rounds):
+                rounds.append({"s3": load(exe, s3u, work, conns, a.duration, False),
+                               "native-gw": load(exe, gw, work, conns, a.duration, True),
+                               "native-direct": load(exe, direct, work, conns, a.duration, False)})
+            res[label] = rounds
+
+        # 1 GiB: awscli multipart through /s3 vs a native PUT straight to the owner
+        big = os.path.join(work, "big.bin")
+        with open(big, "wb") as f:
+            for _ in range(a.big_mib):
+                f.write(os.urandom(1 << 20))
+        up = []
+        for i in range(a.rounds):
+            t0 = time.time()
+            subprocess.run([AWS, "--endpoint-url", url + "/s3", "s3", "cp", big, "s3://s3b/big%d" % i,
+                            "--only-show-errors"], check=True, env=aenv, timeout=3600)
+            t_s3 = time.time() - t0
+            dst = owner_url(url, "s3b", "nbig%d" % i, "PUT")
+            t0 = time.time()
+            subprocess.run(["curl", "-sf", "-T", big, "-o", "/dev/null", dst], check=True, timeout=3600)
+            t_nat = time.time() - t0
+            up.append((t_s3, t_nat))
+        res["upload"] = up
+        h = hashlib.sha256(open(big, "rb").read()).hexdigest()
+        back = hashlib.sha256(requests.get(url + "/s3/s3b/big0").content).hexdigest()
+        res["upload_ok"] = h == back
+
+        # SigV4 cost: CPU of all nodes per signed 1 KiB GET, verification on vs off
+        import boto3
+        from botocore.config import Config
+        s3 = boto3.client("s3", endpoint_url=url + "/s3", aws_access_key_id="bench",
+                          aws_secret_access_key="bench-secret", region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"}))
+        keys = sets["1KiB"][0][:500]
+        cli(env, "s3", "key", "add", "bench", "--secret", "bench-secret")
+        cpu = {}
+        for mode in ("off", "on", "off2", "on2"):
+            cli(env, "s3", "verify", mode[:3].rstrip("2"))
+            time.sleep(0.5)
+            c0 = node_cpu(pg)
+            for k in keys:
+                s3.get_object(Bucket="s3b", Key=k)["Body"].read()
+            cpu[mode] = (node_cpu(pg) - c0) / len(keys) * 1e6
+        cli(env, "s3", "verify", "off")
+        res["sigcpu"] = cpu
+    finally:
+        cli(env, "playground", "stop", "--dir", pg)
+        shutil.rmtree(work, ignore_errors=True)
+
+    for label in ("1KiB", "10MiB"):
+        rounds = res[label]
+        unit = "req/s" if label == "1KiB" else "MB/s"
+
+        def fig(r):
+            return r["rps"] if label == "1KiB" else r["bytes"] / r["seconds"] / 1e6
+        print("\nGET %s, %d connections (bench/loadgen)   %s per round" % (label, sets[label][2], unit))
+        for rd in rounds:
+            print("  /s3 via gateway %10.0f   native via gateway %10.0f (%.2fx)   native direct %10.0f (%.2fx)%s" % (
+                fig(rd["s3"]), fig(rd["native-gw"]), fig(rd["s3"]) / fig(rd["native-gw"]), fig(rd["native-direct"]),
+                fig(rd["s3"]) / fig(rd["native-direct"]),
+                "" if not sum(rd[k]["errors"] for k in rd) else "  errors %s" % {k: rd[k]["errors"] for k in rd}))
+    print("\n%d MiB upload: aws s3 cp via /s3 (multipart) vs curl -T native PUT to the owner" % a.big_mib)
+    for t_s3, t_nat in res["upload"]:
+        print("  aws %.1f MB/s   native %.1f MB/s   ratio %.2f" % (a.big_mib * 1.048576 / t_s3,
+                                                                    a.big_mib * 1.048576 / t_nat, t_nat / t_s3))
+    print("  read back identical: %s" % res["upload_ok"])
+    c = res["sigcpu"]
+    print("\nCPU per signed 1 KiB GET (all nodes, boto3 client): verification off %.0f / %.0f us, on %.0f / %.0f us;"
+          " SigV4 costs ~%.0f us" % (c["off"], c["off2"], c["on"], c["on2"],
+                                     (c["on"] + c["on2"] - c["off"] - c["off2"]) / 2))
+
+
+if __name__ == "__main__":
+    main()
