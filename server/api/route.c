@@ -6,6 +6,7 @@
  * Endpoints of job modules come from the module list (module.h).
  */
 #include "route.h"
+#include "conf.h"
 #include "daemon.h"
 #include "module.h"
 #include "node.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static void set_path(struct sl_req *r, char *np)
 {
@@ -91,12 +93,40 @@ static bool easy_url(struct sl_req *r)
     return true;
 }
 
+/* Virtual-hosted S3 (s3.vhost_domain): Host BUCKET.DOMAIN[:port] makes the
+ * request an S3 one on BUCKET, whatever its path; the path is rewritten to
+ * /s3/BUCKET/... (the raw URI, which signatures cover, stays). */
+static bool s3_vhost(struct sl_req *r)
+{
+    const char *dom = sl_conf->s3_vhost_domain;
+    const char *host = sl_req_header(r, "Host");
+    if (!dom || !*dom || !host)
+        return false;
+    size_t hl = strcspn(host, ":"), dl = strlen(dom);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, dom, dl))
+        return false;
+    size_t bl = hl - dl - 1;
+    char *np = sl_xmalloc(4 + bl + r->path_len + 1);
+    memcpy(np, "/s3/", 4);
+    memcpy(np + 4, host, bl);
+    memcpy(np + 4 + bl, r->path, r->path_len);
+    np[4 + bl + r->path_len] = 0;
+    size_t nl = 4 + bl + r->path_len;
+    free(r->path);
+    r->path = np;
+    r->path_len = nl;
+    sl_s3_route(r);
+    return true;
+}
+
 void sl_route(struct sl_req *r)
 {
     if (!r->path_len || r->path[0] != '/') {
         sl_resp_errf(r, SL_EINVAL, "invalid request path \"%s\"", r->raw_uri);
         return;
     }
+    if (s3_vhost(r))
+        return;
     if (!easy_url(r))
         return;
     if (sl_req_path_is(r, "/v1/health")) {

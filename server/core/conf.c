@@ -98,6 +98,9 @@ static const struct key schema[] = {
     { "net.http.max_json_body", T_SIZE, "16MiB", 0, NULL, NULL },
 
     { "lso.page_size", T_INT, "10000", 0, NULL, "default list-objects page size" },
+    { "s3.vhost_domain", T_STR, "", 0, NULL,
+      "virtual-hosted S3: a request for Host BUCKET.<this domain> is an S3 request on BUCKET (\"\" = path style "
+      "only, on /s3)" },
 
     { "arch.max_members", T_INT, "1000000", 0, NULL, "refuse archives with more members" },
     { "arch.max_member_size", T_SIZE, "16GiB", 0, NULL, NULL },
@@ -538,6 +541,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->http_max_body_json = gz(doc, "net.http.max_json_body");
     c->plugins_dir = sl_xstrdup(gs(doc, "plugins.dir"));
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
+    c->s3_vhost_domain = sl_xstrdup(gs(doc, "s3.vhost_domain"));
     c->arch_max_members = (uint64_t)gi(doc, "arch.max_members");
     c->arch_max_member_size = gz(doc, "arch.max_member_size");
     c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");
@@ -570,6 +574,14 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
         sl_config_free(c);
         return NULL;
     }
+    for (const char *d = c->s3_vhost_domain; *d; d++)
+        if (!((*d >= 'a' && *d <= 'z') || (*d >= '0' && *d <= '9') || *d == '.' || *d == '-')) {
+            sl_errf(err, SL_EINVAL, "s3.vhost_domain \"%s\" is not a domain name (lower-case letters, digits, '.' "
+                    "and '-')", c->s3_vhost_domain);
+            c->root = NULL;
+            sl_config_free(c);
+            return NULL;
+        }
     if (c->promote_dir[0] != 0 && (c->promote_dir[0] != '/' || !strcmp(c->promote_dir, "/"))) {
         sl_errf(err, SL_EINVAL, "promote.dir \"%s\" must be an absolute path other than / (or empty: promote off)",
                 c->promote_dir);
@@ -670,6 +682,7 @@ void sl_config_free(struct sl_config *c)
     free(c->primary_url);
     free(c->plugins_dir);
     free(c->promote_dir);
+    free(c->s3_vhost_domain);
     free(c->fsck);
     free(c);
 }

@@ -60,6 +60,7 @@ struct sl_config {
     uint64_t http_max_body_json;  /* net.http.max_json_body */
     char *plugins_dir;            /* plugins.dir */
     char *promote_dir;            /* promote.dir */
+    char *s3_vhost_domain;        /* s3.vhost_domain ("" = path style only) */
     uint64_t arch_max_members;    /* arch.max_members */
     int moss_max_items;           /* get_batch.max_items */
     uint64_t moss_mem;            /* get_batch.mem */
