@@ -8,6 +8,7 @@
 #include "bg.h"
 #include "etl.h"
 #include "cluster.h"
+#include "fwd.h"
 #include "conf.h"
 #include "http.h"
 #include "jsonx.h"
@@ -331,6 +332,7 @@ int main(int argc, char **argv)
     G.stopping = true;
     sl_lua_cancel_all();
     sl_stop_cluster();
+    sl_fwd_stop(5000);
     sl_http_stop();
     sl_bg_stop();
     if (sl_is_target())

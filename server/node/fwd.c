@@ -25,6 +25,8 @@
 #include <time.h>
 
 #define RING_SZ (512 * 1024)
+
+static volatile bool stopping; /* sl_fwd_stop: every transfer ends now */
 #define MAX_HDRS 128
 
 struct ring {
@@ -259,7 +261,7 @@ static bool wait_idle(struct fwd *f, int64_t *deadline)
     int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
     if (!*deadline)
         *deadline = now + f->timeout_ms * 1000000LL;
-    if (now >= *deadline)
+    if (now >= *deadline || stopping)
         return false;
     int64_t until = now + 200000000LL < *deadline ? now + 200000000LL : *deadline;
     ts.tv_sec = until / 1000000000LL;
@@ -381,6 +383,12 @@ static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
     return off;
 }
 
+static int xfer_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)ud, (void)dt, (void)dn, (void)ut, (void)un;
+    return stopping ? 1 : 0;
+}
+
 static void run(struct fwd *f, CURL *c)
 {
     CURLcode rc = CURLE_FAILED_INIT;
@@ -396,6 +404,8 @@ static void run(struct fwd *f, CURL *c)
         curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_cb);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, xfer_cb);
         if (f->head) {
             curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         } else if (f->upload) {
@@ -445,6 +455,7 @@ struct qent {
 };
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static int n_active;           /* forwards between sl_fwd and the end of run() */
 static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
 static struct qent *q_head, *q_tail;
 static int n_workers, n_idle;
@@ -478,6 +489,7 @@ static void *worker(void *arg)
         run(e->f, c);
         free(e);
         pthread_mutex_lock(&pool_mu);
+        n_active--;
     }
 }
 
@@ -492,6 +504,7 @@ static void submit(struct fwd *f)
     else
         q_head = e;
     q_tail = e;
+    n_active++;
     bool spawn = n_idle == 0 && n_workers < MAX_WORKERS;
     if (spawn)
         n_workers++;
@@ -570,4 +583,21 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
         sl_req_defer(r);
     }
     submit(f);
+}
+
+void sl_fwd_stop(int64_t timeout_ms)
+{
+    stopping = true;
+    int64_t dl = sl_mono_ns() + timeout_ms * 1000000LL;
+    for (;;) {
+        pthread_mutex_lock(&pool_mu);
+        int a = n_active;
+        pthread_mutex_unlock(&pool_mu);
+        if (!a || sl_mono_ns() > dl) {
+            if (a)
+                sl_logw("forward: %d transfer(s) still running at shutdown", a);
+            return;
+        }
+        sl_sleep_ms(20);
+    }
 }

@@ -28,4 +28,8 @@ struct sl_fwd_opts {
 typedef void (*sl_fwd_err_fn)(struct sl_req *r, int status, const char *msg);
 void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn);
 
+/* Shutting down: every forward in flight ends now (its client sees a cut
+ * answer or a 502); waits up to timeout_ms for them. Before sl_http_stop. */
+void sl_fwd_stop(int64_t timeout_ms);
+
 #endif
