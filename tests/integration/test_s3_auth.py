@@ -22,7 +22,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from harness import SHALE, Cluster, main, wait_until
+from harness import Cluster, main, wait_until
 
 AK, SK = "trainer", "s3cr3t-value-for-tests"
 AWS = "/usr/bin/aws"
