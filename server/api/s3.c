@@ -23,6 +23,14 @@
 
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 
+/* a bucket handed to a pool thread (sl_bck_copy) */
+static void bck_free(void *p)
+{
+    if (p)
+        sl_bck_release(p);
+    free(p);
+}
+
 /* ---- XML out ---- */
 
 void s3_xml_esc(struct sl_buf *b, const char *s, size_t n)
@@ -522,7 +530,7 @@ static void list_objects(struct sl_req *r, void *arg)
     free(items);
     sl_buf_free(&cursor);
 out:
-    free(bck);
+    bck_free(bck);
 }
 
 /* ---- create / delete bucket ---- */
@@ -533,7 +541,10 @@ static void create_bucket(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     struct sl_bck b;
     /* us-east-1 semantics: creating a bucket that exists succeeds and changes nothing */
-    if (sl_bck_resolve(name, "ais", NULL, &b, &err) < 0 && sl_cluster_bck_create(name, &err) < 0) {
+    int have = sl_bck_resolve(name, "ais", NULL, &b, &err) == 0;
+    if (have)
+        sl_bck_release(&b);
+    if (!have && sl_cluster_bck_create(name, &err) < 0) {
         s3_err_sl(r, &err);
     } else {
         sl_hdr_addf(r, "Location", "/%s", name);
@@ -576,7 +587,7 @@ static void delete_bucket(struct sl_req *r, void *arg)
         free(url);
     }
     sl_lspage_free(&pg);
-    free(bck);
+    bck_free(bck);
 }
 
 /* ---- DeleteObjects ---- */
@@ -661,17 +672,17 @@ out:
     for (int i = 0; i < d.n; i++)
         free(d.keys[i]);
     free(d.keys);
-    free(bck);
+    bck_free(bck);
 }
 
 static void delete_objects_body(struct sl_req *r)
 {
     if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
-        free(r->ctx);
+        bck_free(r->ctx);
         r->ctx = NULL;
         return;
     }
-    sl_req_offload(r, delete_objects, free, r->ctx);
+    sl_req_offload(r, delete_objects, bck_free, r->ctx);
     r->ctx = NULL;
 }
 
@@ -709,10 +720,11 @@ static void s3_forward(struct sl_req *r, const struct sl_snode *t)
 static struct sl_bck *bck_copy(const struct sl_bck *b)
 {
     struct sl_bck *c = sl_xmalloc(sizeof(*c));
-    *c = *b;
-    c->props = NULL; /* not needed off the HTTP thread */
+    sl_bck_copy(c, b);
     return c;
 }
+
+static void bucket_op(struct sl_req *r, const struct sl_bck *bp);
 
 static void bucket_req(struct sl_req *r, const struct s3req *q)
 {
@@ -739,6 +751,13 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
             s3_err_sl(r, &err);
         return;
     }
+    bucket_op(r, &b);
+    sl_bck_release(&b);
+}
+
+static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
+{
+    const struct sl_bck b = *bp;
     switch (r->method) {
     case SL_M_HEAD:
         sl_hdr_add(r, "x-amz-bucket-region", "us-east-1");
@@ -769,7 +788,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
             s3_err(r, 501, "NotImplemented", "ListMultipartUploads is not implemented yet by this Shale S3 front "
                    "end");
         } else {
-            sl_req_offload(r, list_objects, free, bck_copy(&b));
+            sl_req_offload(r, list_objects, bck_free, bck_copy(&b));
         }
         return;
     case SL_M_PUT:
@@ -780,7 +799,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         s3_err(r, 501, "NotImplemented", "PUT ?versioning is not implemented: Shale buckets keep one version");
         return;
     case SL_M_DELETE:
-        sl_req_offload(r, delete_bucket, free, bck_copy(&b));
+        sl_req_offload(r, delete_bucket, bck_free, bck_copy(&b));
         return;
     case SL_M_POST:
         if (sl_req_query(r, "delete")) {
@@ -863,6 +882,7 @@ void sl_s3_route(struct sl_req *r)
         struct s3auth au;
         if (s3_auth(r, &au) == 0)
             s3_obj(r, &q, &b, &au);
+        sl_bck_release(&b);
         return;
     }
     struct sl_buf un;
@@ -875,4 +895,5 @@ void sl_s3_route(struct sl_req *r)
     else
         s3_forward(r, t);
     sl_smap_put(s);
+    sl_bck_release(&b);
 }

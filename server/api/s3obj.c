@@ -1121,6 +1121,7 @@ static void complete_run(struct sl_req *r, void *arg)
 out:
     free(c.nos);
     free(c.etags);
+    sl_bck_release(&j->b);
     free(j->key);
     free(j);
 }
@@ -1128,6 +1129,7 @@ out:
 static void cpl_cancel(void *arg)
 {
     struct cpl_job *j = arg;
+    sl_bck_release(&j->b);
     free(j->key);
     free(j);
 }
@@ -1146,8 +1148,7 @@ static void complete_body(struct sl_req *r)
 static void complete_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
 {
     struct cpl_job *j = sl_xcalloc(1, sizeof(*j));
-    j->b = *b;
-    j->b.props = NULL;
+    sl_bck_copy(&j->b, b);
     j->key = sl_xstrndup(q->key, q->klen);
     j->klen = q->klen;
     snprintf(j->id, sizeof(j->id), "%s", id);
