@@ -6,8 +6,11 @@
  */
 #include "s3.h"
 #include "cksum.h"
+#include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
+#include "node.h"
+#include "peer.h"
 #include "store.h"
 #include "upload.h"
 
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -833,11 +837,298 @@ static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
     return 0;
 }
 
+/* ---- CopyObject: PUT with x-amz-copy-source, on the destination's target ---- */
+
+struct copy_job {
+    struct sl_bck dst, src;
+    char *dkey, *skey;
+    size_t dklen, sklen;
+    bool replace;
+    struct kvs meta;              /* REPLACE: the request's metadata */
+};
+
+static void copy_free(void *arg)
+{
+    struct copy_job *j = arg;
+    sl_bck_release(&j->dst);
+    sl_bck_release(&j->src);
+    free(j->dkey);
+    free(j->skey);
+    kv_free(&j->meta);
+    free(j);
+}
+
+struct copy_src {                 /* a source read from its own target */
+    struct sl_req *r;
+    struct sl_put *p;
+    EVP_MD_CTX *md5;
+    struct kvs custom;
+    char etag[160];
+    int64_t mtime;
+    bool checked, refused;
+    int status;
+};
+
+static void copy_hdr(void *ctx, const char *name, const char *value)
+{
+    struct copy_src *c = ctx;
+    if (!strcasecmp(name, "Ais-Custom-Md")) {
+        const char *eq = strchr(value, '=');
+        if (eq) {
+            char *k = sl_xstrndup(value, (size_t)(eq - value));
+            if (!strcmp(k, "ETag"))
+                snprintf(c->etag, sizeof(c->etag), "%s", eq + 1);
+            kv_add(&c->custom, k, eq + 1);
+            free(k);
+        }
+    } else if (!strcasecmp(name, "Ais-Checksum-Value") && !c->etag[0]) {
+        snprintf(c->etag, sizeof(c->etag), "%s", value);
+    } else if (!strcasecmp(name, "Ais-Atime")) {
+        c->mtime = strtoll(value, NULL, 10);
+    }
+}
+
+static int copy_sink(void *ctx, const char *data, size_t n)
+{
+    struct copy_src *c = ctx;
+    if (!c->checked) {
+        c->checked = true;
+        if (conditions(c->r, "x-amz-copy-source-", c->etag, c->mtime, true)) {
+            c->refused = true;
+            return -1;
+        }
+    }
+    struct sl_err err = { 0 };
+    EVP_DigestUpdate(c->md5, data, n);
+    return sl_put_write(c->p, data, n, &err);
+}
+
+static void copy_run(struct sl_req *r, void *arg)
+{
+    struct copy_job *j = arg;
+    struct sl_err err = { 0 };
+    struct copy_src c = { .r = r };
+    c.md5 = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(c.md5, EVP_md5(), NULL);
+    struct sl_smap *s = sl_smap_get();
+    bool local = sl_obj_owned_here(s, &j->src, j->skey, j->sklen);
+    const struct sl_snode *owner = NULL;
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, "ais", j->src.name, j->skey, j->sklen);
+    if (!local)
+        owner = sl_smap_hrw_target(s, un.p, un.len);
+    sl_buf_free(&un);
+    int fd = -1;
+    struct sl_objmd md;
+    memset(&md, 0, sizeof(md));
+    if (local) {
+        if (sl_obj_open(&j->src, j->skey, j->sklen, &fd, &md, NULL, &err) < 0) {
+            if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
+                s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
+            else
+                s3_err_sl(r, &err);
+            goto out;
+        }
+        snprintf(c.etag, sizeof(c.etag), "%s", obj_etag(&md));
+        c.mtime = md.mtime;
+        c.checked = true;
+        if (conditions(r, "x-amz-copy-source-", c.etag, c.mtime, true)) {
+            s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold "
+                   "(x-amz-copy-source-if-*)");
+            goto out;
+        }
+        for (int i = 0; i < md.ncustom; i++)
+            kv_add(&c.custom, md.custom[i].k, md.custom[i].v);
+    } else if (!owner) {
+        s3_err(r, 503, "ServiceUnavailable", "the cluster has no active targets; retry later");
+        goto out;
+    }
+    /* the new object's metadata: the source's (COPY) or the request's (REPLACE); the ETag is computed */
+    struct kvs *use = j->replace ? &j->meta : &c.custom;
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1 };
+    struct kvs keep = { 0 };
+    if (local || j->replace) {
+        for (int i = 0; i < use->n; i++)
+            if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl"))
+                kv_add(&keep, use->kv[i].k, use->kv[i].v);
+        o.custom = keep.kv;
+        o.ncustom = keep.n;
+    }
+    if (sl_put_begin(&j->dst, j->dkey, j->dklen, &o, &c.p, &err) < 0) {
+        kv_free(&keep);
+        s3_err_sl(r, &err);
+        goto out;
+    }
+    kv_free(&keep);
+    if (local) {
+        char *buf = sl_xmalloc(256 * 1024);
+        uint64_t off = 0;
+        while (off < md.size) {
+            ssize_t n = pread(fd, buf, 256 * 1024, (off_t)off);
+            if (n <= 0) {
+                sl_errf(&err, SL_EIO, "reading the copy source: %s", n < 0 ? strerror(errno) : "short file");
+                break;
+            }
+            EVP_DigestUpdate(c.md5, buf, (size_t)n);
+            if (sl_put_write(c.p, buf, (size_t)n, &err) < 0)
+                break;
+            off += (uint64_t)n;
+        }
+        free(buf);
+        if (off < md.size) {
+            sl_put_abort(c.p);
+            c.p = NULL;
+            s3_err_sl(r, &err);
+            goto out;
+        }
+    } else {
+        struct sl_buf url;
+        sl_buf_init(&url);
+        sl_peer_obj_url(&url, owner->url, j->src.name, "ais", j->skey, j->sklen);
+        struct sl_peer_resp pr = { 0 };
+        int rc = sl_peer_get_stream(url.p, NULL, 0, copy_sink, copy_hdr, &c, 0, &pr);
+        sl_buf_free(&url);
+        if (rc == 0 && pr.status == 200 && !c.checked &&
+            conditions(r, "x-amz-copy-source-", c.etag, c.mtime, true)) /* an empty source */
+            c.refused = true;
+        if (c.refused || rc < 0 || pr.status != 200) {
+            sl_put_abort(c.p);
+            c.p = NULL;
+            if (c.refused)
+                s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold "
+                       "(x-amz-copy-source-if-*)");
+            else if (pr.status == 404)
+                s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
+            else
+                s3_err(r, 503, "ServiceUnavailable", "reading the copy source from t[%s]: %s", owner->id, pr.err);
+            sl_peer_resp_free(&pr);
+            goto out;
+        }
+        sl_peer_resp_free(&pr);
+        if (!j->replace) /* the source's metadata came with its bytes */
+            for (int i = 0; i < c.custom.n; i++)
+                if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp"))
+                    sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
+    }
+    unsigned char d[16];
+    unsigned dn = 0;
+    char etag[33];
+    EVP_DigestFinal_ex(c.md5, d, &dn);
+    sl_hex(d, 16, etag);
+    sl_put_set_custom(c.p, "ETag", etag);
+    struct sl_objmd out;
+    memset(&out, 0, sizeof(out));
+    struct sl_put *p = c.p;
+    c.p = NULL;
+    if (sl_put_commit(p, &out, &err) < 0) {
+        s3_err_sl(r, &err);
+        goto out;
+    }
+    char t[64];
+    s3_iso_time(out.mtime, t, sizeof(t));
+    sl_objmd_free(&out);
+    struct sl_buf x;
+    sl_buf_init(&x);
+    sl_buf_printf(&x, "<CopyObjectResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s"
+                  "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>", t, etag);
+    s3_xml(r, 200, &x);
+out:
+    if (c.p)
+        sl_put_abort(c.p);
+    if (fd >= 0)
+        close(fd);
+    if (local)
+        sl_objmd_free(&md);
+    EVP_MD_CTX_free(c.md5);
+    kv_free(&c.custom);
+    sl_smap_put(s);
+    copy_free(j);
+}
+
+static void copy_cancel(void *arg)
+{
+    copy_free(arg);
+}
+
+static void copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *src)
+{
+    size_t sl = strlen(src);
+    char *tmp = sl_xmalloc(sl + 1);
+    size_t dl = sl_url_decode(src, sl, tmp, false);
+    char *s = tmp;
+    if (memchr(s, 0, dl)) {
+        free(tmp);
+        s3_err(r, 400, "InvalidArgument", "x-amz-copy-source holds a NUL byte");
+        return;
+    }
+    char *qm = strstr(s, "?versionId=");
+    if (qm) {
+        if (strcmp(qm + 11, "null")) {
+            free(tmp);
+            s3_err(r, 501, "NotImplemented", "copying a version (versionId) is not implemented: Shale buckets keep "
+                   "one version");
+            return;
+        }
+        *qm = 0;
+    }
+    if (*s == '/')
+        s++;
+    char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1]) {
+        free(tmp);
+        s3_err(r, 400, "InvalidArgument", "x-amz-copy-source must be BUCKET/KEY (URL-encoded)");
+        return;
+    }
+    *slash = 0;
+    const char *dir = sl_req_header(r, "x-amz-metadata-directive");
+    if (dir && strcmp(dir, "COPY") && strcmp(dir, "REPLACE")) {
+        free(tmp);
+        s3_err(r, 400, "InvalidArgument", "Unknown metadata directive \"%s\" (COPY or REPLACE)", dir);
+        return;
+    }
+    bool replace = dir && !strcmp(dir, "REPLACE");
+    const char *skey = slash + 1;
+    size_t sklen = strlen(skey);
+    struct sl_err err = { 0 };
+    if (sklen > 1024 || sl_objname_check(skey, sklen, &err) < 0) {
+        free(tmp);
+        s3_err(r, 400, "InvalidArgument", "x-amz-copy-source: the source key is not valid");
+        return;
+    }
+    struct copy_job *j = sl_xcalloc(1, sizeof(*j));
+    if (sl_bck_resolve(s, "ais", NULL, &j->src, &err) < 0) {
+        free(tmp);
+        free(j);
+        s3_err(r, 404, "NoSuchBucket", "The specified bucket does not exist (the copy source's)");
+        return;
+    }
+    if (!replace && !strcmp(j->src.name, b->name) && sklen == q->klen && !memcmp(skey, q->key, sklen)) {
+        sl_bck_release(&j->src);
+        free(tmp);
+        free(j);
+        s3_err(r, 400, "InvalidRequest", "This copy request is illegal because it is trying to copy an object to "
+               "itself without changing the object's metadata, storage class, website redirect location or "
+               "encryption attributes.");
+        return;
+    }
+    sl_bck_copy(&j->dst, b);
+    j->skey = sl_xstrndup(skey, sklen);
+    j->sklen = sklen;
+    j->dkey = sl_xstrndup(q->key, q->klen);
+    j->dklen = q->klen;
+    j->replace = replace;
+    if (replace)
+        collect_meta(r, &j->meta);
+    free(tmp);
+    sl_req_offload(r, copy_run, copy_cancel, j);
+}
+
 static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au)
 {
-    if (sl_req_header(r, "x-amz-copy-source")) {
-        s3_err(r, 501, "NotImplemented", "CopyObject (x-amz-copy-source) is not implemented yet by this Shale S3 "
-               "front end");
+    const char *cs = sl_req_header(r, "x-amz-copy-source");
+    if (cs) {
+        copy_object(r, q, b, cs);
         return;
     }
     if (r->content_length < 0 && !sl_req_header(r, "x-amz-decoded-content-length") &&
