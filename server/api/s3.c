@@ -271,6 +271,19 @@ static void list_buckets(struct sl_req *r)
     s3_xml(r, 200, &b);
 }
 
+/* The one ACL there is: the owner has full control (s3cmd info and SDKs read it). */
+void s3_acl(struct sl_req *r)
+{
+    struct sl_buf x;
+    sl_buf_init(&x);
+    sl_buf_adds(&x, "<AccessControlPolicy xmlns=\"" XMLNS "\">");
+    owner_xml(&x);
+    sl_buf_adds(&x, "<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                    "xsi:type=\"CanonicalUser\"><ID>shale</ID><DisplayName>shale</DisplayName></Grantee>"
+                    "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>");
+    s3_xml(r, 200, &x);
+}
+
 /* ---- ListObjects v1 / v2 ---- */
 
 static void url_enc(struct sl_buf *b, const char *s, size_t n)
@@ -711,6 +724,7 @@ static void fwd_err(struct sl_req *r, int status, const char *msg)
 /* Hand the request to node (its own /s3 endpoint, the same URI). */
 static void s3_forward(struct sl_req *r, const struct sl_snode *t)
 {
+    sl_hdr_del(r, "x-amz-request-id"); /* the answering node's comes back with its answer */
     char *url = sl_xasprintf("%s%s", t->url, r->raw_uri);
     struct sl_fwd_opts o = { .url = url };
     sl_fwd(r, &o, fwd_err);
@@ -775,15 +789,7 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
             sl_buf_adds(&x, "<VersioningConfiguration xmlns=\"" XMLNS "\"></VersioningConfiguration>");
             s3_xml(r, 200, &x);
         } else if (sl_req_query(r, "acl")) {
-            struct sl_buf x;
-            sl_buf_init(&x);
-            sl_buf_adds(&x, "<AccessControlPolicy xmlns=\"" XMLNS "\">");
-            owner_xml(&x);
-            sl_buf_adds(&x, "<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/"
-                            "XMLSchema-instance\" xsi:type=\"CanonicalUser\"><ID>shale</ID><DisplayName>shale"
-                            "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>"
-                            "</AccessControlList></AccessControlPolicy>");
-            s3_xml(r, 200, &x);
+            s3_acl(r);
         } else if (sl_req_query(r, "uploads")) {
             s3_err(r, 501, "NotImplemented", "ListMultipartUploads is not implemented yet by this Shale S3 front "
                    "end");
@@ -817,6 +823,10 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
 void sl_s3_route(struct sl_req *r)
 {
     sl_hdr_add(r, "x-amz-request-id", r->reqid);
+    if (r->method == SL_M_OTHER && !strcmp(r->method_str, "OPTIONS")) {
+        s3_err(r, 400, "BadRequest", "CORS is not configured for this endpoint: OPTIONS requests are not served");
+        return;
+    }
     if (r->path_bad) {
         s3_err(r, 400, "InvalidURI", "Couldn't parse the specified URI (it holds a NUL byte)");
         return;
@@ -865,6 +875,18 @@ void sl_s3_route(struct sl_req *r)
     }
     if (q.klen > 1024) {
         s3_err(r, 400, "KeyTooLongError", "Your key is too long (%zu bytes; at most 1024)", q.klen);
+        return;
+    }
+    for (size_t i = 0; i + 1 < q.klen; i++)
+        if ((unsigned char)q.key[i] == 0xC2 && (unsigned char)q.key[i + 1] >= 0x80 &&
+            (unsigned char)q.key[i + 1] <= 0x9F) {
+            s3_err(r, 400, "InvalidURI", "Couldn't parse the specified URI (the key holds the control character "
+                   "U+%04X)", (unsigned char)q.key[i + 1]);
+            return;
+        }
+    if (r->method == SL_M_PUT && r->content_length < 0 && !sl_req_header(r, "Transfer-Encoding") &&
+        !sl_req_header(r, "x-amz-copy-source") && !sl_req_query(r, "acl") && !sl_req_query(r, "tagging")) {
+        s3_err(r, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
         return;
     }
     struct sl_bck b;

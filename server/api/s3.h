@@ -32,9 +32,26 @@ struct s3auth {
 };
 /* 0 the request may go on (au filled), -1 answered with the S3 error. */
 int s3_auth(struct sl_req *r, struct s3auth *au);
-/* A body read whole: its SHA-256 must be the x-amz-content-sha256 the
- * client declared (when it declared a hash). 0, or -1 answered. */
+/* A body read whole, against the integrity headers it came with
+ * (x-amz-content-sha256 when a hash, Content-MD5, x-amz-checksum-*). 0, or
+ * -1 answered (s3sum.c). */
 int s3_body_check(struct sl_req *r, const void *body, size_t n);
+
+/* x-amz-checksum-ALG, streamed (s3sum.c) */
+enum { XC_NONE = 0, XC_CRC32, XC_CRC32C, XC_SHA1, XC_SHA256, XC_CRC64NVME };
+struct s3xc {
+    int alg;
+    uint32_t crc;
+    uint64_t crc64;
+    void *md;                      /* EVP_MD_CTX */
+};
+int s3_xc_alg(const char *name);   /* -1 when not one of them */
+void s3_xc_init(struct s3xc *x, int alg);
+void s3_xc_update(struct s3xc *x, const void *p, size_t n);
+void s3_xc_final(struct s3xc *x, char *out);   /* base64, as S3 sends it; out[160] */
+void s3_xc_free(struct s3xc *x);
+/* base64 of at most max bytes -> bytes, or -1 */
+int s3_b64dec(const char *in, unsigned char *out, size_t max);
 
 /* ---- shared by s3.c (bucket requests) and s3obj.c (objects) ---- */
 struct s3req {
@@ -51,6 +68,8 @@ void s3_err_sl(struct sl_req *r, const struct sl_err *e);
 /* 200 application/xml from a buffer that starts after the XML declaration */
 void s3_xml(struct sl_req *r, int status, struct sl_buf *body);
 void s3_xml_esc(struct sl_buf *b, const char *s, size_t n);
+/* GET ?acl of a bucket or an object: the owner's FULL_CONTROL */
+void s3_acl(struct sl_req *r);
 /* "2006-01-02T15:04:05.000Z" / RFC 1123 */
 void s3_iso_time(int64_t ns, char *out, size_t n);
 void s3_http_time(int64_t ns, char *out, size_t n);

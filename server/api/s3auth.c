@@ -149,34 +149,6 @@ out:
     return rc;
 }
 
-static bool is_hex64(const char *s)
-{
-    if (!s || strlen(s) != 64)
-        return false;
-    for (int i = 0; i < 64; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return false;
-    return true;
-}
-
-int s3_body_check(struct sl_req *r, const void *body, size_t n)
-{
-    const char *want = sl_req_header(r, "x-amz-content-sha256");
-    if (!is_hex64(want))
-        return 0;
-    unsigned char d[32];
-    unsigned dn = 0;
-    EVP_Digest(body, n, d, &dn, EVP_sha256(), NULL);
-    char hex[65];
-    sl_hex(d, 32, hex);
-    if (strcmp(hex, want)) {
-        s3_err(r, 400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what "
-               "was computed.");
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- admin ---- */
 
 static bool ak_ok(const char *s)

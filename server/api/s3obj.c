@@ -35,32 +35,6 @@ static const char *obj_etag(const struct sl_objmd *md)
     return e ? e : md->cksum;
 }
 
-static int b64dec(const char *in, unsigned char *out, size_t max)
-{
-    size_t n = strlen(in);
-    if (!n || n % 4 || n / 4 * 3 > max + 2)
-        return -1;
-    unsigned char tmp[128];
-    if (n / 4 * 3 > sizeof(tmp))
-        return -1;
-    int k = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)n);
-    if (k < 0)
-        return -1;
-    if (in[n - 1] == '=')
-        k--;
-    if (in[n - 2] == '=')
-        k--;
-    if ((size_t)k > max)
-        return -1;
-    memcpy(out, tmp, (size_t)k);
-    return k;
-}
-
-static void b64enc(const unsigned char *in, size_t n, char *out)
-{
-    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
-}
-
 static void hex2bin(const char *hex, unsigned char *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -68,73 +42,6 @@ static void hex2bin(const char *hex, unsigned char *out, size_t n)
         sscanf(hex + 2 * i, "%2x", &v);
         out[i] = (unsigned char)v;
     }
-}
-
-/* ---- checksums a client asks for (x-amz-checksum-ALG, header or trailer) ---- */
-
-enum { XC_NONE = 0, XC_CRC32, XC_CRC32C, XC_SHA1, XC_SHA256 };
-
-struct xcsum {
-    int alg;
-    uint32_t crc;
-    EVP_MD_CTX *md;
-};
-
-static int xc_alg(const char *name)
-{
-    if (!strcasecmp(name, "crc32"))
-        return XC_CRC32;
-    if (!strcasecmp(name, "crc32c"))
-        return XC_CRC32C;
-    if (!strcasecmp(name, "sha1"))
-        return XC_SHA1;
-    if (!strcasecmp(name, "sha256"))
-        return XC_SHA256;
-    return -1;
-}
-
-static void xc_init(struct xcsum *x, int alg)
-{
-    x->alg = alg;
-    x->crc = 0;
-    if (alg == XC_SHA1 || alg == XC_SHA256) {
-        x->md = EVP_MD_CTX_new();
-        EVP_DigestInit_ex(x->md, alg == XC_SHA1 ? EVP_sha1() : EVP_sha256(), NULL);
-    }
-}
-
-static void xc_update(struct xcsum *x, const void *p, size_t n)
-{
-    if (x->alg == XC_CRC32)
-        x->crc = (uint32_t)crc32(x->crc, p, (uInt)n);
-    else if (x->alg == XC_CRC32C)
-        x->crc = sl_crc32c(x->crc, p, n);
-    else if (x->md)
-        EVP_DigestUpdate(x->md, p, n);
-}
-
-/* base64 of the digest, as S3 sends it */
-static void xc_final(struct xcsum *x, char *out)
-{
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (x->alg == XC_CRC32 || x->alg == XC_CRC32C) {
-        d[0] = (unsigned char)(x->crc >> 24);
-        d[1] = (unsigned char)(x->crc >> 16);
-        d[2] = (unsigned char)(x->crc >> 8);
-        d[3] = (unsigned char)x->crc;
-        n = 4;
-    } else if (x->md) {
-        EVP_DigestFinal_ex(x->md, d, &n);
-    }
-    b64enc(d, n, out);
-}
-
-static void xc_free(struct xcsum *x)
-{
-    if (x->md)
-        EVP_MD_CTX_free(x->md);
-    x->md = NULL;
 }
 
 /* ---- aws-chunked bodies: "<hex>[;chunk-signature=..]\r\n<bytes>\r\n ... 0\r\n[trailers]\r\n" ---- */
@@ -168,7 +75,7 @@ struct s3put {
     int64_t expect;                   /* decoded length, -1 unknown */
     unsigned char content_md5[16];
     bool has_md5;
-    struct xcsum xc;
+    struct s3xc xc;
     char xc_name[32];
     char xc_want[160];                /* from the header; "" = from the trailer */
     char err_code[48];
@@ -197,7 +104,7 @@ static void put_free(struct s3put *u)
     if (u->csha)
         EVP_MD_CTX_free(u->csha);
     OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
-    xc_free(&u->xc);
+    s3_xc_free(&u->xc);
     free(u->key);
     free(u);
 }
@@ -217,7 +124,7 @@ static int sink(struct s3put *u, const char *p, size_t n)
     struct sl_err err = { 0 };
     EVP_DigestUpdate(u->md5, p, n);
     if (u->xc.alg)
-        xc_update(&u->xc, p, n);
+        s3_xc_update(&u->xc, p, n);
     u->decoded += n;
     if (u->expect >= 0 && u->decoded > (uint64_t)u->expect)
         return put_fail(u, 400, "IncompleteBody", "the body holds more bytes than x-amz-decoded-content-length");
@@ -369,7 +276,7 @@ static int put_check(struct s3put *u, char *etag_hex)
     const char *want = u->xc_want[0] ? u->xc_want : u->ck.trailer_val;
     if (u->xc.alg) {
         char got[160];
-        xc_final(&u->xc, got);
+        s3_xc_final(&u->xc, got);
         if (!want[0])
             return put_fail(u, 400, "InvalidRequest", "x-amz-trailer names a checksum the body did not carry");
         if (strcmp(got, want)) {
@@ -545,7 +452,7 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
         if (!v)
             v = sl_objmd_get_custom(md, std[i].k);
         if (!v && i == 0)
-            v = "application/octet-stream";
+            v = "binary/octet-stream"; /* S3's default */
         if (v)
             sl_hdr_add(r, std[i].h, v);
     }
@@ -555,6 +462,45 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
     const char *mp = sl_objmd_get_custom(md, "s3.mp");
     if (mp && sl_req_query(r, "partNumber"))
         sl_hdr_add(r, "x-amz-mp-parts-count", mp);
+}
+
+/* ?partNumber=N: the part's bytes. 1 a part of a multipart object, 0 the
+ * whole object (part 1 of a plain one), -1 no such part, -2 sizes unknown */
+static int part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len)
+{
+    char *e;
+    long n = strtol(pn, &e, 10);
+    if (!*pn || *e || n < 1 || n > 10000)
+        return -1;
+    const char *mp = sl_objmd_get_custom(md, "s3.mp");
+    if (!mp)
+        return n == 1 ? 0 : -1;
+    long parts = atol(mp);
+    if (n > parts)
+        return -1;
+    const char *sz = sl_objmd_get_custom(md, "s3.mpsz");
+    const char *list = sl_objmd_get_custom(md, "s3.mpsizes");
+    if (sz) {
+        uint64_t z = strtoull(sz, NULL, 10);
+        *off = (uint64_t)(n - 1) * z;
+        *len = n < parts ? z : md->size - *off;
+    } else if (list) {
+        uint64_t o = 0, l = 0;
+        const char *p = list;
+        for (long i = 1; i <= n && *p; i++) {
+            l = strtoull(p, &e, 10);
+            if (i < n)
+                o += l;
+            p = *e == ',' ? e + 1 : e;
+        }
+        *off = o;
+        *len = l;
+    } else {
+        return -2;
+    }
+    if (*off + *len > md->size || !*len)
+        return -1;
+    return 1;
 }
 
 /* "bytes=a-b" | "bytes=a-" | "bytes=-n": 1 a range, 0 none (ignored: bad
@@ -617,12 +563,24 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
     } else if (c == 304) {
         sl_hdr_addf(r, "ETag", "\"%s\"", etag);
         sl_resp_empty(r, 304);
-    } else if (pn && strcmp(pn, "1")) {
-        s3_err(r, 400, "InvalidPart", "partNumber %s: this Shale S3 front end serves part 1 (the whole object) only",
-               pn);
     } else {
         uint64_t off = 0, len = md.size;
-        int rg = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
+        int rg = 0;
+        if (pn) {
+            int pr = part_range(&md, pn, &off, &len);
+            if (pr == -1) {
+                s3_err(r, 400, "InvalidPart", "partNumber %s: the object has no such part", pn);
+                goto done;
+            }
+            if (pr == -2) {
+                s3_err(r, 501, "NotImplemented", "partNumber %s: this object's part sizes were not kept (more than "
+                       "256 parts of different sizes)", pn);
+                goto done;
+            }
+            rg = pr; /* 1: a part of a multipart object, sent as a range */
+        } else {
+            rg = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
+        }
         if (rg < 0) {
             sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
             s3_err(r, 416, "InvalidRange", "The requested range is not satisfiable (the object has %llu bytes)",
@@ -641,6 +599,7 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
             }
         }
     }
+done:
     if (fd >= 0)
         close(fd);
     sl_objmd_free(&md);
@@ -794,7 +753,7 @@ static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
     }
     const char *cmd5 = sl_req_header(r, "Content-MD5");
     if (cmd5) {
-        if (b64dec(cmd5, u->content_md5, 16) != 16) {
+        if (s3_b64dec(cmd5, u->content_md5, 16) != 16) {
             s3_err(r, 400, "InvalidDigest", "The Content-MD5 you specified is not valid (base64 of 16 bytes)");
             return -1;
         }
@@ -815,13 +774,13 @@ static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
     if (name[0]) {
         for (char *c = name; *c; c++)
             *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
-        int a = xc_alg(name);
+        int a = s3_xc_alg(name);
         if (a < 0) {
-            s3_err(r, 400, "InvalidRequest", "checksum algorithm \"%s\" is not supported here (supported: CRC32, "
+            s3_err(r, 400, "InvalidRequest", "checksum algorithm \"%s\" is not supported here (supported: CRC32, CRC64NVME, "
                    "CRC32C, SHA1, SHA256)", name);
             return -1;
         }
-        xc_init(&u->xc, a);
+        s3_xc_init(&u->xc, a);
         snprintf(u->xc_name, sizeof(u->xc_name), "%s", name);
         if (!trailer) {
             char h[64];
@@ -1304,6 +1263,66 @@ static void cpl_end(void *arg, const char *parent, const char *name, const char 
     }
 }
 
+/* Completed uploads, kept a while: completing again answers the same (S3 does; s3-tests checks it). */
+#define DONE_KEEP 256
+#define DONE_TTL_NS (15 * 60 * 1000000000LL)
+
+struct done_up {
+    char id[80];
+    uint64_t bid;
+    char *key;
+    char etag[48];
+    int64_t at;
+};
+
+static struct done_up done_ups[DONE_KEEP];
+static int done_next;
+
+static void done_add(const struct sl_bck *b, const char *key, size_t klen, const char *id, const char *etag)
+{
+    pthread_mutex_lock(&up_mu);
+    struct done_up *d = &done_ups[done_next++ % DONE_KEEP];
+    free(d->key);
+    snprintf(d->id, sizeof(d->id), "%s", id);
+    d->bid = b->bid;
+    d->key = sl_xstrndup(key, klen);
+    snprintf(d->etag, sizeof(d->etag), "%s", etag);
+    d->at = sl_mono_ns();
+    pthread_mutex_unlock(&up_mu);
+}
+
+static void complete_xml(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen, const char *etag)
+{
+    struct sl_buf x;
+    sl_buf_init(&x);
+    sl_buf_adds(&x, "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>");
+    s3_xml_esc(&x, key, klen);
+    sl_buf_adds(&x, "</Location><Bucket>");
+    s3_xml_esc(&x, b->name, strlen(b->name));
+    sl_buf_adds(&x, "</Bucket><Key>");
+    s3_xml_esc(&x, key, klen);
+    sl_buf_printf(&x, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", etag);
+    s3_xml(r, 200, &x);
+}
+
+/* true when id completed recently for this object (answered) */
+static bool done_find(const struct sl_bck *b, const char *key, size_t klen, const char *id, struct sl_req *r)
+{
+    char etag[48] = "";
+    pthread_mutex_lock(&up_mu);
+    for (int i = 0; i < DONE_KEEP; i++) {
+        struct done_up *d = &done_ups[i];
+        if (d->key && !strcmp(d->id, id) && d->bid == b->bid && strlen(d->key) == klen && !memcmp(d->key, key, klen) &&
+            sl_mono_ns() - d->at < DONE_TTL_NS)
+            snprintf(etag, sizeof(etag), "%s", d->etag);
+    }
+    pthread_mutex_unlock(&up_mu);
+    if (!etag[0])
+        return false;
+    complete_xml(r, b, key, klen, etag);
+    return true;
+}
+
 struct cpl_job {
     struct sl_bck b;
     char *key;
@@ -1365,7 +1384,31 @@ static void complete_run(struct sl_req *r, void *arg)
     if (up)
         for (int i = 0; i < up->meta.n; i++)
             kv_add(&meta, up->meta.kv[i].k, up->meta.kv[i].v);
+    if (up && !status) { /* part sizes, for GET ?partNumber= */
+        uint64_t first = 0;
+        bool equal = true;
+        struct sl_buf sizes;
+        sl_buf_init(&sizes);
+        for (int i = 0; i < c.n; i++)
+            for (int k = 0; k < up->nparts; k++)
+                if (up->parts[k].no == c.nos[i]) {
+                    if (!i)
+                        first = up->parts[k].size;
+                    else if (i < c.n - 1 && up->parts[k].size != first)
+                        equal = false;
+                    sl_buf_printf(&sizes, "%s%llu", i ? "," : "", (unsigned long long)up->parts[k].size);
+                }
+        char z[32];
+        snprintf(z, sizeof(z), "%llu", (unsigned long long)first);
+        if (equal && (c.n == 1 || first > 0))
+            kv_add(&meta, "s3.mpsz", z);
+        else if (c.n <= 256 && sizes.p)
+            kv_add(&meta, "s3.mpsizes", sizes.p);
+        sl_buf_free(&sizes);
+    }
     pthread_mutex_unlock(&up_mu);
+    if (!up && done_find(&j->b, j->key, j->klen, j->id, r)) /* completed already: the same answer again */
+        goto out_meta;
     if (!up) {
         s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist (completed, aborted or unknown)");
     } else if (status == 400) {
@@ -1395,19 +1438,11 @@ static void complete_run(struct sl_req *r, void *arg)
                         err.msg);
             sl_objmd_free(&out);
             up_drop(j->id);
-            struct sl_buf x;
-            sl_buf_init(&x);
-            sl_buf_adds(&x, "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-                            "<Location>");
-            s3_xml_esc(&x, j->key, j->klen);
-            sl_buf_adds(&x, "</Location><Bucket>");
-            s3_xml_esc(&x, j->b.name, strlen(j->b.name));
-            sl_buf_adds(&x, "</Bucket><Key>");
-            s3_xml_esc(&x, j->key, j->klen);
-            sl_buf_printf(&x, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", etag);
-            s3_xml(r, 200, &x);
+            done_add(&j->b, j->key, j->klen, j->id, etag);
+            complete_xml(r, &j->b, j->key, j->klen, etag);
         }
     }
+out_meta:
     kv_free(&meta);
 out:
     free(c.nos);
@@ -1473,6 +1508,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     case SL_M_HEAD:
         if (id) {
             s3_err(r, 501, "NotImplemented", "ListParts is not implemented yet by this Shale S3 front end");
+            return;
+        }
+        if (sl_req_query(r, "acl") && r->method == SL_M_GET) {
+            s3_acl(r);
             return;
         }
         if (sl_req_query(r, "acl") || sl_req_query(r, "tagging") || sl_req_query(r, "versionId")) {

@@ -232,6 +232,22 @@ void sl_hdr_add(struct sl_req *r, const char *k, const char *v)
     *pp = h;
 }
 
+void sl_hdr_del(struct sl_req *r, const char *k)
+{
+    struct sl_hdr **pp = &r->hdrs;
+    while (*pp) {
+        struct sl_hdr *h = *pp;
+        if (!strcasecmp(h->k, k)) {
+            *pp = h->next;
+            free(h->k);
+            free(h->v);
+            free(h);
+        } else {
+            pp = &h->next;
+        }
+    }
+}
+
 void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...)
 {
     char tmp[1024];
