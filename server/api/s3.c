@@ -546,6 +546,145 @@ out:
     bck_free(bck);
 }
 
+/* ---- ListMultipartUploads: every target's uploads in flight for the bucket ---- */
+
+struct upent {
+    char *key, *id;
+    int64_t initiated;
+};
+
+static int upent_cmp(const void *a, const void *b)
+{
+    const struct upent *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : x->initiated < y->initiated ? -1 : x->initiated > y->initiated;
+}
+
+static void add_uploads(struct upent **v, int *n, json_t *arr)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        const char *k = json_string_value(json_object_get(e, "key")), *id = json_string_value(json_object_get(e, "id"));
+        if (!k || !id)
+            continue;
+        *v = sl_xrealloc(*v, (size_t)(*n + 1) * sizeof(**v));
+        (*v)[*n] = (struct upent){ sl_xstrdup(k), sl_xstrdup(id), json_integer_value(json_object_get(e, "initiated")) };
+        (*n)++;
+    }
+}
+
+static void list_uploads(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    struct upent *v = NULL;
+    int n = 0;
+    if (sl_is_target()) { /* standalone: they are all here */
+        json_t *a = s3_local_uploads(bck->bid);
+        add_uploads(&v, &n, a);
+        json_decref(a);
+    } else {
+        struct sl_tfan t;
+        sl_tfan_init(&t, 0, "GET", "/v1/s3/uploads?bid=%llu", (unsigned long long)bck->bid);
+        sl_tfan_run(&t, 0);
+        for (int i = 0; i < t.n; i++) {
+            if (!t.f[i].ok || t.f[i].resp.status != 200) {
+                s3_err(r, 503, "ServiceUnavailable", "t[%s] did not list its uploads (%s); retry", t.who[i]->id,
+                       t.f[i].resp.err);
+                sl_tfan_free(&t);
+                goto out;
+            }
+            json_t *a = json_loadb(t.f[i].resp.body.p ? t.f[i].resp.body.p : "[]", t.f[i].resp.body.len, 0, NULL);
+            add_uploads(&v, &n, a);
+            json_decref(a);
+        }
+        sl_tfan_free(&t);
+    }
+    qsort(v, (size_t)n, sizeof(*v), upent_cmp);
+    const char *prefix = sl_req_query(r, "prefix") ? sl_req_query(r, "prefix") : "";
+    const char *delim = sl_req_query(r, "delimiter") ? sl_req_query(r, "delimiter") : "";
+    const char *km = sl_req_query(r, "key-marker") ? sl_req_query(r, "key-marker") : "";
+    const char *um = sl_req_query(r, "upload-id-marker") ? sl_req_query(r, "upload-id-marker") : "";
+    const char *mu = sl_req_query(r, "max-uploads");
+    long maxu = mu ? atol(mu) : 1000;
+    if (maxu < 0 || maxu > 1000)
+        maxu = 1000;
+    struct sl_buf b, items;
+    sl_buf_init(&b);
+    sl_buf_init(&items);
+    sl_buf_adds(&b, "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
+    xel(&b, "Bucket", bck->name);
+    xel(&b, "KeyMarker", km);
+    xel(&b, "UploadIdMarker", um);
+    xel(&b, "Prefix", prefix);
+    if (*delim)
+        xel(&b, "Delimiter", delim);
+    sl_buf_printf(&b, "<MaxUploads>%ld</MaxUploads>", maxu);
+    int shown = 0;
+    bool more = false, past_um = !*um;
+    const char *lastk = "", *lastid = "";
+    char *last_cp = NULL;
+    size_t plen = strlen(prefix), dlen = strlen(delim);
+    for (int i = 0; i < n; i++) {
+        if (strncmp(v[i].key, prefix, plen))
+            continue;
+        int kc = strcmp(v[i].key, km);
+        if (*km && (kc < 0 || (kc == 0 && !*um)))
+            continue;
+        if (*km && kc == 0 && !past_um) { /* the same key: uploads after the marker id */
+            if (!strcmp(v[i].id, um))
+                past_um = true;
+            continue;
+        }
+        const char *d = dlen ? strstr(v[i].key + plen, delim) : NULL;
+        if (d && last_cp && !strncmp(v[i].key, last_cp, strlen(last_cp)))
+            continue;
+        if (shown == maxu) {
+            more = true;
+            break;
+        }
+        shown++;
+        if (d) {
+            free(last_cp);
+            last_cp = sl_xstrndup(v[i].key, (size_t)(d - v[i].key) + dlen);
+            sl_buf_adds(&items, "<CommonPrefixes>");
+            xel(&items, "Prefix", last_cp);
+            sl_buf_adds(&items, "</CommonPrefixes>");
+            continue;
+        }
+        char t[64];
+        s3_iso_time(v[i].initiated, t, sizeof(t));
+        sl_buf_adds(&items, "<Upload>");
+        xel(&items, "Key", v[i].key);
+        xel(&items, "UploadId", v[i].id);
+        sl_buf_adds(&items, "<Initiator><ID>shale</ID><DisplayName>shale</DisplayName></Initiator>");
+        owner_xml(&items);
+        sl_buf_adds(&items, "<StorageClass>STANDARD</StorageClass>");
+        xel(&items, "Initiated", t);
+        sl_buf_adds(&items, "</Upload>");
+        lastk = v[i].key;
+        lastid = v[i].id;
+    }
+    if (more) {
+        xel(&b, "NextKeyMarker", lastk);
+        xel(&b, "NextUploadIdMarker", lastid);
+    }
+    sl_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", more ? "true" : "false");
+    if (items.len)
+        sl_buf_add(&b, items.p, items.len);
+    sl_buf_free(&items);
+    sl_buf_adds(&b, "</ListMultipartUploadsResult>");
+    s3_xml(r, 200, &b);
+    free(last_cp);
+out:
+    for (int i = 0; i < n; i++) {
+        free(v[i].key);
+        free(v[i].id);
+    }
+    free(v);
+    bck_free(bck);
+}
+
 /* ---- create / delete bucket ---- */
 
 static void create_bucket(struct sl_req *r, void *arg)
@@ -726,7 +865,8 @@ static void s3_forward(struct sl_req *r, const struct sl_snode *t)
 {
     sl_hdr_del(r, "x-amz-request-id"); /* the answering node's comes back with its answer */
     char *url = sl_xasprintf("%s%s", t->url, r->raw_uri);
-    struct sl_fwd_opts o = { .url = url };
+    static const char *const hop[] = { "X-Shale-S3-Hop: 1", NULL };
+    struct sl_fwd_opts o = { .url = url, .hdrs = hop };
     sl_fwd(r, &o, fwd_err);
     free(url);
 }
@@ -791,8 +931,7 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
         } else if (sl_req_query(r, "acl")) {
             s3_acl(r);
         } else if (sl_req_query(r, "uploads")) {
-            s3_err(r, 501, "NotImplemented", "ListMultipartUploads is not implemented yet by this Shale S3 front "
-                   "end");
+            sl_req_offload(r, list_uploads, bck_free, bck_copy(&b));
         } else {
             sl_req_offload(r, list_objects, bck_free, bck_copy(&b));
         }
@@ -914,6 +1053,9 @@ void sl_s3_route(struct sl_req *r)
     sl_buf_free(&un);
     if (!t)
         s3_err(r, 503, "ServiceUnavailable", "the cluster has no active targets; retry later");
+    else if (sl_req_header(r, "X-Shale-S3-Hop")) /* forwarded once already: the nodes' maps differ */
+        s3_err(r, 503, "SlowDown", "the cluster map is changing (%s and the node that sent this request disagree "
+               "on the object's owner); retry", G.name);
     else
         s3_forward(r, t);
     sl_smap_put(s);

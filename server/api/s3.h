@@ -83,7 +83,8 @@ int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *
 
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);
-/* Gateway side: DeleteObjects and ListMultipartUploads are bucket requests
- * that the targets answer in part. */
+/* This target's multipart uploads in flight for a bucket:
+ * [{"key","id","initiated"(unix ns)}] (ListMultipartUploads gathers them). */
+json_t *s3_local_uploads(uint64_t bid);
 
 #endif

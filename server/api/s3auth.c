@@ -287,6 +287,12 @@ bad:
 
 void sl_s3_admin(struct sl_req *r)
 {
+    if (sl_req_path_is(r, "/v1/s3/uploads") && r->method == SL_M_GET && sl_is_target()) {
+        /* a gateway gathering ListMultipartUploads: this target's part */
+        const char *bid = sl_req_query(r, "bid");
+        sl_resp_json_new(r, 200, s3_local_uploads(bid ? strtoull(bid, NULL, 10) : 0));
+        return;
+    }
     bool keys = sl_req_path_is(r, "/v1/s3/keys"), verify = sl_req_path_is(r, "/v1/s3/verify");
     if (!keys && !verify) {
         sl_resp_errf(r, SL_ENOENT, "no such endpoint: %s %s (S3 administration: /v1/s3/keys, /v1/s3/verify)",

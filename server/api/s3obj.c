@@ -624,14 +624,18 @@ struct s3part {
     int no;
     uint64_t size;
     char md5[33];
+    int64_t at;
 };
 
 struct s3upload {
     char id[80];
+    uint64_t bid;
+    char *key;
+    size_t klen;
     struct kvs meta;
     struct s3part *parts;
     int nparts;
-    int64_t created;
+    int64_t created, last;      /* unix ns */
     struct s3upload *next;
 };
 
@@ -655,6 +659,7 @@ static void up_drop(const char *id)
             *pp = u->next;
             kv_free(&u->meta);
             free(u->parts);
+            free(u->key);
             free(u);
             break;
         }
@@ -692,6 +697,7 @@ static void put_done(struct sl_req *r)
             }
             up->parts[i].no = u->partno;
             up->parts[i].size = u->decoded;
+            up->parts[i].at = up->last = sl_now_ns();
             memcpy(up->parts[i].md5, etag, 33);
         }
         pthread_mutex_unlock(&up_mu);
@@ -1154,9 +1160,25 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
     }
     struct s3upload *up = sl_xcalloc(1, sizeof(*up));
     snprintf(up->id, sizeof(up->id), "%s", id);
+    up->bid = b->bid;
+    up->key = sl_xstrndup(q->key, q->klen);
+    up->klen = q->klen;
     collect_meta(r, &up->meta);
-    up->created = sl_now_ns();
+    up->created = up->last = sl_now_ns();
     pthread_mutex_lock(&up_mu);
+    /* upload.c drops an upload left alone for UPLOAD_IDLE_S: so does this list */
+    for (struct s3upload **pp = &uploads; *pp;) {
+        struct s3upload *o = *pp;
+        if (up->created - o->last > (int64_t)UPLOAD_IDLE_S * 1000000000LL) {
+            *pp = o->next;
+            kv_free(&o->meta);
+            free(o->parts);
+            free(o->key);
+            free(o);
+        } else {
+            pp = &o->next;
+        }
+    }
     up->next = uploads;
     uploads = up;
     pthread_mutex_unlock(&up_mu);
@@ -1493,6 +1515,85 @@ static void abort_upload(struct sl_req *r, const struct s3req *q, const struct s
     sl_resp_empty(r, 204);
 }
 
+static int part_cmp_no(const void *a, const void *b)
+{
+    return ((const struct s3part *)a)->no - ((const struct s3part *)b)->no;
+}
+
+/* ListParts: GET ?uploadId=U[&max-parts&part-number-marker] */
+static void list_parts(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
+{
+    const char *mp = sl_req_query(r, "max-parts"), *pm = sl_req_query(r, "part-number-marker");
+    char *e;
+    long maxp = mp ? strtol(mp, &e, 10) : 1000, marker = pm ? strtol(pm, &e, 10) : 0;
+    if ((mp && (!*mp || maxp < 0)) || (pm && (!*pm || marker < 0))) {
+        s3_err(r, 400, "InvalidArgument", "max-parts and part-number-marker must be non-negative integers");
+        return;
+    }
+    if (maxp > 1000)
+        maxp = 1000;
+    pthread_mutex_lock(&up_mu);
+    struct s3upload *up = up_find(id);
+    if (!up || up->bid != b->bid || up->klen != q->klen || memcmp(up->key, q->key, q->klen)) {
+        pthread_mutex_unlock(&up_mu);
+        s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist (completed, aborted or unknown)");
+        return;
+    }
+    qsort(up->parts, (size_t)up->nparts, sizeof(*up->parts), part_cmp_no);
+    struct sl_buf x;
+    sl_buf_init(&x);
+    sl_buf_adds(&x, "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    s3_xml_esc(&x, b->name, strlen(b->name));
+    sl_buf_adds(&x, "</Bucket><Key>");
+    s3_xml_esc(&x, q->key, q->klen);
+    sl_buf_adds(&x, "</Key><UploadId>");
+    s3_xml_esc(&x, id, strlen(id));
+    sl_buf_adds(&x, "</UploadId><Initiator><ID>shale</ID><DisplayName>shale</DisplayName></Initiator>"
+                    "<Owner><ID>shale</ID><DisplayName>shale</DisplayName></Owner><StorageClass>STANDARD"
+                    "</StorageClass>");
+    sl_buf_printf(&x, "<PartNumberMarker>%ld</PartNumberMarker><MaxParts>%ld</MaxParts>", marker, maxp);
+    int shown = 0, last = 0;
+    bool more = false;
+    struct sl_buf parts;
+    sl_buf_init(&parts);
+    for (int i = 0; i < up->nparts; i++) {
+        struct s3part *p = &up->parts[i];
+        if (p->no <= marker)
+            continue;
+        if (shown == maxp) {
+            more = true;
+            break;
+        }
+        char t[64];
+        s3_iso_time(p->at, t, sizeof(t));
+        sl_buf_printf(&parts, "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified><ETag>&quot;%s"
+                      "&quot;</ETag><Size>%llu</Size></Part>", p->no, t, p->md5, (unsigned long long)p->size);
+        shown++;
+        last = p->no;
+    }
+    pthread_mutex_unlock(&up_mu);
+    if (more)
+        sl_buf_printf(&x, "<NextPartNumberMarker>%d</NextPartNumberMarker>", last);
+    sl_buf_printf(&x, "<IsTruncated>%s</IsTruncated>", more ? "true" : "false");
+    if (parts.len)
+        sl_buf_add(&x, parts.p, parts.len);
+    sl_buf_free(&parts);
+    sl_buf_adds(&x, "</ListPartsResult>");
+    s3_xml(r, 200, &x);
+}
+
+json_t *s3_local_uploads(uint64_t bid)
+{
+    json_t *a = json_array();
+    pthread_mutex_lock(&up_mu);
+    for (struct s3upload *u = uploads; u; u = u->next)
+        if (u->bid == bid)
+            json_array_append_new(a, json_pack("{s:s%,s:s,s:I}", "key", u->key, u->klen, "id", u->id, "initiated",
+                                               (json_int_t)u->created));
+    pthread_mutex_unlock(&up_mu);
+    return a;
+}
+
 /* ---- dispatch ---- */
 
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au)
@@ -1507,7 +1608,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     case SL_M_GET:
     case SL_M_HEAD:
         if (id) {
-            s3_err(r, 501, "NotImplemented", "ListParts is not implemented yet by this Shale S3 front end");
+            if (r->method == SL_M_HEAD)
+                s3_err(r, 405, "MethodNotAllowed", "HEAD with ?uploadId is not allowed");
+            else
+                list_parts(r, q, b, id);
             return;
         }
         if (sl_req_query(r, "acl") && r->method == SL_M_GET) {
