@@ -667,6 +667,27 @@ static void up_drop(const char *id)
     pthread_mutex_unlock(&up_mu);
 }
 
+/* A part is in: its size and MD5 for Complete and ListParts. */
+static void record_part(const char *id, int partno, uint64_t size, const char *etag)
+{
+    pthread_mutex_lock(&up_mu);
+    struct s3upload *up = up_find(id);
+    if (up) {
+        int i;
+        for (i = 0; i < up->nparts && up->parts[i].no != partno; i++)
+            ;
+        if (i == up->nparts) {
+            up->parts = sl_xrealloc(up->parts, (size_t)(up->nparts + 1) * sizeof(*up->parts));
+            up->nparts++;
+        }
+        up->parts[i].no = partno;
+        up->parts[i].size = size;
+        up->parts[i].at = up->last = sl_now_ns();
+        snprintf(up->parts[i].md5, sizeof(up->parts[i].md5), "%s", etag);
+    }
+    pthread_mutex_unlock(&up_mu);
+}
+
 static void put_done(struct sl_req *r)
 {
     struct s3put *u = r->ctx;
@@ -685,22 +706,7 @@ static void put_done(struct sl_req *r)
             s3_err_sl(r, &err);
             return;
         }
-        pthread_mutex_lock(&up_mu);
-        struct s3upload *up = up_find(u->upload_id);
-        if (up) {
-            int i;
-            for (i = 0; i < up->nparts && up->parts[i].no != u->partno; i++)
-                ;
-            if (i == up->nparts) {
-                up->parts = sl_xrealloc(up->parts, (size_t)(up->nparts + 1) * sizeof(*up->parts));
-                up->nparts++;
-            }
-            up->parts[i].no = u->partno;
-            up->parts[i].size = u->decoded;
-            up->parts[i].at = up->last = sl_now_ns();
-            memcpy(up->parts[i].md5, etag, 33);
-        }
-        pthread_mutex_unlock(&up_mu);
+        record_part(u->upload_id, u->partno, u->decoded, etag);
         put_answer(r, u, etag, xc_got);
         return;
     }
@@ -810,6 +816,11 @@ struct copy_job {
     size_t dklen, sklen;
     bool replace;
     struct kvs meta;              /* REPLACE: the request's metadata */
+    bool part;                    /* UploadPartCopy: into part partno of upload id */
+    char id[80];
+    int partno;
+    bool ranged;                  /* x-amz-copy-source-range: bytes [roff, roff + rlen) */
+    uint64_t roff, rlen;
 };
 
 static void copy_free(void *arg)
@@ -825,7 +836,12 @@ static void copy_free(void *arg)
 
 struct copy_src {                 /* a source read from its own target */
     struct sl_req *r;
+    const struct copy_job *j;
     struct sl_put *p;
+    struct sl_mpt_part *mp;       /* a part: begun once its size is known */
+    int64_t clen;                 /* the source's Content-Length as its target sent it */
+    bool begin_failed, range_bad;
+    struct sl_err werr;
     EVP_MD_CTX *md5;
     struct kvs custom;
     char etag[160];
@@ -850,6 +866,38 @@ static void copy_hdr(void *ctx, const char *name, const char *value)
         snprintf(c->etag, sizeof(c->etag), "%s", value);
     } else if (!strcasecmp(name, "Ais-Atime")) {
         c->mtime = strtoll(value, NULL, 10);
+    } else if (!strcasecmp(name, "Content-Length")) {
+        c->clen = strtoll(value, NULL, 10);
+    }
+}
+
+static int part_begin(struct copy_src *c, uint64_t size, struct sl_err *err)
+{
+    char pn[16];
+    snprintf(pn, sizeof(pn), "%d", c->j->partno);
+    if (sl_mpt_part_begin(&c->j->dst, c->j->dkey, c->j->dklen, c->j->id, pn, (int64_t)size, &c->mp, err) < 0) {
+        c->begin_failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int dst_write(struct copy_src *c, const void *data, size_t n, struct sl_err *err)
+{
+    EVP_DigestUpdate(c->md5, data, n);
+    return c->j->part ? sl_mpt_part_write(c->mp, data, n, err) : sl_put_write(c->p, data, n, err);
+}
+
+static void dst_abort(struct copy_src *c)
+{
+    if (c->mp) {
+        struct sl_err e = { 0 };
+        sl_mpt_part_end(c->mp, false, &e);
+        c->mp = NULL;
+    }
+    if (c->p) {
+        sl_put_abort(c->p);
+        c->p = NULL;
     }
 }
 
@@ -863,16 +911,24 @@ static int copy_sink(void *ctx, const char *data, size_t n)
             return -1;
         }
     }
-    struct sl_err err = { 0 };
-    EVP_DigestUpdate(c->md5, data, n);
-    return sl_put_write(c->p, data, n, &err);
+    if (c->j->ranged && c->clen != (int64_t)c->j->rlen) { /* its target clamped the range: past the end */
+        c->range_bad = true;
+        return -1;
+    }
+    if (c->j->part && !c->mp && (c->clen <= 0 || part_begin(c, (uint64_t)c->clen, &c->werr) < 0)) {
+        if (c->clen <= 0)
+            sl_errf(&c->werr, SL_EINVAL, "the copy source's length is unknown");
+        c->begin_failed = true;
+        return -1;
+    }
+    return dst_write(c, data, n, &c->werr);
 }
 
 static void copy_run(struct sl_req *r, void *arg)
 {
     struct copy_job *j = arg;
     struct sl_err err = { 0 };
-    struct copy_src c = { .r = r };
+    struct copy_src c = { .r = r, .j = j, .clen = -1 };
     c.md5 = EVP_MD_CTX_new();
     EVP_DigestInit_ex(c.md5, EVP_md5(), NULL);
     struct sl_smap *s = sl_smap_get();
@@ -920,30 +976,43 @@ static void copy_run(struct sl_req *r, void *arg)
         o.custom = keep.kv;
         o.ncustom = keep.n;
     }
-    if (sl_put_begin(&j->dst, j->dkey, j->dklen, &o, &c.p, &err) < 0) {
+    if (!j->part && sl_put_begin(&j->dst, j->dkey, j->dklen, &o, &c.p, &err) < 0) {
         kv_free(&keep);
         s3_err_sl(r, &err);
         goto out;
     }
     kv_free(&keep);
     if (local) {
+        uint64_t off = 0, end = md.size;
+        if (j->ranged) {
+            if (j->roff >= md.size || j->roff + j->rlen > md.size) {
+                s3_err(r, 416, "InvalidRange", "x-amz-copy-source-range is outside the source (%llu bytes)",
+                       (unsigned long long)md.size);
+                goto out;
+            }
+            off = j->roff;
+            end = j->roff + j->rlen;
+        }
+        if (j->part && part_begin(&c, end - off, &err) < 0) {
+            s3_err(r, err.code == SL_ENOENT ? 404 : 400, err.code == SL_ENOENT ? "NoSuchUpload" : "InvalidRequest",
+                   "%s", err.msg);
+            goto out;
+        }
         char *buf = sl_xmalloc(256 * 1024);
-        uint64_t off = 0;
-        while (off < md.size) {
-            ssize_t n = pread(fd, buf, 256 * 1024, (off_t)off);
+        while (off < end) {
+            size_t want = end - off < 256 * 1024 ? (size_t)(end - off) : 256 * 1024;
+            ssize_t n = pread(fd, buf, want, (off_t)off);
             if (n <= 0) {
                 sl_errf(&err, SL_EIO, "reading the copy source: %s", n < 0 ? strerror(errno) : "short file");
                 break;
             }
-            EVP_DigestUpdate(c.md5, buf, (size_t)n);
-            if (sl_put_write(c.p, buf, (size_t)n, &err) < 0)
+            if (dst_write(&c, buf, (size_t)n, &err) < 0)
                 break;
             off += (uint64_t)n;
         }
         free(buf);
-        if (off < md.size) {
-            sl_put_abort(c.p);
-            c.p = NULL;
+        if (off < end) {
+            dst_abort(&c);
             s3_err_sl(r, &err);
             goto out;
         }
@@ -952,26 +1021,41 @@ static void copy_run(struct sl_req *r, void *arg)
         sl_buf_init(&url);
         sl_peer_obj_url(&url, owner->url, j->src.name, "ais", j->skey, j->sklen);
         struct sl_peer_resp pr = { 0 };
-        int rc = sl_peer_get_stream(url.p, NULL, 0, copy_sink, copy_hdr, &c, 0, &pr);
+        char rh[80];
+        struct sl_peer_hdr h = { "Range", rh };
+        snprintf(rh, sizeof(rh), "bytes=%llu-%llu", (unsigned long long)j->roff,
+                 (unsigned long long)(j->roff + j->rlen - 1));
+        int rc = sl_peer_get_stream(url.p, j->ranged ? &h : NULL, j->ranged ? 1 : 0, copy_sink, copy_hdr, &c, 0, &pr);
         sl_buf_free(&url);
-        if (rc == 0 && pr.status == 200 && !c.checked &&
+        bool okst = pr.status == 200 || (j->ranged && pr.status == 206);
+        if (rc == 0 && okst && !c.checked &&
             conditions(r, "x-amz-copy-source-", c.etag, c.mtime, true)) /* an empty source */
             c.refused = true;
-        if (c.refused || rc < 0 || pr.status != 200) {
-            sl_put_abort(c.p);
-            c.p = NULL;
-            if (c.refused)
+        if (rc == 0 && okst && j->part && !c.mp && !c.refused && !c.begin_failed) {
+            c.begin_failed = true; /* an empty source: a part needs a byte */
+            sl_errf(&c.werr, SL_EINVAL, "the copy source is empty: a part needs at least one byte");
+        }
+        if (c.refused || c.begin_failed || c.range_bad || rc < 0 || !okst) {
+            dst_abort(&c);
+            if (c.range_bad)
+                s3_err(r, 416, "InvalidRange", "x-amz-copy-source-range is outside the source");
+            else if (c.refused)
                 s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold "
                        "(x-amz-copy-source-if-*)");
+            else if (c.begin_failed)
+                s3_err(r, c.werr.code == SL_ENOENT ? 404 : 400,
+                       c.werr.code == SL_ENOENT ? "NoSuchUpload" : "InvalidRequest", "%s", c.werr.msg);
             else if (pr.status == 404)
                 s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
+            else if (pr.status == 416)
+                s3_err(r, 416, "InvalidRange", "x-amz-copy-source-range is outside the source");
             else
                 s3_err(r, 503, "ServiceUnavailable", "reading the copy source from t[%s]: %s", owner->id, pr.err);
             sl_peer_resp_free(&pr);
             goto out;
         }
         sl_peer_resp_free(&pr);
-        if (!j->replace) /* the source's metadata came with its bytes */
+        if (!j->replace && !j->part) /* the source's metadata came with its bytes */
             for (int i = 0; i < c.custom.n; i++)
                 if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp"))
                     sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
@@ -981,6 +1065,24 @@ static void copy_run(struct sl_req *r, void *arg)
     char etag[33];
     EVP_DigestFinal_ex(c.md5, d, &dn);
     sl_hex(d, 16, etag);
+    if (j->part) {
+        struct sl_mpt_part *mp = c.mp;
+        c.mp = NULL;
+        uint64_t size = j->ranged ? j->rlen : local ? md.size : (uint64_t)c.clen;
+        if (sl_mpt_part_end(mp, true, &err) < 0) {
+            s3_err_sl(r, &err);
+            goto out;
+        }
+        record_part(j->id, j->partno, size, etag);
+        char t[64];
+        s3_iso_time(sl_now_ns(), t, sizeof(t));
+        struct sl_buf x;
+        sl_buf_init(&x);
+        sl_buf_printf(&x, "<CopyPartResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s"
+                      "</LastModified><ETag>&quot;%s&quot;</ETag></CopyPartResult>", t, etag);
+        s3_xml(r, 200, &x);
+        goto out;
+    }
     sl_put_set_custom(c.p, "ETag", etag);
     struct sl_objmd out;
     memset(&out, 0, sizeof(out));
@@ -999,8 +1101,7 @@ static void copy_run(struct sl_req *r, void *arg)
                   "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>", t, etag);
     s3_xml(r, 200, &x);
 out:
-    if (c.p)
-        sl_put_abort(c.p);
+    dst_abort(&c);
     if (fd >= 0)
         close(fd);
     if (local)
@@ -1016,7 +1117,8 @@ static void copy_cancel(void *arg)
     copy_free(arg);
 }
 
-static void copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *src)
+static void copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *src,
+                        const char *upload_id, int partno)
 {
     size_t sl = strlen(src);
     char *tmp = sl_xmalloc(sl + 1);
@@ -1068,7 +1170,28 @@ static void copy_object(struct sl_req *r, const struct s3req *q, const struct sl
         s3_err(r, 404, "NoSuchBucket", "The specified bucket does not exist (the copy source's)");
         return;
     }
-    if (!replace && !strcmp(j->src.name, b->name) && sklen == q->klen && !memcmp(skey, q->key, sklen)) {
+    if (upload_id) {
+        j->part = true;
+        snprintf(j->id, sizeof(j->id), "%s", upload_id);
+        j->partno = partno;
+        const char *rg = sl_req_header(r, "x-amz-copy-source-range");
+        if (rg) {
+            unsigned long long a, z;
+            char tail;
+            if (strncmp(rg, "bytes=", 6) || strchr(rg, ',') || sscanf(rg + 6, "%llu-%llu%c", &a, &z, &tail) != 2 ||
+                strspn(rg + 6, "0123456789-") != strlen(rg + 6) || z < a) {
+                sl_bck_release(&j->src);
+                free(tmp);
+                free(j);
+                s3_err(r, 400, "InvalidArgument", "x-amz-copy-source-range must be bytes=FIRST-LAST (got \"%s\")",
+                       rg);
+                return;
+            }
+            j->ranged = true;
+            j->roff = a;
+            j->rlen = z - a + 1;
+        }
+    } else if (!replace && !strcmp(j->src.name, b->name) && sklen == q->klen && !memcmp(skey, q->key, sklen)) {
         sl_bck_release(&j->src);
         free(tmp);
         free(j);
@@ -1093,7 +1216,7 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
 {
     const char *cs = sl_req_header(r, "x-amz-copy-source");
     if (cs) {
-        copy_object(r, q, b, cs);
+        copy_object(r, q, b, cs, NULL, 0);
         return;
     }
     if (r->content_length < 0 && !sl_req_header(r, "x-amz-decoded-content-length") &&
@@ -1197,10 +1320,6 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
 static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id,
                      const struct s3auth *au)
 {
-    if (sl_req_header(r, "x-amz-copy-source")) {
-        s3_err(r, 501, "NotImplemented", "UploadPartCopy is not implemented yet by this Shale S3 front end");
-        return;
-    }
     const char *pn = sl_req_query(r, "partNumber");
     char *e;
     long no = pn ? strtol(pn, &e, 10) : 0;
@@ -1214,6 +1333,11 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
     if (!known) {
         s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist (it was completed, aborted, or never "
                "started on this cluster)");
+        return;
+    }
+    const char *cs = sl_req_header(r, "x-amz-copy-source");
+    if (cs) { /* UploadPartCopy */
+        copy_object(r, q, b, cs, id, (int)no);
         return;
     }
     struct s3put *u = sl_xcalloc(1, sizeof(*u));

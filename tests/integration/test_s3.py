@@ -1053,22 +1053,65 @@ class S3Test(unittest.TestCase):
                                                     CopySource={"Bucket": b, "Key": "small"}), 404, "NoSuchBucket")
         self.assertTrue(self.absent(b, "x"))
 
-    def test_not_implemented(self):
-        """UploadPartCopy, ListParts and ListMultipartUploads answer 501 NotImplemented XML and change
-        nothing"""
-        b = self.bucket("bkt-ni")
-        self.s3.put_object(Bucket=b, Key="src", Body=b"source")
-        uid = self.s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
-        self.client_err(lambda: self.s3.upload_part_copy(Bucket=b, Key="mp", UploadId=uid, PartNumber=1,
-                                                         CopySource={"Bucket": b, "Key": "src"}),
-                        501, "NotImplemented")
-        self.client_err(lambda: self.s3.list_parts(Bucket=b, Key="mp", UploadId=uid), 501, "NotImplemented")
-        self.client_err(lambda: self.s3.list_multipart_uploads(Bucket=b), 501, "NotImplemented")
-        self.err(self.req("GET", "/" + b, params={"uploads": ""}), 501, "NotImplemented")
-        self.assertEqual(self.s3.abort_multipart_upload(Bucket=b, Key="mp", UploadId=uid)
-                         ["ResponseMetadata"]["HTTPStatusCode"], 204)
-        self.assertTrue(self.absent(b, "mp"))
-        self.assertEqual(self.get_bytes(b, "src"), b"source")
+    def test_list_uploads_parts_and_part_copy(self):
+        """ListMultipartUploads gathers the uploads in flight from every target (prefix, delimiter, markers,
+        max-uploads); ListParts pages an upload's parts; UploadPartCopy copies whole sources or byte ranges from
+        either target into parts (bad range syntax 400 InvalidArgument, past the end 416 InvalidRange); the
+        completed object is the concatenation and GET ?partNumber serves each part"""
+        b = self.bucket("bkt-upl")
+        src = os.urandom(6 * 1024 * 1024 + 100)
+        for i in range(4):
+            self.s3.put_object(Bucket=b, Key="src%d" % i, Body=src)
+        ids = {k: self.s3.create_multipart_upload(Bucket=b, Key=k)["UploadId"] for k in ("a/1", "a/2", "b", "c")}
+        r = self.s3.list_multipart_uploads(Bucket=b)
+        self.assertEqual([u["Key"] for u in r["Uploads"]], ["a/1", "a/2", "b", "c"])
+        self.assertEqual({u["UploadId"] for u in r["Uploads"]}, set(ids.values()))
+        r = self.s3.list_multipart_uploads(Bucket=b, Delimiter="/")
+        self.assertEqual([u["Key"] for u in r["Uploads"]], ["b", "c"])
+        self.assertEqual([c["Prefix"] for c in r["CommonPrefixes"]], ["a/"])
+        r = self.s3.list_multipart_uploads(Bucket=b, MaxUploads=2)
+        self.assertTrue(r["IsTruncated"])
+        r = self.s3.list_multipart_uploads(Bucket=b, KeyMarker=r["NextKeyMarker"],
+                                           UploadIdMarker=r["NextUploadIdMarker"])
+        self.assertEqual([u["Key"] for u in r["Uploads"]], ["b", "c"])
+        self.assertEqual([u["Key"] for u in self.s3.list_multipart_uploads(Bucket=b, Prefix="a/")["Uploads"]],
+                         ["a/1", "a/2"])
+        five = 5 * 1024 * 1024
+        for n, key in enumerate(("a/1", "a/2", "b", "c")):
+            uid = ids[key]
+            p1 = self.s3.upload_part_copy(Bucket=b, Key=key, UploadId=uid, PartNumber=1,
+                                          CopySource="%s/src%d" % (b, n), CopySourceRange="bytes=0-%d" % (five - 1))
+            p2 = self.s3.upload_part_copy(Bucket=b, Key=key, UploadId=uid, PartNumber=2,
+                                          CopySource={"Bucket": b, "Key": "src%d" % ((n + 1) % 4)},
+                                          CopySourceRange="bytes=%d-%d" % (five, len(src) - 1))
+            self.assertEqual(p1["CopyPartResult"]["ETag"], '"%s"' % hashlib.md5(src[:five]).hexdigest())
+            parts = self.s3.list_parts(Bucket=b, Key=key, UploadId=uid)["Parts"]
+            self.assertEqual([(p["PartNumber"], p["Size"]) for p in parts], [(1, five), (2, len(src) - five)])
+            pg = self.s3.list_parts(Bucket=b, Key=key, UploadId=uid, MaxParts=1)
+            self.assertTrue(pg["IsTruncated"])
+            self.assertEqual(pg["NextPartNumberMarker"], 1)
+            self.s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid, MultipartUpload={"Parts": [
+                {"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]},
+                {"PartNumber": 2, "ETag": p2["CopyPartResult"]["ETag"]}]})
+            self.assertEqual(self.get_bytes(b, key), src)
+            o = self.s3.get_object(Bucket=b, Key=key, PartNumber=2)
+            self.assertEqual(o["Body"].read(), src[five:])
+            self.assertEqual(o["PartsCount"], 2)
+        self.assertEqual(self.s3.list_multipart_uploads(Bucket=b).get("Uploads", []), [])
+        uid = self.s3.create_multipart_upload(Bucket=b, Key="bad")["UploadId"]
+        for rng in ("bytes=0", "0-2", "bytes=hello-", "bytes=5-1", "bytes=0-1,3-4"):
+            self.client_err(lambda: self.s3.upload_part_copy(Bucket=b, Key="bad", UploadId=uid, PartNumber=1,
+                                                             CopySource="%s/src0" % b, CopySourceRange=rng),
+                            400, "InvalidArgument")
+        for n in range(4):  # past the end, from whichever target holds the source
+            self.client_err(lambda: self.s3.upload_part_copy(Bucket=b, Key="bad", UploadId=uid, PartNumber=1,
+                                                             CopySource="%s/src%d" % (b, n),
+                                                             CopySourceRange="bytes=0-99999999"),
+                            416, "InvalidRange")
+        self.assertEqual(self.s3.list_parts(Bucket=b, Key="bad", UploadId=uid).get("Parts", []), [])
+        self.s3.abort_multipart_upload(Bucket=b, Key="bad", UploadId=uid)
+        self.client_err(lambda: self.s3.list_parts(Bucket=b, Key="bad", UploadId=uid), 404, "NoSuchUpload")
+        self.assertTrue(self.absent(b, "bad"))
 
     def test_large_upload(self):
         """a 110 MiB file goes up with boto3 upload_file (multipart, 8 MiB parts) and with aws s3 cp, and both
