@@ -46,6 +46,11 @@ def hm(key, msg):
     return hmac.new(key, msg.encode(), hashlib.sha256).digest()
 
 
+def clean_env():
+    """the environment without AWS_* settings of the machine (a CA bundle, a profile)"""
+    return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+
+
 def at(when):
     """botocore signs with this clock"""
     class Clock(datetime.datetime):
@@ -236,7 +241,7 @@ class S3AuthTest(unittest.TestCase):
         data = os.urandom(9 << 20)
         with open(f, "wb") as fh:
             fh.write(data)
-        env = dict(os.environ, AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_DEFAULT_REGION="us-east-1",
+        env = dict(clean_env(), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_DEFAULT_REGION="us-east-1",
                    AWS_CONFIG_FILE=os.path.join(self.tmp, "awsconfig"),
                    AWS_SHARED_CREDENTIALS_FILE=os.path.join(self.tmp, "awscreds"))
         ep = ["--endpoint-url", self.url + "/s3"]
@@ -250,6 +255,34 @@ class S3AuthTest(unittest.TestCase):
         env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
         p = subprocess.run([AWS] + ep + ["s3", "ls", "s3://auth/"], capture_output=True, text=True, env=env,
                            timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("SignatureDoesNotMatch", p.stderr)
+
+    def test_rclone_with_keys(self):
+        """rclone signs with the configured key: copy up, list, read back; a wrong secret is refused."""
+        d = os.path.join(self.tmp, "rc")
+        os.makedirs(os.path.join(d, "sub"), exist_ok=True)
+        files = {"a.txt": b"rclone signed", "sub/b.bin": os.urandom(300000)}
+        for rel, data in files.items():
+            with open(os.path.join(d, rel), "wb") as f:
+                f.write(data)
+
+        def rclone(secret, *args):
+            cfg = os.path.join(self.tmp, "rclone-%s.conf" % len(secret))
+            with open(cfg, "w") as f:
+                f.write("[shale]\ntype = s3\nprovider = Other\naccess_key_id = %s\nsecret_access_key = %s\n"
+                        "endpoint = %s/s3\nforce_path_style = true\nregion = us-east-1\n" % (AK, secret, self.url))
+            return subprocess.run(["/usr/bin/rclone", "--config", cfg, "--retries", "1", "--low-level-retries", "1",
+                                   "--contimeout", "10s", "--timeout", "60s"] + list(args), capture_output=True,
+                                  text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                  env=dict(clean_env(), HOME=self.tmp))
+        p = rclone(SK, "copy", d, "shale:auth/rc")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for rel, data in files.items():
+            self.assertEqual(self.s3.get_object(Bucket="auth", Key="rc/" + rel)["Body"].read(), data)
+        p = rclone(SK, "lsf", "-R", "--files-only", "shale:auth/rc")
+        self.assertEqual(sorted(p.stdout.split()), sorted(files))
+        p = rclone("not-the-secret-at-all", "lsf", "shale:auth/rc")
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("SignatureDoesNotMatch", p.stderr)
 
