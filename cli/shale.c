@@ -50,10 +50,15 @@ static bool help_asked(int argc, char **argv)
     return false;
 }
 
-/* the help of the deepest command named: "bucket cp", else "bucket" */
+/* the help of the deepest command named: "s3 key add", else "s3 key", else "s3" */
 static int print_help(int argc, char **argv, int first)
 {
-    char key[128];
+    char key[192];
+    if (argc > first + 2 && argv[first + 1][0] != '-' && argv[first + 2][0] != '-') {
+        snprintf(key, sizeof(key), "%s %s %s", argv[first], argv[first + 1], argv[first + 2]);
+        if (cli_help(key, stdout) == 0)
+            return 0;
+    }
     if (argc > first + 1 && argv[first + 1][0] != '-') {
         snprintf(key, sizeof(key), "%s %s", argv[first], argv[first + 1]);
         if (cli_help(key, stdout) == 0)

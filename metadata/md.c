@@ -70,19 +70,24 @@ void sl_objmd_copy(struct sl_objmd *dst, const struct sl_objmd *src)
     }
 }
 
-void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v)
+void sl_kv_set(struct sl_kv **kv, int *n, const char *k, const char *v)
 {
-    for (int i = 0; i < m->ncustom; i++) {
-        if (strcmp(m->custom[i].k, k) == 0) {
-            free(m->custom[i].v);
-            m->custom[i].v = sl_xstrdup(v);
+    for (int i = 0; i < *n; i++) {
+        if (strcmp((*kv)[i].k, k) == 0) {
+            free((*kv)[i].v);
+            (*kv)[i].v = sl_xstrdup(v);
             return;
         }
     }
-    m->custom = sl_xrealloc(m->custom, (size_t)(m->ncustom + 1) * sizeof(struct sl_kv));
-    m->custom[m->ncustom].k = sl_xstrdup(k);
-    m->custom[m->ncustom].v = sl_xstrdup(v);
-    m->ncustom++;
+    *kv = sl_xrealloc(*kv, (size_t)(*n + 1) * sizeof(struct sl_kv));
+    (*kv)[*n].k = sl_xstrdup(k);
+    (*kv)[*n].v = sl_xstrdup(v);
+    (*n)++;
+}
+
+void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v)
+{
+    sl_kv_set(&m->custom, &m->ncustom, k, v);
 }
 
 const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k)

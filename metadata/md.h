@@ -69,6 +69,8 @@ struct sl_objmd {
 
 void sl_objmd_free(struct sl_objmd *m);
 void sl_objmd_copy(struct sl_objmd *dst, const struct sl_objmd *src);
+/* Set or replace key k in the array kv[0..*n) (copies; grows it). */
+void sl_kv_set(struct sl_kv **kv, int *n, const char *k, const char *v);
 /* Set or replace a custom key (copies). */
 void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v);
 /* Borrowed from m (valid until m is changed or freed); NULL when absent. */

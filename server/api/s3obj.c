@@ -61,9 +61,6 @@ struct awsck {
 /* ---- a PUT or a part being written ---- */
 
 struct s3put {
-    struct sl_bck b;
-    char *key;
-    size_t klen;
     struct sl_put *p;                 /* object */
     struct sl_mpt_part *part;         /* or a part */
     char upload_id[80];
@@ -105,7 +102,6 @@ static void put_free(struct s3put *u)
         EVP_MD_CTX_free(u->csha);
     OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
     s3_xc_free(&u->xc);
-    free(u->key);
     free(u);
 }
 
@@ -1243,8 +1239,6 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
         }
     }
     struct s3put *u = sl_xcalloc(1, sizeof(*u));
-    u->b = *b;
-    u->b.props = NULL;
     if (put_setup(r, u, au) < 0) {
         put_free(u);
         return;
@@ -1341,8 +1335,6 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
         return;
     }
     struct s3put *u = sl_xcalloc(1, sizeof(*u));
-    u->b = *b;
-    u->b.props = NULL;
     if (put_setup(r, u, au) < 0) {
         put_free(u);
         return;

@@ -535,17 +535,7 @@ int sl_put_fd(struct sl_put *p)
 
 void sl_put_set_custom(struct sl_put *p, const char *k, const char *v)
 {
-    for (int i = 0; i < p->ncustom; i++) {
-        if (!strcmp(p->custom[i].k, k)) {
-            free(p->custom[i].v);
-            p->custom[i].v = sl_xstrdup(v);
-            return;
-        }
-    }
-    p->custom = sl_xrealloc(p->custom, (size_t)(p->ncustom + 1) * sizeof(struct sl_kv));
-    p->custom[p->ncustom].k = sl_xstrdup(k);
-    p->custom[p->ncustom].v = sl_xstrdup(v);
-    p->ncustom++;
+    sl_kv_set(&p->custom, &p->ncustom, k, v);
 }
 
 uint64_t sl_put_size(const struct sl_put *p)

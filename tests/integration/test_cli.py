@@ -300,7 +300,8 @@ class TestCLI(unittest.TestCase):
         "etl start", "etl rm", "etl object", "etl bucket", "ishard", "job", "job show", "job wait", "job stop",
         "job start", "job rm", "start", "wait", "stop", "dsort", "ml", "ml get-batch", "cluster",
         "cluster maintenance", "cluster decommission", "playground", "playground start", "playground stop",
-        "playground status", "playground add-target",
+        "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
+        "s3 verify",
     ]
     USAGE_OF = {"bucket ls": "ls", "object get": "get", "object put": "put", "object rm": "rmo",
                 "show job": "job show", "show storage": "storage"}
