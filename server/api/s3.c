@@ -600,7 +600,8 @@ static void list_uploads(struct sl_req *r, void *arg)
         }
         sl_tfan_free(&t);
     }
-    qsort(v, (size_t)n, sizeof(*v), upent_cmp);
+    if (n)
+        qsort(v, (size_t)n, sizeof(*v), upent_cmp);
     const char *prefix = sl_req_query(r, "prefix") ? sl_req_query(r, "prefix") : "";
     const char *delim = sl_req_query(r, "delimiter") ? sl_req_query(r, "delimiter") : "";
     const char *km = sl_req_query(r, "key-marker") ? sl_req_query(r, "key-marker") : "";

@@ -1655,7 +1655,8 @@ static void list_parts(struct sl_req *r, const struct s3req *q, const struct sl_
         s3_err(r, 404, "NoSuchUpload", "The specified upload does not exist (completed, aborted or unknown)");
         return;
     }
-    qsort(up->parts, (size_t)up->nparts, sizeof(*up->parts), part_cmp_no);
+    if (up->nparts)
+        qsort(up->parts, (size_t)up->nparts, sizeof(*up->parts), part_cmp_no);
     struct sl_buf x;
     sl_buf_init(&x);
     sl_buf_adds(&x, "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
