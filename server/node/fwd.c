@@ -25,6 +25,7 @@
 #include <time.h>
 
 #define RING_SZ (512 * 1024)
+#define SMALL_SZ (64 * 1024)   /* answers up to this size go out whole, in one response */
 
 static volatile bool stopping; /* sl_fwd_stop: every transfer ends now */
 #define MAX_HDRS 128
@@ -83,6 +84,7 @@ struct fwd {
     bool streaming;              /* a response stream reads the out ring */
     bool discard;                /* the answer has no body: drop the peer's */
     bool out_susp;
+    bool wait_body;              /* a small answer: made once its whole body is in */
 
     long status;
     int nh;
@@ -180,6 +182,16 @@ static void answer(struct fwd *f)
             sl_resp_head(r, status, len);
         else
             sl_resp_empty(r, status);
+        pthread_mutex_lock(&f->mu);
+        return;
+    }
+    if (f->resp_len > 0 && f->out.len == (size_t)f->resp_len) { /* all of it is here: no stream */
+        size_t n = f->out.len;
+        char *buf = sl_xmalloc(n);
+        ring_get(&f->out, buf, n);
+        f->discard = true;
+        pthread_mutex_unlock(&f->mu);
+        sl_resp_bytes_owned(r, status, NULL, buf, n);
         pthread_mutex_lock(&f->mu);
         return;
     }
@@ -331,7 +343,10 @@ static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
                 sl_conn_resume(f->r->conn);
             }
             pthread_cond_broadcast(&f->cv);
-            answer_deferred(f);
+            f->wait_body = !f->head && f->status != 204 && f->status != 304 && f->resp_len > 0 &&
+                           f->resp_len <= SMALL_SZ;
+            if (!f->wait_body)
+                answer_deferred(f);
         }
     } else {
         const char *colon = memchr(buf, ':', len);
@@ -367,6 +382,11 @@ static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
         if (k) {
             off += k;
             dl = 0;
+            if (f->wait_body && f->out.len == (size_t)f->resp_len) {
+                f->wait_body = false;
+                answer_deferred(f); /* the whole small body: one response */
+                continue;
+            }
             if (f->out_susp) {
                 f->out_susp = false;
                 sl_conn_resume(f->r->conn);
