@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
@@ -56,6 +57,9 @@ struct awsck {
     size_t ll;
     char trailer_name[64];
     char trailer_val[160];
+    char tcanon[512];             /* the trailers as signed: "name:value\n" each */
+    size_t tcl;
+    char tsig[SL_S3_SIG_HEX];     /* x-amz-trailer-signature */
 };
 
 /* ---- a PUT or a part being written ---- */
@@ -83,6 +87,7 @@ struct s3put {
     char sha_want[65];
     EVP_MD_CTX *csha;                 /* the current chunk, when chunks are signed */
     char prev_sig[SL_S3_SIG_HEX];
+    bool signed_trailer;              /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, verified */
 };
 
 static void put_free(struct s3put *u)
@@ -153,6 +158,23 @@ static int chunk_verify(struct s3put *u)
     return 0;
 }
 
+/* The trailers (all of them in, in the order sent) against
+ * x-amz-trailer-signature, when the client signed them. */
+static int trailer_verify(struct s3put *u)
+{
+    if (!u->signed_trailer)
+        return 0;
+    if (!u->ck.tsig[0])
+        return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER "
+                        "without an x-amz-trailer-signature; nothing was stored");
+    char want[SL_S3_SIG_HEX];
+    sl_s3_trailer_signature(&u->au.a, u->au.secret, u->prev_sig, u->ck.tcanon, u->ck.tcl, want);
+    if (!sl_s3_sig_equal(want, u->ck.tsig))
+        return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: the trailer signature does not match the "
+                        "trailers; nothing was stored");
+    return 0;
+}
+
 static int ck_line(struct s3put *u)
 {
     struct awsck *c = &u->ck;
@@ -181,12 +203,34 @@ static int ck_line(struct s3put *u)
     } else if (c->st == CK_TRAILER) {
         if (!c->ll) {
             c->st = CK_DONE;
+            c->ll = 0;
+            return trailer_verify(u);
+        }
+        char *colon = strchr(c->line, ':');
+        if (!colon)
+            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: a trailer line without ':'");
+        for (char *k = c->line; k < colon; k++)
+            *k = (char)tolower((unsigned char)*k);
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        size_t vl = strlen(v);
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+            vl--;
+        size_t nl = (size_t)(colon - c->line);
+        if (nl == 23 && !memcmp(c->line, "x-amz-trailer-signature", 23)) {
+            snprintf(c->tsig, sizeof(c->tsig), "%.*s", (int)vl, v);
         } else {
-            char *colon = strchr(c->line, ':');
-            if (colon && !strncasecmp(c->line, "x-amz-checksum-", 15)) {
-                snprintf(c->trailer_name, sizeof(c->trailer_name), "%.*s", (int)(colon - c->line - 15),
-                         c->line + 15);
-                snprintf(c->trailer_val, sizeof(c->trailer_val), "%s", colon + 1);
+            if (c->tcl + nl + vl + 2 > sizeof(c->tcanon))
+                return put_fail(u, 400, "IncompleteBody", "aws-chunked body: the trailers are too long");
+            memcpy(c->tcanon + c->tcl, c->line, nl);
+            c->tcanon[c->tcl + nl] = ':';
+            memcpy(c->tcanon + c->tcl + nl + 1, v, vl);
+            c->tcanon[c->tcl + nl + 1 + vl] = '\n';
+            c->tcl += nl + vl + 2;
+            if (nl > 15 && !memcmp(c->line, "x-amz-checksum-", 15)) {
+                snprintf(c->trailer_name, sizeof(c->trailer_name), "%.*s", (int)(nl - 15), c->line + 15);
+                snprintf(c->trailer_val, sizeof(c->trailer_val), "%.*s", (int)vl, v);
             }
         }
     }
@@ -742,6 +786,7 @@ static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
         u->csha = EVP_MD_CTX_new();
         EVP_DigestInit_ex(u->csha, EVP_sha256(), NULL);
         snprintf(u->prev_sig, sizeof(u->prev_sig), "%s", au->a.signature);
+        u->signed_trailer = !strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER");
     }
     const char *dcl = sl_req_header(r, "x-amz-decoded-content-length");
     if (dcl) {

@@ -370,6 +370,19 @@ void sl_s3_chunk_signature(const struct sl_s3_auth *a, const char *secret, const
     free(sts);
 }
 
+void sl_s3_trailer_signature(const struct sl_s3_auth *a, const char *secret, const char *prev, const char *trailers,
+                             size_t n, char out[SL_S3_SIG_HEX])
+{
+    unsigned char d[32];
+    char hex[SL_S3_SIG_HEX];
+    SHA256((const unsigned char *)trailers, n, d);
+    sl_hex(d, 32, hex);
+    char *sts = sl_xasprintf("AWS4-HMAC-SHA256-TRAILER\n%s\n%s/%s/%s/aws4_request\n%s\n%s", a->amz_date, a->date,
+                             a->region, a->service, prev, hex);
+    sign(a, secret, sts, out);
+    free(sts);
+}
+
 bool sl_s3_sig_equal(const char *a, const char *b)
 {
     return strlen(a) == 64 && strlen(b) == 64 && CRYPTO_memcmp(a, b, 64) == 0;

@@ -66,6 +66,11 @@ int sl_s3_signature(const struct sl_s3_auth *a, const char *secret, const char *
  * chunk_sha the hex SHA-256 of the chunk's bytes. */
 void sl_s3_chunk_signature(const struct sl_s3_auth *a, const char *secret, const char *prev,
                            const char chunk_sha[SL_S3_SIG_HEX], char out[SL_S3_SIG_HEX]);
+/* The trailer signature of STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: over
+ * the canonical trailers ("name:value\n" each), chained to prev (the final
+ * chunk's signature). */
+void sl_s3_trailer_signature(const struct sl_s3_auth *a, const char *secret, const char *prev, const char *trailers,
+                             size_t n, char out[SL_S3_SIG_HEX]);
 
 /* Constant-time comparison of two hex signatures. */
 bool sl_s3_sig_equal(const char *a, const char *b);
