@@ -93,9 +93,24 @@ static bool easy_url(struct sl_req *r)
     return true;
 }
 
+/* Make r an S3 request: its path becomes /s3 + pre + its path (the raw URI,
+ * which signatures cover and the forward sends on, stays). */
+static void s3_reroute(struct sl_req *r, const char *pre, size_t pl)
+{
+    size_t nl = 3 + pl + r->path_len;
+    char *np = sl_xmalloc(nl + 1);
+    memcpy(np, "/s3", 3);
+    memcpy(np + 3, pre, pl);
+    memcpy(np + 3 + pl, r->path, r->path_len);
+    np[nl] = 0;
+    free(r->path);
+    r->path = np;
+    r->path_len = nl;
+    sl_s3_route(r);
+}
+
 /* Virtual-hosted S3 (s3.vhost_domain): Host BUCKET.DOMAIN[:port] makes the
- * request an S3 one on BUCKET, whatever its path; the path is rewritten to
- * /s3/BUCKET/... (the raw URI, which signatures cover, stays). */
+ * request an S3 one on BUCKET, whatever its path. */
 static bool s3_vhost(struct sl_req *r)
 {
     const char *dom = sl_conf->s3_vhost_domain;
@@ -105,17 +120,9 @@ static bool s3_vhost(struct sl_req *r)
     size_t hl = strcspn(host, ":"), dl = strlen(dom);
     if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, dom, dl))
         return false;
-    size_t bl = hl - dl - 1;
-    char *np = sl_xmalloc(4 + bl + r->path_len + 1);
-    memcpy(np, "/s3/", 4);
-    memcpy(np + 4, host, bl);
-    memcpy(np + 4 + bl, r->path, r->path_len);
-    np[4 + bl + r->path_len] = 0;
-    size_t nl = 4 + bl + r->path_len;
-    free(r->path);
-    r->path = np;
-    r->path_len = nl;
-    sl_s3_route(r);
+    char *pre = sl_xasprintf("/%.*s", (int)(hl - dl - 1), host);
+    s3_reroute(r, pre, strlen(pre));
+    free(pre);
     return true;
 }
 
@@ -160,6 +167,10 @@ void sl_route(struct sl_req *r)
     } else if (sl_req_path_is(r, "/metrics")) {
         sl_h_metrics(r);
     } else if (!sl_route_cluster_internal(r) && !sl_modules_route(r)) {
+        if (sl_conf->s3_root && !sl_req_path_is(r, "/v1")) {
+            s3_reroute(r, "", 0);
+            return;
+        }
         if (r->path_len == 1) {
             sl_resp_text(r, 200, "Shale " SL_VERSION ": an AIStore-compatible storage cluster. API: /v1/...; "
                                  "health: /v1/health\n");

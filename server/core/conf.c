@@ -101,6 +101,10 @@ static const struct key schema[] = {
     { "s3.vhost_domain", T_STR, "", 0, NULL,
       "virtual-hosted S3: a request for Host BUCKET.<this domain> is an S3 request on BUCKET (\"\" = path style "
       "only, on /s3)" },
+    { "s3.root", T_BOOL, "false", 0, NULL,
+      "serve S3 at the root path as well as on /s3 (AIStore's S3-API-via-Root): a request whose path is not one of "
+      "Shale's own (/v1/..., /s3, /ais, /gs, /az, /metrics) is an S3 request; for clients that cannot put a path in "
+      "their endpoint" },
 
     { "arch.max_members", T_INT, "1000000", 0, NULL, "refuse archives with more members" },
     { "arch.max_member_size", T_SIZE, "16GiB", 0, NULL, NULL },
@@ -542,6 +546,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->plugins_dir = sl_xstrdup(gs(doc, "plugins.dir"));
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
     c->s3_vhost_domain = sl_xstrdup(gs(doc, "s3.vhost_domain"));
+    c->s3_root = gb(doc, "s3.root");
     c->arch_max_members = (uint64_t)gi(doc, "arch.max_members");
     c->arch_max_member_size = gz(doc, "arch.max_member_size");
     c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");

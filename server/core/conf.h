@@ -61,6 +61,7 @@ struct sl_config {
     char *plugins_dir;            /* plugins.dir */
     char *promote_dir;            /* promote.dir */
     char *s3_vhost_domain;        /* s3.vhost_domain ("" = path style only) */
+    bool s3_root;                 /* s3.root: S3 at "/" as well as on /s3 */
     uint64_t arch_max_members;    /* arch.max_members */
     int moss_max_items;           /* get_batch.max_items */
     uint64_t moss_mem;            /* get_batch.mem */
