@@ -284,6 +284,51 @@ void s3_acl(struct sl_req *r)
     s3_xml(r, 200, &x);
 }
 
+/* Headers asking for what Shale does not do are refused, never ignored: a
+ * client that asked for encryption, an ACL, tags or object lock must not
+ * believe it got them. Every bucket and object has the one ACL above, so
+ * the canned ACL "private" (and bucket-owner-full-control) is what is
+ * already so. -1 when refused (answered). */
+static int unsupported_hdrs(struct sl_req *r)
+{
+    static const char *const no[] = { "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
+                                      "x-amz-grant-write-acp", "x-amz-grant-full-control",
+                                      "x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm",
+                                      "x-amz-server-side-encryption-aws-kms-key-id", "x-amz-tagging",
+                                      "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+                                      "x-amz-object-lock-legal-hold", "x-amz-bucket-object-lock-enabled",
+                                      "x-amz-website-redirect-location", NULL };
+    if (r->method != SL_M_PUT && r->method != SL_M_POST)
+        return 0;
+    const char *acl = sl_req_header(r, "x-amz-acl");
+    if (acl && strcmp(acl, "private") && strcmp(acl, "bucket-owner-full-control")) {
+        s3_err(r, 501, "NotImplemented", "x-amz-acl \"%s\" is not implemented: Shale keeps one ACL per bucket and "
+               "object (the owner's full control); send \"private\" or no x-amz-acl; nothing was changed", acl);
+        return -1;
+    }
+    const char *sc = sl_req_header(r, "x-amz-storage-class");
+    if (sc && strcmp(sc, "STANDARD")) {
+        s3_err(r, 501, "NotImplemented", "x-amz-storage-class \"%s\" is not implemented: Shale has one storage class, "
+               "STANDARD; nothing was changed", sc);
+        return -1;
+    }
+    for (int i = 0; no[i]; i++) {
+        const char *v = sl_req_header(r, no[i]);
+        /* boto3 sends an empty lock flag; "false" asks for nothing */
+        if (v && *v && !(!strcmp(no[i], "x-amz-bucket-object-lock-enabled") && !strcasecmp(v, "false"))) {
+            s3_err(r, 501, "NotImplemented", "%s is not implemented by Shale; send the request without it; nothing "
+                   "was changed", no[i]);
+            return -1;
+        }
+    }
+    if (r->method == SL_M_PUT && sl_req_query(r, "acl") && r->content_length > 0) {
+        s3_err(r, 501, "NotImplemented", "an AccessControlPolicy body is not implemented: Shale keeps one ACL per "
+               "bucket and object (the owner's full control); send x-amz-acl: private instead");
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- ListObjects v1 / v2 ---- */
 
 static void url_enc(struct sl_buf *b, const char *s, size_t n)
@@ -706,6 +751,25 @@ static void create_bucket(struct sl_req *r, void *arg)
     free(name);
 }
 
+/* Send msg (stolen) to the primary gateway's /v1/buckets/NAME; answer ok
+ * with ok_status, or the primary's error as an S3 error. */
+static void primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status)
+{
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *p = sl_smap_primary(s);
+    char *url = sl_xasprintf("%s/v1/buckets/%s", p ? p->url : G.self.url, bucket);
+    sl_smap_put(s);
+    struct sl_peer_resp pr = { 0 };
+    if (sl_peer_json(method, url, msg, 0, &pr) < 0)
+        s3_err(r, 503, "ServiceUnavailable", "the primary gateway did not answer: %s", pr.err);
+    else if (pr.status >= 300)
+        s3_err(r, (int)pr.status, pr.status == 404 ? "NoSuchBucket" : "InternalError", "%s", pr.err);
+    else
+        sl_resp_empty(r, ok_status);
+    sl_peer_resp_free(&pr);
+    free(url);
+}
+
 static void delete_bucket(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;
@@ -724,23 +788,17 @@ static void delete_bucket(struct sl_req *r, void *arg)
         s3_err(r, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty (it holds %s, ...)",
                pg.ents[0].name);
     } else {
-        struct sl_smap *s = sl_smap_get();
-        const struct sl_snode *p = sl_smap_primary(s);
-        char *url = sl_xasprintf("%s/v1/buckets/%s", p ? p->url : G.self.url, bck->name);
-        sl_smap_put(s);
-        struct sl_peer_resp pr = { 0 };
-        json_t *msg = json_pack("{s:s}", "action", "destroy-bck");
-        if (sl_peer_json("DELETE", url, msg, 0, &pr) < 0)
-            s3_err(r, 503, "ServiceUnavailable", "the primary gateway did not answer: %s", pr.err);
-        else if (pr.status >= 300)
-            s3_err(r, (int)pr.status, pr.status == 404 ? "NoSuchBucket" : "InternalError", "%s", pr.err);
-        else
-            sl_resp_empty(r, 204);
-        sl_peer_resp_free(&pr);
-        free(url);
+        primary_bck_call(r, "DELETE", bck->name, json_pack("{s:s}", "action", "destroy-bck"), 204);
     }
     sl_lspage_free(&pg);
     bck_free(bck);
+}
+
+static struct sl_bck *bck_copy(const struct sl_bck *b)
+{
+    struct sl_bck *c = sl_xmalloc(sizeof(*c));
+    sl_bck_copy(c, b);
+    return c;
 }
 
 /* ---- DeleteObjects ---- */
@@ -839,6 +897,57 @@ static void delete_objects_body(struct sl_req *r)
     r->ctx = NULL;
 }
 
+/* ---- PUT ?versioning ----
+ * As in AIStore: the bucket's versioning.enabled property. "Enabled" turns
+ * it on, "Suspended" off; a Shale bucket keeps one copy of each object
+ * either way (the property decides whether its version number counts up),
+ * so ListObjectVersions stays NotImplemented. MFA Delete is refused. */
+
+struct verx {
+    char status[16];
+    bool mfa, seen;
+};
+
+static void verx_end(void *arg, const char *parent, const char *name, const char *text)
+{
+    struct verx *v = arg;
+    if (!strcmp(name, "Status")) {
+        snprintf(v->status, sizeof(v->status), "%s", text);
+        v->seen = true;
+    } else if (!strcmp(name, "MfaDelete") && !strcmp(text, "Enabled")) {
+        v->mfa = true;
+    }
+}
+
+static void put_versioning(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    struct verx v = { 0 };
+    bool on = false;
+    if (s3_xml_parse(r->body.p ? r->body.p : "", r->body.len, verx_end, &v) < 0 || !v.seen ||
+        (!(on = !strcmp(v.status, "Enabled")) && strcmp(v.status, "Suspended"))) {
+        s3_err(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our "
+               "published schema (a VersioningConfiguration with Status Enabled or Suspended)");
+    } else if (v.mfa) {
+        s3_err(r, 501, "NotImplemented", "MfaDelete is not implemented by Shale; send Status alone");
+    } else {
+        primary_bck_call(r, "PATCH", bck->name,
+                         json_pack("{s:s,s:{s:{s:b}}}", "action", "set-bprops", "value", "versioning", "enabled", on), 200);
+    }
+    bck_free(bck);
+}
+
+static void put_versioning_body(struct sl_req *r)
+{
+    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
+        bck_free(r->ctx);
+        r->ctx = NULL;
+        return;
+    }
+    sl_req_offload(r, put_versioning, bck_free, r->ctx);
+    r->ctx = NULL;
+}
+
 /* ---- dispatch ---- */
 
 static const char *const unsupported[] = { "lifecycle", "cors", "policy", "tagging", "website", "replication",
@@ -872,12 +981,6 @@ static void s3_forward(struct sl_req *r, const struct sl_snode *t)
     free(url);
 }
 
-static struct sl_bck *bck_copy(const struct sl_bck *b)
-{
-    struct sl_bck *c = sl_xmalloc(sizeof(*c));
-    sl_bck_copy(c, b);
-    return c;
-}
 
 static void bucket_op(struct sl_req *r, const struct sl_bck *bp);
 
@@ -927,7 +1030,8 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
         } else if (sl_req_query(r, "versioning")) {
             struct sl_buf x;
             sl_buf_init(&x);
-            sl_buf_adds(&x, "<VersioningConfiguration xmlns=\"" XMLNS "\"></VersioningConfiguration>");
+            sl_buf_printf(&x, "<VersioningConfiguration xmlns=\"" XMLNS "\"><Status>%s</Status></VersioningConfiguration>",
+                          b.versioning ? "Enabled" : "Suspended");
             s3_xml(r, 200, &x);
         } else if (sl_req_query(r, "acl")) {
             s3_acl(r);
@@ -942,7 +1046,8 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
             sl_resp_empty(r, 200); /* canned ACLs are accepted: every object is the owner's */
             return;
         }
-        s3_err(r, 501, "NotImplemented", "PUT ?versioning is not implemented: Shale buckets keep one version");
+        r->ctx = bck_copy(&b); /* PUT ?versioning */
+        sl_req_buffer_body(r, 64 * 1024, put_versioning_body);
         return;
     case SL_M_DELETE:
         sl_req_offload(r, delete_bucket, bck_free, bck_copy(&b));
@@ -1009,7 +1114,7 @@ void sl_s3_route(struct sl_req *r)
             return;
         }
         struct s3auth au;
-        if (s3_auth(r, &au) == 0)
+        if (s3_auth(r, &au) == 0 && unsupported_hdrs(r) == 0)
             bucket_req(r, &q);
         return;
     }
@@ -1042,7 +1147,7 @@ void sl_s3_route(struct sl_req *r)
     if (sl_is_target() && sl_obj_owned_here(s, &b, q.key, q.klen)) {
         sl_smap_put(s);
         struct s3auth au;
-        if (s3_auth(r, &au) == 0)
+        if (s3_auth(r, &au) == 0 && unsupported_hdrs(r) == 0)
             s3_obj(r, &q, &b, &au);
         sl_bck_release(&b);
         return;

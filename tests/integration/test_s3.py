@@ -271,26 +271,56 @@ class S3Test(unittest.TestCase):
         self.assertEqual(self.req("HEAD", "/bkt-life/k").status_code, 404)
 
     def test_bucket_subresources(self):
-        """GET ?location is an empty LocationConstraint, GET ?versioning an empty VersioningConfiguration,
-        ?acl GET/PUT are accepted; PUT ?versioning and ?lifecycle/?cors/?policy/?tagging are 501
-        NotImplemented with an XML error"""
+        """GET ?location is an empty LocationConstraint; ?versioning GET/PUT read and set the bucket's
+        versioning.enabled property (as in AIStore: Enabled/Suspended), which the native API then shows;
+        a malformed or MFA versioning body changes nothing; ?acl GET and PUT of the canned ACL "private" are
+        accepted, any other ACL is 501 and changes nothing;
+        ?lifecycle/?cors/?policy/?tagging are 501 NotImplemented with an XML error"""
         b = self.bucket("bkt-sub")
         loc = self.xml(self.req("GET", "/" + b, params={"location": ""}))
         self.assertEqual(loc.tag, NS + "LocationConstraint")
         self.assertFalse(loc.text)
         self.assertIn(self.s3.get_bucket_location(Bucket=b)["LocationConstraint"], (None, ""))
+
+        def native_versioning():
+            r = self.s.head(self.url + "/v1/buckets/" + b, timeout=30)
+            self.assertEqual(r.status_code, 200, r.text)
+            return json.loads(r.headers["Ais-Bucket-Props"])["versioning"]["enabled"]
+
         ver = self.xml(self.req("GET", "/" + b, params={"versioning": ""}))
         self.assertEqual(ver.tag, NS + "VersioningConfiguration")
-        self.assertEqual(list(ver), [])
-        self.assertNotIn("Status", self.s3.get_bucket_versioning(Bucket=b))
+        self.assertEqual(ver.findtext(NS + "Status"), "Enabled")  # the cluster default: versioning.enabled
+        self.assertTrue(native_versioning())
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Suspended"})
+        self.assertEqual(self.s3.get_bucket_versioning(Bucket=b)["Status"], "Suspended")
+        self.assertFalse(native_versioning())
+        for bad in (b"<VersioningConfiguration><Status>On</Status></VersioningConfiguration>", b"<Vers",
+                    b"<VersioningConfiguration/>"):
+            self.err(self.req("PUT", "/" + b, params={"versioning": ""}, data=bad), 400, "MalformedXML")
+        mfa = (b'<VersioningConfiguration><Status>Enabled</Status><MfaDelete>Enabled</MfaDelete>'
+               b'</VersioningConfiguration>')
+        self.err(self.req("PUT", "/" + b, params={"versioning": ""}, data=mfa), 501, "NotImplemented")
+        self.assertFalse(native_versioning())  # none of the refused bodies changed it
         body = (b'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
                 b'<Status>Enabled</Status></VersioningConfiguration>')
-        self.err(self.req("PUT", "/" + b, params={"versioning": ""}, data=body), 501, "NotImplemented")
+        r = self.req("PUT", "/" + b, params={"versioning": ""}, data=body)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertTrue(native_versioning())
+        self.assertEqual(self.s3.get_bucket_versioning(Bucket=b)["Status"], "Enabled")
+        self.client_err(lambda: self.s3.put_bucket_versioning(Bucket="no-such-bkt-v",
+                                                              VersioningConfiguration={"Status": "Enabled"}),
+                        404, "NoSuchBucket")
         acl = self.xml(self.req("GET", "/" + b, params={"acl": ""}))
         self.assertEqual(acl.tag, NS + "AccessControlPolicy")
         self.assertEqual(self.s3.get_bucket_acl(Bucket=b)["ResponseMetadata"]["HTTPStatusCode"], 200)
         r = self.req("PUT", "/" + b, params={"acl": ""}, headers={"x-amz-acl": "private"})
         self.assertEqual(r.status_code, 200, r.text)
+        self.err(self.req("PUT", "/" + b, params={"acl": ""}, headers={"x-amz-acl": "public-read"}), 501,
+                 "NotImplemented")
+        self.err(self.req("PUT", "/" + b, params={"acl": ""}, data=b"<AccessControlPolicy/>"), 501,
+                 "NotImplemented")
+        self.err(self.req("PUT", "/bkt-sub-public", headers={"x-amz-acl": "public-read"}), 501, "NotImplemented")
+        self.assertEqual(self.req("HEAD", "/bkt-sub-public").status_code, 404)  # not created
         for sub in ("lifecycle", "cors", "policy", "tagging"):
             self.err(self.req("GET", "/" + b, params={sub: ""}), 501, "NotImplemented")
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
@@ -358,9 +388,21 @@ class S3Test(unittest.TestCase):
             self.assertNotIn(k, h)
         self.assertNotIn("expires", h["ResponseMetadata"]["HTTPHeaders"])
         self.assertEqual(h["ContentLength"], 2)
-        # canned ACL and storage class headers are accepted
-        r = self.s3.put_object(Bucket=b, Key="acl", Body=b"acl", ACL="public-read", StorageClass="STANDARD")
+        # the ACL and storage class that are so are accepted; what Shale does not do is refused, not ignored,
+        # and stores nothing
+        r = self.s3.put_object(Bucket=b, Key="acl", Body=b"acl", ACL="private", StorageClass="STANDARD")
         self.assertEqual(r["ETag"], '"%s"' % md5hex(b"acl"))
+        for kw in ({"ACL": "public-read"}, {"StorageClass": "GLACIER"}, {"ServerSideEncryption": "AES256"},
+                   {"Tagging": "a=b"}, {"GrantRead": 'id="x"'}, {"ObjectLockMode": "GOVERNANCE"}):
+            e = self.client_err(lambda: self.s3.put_object(Bucket=b, Key="refused", Body=b"x", **kw), 501,
+                                "NotImplemented")
+            self.assertIn("nothing was changed", e["Error"]["Message"])
+            self.client_err(lambda: self.s3.create_multipart_upload(Bucket=b, Key="refused", **kw), 501,
+                            "NotImplemented")
+        self.assertTrue(self.absent(b, "refused"))
+        self.client_err(lambda: self.s3.put_object_acl(Bucket=b, Key="acl", ACL="public-read"), 501,
+                        "NotImplemented")
+        self.s3.put_object_acl(Bucket=b, Key="acl", ACL="private")
         # no Content-Type sent: the AWS default
         r = self.req("PUT", "/%s/no-ct" % b, data=b"abc", headers={"Content-Type": None})
         self.assertEqual(r.status_code, 200, r.text)

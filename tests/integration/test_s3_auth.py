@@ -4,6 +4,7 @@ made and listed with the CLI (secrets never listed), boto3 and awscli signing wi
 presigned URLs fetched with curl), aws-chunked bodies with per-chunk signatures written by hand (a tampered or
 truncated chunk stores nothing), bad signatures, unknown keys, skewed clocks, expired and SigV2 presigned
 URLs, body hashes that do not match, and virtual-hosted requests (s3.vhost_domain) signed over their Host."""
+import base64
 import datetime
 import hashlib
 import hmac
@@ -13,6 +14,7 @@ import subprocess
 import tempfile
 import unittest
 import unittest.mock
+import zlib
 
 import boto3
 import botocore
@@ -60,19 +62,24 @@ def at(when):
     return unittest.mock.patch("botocore.auth.datetime.datetime", Clock)
 
 
-def signed_chunked_put(url, path, data, chunk, tamper_chunk=None, truncate=False, host=None):
-    """PUT with x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD, chunk signatures computed here"""
+def signed_chunked_put(url, path, data, chunk, tamper_chunk=None, truncate=False, host=None, trailer=None):
+    """PUT with x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD, chunk signatures computed here; with
+    trailer ("good", "bad-sig", "no-sig", "bad-crc") STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER with a CRC32
+    trailer and its x-amz-trailer-signature"""
     now = datetime.datetime.utcnow()
     amz, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
     scope = "%s/us-east-1/s3/aws4_request" % day
     chunks = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
     enc_len = sum(len("%x;chunk-signature=%s\r\n" % (len(c), "0" * 64)) + len(c) + 2 for c in chunks)
     host = host or url.split("//")[1]
-    headers = {"Host": host, "x-amz-date": amz, "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+    mode = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" + ("-TRAILER" if trailer else "")
+    headers = {"Host": host, "x-amz-date": amz, "x-amz-content-sha256": mode,
                "Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
+    if trailer:
+        headers["x-amz-trailer"] = "x-amz-checksum-crc32"
     signed = sorted(k.lower() for k in headers)
     canon_h = "".join("%s:%s\n" % (k, headers[[h for h in headers if h.lower() == k][0]].strip()) for k in signed)
-    creq = "\n".join(["PUT", path, "", canon_h, ";".join(signed), "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"])
+    creq = "\n".join(["PUT", path, "", canon_h, ";".join(signed), mode])
     sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope, hashlib.sha256(creq.encode()).hexdigest()])
     key = hm(hm(hm(hm(("AWS4" + SK).encode(), day), "us-east-1"), "s3"), "aws4_request")
     sig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
@@ -87,8 +94,22 @@ def signed_chunked_put(url, path, data, chunk, tamper_chunk=None, truncate=False
         payload = c
         if tamper_chunk == i and c:
             payload = bytes([c[0] ^ 1]) + c[1:]
-        body += b"%x;chunk-signature=%s\r\n" % (len(c), csig.encode()) + payload + b"\r\n"
-    assert len(body) == enc_len
+        body += b"%x;chunk-signature=%s\r\n" % (len(c), csig.encode()) + payload
+        if c or not trailer:
+            body += b"\r\n"
+    if trailer:  # after the final chunk: the trailer, its signature over "name:value\n", an empty line
+        crc = zlib.crc32(data if trailer != "bad-crc" else data + b"x") & 0xffffffff
+        canon = "x-amz-checksum-crc32:%s\n" % base64.b64encode(crc.to_bytes(4, "big")).decode()
+        tsts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz, scope, prev, hashlib.sha256(canon.encode()).hexdigest()])
+        tsig = hmac.new(key, tsts.encode(), hashlib.sha256).hexdigest()
+        if trailer == "bad-sig":
+            tsig = tsig[:-1] + ("0" if tsig[-1] != "0" else "1")
+        body += canon.replace("\n", "\r\n").encode()
+        if trailer != "no-sig":
+            body += b"x-amz-trailer-signature:%s\r\n" % tsig.encode()
+        body += b"\r\n"
+    else:
+        assert len(body) == enc_len
     if truncate:
         body = body[:len(body) // 2]
     return requests.put(url + path, data=body, headers=headers, timeout=60)
@@ -235,6 +256,25 @@ class S3AuthTest(unittest.TestCase):
             pass  # the node may close the connection on a body that ends early; either way nothing is stored
         self.assertEqual(code(lambda: self.s3.head_object(Bucket="auth", Key="cut.bin")), "404")
 
+    def test_signed_trailer(self):
+        """STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER (what recent awscli sends): the chunks and the trailer
+        signature are checked; a wrong or missing trailer signature, or a trailer checksum that does not match,
+        stores nothing."""
+        data = os.urandom(150 * 1024 + 3)
+        r = signed_chunked_put(self.url, "/s3/auth/trailer.bin", data, 64 * 1024, trailer="good")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s3.get_object(Bucket="auth", Key="trailer.bin")["Body"].read(), data)
+        for bad, status, err in (("bad-sig", 403, "SignatureDoesNotMatch"), ("no-sig", 403, "SignatureDoesNotMatch"),
+                                 ("bad-crc", 400, "BadDigest")):
+            r = signed_chunked_put(self.url, "/s3/auth/trailer-%s.bin" % bad, data, 64 * 1024, trailer=bad)
+            self.assertEqual(r.status_code, status, (bad, r.text))
+            self.assertIn(err, r.text)
+            self.assertEqual(code(lambda: self.s3.head_object(Bucket="auth", Key="trailer-%s.bin" % bad)), "404")
+        # a failed overwrite keeps the object
+        r = signed_chunked_put(self.url, "/s3/auth/trailer.bin", b"other", 64 * 1024, trailer="bad-sig")
+        self.assertEqual(r.status_code, 403)
+        self.assertEqual(self.s3.get_object(Bucket="auth", Key="trailer.bin")["Body"].read(), data)
+
     def test_awscli_with_keys(self):
         """aws s3 cp (multipart above 8 MiB) and ls sign with the configured key; a wrong one is refused."""
         f = os.path.join(self.tmp, "cli.bin")
@@ -309,6 +349,59 @@ class S3AuthTest(unittest.TestCase):
             self.assertNotEqual(p.returncode, 0)
         finally:
             self.c.cli("config", "cluster", "s3.vhost_domain=")
+
+    def test_s3cmd_at_root_signed(self):
+        """With s3.root on, S3 is served at "/" too, so s3cmd (whose endpoint cannot carry a path its signature
+        agrees with) works with verification on: mb, put, ls, get, del; a wrong secret is refused; the native
+        API keeps its paths; with s3.root off a root path is the native 404 again."""
+        port = self.url.rsplit(":", 1)[1]
+        src = os.path.join(self.tmp, "s3cmd.in")
+        data = os.urandom(70000)
+        with open(src, "wb") as f:
+            f.write(data)
+
+        def s3cmd(secret, *args):
+            cfg = os.path.join(self.tmp, "s3cmd-%d.cfg" % len(secret))
+            hb = "127.0.0.1:" + port
+            with open(cfg, "w") as f:
+                f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\nhost_bucket = %s\n"
+                        "use_https = False\nsignature_v2 = False\nbucket_location = us-east-1\nproxy_host = \n"
+                        "progress_meter = False\n" % (AK, secret, hb, hb))
+            return subprocess.run(["/usr/bin/s3cmd", "-c", cfg, "--no-progress"] + list(args), capture_output=True,
+                                  text=True, timeout=120, stdin=subprocess.DEVNULL, env=dict(clean_env(), HOME=self.tmp))
+        r = requests.get(self.url + "/rootb/x", timeout=10)
+        self.assertEqual(r.status_code, 404)
+        self.assertIn("no such endpoint", r.text)  # s3.root is off: Shale's own 404
+        self.c.cli("config", "cluster", "s3.root=true")
+        try:
+            for args in (("mb", "s3://rootb"), ("put", src, "s3://rootb/dir/f.bin")):
+                p = s3cmd(SK, *args)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(self.s3.get_object(Bucket="rootb", Key="dir/f.bin")["Body"].read(), data)
+            p = s3cmd(SK, "ls", "-r", "s3://rootb")
+            self.assertIn("s3://rootb/dir/f.bin", p.stdout, p.stderr)
+            out = os.path.join(self.tmp, "s3cmd.out")
+            p = s3cmd(SK, "get", "--force", "s3://rootb/dir/f.bin", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(), data)
+            p = s3cmd("not-the-secret", "ls", "s3://rootb")
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("SignatureDoesNotMatch", p.stdout + p.stderr)
+            r = requests.get(self.url + "/rootb/dir/f.bin", timeout=10)  # unsigned: an S3 error now
+            self.assertEqual(r.status_code, 403, r.text)
+            self.assertIn("<Code>AccessDenied</Code>", r.text)
+            self.assertEqual(requests.get(self.url + "/v1/health", timeout=10).status_code, 200)
+            r = requests.get(self.url + "/v1/objects/rootb/dir/f.bin", timeout=10)  # native, redirected
+            self.assertEqual(r.content, data)
+            p = s3cmd(SK, "del", "s3://rootb/dir/f.bin")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(code(lambda: self.s3.head_object(Bucket="rootb", Key="dir/f.bin")), "404")
+        finally:
+            self.c.cli("config", "cluster", "s3.root=false")
+        r = requests.get(self.url + "/rootb/x", timeout=10)
+        self.assertEqual(r.status_code, 404)
+        self.assertIn("no such endpoint", r.text)
 
     def test_zz_last_key_and_verify_off(self):
         """The last key cannot go while verification is on; turned off, any credentials pass again."""
