@@ -3,14 +3,18 @@
  *
  * Who does what, all under f->mu:
  *   HTTP thread  take()     client body -> in ring (suspends the client when full)
- *                body_done()/start: the answer now, or deferred to the forward thread
+ *                body_done()/start: the answer now, or deferred to the forward loop
  *                out_read() out ring -> client (suspends the response when empty)
  *                cleanup()  the request is gone: f->r = NULL
- *   fwd thread   rd_cb()    in ring -> peer (resumes the client)
+ *   loop thread  rd_cb()    in ring -> peer (pauses the transfer when empty)
  *                hdr_cb()   the peer's status and headers; answers a deferred request
- *                wr_cb()    peer body -> out ring (resumes the response)
- * f lives until its last reference: the request (cleanup), the forward
- * thread, and the response stream.
+ *                wr_cb()    peer body -> out ring (pauses the transfer when full)
+ * A side that makes room or data for a paused transfer sets f->kick and
+ * wakes its loop, which unpauses it. The loops are libcurl multi handles
+ * (curl_multi_poll): one thread runs many transfers, no thread per request,
+ * and connections to the peers stay open in the multi's cache.
+ * f lives until its last reference: the request (cleanup), the loop, and
+ * the response stream.
  */
 #include "fwd.h"
 #include "log.h"
@@ -23,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING_SZ (512 * 1024)
 #define SMALL_SZ (64 * 1024)   /* answers up to this size go out whole, in one response */
@@ -67,7 +72,6 @@ static size_t ring_get(struct ring *g, char *p, size_t n)
 
 struct fwd {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int refs;
     struct sl_req *r;            /* NULL once the request ended */
     char *url;
@@ -93,7 +97,15 @@ struct fwd {
     int64_t resp_len;            /* -1 unknown */
     bool done, failed;
     char errmsg[256];
+
+    struct loop *lp;             /* the loop that runs the transfer */
+    CURL *c;
+    bool kick;                   /* room or data for a paused transfer: unpause it */
+    bool rd_paused, wr_paused;
+    int64_t paused_at;           /* sl_mono_ns() when it paused */
 };
+
+static void loop_kick(struct loop *L);
 
 static void unref(struct fwd *f)
 {
@@ -110,7 +122,6 @@ static void unref(struct fwd *f)
     free(f->url);
     free(f->in.b);
     free(f->out.b);
-    pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
@@ -134,9 +145,11 @@ static ssize_t out_read(void *ctx, uint64_t pos, char *buf, size_t max)
     struct fwd *f = ctx;
     pthread_mutex_lock(&f->mu);
     ssize_t n;
+    bool kick = false;
     if (f->out.len) {
         n = (ssize_t)ring_get(&f->out, buf, max);
-        pthread_cond_broadcast(&f->cv);
+        if (f->wr_paused && f->out.cap - f->out.len >= f->out.cap / 2)
+            kick = f->kick = true, f->wr_paused = false;
     } else if (f->done) {
         n = f->failed ? -1 : 0;
     } else {
@@ -145,6 +158,8 @@ static ssize_t out_read(void *ctx, uint64_t pos, char *buf, size_t max)
         n = SL_STREAM_WAIT;
     }
     pthread_mutex_unlock(&f->mu);
+    if (kick)
+        loop_kick(f->lp);
     return n;
 }
 
@@ -226,13 +241,16 @@ static ssize_t take(struct sl_req *r, const char *data, size_t n)
         return (ssize_t)n;
     }
     size_t k = ring_put(&f->in, data, n);
-    if (k)
-        pthread_cond_broadcast(&f->cv);
+    bool kick = false;
+    if (k && f->rd_paused)
+        kick = f->kick = true, f->rd_paused = false;
     if (k < n) {
         f->in_susp = true;
         sl_conn_suspend(r->conn);
     }
     pthread_mutex_unlock(&f->mu);
+    if (kick)
+        loop_kick(f->lp);
     return (ssize_t)k;
 }
 
@@ -241,7 +259,9 @@ static void body_done(struct sl_req *r)
     struct fwd *f = r->ctx;
     pthread_mutex_lock(&f->mu);
     f->in_end = true;
-    pthread_cond_broadcast(&f->cv);
+    bool kick = false;
+    if (f->rd_paused) /* the end of the body is news too */
+        kick = f->kick = true, f->rd_paused = false;
     if (f->hdrs_done || f->done) {
         answer(f);
     } else {
@@ -249,6 +269,8 @@ static void body_done(struct sl_req *r)
         sl_req_defer(r);
     }
     pthread_mutex_unlock(&f->mu);
+    if (kick)
+        loop_kick(f->lp);
 }
 
 static void cleanup(struct sl_req *r, bool completed)
@@ -257,55 +279,37 @@ static void cleanup(struct sl_req *r, bool completed)
     struct fwd *f = r->ctx;
     pthread_mutex_lock(&f->mu);
     f->r = NULL;
-    pthread_cond_broadcast(&f->cv);
+    bool kick = false;
+    if (f->rd_paused || f->wr_paused) /* unpaused, it sees the client gone and ends */
+        kick = f->kick = true, f->rd_paused = f->wr_paused = false;
     pthread_mutex_unlock(&f->mu);
     r->ctx = NULL;
+    if (kick)
+        loop_kick(f->lp);
     unref(f);
 }
 
-/* ---- the forward thread ---- */
-
-/* Wait on f->cv (f->mu held) up to the idle timeout: false when it ran out. */
-static bool wait_idle(struct fwd *f, int64_t *deadline)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    if (!*deadline)
-        *deadline = now + f->timeout_ms * 1000000LL;
-    if (now >= *deadline || stopping)
-        return false;
-    int64_t until = now + 200000000LL < *deadline ? now + 200000000LL : *deadline;
-    ts.tv_sec = until / 1000000000LL;
-    ts.tv_nsec = until % 1000000000LL;
-    pthread_cond_timedwait(&f->cv, &f->mu, &ts);
-    return true;
-}
+/* ---- the loop thread: libcurl callbacks (never block) ---- */
 
 static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
 {
     struct fwd *f = ud;
-    size_t max = size * nitems;
-    int64_t dl = 0;
+    size_t max = size * nitems, n = 0;
     pthread_mutex_lock(&f->mu);
-    while (!f->in.len && !f->in_end && f->r) {
-        if (!wait_idle(f, &dl)) {
-            snprintf(f->errmsg, sizeof(f->errmsg), "the client sent no data for %lld ms",
-                     (long long)f->timeout_ms);
-            pthread_mutex_unlock(&f->mu);
-            return CURL_READFUNC_ABORT;
-        }
-    }
-    size_t n = 0;
-    if (f->in.len) {
-        n = ring_get(&f->in, buf, max);
-        if (f->in_susp && f->r && f->in.cap - f->in.len >= f->in.cap / 2) {
-            f->in_susp = false;
-            sl_conn_resume(f->r->conn);
-        }
-    } else if (!f->in_end) {
+    if (!f->r) {
         pthread_mutex_unlock(&f->mu);
         return CURL_READFUNC_ABORT; /* the client went away mid-body */
+    }
+    if (!f->in.len && !f->in_end) {
+        f->rd_paused = true;
+        f->paused_at = sl_mono_ns();
+        pthread_mutex_unlock(&f->mu);
+        return CURL_READFUNC_PAUSE;
+    }
+    n = ring_get(&f->in, buf, max);
+    if (f->in_susp && f->in.cap - f->in.len >= f->in.cap / 2) {
+        f->in_susp = false;
+        sl_conn_resume(f->r->conn);
     }
     pthread_mutex_unlock(&f->mu);
     return n;
@@ -342,7 +346,6 @@ static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
                 f->in_susp = false;
                 sl_conn_resume(f->r->conn);
             }
-            pthread_cond_broadcast(&f->cv);
             f->wait_body = !f->head && f->status != 204 && f->status != 304 && f->resp_len > 0 &&
                            f->resp_len <= SMALL_SZ;
             if (!f->wait_body)
@@ -365,81 +368,118 @@ static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
     return n;
 }
 
+/* All of the peer's bytes or none: libcurl keeps a paused write and hands
+ * it over again once the transfer is unpaused. */
 static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
 {
     struct fwd *f = ud;
-    size_t n = size * nmemb, off = 0;
-    int64_t dl = 0;
+    size_t n = size * nmemb;
     pthread_mutex_lock(&f->mu);
+    if (!f->r || f->discard) { /* no client: stop; no body wanted: drop it */
+        size_t rc = f->r ? n : 0;
+        pthread_mutex_unlock(&f->mu);
+        return rc;
+    }
     if (!f->out.b)
         ring_alloc(&f->out, RING_SZ);
-    while (off < n) {
-        if (!f->r || f->discard) {
-            off = f->r ? n : 0; /* no body wanted: drop it; no client: stop */
-            break;
-        }
-        size_t k = ring_put(&f->out, data + off, n - off);
-        if (k) {
-            off += k;
-            dl = 0;
-            if (f->wait_body && f->out.len == (size_t)f->resp_len) {
-                f->wait_body = false;
-                answer_deferred(f); /* the whole small body: one response */
-                continue;
-            }
-            if (f->out_susp) {
-                f->out_susp = false;
-                sl_conn_resume(f->r->conn);
-            }
-            continue;
-        }
-        if (!wait_idle(f, &dl)) {
-            snprintf(f->errmsg, sizeof(f->errmsg), "the client read nothing for %lld ms",
-                     (long long)f->timeout_ms);
-            break;
-        }
+    if (n > f->out.cap) { /* more than the peer's Content-Length said */
+        snprintf(f->errmsg, sizeof(f->errmsg), "the peer sent more than its Content-Length");
+        pthread_mutex_unlock(&f->mu);
+        return 0;
+    }
+    if (f->out.cap - f->out.len < n) {
+        f->wr_paused = true;
+        f->paused_at = sl_mono_ns();
+        pthread_mutex_unlock(&f->mu);
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    ring_put(&f->out, data, n);
+    if (f->wait_body && f->out.len == (size_t)f->resp_len) {
+        f->wait_body = false;
+        answer_deferred(f); /* the whole small body: one response */
+    } else if (f->out_susp) {
+        f->out_susp = false;
+        sl_conn_resume(f->r->conn);
     }
     pthread_mutex_unlock(&f->mu);
-    return off;
+    return n;
 }
 
-static int xfer_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+/* ---- the loops ---- */
+
+#define MAX_LOOPS 4
+#define TICK_MS 200 /* how often paused transfers are checked for their idle limit */
+
+struct loop {
+    pthread_t th;
+    CURLM *m;
+    pthread_mutex_t mu;        /* q and kicked */
+    struct fwd **q;            /* new transfers */
+    int qn, qcap;
+    bool kicked;
+    struct fwd **act;          /* running: the loop thread's own */
+    int an, acap;
+    CURL **spare;              /* easy handles to reuse */
+    int sn, scap;
+};
+
+static struct loop loops[MAX_LOOPS];
+static int n_loops;
+static pthread_once_t loops_once = PTHREAD_ONCE_INIT;
+static unsigned rr;            /* round robin over the loops */
+static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
+static int n_active;           /* forwards between sl_fwd and their end */
+
+static void loop_kick(struct loop *L)
 {
-    (void)ud, (void)dt, (void)dn, (void)ut, (void)un;
-    return stopping ? 1 : 0;
+    pthread_mutex_lock(&L->mu);
+    L->kicked = true;
+    pthread_mutex_unlock(&L->mu);
+    curl_multi_wakeup(L->m);
 }
 
-static void run(struct fwd *f, CURL *c)
+static void grow(void *pp, int *cap, int need, size_t esz)
 {
-    CURLcode rc = CURLE_FAILED_INIT;
-    if (c) {
-        curl_easy_reset(c); /* keeps its connections to the peers */
-        curl_easy_setopt(c, CURLOPT_URL, f->url);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)(f->timeout_ms / 1000 + 1));
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->hl);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr_cb);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_cb);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, xfer_cb);
-        if (f->head) {
-            curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-        } else if (f->upload) {
-            curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(c, CURLOPT_READFUNCTION, rd_cb);
-            curl_easy_setopt(c, CURLOPT_READDATA, f);
-            if (f->clen >= 0)
-                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)f->clen);
-            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
-        } else {
-            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
-        }
-        rc = curl_easy_perform(c);
+    if (need <= *cap)
+        return;
+    *cap = *cap ? *cap * 2 : 64;
+    if (*cap < need)
+        *cap = need;
+    *(void **)pp = sl_xrealloc(*(void **)pp, (size_t)*cap * esz);
+}
+
+static void setup(struct fwd *f, CURL *c)
+{
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, f);
+    curl_easy_setopt(c, CURLOPT_URL, f->url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a paused transfer is not judged by it */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)(f->timeout_ms / 1000 + 1));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->hl);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+    if (f->head) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (f->upload) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, rd_cb);
+        curl_easy_setopt(c, CURLOPT_READDATA, f);
+        if (f->clen >= 0)
+            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)f->clen);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
+    } else {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
     }
+}
+
+/* The transfer ended (rc), or was ended by the loop: answer or cut the
+ * client, and drop the loop's reference. */
+static void finish(struct fwd *f, CURLcode rc)
+{
     pthread_mutex_lock(&f->mu);
     f->done = true;
     if (rc != CURLE_OK) {
@@ -456,93 +496,144 @@ static void run(struct fwd *f, CURL *c)
         f->out_susp = false;
         sl_conn_resume(f->r->conn);
     }
-    pthread_cond_broadcast(&f->cv);
     answer_deferred(f);
     pthread_mutex_unlock(&f->mu);
     unref(f);
+    pthread_mutex_lock(&act_mu);
+    n_active--;
+    pthread_mutex_unlock(&act_mu);
 }
 
-/* The forward threads: started when none is idle (up to MAX_WORKERS; past
- * that, requests wait in line), each with one libcurl handle whose
- * connections to peers stay open between requests; idle for IDLE_S, a
- * thread ends. */
-#define MAX_WORKERS 512
-#define IDLE_S 30
-
-struct qent {
-    struct fwd *f;
-    struct qent *next;
-};
-
-static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static int n_active;           /* forwards between sl_fwd and the end of run() */
-static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
-static struct qent *q_head, *q_tail;
-static int n_workers, n_idle;
-
-static void *worker(void *arg)
+/* Take transfer i out of the loop (the loop thread, outside callbacks). */
+static void retire(struct loop *L, int i, CURLcode rc)
 {
-    (void)arg;
-    CURL *c = curl_easy_init();
-    pthread_mutex_lock(&pool_mu);
+    struct fwd *f = L->act[i];
+    L->act[i] = L->act[--L->an];
+    curl_multi_remove_handle(L->m, f->c);
+    grow(&L->spare, &L->scap, L->sn + 1, sizeof(CURL *));
+    L->spare[L->sn++] = f->c;
+    f->c = NULL;
+    finish(f, rc);
+}
+
+static void *loop_main(void *arg)
+{
+    struct loop *L = arg;
+    int64_t next_tick = 0;
     for (;;) {
-        while (!q_head) {
-            n_idle++;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += IDLE_S;
-            int w = pthread_cond_timedwait(&pool_cv, &pool_mu, &ts);
-            n_idle--;
-            if (w == ETIMEDOUT && !q_head) {
-                n_workers--;
-                pthread_mutex_unlock(&pool_mu);
-                if (c)
-                    curl_easy_cleanup(c);
-                return NULL;
+        pthread_mutex_lock(&L->mu);
+        int qn = L->qn;
+        struct fwd *nq[64];
+        if (qn > (int)SL_ARRAY_SIZE(nq))
+            qn = (int)SL_ARRAY_SIZE(nq);
+        memcpy(nq, L->q, (size_t)qn * sizeof(*nq));
+        memmove(L->q, L->q + qn, (size_t)(L->qn - qn) * sizeof(*nq));
+        L->qn -= qn;
+        bool more = L->qn > 0, kicked = L->kicked;
+        L->kicked = false;
+        pthread_mutex_unlock(&L->mu);
+
+        for (int i = 0; i < qn; i++) {
+            struct fwd *f = nq[i];
+            CURL *c = L->sn ? L->spare[--L->sn] : curl_easy_init();
+            if (!c) {
+                finish(f, CURLE_OUT_OF_MEMORY);
+                continue;
+            }
+            f->c = c;
+            setup(f, c);
+            grow(&L->act, &L->acap, L->an + 1, sizeof(*L->act));
+            L->act[L->an++] = f;
+            curl_multi_add_handle(L->m, c);
+        }
+        if (kicked) {
+            for (int i = 0; i < L->an; i++) {
+                struct fwd *f = L->act[i];
+                pthread_mutex_lock(&f->mu);
+                bool k = f->kick;
+                f->kick = false;
+                pthread_mutex_unlock(&f->mu);
+                if (k) /* may call the callbacks at once: f->mu is not held */
+                    curl_easy_pause(f->c, CURLPAUSE_CONT);
             }
         }
-        struct qent *e = q_head;
-        q_head = e->next;
-        if (!q_head)
-            q_tail = NULL;
-        pthread_mutex_unlock(&pool_mu);
-        run(e->f, c);
-        free(e);
-        pthread_mutex_lock(&pool_mu);
-        n_active--;
+        int running = 0;
+        curl_multi_perform(L->m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(L->m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            for (int i = 0; i < L->an; i++)
+                if (L->act[i]->c == msg->easy_handle) {
+                    retire(L, i, msg->data.result);
+                    break;
+                }
+        }
+        int64_t now = sl_mono_ns();
+        if (now >= next_tick || stopping) {
+            next_tick = now + TICK_MS * 1000000LL;
+            for (int i = L->an - 1; i >= 0; i--) {
+                struct fwd *f = L->act[i];
+                pthread_mutex_lock(&f->mu);
+                bool end = stopping;
+                if (!end && (f->rd_paused || f->wr_paused) && now - f->paused_at > f->timeout_ms * 1000000LL) {
+                    snprintf(f->errmsg, sizeof(f->errmsg), "the client %s for %lld ms",
+                             f->rd_paused ? "sent no data" : "read nothing", (long long)f->timeout_ms);
+                    end = true;
+                }
+                pthread_mutex_unlock(&f->mu);
+                if (end)
+                    retire(L, i, CURLE_ABORTED_BY_CALLBACK);
+            }
+        }
+        if (!more)
+            curl_multi_poll(L->m, NULL, 0, TICK_MS, NULL);
+    }
+    return NULL;
+}
+
+static void loops_start(void)
+{
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = nc < 1 ? 1 : nc > MAX_LOOPS ? MAX_LOOPS : (int)nc;
+    for (int i = 0; i < want; i++) {
+        struct loop *L = &loops[n_loops];
+        pthread_mutex_init(&L->mu, NULL);
+        L->m = curl_multi_init();
+        if (!L->m) {
+            sl_loge("forward: curl_multi_init failed");
+            break;
+        }
+        curl_multi_setopt(L->m, CURLMOPT_MAXCONNECTS, 1024L);
+        if (pthread_create(&L->th, NULL, loop_main, L) != 0) {
+            sl_loge("forward: cannot start a loop thread: %s", strerror(errno));
+            curl_multi_cleanup(L->m);
+            break;
+        }
+        pthread_detach(L->th);
+        n_loops++;
     }
 }
 
 static void submit(struct fwd *f)
 {
-    struct qent *e = sl_xmalloc(sizeof(*e));
-    e->f = f;
-    e->next = NULL;
-    pthread_mutex_lock(&pool_mu);
-    if (q_tail)
-        q_tail->next = e;
-    else
-        q_head = e;
-    q_tail = e;
+    pthread_once(&loops_once, loops_start);
+    pthread_mutex_lock(&act_mu);
     n_active++;
-    bool spawn = n_idle == 0 && n_workers < MAX_WORKERS;
-    if (spawn)
-        n_workers++;
-    pthread_cond_signal(&pool_cv);
-    pthread_mutex_unlock(&pool_mu);
-    if (spawn) {
-        pthread_t t;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &at, worker, NULL) != 0) {
-            pthread_mutex_lock(&pool_mu);
-            n_workers--;
-            pthread_mutex_unlock(&pool_mu);
-            sl_logw("forward: cannot start a thread; the request waits for a busy one");
-        }
-        pthread_attr_destroy(&at);
+    pthread_mutex_unlock(&act_mu);
+    if (!n_loops) {
+        snprintf(f->errmsg, sizeof(f->errmsg), "this node cannot forward requests (no forward thread could start)");
+        finish(f, CURLE_FAILED_INIT);
+        return;
     }
+    struct loop *L = &loops[__atomic_fetch_add(&rr, 1, __ATOMIC_RELAXED) % (unsigned)n_loops];
+    f->lp = L;
+    pthread_mutex_lock(&L->mu);
+    grow(&L->q, &L->qcap, L->qn + 1, sizeof(*L->q));
+    L->q[L->qn++] = f;
+    pthread_mutex_unlock(&L->mu);
+    curl_multi_wakeup(L->m);
 }
 
 struct hctx {
@@ -566,7 +657,6 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
 {
     struct fwd *f = sl_xcalloc(1, sizeof(*f));
     pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->cv, NULL);
     f->refs = 2; /* the request and the forward thread */
     f->r = r;
     f->url = sl_xstrdup(o->url);
@@ -608,11 +698,13 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
 void sl_fwd_stop(int64_t timeout_ms)
 {
     stopping = true;
+    for (int i = 0; i < n_loops; i++)
+        curl_multi_wakeup(loops[i].m);
     int64_t dl = sl_mono_ns() + timeout_ms * 1000000LL;
     for (;;) {
-        pthread_mutex_lock(&pool_mu);
+        pthread_mutex_lock(&act_mu);
         int a = n_active;
-        pthread_mutex_unlock(&pool_mu);
+        pthread_mutex_unlock(&act_mu);
         if (!a || sl_mono_ns() > dl) {
             if (a)
                 sl_logw("forward: %d transfer(s) still running at shutdown", a);

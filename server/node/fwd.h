@@ -4,8 +4,10 @@
  * whole body held in memory in either direction (a ring of a few hundred
  * KiB each way, with back-pressure on the client's connection).
  *
- * The transfer runs on a thread of its own (libcurl, blocking); the HTTP
- * threads only copy between the rings and the connection and never wait.
+ * The transfers run on a few loop threads (libcurl multi, one per core up
+ * to 4, connections to peers kept open); the HTTP threads only copy between
+ * the rings and the connection and never wait. A client that stops
+ * sending or reading for timeout_ms ends its transfer.
  * The S3 front end uses it to reach an object's target (clients such as
  * boto3 and awscli do not follow a 307).
  */

@@ -1189,6 +1189,72 @@ class S3Test(unittest.TestCase):
         finally:
             os.unlink(path)
 
+    def raw(self, head, body_parts=(), pause=0.0):
+        """a raw HTTP/1.1 request to the gateway over one socket: the head, then the body in parts with pauses"""
+        sk = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+        sk.sendall(head.encode())
+        for part in body_parts:
+            sk.sendall(part)
+            time.sleep(pause)
+        return sk
+
+    def read_answer(self, sk, slow_after=None, pause=0.0):
+        """status and body of the answer on sk (Content-Length framed); with slow_after, stop reading for `pause`
+        seconds once that many body bytes are in"""
+        f = sk.makefile("rb")
+        status = int(f.readline().split()[1])
+        n = 0
+        while True:
+            ln = f.readline().strip()
+            if not ln:
+                break
+            k, v = ln.split(b":", 1)
+            if k.lower() == b"content-length":
+                n = int(v)
+        body, slept = bytearray(), False
+        while len(body) < n:
+            chunk = f.read(min(65536, n - len(body)))
+            if not chunk:
+                break
+            body += chunk
+            if slow_after is not None and not slept and len(body) >= slow_after:
+                time.sleep(pause)
+                slept = True
+        return status, bytes(body)
+
+    def test_forward_back_pressure(self):
+        """Through the gateway's forward, a reader that stops for a while and an uploader that sends its body in
+        slow pieces both get every byte (the transfer pauses and resumes); clients that vanish mid-download and
+        mid-upload store nothing and leave the gateway serving."""
+        b = self.bucket("bkt-bp")
+        data = os.urandom(24 * MiB + 5)
+        self.s3.put_object(Bucket=b, Key="big", Body=data)
+        path = "/s3/%s/big" % b
+        sk = self.raw("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path)
+        st, got = self.read_answer(sk, slow_after=MiB, pause=1.5)  # the forward's ring fills: it must pause
+        sk.close()
+        self.assertEqual((st, len(got), hashlib.sha256(got).hexdigest()),
+                         (200, len(data), hashlib.sha256(data).hexdigest()))
+        up = os.urandom(3 * MiB + 11)
+        parts = [up[i:i + 256 * 1024] for i in range(0, len(up), 256 * 1024)]
+        sk = self.raw("PUT /s3/%s/slow HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (b, len(up)), parts,
+                      pause=0.05)  # the target reads faster than this: the upload pauses for data each time
+        st, _ = self.read_answer(sk)
+        sk.close()
+        self.assertEqual(st, 200)
+        self.assertEqual(self.get_bytes(b, "slow"), up)
+        for _ in range(3):  # a reader that goes away after 1 MiB
+            sk = self.raw("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path)
+            sk.recv(MiB)
+            sk.close()
+        # an uploader that goes away half-way: nothing is stored
+        sk = self.raw("PUT /s3/%s/cut HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (b, len(up)),
+                      parts[:4], pause=0.05)
+        sk.close()
+        time.sleep(0.5)
+        self.assertTrue(self.absent(b, "cut"))
+        self.assertEqual(self.get_bytes(b, "big"), data)  # and the gateway goes on serving
+
     # ---- CLIs -------------------------------------------------------------------------------------------------
 
     @unittest.skipUnless(os.access(AWS, os.X_OK), "no /usr/bin/aws (awscli)")
