@@ -526,9 +526,11 @@ static void *loop_main(void *arg)
         struct fwd *nq[64];
         if (qn > (int)SL_ARRAY_SIZE(nq))
             qn = (int)SL_ARRAY_SIZE(nq);
-        memcpy(nq, L->q, (size_t)qn * sizeof(*nq));
-        memmove(L->q, L->q + qn, (size_t)(L->qn - qn) * sizeof(*nq));
-        L->qn -= qn;
+        if (qn) {
+            memcpy(nq, L->q, (size_t)qn * sizeof(*nq));
+            memmove(L->q, L->q + qn, (size_t)(L->qn - qn) * sizeof(*nq));
+            L->qn -= qn;
+        }
         bool more = L->qn > 0, kicked = L->kicked;
         L->kicked = false;
         pthread_mutex_unlock(&L->mu);
