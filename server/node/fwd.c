@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 #define RING_SZ (512 * 1024)
-#define SMALL_SZ (64 * 1024)   /* answers up to this size go out whole, in one response */
+#define SMALL_SZ (64 * 1024)
+#define CURL_BUF (128 * 1024)  /* libcurl's receive buffer */   /* answers up to this size go out whole, in one response */
 
 static volatile bool stopping; /* sl_fwd_stop: every transfer ends now */
 #define MAX_HDRS 128
@@ -457,6 +458,8 @@ static void setup(struct fwd *f, CURL *c)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a paused transfer is not judged by it */
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)(f->timeout_ms / 1000 + 1));
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, (long)CURL_BUF); /* fewer, larger hand-overs to and from the rings */
+    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, (long)CURL_BUF);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->hl);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr_cb);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
