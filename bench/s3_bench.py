@@ -11,7 +11,7 @@
   * what SigV4 verification costs: the gateway's and targets' CPU time per request for
     1 KiB S3 GETs signed by boto3 with verification on, against the same GETs with it off.
 
-usage: s3_bench.py [--duration S] [--rounds N] [--big-mib N] [--quick]
+usage: s3_bench.py [--duration S] [--rounds N] [--big-mib N] [--quick] [--sig-only] [--fwd-stat]
 """
 import argparse
 import hashlib
@@ -53,6 +53,35 @@ def owner_url(url, bucket, key, method="GET"):
     return loc if method == "PUT" else loc.split("?")[0]
 
 
+def fwd_stat(url, pg):
+    """CPU µs, context switches and syscalls of the gateway per GET of one 1 KiB object, 2000 GETs in a row
+    from one client: forwarded (/s3) and redirected (native; the client follows)"""
+    topo = json.load(open(os.path.join(pg, "playground.json")))
+    gw = topo["nodes"][0]["name"]
+    pid = int(open(os.path.join(pg, gw, "shaled.pid")).read())
+    ev = ["context-switches", "syscalls:sys_enter_poll", "syscalls:sys_enter_recvfrom", "syscalls:sys_enter_sendto",
+          "syscalls:sys_enter_write", "syscalls:sys_enter_read"]
+    out, s, n = [], requests.Session(), 2000
+    for path in ("/s3/s3b/one", "/v1/objects/s3b/one"):
+        s.get(url + path).content
+        ps = subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(ev), "-p", str(pid)],
+                              stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        c0 = node_cpu(pg)[gw]
+        for _ in range(n):
+            s.get(url + path).content
+        c1 = node_cpu(pg)[gw]
+        ps.send_signal(2)
+        err = ps.communicate(timeout=30)[1]
+        st = {"cpu_us": (c1 - c0) / n * 1e6}
+        for ln in err.splitlines():
+            f = ln.split(",")
+            if len(f) > 2 and f[0].isdigit():
+                st[f[2].replace("syscalls:sys_enter_", "")] = int(f[0]) / n
+        out.append((path, st))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=6)
@@ -60,6 +89,9 @@ def main():
     ap.add_argument("--big-mib", type=int, default=1024)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sig-only", action="store_true", help="only the SigV4 CPU figure")
+    ap.add_argument("--fwd-stat", action="store_true",
+                    help="only: the gateway's CPU, context switches and syscalls per sequential 1 KiB GET, "
+                         "forwarded (/s3) and redirected (native), with perf stat")
     a = ap.parse_args()
     if a.quick:
         a.duration, a.rounds, a.big_mib = 2, 1, 128
@@ -79,8 +111,14 @@ def main():
         cli(env, "bucket", "create", "ais://s3b")
         sets = {"1KiB": (["k%05d" % i for i in range(2000)], os.urandom(1024), 32),
                 "10MiB": (["m%03d" % i for i in range(24)], os.urandom(10 << 20), 8)}
-        if a.sig_only:
+        if a.sig_only or a.fwd_stat:
             sets.pop("10MiB")
+        if a.fwd_stat:
+            put_many(url, "s3b", ["one"], os.urandom(1024))
+            print("per sequential 1 KiB GET on the gateway (2000 GETs, one client, perf stat):")
+            for path, st in fwd_stat(url, pg):
+                print("  %-22s %s" % (path, "  ".join("%s %.1f" % kv for kv in st.items())))
+            return
         for label, (names, data, _) in sets.items():
             put_many(url, "s3b", names, data, workers=8)
         for label, (names, data, conns) in ([] if a.sig_only else sets.items()):
@@ -102,16 +140,27 @@ def main():
             for _ in range(a.big_mib):
                 f.write(os.urandom(1 << 20))
         up = []
+
+        def cpu_now():
+            t = os.times()
+            return t.children_user + t.children_system, node_cpu(pg)
+
+        def cpu_since(c0):
+            c1 = cpu_now()
+            return {"client": c1[0] - c0[0], **{k: c1[1][k] - c0[1][k] for k in c1[1]}}
         for i in range(a.rounds):
+            c0 = cpu_now()
             t0 = time.time()
             subprocess.run([AWS, "--endpoint-url", url + "/s3", "s3", "cp", big, "s3://s3b/big%d" % i,
                             "--only-show-errors"], check=True, env=aenv, timeout=3600)
             t_s3 = time.time() - t0
+            cpu_s3 = cpu_since(c0)
             dst = owner_url(url, "s3b", "nbig%d" % i, "PUT")
+            c0 = cpu_now()
             t0 = time.time()
             subprocess.run(["curl", "-sf", "-T", big, "-o", "/dev/null", dst], check=True, timeout=3600)
             t_nat = time.time() - t0
-            up.append((t_s3, t_nat))
+            up.append((t_s3, t_nat, cpu_s3, cpu_since(c0)))
         res["upload"] = up
         if up:
             h = hashlib.sha256(open(big, "rb").read()).hexdigest()
@@ -156,9 +205,11 @@ def main():
                 "" if not sum(rd[k]["errors"] for k in rd) else "  errors %s" % {k: rd[k]["errors"] for k in rd}))
     if res["upload"]:
         print("\n%d MiB upload: aws s3 cp via /s3 (multipart) vs curl -T native PUT to the owner" % a.big_mib)
-        for t_s3, t_nat in res["upload"]:
+        for t_s3, t_nat, c_s3, c_nat in res["upload"]:
             print("  aws %.1f MB/s   native %.1f MB/s   ratio %.2f" % (a.big_mib * 1.048576 / t_s3,
                                                                         a.big_mib * 1.048576 / t_nat, t_nat / t_s3))
+            print("    CPU s  aws: %s   curl: %s" % ("  ".join("%s %.1f" % kv for kv in sorted(c_s3.items())),
+                                                    "  ".join("%s %.1f" % kv for kv in sorted(c_nat.items()))))
         print("  read back identical: %s" % res["upload_ok"])
     print("\nCPU per signed 1 KiB GET from boto3 (2000 GETs per round; per node, us; a clock tick is 5 us here):")
     for mode, per in res["sigcpu"]:
