@@ -13,6 +13,57 @@
 #include <string.h>
 #include <unistd.h>
 
+
+/* One "key.sub=value" of a props list into val (nested objects; true and
+ * false are booleans). backend_bck=s3://NAME is the remote bucket behind
+ * this one, as AIStore's CLI writes it ("" or none detaches). -1 after
+ * saying what is wrong. */
+static int props_kv(json_t *val, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv) {
+        fprintf(stderr, "Error: \"%s\" is not key=value\n", kv);
+        return -1;
+    }
+    char *k = sl_xstrndup(kv, (size_t)(eq - kv));
+    const char *v = eq + 1;
+    json_t *jv;
+    if (!strcmp(k, "backend_bck")) {
+        char prov[16] = "", name[128] = "";
+        const char *sch = strstr(v, "://");
+        if (*v && strcmp(v, "none") && (!sch || (size_t)(sch - v) >= sizeof(prov) || !sch[3])) {
+            fprintf(stderr, "Error: backend_bck=%s: write the remote bucket as PROVIDER://NAME (s3://origin), or "
+                    "\"\" to detach\n", v);
+            free(k);
+            return -1;
+        }
+        if (*v && strcmp(v, "none")) {
+            snprintf(prov, sizeof(prov), "%.*s", (int)(sch - v), v);
+            snprintf(name, sizeof(name), "%s", sch + 3);
+        }
+        jv = json_pack("{s:s,s:s}", "name", name, "provider", prov);
+    } else {
+        jv = !strcmp(v, "true") ? json_true() : !strcmp(v, "false") ? json_false() : json_string(v);
+    }
+    json_t *cur = val;
+    char *save = NULL;
+    for (char *p = strtok_r(k, ".", &save); p;) {
+        char *next = strtok_r(NULL, ".", &save);
+        if (!next) {
+            json_object_set_new(cur, p, jv);
+            break;
+        }
+        json_t *sub = json_object_get(cur, p);
+        if (!json_is_object(sub)) {
+            sub = json_object();
+            json_object_set_new(cur, p, sub);
+        }
+        cur = sub;
+        p = next;
+    }
+    free(k);
+    return 0;
+}
 static int bucket_create(struct opts *o)
 {
     if (o->argc < 1)
@@ -27,38 +78,14 @@ static int bucket_create(struct opts *o)
         if (ps && *ps) {
             json_error_t je;
             props = json_loads(ps, 0, &je);
-            if (!props) {
-                /* "k=v k2=v2" -> nested object */
+            if (!props) { /* "k=v k2=v2" */
                 props = json_object();
                 char *cp = sl_xstrdup(ps), *save = NULL;
                 for (char *t = strtok_r(cp, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-                    char *eq = strchr(t, '=');
-                    if (!eq) {
-                        fprintf(stderr, "Error: --props: \"%s\" is not key=value\n", t);
+                    if (props_kv(props, t) < 0) {
                         free(cp);
                         json_decref(props);
                         return 1;
-                    }
-                    *eq = 0;
-                    json_t *cur = props;
-                    char *save2 = NULL;
-                    char *k = strtok_r(t, ".", &save2);
-                    while (k) {
-                        char *nk = strtok_r(NULL, ".", &save2);
-                        if (!nk) {
-                            const char *v = eq + 1;
-                            json_t *jv = !strcmp(v, "true") ? json_true() : !strcmp(v, "false") ? json_false()
-                                                                                               : json_string(v);
-                            json_object_set_new(cur, k, jv);
-                        } else {
-                            json_t *sub = json_object_get(cur, k);
-                            if (!sub) {
-                                sub = json_object();
-                                json_object_set_new(cur, k, sub);
-                            }
-                            cur = sub;
-                        }
-                        k = nk;
                     }
                 }
                 free(cp);
@@ -513,29 +540,11 @@ static int bucket_props(struct opts *o)
     } else if (!strcmp(o->argv[0], "set")) {
         json_t *val = json_object();
         for (int i = 2; i < o->argc; i++) {
-            char *eq = strchr(o->argv[i], '=');
-            if (!eq) {
-                fprintf(stderr, "Error: \"%s\" is not key=value\n", o->argv[i]);
+            if (props_kv(val, o->argv[i]) < 0) {
                 json_decref(val);
                 free(pq);
                 return 1;
             }
-            char *k = sl_xstrndup(o->argv[i], (size_t)(eq - o->argv[i]));
-            char *dot = strchr(k, '.');
-            const char *v = eq + 1;
-            json_t *jv = !strcmp(v, "true") ? json_true() : !strcmp(v, "false") ? json_false() : json_string(v);
-            if (dot) {
-                *dot = 0;
-                json_t *sub = json_object_get(val, k);
-                if (!sub) {
-                    sub = json_object();
-                    json_object_set_new(val, k, sub);
-                }
-                json_object_set_new(sub, dot + 1, jv);
-            } else {
-                json_object_set_new(val, k, jv);
-            }
-            free(k);
         }
         json_t *before = props_fetch(pq);
         cli_act("PATCH", pq, "set-bprops", "", val, &r);

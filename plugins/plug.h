@@ -50,6 +50,8 @@ size_t sl_plug_refused_count(const struct sl_plug_reg *reg);
 const struct sl_plug *sl_plug_find(const struct sl_plug_reg *reg, int kind, const char *name);
 /* Format owning the longest extension that ends objname, compared without
  * case (".tar.lz4" beats ".tar", ".tar.gz" beats ".gz"). */
+/* The backend plugin of provider ("aws"), or NULL. */
+const struct sl_plug *sl_plug_backend(const struct sl_plug_reg *reg, const char *provider);
 const struct sl_plug *sl_plug_format_by_ext(const struct sl_plug_reg *reg, const char *objname);
 /* Format whose detect() is most confident (> 0) about head[0..n). */
 const struct sl_plug *sl_plug_format_by_magic(const struct sl_plug_reg *reg, const void *head, size_t n);

@@ -267,6 +267,36 @@ static bool check_key(const struct sl_key_ops *k, char *why, size_t n)
     return true;
 }
 
+static bool check_backend(const struct sl_plugin *d, char *why, size_t n)
+{
+    const struct sl_backend_ops *b = d->abi_minor >= 1 ? d->backend : NULL;
+    if (b == NULL) {
+        snprintf(why, n, "backend plugin without a backend operations table (sl_plugin.backend is NULL, or the "
+                 "descriptor is older than ABI 1.1)");
+        return false;
+    }
+    if (!abi_hdr_ok("backend operations table", b->abi_major, b->abi_minor, b->struct_size, SL_BACKEND_OPS_SIZE_1_1,
+                    why, n))
+        return false;
+    if (b->abi_minor < 1) {
+        snprintf(why, n, "backend operations table is ABI %u.%u; backends need 1.1", b->abi_major, b->abi_minor);
+        return false;
+    }
+    if (!b->provider || (strcmp(b->provider, "aws") && strcmp(b->provider, "gcp") && strcmp(b->provider, "azure") &&
+                         strcmp(b->provider, "oci") && strcmp(b->provider, "ht"))) {
+        snprintf(why, n, "backend provider \"%.20s\" is not one of aws, gcp, azure, oci, ht",
+                 b->provider ? b->provider : "(null)");
+        return false;
+    }
+    if (!b->head_bucket || !b->head_object || !b->get_object || !b->put_object || !b->delete_object ||
+        !b->list_page) {
+        snprintf(why, n, "missing backend operation (head_bucket, head_object, get_object, put_object, "
+                 "delete_object and list_page are required; answer SL_PLUG_EUNSUPP from the ones the remote lacks)");
+        return false;
+    }
+    return true;
+}
+
 static bool check_desc(const struct sl_plugin *d, char *why, size_t n)
 {
     if (!abi_hdr_ok("descriptor", d->abi_major, d->abi_minor, d->struct_size, SL_PLUGIN_SIZE_1_0, why, n))
@@ -286,8 +316,7 @@ static bool check_desc(const struct sl_plugin *d, char *why, size_t n)
     case SL_PLUGIN_SAMPLE_KEY:
         return check_key(d->key, why, n);
     case SL_PLUGIN_BACKEND:
-        snprintf(why, n, "backend plugins are not supported by this server version");
-        return false;
+        return check_backend(d, why, n);
     default:
         snprintf(why, n, "unknown plugin kind %u", d->kind);
         return false;
@@ -393,6 +422,11 @@ static void load_one(struct sl_plug_reg *reg, const char *dir_real, const char *
     if (other != NULL) {
         why = sl_xasprintf("a plugin named \"%s\" is already loaded from %s; remove one of the two files",
                            d->name, other->file);
+        goto refuse;
+    }
+    if (d->kind == SL_PLUGIN_BACKEND && (other = sl_plug_backend(reg, d->backend->provider)) != NULL) {
+        why = sl_xasprintf("provider \"%s\" already has a backend: \"%s\" (%s)", d->backend->provider,
+                           other->desc->name, other->file);
         goto refuse;
     }
     if (d->kind == SL_PLUGIN_FORMAT) {
@@ -548,6 +582,14 @@ const struct sl_plug *sl_plug_find(const struct sl_plug_reg *reg, int kind, cons
         return NULL;
     for (i = 0; i < reg->n; i++)
         if ((kind == 0 || (int)reg->v[i]->desc->kind == kind) && strcmp(reg->v[i]->desc->name, name) == 0)
+            return reg->v[i];
+    return NULL;
+}
+
+const struct sl_plug *sl_plug_backend(const struct sl_plug_reg *reg, const char *provider)
+{
+    for (size_t i = 0; reg && i < reg->n; i++)
+        if (reg->v[i]->desc->kind == SL_PLUGIN_BACKEND && !strcmp(reg->v[i]->desc->backend->provider, provider))
             return reg->v[i];
     return NULL;
 }

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define SL_PLUGIN_ABI_MAJOR 1
-#define SL_PLUGIN_ABI_MINOR 0
+#define SL_PLUGIN_ABI_MINOR 1 /* 1.1: backend plugins (struct sl_backend_ops) */
 
 /* ------------------------------------------------------------------------ */
 /* Common header of every ABI struct                                        */
@@ -104,6 +104,7 @@ extern "C" {
 #define SL_PLUG_ESTATE -7   /* call out of order (e.g. write before add, use after failure) */
 #define SL_PLUG_ERANGE -8   /* caller's output buffer too small (sl_key_out) */
 #define SL_PLUG_EINTERNAL -9 /* bug or unexpected library error */
+#define SL_PLUG_EREMOTE -10 /* (1.1) backends: the remote store answered with an error status */
 
 /* Log levels for sl_host_api.log (same numbers as the server's log levels). */
 #define SL_PLUG_LOG_ERR 0
@@ -145,11 +146,12 @@ struct sl_host_api {
 enum sl_plugin_kind {
     SL_PLUGIN_FORMAT = 1,     /* shard format: struct sl_format_ops */
     SL_PLUGIN_SAMPLE_KEY = 2, /* sample-key rule: struct sl_key_ops */
-    SL_PLUGIN_BACKEND = 3,    /* reserved: remote storage backends (not loadable yet) */
+    SL_PLUGIN_BACKEND = 3,    /* remote storage backend: struct sl_backend_ops (ABI 1.1) */
 };
 
 struct sl_format_ops;
 struct sl_key_ops;
+struct sl_backend_ops;
 
 struct sl_plugin {
     SL_ABI_HEAD;
@@ -170,7 +172,7 @@ struct sl_plugin {
     void (*fini)(void *state);
     const struct sl_format_ops *format; /* kind == SL_PLUGIN_FORMAT, else NULL */
     const struct sl_key_ops *key;       /* kind == SL_PLUGIN_SAMPLE_KEY, else NULL */
-    const void *backend;                /* reserved for SL_PLUGIN_BACKEND, NULL */
+    const struct sl_backend_ops *backend; /* kind == SL_PLUGIN_BACKEND (ABI 1.1), else NULL */
     void *reserved[8];
 };
 
@@ -399,6 +401,77 @@ struct sl_key_ops {
 };
 
 #define SL_KEY_OPS_SIZE_1_0 offsetof(struct sl_key_ops, reserved)
+
+/* ------------------------------------------------------------------------ */
+/* Remote storage backends (ABI 1.1)                                        */
+/* ------------------------------------------------------------------------ */
+/* A backend plugin reaches one kind of remote store (provider "aws": S3 and
+ * S3-compatible servers). A Shale bucket whose backend_bck names a bucket of
+ * that provider caches it: a GET of an object not held here fetches it from
+ * the remote and keeps it, a PUT goes to the remote first, a DELETE removes
+ * both. The host calls these from its worker threads (never an HTTP thread),
+ * concurrently; each call blocks until done and must end on its own (the
+ * plugin bounds its network waits).
+ *
+ * Every operation returns SL_PLUG_OK; SL_PLUG_EREMOTE when the remote
+ * answered with an error (*status: its HTTP status, e.g. 404, 403); or
+ * SL_PLUG_EIO when it could not be reached or the transfer broke (*status 0).
+ * err names the remote bucket and object, the status and the remote's own
+ * error code, and for 401/403 which credentials were used. */
+
+/* The remote bucket of one call; borrowed. */
+struct sl_backend_bck {
+    SL_ABI_HEAD;
+    const char *name;             /* the bucket at the remote */
+    const char *endpoint;         /* "" = the plugin's default (environment) */
+    const char *region;           /* "" = the plugin's default */
+    const char *profile;          /* credentials profile; "" = the plugin's default */
+};
+
+/* What the remote says of an object; caller-owned, filled by the plugin. */
+struct sl_backend_obj {
+    SL_ABI_HEAD;
+    int64_t size;                 /* -1 unknown */
+    int64_t mtime_ns;             /* Unix time in ns; 0 unknown */
+    char etag[80];                /* without quotes; "" unknown */
+    char version[80];             /* "" none */
+};
+
+/* get_object hands the body over in pieces: 0 to go on, non-zero to stop
+ * (the call then fails with SL_PLUG_EIO and the host's message). */
+typedef int (*sl_backend_sink_fn)(void *ctx, const void *data, size_t n);
+/* list_page: one entry (name[0..len) borrowed); non-zero stops the page. */
+typedef int (*sl_backend_list_fn)(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o);
+
+struct sl_backend_ops {
+    SL_ABI_HEAD;
+    const char *provider;          /* "aws": buckets whose backend_bck.provider is this use the plugin */
+    int (*head_bucket)(void *state, const struct sl_backend_bck *b, int *status, char *err, size_t errlen);
+    int (*head_object)(void *state, const struct sl_backend_bck *b, const char *name, size_t len,
+                       struct sl_backend_obj *o, int *status, char *err, size_t errlen);
+    /* Bytes [off, off + n) of the object (n = -1: to its end) to sink, in
+     * order; o is filled before the first byte. */
+    int (*get_object)(void *state, const struct sl_backend_bck *b, const char *name, size_t len, int64_t off,
+                      int64_t n, sl_backend_sink_fn sink, void *ctx, struct sl_backend_obj *o, int *status,
+                      char *err, size_t errlen);
+    /* The object's new content is bytes [0, size) of fd (borrowed; read it
+     * with pread, as often as retries need). o receives what the remote
+     * answered (its ETag, version). */
+    int (*put_object)(void *state, const struct sl_backend_bck *b, const char *name, size_t len, int fd,
+                      int64_t size, struct sl_backend_obj *o, int *status, char *err, size_t errlen);
+    /* A missing object is SL_PLUG_EREMOTE with *status 404 where the remote says so. */
+    int (*delete_object)(void *state, const struct sl_backend_bck *b, const char *name, size_t len, int *status,
+                         char *err, size_t errlen);
+    /* One page of the names that start with prefix, in the remote's order:
+     * token "" for the first page; next_token[next_len] receives the token
+     * of the next one, "" after the last. */
+    int (*list_page)(void *state, const struct sl_backend_bck *b, const char *prefix, const char *token, int max,
+                     sl_backend_list_fn cb, void *ctx, char *next_token, size_t next_len, int *status, char *err,
+                     size_t errlen);
+    void *reserved[8];
+};
+
+#define SL_BACKEND_OPS_SIZE_1_1 offsetof(struct sl_backend_ops, reserved)
 
 /* ------------------------------------------------------------------------ */
 /* Helpers compiled into the caller (host and plugins agree on them)        */

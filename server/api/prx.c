@@ -5,6 +5,7 @@
  * module); listing asks every target for a page and merges them.
  */
 #include "prx.h"
+#include "backend.h"
 #include "bsumm.h"
 #include "cluster.h"
 #include "cksum.h"
@@ -43,7 +44,8 @@ static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
     struct create_arg *ca = arg;
     if (sl_bmd_find(b, "ais", ca->name))
         return sl_errf(err, SL_EBCKEXIST, "bucket \"ais://%s\" already exists", ca->name);
-    return sl_bmd_add(b, "ais", ca->name, ca->props, err) ? 0 : -1;
+    const struct sl_bck *k = sl_bmd_add(b, "ais", ca->name, ca->props, err);
+    return k && sl_backend_check_props(k->props, err) == 0 ? 0 : -1;
 }
 
 static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
@@ -70,7 +72,10 @@ struct props_arg {
 static int edit_props(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
     struct props_arg *pa = arg;
-    return sl_bmd_set_props(b, "ais", pa->name, pa->partial, pa->reset, err);
+    if (sl_bmd_set_props(b, "ais", pa->name, pa->partial, pa->reset, err) < 0)
+        return -1;
+    const struct sl_bck *k = sl_bmd_find(b, "ais", pa->name);
+    return k ? sl_backend_check_props(k->props, err) : 0;
 }
 
 static int check_provider(struct sl_req *r, const char *name, struct sl_err *err)

@@ -3,6 +3,7 @@
  * PUT (streamed, checksummed, crash-safe), DELETE, PATCH (custom metadata).
  */
 #include "tgt.h"
+#include "backend.h"
 #include "cksum.h"
 #include "cluster.h"
 #include "jsonx.h"
@@ -204,6 +205,17 @@ static bool renamed_bounce(struct sl_req *r, const struct sl_err *err)
     return redirect_to_owner(r, to, name, nlen, "");
 }
 
+struct cold {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+};
+static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, size_t nlen, int fd,
+                  struct sl_objmd *mdp);
+static void cold_get(struct sl_req *r, void *arg);
+static void warm_check(struct sl_req *r, void *arg);
+static void cold_free(void *arg);
+
 static void obj_get(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -227,11 +239,41 @@ static void obj_get(struct sl_req *r)
     struct sl_objmd md;
     if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0 &&
         (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
-        if (!renaming_redirect(r, &b, name, nlen, &err))
+        if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
+            /* cold GET (not for a neighbour's get-from-neighbour): off the HTTP thread */
+            struct cold *c = sl_xcalloc(1, sizeof(*c));
+            sl_bck_copy(&c->b, &b);
+            c->name = sl_xstrndup(name, nlen);
+            c->nlen = nlen;
+            sl_req_offload(r, cold_get, cold_free, c);
+        } else if (!renaming_redirect(r, &b, name, nlen, &err)) {
             sl_resp_err(r, &err);
+        }
         sl_bck_release(&b);
         return;
     }
+    if (sl_bck_remote(&b) && (sl_req_query_bool(r, "latest-ver") || sl_req_query_bool(r, "latest") ||
+                              json_is_true(json_object_get(json_object_get(b.props, "versioning"),
+                                                           "validate_warm_get")))) {
+        close(fd); /* compare with the remote first, off the HTTP thread */
+        sl_objmd_free(&md);
+        struct cold *c = sl_xcalloc(1, sizeof(*c));
+        sl_bck_copy(&c->b, &b);
+        c->name = sl_xstrndup(name, nlen);
+        c->nlen = nlen;
+        sl_req_offload(r, warm_check, cold_free, c);
+        sl_bck_release(&b);
+        return;
+    }
+    serve(r, &b, name, nlen, fd, &md);
+    sl_bck_release(&b);
+}
+
+/* Answer a GET from the open object fd (closed here; md freed here). */
+static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, size_t nlen, int fd, struct sl_objmd *mdp)
+{
+    struct sl_objmd md = *mdp;
+    const struct sl_bck b = *bp;
     sl_store_touch(b.bid, name, nlen);
     struct stat st;
     if (fstat(fd, &st) == 0 && (uint64_t)st.st_size != md.size) {
@@ -286,7 +328,100 @@ out:
     if (fd >= 0)
         close(fd);
     sl_objmd_free(&md);
-    sl_bck_release(&b);
+}
+
+static void cold_free(void *arg)
+{
+    struct cold *c = arg;
+    sl_bck_release(&c->b);
+    free(c->name);
+    free(c);
+}
+
+/* A GET of an object of a remote-backed bucket not held here: fetch it
+ * (once, however many GETs want it), then serve it as any other. */
+static void cold_get(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    int fd = -1;
+    struct sl_objmd md;
+    if (sl_backend_fetch(&c->b, c->name, c->nlen, &err) < 0 ||
+        sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
+        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
+    } else {
+        serve(r, &c->b, c->name, c->nlen, fd, &md);
+    }
+    cold_free(c);
+}
+
+/* HEAD of an object of a remote-backed bucket that is not held here: what
+ * the remote says, with Ais-Present: false. */
+static void cold_head(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    struct sl_backend_obj o;
+    if (sl_backend_head(&c->b, c->name, c->nlen, &o, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else {
+        if (o.etag[0])
+            sl_hdr_addf(r, "ETag", "\"%s\"", o.etag);
+        if (o.mtime_ns) {
+            char tb[64];
+            sl_format_gotime(o.mtime_ns, "Mon, 02 Jan 2006 15:04:05 GMT", tb, sizeof(tb));
+            sl_hdr_add(r, "Last-Modified", tb);
+        }
+        if (o.version[0])
+            sl_hdr_add(r, "Ais-Version", o.version);
+        sl_hdr_add(r, "Ais-Bucket-Name", c->b.name);
+        sl_hdr_add(r, "Ais-Bucket-Provider", c->b.provider);
+        sl_hdr_add(r, "Ais-Present", "false");
+        sl_resp_head(r, 200, o.size > 0 ? (uint64_t)o.size : 0);
+    }
+    cold_free(c);
+}
+
+/* A cached object of a remote-backed bucket, with validate_warm_get (or
+ * ?latest=true): the remote's ETag decides. Changed there: fetched again;
+ * gone there: 404 (and with versioning.synchronize the copy here goes too). */
+static void warm_check(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    struct sl_backend_obj o;
+    struct sl_objmd md;
+    int fd = -1;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
+    if (sl_backend_head(&c->b, c->name, c->nlen, &o, &err) < 0) {
+        if (err.code == SL_ENOOBJ &&
+            json_is_true(json_object_get(json_object_get(c->b.props, "versioning"), "synchronize"))) {
+            struct sl_err e2 = { 0 };
+            sl_obj_delete(&c->b, c->name, c->nlen, &e2);
+        }
+        sl_resp_errf(r, err.code, "GET %s (validate_warm_get): %s", cn, err.msg);
+        cold_free(c);
+        return;
+    }
+    if (sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) == 0) {
+        const char *et = sl_objmd_get_custom(&md, "ETag");
+        if (o.etag[0] && (!et || strcmp(et, o.etag))) { /* changed at the remote */
+            close(fd);
+            fd = -1;
+            sl_objmd_free(&md);
+        }
+    }
+    if (fd < 0 && (sl_backend_fetch(&c->b, c->name, c->nlen, &err) < 0 ||
+                   sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0)) {
+        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
+        cold_free(c);
+        return;
+    }
+    serve(r, &c->b, c->name, c->nlen, fd, &md);
+    cold_free(c);
 }
 
 static void obj_head(struct sl_req *r)
@@ -305,6 +440,16 @@ static void obj_head(struct sl_req *r)
     int rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
     if (rc == 0 && try_gfn(r, &b, name, nlen, &err))
         rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
+    if (rc == 0 && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
+        /* not held here: ask the remote, off the HTTP thread */
+        struct cold *c = sl_xcalloc(1, sizeof(*c));
+        sl_bck_copy(&c->b, &b);
+        c->name = sl_xstrndup(name, nlen);
+        c->nlen = nlen;
+        sl_req_offload(r, cold_head, cold_free, c);
+        sl_bck_release(&b);
+        return;
+    }
     if (rc <= 0) {
         sl_bck_release(&b);
         sl_resp_err(r, &err);
@@ -421,6 +566,9 @@ static int put_data(struct sl_req *r, const char *data, size_t n)
     return 0;
 }
 
+static void put_commit(struct sl_req *r, struct put_ctx *c);
+static void put_remote(struct sl_req *r, void *arg);
+
 static void put_done(struct sl_req *r)
 {
     struct put_ctx *c = r->ctx;
@@ -434,6 +582,17 @@ static void put_done(struct sl_req *r)
                      (unsigned long long)sl_put_size(c->p), (long long)r->content_length);
         return;
     }
+    if (sl_bck_remote(&c->b)) { /* write-through: the remote first, off the HTTP thread */
+        sl_req_offload(r, put_remote, NULL, NULL);
+        return;
+    }
+    put_commit(r, c);
+}
+
+/* The body is in, checked and (for a remote-backed bucket) at the remote:
+ * publish it here. */
+static void put_commit(struct sl_req *r, struct put_ctx *c)
+{
     struct sl_objmd md;
     struct sl_err err = { 0 };
     struct sl_put *p = c->p;
@@ -459,6 +618,36 @@ static void put_done(struct sl_req *r)
     add_obj_headers(r, &md);
     sl_objmd_free(&md);
     sl_resp_empty(r, 200);
+}
+
+static void put_remote(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct put_ctx *c = r->ctx;
+    struct sl_err err = { 0 };
+    const char *nm;
+    size_t nl;
+    char *bk = NULL;
+    struct sl_backend_obj o;
+    if (sl_req_obj_path(r, &bk, &nm, &nl, &err) < 0 ||
+        sl_backend_put(&c->b, nm, nl, sl_put_fd(c->p), (int64_t)sl_put_size(c->p), &o, &err) < 0) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &c->b, nm, nl);
+        sl_resp_errf(r, err.code, "PUT %s: %s; nothing was stored, here or at the remote", cn, err.msg);
+        free(bk);
+        return;
+    }
+    free(bk);
+    struct sl_kv *kv = NULL;
+    int n = 0;
+    sl_backend_custom(&o, &kv, &n);
+    for (int i = 0; i < n; i++) {
+        sl_put_set_custom(c->p, kv[i].k, kv[i].v);
+        free(kv[i].k);
+        free(kv[i].v);
+    }
+    free(kv);
+    put_commit(r, c);
 }
 
 static void put_cleanup(struct sl_req *r, bool completed)
@@ -752,6 +941,22 @@ static void obj_put(struct sl_req *r)
 /* The body is optional: none (or an empty action) deletes; the others are
  * AIStore's evict (remote buckets only) and multipart abort. Anything the
  * body says that is not a plain delete must never delete. */
+static void delete_remote(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    if (sl_backend_delete(&c->b, c->name, c->nlen, &err) < 0) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
+        sl_resp_errf(r, err.code, "DELETE %s: %s; nothing was deleted", cn, err.msg);
+    } else if (sl_obj_delete(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ) {
+        sl_resp_err(r, &err);
+    } else {
+        sl_resp_empty(r, 200);
+    }
+    cold_free(c);
+}
+
 static void delete_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -773,10 +978,21 @@ static void delete_done(struct sl_req *r)
             sl_resp_errf(r, err.code, "DELETE %s: mpt-abort: %s; nothing was deleted", r->path, err.msg);
         else
             sl_resp_empty(r, 200);
+    } else if (!strcmp(m.action, "evict-listrange") && sl_bck_remote(&b)) {
+        if (sl_obj_delete(&b, name, nlen, &err) < 0 && err.code != SL_ENOOBJ) /* the remote keeps it */
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "evict-listrange")) {
         sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
                      "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
                      r->path, sl_provider_scheme(b.provider), b.name);
+    } else if (!m.action[0] && sl_bck_remote(&b)) { /* at the remote, then here: off the HTTP thread */
+        struct cold *c = sl_xcalloc(1, sizeof(*c));
+        sl_bck_copy(&c->b, &b);
+        c->name = sl_xstrndup(name, nlen);
+        c->nlen = nlen;
+        sl_req_offload(r, delete_remote, cold_free, c);
     } else if (m.action[0]) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
                      "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);

@@ -503,7 +503,38 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "write_policy", wp);
     json_object_set_new(p, "access", json_string("0"));
     json_object_set_new(p, "features", json_string("0"));
+    /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
+    json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s}", "name", "", "provider", ""));
+    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s}}", "aws", "endpoint", "", "cloud_region", "",
+                                              "profile", ""));
     return p;
+}
+
+/* backend_bck and extra.aws as set: the provider normalised ("s3" is
+ * "aws"), a valid bucket name, an http(s) endpoint. */
+static int check_backend_shape(json_t *p, struct sl_err *err)
+{
+    json_t *bb = json_object_get(p, "backend_bck");
+    const char *name = json_string_value(json_object_get(bb, "name"));
+    const char *prov = json_string_value(json_object_get(bb, "provider"));
+    if (!name || !*name) {
+        if (prov && *prov)
+            return sl_errf(err, SL_EINVAL, "backend_bck: a provider (\"%s\") without a bucket name; set both, or "
+                           "both to \"\" to detach", prov);
+        return 0;
+    }
+    const char *pn = prov && *prov ? sl_provider_norm(prov) : NULL;
+    if (!pn || !strcmp(pn, "ais"))
+        return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" is not a remote provider (aws/s3)",
+                       prov ? prov : "");
+    json_object_set_new(bb, "provider", json_string(pn));
+    if (sl_bck_name_valid(name, err) < 0)
+        return -1;
+    const char *ep = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
+                                                       "endpoint"));
+    if (ep && *ep && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
+        return sl_errf(err, SL_EINVAL, "extra.aws.endpoint \"%s\" is not an http:// or https:// URL", ep);
+    return 0;
 }
 
 static void decode_bck(struct sl_bck *b)
@@ -599,7 +630,8 @@ const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const ch
                                 struct sl_err *err)
 {
     json_t *props = default_props(provider);
-    if (props_to_set && !json_is_null(props_to_set) && merge_props(props, props_to_set, "", err) < 0) {
+    if (props_to_set && !json_is_null(props_to_set) &&
+        (merge_props(props, props_to_set, "", err) < 0 || check_backend_shape(props, err) < 0)) {
         json_decref(props);
         return NULL;
     }
@@ -651,7 +683,15 @@ int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, j
             json_object_set(np, "created", json_object_get(k->props, "created"));
         } else {
             np = json_deep_copy(k->props);
-            if (merge_props(np, partial, "", err) < 0) {
+            json_t *def = default_props(provider); /* keys newer than the bucket */
+            const char *dk;
+            json_t *dv;
+            json_object_foreach(def, dk, dv) {
+                if (!json_object_get(np, dk))
+                    json_object_set(np, dk, dv);
+            }
+            json_decref(def);
+            if (merge_props(np, partial, "", err) < 0 || check_backend_shape(np, err) < 0) {
                 json_decref(np);
                 return -1;
             }

@@ -203,7 +203,8 @@ def deep_update(d, u):
 class Cluster:
     """A playground cluster started with the CLI (proxies then targets on consecutive ports)."""
 
-    def __init__(self, tmp, proxies=1, targets=3, mountpaths=1, name="pg"):
+    def __init__(self, tmp, proxies=1, targets=3, mountpaths=1, name="pg", env=None):
+        self.env = env or {}  # more environment for the nodes (and the CLI)
         self.dir = os.path.join(tmp, name)
         self.nports = proxies + targets + 8
         self.base = free_port_range(self.nports)
@@ -211,7 +212,7 @@ class Cluster:
         self.url = "http://127.0.0.1:%d" % self.base
 
     def cli(self, *args, check=True, timeout=120, input=None):
-        env = dict(os.environ, AIS_ENDPOINT=self.url)
+        env = dict(os.environ, AIS_ENDPOINT=self.url, **self.env)
         p = subprocess.run([SHALE] + list(args), capture_output=True, text=True, env=env, timeout=timeout, input=input)
         if check and p.returncode != 0:
             raise AssertionError("shale %s failed (%d):\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))

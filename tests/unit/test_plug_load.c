@@ -132,6 +132,7 @@ static void test_refusals(void)
     put(dir, "dup_name", "b_dup.so", 0755);
     put(dir, "bad_abi", "bad_abi.so", 0755);
     put(dir, "missing_fn", "missing_fn.so", 0755);
+    put(dir, "backend_partial", "backend_partial.so", 0755);
     put(dir, "init_fail", "init_fail.so", 0755);
     put(dir, "no_entry", "no_entry.so", 0755);
     put(dir, "entry_null", "entry_null.so", 0755);
@@ -166,8 +167,9 @@ static void test_refusals(void)
     js = sl_plug_reg_json(reg);
     expect_refused(js, "b_dup.so", "already loaded");
     expect_refused(js, "link_in.so", "already loaded");
-    expect_refused(js, "bad_abi.so", "ABI 99.0");
+    expect_refused(js, "bad_abi.so", "ABI 99.");
     expect_refused(js, "missing_fn.so", "missing required key operation");
+    expect_refused(js, "backend_partial.so", "missing backend operation");
     expect_refused(js, "init_fail.so", "deliberately failing init");
     expect_refused(js, "no_entry.so", "no sl_plugin_entry symbol");
     expect_refused(js, "entry_null.so", "needs host ABI minor 7");
@@ -180,7 +182,7 @@ static void test_refusals(void)
     else
         TAP_OK(1, "# SKIP ownership check needs root");
     TAP_OK(entry_for(js, "README") == NULL && entry_for(js, ".hidden.so") == NULL, "non-plugin files ignored");
-    TAP_EQ_INT(sl_plug_refused_count(reg), root ? 12 : 11, "refusal count");
+    TAP_EQ_INT(sl_plug_refused_count(reg), root ? 13 : 12, "refusal count");
     json_decref(js);
     TAP_EQ_INT(sl_plug_reg_free(reg), 0, "unload after refusals");
 
@@ -234,9 +236,12 @@ static void test_builtin_lookup(void)
     json_t *js;
     size_t i;
 
-    TAP_EQ_INT(sl_plug_count(reg), 8, "all built-in plugins load (4 formats, 4 key rules)");
+    TAP_EQ_INT(sl_plug_count(reg), 9, "all built-in plugins load (4 formats, 4 key rules, the s3 backend)");
     TAP_EQ_INT(sl_plug_refused_count(reg), 0, "none refused");
     TAP_OK(tar && tgz && lz4 && zip, "tar, tgz, tar.lz4, zip formats present");
+    TAP_OK(sl_plug_backend(reg, "aws") != NULL && sl_plug_backend(reg, "gcp") == NULL,
+           "backend for provider aws present, none for gcp");
+    TAP_OK(sl_plug_backend(reg, "aws") == sl_plug_find(reg, SL_PLUGIN_BACKEND, "s3"), "aws backend is s3");
     for (i = 0; i < SL_ARRAY_SIZE(keys); i++)
         TAP_OK(sl_plug_find(reg, SL_PLUGIN_SAMPLE_KEY, keys[i]) != NULL, "key rule %s present", keys[i]);
     TAP_OK(tar && (sl_plug_caps(tar) & (SL_FMT_CAP_APPEND | SL_FMT_CAP_INDEX | SL_FMT_CAP_OFFSETS)) ==
@@ -285,7 +290,7 @@ static void test_builtin_lookup(void)
     TAP_OK(sl_plug_format_for(reg, "noext", NULL, "PK\x03\x04", 4) == zip, "format_for falls back to magic");
 
     js = sl_plug_reg_json(reg);
-    TAP_EQ_INT(json_array_size(js), 8, "listing has every plugin");
+    TAP_EQ_INT(json_array_size(js), 9, "listing has every plugin");
     for (i = 0; i < json_array_size(js); i++) {
         json_t *o = json_array_get(js, i);
         if (strcmp(json_string_value(json_object_get(o, "name")), "tgz") == 0) {

@@ -1,0 +1,735 @@
+/* SPDX-License-Identifier: MIT
+ * backend_s3.c: the "aws" backend plugin: S3 and S3-compatible servers
+ * (MinIO, s3rver, another Shale's /s3) over libcurl, signed with SigV4
+ * (libcurl's CURLOPT_AWS_SIGV4).
+ *
+ * Where a call goes:
+ *   endpoint  the bucket's extra.aws.endpoint, else $S3_ENDPOINT, else
+ *             https://s3.<region>.amazonaws.com; path style
+ *             (ENDPOINT/BUCKET/KEY), a path in the endpoint kept (.../s3)
+ *   region    the bucket's extra.aws.cloud_region, else $AWS_REGION /
+ *             $AWS_DEFAULT_REGION, else us-east-1
+ *   keys      the bucket's extra.aws.profile, else $AWS_PROFILE: that
+ *             profile of the credentials file ($AWS_SHARED_CREDENTIALS_FILE,
+ *             else ~/.aws/credentials); else $AWS_ACCESS_KEY_ID /
+ *             $AWS_SECRET_ACCESS_KEY (+ $AWS_SESSION_TOKEN); else the file's
+ *             [default]. Read at every call: a changed file takes effect.
+ *
+ * libcurl 7.88's signer signs the URL's query as written and every header
+ * we pass: so queries are built sorted and RFC 3986-encoded here, every
+ * request carries x-amz-content-sha256 (the empty body's hash, or
+ * UNSIGNED-PAYLOAD for a PUT), and no header is removed with "Name:".
+ *
+ * 5xx and 429 answers are retried (3 tries, 0.2 s then 0.4 s apart) when
+ * nothing of the answer was handed on yet; a remote that cannot be reached
+ * fails at once (connect timeout 5 s).
+ */
+#include "shale_plugin.h"
+
+#include <stddef.h>
+#include <curl/curl.h>
+#include <expat.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct sl_host_api *H;
+
+#define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define TRIES 3
+#define ERRBODY 4096
+
+/* ---- small strings ---- */
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static int sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *np = H->realloc(b->p, nc);
+        if (!np)
+            return -1;
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return 0;
+}
+
+static int sb_adds(struct sbuf *b, const char *s)
+{
+    return sb_add(b, s, strlen(s));
+}
+
+/* RFC 3986 percent-encoding (upper-case hex); '/' kept when keep_slash. */
+static int sb_enc(struct sbuf *b, const char *s, size_t n, int keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~' || (c == '/' && keep_slash)) {
+            if (sb_add(b, (const char *)&c, 1) < 0)
+                return -1;
+        } else {
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+            if (sb_add(b, e, 3) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void sb_free(struct sbuf *b)
+{
+    H->free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+static void errf(char *err, size_t n, const char *fmt, ...) SL_PLUGIN_PRINTF(3, 4);
+static void errf(char *err, size_t n, const char *fmt, ...)
+{
+    if (!n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- credentials ---- */
+
+struct creds {
+    char ak[256], sk[256], token[2048];
+    char source[1400]; /* where they came from, for 403 messages */
+};
+
+static int ini_profile(const char *file, const char *profile, struct creds *c)
+{
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return -1;
+    char line[2400];
+    int in = 0, found = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        size_t l = strlen(s);
+        while (l && (s[l - 1] == '\n' || s[l - 1] == '\r' || s[l - 1] == ' ' || s[l - 1] == '\t'))
+            s[--l] = 0;
+        if (*s == '[') {
+            char *e = strchr(s, ']');
+            if (e)
+                *e = 0;
+            const char *name = s + 1;
+            if (!strncmp(name, "profile ", 8))
+                name += 8;
+            in = !strcmp(name, profile);
+            found |= in;
+            continue;
+        }
+        if (!in || *s == '#' || *s == ';')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq)
+            continue;
+        char *k = s, *v = eq + 1, *ke = eq;
+        while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+            ke--;
+        *ke = 0;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        if (!strcmp(k, "aws_access_key_id"))
+            snprintf(c->ak, sizeof(c->ak), "%s", v);
+        else if (!strcmp(k, "aws_secret_access_key"))
+            snprintf(c->sk, sizeof(c->sk), "%s", v);
+        else if (!strcmp(k, "aws_session_token"))
+            snprintf(c->token, sizeof(c->token), "%s", v);
+    }
+    fclose(f);
+    return found ? 0 : -1;
+}
+
+static int get_creds(const struct sl_backend_bck *b, struct creds *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof(*c));
+    char file[1024];
+    const char *cf = getenv("AWS_SHARED_CREDENTIALS_FILE"), *home = getenv("HOME");
+    if (cf && *cf)
+        snprintf(file, sizeof(file), "%s", cf);
+    else
+        snprintf(file, sizeof(file), "%s/.aws/credentials", home && *home ? home : "/root");
+    const char *prof = b->profile && *b->profile ? b->profile : getenv("AWS_PROFILE");
+    if (prof && *prof) {
+        if (ini_profile(file, prof, c) < 0 || !c->ak[0] || !c->sk[0]) {
+            errf(err, errlen, "no credentials: profile \"%s\" (%s) was not found in %s or has no "
+                 "aws_access_key_id/aws_secret_access_key", prof,
+                 b->profile && *b->profile ? "the bucket's extra.aws.profile" : "$AWS_PROFILE", file);
+            return -1;
+        }
+        snprintf(c->source, sizeof(c->source), "profile \"%s\" of %s (%s)", prof, file,
+                 b->profile && *b->profile ? "extra.aws.profile" : "$AWS_PROFILE");
+        return 0;
+    }
+    const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
+    if (ak && *ak && sk && *sk) {
+        snprintf(c->ak, sizeof(c->ak), "%s", ak);
+        snprintf(c->sk, sizeof(c->sk), "%s", sk);
+        const char *t = getenv("AWS_SESSION_TOKEN");
+        if (t)
+            snprintf(c->token, sizeof(c->token), "%s", t);
+        snprintf(c->source, sizeof(c->source), "$AWS_ACCESS_KEY_ID %s of the server's environment", c->ak);
+        return 0;
+    }
+    if (ini_profile(file, "default", c) == 0 && c->ak[0] && c->sk[0]) {
+        snprintf(c->source, sizeof(c->source), "profile \"default\" of %s", file);
+        return 0;
+    }
+    errf(err, errlen, "no credentials for the remote: set the bucket's extra.aws.profile, or AWS_ACCESS_KEY_ID and "
+         "AWS_SECRET_ACCESS_KEY in the server's environment, or a [default] profile in %s", file);
+    return -1;
+}
+
+/* ---- one request ---- */
+
+struct call {
+    const struct sl_backend_bck *b;
+    const char *method;
+    const char *key;
+    size_t klen;
+    const char *query;            /* canonical (sorted, encoded), without '?'; "" none */
+    int64_t off, n;               /* GET range; n < 0 to the end, off 0 and n < 0: no Range */
+    int fd;                       /* PUT body: [0, size) of fd */
+    int64_t size, pos;
+    sl_backend_sink_fn sink;
+    void *sink_ctx;
+    struct sbuf body;             /* a non-2xx answer's body, or a list answer */
+    int collect;                  /* keep a 2xx body in .body (list) */
+    long status;
+    int sunk;                     /* bytes went to sink: no retry */
+    int sink_failed;
+    struct sl_backend_obj *o;
+    char region[64];
+    struct creds cr;
+    char url_desc[600];
+};
+
+/* one handle per thread, its connections kept open; cleaned up when the thread ends */
+static pthread_key_t curl_key;
+
+static void curl_key_free(void *h)
+{
+    curl_easy_cleanup(h);
+}
+
+static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
+{
+    struct call *c = ud;
+    size_t n = size * nitems;
+    if (n >= 5 && !strncmp(buf, "HTTP/", 5)) {
+        const char *sp = memchr(buf, ' ', n);
+        c->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        return n;
+    }
+    if (!c->o)
+        return n;
+    const char *colon = memchr(buf, ':', n);
+    if (!colon)
+        return n;
+    size_t kl = (size_t)(colon - buf);
+    const char *v = colon + 1;
+    while (v < buf + n && (*v == ' ' || *v == '\t'))
+        v++;
+    size_t vl = (size_t)(buf + n - v);
+    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+        vl--;
+    if (kl == 4 && !strncasecmp(buf, "ETag", 4)) {
+        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"')
+            v++, vl -= 2;
+        snprintf(c->o->etag, sizeof(c->o->etag), "%.*s", (int)vl, v);
+    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) && strcmp(c->method, "GET")) {
+        c->o->size = strtoll(v, NULL, 10);
+    } else if (kl == 13 && !strncasecmp(buf, "Content-Range", 13)) {
+        const char *sl = memchr(v, '/', vl);
+        if (sl && sl[1] != '*')
+            c->o->size = strtoll(sl + 1, NULL, 10);
+    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) && c->off == 0 && c->n < 0) {
+        c->o->size = strtoll(v, NULL, 10);
+    } else if (kl == 16 && !strncasecmp(buf, "x-amz-version-id", 16)) {
+        snprintf(c->o->version, sizeof(c->o->version), "%.*s", (int)vl, v);
+    } else if (kl == 13 && !strncasecmp(buf, "Last-Modified", 13)) {
+        char tmp[64];
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)vl, v);
+        time_t t = curl_getdate(tmp, NULL);
+        if (t > 0)
+            c->o->mtime_ns = (int64_t)t * 1000000000LL;
+    }
+    return n;
+}
+
+static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+    struct call *c = ud;
+    size_t n = size * nmemb;
+    if (c->status < 200 || c->status >= 300 || c->collect) {
+        if (c->collect && c->status >= 200 && c->status < 300)
+            return sb_add(&c->body, data, n) < 0 ? 0 : n;
+        if (c->body.len < ERRBODY)
+            sb_add(&c->body, data, n < ERRBODY - c->body.len ? n : ERRBODY - c->body.len);
+        return n;
+    }
+    if (!c->sink)
+        return n;
+    c->sunk = 1;
+    if (c->sink(c->sink_ctx, data, n)) {
+        c->sink_failed = 1;
+        return 0;
+    }
+    return n;
+}
+
+static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
+{
+    struct call *c = ud;
+    size_t max = size * nitems;
+    int64_t left = c->size - c->pos;
+    if (left <= 0)
+        return 0;
+    if ((int64_t)max > left)
+        max = (size_t)left;
+    ssize_t r = pread(c->fd, buf, max, c->pos);
+    if (r <= 0)
+        return CURL_READFUNC_ABORT;
+    c->pos += r;
+    return (size_t)r;
+}
+
+static int seek_cb(void *ud, curl_off_t off, int origin)
+{
+    struct call *c = ud;
+    if (origin != SEEK_SET)
+        return CURL_SEEKFUNC_CANTSEEK;
+    c->pos = off;
+    return CURL_SEEKFUNC_OK;
+}
+
+/* "<Code>X</Code>" of an S3 error body, or "". */
+static void xml_code(const struct sbuf *b, const char *tag, char *out, size_t n)
+{
+    out[0] = 0;
+    if (!b->p)
+        return;
+    char open[40], close[40];
+    snprintf(open, sizeof(open), "<%s>", tag);
+    snprintf(close, sizeof(close), "</%s>", tag);
+    const char *s = strstr(b->p, open), *e;
+    if (s && (e = strstr(s, close)))
+        snprintf(out, n, "%.*s", (int)(e - s - strlen(open)), s + strlen(open));
+}
+
+static int build_url(struct call *c, struct sbuf *u, char *err, size_t errlen)
+{
+    const char *ep = c->b->endpoint && *c->b->endpoint ? c->b->endpoint : getenv("S3_ENDPOINT");
+    char def[128];
+    if (!ep || !*ep) {
+        snprintf(def, sizeof(def), "https://s3.%s.amazonaws.com", c->region);
+        ep = def;
+    }
+    if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
+        errf(err, errlen, "endpoint \"%s\" is not an http:// or https:// URL (set extra.aws.endpoint)", ep);
+        return -1;
+    }
+    size_t el = strlen(ep);
+    while (el && ep[el - 1] == '/')
+        el--;
+    if (sb_add(u, ep, el) < 0 || sb_adds(u, "/") < 0 || sb_enc(u, c->b->name, strlen(c->b->name), 0) < 0)
+        return -1;
+    if (c->key && (sb_adds(u, "/") < 0 || sb_enc(u, c->key, c->klen, 1) < 0))
+        return -1;
+    if (c->query && *c->query && (sb_adds(u, "?") < 0 || sb_adds(u, c->query) < 0))
+        return -1;
+    return 0;
+}
+
+/* Run c: SL_PLUG_OK on 2xx, else the error in err. */
+static int perform(struct call *c, int *status, char *err, size_t errlen)
+{
+    *status = 0;
+    const char *rg = c->b->region && *c->b->region ? c->b->region : getenv("AWS_REGION");
+    if (!rg || !*rg)
+        rg = getenv("AWS_DEFAULT_REGION");
+    snprintf(c->region, sizeof(c->region), "%s", rg && *rg ? rg : "us-east-1");
+    if (get_creds(c->b, &c->cr, err, errlen) < 0)
+        return SL_PLUG_EINVAL;
+    snprintf(c->url_desc, sizeof(c->url_desc), "s3://%s%s%.*s", c->b->name, c->key ? "/" : "",
+             c->key ? (int)(c->klen > 400 ? 400 : c->klen) : 0, c->key ? c->key : "");
+    struct sbuf url = { 0 };
+    if (build_url(c, &url, err, errlen) < 0) {
+        sb_free(&url);
+        return SL_PLUG_EINVAL;
+    }
+    CURL *h = pthread_getspecific(curl_key);
+    if (!h && (h = curl_easy_init()) != NULL)
+        pthread_setspecific(curl_key, h);
+    if (!h) {
+        sb_free(&url);
+        errf(err, errlen, "%s: curl_easy_init failed", c->url_desc);
+        return SL_PLUG_ENOMEM;
+    }
+    char sig[128], up[600], tok[2100], range[80];
+    snprintf(sig, sizeof(sig), "aws:amz:%s:s3", c->region);
+    snprintf(up, sizeof(up), "%s:%s", c->cr.ak, c->cr.sk);
+    int rc = SL_PLUG_EIO;
+    for (int attempt = 0; attempt < TRIES; attempt++) {
+        struct curl_slist *hl = NULL;
+        int put = !strcmp(c->method, "PUT");
+        hl = curl_slist_append(hl, put ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+                                       : "x-amz-content-sha256: " EMPTY_SHA);
+        if (c->cr.token[0]) {
+            snprintf(tok, sizeof(tok), "x-amz-security-token: %s", c->cr.token);
+            hl = curl_slist_append(hl, tok);
+        }
+        curl_easy_reset(h);
+        curl_easy_setopt(h, CURLOPT_URL, url.p);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
+        curl_easy_setopt(h, CURLOPT_USERPWD, up);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, hdr_cb);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wr_cb);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+        curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
+        if (!strcmp(c->method, "HEAD")) {
+            curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        } else if (put) {
+            c->pos = 0;
+            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(h, CURLOPT_READFUNCTION, rd_cb);
+            curl_easy_setopt(h, CURLOPT_READDATA, c);
+            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_cb);
+            curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
+            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->size);
+            curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 256L * 1024);
+        } else if (strcmp(c->method, "GET")) {
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+        }
+        if (!strcmp(c->method, "GET") && (c->off > 0 || c->n >= 0)) {
+            if (c->n >= 0)
+                snprintf(range, sizeof(range), "%lld-%lld", (long long)c->off, (long long)(c->off + c->n - 1));
+            else
+                snprintf(range, sizeof(range), "%lld-", (long long)c->off);
+            curl_easy_setopt(h, CURLOPT_RANGE, range); /* not signed: S3 does not require it */
+        }
+        c->status = 0;
+        sb_free(&c->body);
+        CURLcode cc = curl_easy_perform(h);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        curl_slist_free_all(hl);
+        *status = (int)c->status;
+        if (c->sink_failed) {
+            errf(err, errlen, "%s: the transfer was stopped by the receiving side", c->url_desc);
+            rc = SL_PLUG_EIO;
+            break;
+        }
+        if (cc == CURLE_OK && c->status >= 200 && c->status < 300) {
+            rc = SL_PLUG_OK;
+            break;
+        }
+        if (cc != CURLE_OK) {
+            *status = 0;
+            errf(err, errlen, "%s: the remote (%s) could not be reached or the transfer broke: %s", c->url_desc,
+                 url.p, curl_easy_strerror(cc));
+            rc = SL_PLUG_EIO;
+            if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_OPERATION_TIMEDOUT ||
+                c->sunk)
+                break; /* down, or bytes already handed on: no retry */
+        } else {
+            char code[80], msg[300];
+            xml_code(&c->body, "Code", code, sizeof(code));
+            xml_code(&c->body, "Message", msg, sizeof(msg));
+            int auth = c->status == 401 || c->status == 403;
+            errf(err, errlen, "%s: the remote answered %ld%s%s%s%s%s%s", c->url_desc, c->status, code[0] ? " " : "",
+                 code, msg[0] ? ": " : "", msg, auth ? "; credentials used: " : "", auth ? c->cr.source : "");
+            rc = SL_PLUG_EREMOTE;
+            if (!(c->status >= 500 || c->status == 429) || c->sunk)
+                break;
+        }
+        if (attempt + 1 < TRIES) {
+            struct timespec ts = { 0, 200000000L << attempt };
+            nanosleep(&ts, NULL);
+        }
+    }
+    sb_free(&url);
+    return rc;
+}
+
+/* ---- operations ---- */
+
+/* the header stays as the host set it; the rest starts unknown */
+static void obj_init(struct sl_backend_obj *o)
+{
+    if (!o)
+        return;
+    memset((char *)o + offsetof(struct sl_backend_obj, size), 0, sizeof(*o) - offsetof(struct sl_backend_obj, size));
+    o->size = -1;
+}
+
+static int s3_head_bucket(void *st, const struct sl_backend_bck *b, int *status, char *err, size_t errlen)
+{
+    (void)st;
+    struct call c = { .b = b, .method = "HEAD", .n = -1, .fd = -1 };
+    int rc = perform(&c, status, err, errlen);
+    sb_free(&c.body);
+    return rc;
+}
+
+static int s3_head_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len,
+                          struct sl_backend_obj *o, int *status, char *err, size_t errlen)
+{
+    (void)st;
+    obj_init(o);
+    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .fd = -1, .o = o };
+    int rc = perform(&c, status, err, errlen);
+    sb_free(&c.body);
+    return rc;
+}
+
+static int s3_get_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len, int64_t off,
+                         int64_t n, sl_backend_sink_fn sink, void *ctx, struct sl_backend_obj *o, int *status,
+                         char *err, size_t errlen)
+{
+    (void)st;
+    obj_init(o);
+    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n, .fd = -1,
+                      .sink = sink, .sink_ctx = ctx, .o = o };
+    int rc = perform(&c, status, err, errlen);
+    sb_free(&c.body);
+    return rc;
+}
+
+static int s3_put_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len, int fd,
+                         int64_t size, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
+{
+    (void)st;
+    obj_init(o);
+    struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .size = size, .o = o };
+    int rc = perform(&c, status, err, errlen);
+    sb_free(&c.body);
+    if (o)
+        o->size = size;
+    return rc;
+}
+
+static int s3_delete_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len, int *status,
+                            char *err, size_t errlen)
+{
+    (void)st;
+    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .fd = -1 };
+    int rc = perform(&c, status, err, errlen);
+    sb_free(&c.body);
+    return rc;
+}
+
+/* ListObjectsV2 answer: Contents/{Key,Size,ETag,LastModified}, NextContinuationToken */
+struct lx {
+    char path[256];
+    struct sbuf text;
+    struct sbuf key;
+    struct sl_backend_obj o;
+    sl_backend_list_fn cb;
+    void *ctx;
+    char *next;
+    size_t next_len;
+    int stop, bad;
+};
+
+static void XMLCALL lx_start(void *ud, const XML_Char *name, const XML_Char **atts)
+{
+    (void)atts;
+    struct lx *x = ud;
+    size_t l = strlen(x->path), nl = strlen(name);
+    if (l + nl + 2 >= sizeof(x->path)) {
+        x->bad = 1;
+        return;
+    }
+    x->path[l] = '/';
+    memcpy(x->path + l + 1, name, nl + 1);
+    x->text.len = 0;
+    if (x->text.p)
+        x->text.p[0] = 0;
+    if (!strcmp(x->path, "/ListBucketResult/Contents")) {
+        x->key.len = 0;
+        memset(&x->o, 0, sizeof(x->o));
+        SL_ABI_SET(&x->o);
+        x->o.size = -1;
+    }
+}
+
+static void XMLCALL lx_chars(void *ud, const XML_Char *s, int len)
+{
+    struct lx *x = ud;
+    if (sb_add(&x->text, s, (size_t)len) < 0)
+        x->bad = 1;
+}
+
+static void XMLCALL lx_end(void *ud, const XML_Char *name)
+{
+    struct lx *x = ud;
+    const char *t = x->text.p ? x->text.p : "";
+    if (!strcmp(x->path, "/ListBucketResult/Contents/Key")) {
+        x->key.len = 0;
+        sb_add(&x->key, t, x->text.len);
+    } else if (!strcmp(x->path, "/ListBucketResult/Contents/Size")) {
+        x->o.size = strtoll(t, NULL, 10);
+    } else if (!strcmp(x->path, "/ListBucketResult/Contents/ETag")) {
+        size_t l = x->text.len;
+        const char *v = t;
+        if (l >= 2 && v[0] == '"' && v[l - 1] == '"')
+            v++, l -= 2;
+        snprintf(x->o.etag, sizeof(x->o.etag), "%.*s", (int)l, v);
+    } else if (!strcmp(x->path, "/ListBucketResult/Contents/LastModified")) {
+        time_t tt = curl_getdate(t, NULL);
+        if (tt > 0)
+            x->o.mtime_ns = (int64_t)tt * 1000000000LL;
+    } else if (!strcmp(x->path, "/ListBucketResult/Contents")) {
+        if (!x->stop && x->key.p && x->cb(x->ctx, x->key.p, x->key.len, &x->o))
+            x->stop = 1;
+    } else if (!strcmp(x->path, "/ListBucketResult/NextContinuationToken")) {
+        snprintf(x->next, x->next_len, "%s", t);
+    }
+    x->text.len = 0;
+    if (x->text.p)
+        x->text.p[0] = 0;
+    char *sl = strrchr(x->path, '/');
+    if (sl)
+        *sl = 0;
+    (void)name;
+}
+
+static int s3_list_page(void *st, const struct sl_backend_bck *b, const char *prefix, const char *token, int max,
+                        sl_backend_list_fn cb, void *ctx, char *next_token, size_t next_len, int *status, char *err,
+                        size_t errlen)
+{
+    (void)st;
+    if (next_len)
+        next_token[0] = 0;
+    /* the query sorted by name, every value RFC 3986-encoded (libcurl signs it as written) */
+    struct sbuf q = { 0 };
+    char mk[32];
+    snprintf(mk, sizeof(mk), "%d", max > 0 && max <= 1000 ? max : 1000);
+    if (token && *token) {
+        sb_adds(&q, "continuation-token=");
+        sb_enc(&q, token, strlen(token), 0);
+        sb_adds(&q, "&");
+    }
+    sb_adds(&q, "list-type=2&max-keys=");
+    sb_adds(&q, mk);
+    if (prefix && *prefix) {
+        sb_adds(&q, "&prefix=");
+        sb_enc(&q, prefix, strlen(prefix), 0);
+    }
+    struct call c = { .b = b, .method = "GET", .n = -1, .fd = -1, .collect = 1, .query = q.p ? q.p : "" };
+    int rc = perform(&c, status, err, errlen);
+    if (rc == SL_PLUG_OK) {
+        struct lx x = { .cb = cb, .ctx = ctx, .next = next_token, .next_len = next_len };
+        XML_Parser p = XML_ParserCreate(NULL);
+        XML_SetUserData(p, &x);
+        XML_SetElementHandler(p, lx_start, lx_end);
+        XML_SetCharacterDataHandler(p, lx_chars);
+        if (XML_Parse(p, c.body.p ? c.body.p : "", (int)c.body.len, 1) != XML_STATUS_OK || x.bad) {
+            errf(err, errlen, "s3://%s: the remote's list answer is not the XML of ListObjectsV2 (%s)", b->name,
+                 XML_ErrorString(XML_GetErrorCode(p)));
+            rc = SL_PLUG_EIO;
+        }
+        XML_ParserFree(p);
+        sb_free(&x.text);
+        sb_free(&x.key);
+        if (x.stop && next_len)
+            next_token[0] = 0;
+    }
+    sb_free(&c.body);
+    sb_free(&q);
+    return rc;
+}
+
+static int s3_init(const struct sl_host_api *host, void **state, char *err, size_t errlen)
+{
+    (void)host;
+    *state = NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        errf(err, errlen, "curl_global_init failed");
+        return SL_PLUG_EINTERNAL;
+    }
+    curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    if (v->version_num < 0x074b00) {
+        errf(err, errlen, "libcurl %s has no SigV4 signing (7.75 or newer is needed)", v->version);
+        curl_global_cleanup();
+        return SL_PLUG_EUNSUPP;
+    }
+    if (pthread_key_create(&curl_key, curl_key_free) != 0) {
+        errf(err, errlen, "pthread_key_create: %s", strerror(errno));
+        curl_global_cleanup();
+        return SL_PLUG_EINTERNAL;
+    }
+    return SL_PLUG_OK;
+}
+
+static void s3_fini(void *state)
+{
+    (void)state;
+    CURL *h = pthread_getspecific(curl_key);
+    if (h) {
+        pthread_setspecific(curl_key, NULL);
+        curl_easy_cleanup(h);
+    }
+    curl_global_cleanup();
+}
+
+static const struct sl_backend_ops ops = {
+    SL_ABI_INIT(struct sl_backend_ops),
+    .provider = "aws",
+    .head_bucket = s3_head_bucket,
+    .head_object = s3_head_object,
+    .get_object = s3_get_object,
+    .put_object = s3_put_object,
+    .delete_object = s3_delete_object,
+    .list_page = s3_list_page,
+};
+
+static const struct sl_plugin desc = {
+    SL_ABI_INIT(struct sl_plugin),
+    .kind = SL_PLUGIN_BACKEND,
+    .name = "s3",
+    .version = "1.0.0",
+    .description = "S3 and S3-compatible remote buckets (provider aws), SigV4 over libcurl",
+    .init = s3_init,
+    .fini = s3_fini,
+    .backend = &ops,
+};
+
+SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    H = host;
+    return &desc;
+}

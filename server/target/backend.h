@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT
+ * backend.h: buckets with a remote bucket behind them (bucket property
+ * backend_bck, as AIStore's), through the backend plugin of the remote's
+ * provider (plugins/backend_s3.c for "aws"):
+ *
+ *   GET     an object not held here is fetched from the remote, stored
+ *           (the ordinary crash-safe PUT) and then served; concurrent GETs
+ *           of the same object fetch it once
+ *   HEAD    an object not held here is HEADed at the remote
+ *   PUT     the body lands in a work file, goes to the remote, and is
+ *           published here only once the remote took it
+ *   DELETE  at the remote, then here; evict-listrange: here only
+ *
+ * Every call blocks on the network: call from pool threads only.
+ * Errors name the remote bucket and object: 404 when the remote says so,
+ * 503 when it cannot be reached, its own 4xx otherwise (403 names the
+ * credentials used).
+ */
+#ifndef SL_BACKEND_H
+#define SL_BACKEND_H
+
+#include "sl.h"
+#include "meta.h"
+#include "md.h"
+#include "shale_plugin.h"
+
+/* b has a remote bucket behind it. */
+bool sl_bck_remote(const struct sl_bck *b);
+
+/* Check a backend_bck property before it is set: the provider has a
+ * backend plugin loaded here. 0 ok (also when props set none). */
+int sl_backend_check_props(const json_t *props, struct sl_err *err);
+
+/* Fetch object name of b from its remote into the store (cold GET). */
+int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struct sl_backend_obj *o,
+                    struct sl_err *err);
+/* Write bytes [0, size) of fd to the remote as name; o gets its answer. */
+int sl_backend_put(const struct sl_bck *b, const char *name, size_t nlen, int fd, int64_t size,
+                   struct sl_backend_obj *o, struct sl_err *err);
+/* Delete at the remote; a remote 404 is success. */
+int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* The custom metadata a remote object's copy carries (source, ETag, ...). */
+void sl_backend_custom(const struct sl_backend_obj *o, struct sl_kv **kv, int *n);
+
+#endif

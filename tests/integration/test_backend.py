@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: MIT
+"""Remote-backed buckets (backend_bck, the "aws" backend plugin backend_s3.so): a local cluster caches buckets of
+a remote S3 store. The remote is a second Shale cluster's /s3 endpoint with SigV4 verification on (so the plugin's
+signatures are really checked) and, when build/npm has it (configure --install-deps), s3rver from npm as an
+independent S3 implementation. Cold GET fetches and keeps, warm GET serves local bytes (also with the remote
+down), concurrent cold GETs of one object, HEAD of an object not held, write-through PUT, DELETE of both, evict,
+validate_warm_get after an out-of-band change, wrong credentials (the error names the credential source), a remote
+that is down (503 naming the remote, fast), and props that are refused."""
+import concurrent.futures
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import boto3
+import requests
+from botocore.config import Config
+
+from harness import BUILD, Cluster, free_port_range, main, wait_until
+
+AK, SK = "cache-node", "remote-secret-value-1"
+
+
+def s3client(url, ak=AK, sk=SK):
+    return boto3.client("s3", endpoint_url=url, aws_access_key_id=ak, aws_secret_access_key=sk,
+                        region_name="us-east-1", config=Config(s3={"addressing_style": "path"},
+                                                               retries={"max_attempts": 1}))
+
+
+class BackendTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-backend-")
+        cls.remote = Cluster(cls.tmp, proxies=1, targets=1, name="remote").start()
+        cls.remote.cli("s3", "key", "add", AK, "--secret", SK)
+        cls.remote.cli("s3", "verify", "on")
+        cls.rs3 = s3client(cls.remote.url + "/s3")
+        cls.rs3.create_bucket(Bucket="origin")
+        creds = os.path.join(cls.tmp, "credentials")
+        with open(creds, "w") as f:
+            f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n"
+                    "[wrong]\naws_access_key_id = %s\naws_secret_access_key = not-the-secret\n" % (AK, SK, AK))
+        # the nodes take their keys from this file only (not from the machine's environment)
+        env = {"AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+               "AWS_PROFILE": "", "S3_ENDPOINT": ""}
+        cls.c = Cluster(cls.tmp, proxies=1, targets=2, name="local", env=env).start()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        cls.url = cls.c.url
+        cls.ep = cls.remote.url + "/s3"
+        cls.c.cli("bucket", "create", "ais://cache", "--props",
+                  "backend_bck=s3://origin extra.aws.endpoint=%s" % cls.ep)
+        cls.s = requests.Session()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        cls.remote.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def get(self, bucket, key, **kw):
+        return self.s.get("%s/v1/objects/%s/%s" % (self.url, bucket, key), timeout=60, **kw)
+
+    def head(self, bucket, key):
+        return self.s.head("%s/v1/objects/%s/%s" % (self.url, bucket, key), timeout=60, allow_redirects=True)
+
+    def cached(self, bucket, key):
+        """held by the local cluster: a HEAD answers Ais-Present: true"""
+        return self.head(bucket, key).headers.get("Ais-Present") == "true"
+
+    def test_props(self):
+        """backend_bck and extra.aws show in the bucket's props; a provider with no backend plugin, an endpoint that
+        is not a URL and a provider without a name are refused and change nothing."""
+        p = json.loads(self.s.head(self.url + "/v1/buckets/cache").headers["Ais-Bucket-Props"])
+        self.assertEqual(p["backend_bck"], {"name": "origin", "provider": "aws"})
+        self.assertEqual(p["extra"]["aws"]["endpoint"], self.ep)
+        for bad, why in (("backend_bck=gs://x", "no backend plugin"), ("extra.aws.endpoint=ftp://x", "http"),
+                         ("backend_bck.name=", "without a bucket name")):
+            r = self.c.cli("bucket", "props", "set", "ais://cache", bad, check=False)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn(why, r.stderr + r.stdout, bad)
+        p2 = json.loads(self.s.head(self.url + "/v1/buckets/cache").headers["Ais-Bucket-Props"])
+        self.assertEqual(p2["backend_bck"], p["backend_bck"])
+        self.assertEqual(p2["extra"], p["extra"])
+
+    def test_cold_then_warm(self):
+        """A GET of an object only the remote has fetches it (ETag and source kept as custom metadata); the next
+        GET is served from the local copy; a range of a cold object works; HEAD of an object not held answers
+        what the remote says, with Ais-Present: false."""
+        data = os.urandom(3 * 1024 * 1024 + 7)
+        self.rs3.put_object(Bucket="origin", Key="cold/a.bin", Body=data)
+        self.rs3.put_object(Bucket="origin", Key="cold/b.bin", Body=b"0123456789")
+        h = self.head("cache", "cold/a.bin")
+        self.assertEqual(h.status_code, 200, h.text)
+        self.assertEqual(h.headers["Ais-Present"], "false")
+        self.assertEqual(int(h.headers["Content-Length"]), len(data))
+        self.assertFalse(self.cached("cache", "cold/a.bin"))
+        r = self.get("cache", "cold/a.bin")
+        self.assertEqual(r.status_code, 200, r.content[:300])
+        self.assertEqual(r.content, data)
+        self.assertTrue(self.cached("cache", "cold/a.bin"))
+        md = self.s.head("%s/v1/objects/cache/cold/a.bin" % self.url, params={"props": "custom"},
+                         allow_redirects=True)
+        custom = md.headers.get("Ais-Custom-Md", "")
+        self.assertIn("source=aws", custom)
+        self.assertIn(hashlib.md5(data).hexdigest(), custom)
+        r = self.get("cache", "cold/b.bin", headers={"Range": "bytes=2-4"})
+        self.assertEqual((r.status_code, r.content), (206, b"234"))
+        # warm: served here even after the remote copy is gone
+        self.rs3.delete_object(Bucket="origin", Key="cold/a.bin")
+        self.assertEqual(self.get("cache", "cold/a.bin").content, data)
+        r = self.get("cache", "cold/missing.bin")
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("s3://origin/cold/missing.bin", r.text)
+
+    def test_concurrent_cold_gets(self):
+        """Eight GETs of one uncached 16 MiB object at once all get its bytes."""
+        data = os.urandom(16 * 1024 * 1024)
+        self.rs3.put_object(Bucket="origin", Key="conc.bin", Body=data)
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            outs = list(ex.map(lambda _: requests.get(self.url + "/v1/objects/cache/conc.bin", timeout=120),
+                               range(8)))
+        for r in outs:
+            self.assertEqual(r.status_code, 200, r.content[:300])  # (r.text would guess the charset of 16 MiB)
+            self.assertEqual(hashlib.sha256(r.content).digest(), hashlib.sha256(data).digest())
+        self.assertTrue(self.cached("cache", "conc.bin"))
+
+    def test_write_through_delete_evict(self):
+        """PUT goes to the remote and is kept here; DELETE removes both; evict-listrange removes only the local
+        copy, and the next GET fetches it again."""
+        r = self.s.put(self.url + "/v1/objects/cache/wt/x.txt", data=b"written through", timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.rs3.get_object(Bucket="origin", Key="wt/x.txt")["Body"].read(), b"written through")
+        self.assertTrue(self.cached("cache", "wt/x.txt"))
+        r = self.s.delete(self.url + "/v1/objects/cache/wt/x.txt", timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        with self.assertRaises(Exception):
+            self.rs3.head_object(Bucket="origin", Key="wt/x.txt")
+        self.assertEqual(self.get("cache", "wt/x.txt").status_code, 404)
+        self.rs3.put_object(Bucket="origin", Key="wt/e.txt", Body=b"evict me")
+        self.assertEqual(self.get("cache", "wt/e.txt").content, b"evict me")
+        r = self.s.delete(self.url + "/v1/objects/cache/wt/e.txt", json={"action": "evict-listrange"}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertFalse(self.cached("cache", "wt/e.txt"))
+        self.assertEqual(self.rs3.get_object(Bucket="origin", Key="wt/e.txt")["Body"].read(), b"evict me")
+        self.assertEqual(self.get("cache", "wt/e.txt").content, b"evict me")
+        self.assertTrue(self.cached("cache", "wt/e.txt"))
+
+    def test_validate_warm_get(self):
+        """With versioning.validate_warm_get, a GET compares the remote's ETag: an object changed there out of
+        band is fetched again; without it the cached bytes are served; ?latest-ver=true asks once."""
+        self.c.cli("bucket", "create", "ais://vwg", "--props",
+                   "backend_bck=s3://origin extra.aws.endpoint=%s" % self.ep)
+        self.rs3.put_object(Bucket="origin", Key="v.txt", Body=b"version one")
+        self.assertEqual(self.get("vwg", "v.txt").content, b"version one")
+        self.rs3.put_object(Bucket="origin", Key="v.txt", Body=b"version two!")
+        self.assertEqual(self.get("vwg", "v.txt").content, b"version one")  # not validated: the copy here
+        self.assertEqual(self.get("vwg", "v.txt", params={"latest-ver": "true"}).content, b"version two!")
+        self.c.cli("bucket", "props", "set", "ais://vwg", "versioning.validate_warm_get=true")
+        self.rs3.put_object(Bucket="origin", Key="v.txt", Body=b"version three")
+        self.assertEqual(self.get("vwg", "v.txt").content, b"version three")
+        self.rs3.delete_object(Bucket="origin", Key="v.txt")
+        self.assertEqual(self.get("vwg", "v.txt").status_code, 404)
+
+    def test_wrong_credentials(self):
+        """A bucket whose extra.aws.profile holds a wrong secret: 403, and the error names the profile and file
+        used; nothing is cached and a PUT stores nothing."""
+        self.c.cli("bucket", "create", "ais://badcreds", "--props",
+                   "backend_bck=s3://origin extra.aws.endpoint=%s extra.aws.profile=wrong" % self.ep)
+        self.rs3.put_object(Bucket="origin", Key="cred.txt", Body=b"secret stuff")
+        r = self.get("badcreds", "cred.txt")
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertIn("SignatureDoesNotMatch", r.text)
+        self.assertIn('profile \\"wrong\\"', r.text)
+        r = self.s.put(self.url + "/v1/objects/badcreds/new.txt", data=b"x", timeout=60)
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertFalse(self.cached("badcreds", "new.txt"))
+
+    @unittest.skipUnless(os.access(os.path.join(BUILD, "npm", "node_modules", ".bin", "s3rver"), os.X_OK),
+                         "s3rver not installed in build/npm (./configure --install-deps installs it with npm)")
+    def test_s3rver_remote(self):
+        """s3rver (an independent S3 implementation, from npm) as the remote: cold GET, write-through PUT and
+        DELETE."""
+        port = free_port_range(1)
+        d = os.path.join(self.tmp, "s3rver")
+        os.makedirs(d)
+        p = subprocess.Popen(["node", "--openssl-legacy-provider", os.path.join(BUILD, "npm", "node_modules", ".bin",
+                                                                                 "s3rver"),
+                              "-d", d, "-a", "127.0.0.1", "-p", str(port), "--silent", "--configure-bucket", "sv"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            ep = "http://127.0.0.1:%d" % port
+            wait_until(lambda: _up(ep), 30, what="s3rver")
+            sv = s3client(ep, "S3RVER", "S3RVER")
+            sv.put_object(Bucket="sv", Key="dir/one.txt", Body=b"from s3rver")
+            creds = os.path.join(self.tmp, "credentials")
+            with open(creds, "a") as f:
+                f.write("\n[s3rver]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n")
+            self.c.cli("bucket", "create", "ais://svc", "--props",
+                       "backend_bck=s3://sv extra.aws.endpoint=%s extra.aws.profile=s3rver" % ep)
+            self.assertEqual(self.get("svc", "dir/one.txt").content, b"from s3rver")
+            r = self.s.put(self.url + "/v1/objects/svc/dir/two.txt", data=b"to s3rver", timeout=60)
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertEqual(sv.get_object(Bucket="sv", Key="dir/two.txt")["Body"].read(), b"to s3rver")
+            self.assertEqual(self.s.delete(self.url + "/v1/objects/svc/dir/two.txt", timeout=60).status_code, 200)
+            with self.assertRaises(Exception):
+                sv.head_object(Bucket="sv", Key="dir/two.txt")
+        finally:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def test_zz_remote_down(self):
+        """With the remote down, cached objects keep being served; an uncached GET fails fast with 503 naming the
+        remote bucket and object."""
+        self.rs3.put_object(Bucket="origin", Key="down/kept.txt", Body=b"kept")
+        self.rs3.put_object(Bucket="origin", Key="down/lost.txt", Body=b"lost")
+        self.assertEqual(self.get("cache", "down/kept.txt").content, b"kept")
+        self.remote.stop()
+        self.assertEqual(self.get("cache", "down/kept.txt").content, b"kept")
+        t0 = time.time()
+        r = self.get("cache", "down/lost.txt")
+        self.assertEqual(r.status_code, 503, r.text)
+        self.assertIn("s3://origin/down/lost.txt", r.text)
+        self.assertLess(time.time() - t0, 10)
+
+
+def _up(ep):
+    try:
+        requests.get(ep, timeout=2)
+        return True
+    except requests.exceptions.ConnectionError:
+        return False
+
+
+if __name__ == "__main__":
+    main()
