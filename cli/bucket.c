@@ -297,6 +297,8 @@ static int list_objects(struct opts *o, struct uri *u)
         flags |= 2048;
     if (opt_bool(o, "archive"))
         flags |= 8;
+    if (opt_bool(o, "cached")) /* a remote-backed bucket: only what the cluster holds */
+        flags |= 1;
     /* all: the columns of `ais ls --props all` (custom only when asked for) */
     const char *want = name_only ? "name" : all ? "name,size,checksum,atime,version,cached,location,status,copies"
                                   : props && *props ? props : "name,size";

@@ -120,7 +120,8 @@ static const struct cli_cmd cmds[] = {
         { "--count-only", "print only the count of names", "false" },
         { "--no-footers", "no 'Listed N names' line", "false" },
         { "--summary", "print the bucket summary instead (see `shale bucket summary`)", "false" },
-        { "--cached", "in-cluster objects only (every object of an ais:// bucket is)", "false" },
+        { "--cached", "in-cluster objects only (of a bucket with a remote behind it; every object of any other "
+                      "ais:// bucket is in the cluster)", "false" },
         { "--all", "include objects not in the cluster (none for ais:// buckets)", "false" }),
       CF_JSON | CF_NOHDR, 1, { "ls ais://imgs --prefix train/ --props all", "ls ais://imgs --template 'x-{0..9}'" },
       NULL },

@@ -366,6 +366,106 @@ static void send_page(struct sl_req *r, struct sl_lspage *pg)
     }
 }
 
+/* ---- listing a remote-backed bucket: the remote's names, each flagged
+ * cached when the cluster holds it ---- */
+
+struct lsr {
+    struct sl_bck b;
+    struct sl_lsomsg m;
+};
+
+static void lsr_free(void *arg)
+{
+    struct lsr *a = arg;
+    sl_lsomsg_free(&a->m);
+    sl_bck_release(&a->b);
+    free(a);
+}
+
+static int lsr_add(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
+{
+    struct sl_lspage *pg = ctx;
+    struct sl_lsent *e = sl_lspage_add(pg);
+    e->name = sl_xstrndup(name, len);
+    e->nlen = len;
+    e->size = o->size > 0 ? (uint64_t)o->size : 0;
+    if (o->version[0])
+        e->version = sl_xstrdup(o->version);
+    return 0;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+    const struct sl_lsent *x = a, *y = b;
+    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+    int c = memcmp(x->name, y->name, n);
+    return c ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
+}
+
+static void list_remote(struct sl_req *r, void *arg)
+{
+    struct lsr *a = arg;
+    struct sl_err err = { 0 };
+    struct sl_lspage pg;
+    sl_lspage_init(&pg);
+    char next[1024] = "";
+    int max = a->m.pagesize > 0 && a->m.pagesize < 1000 ? a->m.pagesize : 1000;
+    if (sl_backend_list_page(&a->b, a->m.prefix, a->m.token, max, lsr_add, &pg, next, sizeof(next), &err) < 0)
+        goto fail;
+    qsort(pg.ents, (size_t)pg.n, sizeof(*pg.ents), ent_cmp); /* S3 lists in byte order already */
+    if (pg.n) {
+        /* which of these the cluster holds: its names from just before the
+         * first to the last of the page */
+        struct sl_lsomsg lm;
+        memset(&lm, 0, sizeof(lm));
+        sl_lsomsg_names(&lm, a->m.prefix ? a->m.prefix : "", false, SL_LSO_CACHED, 1000);
+        const struct sl_lsent *first = &pg.ents[0], *last = &pg.ents[pg.n - 1];
+        free(lm.start_after);
+        lm.start_after = sl_xstrndup(first->name, first->nlen);
+        size_t sl = first->nlen;
+        if ((unsigned char)lm.start_after[sl - 1] > 1)
+            lm.start_after[sl - 1]--; /* a name just below the first */
+        else
+            lm.start_after[sl - 1] = 0;
+        for (int round = 0; round < 1000; round++) {
+            struct sl_lspage lp;
+            sl_lspage_init(&lp);
+            if (sl_cluster_list_page(&a->b, &lm, &lp, &err) < 0) {
+                sl_lspage_free(&lp);
+                sl_lsomsg_free(&lm);
+                goto fail;
+            }
+            bool past = false;
+            for (int i = 0; i < lp.n; i++) {
+                struct sl_lsent *hit = bsearch(&lp.ents[i], pg.ents, (size_t)pg.n, sizeof(*pg.ents), ent_cmp);
+                if (hit)
+                    hit->flags |= SL_ENT_CACHED;
+                if (ent_cmp(&lp.ents[i], last) >= 0)
+                    past = true;
+            }
+            bool more = lp.token && *lp.token && !past;
+            free(lm.token);
+            lm.token = more ? sl_xstrdup(lp.token) : NULL;
+            sl_lspage_free(&lp);
+            if (!more)
+                break;
+        }
+        sl_lsomsg_free(&lm);
+    }
+    pg.token = next[0] ? sl_xstrdup(next) : NULL;
+    char id[24];
+    sl_job_id(id, sizeof(id), "");
+    pg.uuid = sl_xstrdup(a->m.uuid && a->m.uuid[0] ? a->m.uuid : id);
+    send_page(r, &pg);
+    sl_lspage_free(&pg);
+    lsr_free(a);
+    return;
+fail:
+    sl_resp_err(r, &err);
+    sl_lspage_free(&pg);
+    lsr_free(a);
+}
+
 static void list_objects(struct sl_req *r, const char *name, const json_t *value)
 {
     struct sl_err err = { 0 };
@@ -388,6 +488,21 @@ static void list_objects(struct sl_req *r, const char *name, const json_t *value
      * use keep no-dirs. */
     if (m.flags & SL_LSO_NO_RECURSION)
         m.flags &= ~(uint64_t)SL_LSO_NO_DIRS;
+    if (sl_bck_remote(&b) && !(m.flags & SL_LSO_CACHED)) { /* the remote's names: off the HTTP thread */
+        if (m.flags & SL_LSO_NO_RECURSION) {
+            sl_resp_errf(r, SL_EUNSUPP, "listing %s://%s non-recursively is not supported for a remote-backed "
+                         "bucket yet; list recursively, or only what the cluster holds (flag cached)",
+                         sl_provider_scheme(b.provider), b.name);
+            sl_lsomsg_free(&m);
+            sl_bck_release(&b);
+            return;
+        }
+        struct lsr *a = sl_xcalloc(1, sizeof(*a));
+        a->b = b;
+        a->m = m;
+        sl_req_offload(r, list_remote, lsr_free, a);
+        return;
+    }
     struct sl_lspage pg;
     sl_lspage_init(&pg);
     if (sl_cluster_list_page(&b, &m, &pg, &err) < 0) {

@@ -278,3 +278,18 @@ int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, str
         return 0;
     return rc == SL_PLUG_OK ? 0 : remote_err(rc, status, msg, err);
 }
+
+int sl_backend_list_page(const struct sl_bck *b, const char *prefix, const char *token, int max,
+                         sl_backend_list_fn cb, void *ctx, char *next, size_t next_len, struct sl_err *err)
+{
+    struct remote rm;
+    if (remote_of(b, &rm, err) < 0)
+        return -1;
+    char msg[1024] = "";
+    int status = 0;
+    int rc = rm.ops->list_page(sl_plug_state(rm.plug), &rm.rb, prefix ? prefix : "", token ? token : "", max, cb,
+                               ctx, next, next_len, &status, msg, sizeof(msg));
+    if (rc == SL_PLUG_EREMOTE && status == 404)
+        return sl_errf(err, SL_ENOBCK, "remote: %s", msg);
+    return rc == SL_PLUG_OK ? 0 : remote_err(rc, status, msg, err);
+}

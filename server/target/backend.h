@@ -40,6 +40,10 @@ int sl_backend_put(const struct sl_bck *b, const char *name, size_t nlen, int fd
                    struct sl_backend_obj *o, struct sl_err *err);
 /* Delete at the remote; a remote 404 is success. */
 int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* One page of the remote's names under prefix (token "" first; next gets
+ * the next page's token, "" after the last), each to cb. */
+int sl_backend_list_page(const struct sl_bck *b, const char *prefix, const char *token, int max,
+                         sl_backend_list_fn cb, void *ctx, char *next, size_t next_len, struct sl_err *err);
 /* The custom metadata a remote object's copy carries (source, ETag, ...). */
 void sl_backend_custom(const struct sl_backend_obj *o, struct sl_kv **kv, int *n);
 
