@@ -346,8 +346,14 @@ static void cold_get(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     int fd = -1;
     struct sl_objmd md;
-    if (sl_backend_fetch(&c->b, c->name, c->nlen, &err) < 0 ||
-        sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0) {
+    bool answered = false;
+    /* a whole-object GET streams while the object is fetched; a range waits for the object */
+    int rc = sl_backend_fetch_tee(&c->b, c->name, c->nlen, sl_req_header(r, "Range") ? NULL : r, &answered, &err);
+    if (answered) {
+        cold_free(c);
+        return;
+    }
+    if (rc < 0 || sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0) {
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
         sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);

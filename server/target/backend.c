@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "arch.h"
 #include "log.h"
+#include "opipe.h"
 #include "plug.h"
 #include "store.h"
 
@@ -82,6 +83,8 @@ int sl_backend_check_props(const json_t *props, struct sl_err *err)
     return 0;
 }
 
+#define TEE_HIGH (8 * 1024 * 1024) /* bytes a streaming cold GET holds for a slow client */
+
 /* ---- cold GET: one fetch per object at a time ---- */
 
 struct inflight {
@@ -97,6 +100,39 @@ static pthread_mutex_t fl_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fl_cv = PTHREAD_COND_INITIALIZER;
 static struct inflight *fl_head;
 
+/* A streaming cold GET: the fetch runs on a thread of its own, and the
+ * request's worker answers (sl_resp_opipe) once the first bytes are in;
+ * the fetch thread then writes the body as it stores it. */
+enum { TEE_RUNNING, TEE_FIRST, TEE_ANSWERED, TEE_DONE };
+
+struct tee {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state, refs;
+    struct sl_opipe *op;            /* set with TEE_ANSWERED */
+    struct sl_backend_obj first;    /* what the remote said, for the answer's headers */
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    struct inflight *f;
+    int rc;
+    struct sl_err err;
+};
+
+static void tee_unref(struct tee *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int left = --t->refs;
+    pthread_mutex_unlock(&t->mu);
+    if (left)
+        return;
+    sl_bck_release(&t->b);
+    free(t->name);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
 struct sinkctx {
     struct sl_put *p;
     struct sl_err *err;
@@ -105,7 +141,25 @@ struct sinkctx {
     const char *name;
     size_t nlen;
     struct sl_backend_obj *o;
+    struct tee *tee;            /* streaming */
+    struct sl_opipe *op;        /* the client's body; NULL once it left (the fetch goes on for the cache) */
+    bool asked;                 /* the answer was asked for */
 };
+
+/* The first bytes are in: have the request answered, and take its body. */
+static void tee_first(struct sinkctx *s)
+{
+    struct tee *t = s->tee;
+    s->asked = true;
+    pthread_mutex_lock(&t->mu);
+    t->first = *s->o;
+    t->state = TEE_FIRST;
+    pthread_cond_broadcast(&t->cv);
+    while (t->state != TEE_ANSWERED)
+        pthread_cond_wait(&t->cv, &t->mu);
+    s->op = t->op;
+    pthread_mutex_unlock(&t->mu);
+}
 
 static int sink(void *ctx, const void *data, size_t n)
 {
@@ -121,6 +175,12 @@ static int sink(void *ctx, const void *data, size_t n)
     if (sl_put_write(s->p, data, n, s->err) < 0) {
         s->local_failed = true;
         return 1;
+    }
+    if (s->tee && !s->asked)
+        tee_first(s);
+    if (s->op && sl_opipe_write(s->op, data, n) < 0) { /* the client left: keep filling the cache */
+        sl_opipe_close(s->op, true);
+        s->op = NULL;
     }
     return 0;
 }
@@ -139,7 +199,9 @@ void sl_backend_custom(const struct sl_backend_obj *o, struct sl_kv **kv, int *n
     }
 }
 
-static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+/* Fetch into the store; with tee, stream to its request too (a failure
+ * after the first byte cuts that answer off). */
+static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct tee *tee, struct sl_err *err)
 {
     struct remote rm;
     if (remote_of(b, &rm, err) < 0)
@@ -147,7 +209,7 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct s
     struct sl_backend_obj o;
     memset(&o, 0, sizeof(o));
     SL_ABI_SET(&o);
-    struct sinkctx s = { .err = err, .b = b, .name = name, .nlen = nlen, .o = &o };
+    struct sinkctx s = { .err = err, .b = b, .name = name, .nlen = nlen, .o = &o, .tee = tee };
     char msg[1024] = "";
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
@@ -156,6 +218,8 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct s
     free(nm);
     if (rc != SL_PLUG_OK) {
         sl_put_abort(s.p);
+        if (s.op)
+            sl_opipe_close(s.op, true);
         if (s.local_failed) /* our side failed (disk, space): that is the error */
             return -1;
         return remote_err(rc, status, msg, err);
@@ -167,6 +231,8 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct s
     }
     if (o.size >= 0 && sl_put_size(s.p) != (uint64_t)o.size) {
         sl_put_abort(s.p);
+        if (s.op)
+            sl_opipe_close(s.op, true);
         return sl_errf(err, SL_EUNAVAIL, "remote: %s/%.*s: the remote sent %llu bytes of %lld; nothing was cached, "
                        "retry", rm.desc, (int)SL_MIN(nlen, 300), name, (unsigned long long)sl_put_size(s.p),
                        (long long)o.size);
@@ -180,11 +246,118 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct s
         free(kv[i].v);
     }
     free(kv);
-    return sl_put_commit(s.p, NULL, err);
+    if (s.op) /* every byte is out and checked: the client is done; caching is ours */
+        sl_opipe_close(s.op, false);
+    int crc = sl_put_commit(s.p, NULL, err);
+    if (crc < 0 && s.asked)
+        sl_logw("cold GET: %s://%s/%.*s served but not cached: %s", sl_provider_scheme(b->provider), b->name,
+                (int)SL_MIN(nlen, 200), name, err->msg);
+    return crc;
+}
+
+static void inflight_end(struct inflight *f)
+{
+    pthread_mutex_lock(&fl_mu);
+    for (struct inflight **pp = &fl_head; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    f->done = true;
+    pthread_cond_broadcast(&fl_cv);
+    if (--f->waiters == 0) {
+        free(f->name);
+        free(f);
+    }
+    pthread_mutex_unlock(&fl_mu);
+}
+
+static void *tee_main(void *arg)
+{
+    struct tee *t = arg;
+    struct sl_err err = { 0 };
+    int rc = fetch(&t->b, t->name, t->nlen, t, &err);
+    if (t->f)
+        inflight_end(t->f);
+    pthread_mutex_lock(&t->mu);
+    t->rc = rc;
+    t->err = err;
+    if (t->state == TEE_RUNNING)
+        t->state = TEE_DONE;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    tee_unref(t);
+    return NULL;
+}
+
+/* Run the fetch (this thread registered as its fetcher in f, or NULL) with
+ * r answered as the bytes come, when r is not NULL. */
+static int run_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct inflight *f, struct sl_req *r,
+                     bool *answered, struct sl_err *err)
+{
+    if (!r) {
+        int rc = fetch(b, name, nlen, NULL, err);
+        if (f)
+            inflight_end(f);
+        return rc;
+    }
+    struct tee *t = sl_xcalloc(1, sizeof(*t));
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->refs = 2;
+    sl_bck_copy(&t->b, b);
+    t->name = sl_xstrndup(name, nlen);
+    t->nlen = nlen;
+    t->f = f;
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, tee_main, t) != 0) { /* no thread: fetch whole, then serve */
+        pthread_attr_destroy(&at);
+        t->refs = 1;
+        t->f = NULL;
+        tee_unref(t);
+        return run_fetch(b, name, nlen, f, NULL, answered, err);
+    }
+    pthread_attr_destroy(&at);
+    pthread_mutex_lock(&t->mu);
+    while (t->state == TEE_RUNNING)
+        pthread_cond_wait(&t->cv, &t->mu);
+    int rc = 0;
+    if (t->state == TEE_FIRST) {
+        struct sl_backend_obj o = t->first;
+        pthread_mutex_unlock(&t->mu);
+        if (o.etag[0])
+            sl_hdr_addf(r, "ETag", "\"%s\"", o.etag);
+        sl_hdr_add(r, "Ais-Present", "false"); /* fetched by this GET */
+        struct sl_opipe *op = sl_resp_opipe(r, 200, "application/octet-stream", TEE_HIGH);
+        pthread_mutex_lock(&t->mu);
+        t->op = op;
+        t->state = TEE_ANSWERED;
+        pthread_cond_broadcast(&t->cv);
+        *answered = true;
+    } else { /* done before a byte came: an empty object, or an error */
+        rc = t->rc;
+        *err = t->err;
+    }
+    pthread_mutex_unlock(&t->mu);
+    tee_unref(t);
+    return rc;
 }
 
 int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
 {
+    return sl_backend_fetch_tee(b, name, nlen, NULL, NULL, err);
+}
+
+int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r, bool *answered,
+                         struct sl_err *err)
+{
+    bool dummy;
+    if (!answered)
+        answered = &dummy;
+    *answered = false;
     pthread_mutex_lock(&fl_mu);
     struct inflight *f;
     for (f = fl_head; f; f = f->next)
@@ -205,7 +378,7 @@ int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
             sl_objmd_free(&md);
             return 0;
         }
-        return rc < 0 ? -1 : fetch(b, name, nlen, err); /* its fetch failed: try ourselves */
+        return rc < 0 ? -1 : run_fetch(b, name, nlen, NULL, r, answered, err); /* its fetch failed: try ourselves */
     }
     f = sl_xcalloc(1, sizeof(*f));
     f->bid = b->bid;
@@ -215,21 +388,7 @@ int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
     f->next = fl_head;
     fl_head = f;
     pthread_mutex_unlock(&fl_mu);
-    int rc = fetch(b, name, nlen, err);
-    pthread_mutex_lock(&fl_mu);
-    for (struct inflight **pp = &fl_head; *pp; pp = &(*pp)->next)
-        if (*pp == f) {
-            *pp = f->next;
-            break;
-        }
-    f->done = true;
-    pthread_cond_broadcast(&fl_cv);
-    if (--f->waiters == 0) {
-        free(f->name);
-        free(f);
-    }
-    pthread_mutex_unlock(&fl_mu);
-    return rc;
+    return run_fetch(b, name, nlen, f, r, answered, err);
 }
 
 int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struct sl_backend_obj *o,

@@ -33,6 +33,13 @@ int sl_backend_check_props(const json_t *props, struct sl_err *err);
 
 /* Fetch object name of b from its remote into the store (cold GET). */
 int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* The same, answering r (a whole-object GET) as the bytes arrive: the
+ * client does not wait for the whole fetch. *answered says whether r got
+ * its answer (then a failure after the first byte cut it off); when not,
+ * the caller answers (from the store, or with err). */
+struct sl_req;
+int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r, bool *answered,
+                         struct sl_err *err);
 int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struct sl_backend_obj *o,
                     struct sl_err *err);
 /* Write bytes [0, size) of fd to the remote as name; o gets its answer. */

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Remote-backed buckets (backend_bck over the s3 backend plugin), same machine, same run:
+
+  * cold GET of one big object through the caching cluster (the object is evicted before each round, so the
+    cluster fetches it from the remote, stores it and serves it) vs curl of the same object straight from the
+    remote's S3 endpoint;
+  * warm GET of the cached object vs the native GET of an object of the same size in a plain ais:// bucket of
+    the same cluster;
+  * a native PUT of the same bytes: what storing the cold object costs the target's disk.
+
+The remote is a second Shale cluster (1 proxy + 1 target) answering S3 on /s3 (verification off, so curl can GET
+unsigned; the plugin signs anyway);
+the caching cluster is 1 proxy + 2 targets. Rounds alternate the two sides of each figure.
+
+usage: backend_bench.py [--mib N] [--rounds N] [--quick]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cluster_bench import cli, free_range  # noqa: E402
+
+AK, SK = "bench", "bench-secret-value"
+
+
+def curl_get(url, headers=()):
+    """seconds to GET url to /dev/null with curl (following redirects)"""
+    args = ["curl", "-sfL", "-o", "/dev/null"]
+    for h in headers:
+        args += ["-H", h]
+    t0 = time.time()
+    subprocess.run(args + [url], check=True, timeout=3600)
+    return time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.mib, a.rounds = 128, 1
+    work = tempfile.mkdtemp(prefix="shale-backendbench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    rb, lb = free_range(8), free_range(8)
+    rurl, lurl = "http://127.0.0.1:%d" % rb, "http://127.0.0.1:%d" % lb
+    creds = os.path.join(work, "credentials")
+    with open(creds, "w") as f:
+        f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (AK, SK))
+    renv = dict(os.environ, AIS_ENDPOINT=rurl)
+    lenv = dict(os.environ, AIS_ENDPOINT=lurl, AWS_SHARED_CREDENTIALS_FILE=creds, AWS_ACCESS_KEY_ID="",
+                AWS_SECRET_ACCESS_KEY="", AWS_PROFILE="", S3_ENDPOINT="")
+    rpg, lpg = os.path.join(work, "remote"), os.path.join(work, "local")
+    cli(renv, "playground", "start", "--dir", rpg, "--port", str(rb), "--proxies", "1", "--targets", "1")
+    cli(lenv, "playground", "start", "--dir", lpg, "--port", str(lb), "--proxies", "1", "--targets", "2")
+    res = []
+    try:
+        for u in (rurl, lurl):
+            requests.put(u + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+        big = os.path.join(work, "big.bin")
+        with open(big, "wb") as f:
+            for _ in range(a.mib):
+                f.write(os.urandom(1 << 20))
+        # the remote: bucket origin with the object, written natively (same bytes the S3 side serves)
+        cli(renv, "bucket", "create", "ais://origin")
+        subprocess.run(["curl", "-sfL", "-T", big, "-o", "/dev/null", rurl + "/v1/objects/origin/big.bin"],
+                       check=True, timeout=3600)
+        cli(renv, "s3", "key", "add", AK, "--secret", SK)
+        # the caching cluster: ais://cache in front of s3://origin, and a plain bucket with the same bytes
+        cli(lenv, "bucket", "create", "ais://cache", "--props",
+            "backend_bck=s3://origin extra.aws.endpoint=%s/s3" % rurl)
+        cli(lenv, "bucket", "create", "ais://plain")
+        subprocess.run(["curl", "-sfL", "-T", big, "-o", "/dev/null", lurl + "/v1/objects/plain/big.bin"],
+                       check=True, timeout=3600)
+        evict = ["curl", "-sfL", "-X", "DELETE", "-H", "Content-Type: application/json", "-d",
+                 '{"action":"evict-listrange"}', "-o", "/dev/null", lurl + "/v1/objects/cache/big.bin"]
+        for _ in range(a.rounds):
+            t_remote = curl_get(rurl + "/s3/origin/big.bin")  # verification off: an unsigned GET
+            subprocess.run(evict, check=True, timeout=60)
+            t_cold = curl_get(lurl + "/v1/objects/cache/big.bin")
+            # the client had every byte before the copy here was committed: wait for it
+            for _ in range(600):
+                h = requests.head(lurl + "/v1/objects/cache/big.bin", allow_redirects=True)
+                if h.headers.get("Ais-Present") == "true":
+                    break
+                time.sleep(0.1)
+            t_warm = curl_get(lurl + "/v1/objects/cache/big.bin")
+            t_native = curl_get(lurl + "/v1/objects/plain/big.bin")
+            t0 = time.time()  # the local disk's part: a native PUT of the same bytes (what a cold GET also writes)
+            subprocess.run(["curl", "-sfL", "-T", big, "-o", "/dev/null", lurl + "/v1/objects/plain/put.bin"],
+                           check=True, timeout=3600)
+            t_put = time.time() - t0
+            res.append((t_remote, t_cold, t_warm, t_native, t_put))
+        back = subprocess.run(["curl", "-sfL", lurl + "/v1/objects/cache/big.bin"], capture_output=True,
+                              check=True, timeout=3600).stdout
+        same = back == open(big, "rb").read()
+    finally:
+        cli(lenv, "playground", "stop", "--dir", lpg)
+        cli(renv, "playground", "stop", "--dir", rpg)
+        shutil.rmtree(work, ignore_errors=True)
+    mb = a.mib * 1.048576
+    print("%d MiB object; MB/s per round" % a.mib)
+    for t_remote, t_cold, t_warm, t_native, t_put in res:
+        print("  cold GET %7.1f   curl from the remote %7.1f (%.2fx)   native PUT %7.1f (%.2fx)   warm GET %7.1f   "
+              "native GET %7.1f (%.2fx)" % (mb / t_cold, mb / t_remote, t_remote / t_cold, mb / t_put, t_put / t_cold,
+                                            mb / t_warm, mb / t_native, t_native / t_warm))
+    print("  cached copy identical: %s" % same)
+
+
+if __name__ == "__main__":
+    main()
