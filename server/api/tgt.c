@@ -370,7 +370,14 @@ static void cold_head(struct sl_req *r, void *arg)
     struct cold *c = arg;
     struct sl_err err = { 0 };
     struct sl_backend_obj o;
-    if (sl_backend_head(&c->b, c->name, c->nlen, &o, &err) < 0) {
+    struct sl_objmd md;
+    sl_backend_wait_fetch(&c->b, c->name, c->nlen);
+    if (sl_obj_stat(&c->b, c->name, c->nlen, &md, NULL, &err) == 1) { /* a fetch just brought it */
+        add_obj_headers(r, &md);
+        sl_hdr_add(r, "Ais-Present", "true");
+        sl_resp_head(r, 200, md.size);
+        sl_objmd_free(&md);
+    } else if (sl_backend_head(&c->b, c->name, c->nlen, &o, &err) < 0) {
         sl_resp_err(r, &err);
     } else {
         if (o.etag[0])
@@ -947,10 +954,24 @@ static void obj_put(struct sl_req *r)
 /* The body is optional: none (or an empty action) deletes; the others are
  * AIStore's evict (remote buckets only) and multipart abort. Anything the
  * body says that is not a plain delete must never delete. */
+/* evict: the copy here goes (after a fetch in flight ends), the remote keeps it */
+static void evict_one(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    sl_backend_wait_fetch(&c->b, c->name, c->nlen);
+    if (sl_obj_delete(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    cold_free(c);
+}
+
 static void delete_remote(struct sl_req *r, void *arg)
 {
     struct cold *c = arg;
     struct sl_err err = { 0 };
+    sl_backend_wait_fetch(&c->b, c->name, c->nlen);
     if (sl_backend_delete(&c->b, c->name, c->nlen, &err) < 0) {
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
@@ -984,11 +1005,12 @@ static void delete_done(struct sl_req *r)
             sl_resp_errf(r, err.code, "DELETE %s: mpt-abort: %s; nothing was deleted", r->path, err.msg);
         else
             sl_resp_empty(r, 200);
-    } else if (!strcmp(m.action, "evict-listrange") && sl_bck_remote(&b)) {
-        if (sl_obj_delete(&b, name, nlen, &err) < 0 && err.code != SL_ENOOBJ) /* the remote keeps it */
-            sl_resp_err(r, &err);
-        else
-            sl_resp_empty(r, 200);
+    } else if (!strcmp(m.action, "evict-listrange") && sl_bck_remote(&b)) { /* off the HTTP thread */
+        struct cold *c = sl_xcalloc(1, sizeof(*c));
+        sl_bck_copy(&c->b, &b);
+        c->name = sl_xstrndup(name, nlen);
+        c->nlen = nlen;
+        sl_req_offload(r, evict_one, cold_free, c);
     } else if (!strcmp(m.action, "evict-listrange")) {
         sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
                      "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",

@@ -346,6 +346,25 @@ static int run_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
     return rc;
 }
 
+void sl_backend_wait_fetch(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    pthread_mutex_lock(&fl_mu);
+    struct inflight *f;
+    for (f = fl_head; f; f = f->next)
+        if (f->bid == b->bid && f->nlen == nlen && !memcmp(f->name, name, nlen))
+            break;
+    if (f) {
+        f->waiters++;
+        while (!f->done)
+            pthread_cond_wait(&fl_cv, &fl_mu);
+        if (--f->waiters == 0) {
+            free(f->name);
+            free(f);
+        }
+    }
+    pthread_mutex_unlock(&fl_mu);
+}
+
 int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
 {
     return sl_backend_fetch_tee(b, name, nlen, NULL, NULL, err);

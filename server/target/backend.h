@@ -40,6 +40,10 @@ int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
 struct sl_req;
 int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r, bool *answered,
                          struct sl_err *err);
+/* Wait until a fetch of name in flight (if any) has ended: a streaming
+ * cold GET's client may be done before the copy is committed, and what it
+ * does next (HEAD, DELETE, evict) must see the copy. */
+void sl_backend_wait_fetch(const struct sl_bck *b, const char *name, size_t nlen);
 int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struct sl_backend_obj *o,
                     struct sl_err *err);
 /* Write bytes [0, size) of fd to the remote as name; o gets its answer. */

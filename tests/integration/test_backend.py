@@ -128,6 +128,7 @@ class BackendTest(unittest.TestCase):
             self.rs3.put_object(Bucket="origin", Key=n, Body=n.encode())
         for n in names[3:6]:
             self.assertEqual(self.get("lst", n).content, n.encode())
+            self.assertTrue(self.cached("lst", n))  # (a HEAD waits for the fetch's commit)
         seen, token = [], ""
         for _ in range(20):
             r = self.s.get(self.url + "/v1/buckets/lst", timeout=60,
