@@ -346,22 +346,29 @@ static int run_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
     return rc;
 }
 
-void sl_backend_wait_fetch(const struct sl_bck *b, const char *name, size_t nlen)
+/* fl_mu held: wait for the fetch of name in flight, if any; true if there was one. */
+static bool wait_locked(const struct sl_bck *b, const char *name, size_t nlen)
 {
-    pthread_mutex_lock(&fl_mu);
     struct inflight *f;
     for (f = fl_head; f; f = f->next)
         if (f->bid == b->bid && f->nlen == nlen && !memcmp(f->name, name, nlen))
             break;
-    if (f) {
-        f->waiters++;
-        while (!f->done)
-            pthread_cond_wait(&fl_cv, &fl_mu);
-        if (--f->waiters == 0) {
-            free(f->name);
-            free(f);
-        }
+    if (!f)
+        return false;
+    f->waiters++;
+    while (!f->done)
+        pthread_cond_wait(&fl_cv, &fl_mu);
+    if (--f->waiters == 0) {
+        free(f->name);
+        free(f);
     }
+    return true;
+}
+
+void sl_backend_wait_fetch(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    pthread_mutex_lock(&fl_mu);
+    wait_locked(b, name, nlen);
     pthread_mutex_unlock(&fl_mu);
 }
 
@@ -378,18 +385,7 @@ int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, 
         answered = &dummy;
     *answered = false;
     pthread_mutex_lock(&fl_mu);
-    struct inflight *f;
-    for (f = fl_head; f; f = f->next)
-        if (f->bid == b->bid && f->nlen == nlen && !memcmp(f->name, name, nlen))
-            break;
-    if (f) { /* somebody fetches it now: wait, then look again */
-        f->waiters++;
-        while (!f->done)
-            pthread_cond_wait(&fl_cv, &fl_mu);
-        if (--f->waiters == 0) {
-            free(f->name);
-            free(f);
-        }
+    if (wait_locked(b, name, nlen)) { /* somebody fetched it just now: look again */
         pthread_mutex_unlock(&fl_mu);
         struct sl_objmd md;
         int rc = sl_obj_stat(b, name, nlen, &md, NULL, err);
@@ -399,7 +395,7 @@ int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, 
         }
         return rc < 0 ? -1 : run_fetch(b, name, nlen, NULL, r, answered, err); /* its fetch failed: try ourselves */
     }
-    f = sl_xcalloc(1, sizeof(*f));
+    struct inflight *f = sl_xcalloc(1, sizeof(*f));
     f->bid = b->bid;
     f->name = sl_xstrndup(name, nlen);
     f->nlen = nlen;
