@@ -595,7 +595,8 @@ static void put_done(struct sl_req *r)
                      (unsigned long long)sl_put_size(c->p), (long long)r->content_length);
         return;
     }
-    if (sl_bck_remote(&c->b)) { /* write-through: the remote first, off the HTTP thread */
+    if (sl_bck_remote(&c->b) && !sl_req_header(r, "Ais-Rebalance")) {
+        /* write-through (not for a copy moved between targets): the remote first, off the HTTP thread */
         sl_req_offload(r, put_remote, NULL, NULL);
         return;
     }
@@ -638,8 +639,8 @@ static void put_remote(struct sl_req *r, void *arg)
     (void)arg;
     struct put_ctx *c = r->ctx;
     struct sl_err err = { 0 };
-    const char *nm;
-    size_t nl;
+    const char *nm = "";
+    size_t nl = 0;
     char *bk = NULL;
     struct sl_backend_obj o;
     if (sl_req_obj_path(r, &bk, &nm, &nl, &err) < 0 ||

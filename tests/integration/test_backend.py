@@ -252,6 +252,33 @@ class BackendTest(unittest.TestCase):
                 p.kill()
                 p.wait()
 
+    def test_y_rebalance_does_not_write_through(self):
+        """A target joins: rebalance moves cached copies between targets without writing them to the remote
+        (objects changed at the remote in the meantime keep their new content there), and every object still
+        reads (the moved copies warm, the rest cold)."""
+        names = ["rb/%02d" % i for i in range(40)]
+        for n in names:
+            self.rs3.put_object(Bucket="origin", Key=n, Body=b"v1 " + n.encode())
+        for n in names:
+            self.assertEqual(self.get("cache", n).content, b"v1 " + n.encode())
+            self.assertTrue(self.cached("cache", n))
+        for n in names:  # changed at the remote, out of band
+            self.rs3.put_object(Bucket="origin", Key=n, Body=b"v2 " + n.encode())
+        self.c.cli("playground", "add-target", "--dir", self.c.dir)
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 3, 30, what="3 targets")
+        r = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"Kind": "rebalance"})
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.json()["uuid"]
+
+        def done():
+            st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid})
+            return st.status_code == 200 and st.json()["end_time"] != 0
+        wait_until(done, 60, interval=0.2, what="rebalance")
+        for n in names:  # the remote kept the new content: nothing stale was written through
+            self.assertEqual(self.rs3.get_object(Bucket="origin", Key=n)["Body"].read(), b"v2 " + n.encode())
+        for n in names:  # the cached copies (v1) still serve, wherever they are now
+            self.assertEqual(self.get("cache", n).content, b"v1 " + n.encode())
+
     def test_zz_remote_down(self):
         """With the remote down, cached objects keep being served; an uncached GET fails fast with 503 naming the
         remote bucket and object."""
