@@ -521,6 +521,13 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
         if (prov && *prov)
             return sl_errf(err, SL_EINVAL, "backend_bck: a provider (\"%s\") without a bucket name; set both, or "
                            "both to \"\" to detach", prov);
+        json_t *ve = json_object_get(p, "versioning");
+        const char *which = json_is_true(json_object_get(ve, "validate_warm_get")) ? "validate_warm_get"
+                            : json_is_true(json_object_get(ve, "synchronize"))     ? "synchronize" : NULL;
+        if (which) /* they compare with a remote: without one they would do nothing */
+            return sl_errf(err, SL_EINVAL, "versioning.%s applies to buckets with a remote bucket behind them "
+                           "(backend_bck); this one has none (set backend_bck too, or %s=false); nothing was "
+                           "changed", which, which);
         return 0;
     }
     const char *pn = prov && *prov ? sl_provider_norm(prov) : NULL;

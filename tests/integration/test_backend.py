@@ -83,6 +83,11 @@ class BackendTest(unittest.TestCase):
             r = self.c.cli("bucket", "props", "set", "ais://cache", bad, check=False)
             self.assertNotEqual(r.returncode, 0, bad)
             self.assertIn(why, r.stderr + r.stdout, bad)
+        # on a bucket without a remote, validate_warm_get would do nothing: refused
+        self.c.cli("bucket", "create", "ais://plainb")
+        r = self.c.cli("bucket", "props", "set", "ais://plainb", "versioning.validate_warm_get=true", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("applies to buckets with a remote bucket behind them", r.stderr + r.stdout)
         p2 = json.loads(self.s.head(self.url + "/v1/buckets/cache").headers["Ais-Bucket-Props"])
         self.assertEqual(p2["backend_bck"], p["backend_bck"])
         self.assertEqual(p2["extra"], p["extra"])
