@@ -3,8 +3,12 @@
  *
  *   DELETE /v1/buckets/B {"action": "delete-listrange", "value": {"objnames": [...] | "template": "...",
  *                          "coer", "num-workers", "non-recurs"}}      -> job id (text)
- *   DELETE /v1/buckets/B {"action": "evict-listrange", ...}           -> 400 on ais:// buckets
- *   POST   /v1/buckets/B {"action": "prefetch-listrange", ...}        -> 400 on ais:// buckets
+ *   DELETE /v1/buckets/B {"action": "evict-listrange", ...}           -> job id; the copies here go, the
+ *                                                                        remote keeps its objects
+ *   POST   /v1/buckets/B {"action": "prefetch-listrange", ...}        -> job id; each object not held is
+ *                                                                        fetched from the remote
+ * (evict and prefetch: on buckets with a remote behind them only, else 400;
+ * prefetch of a prefix or the whole bucket lists the remote)
  *
  * The gateway checks the message and hands the same job to every target
  * (POST /v1/internal/lrit/start); each deletes its own share (the HRW owner
@@ -14,6 +18,7 @@
  * with GET /v1/cluster?what=status {"ID": id}, as AIStore's.
  */
 #include "lrit.h"
+#include "backend.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -31,8 +36,12 @@
 #define MAX_WORKERS 16
 #define MAX_MISSING 10
 
+enum { LR_DELETE, LR_EVICT, LR_PREFETCH };
+static const char *const lr_kinds[] = { "delete-listrange", "evict-listrange", "prefetch-listrange" };
+
 /* the checked message */
 struct lr {
+    int kind;                   /* LR_* */
     char id[40];
     char bck[SL_MAX_BCKNAME + 1];
     json_t *names;              /* objnames, or NULL */
@@ -50,24 +59,25 @@ static void lr_free(struct lr *l)
 
 static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
 {
+    const char *what = lr_kinds[l->kind];
     if (v && !json_is_object(v) && !json_is_null(v))
-        return sl_errf(err, SL_EINVAL, "delete-listrange: \"value\" must be an object {\"objnames\": [...]} or "
-                       "{\"template\": \"obj-{000..099}\"} (neither: the whole bucket)");
+        return sl_errf(err, SL_EINVAL, "%s: \"value\" must be an object {\"objnames\": [...]} or "
+                       "{\"template\": \"obj-{000..099}\"} (neither: the whole bucket)", what);
     static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs" };
     const char *k = sl_json_unknown_key_exact(v, known, SL_ARRAY_SIZE(known));
     if (k)
-        return sl_errf(err, SL_EINVAL, "delete-listrange: unknown field \"%s\" (valid: objnames, template, coer, "
-                       "num-workers, non-recurs)", k);
+        return sl_errf(err, SL_EINVAL, "%s: unknown field \"%s\" (valid: objnames, template, coer, "
+                       "num-workers, non-recurs)", what, k);
     json_t *names = json_object_get(v, "objnames"), *t = json_object_get(v, "template");
     if (names && !json_is_null(names)) {
         if (!json_is_array(names))
-            return sl_errf(err, SL_EINVAL, "delete-listrange: \"objnames\" must be a list of object names");
+            return sl_errf(err, SL_EINVAL, "%s: \"objnames\" must be a list of object names", what);
         size_t i;
         json_t *x;
         json_array_foreach(names, i, x) {
             if (!json_is_string(x) || sl_objname_check(json_string_value(x), json_string_length(x), err) < 0) {
                 if (!err->msg[0])
-                    sl_errf(err, SL_EINVAL, "delete-listrange: objnames[%zu] is not a string", i);
+                    sl_errf(err, SL_EINVAL, "%s: objnames[%zu] is not a string", what, i);
                 return -1;
             }
         }
@@ -76,13 +86,13 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
     }
     if (t && !json_is_null(t)) {
         if (!json_is_string(t))
-            return sl_errf(err, SL_EINVAL, "delete-listrange: \"template\" must be a string");
+            return sl_errf(err, SL_EINVAL, "%s: \"template\" must be a string", what);
         if (l->names && json_string_length(t))
-            return sl_errf(err, SL_EINVAL, "delete-listrange: give \"objnames\" or \"template\", not both");
+            return sl_errf(err, SL_EINVAL, "%s: give \"objnames\" or \"template\", not both", what);
         if (json_string_length(t)) {
             struct sl_tmpl *tp;
             if (sl_tmpl_parse(json_string_value(t), &tp, err) < 0) {
-                sl_err_wrap(err, "delete-listrange: template");
+                sl_err_wrap(err, "template");
                 return -1;
             }
             sl_tmpl_free(tp);
@@ -92,10 +102,10 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
     json_t *c = json_object_get(v, "coer"), *nr = json_object_get(v, "non-recurs"), *w = json_object_get(v,
                                                                                                        "num-workers");
     if ((c && !json_is_boolean(c) && !json_is_null(c)) || (nr && !json_is_boolean(nr) && !json_is_null(nr)))
-        return sl_errf(err, SL_EINVAL, "delete-listrange: \"coer\" and \"non-recurs\" must be true or false");
+        return sl_errf(err, SL_EINVAL, "%s: \"coer\" and \"non-recurs\" must be true or false", what);
     if (w && !json_is_null(w) && (!json_is_integer(w) || json_integer_value(w) < 0 ||
                                   json_integer_value(w) > MAX_WORKERS))
-        return sl_errf(err, SL_EINVAL, "delete-listrange: \"num-workers\" must be 0 (default) to %d", MAX_WORKERS);
+        return sl_errf(err, SL_EINVAL, "%s: \"num-workers\" must be 0 (default) to %d", what, MAX_WORKERS);
     l->coer = json_is_true(c);
     l->non_recurs = json_is_true(nr);
     l->workers = w && json_integer_value(w) > 0 ? (int)json_integer_value(w) : 2;
@@ -104,7 +114,8 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
 
 static json_t *lr_json(const struct lr *l)
 {
-    json_t *o = json_pack("{s:b,s:b,s:i}", "coer", l->coer, "non-recurs", l->non_recurs, "num-workers", l->workers);
+    json_t *o = json_pack("{s:b,s:b,s:i}", "coer", l->coer, "non-recurs", l->non_recurs, "num-workers",
+                          l->workers);
     if (l->names)
         json_object_set(o, "objnames", l->names);
     if (l->tmpl)
@@ -151,6 +162,23 @@ static int walk_ent(void *arg, const struct sl_lsent *e)
     return sl_job_aborting(w->u->job) ? 1 : 0;
 }
 
+struct rwalk {
+    struct run *u;
+    struct sl_smap *sm;
+    size_t plen;
+};
+
+static int remote_ent(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
+{
+    (void)o;
+    struct rwalk *w = ctx;
+    if (w->u->l->non_recurs && len > w->plen && memchr(name + w->plen, '/', len - w->plen))
+        return 0;
+    if (sl_obj_owned_here(w->sm, &w->u->b, name, len))
+        add_name(w->u, name, len);
+    return 0;
+}
+
 static int local_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
 {
     return sl_lso_local_page(b, m, G.id, out, err);
@@ -182,6 +210,20 @@ static int share(struct run *u, struct sl_err *err)
                     add_name(u, nb.p, nb.len);
             }
             sl_buf_free(&nb);
+        } else if (u->l->kind == LR_PREFETCH) {
+            /* a prefix, or the whole bucket: what the remote holds, this target's share of it */
+            const char *prefix = t ? sl_tmpl_prefix(t) : "";
+            struct rwalk rw = { u, sm, strlen(prefix) };
+            char tok[1024] = "", next[1024];
+            for (int pg = 0; pg < 1000000 && !sl_job_aborting(u->job); pg++) {
+                if (sl_backend_list_page(&u->b, prefix, tok, 1000, remote_ent, &rw, next, sizeof(next), err) < 0) {
+                    rc = -1;
+                    break;
+                }
+                if (!next[0])
+                    break;
+                snprintf(tok, sizeof(tok), "%s", next);
+            }
         } else {
             /* a prefix, or the whole bucket: what this target holds */
             const char *prefix = t ? sl_tmpl_prefix(t) : "";
@@ -208,7 +250,26 @@ static void *worker(void *arg)
             break;
         struct sl_err err = { 0 };
         const char *nm = u->names[i];
-        if (sl_obj_delete(&u->b, nm, strlen(nm), &err) == 0) {
+        size_t nl = strlen(nm);
+        int rc;
+        if (u->l->kind == LR_PREFETCH) { /* fetched unless held already (or being fetched: then waits) */
+            struct sl_objmd md;
+            rc = sl_obj_stat(&u->b, nm, nl, &md, NULL, &err);
+            if (rc == 1)
+                sl_objmd_free(&md);
+            else if (rc == 0 && (rc = sl_backend_fetch(&u->b, nm, nl, &err)) == 0)
+                rc = 1;
+            if (rc == 1) {
+                sl_job_add(&u->job->loc_objs, 1);
+                continue;
+            }
+        } else if (u->l->kind == LR_EVICT) { /* the remote keeps it; not held here is fine */
+            sl_backend_wait_fetch(&u->b, nm, nl);
+            if (sl_obj_delete(&u->b, nm, nl, &err) == 0 || err.code == SL_ENOOBJ) {
+                sl_job_add(&u->job->loc_objs, 1);
+                continue;
+            }
+        } else if (sl_obj_delete(&u->b, nm, nl, &err) == 0) {
             sl_job_add(&u->job->loc_objs, 1);
             continue;
         }
@@ -250,7 +311,7 @@ static void *run_thread(void *arg)
                  u->nmissing > MAX_MISSING ? ", ..." : "");
         free(m);
     }
-    sl_logi("delete-listrange %s: %llu object(s) of %s deleted here%s%s", u->l->id,
+    sl_logi("%s %s: %llu object(s) of %s done here%s%s", lr_kinds[u->l->kind], u->l->id,
             (unsigned long long)u->job->loc_objs, u->b.name, u->err[0] ? ": " : "", u->err);
     if (u->err[0])
         sl_job_fail(u->job, u->err);
@@ -280,7 +341,7 @@ static int start_here(struct lr *l, struct sl_err *err)
     }
     pthread_mutex_init(&u->mu, NULL);
     u->missing = json_array();
-    u->job = sl_job_start("delete-listrange", l->id, l->bck, "");
+    u->job = sl_job_start(lr_kinds[l->kind], l->id, l->bck, "");
     sl_run_detached(run_thread, u);
     return 0;
 }
@@ -300,6 +361,10 @@ static void internal_start(struct sl_req *r)
         return;
     }
     snprintf(l->id, sizeof(l->id), "%s", sl_json_str(j, "id", ""));
+    const char *kind = sl_json_str(j, "kind", "delete-listrange");
+    for (int k = 0; k < (int)SL_ARRAY_SIZE(lr_kinds); k++)
+        if (!strcmp(kind, lr_kinds[k]))
+            l->kind = k;
     snprintf(l->bck, sizeof(l->bck), "%s", sl_json_str(j, "bck", ""));
     json_decref(j);
     if (start_here(l, &err) < 0)
@@ -333,8 +398,9 @@ static void start_run(struct sl_req *r, void *arg)
             sl_resp_text(r, 200, id);
         return;
     }
-    json_t *body = json_pack("{s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "msg", lr_json(l));
-    if (sl_tfan_start_job(0, "/v1/internal/lrit/start", body, "delete-listrange", l->id, &err) < 0)
+    json_t *body = json_pack("{s:s,s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "kind", lr_kinds[l->kind], "msg",
+                             lr_json(l));
+    if (sl_tfan_start_job(0, "/v1/internal/lrit/start", body, lr_kinds[l->kind], l->id, &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_text(r, 200, l->id);
@@ -342,37 +408,47 @@ static void start_run(struct sl_req *r, void *arg)
     lr_free(l);
 }
 
-static bool lrit_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+/* Check m and start the job of kind on bucket (false: not this module's action). */
+static bool start_kind(struct sl_req *r, const char *bucket, struct sl_actmsg *m, int kind)
 {
     struct sl_err err = { 0 };
-    if (!strcmp(m->action, "evict-listrange")) {
-        sl_resp_errf(r, SL_EINVAL, "evict-listrange applies to remote buckets only and ais://%s is not one (to "
-                     "remove objects, use delete-listrange); nothing was done", bucket);
-        return true;
-    }
-    if (strcmp(m->action, "delete-listrange"))
-        return false;
     struct lr *l = sl_xcalloc(1, sizeof(*l));
+    l->kind = kind;
     struct sl_bck b;
     if (lr_parse(m->value, l, &err) < 0 || sl_bck_resolve(bucket, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
         lr_free(l);
         sl_resp_err(r, &err);
         return true;
     }
+    bool remote = sl_bck_remote(&b);
     snprintf(l->bck, sizeof(l->bck), "%s", b.name);
     sl_bck_release(&b);
+    if (kind != LR_DELETE && !remote) {
+        lr_free(l);
+        sl_resp_errf(r, SL_EINVAL, "%s applies to buckets with a remote bucket behind them (backend_bck) and "
+                     "ais://%s has none (%s); nothing was done", lr_kinds[kind], bucket,
+                     kind == LR_EVICT ? "to remove objects, use delete-listrange" : "its objects are here already");
+        return true;
+    }
     sl_job_id(l->id, sizeof(l->id), "");
     sl_req_offload(r, start_run, (void (*)(void *))lr_free, l);
     return true;
 }
 
+static bool lrit_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
+{
+    if (!strcmp(m->action, "evict-listrange"))
+        return start_kind(r, bucket, m, LR_EVICT);
+    if (!strcmp(m->action, "delete-listrange"))
+        return start_kind(r, bucket, m, LR_DELETE);
+    return false;
+}
+
 static bool lrit_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
 {
-    if (strcmp(m->action, "prefetch-listrange"))
-        return false;
-    sl_resp_errf(r, SL_EINVAL, "prefetch-listrange applies to remote buckets only and ais://%s is not one "
-                 "(its objects are here already); nothing was done", bucket);
-    return true;
+    if (!strcmp(m->action, "prefetch-listrange"))
+        return start_kind(r, bucket, m, LR_PREFETCH);
+    return false;
 }
 
 const struct sl_module sl_lrit_module = {

@@ -257,6 +257,48 @@ class BackendTest(unittest.TestCase):
                 p.kill()
                 p.wait()
 
+    def job_done(self, jid, timeout=60):
+        def done():
+            st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid})
+            return st.status_code == 200 and st.json()["end_time"] != 0 and st.json()
+        return wait_until(done, timeout, interval=0.2, what="job %s" % jid)
+
+    def test_prefetch_and_evict_jobs(self):
+        """prefetch-listrange fetches what is not held (a template, a prefix that lists the remote), split over
+        the targets; evict-listrange drops the copies here and leaves the remote as it was; both are refused on
+        a bucket without a remote."""
+        self.c.cli("bucket", "create", "ais://pf", "--props",
+                   "backend_bck=s3://origin extra.aws.endpoint=%s" % self.ep)
+        names = ["pf/a%02d" % i for i in range(20)] + ["pf/b/%02d" % i for i in range(15)]
+        for n in names:
+            self.rs3.put_object(Bucket="origin", Key=n, Body=n.encode() * 10)
+        r = self.s.post(self.url + "/v1/buckets/pf", json={"action": "prefetch-listrange",
+                                                           "value": {"template": "pf/a{00..19}"}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        st = self.job_done(r.text)
+        self.assertEqual(st["err"], "", st)
+        self.assertTrue(all(self.cached("pf", n) for n in names[:20]))
+        self.assertFalse(any(self.cached("pf", n) for n in names[20:]))
+        r = self.s.post(self.url + "/v1/buckets/pf", json={"action": "prefetch-listrange",
+                                                           "value": {"template": "pf/b/"}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertTrue(all(self.cached("pf", n) for n in names))
+        r = self.s.delete(self.url + "/v1/buckets/pf", json={"action": "evict-listrange",
+                                                             "value": {"template": "pf/"}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertFalse(any(self.cached("pf", n) for n in names))
+        self.assertEqual(self.rs3.get_object(Bucket="origin", Key=names[0])["Body"].read(), names[0].encode() * 10)
+        self.assertEqual(self.get("pf", names[0]).content, names[0].encode() * 10)  # cold again
+        # a name the remote does not have: the job reports it (coer skips it)
+        r = self.s.post(self.url + "/v1/buckets/pf", json={"action": "prefetch-listrange",
+                                                           "value": {"objnames": ["pf/none"]}}, timeout=60)
+        self.assertIn("did not exist", self.job_done(r.text)["err"])
+        self.c.cli("bucket", "create", "ais://nopf")
+        r = self.s.post(self.url + "/v1/buckets/nopf", json={"action": "prefetch-listrange", "value": {}}, timeout=60)
+        self.assertEqual(r.status_code, 400, r.text)
+
     def test_y_rebalance_does_not_write_through(self):
         """A target joins: rebalance moves cached copies between targets without writing them to the remote
         (objects changed at the remote in the meantime keep their new content there), and every object still

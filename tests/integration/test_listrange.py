@@ -57,7 +57,7 @@ class ListRangeApi:
         r = self.s.delete(self.url + "/v1/buckets/lr", headers=J, data=json.dumps({"action": "evict-listrange",
                                                                                     "value": {}}))
         self.assertEqual(r.status_code, 400, r.text)
-        self.assertIn("remote buckets only", r.text)
+        self.assertIn("with a remote bucket behind them", r.text)
         r = self.s.post(self.url + "/v1/buckets/lr", headers=J, data=json.dumps({"action": "prefetch-listrange",
                                                                                   "value": {}}))
         self.assertEqual(r.status_code, 400, r.text)
