@@ -13,7 +13,10 @@ The remote is a second Shale cluster (1 proxy + 1 target) answering S3 on /s3 (v
 unsigned; the plugin signs anyway);
 the caching cluster is 1 proxy + 2 targets. Rounds alternate the two sides of each figure.
 
-usage: backend_bench.py [--mib N] [--rounds N] [--quick]
+  * prefetch-listrange of N objects of 100 KiB (a prefix: the targets list the remote and fetch their
+    shares) vs `aws s3 sync` of the same prefix from the remote's /s3 to a local directory, objects/s.
+
+usage: backend_bench.py [--mib N] [--rounds N] [--objects N] [--quick]
 """
 import argparse
 import os
@@ -27,7 +30,7 @@ import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cluster_bench import cli, free_range  # noqa: E402
+from cluster_bench import cli, free_range, put_many  # noqa: E402
 
 AK, SK = "bench", "bench-secret-value"
 
@@ -46,10 +49,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--objects", type=int, default=10000)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
-        a.mib, a.rounds = 128, 1
+        a.mib, a.rounds, a.objects = 128, 1, 1000
     work = tempfile.mkdtemp(prefix="shale-backendbench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
     rb, lb = free_range(8), free_range(8)
     rurl, lurl = "http://127.0.0.1:%d" % rb, "http://127.0.0.1:%d" % lb
@@ -62,7 +66,7 @@ def main():
     rpg, lpg = os.path.join(work, "remote"), os.path.join(work, "local")
     cli(renv, "playground", "start", "--dir", rpg, "--port", str(rb), "--proxies", "1", "--targets", "1")
     cli(lenv, "playground", "start", "--dir", lpg, "--port", str(lb), "--proxies", "1", "--targets", "2")
-    res = []
+    res, pre, same = [], [], False
     try:
         for u in (rurl, lurl):
             requests.put(u + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
@@ -103,6 +107,34 @@ def main():
         back = subprocess.run(["curl", "-sfL", lurl + "/v1/objects/cache/big.bin"], capture_output=True,
                               check=True, timeout=3600).stdout
         same = back == open(big, "rb").read()
+        # prefetch vs aws s3 sync: N x 100 KiB under pf/
+        names = ["pf/%06d" % i for i in range(a.objects)]
+        put_many(rurl, "origin", names, os.urandom(100 * 1024), workers=16)
+        aenv = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        aenv.update(AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_DEFAULT_REGION="us-east-1",
+                    AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+        pre = []
+        for rd in range(a.rounds):
+            subprocess.run(["curl", "-sfL", "-X", "DELETE", "-H", "Content-Type: application/json", "-d",
+                            '{"action":"evict-listrange","value":{"template":"pf/"}}', "-o", "/dev/null",
+                            lurl + "/v1/buckets/cache"], check=True, timeout=600)
+            time.sleep(2)
+            t0 = time.time()
+            jid = requests.post(lurl + "/v1/buckets/cache", json={"action": "prefetch-listrange",
+                                                                   "value": {"template": "pf/"}}).text
+            for _ in range(36000):
+                st = requests.get(lurl + "/v1/cluster", params={"what": "status"}, json={"ID": jid}).json()
+                if st["end_time"]:
+                    break
+                time.sleep(0.05)
+            t_pf = time.time() - t0
+            dst = os.path.join(work, "sync%d" % rd)
+            t0 = time.time()
+            subprocess.run(["/usr/bin/aws", "--endpoint-url", rurl + "/s3", "s3", "sync", "s3://origin/pf/", dst,
+                            "--only-show-errors"], check=True, env=aenv, timeout=3600)
+            t_sync = time.time() - t0
+            shutil.rmtree(dst, ignore_errors=True)
+            pre.append((t_pf, t_sync, st.get("err", "")))
     finally:
         cli(lenv, "playground", "stop", "--dir", lpg)
         cli(renv, "playground", "stop", "--dir", rpg)
@@ -114,6 +146,10 @@ def main():
               "native GET %7.1f (%.2fx)" % (mb / t_cold, mb / t_remote, t_remote / t_cold, mb / t_put, t_put / t_cold,
                                             mb / t_warm, mb / t_native, t_native / t_warm))
     print("  cached copy identical: %s" % same)
+    print("prefetch of %d x 100 KiB; objects/s per round" % a.objects)
+    for t_pf, t_sync, err in pre:
+        print("  prefetch-listrange %8.0f   aws s3 sync %8.0f (%.2fx)%s" % (a.objects / t_pf, a.objects / t_sync,
+                                                                        t_sync / t_pf, "  job error: " + err if err else ""))
 
 
 if __name__ == "__main__":
