@@ -442,6 +442,12 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
         }
         c->status = 0;
         sb_free(&c->body);
+        if (c->o) { /* nothing from a failed attempt carries over */
+            int64_t keep = strcmp(c->method, "PUT") ? -1 : c->o->size;
+            memset((char *)c->o + offsetof(struct sl_backend_obj, size), 0,
+                   sizeof(*c->o) - offsetof(struct sl_backend_obj, size));
+            c->o->size = keep;
+        }
         CURLcode cc = curl_easy_perform(h);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
         curl_slist_free_all(hl);
@@ -702,6 +708,8 @@ static void s3_fini(void *state)
         pthread_setspecific(curl_key, NULL);
         curl_easy_cleanup(h);
     }
+    /* threads still alive keep their handle (no destructor runs into an unloaded plugin) */
+    pthread_key_delete(curl_key);
     curl_global_cleanup();
 }
 

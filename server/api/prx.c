@@ -408,7 +408,7 @@ static void list_remote(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     struct sl_lspage pg;
     sl_lspage_init(&pg);
-    char next[1024] = "";
+    char next[4096] = "";
     int max = a->m.pagesize > 0 && a->m.pagesize < 1000 ? a->m.pagesize : 1000;
     if (sl_backend_list_page(&a->b, a->m.prefix, a->m.token, max, lsr_add, &pg, next, sizeof(next), &err) < 0)
         goto fail;

@@ -643,7 +643,18 @@ static void put_remote(struct sl_req *r, void *arg)
     size_t nl = 0;
     char *bk = NULL;
     struct sl_backend_obj o;
-    if (sl_req_obj_path(r, &bk, &nm, &nl, &err) < 0 ||
+    /* the client's checksum first: the remote must not get bytes this node would refuse */
+    const char *ckt = sl_req_header(r, "Ais-Checksum-Type"), *ckv = sl_req_header(r, "Ais-Checksum-Value");
+    int ctype = ckt && ckv && *ckv ? sl_cksum_parse(ckt) : -1;
+    char got[SL_CKSUM_HEX_MAX] = "";
+    if (ctype > 0 && (sl_cksum_fd(ctype, sl_put_fd(c->p), got) < 0 || strcmp(got, ckv))) {
+        sl_resp_errf(r, SL_ECKSUM, "PUT: BAD DATA CHECKSUM: the body hashes to %s(%s), Ais-Checksum-Value says %s; "
+                     "nothing was stored, here or at the remote", ckt, got, ckv);
+        return;
+    }
+    if (sl_req_obj_path(r, &bk, &nm, &nl, &err) == 0) /* a cold GET's fetch must not land after this PUT */
+        sl_backend_wait_fetch(&c->b, nm, nl);
+    if (err.msg[0] ||
         sl_backend_put(&c->b, nm, nl, sl_put_fd(c->p), (int64_t)sl_put_size(c->p), &o, &err) < 0) {
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, nm, nl);

@@ -214,7 +214,7 @@ static int share(struct run *u, struct sl_err *err)
             /* a prefix, or the whole bucket: what the remote holds, this target's share of it */
             const char *prefix = t ? sl_tmpl_prefix(t) : "";
             struct rwalk rw = { u, sm, strlen(prefix) };
-            char tok[1024] = "", next[1024];
+            char tok[4096] = "", next[4096];
             for (int pg = 0; pg < 1000000 && !sl_job_aborting(u->job); pg++) {
                 if (sl_backend_list_page(&u->b, prefix, tok, 1000, remote_ent, &rw, next, sizeof(next), err) < 0) {
                     rc = -1;
@@ -266,6 +266,13 @@ static void *worker(void *arg)
         } else if (u->l->kind == LR_EVICT) { /* the remote keeps it; not held here is fine */
             sl_backend_wait_fetch(&u->b, nm, nl);
             if (sl_obj_delete(&u->b, nm, nl, &err) == 0 || err.code == SL_ENOOBJ) {
+                sl_job_add(&u->job->loc_objs, 1);
+                continue;
+            }
+        } else if (sl_bck_remote(&u->b)) { /* delete: at the remote (a fetch in flight ends first), then here */
+            sl_backend_wait_fetch(&u->b, nm, nl);
+            if (sl_backend_delete(&u->b, nm, nl, &err) == 0 &&
+                (sl_obj_delete(&u->b, nm, nl, &err) == 0 || err.code == SL_ENOOBJ)) {
                 sl_job_add(&u->job->loc_objs, 1);
                 continue;
             }

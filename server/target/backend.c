@@ -230,12 +230,12 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
             return -1;
     }
     if (o.size >= 0 && sl_put_size(s.p) != (uint64_t)o.size) {
+        uint64_t got = sl_put_size(s.p);
         sl_put_abort(s.p);
         if (s.op)
             sl_opipe_close(s.op, true);
         return sl_errf(err, SL_EUNAVAIL, "remote: %s/%.*s: the remote sent %llu bytes of %lld; nothing was cached, "
-                       "retry", rm.desc, (int)SL_MIN(nlen, 300), name, (unsigned long long)sl_put_size(s.p),
-                       (long long)o.size);
+                       "retry", rm.desc, (int)SL_MIN(nlen, 300), name, (unsigned long long)got, (long long)o.size);
     }
     struct sl_kv *kv = NULL;
     int nkv = 0;
@@ -280,6 +280,9 @@ static void *tee_main(void *arg)
     if (t->f)
         inflight_end(t->f);
     pthread_mutex_lock(&t->mu);
+    if (rc < 0 && t->state == TEE_ANSWERED) /* the client saw a cut answer; say why here */
+        sl_logw("cold GET of %s://%s/%.*s failed after its answer began: %s", sl_provider_scheme(t->b.provider),
+                t->b.name, (int)SL_MIN(t->nlen, 200), t->name, err.msg);
     t->rc = rc;
     t->err = err;
     if (t->state == TEE_RUNNING)

@@ -299,6 +299,28 @@ class BackendTest(unittest.TestCase):
         r = self.s.post(self.url + "/v1/buckets/nopf", json={"action": "prefetch-listrange", "value": {}}, timeout=60)
         self.assertEqual(r.status_code, 400, r.text)
 
+    def test_put_checksum_and_delete_listrange(self):
+        """A write-through PUT whose Ais-Checksum-Value does not match its body reaches neither the remote nor
+        the cluster; delete-listrange on a remote-backed bucket deletes at the remote too."""
+        self.rs3.put_object(Bucket="origin", Key="ck/x", Body=b"original")
+        r = self.s.put(self.url + "/v1/objects/cache/ck/x", data=b"new bytes", timeout=60,
+                       headers={"Ais-Checksum-Type": "md5", "Ais-Checksum-Value": "0" * 32})
+        self.assertGreaterEqual(r.status_code, 400, r.text)
+        self.assertIn("nothing was stored", r.text)
+        self.assertEqual(self.rs3.get_object(Bucket="origin", Key="ck/x")["Body"].read(), b"original")
+        for n in ("dl/1", "dl/2", "dl/3"):
+            self.rs3.put_object(Bucket="origin", Key=n, Body=n.encode())
+        self.assertEqual(self.get("cache", "dl/1").content, b"dl/1")
+        r = self.s.delete(self.url + "/v1/buckets/cache", json={"action": "delete-listrange",
+                                                                "value": {"objnames": ["dl/1", "dl/2"]}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        for n in ("dl/1", "dl/2"):
+            with self.assertRaises(Exception):
+                self.rs3.head_object(Bucket="origin", Key=n)
+        self.assertFalse(self.cached("cache", "dl/1"))
+        self.assertEqual(self.rs3.get_object(Bucket="origin", Key="dl/3")["Body"].read(), b"dl/3")
+
     def test_y_rebalance_does_not_write_through(self):
         """A target joins: rebalance moves cached copies between targets without writing them to the remote
         (objects changed at the remote in the meantime keep their new content there), and every object still
