@@ -394,14 +394,6 @@ static int lsr_add(void *ctx, const char *name, size_t len, const struct sl_back
     return 0;
 }
 
-static int ent_cmp(const void *a, const void *b)
-{
-    const struct sl_lsent *x = a, *y = b;
-    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
-    int c = memcmp(x->name, y->name, n);
-    return c ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
-}
-
 static void list_remote(struct sl_req *r, void *arg)
 {
     struct lsr *a = arg;
@@ -412,7 +404,7 @@ static void list_remote(struct sl_req *r, void *arg)
     int max = a->m.pagesize > 0 && a->m.pagesize < 1000 ? a->m.pagesize : 1000;
     if (sl_backend_list_page(&a->b, a->m.prefix, a->m.token, max, lsr_add, &pg, next, sizeof(next), &err) < 0)
         goto fail;
-    qsort(pg.ents, (size_t)pg.n, sizeof(*pg.ents), ent_cmp); /* S3 lists in byte order already */
+    qsort(pg.ents, (size_t)pg.n, sizeof(*pg.ents), sl_lsent_cmp); /* S3 lists in byte order already */
     if (pg.n) {
         /* which of these the cluster holds: its names from just before the
          * first to the last of the page */
@@ -437,10 +429,10 @@ static void list_remote(struct sl_req *r, void *arg)
             }
             bool past = false;
             for (int i = 0; i < lp.n; i++) {
-                struct sl_lsent *hit = bsearch(&lp.ents[i], pg.ents, (size_t)pg.n, sizeof(*pg.ents), ent_cmp);
+                struct sl_lsent *hit = bsearch(&lp.ents[i], pg.ents, (size_t)pg.n, sizeof(*pg.ents), sl_lsent_cmp);
                 if (hit)
                     hit->flags |= SL_ENT_CACHED;
-                if (ent_cmp(&lp.ents[i], last) >= 0)
+                if (sl_lsent_cmp(&lp.ents[i], last) >= 0)
                     past = true;
             }
             bool more = lp.token && *lp.token && !past;

@@ -192,6 +192,12 @@ static int name_cmp(const char *a, size_t an, const char *b, size_t bn)
     return an < bn ? -1 : an > bn ? 1 : 0;
 }
 
+int sl_lsent_cmp(const void *a, const void *b)
+{
+    const struct sl_lsent *x = a, *y = b;
+    return name_cmp(x->name, x->nlen, y->name, y->nlen);
+}
+
 static char *custom_str(const struct sl_objmd *md)
 {
     if (!md->ncustom)

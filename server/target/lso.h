@@ -109,6 +109,9 @@ void sl_lspage_free(struct sl_lspage *p);
  * malloc'd and become p's. The pointer is valid until the next
  * sl_lspage_add (which may move the array) or sl_lspage_free. */
 struct sl_lsent *sl_lspage_add(struct sl_lspage *p);
+/* Byte order of two entries' names (shorter first on a tie): the order of
+ * every page; for qsort and bsearch over struct sl_lsent. */
+int sl_lsent_cmp(const void *a, const void *b);
 
 /* Merge several sorted pages into one page of at most pagesize entries
  * (duplicates by name collapse); sets token to the last name when more may
