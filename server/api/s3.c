@@ -888,13 +888,7 @@ out:
 
 static void delete_objects_body(struct sl_req *r)
 {
-    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
-        bck_free(r->ctx);
-        r->ctx = NULL;
-        return;
-    }
-    sl_req_offload(r, delete_objects, bck_free, r->ctx);
-    r->ctx = NULL;
+    s3_body_offload(r, delete_objects, bck_free);
 }
 
 /* ---- PUT ?versioning ----
@@ -939,13 +933,7 @@ static void put_versioning(struct sl_req *r, void *arg)
 
 static void put_versioning_body(struct sl_req *r)
 {
-    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
-        bck_free(r->ctx);
-        r->ctx = NULL;
-        return;
-    }
-    sl_req_offload(r, put_versioning, bck_free, r->ctx);
-    r->ctx = NULL;
+    s3_body_offload(r, put_versioning, bck_free);
 }
 
 /* ---- dispatch ---- */

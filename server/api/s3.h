@@ -36,6 +36,10 @@ int s3_auth(struct sl_req *r, struct s3auth *au);
  * (x-amz-content-sha256 when a hash, Content-MD5, x-amz-checksum-*). 0, or
  * -1 answered (s3sum.c). */
 int s3_body_check(struct sl_req *r, const void *body, size_t n);
+/* From a body-done callback: the body read whole (r->body) checked as
+ * above, then fn(r, r->ctx) on a pool thread; the job (r->ctx) goes to fn,
+ * or to cancel (also when the check answered). r->ctx is NULL after. */
+void s3_body_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *));
 
 /* x-amz-checksum-ALG, streamed (s3sum.c) */
 enum { XC_NONE = 0, XC_CRC32, XC_CRC32C, XC_SHA1, XC_SHA256, XC_CRC64NVME };

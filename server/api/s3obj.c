@@ -1312,6 +1312,20 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
 
 /* ---- multipart ---- */
 
+/* "<ROOT xmlns=...><Bucket>B</Bucket><Key>K</Key><UploadId>ID</UploadId>": how the
+ * answers about one multipart upload begin. */
+static void upload_xml_head(struct sl_buf *x, const char *root, const struct sl_bck *b, const struct s3req *q,
+                            const char *id)
+{
+    sl_buf_printf(x, "<%s xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>", root);
+    s3_xml_esc(x, b->name, strlen(b->name));
+    sl_buf_adds(x, "</Bucket><Key>");
+    s3_xml_esc(x, q->key, q->klen);
+    sl_buf_adds(x, "</Key><UploadId>");
+    s3_xml_esc(x, id, strlen(id));
+    sl_buf_adds(x, "</UploadId>");
+}
+
 static void create_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
 {
     char id[80];
@@ -1346,13 +1360,8 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
     pthread_mutex_unlock(&up_mu);
     struct sl_buf x;
     sl_buf_init(&x);
-    sl_buf_adds(&x, "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
-    s3_xml_esc(&x, b->name, strlen(b->name));
-    sl_buf_adds(&x, "</Bucket><Key>");
-    s3_xml_esc(&x, q->key, q->klen);
-    sl_buf_adds(&x, "</Key><UploadId>");
-    s3_xml_esc(&x, id, strlen(id));
-    sl_buf_adds(&x, "</UploadId></InitiateMultipartUploadResult>");
+    upload_xml_head(&x, "InitiateMultipartUploadResult", b, q, id);
+    sl_buf_adds(&x, "</InitiateMultipartUploadResult>");
     s3_xml(r, 200, &x);
 }
 
@@ -1645,13 +1654,7 @@ static void cpl_cancel(void *arg)
 
 static void complete_body(struct sl_req *r)
 {
-    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0) {
-        cpl_cancel(r->ctx);
-        r->ctx = NULL;
-        return;
-    }
-    sl_req_offload(r, complete_run, cpl_cancel, r->ctx);
-    r->ctx = NULL;
+    s3_body_offload(r, complete_run, cpl_cancel);
 }
 
 static void complete_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id)
@@ -1704,13 +1707,8 @@ static void list_parts(struct sl_req *r, const struct s3req *q, const struct sl_
         qsort(up->parts, (size_t)up->nparts, sizeof(*up->parts), part_cmp_no);
     struct sl_buf x;
     sl_buf_init(&x);
-    sl_buf_adds(&x, "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
-    s3_xml_esc(&x, b->name, strlen(b->name));
-    sl_buf_adds(&x, "</Bucket><Key>");
-    s3_xml_esc(&x, q->key, q->klen);
-    sl_buf_adds(&x, "</Key><UploadId>");
-    s3_xml_esc(&x, id, strlen(id));
-    sl_buf_adds(&x, "</UploadId><Initiator><ID>shale</ID><DisplayName>shale</DisplayName></Initiator>"
+    upload_xml_head(&x, "ListPartsResult", b, q, id);
+    sl_buf_adds(&x, "<Initiator><ID>shale</ID><DisplayName>shale</DisplayName></Initiator>"
                     "<Owner><ID>shale</ID><DisplayName>shale</DisplayName></Owner><StorageClass>STANDARD"
                     "</StorageClass>");
     sl_buf_printf(&x, "<PartNumberMarker>%ld</PartNumberMarker><MaxParts>%ld</MaxParts>", marker, maxp);

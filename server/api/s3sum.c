@@ -129,6 +129,16 @@ void s3_xc_free(struct s3xc *x)
     x->md = NULL;
 }
 
+void s3_body_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *))
+{
+    void *job = r->ctx;
+    r->ctx = NULL;
+    if (s3_body_check(r, r->body.p ? r->body.p : "", r->body.len) < 0)
+        cancel(job);
+    else
+        sl_req_offload(r, fn, cancel, job);
+}
+
 /* A whole body against every integrity header it came with. 0, or -1
  * answered (400 InvalidDigest, BadDigest, XAmzContentSHA256Mismatch). */
 int s3_body_check(struct sl_req *r, const void *body, size_t n)
