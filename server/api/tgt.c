@@ -205,11 +205,23 @@ static bool renamed_bounce(struct sl_req *r, const struct sl_err *err)
     return redirect_to_owner(r, to, name, nlen, "");
 }
 
+/* A remote-backed bucket's object, handed to a pool thread */
 struct cold {
     struct sl_bck b;
     char *name;
     size_t nlen;
 };
+
+/* Work on object name of b for a pool thread (cold_free frees it). */
+static struct cold *cold_new(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct cold *c = sl_xcalloc(1, sizeof(*c));
+    sl_bck_copy(&c->b, b);
+    c->name = sl_xstrndup(name, nlen);
+    c->nlen = nlen;
+    return c;
+}
+
 static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, size_t nlen, int fd,
                   struct sl_objmd *mdp);
 static void cold_get(struct sl_req *r, void *arg);
@@ -241,11 +253,7 @@ static void obj_get(struct sl_req *r)
         (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
         if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
             /* cold GET (not for a neighbour's get-from-neighbour): off the HTTP thread */
-            struct cold *c = sl_xcalloc(1, sizeof(*c));
-            sl_bck_copy(&c->b, &b);
-            c->name = sl_xstrndup(name, nlen);
-            c->nlen = nlen;
-            sl_req_offload(r, cold_get, cold_free, c);
+            sl_req_offload(r, cold_get, cold_free, cold_new(&b, name, nlen));
         } else if (!renaming_redirect(r, &b, name, nlen, &err)) {
             sl_resp_err(r, &err);
         }
@@ -257,11 +265,7 @@ static void obj_get(struct sl_req *r)
                                                            "validate_warm_get")))) {
         close(fd); /* compare with the remote first, off the HTTP thread */
         sl_objmd_free(&md);
-        struct cold *c = sl_xcalloc(1, sizeof(*c));
-        sl_bck_copy(&c->b, &b);
-        c->name = sl_xstrndup(name, nlen);
-        c->nlen = nlen;
-        sl_req_offload(r, warm_check, cold_free, c);
+        sl_req_offload(r, warm_check, cold_free, cold_new(&b, name, nlen));
         sl_bck_release(&b);
         return;
     }
@@ -455,11 +459,7 @@ static void obj_head(struct sl_req *r)
         rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
     if (rc == 0 && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
         /* not held here: ask the remote, off the HTTP thread */
-        struct cold *c = sl_xcalloc(1, sizeof(*c));
-        sl_bck_copy(&c->b, &b);
-        c->name = sl_xstrndup(name, nlen);
-        c->nlen = nlen;
-        sl_req_offload(r, cold_head, cold_free, c);
+        sl_req_offload(r, cold_head, cold_free, cold_new(&b, name, nlen));
         sl_bck_release(&b);
         return;
     }
@@ -1018,21 +1018,13 @@ static void delete_done(struct sl_req *r)
         else
             sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "evict-listrange") && sl_bck_remote(&b)) { /* off the HTTP thread */
-        struct cold *c = sl_xcalloc(1, sizeof(*c));
-        sl_bck_copy(&c->b, &b);
-        c->name = sl_xstrndup(name, nlen);
-        c->nlen = nlen;
-        sl_req_offload(r, evict_one, cold_free, c);
+        sl_req_offload(r, evict_one, cold_free, cold_new(&b, name, nlen));
     } else if (!strcmp(m.action, "evict-listrange")) {
         sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
                      "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
                      r->path, sl_provider_scheme(b.provider), b.name);
     } else if (!m.action[0] && sl_bck_remote(&b)) { /* at the remote, then here: off the HTTP thread */
-        struct cold *c = sl_xcalloc(1, sizeof(*c));
-        sl_bck_copy(&c->b, &b);
-        c->name = sl_xstrndup(name, nlen);
-        c->nlen = nlen;
-        sl_req_offload(r, delete_remote, cold_free, c);
+        sl_req_offload(r, delete_remote, cold_free, cold_new(&b, name, nlen));
     } else if (m.action[0]) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
                      "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);
