@@ -30,7 +30,7 @@ import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cluster_bench import cli, free_range, put_many  # noqa: E402
+from cluster_bench import cli, put_many, start_playground  # noqa: E402
 
 AK, SK = "bench", "bench-secret-value"
 
@@ -55,21 +55,15 @@ def main():
     if a.quick:
         a.mib, a.rounds, a.objects = 128, 1, 1000
     work = tempfile.mkdtemp(prefix="shale-backendbench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    rb, lb = free_range(8), free_range(8)
-    rurl, lurl = "http://127.0.0.1:%d" % rb, "http://127.0.0.1:%d" % lb
     creds = os.path.join(work, "credentials")
     with open(creds, "w") as f:
         f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (AK, SK))
-    renv = dict(os.environ, AIS_ENDPOINT=rurl)
-    lenv = dict(os.environ, AIS_ENDPOINT=lurl, AWS_SHARED_CREDENTIALS_FILE=creds, AWS_ACCESS_KEY_ID="",
-                AWS_SECRET_ACCESS_KEY="", AWS_PROFILE="", S3_ENDPOINT="")
-    rpg, lpg = os.path.join(work, "remote"), os.path.join(work, "local")
-    cli(renv, "playground", "start", "--dir", rpg, "--port", str(rb), "--proxies", "1", "--targets", "1")
-    cli(lenv, "playground", "start", "--dir", lpg, "--port", str(lb), "--proxies", "1", "--targets", "2")
+    rurl, renv, rpg = start_playground(work, "remote", 1, 1)
+    lurl, lenv, lpg = start_playground(work, "local", 1, 2, extra_env={
+        "AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+        "AWS_PROFILE": "", "S3_ENDPOINT": ""})
     res, pre, same = [], [], False
     try:
-        for u in (rurl, lurl):
-            requests.put(u + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
         big = os.path.join(work, "big.bin")
         with open(big, "wb") as f:
             for _ in range(a.mib):

@@ -57,6 +57,19 @@ def cli(env, *args):
     return p.stdout
 
 
+def start_playground(work, name, proxies, targets, nports=8, extra_env=None):
+    """a playground in work/name on free ports, logging warnings only (info lines per request would skew the
+    figures): (gateway url, the CLI's environment, its directory)"""
+    base = free_range(nports)
+    url = "http://127.0.0.1:%d" % base
+    env = dict(os.environ, AIS_ENDPOINT=url, **(extra_env or {}))
+    pg = os.path.join(work, name)
+    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", str(proxies), "--targets",
+        str(targets))
+    requests.put(url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+    return url, env, pg
+
+
 def build_loadgen(work):
     exe = os.path.join(work, "loadgen")
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libcurl"], capture_output=True,
@@ -123,13 +136,7 @@ def main():
         a.small, a.large, a.large_size, a.duration, a.rounds = 5000, 100, 1 << 20, 3, 1
     work = tempfile.mkdtemp(prefix="shale-cbench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
     exe = build_loadgen(work)
-    base = free_range(12)
-    url = "http://127.0.0.1:%d" % base
-    env = dict(os.environ, AIS_ENDPOINT=url)
-    pg = os.path.join(work, "pg")
-    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "3")
-    # quiet logs: info lines per request would skew the figures
-    requests.put(url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+    url, env, pg = start_playground(work, "pg", 1, 3, nports=12)
     res = {}
     try:
         cli(env, "bucket", "create", "ais://g1k")

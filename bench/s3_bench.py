@@ -27,7 +27,7 @@ import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cluster_bench import build_loadgen, cli, free_range, load, put_many  # noqa: E402
+from cluster_bench import build_loadgen, cli, load, put_many, start_playground  # noqa: E402
 
 AWS = "/usr/bin/aws"
 
@@ -97,12 +97,7 @@ def main():
         a.duration, a.rounds, a.big_mib = 2, 1, 128
     work = tempfile.mkdtemp(prefix="shale-s3bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
     exe = build_loadgen(work)
-    base = free_range(8)
-    url = "http://127.0.0.1:%d" % base
-    env = dict(os.environ, AIS_ENDPOINT=url)
-    pg = os.path.join(work, "pg")
-    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "2")
-    requests.put(url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+    url, env, pg = start_playground(work, "pg", 1, 2)
     aenv = dict(os.environ, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret",
                 AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=os.path.join(work, "awsconfig"),
                 AWS_SHARED_CREDENTIALS_FILE=os.path.join(work, "awscreds"))
