@@ -263,14 +263,13 @@ static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
         if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"')
             v++, vl -= 2;
         snprintf(c->o->etag, sizeof(c->o->etag), "%.*s", (int)vl, v);
-    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) && strcmp(c->method, "GET")) {
+    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) &&
+               (strcmp(c->method, "GET") || (c->off == 0 && c->n < 0))) { /* a range's is not the object's */
         c->o->size = strtoll(v, NULL, 10);
     } else if (kl == 13 && !strncasecmp(buf, "Content-Range", 13)) {
         const char *sl = memchr(v, '/', vl);
         if (sl && sl[1] != '*')
             c->o->size = strtoll(sl + 1, NULL, 10);
-    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) && c->off == 0 && c->n < 0) {
-        c->o->size = strtoll(v, NULL, 10);
     } else if (kl == 16 && !strncasecmp(buf, "x-amz-version-id", 16)) {
         snprintf(c->o->version, sizeof(c->o->version), "%.*s", (int)vl, v);
     } else if (kl == 13 && !strncasecmp(buf, "Last-Modified", 13)) {
