@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -480,22 +481,31 @@ long long opt_int(const struct opts *o, const char *name, long long dflt)
 
 /* ---- endpoint / HTTP ---- */
 
+/* (first called from many download threads at once: set under a lock) */
+static pthread_mutex_t endpoint_mu = PTHREAD_MUTEX_INITIALIZER;
+
 const char *cli_endpoint(void)
 {
+    pthread_mutex_lock(&endpoint_mu);
     if (!endpoint) {
         const char *e = getenv("AIS_ENDPOINT");
-        endpoint = sl_xstrdup(e && *e ? e : "http://localhost:8080");
-        size_t n = strlen(endpoint);
-        while (n && endpoint[n - 1] == '/')
-            endpoint[--n] = 0;
+        char *ep = sl_xstrdup(e && *e ? e : "http://localhost:8080");
+        size_t n = strlen(ep);
+        while (n && ep[n - 1] == '/')
+            ep[--n] = 0;
+        endpoint = ep;
     }
-    return endpoint;
+    const char *r = endpoint;
+    pthread_mutex_unlock(&endpoint_mu);
+    return r;
 }
 
 void cli_set_endpoint(const char *url)
 {
+    pthread_mutex_lock(&endpoint_mu);
     free(endpoint);
     endpoint = sl_xstrdup(url);
+    pthread_mutex_unlock(&endpoint_mu);
 }
 
 static size_t wr_buf(char *p, size_t sz, size_t n, void *ud)
