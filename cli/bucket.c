@@ -92,7 +92,8 @@ static int bucket_create(struct opts *o)
             }
         }
         struct cli_resp r;
-        char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+        char *pq = sl_xasprintf("/v1/buckets/%s%s%s", u.bucket, uri_query(&u),
+                                opt_bool(o, "skip-lookup") ? "&dont_head_remote_bck=true" : "");
         cli_act("POST", pq, "create-bck", "", props, &r);
         free(pq);
         if (r.status != 200) {
@@ -140,7 +141,7 @@ static int bucket_rm(struct opts *o)
 static int list_buckets(struct opts *o)
 {
     struct cli_resp r;
-    cli_req("GET", "/v1/buckets?provider=ais", NULL, NULL, 0, &r);
+    cli_req("GET", "/v1/buckets", NULL, NULL, 0, &r); /* every provider's */
     if (r.status != 200) {
         int rc = cli_fail(&r, "list buckets");
         cli_resp_free(&r);
@@ -643,6 +644,8 @@ int cmd_bucket(int argc, char **argv)
         return cli_cp("bucket cp", argc - 1, argv + 1);
     if (!strcmp(verb, "mv"))
         return bucket_mv(argc - 1, argv + 1);
+    if (!strcmp(verb, "evict"))
+        return cmd_evict(argc - 1, argv + 1);
     if (!strcmp(verb, "summary")) {
         struct uri u;
         if (cli_opts(&o, "bucket summary", argc - 1, argv + 1) < 0)
@@ -665,7 +668,7 @@ int cmd_bucket(int argc, char **argv)
             return 1;
         return i == 0 ? bucket_create(&o) : i == 1 ? bucket_rm(&o) : bucket_props(&o);
     }
-    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary, cp)\n", verb);
+    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary, cp, mv, evict)\n", verb);
     return 1;
 }
 

@@ -55,13 +55,18 @@ static const unsigned common_bits[SL_ARRAY_SIZE(common_flags)] = { CF_JSON, CF_N
 
 static const struct cli_cmd cmds[] = {
     /* ---- buckets ---- */
-    { "bucket", "bucket create|ls|rm|props|summary|cp|mv ...",
+    { "bucket", "bucket create|ls|rm|evict|props|summary|cp|mv ...",
       "Create, list, copy, rename, summarize and destroy buckets, and show or set their properties.", NOF, 0, -1,
       { "bucket create ais://imgs", "bucket cp ais://imgs ais://imgs-copy --wait" }, NULL },
-    { "bucket create", "bucket create ais://BUCKET [ais://BUCKET ...] [FLAGS]", "Create one or more ais:// buckets.",
+    { "bucket create", "bucket create ais://BUCKET|s3://BUCKET [...] [FLAGS]",
+      "Create ais:// buckets, or add remote s3:// buckets to the cluster (the remote must have them, unless "
+      "--skip-lookup).",
       F({ "--props 'k=v ...'|JSON", "properties of the new buckets, as key=value pairs or a JSON object", "none" },
-        { "--ignore-error", "a bucket that exists already is not an error", "false" }),
-      0, -1, { "bucket create ais://imgs", "bucket create ais://sums --props 'checksum.type=md5'" }, NULL },
+        { "--ignore-error", "a bucket that exists already is not an error", "false" },
+        { "--skip-lookup", "s3://: add the bucket without asking the remote whether it exists", "false" }),
+      0, -1, { "bucket create ais://imgs", "bucket create s3://data --skip-lookup --props "
+                                          "'extra.aws.endpoint=http://127.0.0.1:9000'" }, NULL },
+    { "bucket evict", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "evict" },
     { "bucket rm", "bucket rm ais://BUCKET [ais://BUCKET ...] [--ignore-error]",
       "Destroy buckets and every object in them.",
       F({ "--ignore-error", "a bucket that does not exist is not an error", "false" }), 0, -1,
@@ -166,6 +171,14 @@ static const struct cli_cmd cmds[] = {
       F({ "--nr", "with --prefix: do not descend into virtual directories", "false" },
         { "--cont-on-err", "skip objects that are missing instead of failing", "false" }),
       CF_SEL | CF_YES, -1, { "rmo ais://imgs/cat.jpg", "rmo ais://imgs --template 'tmp-{0..99}'" }, NULL },
+    { "prefetch", "prefetch s3://BUCKET[/TEMPLATE] [--list 'A,B' | --template 'T' | --prefix P]",
+      "Fetch objects of a remote bucket (s3://, or ais:// with a backend_bck) into the cluster ahead of reading "
+      "them: one prefetch-listrange job on every target, waited for (no selection: every object).",
+      NOF, CF_SEL, 1, { "prefetch s3://data --prefix train/", "prefetch 's3://data/shard-{000..099}.tar'" }, NULL },
+    { "evict", "evict s3://BUCKET[/TEMPLATE] [--list 'A,B' | --template 'T' | --prefix P]",
+      "Drop the cluster's copies of a remote bucket's objects (the remote keeps them); with no selection, an s3:// "
+      "bucket is evicted whole: its copies and its entry in the cluster (the next access adds it again).",
+      NOF, CF_SEL, 1, { "evict s3://data --prefix train/", "evict s3://data" }, NULL },
     /* ---- cluster views ---- */
     { "show", "show cluster|job|storage ...", "Show the cluster, its jobs and its storage.", NOF, 0, -1,
       { "show cluster", "show job --all" }, NULL },

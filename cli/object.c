@@ -888,9 +888,12 @@ static int object_show(struct opts *o)
     return rc;
 }
 
-/* rmo by --list, --template (or a brace range in the name), --prefix: one
- * delete-listrange job on every target, waited for */
-static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
+/* A list-range job on the objects --list, --template (or a brace range in
+ * the name) or --prefix select (none: every object): delete-listrange for
+ * rmo, prefetch-listrange, evict-listrange; one job on every target,
+ * waited for. did: "Deleted", "Prefetched", "Evicted". */
+static int listrange_job(struct opts *o, const struct uri *u, const char *tmpl, const char *method,
+                         const char *action, const char *cmd, const char *did)
 {
     json_t *v = json_object();
     const char *list = opt_str(o, "list"), *prefix = opt_str(o, "prefix");
@@ -904,16 +907,72 @@ static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
     if (opt_bool(o, "cont-on-err"))
         json_object_set_new(v, "coer", json_true());
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
-    char *id = cli_act_id("DELETE", pq, "delete-listrange", v, "rmo");
+    char *id = cli_act_id(method, pq, action, v, cmd);
     free(pq);
     if (!id)
         return 1;
     int rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
     if (rc == 0)
-        printf("Deleted %s from %s://%s (job %s)\n", list ? "the listed objects" : tmpl ? tmpl : prefix[0] ? prefix
-               : "every object", sl_provider_scheme(u->provider), u->bucket, id);
+        printf("%s %s %s %s://%s (job %s)\n", did, list ? "the listed objects" : tmpl ? tmpl : prefix && prefix[0]
+               ? prefix : "every object", strcmp(action, "delete-listrange") ? "of" : "from",
+               sl_provider_scheme(u->provider), u->bucket, id);
     free(id);
     return rc;
+}
+
+static int rmo_many(struct opts *o, const struct uri *u, const char *tmpl)
+{
+    return listrange_job(o, u, tmpl, "DELETE", "delete-listrange", "rmo", "Deleted");
+}
+
+/* prefetch / evict: BUCKET[/TEMPLATE] with the selection flags. A remote
+ * bucket not yet known to the cluster is looked up first (a HEAD adds it,
+ * as any first access does). Evict of an s3:// bucket with no selection
+ * drops the copies and the bucket (evict-remote-bck). */
+static int remote_job(int argc, char **argv, const char *cmd)
+{
+    struct opts o;
+    bool evict = !strcmp(cmd, "evict");
+    if (cli_opts(&o, cmd, argc, argv) < 0)
+        return 1;
+    if (o.argc != 1)
+        return cli_usage(cmd);
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    const char *tmpl = opt_str(&o, "template") ? opt_str(&o, "template") : u.obj[0] ? u.obj : NULL;
+    bool all = !tmpl && !opt_str(&o, "list") && !opt_str(&o, "prefix");
+    int rc;
+    struct cli_resp r;
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+    if (evict && all && strcmp(u.provider, "ais")) {
+        cli_act("DELETE", pq, "evict-remote-bck", "", NULL, &r);
+        rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
+        if (!rc)
+            printf("Evicted %s://%s: its copies here are gone, the remote bucket is as it was\n",
+                   sl_provider_scheme(u.provider), u.bucket);
+        cli_resp_free(&r);
+    } else {
+        cli_req("HEAD", pq, NULL, NULL, 0, &r);
+        rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        if (!rc)
+            rc = listrange_job(&o, &u, tmpl, evict ? "DELETE" : "POST", evict ? "evict-listrange" : "prefetch-listrange",
+                               cmd, evict ? "Evicted" : "Prefetched");
+    }
+    free(pq);
+    uri_free(&u);
+    return rc;
+}
+
+int cmd_prefetch(int argc, char **argv)
+{
+    return remote_job(argc, argv, "prefetch");
+}
+
+int cmd_evict(int argc, char **argv)
+{
+    return remote_job(argc, argv, "evict");
 }
 
 int cmd_rmo(int argc, char **argv)

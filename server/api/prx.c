@@ -34,57 +34,56 @@ static char *bucket_from_path(struct sl_req *r)
 
 /* ---- create / destroy ---- */
 
-struct create_arg {
-    const char *name;
+/* A BMD edit on prov://name (prov normalised: "ais", "aws") */
+struct bck_arg {
+    const char *prov, *name;
     json_t *props;
+    bool reset;
 };
 
 static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
-    struct create_arg *ca = arg;
-    if (sl_bmd_find(b, "ais", ca->name))
-        return sl_errf(err, SL_EBCKEXIST, "bucket \"ais://%s\" already exists", ca->name);
-    const struct sl_bck *k = sl_bmd_add(b, "ais", ca->name, ca->props, err);
+    struct bck_arg *ca = arg;
+    if (sl_bmd_find(b, ca->prov, ca->name))
+        return sl_errf(err, SL_EBCKEXIST, "bucket \"%s://%s\" already exists", sl_provider_scheme(ca->prov),
+                       ca->name);
+    const struct sl_bck *k = sl_bmd_add(b, ca->prov, ca->name, ca->props, err);
     return k && sl_backend_check_props(k->props, err) == 0 ? 0 : -1;
 }
 
 static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
-    const char *name = arg;
-    const struct sl_bck *k = sl_bmd_find(b, "ais", name);
+    struct bck_arg *da = arg;
+    const struct sl_bck *k = sl_bmd_find(b, da->prov, da->name);
     if (!k)
-        return sl_errf(err, SL_ENOBCK, "bucket \"ais://%s\" does not exist", name);
+        return sl_errf(err, SL_ENOBCK, "bucket \"%s://%s\" does not exist", sl_provider_scheme(da->prov), da->name);
     const char *to = json_string_value(json_object_get(k->props, "renamed"));
     const char *from = json_string_value(json_object_get(k->props, "renaming_from"));
     if (to || from)
         return sl_errf(err, SL_EBUSY, "ais://%s is being renamed %s ais://%s: destroy it when the rename is done; "
-                       "nothing was destroyed", name, to ? "to" : "from", to ? to : from);
-    sl_bmd_remove(b, "ais", name);
+                       "nothing was destroyed", da->name, to ? "to" : "from", to ? to : from);
+    sl_bmd_remove(b, da->prov, da->name); /* the targets drop its data (sl_tgt_bmd_changed) */
     return 0;
 }
 
-struct props_arg {
-    const char *name;
-    json_t *partial;
-    bool reset;
-};
-
 static int edit_props(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
-    struct props_arg *pa = arg;
-    if (sl_bmd_set_props(b, "ais", pa->name, pa->partial, pa->reset, err) < 0)
+    struct bck_arg *pa = arg;
+    if (sl_bmd_set_props(b, pa->prov, pa->name, pa->props, pa->reset, err) < 0)
         return -1;
-    const struct sl_bck *k = sl_bmd_find(b, "ais", pa->name);
+    const struct sl_bck *k = sl_bmd_find(b, pa->prov, pa->name);
     return k ? sl_backend_check_props(k->props, err) : 0;
 }
 
-static int check_provider(struct sl_req *r, const char *name, struct sl_err *err)
+/* The request's provider, normalised into *prov: ais, or one with a
+ * backend plugin loaded here. */
+static int check_provider(struct sl_req *r, const char *name, const char **prov, struct sl_err *err)
 {
-    const char *prov = sl_req_query(r, "provider");
-    const char *p = sl_provider_norm(prov);
+    const char *q = sl_req_query(r, "provider");
+    const char *p = sl_provider_norm(q);
     if (!p)
-        return sl_errf(err, SL_EINVAL, "invalid provider \"%s\" (valid: ais, aws/s3, gcp/gs, azure/az, oci/oc)", prov);
-    if (strcmp(p, "ais"))
+        return sl_errf(err, SL_EINVAL, "invalid provider \"%s\" (valid: ais, aws/s3, gcp/gs, azure/az, oci/oc)", q);
+    if (strcmp(p, "ais") && !sl_backend_loaded(p))
         return sl_errf(err, SL_EUNSUPP,
                        "operation on %s bucket \"%s://%s\" is not supported: no %s backend is configured in this "
                        "cluster",
@@ -92,6 +91,7 @@ static int check_provider(struct sl_req *r, const char *name, struct sl_err *err
     const char *ns = sl_req_query(r, "namespace");
     if (ns && *ns && strcmp(ns, "@#") && strcmp(ns, "#"))
         return sl_errf(err, SL_EUNSUPP, "bucket namespace \"%s\" is not supported (only the global namespace)", ns);
+    *prov = p;
     return 0;
 }
 
@@ -100,9 +100,10 @@ enum { BMD_CREATE, BMD_DESTROY, BMD_PROPS };
 
 struct bmd_job {
     int kind;
+    const char *prov;   /* static: sl_provider_norm's */
     char *name;
     json_t *value;
-    bool reset;
+    bool reset, head_remote;
 };
 
 static void bmd_job_free(void *arg)
@@ -113,23 +114,42 @@ static void bmd_job_free(void *arg)
     free(j);
 }
 
+/* create-bck of s3://name: the remote must have the bucket (with the
+ * endpoint and credentials the props being set name) */
+static int head_remote(const struct bmd_job *j, struct sl_err *err)
+{
+    struct sl_bck probe;
+    memset(&probe, 0, sizeof(probe));
+    snprintf(probe.provider, sizeof(probe.provider), "%s", j->prov);
+    snprintf(probe.name, sizeof(probe.name), "%s", j->name);
+    probe.props = j->value;
+    if (sl_backend_head_bucket(&probe, err) == 0)
+        return 0;
+    char m[sizeof(err->msg)];
+    snprintf(m, sizeof(m), "%s", err->msg);
+    return sl_errf(err, err->code, "%s; nothing was created (to add the bucket without asking the remote, "
+                   "create it with --skip-lookup)", m);
+}
+
 static void bmd_run(struct sl_req *r, void *arg)
 {
     struct bmd_job *j = arg;
     struct sl_err err = { 0 };
+    struct bck_arg a = { j->prov, j->name, j->value, j->reset };
+    const char *sch = sl_provider_scheme(j->prov);
     int rc;
     if (j->kind == BMD_CREATE) {
-        struct create_arg ca = { j->name, j->value };
-        rc = sl_bmd_modify(edit_create, &ca, &err);
+        rc = j->head_remote ? head_remote(j, &err) : 0;
         if (rc == 0)
-            sl_logi("created bucket ais://%s", j->name);
+            rc = sl_bmd_modify(edit_create, &a, &err);
+        if (rc == 0)
+            sl_logi("created bucket %s://%s", sch, j->name);
     } else if (j->kind == BMD_DESTROY) {
-        rc = sl_bmd_modify(edit_destroy, j->name, &err);
+        rc = sl_bmd_modify(edit_destroy, &a, &err);
         if (rc == 0)
-            sl_logi("destroyed bucket ais://%s", j->name);
+            sl_logi("%s bucket %s://%s", strcmp(j->prov, "ais") ? "evicted" : "destroyed", sch, j->name);
     } else {
-        struct props_arg pa = { j->name, j->value, j->reset };
-        rc = sl_bmd_modify(edit_props, &pa, &err);
+        rc = sl_bmd_modify(edit_props, &a, &err);
     }
     if (rc < 0)
         sl_resp_err(r, &err);
@@ -138,14 +158,73 @@ static void bmd_run(struct sl_req *r, void *arg)
     bmd_job_free(j);
 }
 
-static void bmd_offload(struct sl_req *r, int kind, const char *name, const json_t *value, bool reset)
+static void bmd_offload(struct sl_req *r, int kind, const char *prov, const char *name, const json_t *value,
+                        bool reset)
 {
     struct bmd_job *j = sl_xcalloc(1, sizeof(*j));
     j->kind = kind;
+    j->prov = prov;
     j->name = sl_xstrdup(name);
     j->value = value ? json_deep_copy(value) : NULL;
     j->reset = reset;
+    /* AIStore's dont_head_remote_bck (CLI --skip-lookup) */
+    j->head_remote = kind == BMD_CREATE && strcmp(prov, "ais") && !sl_req_query_bool(r, "dont_head_remote_bck");
     sl_req_offload(r, bmd_run, bmd_job_free, j);
+}
+
+/* ---- first access to a remote bucket ---- */
+
+struct first_access {
+    const char *prov;
+    char *name;
+};
+
+static void first_access_free(void *arg)
+{
+    struct first_access *f = arg;
+    free(f->name);
+    free(f);
+}
+
+static void first_access_run(struct sl_req *r, void *arg)
+{
+    struct first_access *f = arg;
+    struct sl_err err = { 0 };
+    if (sl_bck_add_remote(f->prov, f->name, &err) < 0)
+        sl_resp_err(r, &err); /* else no answer: the request is routed again, and finds the bucket */
+    first_access_free(f);
+}
+
+bool sl_prx_first_access(struct sl_req *r)
+{
+    if (r->rerouted || (G.role != SL_ROLE_PROXY && G.role != SL_ROLE_STANDALONE))
+        return false;
+    const char *p = sl_provider_norm(sl_req_query(r, "provider"));
+    if (!p || !strcmp(p, "ais") || !sl_backend_loaded(p))
+        return false;
+    bool obj = sl_req_path_is(r, "/v1/objects");
+    if (!obj && !(sl_req_path_is(r, "/v1/buckets") && (r->method == SL_M_GET || r->method == SL_M_HEAD)))
+        return false; /* create, destroy, props: their handlers say what they say */
+    const char *s = r->path + strlen(obj ? "/v1/objects" : "/v1/buckets");
+    while (*s == '/')
+        s++;
+    size_t n = strcspn(s, "/");
+    if (!n || n > SL_MAX_BCKNAME)
+        return false;
+    char name[SL_MAX_BCKNAME + 1];
+    memcpy(name, s, n);
+    name[n] = 0;
+    struct sl_bmd *b = sl_bmd_get();
+    bool known = sl_bmd_find(b, p, name) != NULL;
+    sl_bmd_put(b);
+    struct sl_err err = { 0 };
+    if (known || sl_bck_name_valid(name, &err) < 0)
+        return false;
+    struct first_access *f = sl_xcalloc(1, sizeof(*f));
+    f->prov = p;
+    f->name = sl_xstrdup(name);
+    sl_req_offload_reroute(r, first_access_run, first_access_free, f);
+    return true;
 }
 
 static void post_bucket_done(struct sl_req *r)
@@ -158,13 +237,14 @@ static void post_bucket_done(struct sl_req *r)
         free(name);
         return;
     }
+    const char *prov = "ais";
     if (!strcmp(m.action, "create-bck")) {
-        if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0) {
+        if (check_provider(r, name, &prov, &err) < 0 || sl_bck_name_valid(name, &err) < 0) {
             sl_resp_err(r, &err);
         } else if (m.value && !json_is_object(m.value)) {
             sl_resp_errf(r, SL_EINVAL, "create-bck: \"value\" must be bucket properties (a JSON object) or null");
         } else {
-            bmd_offload(r, BMD_CREATE, name, m.value, false);
+            bmd_offload(r, BMD_CREATE, prov, name, m.value, false);
         }
     } else if (sl_modules_bucket_post(r, name, &m)) {
         /* handled by a job module (copy, etl, ...) */
@@ -189,19 +269,32 @@ static void delete_bucket_done(struct sl_req *r)
         free(name);
         return;
     }
+    const char *prov = "ais";
+    bool destroy = !strcmp(m.action, "destroy-bck"), evict = !strcmp(m.action, "evict-remote-bck");
     if (!m.action[0]) {
         /* a bare DELETE never destroys a bucket: AIStore's needs the action too */
         sl_resp_errf(r, SL_EINVAL, "DELETE /v1/buckets/%s: missing \"action\": send {\"action\": \"destroy-bck\"} to "
-                     "destroy the bucket and all its objects (valid: destroy-bck%s); nothing was done", name,
-                     sl_modules_delete_actions());
-    } else if (!strcmp(m.action, "destroy-bck")) {
-        if (check_provider(r, name, &err) < 0 || sl_bck_name_valid(name, &err) < 0)
+                     "destroy the bucket and all its objects (valid: destroy-bck, evict-remote-bck%s); nothing was "
+                     "done", name, sl_modules_delete_actions());
+    } else if (destroy || evict) {
+        if (check_provider(r, name, &prov, &err) < 0 || sl_bck_name_valid(name, &err) < 0)
             sl_resp_err(r, &err);
+        else if (destroy && strcmp(prov, "ais"))
+            sl_resp_errf(r, SL_EINVAL, "%s://%s is a remote bucket: this cluster never destroys it at the remote; "
+                         "evict-remote-bck (shale bucket evict %s://%s) drops this cluster's copies and forgets the "
+                         "bucket; nothing was done", sl_provider_scheme(prov), name, sl_provider_scheme(prov), name);
+        else if (evict && !strcmp(prov, "ais"))
+            sl_resp_errf(r, SL_EINVAL, "evict-remote-bck applies to remote buckets (s3://%s), not to ais://%s; "
+                         "nothing was done", name, name);
+        else if (evict && sl_req_query_bool(r, "keep_bck_md"))
+            sl_resp_errf(r, SL_EUNSUPP, "evict-remote-bck with keep_bck_md=true is not supported here: evict the "
+                         "objects with evict-listrange (shale evict %s://%s --prefix \"\") to keep the bucket and "
+                         "its props; nothing was done", sl_provider_scheme(prov), name);
         else
-            bmd_offload(r, BMD_DESTROY, name, NULL, false);
+            bmd_offload(r, BMD_DESTROY, prov, name, NULL, false);
     } else if (!sl_modules_bucket_delete(r, name, &m)) {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck%s)",
-                     m.action, name, sl_modules_delete_actions());
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck, "
+                     "evict-remote-bck%s)", m.action, name, sl_modules_delete_actions());
     }
     sl_actmsg_free(&m);
     free(name);
@@ -225,10 +318,11 @@ static void patch_bucket_done(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "set-bprops: \"value\" must be a JSON object of properties to set, e.g. "
                                    "{\"checksum\": {\"type\": \"md5\"}}");
     } else {
-        if (check_provider(r, name, &err) < 0)
+        const char *prov = "ais";
+        if (check_provider(r, name, &prov, &err) < 0)
             sl_resp_err(r, &err);
         else
-            bmd_offload(r, BMD_PROPS, name, m.value, reset);
+            bmd_offload(r, BMD_PROPS, prov, name, m.value, reset);
     }
     sl_actmsg_free(&m);
     free(name);

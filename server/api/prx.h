@@ -11,6 +11,11 @@
 
 void sl_prx_buckets(struct sl_req *r);
 void sl_prx_cluster_get(struct sl_req *r);
+/* First access to a remote bucket (?provider=aws) the BMD does not have
+ * yet, on a gateway (or standalone): takes r, adds the bucket off the HTTP
+ * thread and routes r again (sl_req_offload_reroute). False: not such a
+ * request, route it as usual. */
+bool sl_prx_first_access(struct sl_req *r);
 
 
 #endif

@@ -142,6 +142,8 @@ void sl_route(struct sl_req *r)
         sl_s3_route(r);
     } else if (sl_req_path_is(r, "/v1/s3")) {
         sl_s3_admin(r);
+    } else if (sl_prx_first_access(r)) {
+        /* a remote bucket seen for the first time: added, then routed again */
     } else if (sl_req_path_is(r, "/v1/objects")) {
         sl_route_objects(r);
     } else if (sl_req_path_is(r, "/v1/buckets")) {

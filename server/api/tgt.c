@@ -225,6 +225,8 @@ static struct cold *cold_new(const struct sl_bck *b, const char *name, size_t nl
 static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, size_t nlen, int fd,
                   struct sl_objmd *mdp);
 static void cold_get(struct sl_req *r, void *arg);
+static bool held_here(const struct sl_bck *b, const char *name, size_t nlen);
+static void fetch_first(struct sl_req *r, void *arg);
 static void warm_check(struct sl_req *r, void *arg);
 static void cold_free(void *arg);
 
@@ -243,6 +245,14 @@ static void obj_get(struct sl_req *r)
     /* a transform (?etl_name=) belongs to its module; archive reads
      * (?archpath=, ?archregx=) are answered here */
     const struct sl_module *owner = sl_modules_get_owner(r);
+    if ((owner || sl_arch_wanted(r)) && sl_bck_remote(&b) && !r->rerouted && !sl_req_header(r, "Ais-No-Gfn") &&
+        !held_here(&b, name, nlen)) {
+        /* of an object only the remote has: fetched first (off the HTTP
+         * thread), then this GET is routed again and finds it here */
+        sl_req_offload_reroute(r, fetch_first, cold_free, cold_new(&b, name, nlen));
+        sl_bck_release(&b);
+        return;
+    }
     if (owner ? owner->obj_get(r, &b, name, nlen) : sl_arch_get(r, &b, name, nlen)) {
         sl_bck_release(&b);
         return;
@@ -340,6 +350,30 @@ static void cold_free(void *arg)
     sl_bck_release(&c->b);
     free(c->name);
     free(c);
+}
+
+static bool held_here(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_objmd md;
+    struct sl_err err = { 0 };
+    if (sl_obj_stat(b, name, nlen, &md, NULL, &err) != 1)
+        return false;
+    sl_objmd_free(&md);
+    return true;
+}
+
+/* A transform or archive read of an object only the remote has: fetch it
+ * into the store; no answer then, and the GET is routed again. */
+static void fetch_first(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    if (sl_backend_fetch(&c->b, c->name, c->nlen, &err) < 0) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
+        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
+    }
+    cold_free(c);
 }
 
 /* A GET of an object of a remote-backed bucket not held here: fetch it

@@ -29,6 +29,10 @@ int sl_bck_resolve(const char *name, const char *provider, const char *ns, struc
 /* Create ais://name if it does not exist (through the primary; here when
  * standalone), as a job does for its destination. 0, or -1 with err. */
 int sl_cluster_bck_create(const char *name, struct sl_err *err);
+/* First access to a remote bucket (s3://name) not in the BMD: HEAD it at
+ * the remote, then add it (through the primary) with default props. 0 also
+ * when it is known already. Blocks on the network: pool threads only. */
+int sl_bck_add_remote(const char *provider, const char *name, struct sl_err *err);
 /* This node owns object name of b under Smap s (HRW; always in standalone
  * mode). */
 bool sl_obj_owned_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen);

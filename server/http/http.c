@@ -301,7 +301,7 @@ static void offload_run(void *p)
         sl_resp_errf(r, SL_EUNAVAIL, "%s is shutting down; retry on another node or later", node_name);
     } else {
         o->fn(r, o->arg);
-        if (!r->responded)
+        if (!r->responded && !r->reroute)
             sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s produced no response", r->method_str, r->path);
     }
     free(o);
@@ -325,6 +325,19 @@ void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg
     __atomic_store_n(&r->offload, OFFLOAD_RUNNING, __ATOMIC_RELEASE);
     MHD_suspend_connection((struct MHD_Connection *)r->conn);
     sl_bg_submit(offload_run, o);
+}
+
+void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    if (r->rerouted) { /* never twice: fn did its work, the handler decides */
+        if (cancel)
+            cancel(arg);
+        sl_resp_errf(r, SL_EINTERNAL, "internal error: %s %s was to be routed a third time", r->method_str, r->path);
+        return;
+    }
+    r->reroute = true;
+    r->reroute_hdrs = r->in_headers;
+    sl_req_offload(r, fn, cancel, arg);
 }
 
 void sl_req_defer(struct sl_req *r)
@@ -596,6 +609,23 @@ static size_t req_header_size(struct sl_req *r, struct MHD_Connection *c, const 
     return n;
 }
 
+/* Route a request whose body is still to come (the first call). */
+static void route_at_headers(struct sl_req *r)
+{
+    r->in_headers = true;
+    router(r);
+    r->in_headers = false;
+    if (r->offload)
+        return;
+    if (!r->responded && r->body_mode == SL_BODY_BUFFER && r->content_length > 0 &&
+        (uint64_t)r->content_length > r->body_limit) {
+        sl_resp_errf(r, SL_ETOOBIG, "request body of %lld bytes exceeds the limit of %llu bytes for %s %s",
+                     (long long)r->content_length, (unsigned long long)r->body_limit, r->method_str, r->path);
+    }
+    if (!r->responded && r->body_mode == SL_BODY_NONE)
+        r->body_mode = SL_BODY_DISCARD;
+}
+
 static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -612,16 +642,29 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
     }
     if (ost == OFFLOAD_DONE) {
         r->offload = OFFLOAD_NONE;
-        struct MHD_Response *resp = r->pending;
-        r->pending = NULL;
-        if (resp) {
-            if (MHD_queue_response(c, (unsigned)r->pending_status, resp) != MHD_YES)
-                sl_logw("could not queue response %d for %s %s", r->pending_status, r->method_str,
-                        r->path ? r->path : r->raw_uri);
-            MHD_destroy_response(resp);
+        bool again = r->reroute && !r->responded;
+        r->reroute = false;
+        if (again) {
+            /* sl_req_offload_reroute: its work is done, route again */
+            r->rerouted = true;
+            if (r->reroute_hdrs) {
+                route_at_headers(r);     /* the body comes on the next calls */
+                sl_log_set_reqid(NULL);
+                return MHD_YES;
+            }
+            r->deferred = true;         /* bodiless: routed below, as on its final call */
+        } else {
+            struct MHD_Response *resp = r->pending;
+            r->pending = NULL;
+            if (resp) {
+                if (MHD_queue_response(c, (unsigned)r->pending_status, resp) != MHD_YES)
+                    sl_logw("could not queue response %d for %s %s", r->pending_status, r->method_str,
+                            r->path ? r->path : r->raw_uri);
+                MHD_destroy_response(resp);
+            }
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
         }
-        sl_log_set_reqid(NULL);
-        return MHD_YES;
     }
     if (!r->method_str) {
         r->method_str = method;
@@ -646,20 +689,7 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
             sl_log_set_reqid(NULL);
             return MHD_YES;
         }
-        r->in_headers = true;
-        router(r);
-        r->in_headers = false;
-        if (r->offload) {
-            sl_log_set_reqid(NULL);
-            return MHD_YES;
-        }
-        if (!r->responded && r->body_mode == SL_BODY_BUFFER && r->content_length > 0 &&
-            (uint64_t)r->content_length > r->body_limit) {
-            sl_resp_errf(r, SL_ETOOBIG, "request body of %lld bytes exceeds the limit of %llu bytes for %s %s",
-                         (long long)r->content_length, (unsigned long long)r->body_limit, r->method_str, r->path);
-        }
-        if (!r->responded && r->body_mode == SL_BODY_NONE)
-            r->body_mode = SL_BODY_DISCARD;
+        route_at_headers(r);
         sl_log_set_reqid(NULL);
         return MHD_YES;
     }

@@ -78,6 +78,9 @@ struct sl_req {
     int offload;                /* OFFLOAD_* in http.c, accessed atomically */
     void *pending;              /* struct MHD_Response produced off the HTTP thread */
     int pending_status;
+    bool reroute;               /* sl_req_offload_reroute: route again after fn (unless fn answered) */
+    bool reroute_hdrs;          /* ... from the headers call (the body is not read yet) */
+    bool rerouted;              /* routed a second time: no more reroutes */
 
     /* response */
     struct sl_hdr *hdrs;
@@ -172,6 +175,11 @@ void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
  * owns it (with cancel NULL, an arg that needs freeing leaks at shutdown). */
 typedef void (*sl_offload_fn)(struct sl_req *r, void *arg);
 void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+/* The same for work that must come before the request's handler (adding a
+ * remote bucket on first access): when fn gives no answer, the request is
+ * routed again, from the start and on an HTTP thread, once fn is done. A
+ * request is rerouted once at most (r->rerouted says it was). */
+void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 
 /* The answer comes from a thread of the handler's own (a forward to a
  * peer): sl_req_defer (HTTP thread, where a response is allowed) suspends

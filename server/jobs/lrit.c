@@ -44,6 +44,7 @@ struct lr {
     int kind;                   /* LR_* */
     char id[40];
     char bck[SL_MAX_BCKNAME + 1];
+    char prov[8];                   /* "ais", "aws" */
     json_t *names;              /* objnames, or NULL */
     char *tmpl;                 /* template, or NULL (with names NULL too: the whole bucket) */
     bool coer, non_recurs;
@@ -341,7 +342,7 @@ static int start_here(struct lr *l, struct sl_err *err)
 {
     struct run *u = sl_xcalloc(1, sizeof(*u));
     u->l = l;
-    if (sl_bck_resolve(l->bck, "ais", NULL, &u->b, err) < 0) {
+    if (sl_bck_resolve(l->bck, l->prov[0] ? l->prov : "ais", NULL, &u->b, err) < 0) {
         lr_free(l);
         free(u);
         return -1;
@@ -373,6 +374,7 @@ static void internal_start(struct sl_req *r)
         if (!strcmp(kind, lr_kinds[k]))
             l->kind = k;
     snprintf(l->bck, sizeof(l->bck), "%s", sl_json_str(j, "bck", ""));
+    snprintf(l->prov, sizeof(l->prov), "%s", sl_json_str(j, "provider", "ais"));
     json_decref(j);
     if (start_here(l, &err) < 0)
         sl_resp_err(r, &err);
@@ -405,8 +407,8 @@ static void start_run(struct sl_req *r, void *arg)
             sl_resp_text(r, 200, id);
         return;
     }
-    json_t *body = json_pack("{s:s,s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "kind", lr_kinds[l->kind], "msg",
-                             lr_json(l));
+    json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", l->id, "bck", l->bck, "provider", l->prov, "kind",
+                             lr_kinds[l->kind], "msg", lr_json(l));
     if (sl_tfan_start_job(0, "/v1/internal/lrit/start", body, lr_kinds[l->kind], l->id, &err) < 0)
         sl_resp_err(r, &err);
     else
@@ -429,6 +431,7 @@ static bool start_kind(struct sl_req *r, const char *bucket, struct sl_actmsg *m
     }
     bool remote = sl_bck_remote(&b);
     snprintf(l->bck, sizeof(l->bck), "%s", b.name);
+    snprintf(l->prov, sizeof(l->prov), "%s", b.provider);
     sl_bck_release(&b);
     if (kind != LR_DELETE && !remote) {
         lr_free(l);

@@ -517,6 +517,17 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
     json_t *bb = json_object_get(p, "backend_bck");
     const char *name = json_string_value(json_object_get(bb, "name"));
     const char *prov = json_string_value(json_object_get(bb, "provider"));
+    const char *own = json_string_value(json_object_get(p, "provider"));
+    const char *ep = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
+                                                       "endpoint"));
+    if (ep && *ep && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
+        return sl_errf(err, SL_EINVAL, "extra.aws.endpoint \"%s\" is not an http:// or https:// URL", ep);
+    if (own && strcmp(own, "ais")) { /* s3://b: its own remote */
+        if ((name && *name) || (prov && *prov))
+            return sl_errf(err, SL_EINVAL, "backend_bck: a %s:// bucket is a remote bucket itself; only ais:// "
+                           "buckets take a backend_bck; nothing was changed", sl_provider_scheme(own));
+        return 0;
+    }
     if (!name || !*name) {
         if (prov && *prov)
             return sl_errf(err, SL_EINVAL, "backend_bck: a provider (\"%s\") without a bucket name; set both, or "
@@ -535,13 +546,7 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
         return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" is not a remote provider (aws/s3)",
                        prov ? prov : "");
     json_object_set_new(bb, "provider", json_string(pn));
-    if (sl_bck_name_valid(name, err) < 0)
-        return -1;
-    const char *ep = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
-                                                       "endpoint"));
-    if (ep && *ep && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
-        return sl_errf(err, SL_EINVAL, "extra.aws.endpoint \"%s\" is not an http:// or https:// URL", ep);
-    return 0;
+    return sl_bck_name_valid(name, err) < 0 ? -1 : 0;
 }
 
 static void decode_bck(struct sl_bck *b)

@@ -672,10 +672,15 @@ static int collect_cb(void *arg, const struct sl_fmt_entry *e)
     return 0;
 }
 
-static const char *q_nonempty(struct sl_req *r, const char *k)
+static const char *q_nonempty(const struct sl_req *r, const char *k)
 {
     const char *v = sl_req_query(r, k);
     return v && *v ? v : NULL;
+}
+
+bool sl_arch_wanted(const struct sl_req *r)
+{
+    return q_nonempty(r, "archpath") || q_nonempty(r, "archmode") || sl_req_query_bool(r, "archindex");
 }
 
 bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
@@ -1221,7 +1226,7 @@ bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, siz
     sl_buf_free(&un);
     char rid[20];
     sl_rand_id(rid, 12);
-    snprintf(a->spool_path, sizeof(a->spool_path), "%s/@ais/%s/%%wk/spool-%s", mp->path, b->name, rid);
+    snprintf(a->spool_path, sizeof(a->spool_path), "%s/@%s/%s/%%wk/spool-%s", mp->path, b->provider, b->name, rid);
     sl_mkdir_parents(a->spool_path, 0755);
     a->spool_fd = open(a->spool_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (a->spool_fd < 0) {

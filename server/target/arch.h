@@ -39,6 +39,8 @@ void sl_arch_limits(struct sl_fmt_limits *lim);
 /* Target GET with archpath/archregx+archmode/archindex: true when handled.
  * Here and in sl_arch_put, b and name are borrowed for the call. */
 bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+/* r asks for an archive read (sl_arch_get would take it). */
+bool sl_arch_wanted(const struct sl_req *r);
 /* Target PUT with archpath (+ Ais-Pine): true when handled. */
 bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 

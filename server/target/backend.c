@@ -34,16 +34,21 @@ static const char *pstr(const json_t *o, const char *a, const char *b, const cha
 
 bool sl_bck_remote(const struct sl_bck *b)
 {
-    return b && b->props && *pstr(b->props, "backend_bck", "name", NULL);
+    return b && (strcmp(b->provider, "ais") || (b->props && *pstr(b->props, "backend_bck", "name", NULL)));
 }
 
 static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *err)
 {
     memset(rm, 0, sizeof(*rm));
-    const char *prov = pstr(b->props, "backend_bck", "provider", NULL);
-    const char *name = pstr(b->props, "backend_bck", "name", NULL);
+    /* s3://b is itself the remote; ais://b may have one behind it */
+    bool own = strcmp(b->provider, "ais") != 0;
+    const char *prov = own ? b->provider : pstr(b->props, "backend_bck", "provider", NULL);
+    const char *name = own ? b->name : pstr(b->props, "backend_bck", "name", NULL);
     snprintf(rm->desc, sizeof(rm->desc), "%s://%s", sl_provider_scheme(prov), name);
     rm->plug = sl_plug_backend(sl_arch_reg(), prov);
+    if (!rm->plug && own)
+        return sl_errf(err, SL_EUNAVAIL, "%s: this node has no backend plugin for provider \"%s\" "
+                       "(backend_s3.so in the plugin directory)", rm->desc, prov);
     if (!rm->plug)
         return sl_errf(err, SL_EUNAVAIL, "%s://%s is backed by %s, but this node has no backend plugin for provider "
                        "\"%s\" (backend_s3.so in the plugin directory)", sl_provider_scheme(b->provider), b->name,
@@ -68,6 +73,26 @@ static int remote_err(int rc, int status, const char *msg, struct sl_err *err)
     if (rc == SL_PLUG_EIO)
         return sl_errf(err, SL_EUNAVAIL, "remote: %s; retry when the remote is back", msg);
     return sl_errf(err, rc == SL_PLUG_EINVAL ? SL_EINVAL : SL_EINTERNAL, "remote: %s", msg);
+}
+
+bool sl_backend_loaded(const char *provider)
+{
+    return provider && sl_plug_backend(sl_arch_reg(), provider) != NULL;
+}
+
+int sl_backend_head_bucket(const struct sl_bck *b, struct sl_err *err)
+{
+    struct remote rm;
+    if (remote_of(b, &rm, err) < 0)
+        return -1;
+    char msg[1024] = "";
+    int status = 0;
+    int rc = rm.ops->head_bucket(sl_plug_state(rm.plug), &rm.rb, &status, msg, sizeof(msg));
+    if (rc == SL_PLUG_OK)
+        return 0;
+    if (rc == SL_PLUG_EREMOTE && status == 404)
+        return sl_errf(err, SL_ENOBCK, "remote bucket %s does not exist (remote: %s)", rm.desc, msg);
+    return remote_err(rc, status, msg, err);
 }
 
 int sl_backend_check_props(const json_t *props, struct sl_err *err)

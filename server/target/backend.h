@@ -24,8 +24,15 @@
 #include "md.h"
 #include "shale_plugin.h"
 
-/* b has a remote bucket behind it. */
+/* b has a remote bucket behind it: b is s3://NAME itself (provider aws,
+ * its own remote), or ais://NAME with backend_bck set. */
 bool sl_bck_remote(const struct sl_bck *b);
+/* A backend plugin for provider ("aws") is loaded here. */
+bool sl_backend_loaded(const char *provider);
+/* HEAD the remote bucket of b (b may be a stand-in built from a name and
+ * props, not yet in the BMD): 0, or -1 with SL_ENOBCK when the remote says
+ * it does not exist, or the remote's error. */
+int sl_backend_head_bucket(const struct sl_bck *b, struct sl_err *err);
 
 /* Check a backend_bck property before it is set: the provider has a
  * backend plugin loaded here. 0 ok (also when props set none). */

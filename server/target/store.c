@@ -32,7 +32,7 @@ struct sl_put {
     char *name;
     size_t nlen;
     struct sl_mpath *mp;
-    char *work_rel;          /* "@ais/b/%wk/xxxx" */
+    char *work_rel;          /* "@ais/b/%wk/xxxx" (@PROVIDER) */
     char *work_abs;
     int fd;
     uint64_t size;
@@ -232,16 +232,18 @@ static void hashed_fname(const char *name, size_t nlen, char out[72])
     sl_hex(d, SHA256_DIGEST_LENGTH, out + 2);
 }
 
-static void bdir(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *ct)
+/* A bucket's directory on a mountpath: @PROVIDER/NAME (AIStore's layout:
+ * ais://b and s3://b live apart), then the content type ("%ob/", "%wk"). */
+static void bdir(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *ct)
 {
     sl_buf_reset(out);
-    sl_buf_printf(out, "%s/@ais/%s/%s", mp->path, bucket, ct);
+    sl_buf_printf(out, "%s/@%s/%s/%s", mp->path, b->provider, b->name, ct);
 }
 
-void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *name, size_t nlen,
+void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
                 const char *fname)
 {
-    bdir(out, mp, bucket, "%ob/");
+    bdir(out, mp, b, "%ob/");
     if (fname && fname[0])
         sl_buf_adds(out, fname);
     else
@@ -478,13 +480,13 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     p->client_type = -1;
     char rid[24];
     sl_rand_id(rid, 16);
-    p->work_rel = sl_xasprintf("@ais/%s/%%wk/%s", b->name, rid);
+    p->work_rel = sl_xasprintf("@%s/%s/%%wk/%s", b->provider, b->name, rid);
     p->work_abs = sl_xasprintf("%s/%s", mp->path, p->work_rel);
     p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (p->fd < 0 && errno == ENOENT) {
         struct sl_buf d;
         sl_buf_init(&d);
-        bdir(&d, mp, b->name, "%wk");
+        bdir(&d, mp, b, "%wk");
         sl_mkdir_p(d.p, 0755);
         sl_buf_free(&d);
         p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -644,20 +646,20 @@ static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
     fname[0] = 0;
     if (needs_hash(p->name, p->nlen))
         hashed_fname(p->name, p->nlen, fname);
-    sl_obj_fqn(fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+    sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
     if (sl_mkdir_parents(fqn->p, 0755) < 0) {
         if (fname[0] || (errno != ENOTDIR && errno != EEXIST))
             return -1;
         /* "a/b" while an object "a" is a file: store under a hashed name */
         hashed_fname(p->name, p->nlen, fname);
-        sl_obj_fqn(fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+        sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
         return sl_mkdir_parents(fqn->p, 0755);
     }
     struct stat st;
     if (!fname[0] && stat(fqn->p, &st) == 0 && S_ISDIR(st.st_mode)) {
         /* "a" while objects "a/..." exist */
         hashed_fname(p->name, p->nlen, fname);
-        sl_obj_fqn(fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+        sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
     }
     return 0;
 }
@@ -756,7 +758,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
         int e = errno;
         if (!fname[0] && (e == EISDIR || e == ENOTDIR || e == ENOTEMPTY)) {
             hashed_fname(p->name, p->nlen, fname);
-            sl_obj_fqn(&fqn, p->mp, p->bck.name, p->name, p->nlen, fname);
+            sl_obj_fqn(&fqn, p->mp, &p->bck, p->name, p->nlen, fname);
             snprintf(md.fname, sizeof(md.fname), "%s", fname);
             if (rename(p->work_abs, fqn.p) == 0 &&
                 sl_md_commit(p->mp->md, ops, 1, true, err) == 0)
@@ -787,7 +789,7 @@ renamed:
     if (had == 1 && strcmp(old.fname, fname) != 0) {
         struct sl_buf ofq;
         sl_buf_init(&ofq);
-        sl_obj_fqn(&ofq, p->mp, p->bck.name, p->name, p->nlen, old.fname);
+        sl_obj_fqn(&ofq, p->mp, &p->bck, p->name, p->nlen, old.fname);
         unlink(ofq.p);
         sl_buf_free(&ofq);
     }
@@ -862,7 +864,7 @@ int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, 
     }
     struct sl_buf fqn;
     sl_buf_init(&fqn);
-    sl_obj_fqn(&fqn, mp, b->name, name, nlen, md->fname);
+    sl_obj_fqn(&fqn, mp, b, name, nlen, md->fname);
     *fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
     int e = errno;
     pthread_rwlock_unlock(lk);
@@ -915,7 +917,7 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
         rc = 1; /* written again since: kept */
         goto out;
     }
-    sl_obj_fqn(&fqn, mp, b->name, name, nlen, md.fname);
+    sl_obj_fqn(&fqn, mp, b, name, nlen, md.fname);
     /* file first, then metadata: a crash in between leaves metadata without
      * a file, which reads heal; never a resurrected object */
     if (unlink(fqn.p) < 0 && errno != ENOENT) {
@@ -1022,7 +1024,7 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
     }
     struct sl_buf fqn;
     sl_buf_init(&fqn);
-    sl_obj_fqn(&fqn, e->mp, b->name, name, nlen, e->md.fname);
+    sl_obj_fqn(&fqn, e->mp, b, name, nlen, e->md.fname);
     e->fd = open(fqn.p, O_RDWR | O_CLOEXEC);
     if (e->fd < 0) {
         sl_errf(err, SL_EIO, "cannot open %s for writing: %s", fqn.p, strerror(errno));
@@ -1130,7 +1132,7 @@ int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err)
         struct sl_md_op op = { .kind = SL_MD_DEL_BUCKET, .bid = b->bid };
         if (sl_md_commit(mp->md, &op, 1, true, err) < 0)
             rc = -1;
-        char *dir = sl_xasprintf("%s/@ais/%s", mp->path, b->name);
+        char *dir = sl_xasprintf("%s/@%s/%s", mp->path, b->provider, b->name);
         char rid[16];
         sl_rand_id(rid, 8);
         char *trash = sl_xasprintf("%s/.shale/trash/%s.%s", mp->path, b->name, rid);
@@ -1213,36 +1215,53 @@ static int pending_cb(void *arg, const char *key, size_t klen, const char *val, 
     return 0;
 }
 
-/* remove every file left in %wk directories */
+/* remove every file left in the %wk directories of one provider's buckets */
+static int wipe_work_dirs_in(const char *root)
+{
+    int n = 0;
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *wk = sl_xasprintf("%s/%s/%%wk", root, de->d_name);
+        DIR *w = opendir(wk);
+        if (w) {
+            struct dirent *we;
+            while ((we = readdir(w))) {
+                if (we->d_name[0] == '.')
+                    continue;
+                char *f = sl_xasprintf("%s/%s", wk, we->d_name);
+                if (unlink(f) == 0)
+                    n++;
+                free(f);
+            }
+            closedir(w);
+        }
+        free(wk);
+    }
+    closedir(d);
+    return n;
+}
+
+/* ... of every provider (@ais, @aws, ...) */
 static int wipe_work_dirs(struct sl_mpath *mp)
 {
     int n = 0;
-    char *root = sl_xasprintf("%s/@ais", mp->path);
-    DIR *d = opendir(root);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (de->d_name[0] == '.')
-                continue;
-            char *wk = sl_xasprintf("%s/%s/%%wk", root, de->d_name);
-            DIR *w = opendir(wk);
-            if (w) {
-                struct dirent *we;
-                while ((we = readdir(w))) {
-                    if (we->d_name[0] == '.')
-                        continue;
-                    char *f = sl_xasprintf("%s/%s", wk, we->d_name);
-                    if (unlink(f) == 0)
-                        n++;
-                    free(f);
-                }
-                closedir(w);
-            }
-            free(wk);
-        }
-        closedir(d);
+    DIR *d = opendir(mp->path);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] != '@')
+            continue;
+        char *root = sl_xasprintf("%s/%s", mp->path, de->d_name);
+        n += wipe_work_dirs_in(root);
+        free(root);
     }
-    free(root);
+    closedir(d);
     return n;
 }
 
@@ -1339,7 +1358,7 @@ static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_
             size_t nlen;
             const char *name = sl_md_iter_name(it, &nlen);
             const struct sl_objmd *md = sl_md_iter_md(it);
-            sl_obj_fqn(&fqn, mp, b->name, name, nlen, md->fname);
+            sl_obj_fqn(&fqn, mp, b, name, nlen, md->fname);
             struct stat st;
             if (stat(fqn.p, &st) < 0) {
                 sl_logw("fsck %s: %s://%s/%.*s has metadata but no file; removing the metadata", mp->path,
@@ -1368,7 +1387,7 @@ static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_
         sl_buf_free(&fqn);
         sl_md_iter_close(it);
         /* 2. files without metadata */
-        char *ob = sl_xasprintf("%s/@ais/%s/%%ob", mp->path, b->name);
+        char *ob = sl_xasprintf("%s/@%s/%s/%%ob", mp->path, b->provider, b->name);
         struct walk_ctx wc = { .mp = mp, .b = b, .base_len = strlen(ob) + 1 };
         walk_files(&wc, ob);
         free(ob);

@@ -3,7 +3,7 @@
  * target (spec §13.3), AIStore's on-disk layout, crash-safe PUT, GET/HEAD,
  * DELETE, custom metadata, and the startup reconcile of files and metadata.
  *
- * On-disk: <mpath>/@ais/<bucket>/%ob/<name>   objects
+ * On-disk: <mpath>/@ais/<bucket>/%ob/<name>   objects (@aws/ for s3:// buckets)
  *          <mpath>/@ais/<bucket>/%wk/<tmp>    work files of PUTs in flight
  *          <mpath>/.shale/md/                 LMDB object metadata
  *
@@ -157,7 +157,7 @@ void sl_store_seal(uint64_t bid, bool on);
 int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
 
 /* Full path of an object file (for diagnostics/tests) */
-void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const char *bucket, const char *name, size_t nlen,
+void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
                 const char *fname);
 
 #endif

@@ -8,11 +8,13 @@ validate_warm_get after an out-of-band change, wrong credentials (the error name
 that is down (503 naming the remote, fast), and props that are refused."""
 import concurrent.futures
 import hashlib
+import io
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import time
 import unittest
@@ -45,13 +47,14 @@ class BackendTest(unittest.TestCase):
         with open(creds, "w") as f:
             f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n"
                     "[wrong]\naws_access_key_id = %s\naws_secret_access_key = not-the-secret\n" % (AK, SK, AK))
-        # the nodes take their keys from this file only (not from the machine's environment)
+        cls.ep = cls.remote.url + "/s3"
+        # the nodes take their keys from this file only (not from the machine's environment); s3:// buckets
+        # without an extra.aws.endpoint of their own go to the remote cluster
         env = {"AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
-               "AWS_PROFILE": "", "S3_ENDPOINT": ""}
+               "AWS_PROFILE": "", "S3_ENDPOINT": cls.ep}
         cls.c = Cluster(cls.tmp, proxies=1, targets=2, name="local", env=env).start()
         wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
         cls.url = cls.c.url
-        cls.ep = cls.remote.url + "/s3"
         cls.c.cli("bucket", "create", "ais://cache", "--props",
                   "backend_bck=s3://origin extra.aws.endpoint=%s" % cls.ep)
         cls.s = requests.Session()
@@ -60,7 +63,8 @@ class BackendTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.c.stop()
         cls.remote.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        if not os.environ.get("SHALE_KEEP_TMP"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def get(self, bucket, key, **kw):
         return self.s.get("%s/v1/objects/%s/%s" % (self.url, bucket, key), timeout=60, **kw)
@@ -298,6 +302,136 @@ class BackendTest(unittest.TestCase):
         self.c.cli("bucket", "create", "ais://nopf")
         r = self.s.post(self.url + "/v1/buckets/nopf", json={"action": "prefetch-listrange", "value": {}}, timeout=60)
         self.assertEqual(r.status_code, 400, r.text)
+
+    def cached_aws(self, bucket, key):
+        r = self.s.head("%s/v1/objects/%s/%s" % (self.url, bucket, key), params={"provider": "aws"}, timeout=60,
+                        allow_redirects=True)
+        return r.headers.get("Ais-Present") == "true"
+
+    def aws_buckets(self):
+        r = self.s.get(self.url + "/v1/buckets", params={"provider": "aws"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        return sorted(b["name"] for b in r.json())
+
+    def test_s3_bucket_first_access(self):
+        """s3://fresh is a bucket of its own (provider aws): the first GET through the gateway adds it to the
+        cluster (no create), objects fetched are kept under @aws/ on the targets, apart from an ais:// bucket of
+        the same name; ls lists the remote's names (--cached: only those held); PUT and DELETE go through to the
+        remote; a remote bucket that does not exist is a 404 naming it and is not added."""
+        self.rs3.create_bucket(Bucket="fresh")
+        self.rs3.put_object(Bucket="fresh", Key="own/a.txt", Body=b"aaa")
+        self.rs3.put_object(Bucket="fresh", Key="own/b.txt", Body=b"bbbb")
+        self.assertNotIn("fresh", self.aws_buckets())
+        r = self.s.get(self.url + "/v1/objects/fresh/own/a.txt", params={"provider": "aws"}, timeout=60)
+        self.assertEqual((r.status_code, r.content), (200, b"aaa"), r.content[:300])
+        self.assertIn("fresh", self.aws_buckets())
+        h = self.s.head(self.url + "/v1/buckets/fresh", params={"provider": "aws"}, timeout=30)
+        self.assertEqual(json.loads(h.headers["Ais-Bucket-Props"])["provider"], "aws")
+        self.assertTrue(self.cached_aws("fresh", "own/a.txt"))  # (a HEAD waits for the fetch's commit)
+        kept = [os.path.join(dp, f) for dp, _, fs in os.walk(self.c.dir) for f in fs
+                if os.sep + os.path.join("@aws", "fresh", "%ob", "own") in dp]
+        self.assertEqual(len(kept), 1, kept)
+        # an ais:// bucket of the same name is another bucket
+        self.c.cli("bucket", "create", "ais://fresh")
+        self.assertEqual(self.get("fresh", "own/a.txt").status_code, 404)
+        # ls: the remote's names, and --cached: the ones held here
+        out = self.c.cli("ls", "s3://fresh", "--prefix", "own/", "-H").stdout
+        self.assertIn("own/a.txt", out)
+        self.assertIn("own/b.txt", out)
+        out = self.c.cli("ls", "s3://fresh", "--prefix", "own/", "--cached", "-H").stdout
+        self.assertIn("own/a.txt", out)
+        self.assertNotIn("own/b.txt", out)
+        self.assertIn("s3://fresh", self.c.cli("ls").stdout)
+        # get, put, rmo through the CLI
+        self.assertEqual(self.c.cli("get", "s3://fresh/own/b.txt", "-").stdout, "bbbb")
+        src = os.path.join(self.tmp, "c.txt")
+        with open(src, "w") as f:
+            f.write("written through")
+        self.c.cli("put", src, "s3://fresh/own/c.txt")
+        self.assertEqual(self.rs3.get_object(Bucket="fresh", Key="own/c.txt")["Body"].read(), b"written through")
+        self.c.cli("rmo", "s3://fresh/own/c.txt")
+        with self.assertRaises(Exception):
+            self.rs3.head_object(Bucket="fresh", Key="own/c.txt")
+        # a bucket the remote does not have
+        r = self.s.get(self.url + "/v1/objects/nosuch/x", params={"provider": "aws"}, timeout=60)
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("s3://nosuch", r.text)
+        self.assertNotIn("nosuch", self.aws_buckets())
+
+    def test_s3_bucket_archive_and_etl(self):
+        """An archive read (archpath) and an inline transform (etl_name) of objects only the remote has fetch them
+        first, then answer as for any object (and the objects stay cached)."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            for n, body in (("s1.cls", b"7"), ("s1.txt", b"first sample")):
+                ti = tarfile.TarInfo(n)
+                ti.size = len(body)
+                t.addfile(ti, io.BytesIO(body))
+        self.rs3.put_object(Bucket="origin", Key="arch/shard-0.tar", Body=buf.getvalue())
+        self.rs3.put_object(Bucket="origin", Key="arch/plain.txt", Body=b"make me loud")
+        r = self.s.get(self.url + "/v1/objects/origin/arch/shard-0.tar", timeout=60,
+                       params={"provider": "aws", "archpath": "s1.txt"})
+        self.assertEqual((r.status_code, r.content), (200, b"first sample"), r.content[:300])
+        self.assertTrue(self.cached_aws("origin", "arch/shard-0.tar"))
+        r = self.s.put(self.url + "/v1/etl", json={"name": "make-loud", "runtime": "lua",
+                                                   "code": "function transform(data, ctx) return data:upper() end\n"},
+                       timeout=120)
+        self.assertEqual(r.status_code, 200, r.text)
+        r = self.s.get(self.url + "/v1/objects/origin/arch/plain.txt", timeout=60,
+                       params={"provider": "aws", "etl_name": "make-loud"})
+        self.assertEqual((r.status_code, r.content), (200, b"MAKE ME LOUD"), r.content[:300])
+        self.assertTrue(self.cached_aws("origin", "arch/plain.txt"))
+        # an object the remote lacks: the remote's 404, naming it
+        r = self.s.get(self.url + "/v1/objects/origin/arch/none.tar", timeout=60,
+                       params={"provider": "aws", "archpath": "x"})
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("s3://origin/arch/none.tar", r.text)
+        self.s.delete(self.url + "/v1/etl/make-loud", timeout=60)
+
+    def test_s3_bucket_create_evict_prefetch(self):
+        """bucket create s3://B asks the remote (refused, changing nothing, when it has no such bucket) unless
+        --skip-lookup; its props may name an endpoint of their own; bucket rm is refused for s3:// (the remote is
+        never destroyed) and evict drops the copies and the bucket, not the remote's objects; prefetch of an
+        s3:// bucket the cluster has not seen yet adds it and fetches."""
+        self.rs3.create_bucket(Bucket="second")
+        for i in range(6):
+            self.rs3.put_object(Bucket="second", Key="p/%d" % i, Body=b"x%d" % i)
+        r = self.c.cli("bucket", "create", "s3://absent", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("does not exist", r.stderr)
+        self.assertIn("--skip-lookup", r.stderr)
+        self.assertNotIn("absent", self.aws_buckets())
+        self.c.cli("bucket", "create", "s3://absent", "--skip-lookup")
+        self.assertIn("absent", self.aws_buckets())
+        # an endpoint of its own (the environment's is the same remote here; a wrong one proves it is used)
+        self.c.cli("bucket", "create", "s3://elsewhere", "--skip-lookup", "--props",
+                   "extra.aws.endpoint=http://127.0.0.1:9")
+        r = self.s.get(self.url + "/v1/objects/elsewhere/x", params={"provider": "aws"}, timeout=60)
+        self.assertEqual(r.status_code, 503, r.text)
+        self.assertIn("127.0.0.1:9", r.text)
+        r = self.c.cli("bucket", "props", "set", "s3://absent", "backend_bck=s3://origin", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("only ais:// buckets take a backend_bck", r.stderr + r.stdout)
+        # prefetch: first access and fetch in one command
+        self.assertNotIn("second", self.aws_buckets())
+        self.c.cli("prefetch", "s3://second", "--prefix", "p/")
+        out = self.c.cli("ls", "s3://second", "--cached", "-H").stdout
+        self.assertEqual(sorted(l.split()[0] for l in out.splitlines() if l.strip()), ["p/%d" % i for i in range(6)])
+        self.c.cli("evict", "s3://second", "--template", "p/{0..2}")
+        out = self.c.cli("ls", "s3://second", "--cached", "-H").stdout
+        self.assertEqual(sorted(l.split()[0] for l in out.splitlines() if l.strip()), ["p/3", "p/4", "p/5"])
+        r = self.c.cli("bucket", "rm", "s3://second", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("evict", r.stderr)
+        self.assertIn("second", self.aws_buckets())
+        self.c.cli("evict", "s3://second")
+        self.assertNotIn("second", self.aws_buckets())
+        self.assertEqual(len(self.rs3.list_objects_v2(Bucket="second")["Contents"]), 6)
+        wait_until(lambda: not [d for d, _, fs in os.walk(self.c.dir) if fs and
+                                os.sep + os.path.join("@aws", "second", "%ob") in d], 10, what="copies gone")
+        # and it comes back on the next access, cold
+        r = self.s.get(self.url + "/v1/objects/second/p/4", params={"provider": "aws"}, timeout=60)
+        self.assertEqual((r.status_code, r.content), (200, b"x4"))
 
     def test_put_checksum_and_delete_listrange(self):
         """A write-through PUT whose Ais-Checksum-Value does not match its body reaches neither the remote nor

@@ -292,7 +292,8 @@ class TestCLI(unittest.TestCase):
 
     # every command path and its spelling in "Usage:" (aliases that keep the canonical usage map to it)
     COMMANDS = [
-        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "bucket mv", "ls",
+        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "bucket mv",
+        "bucket evict", "prefetch", "evict", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "storage", "config",
         "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
@@ -303,7 +304,7 @@ class TestCLI(unittest.TestCase):
         "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify",
     ]
-    USAGE_OF = {"bucket ls": "ls", "object get": "get", "object put": "put", "object rm": "rmo",
+    USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put", "object rm": "rmo",
                 "show job": "job show", "show storage": "storage"}
 
     @staticmethod
