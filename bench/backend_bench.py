@@ -4,7 +4,8 @@
 
   * cold GET of one big object through the caching cluster (the object is evicted before each round, so the
     cluster fetches it from the remote, stores it and serves it) vs curl of the same object straight from the
-    remote's S3 endpoint;
+    remote's S3 endpoint: once as one stream (backend.blob_workers=1) and once in parallel ranges
+    (backend.blob_workers=--workers, backend.blob_chunk 8 MiB);
   * warm GET of the cached object vs the native GET of an object of the same size in a plain ais:// bucket of
     the same cluster;
   * a native PUT of the same bytes: what storing the cold object costs the target's disk.
@@ -16,7 +17,7 @@ the caching cluster is 1 proxy + 2 targets. Rounds alternate the two sides of ea
   * prefetch-listrange of N objects of 100 KiB (a prefix: the targets list the remote and fetch their
     shares) vs `aws s3 sync` of the same prefix from the remote's /s3 to a local directory, objects/s.
 
-usage: backend_bench.py [--mib N] [--rounds N] [--objects N] [--quick]
+usage: backend_bench.py [--mib N] [--rounds N] [--objects N (0: no prefetch figure)] [--workers N] [--quick]
 """
 import argparse
 import os
@@ -50,6 +51,7 @@ def main():
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--objects", type=int, default=10000)
+    ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
@@ -81,34 +83,44 @@ def main():
                        check=True, timeout=3600)
         evict = ["curl", "-sfL", "-X", "DELETE", "-H", "Content-Type: application/json", "-d",
                  '{"action":"evict-listrange"}', "-o", "/dev/null", lurl + "/v1/objects/cache/big.bin"]
-        for _ in range(a.rounds):
-            t_remote = curl_get(rurl + "/s3/origin/big.bin")  # verification off: an unsigned GET
+        def cold(workers):
+            cli(lenv, "config", "cluster", "backend.blob_workers=%d" % workers)
             subprocess.run(evict, check=True, timeout=60)
-            t_cold = curl_get(lurl + "/v1/objects/cache/big.bin")
+            t = curl_get(lurl + "/v1/objects/cache/big.bin")
             # the client had every byte before the copy here was committed: wait for it
             for _ in range(600):
                 h = requests.head(lurl + "/v1/objects/cache/big.bin", allow_redirects=True)
                 if h.headers.get("Ais-Present") == "true":
                     break
                 time.sleep(0.1)
+            return t
+
+        for rd in range(a.rounds):
+            t_remote = curl_get(rurl + "/s3/origin/big.bin")  # verification off: an unsigned GET
+            # alternate which cold GET goes first
+            if rd % 2:
+                t_ranges, t_cold = cold(a.workers), cold(1)
+            else:
+                t_cold, t_ranges = cold(1), cold(a.workers)
             t_warm = curl_get(lurl + "/v1/objects/cache/big.bin")
             t_native = curl_get(lurl + "/v1/objects/plain/big.bin")
             t0 = time.time()  # the local disk's part: a native PUT of the same bytes (what a cold GET also writes)
             subprocess.run(["curl", "-sfL", "-T", big, "-o", "/dev/null", lurl + "/v1/objects/plain/put.bin"],
                            check=True, timeout=3600)
             t_put = time.time() - t0
-            res.append((t_remote, t_cold, t_warm, t_native, t_put))
+            res.append((t_remote, t_cold, t_ranges, t_warm, t_native, t_put))
         back = subprocess.run(["curl", "-sfL", lurl + "/v1/objects/cache/big.bin"], capture_output=True,
                               check=True, timeout=3600).stdout
         same = back == open(big, "rb").read()
         # prefetch vs aws s3 sync: N x 100 KiB under pf/
         names = ["pf/%06d" % i for i in range(a.objects)]
-        put_many(rurl, "origin", names, os.urandom(100 * 1024), workers=16)
+        if names:
+            put_many(rurl, "origin", names, os.urandom(100 * 1024), workers=16)
         aenv = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         aenv.update(AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_DEFAULT_REGION="us-east-1",
                     AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null")
         pre = []
-        for rd in range(a.rounds):
+        for rd in range(a.rounds if a.objects else 0):
             subprocess.run(["curl", "-sfL", "-X", "DELETE", "-H", "Content-Type: application/json", "-d",
                             '{"action":"evict-listrange","value":{"template":"pf/"}}', "-o", "/dev/null",
                             lurl + "/v1/buckets/cache"], check=True, timeout=600)
@@ -135,10 +147,11 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     mb = a.mib * 1.048576
     print("%d MiB object; MB/s per round" % a.mib)
-    for t_remote, t_cold, t_warm, t_native, t_put in res:
-        print("  cold GET %7.1f   curl from the remote %7.1f (%.2fx)   native PUT %7.1f (%.2fx)   warm GET %7.1f   "
-              "native GET %7.1f (%.2fx)" % (mb / t_cold, mb / t_remote, t_remote / t_cold, mb / t_put, t_put / t_cold,
-                                            mb / t_warm, mb / t_native, t_native / t_warm))
+    for t_remote, t_cold, t_ranges, t_warm, t_native, t_put in res:
+        print("  curl from the remote %7.1f   cold GET one stream %7.1f (%.2fx)   in ranges x%d %7.1f (%.2fx)   "
+              "native PUT %7.1f   warm GET %7.1f   native GET %7.1f (%.2fx)"
+              % (mb / t_remote, mb / t_cold, t_remote / t_cold, a.workers, mb / t_ranges, t_remote / t_ranges,
+                 mb / t_put, mb / t_warm, mb / t_native, t_native / t_warm))
     print("  cached copy identical: %s" % same)
     print("prefetch of %d x 100 KiB; objects/s per round" % a.objects)
     for t_pf, t_sync, err in pre:

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "node.h"
 #include "peer.h"
+#include "stats.h"
 #include "store.h"
 #include "upload.h"
 
@@ -1783,6 +1784,7 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
                    "end");
             return;
         }
+        r->op = r->method == SL_M_HEAD ? SL_OP_HEAD : SL_OP_GET; /* counted as native GETs and HEADs are */
         get_obj(r, q, b);
         return;
     case SL_M_PUT:
@@ -1793,8 +1795,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
         else if (sl_req_query(r, "tagging") || sl_req_query(r, "retention") || sl_req_query(r, "legal-hold"))
             s3_err(r, 501, "NotImplemented", "this object sub-resource is not implemented by this Shale S3 front "
                    "end");
-        else
+        else {
+            r->op = SL_OP_PUT;
             put_obj(r, q, b, au);
+        }
         return;
     case SL_M_POST:
         if (sl_req_query(r, "uploads"))
@@ -1809,6 +1813,7 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
             abort_upload(r, q, b, id);
             return;
         }
+        r->op = SL_OP_DELETE;
         if (sl_obj_delete(b, q->key, q->klen, &err) < 0 && err.code != SL_ENOOBJ && err.code != SL_ENOENT) {
             s3_err_sl(r, &err);
             return;

@@ -114,6 +114,12 @@ static const struct key schema[] = {
       "memory a target holds for get-batch items received from other targets; past it they wait on disk (0: no "
       "limit)" },
 
+    { "backend.blob_chunk", T_SIZE, "8MiB", 0, NULL,
+      "a cold GET of a remote object bigger than this reads it in ranges of this size, backend.blob_workers at a "
+      "time (1MiB to 256MiB)" },
+    { "backend.blob_workers", T_INT, "4", 0, NULL,
+      "range reads of one cold object in flight at once (1: one stream, no ranges; at most 32)" },
+
     { "plugins.dir", T_STR, "", F_RESTART, NULL, "directory of format/sample-key plugins" },
     { "promote.dir", T_STR, "/var/lib/shale/promote", 0, NULL,
       "the directory promote reads files from, on every target (absolute; empty: promote is off)" },
@@ -553,6 +559,8 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->moss_max_items = (int)gi(doc, "get_batch.max_items");
     c->moss_mem = gz(doc, "get_batch.mem");
     c->lso_page_size = (int)gi(doc, "lso.page_size");
+    c->blob_chunk = gz(doc, "backend.blob_chunk");
+    c->blob_workers = (int)gi(doc, "backend.blob_workers");
     c->etl_workers = (int)gi(doc, "etl.workers");
     c->etl_log_size = gz(doc, "etl.log_size");
     c->etl_max_errors = (int)gi(doc, "etl.max_errors");
@@ -587,6 +595,14 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
             sl_config_free(c);
             return NULL;
         }
+    if (c->blob_chunk < 1024 * 1024 || c->blob_chunk > 256 * 1024 * 1024 || c->blob_workers < 1 ||
+        c->blob_workers > 32) {
+        sl_errf(err, SL_EINVAL, "backend.blob_chunk must be 1MiB to 256MiB and backend.blob_workers 1 to 32 (got "
+                "%llu bytes and %d)", (unsigned long long)c->blob_chunk, c->blob_workers);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
     if (c->promote_dir[0] != 0 && (c->promote_dir[0] != '/' || !strcmp(c->promote_dir, "/"))) {
         sl_errf(err, SL_EINVAL, "promote.dir \"%s\" must be an absolute path other than / (or empty: promote off)",
                 c->promote_dir);

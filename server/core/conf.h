@@ -68,6 +68,8 @@ struct sl_config {
     uint64_t arch_max_member_size;/* arch.max_member_size */
     uint64_t arch_max_ratio;      /* arch.max_compression_ratio */
     int lso_page_size;            /* lso.page_size default */
+    uint64_t blob_chunk;          /* backend.blob_chunk: range size of a cold GET read in ranges */
+    int blob_workers;             /* backend.blob_workers: ranges in flight (1 = one stream) */
     int etl_workers;              /* etl.workers: background pool size (0 = auto) */
     uint64_t etl_log_size;        /* etl.log_size */
     int etl_max_errors;           /* etl.max_errors */

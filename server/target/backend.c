@@ -3,15 +3,18 @@
  */
 #include "backend.h"
 #include "arch.h"
+#include "conf.h"
 #include "log.h"
 #include "opipe.h"
 #include "plug.h"
 #include "store.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The remote of b as the plugin sees it (pointers into b->props). */
 struct remote {
@@ -169,7 +172,27 @@ struct sinkctx {
     struct tee *tee;            /* streaming */
     struct sl_opipe *op;        /* the client's body; NULL once it left (the fetch goes on for the cache) */
     bool asked;                 /* the answer was asked for */
+    bool ranged;                /* the body is written at offsets (pos), checksummed at the end (sl_put_adopt) */
+    int64_t pos;
+    int werr;                   /* ranged: errno of a failed write */
 };
+
+/* Write all of data at off of fd; 0, or errno. */
+static int pwrite_all(int fd, const void *data, size_t n, int64_t off)
+{
+    const char *p = data;
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+        off += w;
+    }
+    return 0;
+}
 
 /* The first bytes are in: have the request answered, and take its body. */
 static void tee_first(struct sinkctx *s)
@@ -197,7 +220,15 @@ static int sink(void *ctx, const void *data, size_t n)
         }
         s->begun = true;
     }
-    if (sl_put_write(s->p, data, n, s->err) < 0) {
+    if (s->ranged) {
+        int e = pwrite_all(sl_put_fd(s->p), data, n, s->pos);
+        if (e) {
+            sl_errf(s->err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "writing the fetched object here: %s", strerror(e));
+            s->local_failed = true;
+            return 1;
+        }
+        s->pos += (int64_t)n;
+    } else if (sl_put_write(s->p, data, n, s->err) < 0) {
         s->local_failed = true;
         return 1;
     }
@@ -224,24 +255,193 @@ void sl_backend_custom(const struct sl_backend_obj *o, struct sl_kv **kv, int *n
     }
 }
 
+/* ---- the rest of a big object in ranges (AIStore's blob download) ---- */
+
+struct blob {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const struct remote *rm;
+    const char *nm;
+    size_t nlen;
+    int fd;                     /* the PUT's work file */
+    int64_t size, chunk;
+    int n, next;                /* chunks; the next one to hand out */
+    unsigned char *done;
+    bool failed;
+    struct sl_err err;          /* the first failure */
+    char etag[80];              /* every range must come from this version */
+};
+
+struct rangesink {
+    int fd;
+    int64_t off, end;
+    int werr;
+    bool over;                  /* more bytes came than asked for */
+};
+
+static int range_sink(void *ctx, const void *data, size_t n)
+{
+    struct rangesink *rs = ctx;
+    if (rs->off + (int64_t)n > rs->end) { /* the remote ignored the range */
+        rs->over = true;
+        return 1;
+    }
+    rs->werr = pwrite_all(rs->fd, data, n, rs->off);
+    if (rs->werr)
+        return 1;
+    rs->off += (int64_t)n;
+    return 0;
+}
+
+/* Take chunks and fetch them until none is left or one failed. */
+static void *blob_worker(void *arg)
+{
+    struct blob *bl = arg;
+    for (;;) {
+        pthread_mutex_lock(&bl->mu);
+        int i = bl->failed || bl->next >= bl->n ? -1 : bl->next++;
+        pthread_mutex_unlock(&bl->mu);
+        if (i < 0)
+            break;
+        int64_t off = (int64_t)i * bl->chunk, len = SL_MIN(bl->chunk, bl->size - off);
+        struct sl_backend_obj o;
+        memset(&o, 0, sizeof(o));
+        SL_ABI_SET(&o);
+        struct rangesink rs = { .fd = bl->fd, .off = off, .end = off + len };
+        char msg[1024] = "";
+        int status = 0;
+        int rc = bl->rm->ops->get_object(sl_plug_state(bl->rm->plug), &bl->rm->rb, bl->nm, bl->nlen, off, len,
+                                         range_sink, &rs, &o, &status, msg, sizeof(msg));
+        struct sl_err e = { 0 };
+        const char *d = bl->rm->desc;
+        int nl = (int)SL_MIN(bl->nlen, 300);
+        if (rs.werr)
+            sl_errf(&e, rs.werr == ENOSPC ? SL_ENOSPC : SL_EIO, "writing the fetched object here: %s",
+                    strerror(rs.werr));
+        else if (rs.over)
+            sl_errf(&e, SL_EUNAVAIL, "remote: %s/%.*s: the remote answered a range request with more bytes than "
+                    "asked for; set backend.blob_workers to 1 for this remote", d, nl, bl->nm);
+        else if (rc != SL_PLUG_OK)
+            remote_err(rc, status, msg, &e);
+        else if (rs.off != rs.end)
+            sl_errf(&e, SL_EUNAVAIL, "remote: %s/%.*s: bytes %lld-%lld came short (%lld of %lld); nothing was "
+                    "cached, retry", d, nl, bl->nm, (long long)off, (long long)(off + len - 1),
+                    (long long)(rs.off - off), (long long)len);
+        else if (bl->etag[0] && o.etag[0] && strcmp(bl->etag, o.etag))
+            sl_errf(&e, SL_EUNAVAIL, "remote: %s/%.*s changed while it was fetched (ETag %s, then %s); nothing "
+                    "was cached, retry", d, nl, bl->nm, bl->etag, o.etag);
+        pthread_mutex_lock(&bl->mu);
+        if (e.code && !bl->failed) {
+            bl->failed = true;
+            bl->err = e;
+        } else if (!e.code) {
+            bl->done[i] = 1;
+        }
+        pthread_cond_broadcast(&bl->cv);
+        pthread_mutex_unlock(&bl->mu);
+        if (e.code)
+            break;
+    }
+    return NULL;
+}
+
+/* Stream chunks 1.. of bl to s's client in order, as they come (the
+ * client leaving stops only the streaming). */
+static void blob_stream(struct blob *bl, struct sinkctx *s)
+{
+    char *buf = sl_xmalloc(1024 * 1024);
+    for (int i = 1; i < bl->n && s->op; i++) {
+        pthread_mutex_lock(&bl->mu);
+        while (!bl->done[i] && !bl->failed)
+            pthread_cond_wait(&bl->cv, &bl->mu);
+        bool failed = bl->failed;
+        pthread_mutex_unlock(&bl->mu);
+        if (failed)
+            break;
+        int64_t off = (int64_t)i * bl->chunk, end = SL_MIN(off + bl->chunk, bl->size);
+        while (off < end && s->op) {
+            ssize_t r = pread(bl->fd, buf, (size_t)SL_MIN((int64_t)1024 * 1024, end - off), (off_t)off);
+            if (r <= 0 || sl_opipe_write(s->op, buf, (size_t)r) < 0) { /* (a read error fails the commit too) */
+                sl_opipe_close(s->op, true);
+                s->op = NULL;
+                break;
+            }
+            off += r;
+        }
+    }
+    free(buf);
+}
+
+/* Chunk 0 of an object of o->size bytes is in s's work file: fetch the
+ * others, workers at a time, streaming them to s's client in order. */
+static int fetch_rest(const struct remote *rm, const char *nm, size_t nlen, struct sinkctx *s,
+                      const struct sl_backend_obj *o, int64_t chunk, int workers, struct sl_err *err)
+{
+    struct blob bl = { .rm = rm, .nm = nm, .nlen = nlen, .fd = sl_put_fd(s->p), .size = o->size, .chunk = chunk };
+    pthread_mutex_init(&bl.mu, NULL);
+    pthread_cond_init(&bl.cv, NULL);
+    bl.n = (int)((o->size + chunk - 1) / chunk);
+    bl.next = 1;
+    bl.done = sl_xcalloc((size_t)bl.n, 1);
+    bl.done[0] = 1;
+    snprintf(bl.etag, sizeof(bl.etag), "%s", o->etag);
+    /* streaming: every worker a thread of its own, this one streams; else this one works too */
+    int want = SL_MIN(workers, bl.n - 1) - (s->op ? 0 : 1);
+    pthread_t *th = sl_xcalloc((size_t)SL_MAX(want, 1), sizeof(*th));
+    int nt = 0;
+    while (nt < want && pthread_create(&th[nt], NULL, blob_worker, &bl) == 0)
+        nt++;
+    if (s->op && nt > 0)
+        blob_stream(&bl, s);
+    else /* no thread could start: fetch them here, then stream */
+        blob_worker(&bl);
+    for (int i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    if (s->op && nt == 0 && !bl.failed)
+        blob_stream(&bl, s);
+    free(th);
+    free(bl.done);
+    pthread_cond_destroy(&bl.cv);
+    pthread_mutex_destroy(&bl.mu);
+    if (bl.failed) {
+        *err = bl.err;
+        return -1;
+    }
+    return 0;
+}
+
 /* Fetch into the store; with tee, stream to its request too (a failure
- * after the first byte cuts that answer off). */
+ * after the first byte cuts that answer off). With backend.blob_workers
+ * > 1 the first request asks for one chunk (backend.blob_chunk): a small
+ * object comes whole, and a bigger one is fetched on in parallel ranges. */
 static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct tee *tee, struct sl_err *err)
 {
     struct remote rm;
     if (remote_of(b, &rm, err) < 0)
         return -1;
+    int64_t chunk = (int64_t)sl_conf->blob_chunk;
+    int workers = sl_conf->blob_workers;
     struct sl_backend_obj o;
     memset(&o, 0, sizeof(o));
     SL_ABI_SET(&o);
-    struct sinkctx s = { .err = err, .b = b, .name = name, .nlen = nlen, .o = &o, .tee = tee };
+    struct sinkctx s = { .err = err, .b = b, .name = name, .nlen = nlen, .o = &o, .tee = tee, .ranged = workers > 1 };
     char msg[1024] = "";
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
-    int rc = rm.ops->get_object(sl_plug_state(rm.plug), &rm.rb, nm, nlen, 0, -1, sink, &s, &o, &status, msg,
+    void *st = sl_plug_state(rm.plug);
+    int rc = rm.ops->get_object(st, &rm.rb, nm, nlen, 0, s.ranged ? chunk : -1, sink, &s, &o, &status, msg,
                                 sizeof(msg));
-    free(nm);
+    if (rc == SL_PLUG_EREMOTE && status == 416 && s.ranged && !s.begun) { /* an empty object: no range of it */
+        s.ranged = false;
+        memset(&o, 0, sizeof(o));
+        SL_ABI_SET(&o);
+        msg[0] = 0;
+        rc = rm.ops->get_object(st, &rm.rb, nm, nlen, 0, -1, sink, &s, &o, &status, msg, sizeof(msg));
+    }
+    if (rc == SL_PLUG_OK && s.ranged && s.pos == chunk && o.size < 0) /* no total size: the rest in one go */
+        rc = rm.ops->get_object(st, &rm.rb, nm, nlen, chunk, -1, sink, &s, &o, &status, msg, sizeof(msg));
     if (rc != SL_PLUG_OK) {
+        free(nm);
         sl_put_abort(s.p);
         if (s.op)
             sl_opipe_close(s.op, true);
@@ -251,16 +451,33 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
     }
     if (!s.begun) { /* an empty object */
         struct sl_put_opts po = { .client_cktype = -1, .expect_size = 0 };
-        if (sl_put_begin(b, name, nlen, &po, &s.p, err) < 0)
+        if (sl_put_begin(b, name, nlen, &po, &s.p, err) < 0) {
+            free(nm);
             return -1;
+        }
     }
-    if (o.size >= 0 && sl_put_size(s.p) != (uint64_t)o.size) {
-        uint64_t got = sl_put_size(s.p);
+    if (s.ranged && s.pos == chunk && o.size > chunk &&
+        fetch_rest(&rm, nm, nlen, &s, &o, chunk, workers, err) < 0) {
+        free(nm);
+        sl_put_abort(s.p);
+        if (s.op)
+            sl_opipe_close(s.op, true);
+        return -1;
+    }
+    free(nm);
+    uint64_t got = s.ranged ? (uint64_t)(o.size > chunk && s.pos == chunk ? o.size : s.pos) : sl_put_size(s.p);
+    if (o.size >= 0 && got != (uint64_t)o.size) {
         sl_put_abort(s.p);
         if (s.op)
             sl_opipe_close(s.op, true);
         return sl_errf(err, SL_EUNAVAIL, "remote: %s/%.*s: the remote sent %llu bytes of %lld; nothing was cached, "
                        "retry", rm.desc, (int)SL_MIN(nlen, 300), name, (unsigned long long)got, (long long)o.size);
+    }
+    if (s.ranged && sl_put_adopt(s.p, got, err) < 0) {
+        sl_put_abort(s.p);
+        if (s.op)
+            sl_opipe_close(s.op, true);
+        return -1;
     }
     struct sl_kv *kv = NULL;
     int nkv = 0;

@@ -96,6 +96,44 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(p2["backend_bck"], p["backend_bck"])
         self.assertEqual(p2["extra"], p["extra"])
 
+    def remote_gets(self):
+        """GET requests the remote cluster's target has answered"""
+        m = requests.get(self.remote.node_url("t0") + "/metrics", timeout=10).text
+        return sum(int(float(l.rsplit(" ", 1)[1])) for l in m.splitlines()
+                   if not l.startswith("#") and "_get_count{" in l and "_err_" not in l)
+
+    def test_blob_ranges(self):
+        """A cold GET of an object bigger than backend.blob_chunk reads it in ranges, backend.blob_workers at a
+        time (the remote answers one GET per chunk), streamed in order to its client; a range GET of such an
+        object and the stored checksum are right; with blob_workers 1 it is one GET of the whole object."""
+        mib = 1024 * 1024
+        self.c.cli("config", "cluster", "backend.blob_chunk=1MiB")
+        try:
+            data = [os.urandom(5 * mib + 1234 * i) for i in range(3)]
+            for i, d in enumerate(data):
+                self.rs3.put_object(Bucket="origin", Key="blob/%d.bin" % i, Body=d)
+            n0 = self.remote_gets()
+            r = self.get("cache", "blob/0.bin")
+            self.assertEqual(r.status_code, 200, r.content[:300])
+            self.assertTrue(r.content == data[0])
+            self.assertEqual(r.headers.get("Ais-Present"), "false")  # streamed as it was fetched
+            self.assertEqual(self.remote_gets() - n0, 5)  # 5 MiB in 1 MiB ranges
+            self.assertTrue(self.cached("cache", "blob/0.bin"))
+            r = self.get("cache", "blob/0.bin", params={"validate-checksum": "true"})
+            self.assertTrue(r.status_code == 200 and r.content == data[0], r.status_code)
+            r = self.get("cache", "blob/1.bin", headers={"Range": "bytes=%d-%d" % (mib - 5, mib + 4)})
+            self.assertEqual((r.status_code, r.content), (206, data[1][mib - 5:mib + 5]))
+            self.assertTrue(self.get("cache", "blob/1.bin").content == data[1])
+            self.c.cli("config", "cluster", "backend.blob_workers=1")
+            n0 = self.remote_gets()
+            self.assertTrue(self.get("cache", "blob/2.bin").content == data[2])
+            self.assertEqual(self.remote_gets() - n0, 1)
+            r = self.c.cli("config", "cluster", "backend.blob_workers=99", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("backend.blob_workers 1 to 32", r.stderr + r.stdout)
+        finally:
+            self.c.cli("config", "cluster", "backend.blob_chunk=8MiB", "backend.blob_workers=4")
+
     def test_cold_then_warm(self):
         """A GET of an object only the remote has fetches it (ETag and source kept as custom metadata); the next
         GET is served from the local copy; a range of a cold object works; HEAD of an object not held answers
