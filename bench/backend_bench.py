@@ -17,7 +17,12 @@ the caching cluster is 1 proxy + 2 targets. Rounds alternate the two sides of ea
   * prefetch-listrange of N objects of 100 KiB (a prefix: the targets list the remote and fetch their
     shares) vs `aws s3 sync` of the same prefix from the remote's /s3 to a local directory, objects/s.
 
-usage: backend_bench.py [--mib N] [--rounds N] [--objects N (0: no prefetch figure)] [--workers N] [--quick]
+  * with --slow-mbps R: the same two cold GETs against a remote that limits every connection to R MB/s
+    (bench/slow_remote.py, as object stores limit one stream), vs curl of it: what parallel ranges give when
+    the remote serves ranges concurrently.
+
+usage: backend_bench.py [--mib N] [--rounds N] [--objects N (0: no prefetch figure)] [--workers N]
+                        [--slow-mbps R] [--quick]
 """
 import argparse
 import os
@@ -31,7 +36,7 @@ import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cluster_bench import cli, put_many, start_playground  # noqa: E402
+from cluster_bench import cli, free_port, put_many, start_playground  # noqa: E402
 
 AK, SK = "bench", "bench-secret-value"
 
@@ -52,6 +57,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--objects", type=int, default=10000)
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--slow-mbps", type=float, default=0)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
@@ -64,7 +70,7 @@ def main():
     lurl, lenv, lpg = start_playground(work, "local", 1, 2, extra_env={
         "AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
         "AWS_PROFILE": "", "S3_ENDPOINT": ""})
-    res, pre, same = [], [], False
+    res, pre, same, slowres = [], [], False, []
     try:
         big = os.path.join(work, "big.bin")
         with open(big, "wb") as f:
@@ -112,6 +118,43 @@ def main():
         back = subprocess.run(["curl", "-sfL", lurl + "/v1/objects/cache/big.bin"], capture_output=True,
                               check=True, timeout=3600).stdout
         same = back == open(big, "rb").read()
+        if a.slow_mbps:  # a remote that limits every connection
+            sdir = os.path.join(work, "slow")
+            os.makedirs(os.path.join(sdir, "slowb"))
+            os.link(big, os.path.join(sdir, "slowb", "big.bin"))
+            port = free_port()
+            slow = subprocess.Popen([sys.executable, os.path.join(HERE, "slow_remote.py"), sdir, str(port),
+                                     str(a.slow_mbps)])
+            try:
+                surl = "http://127.0.0.1:%d" % port
+                for _ in range(100):
+                    if subprocess.run(["curl", "-sfI", "-o", "/dev/null", surl + "/slowb"]).returncode == 0:
+                        break
+                    time.sleep(0.1)
+                cli(lenv, "bucket", "create", "ais://slowc", "--props",
+                    "backend_bck=s3://slowb extra.aws.endpoint=%s" % surl)
+                sev = evict[:-1] + [lurl + "/v1/objects/slowc/big.bin"]
+
+                def slow_cold(workers):
+                    cli(lenv, "config", "cluster", "backend.blob_workers=%d" % workers)
+                    subprocess.run(sev, check=True, timeout=60)
+                    t = curl_get(lurl + "/v1/objects/slowc/big.bin")
+                    for _ in range(600):
+                        h = requests.head(lurl + "/v1/objects/slowc/big.bin", allow_redirects=True)
+                        if h.headers.get("Ais-Present") == "true":
+                            break
+                        time.sleep(0.1)
+                    return t
+                for rd in range(a.rounds):
+                    t_remote = curl_get(surl + "/slowb/big.bin")
+                    if rd % 2:
+                        t_ranges, t_cold = slow_cold(a.workers), slow_cold(1)
+                    else:
+                        t_cold, t_ranges = slow_cold(1), slow_cold(a.workers)
+                    slowres.append((t_remote, t_cold, t_ranges))
+            finally:
+                slow.kill()
+                slow.wait()
         # prefetch vs aws s3 sync: N x 100 KiB under pf/
         names = ["pf/%06d" % i for i in range(a.objects)]
         if names:
@@ -153,6 +196,11 @@ def main():
               % (mb / t_remote, mb / t_cold, t_remote / t_cold, a.workers, mb / t_ranges, t_remote / t_ranges,
                  mb / t_put, mb / t_warm, mb / t_native, t_native / t_warm))
     print("  cached copy identical: %s" % same)
+    if slowres:
+        print("%d MiB object from a remote limited to %.0f MB/s per connection; MB/s per round" % (a.mib, a.slow_mbps))
+        for t_remote, t_cold, t_ranges in slowres:
+            print("  curl from the remote %7.1f   cold GET one stream %7.1f (%.2fx)   in ranges x%d %7.1f (%.2fx)"
+                  % (mb / t_remote, mb / t_cold, t_remote / t_cold, a.workers, mb / t_ranges, t_remote / t_ranges))
     print("prefetch of %d x 100 KiB; objects/s per round" % a.objects)
     for t_pf, t_sync, err in pre:
         print("  prefetch-listrange %8.0f   aws s3 sync %8.0f (%.2fx)%s" % (a.objects / t_pf, a.objects / t_sync,

@@ -12,7 +12,9 @@
  * lru.dont_evict_time. "Force" includes buckets with lru.enabled false
  * (never objects inside dont_evict_time); "Buckets" limits the job to them.
  * An ais:// bucket starts with lru.enabled false: it is a cache only when
- * its owner says so, since for it eviction is deletion.
+ * its owner says so, since for it eviction is deletion. An s3:// bucket
+ * starts with it true: eviction drops a copy the remote still has (so does
+ * it for an ais:// bucket with a backend_bck, once enabled).
  *
  * A target also checks its mountpaths every lru.capacity_upd_time and
  * starts the job by itself above space.highwm.
@@ -63,13 +65,13 @@ static int cand_cmp(const void *a, const void *b)
 
 static bool wanted(const struct lru_req *q, const struct sl_bck *b)
 {
-    if (strcmp(b->provider, "ais"))
-        return false;
     bool named = !q->bcks;
     size_t i;
     json_t *v;
-    json_array_foreach(q->bcks, i, v)
-        if (!strcmp(json_string_value(v), b->name))
+    char pn[SL_MAX_BCKNAME + 16];
+    snprintf(pn, sizeof(pn), "%s/%s", b->provider, b->name);
+    json_array_foreach(q->bcks, i, v) /* "ais/NAME", "aws/NAME" (an older primary's: "NAME", an ais:// one) */
+        if (!strcmp(json_string_value(v), pn) || (!strcmp(b->provider, "ais") && !strcmp(json_string_value(v), b->name)))
             named = true;
     if (!named)
         return false;
@@ -208,16 +210,17 @@ static int req_parse(const json_t *v, struct lru_req *q, struct sl_err *err)
     json_t *b;
     json_array_foreach(list, i, b) {
         const char *name = json_is_string(b) ? json_string_value(b) : sl_json_str(b, "name", "");
+        const char *prov = json_is_string(b) ? "ais" : sl_json_str(b, "provider", "ais");
         struct sl_bck bk;
-        if (sl_bck_resolve(name, "ais", NULL, &bk, err) < 0) {
+        if (sl_bck_resolve(name, prov, NULL, &bk, err) < 0) {
             json_decref(list);
             json_decref(q->bcks);
             return -1;
         }
-        sl_bck_release(&bk);
         if (!q->bcks)
             q->bcks = json_array();
-        json_array_append_new(q->bcks, json_string(name));
+        json_array_append_new(q->bcks, json_sprintf("%s/%s", bk.provider, bk.name));
+        sl_bck_release(&bk);
     }
     json_decref(list);
     json_t *f = sl_json_get(v, "force");

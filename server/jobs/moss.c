@@ -22,6 +22,7 @@
  */
 #include "moss.h"
 #include "arch.h"
+#include "backend.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -521,15 +522,108 @@ static int64_t src_read(struct src *s, char *buf, size_t n, struct sl_err *err)
     return r;
 }
 
+/* ---- items of remote buckets not held yet: fetched first ---- */
+
+#define COLD_PAR 8              /* objects fetched from remotes at once for one request */
+
+struct coldset {
+    pthread_mutex_t mu;
+    struct moss *m;
+    const int *idx;             /* items, -1: nothing to fetch */
+    int n, next;
+};
+
+static void *cold_worker(void *arg)
+{
+    struct coldset *cs = arg;
+    for (;;) {
+        pthread_mutex_lock(&cs->mu);
+        int k = cs->next < cs->n ? cs->next++ : -1;
+        pthread_mutex_unlock(&cs->mu);
+        if (k < 0)
+            return NULL;
+        struct item *x = &cs->m->it[cs->idx[k]];
+        struct sl_err err = { 0 };
+        const struct sl_bck *b;
+        pthread_mutex_lock(&cs->mu); /* (bck_of grows the request's bucket cache) */
+        b = bck_of(cs->m, x, &err);
+        pthread_mutex_unlock(&cs->mu);
+        if (b && sl_backend_fetch(b, x->obj, strlen(x->obj), &err) < 0) { /* (one fetch however many want it) */
+            x->code = err.code;
+            x->err = sl_xasprintf("%s/%s: %s", x->bck, x->obj, err.msg);
+        }
+    }
+}
+
+/* Items of idx[0..n) in remote buckets, owned here and not held yet (AIStore
+ * answers those __404__): fetch them, COLD_PAR at a time. A failure is the
+ * item's error (the remote's 404 is a 404). */
+static void fetch_cold(struct moss *m, const int *idx, int n, struct sl_smap *sm)
+{
+    int *want = NULL, nw = 0;
+    const char *last = NULL, *lastb = NULL;
+    for (int k = 0; k < n; k++) {
+        struct item *x = &m->it[idx[k]];
+        struct sl_err err = { 0 };
+        const struct sl_bck *b = x->code ? NULL : bck_of(m, x, &err);
+        if (!b || !sl_bck_remote(b) || !sl_obj_owned_here(sm, b, x->obj, strlen(x->obj)))
+            continue;
+        if (last && !strcmp(last, x->obj) && !strcmp(lastb, x->bck))
+            continue; /* members of one shard, one after another */
+        last = x->obj;
+        lastb = x->bck;
+        struct sl_objmd md;
+        if (sl_obj_stat(b, x->obj, strlen(x->obj), &md, NULL, &err) == 1) {
+            sl_objmd_free(&md);
+            continue;
+        }
+        if (!want)
+            want = sl_xmalloc((size_t)n * sizeof(int));
+        want[nw++] = idx[k];
+    }
+    if (!nw)
+        return;
+    struct coldset cs = { .m = m, .idx = want, .n = nw };
+    pthread_mutex_init(&cs.mu, NULL);
+    pthread_t th[COLD_PAR];
+    int nt = 0;
+    while (nt < SL_MIN(COLD_PAR, nw) - 1 && pthread_create(&th[nt], NULL, cold_worker, &cs) == 0)
+        nt++;
+    cold_worker(&cs);
+    for (int i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&cs.mu);
+    /* a failed shard fails every item of it */
+    for (int k = 0; k < n; k++) {
+        struct item *x = &m->it[idx[k]];
+        if (x->code)
+            continue;
+        for (int j = 0; j < nw; j++) {
+            const struct item *f = &m->it[want[j]];
+            if (f->code && f != x && !strcmp(f->obj, x->obj) && !strcmp(f->bck, x->bck)) {
+                x->code = f->code;
+                x->err = sl_xstrdup(f->err);
+                break;
+            }
+        }
+    }
+    free(want);
+}
+
 /* Size every item of idx[0..n) held here (opening the first KEEP_OPEN). */
 static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
 {
     struct sl_smap *sm = sl_smap_get();
+    fetch_cold(m, idx, n, sm);
     struct opened op;
     memset(&op, 0, sizeof(op));
     for (int k = 0; k < n; k++) {
         struct item *x = &m->it[idx[k]];
         struct sl_err err = { 0 };
+        if (x->code) { /* its fetch failed */
+            srcs[k].fd = -1;
+            continue;
+        }
         const struct sl_bck *b = bck_of(m, x, &err);
         if (!b) {
             x->code = err.code;

@@ -495,7 +495,8 @@ static json_t *default_props(const char *provider)
     json_t *lru = json_object();
     json_object_set_new(lru, "dont_evict_time", json_string("2h0m"));
     json_object_set_new(lru, "capacity_upd_time", json_string("10m"));
-    json_object_set_new(lru, "enabled", json_false());
+    /* an s3:// bucket's copies are a cache: the remote keeps the objects */
+    json_object_set_new(lru, "enabled", json_boolean(strcmp(provider, "ais") != 0));
     json_object_set_new(p, "lru", lru);
     json_t *wp = json_object();
     json_object_set_new(wp, "data", json_string(""));

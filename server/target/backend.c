@@ -174,6 +174,7 @@ struct sinkctx {
     bool asked;                 /* the answer was asked for */
     bool ranged;                /* the body is written at offsets (pos), checksummed at the end (sl_put_adopt) */
     int64_t pos;
+    int64_t summed;             /* ranged: bytes [0, summed) went to sl_put_sum in order (a stream reads them) */
     int werr;                   /* ranged: errno of a failed write */
 };
 
@@ -226,6 +227,10 @@ static int sink(void *ctx, const void *data, size_t n)
             sl_errf(s->err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "writing the fetched object here: %s", strerror(e));
             s->local_failed = true;
             return 1;
+        }
+        if (s->tee && s->summed == s->pos) { /* a streamed fetch sums as it goes: no reading back */
+            sl_put_sum(s->p, data, n);
+            s->summed += (int64_t)n;
         }
         s->pos += (int64_t)n;
     } else if (sl_put_write(s->p, data, n, s->err) < 0) {
@@ -361,6 +366,10 @@ static void blob_stream(struct blob *bl, struct sinkctx *s)
         int64_t off = (int64_t)i * bl->chunk, end = SL_MIN(off + bl->chunk, bl->size);
         while (off < end && s->op) {
             ssize_t r = pread(bl->fd, buf, (size_t)SL_MIN((int64_t)1024 * 1024, end - off), (off_t)off);
+            if (r > 0 && s->summed == off) {
+                sl_put_sum(s->p, buf, (size_t)r);
+                s->summed += r;
+            }
             if (r <= 0 || sl_opipe_write(s->op, buf, (size_t)r) < 0) { /* (a read error fails the commit too) */
                 sl_opipe_close(s->op, true);
                 s->op = NULL;
@@ -473,10 +482,13 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
         return sl_errf(err, SL_EUNAVAIL, "remote: %s/%.*s: the remote sent %llu bytes of %lld; nothing was cached, "
                        "retry", rm.desc, (int)SL_MIN(nlen, 300), name, (unsigned long long)got, (long long)o.size);
     }
-    if (s.ranged && sl_put_adopt(s.p, got, err) < 0) {
+    if (s.op) { /* every byte is out and the count is right: the client is done; caching is ours */
+        sl_opipe_close(s.op, false);
+        s.op = NULL;
+    }
+    if (s.ranged && ((uint64_t)s.summed == got ? sl_put_adopt_summed(s.p, got, err) /* streamed: summed */
+                     : sl_put_adopt(s.p, got, err)) < 0) { /* else checksums by reading the file back */
         sl_put_abort(s.p);
-        if (s.op)
-            sl_opipe_close(s.op, true);
         return -1;
     }
     struct sl_kv *kv = NULL;
@@ -488,8 +500,6 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
         free(kv[i].v);
     }
     free(kv);
-    if (s.op) /* every byte is out and checked: the client is done; caching is ours */
-        sl_opipe_close(s.op, false);
     int crc = sl_put_commit(s.p, NULL, err);
     if (crc < 0 && s.asked)
         sl_logw("cold GET: %s://%s/%.*s served but not cached: %s", sl_provider_scheme(b->provider), b->name,

@@ -588,12 +588,36 @@ int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *er
     return 0;
 }
 
+void sl_put_sum(struct sl_put *p, const void *data, size_t n)
+{
+    sl_cksum_update(&p->ck, data, n);
+    if (p->have_cck)
+        sl_cksum_update(&p->cck, data, n);
+}
+
+int sl_put_adopt_summed(struct sl_put *p, uint64_t size, struct sl_err *err)
+{
+    if (put_flush(p, err) < 0)
+        return -1;
+    if (ftruncate(p->fd, (off_t)size) < 0)
+        return sl_errf(err, SL_EIO, "%s: %s", p->work_abs, strerror(errno));
+    p->size = size;
+    return 0;
+}
+
 int sl_put_adopt(struct sl_put *p, uint64_t size, struct sl_err *err)
 {
     if (put_flush(p, err) < 0)
         return -1;
     if (ftruncate(p->fd, (off_t)size) < 0)
         return sl_errf(err, SL_EIO, "%s: %s", p->work_abs, strerror(errno));
+    /* the file is the truth: whatever was summed before does not count */
+    sl_cksum_free(&p->ck);
+    sl_cksum_init(&p->ck, p->bck.cksum_type);
+    if (p->have_cck) {
+        sl_cksum_free(&p->cck);
+        sl_cksum_init(&p->cck, p->client_type);
+    }
     char *buf = sl_xmalloc(1024 * 1024);
     uint64_t off = 0;
     while (off < size) {

@@ -89,6 +89,10 @@ int sl_put_fd(struct sl_put *p);   /* flushes what is buffered first */
  * multipart parts are) and holds size bytes from 0: cut it there and
  * compute its checksums by reading it, instead of sl_put_write. */
 int sl_put_adopt(struct sl_put *p, uint64_t size, struct sl_err *err);
+/* The same without reading the file back: the caller fed every byte of
+ * [0, size), in order, to sl_put_sum (which sl_put_write does not need). */
+void sl_put_sum(struct sl_put *p, const void *data, size_t n);
+int sl_put_adopt_summed(struct sl_put *p, uint64_t size, struct sl_err *err);
 
 /* Open an object for reading. On success *fd is the caller's to close and
  * md the caller's to sl_objmd_free; *mp (optional) is the object's

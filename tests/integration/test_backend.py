@@ -351,6 +351,72 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(r.status_code, 200, r.text)
         return sorted(b["name"] for b in r.json())
 
+    def test_s3_bucket_get_batch(self):
+        """get-batch items of a remote bucket that the cluster does not hold are fetched (once per shard) on the
+        targets that own them and served in the batch (AIStore answers them __404__); an object the remote lacks
+        fails the batch naming it, or with coer is a __404__ entry."""
+        self.rs3.create_bucket(Bucket="gbr")
+        objs = {"o/%d.bin" % i: os.urandom(3000 + 17 * i) for i in range(8)}
+        for k, v in objs.items():
+            self.rs3.put_object(Bucket="gbr", Key=k, Body=v)
+        buf = io.BytesIO()
+        members = [("m%d.txt" % i, b"member %d" % i) for i in range(4)]
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            for n, body in members:
+                ti = tarfile.TarInfo(n)
+                ti.size = len(body)
+                t.addfile(ti, io.BytesIO(body))
+        self.rs3.put_object(Bucket="gbr", Key="sh.tar", Body=buf.getvalue())
+        self.c.cli("bucket", "create", "s3://gbr")
+        items = [{"objname": k} for k in objs] + [{"objname": "sh.tar", "archpath": n} for n, _ in members[:3]]
+        r = self.s.get(self.url + "/v1/ml/moss/gbr", params={"provider": "aws"}, timeout=120,
+                       data=json.dumps({"in": items, "strm": True}), headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status_code, 200, r.text[:500])
+        with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as t:
+            got = [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+        want = [("gbr/" + k, v) for k, v in objs.items()] + [("gbr/sh.tar/" + n, b) for n, b in members[:3]]
+        self.assertEqual(got, want)
+        self.assertTrue(all(self.cached_aws("gbr", k) for k in list(objs) + ["sh.tar"]))
+        bad = [{"objname": "o/0.bin"}, {"objname": "o/none.bin"}]
+        r = self.s.get(self.url + "/v1/ml/moss/gbr", params={"provider": "aws"}, timeout=120,
+                       data=json.dumps({"in": bad, "strm": True}), headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status_code, 404, r.text[:500])
+        self.assertIn("o/none.bin", r.text)
+        r = self.s.get(self.url + "/v1/ml/moss/gbr", params={"provider": "aws"}, timeout=120,
+                       data=json.dumps({"in": bad, "strm": True, "coer": True}),
+                       headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status_code, 200, r.text[:500])
+        with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as t:
+            self.assertEqual([m.name for m in t.getmembers()], ["gbr/o/0.bin", "__404__/gbr/o/none.bin"])
+
+    def test_s3_bucket_lru(self):
+        """An s3:// bucket starts with lru.enabled (its copies are a cache); above space.highwm the lru job drops
+        its least recently used copies, not the remote's objects, which read again (cold); an ais:// bucket in
+        the same job keeps its objects (lru.enabled false)."""
+        self.rs3.create_bucket(Bucket="lrub")
+        for i in range(4):
+            self.rs3.put_object(Bucket="lrub", Key="l/%d" % i, Body=b"lru %d" % i)
+            r = self.s.get(self.url + "/v1/objects/lrub/l/%d" % i, params={"provider": "aws"}, timeout=60)
+            self.assertEqual(r.content, b"lru %d" % i)
+        self.c.cli("bucket", "create", "ais://keeplru")
+        self.s.put(self.url + "/v1/objects/keeplru/k", data=b"kept", timeout=30).raise_for_status()
+        p = json.loads(self.s.head(self.url + "/v1/buckets/lrub", params={"provider": "aws"},
+                                   timeout=30).headers["Ais-Bucket-Props"])
+        self.assertTrue(p["lru"]["enabled"])
+        self.c.cli("bucket", "props", "set", "s3://lrub", "lru.dont_evict_time=1s")
+        self.assertTrue(all(self.cached_aws("lrub", "l/%d" % i) for i in range(4)))
+        time.sleep(1.5)
+        self.c.cli("config", "cluster", "space.lowwm=1", "space.highwm=2")
+        try:
+            self.c.cli("job", "start", "lru", "s3://lrub", "ais://keeplru", "--wait", timeout=120)
+        finally:
+            self.c.cli("config", "cluster", "space.lowwm=75", "space.highwm=90")
+        self.assertFalse(any(self.cached_aws("lrub", "l/%d" % i) for i in range(4)))
+        self.assertEqual(self.get("keeplru", "k").content, b"kept")
+        self.assertEqual(len(self.rs3.list_objects_v2(Bucket="lrub")["Contents"]), 4)
+        r = self.s.get(self.url + "/v1/objects/lrub/l/2", params={"provider": "aws"}, timeout=60)
+        self.assertEqual((r.status_code, r.content), (200, b"lru 2"))
+
     def test_s3_bucket_first_access(self):
         """s3://fresh is a bucket of its own (provider aws): the first GET through the gateway adds it to the
         cluster (no create), objects fetched are kept under @aws/ on the targets, apart from an ais:// bucket of
