@@ -20,6 +20,10 @@
  * request carries x-amz-content-sha256 (the empty body's hash, or
  * UNSIGNED-PAYLOAD for a PUT), and no header is removed with "Name:".
  *
+ * A PUT bigger than the bucket's extra.aws.multipart_size (0: 64 MiB; -1:
+ * never) goes up as an S3 multipart upload, in parts of that size (at
+ * least 5 MiB, at most 10,000 parts), one after another.
+ *
  * 5xx and 429 answers are retried (3 tries, 0.2 s then 0.4 s apart) when
  * nothing of the answer was handed on yet; a remote that cannot be reached
  * fails at once (connect timeout 5 s).
@@ -215,8 +219,10 @@ struct call {
     size_t klen;
     const char *query;            /* canonical (sorted, encoded), without '?'; "" none */
     int64_t off, n;               /* GET range; n < 0 to the end, off 0 and n < 0: no Range */
-    int fd;                       /* PUT body: [0, size) of fd */
-    int64_t size, pos;
+    int fd;                       /* PUT body: [base, base + size) of fd */
+    int64_t base, size, pos;
+    const char *mem;              /* POST body (memlen bytes; NULL: none) */
+    size_t memlen;
     sl_backend_sink_fn sink;
     void *sink_ctx;
     struct sbuf body;             /* a non-2xx answer's body, or a list answer */
@@ -312,7 +318,7 @@ static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
         return 0;
     if ((int64_t)max > left)
         max = (size_t)left;
-    ssize_t r = pread(c->fd, buf, max, c->pos);
+    ssize_t r = pread(c->fd, buf, max, c->base + c->pos);
     if (r <= 0)
         return CURL_READFUNC_ABORT;
     c->pos += r;
@@ -397,9 +403,11 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
     int rc = SL_PLUG_EIO;
     for (int attempt = 0; attempt < TRIES; attempt++) {
         struct curl_slist *hl = NULL;
-        int put = !strcmp(c->method, "PUT");
-        hl = curl_slist_append(hl, put ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
-                                       : "x-amz-content-sha256: " EMPTY_SHA);
+        int put = !strcmp(c->method, "PUT"), post = !strcmp(c->method, "POST");
+        hl = curl_slist_append(hl, put || (post && c->mem) ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+                                                           : "x-amz-content-sha256: " EMPTY_SHA);
+        if (post)
+            hl = curl_slist_append(hl, "Content-Type: application/xml");
         if (c->cr.token[0]) {
             snprintf(tok, sizeof(tok), "x-amz-security-token: %s", c->cr.token);
             hl = curl_slist_append(hl, tok);
@@ -429,6 +437,10 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
             curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
             curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->size);
             curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 256L * 1024);
+        } else if (post) {
+            curl_easy_setopt(h, CURLOPT_POST, 1L);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->mem ? c->mem : "");
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(c->mem ? c->memlen : 0));
         } else if (strcmp(c->method, "GET")) {
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
         }
@@ -532,14 +544,123 @@ static int s3_get_object(void *st, const struct sl_backend_bck *b, const char *n
     return rc;
 }
 
+#define MP_DEFAULT (64LL << 20)   /* multipart above this when the bucket says 0 */
+#define MP_MIN (5LL << 20)        /* S3's smallest part (but the last) */
+#define MP_MAXPARTS 10000
+
+/* "partNumber=N&uploadId=ID", "uploadId=ID" (sorted, encoded) */
+static int mp_query(struct sbuf *q, int part, const char *id)
+{
+    char pn[40];
+    snprintf(pn, sizeof(pn), "partNumber=%d&", part);
+    sb_free(q);
+    if ((part && sb_adds(q, pn) < 0) || sb_adds(q, "uploadId=") < 0 || sb_enc(q, id, strlen(id), 0) < 0)
+        return -1;
+    return 0;
+}
+
+/* S3 multipart upload of [0, size) of fd: create, the parts in order,
+ * complete (an abort on any failure). */
+static int put_multipart(const struct sl_backend_bck *b, const char *name, size_t len, int fd, int64_t size,
+                         int64_t part, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
+{
+    struct call c = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .fd = -1, .collect = 1,
+                      .query = "uploads=" };
+    int rc = perform(&c, status, err, errlen);
+    char id[1024];
+    xml_code(&c.body, "UploadId", id, sizeof(id));
+    sb_free(&c.body);
+    if (rc != SL_PLUG_OK)
+        return rc;
+    if (!id[0]) {
+        errf(err, errlen, "s3://%s/%.*s: the remote's answer to CreateMultipartUpload has no UploadId", b->name,
+             (int)(len > 400 ? 400 : len), name);
+        return SL_PLUG_EREMOTE;
+    }
+    struct sbuf q = { 0 }, done = { 0 };
+    int nparts = (int)((size + part - 1) / part);
+    if (sb_adds(&done, "<CompleteMultipartUpload>") < 0)
+        rc = SL_PLUG_ENOMEM;
+    for (int i = 1; rc == SL_PLUG_OK && i <= nparts; i++) {
+        struct sl_backend_obj po;
+        memset(&po, 0, sizeof(po));
+        po.size = -1;
+        int64_t off = (int64_t)(i - 1) * part, n = size - off < part ? size - off : part;
+        if (mp_query(&q, i, id) < 0) {
+            rc = SL_PLUG_ENOMEM;
+            break;
+        }
+        struct call pc = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .base = off,
+                           .size = n, .o = &po, .query = q.p };
+        rc = perform(&pc, status, err, errlen);
+        sb_free(&pc.body);
+        if (rc == SL_PLUG_OK && !po.etag[0]) {
+            errf(err, errlen, "s3://%s/%.*s: part %d of %d: the remote's answer has no ETag", b->name,
+                 (int)(len > 400 ? 400 : len), name, i, nparts);
+            rc = SL_PLUG_EREMOTE;
+        }
+        char x[200];
+        snprintf(x, sizeof(x), "<Part><PartNumber>%d</PartNumber><ETag>\"%s\"</ETag></Part>", i, po.etag);
+        if (rc == SL_PLUG_OK && sb_adds(&done, x) < 0)
+            rc = SL_PLUG_ENOMEM;
+    }
+    if (rc == SL_PLUG_OK && (sb_adds(&done, "</CompleteMultipartUpload>") < 0 || mp_query(&q, 0, id) < 0))
+        rc = SL_PLUG_ENOMEM;
+    if (rc == SL_PLUG_OK) {
+        struct call cc = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .fd = -1, .collect = 1,
+                           .query = q.p, .mem = done.p, .memlen = done.len };
+        rc = perform(&cc, status, err, errlen);
+        char code[80], etag[200];
+        xml_code(&cc.body, "Code", code, sizeof(code));
+        xml_code(&cc.body, "ETag", etag, sizeof(etag));
+        if (rc == SL_PLUG_OK && code[0]) { /* S3 may say 200 and then fail in the body */
+            errf(err, errlen, "s3://%s/%.*s: CompleteMultipartUpload failed: %s", b->name,
+                 (int)(len > 400 ? 400 : len), name, code);
+            rc = SL_PLUG_EREMOTE;
+        }
+        if (rc == SL_PLUG_OK && o) { /* "&quot;x-N&quot;" or "\"x-N\"" */
+            const char *e = etag;
+            size_t el = strlen(e);
+            if (!strncmp(e, "&quot;", 6) && el >= 12)
+                e += 6, el -= 12;
+            else if (el >= 2 && e[0] == '"')
+                e++, el -= 2;
+            snprintf(o->etag, sizeof(o->etag), "%.*s", (int)el, e);
+        }
+        sb_free(&cc.body);
+    }
+    if (rc != SL_PLUG_OK && mp_query(&q, 0, id) == 0) { /* abort: the parts go */
+        struct call ac = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .fd = -1, .query = q.p };
+        int st2;
+        char e2[256];
+        perform(&ac, &st2, e2, sizeof(e2));
+        sb_free(&ac.body);
+    }
+    sb_free(&q);
+    sb_free(&done);
+    return rc;
+}
+
 static int s3_put_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len, int fd,
                          int64_t size, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
     obj_init(o);
-    struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .size = size, .o = o };
-    int rc = perform(&c, status, err, errlen);
-    sb_free(&c.body);
+    int64_t mp = SL_ABI_HAS(b, struct sl_backend_bck, multipart_size) ? b->multipart_size : 0;
+    if (mp == 0)
+        mp = MP_DEFAULT;
+    int rc;
+    if (mp > 0 && size > mp) {
+        int64_t part = mp < MP_MIN ? MP_MIN : mp;
+        if ((size + part - 1) / part > MP_MAXPARTS)
+            part = (size + MP_MAXPARTS - 1) / MP_MAXPARTS;
+        rc = put_multipart(b, name, len, fd, size, part, o, status, err, errlen);
+    } else {
+        struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .size = size,
+                          .o = o };
+        rc = perform(&c, status, err, errlen);
+        sb_free(&c.body);
+    }
     if (o)
         o->size = size;
     return rc;

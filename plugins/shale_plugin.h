@@ -426,6 +426,10 @@ struct sl_backend_bck {
     const char *endpoint;         /* "" = the plugin's default (environment) */
     const char *region;           /* "" = the plugin's default */
     const char *profile;          /* credentials profile; "" = the plugin's default */
+    /* (1.1, later) a PUT bigger than this goes up in parts of at least this
+     * size (S3 multipart upload); 0 = the plugin's default, -1 = never.
+     * Check with SL_ABI_HAS(b, struct sl_backend_bck, multipart_size). */
+    int64_t multipart_size;
 };
 
 /* What the remote says of an object; caller-owned, filled by the plugin. */

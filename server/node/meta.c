@@ -7,6 +7,7 @@
 #include "jsonx.h"
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,8 +507,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "features", json_string("0"));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s}", "name", "", "provider", ""));
-    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s}}", "aws", "endpoint", "", "cloud_region", "",
-                                              "profile", ""));
+    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s,s:I}}", "aws", "endpoint", "", "cloud_region", "",
+                                              "profile", "", "multipart_size", (json_int_t)0));
     return p;
 }
 
@@ -523,6 +524,11 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
                                                        "endpoint"));
     if (ep && *ep && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
         return sl_errf(err, SL_EINVAL, "extra.aws.endpoint \"%s\" is not an http:// or https:// URL", ep);
+    json_int_t mp = json_integer_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
+                                                       "multipart_size"));
+    if (mp != 0 && mp != -1 && mp < 5 * 1024 * 1024)
+        return sl_errf(err, SL_EINVAL, "extra.aws.multipart_size %lld: use 0 (the default, 64 MiB), -1 (never) or "
+                       "at least 5 MiB (5242880), S3's smallest part", (long long)mp);
     if (own && strcmp(own, "ais")) { /* s3://b: its own remote */
         if ((name && *name) || (prov && *prov))
             return sl_errf(err, SL_EINVAL, "backend_bck: a %s:// bucket is a remote bucket itself; only ais:// "
@@ -607,6 +613,18 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
             conv = json_string(tmp);
             v = conv;
             ok = true;
+        }
+        if (!ok && json_is_integer(cur) && json_is_string(v)) {
+            /* "k=5242880" from a CLI's key=value list: a number written as a string */
+            const char *sv = json_string_value(v);
+            char *end;
+            errno = 0;
+            long long x = strtoll(sv, &end, 10);
+            if (*sv && !*end && !errno) { /* (replaced in partial: it owns the number) */
+                json_object_set_new(partial, k, json_integer(x));
+                v = json_object_get(partial, k);
+                ok = true;
+            }
         }
         if (!ok)
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" has the wrong type (expected %s)", full,

@@ -8,6 +8,7 @@ validate_warm_get after an out-of-band change, wrong credentials (the error name
 that is down (503 naming the remote, fast), and props that are refused."""
 import concurrent.futures
 import hashlib
+import http.server
 import io
 import json
 import os
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 import unittest
 
@@ -133,6 +135,39 @@ class BackendTest(unittest.TestCase):
             self.assertIn("backend.blob_workers 1 to 32", r.stderr + r.stdout)
         finally:
             self.c.cli("config", "cluster", "backend.blob_chunk=8MiB", "backend.blob_workers=4")
+
+    def test_truncated_remote(self):
+        """A remote that sends less than it promised: the GET fails (a cut answer, or an error naming the remote
+        object) and nothing is cached, whether the object came in one stream or in ranges."""
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", free_port_range(1)), _Faulty)
+        srv.daemon_threads = True
+        th = threading.Thread(target=srv.serve_forever, daemon=True)
+        th.start()
+        try:
+            ep = "http://127.0.0.1:%d" % srv.server_address[1]
+            self.c.cli("bucket", "create", "ais://cut", "--props", "backend_bck=s3://faulty extra.aws.endpoint=%s" % ep)
+            for workers, key in ((1, "one"), (4, "ranges")):
+                self.c.cli("config", "cluster", "backend.blob_chunk=1MiB", "backend.blob_workers=%d" % workers)
+                try:
+                    r = self.get("cut", key, stream=True)
+                    body = b""
+                    try:
+                        for piece in r.iter_content(65536):
+                            body += piece
+                    except requests.exceptions.RequestException:
+                        pass
+                    self.assertTrue(r.status_code != 200 or len(body) < _Faulty.SIZE, (key, r.status_code, len(body)))
+                    if r.status_code != 200:
+                        self.assertIn("s3://faulty/" + key, body.decode(errors="replace"))
+                finally:
+                    self.c.cli("config", "cluster", "backend.blob_chunk=8MiB", "backend.blob_workers=4")
+                h = self.head("cut", key)
+                self.assertEqual(h.headers.get("Ais-Present"), "false", key)  # the remote's word, nothing here
+                kept = [d for d, _, fs in os.walk(self.c.dir) if fs and os.sep + os.path.join("@ais", "cut") in d]
+                self.assertEqual(kept, [], key)
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
     def test_cold_then_warm(self):
         """A GET of an object only the remote has fetches it (ETag and source kept as custom metadata); the next
@@ -289,6 +324,12 @@ class BackendTest(unittest.TestCase):
             self.assertEqual(r.status_code, 200, r.text)
             self.assertEqual(sv.get_object(Bucket="sv", Key="dir/two.txt")["Body"].read(), b"to s3rver")
             self.assertEqual(self.s.delete(self.url + "/v1/objects/svc/dir/two.txt", timeout=60).status_code, 200)
+            # a multipart upload to it, parts of 5 MiB (s3rver's ETag of it is a plain MD5: the bytes say it worked)
+            self.c.cli("bucket", "props", "set", "ais://svc", "extra.aws.multipart_size=5242880")
+            big = os.urandom(11 * 1024 * 1024)
+            r = self.s.put(self.url + "/v1/objects/svc/dir/big.bin", data=big, timeout=120)
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertTrue(sv.get_object(Bucket="sv", Key="dir/big.bin")["Body"].read() == big)
             with self.assertRaises(Exception):
                 sv.head_object(Bucket="sv", Key="dir/two.txt")
         finally:
@@ -462,6 +503,27 @@ class BackendTest(unittest.TestCase):
         self.assertIn("s3://nosuch", r.text)
         self.assertNotIn("nosuch", self.aws_buckets())
 
+    def test_multipart_write_through(self):
+        """A PUT bigger than extra.aws.multipart_size goes to the remote as a multipart upload (its ETag is the
+        remote's "-N" one, on the local copy too) with the same bytes; a multipart_size S3 could not take is
+        refused."""
+        self.c.cli("bucket", "create", "ais://mpw", "--props",
+                   "backend_bck=s3://origin extra.aws.endpoint=%s extra.aws.multipart_size=5242880" % self.ep)
+        data = os.urandom(12 * 1024 * 1024 + 99)
+        r = self.s.put(self.url + "/v1/objects/mpw/mp/big.bin", data=data, timeout=120)
+        self.assertEqual(r.status_code, 200, r.text)
+        h = self.rs3.head_object(Bucket="origin", Key="mp/big.bin")
+        self.assertTrue(h["ETag"].strip('"').endswith("-3"), h["ETag"])
+        self.assertEqual(self.rs3.get_object(Bucket="origin", Key="mp/big.bin")["Body"].read(), data)
+        md = self.s.head(self.url + "/v1/objects/mpw/mp/big.bin", params={"props": "custom"}, allow_redirects=True)
+        self.assertIn(h["ETag"].strip('"'), md.headers.get("Ais-Custom-Md", ""))
+        self.assertEqual(self.get("mpw", "mp/big.bin").content, data)
+        # no parts left behind at the remote
+        self.assertEqual(self.rs3.list_multipart_uploads(Bucket="origin").get("Uploads", []), [])
+        r = self.c.cli("bucket", "props", "set", "ais://mpw", "extra.aws.multipart_size=1000", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("5 MiB", r.stderr + r.stdout)
+
     def test_s3_bucket_archive_and_etl(self):
         """An archive read (archpath) and an inline transform (etl_name) of objects only the remote has fetch them
         first, then answer as for any object (and the objects stay cached)."""
@@ -599,6 +661,41 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(r.status_code, 503, r.text)
         self.assertIn("s3://origin/down/lost.txt", r.text)
         self.assertLess(time.time() - t0, 10)
+
+
+class _Faulty(http.server.BaseHTTPRequestHandler):
+    """A remote that cuts its bodies short: every object is SIZE bytes of a known pattern, but a GET (or a
+    range of it past CUT) stops sending at byte CUT of the object and closes the connection."""
+    protocol_version = "HTTP/1.1"
+    SIZE, CUT = 3 * 1024 * 1024 + 5, 2 * 1024 * 1024 + 7
+    BODY = bytes(range(256)) * (SIZE // 256 + 1)
+
+    def log_message(self, *a):
+        pass
+
+    def head(self, status, n, extra=()):
+        self.send_response(status)
+        self.send_header("Content-Length", str(n))
+        self.send_header("ETag", '"faulty-1"')
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+
+    def do_HEAD(self):
+        self.head(200, 0 if self.path.count("/") == 1 else self.SIZE)
+
+    def do_GET(self):
+        start, end = 0, self.SIZE - 1
+        rg = self.headers.get("Range", "")
+        if rg.startswith("bytes="):
+            a, b = rg[6:].split("-")
+            start, end = int(a), min(int(b) if b else self.SIZE - 1, self.SIZE - 1)
+            self.head(206, end - start + 1, [("Content-Range", "bytes %d-%d/%d" % (start, end, self.SIZE))])
+        else:
+            self.head(200, self.SIZE)
+        self.wfile.write(self.BODY[start:min(end + 1, self.CUT)])
+        self.wfile.flush()
+        self.close_connection = True
 
 
 def _up(ep):
