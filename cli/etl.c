@@ -402,9 +402,9 @@ static int etl_bucket(struct opts *o)
             json_object_set_new(v, "objnames", cli_names(list));
         }
         json_object_set_new(v, "tobck", json_pack("{s:s,s:s}", "name", dst.bucket, "provider", "ais"));
-        pq = sl_xasprintf("/v1/buckets/%s?provider=ais", src.bucket);
-    } else {
-        pq = sl_xasprintf("/v1/buckets/%s?provider=ais&bck_to=ais/@%%23/%s/", src.bucket, dst.bucket);
+        pq = sl_xasprintf("/v1/buckets/%s%s", src.bucket, uri_query(&src));
+    } else { /* (the source may be a remote bucket: s3://) */
+        pq = sl_xasprintf("/v1/buckets/%s%s&bck_to=ais/@%%23/%s/", src.bucket, uri_query(&src), dst.bucket);
     }
     char *id = cli_act_id("POST", pq, action, v, NULL);
     free(pq);

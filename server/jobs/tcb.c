@@ -13,6 +13,7 @@
  */
 #include "tcb.h"
 #include "arch.h"
+#include "backend.h"
 #include "bg.h"
 #include "cluster.h"
 #include "etl.h"
@@ -400,8 +401,14 @@ static int copy_one(struct copier *c, const char *name, size_t nlen, const char 
     int fd;
     struct sl_objmd md;
     c->in_bytes = c->out_bytes = 0;
-    if (sl_obj_open(c->src, name, nlen, &fd, &md, NULL, err) < 0)
-        return -1;
+    if (sl_obj_open(c->src, name, nlen, &fd, &md, NULL, err) < 0) {
+        /* a remote source's object not held here: fetched (and kept, as any cold read) */
+        if (err->code != SL_ENOOBJ || !sl_bck_remote(c->src))
+            return -1;
+        memset(err, 0, sizeof(*err));
+        if (sl_backend_fetch(c->src, name, nlen, err) < 0 || sl_obj_open(c->src, name, nlen, &fd, &md, NULL, err) < 0)
+            return -1;
+    }
     c->in_bytes = md.size;
     struct dest d;
     int rc = dest_of(c, dname, dlen, &d, err);
@@ -597,9 +604,47 @@ static int feed_ent(void *arg, const struct sl_lsent *e)
     return q_push(fa->t, sl_xstrndup(e->name, e->nlen)) ? 0 : 1;
 }
 
-/* Walk this target's own objects under prefix. */
+struct rfeed {
+    struct feed_arg *fa;
+    int stop;
+};
+
+static int remote_ent(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
+{
+    (void)o;
+    struct rfeed *rf = ctx;
+    if (!sl_obj_owned_here(rf->fa->s, &rf->fa->t->src, name, len))
+        return 0; /* its owner copies it */
+    rf->stop = q_push(rf->fa->t, sl_xstrndup(name, len)) ? 0 : 1;
+    return rf->stop;
+}
+
+/* A remote source: its names under prefix, page by page from the remote. */
+static int feed_remote(struct tjob *t, const char *prefix, struct sl_err *err)
+{
+    if (t->m.nonrecurs)
+        return sl_errf(err, SL_EUNSUPP, "%s://%s is a remote bucket: a non-recursive copy of it is not supported; "
+                       "copy recursively, or name the objects (a list or a template)",
+                       sl_provider_scheme(t->src.provider), t->src.name);
+    struct feed_arg fa = { t, sl_smap_get() };
+    struct rfeed rf = { &fa, 0 };
+    char tok[1024] = "", next[1024];
+    int rc = 0;
+    for (int page = 0; page < 1000000 && !sl_job_aborting(t->job); page++) {
+        if ((rc = sl_backend_list_page(&t->src, prefix, tok, 1000, remote_ent, &rf, next, sizeof(next), err)) < 0 ||
+            rf.stop || !next[0])
+            break;
+        snprintf(tok, sizeof(tok), "%s", next);
+    }
+    sl_smap_put(fa.s);
+    return rc;
+}
+
+/* Walk this target's own objects under prefix (a remote source: the remote's). */
 static int feed_prefix(struct tjob *t, const char *prefix, struct sl_err *err)
 {
+    if (sl_bck_remote(&t->src))
+        return feed_remote(t, prefix, err);
     struct sl_lsomsg lm;
     sl_lsomsg_names(&lm, prefix, false, t->m.nonrecurs ? SL_LSO_NO_RECURSION | SL_LSO_NO_DIRS : 0, 1000);
     struct feed_arg fa = { t, sl_smap_get() };
@@ -812,8 +857,8 @@ static bool kind_is_etl(const char *k)
 }
 
 /* Start this target's share. */
-static int start_local(const char *id, const char *kind, const char *src, const char *dst, const json_t *msg,
-                       struct sl_err *err)
+static int start_local(const char *id, const char *kind, const char *src, const char *sprov, const char *dst,
+                       const json_t *msg, struct sl_err *err)
 {
     struct tjob *t = sl_xcalloc(1, sizeof(*t));
     pthread_mutex_init(&t->mu, NULL);
@@ -821,7 +866,7 @@ static int start_local(const char *id, const char *kind, const char *src, const 
     pthread_cond_init(&t->can_get, NULL);
     t->errors = json_array();
     t->is_list = kind_is_list(kind);
-    if (tmsg_parse(msg, t->is_list, &t->m, err) < 0 || sl_bck_resolve(src, "ais", NULL, &t->src, err) < 0)
+    if (tmsg_parse(msg, t->is_list, &t->m, err) < 0 || sl_bck_resolve(src, sprov, NULL, &t->src, err) < 0)
         goto fail;
     if (sl_bck_resolve(dst, "ais", NULL, &t->dst, err) < 0) {
         if (!t->m.dry_run)
@@ -863,7 +908,8 @@ static void internal_done(struct sl_req *r)
         return;
     }
     if (start_local(sl_json_str(j, "id", ""), sl_json_str(j, "kind", ""), sl_json_str(j, "src", ""),
-                    sl_json_str(j, "dst", ""), json_object_get(j, "msg"), &err) < 0)
+                    sl_json_str(j, "src_provider", "ais"), sl_json_str(j, "dst", ""), json_object_get(j, "msg"),
+                    &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
@@ -887,16 +933,17 @@ void sl_tcb_internal(struct sl_req *r)
 
 struct gstart {
     char *src;
+    const char *sprov;          /* the source's provider, normalised (static) */
     char *bck_to;
     json_t *root;
 };
 
 static int edit_create_dst(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
-    const char **names = arg;   /* [dst, src] */
+    const char **names = arg;   /* [dst, src, src provider] */
     if (sl_bmd_find(b, "ais", names[0]))
         return 0;   /* created meanwhile */
-    const struct sl_bck *s = sl_bmd_find(b, "ais", names[1]);
+    const struct sl_bck *s = sl_bmd_find(b, names[2], names[1]);
     json_t *props = NULL;
     if (s && s->props) {
         props = json_object();
@@ -914,13 +961,13 @@ static int edit_create_dst(struct sl_bmd *b, void *arg, struct sl_err *err)
 
 /* start job id (kind action: a copy or transform of src into dst, which
  * exists) on every target; nm: the TCBMsg */
-static int start_everywhere(const char *id, const char *action, const char *src, const char *dst, json_t *nm,
-                            struct sl_err *err)
+static int start_everywhere(const char *id, const char *action, const char *src, const char *sprov, const char *dst,
+                            json_t *nm, struct sl_err *err)
 {
     if (G.role == SL_ROLE_STANDALONE)
-        return start_local(id, action, src, dst, nm, err);
-    json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O}", "id", id, "kind", action, "src", src, "dst", dst, "msg",
-                             nm);
+        return start_local(id, action, src, sprov, dst, nm, err);
+    json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O}", "id", id, "kind", action, "src", src, "src_provider", sprov,
+                             "dst", dst, "msg", nm);
     size_t blen;
     char *bs = sl_json_dump(body, 0, &blen);
     json_decref(body);
@@ -975,7 +1022,7 @@ int sl_tcb_start_copy(const char *kind, const char *id, const char *src, const c
     }
     json_t *nm = tmsg_json(&m);
     tmsg_free(&m);
-    int rc = start_everywhere(id, kind, src, dst, nm, err);
+    int rc = start_everywhere(id, kind, src, "ais", dst, nm, err);
     json_decref(nm);
     return rc;
 }
@@ -995,8 +1042,14 @@ static void start_run(struct sl_req *r, void *arg)
     bool have_sb = false;
     if (tmsg_parse(v, is_list, &m, &err) < 0)
         goto fail;
-    if (sl_bck_resolve(g->src, "ais", NULL, &sb, &err) < 0)
-        goto fail;
+    if (sl_bck_resolve(g->src, g->sprov, NULL, &sb, &err) < 0) {
+        /* a remote source seen for the first time: added (this is a pool thread) */
+        if (err.code != SL_ENOBCK || !strcmp(g->sprov, "ais"))
+            goto fail;
+        memset(&err, 0, sizeof(err)); /* (what follows tests err.msg) */
+        if (sl_bck_add_remote(g->sprov, g->src, &err) < 0 || sl_bck_resolve(g->src, g->sprov, NULL, &sb, &err) < 0)
+            goto fail;
+    }
     have_sb = true;
     if (is_list) {
         json_t *tb = sl_json_get(v, "tobck");
@@ -1027,7 +1080,7 @@ static void start_run(struct sl_req *r, void *arg)
     }
     if (sl_bck_name_valid(dst, &err) < 0)
         goto fail;
-    if (!strcmp(dst, g->src) && !m.dry_run) {
+    if (!strcmp(dst, g->src) && !strcmp(g->sprov, "ais") && !m.dry_run) {
         sl_errf(&err, SL_EINVAL, "%s: source and destination are the same bucket ais://%s (use a different "
                 "destination, or dry_run to inspect)", action, dst);
         goto fail;
@@ -1059,20 +1112,20 @@ static void start_run(struct sl_req *r, void *arg)
         goto fail;
     }
     if (!m.dry_run) {
-        const char *names[2] = { dst, g->src };
+        const char *names[3] = { dst, g->src, g->sprov };
         if (sl_bmd_modify(edit_create_dst, names, &err) < 0)
             goto fail;
     }
     char id[48];
     sl_job_id(id, sizeof(id), is_list ? "tco-" : "");
     json_t *nm = tmsg_json(&m);
-    if (start_everywhere(id, action, g->src, dst, nm, &err) < 0) {
+    if (start_everywhere(id, action, g->src, g->sprov, dst, nm, &err) < 0) {
         json_decref(nm);
         goto fail;
     }
     json_decref(nm);
-    sl_logi("%s %s started: ais://%s -> ais://%s%s%s%s", action, id, g->src, dst, is_etl ? " through etl " : "",
-            is_etl ? m.etl : "", m.dry_run ? " (dry run)" : "");
+    sl_logi("%s %s started: %s://%s -> ais://%s%s%s%s", action, id, sl_provider_scheme(g->sprov), g->src, dst,
+            is_etl ? " through etl " : "", is_etl ? m.etl : "", m.dry_run ? " (dry run)" : "");
     sl_resp_text(r, 200, id);
     goto out;
 fail:
@@ -1101,8 +1154,15 @@ bool sl_tcb_post(struct sl_req *r, const char *src, struct sl_actmsg *m)
     if (strcmp(m->action, "copy-bck") && strcmp(m->action, "etl-bck") && strcmp(m->action, "copy-listrange") &&
         strcmp(m->action, "etl-listrange"))
         return false;
+    const char *sp = sl_provider_norm(sl_req_query(r, "provider"));
+    if (!sp) {
+        sl_resp_errf(r, SL_EINVAL, "invalid provider \"%s\" (valid: ais, aws/s3, gcp/gs, azure/az, oci/oc)",
+                     sl_req_query(r, "provider"));
+        return true;
+    }
     struct gstart *g = sl_xcalloc(1, sizeof(*g));
     g->src = sl_xstrdup(src);
+    g->sprov = sp;
     const char *bt = sl_req_query(r, "bck_to");
     g->bck_to = bt ? sl_xstrdup(bt) : NULL;
     g->root = json_deep_copy(m->root);

@@ -554,6 +554,33 @@ class BackendTest(unittest.TestCase):
         self.assertIn("s3://origin/arch/none.tar", r.text)
         self.s.delete(self.url + "/v1/etl/make-loud", timeout=60)
 
+    def test_s3_bucket_copy_and_etl_jobs(self):
+        """copy-bck of an s3:// bucket the cluster has not seen (shale cp s3://B ais://D): the job adds it, each
+        target lists the remote and copies the objects it owns, fetching them (and keeping them, as a cold
+        read does); copy-listrange of named objects and an offline transform read the remote too."""
+        self.rs3.create_bucket(Bucket="cpsrc")
+        objs = {"c/%d" % i: b"copy me %d" % i for i in range(12)}
+        for k, v in objs.items():
+            self.rs3.put_object(Bucket="cpsrc", Key=k, Body=v)
+        self.assertNotIn("cpsrc", self.aws_buckets())
+        self.c.cli("cp", "s3://cpsrc", "ais://cpdst", "--wait", timeout=120)
+        for k, v in objs.items():
+            self.assertEqual(self.get("cpdst", k).content, v, k)
+        self.assertIn("cpsrc", self.aws_buckets())
+        self.assertTrue(self.cached_aws("cpsrc", "c/5"))
+        self.c.cli("cp", "s3://cpsrc", "ais://cpdst2", "--template", "c/{0..2}", "--wait", timeout=120)
+        out = self.c.cli("ls", "ais://cpdst2", "-H").stdout
+        self.assertEqual(sorted(l.split()[0] for l in out.splitlines() if l.strip()), ["c/0", "c/1", "c/2"])
+        r = self.s.put(self.url + "/v1/etl", json={"name": "shout-copy", "runtime": "lua",
+                                                   "code": "function transform(data, ctx) return data:upper() end\n"},
+                       timeout=120)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.c.cli("evict", "s3://cpsrc", "--prefix", "c/1")  # some cold again
+        self.c.cli("etl", "bucket", "shout-copy", "s3://cpsrc", "ais://cpetl", "--wait", timeout=120)
+        for k, v in objs.items():
+            self.assertEqual(self.get("cpetl", k).content, v.upper(), k)
+        self.s.delete(self.url + "/v1/etl/shout-copy", timeout=60)
+
     def test_s3_bucket_create_evict_prefetch(self):
         """bucket create s3://B asks the remote (refused, changing nothing, when it has no such bucket) unless
         --skip-lookup; its props may name an endpoint of their own; bucket rm is refused for s3:// (the remote is
