@@ -699,7 +699,7 @@ static void put_remote(struct sl_req *r, void *arg)
     free(bk);
     struct sl_kv *kv = NULL;
     int n = 0;
-    sl_backend_custom(&o, &kv, &n);
+    sl_backend_custom(&c->b, &o, &kv, &n);
     for (int i = 0; i < n; i++) {
         sl_put_set_custom(c->p, kv[i].k, kv[i].v);
         free(kv[i].k);

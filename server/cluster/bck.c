@@ -108,6 +108,9 @@ int sl_bck_add_remote(const char *provider, const char *name, struct sl_err *err
     sl_bmd_put(bm);
     if (known)
         return 0;
+    if (!strcmp(prov, "ht")) /* its URL cannot be guessed */
+        return sl_errf(err, SL_ENOBCK, "ht://%s is not in this cluster: create it with the URL its objects are under "
+                       "(shale bucket create ht://%s --props extra.http.original_url=http://HOST/DIR/)", name, name);
     /* first access: the remote must have it (default props: the endpoint,
      * region and credentials of the node's environment) */
     struct sl_bck probe;

@@ -446,6 +446,8 @@ const char *sl_provider_norm(const char *p)
         return "azure";
     if (!strcmp(p, "oci") || !strcmp(p, "oc"))
         return "oci";
+    if (!strcmp(p, "ht"))
+        return "ht";
     return NULL;
 }
 
@@ -459,6 +461,8 @@ const char *sl_provider_scheme(const char *p)
         return "az";
     if (!strcmp(p, "oci"))
         return "oc";
+    if (!strcmp(p, "ht"))
+        return "ht";
     return "ais";
 }
 
@@ -507,8 +511,9 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "features", json_string("0"));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s}", "name", "", "provider", ""));
-    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s,s:I}}", "aws", "endpoint", "", "cloud_region", "",
-                                              "profile", "", "multipart_size", (json_int_t)0));
+    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s,s:I},s:{s:s}}", "aws", "endpoint", "", "cloud_region",
+                                              "", "profile", "", "multipart_size", (json_int_t)0, "http",
+                                              "original_url", ""));
     return p;
 }
 
@@ -524,6 +529,14 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
                                                        "endpoint"));
     if (ep && *ep && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
         return sl_errf(err, SL_EINVAL, "extra.aws.endpoint \"%s\" is not an http:// or https:// URL", ep);
+    const char *ou = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "http"),
+                                                       "original_url"));
+    if (ou && *ou && strncmp(ou, "http://", 7) && strncmp(ou, "https://", 8))
+        return sl_errf(err, SL_EINVAL, "extra.http.original_url \"%s\" is not an http:// or https:// URL", ou);
+    if (own && !strcmp(own, "ht") && (!ou || !*ou))
+        return sl_errf(err, SL_EINVAL, "an ht:// bucket needs extra.http.original_url, the http:// or https:// URL "
+                       "its objects are under (e.g. --props extra.http.original_url=http://host/dir/); nothing was "
+                       "changed");
     json_int_t mp = json_integer_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
                                                        "multipart_size"));
     if (mp != 0 && mp != -1 && mp < 5 * 1024 * 1024)
@@ -550,7 +563,7 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
     }
     const char *pn = prov && *prov ? sl_provider_norm(prov) : NULL;
     if (!pn || !strcmp(pn, "ais"))
-        return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" is not a remote provider (aws/s3)",
+        return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" is not a remote provider (aws/s3, ht)",
                        prov ? prov : "");
     json_object_set_new(bb, "provider", json_string(pn));
     return sl_bck_name_valid(name, err) < 0 ? -1 : 0;

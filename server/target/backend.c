@@ -49,17 +49,19 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     const char *name = own ? b->name : pstr(b->props, "backend_bck", "name", NULL);
     snprintf(rm->desc, sizeof(rm->desc), "%s://%s", sl_provider_scheme(prov), name);
     rm->plug = sl_plug_backend(sl_arch_reg(), prov);
+    const char *so = !strcmp(prov, "ht") ? "backend_http.so" : "backend_s3.so";
     if (!rm->plug && own)
         return sl_errf(err, SL_EUNAVAIL, "%s: this node has no backend plugin for provider \"%s\" "
-                       "(backend_s3.so in the plugin directory)", rm->desc, prov);
+                       "(%s in the plugin directory)", rm->desc, prov, so);
     if (!rm->plug)
         return sl_errf(err, SL_EUNAVAIL, "%s://%s is backed by %s, but this node has no backend plugin for provider "
-                       "\"%s\" (backend_s3.so in the plugin directory)", sl_provider_scheme(b->provider), b->name,
-                       rm->desc, prov);
+                       "\"%s\" (%s in the plugin directory)", sl_provider_scheme(b->provider), b->name,
+                       rm->desc, prov, so);
     rm->ops = sl_plug_desc(rm->plug)->backend;
     SL_ABI_SET(&rm->rb);
     rm->rb.name = name;
-    rm->rb.endpoint = pstr(b->props, "extra", "aws", "endpoint");
+    rm->rb.endpoint = strcmp(prov, "ht") ? pstr(b->props, "extra", "aws", "endpoint")
+                                          : pstr(b->props, "extra", "http", "original_url"); /* the base URL */
     rm->rb.region = pstr(b->props, "extra", "aws", "cloud_region");
     rm->rb.profile = pstr(b->props, "extra", "aws", "profile");
     rm->rb.multipart_size = json_integer_value(json_object_get(json_object_get(json_object_get(b->props, "extra"),
@@ -77,7 +79,8 @@ static int remote_err(int rc, int status, const char *msg, struct sl_err *err)
     }
     if (rc == SL_PLUG_EIO)
         return sl_errf(err, SL_EUNAVAIL, "remote: %s; retry when the remote is back", msg);
-    return sl_errf(err, rc == SL_PLUG_EINVAL ? SL_EINVAL : SL_EINTERNAL, "remote: %s", msg);
+    return sl_errf(err, rc == SL_PLUG_EINVAL ? SL_EINVAL : rc == SL_PLUG_EUNSUPP ? SL_EUNSUPP : SL_EINTERNAL,
+                   "remote: %s", msg);
 }
 
 bool sl_backend_loaded(const char *provider)
@@ -106,10 +109,12 @@ int sl_backend_check_props(const json_t *props, struct sl_err *err)
     const char *prov = pstr(props, "backend_bck", "provider", NULL);
     if (!*name)
         return 0;
-    if (!sl_plug_backend(sl_arch_reg(), prov))
+    if (!sl_plug_backend(sl_arch_reg(), prov)) {
+        bool s3 = sl_backend_loaded("aws"), ht = sl_backend_loaded("ht");
         return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" has no backend plugin loaded on this node "
-                       "(loaded backends: %s); nothing was changed", prov,
-                       sl_plug_backend(sl_arch_reg(), "aws") ? "aws" : "none");
+                       "(loaded backends: %s%s%s); nothing was changed", prov, s3 ? "aws" : "", s3 && ht ? ", " : "",
+                       ht ? "ht" : !s3 ? "none" : "");
+    }
     return 0;
 }
 
@@ -248,9 +253,9 @@ static int sink(void *ctx, const void *data, size_t n)
     return 0;
 }
 
-void sl_backend_custom(const struct sl_backend_obj *o, struct sl_kv **kv, int *n)
+void sl_backend_custom(const struct sl_bck *b, const struct sl_backend_obj *o, struct sl_kv **kv, int *n)
 {
-    sl_kv_set(kv, n, "source", "aws");
+    sl_kv_set(kv, n, "source", strcmp(b->provider, "ais") ? b->provider : pstr(b->props, "backend_bck", "provider", NULL));
     if (o->etag[0])
         sl_kv_set(kv, n, "ETag", o->etag);
     if (o->version[0])
@@ -495,7 +500,7 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
     }
     struct sl_kv *kv = NULL;
     int nkv = 0;
-    sl_backend_custom(&o, &kv, &nkv);
+    sl_backend_custom(b, &o, &kv, &nkv);
     for (int i = 0; i < nkv; i++) {
         sl_put_set_custom(s.p, kv[i].k, kv[i].v);
         free(kv[i].k);

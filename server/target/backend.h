@@ -62,7 +62,8 @@ int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, str
  * the next page's token, "" after the last), each to cb. */
 int sl_backend_list_page(const struct sl_bck *b, const char *prefix, const char *token, int max,
                          sl_backend_list_fn cb, void *ctx, char *next, size_t next_len, struct sl_err *err);
-/* The custom metadata a remote object's copy carries (source, ETag, ...). */
-void sl_backend_custom(const struct sl_backend_obj *o, struct sl_kv **kv, int *n);
+/* The custom metadata a copy of a remote object of b carries (source: the
+ * remote's provider, ETag, ...). */
+void sl_backend_custom(const struct sl_bck *b, const struct sl_backend_obj *o, struct sl_kv **kv, int *n);
 
 #endif

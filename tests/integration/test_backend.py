@@ -7,6 +7,7 @@ down), concurrent cold GETs of one object, HEAD of an object not held, write-thr
 validate_warm_get after an out-of-band change, wrong credentials (the error names the credential source), a remote
 that is down (503 naming the remote, fast), and props that are refused."""
 import concurrent.futures
+import functools
 import hashlib
 import http.server
 import io
@@ -135,6 +136,74 @@ class BackendTest(unittest.TestCase):
             self.assertIn("backend.blob_workers 1 to 32", r.stderr + r.stdout)
         finally:
             self.c.cli("config", "cluster", "backend.blob_chunk=8MiB", "backend.blob_workers=4")
+
+    def test_ht_bucket(self):
+        """An ht:// bucket (backend_http.so) reads the files of a web server (Python's http.server, which ignores
+        Range): cold GET fetches and keeps (big files too, in ranges or not), HEAD asks the server, archive reads
+        work; PUT, DELETE at the server and listing the server are refused (501) and change nothing; the bucket
+        needs its URL, and an unknown ht:// bucket is a 404 that says how to add it."""
+        web = os.path.join(self.tmp, "web")
+        os.makedirs(os.path.join(web, "pub", "sub"))
+        big = os.urandom(2 * 1024 * 1024 + 3)
+        files = {"a.txt": b"served by http.server", "sub/b.bin": big}
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            ti = tarfile.TarInfo("x.txt")
+            ti.size = 5
+            t.addfile(ti, io.BytesIO(b"inner"))
+        files["sh.tar"] = buf.getvalue()
+        for k, v in files.items():
+            with open(os.path.join(web, "pub", k), "wb") as f:
+                f.write(v)
+        handler = functools.partial(_QuietFiles, directory=web)
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", free_port_range(1)), handler)
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            base = "http://127.0.0.1:%d/pub/" % srv.server_address[1]
+            r = self.c.cli("bucket", "create", "ht://web", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("extra.http.original_url", r.stderr)
+            self.c.cli("bucket", "create", "ht://web", "--props", "extra.http.original_url=" + base)
+            q = {"provider": "ht"}
+            h = self.s.head(self.url + "/v1/objects/web/sub/b.bin", params=q, allow_redirects=True, timeout=60)
+            self.assertEqual((h.status_code, h.headers.get("Ais-Present")), (200, "false"))
+            self.assertEqual(int(h.headers["Content-Length"]), len(big))
+            self.assertEqual(self.c.cli("get", "ht://web/a.txt", "-").stdout, "served by http.server")
+            self.c.cli("config", "cluster", "backend.blob_chunk=1MiB")
+            try:
+                r = self.s.get(self.url + "/v1/objects/web/sub/b.bin", params=q, timeout=60)
+                self.assertTrue(r.status_code == 200 and r.content == big, r.status_code)
+            finally:
+                self.c.cli("config", "cluster", "backend.blob_chunk=8MiB")
+            h = self.s.head(self.url + "/v1/objects/web/sub/b.bin", params=dict(q, props="custom"),
+                            allow_redirects=True, timeout=60)
+            self.assertEqual(h.headers.get("Ais-Present"), "true")
+            self.assertIn("source=ht", h.headers.get("Ais-Custom-Md", ""))
+            r = self.s.get(self.url + "/v1/objects/web/sh.tar", params=dict(q, archpath="x.txt"), timeout=60)
+            self.assertEqual((r.status_code, r.content), (200, b"inner"))
+            r = self.s.get(self.url + "/v1/objects/web/none.txt", params=q, timeout=60)
+            self.assertEqual(r.status_code, 404, r.text)
+            r = self.s.put(self.url + "/v1/objects/web/new.txt", params=q, data=b"no", timeout=60)
+            self.assertEqual(r.status_code, 501, r.text)
+            self.assertIn("read-only", r.text)
+            self.assertFalse(os.path.exists(os.path.join(web, "pub", "new.txt")))
+            self.assertNotEqual(self.s.head(self.url + "/v1/objects/web/new.txt", params=q, allow_redirects=True,
+                                            timeout=60).headers.get("Ais-Present"), "true")
+            r = self.s.delete(self.url + "/v1/objects/web/a.txt", params=q, timeout=60)
+            self.assertEqual(r.status_code, 501, r.text)
+            r = self.c.cli("ls", "ht://web", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("cannot be listed", r.stderr)
+            out = self.c.cli("ls", "ht://web", "--cached", "-H").stdout
+            self.assertEqual(sorted(l.split()[0] for l in out.splitlines() if l.strip()),
+                             ["a.txt", "sh.tar", "sub/b.bin"])
+            r = self.s.get(self.url + "/v1/objects/nosuchweb/a.txt", params=q, timeout=60)
+            self.assertEqual(r.status_code, 404, r.text)
+            self.assertIn("extra.http.original_url", r.text)
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
     def test_truncated_remote(self):
         """A remote that sends less than it promised: the GET fails (a cut answer, or an error naming the remote
@@ -688,6 +757,11 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(r.status_code, 503, r.text)
         self.assertIn("s3://origin/down/lost.txt", r.text)
         self.assertLess(time.time() - t0, 10)
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
 
 
 class _Faulty(http.server.BaseHTTPRequestHandler):
