@@ -24,9 +24,11 @@ struct opstat {
 
 static struct opstat ops[SL_OP_MAX];
 
-#define MAXC 64
+#define MAXC 96
 static struct {
-    char name[48];
+    char name[48];              /* as the node status shows it ("lru_evict_n", "aws.get.n") */
+    char prom[48];              /* a labelled counter's Prometheus name ("remote_get_count"); "" = name */
+    char label[16];             /* its backend label ("aws") */
     uint64_t v;
 } custom[MAXC];
 static int ncustom;
@@ -64,6 +66,40 @@ void sl_stats_add(const char *name, uint64_t v)
     if (i < MAXC)
         custom[i].v += v;
     pthread_mutex_unlock(&cmu);
+}
+
+/* one labelled counter: internal name, Prometheus name, backend */
+static void add_labelled(const char *name, const char *prom, const char *label, uint64_t v)
+{
+    pthread_mutex_lock(&cmu);
+    int i;
+    for (i = 0; i < ncustom; i++)
+        if (!strcmp(custom[i].name, name))
+            break;
+    if (i == ncustom && ncustom < MAXC) {
+        snprintf(custom[ncustom].name, sizeof(custom[0].name), "%s", name);
+        snprintf(custom[ncustom].prom, sizeof(custom[0].prom), "%s", prom);
+        snprintf(custom[ncustom++].label, sizeof(custom[0].label), "%s", label);
+    }
+    if (i < MAXC)
+        custom[i].v += v;
+    pthread_mutex_unlock(&cmu);
+}
+
+void sl_stats_backend(const char *provider, const char *op, uint64_t bytes, int64_t ns)
+{
+    char n[48], p[48];
+    snprintf(n, sizeof(n), "%s.%s.n", provider, op);
+    snprintf(p, sizeof(p), "remote_%s_count", op);
+    add_labelled(n, p, provider, 1);
+    if (strcmp(op, "get") && strcmp(op, "put"))
+        return;
+    snprintf(n, sizeof(n), "%s.%s.ns.total", provider, op);
+    snprintf(p, sizeof(p), "remote_%s_ns_total", op);
+    add_labelled(n, p, provider, (uint64_t)(ns > 0 ? ns : 0));
+    snprintf(n, sizeof(n), "%s.%s.size", provider, op);
+    snprintf(p, sizeof(p), "remote_%s_bytes_total", op);
+    add_labelled(n, p, provider, bytes);
 }
 
 uint64_t sl_stats_get(int op, const char *what)
@@ -143,8 +179,22 @@ void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
     }
     pthread_mutex_lock(&cmu);
     for (int i = 0; i < ncustom; i++) {
-        sl_buf_printf(b, "# TYPE %s_%s counter\n%s_%s{node_id=\"%s\"} %llu\n", prefix, custom[i].name, prefix,
-                      custom[i].name, node_id, (unsigned long long)custom[i].v);
+        if (!custom[i].prom[0]) {
+            sl_buf_printf(b, "# TYPE %s_%s counter\n%s_%s{node_id=\"%s\"} %llu\n", prefix, custom[i].name, prefix,
+                          custom[i].name, node_id, (unsigned long long)custom[i].v);
+            continue;
+        }
+        /* a labelled family: its TYPE once, then one line per backend */
+        int first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(custom[j].prom, custom[i].prom) != 0;
+        if (!first)
+            continue;
+        sl_buf_printf(b, "# TYPE %s_%s counter\n", prefix, custom[i].prom);
+        for (int j = i; j < ncustom; j++)
+            if (!strcmp(custom[j].prom, custom[i].prom))
+                sl_buf_printf(b, "%s_%s{backend=\"%s\",node_id=\"%s\"} %llu\n", prefix, custom[j].prom,
+                              custom[j].label, node_id, (unsigned long long)custom[j].v);
     }
     pthread_mutex_unlock(&cmu);
 }

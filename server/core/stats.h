@@ -18,6 +18,12 @@ enum {
 
 void sl_stats_request(int op, int method, int status, uint64_t in_bytes, uint64_t out_bytes, int64_t ns, bool ok);
 void sl_stats_add(const char *name, uint64_t v);   /* free-form counters ("rebalance_objs") */
+/* One call to a remote store (op "get", "head", "put", "delete") by the
+ * backend of provider ("aws", "ht"), as AIStore counts them: node status
+ * aws.get.n, aws.get.ns.total, aws.get.size (get and put); Prometheus
+ * remote_get_count, remote_get_ns_total, remote_get_bytes_total with label
+ * backend="aws". */
+void sl_stats_backend(const char *provider, const char *op, uint64_t bytes, int64_t ns);
 /* Append Prometheus text to out (the caller's); prefix "ais_target" or
  * "ais_proxy". */
 void sl_stats_render(struct sl_buf *out, const char *prefix, const char *node_id);

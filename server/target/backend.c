@@ -7,6 +7,7 @@
 #include "log.h"
 #include "opipe.h"
 #include "plug.h"
+#include "stats.h"
 #include "store.h"
 
 #include <errno.h>
@@ -445,6 +446,7 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
     void *st = sl_plug_state(rm.plug);
+    int64_t t0 = sl_mono_ns();
     int rc = rm.ops->get_object(st, &rm.rb, nm, nlen, 0, s.ranged ? chunk : -1, sink, &s, &o, &status, msg,
                                 sizeof(msg));
     if (rc == SL_PLUG_EREMOTE && status == 416 && s.ranged && !s.begun) { /* an empty object: no range of it */
@@ -489,6 +491,7 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
         return sl_errf(err, SL_EUNAVAIL, "remote: %s/%.*s: the remote sent %llu bytes of %lld; nothing was cached, "
                        "retry", rm.desc, (int)SL_MIN(nlen, 300), name, (unsigned long long)got, (long long)o.size);
     }
+    sl_stats_backend(rm.ops->provider, "get", got, sl_mono_ns() - t0); /* (one per object, ranges or not) */
     if (s.op) { /* every byte is out and the count is right: the client is done; caching is ours */
         sl_opipe_close(s.op, false);
         s.op = NULL;
@@ -680,6 +683,8 @@ int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struc
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
     int rc = rm.ops->head_object(sl_plug_state(rm.plug), &rm.rb, nm, nlen, o, &status, msg, sizeof(msg));
+    if (rc == SL_PLUG_OK)
+        sl_stats_backend(rm.ops->provider, "head", 0, 0);
     free(nm);
     return rc == SL_PLUG_OK ? 0 : remote_err(rc, status, msg, err);
 }
@@ -695,7 +700,10 @@ int sl_backend_put(const struct sl_bck *b, const char *name, size_t nlen, int fd
     char msg[1024] = "";
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
+    int64_t t0 = sl_mono_ns();
     int rc = rm.ops->put_object(sl_plug_state(rm.plug), &rm.rb, nm, nlen, fd, size, o, &status, msg, sizeof(msg));
+    if (rc == SL_PLUG_OK)
+        sl_stats_backend(rm.ops->provider, "put", (uint64_t)size, sl_mono_ns() - t0);
     free(nm);
     return rc == SL_PLUG_OK ? 0 : remote_err(rc, status, msg, err);
 }
@@ -709,6 +717,8 @@ int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, str
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
     int rc = rm.ops->delete_object(sl_plug_state(rm.plug), &rm.rb, nm, nlen, &status, msg, sizeof(msg));
+    if (rc == SL_PLUG_OK)
+        sl_stats_backend(rm.ops->provider, "delete", 0, 0);
     free(nm);
     if (rc == SL_PLUG_EREMOTE && status == 404)
         return 0;

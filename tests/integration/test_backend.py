@@ -121,6 +121,13 @@ class BackendTest(unittest.TestCase):
             self.assertTrue(r.content == data[0])
             self.assertEqual(r.headers.get("Ais-Present"), "false")  # streamed as it was fetched
             self.assertEqual(self.remote_gets() - n0, 5)  # 5 MiB in 1 MiB ranges
+            # the caching target counts it: one remote GET of the object, its bytes, as AIStore names them
+            m = "".join(requests.get(self.c.node_url(t) + "/metrics", timeout=10).text for t in ("t0", "t1"))
+            gets = [l for l in m.splitlines() if "_remote_get_count{" in l]
+            self.assertTrue(gets and all('backend="aws"' in l for l in gets), gets)
+            self.assertGreaterEqual(sum(int(l.rsplit(" ", 1)[1]) for l in gets), 1)
+            self.assertTrue(any("_remote_get_bytes_total{" in l and int(l.rsplit(" ", 1)[1]) >= len(data[0])
+                                for l in m.splitlines()), "remote_get_bytes_total")
             self.assertTrue(self.cached("cache", "blob/0.bin"))
             r = self.get("cache", "blob/0.bin", params={"validate-checksum": "true"})
             self.assertTrue(r.status_code == 200 and r.content == data[0], r.status_code)
