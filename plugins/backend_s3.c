@@ -22,7 +22,7 @@
  *
  * A PUT bigger than the bucket's extra.aws.multipart_size (0: 64 MiB; -1:
  * never) goes up as an S3 multipart upload, in parts of that size (at
- * least 5 MiB, at most 10,000 parts), one after another.
+ * least 5 MiB, at most 10,000 parts), 4 parts at a time.
  *
  * 5xx and 429 answers are retried (3 tries, 0.2 s then 0.4 s apart) when
  * nothing of the answer was handed on yet; a remote that cannot be reached
@@ -559,8 +559,64 @@ static int mp_query(struct sbuf *q, int part, const char *id)
     return 0;
 }
 
-/* S3 multipart upload of [0, size) of fd: create, the parts in order,
- * complete (an abort on any failure). */
+#define MP_PAR 4                  /* parts in flight at once */
+
+/* The parts of one upload, taken by MP_PAR threads. */
+struct mpu {
+    pthread_mutex_t mu;
+    const struct sl_backend_bck *b;
+    const char *name, *id;
+    size_t len;
+    int fd, nparts, next;
+    int64_t size, part;
+    char (*etag)[80];           /* per part */
+    int rc, status;             /* the first failure */
+    char err[1024];
+};
+
+static void *mp_worker(void *arg)
+{
+    struct mpu *u = arg;
+    struct sbuf q = { 0 };
+    for (;;) {
+        pthread_mutex_lock(&u->mu);
+        int i = u->rc != SL_PLUG_OK || u->next > u->nparts ? 0 : u->next++;
+        pthread_mutex_unlock(&u->mu);
+        if (!i)
+            break;
+        struct sl_backend_obj po;
+        memset(&po, 0, sizeof(po));
+        po.size = -1;
+        int64_t off = (int64_t)(i - 1) * u->part, n = u->size - off < u->part ? u->size - off : u->part;
+        char e[1024] = "";
+        int st = 0, rc = mp_query(&q, i, u->id) < 0 ? SL_PLUG_ENOMEM : SL_PLUG_OK;
+        if (rc == SL_PLUG_OK) {
+            struct call pc = { .b = u->b, .method = "PUT", .key = u->name, .klen = u->len, .n = -1, .fd = u->fd,
+                               .base = off, .size = n, .o = &po, .query = q.p };
+            rc = perform(&pc, &st, e, sizeof(e));
+            sb_free(&pc.body);
+        }
+        if (rc == SL_PLUG_OK && !po.etag[0]) {
+            errf(e, sizeof(e), "s3://%s/%.*s: part %d of %d: the remote's answer has no ETag", u->b->name,
+                 (int)(u->len > 400 ? 400 : u->len), u->name, i, u->nparts);
+            rc = SL_PLUG_EREMOTE;
+        }
+        pthread_mutex_lock(&u->mu);
+        if (rc == SL_PLUG_OK) {
+            snprintf(u->etag[i - 1], sizeof(u->etag[0]), "%s", po.etag);
+        } else if (u->rc == SL_PLUG_OK) {
+            u->rc = rc;
+            u->status = st;
+            snprintf(u->err, sizeof(u->err), "%s", e);
+        }
+        pthread_mutex_unlock(&u->mu);
+    }
+    sb_free(&q);
+    return NULL; /* (a part thread's curl handle goes with it: curl_key's destructor) */
+}
+
+/* S3 multipart upload of [0, size) of fd: create, the parts (MP_PAR at a
+ * time), complete; an abort on any failure. */
 static int put_multipart(const struct sl_backend_bck *b, const char *name, size_t len, int fd, int64_t size,
                          int64_t part, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
@@ -577,33 +633,36 @@ static int put_multipart(const struct sl_backend_bck *b, const char *name, size_
              (int)(len > 400 ? 400 : len), name);
         return SL_PLUG_EREMOTE;
     }
+    struct mpu u = { .b = b, .name = name, .id = id, .len = len, .fd = fd, .next = 1, .size = size, .part = part,
+                     .rc = SL_PLUG_OK };
+    u.nparts = (int)((size + part - 1) / part);
+    u.etag = calloc((size_t)u.nparts, sizeof(*u.etag));
+    if (!u.etag)
+        return SL_PLUG_ENOMEM;
+    pthread_mutex_init(&u.mu, NULL);
+    pthread_t th[MP_PAR];
+    int nt = 0;
+    while (nt < MP_PAR - 1 && nt < u.nparts - 1 && pthread_create(&th[nt], NULL, mp_worker, &u) == 0)
+        nt++;
+    mp_worker(&u); /* this thread too */
+    for (int i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&u.mu);
+    rc = u.rc;
+    if (rc != SL_PLUG_OK) {
+        *status = u.status;
+        errf(err, errlen, "%s", u.err);
+    }
     struct sbuf q = { 0 }, done = { 0 };
-    int nparts = (int)((size + part - 1) / part);
-    if (sb_adds(&done, "<CompleteMultipartUpload>") < 0)
+    if (rc == SL_PLUG_OK && sb_adds(&done, "<CompleteMultipartUpload>") < 0)
         rc = SL_PLUG_ENOMEM;
-    for (int i = 1; rc == SL_PLUG_OK && i <= nparts; i++) {
-        struct sl_backend_obj po;
-        memset(&po, 0, sizeof(po));
-        po.size = -1;
-        int64_t off = (int64_t)(i - 1) * part, n = size - off < part ? size - off : part;
-        if (mp_query(&q, i, id) < 0) {
-            rc = SL_PLUG_ENOMEM;
-            break;
-        }
-        struct call pc = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .base = off,
-                           .size = n, .o = &po, .query = q.p };
-        rc = perform(&pc, status, err, errlen);
-        sb_free(&pc.body);
-        if (rc == SL_PLUG_OK && !po.etag[0]) {
-            errf(err, errlen, "s3://%s/%.*s: part %d of %d: the remote's answer has no ETag", b->name,
-                 (int)(len > 400 ? 400 : len), name, i, nparts);
-            rc = SL_PLUG_EREMOTE;
-        }
+    for (int i = 1; rc == SL_PLUG_OK && i <= u.nparts; i++) {
         char x[200];
-        snprintf(x, sizeof(x), "<Part><PartNumber>%d</PartNumber><ETag>\"%s\"</ETag></Part>", i, po.etag);
-        if (rc == SL_PLUG_OK && sb_adds(&done, x) < 0)
+        snprintf(x, sizeof(x), "<Part><PartNumber>%d</PartNumber><ETag>\"%s\"</ETag></Part>", i, u.etag[i - 1]);
+        if (sb_adds(&done, x) < 0)
             rc = SL_PLUG_ENOMEM;
     }
+    free(u.etag);
     if (rc == SL_PLUG_OK && (sb_adds(&done, "</CompleteMultipartUpload>") < 0 || mp_query(&q, 0, id) < 0))
         rc = SL_PLUG_ENOMEM;
     if (rc == SL_PLUG_OK) {
