@@ -476,29 +476,14 @@ static void lsr_free(void *arg)
     free(a);
 }
 
-static int lsr_add(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
-{
-    struct sl_lspage *pg = ctx;
-    struct sl_lsent *e = sl_lspage_add(pg);
-    e->name = sl_xstrndup(name, len);
-    e->nlen = len;
-    e->size = o->size > 0 ? (uint64_t)o->size : 0;
-    if (o->version[0])
-        e->version = sl_xstrdup(o->version);
-    return 0;
-}
-
 static void list_remote(struct sl_req *r, void *arg)
 {
     struct lsr *a = arg;
     struct sl_err err = { 0 };
     struct sl_lspage pg;
     sl_lspage_init(&pg);
-    char next[4096] = "";
-    int max = a->m.pagesize > 0 && a->m.pagesize < 1000 ? a->m.pagesize : 1000;
-    if (sl_backend_list_page(&a->b, a->m.prefix, a->m.token, max, lsr_add, &pg, next, sizeof(next), &err) < 0)
+    if (sl_backend_lso_page(&a->b, &a->m, &pg, &err) < 0)
         goto fail;
-    qsort(pg.ents, (size_t)pg.n, sizeof(*pg.ents), sl_lsent_cmp); /* S3 lists in byte order already */
     if (pg.n) {
         /* which of these the cluster holds: its names from just before the
          * first to the last of the page */
@@ -538,7 +523,6 @@ static void list_remote(struct sl_req *r, void *arg)
         }
         sl_lsomsg_free(&lm);
     }
-    pg.token = next[0] ? sl_xstrdup(next) : NULL;
     char id[24];
     sl_job_id(id, sizeof(id), "");
     pg.uuid = sl_xstrdup(a->m.uuid && a->m.uuid[0] ? a->m.uuid : id);

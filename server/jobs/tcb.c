@@ -401,14 +401,8 @@ static int copy_one(struct copier *c, const char *name, size_t nlen, const char 
     int fd;
     struct sl_objmd md;
     c->in_bytes = c->out_bytes = 0;
-    if (sl_obj_open(c->src, name, nlen, &fd, &md, NULL, err) < 0) {
-        /* a remote source's object not held here: fetched (and kept, as any cold read) */
-        if (err->code != SL_ENOOBJ || !sl_bck_remote(c->src))
-            return -1;
-        memset(err, 0, sizeof(*err));
-        if (sl_backend_fetch(c->src, name, nlen, err) < 0 || sl_obj_open(c->src, name, nlen, &fd, &md, NULL, err) < 0)
-            return -1;
-    }
+    if (sl_obj_open_cold(c->src, name, nlen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
+        return -1;
     c->in_bytes = md.size;
     struct dest d;
     int rc = dest_of(c, dname, dlen, &d, err);

@@ -5,6 +5,7 @@
 #include "arch.h"
 #include "conf.h"
 #include "log.h"
+#include "lso.h"
 #include "opipe.h"
 #include "plug.h"
 #include "stats.h"
@@ -67,6 +68,50 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     rm->rb.profile = pstr(b->props, "extra", "aws", "profile");
     rm->rb.multipart_size = json_integer_value(json_object_get(json_object_get(json_object_get(b->props, "extra"),
                                                                                "aws"), "multipart_size"));
+    return 0;
+}
+
+/* ---- for jobs: a remote bucket read as if it were local ---- */
+
+int sl_obj_open_cold(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
+                     struct sl_err *err)
+{
+    if (sl_obj_open(b, name, nlen, fd, md, NULL, err) == 0)
+        return 0;
+    if (err->code != SL_ENOOBJ || !sl_bck_remote(b))
+        return -1;
+    memset(err, 0, sizeof(*err));
+    if (sl_backend_fetch(b, name, nlen, err) < 0)
+        return -1;
+    return sl_obj_open(b, name, nlen, fd, md, NULL, err);
+}
+
+static int page_add(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
+{
+    struct sl_lspage *pg = ctx;
+    struct sl_lsent *e = sl_lspage_add(pg);
+    e->name = sl_xstrndup(name, len);
+    e->nlen = len;
+    e->size = o->size > 0 ? (uint64_t)o->size : 0;
+    if (o->version[0])
+        e->version = sl_xstrdup(o->version);
+    return 0;
+}
+
+int sl_backend_lso_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
+{
+    if (m->flags & SL_LSO_NO_RECURSION)
+        return sl_errf(err, SL_EUNSUPP, "%s://%s is a remote bucket: a non-recursive listing of it (virtual "
+                       "directories) is not supported; list recursively, or what the cluster holds (flag cached)",
+                       sl_provider_scheme(b->provider), b->name);
+    char next[4096] = "";
+    int max = m->pagesize > 0 && m->pagesize < 1000 ? m->pagesize : 1000;
+    if (sl_backend_list_page(b, m->prefix ? m->prefix : "", m->token ? m->token : "", max, page_add, out, next,
+                             sizeof(next), err) < 0)
+        return -1;
+    qsort(out->ents, (size_t)out->n, sizeof(*out->ents), sl_lsent_cmp); /* (S3 lists in byte order already) */
+    free(out->token);
+    out->token = next[0] ? sl_xstrdup(next) : NULL;
     return 0;
 }
 

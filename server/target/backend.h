@@ -62,6 +62,17 @@ int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, str
  * the next page's token, "" after the last), each to cb. */
 int sl_backend_list_page(const struct sl_bck *b, const char *prefix, const char *token, int max,
                          sl_backend_list_fn cb, void *ctx, char *next, size_t next_len, struct sl_err *err);
+/* sl_obj_open, and for an object of a remote-backed bucket not held here,
+ * a fetch first (kept, as any cold read): what jobs read their sources
+ * with. Blocks on the network: pool threads only. */
+int sl_obj_open_cold(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
+                     struct sl_err *err);
+/* One page of a remote-backed bucket's names as a list page (m: prefix,
+ * token, pagesize; out->token: the next page's), for sl_lso_walk; no
+ * cached flags. A non-recursive listing is refused (501). */
+struct sl_lsomsg;
+struct sl_lspage;
+int sl_backend_lso_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err);
 /* The custom metadata a copy of a remote object of b carries (source: the
  * remote's provider, ETag, ...). */
 void sl_backend_custom(const struct sl_bck *b, const struct sl_backend_obj *o, struct sl_kv **kv, int *n);
