@@ -15,6 +15,7 @@
  * fails at once (connect timeout 5 s).
  */
 #include "shale_plugin.h"
+#include "common_curl.h"
 
 #include <stddef.h>
 #include <curl/curl.h>
@@ -29,19 +30,9 @@
 
 #define TRIES 3
 
-static const struct sl_host_api *H;
-static pthread_key_t curl_key;
+#define errf sl_cc_errf
 
-static void errf(char *err, size_t errlen, const char *fmt, ...) SL_PLUGIN_PRINTF(3, 4);
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+static const struct sl_host_api *H;
 
 struct call {
     const struct sl_backend_bck *b;
@@ -158,9 +149,7 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
     c->url = make_url(base, c->key, c->key ? c->klen : 0);
     if (!c->url)
         return SL_PLUG_ENOMEM;
-    CURL *h = pthread_getspecific(curl_key);
-    if (!h && (h = curl_easy_init()) != NULL)
-        pthread_setspecific(curl_key, h);
+    CURL *h = sl_cc_handle();
     if (!h) {
         errf(err, errlen, "%s: curl_easy_init failed", c->desc);
         return SL_PLUG_ENOMEM;
@@ -295,37 +284,17 @@ static int ht_list_page(void *st, const struct sl_backend_bck *b, const char *pr
     return SL_PLUG_EUNSUPP;
 }
 
-static void curl_key_free(void *h)
-{
-    curl_easy_cleanup(h);
-}
-
 static int ht_init(const struct sl_host_api *host, void **state, char *err, size_t errlen)
 {
     (void)host;
     *state = NULL;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        errf(err, errlen, "curl_global_init failed");
-        return SL_PLUG_EINTERNAL;
-    }
-    if (pthread_key_create(&curl_key, curl_key_free) != 0) {
-        errf(err, errlen, "pthread_key_create: %s", strerror(errno));
-        curl_global_cleanup();
-        return SL_PLUG_EINTERNAL;
-    }
-    return SL_PLUG_OK;
+    return sl_cc_init(0, NULL, err, errlen);
 }
 
 static void ht_fini(void *state)
 {
     (void)state;
-    CURL *h = pthread_getspecific(curl_key);
-    if (h) {
-        pthread_setspecific(curl_key, NULL);
-        curl_easy_cleanup(h);
-    }
-    pthread_key_delete(curl_key);
-    curl_global_cleanup();
+    sl_cc_fini();
 }
 
 static const struct sl_backend_ops ops = {

@@ -29,6 +29,7 @@
  * fails at once (connect timeout 5 s).
  */
 #include "shale_plugin.h"
+#include "common_curl.h"
 
 #include <stddef.h>
 #include <curl/curl.h>
@@ -105,16 +106,7 @@ static void sb_free(struct sbuf *b)
     b->len = b->cap = 0;
 }
 
-static void errf(char *err, size_t n, const char *fmt, ...) SL_PLUGIN_PRINTF(3, 4);
-static void errf(char *err, size_t n, const char *fmt, ...)
-{
-    if (!n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
+#define errf sl_cc_errf
 
 /* ---- credentials ---- */
 
@@ -236,13 +228,6 @@ struct call {
     char url_desc[600];
 };
 
-/* one handle per thread, its connections kept open; cleaned up when the thread ends */
-static pthread_key_t curl_key;
-
-static void curl_key_free(void *h)
-{
-    curl_easy_cleanup(h);
-}
 
 static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
 {
@@ -389,9 +374,7 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
         sb_free(&url);
         return SL_PLUG_EINVAL;
     }
-    CURL *h = pthread_getspecific(curl_key);
-    if (!h && (h = curl_easy_init()) != NULL)
-        pthread_setspecific(curl_key, h);
+    CURL *h = sl_cc_handle(); /* this thread's, its connections kept open */
     if (!h) {
         sb_free(&url);
         errf(err, errlen, "%s: curl_easy_init failed", c->url_desc);
@@ -612,7 +595,7 @@ static void *mp_worker(void *arg)
         pthread_mutex_unlock(&u->mu);
     }
     sb_free(&q);
-    return NULL; /* (a part thread's curl handle goes with it: curl_key's destructor) */
+    return NULL; /* (a part thread's curl handle goes with it) */
 }
 
 /* S3 multipart upload of [0, size) of fd: create, the parts (MP_PAR at a
@@ -861,35 +844,13 @@ static int s3_init(const struct sl_host_api *host, void **state, char *err, size
 {
     (void)host;
     *state = NULL;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        errf(err, errlen, "curl_global_init failed");
-        return SL_PLUG_EINTERNAL;
-    }
-    curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
-    if (v->version_num < 0x074b00) {
-        errf(err, errlen, "libcurl %s has no SigV4 signing (7.75 or newer is needed)", v->version);
-        curl_global_cleanup();
-        return SL_PLUG_EUNSUPP;
-    }
-    if (pthread_key_create(&curl_key, curl_key_free) != 0) {
-        errf(err, errlen, "pthread_key_create: %s", strerror(errno));
-        curl_global_cleanup();
-        return SL_PLUG_EINTERNAL;
-    }
-    return SL_PLUG_OK;
+    return sl_cc_init(0x074b00, "it has no SigV4 signing (7.75 or newer is needed)", err, errlen);
 }
 
 static void s3_fini(void *state)
 {
     (void)state;
-    CURL *h = pthread_getspecific(curl_key);
-    if (h) {
-        pthread_setspecific(curl_key, NULL);
-        curl_easy_cleanup(h);
-    }
-    /* threads still alive keep their handle (no destructor runs into an unloaded plugin) */
-    pthread_key_delete(curl_key);
-    curl_global_cleanup();
+    sl_cc_fini();
 }
 
 static const struct sl_backend_ops ops = {
