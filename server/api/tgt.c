@@ -442,36 +442,17 @@ static void warm_check(struct sl_req *r, void *arg)
 {
     struct cold *c = arg;
     struct sl_err err = { 0 };
-    struct sl_backend_obj o;
     struct sl_objmd md;
     int fd = -1;
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-    if (sl_backend_head(&c->b, c->name, c->nlen, &o, &err) < 0) {
-        if (err.code == SL_ENOOBJ &&
-            json_is_true(json_object_get(json_object_get(c->b.props, "versioning"), "synchronize"))) {
-            struct sl_err e2 = { 0 };
-            sl_obj_delete(&c->b, c->name, c->nlen, &e2);
-        }
+    if (sl_backend_refresh(&c->b, c->name, c->nlen, &err) < 0) {
         sl_resp_errf(r, err.code, "GET %s (validate_warm_get): %s", cn, err.msg);
-        cold_free(c);
-        return;
-    }
-    if (sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) == 0) {
-        const char *et = sl_objmd_get_custom(&md, "ETag");
-        if (o.etag[0] && (!et || strcmp(et, o.etag))) { /* changed at the remote */
-            close(fd);
-            fd = -1;
-            sl_objmd_free(&md);
-        }
-    }
-    if (fd < 0 && (sl_backend_fetch(&c->b, c->name, c->nlen, &err) < 0 ||
-                   sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0)) {
+    } else if (sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0) {
         sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
-        cold_free(c);
-        return;
+    } else {
+        serve(r, &c->b, c->name, c->nlen, fd, &md);
     }
-    serve(r, &c->b, c->name, c->nlen, fd, &md);
     cold_free(c);
 }
 

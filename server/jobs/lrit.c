@@ -48,6 +48,7 @@ struct lr {
     json_t *names;              /* objnames, or NULL */
     char *tmpl;                 /* template, or NULL (with names NULL too: the whole bucket) */
     bool coer, non_recurs;
+    bool latest;                /* prefetch: held copies are checked against the remote's version */
     int workers;
 };
 
@@ -64,11 +65,17 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
     if (v && !json_is_object(v) && !json_is_null(v))
         return sl_errf(err, SL_EINVAL, "%s: \"value\" must be an object {\"objnames\": [...]} or "
                        "{\"template\": \"obj-{000..099}\"} (neither: the whole bucket)", what);
-    static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs" };
+    static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs",
+                                         "latest-ver" };
     const char *k = sl_json_unknown_key_exact(v, known, SL_ARRAY_SIZE(known));
     if (k)
         return sl_errf(err, SL_EINVAL, "%s: unknown field \"%s\" (valid: objnames, template, coer, "
-                       "num-workers, non-recurs)", what, k);
+                       "num-workers, non-recurs%s)", what, k, l->kind == LR_PREFETCH ? ", latest-ver" : "");
+    json_t *lv = json_object_get(v, "latest-ver");
+    if (lv && !json_is_null(lv) && (!json_is_boolean(lv) || (json_is_true(lv) && l->kind != LR_PREFETCH)))
+        return sl_errf(err, SL_EINVAL, "%s: \"latest-ver\" is %s", what,
+                       json_is_boolean(lv) ? "for prefetch-listrange only" : "true or false");
+    l->latest = json_is_true(lv);
     json_t *names = json_object_get(v, "objnames"), *t = json_object_get(v, "template");
     if (names && !json_is_null(names)) {
         if (!json_is_array(names))
@@ -115,8 +122,8 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
 
 static json_t *lr_json(const struct lr *l)
 {
-    json_t *o = json_pack("{s:b,s:b,s:i}", "coer", l->coer, "non-recurs", l->non_recurs, "num-workers",
-                          l->workers);
+    json_t *o = json_pack("{s:b,s:b,s:i,s:b}", "coer", l->coer, "non-recurs", l->non_recurs, "num-workers",
+                          l->workers, "latest-ver", l->latest);
     if (l->names)
         json_object_set(o, "objnames", l->names);
     if (l->tmpl)
@@ -253,7 +260,12 @@ static void *worker(void *arg)
         const char *nm = u->names[i];
         size_t nl = strlen(nm);
         int rc;
-        if (u->l->kind == LR_PREFETCH) { /* fetched unless held already (or being fetched: then waits) */
+        if (u->l->kind == LR_PREFETCH && u->l->latest) { /* held or not: the remote's version */
+            if (sl_backend_refresh(&u->b, nm, nl, &err) == 0) {
+                sl_job_add(&u->job->loc_objs, 1);
+                continue;
+            }
+        } else if (u->l->kind == LR_PREFETCH) { /* fetched unless held already (or being fetched: then waits) */
             struct sl_objmd md;
             rc = sl_obj_stat(&u->b, nm, nl, &md, NULL, &err);
             if (rc == 1)
@@ -360,6 +372,10 @@ static void internal_start(struct sl_req *r)
     struct sl_err err = { 0 };
     json_t *j = sl_req_body_json(r, &err);
     struct lr *l = sl_xcalloc(1, sizeof(*l));
+    const char *kind = sl_json_str(j, "kind", "delete-listrange"); /* (before the message: it depends on it) */
+    for (int k = 0; k < (int)SL_ARRAY_SIZE(lr_kinds); k++)
+        if (!strcmp(kind, lr_kinds[k]))
+            l->kind = k;
     if (!json_is_object(j) || lr_parse(j ? json_object_get(j, "msg") : NULL, l, &err) < 0) {
         if (!err.msg[0])
             sl_errf(&err, SL_EINVAL, "lrit start: bad body");
@@ -369,10 +385,6 @@ static void internal_start(struct sl_req *r)
         return;
     }
     snprintf(l->id, sizeof(l->id), "%s", sl_json_str(j, "id", ""));
-    const char *kind = sl_json_str(j, "kind", "delete-listrange");
-    for (int k = 0; k < (int)SL_ARRAY_SIZE(lr_kinds); k++)
-        if (!strcmp(kind, lr_kinds[k]))
-            l->kind = k;
     snprintf(l->bck, sizeof(l->bck), "%s", sl_json_str(j, "bck", ""));
     snprintf(l->prov, sizeof(l->prov), "%s", sl_json_str(j, "provider", "ais"));
     json_decref(j);

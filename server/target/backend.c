@@ -86,6 +86,30 @@ int sl_obj_open_cold(const struct sl_bck *b, const char *name, size_t nlen, int 
     return sl_obj_open(b, name, nlen, fd, md, NULL, err);
 }
 
+int sl_backend_refresh(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    struct sl_backend_obj o;
+    if (sl_backend_head(b, name, nlen, &o, err) < 0) {
+        if (err->code == SL_ENOOBJ && json_is_true(json_object_get(json_object_get(b->props, "versioning"),
+                                                                   "synchronize"))) {
+            struct sl_err e2 = { 0 };
+            sl_backend_wait_fetch(b, name, nlen);
+            sl_obj_delete(b, name, nlen, &e2); /* gone at the remote: gone here */
+        }
+        return -1;
+    }
+    struct sl_objmd md;
+    struct sl_err e2 = { 0 };
+    int held = sl_obj_stat(b, name, nlen, &md, NULL, &e2);
+    bool same = false;
+    if (held == 1) {
+        const char *et = sl_objmd_get_custom(&md, "ETag");
+        same = !o.etag[0] || (et && !strcmp(et, o.etag));
+        sl_objmd_free(&md);
+    }
+    return same ? 0 : sl_backend_fetch(b, name, nlen, err); /* changed at the remote, or not held */
+}
+
 static int page_add(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
 {
     struct sl_lspage *pg = ctx;

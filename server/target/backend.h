@@ -62,6 +62,11 @@ int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, str
  * the next page's token, "" after the last), each to cb. */
 int sl_backend_list_page(const struct sl_bck *b, const char *prefix, const char *token, int max,
                          sl_backend_list_fn cb, void *ctx, char *next, size_t next_len, struct sl_err *err);
+/* Make the copy of name the remote's current version (validate_warm_get,
+ * latest-ver): HEAD the remote, fetch again when its ETag differs from the
+ * copy's (or nothing is held). Gone at the remote: -1 with SL_ENOOBJ (and,
+ * with versioning.synchronize, the copy deleted too). */
+int sl_backend_refresh(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
 /* sl_obj_open, and for an object of a remote-backed bucket not held here,
  * a fetch first (kept, as any cold read): what jobs read their sources
  * with. Blocks on the network: pool threads only. */

@@ -457,6 +457,24 @@ class BackendTest(unittest.TestCase):
         self.c.cli("bucket", "create", "ais://nopf")
         r = self.s.post(self.url + "/v1/buckets/nopf", json={"action": "prefetch-listrange", "value": {}}, timeout=60)
         self.assertEqual(r.status_code, 400, r.text)
+        # latest-ver: a held copy the remote has changed since is fetched again (without it, it stays)
+        self.assertEqual(self.get("pf", names[1]).content, names[1].encode() * 10)
+        self.assertTrue(self.cached("pf", names[1]))
+        self.rs3.put_object(Bucket="origin", Key=names[1], Body=b"changed at the remote")
+        r = self.s.post(self.url + "/v1/buckets/pf", json={"action": "prefetch-listrange",
+                                                           "value": {"objnames": [names[1]]}}, timeout=60)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertEqual(self.get("pf", names[1]).content, names[1].encode() * 10)
+        r = self.s.post(self.url + "/v1/buckets/pf", json={"action": "prefetch-listrange",
+                                                           "value": {"objnames": [names[1]], "latest-ver": True}},
+                        timeout=60)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertEqual(self.get("pf", names[1]).content, b"changed at the remote")
+        r = self.s.delete(self.url + "/v1/buckets/pf", json={"action": "evict-listrange",
+                                                             "value": {"template": "pf/", "latest-ver": True}},
+                          timeout=60)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("prefetch-listrange only", r.text)
 
     def cached_aws(self, bucket, key):
         r = self.s.head("%s/v1/objects/%s/%s" % (self.url, bucket, key), params={"provider": "aws"}, timeout=60,
