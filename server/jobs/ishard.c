@@ -19,6 +19,7 @@
 #include "ishard.h"
 #include "shard_plan.h"
 #include "arch.h"
+#include "backend.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -245,14 +246,14 @@ static void build_run(struct builder *b, json_t *ext)
     builder_free(b);
 }
 
-static struct builder *builder_new(struct sl_job *job, const char *src, const char *dst, json_t *shards,
-                                   struct sl_err *err)
+static struct builder *builder_new(struct sl_job *job, const char *src, const char *sprov, const char *dst,
+                                   json_t *shards, struct sl_err *err)
 {
     struct builder *b = sl_xcalloc(1, sizeof(*b));
     pthread_mutex_init(&b->mu, NULL);
     b->vanished = json_array();
     b->job = job;
-    if (sl_bck_resolve(src, "ais", NULL, &b->src, err) < 0 || sl_bck_resolve(dst, "ais", NULL, &b->dst, err) < 0)
+    if (sl_bck_resolve(src, sprov, NULL, &b->src, err) < 0 || sl_bck_resolve(dst, "ais", NULL, &b->dst, err) < 0)
         goto fail;
     b->sh = sl_xcalloc(json_array_size(shards) + 1, sizeof(*b->sh));
     size_t i;
@@ -292,8 +293,8 @@ static void internal_build_run(struct sl_req *r, void *arg)
     }
     const char *id = sl_json_str(j, "id", "");
     struct sl_job *job = sl_job_start("ishard", id, sl_json_str(j, "src", ""), sl_json_str(j, "dst", ""));
-    struct builder *b = builder_new(job, sl_json_str(j, "src", ""), sl_json_str(j, "dst", ""),
-                                    json_object_get(j, "shards"), &err);
+    struct builder *b = builder_new(job, sl_json_str(j, "src", ""), sl_json_str(j, "src_provider", "ais"),
+                                    sl_json_str(j, "dst", ""), json_object_get(j, "shards"), &err);
     if (!b) {
         sl_job_finish(job, err.msg);
         sl_job_put(job);
@@ -349,7 +350,8 @@ static int dispatch(struct sl_plan *p, json_t **mine, struct sl_err *err)
             json_decref(arr);
             continue;
         }
-        json_t *body = json_pack("{s:s,s:s,s:s,s:o}", "id", p->job->id, "src", p->src.name, "dst", p->dst.name,
+        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", p->job->id, "src", p->src.name, "src_provider",
+                                 p->src.provider, "dst", p->dst.name,
                                  "shards", arr);
         char *url = sl_xasprintf("%s/v1/internal/ishard/build", x->ctrl_url);
         struct sl_peer_resp pr;
@@ -372,7 +374,7 @@ static void *coord_main(void *arg)
     p.m = &c->m;
     p.job = c->job;
     p.warnings = json_array();
-    int rc = sl_bck_resolve(c->m.src, "ais", NULL, &p.src, &p.err);
+    int rc = sl_bck_resolve(c->m.src, c->m.src_prov, NULL, &p.src, &p.err);
     bool need_create = false;
     p.have_src = rc == 0;
     if (rc == 0) {
@@ -383,6 +385,7 @@ static void *coord_main(void *arg)
              * or a job that fails while planning) */
             sl_bck_copy(&p.dst, &p.src);
             snprintf(p.dst.name, sizeof(p.dst.name), "%s", c->m.dst);
+            snprintf(p.dst.provider, sizeof(p.dst.provider), "ais"); /* (from a remote source too) */
             p.have_dst = true;
             need_create = true;
             p.err.msg[0] = 0;
@@ -444,7 +447,7 @@ static void *coord_main(void *arg)
             snprintf(failed, sizeof(failed), "%s", err.msg);
         }
         sl_plan_free(&p);
-        struct builder *b = builder_new(c->job, c->m.src, c->m.dst, mine, &err);
+        struct builder *b = builder_new(c->job, c->m.src, c->m.src_prov, c->m.dst, mine, &err);
         json_decref(mine);
         if (!b) {
             sl_job_set_ext(c->job, ext);
@@ -542,7 +545,7 @@ static int has_objects(const struct sl_bck *b, const char *prefix, struct sl_err
     sl_lsomsg_names(&lm, prefix, false, 0, 1);
     struct sl_lspage pg;
     sl_lspage_init(&pg);
-    int rc = sl_cluster_list_page(b, &lm, &pg, err) < 0 ? -1 : pg.n > 0;
+    int rc = (sl_bck_remote(b) ? sl_backend_lso_page : sl_cluster_list_page)(b, &lm, &pg, err) < 0 ? -1 : pg.n > 0;
     sl_lspage_free(&pg);
     sl_lsomsg_free(&lm);
     return rc;
@@ -563,12 +566,16 @@ static void start_run(struct sl_req *r, void *arg)
     }
     json_decref(j);
     struct sl_bck sb, db;
-    int rc = sl_bck_resolve(m.src, "ais", NULL, &sb, &err);
+    int rc = sl_bck_resolve(m.src, m.src_prov, NULL, &sb, &err);
+    if (rc < 0 && err.code == SL_ENOBCK && strcmp(m.src_prov, "ais")) { /* a remote source seen first: added */
+        memset(&err, 0, sizeof(err));
+        rc = sl_bck_add_remote(m.src_prov, m.src, &err) < 0 ? -1 : sl_bck_resolve(m.src, m.src_prov, NULL, &sb, &err);
+    }
     if (rc == 0) {
         int ho = has_objects(&sb, m.prefix, &err);
         if (ho == 0)
-            rc = sl_errf(&err, SL_EINVAL, "ishard: the source ais://%s%s%s has no objects", m.src,
-                         m.prefix[0] ? "/" : "", m.prefix);
+            rc = sl_errf(&err, SL_EINVAL, "ishard: the source %s://%s%s%s has no objects",
+                         sl_provider_scheme(m.src_prov), m.src, m.prefix[0] ? "/" : "", m.prefix);
         else if (ho < 0)
             rc = -1;
         sl_bck_release(&sb);

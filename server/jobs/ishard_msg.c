@@ -38,26 +38,32 @@ static int pick(const char *what, const char *v, const char *const *names, int n
     return sl_pick_name("ishard", what, v, names, n, out, err);
 }
 
-/* "ais://raw/pre/fix", "raw", {"name":"raw","provider":"ais"} -> name (+ prefix) */
-static int parse_bck(const json_t *v, const char *what, char **name, char **prefix, struct sl_err *err)
+/* "ais://raw/pre/fix", "raw", {"name":"raw","provider":"ais"} -> name (+
+ * prefix); prov (the source's only, else NULL) also takes a remote
+ * provider: s3://raw, {"provider": "aws"} */
+static int parse_bck(const json_t *v, const char *what, char **name, char **prefix, char *prov_out, size_t pn,
+                     struct sl_err *err)
 {
-    const char *s;
+    const char *s, *p = "ais";
     if (json_is_object(v)) {
-        const char *p = sl_json_str(v, "provider", "ais");
-        if (p[0] && strcmp(p, "ais"))
-            return sl_errf(err, SL_EUNSUPP, "ishard: %s: only ais:// buckets are supported", what);
+        p = sl_provider_norm(sl_json_str(v, "provider", "ais"));
         s = sl_json_str(v, "name", "");
     } else if (json_is_string(v)) {
         s = json_string_value(v);
     } else {
         return sl_errf(err, SL_EINVAL, "ishard: \"%s\" is required (a bucket such as \"ais://raw\")", what);
     }
-    if (strstr(s, "://") && !sl_has_prefix(s, "ais://"))
-        return sl_errf(err, SL_EUNSUPP, "ishard: %s \"%s\": only ais:// buckets are supported", what, s);
     char prov[16], nm[256];
     const char *rest;
     if (sl_bck_parse(s, 0, prov, sizeof(prov), nm, sizeof(nm), &rest, err) < 0)
         return -1;
+    if (strstr(s, "://"))
+        p = sl_provider_norm(prov);
+    if (!p || (strcmp(p, "ais") && !prov_out))
+        return sl_errf(err, SL_EUNSUPP, "ishard: %s \"%s\": only ais:// buckets are supported here%s", what, s,
+                       prov_out ? "" : " (shards are written into the cluster)");
+    if (prov_out)
+        snprintf(prov_out, pn, "%s", p);
     if (!prefix && *rest)
         return sl_errf(err, SL_EINVAL, "ishard: %s \"%s\" takes no prefix", what, s);
     if (sl_bck_name_valid(nm, err) < 0)
@@ -244,15 +250,16 @@ int sl_ishard_msg_parse(const json_t *v, struct sl_ishard_msg *m, struct sl_err 
         return -1;
     }
     m->dst_not_empty = sl_json_bool(v, "dst_not_empty", false);
-    if (parse_bck(sl_json_get(v, "src_bck"), "src_bck", &m->src, &m->prefix, err) < 0 ||
-        parse_bck(sl_json_get(v, "dst_bck"), "dst_bck", &m->dst, NULL, err) < 0)
+    if (parse_bck(sl_json_get(v, "src_bck"), "src_bck", &m->src, &m->prefix, m->src_prov, sizeof(m->src_prov),
+                  err) < 0 ||
+        parse_bck(sl_json_get(v, "dst_bck"), "dst_bck", &m->dst, NULL, NULL, 0, err) < 0)
         return -1;
     const char *pfx = sl_json_str(v, "src_prefix", "");
     if (pfx[0]) {
         free(m->prefix);
         m->prefix = sl_xstrdup(pfx);
     }
-    if (!strcmp(m->src, m->dst))
+    if (!strcmp(m->src, m->dst) && !strcmp(m->src_prov, "ais"))
         return sl_errf(err, SL_EINVAL, "ishard: source and destination are the same bucket ais://%s", m->src);
     /* shard_size: an integer is a sample count, else a size */
     json_t *ss = sl_json_get(v, "shard_size");
@@ -395,7 +402,7 @@ int sl_ishard_msg_parse(const json_t *v, struct sl_ishard_msg *m, struct sl_err 
 json_t *sl_ishard_msg_json(const struct sl_ishard_msg *m)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "src_bck", json_string(m->src));
+    json_object_set_new(o, "src_bck", json_pack("{s:s,s:s}", "name", m->src, "provider", m->src_prov));
     json_object_set_new(o, "src_prefix", json_string(m->prefix));
     json_object_set_new(o, "dst_bck", json_string(m->dst));
     char sz[32];

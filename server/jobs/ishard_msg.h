@@ -28,6 +28,7 @@ struct sl_ekm_rule {
  * sl_ishard_msg_free. */
 struct sl_ishard_msg {
     char *src, *prefix, *dst;
+    char src_prov[8];           /* "ais", or a remote source's ("aws", "ht") */
     uint64_t shard_size;        /* bytes, or samples when by_count */
     bool by_count;
     char *tmpl;

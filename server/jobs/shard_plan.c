@@ -3,6 +3,7 @@
  */
 #include "shard_plan.h"
 #include "arch.h"
+#include "backend.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -152,12 +153,14 @@ int sl_plan_list(struct sl_plan *p)
     struct sl_lsomsg lm;
     sl_lsomsg_names(&lm, p->m->prefix, true, 0, 10000);
     sl_format_gotime(sl_now_ns(), "2006-01-02T15:04:05Z07:00", p->listed_at, sizeof(p->listed_at));
-    int rc = sl_lso_walk(sl_cluster_list_page, &p->src, &lm, p->job, plan_list_ent, p, &p->err);
+    int rc = sl_lso_walk(sl_bck_remote(&p->src) ? sl_backend_lso_page : sl_cluster_list_page, &p->src, &lm, p->job,
+                         plan_list_ent, p, &p->err); /* (a remote source: the remote's names) */
     sl_lsomsg_free(&lm);
     if (rc == 0 && sl_job_aborting(p->job))
         rc = sl_errf(&p->err, SL_EINVAL, "aborted");
     if (rc == 0 && !p->no)
-        rc = sl_errf(&p->err, SL_ENOENT, "ishard: the source ais://%s%s%s has no objects", p->src.name,
+        rc = sl_errf(&p->err, SL_ENOENT, "ishard: the source %s://%s%s%s has no objects",
+                     sl_provider_scheme(p->src.provider), p->src.name,
                      p->m->prefix[0] ? "/" : "", p->m->prefix);
     return rc;
 }
@@ -404,7 +407,7 @@ static int fetch_small(struct sl_plan *p, const struct sl_smap *sm, const struct
     if (!owner || !strcmp(owner->id, G.id)) {
         int fd;
         struct sl_objmd md;
-        if (sl_obj_open(&p->src, o->name, o->nlen, &fd, &md, NULL, &p->err) < 0)
+        if (sl_obj_open_cold(&p->src, o->name, o->nlen, &fd, &md, &p->err) < 0)
             return -1;
         sl_buf_reserve(out, md.size + 1);
         ssize_t n = md.size ? pread(fd, out->p, md.size, 0) : 0;
@@ -420,7 +423,7 @@ static int fetch_small(struct sl_plan *p, const struct sl_smap *sm, const struct
     }
     struct sl_buf ub;
     sl_buf_init(&ub);
-    sl_peer_obj_url(&ub, owner->data_url, p->src.name, "ais", o->name, o->nlen);
+    sl_peer_obj_url(&ub, owner->data_url, p->src.name, p->src.provider, o->name, o->nlen);
     char *url = sl_buf_steal(&ub);
     struct sl_peer_resp r;
     int rc = sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r);

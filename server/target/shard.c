@@ -2,6 +2,7 @@
  * shard.c: see shard.h.
  */
 #include "shard.h"
+#include "backend.h"
 #include "log.h"
 #include "node.h"
 #include "peer.h"
@@ -54,7 +55,7 @@ static int add_local(struct sl_plug_writer *w, const struct sl_bck *src, const c
 {
     int fd;
     struct sl_objmd md;
-    if (sl_obj_open(src, obj, olen, &fd, &md, NULL, err) < 0)
+    if (sl_obj_open_cold(src, obj, olen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
         return -1;
     int rc = sl_plug_writer_add(w, entry, elen, (int64_t)md.size, md.mtime / 1000000000LL, 0, err);
     uint64_t off = 0;

@@ -675,6 +675,35 @@ class BackendTest(unittest.TestCase):
             self.assertEqual(self.get("cpetl", k).content, v.upper(), k)
         self.s.delete(self.url + "/v1/etl/shout-copy", timeout=60)
 
+    def test_s3_bucket_ishard(self):
+        """ishard from an s3:// source the cluster has not seen (raw samples in the remote): the job adds the
+        bucket, lists the remote, fetches the samples on the targets that own them (kept), and writes shards into
+        an ais:// bucket; an s3:// destination is refused."""
+        self.rs3.create_bucket(Bucket="rawsrc")
+        samples = {}
+        for i in range(10):
+            for ext, body in (("jpg", b"image %d" % i), ("cls", b"%d" % (i % 3))):
+                samples["s/k%02d.%s" % (i, ext)] = body
+        for k, v in samples.items():
+            self.rs3.put_object(Bucket="rawsrc", Key=k, Body=v)
+        p = self.c.cli("ishard", "--src-bck", "s3://rawsrc/s/", "--dst-bck", "ais://ishout", "--shard-size", "4",
+                       "--wait", timeout=180)
+        self.assertIn("Wrote 10 samples in 3 shards", p.stdout)
+        got = {}
+        out = self.c.cli("ls", "ais://ishout", "-H").stdout
+        shards = sorted(l.split()[0] for l in out.splitlines() if l.strip())
+        self.assertEqual(len(shards), 3, shards)
+        for sh in shards:
+            with tarfile.open(fileobj=io.BytesIO(self.get("ishout", sh).content), mode="r:") as t:
+                for m in t.getmembers():
+                    got[m.name] = t.extractfile(m).read()
+        self.assertEqual(got, samples)
+        self.assertTrue(self.cached_aws("rawsrc", "s/k03.jpg"))
+        r = self.c.cli("ishard", "--src-bck", "ais://ishout", "--dst-bck", "s3://rawsrc", "--shard-size", "4",
+                       check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("only ais:// buckets are supported here", r.stderr)
+
     def test_s3_bucket_create_evict_prefetch(self):
         """bucket create s3://B asks the remote (refused, changing nothing, when it has no such bucket) unless
         --skip-lookup; its props may name an endpoint of their own; bucket rm is refused for s3:// (the remote is

@@ -237,9 +237,13 @@ static void test_msg(void)
     char e[1024];
     TAP_EQ_INT(parse_err("{\"src_bck\":\"ais://raw/pre/fix\",\"dst_bck\":\"ais://sh\"}", e, sizeof(e)), 0,
                "ais://BUCKET/PREFIX is taken: %s", e);
-    TAP_EQ_INT(parse_err("{\"src_bck\":\"s3://raw\",\"dst_bck\":\"sh\"}", e, sizeof(e)), SL_EUNSUPP,
-               "an s3:// source is not supported (501)");
+    TAP_EQ_INT(parse_err("{\"src_bck\":\"s3://raw/pre/\",\"dst_bck\":\"sh\"}", e, sizeof(e)), 0,
+               "an s3:// source is taken (a remote bucket): %s", e);
+    TAP_EQ_INT(parse_err("{\"src_bck\":\"raw\",\"dst_bck\":\"s3://sh\"}", e, sizeof(e)), SL_EUNSUPP,
+               "an s3:// destination is not (501)");
     TAP_OK(strstr(e, "only ais://") != NULL, "and says so: %s", e);
+    TAP_EQ_INT(parse_err("{\"src_bck\":\"gs://raw\",\"dst_bck\":\"sh\"}", e, sizeof(e)), 0,
+               "(a provider without a backend is for the job's start to refuse)");
     TAP_EQ_INT(parse_err("{\"src_bck\":\"raw\",\"dst_bck\":\"sh/x\"}", e, sizeof(e)), SL_EINVAL,
                "a destination with a prefix is refused");
     TAP_OK(strstr(e, "takes no prefix") != NULL, "and says so: %s", e);
