@@ -18,6 +18,7 @@
  */
 #include "dsort.h"
 #include "arch.h"
+#include "backend.h"
 #include "cluster.h"
 #include "dsort_ekm.h"
 #include "dsort_rec.h"
@@ -90,11 +91,11 @@ static void job_warn(struct sl_job *j, json_t *warnings, const char *fmt, ...)
 }
 
 /* the target that holds object name of bucket b */
-static const struct sl_snode *owner_of(const struct sl_smap *s, const char *b, const char *name)
+static const struct sl_snode *owner_of(const struct sl_smap *s, const char *prov, const char *b, const char *name)
 {
     struct sl_buf un;
     sl_buf_init(&un);
-    sl_obj_uname(&un, "ais", b, name, strlen(name));
+    sl_obj_uname(&un, prov, b, name, strlen(name));
     const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
     sl_buf_free(&un);
     return t;
@@ -107,7 +108,7 @@ static const struct sl_snode *owner_of(const struct sl_smap *s, const char *b, c
 static int open_shard(const struct sl_bck *b, const char *name, int *fd, struct sl_err *err)
 {
     struct sl_objmd md;
-    if (sl_obj_open(b, name, strlen(name), fd, &md, NULL, err) < 0)
+    if (sl_obj_open_cold(b, name, strlen(name), fd, &md, err) < 0) /* (a remote input's: fetched, kept) */
         return -1;
     sl_objmd_free(&md);
     return 0;
@@ -143,7 +144,7 @@ static void extract_run(struct sl_req *r, void *arg)
     json_t *j = sl_req_body_json(r, &err);
     if (!json_is_object(j) || sl_dsort_spec_parse(json_object_get(j, "spec"), &s, &err) < 0)
         goto out;
-    if (sl_bck_resolve(s.in_bck, "ais", NULL, &b, &err) < 0)
+    if (sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err) < 0)
         goto out;
     have_b = true;
     size_t i;
@@ -363,7 +364,8 @@ static void pull_run(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     json_t *j = sl_req_body_json(r, &err);
     struct sl_bck b;
-    if (!json_is_object(j) || sl_bck_resolve(sl_json_str(j, "bck", ""), "ais", NULL, &b, &err) < 0) {
+    if (!json_is_object(j) ||
+        sl_bck_resolve(sl_json_str(j, "bck", ""), sl_json_str(j, "provider", "ais"), NULL, &b, &err) < 0) {
         if (!err.msg[0])
             sl_errf(&err, SL_EINVAL, "dsort pull: bad body");
         json_decref(j);
@@ -453,14 +455,15 @@ static int to_spool(void *ctx, const char *data, size_t n)
 
 static int pull(struct builder *b, struct need *nd, const struct sl_smap *sm, struct sl_err *err)
 {
-    const struct sl_snode *h = owner_of(sm, b->src.name, nd->shard);
+    const struct sl_snode *h = owner_of(sm, b->src.provider, b->src.name, nd->shard);
     if (!h || !strcmp(h->id, G.id) || G.role == SL_ROLE_STANDALONE)
         return pull_local(&b->src, nd->shard, nd->keys, nd->n, &nd->tar, err);
     json_t *keys = json_array();
     for (size_t i = 0; i < nd->n; i++)
         json_array_append_new(keys, json_string(nd->keys[i]));
     char *url = sl_xasprintf("%s/v1/internal/dsort/pull", h->data_url);
-    json_t *body = json_pack("{s:s,s:s,s:o,s:I}", "bck", b->src.name, "shard", nd->shard, "keys", keys, "max_mem",
+    json_t *body = json_pack("{s:s,s:s,s:s,s:o,s:I}", "bck", b->src.name, "provider", b->src.provider, "shard",
+                             nd->shard, "keys", keys, "max_mem",
                              (json_int_t)b->max_mem);
     size_t blen;
     char *bs = sl_json_dump(body, 0, &blen);
@@ -824,7 +827,7 @@ static void build_start(struct sl_req *r)
     } else {
         json_decref(cur);
     }
-    if (sl_bck_resolve(sl_json_str(j, "src", ""), "ais", NULL, &b->src, &err) < 0 ||
+    if (sl_bck_resolve(sl_json_str(j, "src", ""), sl_json_str(j, "src_provider", "ais"), NULL, &b->src, &err) < 0 ||
         sl_bck_resolve(sl_json_str(j, "dst", ""), "ais", NULL, &b->dst, &err) < 0) {
         snprintf(b->err, sizeof(b->err), "%s", err.msg);
     } else {
@@ -929,11 +932,12 @@ static int input_names(struct coord *c, const struct sl_bck *b, struct names *ns
         struct sl_lsomsg lm;
         sl_lsomsg_names(&lm, sl_tmpl_prefix(t), false, 0, 10000);
         struct list_arg la = { ns, s->in_ext };
-        rc = sl_lso_walk(sl_cluster_list_page, b, &lm, c->job, list_ent, &la, err);
+        rc = sl_lso_walk(sl_bck_remote(b) ? sl_backend_lso_page : sl_cluster_list_page, b, &lm, c->job, list_ent,
+                         &la, err); /* (a remote input: the remote's names) */
         sl_lsomsg_free(&lm);
         if (rc == 0 && !ns->n)
-            rc = sl_errf(err, SL_ENOENT, "dsort: ais://%s has no %s shards under \"%s\"", b->name, s->in_ext,
-                         sl_tmpl_prefix(t));
+            rc = sl_errf(err, SL_ENOENT, "dsort: %s://%s has no %s shards under \"%s\"",
+                         sl_provider_scheme(b->provider), b->name, s->in_ext, sl_tmpl_prefix(t));
     }
     sl_tmpl_free(t);
     return rc;
@@ -1023,7 +1027,7 @@ static int extract_all(struct coord *c, struct names *ns, struct sl_dsort_recs *
     for (int i = 0; i < t.n; i++)
         lists[i] = json_array();
     for (size_t k = 0; k < ns->n && rc == 0; k++) {
-        const struct sl_snode *h = owner_of(sm, c->s.in_bck, ns->v[k]);
+        const struct sl_snode *h = owner_of(sm, c->s.in_prov, c->s.in_bck, ns->v[k]);
         int ti = -1;
         for (int i = 0; h && i < t.n; i++)
             if (!strcmp(t.who[i]->id, h->id))
@@ -1120,7 +1124,7 @@ static int ekm_fetch(const char *where, struct sl_buf *out, struct sl_err *err)
         if (!*obj)
             return sl_errf(err, SL_EINVAL, "dsort: ekm_file %s names no object", where);
         struct sl_smap *sm = sl_smap_get();
-        const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, b, obj);
+        const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, "ais", b, obj);
         struct sl_buf ub;
         sl_buf_init(&ub);
         sl_peer_obj_url(&ub, t ? t->url : G.self.url, b, "ais", obj, strlen(obj));
@@ -1197,8 +1201,15 @@ static void *coord_main(void *arg)
     int nt = 0;
 
     phase_set(c->job, "extraction", "started_ns", json_integer(sl_now_ns()));
-    if (sl_bck_resolve(c->s.in_bck, "ais", NULL, &in, &err) < 0)
-        goto fail;
+    if (sl_bck_resolve(c->s.in_bck, c->s.in_prov, NULL, &in, &err) < 0) {
+        /* a remote input the cluster has not seen: added (a job thread) */
+        if (err.code != SL_ENOBCK || !strcmp(c->s.in_prov, "ais"))
+            goto fail;
+        memset(&err, 0, sizeof(err));
+        if (sl_bck_add_remote(c->s.in_prov, c->s.in_bck, &err) < 0 ||
+            sl_bck_resolve(c->s.in_bck, c->s.in_prov, NULL, &in, &err) < 0)
+            goto fail;
+    }
     have_in = true;
     if (input_names(c, &in, &ns, &err) < 0 || extract_all(c, &ns, &recs, per_target, &err) < 0)
         goto fail;
@@ -1237,7 +1248,7 @@ static void *coord_main(void *arg)
     if (c->s.dry_run) {
         json_t *layout = json_array();
         for (size_t i = 0; i < nout; i++) {
-            const struct sl_snode *o = owner_of(sm, c->s.out_bck, outs[i].name);
+            const struct sl_snode *o = owner_of(sm, "ais", c->s.out_bck, outs[i].name);
             json_array_append_new(layout, json_pack("{s:s,s:I,s:I,s:s}", "name", outs[i].name, "records",
                                                     (json_int_t)outs[i].count, "bytes", (json_int_t)outs[i].bytes,
                                                     "target", o ? o->id : G.id));
@@ -1262,7 +1273,7 @@ static void *coord_main(void *arg)
     for (int i = 0; i < nt; i++)
         lists[i] = json_array();
     for (size_t i = 0; i < nout; i++) {
-        const struct sl_snode *o = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, c->s.out_bck, outs[i].name);
+        const struct sl_snode *o = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, "ais", c->s.out_bck, outs[i].name);
         int ti = 0;
         for (int k = 0; o && k < nt; k++)
             if (!strcmp(t.who[k]->id, o->id))
@@ -1278,7 +1289,8 @@ static void *coord_main(void *arg)
     char **bodies = sl_xcalloc((size_t)nt + 1, sizeof(char *));
     for (int i = 0; i < nt; i++) {
         size_t blen;
-        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:O,s:O,s:I,s:i}", "id", c->job->id, "src", c->s.in_bck, "dst",
+        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:I,s:i}", "id", c->job->id, "src", c->s.in_bck,
+                                 "src_provider", c->s.in_prov, "dst",
                                  c->s.out_bck, "desc", c->s.description, "outs", lists[i], "extraction",
                                  json_object_get(per_target, t.who[i]->id) ?: json_null(), "max_mem",
                                  (json_int_t)max_mem_bytes(&c->s), "workers", c->s.create_conc);

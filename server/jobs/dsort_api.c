@@ -131,7 +131,12 @@ static void start_run(struct sl_req *r, void *arg)
         return;
     }
     struct sl_bck b;
-    if (sl_bck_resolve(s.in_bck, "ais", NULL, &b, &err) < 0) {
+    int rc = sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
+    if (rc < 0 && err.code == SL_ENOBCK && strcmp(s.in_prov, "ais")) { /* a remote input seen first: added */
+        memset(&err, 0, sizeof(err));
+        rc = sl_bck_add_remote(s.in_prov, s.in_bck, &err) < 0 ? -1 : sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
+    }
+    if (rc < 0) {
         sl_dsort_spec_free(&s);
         sl_resp_err(r, &err);
         return;
@@ -141,7 +146,6 @@ static void start_run(struct sl_req *r, void *arg)
     sl_dsort_spec_free(&s);
     char id[48];
     sl_job_id(id, sizeof(id), "srt-");
-    int rc = 0;
     if (G.role == SL_ROLE_STANDALONE) {
         rc = sl_dsort_coord_start(id, spec, &err);
     } else {

@@ -65,7 +65,8 @@ static int str_field(const json_t *o, const char *k, const char *dflt, const cha
 }
 
 /* {"name","provider","namespace"} or "ais://name" or "name" */
-static int parse_bck(const json_t *v, const char *what, char *name, size_t nsz, struct sl_err *err)
+static int parse_bck(const json_t *v, const char *what, char *name, size_t nsz, char *prov_out, size_t psz,
+                     struct sl_err *err)
 {
     char prov[16] = "ais", nm[256] = "";
     const char *rest = "";
@@ -91,9 +92,11 @@ static int parse_bck(const json_t *v, const char *what, char *name, size_t nsz, 
         return sl_errf(err, SL_EINVAL, "dsort: \"%s\" is required: {\"name\": \"BUCKET\", \"provider\": \"ais\"} "
                        "or \"ais://BUCKET\"", what);
     }
-    if (strcmp(prov, "ais"))
-        return sl_errf(err, SL_EUNSUPP, "dsort: %s %s://%s: only ais:// buckets are supported (no %s backend is "
-                       "configured in this cluster)", what, sl_provider_scheme(prov), nm, prov);
+    if (strcmp(prov, "ais") && !prov_out) /* (the input may be a remote bucket: its backend is checked later) */
+        return sl_errf(err, SL_EUNSUPP, "dsort: %s %s://%s: only ais:// buckets are supported here (shards are "
+                       "written into the cluster)", what, sl_provider_scheme(prov), nm);
+    if (prov_out)
+        snprintf(prov_out, psz, "%s", prov);
     if (sl_bck_name_valid(nm, err) < 0) {
         sl_err_wrap(err, "dsort: %s", what);
         return -1;
@@ -356,12 +359,15 @@ int sl_dsort_spec_parse(const json_t *v, struct sl_dsort_spec *s, struct sl_err 
     json_t *ib = sl_json_get(v, "input_bck");
     if (!ib || json_is_null(ib))
         ib = sl_json_get(v, "bck");
-    if (parse_bck(ib, "input_bck", s->in_bck, sizeof(s->in_bck), err) < 0)
+    if (parse_bck(ib, "input_bck", s->in_bck, sizeof(s->in_bck), s->in_prov, sizeof(s->in_prov), err) < 0)
         return -1;
     json_t *ob = sl_json_get(v, "output_bck");
     if (ob && !json_is_null(ob) && !(json_is_object(ob) && !sl_json_str(ob, "name", "")[0])) {
-        if (parse_bck(ob, "output_bck", s->out_bck, sizeof(s->out_bck), err) < 0)
+        if (parse_bck(ob, "output_bck", s->out_bck, sizeof(s->out_bck), NULL, 0, err) < 0)
             return -1;
+    } else if (strcmp(s->in_prov, "ais")) {
+        return sl_errf(err, SL_EINVAL, "dsort: the input %s://%s is a remote bucket: name the ais:// bucket the "
+                       "shards go to (output_bck)", sl_provider_scheme(s->in_prov), s->in_bck);
     } else {
         snprintf(s->out_bck, sizeof(s->out_bck), "%s", s->in_bck);
     }
@@ -481,7 +487,7 @@ void sl_dsort_spec_free(struct sl_dsort_spec *s)
 json_t *sl_dsort_spec_json(const struct sl_dsort_spec *s)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "input_bck", json_pack("{s:s,s:s}", "name", s->in_bck, "provider", "ais"));
+    json_object_set_new(o, "input_bck", json_pack("{s:s,s:s}", "name", s->in_bck, "provider", s->in_prov));
     json_object_set_new(o, "output_bck", json_pack("{s:s,s:s}", "name", s->out_bck, "provider", "ais"));
     json_t *in = json_object();
     if (s->objnames) {

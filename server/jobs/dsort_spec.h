@@ -29,7 +29,8 @@ enum sl_dsort_react { SL_DSORT_IGNORE = 0, SL_DSORT_WARN, SL_DSORT_ABORT };
 /* A parsed spec. Every pointer is owned by the struct and released by
  * sl_dsort_spec_free; strings are NUL-terminated. */
 struct sl_dsort_spec {
-    char in_bck[SL_MAX_BCKNAME + 1], out_bck[SL_MAX_BCKNAME + 1]; /* provider: ais */
+    char in_bck[SL_MAX_BCKNAME + 1], out_bck[SL_MAX_BCKNAME + 1]; /* the output's provider: ais */
+    char in_prov[8];            /* "ais", or a remote input's ("aws", "ht") */
     char *in_template;          /* input_format template ("" = the whole bucket); NULL with objnames */
     char **objnames;            /* input_format.objnames, NULL-terminated; NULL with a template */
     size_t nobj;

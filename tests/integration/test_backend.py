@@ -704,6 +704,49 @@ class BackendTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("only ais:// buckets are supported here", r.stderr)
 
+    def test_s3_bucket_dsort(self):
+        """dsort with an s3:// input the cluster has not seen: the coordinator adds the bucket, the input shards
+        are fetched (and kept) by the targets that own them, and the output shards in the ais:// output bucket
+        hold every record once; a remote input without output_bck is refused."""
+        self.rs3.create_bucket(Bucket="dsin")
+        want = {}
+        for i in range(3):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as t:
+                for k in range(5):
+                    body = b"record %d-%d" % (i, k)
+                    ti = tarfile.TarInfo("r%d%d.txt" % (i, k))
+                    ti.size = len(body)
+                    t.addfile(ti, io.BytesIO(body))
+                    want[ti.name] = body
+            self.rs3.put_object(Bucket="dsin", Key="sh-%d.tar" % i, Body=buf.getvalue())
+        spec = {"input_bck": {"name": "dsin", "provider": "aws"}, "input_format": {"template": "sh-{0..2}"},
+                "input_extension": ".tar", "output_bck": {"name": "dsout"}, "output_format": "out-{00..99}",
+                "output_shard_size": "100B", "algorithm": {"kind": "shuffle", "seed": "7"}}
+        r = self.s.post(self.url + "/v1/sort", data=json.dumps(spec), timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text
+
+        def done():
+            info = self.s.get(self.url + "/v1/sort", params={"uuid": jid}, timeout=30).json()
+            ms = [v["Metrics"] for v in info.values()]
+            return ms if any(m["aborted"] for m in ms) or all(m["shard_creation"]["finished"] for m in ms) else None
+        ms = wait_until(done, 120, interval=0.2, what="dsort " + jid)
+        self.assertFalse(any(m["aborted"] for m in ms), [m["errors"] for m in ms])
+        got = {}
+        out = self.c.cli("ls", "ais://dsout", "-H").stdout
+        for sh in (l.split()[0] for l in out.splitlines() if l.strip()):
+            with tarfile.open(fileobj=io.BytesIO(self.get("dsout", sh).content), mode="r:") as t:
+                for m in t.getmembers():
+                    self.assertNotIn(m.name, got)
+                    got[m.name] = t.extractfile(m).read()
+        self.assertEqual(got, want)
+        self.assertTrue(self.cached_aws("dsin", "sh-1.tar"))
+        spec.pop("output_bck")
+        r = self.s.post(self.url + "/v1/sort", data=json.dumps(spec), timeout=60)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("output_bck", r.text)
+
     def test_s3_bucket_create_evict_prefetch(self):
         """bucket create s3://B asks the remote (refused, changing nothing, when it has no such bucket) unless
         --skip-lookup; its props may name an endpoint of their own; bucket rm is refused for s3:// (the remote is
