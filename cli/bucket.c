@@ -37,11 +37,18 @@ static int props_kv(json_t *val, const char *kv)
             free(k);
             return -1;
         }
+        char alias[80] = "";
         if (*v && strcmp(v, "none")) {
             snprintf(prov, sizeof(prov), "%.*s", (int)(sch - v), v);
             snprintf(name, sizeof(name), "%s", sch + 3);
+            const char *sl = strchr(sch + 3, '/');
+            if (name[0] == '@' && sl) { /* ais://@ALIAS/NAME: a bucket of an attached remote cluster */
+                snprintf(alias, sizeof(alias), "%.*s", (int)(sl - sch - 4), sch + 4);
+                snprintf(name, sizeof(name), "%s", sl + 1);
+            }
         }
-        jv = json_pack("{s:s,s:s}", "name", name, "provider", prov);
+        jv = json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", name, "provider", prov, "namespace", "uuid", alias, "name",
+                       "");
     } else {
         jv = !strcmp(v, "true") ? json_true() : !strcmp(v, "false") ? json_false() : json_string(v);
     }

@@ -67,6 +67,9 @@ struct cli_resp {
 void cli_set_req_timeout(long ms);
 int cli_req(const char *method, const char *path_and_query, const char *ctype, const void *body, size_t blen,
             struct cli_resp *out);
+/* The same with header lines ("Name: value"; NULL-terminated list). */
+int cli_req_h(const char *method, const char *path_and_query, const char *const *hdrs, const void *body, size_t blen,
+              struct cli_resp *out);
 /* ActMsg request: {"action":action,"name":name,"value":value} (value consumed). */
 int cli_act(const char *method, const char *path_and_query, const char *action, const char *name, json_t *value,
             struct cli_resp *out);

@@ -562,6 +562,16 @@ void cli_set_req_timeout(long ms)
 int cli_req(const char *method, const char *pq, const char *ctype, const void *body, size_t blen,
             struct cli_resp *out)
 {
+    char *ct = ctype ? sl_xasprintf("Content-Type: %s", ctype) : NULL;
+    const char *hdrs[] = { ct, NULL };
+    int rc = cli_req_h(method, pq, hdrs, body, blen, out);
+    free(ct);
+    return rc;
+}
+
+int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const void *body, size_t blen,
+              struct cli_resp *out)
+{
     memset(out, 0, sizeof(*out));
     CURL *c = curl_easy_init();
     if (!c) {
@@ -570,11 +580,8 @@ int cli_req(const char *method, const char *pq, const char *ctype, const void *b
     }
     char *url = sl_xasprintf("%s%s", cli_endpoint(), pq);
     struct curl_slist *h = NULL;
-    if (ctype) {
-        char *ct = sl_xasprintf("Content-Type: %s", ctype);
-        h = curl_slist_append(h, ct);
-        free(ct);
-    }
+    for (int i = 0; hdrs && hdrs[i]; i++)
+        h = curl_slist_append(h, hdrs[i]);
     h = curl_slist_append(h, "Expect:");
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);

@@ -180,7 +180,8 @@ static const struct cli_cmd cmds[] = {
       "bucket is evicted whole: its copies and its entry in the cluster (the next access adds it again).",
       NOF, CF_SEL, 1, { "evict s3://data --prefix train/", "evict s3://data" }, NULL },
     /* ---- cluster views ---- */
-    { "show", "show cluster|job|storage ...", "Show the cluster, its jobs and its storage.", NOF, 0, -1,
+    { "show", "show cluster|job|storage|remote-cluster ...",
+      "Show the cluster, its jobs, its storage and the remote clusters attached to it.", NOF, 0, -1,
       { "show cluster", "show job --all" }, NULL },
     { "show cluster", "show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]",
       "Show the nodes (memory, CPU, capacity, status) and a cluster summary, or one view of them.", NOF,
@@ -354,8 +355,9 @@ static const struct cli_cmd cmds[] = {
       CF_SEL | CF_YES, -1, { "ml get-batch ais://imgs batch.tar --list 'a.jpg,b.jpg'",
                              "ml get-batch ais://imgs - --prefix train/ --omit-src-bck > train.tar" }, NULL },
     /* ---- cluster membership and local clusters ---- */
-    { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE",
-      "Take nodes out of the cluster for maintenance, or for good.", NOF, 0, -1,
+    { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE | "
+                 "cluster remote-attach|remote-detach ...",
+      "Take nodes out of the cluster for maintenance, or for good; attach remote clusters.", NOF, 0, -1,
       { "cluster maintenance start t[abc123]", "cluster decommission t[abc123] --wait" }, NULL },
     { "cluster maintenance", "cluster maintenance start|stop NODE [FLAGS]",
       "Put a node into maintenance (its objects move away first), or bring it back.",
@@ -369,6 +371,16 @@ static const struct cli_cmd cmds[] = {
         { "--skip-rebalance", "do not move the node's objects", "false" },
         { "--wait", "wait for the rebalance", "false" }),
       0, 1, { "cluster decommission t[abc123] --wait", NULL }, NULL },
+    { "cluster remote-attach", "cluster remote-attach ALIAS=URL",
+      "Attach a remote AIStore-compatible cluster (its gateway's URL) under an alias, for buckets backed by "
+      "ais://@ALIAS/BUCKET.", NOF, 0, 1,
+      { "cluster remote-attach lake=http://10.0.0.5:8080", "show remote-cluster" }, NULL },
+    { "cluster remote-detach", "cluster remote-detach ALIAS",
+      "Detach a remote cluster (buckets backed by it fail their remote reads and writes until it is attached "
+      "again).", NOF, 0, 1, { "cluster remote-detach lake", NULL }, NULL },
+    { "show remote-cluster", "show remote-cluster [--json]",
+      "Show the attached remote clusters: alias, URL, UUID, and whether they answer now.", NOF, CF_JSON | CF_NOHDR, 0,
+      { "show remote-cluster", "show remote-cluster --json" }, NULL },
     { "s3", "s3 key add|ls|rm ... | s3 verify on|off",
       "Manage the S3 front end's access keys and whether it verifies request signatures.", NOF, 0, -1,
       { "s3 key add trainer", "s3 verify on" }, NULL },

@@ -349,13 +349,49 @@ static char *strip_node(const char *s)
     return sl_xstrdup(s);
 }
 
+/* cluster remote-attach ALIAS=URL | remote-detach ALIAS */
+static int remote_cluster(int argc, char **argv, bool attach)
+{
+    struct opts o;
+    const char *path = attach ? "cluster remote-attach" : "cluster remote-detach";
+    if (cli_opts(&o, path, argc, argv) < 0)
+        return 1;
+    if (o.argc != 1)
+        return cli_usage(path);
+    const char *eq = strchr(o.argv[0], '=');
+    if (attach && (!eq || eq == o.argv[0] || !eq[1])) {
+        fprintf(stderr, "Error: \"%s\": write the remote cluster as ALIAS=URL (e.g. lake=http://10.0.0.5:8080)\n",
+                o.argv[0]);
+        return 1;
+    }
+    char *alias = attach ? sl_xstrndup(o.argv[0], (size_t)(eq - o.argv[0])) : sl_xstrdup(o.argv[0]);
+    char *ha = sl_xasprintf("Ais-Remote-Ais-Alias: %s", alias);
+    char *hu = attach ? sl_xasprintf("Ais-Remote-Ais-Url: %s", eq + 1) : NULL;
+    const char *hdrs[] = { ha, hu, NULL };
+    struct cli_resp r;
+    cli_req_h("PUT", attach ? "/v1/cluster/attach?what=remote" : "/v1/cluster/detach?what=remote", hdrs, NULL, 0,
+              &r);
+    int rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
+    if (!rc)
+        printf(attach ? "Remote cluster \"%s\" attached (%s)\n" : "Remote cluster \"%s\" detached%s\n", alias,
+               attach ? eq + 1 : "");
+    cli_resp_free(&r);
+    free(ha);
+    free(hu);
+    free(alias);
+    return rc;
+}
+
 int cmd_cluster(int argc, char **argv)
 {
     if (argc < 1)
         return cli_usage("cluster");
+    if (!strcmp(argv[0], "remote-attach") || !strcmp(argv[0], "remote-detach"))
+        return remote_cluster(argc - 1, argv + 1, !strcmp(argv[0], "remote-attach"));
     bool maint = !strcmp(argv[0], "maintenance");
     if (!maint && strcmp(argv[0], "decommission")) {
-        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission)\n", argv[0]);
+        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission, remote-attach, "
+                "remote-detach)\n", argv[0]);
         return 1;
     }
     struct opts o;

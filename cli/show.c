@@ -520,6 +520,41 @@ static int show_cluster(struct opts *o)
     return rc;
 }
 
+/* show remote-cluster: the attached remote clusters */
+static int show_remote(struct opts *o)
+{
+    struct cli_resp r;
+    cli_req("GET", "/v1/cluster?what=remote", NULL, NULL, 0, &r);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "show remote-cluster");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    if (cli_json) {
+        char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+        printf("%s\n", s);
+        free(s);
+    } else {
+        struct table *t = table_new(5, "ALIAS", "URL", "UUID", "ONLINE", "TARGETS");
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(j, "a"), i, c) {
+            json_t *sm = json_object_get(c, "smap");
+            char nt[16];
+            snprintf(nt, sizeof(nt), "%zu", json_object_size(json_object_get(sm, "tmap")));
+            table_row(t, sl_json_str(c, "alias", ""), sl_json_str(c, "url", ""), sl_json_str(c, "uuid", ""),
+                      json_is_object(sm) ? "yes" : "no", json_is_object(sm) ? nt : "-");
+        }
+        table_print(t, stdout, !cli_no_headers);
+        table_free(t);
+    }
+    json_decref(j);
+    cli_resp_free(&r);
+    (void)o;
+    return 0;
+}
+
 int cmd_show(int argc, char **argv)
 {
     if (argc < 1)
@@ -532,6 +567,11 @@ int cmd_show(int argc, char **argv)
     }
     if (!strcmp(argv[0], "storage"))
         return cmd_storage(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "remote-cluster")) {
+        if (cli_opts(&o, "show remote-cluster", argc - 1, argv + 1) < 0)
+            return 1;
+        return show_remote(&o);
+    }
     if (!strcmp(argv[0], "job") || !strcmp(argv[0], "jobs")) { /* ais's `show job [ID]` */
         char **v = sl_xcalloc((size_t)argc + 1, sizeof(char *));
         v[0] = "show";
@@ -541,7 +581,7 @@ int cmd_show(int argc, char **argv)
         free(v);
         return rc;
     }
-    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster)\n", argv[0]);
     return 1;
 }
 

@@ -283,8 +283,8 @@ static bool check_backend(const struct sl_plugin *d, char *why, size_t n)
         return false;
     }
     if (!b->provider || (strcmp(b->provider, "aws") && strcmp(b->provider, "gcp") && strcmp(b->provider, "azure") &&
-                         strcmp(b->provider, "oci") && strcmp(b->provider, "ht"))) {
-        snprintf(why, n, "backend provider \"%.20s\" is not one of aws, gcp, azure, oci, ht",
+                         strcmp(b->provider, "oci") && strcmp(b->provider, "ht") && strcmp(b->provider, "ais"))) {
+        snprintf(why, n, "backend provider \"%.20s\" is not one of aws, gcp, azure, oci, ht, ais (remote clusters)",
                  b->provider ? b->provider : "(null)");
         return false;
     }

@@ -14,7 +14,9 @@
 #include "jsonx.h"
 #include "log.h"
 #include "module.h"
+#include "backend.h"
 #include "modules.h"
+#include "remais.h"
 #include "node.h"
 #include "store.h"
 #include "route.h"
@@ -281,6 +283,7 @@ int main(int argc, char **argv)
         goto fail;
     }
     sl_bmd_listen(sl_tgt_bmd_changed);
+    sl_backend_set_alias_resolver(sl_remais_url); /* backend_bck ais://@ALIAS/NAME */
     if (sl_arch_init(sl_conf->plugins_dir, &err) < 0) {
         goto fail;
     }

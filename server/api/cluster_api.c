@@ -17,6 +17,7 @@
 #include "log.h"
 #include "node.h"
 #include "prx.h"
+#include "remais.h"
 #include "stats.h"
 #include "tgt.h"
 #include "xact.h"
@@ -31,6 +32,8 @@ static void cluster_put_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
     struct sl_actmsg m;
+    if (sl_remais_put(r)) /* PUT /v1/cluster/attach|detach?what=remote */
+        return;
     if (sl_actmsg_parse(r, &m, &err) < 0) {
         sl_resp_err(r, &err);
         return;

@@ -6,6 +6,7 @@
  */
 #include "prx.h"
 #include "backend.h"
+#include "remais.h"
 #include "bsumm.h"
 #include "cluster.h"
 #include "cksum.h"
@@ -815,7 +816,7 @@ static bool cluster_get_ext(struct sl_req *r, const char *what)
 
 static const char *cluster_get_whats(void)
 {
-    return ", status, qryxstats, status_all, running_all";
+    return ", status, qryxstats, status_all, running_all, remote";
 }
 
 void sl_prx_cluster_get(struct sl_req *r)
@@ -827,6 +828,8 @@ void sl_prx_cluster_get(struct sl_req *r)
         sl_h_daemon_get(r);
     } else if (!strcmp(what, "cluster_config")) {
         sl_resp_json_new(r, 200, sl_config_cluster_json(sl_conf));
+    } else if (!strcmp(what, "remote")) { /* attached remote clusters, with their Smaps */
+        sl_remais_get(r);
     } else if (!cluster_get_ext(r, what)) {
         sl_resp_errf(r, SL_EINVAL, "invalid 'what=%s' request for GET /v1/cluster (valid: smap, bmd, snode, "
                      "cluster_config%s)", what, cluster_get_whats());

@@ -38,7 +38,7 @@ static struct mdoc {
     const char *name;
     json_t *d;
     sl_doc_listener fn;
-} mdocs[] = { { "etlmd", NULL, NULL }, { "planmd", NULL, NULL }, { "s3md", NULL, NULL } };
+} mdocs[] = { { "etlmd", NULL, NULL }, { "planmd", NULL, NULL }, { "s3md", NULL, NULL }, { "remais", NULL, NULL } };
 
 static struct mdoc *mdoc_of(const char *name)
 {

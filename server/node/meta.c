@@ -510,7 +510,9 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "access", json_string("0"));
     json_object_set_new(p, "features", json_string("0"));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
-    json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s}", "name", "", "provider", ""));
+    /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
+    json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
+                                                    "uuid", "", "name", ""));
     json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s,s:I},s:{s:s}}", "aws", "endpoint", "", "cloud_region",
                                               "", "profile", "", "multipart_size", (json_int_t)0, "http",
                                               "original_url", ""));
@@ -562,9 +564,13 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
         return 0;
     }
     const char *pn = prov && *prov ? sl_provider_norm(prov) : NULL;
-    if (!pn || !strcmp(pn, "ais"))
-        return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" is not a remote provider (aws/s3, ht)",
-                       prov ? prov : "");
+    const char *ns = json_string_value(json_object_get(json_object_get(bb, "namespace"), "uuid"));
+    if (pn && !strcmp(pn, "ais") && (!ns || !*ns))
+        return sl_errf(err, SL_EINVAL, "backend_bck: an ais:// bucket behind this one is a bucket of a remote "
+                       "cluster: write it ais://@ALIAS/NAME (shale cluster remote-attach ALIAS=URL first)");
+    if (!pn)
+        return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" is not a remote provider (aws/s3, ht, or ais "
+                       "with a remote cluster's alias)", prov ? prov : "");
     json_object_set_new(bb, "provider", json_string(pn));
     return sl_bck_name_valid(name, err) < 0 ? -1 : 0;
 }

@@ -23,7 +23,8 @@ struct remote {
     const struct sl_plug *plug;
     const struct sl_backend_ops *ops;
     struct sl_backend_bck rb;
-    char desc[160];               /* "s3://origin" */
+    char desc[160];               /* "s3://origin", "ais://@alias/b" */
+    char url[512];                /* a remote cluster's (rb.endpoint) */
 };
 
 static const char *pstr(const json_t *o, const char *a, const char *b, const char *c)
@@ -42,6 +43,13 @@ bool sl_bck_remote(const struct sl_bck *b)
     return b && (strcmp(b->provider, "ais") || (b->props && *pstr(b->props, "backend_bck", "name", NULL)));
 }
 
+static sl_backend_alias_fn alias_url;
+
+void sl_backend_set_alias_resolver(sl_backend_alias_fn fn)
+{
+    alias_url = fn;
+}
+
 static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *err)
 {
     memset(rm, 0, sizeof(*rm));
@@ -49,9 +57,13 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     bool own = strcmp(b->provider, "ais") != 0;
     const char *prov = own ? b->provider : pstr(b->props, "backend_bck", "provider", NULL);
     const char *name = own ? b->name : pstr(b->props, "backend_bck", "name", NULL);
-    snprintf(rm->desc, sizeof(rm->desc), "%s://%s", sl_provider_scheme(prov), name);
+    const char *ns = own ? "" : pstr(b->props, "backend_bck", "namespace", "uuid");
+    if (*ns)
+        snprintf(rm->desc, sizeof(rm->desc), "%s://@%s/%s", sl_provider_scheme(prov), ns, name);
+    else
+        snprintf(rm->desc, sizeof(rm->desc), "%s://%s", sl_provider_scheme(prov), name);
     rm->plug = sl_plug_backend(sl_arch_reg(), prov);
-    const char *so = !strcmp(prov, "ht") ? "backend_http.so" : "backend_s3.so";
+    const char *so = !strcmp(prov, "ht") ? "backend_http.so" : !strcmp(prov, "ais") ? "backend_ais.so" : "backend_s3.so";
     if (!rm->plug && own)
         return sl_errf(err, SL_EUNAVAIL, "%s: this node has no backend plugin for provider \"%s\" "
                        "(%s in the plugin directory)", rm->desc, prov, so);
@@ -64,6 +76,11 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     rm->rb.name = name;
     rm->rb.endpoint = strcmp(prov, "ht") ? pstr(b->props, "extra", "aws", "endpoint")
                                           : pstr(b->props, "extra", "http", "original_url"); /* the base URL */
+    if (!strcmp(prov, "ais")) { /* a remote cluster's: its URL by alias */
+        if (!alias_url || alias_url(ns, rm->url, sizeof(rm->url), err) < 0)
+            return alias_url ? -1 : sl_errf(err, SL_EINTERNAL, "%s: remote clusters are not known here", rm->desc);
+        rm->rb.endpoint = rm->url;
+    }
     rm->rb.region = pstr(b->props, "extra", "aws", "cloud_region");
     rm->rb.profile = pstr(b->props, "extra", "aws", "profile");
     rm->rb.multipart_size = json_integer_value(json_object_get(json_object_get(json_object_get(b->props, "extra"),
@@ -179,6 +196,13 @@ int sl_backend_check_props(const json_t *props, struct sl_err *err)
     const char *prov = pstr(props, "backend_bck", "provider", NULL);
     if (!*name)
         return 0;
+    const char *ns = pstr(props, "backend_bck", "namespace", "uuid");
+    char url[512];
+    if (!strcmp(prov, "ais") && alias_url && alias_url(ns, url, sizeof(url), err) < 0) {
+        char m[sizeof(err->msg)];
+        snprintf(m, sizeof(m), "%s", err->msg);
+        return sl_errf(err, SL_EINVAL, "backend_bck ais://@%s/%s: %s; nothing was changed", ns, name, m);
+    }
     if (!sl_plug_backend(sl_arch_reg(), prov)) {
         bool s3 = sl_backend_loaded("aws"), ht = sl_backend_loaded("ht");
         return sl_errf(err, SL_EINVAL, "backend_bck: provider \"%s\" has no backend plugin loaded on this node "

@@ -27,6 +27,10 @@
 /* b has a remote bucket behind it: b is s3://NAME itself (provider aws,
  * its own remote), or ais://NAME with backend_bck set. */
 bool sl_bck_remote(const struct sl_bck *b);
+/* How a backend_bck ais://@ALIAS/NAME finds the remote cluster's URL
+ * (cluster/remais.c's sl_remais_url, set at start). */
+typedef int (*sl_backend_alias_fn)(const char *key, char *url, size_t n, struct sl_err *err);
+void sl_backend_set_alias_resolver(sl_backend_alias_fn fn);
 /* A backend plugin for provider ("aws") is loaded here. */
 bool sl_backend_loaded(const char *provider);
 /* HEAD the remote bucket of b (b may be a stand-in built from a name and

@@ -83,7 +83,7 @@ class BackendTest(unittest.TestCase):
         """backend_bck and extra.aws show in the bucket's props; a provider with no backend plugin, an endpoint that
         is not a URL and a provider without a name are refused and change nothing."""
         p = json.loads(self.s.head(self.url + "/v1/buckets/cache").headers["Ais-Bucket-Props"])
-        self.assertEqual(p["backend_bck"], {"name": "origin", "provider": "aws"})
+        self.assertEqual(p["backend_bck"], {"name": "origin", "provider": "aws", "namespace": {"uuid": "", "name": ""}})
         self.assertEqual(p["extra"]["aws"]["endpoint"], self.ep)
         for bad, why in (("backend_bck=gs://x", "no backend plugin"), ("extra.aws.endpoint=ftp://x", "http"),
                          ("backend_bck.name=", "without a bucket name")):
@@ -617,6 +617,60 @@ class BackendTest(unittest.TestCase):
         r = self.c.cli("bucket", "props", "set", "ais://mpw", "extra.aws.multipart_size=1000", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("5 MiB", r.stderr + r.stdout)
+
+    def test_remote_ais_cluster(self):
+        """A remote AIStore-compatible cluster (here a second Shale, over its native API) attached under an alias
+        (cluster remote-attach, show remote-cluster, GET /v1/cluster?what=remote) backs an ais:// bucket with
+        backend_bck=ais://@ALIAS/NAME: cold GET (redirects followed), listing with the cached flag, write-through
+        PUT and DELETE land in the remote's native bucket; an unknown alias is refused; after a detach cached
+        objects still serve and uncached ones fail naming what to do."""
+        rs = requests.Session()
+        self.remote.cli("bucket", "create", "ais://natb")
+        objs = {"n/%d" % i: os.urandom(1000 + i) for i in range(5)}
+        for k, v in objs.items():
+            rs.put("%s/v1/objects/natb/%s" % (self.remote.url, k), data=v, timeout=30).raise_for_status()
+        self.c.cli("cluster", "remote-attach", "rem=" + self.remote.url)
+        out = self.c.cli("show", "remote-cluster", "-H").stdout
+        self.assertIn("rem", out)
+        self.assertIn(self.remote.url, out)
+        self.assertIn("yes", out)
+        ra = self.s.get(self.url + "/v1/cluster", params={"what": "remote"}, timeout=30).json()
+        self.assertEqual([c["alias"] for c in ra["a"]], ["rem"])
+        self.assertEqual(ra["a"][0]["uuid"], self.remote.smap()["uuid"])
+        r = self.c.cli("cluster", "remote-attach", "rem=http://127.0.0.1:9", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("already attached", r.stderr)
+        r = self.c.cli("cluster", "remote-detach", "nosuch", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not attached", r.stderr)
+        r = self.c.cli("bucket", "create", "ais://viarem", "--props", "backend_bck=ais://@nosuch/natb", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("remote-attach", r.stderr)
+        self.c.cli("bucket", "create", "ais://viarem", "--props", "backend_bck=ais://@rem/natb")
+        p = json.loads(self.s.head(self.url + "/v1/buckets/viarem", timeout=30).headers["Ais-Bucket-Props"])
+        self.assertEqual(p["backend_bck"]["namespace"]["uuid"], "rem")
+        self.assertEqual(self.get("viarem", "n/1").content, objs["n/1"])
+        self.assertTrue(self.cached("viarem", "n/1"))
+        r = self.s.get(self.url + "/v1/buckets/viarem", timeout=60,
+                       json={"action": "list", "value": {"prefix": "n/", "props": "name,size"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        ents = {e["name"]: e for e in r.json()["entries"]}
+        self.assertEqual(sorted(ents), sorted(objs))
+        self.assertTrue(ents["n/1"].get("flags", 0) & 64)
+        self.assertFalse(ents["n/2"].get("flags", 0) & 64)
+        r = self.s.put(self.url + "/v1/objects/viarem/n/new", data=b"written through to a cluster", timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(rs.get(self.remote.url + "/v1/objects/natb/n/new", timeout=30).content,
+                         b"written through to a cluster")
+        self.assertEqual(self.s.delete(self.url + "/v1/objects/viarem/n/0", timeout=60).status_code, 200)
+        self.assertEqual(rs.get(self.remote.url + "/v1/objects/natb/n/0", timeout=30).status_code, 404)
+        self.c.cli("cluster", "remote-detach", "rem")
+        self.assertEqual(self.get("viarem", "n/1").content, objs["n/1"])  # cached: still served
+        r = self.get("viarem", "n/3")
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("remote-attach rem=", r.text)
+        self.c.cli("cluster", "remote-attach", "rem=" + self.remote.url)
+        self.assertEqual(self.get("viarem", "n/3").content, objs["n/3"])
 
     def test_s3_bucket_archive_and_etl(self):
         """An archive read (archpath) and an inline transform (etl_name) of objects only the remote has fetch them

@@ -236,13 +236,14 @@ static void test_builtin_lookup(void)
     json_t *js;
     size_t i;
 
-    TAP_EQ_INT(sl_plug_count(reg), 10, "all built-in plugins load (4 formats, 4 key rules, the s3 and http backends)");
+    TAP_EQ_INT(sl_plug_count(reg), 11, "all built-in plugins load (4 formats, 4 key rules, 3 backends)");
     TAP_EQ_INT(sl_plug_refused_count(reg), 0, "none refused");
     TAP_OK(tar && tgz && lz4 && zip, "tar, tgz, tar.lz4, zip formats present");
     TAP_OK(sl_plug_backend(reg, "aws") != NULL && sl_plug_backend(reg, "gcp") == NULL,
            "backend for provider aws present, none for gcp");
     TAP_OK(sl_plug_backend(reg, "aws") == sl_plug_find(reg, SL_PLUGIN_BACKEND, "s3"), "aws backend is s3");
     TAP_OK(sl_plug_backend(reg, "ht") == sl_plug_find(reg, SL_PLUGIN_BACKEND, "http"), "ht backend is http");
+    TAP_OK(sl_plug_backend(reg, "ais") == sl_plug_find(reg, SL_PLUGIN_BACKEND, "ais"), "remote clusters: ais");
     for (i = 0; i < SL_ARRAY_SIZE(keys); i++)
         TAP_OK(sl_plug_find(reg, SL_PLUGIN_SAMPLE_KEY, keys[i]) != NULL, "key rule %s present", keys[i]);
     TAP_OK(tar && (sl_plug_caps(tar) & (SL_FMT_CAP_APPEND | SL_FMT_CAP_INDEX | SL_FMT_CAP_OFFSETS)) ==
@@ -291,7 +292,7 @@ static void test_builtin_lookup(void)
     TAP_OK(sl_plug_format_for(reg, "noext", NULL, "PK\x03\x04", 4) == zip, "format_for falls back to magic");
 
     js = sl_plug_reg_json(reg);
-    TAP_EQ_INT(json_array_size(js), 10, "listing has every plugin");
+    TAP_EQ_INT(json_array_size(js), 11, "listing has every plugin");
     for (i = 0; i < json_array_size(js); i++) {
         json_t *o = json_array_get(js, i);
         if (strcmp(json_string_value(json_object_get(o, "name")), "tgz") == 0) {
