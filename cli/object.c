@@ -957,8 +957,8 @@ static int remote_job(int argc, char **argv, const char *cmd)
         rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
         cli_resp_free(&r);
         if (!rc)
-            rc = listrange_job(&o, &u, tmpl, evict ? "DELETE" : "POST", evict ? "evict-listrange" : "prefetch-listrange",
-                               cmd, evict ? "Evicted" : "Prefetched");
+            rc = listrange_job(&o, &u, tmpl, evict ? "DELETE" : "POST",
+                               evict ? "evict-listrange" : "prefetch-listrange", cmd, evict ? "Evicted" : "Prefetched");
     }
     free(pq);
     uri_free(&u);

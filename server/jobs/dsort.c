@@ -1273,7 +1273,8 @@ static void *coord_main(void *arg)
     for (int i = 0; i < nt; i++)
         lists[i] = json_array();
     for (size_t i = 0; i < nout; i++) {
-        const struct sl_snode *o = G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, "ais", c->s.out_bck, outs[i].name);
+        const struct sl_snode *o =
+            G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, "ais", c->s.out_bck, outs[i].name);
         int ti = 0;
         for (int k = 0; o && k < nt; k++)
             if (!strcmp(t.who[k]->id, o->id))

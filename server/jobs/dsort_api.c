@@ -134,7 +134,8 @@ static void start_run(struct sl_req *r, void *arg)
     int rc = sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
     if (rc < 0 && err.code == SL_ENOBCK && strcmp(s.in_prov, "ais")) { /* a remote input seen first: added */
         memset(&err, 0, sizeof(err));
-        rc = sl_bck_add_remote(s.in_prov, s.in_bck, &err) < 0 ? -1 : sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
+        rc = sl_bck_add_remote(s.in_prov, s.in_bck, &err) < 0 ? -1
+                                                               : sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
     }
     if (rc < 0) {
         sl_dsort_spec_free(&s);

@@ -71,7 +71,8 @@ static bool wanted(const struct lru_req *q, const struct sl_bck *b)
     char pn[SL_MAX_BCKNAME + 16];
     snprintf(pn, sizeof(pn), "%s/%s", b->provider, b->name);
     json_array_foreach(q->bcks, i, v) /* "ais/NAME", "aws/NAME" (an older primary's: "NAME", an ais:// one) */
-        if (!strcmp(json_string_value(v), pn) || (!strcmp(b->provider, "ais") && !strcmp(json_string_value(v), b->name)))
+        if (!strcmp(json_string_value(v), pn) ||
+            (!strcmp(b->provider, "ais") && !strcmp(json_string_value(v), b->name)))
             named = true;
     if (!named)
         return false;

@@ -63,7 +63,9 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     else
         snprintf(rm->desc, sizeof(rm->desc), "%s://%s", sl_provider_scheme(prov), name);
     rm->plug = sl_plug_backend(sl_arch_reg(), prov);
-    const char *so = !strcmp(prov, "ht") ? "backend_http.so" : !strcmp(prov, "ais") ? "backend_ais.so" : "backend_s3.so";
+    const char *so = !strcmp(prov, "ht")    ? "backend_http.so"
+                     : !strcmp(prov, "ais") ? "backend_ais.so"
+                                            : "backend_s3.so";
     if (!rm->plug && own)
         return sl_errf(err, SL_EUNAVAIL, "%s: this node has no backend plugin for provider \"%s\" "
                        "(%s in the plugin directory)", rm->desc, prov, so);
@@ -349,7 +351,8 @@ static int sink(void *ctx, const void *data, size_t n)
 
 void sl_backend_custom(const struct sl_bck *b, const struct sl_backend_obj *o, struct sl_kv **kv, int *n)
 {
-    sl_kv_set(kv, n, "source", strcmp(b->provider, "ais") ? b->provider : pstr(b->props, "backend_bck", "provider", NULL));
+    sl_kv_set(kv, n, "source",
+              strcmp(b->provider, "ais") ? b->provider : pstr(b->props, "backend_bck", "provider", NULL));
     if (o->etag[0])
         sl_kv_set(kv, n, "ETag", o->etag);
     if (o->version[0])

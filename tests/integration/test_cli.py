@@ -301,12 +301,12 @@ class TestCLI(unittest.TestCase):
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",
         "etl start", "etl rm", "etl object", "etl bucket", "ishard", "job", "job show", "job wait", "job stop",
         "job start", "job rm", "start", "wait", "stop", "dsort", "ml", "ml get-batch", "cluster",
-        "cluster maintenance", "cluster decommission", "cluster remote-attach", "cluster remote-detach", "playground", "playground start", "playground stop",
-        "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
+        "cluster maintenance", "cluster decommission", "cluster remote-attach", "cluster remote-detach", "playground",
+        "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify",
     ]
-    USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put", "object rm": "rmo",
-                "show job": "job show", "show storage": "storage"}
+    USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
+                "object rm": "rmo", "show job": "job show", "show storage": "storage"}
 
     @staticmethod
     def help_sections(text):
