@@ -591,6 +591,12 @@ class BackendTest(unittest.TestCase):
         self.c.cli("rmo", "s3://fresh/own/c.txt")
         with self.assertRaises(Exception):
             self.rs3.head_object(Bucket="fresh", Key="own/c.txt")
+        # a first access that is a PUT (a body behind it, routed again once the bucket is added)
+        self.rs3.create_bucket(Bucket="fresh2")
+        r = self.s.put(self.url + "/v1/objects/fresh2/p.txt", params={"provider": "aws"}, data=b"put first",
+                       timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.rs3.get_object(Bucket="fresh2", Key="p.txt")["Body"].read(), b"put first")
         # a bucket the remote does not have
         r = self.s.get(self.url + "/v1/objects/nosuch/x", params={"provider": "aws"}, timeout=60)
         self.assertEqual(r.status_code, 404, r.text)
