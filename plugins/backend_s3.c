@@ -6,7 +6,10 @@
  * Where a call goes:
  *   endpoint  the bucket's extra.aws.endpoint, else $S3_ENDPOINT, else
  *             https://s3.<region>.amazonaws.com; path style
- *             (ENDPOINT/BUCKET/KEY), a path in the endpoint kept (.../s3)
+ *             (ENDPOINT/BUCKET/KEY), a path in the endpoint kept (.../s3),
+ *             or virtual-hosted (BUCKET.HOST/KEY) with the bucket's
+ *             extra.aws.addressing "virtual", and for AWS's own endpoint
+ *             when the bucket name is a DNS label (AWS's default)
  *   region    the bucket's extra.aws.cloud_region, else $AWS_REGION /
  *             $AWS_DEFAULT_REGION, else us-east-1
  *   keys      the bucket's extra.aws.profile, else $AWS_PROFILE: that
@@ -31,6 +34,7 @@
 #include "shale_plugin.h"
 #include "common_curl.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <curl/curl.h>
 #include <expat.h>
@@ -348,8 +352,18 @@ static int build_url(struct call *c, struct sbuf *u, char *err, size_t errlen)
     size_t el = strlen(ep);
     while (el && ep[el - 1] == '/')
         el--;
-    if (sb_add(u, ep, el) < 0 || sb_adds(u, "/") < 0 || sb_enc(u, c->b->name, strlen(c->b->name), 0) < 0)
+    const char *style = SL_ABI_HAS(c->b, struct sl_backend_bck, addressing) && c->b->addressing ? c->b->addressing
+                                                                                                 : "";
+    bool dns = strspn(c->b->name, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(c->b->name);
+    /* virtual-hosted: asked for, or AWS itself (its default) for a name that is a DNS label */
+    if (!strcmp(style, "virtual") || (!*style && ep == def && dns)) {
+        const char *host = strstr(ep, "://") + 3;
+        if (sb_add(u, ep, (size_t)(host - ep)) < 0 || sb_adds(u, c->b->name) < 0 || sb_adds(u, ".") < 0 ||
+            sb_add(u, host, el - (size_t)(host - ep)) < 0)
+            return -1;
+    } else if (sb_add(u, ep, el) < 0 || sb_adds(u, "/") < 0 || sb_enc(u, c->b->name, strlen(c->b->name), 0) < 0) {
         return -1;
+    }
     if (c->key && (sb_adds(u, "/") < 0 || sb_enc(u, c->key, c->klen, 1) < 0))
         return -1;
     if (c->query && *c->query && (sb_adds(u, "?") < 0 || sb_adds(u, c->query) < 0))

@@ -430,6 +430,9 @@ struct sl_backend_bck {
      * size (S3 multipart upload); 0 = the plugin's default, -1 = never.
      * Check with SL_ABI_HAS(b, struct sl_backend_bck, multipart_size). */
     int64_t multipart_size;
+    /* (1.1, later) "path" (ENDPOINT/BUCKET/KEY), "virtual" (BUCKET.HOST/KEY)
+     * or "" (the plugin's choice). SL_ABI_HAS(b, ..., addressing). */
+    const char *addressing;
 };
 
 /* What the remote says of an object; caller-owned, filled by the plugin. */

@@ -513,9 +513,9 @@ static json_t *default_props(const char *provider)
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
                                                     "uuid", "", "name", ""));
-    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s,s:I},s:{s:s}}", "aws", "endpoint", "", "cloud_region",
-                                              "", "profile", "", "multipart_size", (json_int_t)0, "http",
-                                              "original_url", ""));
+    json_object_set_new(p, "extra", json_pack("{s:{s:s,s:s,s:s,s:I,s:s},s:{s:s}}", "aws", "endpoint", "",
+                                              "cloud_region", "", "profile", "", "multipart_size", (json_int_t)0,
+                                              "addressing", "", "http", "original_url", ""));
     return p;
 }
 
@@ -539,6 +539,11 @@ static int check_backend_shape(json_t *p, struct sl_err *err)
         return sl_errf(err, SL_EINVAL, "an ht:// bucket needs extra.http.original_url, the http:// or https:// URL "
                        "its objects are under (e.g. --props extra.http.original_url=http://host/dir/); nothing was "
                        "changed");
+    const char *ad = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
+                                                       "addressing"));
+    if (ad && *ad && strcmp(ad, "path") && strcmp(ad, "virtual"))
+        return sl_errf(err, SL_EINVAL, "extra.aws.addressing \"%s\": use path (ENDPOINT/BUCKET/KEY), virtual "
+                       "(BUCKET.HOST/KEY) or \"\" (virtual for AWS itself, path for other endpoints)", ad);
     json_int_t mp = json_integer_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
                                                        "multipart_size"));
     if (mp != 0 && mp != -1 && mp < 5 * 1024 * 1024)

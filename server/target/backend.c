@@ -85,6 +85,7 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     }
     rm->rb.region = pstr(b->props, "extra", "aws", "cloud_region");
     rm->rb.profile = pstr(b->props, "extra", "aws", "profile");
+    rm->rb.addressing = pstr(b->props, "extra", "aws", "addressing");
     rm->rb.multipart_size = json_integer_value(json_object_get(json_object_get(json_object_get(b->props, "extra"),
                                                                                "aws"), "multipart_size"));
     return 0;

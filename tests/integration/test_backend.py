@@ -603,6 +603,27 @@ class BackendTest(unittest.TestCase):
         self.assertIn("s3://nosuch", r.text)
         self.assertNotIn("nosuch", self.aws_buckets())
 
+    def test_virtual_hosted_addressing(self):
+        """extra.aws.addressing=virtual sends BUCKET.HOST/KEY (AWS's default style): the remote here answers S3
+        only for Host BUCKET.localhost (its s3.vhost_domain), which libcurl resolves to loopback; path style
+        against that endpoint fails; a style that is neither is refused."""
+        self.remote.cli("config", "cluster", "s3.vhost_domain=localhost")
+        try:
+            self.rs3.put_object(Bucket="origin", Key="vh/a.txt", Body=b"virtual host")
+            ep = self.remote.url.replace("127.0.0.1", "localhost")
+            self.c.cli("bucket", "create", "ais://vhost", "--props",
+                       "backend_bck=s3://origin extra.aws.endpoint=%s extra.aws.addressing=virtual" % ep)
+            r = self.get("vhost", "vh/a.txt")
+            self.assertEqual((r.status_code, r.content), (200, b"virtual host"), r.content[:300])
+            self.c.cli("bucket", "create", "ais://vpath", "--props",
+                       "backend_bck=s3://origin extra.aws.endpoint=%s extra.aws.addressing=path" % ep)
+            self.assertGreaterEqual(self.get("vpath", "vh/a.txt").status_code, 400)
+            r = self.c.cli("bucket", "props", "set", "ais://vpath", "extra.aws.addressing=dns", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("use path", r.stderr + r.stdout)
+        finally:
+            self.remote.cli("config", "cluster", "s3.vhost_domain=")
+
     def test_multipart_write_through(self):
         """A PUT bigger than extra.aws.multipart_size goes to the remote as a multipart upload (its ETag is the
         remote's "-N" one, on the local copy too) with the same bytes; a multipart_size S3 could not take is
