@@ -26,7 +26,7 @@ import boto3
 import requests
 from botocore.config import Config
 
-from harness import BUILD, Cluster, free_port_range, main, wait_until
+from harness import BUILD, SRC, Cluster, Node, free_port_range, main, wait_until
 
 AK, SK = "cache-node", "remote-secret-value-1"
 
@@ -935,6 +935,53 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(r.status_code, 503, r.text)
         self.assertIn("s3://origin/down/lost.txt", r.text)
         self.assertLess(time.time() - t0, 10)
+
+
+class ExampleBackendTest(unittest.TestCase):
+    """examples/backend-dir, a backend plugin built out of tree against the installed header (as a user writes
+    one): installed into the plugin directory, it serves gs:// buckets from a directory tree."""
+
+    def test_backend_dir(self):
+        tmp = tempfile.mkdtemp(prefix="shale-bdir-")
+        try:
+            inst = os.path.join(tmp, "inst")
+            p = subprocess.run(["make", "-C", os.path.dirname(os.path.abspath(BUILD)), "install", "PREFIX=" + inst],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            ex = os.path.join(tmp, "backend-dir")
+            shutil.copytree(os.path.join(SRC, "examples", "backend-dir"), ex)
+            for target in ("all", "check", "install"):
+                p = subprocess.run(["make", "-C", ex, target, "PREFIX=" + inst], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            root = os.path.join(tmp, "gs")
+            os.makedirs(os.path.join(root, "photos", "a"))
+            with open(os.path.join(root, "photos", "a", "1.txt"), "wb") as f:
+                f.write(b"from the directory")
+            node = Node(tmp, extra_config={"plugins": {"dir": os.path.join(inst, "lib", "shale")}})
+            node.start(env={"SHALE_GS_ROOT": root})
+            try:
+                s = requests.Session()
+                pl = s.get(node.url + "/v1/daemon?what=plugins", timeout=10).json()
+                self.assertIn("dir", [x.get("name") for x in pl if x.get("status") == "loaded"])
+                q = {"provider": "gcp"}
+                r = s.get(node.url + "/v1/objects/photos/a/1.txt", params=q, timeout=30)
+                self.assertEqual((r.status_code, r.content), (200, b"from the directory"))
+                r = s.put(node.url + "/v1/objects/photos/b.txt", params=q, data=b"written through", timeout=30)
+                self.assertEqual(r.status_code, 200, r.text)
+                with open(os.path.join(root, "photos", "b.txt"), "rb") as f:
+                    self.assertEqual(f.read(), b"written through")
+                r = s.get(node.url + "/v1/buckets/photos", params=q, timeout=30,
+                          json={"action": "list", "value": {"props": "name,size"}})
+                self.assertEqual([e["name"] for e in r.json()["entries"]], ["a/1.txt", "b.txt"])
+                self.assertEqual(s.delete(node.url + "/v1/objects/photos/b.txt", params=q, timeout=30).status_code,
+                                 200)
+                self.assertFalse(os.path.exists(os.path.join(root, "photos", "b.txt")))
+                r = s.get(node.url + "/v1/objects/nophotos/x", params=q, timeout=30)
+                self.assertEqual(r.status_code, 404, r.text)
+            finally:
+                node.stop()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class _QuietFiles(http.server.SimpleHTTPRequestHandler):
