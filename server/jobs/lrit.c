@@ -49,6 +49,7 @@ struct lr {
     char *tmpl;                 /* template, or NULL (with names NULL too: the whole bucket) */
     bool coer, non_recurs;
     bool latest;                /* prefetch: held copies are checked against the remote's version */
+    bool add_first;             /* prefetch of a remote bucket not in the BMD yet: add it at the start */
     int workers;
 };
 
@@ -410,6 +411,11 @@ static void start_run(struct sl_req *r, void *arg)
 {
     struct lr *l = arg;
     struct sl_err err = { 0 };
+    if (l->add_first && sl_bck_add_remote(l->prov, l->bck, &err) < 0) {
+        lr_free(l);
+        sl_resp_err(r, &err);
+        return;
+    }
     if (G.role == SL_ROLE_STANDALONE) {
         char id[40];
         snprintf(id, sizeof(id), "%s", l->id);
@@ -436,7 +442,22 @@ static bool start_kind(struct sl_req *r, const char *bucket, struct sl_actmsg *m
     struct lr *l = sl_xcalloc(1, sizeof(*l));
     l->kind = kind;
     struct sl_bck b;
-    if (lr_parse(m->value, l, &err) < 0 || sl_bck_resolve(bucket, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+    if (lr_parse(m->value, l, &err) < 0) {
+        lr_free(l);
+        sl_resp_err(r, &err);
+        return true;
+    }
+    const char *pn = sl_provider_norm(sl_req_query(r, "provider"));
+    if (sl_bck_resolve(bucket, sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+        if (kind == LR_PREFETCH && err.code == SL_ENOBCK && pn && strcmp(pn, "ais") && sl_backend_loaded(pn)) {
+            /* prefetch of a remote bucket the cluster has not seen: added first, off the HTTP thread */
+            snprintf(l->bck, sizeof(l->bck), "%s", bucket);
+            snprintf(l->prov, sizeof(l->prov), "%s", pn);
+            l->add_first = true;
+            sl_job_id(l->id, sizeof(l->id), "");
+            sl_req_offload(r, start_run, (void (*)(void *))lr_free, l);
+            return true;
+        }
         lr_free(l);
         sl_resp_err(r, &err);
         return true;

@@ -486,6 +486,26 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(r.status_code, 200, r.text)
         return sorted(b["name"] for b in r.json())
 
+    def test_s3_bucket_first_access_by_jobs(self):
+        """A prefetch-listrange over HTTP and a get-batch naming s3:// buckets the cluster has not seen add them
+        (as a native GET would) and do their work."""
+        for bk in ("jfa1", "jfa2"):
+            self.rs3.create_bucket(Bucket=bk)
+            for i in range(3):
+                self.rs3.put_object(Bucket=bk, Key="j/%d" % i, Body=b"%s %d" % (bk.encode(), i))
+        r = self.s.post(self.url + "/v1/buckets/jfa1", params={"provider": "aws"}, timeout=60,
+                        json={"action": "prefetch-listrange", "value": {"template": "j/"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertTrue(all(self.cached_aws("jfa1", "j/%d" % i) for i in range(3)))
+        r = self.s.get(self.url + "/v1/ml/moss/jfa2", params={"provider": "aws"}, timeout=120,
+                       data=json.dumps({"in": [{"objname": "j/%d" % i} for i in range(3)], "strm": True}),
+                       headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status_code, 200, r.text[:500])
+        with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:") as t:
+            self.assertEqual([t.extractfile(m).read() for m in t.getmembers()], [b"jfa2 %d" % i for i in range(3)])
+        self.assertIn("jfa2", self.aws_buckets())
+
     def test_s3_bucket_get_batch(self):
         """get-batch items of a remote bucket that the cluster does not hold are fetched (once per shard) on the
         targets that own them and served in the batch (AIStore answers them __404__); an object the remote lacks
