@@ -41,8 +41,7 @@ struct call {
     const char *key;              /* NULL: the bucket */
     size_t klen;
     int64_t off, n;               /* GET range; off 0 and n < 0: no Range */
-    int fd;                       /* PUT body: [0, size) of fd */
-    int64_t size, pos;
+    struct sl_cc_src src;         /* PUT body: [0, size) of fd */
     const char *body;             /* LIST: the request body */
     sl_backend_sink_fn sink;
     void *sink_ctx;
@@ -99,40 +98,16 @@ static char *make_url(const char *base, const struct call *c)
 static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
 {
     struct call *c = ud;
-    size_t n = size * nitems;
-    if (n >= 5 && !strncmp(buf, "HTTP/", 5)) {
-        const char *sp = memchr(buf, ' ', n);
-        c->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        return n;
+    const char *k, *v;
+    size_t kl, vl;
+    if (sl_cc_header(buf, size * nitems, &c->status, c->o, &k, &kl, &v, &vl) == 0 &&
+        !(c->status >= 300 && c->status < 400)) { /* (a redirect's headers are not the object's) */
+        if (kl == 11 && !strncasecmp(k, "Ais-Version", 11))
+            snprintf(c->version, sizeof(c->version), "%.*s", (int)vl, v);
+        else if (kl == 18 && !strncasecmp(k, "Ais-Checksum-Value", 18))
+            snprintf(c->cksum, sizeof(c->cksum), "%.*s", (int)vl, v);
     }
-    const char *colon = memchr(buf, ':', n);
-    if (!colon || (c->status >= 300 && c->status < 400)) /* (a redirect's headers are not the object's) */
-        return n;
-    size_t kl = (size_t)(colon - buf);
-    const char *v = colon + 1;
-    while (v < buf + n && (*v == ' ' || *v == '\t'))
-        v++;
-    size_t vl = (size_t)(buf + n - v);
-    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-        vl--;
-    if (kl == 11 && !strncasecmp(buf, "Ais-Version", 11)) {
-        snprintf(c->version, sizeof(c->version), "%.*s", (int)vl, v);
-    } else if (kl == 18 && !strncasecmp(buf, "Ais-Checksum-Value", 18)) {
-        snprintf(c->cksum, sizeof(c->cksum), "%.*s", (int)vl, v);
-    } else if (c->o && kl == 14 && !strncasecmp(buf, "Content-Length", 14) && c->status == 200) {
-        c->o->size = strtoll(v, NULL, 10); /* (a 206's is the range's) */
-    } else if (c->o && kl == 13 && !strncasecmp(buf, "Content-Range", 13)) {
-        const char *sl = memchr(v, '/', vl);
-        if (sl && sl[1] != '*')
-            c->o->size = strtoll(sl + 1, NULL, 10);
-    } else if (c->o && kl == 13 && !strncasecmp(buf, "Last-Modified", 13)) {
-        char tmp[64];
-        snprintf(tmp, sizeof(tmp), "%.*s", (int)vl, v);
-        time_t t = curl_getdate(tmp, NULL);
-        if (t > 0)
-            c->o->mtime_ns = (int64_t)t * 1000000000LL;
-    }
-    return n;
+    return size * nitems;
 }
 
 static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
@@ -151,31 +126,6 @@ static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
         return 0;
     }
     return n;
-}
-
-static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
-{
-    struct call *c = ud;
-    size_t max = size * nitems;
-    int64_t left = c->size - c->pos;
-    if (left <= 0)
-        return 0;
-    if ((int64_t)max > left)
-        max = (size_t)left;
-    ssize_t r = pread(c->fd, buf, max, c->pos);
-    if (r <= 0)
-        return CURL_READFUNC_ABORT;
-    c->pos += r;
-    return (size_t)r;
-}
-
-static int seek_cb(void *ud, curl_off_t off, int origin)
-{
-    struct call *c = ud;
-    if (origin != SEEK_SET)
-        return CURL_SEEKFUNC_CANTSEEK;
-    c->pos = off; /* a redirect sends the body again */
-    return CURL_SEEKFUNC_OK;
 }
 
 /* the remote's "message" of an error answer, else its start */
@@ -227,13 +177,13 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
         if (!strcmp(c->method, "HEAD")) {
             curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
         } else if (!strcmp(c->method, "PUT")) {
-            c->pos = 0;
+            c->src.pos = 0;
             curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(h, CURLOPT_READFUNCTION, rd_cb);
-            curl_easy_setopt(h, CURLOPT_READDATA, c);
-            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_cb);
-            curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
-            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->size);
+            curl_easy_setopt(h, CURLOPT_READFUNCTION, sl_cc_read);
+            curl_easy_setopt(h, CURLOPT_READDATA, &c->src);
+            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, sl_cc_seek); /* (a redirect sends the body again) */
+            curl_easy_setopt(h, CURLOPT_SEEKDATA, &c->src);
+            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->src.size);
             hl = curl_slist_append(hl, "Expect:"); /* (no 100-continue round trip) */
         } else if (!strcmp(c->method, "LIST")) {
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "GET");
@@ -285,21 +235,14 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
             errf(err, errlen, "%s: the remote cluster could not be reached or the transfer broke: %s", c->desc,
                  curl_easy_strerror(cc));
             rc = SL_PLUG_EIO;
-            if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_OPERATION_TIMEDOUT ||
-                c->sunk)
-                break;
         } else {
             char m[320];
             err_msg(c, m, sizeof(m));
             errf(err, errlen, "%s: the remote cluster answered %ld%s%s", c->desc, c->status, m[0] ? ": " : "", m);
             rc = SL_PLUG_EREMOTE;
-            if (!(c->status >= 500 || c->status == 429) || c->sunk)
-                break;
         }
-        if (attempt + 1 < TRIES) {
-            struct timespec ts = { 0, 200000000L << attempt };
-            nanosleep(&ts, NULL);
-        }
+        if (!sl_cc_again(cc, c->status, c->sunk, attempt, TRIES))
+            break;
     }
     free(url);
     return rc;
@@ -314,7 +257,7 @@ static int done(struct call *c, int rc)
 static int ais_head_bucket(void *st, const struct sl_backend_bck *b, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "HEAD", .n = -1, .fd = -1 };
+    struct call c = { .b = b, .method = "HEAD", .n = -1 };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -322,7 +265,7 @@ static int ais_head_object(void *st, const struct sl_backend_bck *b, const char 
                            struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .fd = -1, .o = o };
+    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .o = o };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -331,7 +274,7 @@ static int ais_get_object(void *st, const struct sl_backend_bck *b, const char *
                           char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n, .fd = -1, .sink = sink,
+    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n, .sink = sink,
                       .sink_ctx = ctx, .o = o };
     return done(&c, perform(&c, status, err, errlen));
 }
@@ -340,7 +283,8 @@ static int ais_put_object(void *st, const struct sl_backend_bck *b, const char *
                           int64_t size, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .size = size, .o = o };
+    struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .src = { .fd = fd, .size = size },
+                      .o = o };
     int rc = done(&c, perform(&c, status, err, errlen));
     if (o)
         o->size = size;
@@ -351,7 +295,7 @@ static int ais_delete_object(void *st, const struct sl_backend_bck *b, const cha
                              char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .fd = -1 };
+    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1 };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -369,7 +313,7 @@ static int ais_list_page(void *st, const struct sl_backend_bck *b, const char *p
     json_decref(msg);
     if (!body)
         return SL_PLUG_ENOMEM;
-    struct call c = { .b = b, .method = "LIST", .n = -1, .fd = -1, .body = body };
+    struct call c = { .b = b, .method = "LIST", .n = -1, .body = body };
     int rc = perform(&c, status, err, errlen);
     free(body);
     if (rc != SL_PLUG_OK)

@@ -79,42 +79,10 @@ static char *make_url(const char *base, const char *key, size_t klen)
 static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
 {
     struct call *c = ud;
-    size_t n = size * nitems;
-    if (n >= 5 && !strncmp(buf, "HTTP/", 5)) {
-        const char *sp = memchr(buf, ' ', n);
-        c->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        return n;
-    }
-    const char *colon = memchr(buf, ':', n);
-    if (!c->o || !colon)
-        return n;
-    size_t kl = (size_t)(colon - buf);
-    const char *v = colon + 1;
-    while (v < buf + n && (*v == ' ' || *v == '\t'))
-        v++;
-    size_t vl = (size_t)(buf + n - v);
-    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-        vl--;
-    if (kl == 4 && !strncasecmp(buf, "ETag", 4)) {
-        if (vl >= 2 && v[0] == 'W' && v[1] == '/')
-            v += 2, vl -= 2;
-        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"')
-            v++, vl -= 2;
-        snprintf(c->o->etag, sizeof(c->o->etag), "%.*s", (int)vl, v);
-    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) && c->status == 200) {
-        c->o->size = strtoll(v, NULL, 10); /* (a 206's is the range's) */
-    } else if (kl == 13 && !strncasecmp(buf, "Content-Range", 13)) {
-        const char *sl = memchr(v, '/', vl);
-        if (sl && sl[1] != '*')
-            c->o->size = strtoll(sl + 1, NULL, 10);
-    } else if (kl == 13 && !strncasecmp(buf, "Last-Modified", 13)) {
-        char tmp[64];
-        snprintf(tmp, sizeof(tmp), "%.*s", (int)vl, v);
-        time_t t = curl_getdate(tmp, NULL);
-        if (t > 0)
-            c->o->mtime_ns = (int64_t)t * 1000000000LL;
-    }
-    return n;
+    const char *k, *v;
+    size_t kl, vl;
+    sl_cc_header(buf, size * nitems, &c->status, c->o, &k, &kl, &v, &vl);
+    return size * nitems;
 }
 
 static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
@@ -203,19 +171,12 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
             errf(err, errlen, "%s: the server (%s) could not be reached or the transfer broke: %s", c->desc, c->url,
                  curl_easy_strerror(cc));
             rc = SL_PLUG_EIO;
-            if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_OPERATION_TIMEDOUT ||
-                c->sunk)
-                break;
         } else {
             errf(err, errlen, "%s: the server answered %ld for %s", c->desc, c->status, c->url);
             rc = SL_PLUG_EREMOTE;
-            if (!(c->status >= 500 || c->status == 429) || c->sunk)
-                break;
         }
-        if (attempt + 1 < TRIES) {
-            struct timespec ts = { 0, 200000000L << attempt };
-            nanosleep(&ts, NULL);
-        }
+        if (!sl_cc_again(cc, c->status, c->sunk, attempt, TRIES))
+            break;
     }
     return rc;
 }

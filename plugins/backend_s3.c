@@ -215,8 +215,7 @@ struct call {
     size_t klen;
     const char *query;            /* canonical (sorted, encoded), without '?'; "" none */
     int64_t off, n;               /* GET range; n < 0 to the end, off 0 and n < 0: no Range */
-    int fd;                       /* PUT body: [base, base + size) of fd */
-    int64_t base, size, pos;
+    struct sl_cc_src src;         /* PUT body: [base, base + size) of fd */
     const char *mem;              /* POST body (memlen bytes; NULL: none) */
     size_t memlen;
     sl_backend_sink_fn sink;
@@ -236,45 +235,12 @@ struct call {
 static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
 {
     struct call *c = ud;
-    size_t n = size * nitems;
-    if (n >= 5 && !strncmp(buf, "HTTP/", 5)) {
-        const char *sp = memchr(buf, ' ', n);
-        c->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        return n;
-    }
-    if (!c->o)
-        return n;
-    const char *colon = memchr(buf, ':', n);
-    if (!colon)
-        return n;
-    size_t kl = (size_t)(colon - buf);
-    const char *v = colon + 1;
-    while (v < buf + n && (*v == ' ' || *v == '\t'))
-        v++;
-    size_t vl = (size_t)(buf + n - v);
-    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-        vl--;
-    if (kl == 4 && !strncasecmp(buf, "ETag", 4)) {
-        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"')
-            v++, vl -= 2;
-        snprintf(c->o->etag, sizeof(c->o->etag), "%.*s", (int)vl, v);
-    } else if (kl == 14 && !strncasecmp(buf, "Content-Length", 14) &&
-               (strcmp(c->method, "GET") || (c->off == 0 && c->n < 0))) { /* a range's is not the object's */
-        c->o->size = strtoll(v, NULL, 10);
-    } else if (kl == 13 && !strncasecmp(buf, "Content-Range", 13)) {
-        const char *sl = memchr(v, '/', vl);
-        if (sl && sl[1] != '*')
-            c->o->size = strtoll(sl + 1, NULL, 10);
-    } else if (kl == 16 && !strncasecmp(buf, "x-amz-version-id", 16)) {
+    const char *k, *v;
+    size_t kl, vl;
+    if (sl_cc_header(buf, size * nitems, &c->status, c->o, &k, &kl, &v, &vl) == 0 && c->o && kl == 16 &&
+        !strncasecmp(k, "x-amz-version-id", 16))
         snprintf(c->o->version, sizeof(c->o->version), "%.*s", (int)vl, v);
-    } else if (kl == 13 && !strncasecmp(buf, "Last-Modified", 13)) {
-        char tmp[64];
-        snprintf(tmp, sizeof(tmp), "%.*s", (int)vl, v);
-        time_t t = curl_getdate(tmp, NULL);
-        if (t > 0)
-            c->o->mtime_ns = (int64_t)t * 1000000000LL;
-    }
-    return n;
+    return size * nitems;
 }
 
 static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
@@ -296,31 +262,6 @@ static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
         return 0;
     }
     return n;
-}
-
-static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
-{
-    struct call *c = ud;
-    size_t max = size * nitems;
-    int64_t left = c->size - c->pos;
-    if (left <= 0)
-        return 0;
-    if ((int64_t)max > left)
-        max = (size_t)left;
-    ssize_t r = pread(c->fd, buf, max, c->base + c->pos);
-    if (r <= 0)
-        return CURL_READFUNC_ABORT;
-    c->pos += r;
-    return (size_t)r;
-}
-
-static int seek_cb(void *ud, curl_off_t off, int origin)
-{
-    struct call *c = ud;
-    if (origin != SEEK_SET)
-        return CURL_SEEKFUNC_CANTSEEK;
-    c->pos = off;
-    return CURL_SEEKFUNC_OK;
 }
 
 /* "<Code>X</Code>" of an S3 error body, or "". */
@@ -426,13 +367,13 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
         if (!strcmp(c->method, "HEAD")) {
             curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
         } else if (put) {
-            c->pos = 0;
+            c->src.pos = 0;
             curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(h, CURLOPT_READFUNCTION, rd_cb);
-            curl_easy_setopt(h, CURLOPT_READDATA, c);
-            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_cb);
-            curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
-            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->size);
+            curl_easy_setopt(h, CURLOPT_READFUNCTION, sl_cc_read);
+            curl_easy_setopt(h, CURLOPT_READDATA, &c->src);
+            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, sl_cc_seek);
+            curl_easy_setopt(h, CURLOPT_SEEKDATA, &c->src);
+            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->src.size);
             curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 256L * 1024);
         } else if (post) {
             curl_easy_setopt(h, CURLOPT_POST, 1L);
@@ -474,9 +415,6 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
             errf(err, errlen, "%s: the remote (%s) could not be reached or the transfer broke: %s", c->url_desc,
                  url.p, curl_easy_strerror(cc));
             rc = SL_PLUG_EIO;
-            if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_OPERATION_TIMEDOUT ||
-                c->sunk)
-                break; /* down, or bytes already handed on: no retry */
         } else {
             char code[80], msg[300];
             xml_code(&c->body, "Code", code, sizeof(code));
@@ -485,13 +423,9 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
             errf(err, errlen, "%s: the remote answered %ld%s%s%s%s%s%s", c->url_desc, c->status, code[0] ? " " : "",
                  code, msg[0] ? ": " : "", msg, auth ? "; credentials used: " : "", auth ? c->cr.source : "");
             rc = SL_PLUG_EREMOTE;
-            if (!(c->status >= 500 || c->status == 429) || c->sunk)
-                break;
         }
-        if (attempt + 1 < TRIES) {
-            struct timespec ts = { 0, 200000000L << attempt };
-            nanosleep(&ts, NULL);
-        }
+        if (!sl_cc_again(cc, c->status, c->sunk, attempt, TRIES)) /* (down, or bytes handed on: no retry) */
+            break;
     }
     sb_free(&url);
     return rc;
@@ -511,7 +445,7 @@ static void obj_init(struct sl_backend_obj *o)
 static int s3_head_bucket(void *st, const struct sl_backend_bck *b, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "HEAD", .n = -1, .fd = -1 };
+    struct call c = { .b = b, .method = "HEAD", .n = -1 };
     int rc = perform(&c, status, err, errlen);
     sb_free(&c.body);
     return rc;
@@ -522,7 +456,7 @@ static int s3_head_object(void *st, const struct sl_backend_bck *b, const char *
 {
     (void)st;
     obj_init(o);
-    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .fd = -1, .o = o };
+    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .o = o };
     int rc = perform(&c, status, err, errlen);
     sb_free(&c.body);
     return rc;
@@ -534,7 +468,7 @@ static int s3_get_object(void *st, const struct sl_backend_bck *b, const char *n
 {
     (void)st;
     obj_init(o);
-    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n, .fd = -1,
+    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n,
                       .sink = sink, .sink_ctx = ctx, .o = o };
     int rc = perform(&c, status, err, errlen);
     sb_free(&c.body);
@@ -588,8 +522,8 @@ static void *mp_worker(void *arg)
         char e[1024] = "";
         int st = 0, rc = mp_query(&q, i, u->id) < 0 ? SL_PLUG_ENOMEM : SL_PLUG_OK;
         if (rc == SL_PLUG_OK) {
-            struct call pc = { .b = u->b, .method = "PUT", .key = u->name, .klen = u->len, .n = -1, .fd = u->fd,
-                               .base = off, .size = n, .o = &po, .query = q.p };
+            struct call pc = { .b = u->b, .method = "PUT", .key = u->name, .klen = u->len, .n = -1,
+                               .src = { .fd = u->fd, .base = off, .size = n }, .o = &po, .query = q.p };
             rc = perform(&pc, &st, e, sizeof(e));
             sb_free(&pc.body);
         }
@@ -617,7 +551,7 @@ static void *mp_worker(void *arg)
 static int put_multipart(const struct sl_backend_bck *b, const char *name, size_t len, int fd, int64_t size,
                          int64_t part, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
-    struct call c = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .fd = -1, .collect = 1,
+    struct call c = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .collect = 1,
                       .query = "uploads=" };
     int rc = perform(&c, status, err, errlen);
     char id[1024];
@@ -663,7 +597,7 @@ static int put_multipart(const struct sl_backend_bck *b, const char *name, size_
     if (rc == SL_PLUG_OK && (sb_adds(&done, "</CompleteMultipartUpload>") < 0 || mp_query(&q, 0, id) < 0))
         rc = SL_PLUG_ENOMEM;
     if (rc == SL_PLUG_OK) {
-        struct call cc = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .fd = -1, .collect = 1,
+        struct call cc = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .collect = 1,
                            .query = q.p, .mem = done.p, .memlen = done.len };
         rc = perform(&cc, status, err, errlen);
         char code[80], etag[200];
@@ -686,7 +620,7 @@ static int put_multipart(const struct sl_backend_bck *b, const char *name, size_
         sb_free(&cc.body);
     }
     if (rc != SL_PLUG_OK && mp_query(&q, 0, id) == 0) { /* abort: the parts go */
-        struct call ac = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .fd = -1, .query = q.p };
+        struct call ac = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .query = q.p };
         int st2;
         char e2[256];
         perform(&ac, &st2, e2, sizeof(e2));
@@ -712,7 +646,7 @@ static int s3_put_object(void *st, const struct sl_backend_bck *b, const char *n
             part = (size + MP_MAXPARTS - 1) / MP_MAXPARTS;
         rc = put_multipart(b, name, len, fd, size, part, o, status, err, errlen);
     } else {
-        struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .fd = fd, .size = size,
+        struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .src = { .fd = fd, .size = size },
                           .o = o };
         rc = perform(&c, status, err, errlen);
         sb_free(&c.body);
@@ -726,7 +660,7 @@ static int s3_delete_object(void *st, const struct sl_backend_bck *b, const char
                             char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .fd = -1 };
+    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1 };
     int rc = perform(&c, status, err, errlen);
     sb_free(&c.body);
     return rc;
@@ -830,7 +764,7 @@ static int s3_list_page(void *st, const struct sl_backend_bck *b, const char *pr
         sb_adds(&q, "&prefix=");
         sb_enc(&q, prefix, strlen(prefix), 0);
     }
-    struct call c = { .b = b, .method = "GET", .n = -1, .fd = -1, .collect = 1, .query = q.p ? q.p : "" };
+    struct call c = { .b = b, .method = "GET", .n = -1, .collect = 1, .query = q.p ? q.p : "" };
     int rc = perform(&c, status, err, errlen);
     if (rc == SL_PLUG_OK) {
         struct lx x = { .cb = cb, .ctx = ctx, .next = next_token, .next_len = next_len };

@@ -91,8 +91,7 @@ static void change_run(struct sl_req *r, void *arg)
     if (sl_cluster_set_doc(DOC, nd) < 0) {
         sl_resp_errf(r, SL_EINTERNAL, "cannot store the remote cluster list");
     } else {
-        sl_logi("remote cluster %s %s%s%s", c->alias, c->url ? "attached at " : "detached", c->url ? c->url : "",
-                "");
+        sl_logi("remote cluster %s %s%s", c->alias, c->url ? "attached at " : "detached", c->url ? c->url : "");
         sl_resp_empty(r, 200);
     }
     change_free(c);
