@@ -125,6 +125,19 @@ int sl_bck_add_remote(const char *provider, const char *name, struct sl_err *err
     return 0;
 }
 
+int sl_bck_resolve_add(const char *name, const char *provider, struct sl_bck *dst, struct sl_err *err)
+{
+    if (sl_bck_resolve(name, provider, NULL, dst, err) == 0)
+        return 0;
+    const char *p = sl_provider_norm(provider);
+    if (err->code != SL_ENOBCK || !p || !strcmp(p, "ais") || !sl_backend_loaded(p))
+        return -1;
+    memset(err, 0, sizeof(*err)); /* (callers test err->msg later) */
+    if (sl_bck_add_remote(p, name, err) < 0)
+        return -1;
+    return sl_bck_resolve(name, provider, NULL, dst, err);
+}
+
 bool sl_obj_owned_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen)
 {
     if (G.role == SL_ROLE_STANDALONE)

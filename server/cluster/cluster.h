@@ -33,6 +33,10 @@ int sl_cluster_bck_create(const char *name, struct sl_err *err);
  * the remote, then add it (through the primary) with default props. 0 also
  * when it is known already. Blocks on the network: pool threads only. */
 int sl_bck_add_remote(const char *provider, const char *name, struct sl_err *err);
+/* sl_bck_resolve (global namespace), and a remote bucket the BMD does not
+ * have yet is added first (sl_bck_add_remote): what jobs do at their start.
+ * Pool and job threads only. */
+int sl_bck_resolve_add(const char *name, const char *provider, struct sl_bck *dst, struct sl_err *err);
 /* This node owns object name of b under Smap s (HRW; always in standalone
  * mode). */
 bool sl_obj_owned_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen);

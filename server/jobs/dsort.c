@@ -1201,15 +1201,8 @@ static void *coord_main(void *arg)
     int nt = 0;
 
     phase_set(c->job, "extraction", "started_ns", json_integer(sl_now_ns()));
-    if (sl_bck_resolve(c->s.in_bck, c->s.in_prov, NULL, &in, &err) < 0) {
-        /* a remote input the cluster has not seen: added (a job thread) */
-        if (err.code != SL_ENOBCK || !strcmp(c->s.in_prov, "ais"))
-            goto fail;
-        memset(&err, 0, sizeof(err));
-        if (sl_bck_add_remote(c->s.in_prov, c->s.in_bck, &err) < 0 ||
-            sl_bck_resolve(c->s.in_bck, c->s.in_prov, NULL, &in, &err) < 0)
-            goto fail;
-    }
+    if (sl_bck_resolve_add(c->s.in_bck, c->s.in_prov, &in, &err) < 0) /* (a remote input seen first: added) */
+        goto fail;
     have_in = true;
     if (input_names(c, &in, &ns, &err) < 0 || extract_all(c, &ns, &recs, per_target, &err) < 0)
         goto fail;

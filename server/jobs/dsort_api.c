@@ -131,12 +131,7 @@ static void start_run(struct sl_req *r, void *arg)
         return;
     }
     struct sl_bck b;
-    int rc = sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
-    if (rc < 0 && err.code == SL_ENOBCK && strcmp(s.in_prov, "ais")) { /* a remote input seen first: added */
-        memset(&err, 0, sizeof(err));
-        rc = sl_bck_add_remote(s.in_prov, s.in_bck, &err) < 0 ? -1
-                                                               : sl_bck_resolve(s.in_bck, s.in_prov, NULL, &b, &err);
-    }
+    int rc = sl_bck_resolve_add(s.in_bck, s.in_prov, &b, &err); /* (a remote input seen first: added) */
     if (rc < 0) {
         sl_dsort_spec_free(&s);
         sl_resp_err(r, &err);

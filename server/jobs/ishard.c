@@ -566,11 +566,7 @@ static void start_run(struct sl_req *r, void *arg)
     }
     json_decref(j);
     struct sl_bck sb, db;
-    int rc = sl_bck_resolve(m.src, m.src_prov, NULL, &sb, &err);
-    if (rc < 0 && err.code == SL_ENOBCK && strcmp(m.src_prov, "ais")) { /* a remote source seen first: added */
-        memset(&err, 0, sizeof(err));
-        rc = sl_bck_add_remote(m.src_prov, m.src, &err) < 0 ? -1 : sl_bck_resolve(m.src, m.src_prov, NULL, &sb, &err);
-    }
+    int rc = sl_bck_resolve_add(m.src, m.src_prov, &sb, &err); /* (a remote source seen first: added) */
     if (rc == 0) {
         int ho = has_objects(&sb, m.prefix, &err);
         if (ho == 0)

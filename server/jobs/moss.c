@@ -245,15 +245,8 @@ static const struct sl_bck *bck_of(struct moss *m, const struct item *x, struct 
         if (!strcmp(m->bc[i]->name, x->bck) && !strcmp(m->bc[i]->prov, prov))
             return &m->bc[i]->b;
     struct sl_bck b;
-    if (sl_bck_resolve(x->bck, x->prov, NULL, &b, err) < 0) {
-        /* a remote bucket the cluster has not seen: added (this is a pool or job thread) */
-        const char *pn = sl_provider_norm(x->prov);
-        if (err->code != SL_ENOBCK || !pn || !strcmp(pn, "ais") || !sl_backend_loaded(pn))
-            return NULL;
-        memset(err, 0, sizeof(*err));
-        if (sl_bck_add_remote(pn, x->bck, err) < 0 || sl_bck_resolve(x->bck, x->prov, NULL, &b, err) < 0)
-            return NULL;
-    }
+    if (sl_bck_resolve_add(x->bck, x->prov, &b, err) < 0) /* (a remote bucket seen first: added) */
+        return NULL;
     /* each entry stays where it is: open shards point at their bucket */
     m->bc = sl_xrealloc(m->bc, (size_t)(m->nbc + 1) * sizeof(*m->bc));
     m->bc[m->nbc] = sl_xmalloc(sizeof(struct bcache));

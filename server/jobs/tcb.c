@@ -1036,14 +1036,8 @@ static void start_run(struct sl_req *r, void *arg)
     bool have_sb = false;
     if (tmsg_parse(v, is_list, &m, &err) < 0)
         goto fail;
-    if (sl_bck_resolve(g->src, g->sprov, NULL, &sb, &err) < 0) {
-        /* a remote source seen for the first time: added (this is a pool thread) */
-        if (err.code != SL_ENOBCK || !strcmp(g->sprov, "ais"))
-            goto fail;
-        memset(&err, 0, sizeof(err)); /* (what follows tests err.msg) */
-        if (sl_bck_add_remote(g->sprov, g->src, &err) < 0 || sl_bck_resolve(g->src, g->sprov, NULL, &sb, &err) < 0)
-            goto fail;
-    }
+    if (sl_bck_resolve_add(g->src, g->sprov, &sb, &err) < 0) /* (a remote source seen first: added) */
+        goto fail;
     have_sb = true;
     if (is_list) {
         json_t *tb = sl_json_get(v, "tobck");
