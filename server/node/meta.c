@@ -519,36 +519,60 @@ static json_t *default_props(const char *provider)
     return p;
 }
 
-/* backend_bck and extra.aws as set: the provider normalised ("s3" is
- * "aws"), a valid bucket name, an http(s) endpoint. */
-static int check_backend_shape(json_t *p, struct sl_err *err)
+/* extra.SECT.KEY of props (NULL when absent) */
+static json_t *extra_of(const json_t *props, const char *sect, const char *key)
+{
+    return json_object_get(json_object_get(json_object_get(props, "extra"), sect), key);
+}
+
+/* The extra.* settings set (to other than their default) by partial, the
+ * section each belongs to, and the remote provider that reads it. */
+static const struct {
+    const char *sect, *key, *reader;
+} extra_readers[] = {
+    { "aws", "endpoint", "aws" }, { "aws", "cloud_region", "aws" }, { "aws", "profile", "aws" },
+    { "aws", "multipart_size", "aws" }, { "aws", "addressing", "aws" }, { "http", "original_url", "ht" },
+};
+
+/* backend_bck and extra.* as set (partial: what this change sets, NULL at
+ * create where p is all of it): the provider normalised ("s3" is "aws"), a
+ * valid bucket name, well-formed values, and no extra.* setting that the
+ * bucket's remote would not read (it would do nothing). */
+static int check_backend_shape(json_t *p, const json_t *partial, struct sl_err *err)
 {
     json_t *bb = json_object_get(p, "backend_bck");
     const char *name = json_string_value(json_object_get(bb, "name"));
     const char *prov = json_string_value(json_object_get(bb, "provider"));
     const char *own = json_string_value(json_object_get(p, "provider"));
-    const char *ep = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
-                                                       "endpoint"));
+    const char *ep = json_string_value(extra_of(p, "aws", "endpoint"));
     if (ep && *ep && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
         return sl_errf(err, SL_EINVAL, "extra.aws.endpoint \"%s\" is not an http:// or https:// URL", ep);
-    const char *ou = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "http"),
-                                                       "original_url"));
+    const char *ou = json_string_value(extra_of(p, "http", "original_url"));
     if (ou && *ou && strncmp(ou, "http://", 7) && strncmp(ou, "https://", 8))
         return sl_errf(err, SL_EINVAL, "extra.http.original_url \"%s\" is not an http:// or https:// URL", ou);
     if (own && !strcmp(own, "ht") && (!ou || !*ou))
         return sl_errf(err, SL_EINVAL, "an ht:// bucket needs extra.http.original_url, the http:// or https:// URL "
                        "its objects are under (e.g. --props extra.http.original_url=http://host/dir/); nothing was "
                        "changed");
-    const char *ad = json_string_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
-                                                       "addressing"));
+    const char *ad = json_string_value(extra_of(p, "aws", "addressing"));
     if (ad && *ad && strcmp(ad, "path") && strcmp(ad, "virtual"))
         return sl_errf(err, SL_EINVAL, "extra.aws.addressing \"%s\": use path (ENDPOINT/BUCKET/KEY), virtual "
                        "(BUCKET.HOST/KEY) or \"\" (virtual for AWS itself, path for other endpoints)", ad);
-    json_int_t mp = json_integer_value(json_object_get(json_object_get(json_object_get(p, "extra"), "aws"),
-                                                       "multipart_size"));
+    json_int_t mp = json_integer_value(extra_of(p, "aws", "multipart_size"));
     if (mp != 0 && mp != -1 && mp < 5 * 1024 * 1024)
         return sl_errf(err, SL_EINVAL, "extra.aws.multipart_size %lld: use 0 (the default, 64 MiB), -1 (never) or "
                        "at least 5 MiB (5242880), S3's smallest part", (long long)mp);
+    /* the remote that reads extra.*: the bucket's own provider, else its backend_bck's */
+    const char *rp = own && strcmp(own, "ais") ? own : name && *name && prov ? sl_provider_norm(prov) : NULL;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(extra_readers); i++) {
+        const json_t *v = extra_of(partial ? partial : p, extra_readers[i].sect, extra_readers[i].key);
+        bool set = json_is_string(v) ? json_string_length(v) > 0 : json_is_integer(v) && json_integer_value(v);
+        if (set && (!rp || strcmp(rp, extra_readers[i].reader)))
+            return sl_errf(err, SL_EINVAL, "extra.%s.%s applies to buckets whose remote is %s:// (the bucket itself, "
+                           "or its backend_bck); this one's is %s%s, so it would do nothing; nothing was changed",
+                           extra_readers[i].sect, extra_readers[i].key, sl_provider_scheme(extra_readers[i].reader),
+                           rp ? sl_provider_scheme(rp) : "none", rp ? "://" : "");
+    }
     if (own && strcmp(own, "ais")) { /* s3://b: its own remote */
         if ((name && *name) || (prov && *prov))
             return sl_errf(err, SL_EINVAL, "backend_bck: a %s:// bucket is a remote bucket itself; only ais:// "
@@ -686,7 +710,7 @@ const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const ch
 {
     json_t *props = default_props(provider);
     if (props_to_set && !json_is_null(props_to_set) &&
-        (merge_props(props, props_to_set, "", err) < 0 || check_backend_shape(props, err) < 0)) {
+        (merge_props(props, props_to_set, "", err) < 0 || check_backend_shape(props, NULL, err) < 0)) {
         json_decref(props);
         return NULL;
     }
@@ -746,7 +770,7 @@ int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, j
                     json_object_set(np, dk, dv);
             }
             json_decref(def);
-            if (merge_props(np, partial, "", err) < 0 || check_backend_shape(np, err) < 0) {
+            if (merge_props(np, partial, "", err) < 0 || check_backend_shape(np, partial, err) < 0) {
                 json_decref(np);
                 return -1;
             }

@@ -92,6 +92,14 @@ class BackendTest(unittest.TestCase):
             self.assertIn(why, r.stderr + r.stdout, bad)
         # on a bucket without a remote, validate_warm_get would do nothing: refused
         self.c.cli("bucket", "create", "ais://plainb")
+        # so would extra.* settings the bucket's remote does not read
+        for bad in ("extra.aws.multipart_size=5242880", "extra.http.original_url=http://x/"):
+            r = self.c.cli("bucket", "props", "set", "ais://plainb", bad, check=False)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn("would do nothing", r.stderr + r.stdout, bad)
+        r = self.c.cli("bucket", "props", "set", "ais://cache", "extra.http.original_url=http://x/", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("this one's is s3://", r.stderr + r.stdout)
         r = self.c.cli("bucket", "props", "set", "ais://plainb", "versioning.validate_warm_get=true", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("applies to buckets with a remote bucket behind them", r.stderr + r.stdout)
