@@ -28,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
 #define TRIES 3
 #define ERRBODY 2048

@@ -19,20 +19,14 @@
 
 #include <stddef.h>
 #include <curl/curl.h>
-#include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 
 #define TRIES 3
 
 #define errf sl_cc_errf
-
-static const struct sl_host_api *H;
 
 struct call {
     const struct sl_backend_bck *b;
@@ -282,7 +276,6 @@ static const struct sl_plugin desc = {
 
 SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err, size_t errlen)
 {
-    (void)err, (void)errlen;
-    H = host;
+    (void)host, (void)err, (void)errlen;
     return &desc;
 }

@@ -38,15 +38,11 @@
 #include <stddef.h>
 #include <curl/curl.h>
 #include <expat.h>
-#include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
 static const struct sl_host_api *H;
 

@@ -279,7 +279,6 @@ struct sinkctx {
     bool ranged;                /* the body is written at offsets (pos), checksummed at the end (sl_put_adopt) */
     int64_t pos;
     int64_t summed;             /* ranged: bytes [0, summed) went to sl_put_sum in order (a stream reads them) */
-    int werr;                   /* ranged: errno of a failed write */
 };
 
 /* Write all of data at off of fd; 0, or errno. */
