@@ -87,27 +87,31 @@ def main():
         cli(lenv, "bucket", "create", "ais://plain")
         subprocess.run(["curl", "-sfL", "-T", big, "-o", "/dev/null", lurl + "/v1/objects/plain/big.bin"],
                        check=True, timeout=3600)
-        evict = ["curl", "-sfL", "-X", "DELETE", "-H", "Content-Type: application/json", "-d",
-                 '{"action":"evict-listrange"}', "-o", "/dev/null", lurl + "/v1/objects/cache/big.bin"]
-        def cold(workers):
+        def cold(bucket, workers):
+            """seconds of a cold GET of bucket/big.bin with backend.blob_workers=workers (evicted first)"""
+            url = lurl + "/v1/objects/%s/big.bin" % bucket
             cli(lenv, "config", "cluster", "backend.blob_workers=%d" % workers)
-            subprocess.run(evict, check=True, timeout=60)
-            t = curl_get(lurl + "/v1/objects/cache/big.bin")
+            subprocess.run(["curl", "-sfL", "-X", "DELETE", "-H", "Content-Type: application/json", "-d",
+                            '{"action":"evict-listrange"}', "-o", "/dev/null", url], check=True, timeout=60)
+            t = curl_get(url)
             # the client had every byte before the copy here was committed: wait for it
             for _ in range(600):
-                h = requests.head(lurl + "/v1/objects/cache/big.bin", allow_redirects=True)
+                h = requests.head(url, allow_redirects=True)
                 if h.headers.get("Ais-Present") == "true":
                     break
                 time.sleep(0.1)
             return t
 
+        def cold_pair(bucket, rd):
+            """(one stream, ranges), alternating which goes first"""
+            if rd % 2:
+                t_ranges = cold(bucket, a.workers)
+                return cold(bucket, 1), t_ranges
+            return cold(bucket, 1), cold(bucket, a.workers)
+
         for rd in range(a.rounds):
             t_remote = curl_get(rurl + "/s3/origin/big.bin")  # verification off: an unsigned GET
-            # alternate which cold GET goes first
-            if rd % 2:
-                t_ranges, t_cold = cold(a.workers), cold(1)
-            else:
-                t_cold, t_ranges = cold(1), cold(a.workers)
+            t_cold, t_ranges = cold_pair("cache", rd)
             t_warm = curl_get(lurl + "/v1/objects/cache/big.bin")
             t_native = curl_get(lurl + "/v1/objects/plain/big.bin")
             t0 = time.time()  # the local disk's part: a native PUT of the same bytes (what a cold GET also writes)
@@ -133,24 +137,9 @@ def main():
                     time.sleep(0.1)
                 cli(lenv, "bucket", "create", "ais://slowc", "--props",
                     "backend_bck=s3://slowb extra.aws.endpoint=%s" % surl)
-                sev = evict[:-1] + [lurl + "/v1/objects/slowc/big.bin"]
-
-                def slow_cold(workers):
-                    cli(lenv, "config", "cluster", "backend.blob_workers=%d" % workers)
-                    subprocess.run(sev, check=True, timeout=60)
-                    t = curl_get(lurl + "/v1/objects/slowc/big.bin")
-                    for _ in range(600):
-                        h = requests.head(lurl + "/v1/objects/slowc/big.bin", allow_redirects=True)
-                        if h.headers.get("Ais-Present") == "true":
-                            break
-                        time.sleep(0.1)
-                    return t
                 for rd in range(a.rounds):
                     t_remote = curl_get(surl + "/slowb/big.bin")
-                    if rd % 2:
-                        t_ranges, t_cold = slow_cold(a.workers), slow_cold(1)
-                    else:
-                        t_cold, t_ranges = slow_cold(1), slow_cold(a.workers)
+                    t_cold, t_ranges = cold_pair("slowc", rd)
                     slowres.append((t_remote, t_cold, t_ranges))
             finally:
                 slow.kill()
