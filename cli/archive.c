@@ -113,6 +113,7 @@ static int put_member(const struct uri *u, const char *shard, const char *path, 
     snprintf(pineh, sizeof(pineh), "Ais-Pine: %d", pine);
     struct curl_slist *h = curl_slist_append(NULL, pineh);
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
+    h = cli_auth_hdr(h);
     struct sl_buf resp;
     sl_buf_init(&resp);
     curl_easy_setopt(c, CURLOPT_URL, url);

@@ -9,6 +9,7 @@
 
 #include "sl.h"
 #include <jansson.h>
+#include <curl/curl.h>
 #include <stdio.h>
 
 /* ---- options ---- */
@@ -193,6 +194,12 @@ int cmd_storage(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);
+int cmd_auth(int argc, char **argv);
+/* the token requests carry (auth.c): AIS_AUTHN_TOKEN, AIS_AUTHN_TOKEN_FILE,
+ * ~/.config/shale/auth.token; NULL if none (free()) */
+char *cli_token(void);
+/* h plus "Authorization: Bearer TOKEN" when there is a token */
+struct curl_slist *cli_auth_hdr(struct curl_slist *h);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress);
 

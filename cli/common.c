@@ -569,6 +569,18 @@ int cli_req(const char *method, const char *pq, const char *ctype, const void *b
     return rc;
 }
 
+struct curl_slist *cli_auth_hdr(struct curl_slist *h)
+{
+    char *tok = cli_token();
+    if (tok) {
+        char *a = sl_xasprintf("Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, a);
+        free(a);
+        free(tok);
+    }
+    return h;
+}
+
 int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const void *body, size_t blen,
               struct cli_resp *out)
 {
@@ -583,6 +595,7 @@ int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const
     for (int i = 0; hdrs && hdrs[i]; i++)
         h = curl_slist_append(h, hdrs[i]);
     h = curl_slist_append(h, "Expect:");
+    h = cli_auth_hdr(h);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))

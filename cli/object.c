@@ -86,6 +86,7 @@ static int put_one(CURL *c, const struct uri *u, const char *path, const char *o
     struct curl_slist *h = NULL;
     h = curl_slist_append(h, "Content-Type: application/octet-stream");
     h = curl_slist_append(h, "Expect: 100-continue");
+    h = cli_auth_hdr(h);
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
@@ -522,9 +523,15 @@ static int get_one(CURL *c, const struct uri *u, const char *obj, const char *ou
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_down);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    struct curl_slist *all = NULL;
+    for (struct curl_slist *x = hdrs; x; x = x->next)
+        all = curl_slist_append(all, x->data);
+    all = cli_auth_hdr(all);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, all);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
     CURLcode rc = curl_easy_perform(c);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(all);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     int ret = 0;

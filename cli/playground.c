@@ -389,6 +389,36 @@ static bool check_decommissioned(const char *dir, json_t *topo, json_t *node, js
     return true;
 }
 
+/* The cluster secret the primary (node 0) created at its first start, given
+ * to node name (0600) unless it has one: what an operator does with scp. */
+static int give_secret(const char *dir, json_t *topo, const char *name)
+{
+    const char *p0 = sl_json_str(json_array_get(json_object_get(topo, "nodes"), 0), "name", "");
+    char *from = sl_xasprintf("%s/%s/cluster.secret", dir, p0), *to = sl_xasprintf("%s/%s/cluster.secret", dir, name);
+    int rc = 0;
+    struct sl_buf b;
+    sl_buf_init(&b);
+    if (access(to, F_OK) == 0) {
+        /* has one */
+    } else if (sl_read_file(from, &b, 4096) < 0) {
+        fprintf(stderr, "Error: the primary's cluster secret %s is missing (%s): the primary creates it at its "
+                "first start\n", from, strerror(errno));
+        rc = -1;
+    } else {
+        int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, b.p, b.len) != (ssize_t)b.len) {
+            fprintf(stderr, "Error: cannot write %s: %s\n", to, strerror(errno));
+            rc = -1;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    sl_buf_free(&b);
+    free(from);
+    free(to);
+    return rc;
+}
+
 /* Start every node of the topology that is not running (and was not
  * decommissioned); wait until each answers as itself. *nstarted: how many
  * had to be started. */
@@ -413,7 +443,7 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstart
             continue;
         if (i > 0 && cluster && check_decommissioned(dir, topo, n, smap))
             continue;
-        if (spawn_node(dir, shaled, n) < 0) {
+        if ((i > 0 && cluster && give_secret(dir, topo, name) < 0) || spawn_node(dir, shaled, n) < 0) {
             json_decref(smap);
             free(shaled);
             return 1;
@@ -473,6 +503,106 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstart
     while (!health_ok(pport, "?prr=true") && sl_mono_ns() < deadline)
         sl_sleep_ms(100);
     return 0;
+}
+
+static int write_secret_file(const char *path, const char *s)
+{
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s)) {
+        fprintf(stderr, "Error: cannot write %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* --auth: user admin (made once; its password in DIR/admin.password), a
+ * token in DIR/admin.token, and auth.client_auth_required on */
+static int turn_auth_on(const char *dir, int port)
+{
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    cli_set_endpoint(ep);
+    char *pf = sl_xasprintf("%s/admin.password", dir), *tf = sl_xasprintf("%s/admin.token", dir);
+    struct sl_buf pw;
+    sl_buf_init(&pw);
+    int rc = 1;
+    struct cli_resp r;
+    memset(&r, 0, sizeof(r));
+    if (sl_read_file(pf, &pw, 1024) < 0) {
+        static const char al[] = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnpqrstuvwxyz23456789";
+        unsigned char rnd[20];
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
+            fprintf(stderr, "Error: cannot read /dev/urandom\n");
+            if (fd >= 0)
+                close(fd);
+            goto out;
+        }
+        close(fd);
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            sl_buf_add(&pw, &al[rnd[i] % (sizeof(al) - 1)], 1);
+        sl_buf_add(&pw, "", 1);
+        json_t *b = json_pack("{s:s,s:s,s:[s]}", "id", "admin", "password", pw.p, "roles", "Admin");
+        char *bs = json_dumps(b, JSON_COMPACT);
+        json_decref(b);
+        cli_req("POST", "/v1/users", "application/json", bs, strlen(bs), &r);
+        free(bs);
+        if (r.status != 200) {
+            cli_fail(&r, "playground --auth: adding user admin");
+            goto out;
+        }
+        cli_resp_free(&r);
+        if (write_secret_file(pf, pw.p) < 0)
+            goto out;
+    } else {
+        sl_buf_add(&pw, "", 1);
+    }
+    json_t *lb = json_pack("{s:s}", "password", pw.p);
+    char *ls = json_dumps(lb, JSON_COMPACT);
+    json_decref(lb);
+    cli_req("POST", "/v1/users/admin", "application/json", ls, strlen(ls), &r);
+    free(ls);
+    if (r.status != 200) {
+        cli_fail(&r, "playground --auth: logging in as admin");
+        goto out;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    const char *tok = json_string_value(json_object_get(j, "token"));
+    json_t *tj = json_pack("{s:s}", "token", tok ? tok : "");
+    char *ts = json_dumps(tj, JSON_COMPACT);
+    json_decref(tj);
+    int wrc = write_secret_file(tf, ts);
+    free(ts);
+    char *ah = sl_xasprintf("Authorization: Bearer %s", tok ? tok : "");
+    json_decref(j);
+    if (wrc < 0) {
+        free(ah);
+        goto out;
+    }
+    const char *body = "{\"action\":\"set-config\",\"value\":{\"auth\":{\"client_auth_required\":true}}}";
+    const char *hd[] = { "Content-Type: application/json", ah, NULL };
+    cli_req_h("PUT", "/v1/cluster", hd, body, strlen(body), &r);
+    free(ah);
+    if (r.status != 200) {
+        cli_fail(&r, "playground --auth: turning authentication on");
+        goto out;
+    }
+    printf("Auth:     on; user admin, password in %s (0600)\n", pf);
+    printf("          token for the CLI: export AIS_AUTHN_TOKEN_FILE=%s (or `shale auth login admin`)\n", tf);
+    rc = 0;
+out:
+    cli_resp_free(&r);
+    if (pw.p)
+        memset(pw.p, 0, pw.len);
+    sl_buf_free(&pw);
+    free(pf);
+    free(tf);
+    return rc;
 }
 
 static int pg_start(struct opts *o)
@@ -562,6 +692,8 @@ static int pg_start(struct opts *o)
             printf("Playground %s: 1 standalone node in %s\n", what, dir);
         printf("Endpoint: http://127.0.0.1:%d\n", port);
         printf("Use it:   export AIS_ENDPOINT=http://127.0.0.1:%d\n", port);
+        if (opt_bool(o, "auth"))
+            rc = turn_auth_on(dir, port);
     }
     json_decref(topo);
     free(dir);

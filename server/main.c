@@ -4,6 +4,7 @@
  * shuts down cleanly (a clean shutdown lets the next start skip the full
  * reconcile).
  */
+#include "access.h"
 #include "arch.h"
 #include "bg.h"
 #include "etl.h"
@@ -28,6 +29,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -49,7 +51,8 @@ static void usage(FILE *f)
             "  --fspath DIR           add a mountpath (repeatable; overrides fspaths)\n"
             "  --confdir DIR          node metadata directory\n"
             "  --log-dir DIR          log directory (default: stderr)\n"
-            "  --bind ADDR            listen on this IPv4 address only (default: all)\n"
+            "  --bind ADDR            listen on this IPv4 address only (default: the advertised address;\n"
+            "                         0.0.0.0 = all interfaces)\n"
             "  --hostname HOST        address to advertise to clients and peers\n"
             "  --primary URL          primary proxy to join (proxy.primary_url)\n"
             "  --set KEY=VALUE        set any configuration key (repeatable)\n"
@@ -251,7 +254,6 @@ int main(int argc, char **argv)
         goto fail;
     }
     sl_log_set_node(G.name);
-    snprintf(G.bind_addr, sizeof(G.bind_addr), "%s", bind ? bind : "");
     snprintf(G.config_path, sizeof(G.config_path), "%s", cfg ? cfg : "");
     snprintf(G.local_config_path, sizeof(G.local_config_path), "%s", lcfg ? lcfg : "");
     sl_http_set_node(G.name);
@@ -270,6 +272,30 @@ int main(int argc, char **argv)
     snprintf(G.self.pub_host, sizeof(G.self.pub_host), "%s", host);
     free(host);
     G.self.pub_port = c->port;
+    /* listen where we advertise, not on every interface, unless told */
+    char bind_auto[INET_ADDRSTRLEN] = "";
+    if (!bind || !*bind) {
+        bool split = (c->hostname_intra_control[0] && strcmp(c->hostname_intra_control, G.self.pub_host) &&
+                      !c->port_intra_control) ||
+                     (c->hostname_intra_data[0] && strcmp(c->hostname_intra_data, G.self.pub_host) &&
+                      !c->port_intra_data);
+        struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+        if (split) {
+            sl_logw("listening on all interfaces: the control or data network has its own host name on the public "
+                    "port; pass --bind ADDR to listen on one");
+        } else if (getaddrinfo(G.self.pub_host, NULL, &hints, &ai) == 0 && ai) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, bind_auto, sizeof(bind_auto));
+            bind = bind_auto;
+        } else {
+            sl_errf(&err, SL_EINVAL, "cannot resolve the advertised host \"%s\" to an IPv4 address to listen on: "
+                    "set host_net.hostname, or pass --bind ADDR (--bind 0.0.0.0 for all interfaces)",
+                    G.self.pub_host);
+            goto fail;
+        }
+        if (ai)
+            freeaddrinfo(ai);
+    }
+    snprintf(G.bind_addr, sizeof(G.bind_addr), "%s", bind ? bind : "");
     snprintf(G.self.ctrl_host, sizeof(G.self.ctrl_host), "%s", c->hostname_intra_control);
     snprintf(G.self.data_host, sizeof(G.self.data_host), "%s", c->hostname_intra_data);
     G.self.ctrl_port = c->port_intra_control;
@@ -308,6 +334,7 @@ int main(int argc, char **argv)
         goto fail;
     }
     sl_modules_install(sl_modules);
+    sl_access_init();
     if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s,
                       (size_t)sl_conf->http_max_header, &err) < 0) {
         goto fail;

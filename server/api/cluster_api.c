@@ -9,6 +9,7 @@
  */
 #include "route.h"
 #include "bsumm.h"
+#include "access.h"
 #include "cluster.h"
 #include "module.h"
 #include "conf.h"
@@ -59,6 +60,12 @@ static void cluster_put_done(struct sl_req *r)
                 json_object_update_recursive(partial, tmp);
                 json_decref(tmp);
             }
+        }
+        if (sl_access_enabling_auth(r, partial, &err) < 0) {
+            json_decref(partial);
+            sl_actmsg_free(&m);
+            sl_resp_err(r, &err);
+            return;
         }
         json_t *restart = json_array();
         if (sl_cluster_set_config(partial, restart, &err) < 0)
@@ -245,7 +252,7 @@ static void redirect_object(struct sl_req *r)
         const char *q = strchr(r->raw_uri, '?');
         if (q && q[1])
             sl_buf_adds(&url, q);
-        sl_peer_add_redirect_marks(&url, G.id);
+        sl_peer_redirect_url(&url, G.id, r->method_str);
         sl_resp_redirect(r, r->method == SL_M_GET ? 301 : 307, url.p);
         sl_buf_free(&url);
     }

@@ -382,7 +382,7 @@ void sl_h_daemon_get(struct sl_req *r)
         sl_resp_json_new(r, 200, sl_bmd_json(b));
         sl_bmd_put(b);
     } else if (!strcmp(what, "config")) {
-        sl_resp_json(r, 200, sl_conf->root);
+        sl_resp_json_new(r, 200, sl_config_redacted(sl_conf->root));
     } else if (!strcmp(what, "snode")) {
         sl_resp_json_new(r, 200, sl_snode_json(&G.self));
     } else if (!strcmp(what, "node_status") || !strcmp(what, "node_stats")) {

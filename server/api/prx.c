@@ -827,7 +827,9 @@ void sl_prx_cluster_get(struct sl_req *r)
     if (!strcmp(what, "smap") || !strcmp(what, "bmd") || !strcmp(what, "snode")) {
         sl_h_daemon_get(r);
     } else if (!strcmp(what, "cluster_config")) {
-        sl_resp_json_new(r, 200, sl_config_cluster_json(sl_conf));
+        json_t *cc = sl_config_cluster_json(sl_conf);
+        sl_resp_json_new(r, 200, sl_config_redacted(cc));
+        json_decref(cc);
     } else if (!strcmp(what, "remote")) { /* attached remote clusters, with their Smaps */
         sl_remais_get(r);
     } else if (!cluster_get_ext(r, what)) {

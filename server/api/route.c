@@ -6,6 +6,7 @@
  * Endpoints of job modules come from the module list (module.h).
  */
 #include "route.h"
+#include "access.h"
 #include "conf.h"
 #include "daemon.h"
 #include "module.h"
@@ -132,6 +133,8 @@ void sl_route(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "invalid request path \"%s\"", r->raw_uri);
         return;
     }
+    if (!r->rerouted && !sl_access(r))
+        return;
     if (s3_vhost(r))
         return;
     if (!easy_url(r))
@@ -142,6 +145,8 @@ void sl_route(struct sl_req *r)
         sl_s3_route(r);
     } else if (sl_req_path_is(r, "/v1/s3")) {
         sl_s3_admin(r);
+    } else if (sl_req_path_is(r, "/v1/users") || sl_req_path_is(r, "/v1/roles") || sl_req_path_is(r, "/v1/tokens")) {
+        sl_authn_route(r);
     } else if (sl_prx_first_access(r)) {
         /* a remote bucket seen for the first time: added, then routed again */
     } else if (sl_req_path_is(r, "/v1/objects")) {

@@ -4,6 +4,7 @@
  * location, versioning, acl, DeleteObjects). See s3.h.
  */
 #include "s3.h"
+#include "access.h"
 #include "cluster.h"
 #include "conf.h"
 #include "fwd.h"
@@ -1079,6 +1080,11 @@ void sl_s3_route(struct sl_req *r)
     if (slash && slash[1]) {
         q.key = slash + 1;
         q.klen = r->path_len - (size_t)(q.key - r->path);
+    }
+    struct sl_err aerr = { 0 };
+    if (sl_access_s3(r, q.bucket, q.key != NULL, &aerr) < 0) {
+        s3_err(r, 403, "AccessDenied", "%s", aerr.msg);
+        return;
     }
     if (!bl) {
         struct s3auth au;

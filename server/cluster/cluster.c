@@ -19,6 +19,7 @@
 #include "node.h"
 #include "peer.h"
 #include "reb.h"
+#include "sec.h"
 #include "start.h"
 #include "stats.h"
 #include "xact.h"
@@ -38,7 +39,8 @@ static struct mdoc {
     const char *name;
     json_t *d;
     sl_doc_listener fn;
-} mdocs[] = { { "etlmd", NULL, NULL }, { "planmd", NULL, NULL }, { "s3md", NULL, NULL }, { "remais", NULL, NULL } };
+} mdocs[] = { { "etlmd", NULL, NULL }, { "planmd", NULL, NULL }, { "s3md", NULL, NULL }, { "remais", NULL, NULL },
+                { "authmd", NULL, NULL } };
 
 static struct mdoc *mdoc_of(const char *name)
 {
@@ -787,6 +789,13 @@ int sl_start_cluster(struct sl_err *err)
         if ((d = sl_node_load_doc(mdocs[i].name)))
             mdocs[i].d = d;
     primary = G.role == SL_ROLE_PROXY && is_self_url(sl_conf->primary_url);
+    /* the primary (or a standalone node) creates the cluster secret at its
+     * first start; every other node must be given a copy */
+    if (sl_sec_init(NULL, primary || G.role == SL_ROLE_STANDALONE, err) < 0) {
+        if (old)
+            sl_smap_put(old);
+        return -1;
+    }
     struct sl_smap *s = old ? sl_smap_clone(old) : sl_smap_new();
     if (!s->uuid[0] && (G.role == SL_ROLE_STANDALONE || primary)) {
         new_uuid(s->uuid, sizeof(s->uuid));
@@ -857,6 +866,12 @@ static int join(struct sl_err *err)
             json_t *docs = sl_json_loadb_u64(r.body.p, r.body.len, &je);
             rc = docs ? apply_docs(docs, err) : sl_errf(err, SL_EIO, "join: bad response from %s", url);
             json_decref(docs);
+            sl_peer_resp_free(&r);
+            break;
+        }
+        if (r.status == 401 || r.status == 403) {
+            rc = sl_errf(err, SL_EUNAUTH, "join refused by %s: %s. This node's cluster secret (%s) is not the "
+                         "cluster's: copy cluster.secret from the primary", purl, r.err, sl_sec_path());
             sl_peer_resp_free(&r);
             break;
         }

@@ -84,10 +84,13 @@ static void forward_run(struct sl_req *r, void *arg)
     char *url = sl_xasprintf("%s%s%s", p->ctrl_url, enc, q ? q : "");
     free(enc);
     sl_smap_put(s);
-    struct sl_peer_hdr h[1];
+    /* a client's request: the primary checks its token (api/access.c) */
+    struct sl_peer_hdr h[2];
     int nh = 0;
-    const char *ct = sl_req_header(r, "Content-Type");
-    (void)ct;
+    h[nh++] = (struct sl_peer_hdr){ "Ais-Client-Fwd", "1" };
+    const char *auth = sl_req_header(r, "Authorization");
+    if (auth)
+        h[nh++] = (struct sl_peer_hdr){ "Authorization", auth };
     struct sl_peer_resp pr;
     /* ETL init compiles and runs scripts on every target: allow for that */
     int64_t tmo = sl_has_prefix(r->path, "/v1/etl") ? sl_conf->send_file_time_ns / 1000000

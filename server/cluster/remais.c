@@ -33,7 +33,7 @@ static json_t *remote_smap(const char *url)
     char *u = sl_xasprintf("%s/v1/daemon?what=smap", url);
     struct sl_peer_resp pr;
     json_t *j = NULL;
-    if (sl_peer_call("GET", u, NULL, 0, NULL, 0, 3000, &pr) == 0 && pr.status == 200) {
+    if (sl_peer_call_foreign("GET", u, 3000, &pr) == 0 && pr.status == 200) {
         json_error_t je;
         j = sl_json_loadb_u64(pr.body.p, pr.body.len, &je); /* (uint64s as they come) */
     }

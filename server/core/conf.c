@@ -106,6 +106,20 @@ static const struct key schema[] = {
       "Shale's own (/v1/..., /s3, /ais, /gs, /az, /metrics) is an S3 request; for clients that cannot put a path in "
       "their endpoint" },
 
+    { "auth.intra_cluster.ttl", T_DUR, "60s", 0, NULL,
+      "how long a cluster signature (peer call, redirect) is valid; nodes' clocks must agree this closely" },
+    { "auth.client_auth_required", T_BOOL, "false", 0, NULL,
+      "require a JWT (Authorization: Bearer) on client requests; gateways check it, targets take only signed "
+      "redirects" },
+    { "auth.signature.method", T_STR, "HS256", 0, "HS256|HS384|HS512|RS256|RS384|RS512",
+      "algorithm of the tokens this cluster accepts" },
+    { "auth.signature.key", T_STR, "", 0, NULL,
+      "HMAC secret (HS*) or RSA public key, PEM (RS*) of the token issuer; \"\" = the cluster's own AuthN "
+      "(HS* only)" },
+    { "auth.expiration_time", T_DUR, "24h", 0, NULL, "lifetime of tokens the cluster's AuthN issues" },
+    { "auth.login_attempts", T_INT, "5", 0, NULL,
+      "failed logins a user or address may make per minute before the AuthN answers 429" },
+
     { "arch.max_members", T_INT, "1000000", 0, NULL, "refuse archives with more members" },
     { "arch.max_member_size", T_SIZE, "16GiB", 0, NULL, NULL },
     { "arch.max_compression_ratio", T_INT, "1000", 0, NULL, "zip-bomb guard" },
@@ -553,6 +567,12 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
     c->s3_vhost_domain = sl_xstrdup(gs(doc, "s3.vhost_domain"));
     c->s3_root = gb(doc, "s3.root");
+    c->intra_ttl_ns = gd(doc, "auth.intra_cluster.ttl");
+    c->auth_required = gb(doc, "auth.client_auth_required");
+    c->auth_method = sl_xstrdup(gs(doc, "auth.signature.method"));
+    c->auth_key = sl_xstrdup(gs(doc, "auth.signature.key"));
+    c->auth_token_ttl_ns = gd(doc, "auth.expiration_time");
+    c->auth_login_attempts = (int)gi(doc, "auth.login_attempts");
     c->arch_max_members = (uint64_t)gi(doc, "arch.max_members");
     c->arch_max_member_size = gz(doc, "arch.max_member_size");
     c->arch_max_ratio = (uint64_t)gi(doc, "arch.max_compression_ratio");
@@ -606,6 +626,26 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     if (c->promote_dir[0] != 0 && (c->promote_dir[0] != '/' || !strcmp(c->promote_dir, "/"))) {
         sl_errf(err, SL_EINVAL, "promote.dir \"%s\" must be an absolute path other than / (or empty: promote off)",
                 c->promote_dir);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->intra_ttl_ns < 1000000000LL || c->intra_ttl_ns > 3600000000000LL) {
+        sl_errf(err, SL_EINVAL, "auth.intra_cluster.ttl must be 1s to 1h (a signed redirect or peer call is valid "
+                "that long)");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->auth_token_ttl_ns < 60000000000LL || c->auth_login_attempts < 1) {
+        sl_errf(err, SL_EINVAL, "auth.expiration_time must be at least 1m and auth.login_attempts at least 1");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->auth_method[0] == 'R' && !c->auth_key[0]) {
+        sl_errf(err, SL_EINVAL, "auth.signature.method %s needs auth.signature.key: the issuer's RSA public key "
+                "(PEM)", c->auth_method);
         c->root = NULL;
         sl_config_free(c);
         return NULL;
@@ -704,6 +744,8 @@ void sl_config_free(struct sl_config *c)
     free(c->plugins_dir);
     free(c->promote_dir);
     free(c->s3_vhost_domain);
+    free(c->auth_method);
+    free(c->auth_key);
     free(c->fsck);
     free(c);
 }
@@ -785,4 +827,14 @@ struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *clus
     if (!nc)
         json_decref(doc);
     return nc;
+}
+
+json_t *sl_config_redacted(const json_t *doc)
+{
+    json_t *c = json_deep_copy(doc);
+    json_t *sig = json_object_get(json_object_get(c, "auth"), "signature");
+    const char *k = json_string_value(json_object_get(sig, "key"));
+    if (k && *k)
+        json_object_set_new(sig, "key", json_string("**********"));
+    return c;
 }

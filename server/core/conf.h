@@ -62,6 +62,12 @@ struct sl_config {
     char *promote_dir;            /* promote.dir */
     char *s3_vhost_domain;        /* s3.vhost_domain ("" = path style only) */
     bool s3_root;                 /* s3.root: S3 at "/" as well as on /s3 */
+    int64_t intra_ttl_ns;         /* auth.intra_cluster.ttl */
+    bool auth_required;           /* auth.client_auth_required */
+    char *auth_method;            /* auth.signature.method */
+    char *auth_key;               /* auth.signature.key */
+    int64_t auth_token_ttl_ns;    /* auth.expiration_time */
+    int auth_login_attempts;      /* auth.login_attempts */
     uint64_t arch_max_members;    /* arch.max_members */
     int moss_max_items;           /* get_batch.max_items */
     uint64_t moss_mem;            /* get_batch.mem */
@@ -105,6 +111,10 @@ json_t *sl_config_cluster_json(const struct sl_config *c);
 /* Replace the cluster part of c with cluster (metasync), keeping local
  * keys. A new config as from sl_config_update; cluster is only read. */
 struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *cluster, struct sl_err *err);
+
+/* A copy of a config document for display: secrets (auth.signature.key)
+ * shown as "**********". New reference. */
+json_t *sl_config_redacted(const json_t *doc);
 
 /* Current process-wide config. Replaced atomically; old ones are retired,
  * never freed while the process runs, so readers need no lock: a config

@@ -28,6 +28,8 @@ static const struct {
     [SL_ETIMEOUT] = { 504, NULL },
     [SL_ENOSPC] = { 507, "ErrNoSpace" },
     [SL_EHDRTOOBIG] = { 431, NULL },
+    [SL_EUNAUTH] = { 401, NULL },
+    [SL_ETOOMANY] = { 429, NULL },
 };
 
 int sl_err_status(int code)
@@ -48,12 +50,14 @@ int sl_code_from_status(int status)
 {
     switch (status) {
     case 400: return SL_EINVAL;
+    case 401: return SL_EUNAUTH;
     case 403: return SL_EFORBIDDEN;
     case 404: return SL_ENOENT;
     case 405: return SL_EMETHOD;
     case 409: return SL_EEXIST;
     case 413: return SL_ETOOBIG;
     case 416: return SL_ERANGE;
+    case 429: return SL_ETOOMANY;
     case 431: return SL_EHDRTOOBIG;
     case 501: return SL_EUNSUPP;
     case 503: return SL_EUNAVAIL;

@@ -59,6 +59,8 @@ enum sl_code {
     SL_ETIMEOUT,      /* 504 */
     SL_ENOSPC,        /* 507 out of space */
     SL_EHDRTOOBIG,    /* 431 */
+    SL_EUNAUTH,       /* 401 no or bad credentials */
+    SL_ETOOMANY,      /* 429 rate-limited */
     SL_ECODE_MAX
 };
 

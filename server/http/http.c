@@ -102,6 +102,7 @@ static void parse_uri(struct sl_req *r)
 
 static void free_req(struct sl_req *r)
 {
+    json_decref(r->user);
     free(r->raw_uri);
     free(r->path);
     for (int i = 0; i < r->nq; i++) {
@@ -831,6 +832,20 @@ void sl_http_stop(void)
     }
 }
 
+static sl_action_hook_fn action_hook;
+static sl_perm_hook_fn perm_hook;
+
+void sl_http_set_access_hooks(sl_action_hook_fn action, sl_perm_hook_fn perm)
+{
+    action_hook = action;
+    perm_hook = perm;
+}
+
+int sl_req_allow(struct sl_req *r, uint64_t perm, const char *provider, const char *bck, struct sl_err *err)
+{
+    return perm_hook ? perm_hook(r, perm, provider, bck, err) : 0;
+}
+
 /* Parse an ActMsg body: {"action","name","value"}. */
 int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err)
 {
@@ -842,7 +857,7 @@ int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err)
         return -1;
     if (json_is_null(j)) {
         json_decref(j);
-        return 0;
+        return action_hook ? action_hook(r, m, err) : 0;
     }
     if (!json_is_object(j)) {
         json_decref(j);
@@ -864,6 +879,10 @@ int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err)
     m->value = sl_json_get(j, "value");
     if (m->value && json_is_null(m->value))
         m->value = NULL;
+    if (action_hook && action_hook(r, m, err) < 0) {
+        sl_actmsg_free(m);
+        return -1;
+    }
     return 0;
 }
 

@@ -88,6 +88,11 @@ struct sl_req {
     int status;
     uint64_t resp_len;
     int op;                     /* SL_OP_* for stats */
+
+    /* who sent it (node/sec.c, node/auth.c) */
+    int trust;                  /* SL_TRUST_*: signed by a peer or a redirect */
+    bool client_fwd;            /* a peer relays a client's request: check the client */
+    json_t *user;               /* the claims of a verified token (auth on), owned */
 };
 
 enum { SL_BODY_NONE = 0, SL_BODY_BUFFER, SL_BODY_STREAM, SL_BODY_DISCARD };
@@ -210,6 +215,17 @@ struct sl_actmsg {
  * m holds nothing. */
 int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err);
 void sl_actmsg_free(struct sl_actmsg *m);
+
+/* Access hooks (api/access.c installs them): the permission an action
+ * message needs, checked inside sl_actmsg_parse (-1 with err refuses it);
+ * and any other permission a handler finds it needs (sl_req_allow). */
+typedef int (*sl_action_hook_fn)(struct sl_req *r, const struct sl_actmsg *m, struct sl_err *err);
+typedef int (*sl_perm_hook_fn)(struct sl_req *r, uint64_t perm, const char *provider, const char *bck,
+                               struct sl_err *err);
+void sl_http_set_access_hooks(sl_action_hook_fn action, sl_perm_hook_fn perm);
+/* 0 if r may do perm (auth.h's SL_ACCESS_* bits) on bucket provider://bck
+ * (NULL: cluster-wide); -1 with err (401/403) */
+int sl_req_allow(struct sl_req *r, uint64_t perm, const char *provider, const char *bck, struct sl_err *err);
 
 
 #endif

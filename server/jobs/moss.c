@@ -22,6 +22,7 @@
  */
 #include "moss.h"
 #include "arch.h"
+#include "auth.h"
 #include "backend.h"
 #include "cluster.h"
 #include "jsonx.h"
@@ -233,6 +234,20 @@ static int moss_parse(const json_t *j, const char *path_bck, const char *path_pr
         if (x->start && !x->length)
             return sl_errf(err, SL_ERANGE, "get-batch: in[%d] (%s): start %lld with length 0; use length -1 for "
                            "\"to the end\"", i, x->obj, (long long)x->start);
+    }
+    return 0;
+}
+
+/* With auth on: GET on every bucket the request reads */
+static int moss_allow(struct sl_req *r, const struct moss *m, struct sl_err *err)
+{
+    for (int i = 0; i < m->n; i++) {
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = !strcmp(m->it[k].bck, m->it[i].bck) &&
+                   !strcmp(m->it[k].prov ? m->it[k].prov : "", m->it[i].prov ? m->it[i].prov : "");
+        if (!seen && sl_req_allow(r, SL_ACCESS_GET, m->it[i].prov, m->it[i].bck, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -1463,6 +1478,8 @@ static void dt_run(struct sl_req *r, void *arg)
     struct dt *d = sl_xcalloc(1, sizeof(*d));
     json_t *j = sl_req_body_json(r, &err);
     int rc = j ? moss_parse(j, bucket, sl_req_query(r, "provider"), &d->m, &err) : -1;
+    if (rc == 0)
+        rc = moss_allow(r, &d->m, &err);
     json_decref(j);
     free(bucket);
     if (rc < 0) {
@@ -1567,6 +1584,8 @@ static void gw_done(struct sl_req *r)
     memset(&m, 0, sizeof(m));
     json_t *j = sl_req_body_json(r, &err);
     int rc = j ? moss_parse(j, bucket, sl_req_query(r, "provider"), &m, &err) : -1;
+    if (rc == 0)
+        rc = moss_allow(r, &m, &err);
     json_decref(j);
     if (rc < 0) {
         moss_free(&m);
@@ -1619,7 +1638,7 @@ static void gw_done(struct sl_req *r)
         const char *q = strchr(r->raw_uri, '?');
         if (q && q[1])
             sl_buf_adds(&url, q);
-        sl_peer_add_redirect_marks(&url, G.id);
+        sl_peer_redirect_url(&url, G.id, r->method_str);
         sl_resp_redirect(r, 307, url.p);
         sl_buf_free(&url);
     }

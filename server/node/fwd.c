@@ -18,6 +18,7 @@
  */
 #include "fwd.h"
 #include "log.h"
+#include "sec.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -454,6 +455,7 @@ static void setup(struct fwd *f, CURL *c)
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_PRIVATE, f);
     curl_easy_setopt(c, CURLOPT_URL, f->url);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* the request target as signed */
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a paused transfer is not judged by it */
@@ -649,7 +651,7 @@ struct hctx {
 static void add_hdr(void *arg, const char *k, const char *v)
 {
     struct hctx *h = arg;
-    if (hop_by_hop(k))
+    if (hop_by_hop(k) || !strcasecmp(k, SL_SEC_HDR))
         return;
     if (!strcasecmp(k, "Content-Type"))
         h->has_ct = true;
@@ -681,6 +683,10 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     sl_req_headers_each(r, add_hdr, &h);
     for (int i = 0; o->hdrs && o->hdrs[i]; i++)
         h.hl = curl_slist_append(h.hl, o->hdrs[i]);
+    char sig[256];
+    sl_sec_header(f->method, f->url, sig, sizeof(sig));
+    if (sig[0])
+        h.hl = curl_slist_append(h.hl, sig);
     h.hl = curl_slist_append(h.hl, "Expect:");
     if (!h.has_ct)
         h.hl = curl_slist_append(h.hl, "Content-Type:"); /* no libcurl default for a POST */

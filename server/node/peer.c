@@ -5,6 +5,7 @@
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
+#include "sec.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -119,9 +120,18 @@ static size_t wr_buf(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-static struct curl_slist *mk_headers(const struct sl_peer_hdr *hdrs, int n, const char *ctype)
+/* every call carries the cluster signature (sec.h) */
+static struct curl_slist *sign(struct curl_slist *l, const char *method, const char *url)
 {
-    struct curl_slist *l = NULL;
+    char sig[256];
+    sl_sec_header(method, url, sig, sizeof(sig));
+    return sig[0] ? curl_slist_append(l, sig) : l;
+}
+
+static struct curl_slist *mk_headers(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int n,
+                                     const char *ctype)
+{
+    struct curl_slist *l = method ? sign(NULL, method, url) : NULL; /* (NULL: to another cluster) */
     char tmp[2048];
     for (int i = 0; i < n; i++) {
         snprintf(tmp, sizeof(tmp), "%s: %s", hdrs[i].k, hdrs[i].v);
@@ -145,6 +155,7 @@ static void common_opts(CURL *c, const char *url, int64_t timeout_ms)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)SL_MIN(timeout_ms, 3000));
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-node/" SL_VERSION);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* the request target as signed */
 }
 
 static void finish(CURL *c, CURLcode rc, struct sl_peer_resp *r, const char *method, const char *url)
@@ -167,13 +178,13 @@ static void finish(CURL *c, CURLcode rc, struct sl_peer_resp *r, const char *met
     }
 }
 
-int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
-                 size_t blen, int64_t timeout_ms, struct sl_peer_resp *r)
+static int call(bool foreign, const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs,
+                const void *body, size_t blen, int64_t timeout_ms, struct sl_peer_resp *r)
 {
     memset(r, 0, sizeof(*r));
     CURL *c = handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers(hdrs, nhdrs, body ? "application/json" : NULL);
+    struct curl_slist *hl = mk_headers(foreign ? NULL : method, url, hdrs, nhdrs, body ? "application/json" : NULL);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))
@@ -189,6 +200,17 @@ int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hl);
     return rc == CURLE_OK ? 0 : -1;
+}
+
+int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
+                 size_t blen, int64_t timeout_ms, struct sl_peer_resp *r)
+{
+    return call(false, method, url, hdrs, nhdrs, body, blen, timeout_ms, r);
+}
+
+int sl_peer_call_foreign(const char *method, const char *url, int64_t timeout_ms, struct sl_peer_resp *r)
+{
+    return call(true, method, url, NULL, 0, NULL, 0, timeout_ms, r);
 }
 
 int sl_peer_json(const char *method, const char *url, json_t *body, int64_t timeout_ms, struct sl_peer_resp *r)
@@ -236,7 +258,7 @@ int sl_peer_put_fd(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, i
     memset(r, 0, sizeof(*r));
     CURL *c = handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers(hdrs, nhdrs, "application/octet-stream");
+    struct curl_slist *hl = mk_headers("PUT", url, hdrs, nhdrs, "application/octet-stream");
     struct fd_src src = { fd, 0, len };
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
@@ -315,7 +337,7 @@ static int stream_call(bool pooled, const char *method, const char *url, const s
     memset(r, 0, sizeof(*r));
     CURL *c = pooled ? pool_get() : handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers(hdrs, nhdrs, body ? "application/json" : NULL);
+    struct curl_slist *hl = mk_headers(method, url, hdrs, nhdrs, body ? "application/json" : NULL);
     struct stream_ctx s = { c, sink, hcb, ctx, &r->body, false };
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
@@ -364,6 +386,12 @@ void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid)
     sl_buf_printf(url, "%cpid=%s&utm=%s", strchr(url->p, '?') ? '&' : '?', pid, utm);
 }
 
+void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method)
+{
+    sl_peer_add_redirect_marks(url, pid);
+    sl_sec_sign_url(url, method);
+}
+
 void sl_peer_fanout(struct sl_fan *reqs, int n, int64_t timeout_ms)
 {
     pthread_once(&once, init_once);
@@ -382,7 +410,7 @@ void sl_peer_fanout(struct sl_fan *reqs, int n, int64_t timeout_ms)
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         if (!strcmp(method, "HEAD"))
             curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-        struct curl_slist *l = NULL;
+        struct curl_slist *l = sign(NULL, method, reqs[i].url);
         if (reqs[i].body) {
             l = curl_slist_append(l, "Content-Type: application/json");
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, reqs[i].body);

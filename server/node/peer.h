@@ -30,6 +30,8 @@ void sl_peer_resp_free(struct sl_peer_resp *r);
  * url, hdrs and body are only used during the call. */
 int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,
                  size_t blen, int64_t timeout_ms, struct sl_peer_resp *r);
+/* The same to a node of another cluster (a remote AIS): unsigned. */
+int sl_peer_call_foreign(const char *method, const char *url, int64_t timeout_ms, struct sl_peer_resp *r);
 /* JSON body helper (consumes body: the caller's reference is released,
  * also on failure). */
 int sl_peer_json(const char *method, const char *url, json_t *body, int64_t timeout_ms, struct sl_peer_resp *r);
@@ -60,6 +62,9 @@ int sl_peer_stream_pooled(const char *method, const char *url, const void *body,
 /* Append "pid=<self>&utm=<base36 ns>" (the marks of a gateway redirect) to
  * url */
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid);
+/* The marks and the cluster signature of a redirect a client follows with
+ * method (sec.h): the last thing added to the URL. */
+void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method);
 /* Append NODE_URL/v1/objects/BUCKET/OBJ?provider=PROVIDER to out, the
  * bucket and object name path-encoded: object requests to another node. */
 void sl_peer_obj_url(struct sl_buf *out, const char *node_url, const char *bck, const char *provider, const char *obj,

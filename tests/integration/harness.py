@@ -4,6 +4,8 @@
 Everything started here is stopped by PID (never by name), every wait is
 bounded in time, and every node gets its own temporary directory.
 """
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -78,8 +80,9 @@ class Node:
     """One shaled process (standalone by default)."""
 
     def __init__(self, tmp, name="n0", role="standalone", port=None, mountpaths=1, extra_config=None,
-                 primary=None, fspaths=None):
+                 primary=None, fspaths=None, secret_from=None):
         self.tmp = tmp
+        self.secret_from = secret_from
         self.name = name
         self.role = role
         self.port = port or free_port()
@@ -107,7 +110,23 @@ class Node:
         with open(self.config_path, "w") as f:
             json.dump(self.config, f, indent=2)
 
+    @property
+    def secret_path(self):
+        return os.path.join(self.dir, "cluster.secret")
+
+    def give_secret(self, other):
+        """Copy other's cluster secret here (what an operator does with scp)."""
+        with open(other.secret_path) as f:
+            sec = f.read()
+        if os.path.exists(self.secret_path):
+            os.unlink(self.secret_path)
+        fd = os.open(self.secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(sec)
+
     def start(self, wait=True, args=(), env=None):
+        if self.secret_from is not None and not os.path.exists(self.secret_path):
+            self.give_secret(self.secret_from)
         out = open(os.path.join(self.dir, "stdout.log"), "ab")
         cmd = [SHALED, "--config", self.config_path, "--role", self.role, "--bind", "127.0.0.1"] + list(args)
         e = dict(os.environ)
@@ -192,6 +211,19 @@ def check_sanitizer_reports(path):
             raise AssertionError("sanitizer report in %s:\n%s" % (path, text[max(0, i - 200):i + 3000]))
 
 
+def cluster_sig(secret_path, method, url, node_id="test", ttl=60, exp=None, nonce=None):
+    """The Ais-Cluster-Auth header a node of the cluster whose secret is at secret_path puts on method url
+    (server/node/sec.c): what tests use to call intra-cluster endpoints, and to forge bad ones."""
+    with open(secret_path) as f:
+        secret = bytes.fromhex(f.read().strip())
+    target = url[url.index("/", url.index("://") + 3):] if "://" in url else url
+    exp = int(time.time()) + ttl if exp is None else exp
+    nonce = nonce or os.urandom(8).hex()
+    msg = "h\n%s\n%s\n%s\n%d\n%s" % (method, target, node_id, exp, nonce)
+    sig = hmac.new(secret, msg.encode(), hashlib.sha256).hexdigest()[:32]
+    return {"Ais-Cluster-Auth": "%s %d %s %s" % (node_id, exp, nonce, sig)}
+
+
 def deep_update(d, u):
     for k, v in u.items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):
@@ -218,10 +250,20 @@ class Cluster:
             raise AssertionError("shale %s failed (%d):\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
         return p
 
-    def start(self):
+    def start(self, *extra):
+        """extra: more `playground start` flags (--auth)"""
         self.cli("playground", "start", "--dir", self.dir, "--port", str(self.base), "--proxies",
-                 str(self.proxies), "--targets", str(self.targets), "--mountpaths", str(self.mountpaths))
+                 str(self.proxies), "--targets", str(self.targets), "--mountpaths", str(self.mountpaths), *extra)
+        if "--auth" in extra:  # the CLI and smap() use the admin's token
+            self.env.setdefault("AIS_AUTHN_TOKEN_FILE", os.path.join(self.dir, "admin.token"))
         return self
+
+    def admin_headers(self):
+        p = os.path.join(self.dir, "admin.token")
+        if not os.path.exists(p):
+            return {}
+        with open(p) as f:
+            return {"Authorization": "Bearer " + json.load(f)["token"]}
 
     def stop(self):
         if os.path.exists(os.path.join(self.dir, "playground.json")):
@@ -261,7 +303,7 @@ class Cluster:
             return ""
 
     def smap(self):
-        return requests.get(self.url + "/v1/daemon?what=smap", timeout=10).json()
+        return requests.get(self.url + "/v1/daemon?what=smap", timeout=10, headers=self.admin_headers()).json()
 
 
 def _zombie(pid):

@@ -138,8 +138,12 @@ class TestPlacement(ClusterTest):
         self.assertEqual(r.status_code, 200)
         # targets refuse unredirected writes, accept direct reads
         r = self.s.put(owner["public_net"]["direct_url"] + "/v1/objects/pl/direct-put", data=b"x")
-        self.assertEqual(r.status_code, 400)
-        self.assertIn("expected to be redirected", r.json()["message"])
+        self.assertEqual(r.status_code, 401)
+        self.assertIn("signed redirect", r.json()["message"])
+        # ... and writes with made-up redirect marks
+        r = self.s.put(owner["public_net"]["direct_url"] + "/v1/objects/pl/direct-put?pid=x&utm=1", data=b"x")
+        self.assertEqual(r.status_code, 401)
+        self.assertEqual(self.s.head(self.url + "/v1/objects/pl/direct-put", allow_redirects=True).status_code, 404)
         self.check_all("pl", data)
         # DELETE and POST bodies survive the redirect (clients re-send them to the target)
         name = sorted(data)[1]
@@ -193,7 +197,7 @@ class TestRedirectNetworks(unittest.TestCase):
     def test_redirect_targets_the_right_network(self):
         tmp = tempfile.mkdtemp(prefix="shale-rn-")
         p0 = Node(tmp, name="p0", role="proxy").start()
-        t0 = Node(tmp, name="t0", role="target", primary=p0.url, extra_config={
+        t0 = Node(tmp, name="t0", role="target", primary=p0.url, secret_from=p0, extra_config={
             "host_net": {"hostname_intra_control": "localhost", "hostname_intra_data": "127.1"}})
         try:
             t0.start()
@@ -460,8 +464,20 @@ class TestMetadata(ClusterTest):
             cfg["proxy"]["primary_url"] = self.url
             with open(tconf, "w") as f:
                 json.dump(cfg, f)
-            p = subprocess.run([os.path.join(os.path.dirname(SHALE), "shaled"), "--config", tconf, "--role",
-                                "target", "--bind", "127.0.0.1"], capture_output=True, text=True, timeout=60)
+            cmd = [os.path.join(os.path.dirname(SHALE), "shaled"), "--config", tconf, "--role", "target", "--bind",
+                   "127.0.0.1"]
+            # with its own cluster's secret it is not even heard
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("join refused", p.stderr + p.stdout)
+            self.assertIn("cluster secret", p.stderr + p.stdout)
+            self.assertEqual(len(self.c.smap()["tmap"]), 3)
+            self.assertIn("cluster signature does not match", self.c.log("p0"))
+            # with this cluster's secret it is heard, and refused for being another cluster's member
+            sec = os.path.join(other.dir, "t0", "cluster.secret")
+            os.unlink(sec)
+            shutil.copy2(os.path.join(self.c.dir, "p0", "cluster.secret"), sec)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("was a member of cluster", p.stderr + p.stdout)
             self.assertIn("remove its node metadata", p.stderr + p.stdout)

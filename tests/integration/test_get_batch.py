@@ -13,7 +13,7 @@ import subprocess
 import tarfile
 import zipfile
 
-from harness import ClusterTest, NodeTest, main, wait_until
+from harness import ClusterTest, NodeTest, cluster_sig, main, wait_until
 
 
 def shard(members, mtime=0):
@@ -375,9 +375,10 @@ class GetBatchCluster(ClusterTest, GetBatchApi, PlanApi):
         sm = self.c.smap()
         ver = int(sm["version"])
 
-        def part(t, v):
-            r = self.s.get(t["public_net"]["direct_url"] + "/v1/internal/plan/pull", timeout=30,
-                           params={"plan": "p1", "epoch": 2, "index": 3, "smap": v})
+        def part(t, v):  # (an intra-cluster call: signed with the cluster secret, as a node signs it)
+            u = t["public_net"]["direct_url"] + "/v1/internal/plan/pull?plan=p1&epoch=2&index=3&smap=%d" % v
+            r = self.s.get(u, timeout=30, headers=cluster_sig(os.path.join(self.c.dir, "p0", "cluster.secret"),
+                                                              "GET", u))
             self.assertEqual(r.status_code, 200, r.text)
             hl = int.from_bytes(r.content[:8], "little")
             return json.loads(r.content[8:8 + hl])

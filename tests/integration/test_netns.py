@@ -81,6 +81,8 @@ class TestNetns(unittest.TestCase):
             cfg["fspaths"] = [d + "/mp1"]
         with open(d + "/shale.json", "w") as f:
             json.dump(cfg, f)
+        if i > 0:  # the primary (n0) created the cluster secret at its first start
+            shutil.copy2(os.path.join(self.tmp, "n0", "cluster.secret"), d + "/cluster.secret")
         out = open(d + "/stdout.log", "wb")
         # no --bind and no hostname: the node must find and advertise its own address
         p = subprocess.Popen(["ip", "netns", "exec", self.ns[i], SHALED, "--config", d + "/shale.json", "--role",

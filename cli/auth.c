@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT
+ * auth.c: `shale auth ...` (users, roles, tokens of the cluster's AuthN,
+ * server/api/authn.c), as `ais auth` does, and the token every request of
+ * this CLI carries: AIS_AUTHN_TOKEN, else the file AIS_AUTHN_TOKEN_FILE,
+ * else ~/.config/shale/auth.token (written by `shale auth login`, 0600,
+ * {"token": "..."} as AIStore's CLI writes it).
+ */
+#include "cli.h"
+#include "jsonx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *token_path(void)
+{
+    const char *f = getenv("AIS_AUTHN_TOKEN_FILE");
+    if (f && *f)
+        return sl_xstrdup(f);
+    const char *home = getenv("HOME");
+    return home && *home ? sl_xasprintf("%s/.config/shale/auth.token", home) : NULL;
+}
+
+char *cli_token(void)
+{
+    const char *t = getenv("AIS_AUTHN_TOKEN");
+    if (t && *t)
+        return sl_xstrdup(t);
+    char *p = token_path();
+    struct sl_buf b;
+    sl_buf_init(&b);
+    char *out = NULL;
+    if (p && sl_read_file(p, &b, 64 * 1024) == 0 && b.len) {
+        sl_buf_add(&b, "", 1);
+        if (b.p[0] == '{') {
+            json_t *j = json_loads(b.p, 0, NULL);
+            const char *s = json_string_value(json_object_get(j, "token"));
+            out = s ? sl_xstrdup(s) : NULL;
+            json_decref(j);
+        } else {
+            size_t n = strcspn(b.p, "\r\n ");
+            out = sl_xasprintf("%.*s", (int)n, b.p);
+        }
+    }
+    sl_buf_free(&b);
+    free(p);
+    return out;
+}
+
+static int save_token(const char *path, const char *tok)
+{
+    char *dir = sl_xstrdup(path);
+    char *sl = strrchr(dir, '/');
+    if (sl && sl != dir) {
+        *sl = 0;
+        sl_mkdir_p(dir, 0700);
+    }
+    free(dir);
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "Error: cannot write the token to %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    json_t *j = json_pack("{s:s}", "token", tok);
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    ssize_t w = write(fd, s, strlen(s));
+    close(fd);
+    int rc = w == (ssize_t)strlen(s) ? 0 : -1;
+    free(s);
+    return rc;
+}
+
+/* the password: --password, else one line of standard input (a prompt on a terminal) */
+static char *password(struct opts *o, const char *who)
+{
+    const char *p = opt_str(o, "password");
+    if (p)
+        return sl_xstrdup(p);
+    if (isatty(0)) {
+        fprintf(stderr, "Password for %s: ", who);
+        fflush(stderr);
+    }
+    char line[1024];
+    if (!fgets(line, sizeof(line), stdin)) {
+        fprintf(stderr, "Error: no password (pass --password or give it on standard input)\n");
+        return NULL;
+    }
+    line[strcspn(line, "\r\n")] = 0;
+    return sl_xstrdup(line);
+}
+
+static int send_json(const char *method, const char *path, json_t *body, struct cli_resp *r)
+{
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    int rc = cli_req(method, path, s ? "application/json" : NULL, s, s ? strlen(s) : 0, r);
+    free(s);
+    return rc;
+}
+
+static int done(struct cli_resp *r, const char *ok)
+{
+    int rc = 0;
+    if (r->status != 200)
+        rc = cli_fail(r, NULL);
+    else if (ok)
+        printf("%s\n", ok);
+    cli_resp_free(r);
+    return rc;
+}
+
+static int64_t duration(const char *s, int64_t dflt)
+{
+    int64_t ns;
+    if (!s)
+        return dflt;
+    if (sl_parse_duration(s, &ns) < 0) {
+        fprintf(stderr, "Error: invalid duration \"%s\" (e.g. 30m, 24h)\n", s);
+        return -1;
+    }
+    return ns;
+}
+
+static int login(struct opts *o)
+{
+    if (o->argc != 1)
+        return cli_usage("auth login");
+    int64_t exp = duration(opt_str(o, "expire"), 0);
+    if (exp < 0)
+        return 1;
+    char *pass = password(o, o->argv[0]);
+    if (!pass)
+        return 1;
+    char *e = sl_url_encode_path(o->argv[0], strlen(o->argv[0]));
+    char *path = sl_xasprintf("/v1/users/%s", e);
+    free(e);
+    struct cli_resp r;
+    send_json("POST", path, json_pack("{s:s,s:I}", "password", pass, "expires_in", (json_int_t)exp), &r);
+    free(path);
+    free(pass);
+    if (r.status != 200)
+        return done(&r, NULL);
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    const char *tok = json_string_value(json_object_get(j, "token"));
+    const char *f = opt_str(o, "file");
+    char *tp = f ? sl_xstrdup(f) : token_path();
+    int rc = 1;
+    if (tok && tp && save_token(tp, tok) == 0) {
+        printf("Logged in as %s; token saved to %s\n", o->argv[0], tp);
+        rc = 0;
+    }
+    free(tp);
+    json_decref(j);
+    return rc;
+}
+
+static int logout(struct opts *o)
+{
+    (void)o;
+    char *tok = cli_token();
+    char *tp = token_path();
+    int rc = 0;
+    if (!tok) {
+        printf("Not logged in\n");
+    } else {
+        struct cli_resp r;
+        send_json("DELETE", "/v1/tokens", json_pack("{s:s}", "token", tok), &r);
+        if (r.status != 200 && r.status != 401)
+            rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        if (tp && !getenv("AIS_AUTHN_TOKEN"))
+            unlink(tp);
+        if (!rc)
+            printf("Logged out (the token is revoked)\n");
+    }
+    free(tok);
+    free(tp);
+    return rc;
+}
+
+static json_t *str_array(char **v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static int user_set(struct opts *o, bool add)
+{
+    if (o->argc < 1)
+        return cli_usage(add ? "auth add user" : "auth update user");
+    json_t *b = json_object();
+    if (add || opt_str(o, "password")) {
+        char *pass = password(o, o->argv[0]);
+        if (!pass) {
+            json_decref(b);
+            return 1;
+        }
+        json_object_set_new(b, "password", json_string(pass));
+        free(pass);
+    }
+    if (add || o->argc > 1)
+        json_object_set_new(b, "roles", str_array(o->argv + 1, o->argc - 1));
+    struct cli_resp r;
+    char msg[256];
+    if (add) {
+        json_object_set_new(b, "id", json_string(o->argv[0]));
+        send_json("POST", "/v1/users", b, &r);
+        snprintf(msg, sizeof(msg), "User %s added", o->argv[0]);
+    } else {
+        char *e = sl_url_encode_path(o->argv[0], strlen(o->argv[0]));
+        char *path = sl_xasprintf("/v1/users/%s", e);
+        send_json("PUT", path, b, &r);
+        free(e);
+        free(path);
+        snprintf(msg, sizeof(msg), "User %s updated", o->argv[0]);
+    }
+    return done(&r, msg);
+}
+
+static int add_user(struct opts *o)
+{
+    return user_set(o, true);
+}
+
+static int update_user(struct opts *o)
+{
+    return user_set(o, false);
+}
+
+static int rm_named(struct opts *o, const char *what, const char *usage)
+{
+    if (o->argc < 1)
+        return cli_usage(usage);
+    int rc = 0;
+    for (int i = 0; i < o->argc; i++) {
+        char *e = sl_url_encode_path(o->argv[i], strlen(o->argv[i]));
+        char *path = sl_xasprintf("/v1/%ss/%s", what, e);
+        free(e);
+        struct cli_resp r;
+        cli_req("DELETE", path, NULL, NULL, 0, &r);
+        free(path);
+        char msg[200];
+        snprintf(msg, sizeof(msg), "%c%s %s removed", what[0] - 32, what + 1, o->argv[i]);
+        rc |= done(&r, msg);
+    }
+    return rc;
+}
+
+static int rm_user(struct opts *o)
+{
+    return rm_named(o, "user", "auth rm user");
+}
+
+static int rm_role(struct opts *o)
+{
+    return rm_named(o, "role", "auth rm role");
+}
+
+static int add_role(struct opts *o)
+{
+    if (o->argc < 2)
+        return cli_usage("auth add role");
+    struct sl_buf perms;
+    sl_buf_init(&perms);
+    for (int i = 1; i < o->argc; i++)
+        sl_buf_printf(&perms, "%s%s", i > 1 ? "," : "", o->argv[i]);
+    json_t *b = json_pack("{s:s,s:s}", "name", o->argv[0], "desc", opt_str(o, "desc") ? opt_str(o, "desc") : "");
+    const char *bck = opt_str(o, "bucket");
+    if (bck) {
+        struct uri u;
+        if (uri_parse(bck, &u, true) < 0) {
+            json_decref(b);
+            sl_buf_free(&perms);
+            return 1;
+        }
+        json_object_set_new(b, "buckets", json_pack("[{s:{s:s,s:s},s:s}]", "bck", "name", u.bucket, "provider",
+                                                    u.provider, "perm", perms.p));
+        uri_free(&u);
+    } else {
+        const char *c = opt_str(o, "cluster");
+        json_object_set_new(b, "clusters", json_pack("[{s:s,s:s}]", "id", c ? c : "", "perm", perms.p));
+    }
+    sl_buf_free(&perms);
+    struct cli_resp r;
+    send_json("POST", "/v1/roles", b, &r);
+    char msg[200];
+    snprintf(msg, sizeof(msg), "Role %s added", o->argv[0]);
+    return done(&r, msg);
+}
+
+static int show(struct opts *o, bool users)
+{
+    const char *what = users ? "users" : "roles";
+    char *path;
+    if (o->argc) {
+        char *e = sl_url_encode_path(o->argv[0], strlen(o->argv[0]));
+        path = sl_xasprintf("/v1/%s/%s", what, e);
+        free(e);
+    } else {
+        path = sl_xasprintf("/v1/%s", what);
+    }
+    struct cli_resp r;
+    cli_req("GET", path, NULL, NULL, 0, &r);
+    free(path);
+    if (r.status != 200)
+        return done(&r, NULL);
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    if (cli_json) {
+        char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("%s\n", s);
+        free(s);
+        json_decref(j);
+        return 0;
+    }
+    json_t *all = j;
+    if (o->argc) {
+        all = json_object();
+        json_object_set(all, o->argv[0], j);
+    }
+    if (!cli_no_headers)
+        printf(users ? "NAME\tROLES\n" : "ROLE\tDESCRIPTION\tADMIN\n");
+    const char *k;
+    json_t *v;
+    json_object_foreach(all, k, v) {
+        if (users) {
+            printf("%s\t", k);
+            size_t i;
+            json_t *rn;
+            json_array_foreach(json_object_get(v, "roles"), i, rn)
+                printf("%s%s", i ? "," : "", json_string_value(rn) ? json_string_value(rn) : "?");
+            printf("\n");
+        } else {
+            printf("%s\t%s\t%s\n", k, sl_json_str(v, "desc", ""),
+                   json_is_true(json_object_get(v, "admin")) ? "yes" : "no");
+        }
+    }
+    if (all != j)
+        json_decref(all);
+    json_decref(j);
+    return 0;
+}
+
+static int show_user(struct opts *o)
+{
+    return show(o, true);
+}
+
+static int show_role(struct opts *o)
+{
+    return show(o, false);
+}
+
+static int rm_token(struct opts *o)
+{
+    if (o->argc != 1)
+        return cli_usage("auth rm token");
+    struct cli_resp r;
+    send_json("DELETE", "/v1/tokens", json_pack("{s:s}", "token", o->argv[0]), &r);
+    return done(&r, "Token revoked");
+}
+
+int cmd_auth(int argc, char **argv)
+{
+    static const struct cli_verb top[] = { { "login", login, NULL }, { "logout", logout, NULL } };
+    static const struct cli_verb add[] = { { "user", add_user, "auth add user" }, { "role", add_role,
+                                                                                     "auth add role" } };
+    static const struct cli_verb upd[] = { { "user", update_user, "auth update user" } };
+    static const struct cli_verb rm[] = { { "user", rm_user, "auth rm user" }, { "role", rm_role, "auth rm role" },
+                                          { "token", rm_token, "auth rm token" } };
+    static const struct cli_verb sh[] = { { "user", show_user, "auth show user" },
+                                          { "role", show_role, "auth show role" } };
+    if (argc >= 1 && !strcmp(argv[0], "add"))
+        return cli_run_verb("auth add", add, SL_ARRAY_SIZE(add), argc - 1, argv + 1, false);
+    if (argc >= 1 && !strcmp(argv[0], "update"))
+        return cli_run_verb("auth update", upd, SL_ARRAY_SIZE(upd), argc - 1, argv + 1, false);
+    if (argc >= 1 && !strcmp(argv[0], "rm"))
+        return cli_run_verb("auth rm", rm, SL_ARRAY_SIZE(rm), argc - 1, argv + 1, false);
+    if (argc >= 1 && !strcmp(argv[0], "show"))
+        return cli_run_verb("auth show", sh, SL_ARRAY_SIZE(sh), argc - 1, argv + 1, false);
+    return cli_run_verb("auth", top, SL_ARRAY_SIZE(top), argc, argv, false);
+}

@@ -1,0 +1,440 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Security: the cluster secret and what it signs (peer calls, redirects, joins), client authentication with
+AIStore-compatible JWTs (HS256 from the cluster's own AuthN, RS256 from an outside issuer), permissions, the AuthN
+endpoints and `shale auth`, and the attacks of issue 18: forged metasync, rogue joins, replayed / expired /
+altered redirect signatures, bad / alg:none / expired / other-cluster tokens, a user without permission, brute-force
+logins. Each: refused, logged, nothing changed."""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import boto3
+import botocore.config
+import requests
+
+from harness import SHALED, Cluster, Node, cluster_sig, main, wait_until
+
+
+def b64u(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def jwt(claims, key, alg="HS256"):
+    h = b64u(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+    p = b64u(json.dumps(claims).encode())
+    if alg == "none":
+        return "%s.%s." % (h, p)
+    sig = hmac.new(key, ("%s.%s" % (h, p)).encode(), hashlib.sha256).digest()
+    return "%s.%s.%s" % (h, p, b64u(sig))
+
+
+def own_key(secret_path):
+    """the key the cluster's AuthN signs with: derived from the cluster secret (server/node/auth.c)"""
+    with open(secret_path) as f:
+        sec = bytes.fromhex(f.read().strip())
+    return hmac.new(sec, b"shale AuthN token key v1", hashlib.sha256).digest()
+
+
+class IntraCluster(unittest.TestCase):
+    """No client auth: the cluster secret alone keeps outsiders from the nodes' own endpoints and from writing to
+    targets."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-sec-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        cls.t0 = cls.c.node_url("t0")
+        cls.secret = os.path.join(cls.c.dir, "p0", "cluster.secret")
+        cls.s.post(cls.url + "/v1/buckets/sb", json={"action": "create-bck"}).raise_for_status()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def bmd_version(self, url=None):
+        return int(self.s.get((url or self.url) + "/v1/daemon?what=bmd").json()["version"])
+
+    def test_secret_files(self):
+        for n in ("p0", "t0", "t1"):
+            st = os.stat(os.path.join(self.c.dir, n, "cluster.secret"))
+            self.assertEqual(st.st_mode & 0o777, 0o600, n)
+        with open(self.secret) as f, open(os.path.join(self.c.dir, "t0", "cluster.secret")) as g:
+            self.assertEqual(f.read(), g.read())
+
+    def test_forged_metasync(self):
+        v = self.bmd_version(self.t0)
+        doc = {"bmd": {"version": "999", "uuid": "x", "buckets": {}}}
+        r = self.s.put(self.t0 + "/v1/metasync", json=doc)  # no signature
+        self.assertEqual(r.status_code, 401, r.text)
+        bad = cluster_sig(self.secret, "PUT", self.t0 + "/v1/metasync")
+        parts = bad["Ais-Cluster-Auth"].split()
+        parts[3] = "0" * 32  # a made-up signature
+        r = self.s.put(self.t0 + "/v1/metasync", json=doc, headers={"Ais-Cluster-Auth": " ".join(parts)})
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertIn("does not match", r.json()["message"])
+        # signed with another secret
+        other = os.path.join(self.tmp, "other.secret")
+        with open(other, "w") as f:
+            f.write(os.urandom(32).hex())
+        r = self.s.put(self.t0 + "/v1/metasync", json=doc, headers=cluster_sig(other, "PUT", self.t0 + "/v1/metasync"))
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertEqual(self.bmd_version(self.t0), v)
+        self.assertEqual(self.s.head(self.url + "/v1/buckets/sb").status_code, 200)
+        self.assertIn("refused PUT /v1/metasync", self.c.log("t0"))
+
+    def test_signed_call_once(self):
+        """a correctly signed intra-cluster call passes (so the refusals above are about the signature), once:
+        the same header again is a replay"""
+        u = self.t0 + "/v1/internal/jobs?id=&kind=&active=false"
+        h = cluster_sig(self.secret, "GET", u)
+        self.assertEqual(self.s.get(u, headers=h).status_code, 200)
+        r = self.s.get(u, headers=h)
+        self.assertEqual(r.status_code, 401)
+        self.assertIn("already used", r.json()["message"])
+        r = self.s.get(u, headers=cluster_sig(self.secret, "GET", u, exp=int(time.time()) - 5))
+        self.assertEqual(r.status_code, 401)
+        self.assertIn("expired", r.json()["message"])
+        # the signature covers the method and the request target
+        h = cluster_sig(self.secret, "GET", u)
+        self.assertEqual(self.s.get(u + "&x=1", headers=h).status_code, 401)
+        self.assertEqual(self.s.delete(u, headers=h).status_code, 401)
+
+    def test_rogue_join(self):
+        sm = self.c.smap()
+        body = {"snode": {"daemon_id": "rogue1", "daemon_type": "target",
+                          "public_net": {"node_ip_addr": "127.0.0.1", "daemon_port": "9", "direct_url":
+                                         "http://127.0.0.1:9"}}}
+        r = self.s.post(self.url + "/v1/cluster/join", json=body)
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertEqual(self.c.smap()["version"], sm["version"])
+        # a real target with a wrong secret cannot join, and says why
+        n = Node(self.tmp, name="rogue", role="target", primary=self.url)
+        with open(n.secret_path, "w") as f:
+            f.write(os.urandom(32).hex())
+        os.chmod(n.secret_path, 0o600)
+        p = subprocess.run([SHALED, "--config", n.config_path, "--role", "target", "--bind", "127.0.0.1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("join refused", p.stderr)
+        self.assertIn("cluster secret", p.stderr)
+        self.assertEqual(len(self.c.smap()["tmap"]), 2)
+        # ... nor one without any
+        os.unlink(n.secret_path)
+        p = subprocess.run([SHALED, "--config", n.config_path, "--role", "target", "--bind", "127.0.0.1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("no cluster secret", p.stderr)
+        # ... nor one whose secret others can read
+        with open(n.secret_path, "w") as f:
+            f.write(open(self.secret).read())
+        os.chmod(n.secret_path, 0o644)
+        p = subprocess.run([SHALED, "--config", n.config_path, "--role", "target", "--bind", "127.0.0.1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("chmod 600", p.stderr)
+
+    def test_direct_writes_and_admin_at_a_target(self):
+        for q in ("", "?pid=x&utm=1", "?pid=x&utm=1&x=99999999999.ab&u=" + "0" * 32):
+            r = self.s.put(self.t0 + "/v1/objects/sb/direct" + q, data=b"evil")
+            self.assertEqual(r.status_code, 401, (q, r.text))
+        self.assertEqual(self.s.head(self.url + "/v1/objects/sb/direct", allow_redirects=True).status_code, 404)
+        r = self.s.put(self.t0 + "/v1/daemon", json={"action": "shutdown"})
+        self.assertEqual(r.status_code, 401)
+        self.assertEqual(self.s.get(self.t0 + "/v1/health").status_code, 200)
+        # reads straight from a target stay allowed while client auth is off (as in AIStore)
+        self.s.put(self.url + "/v1/objects/sb/r", data=b"ok").raise_for_status()
+        for t in ("t0", "t1"):
+            r = self.s.get(self.c.node_url(t) + "/v1/objects/sb/r")
+            if r.status_code == 200:
+                self.assertEqual(r.content, b"ok")
+
+    def test_redirect_signatures(self):
+        r = self.s.put(self.url + "/v1/objects/sb/rd", data=b"one", allow_redirects=False)
+        self.assertEqual(r.status_code, 307)
+        loc = r.headers["Location"]
+        self.assertRegex(loc, r"[?&]x=\d+\.[0-9a-f]+&u=[0-9a-f]{32}$")
+        # altered: another object name, another method
+        self.assertEqual(self.s.put(loc.replace("/rd?", "/rd2?"), data=b"x").status_code, 401)
+        self.assertEqual(self.s.delete(loc).status_code, 401)
+        self.assertEqual(self.s.put(loc, data=b"one").status_code, 200)
+        r = self.s.put(loc, data=b"two")  # replayed
+        self.assertEqual(r.status_code, 401)
+        self.assertIn("already used", r.json()["message"])
+        self.assertEqual(self.s.get(self.url + "/v1/objects/sb/rd").content, b"one")
+        self.assertEqual(self.s.head(self.url + "/v1/objects/sb/rd2", allow_redirects=True).status_code, 404)
+        self.assertIn("refused PUT /v1/objects/sb/rd", self.c.log("t0") + self.c.log("t1"))
+
+    def test_zz_expired_redirect(self):
+        self.s.put(self.url + "/v1/cluster", json={"action": "set-config",
+                                                   "value": {"auth": {"intra_cluster": {"ttl": "1s"}}}}
+                   ).raise_for_status()
+        try:
+            r = self.s.put(self.url + "/v1/objects/sb/exp", data=b"x", allow_redirects=False)
+            time.sleep(2.5)
+            r = self.s.put(r.headers["Location"], data=b"x")
+            self.assertEqual(r.status_code, 401)
+            self.assertIn("expired", r.json()["message"])
+            self.assertEqual(self.s.head(self.url + "/v1/objects/sb/exp", allow_redirects=True).status_code, 404)
+            # a fresh one works
+            self.assertEqual(self.s.put(self.url + "/v1/objects/sb/exp", data=b"x").status_code, 200)
+        finally:
+            self.s.put(self.url + "/v1/cluster", json={"action": "set-config",
+                                                       "value": {"auth": {"intra_cluster": {"ttl": "60s"}}}})
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config",
+                                                       "value": {"auth": {"intra_cluster": {"ttl": "0s"}}}})
+        self.assertEqual(r.status_code, 400)
+
+    def test_bind_default(self):
+        """a hand-started shaled listens on the address it advertises, not on every interface"""
+        n = Node(self.tmp, name="solo")
+        p = subprocess.Popen([SHALED, "--config", n.config_path], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            n.proc = p
+            n.wait_ready()
+            out = subprocess.run(["ss", "-ltnH", "sport = :%d" % n.port], capture_output=True, text=True).stdout
+            self.assertIn("127.0.0.1:%d" % n.port, out)
+            self.assertNotIn("0.0.0.0:%d" % n.port, out)
+            self.assertNotIn("*:%d" % n.port, out)
+        finally:
+            p.terminate()
+            p.wait(20)
+
+
+class ClientAuth(unittest.TestCase):
+    """`playground start --auth`: tokens, roles, permissions, AuthN, the CLI, S3 with a token."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-auth-")
+        cls.c = Cluster(cls.tmp, proxies=2, targets=2).start("--auth")
+        cls.url = cls.c.url
+        cls.p1 = cls.c.node_url("p1")
+        cls.adm = requests.Session()
+        cls.adm.headers.update(cls.c.admin_headers())
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2 and len(cls.c.smap()["pmap"]) == 2, 30, what="nodes")
+        cls.uuid = cls.c.smap()["uuid"]
+        cls.key = own_key(os.path.join(cls.c.dir, "p0", "cluster.secret"))
+        for b in ("pub", "priv"):
+            cls.adm.post(cls.url + "/v1/buckets/" + b, json={"action": "create-bck"}).raise_for_status()
+        cls.adm.put(cls.url + "/v1/objects/pub/a", data=b"A").raise_for_status()
+        cls.adm.put(cls.url + "/v1/objects/priv/s", data=b"S").raise_for_status()
+        cls.c.cli("auth", "add", "role", "pubro", "ro", "--bucket", "ais://pub", "--desc", "read pub")
+        cls.c.cli("auth", "add", "role", "lister", "LIST-BUCKETS")
+        cls.c.cli("auth", "add", "user", "bob", "pubro", "lister", "--password", "bobpw")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def login(self, user, pw, url=None):
+        r = requests.post((url or self.url) + "/v1/users/" + user, json={"password": pw})
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.json()["token"]
+
+    def sess(self, tok):
+        s = requests.Session()
+        s.headers["Authorization"] = "Bearer " + tok
+        return s
+
+    def test_playground_files(self):
+        for f in ("admin.password", "admin.token"):
+            self.assertEqual(os.stat(os.path.join(self.c.dir, f)).st_mode & 0o777, 0o600)
+        cfg = self.adm.get(self.url + "/v1/cluster?what=cluster_config").json()
+        self.assertTrue(cfg["auth"]["client_auth_required"])
+
+    def test_no_token_and_bad_tokens(self):
+        r = requests.get(self.url + "/v1/buckets")
+        self.assertEqual(r.status_code, 401)
+        self.assertIn("token required", r.json()["message"])
+        now = int(time.time())
+        good = {"sub": "admin", "exp": now + 600, "admin": True}
+        self.assertEqual(self.sess(jwt(good, self.key)).get(self.url + "/v1/buckets").status_code, 200)
+        cases = {
+            "bad signature": jwt(good, b"not the key"),
+            "alg none": jwt(good, b"", alg="none"),
+            "expired": jwt(dict(good, exp=now - 5), self.key),
+            "no exp": jwt({"sub": "admin", "admin": True}, self.key),
+            "no sub": jwt({"exp": now + 600, "admin": True}, self.key),
+            "garbage": "abc.def",
+        }
+        t = jwt(good, self.key).split(".")
+        cases["altered claims"] = ".".join([t[0], b64u(json.dumps(dict(good, sub="mallory")).encode()), t[2]])
+        h384 = b64u(json.dumps({"alg": "HS384"}).encode())
+        cases["another alg"] = ".".join([h384, t[1], t[2]])
+        for what, tok in cases.items():
+            r = self.sess(tok).delete(self.url + "/v1/buckets/priv", json={"action": "destroy-bck"})
+            self.assertEqual(r.status_code, 401, (what, r.text))
+        # valid, but for another cluster: no permission here
+        other = jwt({"sub": "eve", "exp": now + 600, "clusters": [{"id": "other-uuid", "perm": "262143"}]},
+                    self.key)
+        r = self.sess(other).delete(self.url + "/v1/buckets/priv", json={"action": "destroy-bck"})
+        self.assertEqual(r.status_code, 403, r.text)
+        mine = jwt({"sub": "eve", "exp": now + 600, "clusters": [{"id": self.uuid, "perm": "4096"}]}, self.key)
+        self.assertEqual(self.sess(mine).get(self.url + "/v1/buckets").status_code, 200)
+        self.assertEqual(self.adm.head(self.url + "/v1/buckets/priv").status_code, 200)
+        log = self.c.log("p0")
+        self.assertIn("bad signature", log)
+        self.assertIn("token expired", log)
+
+    def test_permissions(self):
+        bob = self.sess(self.login("bob", "bobpw"))
+        self.assertEqual(bob.get(self.url + "/v1/objects/pub/a").content, b"A")
+        self.assertEqual(bob.get(self.url + "/v1/buckets").status_code, 200)
+        self.assertEqual(bob.get(self.url + "/v1/buckets/pub").status_code, 200)
+        for method, path, body in (("GET", "/v1/objects/priv/s", None), ("PUT", "/v1/objects/pub/b", b"x"),
+                                   ("DELETE", "/v1/objects/pub/a", None),
+                                   ("DELETE", "/v1/buckets/pub", {"action": "destroy-bck"}),
+                                   ("POST", "/v1/buckets/new", {"action": "create-bck"}),
+                                   ("POST", "/v1/buckets/pub?bck_to=ais/@%23/pubcopy/", {"action": "copy-bck"}),
+                                   ("PATCH", "/v1/buckets/pub", {"action": "set-bprops", "value": {}}),
+                                   ("PUT", "/v1/cluster", {"action": "set-config", "value": {}}),
+                                   ("POST", "/v1/etl", {"name": "x"}),
+                                   ("GET", "/v1/users", None)):
+            kw = {"json": body} if isinstance(body, dict) else {"data": body}
+            for base in (self.url, self.p1):  # the primary, and a gateway that forwards to it
+                r = bob.request(method, base + path, allow_redirects=False, **kw)
+                self.assertEqual(r.status_code, 403, (method, path, base, r.text))
+                self.assertIn('user \\"bob\\" lacks', r.text)
+        # get-batch reads every bucket it names
+        r = bob.get(self.url + "/v1/ml/moss/pub", json={"in": [{"objname": "a"}, {"objname": "s", "bucket": "priv"}]})
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertEqual(self.adm.head(self.url + "/v1/buckets/pub").status_code, 200)
+        self.assertEqual(self.adm.get(self.url + "/v1/objects/pub/a").content, b"A")
+        self.assertEqual(self.adm.head(self.url + "/v1/objects/pub/b", allow_redirects=True).status_code, 404)
+        # targets take no direct client requests with auth on, not even reads with a token
+        for t in ("t0", "t1"):
+            r = bob.get(self.c.node_url(t) + "/v1/objects/pub/a")
+            self.assertEqual(r.status_code, 401)
+
+    def test_revoke_and_own_password(self):
+        self.c.cli("auth", "add", "user", "carol", "pubro", "--password", "c1")
+        tok = self.login("carol", "c1")
+        s = self.sess(tok)
+        self.assertEqual(s.get(self.url + "/v1/objects/pub/a").status_code, 200)
+        r = s.put(self.url + "/v1/users/carol", json={"password": "c2"})
+        self.assertEqual(r.status_code, 200, r.text)
+        r = s.put(self.url + "/v1/users/carol", json={"roles": ["Admin"]})
+        self.assertEqual(r.status_code, 403, r.text)
+        r = requests.post(self.url + "/v1/users/carol", json={"password": "c1"})
+        self.assertEqual(r.status_code, 401)
+        self.assertEqual(s.delete(self.url + "/v1/tokens", json={"token": tok}).status_code, 200)
+        wait_until(lambda: s.get(self.p1 + "/v1/objects/pub/a", allow_redirects=False).status_code == 401, 10,
+                   what="revocation on the other gateway")
+        self.assertEqual(s.get(self.url + "/v1/objects/pub/a").status_code, 401)
+        self.assertEqual(self.sess(self.login("carol", "c2")).get(self.url + "/v1/objects/pub/a").status_code, 200)
+
+    def test_brute_force(self):
+        self.c.cli("auth", "add", "user", "dave", "--password", "right")
+        codes = [requests.post(self.url + "/v1/users/dave", json={"password": "wrong%d" % i}).status_code
+                 for i in range(7)]
+        self.assertEqual(codes[:5], [401] * 5)
+        self.assertEqual(codes[5:], [429, 429])
+        r = requests.post(self.url + "/v1/users/dave", json={"password": "right"})
+        self.assertEqual(r.status_code, 429)  # the right password too, until the minute is over
+        self.assertIn("failed login", self.c.log("p0"))
+
+    def test_cli(self):
+        env = dict(os.environ, AIS_ENDPOINT=self.url, HOME=os.path.join(self.tmp, "home"))
+        env.pop("AIS_AUTHN_TOKEN_FILE", None)
+
+        def sh(*a, ok=True, inp=None):
+            p = subprocess.run([os.path.join(os.path.dirname(SHALED), "shale")] + list(a), capture_output=True,
+                               text=True, env=env, input=inp, timeout=60)
+            self.assertEqual(p.returncode == 0, ok, (a, p.stdout, p.stderr))
+            return p.stdout + p.stderr
+        self.assertIn("token required", sh("ls", ok=False))
+        self.assertIn("Logged in as bob", sh("auth", "login", "bob", inp="bobpw\n"))
+        tf = os.path.join(self.tmp, "home", ".config", "shale", "auth.token")
+        self.assertEqual(os.stat(tf).st_mode & 0o777, 0o600)
+        self.assertIn("ais://pub", sh("ls"))
+        self.assertIn('lacks DESTROY-BUCKET', sh("rmb", "ais://pub", ok=False))
+        self.assertIn("lacks ADMIN", sh("auth", "show", "user", ok=False))
+        self.assertIn("Logged out", sh("auth", "logout"))
+        self.assertFalse(os.path.exists(tf))
+        out = self.c.cli("auth", "show", "role").stdout
+        self.assertIn("pubro", out)
+        self.assertIn("Admin", out)
+        self.assertIn("bob", self.c.cli("auth", "show", "user").stdout)
+
+    def test_s3_with_token(self):
+        tok = self.login("bob", "bobpw")
+        cfg = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+        s3 = boto3.client("s3", endpoint_url=self.url + "/s3", aws_access_key_id="x", aws_secret_access_key="y",
+                          aws_session_token=tok, region_name="us-east-1", config=cfg)
+        self.assertEqual(s3.get_object(Bucket="pub", Key="a")["Body"].read(), b"A")
+        with self.assertRaises(Exception) as cm:
+            s3.put_object(Bucket="pub", Key="z", Body=b"z")
+        self.assertIn("AccessDenied", str(cm.exception))
+        with self.assertRaises(Exception):
+            s3.get_object(Bucket="priv", Key="s")
+        anon = boto3.client("s3", endpoint_url=self.url + "/s3", aws_access_key_id="x", aws_secret_access_key="y",
+                            region_name="us-east-1", config=cfg)
+        with self.assertRaises(Exception) as cm:
+            anon.get_object(Bucket="pub", Key="a")
+        self.assertIn("AccessDenied", str(cm.exception))
+
+    def test_secret_key_masked_and_admin_to_enable(self):
+        cfg = self.adm.get(self.url + "/v1/cluster?what=cluster_config").json()
+        self.assertEqual(cfg["auth"]["signature"]["key"], "")
+        self.adm.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+            "auth": {"signature": {"key": "", "method": "HS256"}}}}).raise_for_status()
+        bob = self.sess(self.login("bob", "bobpw"))
+        r = bob.put(self.url + "/v1/cluster", json={"action": "set-config",
+                                                    "value": {"auth": {"client_auth_required": False}}})
+        self.assertEqual(r.status_code, 403)
+
+
+class RS256Auth(unittest.TestCase):
+    """Tokens from an outside issuer, checked with its RSA public key; the cluster's own login is then refused."""
+
+    def test_rs256(self):
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import padding, rsa
+        tmp = tempfile.mkdtemp(prefix="shale-rs-")
+        try:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            pub = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+            n = Node(tmp, name="n0", extra_config={"auth": {"client_auth_required": True, "signature": {
+                "method": "RS256", "key": pub}}}).start()
+            try:
+                def rs(claims, k=key):
+                    h = b64u(json.dumps({"alg": "RS256", "typ": "JWT"}).encode())
+                    p = b64u(json.dumps(claims).encode())
+                    sig = k.sign(("%s.%s" % (h, p)).encode(), padding.PKCS1v15(), hashes.SHA256())
+                    return "%s.%s.%s" % (h, p, b64u(sig))
+                now = int(time.time())
+                ok = rs({"sub": "u", "exp": now + 60, "admin": True})
+                r = requests.post(n.url + "/v1/buckets/b", json={"action": "create-bck"},
+                                  headers={"Authorization": "Bearer " + ok})
+                self.assertEqual(r.status_code, 200, r.text)
+                other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+                for tok in (rs({"sub": "u", "exp": now + 60, "admin": True}, other),
+                            jwt({"sub": "u", "exp": now + 60, "admin": True}, pub.encode()),  # HS256 with the PEM
+                            rs({"sub": "u", "exp": now - 1, "admin": True})):
+                    r = requests.get(n.url + "/v1/buckets", headers={"Authorization": "Bearer " + tok})
+                    self.assertEqual(r.status_code, 401, r.text)
+                r = requests.get(n.url + "/v1/cluster?what=cluster_config", headers={"Authorization": "Bearer " + ok})
+                self.assertEqual(r.json()["auth"]["signature"]["key"], "**********")
+            finally:
+                n.stop()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
