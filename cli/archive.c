@@ -117,6 +117,7 @@ static int put_member(const struct uri *u, const char *shard, const char *path, 
     struct sl_buf resp;
     sl_buf_init(&resp);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    cli_tls_opts(c);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.p ? body.p : "");
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);

@@ -200,6 +200,8 @@ int cmd_auth(int argc, char **argv);
 char *cli_token(void);
 /* h plus "Authorization: Bearer TOKEN" when there is a token */
 struct curl_slist *cli_auth_hdr(struct curl_slist *h);
+/* HTTPS: AIS_CLIENT_CA (the CA to trust), AIS_SKIP_VERIFY_CRT=true */
+void cli_tls_opts(CURL *c);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress);
 

@@ -569,6 +569,17 @@ int cli_req(const char *method, const char *pq, const char *ctype, const void *b
     return rc;
 }
 
+void cli_tls_opts(CURL *c)
+{
+    const char *ca = getenv("AIS_CLIENT_CA"), *skip = getenv("AIS_SKIP_VERIFY_CRT");
+    if (skip && (!strcmp(skip, "true") || !strcmp(skip, "1"))) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (ca && *ca) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+    }
+}
+
 struct curl_slist *cli_auth_hdr(struct curl_slist *h)
 {
     char *tok = cli_token();
@@ -597,6 +608,7 @@ int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const
     h = curl_slist_append(h, "Expect:");
     h = cli_auth_hdr(h);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    cli_tls_opts(c);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);

@@ -456,7 +456,9 @@ static const struct cli_cmd cmds[] = {
         { "--mountpaths N", "mountpaths per target", "1" },
         { "--timeout SECONDS", "how long to wait for the nodes to come up", "60" },
         { "--auth", "turn client authentication on: user admin is made, its password written to DIR/admin.password "
-                    "and a token to DIR/admin.token (both 0600)", "false" }),
+                    "and a token to DIR/admin.token (both 0600)", "false" },
+        { "--https", "serve HTTPS: a CA and a node certificate are made in DIR/tls (first start only); the CLI "
+                     "trusts the CA through AIS_CLIENT_CA", "false" }),
       0, 0, { "playground start --dir /tmp/pg", "playground start --dir /tmp/pg --proxies 1 --targets 3" }, NULL },
     { "playground stop", "playground stop --dir DIR", "Stop the playground's nodes (by their recorded PIDs).",
       F({ "--dir DIR", "the playground's directory", "required" }), 0, 0, { "playground stop --dir /tmp/pg", NULL },

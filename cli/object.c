@@ -89,6 +89,7 @@ static int put_one(CURL *c, const struct uri *u, const char *path, const char *o
     h = cli_auth_hdr(h);
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    cli_tls_opts(c);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, rd_file);
     curl_easy_setopt(c, CURLOPT_READDATA, &up);
@@ -519,6 +520,7 @@ static int get_one(CURL *c, const struct uri *u, const char *obj, const char *ou
     free(p);
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    cli_tls_opts(c);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_down);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);

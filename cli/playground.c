@@ -19,7 +19,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <netinet/in.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -97,13 +102,106 @@ static bool pid_is_ours(pid_t pid, const char *dir)
     return ok;
 }
 
+static const char *pg_scheme = "http";
+
+/* --https: the playground's nodes serve HTTPS; this CLI trusts their CA */
+static void use_https(const char *dir)
+{
+    pg_scheme = "https";
+    char *ca = sl_xasprintf("%s/tls/ca.crt", dir);
+    setenv("AIS_CLIENT_CA", ca, 0);
+    free(ca);
+}
+
 static json_t *load_topology(const char *dir)
 {
     char *f = sl_xasprintf("%s/playground.json", dir);
     json_error_t je;
     json_t *j = json_load_file(f, 0, &je);
     free(f);
+    if (json_is_true(json_object_get(j, "https")))
+        use_https(dir);
     return j;
+}
+
+/* ---- certificates for --https (OpenSSL): a CA, and one certificate for
+ * every node (127.0.0.1, localhost) signed by it ---- */
+
+static int write_pem(const char *path, X509 *crt, EVP_PKEY *key)
+{
+    FILE *f = NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, key ? 0600 : 0644);
+    if (fd >= 0)
+        f = fdopen(fd, "w");
+    int ok = f && (crt ? PEM_write_X509(f, crt) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL));
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    if (!ok)
+        fprintf(stderr, "Error: cannot write %s\n", path);
+    return ok ? 0 : -1;
+}
+
+static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *ikey, bool ca, long serial)
+{
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), serial);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), (long)(ca ? 10 : 2) * 365 * 24 * 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME *n = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC, (const unsigned char *)"Shale playground", -1, -1, 0);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : n);
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
+    const char *ext[][2] = { { "basicConstraints", ca ? "critical,CA:TRUE" : "CA:FALSE" },
+                             { "keyUsage", ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature" },
+                             { "subjectAltName", ca ? NULL : "IP:127.0.0.1,DNS:localhost" },
+                             { "extendedKeyUsage", ca ? NULL : "serverAuth,clientAuth" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(ext); i++) {
+        if (!ext[i][1])
+            continue;
+        X509_EXTENSION *e = X509V3_EXT_conf(NULL, &ctx, ext[i][0], ext[i][1]);
+        if (e) {
+            X509_add_ext(x, e, -1);
+            X509_EXTENSION_free(e);
+        }
+    }
+    if (!X509_sign(x, ikey ? ikey : key, EVP_sha256())) {
+        X509_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static int make_certs(const char *dir)
+{
+    char *td = sl_xasprintf("%s/tls", dir);
+    sl_mkdir_p(td, 0700);
+    EVP_PKEY *cak = EVP_EC_gen("P-256"), *nk = EVP_EC_gen("P-256");
+    X509 *ca = cak ? make_cert(cak, "Shale playground CA", NULL, NULL, true, 1) : NULL;
+    X509 *nc = ca && nk ? make_cert(nk, "shale-node", ca, cak, false, (long)time(NULL)) : NULL;
+    int rc = -1;
+    if (nc) {
+        char *f1 = sl_xasprintf("%s/ca.crt", td), *f2 = sl_xasprintf("%s/ca.key", td);
+        char *f3 = sl_xasprintf("%s/node.crt", td), *f4 = sl_xasprintf("%s/node.key", td);
+        rc = write_pem(f1, ca, NULL) | write_pem(f2, NULL, cak) | write_pem(f3, nc, NULL) | write_pem(f4, NULL, nk);
+        free(f1);
+        free(f2);
+        free(f3);
+        free(f4);
+    } else {
+        fprintf(stderr, "Error: cannot make the playground's certificates (OpenSSL)\n");
+    }
+    X509_free(ca);
+    X509_free(nc);
+    EVP_PKEY_free(cak);
+    EVP_PKEY_free(nk);
+    free(td);
+    return rc;
 }
 
 static int write_node_config(const char *dir, json_t *node, const char *primary_url, int nmp)
@@ -135,6 +233,15 @@ static int write_node_config(const char *dir, json_t *node, const char *primary_
     json_object_set_new(c, "keepalivetracker",
                         json_pack("{s:{s:s},s:{s:s}}", "proxy", "interval", "2s", "target", "interval", "2s"));
     json_object_set_new(c, "log", json_pack("{s:i}", "level", 3));
+    if (!strcmp(pg_scheme, "https")) {
+        char *crt = sl_xasprintf("%s/tls/node.crt", dir), *key = sl_xasprintf("%s/tls/node.key", dir);
+        char *ca = sl_xasprintf("%s/tls/ca.crt", dir);
+        json_object_set_new(c, "net", json_pack("{s:{s:b,s:s,s:s,s:s}}", "http", "use_https", 1, "server_crt", crt,
+                                                "server_key", key, "client_ca_tls", ca));
+        free(crt);
+        free(key);
+        free(ca);
+    }
     char *cf = sl_xasprintf("%s/shale.json", nd);
     int rc = json_dump_file(c, cf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     free(cf);
@@ -212,7 +319,7 @@ static int spawn_node(const char *dir, const char *shaled, json_t *node)
 static bool health_ok(int port, const char *q)
 {
     char ep[64];
-    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
     char *saved = sl_xstrdup(cli_endpoint());
     cli_set_endpoint(ep);
     struct cli_resp r;
@@ -256,7 +363,7 @@ static int node_answers(const char *dir, const char *name, int port, char *other
     if (!health_ok(port, NULL))
         return ANS_NONE;
     char ep[64];
-    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
     char *saved = sl_xstrdup(cli_endpoint());
     cli_set_endpoint(ep);
     struct cli_resp r;
@@ -347,7 +454,7 @@ static void node_id_of(const char *dir, const char *name, char *out, size_t n)
 static json_t *fetch_smap(int port)
 {
     char ep[64];
-    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
     char *saved = sl_xstrdup(cli_endpoint());
     cli_set_endpoint(ep);
     struct cli_resp r;
@@ -524,7 +631,7 @@ static int write_secret_file(const char *path, const char *s)
 static int turn_auth_on(const char *dir, int port)
 {
     char ep[64];
-    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+    snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
     cli_set_endpoint(ep);
     char *pf = sl_xasprintf("%s/admin.password", dir), *tf = sl_xasprintf("%s/admin.token", dir);
     struct sl_buf pw;
@@ -639,6 +746,15 @@ static int pg_start(struct opts *o)
             return 1;
         }
         topo = json_object();
+        if (opt_bool(o, "https")) {
+            if (make_certs(dir) < 0) {
+                json_decref(topo);
+                free(dir);
+                return 1;
+            }
+            json_object_set_new(topo, "https", json_true());
+            use_https(dir);
+        }
         json_t *nodes = json_array();
         if (np == 0) {
             json_array_append_new(nodes, json_pack("{s:s,s:s,s:i}", "name", "n0", "role", "standalone", "port", port));
@@ -659,7 +775,7 @@ static int pg_start(struct opts *o)
         json_object_set_new(topo, "nodes", nodes);
         json_object_set_new(topo, "mountpaths", json_integer(nmp));
         json_object_set_new(topo, "port", json_integer(port));
-        char *primary = sl_xasprintf("http://127.0.0.1:%d", port);
+        char *primary = sl_xasprintf("%s://127.0.0.1:%d", pg_scheme, port);
         size_t i;
         json_t *n;
         json_array_foreach(nodes, i, n) write_node_config(dir, n, primary, nmp);
@@ -690,8 +806,10 @@ static int pg_start(struct opts *o)
                    nt == 1 ? "" : "s", dir);
         else
             printf("Playground %s: 1 standalone node in %s\n", what, dir);
-        printf("Endpoint: http://127.0.0.1:%d\n", port);
-        printf("Use it:   export AIS_ENDPOINT=http://127.0.0.1:%d\n", port);
+        printf("Endpoint: %s://127.0.0.1:%d\n", pg_scheme, port);
+        printf("Use it:   export AIS_ENDPOINT=%s://127.0.0.1:%d\n", pg_scheme, port);
+        if (!strcmp(pg_scheme, "https"))
+            printf("          export AIS_CLIENT_CA=%s/tls/ca.crt   (the playground's CA)\n", dir);
         if (opt_bool(o, "auth"))
             rc = turn_auth_on(dir, port);
     }
@@ -862,7 +980,7 @@ static int pg_add_target(struct opts *o)
     snprintf(nm, sizeof(nm), "t%d", nt);
     json_t *node = json_pack("{s:s,s:s,s:i}", "name", nm, "role", "target", "port", port);
     json_array_append_new(nodes, node);
-    char *primary = sl_xasprintf("http://127.0.0.1:%d", (int)json_integer_value(json_object_get(first, "port")));
+    char *primary = sl_xasprintf("%s://127.0.0.1:%d", pg_scheme, (int)json_integer_value(json_object_get(first, "port")));
     write_node_config(buf, node, primary, (int)json_integer_value(json_object_get(topo, "mountpaths")));
     free(primary);
     char *tf = sl_xasprintf("%s/playground.json", buf);

@@ -10,13 +10,26 @@
 #include <string.h>
 #include <time.h>
 
-static json_t *node_get(const char *url, const char *pq)
+/* GET pq ("/v1/daemon?what=...") of node id at url: through the gateway
+ * (GET /v1/reverse/daemon, header Ais-Node-Id), which reaches targets that
+ * take no direct client requests (auth on) and carries the token */
+static json_t *node_get_id(const char *id, const char *url, const char *pq)
 {
+    struct cli_resp r;
+    json_t *j = NULL;
+    if (id && sl_has_prefix(pq, "/v1/daemon?") && strcmp(url, cli_endpoint())) {
+        char *h = sl_xasprintf("Ais-Node-Id: %s", id), *rp = sl_xasprintf("/v1/reverse%s", pq + 3);
+        const char *hd[] = { h, NULL };
+        if (cli_req_h("GET", rp, hd, NULL, 0, &r) == 0 && r.status == 200)
+            j = cli_resp_json(&r);
+        cli_resp_free(&r);
+        free(h);
+        free(rp);
+        return j;
+    }
     char *saved = sl_xstrdup(cli_endpoint()), *u = sl_xstrdup(url); /* url may be cli_endpoint() itself */
     cli_set_endpoint(u);
     free(u);
-    struct cli_resp r;
-    json_t *j = NULL;
     if (cli_req("GET", pq, NULL, NULL, 0, &r) == 0 && r.status == 200)
         j = cli_resp_json(&r);
     cli_resp_free(&r);
@@ -25,9 +38,9 @@ static json_t *node_get(const char *url, const char *pq)
     return j;
 }
 
-static json_t *node_status(const char *url)
+static json_t *node_status(const char *id, const char *url)
 {
-    return node_get(url, "/v1/daemon?what=node_status");
+    return node_get_id(id, url, "/v1/daemon?what=node_status");
 }
 
 static void fmt_uptime(int64_t ns, char *out, size_t n)
@@ -175,7 +188,7 @@ static int show_nodes(json_t *smap, bool proxies, bool targets, const struct nod
             const char *url = snode_url(sn);
             char key[160];
             snprintf(key, sizeof(key), "%c[%s]", m ? 't' : 'p', id);
-            json_t *st = url ? node_status(url) : NULL;
+            json_t *st = url ? node_status(id, url) : NULL;
             json_object_set_new(statuses, key, st ? st : json_null());
         }
     }
@@ -381,7 +394,7 @@ static int show_stats(json_t *smap, const struct node_sel *sel)
             /* a standalone node is in both maps with one set of counters */
             if (!m && json_object_get(json_object_get(smap, "tmap"), id) && sel->any)
                 continue;
-            json_t *st = snode_url(sn) ? node_status(snode_url(sn)) : NULL;
+            json_t *st = snode_url(sn) ? node_status(id, snode_url(sn)) : NULL;
             json_t *tr = json_object_get(st, "tracker");
             json_object_set(all, key, tr ? tr : json_null());
             json_decref(st);
@@ -503,7 +516,7 @@ static int show_cluster(struct opts *o)
         char pq[64];
         snprintf(pq, sizeof(pq), "%s%s", sel.any && !strcmp(view, "config") ? "/v1/cluster?what=" :
                  "/v1/daemon?what=", !strcmp(view, "config") && sel.any ? "cluster_config" : view);
-        json_t *doc = url ? node_get(url, pq) : NULL;
+        json_t *doc = url ? node_get_id(sel.any ? NULL : sel.id, url, pq) : NULL;
         if (!doc) {
             fprintf(stderr, "Error: cannot get the %s from %s\n", view, url ? url : node);
             rc = 1;
@@ -636,7 +649,7 @@ static int storage_show(const struct opts *o)
         ntargets++;
         char name[160];
         snprintf(name, sizeof(name), "t[%s]", id);
-        json_t *st = snode_url(sn) ? node_status(snode_url(sn)) : NULL;
+        json_t *st = snode_url(sn) ? node_status(id, snode_url(sn)) : NULL;
         json_t *cap = json_object_get(st, "capacity");
         if (!cap) {
             table_row(t, name, "-", "-", "-", "-", "offline");
@@ -873,7 +886,7 @@ static int config_node(struct opts *o)
     int rc = 1;
     if (node_arg(smap, o->argv[0], &sel)) {
         const char *url = sel_url(smap, &sel);
-        json_t *conf = url ? node_get(url, "/v1/daemon?what=config") : NULL;
+        json_t *conf = url ? node_get_id(sel.id, url, "/v1/daemon?what=config") : NULL;
         if (!conf) {
             fprintf(stderr, "Error: cannot get the config of %s from %s\n", o->argv[0], url ? url : "?");
         } else {

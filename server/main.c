@@ -65,9 +65,9 @@ static void usage(FILE *f)
 /* The local address used to reach the primary: the one it can reach us on. */
 static char *host_towards(const char *url)
 {
-    if (!url || strncmp(url, "http://", 7))
+    if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
         return NULL;
-    const char *h = url + 7;
+    const char *h = strstr(url, "://") + 3;
     const char *end = strpbrk(h, ":/");
     char host[256];
     snprintf(host, sizeof(host), "%.*s", (int)(end ? end - h : (long)strlen(h)), h);
@@ -335,6 +335,8 @@ int main(int argc, char **argv)
     }
     sl_modules_install(sl_modules);
     sl_access_init();
+    if (sl_conf->use_https && sl_http_tls_load(sl_conf->server_crt, sl_conf->server_key, &err) < 0)
+        goto fail;
     if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s,
                       (size_t)sl_conf->http_max_header, &err) < 0) {
         goto fail;
@@ -352,8 +354,13 @@ int main(int argc, char **argv)
         if (sigwait(&ss, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            sl_logi("SIGHUP: reopening log");
+            sl_logi("SIGHUP: reopening log%s", sl_conf->use_https ? ", reloading the TLS certificate" : "");
             sl_log_open(&lc);
+            struct sl_err te = { 0 };
+            if (sl_conf->use_https && sl_http_tls_load(sl_conf->server_crt, sl_conf->server_key, &te) < 0)
+                sl_loge("TLS certificate not reloaded (the old one stays): %s", te.msg);
+            else if (sl_conf->use_https)
+                sl_logi("TLS certificate %s loaded", sl_conf->server_crt);
             continue;
         }
         break;

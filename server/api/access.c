@@ -218,6 +218,7 @@ static uint64_t route_perm(const struct sl_req *r, char *bck, size_t cap, bool *
         return bck[0] ? SL_ACCESS_GET : 0;
     }
     if (sl_req_path_is(r, "/v1/daemon") || sl_req_path_is(r, "/v1/cluster") || sl_req_path_is(r, "/v1/etl") ||
+        sl_req_path_is(r, "/v1/reverse") ||
         sl_req_path_is(r, "/v1/sort") || sl_req_path_is(r, "/v1/ishard") || sl_req_path_is(r, "/v1/ml/plan"))
         return rd ? SL_ACCESS_SHOW_CLU : SL_ACCESS_ADMIN;
     /* /v1/s3 (access keys), /v1/reverse, and anything unknown */

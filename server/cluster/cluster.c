@@ -457,6 +457,18 @@ void sl_cluster_join_done(struct sl_req *r)
         sl_peer_json("PUT", url, docs, 0, &pr);
         if (pr.status != 200)
             sl_logw("join: pre-sync of %s failed: %s", url, pr.err);
+        /* a node whose certificate this cluster does not trust (or that
+         * does not take our signature) is not let in */
+        bool tls = !pr.status && (strstr(pr.err, "SSL") || strstr(pr.err, "certificate"));
+        if (tls || pr.status == 401) {
+            sl_errf(&err, SL_EEXIST, "the primary cannot call the joining node at %s: %s (%s)", url, pr.err,
+                    tls ? "its certificate is not signed by the CA in net.http.client_ca_tls, or does not name "
+                          "its address" : "it does not take this cluster's signature: another cluster secret");
+            sl_peer_resp_free(&pr);
+            free(url);
+            sl_resp_err(r, &err);
+            return;
+        }
         sl_peer_resp_free(&pr);
         free(url);
     }
@@ -766,10 +778,11 @@ static bool is_self_url(const char *url)
     size_t n = strlen(a);
     while (n && a[n - 1] == '/')
         a[--n] = 0;
-    snprintf(b, sizeof(b), "http://127.0.0.1:%d", G.self.pub_port);
+    const char *sch = sl_conf->use_https ? "https" : "http";
+    snprintf(b, sizeof(b), "%s://127.0.0.1:%d", sch, G.self.pub_port);
     if (!strcmp(a, G.self.url) || !strcmp(a, G.self.ctrl_url) || !strcmp(a, b))
         return true;
-    snprintf(b, sizeof(b), "http://localhost:%d", G.self.pub_port);
+    snprintf(b, sizeof(b), "%s://localhost:%d", sch, G.self.pub_port);
     return !strcmp(a, b);
 }
 

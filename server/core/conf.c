@@ -89,7 +89,15 @@ static const struct key schema[] = {
     { "lru.capacity_upd_time", T_DUR, "10m", 0, NULL, "how often a target checks its mountpaths against space.highwm" },
     { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
 
-    { "net.http.use_https", T_BOOL, "false", F_NOOP, NULL, NULL },
+    { "net.http.use_https", T_BOOL, "false", F_RESTART, NULL,
+      "serve HTTPS (libmicrohttpd over GnuTLS) and call peers over HTTPS; one switch for the whole cluster" },
+    { "net.http.server_crt", T_STR, "", 0, NULL,
+      "the node's certificate (PEM, chain allowed); read again on SIGHUP" },
+    { "net.http.server_key", T_STR, "", 0, NULL, "its private key (PEM)" },
+    { "net.http.client_ca_tls", T_STR, "", 0, NULL,
+      "CA bundle (PEM) that peers' certificates are verified against (\"\" = the system's)" },
+    { "net.http.skip_verify", T_BOOL, "false", 0, NULL,
+      "do not verify peers' certificates (testing only: anyone on the path can pose as a node)" },
     { "net.http.chunked_transfer", T_BOOL, "true", F_NOOP, NULL, NULL },
     { "net.http.idle_conn_time", T_DUR, "60s", F_RESTART, NULL, NULL },
     { "net.http.idle_conns", T_INT, "256", F_NOOP, NULL, NULL },
@@ -586,8 +594,13 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->etl_max_errors = (int)gi(doc, "etl.max_errors");
     c->etl_max_object_size = gz(doc, "etl.max_object_size");
     c->fsck = sl_xstrdup(gs(doc, "shale.fsck"));
-    if (gb(doc, "net.http.use_https")) {
-        sl_errf(err, SL_EUNSUPP, "net.http.use_https: HTTPS is not supported yet; terminate TLS in front of Shale");
+    c->use_https = gb(doc, "net.http.use_https");
+    c->server_crt = sl_xstrdup(gs(doc, "net.http.server_crt"));
+    c->server_key = sl_xstrdup(gs(doc, "net.http.server_key"));
+    c->client_ca_tls = sl_xstrdup(gs(doc, "net.http.client_ca_tls"));
+    c->skip_verify = gb(doc, "net.http.skip_verify");
+    if (c->use_https && (!c->server_crt[0] || !c->server_key[0])) {
+        sl_errf(err, SL_EINVAL, "net.http.use_https needs net.http.server_crt and net.http.server_key (PEM files)");
         c->root = NULL;
         sl_config_free(c);
         return NULL;
@@ -746,6 +759,9 @@ void sl_config_free(struct sl_config *c)
     free(c->s3_vhost_domain);
     free(c->auth_method);
     free(c->auth_key);
+    free(c->server_crt);
+    free(c->server_key);
+    free(c->client_ca_tls);
     free(c->fsck);
     free(c);
 }

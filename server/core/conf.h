@@ -63,6 +63,10 @@ struct sl_config {
     char *s3_vhost_domain;        /* s3.vhost_domain ("" = path style only) */
     bool s3_root;                 /* s3.root: S3 at "/" as well as on /s3 */
     int64_t intra_ttl_ns;         /* auth.intra_cluster.ttl */
+    bool use_https;               /* net.http.use_https */
+    char *server_crt, *server_key;/* net.http.server_crt, server_key */
+    char *client_ca_tls;          /* net.http.client_ca_tls: CA of peers */
+    bool skip_verify;             /* net.http.skip_verify */
     bool auth_required;           /* auth.client_auth_required */
     char *auth_method;            /* auth.signature.method */
     char *auth_key;               /* auth.signature.key */

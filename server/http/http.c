@@ -10,7 +10,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -782,6 +785,98 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     sl_logd("http: %s", buf);
 }
 
+/* ---- TLS: the certificate is handed to GnuTLS per handshake, so a new one
+ * (sl_http_tls_load again) applies to the next connection without a
+ * restart. Identities replaced are kept: a handshake may still use one. */
+
+struct tls_id {
+    gnutls_pcert_st pc[8];
+    unsigned n;
+    gnutls_privkey_t key;
+    struct tls_id *older;
+};
+static struct tls_id *tls_cur;
+static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int tls_cert_cb(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nreqs,
+                       const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length, gnutls_pcert_st **pcert,
+                       unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+    (void)s;
+    (void)req_ca_dn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    struct tls_id *t = __atomic_load_n(&tls_cur, __ATOMIC_ACQUIRE);
+    if (!t)
+        return -1;
+    *pcert = t->pc;
+    *pcert_length = t->n;
+    *pkey = t->key;
+    return 0;
+}
+
+int sl_http_tls_load(const char *crt, const char *key, struct sl_err *err)
+{
+    struct sl_buf cb, kb;
+    sl_buf_init(&cb);
+    sl_buf_init(&kb);
+    struct tls_id *t = NULL;
+    int rc = -1, g;
+    if (sl_read_file(crt, &cb, 1 << 20) < 0) {
+        sl_errf(err, SL_EINVAL, "cannot read the certificate %s (net.http.server_crt): %s", crt, strerror(errno));
+        goto out;
+    }
+    if (sl_read_file(key, &kb, 1 << 20) < 0) {
+        sl_errf(err, SL_EINVAL, "cannot read the private key %s (net.http.server_key): %s", key, strerror(errno));
+        goto out;
+    }
+    t = sl_xcalloc(1, sizeof(*t));
+    t->n = SL_ARRAY_SIZE(t->pc);
+    gnutls_datum_t cd = { (unsigned char *)cb.p, (unsigned)cb.len }, kd = { (unsigned char *)kb.p, (unsigned)kb.len };
+    if ((g = gnutls_pcert_list_import_x509_raw(t->pc, &t->n, &cd, GNUTLS_X509_FMT_PEM, 0)) < 0) {
+        sl_errf(err, SL_EINVAL, "certificate %s: %s (expected PEM)", crt, gnutls_strerror(g));
+        t->n = 0;
+        goto out;
+    }
+    gnutls_privkey_init(&t->key);
+    if ((g = gnutls_privkey_import_x509_raw(t->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+        sl_errf(err, SL_EINVAL, "private key %s: %s (expected an unencrypted PEM key)", key, gnutls_strerror(g));
+        goto out;
+    }
+    /* the key must be the certificate's: sign with one, verify with the other */
+    gnutls_datum_t msg = { (unsigned char *)"shale", 5 }, sig = { NULL, 0 };
+    int pk = gnutls_pubkey_get_pk_algorithm(t->pc[0].pubkey, NULL);
+    gnutls_sign_algorithm_t sa = gnutls_pk_to_sign((gnutls_pk_algorithm_t)pk, GNUTLS_DIG_SHA256);
+    g = gnutls_privkey_sign_data(t->key, GNUTLS_DIG_SHA256, 0, &msg, &sig);
+    if (g >= 0)
+        g = gnutls_pubkey_verify_data2(t->pc[0].pubkey, sa, 0, &msg, &sig);
+    gnutls_free(sig.data);
+    if (g < 0) {
+        sl_errf(err, SL_EINVAL, "private key %s does not belong to certificate %s", key, crt);
+        goto out;
+    }
+    pthread_mutex_lock(&tls_mu);
+    t->older = tls_cur;
+    __atomic_store_n(&tls_cur, t, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&tls_mu);
+    t = NULL;
+    rc = 0;
+out:
+    if (t) {
+        for (unsigned i = 0; i < t->n; i++)
+            gnutls_pcert_deinit(&t->pc[i]);
+        if (t->key)
+            gnutls_privkey_deinit(t->key);
+        free(t);
+    }
+    if (kb.p)
+        memset(kb.p, 0, kb.len);
+    sl_buf_free(&cb);
+    sl_buf_free(&kb);
+    return rc;
+}
+
 int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_hdr,
                   struct sl_err *err)
 {
@@ -802,6 +897,11 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
      * that arrives together with the last body bytes, and a truncated upload
      * then lingers until the idle timeout */
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    struct MHD_OptionItem tls_opts[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL } };
+    if (tls_cur) { /* (no sendfile under TLS: MHD reads and encrypts) */
+        flags |= MHD_USE_TLS;
+        tls_opts[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_cert_cb };
+    }
     /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
      * during an upload in the same way */
     mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, ahc, NULL,
@@ -814,6 +914,7 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
                            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
                            MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, NULL,
                            MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                           MHD_OPTION_ARRAY, tls_opts,
                            MHD_OPTION_END);
     if (!mhd)
         return sl_errf(err, SL_EIO, "cannot listen on %s:%d: %s (is another process using the port?)",

@@ -109,6 +109,10 @@ typedef void (*sl_router_fn)(struct sl_req *r);
 int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s,
                   size_t max_header, struct sl_err *err);
 void sl_http_stop(void);
+/* Serve HTTPS with this certificate (chain) and key, PEM files: before
+ * sl_http_start to turn TLS on, and again at any time to replace them (the
+ * next handshakes use the new ones). -1 with err, the old ones kept. */
+int sl_http_tls_load(const char *crt, const char *key, struct sl_err *err);
 
 /* Node identity for error bodies: "t[abc]" or "p[abc]" */
 void sl_http_set_node(const char *node_name);   /* copied */

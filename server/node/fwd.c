@@ -18,6 +18,7 @@
  */
 #include "fwd.h"
 #include "log.h"
+#include "peer.h"
 #include "sec.h"
 
 #include <curl/curl.h>
@@ -456,6 +457,7 @@ static void setup(struct fwd *f, CURL *c)
     curl_easy_setopt(c, CURLOPT_PRIVATE, f);
     curl_easy_setopt(c, CURLOPT_URL, f->url);
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* the request target as signed */
+    sl_peer_tls_opts(c);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a paused transfer is not judged by it */

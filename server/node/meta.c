@@ -163,12 +163,13 @@ void sl_snode_set_urls(struct sl_snode *n)
         n->ctrl_port = n->pub_port;
     if (!n->data_port)
         n->data_port = n->pub_port;
+    const char *sch = sl_conf && sl_conf->use_https ? "https" : "http"; /* one scheme for the cluster */
     const char *b1 = strchr(n->pub_host, ':') ? "[" : "", *e1 = *b1 ? "]" : "";
-    snprintf(n->url, sizeof(n->url), "http://%s%s%s:%d", b1, n->pub_host, e1, n->pub_port);
+    snprintf(n->url, sizeof(n->url), "%s://%s%s%s:%d", sch, b1, n->pub_host, e1, n->pub_port);
     const char *b2 = strchr(n->ctrl_host, ':') ? "[" : "", *e2 = *b2 ? "]" : "";
-    snprintf(n->ctrl_url, sizeof(n->ctrl_url), "http://%s%s%s:%d", b2, n->ctrl_host, e2, n->ctrl_port);
+    snprintf(n->ctrl_url, sizeof(n->ctrl_url), "%s://%s%s%s:%d", sch, b2, n->ctrl_host, e2, n->ctrl_port);
     const char *b3 = strchr(n->data_host, ':') ? "[" : "", *e3 = *b3 ? "]" : "";
-    snprintf(n->data_url, sizeof(n->data_url), "http://%s%s%s:%d", b3, n->data_host, e3, n->data_port);
+    snprintf(n->data_url, sizeof(n->data_url), "%s://%s%s%s:%d", sch, b3, n->data_host, e3, n->data_port);
     n->digest = sl_id_digest(n->id);
 }
 

@@ -156,6 +156,20 @@ static void common_opts(CURL *c, const char *url, int64_t timeout_ms)
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-node/" SL_VERSION);
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* the request target as signed */
+    sl_peer_tls_opts(c);
+}
+
+void sl_peer_tls_opts(void *curl)
+{
+    CURL *c = curl;
+    if (!sl_conf)
+        return;
+    if (sl_conf->skip_verify) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (sl_conf->client_ca_tls[0]) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, sl_conf->client_ca_tls);
+    }
 }
 
 static void finish(CURL *c, CURLcode rc, struct sl_peer_resp *r, const char *method, const char *url)

@@ -23,6 +23,9 @@ struct sl_peer_hdr {
 };
 
 void sl_peer_global_init(void);
+/* TLS settings of calls to peers (net.http.client_ca_tls, skip_verify) on
+ * a CURL handle */
+void sl_peer_tls_opts(void *curl);
 void sl_peer_resp_free(struct sl_peer_resp *r);
 
 /* Buffered call. body may be NULL. timeout_ms 0 = cplane timeout. Returns 0

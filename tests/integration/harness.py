@@ -256,7 +256,13 @@ class Cluster:
                  str(self.proxies), "--targets", str(self.targets), "--mountpaths", str(self.mountpaths), *extra)
         if "--auth" in extra:  # the CLI and smap() use the admin's token
             self.env.setdefault("AIS_AUTHN_TOKEN_FILE", os.path.join(self.dir, "admin.token"))
+        if "--https" in extra:  # ... and trust the playground's CA
+            self.ca = os.path.join(self.dir, "tls", "ca.crt")
+            self.url = self.url.replace("http://", "https://")
+            self.env.setdefault("AIS_CLIENT_CA", self.ca)
         return self
+
+    ca = True  # what requests verifies the nodes' certificates with
 
     def admin_headers(self):
         p = os.path.join(self.dir, "admin.token")
@@ -286,7 +292,7 @@ class Cluster:
     def node_url(self, name):
         for n in self.topology()["nodes"]:
             if n["name"] == name:
-                return "http://127.0.0.1:%d" % n["port"]
+                return "%s://127.0.0.1:%d" % ("https" if self.topology().get("https") else "http", n["port"])
         raise KeyError(name)
 
     def kill9(self, name):
@@ -303,7 +309,8 @@ class Cluster:
             return ""
 
     def smap(self):
-        return requests.get(self.url + "/v1/daemon?what=smap", timeout=10, headers=self.admin_headers()).json()
+        return requests.get(self.url + "/v1/daemon?what=smap", timeout=10, headers=self.admin_headers(),
+                            verify=self.ca).json()
 
 
 def _zombie(pid):

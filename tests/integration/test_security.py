@@ -436,5 +436,139 @@ class RS256Auth(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def make_cert(ca_crt_path, ca_key_path, cn="shale-node", other_ca=False):
+    """a node certificate for 127.0.0.1 signed by the playground's CA (or by a CA of its own): PEM cert, key"""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+    key = ec.generate_private_key(ec.SECP256R1())
+    if other_ca:
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rogue CA")])
+    else:
+        with open(ca_key_path, "rb") as f:
+            ca_key = serialization.load_pem_private_key(f.read(), None)
+        with open(ca_crt_path, "rb") as f:
+            ca_name = x509.load_pem_x509_certificate(f.read()).subject
+    now = datetime.datetime.now(datetime.timezone.utc)
+    crt = (x509.CertificateBuilder()
+           .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
+           .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+           .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=2))
+           .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                       x509.DNSName("localhost")]), critical=False)
+           .sign(ca_key, hashes.SHA256()))
+    return (crt.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+def served_serial(host, port, ca):
+    import ssl
+    import socket
+    ctx = ssl.create_default_context(cafile=ca)
+    with socket.create_connection((host, port), timeout=10) as s:
+        with ctx.wrap_socket(s, server_hostname=host) as t:
+            from cryptography import x509
+            return x509.load_der_x509_certificate(t.getpeercert(binary_form=True)).serial_number
+
+
+class TLS(unittest.TestCase):
+    """`playground start --https`: every hop over TLS with verification; certificate reload without a restart;
+    a node whose certificate the cluster does not trust (or that does not trust the cluster) cannot join."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-tls-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start("--https")
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+        cls.s.trust_env = False  # (REQUESTS_CA_BUNDLE would win over .verify)
+        cls.s.verify = cls.c.ca
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_https_everywhere(self):
+        self.assertTrue(self.url.startswith("https://"))
+        sm = self.c.smap()
+        for m in ("pmap", "tmap"):
+            for sn in sm[m].values():
+                self.assertTrue(sn["public_net"]["direct_url"].startswith("https://"), sn)
+        self.s.post(self.url + "/v1/buckets/tb", json={"action": "create-bck"}).raise_for_status()
+        data = os.urandom(3 * 1024 * 1024 + 7)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/tb/big", data=data).status_code, 200)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/tb/big").content, data)
+        # the CLI, trusting the CA through AIS_CLIENT_CA
+        src = os.path.join(self.tmp, "f.txt")
+        with open(src, "w") as f:
+            f.write("over tls")
+        self.c.cli("put", src, "ais://tb/f")
+        self.assertEqual(self.c.cli("get", "ais://tb/f", "-").stdout, "over tls")
+        self.assertIn("online", self.c.cli("show", "cluster").stdout)
+        # without the CA a client refuses the node; plain HTTP gets no answer
+        with self.assertRaises(requests.exceptions.SSLError):
+            requests.get(self.url + "/v1/health", timeout=10)
+        with self.assertRaises(requests.exceptions.ConnectionError):
+            requests.get(self.url.replace("https://", "http://") + "/v1/health", timeout=10)
+
+    def test_reload(self):
+        port = int(self.url.rsplit(":", 1)[1])
+        before = served_serial("127.0.0.1", port, self.c.ca)
+        tls = os.path.join(self.c.dir, "tls")
+        # a broken pair first: refused, logged, the old certificate stays
+        crt, key = make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key"))
+        crt2, key2 = make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key"))
+        shutil.copy(os.path.join(tls, "node.crt"), os.path.join(self.tmp, "node.crt.orig"))
+        shutil.copy(os.path.join(tls, "node.key"), os.path.join(self.tmp, "node.key.orig"))
+        with open(os.path.join(tls, "node.crt"), "wb") as f:
+            f.write(crt)
+        with open(os.path.join(tls, "node.key"), "wb") as f:
+            f.write(key2)
+        os.kill(self.c.pid("p0"), 1)
+        wait_until(lambda: "does not belong to certificate" in self.c.log("p0"), 10, what="refusal logged")
+        self.assertEqual(served_serial("127.0.0.1", port, self.c.ca), before)
+        with open(os.path.join(tls, "node.key"), "wb") as f:
+            f.write(key)
+        os.kill(self.c.pid("p0"), 1)
+        want = __import__("cryptography.x509", fromlist=["x"]).load_pem_x509_certificate(crt).serial_number
+        wait_until(lambda: served_serial("127.0.0.1", port, self.c.ca) == want, 10, what="new certificate served")
+        self.assertEqual(self.s.get(self.url + "/v1/health").status_code, 200)
+        self.assertEqual(self.c.pid("p0") > 0, True)
+
+    def test_untrusted_nodes_cannot_join(self):
+        tls = os.path.join(self.c.dir, "tls")
+        secret = os.path.join(self.c.dir, "p0", "cluster.secret")
+        for case in ("rogue cert", "rogue CA"):
+            n = Node(self.tmp, name="x" + case.split()[1], role="target", primary=self.url)
+            crt, key = make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key"),
+                                 other_ca=case == "rogue cert")
+            for name, b in (("n.crt", crt), ("n.key", key)):
+                with open(os.path.join(n.dir, name), "wb") as f:
+                    f.write(b)
+            ca = os.path.join(tls, "ca.crt")
+            if case == "rogue CA":  # it trusts another CA: the primary's certificate fails its check
+                other, _ = make_cert(None, None, other_ca=True)
+                ca = os.path.join(n.dir, "other-ca.crt")
+                with open(ca, "wb") as f:
+                    f.write(other)
+            n.config["net"] = {"http": {"use_https": True, "server_crt": os.path.join(n.dir, "n.crt"),
+                                        "server_key": os.path.join(n.dir, "n.key"), "client_ca_tls": ca}}
+            n.config["timeout"] = {"join_startup_time": "3s"}
+            n.write_config()
+            shutil.copy2(secret, n.secret_path)
+            p = subprocess.run([SHALED, "--config", n.config_path, "--role", "target", "--bind", "127.0.0.1"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0, case)
+            self.assertTrue("certificate" in p.stderr or "SSL" in p.stderr, (case, p.stderr))
+            self.assertEqual(len(self.c.smap()["tmap"]), 2, case)
+
+
 if __name__ == "__main__":
     main()
