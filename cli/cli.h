@@ -195,6 +195,7 @@ int cmd_config(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);
 int cmd_auth(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 /* the token requests carry (auth.c): AIS_AUTHN_TOKEN, AIS_AUTHN_TOKEN_FILE,
  * ~/.config/shale/auth.token; NULL if none (free()) */
 char *cli_token(void);

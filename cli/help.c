@@ -397,6 +397,12 @@ static const struct cli_cmd cmds[] = {
     { "s3 verify", "s3 verify on|off",
       "Turn S3 signature verification on (requests must be signed with a listed key) or off (any credentials).",
       NOF, 0, 1, { "s3 verify on", "s3 verify off" }, NULL },
+    { "log", "log show [NODE] [--severity S]", "Show a node's log (through the gateway).", NOF, 0, -1,
+      { "log show t[abc123]", NULL }, NULL },
+    { "log show", "log show [NODE] [--severity info|warning|error]",
+      "Print a node's log: the gateway's own without NODE; NODE is p[ID], t[ID] or ID (`shale show cluster`).",
+      F({ "--severity S", "info (all lines), warning or error (warnings and errors only)", "info" }), 0, 1,
+      { "log show", "log show t[abc123] --severity warning" }, NULL },
     { "auth", "auth login|logout|add|update|rm|show ...",
       "Log in to the cluster's AuthN and manage its users and roles (AIStore's `ais auth`); requests carry the "
       "saved token.", NOF, 0, -1, { "auth login admin", "auth add role readers GET,HEAD-OBJECT --bucket ais://imgs" },

@@ -85,7 +85,7 @@ int sl_access_authenticate(struct sl_req *r, struct sl_err *err)
         return 0;
     const char *tok = token_of(r);
     if (!tok || !*tok) {
-        sl_stats_add("auth_notoken", 1);
+        sl_stats_add("auth_notoken_count", 1);
         sl_sec_refused(r, "no token");
         return sl_errf(err, SL_EUNAUTH, "%s %s: token required (log in: `shale auth login USER`, then send "
                        "\"Authorization: Bearer TOKEN\"; AIStore clients: AIS_AUTHN_TOKEN)", r->method_str, r->path);
@@ -97,11 +97,11 @@ int sl_access_authenticate(struct sl_req *r, struct sl_err *err)
         sl_errf(err, SL_EUNAUTH, "token revoked: log in again");
     }
     if (!c) {
-        sl_stats_add("auth_fail", 1);
+        sl_stats_add("auth_fail_count", 1);
         sl_sec_refused(r, err->msg);
         return -1;
     }
-    sl_stats_add("auth_success", 1);
+    sl_stats_add("auth_success_count", 1);
     r->user = c;
     return 0;
 }
@@ -145,7 +145,7 @@ static int allow(struct sl_req *r, uint64_t perm, const char *prov, const char *
         snprintf(where, sizeof(where), "bucket %s://%s", sl_provider_scheme(p ? p : "ais"), bck);
     else
         snprintf(where, sizeof(where), "this cluster");
-    sl_stats_add("auth_denied", 1);
+    sl_stats_add("auth_denied_count", 1);
     sl_errf(err, SL_EFORBIDDEN, "%s %s: user \"%s\" lacks %s on %s (an admin can grant it: `shale auth add role`, "
             "`shale auth update user`)", r->method_str, r->path, who, pn, where);
     sl_sec_refused(r, err->msg);

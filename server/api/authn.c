@@ -189,7 +189,7 @@ static void login_run(struct sl_req *r, void *arg)
     bool ok = u && sl_auth_check_password(l->pass, sl_json_str(u, "pass", ""));
     if (!ok) {
         rl_blocked(l->user, r->remote, true);
-        sl_stats_add("auth_login_fail", 1);
+        sl_stats_add("auth_login_fail_count", 1);
         sl_logw("authn: failed login as \"%s\" from %s", l->user, r->remote);
         sl_resp_errf(r, SL_EUNAUTH, "invalid user name or password");
     } else {

@@ -467,18 +467,31 @@ void sl_h_metrics(struct sl_req *r)
 {
     struct sl_buf b;
     sl_buf_init(&b);
-    sl_stats_render(&b, G.role == SL_ROLE_PROXY ? "ais_proxy" : "ais_target", G.id);
+    const char *role = G.role == SL_ROLE_PROXY ? "proxy" : "target";
+    char prefix[16];
+    snprintf(prefix, sizeof(prefix), "ais_%s", role);
+    sl_stats_render(&b, prefix, G.id);
     if (sl_is_target()) {
         uint64_t used = 0, total = 0;
         sl_store_capacity(&used, &total);
-        sl_buf_printf(&b, "# TYPE ais_target_capacity_used gauge\nais_target_capacity_used{node_id=\"%s\"} %llu\n",
+        sl_buf_printf(&b, "# HELP ais_target_capacity_used bytes used on the mountpaths' filesystems\n"
+                          "# TYPE ais_target_capacity_used gauge\nais_target_capacity_used{node_id=\"%s\"} %llu\n",
                       G.id, (unsigned long long)used);
-        sl_buf_printf(&b, "# TYPE ais_target_capacity_total gauge\nais_target_capacity_total{node_id=\"%s\"} %llu\n",
+        sl_buf_printf(&b, "# HELP ais_target_capacity_total bytes on the mountpaths' filesystems\n"
+                          "# TYPE ais_target_capacity_total gauge\nais_target_capacity_total{node_id=\"%s\"} %llu\n",
+                      G.id, (unsigned long long)total);
+        sl_buf_printf(&b, "# HELP shale_capacity_used_bytes bytes used on the mountpaths' filesystems\n"
+                          "# TYPE shale_capacity_used_bytes gauge\nshale_capacity_used_bytes{node_id=\"%s\"} %llu\n",
+                      G.id, (unsigned long long)used);
+        sl_buf_printf(&b, "# HELP shale_capacity_bytes bytes on the mountpaths' filesystems\n"
+                          "# TYPE shale_capacity_bytes gauge\nshale_capacity_bytes{node_id=\"%s\"} %llu\n",
                       G.id, (unsigned long long)total);
     }
-    sl_buf_printf(&b, "# TYPE ais_%s_uptime_ns gauge\nais_%s_uptime_ns{node_id=\"%s\"} %lld\n",
-                  G.role == SL_ROLE_PROXY ? "proxy" : "target", G.role == SL_ROLE_PROXY ? "proxy" : "target", G.id,
-                  (long long)(sl_mono_ns() - G.start_mono));
+    double up = (double)(sl_mono_ns() - G.start_mono) / 1e9;
+    sl_buf_printf(&b, "# HELP ais_%s_uptime seconds since the node started\n# TYPE ais_%s_uptime gauge\n"
+                      "ais_%s_uptime{node_id=\"%s\"} %.3f\n", role, role, role, G.id, up);
+    sl_buf_printf(&b, "# HELP shale_uptime_seconds seconds since the node started\n# TYPE shale_uptime_seconds gauge\n"
+                      "shale_uptime_seconds{node_id=\"%s\",role=\"%s\"} %.3f\n", G.id, role, up);
     sl_resp_bytes(r, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
     sl_buf_free(&b);
 }

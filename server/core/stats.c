@@ -147,41 +147,71 @@ json_t *sl_stats_tracker_json(void)
 
 void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
 {
+    /* AIStore's families, as its dashboards query them (their names predate
+     * Prometheus's conventions: counters without _total, time in ns) */
+    static const struct {
+        const char *fmt, *help;
+    } fam[] = {
+        { "%s_%s_count", "number of %s requests" },
+        { "%s_err_%s_count", "number of failed %s requests" },
+        { "%s_%s_bytes", "bytes transferred by %s requests" },
+        { "%s_%s_ns_total", "total time of %s requests, nanoseconds" },
+    };
+    for (size_t f = 0; f < SL_ARRAY_SIZE(fam); f++) {
+        for (int op = 1; op < SL_OP_MAX; op++) {
+            struct opstat *s = &ops[op];
+            const char *n = op_names[op];
+            char name[96];
+            snprintf(name, sizeof(name), fam[f].fmt, prefix, n);
+            uint64_t v = f == 0 ? LD(&s->count) : f == 1 ? LD(&s->errors)
+                         : f == 2 ? LD(&s->in_bytes) + LD(&s->out_bytes) : LD(&s->ns_total);
+            sl_buf_printf(b, "# HELP %s ", name);
+            sl_buf_printf(b, fam[f].help, n);
+            sl_buf_printf(b, "\n# TYPE %s counter\n%s{node_id=\"%s\"} %llu\n", name, name, node_id,
+                          (unsigned long long)v);
+        }
+    }
+    /* the same in base units, by Prometheus's conventions: one family per
+     * quantity, the operation a label */
+    static const struct {
+        const char *name, *help;
+    } conv[] = {
+        { "shale_requests_total", "requests served, by operation" },
+        { "shale_request_errors_total", "requests that failed, by operation" },
+        { "shale_request_received_bytes_total", "request body bytes received, by operation" },
+        { "shale_request_sent_bytes_total", "response body bytes sent, by operation" },
+    };
+    for (size_t f = 0; f < SL_ARRAY_SIZE(conv); f++) {
+        sl_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", conv[f].name, conv[f].help, conv[f].name);
+        for (int op = 1; op < SL_OP_MAX; op++) {
+            struct opstat *s = &ops[op];
+            uint64_t v = f == 0 ? LD(&s->count) : f == 1 ? LD(&s->errors) : f == 2 ? LD(&s->in_bytes)
+                                                                                     : LD(&s->out_bytes);
+            sl_buf_printf(b, "%s{node_id=\"%s\",op=\"%s\"} %llu\n", conv[f].name, node_id, op_names[op],
+                          (unsigned long long)v);
+        }
+    }
+    sl_buf_adds(b, "# HELP shale_request_duration_seconds request latency, by operation\n"
+                   "# TYPE shale_request_duration_seconds histogram\n");
     for (int op = 1; op < SL_OP_MAX; op++) {
         struct opstat *s = &ops[op];
         const char *n = op_names[op];
-        sl_buf_printf(b, "# HELP %s_%s_count number of %s requests\n# TYPE %s_%s_count counter\n", prefix, n, n,
-                      prefix, n);
-        sl_buf_printf(b, "%s_%s_count{node_id=\"%s\"} %llu\n", prefix, n, node_id, (unsigned long long)LD(&s->count));
-        sl_buf_printf(b, "# HELP %s_err_%s_count number of failed %s requests\n# TYPE %s_err_%s_count counter\n",
-                      prefix, n, n, prefix, n);
-        sl_buf_printf(b, "%s_err_%s_count{node_id=\"%s\"} %llu\n", prefix, n, node_id,
-                      (unsigned long long)LD(&s->errors));
-        sl_buf_printf(b, "# HELP %s_%s_bytes bytes transferred by %s requests\n# TYPE %s_%s_bytes counter\n",
-                      prefix, n, n, prefix, n);
-        sl_buf_printf(b, "%s_%s_bytes{node_id=\"%s\"} %llu\n", prefix, n, node_id,
-                      (unsigned long long)(LD(&s->in_bytes) + LD(&s->out_bytes)));
-        sl_buf_printf(b, "# HELP %s_%s_ns_total total time of %s requests, ns\n# TYPE %s_%s_ns_total counter\n",
-                      prefix, n, n, prefix, n);
-        sl_buf_printf(b, "%s_%s_ns_total{node_id=\"%s\"} %llu\n", prefix, n, node_id,
-                      (unsigned long long)LD(&s->ns_total));
-        sl_buf_printf(b, "# HELP %s_%s_seconds latency of %s requests\n# TYPE %s_%s_seconds histogram\n", prefix,
-                      n, n, prefix, n);
         for (size_t i = 0; i < NB; i++)
-            sl_buf_printf(b, "%s_%s_seconds_bucket{node_id=\"%s\",le=\"%g\"} %llu\n", prefix, n, node_id,
-                          buckets[i], (unsigned long long)LD(&s->hist[i]));
-        sl_buf_printf(b, "%s_%s_seconds_bucket{node_id=\"%s\",le=\"+Inf\"} %llu\n", prefix, n, node_id,
-                      (unsigned long long)LD(&s->count));
-        sl_buf_printf(b, "%s_%s_seconds_sum{node_id=\"%s\"} %.9f\n", prefix, n, node_id,
+            sl_buf_printf(b, "shale_request_duration_seconds_bucket{node_id=\"%s\",op=\"%s\",le=\"%g\"} %llu\n",
+                          node_id, n, buckets[i], (unsigned long long)LD(&s->hist[i]));
+        sl_buf_printf(b, "shale_request_duration_seconds_bucket{node_id=\"%s\",op=\"%s\",le=\"+Inf\"} %llu\n",
+                      node_id, n, (unsigned long long)LD(&s->count));
+        sl_buf_printf(b, "shale_request_duration_seconds_sum{node_id=\"%s\",op=\"%s\"} %.9f\n", node_id, n,
                       (double)LD(&s->ns_total) / 1e9);
-        sl_buf_printf(b, "%s_%s_seconds_count{node_id=\"%s\"} %llu\n", prefix, n, node_id,
+        sl_buf_printf(b, "shale_request_duration_seconds_count{node_id=\"%s\",op=\"%s\"} %llu\n", node_id, n,
                       (unsigned long long)LD(&s->count));
     }
     pthread_mutex_lock(&cmu);
     for (int i = 0; i < ncustom; i++) {
         if (!custom[i].prom[0]) {
-            sl_buf_printf(b, "# TYPE %s_%s counter\n%s_%s{node_id=\"%s\"} %llu\n", prefix, custom[i].name, prefix,
-                          custom[i].name, node_id, (unsigned long long)custom[i].v);
+            sl_buf_printf(b, "# HELP %s_%s %s\n# TYPE %s_%s counter\n%s_%s{node_id=\"%s\"} %llu\n", prefix,
+                          custom[i].name, custom[i].name, prefix, custom[i].name, prefix, custom[i].name, node_id,
+                          (unsigned long long)custom[i].v);
             continue;
         }
         /* a labelled family: its TYPE once, then one line per backend */
@@ -190,7 +220,8 @@ void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
             first = strcmp(custom[j].prom, custom[i].prom) != 0;
         if (!first)
             continue;
-        sl_buf_printf(b, "# TYPE %s_%s counter\n", prefix, custom[i].prom);
+        sl_buf_printf(b, "# HELP %s_%s %s, by backend\n# TYPE %s_%s counter\n", prefix, custom[i].prom,
+                      custom[i].prom, prefix, custom[i].prom);
         for (int j = i; j < ncustom; j++)
             if (!strcmp(custom[j].prom, custom[i].prom))
                 sl_buf_printf(b, "%s_%s{backend=\"%s\",node_id=\"%s\"} %llu\n", prefix, custom[j].prom,

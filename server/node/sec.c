@@ -344,7 +344,7 @@ void sl_sec_refused(const struct sl_req *r, const char *what)
     }
     log = ++n <= 10;
     pthread_mutex_unlock(&mu);
-    sl_stats_add("auth_refused", 1);
+    sl_stats_add("auth_refused_count", 1);
     if (dropped)
         sl_logw("refused: %d more request(s) in the last second not logged", dropped);
     if (log)

@@ -305,7 +305,7 @@ class TestCLI(unittest.TestCase):
         "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify", "auth", "auth login", "auth logout", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
-        "auth show role",
+        "auth show role", "log", "log show",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
                 "object rm": "rmo", "show job": "job show", "show storage": "storage"}
