@@ -4,8 +4,10 @@
  * The same tool drives nginx and direct target reads, so the comparison is
  * client-neutral.
  *
- *   loadgen -c CONNS -d SECONDS [-L] URLFILE
+ *   loadgen -c CONNS -d SECONDS [-L] [-H HEADER]... [-C CAFILE] URLFILE
  *     -L  follow redirects
+ *     -H  a request header ("Authorization: Bearer ..."), repeatable
+ *     -C  the CA to verify HTTPS servers with
  * URLFILE: one URL per line, used round-robin. Prints one JSON line:
  *   {"requests":N,"ok":N,"errors":N,"seconds":S,"rps":R,"bytes":B}
  */
@@ -38,20 +40,26 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int conns = 32, secs = 5, follow = 0, opt;
-    while ((opt = getopt(argc, argv, "c:d:L")) != -1) {
+    struct curl_slist *hdrs = NULL;
+    const char *ca = NULL;
+    while ((opt = getopt(argc, argv, "c:d:LH:C:")) != -1) {
         if (opt == 'c')
             conns = atoi(optarg);
         else if (opt == 'd')
             secs = atoi(optarg);
         else if (opt == 'L')
             follow = 1;
+        else if (opt == 'H')
+            hdrs = curl_slist_append(hdrs, optarg);
+        else if (opt == 'C')
+            ca = optarg;
         else {
-            fprintf(stderr, "usage: loadgen -c CONNS -d SECONDS [-L] URLFILE\n");
+            fprintf(stderr, "usage: loadgen -c CONNS -d SECONDS [-L] [-H HEADER]... [-C CAFILE] URLFILE\n");
             return 2;
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "usage: loadgen -c CONNS -d SECONDS [-L] URLFILE\n");
+        fprintf(stderr, "usage: loadgen -c CONNS -d SECONDS [-L] [-H HEADER]... [-C CAFILE] URLFILE\n");
         return 2;
     }
     FILE *f = fopen(argv[optind], "r");
@@ -86,6 +94,10 @@ int main(int argc, char **argv)
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, (long)follow);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        if (hdrs)
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+        if (ca)
+            curl_easy_setopt(c, CURLOPT_CAINFO, ca);
         curl_multi_add_handle(m, c);
     }
     int running = 1;
@@ -120,6 +132,7 @@ int main(int argc, char **argv)
     printf("{\"requests\":%llu,\"ok\":%llu,\"errors\":%llu,\"seconds\":%.3f,\"rps\":%.1f,\"bytes\":%llu}\n", done, ok,
            errs, dt, (double)ok / dt, bytes);
     curl_multi_cleanup(m);
+    curl_slist_free_all(hdrs);
     curl_global_cleanup();
     return errs ? 3 : 0;
 }

@@ -106,6 +106,22 @@ static char *detect_host(void)
     return sl_xstrdup(ip);
 }
 
+/* new certificate files named by set-config: serve them at once */
+static void config_changed(const struct sl_config *old, const struct sl_config *now)
+{
+    static bool https_started;
+    if (!old->use_https && !https_started)
+        return; /* (use_https applies at restart) */
+    https_started = true;
+    if (!strcmp(old->server_crt, now->server_crt) && !strcmp(old->server_key, now->server_key))
+        return;
+    struct sl_err e = { 0 };
+    if (sl_http_tls_load(now->server_crt, now->server_key, &e) < 0)
+        sl_loge("TLS certificate not changed (the old one stays): %s", e.msg);
+    else
+        sl_logi("TLS certificate %s loaded (net.http.server_crt changed)", now->server_crt);
+}
+
 int main(int argc, char **argv)
 {
     const char *cfg = NULL, *lcfg = NULL, *role_s = "standalone", *bind = NULL;
@@ -226,6 +242,7 @@ int main(int argc, char **argv)
         return 0;
     }
     sl_config_install(c);
+    sl_config_on_install(config_changed);
 
     struct sl_log_conf lc = { .level = c->log_level, .to_stderr = c->log_to_stderr, .json = c->log_json,
                               .max_size = c->log_max_size };

@@ -159,12 +159,21 @@ static const struct key schema[] = {
 
 struct sl_config *volatile sl_conf;
 
+static void (*on_install)(const struct sl_config *old, const struct sl_config *now);
+
+void sl_config_on_install(void (*fn)(const struct sl_config *old, const struct sl_config *now))
+{
+    on_install = fn;
+}
+
 void sl_config_install(struct sl_config *c)
 {
     /* readers hold plain pointers without locks, so the old config is
      * retired (chained to the new one), not freed */
     c->retired = sl_conf;
     __atomic_store_n(&sl_conf, c, __ATOMIC_RELEASE);
+    if (on_install && c->retired)
+        on_install(c->retired, c);
 }
 
 void sl_config_free_all(void)

@@ -127,6 +127,9 @@ json_t *sl_config_redacted(const json_t *doc);
 extern struct sl_config *volatile sl_conf;
 /* Make c current; takes ownership of c. */
 void sl_config_install(struct sl_config *c);
+/* fn(old, now) after every install that replaces a config (one listener:
+ * the process's; main.c reloads the TLS certificate when its files change) */
+void sl_config_on_install(void (*fn)(const struct sl_config *old, const struct sl_config *now));
 /* At exit: free the current config and every retired one. */
 void sl_config_free_all(void);
 

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""What authentication and TLS cost on the GET path, same machine, same run, rounds alternating:
+
+  plain   a 1-gateway 1-target playground, HTTP, client auth off (the cluster secret signs the redirect)
+  token   the same with `--auth`: every request carries a JWT the gateway verifies and checks
+  tls     the same with `--https`: TLS on the client's hops and between the nodes (no sendfile under TLS)
+
+The client is bench/loadgen (libcurl multi) following the gateway's redirect, as AIStore clients do; GETs of
+1 KiB (C connections) and of 10 MiB (fewer connections). Ratios are against plain in the same round.
+
+usage: auth_bench.py [--rounds N] [--secs S] [--conns C]
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cluster_bench import build_loadgen, cli, free_range  # noqa: E402
+
+
+def start(work, name, *flags):
+    base = free_range(8)
+    pg = os.path.join(work, name)
+    scheme = "https" if "--https" in flags else "http"
+    url = "%s://127.0.0.1:%d" % (scheme, base)
+    env = dict(os.environ, AIS_ENDPOINT=url)
+    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "1", *flags)
+    s = requests.Session()
+    s.trust_env = False
+    ca = None
+    if scheme == "https":
+        ca = os.path.join(pg, "tls", "ca.crt")
+        s.verify = ca
+    hdrs = []
+    if "--auth" in flags:
+        with open(os.path.join(pg, "admin.token")) as f:
+            tok = json.load(f)["token"]
+        s.headers["Authorization"] = "Bearer " + tok
+        hdrs = ["Authorization: Bearer " + tok]
+    s.put(url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}}).raise_for_status()
+    s.post(url + "/v1/buckets/ab", json={"action": "create-bck"}).raise_for_status()
+    small = os.urandom(1024)
+    for i in range(200):
+        s.put("%s/v1/objects/ab/s%03d" % (url, i), data=small).raise_for_status()
+    big = os.urandom(10 * 1024 * 1024)
+    for i in range(4):
+        s.put("%s/v1/objects/ab/b%d" % (url, i), data=big).raise_for_status()
+    return {"name": name, "url": url, "pg": pg, "env": env, "hdrs": hdrs, "ca": ca}
+
+
+def run(exe, work, c, urls, conns, secs):
+    uf = os.path.join(work, "urls-%s.txt" % c["name"])
+    with open(uf, "w") as f:
+        f.write("\n".join(urls) + "\n")
+    args = [exe, "-c", str(conns), "-d", str(secs), "-L"]
+    for h in c["hdrs"]:
+        args += ["-H", h]
+    if c["ca"]:
+        args += ["-C", c["ca"]]
+    import subprocess
+    out = subprocess.run(args + [uf], capture_output=True, text=True, timeout=secs + 120).stdout
+    return json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--secs", type=int, default=5)
+    ap.add_argument("--conns", type=int, default=16)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="shale-authbench-")
+    exe = build_loadgen(work)
+    cls = []
+    try:
+        cls = [start(work, "plain"), start(work, "token", "--auth"), start(work, "tls", "--https")]
+        print("round  size     plain            token            tls              token/plain  tls/plain")
+        for rnd in range(a.rounds):
+            for size, prefix, n, conns in (("1KiB", "s", 200, a.conns), ("10MiB", "b", 4, 4)):
+                order = cls if rnd % 2 == 0 else list(reversed(cls))
+                res = {}
+                for c in order:
+                    urls = ["%s/v1/objects/ab/%s%03d" % (c["url"], prefix, i) if prefix == "s" else
+                            "%s/v1/objects/ab/%s%d" % (c["url"], prefix, i) for i in range(n)]
+                    r = run(exe, work, c, urls, conns, a.secs)
+                    if r["errors"]:
+                        raise SystemExit("%s: %d errors" % (c["name"], r["errors"]))
+                    res[c["name"]] = r["rps"] if size == "1KiB" else r["bytes"] / r["seconds"] / 1e6
+                unit = "req/s" if size == "1KiB" else "MB/s"
+                print("%5d  %-6s  %8.0f %-6s  %8.0f %-6s  %8.0f %-6s  %5.2f        %5.2f" % (
+                    rnd + 1, size, res["plain"], unit, res["token"], unit, res["tls"], unit,
+                    res["token"] / res["plain"], res["tls"] / res["plain"]), flush=True)
+    finally:
+        for c in cls:
+            cli(c["env"], "playground", "stop", "--dir", c["pg"])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
