@@ -386,9 +386,11 @@ static const struct cli_cmd cmds[] = {
       { "s3 key add trainer", "s3 verify on" }, NULL },
     { "s3 key", "s3 key add|ls|rm ...", "Add, list or remove S3 access keys.", NOF, 0, -1,
       { "s3 key ls", NULL }, NULL },
-    { "s3 key add", "s3 key add ACCESS_KEY [--secret SECRET]",
+    { "s3 key add", "s3 key add ACCESS_KEY [--secret SECRET] [--user USER]",
       "Add an S3 access key (a new secret is made and shown once unless given).",
-      F({ "--secret SECRET", "the secret (8-128 printable characters)", "40 random characters" }), 0, 1,
+      F({ "--secret SECRET", "the secret (8-128 printable characters)", "40 random characters" },
+        { "--user USER", "the AuthN user the key belongs to: with auth and verification on, requests signed with it "
+                         "have that user's permissions", "none" }), 0, 1,
       { "s3 key add trainer", "s3 key add ci --secret 'c1-secret-value'" }, NULL },
     { "s3 key ls", "s3 key ls", "List S3 access keys (never their secrets) and the verification mode.", NOF,
       CF_JSON | CF_NOHDR, 0, { "s3 key ls", NULL }, NULL },

@@ -34,7 +34,7 @@ static int key_add(struct opts *o)
         secret[40] = 0;
         s = secret;
     }
-    json_t *b = json_pack("{s:s,s:s}", "access_key", o->argv[0], "secret", s);
+    json_t *b = json_pack("{s:s,s:s,s:s?}", "access_key", o->argv[0], "secret", s, "user", opt_str(o, "user"));
     char *body = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     struct cli_resp r;
@@ -70,11 +70,12 @@ static int key_ls(struct opts *o)
         free(s);
     } else {
         if (!cli_no_headers)
-            printf("ACCESS KEY\tCREATED\n");
+            printf("ACCESS KEY\tCREATED\tUSER\n");
         size_t i;
         json_t *k;
         json_array_foreach(json_object_get(j, "keys"), i, k)
-            printf("%s\t%s\n", sl_json_str(k, "access_key", ""), sl_json_str(k, "created", ""));
+            printf("%s\t%s\t%s\n", sl_json_str(k, "access_key", ""), sl_json_str(k, "created", ""),
+                   *sl_json_str(k, "user", "") ? sl_json_str(k, "user", "") : "-");
         if (!cli_no_headers)
             printf("Signature verification: %s\n", json_is_true(json_object_get(j, "verify")) ? "on" : "off");
     }

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "meta.h"
 #include "node.h"
+#include "s3.h"
 #include "sec.h"
 #include "stats.h"
 
@@ -365,6 +366,11 @@ int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, struct sl_e
 {
     if (!sl_auth_on() || !as_client(r))
         return 0;
+    /* no token: an access key that belongs to a user acts as that user */
+    char user[128];
+    const char *tok = token_of(r);
+    if (!r->user && (!tok || !*tok) && sl_s3_key_user(r, user, sizeof(user)))
+        r->user = sl_authn_claims(user);
     int m = r->method;
     if (!*bucket)
         return allow(r, SL_ACCESS_LIST_BCK, NULL, NULL, err);

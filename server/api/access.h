@@ -39,6 +39,9 @@ bool sl_access_check(struct sl_req *r, uint64_t perm, const char *provider, cons
  * with the admin claim (else nobody could manage the cluster after). */
 int sl_access_enabling_auth(struct sl_req *r, const json_t *partial, struct sl_err *err);
 
+/* The claims user would get at login (from the current roles), or NULL */
+json_t *sl_authn_claims(const char *user);
+
 /* AuthN endpoints (/v1/users, /v1/roles, /v1/tokens; authn.c) */
 void sl_authn_route(struct sl_req *r);
 

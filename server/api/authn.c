@@ -94,38 +94,39 @@ static json_t *user_view(const char *name, json_t *u)
 
 /* ---- login ---- */
 
-#define RL_SLOTS 256
-
-static struct {
-    char key[80];
+/* failed logins this minute, per user and (a table of its own, so that
+ * trying many user names cannot push an address out) per address */
+struct rl_ent {
+    char key[72];
     int64_t win; /* minute */
     int fails;
-} rl[RL_SLOTS];
+};
+static struct rl_ent rl_users[256], rl_addrs[1024];
 static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int *rl_slot(const char *key, int64_t minute)
+static int *rl_slot(struct rl_ent *t, size_t n, const char *key, int64_t minute)
 {
     uint32_t h = 2166136261u;
     for (const char *p = key; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
-    int i = (int)(h % RL_SLOTS);
-    if (strcmp(rl[i].key, key) || rl[i].win != minute) {
-        snprintf(rl[i].key, sizeof(rl[i].key), "%s", key);
-        rl[i].win = minute;
-        rl[i].fails = 0;
+    struct rl_ent *e = &t[h % n];
+    if (strcmp(e->key, key) || e->win != minute) {
+        snprintf(e->key, sizeof(e->key), "%s", key);
+        e->win = minute;
+        e->fails = 0;
     }
-    return &rl[i].fails;
+    return &e->fails;
 }
 
 /* true when user or address failed too often this minute */
 static bool rl_blocked(const char *user, const char *addr, bool add_fail)
 {
     int64_t minute = time(NULL) / 60;
-    char ku[80], ka[80];
-    snprintf(ku, sizeof(ku), "u:%s", user);
-    snprintf(ka, sizeof(ka), "a:%.*s", (int)strcspn(addr, ":"), addr);
+    char ka[72];
+    snprintf(ka, sizeof(ka), "%.*s", (int)strcspn(addr, ":"), addr);
     pthread_mutex_lock(&rl_mu);
-    int *fu = rl_slot(ku, minute), *fa = rl_slot(ka, minute);
+    int *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
+    int *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
     if (add_fail) {
         (*fu)++;
         (*fa)++;
@@ -178,6 +179,15 @@ static json_t *claims_of(json_t *d, const char *name, json_t *u, int64_t ttl_ns)
     json_object_set_new(c, "admin", json_boolean(admin));
     json_object_set_new(c, "clusters", clusters);
     json_object_set_new(c, "buckets", buckets);
+    return c;
+}
+
+json_t *sl_authn_claims(const char *user)
+{
+    json_t *d = doc_copy();
+    json_t *u = json_object_get(json_object_get(d, "users"), user);
+    json_t *c = u ? claims_of(d, user, u, 60 * 1000000000LL) : NULL;
+    json_decref(d);
     return c;
 }
 

@@ -32,6 +32,10 @@ struct s3auth {
 };
 /* 0 the request may go on (au filled), -1 answered with the S3 error. */
 int s3_auth(struct sl_req *r, struct s3auth *au);
+/* The AuthN user the request's SigV4 access key belongs to (verification
+ * on only: the signature is then checked before the request does
+ * anything): 1 with user filled, else 0 */
+int sl_s3_key_user(const struct sl_req *r, char *user, size_t cap);
 /* A body read whole, against the integrity headers it came with
  * (x-amz-content-sha256 when a hash, Content-MD5, x-amz-checksum-*). 0, or
  * -1 answered (s3sum.c). */

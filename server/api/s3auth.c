@@ -66,6 +66,26 @@ static bool date_to_amz(const char *d, char out[17])
     return true;
 }
 
+int sl_s3_key_user(const struct sl_req *r, char *user, size_t cap)
+{
+    char ak[160] = "";
+    const char *authz = sl_req_header(r, "Authorization"), *qc = sl_req_query(r, "X-Amz-Credential"), *c;
+    if (authz && !strncmp(authz, "AWS4-HMAC-SHA256", 16) && (c = strstr(authz, "Credential=")))
+        snprintf(ak, sizeof(ak), "%.*s", (int)strcspn(c + 11, "/, "), c + 11);
+    else if (qc)
+        snprintf(ak, sizeof(ak), "%.*s", (int)strcspn(qc, "/"), qc);
+    if (!ak[0])
+        return 0;
+    json_t *doc = sl_cluster_doc("s3md");
+    const char *u = json_is_true(json_object_get(doc, "verify"))
+                        ? sl_json_str(json_object_get(json_object_get(doc, "keys"), ak), "user", NULL) : NULL;
+    int rc = u && *u ? 1 : 0;
+    if (rc)
+        snprintf(user, cap, "%s", u);
+    json_decref(doc);
+    return rc;
+}
+
 int s3_auth(struct sl_req *r, struct s3auth *au)
 {
     memset(au, 0, sizeof(*au));
@@ -187,6 +207,7 @@ static json_t *doc_copy(void)
 struct admin_job {
     int op;           /* 0 add, 1 rm, 2 verify */
     char *ak, *secret;
+    char *user;       /* the AuthN user the key belongs to, or NULL */
     bool verify;
 };
 
@@ -194,6 +215,7 @@ static void admin_free(void *arg)
 {
     struct admin_job *j = arg;
     free(j->ak);
+    free(j->user);
     if (j->secret)
         OPENSSL_cleanse(j->secret, strlen(j->secret));
     free(j->secret);
@@ -208,10 +230,16 @@ static void admin_run(struct sl_req *r, void *arg)
     pthread_mutex_lock(&admin_mu);
     json_t *d = doc_copy();
     json_t *keys = json_object_get(d, "keys");
-    if (j->op == 0) {
+    json_t *amd = j->user ? sl_cluster_doc("authmd") : NULL;
+    if (j->op == 0 && j->user && !json_object_get(json_object_get(amd, "users"), j->user)) {
+        json_decref(d);
+        sl_resp_errf(r, SL_ENOENT, "no user \"%s\" (S3 access keys belong to users of the cluster's AuthN: "
+                     "`shale auth add user`)", j->user);
+    } else if (j->op == 0) {
         char ts[40];
         sl_format_gotime(sl_now_ns(), "2006-01-02T15:04:05Z07:00", ts, sizeof(ts));
-        json_object_set_new(keys, j->ak, json_pack("{s:s,s:s}", "secret", j->secret, "created", ts));
+        json_object_set_new(keys, j->ak, json_pack("{s:s,s:s,s:s?}", "secret", j->secret, "created", ts, "user",
+                                                   j->user));
         sl_cluster_set_doc("s3md", d);
         sl_logi("s3: access key %s added", j->ak);
         sl_resp_empty(r, 200);
@@ -243,6 +271,7 @@ static void admin_run(struct sl_req *r, void *arg)
         }
     }
     pthread_mutex_unlock(&admin_mu);
+    json_decref(amd);
     admin_free(j);
 }
 
@@ -274,8 +303,16 @@ static void admin_body(struct sl_req *r)
             sl_resp_errf(r, SL_EINVAL, "\"secret\" must be 8 to 128 printable characters without spaces");
             goto bad;
         }
+        json_t *u = json_object_get(j, "user");
+        if (json_is_null(u))
+            u = NULL;
+        if (u && !json_is_string(u)) {
+            sl_resp_errf(r, SL_EINVAL, "\"user\" must be a user name");
+            goto bad;
+        }
         job->ak = sl_xstrdup(ak);
         job->secret = sl_xstrdup(sec);
+        job->user = u ? sl_xstrdup(json_string_value(u)) : NULL;
     }
     json_decref(j);
     sl_req_offload(r, admin_run, admin_free, job);
@@ -310,8 +347,8 @@ void sl_s3_admin(struct sl_req *r)
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(d, "keys"), k, v)
-            json_array_append_new(arr, json_pack("{s:s,s:s}", "access_key", k, "created",
-                                                 sl_json_str(v, "created", "")));
+            json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "access_key", k, "created",
+                                                 sl_json_str(v, "created", ""), "user", sl_json_str(v, "user", "")));
         json_object_set_new(out, "verify", json_boolean(d && json_is_true(json_object_get(d, "verify"))));
         json_object_set_new(out, "keys", arr);
         json_decref(d);

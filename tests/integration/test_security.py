@@ -387,6 +387,37 @@ class ClientAuth(unittest.TestCase):
             anon.get_object(Bucket="pub", Key="a")
         self.assertIn("AccessDenied", str(cm.exception))
 
+    def test_s3_keys_of_users(self):
+        """with verification on, an access key that belongs to a user acts with that user's permissions; a key
+        of nobody, a made-up key, and a right key with a wrong secret do nothing"""
+        r = self.c.cli("s3", "key", "add", "bobkey", "--secret", "bob-secret-1", "--user", "bob", check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no user", self.c.cli("s3", "key", "add", "k2key", "--secret", "xxxxxxxx1", "--user", "nobody",
+                                            check=False).stderr)
+        self.c.cli("s3", "key", "add", "loose", "--secret", "loose-secret-1")
+        self.assertIn("bobkey", self.c.cli("s3", "key", "ls").stdout)
+        self.c.cli("s3", "verify", "on")
+        try:
+            cfg = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+
+            def client(ak, sk):
+                return boto3.client("s3", endpoint_url=self.url + "/s3", aws_access_key_id=ak,
+                                    aws_secret_access_key=sk, region_name="us-east-1", config=cfg)
+            bob = client("bobkey", "bob-secret-1")
+            self.assertEqual(bob.get_object(Bucket="pub", Key="a")["Body"].read(), b"A")
+            for c, what in ((bob, "no PUT"), (client("bobkey", "wrong-secret"), "bad signature"),
+                            (client("loose", "loose-secret-1"), "a key of no user"),
+                            (client("made-up", "whatever1"), "unknown key")):
+                with self.assertRaises(Exception, msg=what):
+                    c.put_object(Bucket="pub", Key="zz", Body=b"z")
+            with self.assertRaises(Exception):
+                client("bobkey", "wrong-secret").get_object(Bucket="pub", Key="a")
+            with self.assertRaises(Exception):
+                bob.get_object(Bucket="priv", Key="s")
+            self.assertEqual(self.adm.head(self.url + "/v1/objects/pub/zz", allow_redirects=True).status_code, 404)
+        finally:
+            self.c.cli("s3", "verify", "off")
+
     def test_secret_key_masked_and_admin_to_enable(self):
         cfg = self.adm.get(self.url + "/v1/cluster?what=cluster_config").json()
         self.assertEqual(cfg["auth"]["signature"]["key"], "")
