@@ -201,6 +201,9 @@ int cmd_log(int argc, char **argv);
 char *cli_token(void);
 /* h plus "Authorization: Bearer TOKEN" when there is a token */
 struct curl_slist *cli_auth_hdr(struct curl_slist *h);
+/* n characters [A-Za-z0-9] from the kernel's random source, NUL-terminated
+ * (out holds n + 1; n at most 256); -1 if it cannot be read */
+int cli_random_text(char *out, size_t n);
 /* HTTPS: AIS_CLIENT_CA (the CA to trust), AIS_SKIP_VERIFY_CRT=true */
 void cli_tls_opts(CURL *c);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */

@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -567,6 +568,24 @@ int cli_req(const char *method, const char *pq, const char *ctype, const void *b
     int rc = cli_req_h(method, pq, hdrs, body, blen, out);
     free(ct);
     return rc;
+}
+
+int cli_random_text(char *out, size_t n)
+{
+    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char rnd[256];
+    if (n > sizeof(rnd))
+        n = sizeof(rnd);
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && read(fd, rnd, n) == (ssize_t)n;
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = al[rnd[i] % (sizeof(al) - 1)];
+    out[n] = 0;
+    return 0;
 }
 
 void cli_tls_opts(CURL *c)

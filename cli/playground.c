@@ -640,19 +640,12 @@ static int turn_auth_on(const char *dir, int port)
     struct cli_resp r;
     memset(&r, 0, sizeof(r));
     if (sl_read_file(pf, &pw, 1024) < 0) {
-        static const char al[] = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnpqrstuvwxyz23456789";
-        unsigned char rnd[20];
-        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || read(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
-            fprintf(stderr, "Error: cannot read /dev/urandom\n");
-            if (fd >= 0)
-                close(fd);
+        char pwd[21];
+        if (cli_random_text(pwd, 20) < 0) {
+            fprintf(stderr, "Error: cannot read /dev/urandom to make the admin's password\n");
             goto out;
         }
-        close(fd);
-        for (size_t i = 0; i < sizeof(rnd); i++)
-            sl_buf_add(&pw, &al[rnd[i] % (sizeof(al) - 1)], 1);
-        sl_buf_add(&pw, "", 1);
+        sl_buf_add(&pw, pwd, sizeof(pwd));
         json_t *b = json_pack("{s:s,s:s,s:[s]}", "id", "admin", "password", pw.p, "roles", "Admin");
         char *bs = json_dumps(b, JSON_COMPACT);
         json_decref(b);

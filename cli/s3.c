@@ -6,11 +6,9 @@
 #include "cli.h"
 #include "jsonx.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int key_add(struct opts *o)
 {
@@ -19,19 +17,10 @@ static int key_add(struct opts *o)
     char secret[41];
     const char *s = opt_str(o, "secret");
     if (!s) { /* 40 characters from the kernel's random source, as AWS's secrets look */
-        static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        unsigned char rnd[40];
-        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || read(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
+        if (cli_random_text(secret, 40) < 0) {
             fprintf(stderr, "Error: cannot read /dev/urandom to make a secret; pass --secret\n");
-            if (fd >= 0)
-                close(fd);
             return 1;
         }
-        close(fd);
-        for (int i = 0; i < 40; i++)
-            secret[i] = al[rnd[i] % 62];
-        secret[40] = 0;
         s = secret;
     }
     json_t *b = json_pack("{s:s,s:s,s:s?}", "access_key", o->argv[0], "secret", s, "user", opt_str(o, "user"));
