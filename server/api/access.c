@@ -250,13 +250,17 @@ bool sl_access(struct sl_req *r)
                                          "a gateway's signed redirect: send it to a gateway (proxy)");
         return true;
     }
-    if (!sl_auth_on() || !as_client(r) || is_authn(r))
+    return true;
+}
+
+bool sl_access_client(struct sl_req *r)
+{
+    struct sl_err e = { 0 };
+    if (!sl_auth_on() || !as_client(r) || is_authn(r) || open_to_all(r))
         return true;
-    /* S3 (path, virtual-host or root style): checked where the S3 request
-     * is parsed (sl_access_s3) */
-    if (sl_req_path_is(r, "/s3") || (sl_conf->s3_vhost_domain[0] && sl_req_header(r, "Host") &&
-                                     !sl_req_path_is(r, "/v1")) ||
-        (sl_conf->s3_root && !sl_req_path_is(r, "/v1")))
+    /* S3 (on /s3, or at the root with s3.root: any path not Shale's own) is
+     * checked where the S3 request is parsed (sl_access_s3) */
+    if (sl_req_path_is(r, "/s3") || (sl_conf->s3_root && !sl_req_path_is(r, "/v1")))
         return true;
     char bck[SL_MAX_BCKNAME + 8];
     bool later;

@@ -16,8 +16,13 @@
 /* Install the engine hooks (action messages, sl_req_allow). */
 void sl_access_init(void);
 
-/* false: refused (answered, logged, nothing done) */
+/* The cluster secret's checks (signatures, intra-cluster endpoints, what a
+ * target takes), before anything looks at the path. false: refused
+ * (answered, logged, nothing done) */
 bool sl_access(struct sl_req *r);
+/* The client's token and permission (auth on), once easy URLs are
+ * rewritten to their /v1 form; S3 requests are left to sl_access_s3. */
+bool sl_access_client(struct sl_req *r);
 
 /* auth.client_auth_required, on a gateway */
 bool sl_auth_on(void);

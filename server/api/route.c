@@ -139,6 +139,8 @@ void sl_route(struct sl_req *r)
         return;
     if (!easy_url(r))
         return;
+    if (!r->rerouted && !sl_access_client(r))
+        return;
     if (sl_req_path_is(r, "/v1/health")) {
         sl_h_health(r);
     } else if (sl_req_path_is(r, "/s3")) {

@@ -309,6 +309,24 @@ class ClientAuth(unittest.TestCase):
                 r = bob.request(method, base + path, allow_redirects=False, **kw)
                 self.assertEqual(r.status_code, 403, (method, path, base, r.text))
                 self.assertIn('user \\"bob\\" lacks', r.text)
+        # easy URLs are checked as their /v1 form, also with S3 at the root or virtual-hosted
+        self.assertEqual(bob.get(self.url + "/ais/pub/a").content, b"A")
+        self.assertEqual(bob.get(self.url + "/ais/priv/s", allow_redirects=False).status_code, 403)
+        self.adm.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+            "s3": {"root": True, "vhost_domain": "s3.local"}}}).raise_for_status()
+        try:
+            for h in ({}, {"Host": "127.0.0.1"}):
+                r = bob.get(self.url + "/ais/priv/s", allow_redirects=False, headers=h)
+                self.assertEqual(r.status_code, 403, r.text)
+            r = bob.get(self.url + "/priv/s", allow_redirects=False)  # S3 at the root
+            self.assertEqual(r.status_code, 403, r.text)
+            self.assertIn("AccessDenied", r.text)
+            r = bob.get(self.url + "/s", allow_redirects=False, headers={"Host": "priv.s3.local"})  # virtual host
+            self.assertEqual(r.status_code, 403, r.text)
+            self.assertEqual(bob.get(self.url + "/a", headers={"Host": "pub.s3.local"}).content, b"A")
+        finally:
+            self.adm.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {
+                "s3": {"root": False, "vhost_domain": ""}}}).raise_for_status()
         # get-batch reads every bucket it names
         r = bob.get(self.url + "/v1/ml/moss/pub", json={"in": [{"objname": "a"}, {"objname": "s", "bucket": "priv"}]})
         self.assertEqual(r.status_code, 403, r.text)
