@@ -697,9 +697,15 @@ class TestConfig(NodeTest):
         self.assertEqual(r.status_code, 200, r.text)
         self.assertEqual(self.s.put(self.url + "/v1/objects/cfgb/full", data=b"x").status_code, 200)
         # a key nothing reads cannot be changed; one read at start says so
-        r = self.s.put(self.url + "/v1/cluster/set-config", params={"net.http.use_https": "true"})
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"net.http.chunked_transfer": "false"})
         self.assertEqual(r.status_code, 400, r.text)
         self.assertIn("no effect", r.text)
+        # HTTPS without a certificate is refused, and changes nothing
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"net.http.use_https": "true"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("needs net.http.server_crt", r.text)
+        self.assertFalse(self.s.get(self.url + "/v1/daemon", params={"what": "config"}).json()["net"]["http"]
+                         ["use_https"])
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"net.http.max_json_body": "8MiB",
                                                                     "net.http.workers": "6"})
         self.assertEqual(r.status_code, 200, r.text)
