@@ -111,6 +111,24 @@ void sl_log_write(int level, const char *file, int line, const char *fmt, ...)
     va_end(ap);
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
+    if (!log_json) {
+        /* one line per event: control characters (a decoded path may hold
+         * any) are written escaped, so no input can forge a log line */
+        char esc[sizeof(msg)];
+        size_t o = 0;
+        bool any = false;
+        for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof(esc); p++) {
+            if (*p < 0x20 || *p == 0x7f) {
+                o += (size_t)snprintf(esc + o, sizeof(esc) - o, *p == '\n' ? "\\n" : "\\x%02x", *p);
+                any = true;
+            } else {
+                esc[o++] = (char)*p;
+            }
+        }
+        esc[o] = 0;
+        if (any)
+            memcpy(msg, esc, o + 1);
+    }
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -160,6 +160,14 @@ class IntraCluster(unittest.TestCase):
             if r.status_code == 200:
                 self.assertEqual(r.content, b"ok")
 
+    def test_no_forged_log_lines(self):
+        """a refused request's path is logged on one line, whatever bytes it holds"""
+        r = self.s.put(self.t0 + "/v1/objects/sb/x%0AE%2000:00:00.000000%20fake.c:1%20forged", data=b"x")
+        self.assertEqual(r.status_code, 401)
+        log = self.c.log("t0")
+        self.assertIn("\\nE 00:00:00.000000 fake.c:1 forged", log)
+        self.assertFalse(any(ln.startswith("E 00:00:00.000000 fake.c:1") for ln in log.splitlines()))
+
     def test_redirect_signatures(self):
         r = self.s.put(self.url + "/v1/objects/sb/rd", data=b"one", allow_redirects=False)
         self.assertEqual(r.status_code, 307)
