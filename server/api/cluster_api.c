@@ -289,9 +289,13 @@ void sl_route_objects(struct sl_req *r)
             return;
         }
         /* a small body that is already on its way is read and dropped, so the
-         * connection survives the redirect; large ones (or Expect: 100) are not */
+         * connection survives the redirect; large ones (or Expect: 100) are
+         * not. Under TLS a client still sending gets a broken connection
+         * instead of the redirect (plain TCP mostly delivers it), so there the
+         * limit is higher: clients sending more without Expect fail */
         const char *expect = sl_req_header(r, "Expect");
-        if (r->content_length > 0 && r->content_length <= 4 * 1024 * 1024 && !expect) {
+        int64_t drain = sl_conf->use_https ? 256 * SL_MIB : 4 * SL_MIB;
+        if (r->content_length > 0 && r->content_length <= drain && !expect) {
             r->body_mode = SL_BODY_DISCARD;
             r->on_done = redirect_after_body;
             return;

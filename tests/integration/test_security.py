@@ -559,7 +559,7 @@ class TLS(unittest.TestCase):
             for sn in sm[m].values():
                 self.assertTrue(sn["public_net"]["direct_url"].startswith("https://"), sn)
         self.s.post(self.url + "/v1/buckets/tb", json={"action": "create-bck"}).raise_for_status()
-        data = os.urandom(3 * 1024 * 1024 + 7)
+        data = os.urandom(12 * 1024 * 1024 + 7)  # (over 4 MiB: the gateway reads it before redirecting)
         self.assertEqual(self.s.put(self.url + "/v1/objects/tb/big", data=data).status_code, 200)
         self.assertEqual(self.s.get(self.url + "/v1/objects/tb/big").content, data)
         # the CLI, trusting the CA through AIS_CLIENT_CA
