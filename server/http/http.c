@@ -500,9 +500,43 @@ void sl_resp_redirect(struct sl_req *r, int status, const char *location)
     sl_resp_empty(r, status);
 }
 
+/* Under TLS there is no sendfile: libmicrohttpd reads a file response in
+ * blocks of 4 KiB and sends each as its own TLS write. Reading 256 KiB at a
+ * time lets GnuTLS send full records, several per call. */
+struct fd_src {
+    int fd;
+    uint64_t off;
+};
+struct tls_id;
+static struct tls_id *tls_cur; /* (below: non-NULL when serving HTTPS) */
+
+static ssize_t fd_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct fd_src *f = cls;
+    ssize_t n = pread(f->fd, buf, max, (off_t)(f->off + pos));
+    return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void fd_free(void *cls)
+{
+    struct fd_src *f = cls;
+    close(f->fd);
+    free(f);
+}
+
 void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const char *ctype)
 {
-    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+    struct MHD_Response *resp;
+    if (__atomic_load_n(&tls_cur, __ATOMIC_ACQUIRE)) {
+        struct fd_src *f = sl_xmalloc(sizeof(*f));
+        f->fd = fd;
+        f->off = off;
+        resp = MHD_create_response_from_callback(len, 256 * 1024, fd_cb, f, fd_free);
+        if (!resp)
+            free(f);
+    } else {
+        resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+    }
     if (!resp) {
         close(fd);
         sl_resp_errf(r, SL_EINTERNAL, "cannot create file response");
@@ -795,7 +829,6 @@ struct tls_id {
     gnutls_privkey_t key;
     struct tls_id *older;
 };
-static struct tls_id *tls_cur;
 static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int tls_cert_cb(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nreqs,

@@ -562,6 +562,9 @@ class TLS(unittest.TestCase):
         data = os.urandom(12 * 1024 * 1024 + 7)  # (over 4 MiB: the gateway reads it before redirecting)
         self.assertEqual(self.s.put(self.url + "/v1/objects/tb/big", data=data).status_code, 200)
         self.assertEqual(self.s.get(self.url + "/v1/objects/tb/big").content, data)
+        r = self.s.get(self.url + "/v1/objects/tb/big", headers={"Range": "bytes=5000000-5300000"})
+        self.assertEqual(r.status_code, 206)
+        self.assertEqual(r.content, data[5000000:5300001])
         # the CLI, trusting the CA through AIS_CLIENT_CA
         src = os.path.join(self.tmp, "f.txt")
         with open(src, "w") as f:
