@@ -20,10 +20,12 @@
 #include "sec.h"
 #include "stats.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static bool intra_only(const struct sl_req *r)
 {
@@ -66,11 +68,13 @@ static const char *token_of(const struct sl_req *r)
     return x ? x : sl_req_query(r, "X-Amz-Security-Token");
 }
 
-static bool revoked(const char *tok)
+/* the authmd version, and whether tok is revoked in it */
+static bool revoked(const char *tok, int64_t *version)
 {
     json_t *d = sl_cluster_doc("authmd");
     json_t *rv = json_object_get(d, "revoked");
     bool out = false;
+    *version = json_integer_value(json_object_get(d, "version"));
     if (json_object_size(rv)) {
         char id[65];
         sl_auth_token_id(tok, id);
@@ -80,29 +84,129 @@ static bool revoked(const char *tok)
     return out;
 }
 
+/* Tokens this HTTP thread verified lately: a client sends the same one with
+ * every request. An entry holds while the config (key, method) and the
+ * authmd (revocations) it was checked against are current and the token
+ * has not expired. */
+#define TC_N 8
+struct tcache {
+    struct {
+        char *tok;
+        json_t *claims;
+        const struct sl_config *conf;
+        int64_t md_version;
+        double exp;
+    } e[TC_N];
+    unsigned next;
+};
+static pthread_key_t tc_key;
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+
+static void tc_free(void *p)
+{
+    struct tcache *t = p;
+    for (int i = 0; i < TC_N; i++) {
+        free(t->e[i].tok);
+        json_decref(t->e[i].claims);
+    }
+    free(t);
+}
+
+static void tc_init(void)
+{
+    pthread_key_create(&tc_key, tc_free);
+}
+
+static struct tcache *tcache(void)
+{
+    pthread_once(&tc_once, tc_init);
+    struct tcache *t = pthread_getspecific(tc_key);
+    if (!t) {
+        t = sl_xcalloc(1, sizeof(*t));
+        pthread_setspecific(tc_key, t);
+    }
+    return t;
+}
+
+static int64_t authmd_version(void)
+{
+    json_t *d = sl_cluster_doc("authmd");
+    int64_t v = json_integer_value(json_object_get(d, "version"));
+    json_decref(d);
+    return v;
+}
+
+static json_t *cached(const char *tok)
+{
+    struct tcache *t = tcache();
+    for (int i = 0; i < TC_N; i++) {
+        if (!t->e[i].tok || strcmp(t->e[i].tok, tok))
+            continue;
+        if (t->e[i].conf == sl_conf && t->e[i].exp > (double)time(NULL) && t->e[i].md_version == authmd_version())
+            return json_incref(t->e[i].claims);
+        free(t->e[i].tok);
+        json_decref(t->e[i].claims);
+        t->e[i].tok = NULL;
+        t->e[i].claims = NULL;
+        return NULL;
+    }
+    return NULL;
+}
+
+static void remember(const char *tok, json_t *claims, int64_t md_version)
+{
+    struct tcache *t = tcache();
+    unsigned i = t->next++ % TC_N;
+    free(t->e[i].tok);
+    json_decref(t->e[i].claims);
+    t->e[i].tok = sl_xstrdup(tok);
+    t->e[i].claims = json_incref(claims);
+    t->e[i].conf = sl_conf;
+    t->e[i].md_version = md_version;
+    t->e[i].exp = json_number_value(json_object_get(claims, "exp"));
+}
+
+static int h_notoken = -2, h_fail, h_success, h_denied;
+
+static void handles(void)
+{
+    if (__atomic_load_n(&h_notoken, __ATOMIC_ACQUIRE) != -2)
+        return;
+    h_fail = sl_stats_handle("auth_fail_count");
+    h_success = sl_stats_handle("auth_success_count");
+    h_denied = sl_stats_handle("auth_denied_count");
+    __atomic_store_n(&h_notoken, sl_stats_handle("auth_notoken_count"), __ATOMIC_RELEASE);
+}
+
 int sl_access_authenticate(struct sl_req *r, struct sl_err *err)
 {
     if (r->user)
         return 0;
+    handles();
     const char *tok = token_of(r);
     if (!tok || !*tok) {
-        sl_stats_add("auth_notoken_count", 1);
+        sl_stats_add_h(h_notoken, 1);
         sl_sec_refused(r, "no token");
         return sl_errf(err, SL_EUNAUTH, "%s %s: token required (log in: `shale auth login USER`, then send "
                        "\"Authorization: Bearer TOKEN\"; AIStore clients: AIS_AUTHN_TOKEN)", r->method_str, r->path);
     }
-    json_t *c = sl_auth_verify(tok, err);
-    if (c && revoked(tok)) {
-        json_decref(c);
-        c = NULL;
-        sl_errf(err, SL_EUNAUTH, "token revoked: log in again");
-    }
+    json_t *c = cached(tok);
     if (!c) {
-        sl_stats_add("auth_fail_count", 1);
-        sl_sec_refused(r, err->msg);
-        return -1;
+        int64_t ver = 0;
+        c = sl_auth_verify(tok, err);
+        if (c && revoked(tok, &ver)) {
+            json_decref(c);
+            c = NULL;
+            sl_errf(err, SL_EUNAUTH, "token revoked: log in again");
+        }
+        if (!c) {
+            sl_stats_add_h(h_fail, 1);
+            sl_sec_refused(r, err->msg);
+            return -1;
+        }
+        remember(tok, c, ver);
     }
-    sl_stats_add("auth_success_count", 1);
+    sl_stats_add_h(h_success, 1);
     r->user = c;
     return 0;
 }
@@ -146,7 +250,8 @@ static int allow(struct sl_req *r, uint64_t perm, const char *prov, const char *
         snprintf(where, sizeof(where), "bucket %s://%s", sl_provider_scheme(p ? p : "ais"), bck);
     else
         snprintf(where, sizeof(where), "this cluster");
-    sl_stats_add("auth_denied_count", 1);
+    handles();
+    sl_stats_add_h(h_denied, 1);
     sl_errf(err, SL_EFORBIDDEN, "%s %s: user \"%s\" lacks %s on %s (an admin can grant it: `shale auth add role`, "
             "`shale auth update user`)", r->method_str, r->path, who, pn, where);
     sl_sec_refused(r, err->msg);

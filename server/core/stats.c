@@ -54,7 +54,7 @@ void sl_stats_request(int op, int method, int status, uint64_t in_bytes, uint64_
             ADD(&s->hist[i], 1);
 }
 
-void sl_stats_add(const char *name, uint64_t v)
+int sl_stats_handle(const char *name)
 {
     pthread_mutex_lock(&cmu);
     int i;
@@ -63,9 +63,19 @@ void sl_stats_add(const char *name, uint64_t v)
             break;
     if (i == ncustom && ncustom < MAXC)
         snprintf(custom[ncustom++].name, sizeof(custom[0].name), "%s", name);
-    if (i < MAXC)
-        custom[i].v += v;
     pthread_mutex_unlock(&cmu);
+    return i < MAXC ? i : -1;
+}
+
+void sl_stats_add_h(int h, uint64_t v)
+{
+    if (h >= 0 && h < MAXC)
+        ADD(&custom[h].v, v);
+}
+
+void sl_stats_add(const char *name, uint64_t v)
+{
+    sl_stats_add_h(sl_stats_handle(name), v);
 }
 
 /* one labelled counter: internal name, Prometheus name, backend */
@@ -82,7 +92,7 @@ static void add_labelled(const char *name, const char *prom, const char *label, 
         snprintf(custom[ncustom++].label, sizeof(custom[0].label), "%s", label);
     }
     if (i < MAXC)
-        custom[i].v += v;
+        ADD(&custom[i].v, v);
     pthread_mutex_unlock(&cmu);
 }
 
@@ -140,7 +150,7 @@ json_t *sl_stats_tracker_json(void)
     }
     pthread_mutex_lock(&cmu);
     for (int i = 0; i < ncustom; i++)
-        tracker_set(o, custom[i].name, custom[i].v);
+        tracker_set(o, custom[i].name, LD(&custom[i].v));
     pthread_mutex_unlock(&cmu);
     return o;
 }
@@ -211,7 +221,7 @@ void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
         if (!custom[i].prom[0]) {
             sl_buf_printf(b, "# HELP %s_%s %s\n# TYPE %s_%s counter\n%s_%s{node_id=\"%s\"} %llu\n", prefix,
                           custom[i].name, custom[i].name, prefix, custom[i].name, prefix, custom[i].name, node_id,
-                          (unsigned long long)custom[i].v);
+                          (unsigned long long)LD(&custom[i].v));
             continue;
         }
         /* a labelled family: its TYPE once, then one line per backend */
@@ -225,7 +235,7 @@ void sl_stats_render(struct sl_buf *b, const char *prefix, const char *node_id)
         for (int j = i; j < ncustom; j++)
             if (!strcmp(custom[j].prom, custom[i].prom))
                 sl_buf_printf(b, "%s_%s{backend=\"%s\",node_id=\"%s\"} %llu\n", prefix, custom[j].prom,
-                              custom[j].label, node_id, (unsigned long long)custom[j].v);
+                              custom[j].label, node_id, (unsigned long long)LD(&custom[j].v));
     }
     pthread_mutex_unlock(&cmu);
 }

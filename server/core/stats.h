@@ -18,6 +18,9 @@ enum {
 
 void sl_stats_request(int op, int method, int status, uint64_t in_bytes, uint64_t out_bytes, int64_t ns, bool ok);
 void sl_stats_add(const char *name, uint64_t v);   /* free-form counters ("rebalance_objs") */
+/* the same for a hot path: look the name up once, then add without a lock */
+int sl_stats_handle(const char *name);
+void sl_stats_add_h(int h, uint64_t v);
 /* One call to a remote store (op "get", "head", "put", "delete") by the
  * backend of provider ("aws", "ht"), as AIStore counts them: node status
  * aws.get.n, aws.get.ns.total, aws.get.size (get and put); Prometheus
