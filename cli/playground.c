@@ -12,6 +12,8 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "node.h"
+#include "sec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +123,10 @@ static json_t *load_topology(const char *dir)
     free(f);
     if (json_is_true(json_object_get(j, "https")))
         use_https(dir);
+    char *tf = sl_xasprintf("%s/admin.token", dir); /* (--auth: the playground's own checks need it) */
+    if (access(tf, R_OK) == 0)
+        setenv("AIS_AUTHN_TOKEN_FILE", tf, 0);
+    free(tf);
     return j;
 }
 
@@ -370,8 +376,19 @@ static int node_answers(const char *dir, const char *name, int port, char *other
     char id[128];
     int ans = ANS_OTHER;
     read_node_id(dir, name, id, sizeof(id));
+    /* signed as the cluster's nodes sign (a target with auth on takes
+     * nothing else): the playground holds the cluster secret */
+    char sig[256] = "";
+    char *sp = sl_xasprintf("%s/%s/cluster.secret", dir, name);
+    struct sl_err se = { 0 };
+    if (!G.id[0])
+        snprintf(G.id, sizeof(G.id), "playground"); /* (the signer's name) */
+    if (access(sp, R_OK) == 0 && (sl_sec_on() || sl_sec_init(sp, false, &se) == 0))
+        sl_sec_header("GET", "/v1/daemon?what=snode", NULL, sig, sizeof(sig));
+    free(sp);
+    const char *hd[] = { sig[0] ? sig : NULL, NULL };
     cli_set_req_timeout(3000);
-    int rc = cli_req("GET", "/v1/daemon?what=snode", NULL, NULL, 0, &r);
+    int rc = cli_req_h("GET", "/v1/daemon?what=snode", hd, NULL, 0, &r);
     cli_set_req_timeout(0);
     if (rc == 0 && r.status == 200) {
         json_t *j = cli_resp_json(&r);

@@ -84,6 +84,14 @@ static bool revoked(const char *tok, int64_t *version)
     return out;
 }
 
+static bool user_exists(const char *name)
+{
+    json_t *d = sl_cluster_doc("authmd");
+    bool ok = json_object_get(json_object_get(d, "users"), name) != NULL;
+    json_decref(d);
+    return ok;
+}
+
 /* Tokens this HTTP thread verified lately: a client sends the same one with
  * every request. An entry holds while the config (key, method) and the
  * authmd (revocations) it was checked against are current and the token
@@ -199,6 +207,12 @@ int sl_access_authenticate(struct sl_req *r, struct sl_err *err)
             c = NULL;
             sl_errf(err, SL_EUNAUTH, "token revoked: log in again");
         }
+        if (c && !sl_conf->auth_key[0] && !user_exists(sl_json_str(c, "sub", ""))) {
+            /* the cluster's own AuthN issued it, for a user since removed */
+            sl_errf(err, SL_EUNAUTH, "token of user \"%s\", who no longer exists", sl_json_str(c, "sub", ""));
+            json_decref(c);
+            c = NULL;
+        }
         if (!c) {
             sl_stats_add_h(h_fail, 1);
             sl_sec_refused(r, err->msg);
@@ -297,7 +311,7 @@ static uint64_t route_perm(const struct sl_req *r, char *bck, size_t cap, bool *
         if (m == SL_M_HEAD)
             return SL_ACCESS_HEAD_OBJ;
         if (m == SL_M_PUT)
-            return sl_req_query(r, "appendty") ? SL_ACCESS_APPEND : SL_ACCESS_PUT;
+            return sl_req_query(r, "append_type") ? SL_ACCESS_APPEND : SL_ACCESS_PUT;
         if (m == SL_M_DELETE)
             return SL_ACCESS_DEL_OBJ;
         if (m == SL_M_PATCH)
@@ -323,6 +337,14 @@ static uint64_t route_perm(const struct sl_req *r, char *bck, size_t cap, bool *
             bck[0] = 0;
         return bck[0] ? SL_ACCESS_GET : 0;
     }
+    if (sl_req_path_is(r, "/v1/ml/plan") && m == SL_M_GET && r->path_len > 6 &&
+        !strcmp(r->path + r->path_len - 6, "/batch")) {
+        *later = true; /* GET on the plan's bucket (plan.c) */
+        return 0;
+    }
+    const char *what = sl_req_query(r, "what");
+    if ((sl_req_path_is(r, "/v1/daemon") || sl_req_path_is(r, "/v1/reverse")) && what && !strcmp(what, "log"))
+        return SL_ACCESS_ADMIN; /* node logs */
     if (sl_req_path_is(r, "/v1/daemon") || sl_req_path_is(r, "/v1/cluster") || sl_req_path_is(r, "/v1/etl") ||
         sl_req_path_is(r, "/v1/reverse") ||
         sl_req_path_is(r, "/v1/sort") || sl_req_path_is(r, "/v1/ishard") || sl_req_path_is(r, "/v1/ml/plan"))
@@ -348,6 +370,20 @@ bool sl_access(struct sl_req *r)
     }
     if (open_to_all(r))
         return true;
+    if (r->trust == SL_TRUST_REDIRECT) {
+        /* the body the gateway checked, if it named one; with auth on a
+         * redirected request with a body other than object data must */
+        const char *bh = NULL; /* the last one: the gateway's (a client's own may come before it) */
+        for (int i = 0; i < r->nq; i++)
+            if (!strcmp(r->q[i].k, "bh"))
+                bh = r->q[i].v;
+        bool has_body = r->content_length > 0 || sl_req_header(r, "Transfer-Encoding");
+        if (bh && strlen(bh) == 64)
+            snprintf(r->want_bh, sizeof(r->want_bh), "%s", bh);
+        else if (sl_conf->auth_required && has_body && r->method != SL_M_PUT)
+            return refuse(r, SL_EUNAUTH, "a redirected request whose body was not checked by the gateway (no bh=): "
+                                         "send it to a gateway");
+    }
     if (G.role == SL_ROLE_TARGET && r->trust == SL_TRUST_NONE) {
         bool read = r->method == SL_M_GET || r->method == SL_M_HEAD;
         if (!read || sl_conf->auth_required)
@@ -405,13 +441,27 @@ static const struct {
     { "summary-bck", SL_ACCESS_LIST_OBJ, false, false },
     { "set-bprops", SL_ACCESS_PATCH, false, false },
     { "reset-bprops", SL_ACCESS_PATCH, false, false },
-    { "rename", SL_ACCESS_MOVE_OBJ, false, false },
+    { "rename-obj", SL_ACCESS_MOVE_OBJ, false, false },
     { "promote", SL_ACCESS_PROMOTE, false, false },
     { "blob-download", SL_ACCESS_PUT, false, false },
     { "mpt-upload", SL_ACCESS_PUT, false, false },
     { "mpt-complete", SL_ACCESS_PUT, false, false },
     { "mpt-abort", SL_ACCESS_PUT, false, false },
 };
+
+/* PUT on destination provider://name (and CREATE-BUCKET when it does not
+ * exist yet) */
+static int dest_allowed(struct sl_req *r, const char *prov, const char *name, struct sl_err *err)
+{
+    struct sl_bck d;
+    struct sl_err ign = { 0 };
+    bool exists = sl_bck_resolve(name, prov, NULL, &d, &ign) == 0;
+    if (exists)
+        sl_bck_release(&d);
+    if (!exists && allow(r, SL_ACCESS_CREATE_BCK, NULL, NULL, err) < 0)
+        return -1;
+    return allow(r, SL_ACCESS_PUT, prov, name, err);
+}
 
 static int action_hook(struct sl_req *r, const struct sl_actmsg *m, struct sl_err *err)
 {
@@ -437,25 +487,24 @@ static int action_hook(struct sl_req *r, const struct sl_actmsg *m, struct sl_er
             return -1;
         if (!actions[i].to)
             return 0;
-        char dn[SL_MAX_BCKNAME + 8] = "", dp[16] = "ais";
+        /* every destination a handler may take: the query's bck_to and the
+         * message's tobck (read as the handlers read it: case-insensitive);
+         * without one the job writes into its source (archive) */
         const char *bt = sl_req_query(r, "bck_to"), *rest;
-        json_t *tb = m->value ? json_object_get(m->value, "tobck") : NULL;
-        if (bt && sl_bck_parse(bt, SL_BCK_UNAME, dp, sizeof(dp), dn, sizeof(dn), &rest, err) < 0)
-            return -1;
-        if (!bt && json_is_object(tb)) {
-            snprintf(dn, sizeof(dn), "%s", sl_json_str(tb, "name", ""));
-            snprintf(dp, sizeof(dp), "%s", sl_json_str(tb, "provider", "ais"));
+        json_t *tb = m->value ? sl_json_get(m->value, "tobck") : NULL;
+        if (bt && *bt) {
+            char dn[SL_MAX_BCKNAME + 8] = "", dp[16] = "ais";
+            if (sl_bck_parse(bt, SL_BCK_UNAME, dp, sizeof(dp), dn, sizeof(dn), &rest, err) < 0 ||
+                dest_allowed(r, dp, dn[0] ? dn : bck, err) < 0)
+                return -1;
         }
-        if (!dn[0])
-            return 0; /* into itself (archive) */
-        struct sl_bck d;
-        struct sl_err ign = { 0 };
-        bool exists = sl_bck_resolve(dn, dp, NULL, &d, &ign) == 0;
-        if (exists)
-            sl_bck_release(&d);
-        if (!exists && allow(r, SL_ACCESS_CREATE_BCK, NULL, NULL, err) < 0)
-            return -1;
-        return allow(r, SL_ACCESS_PUT, dp, dn, err);
+        if (tb && !json_is_null(tb)) {
+            const char *n = json_is_object(tb) ? sl_json_str(tb, "name", "") : "";
+            const char *p = json_is_object(tb) ? sl_json_str(tb, "provider", "ais") : "ais";
+            if (dest_allowed(r, p, n[0] ? n : bck, err) < 0)
+                return -1;
+        }
+        return 0;
     }
     return allow(r, SL_ACCESS_ADMIN, NULL, NULL, err); /* an action not listed: only an admin */
 }
@@ -509,17 +558,26 @@ int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, struct sl_e
         return allow(r, SL_ACCESS_DEL_OBJ, "ais", bucket, err);
     if (m == SL_M_PUT || m == SL_M_POST || m == SL_M_DELETE) {
         const char *src = sl_req_header(r, "x-amz-copy-source");
-        if (src) { /* [/]BUCKET/KEY: GET there too */
-            while (*src == '/')
-                src++;
-            char sb[SL_MAX_BCKNAME + 8];
-            size_t n = strcspn(src, "/");
-            if (n && n < sizeof(sb)) {
-                memcpy(sb, src, n);
+        if (src) { /* [/]BUCKET/KEY, URL-encoded: GET there too, parsed as copy_object (s3obj.c) parses it */
+            size_t sl = strlen(src);
+            char *tmp = sl_xmalloc(sl + 1);
+            size_t dl = sl_url_decode(src, sl, tmp, false);
+            const char *sp = tmp;
+            if (*sp == '/')
+                sp++;
+            size_t n = strcspn(sp, "/");
+            int rc;
+            if (memchr(tmp, 0, dl) || !n || !sp[n] || !sp[n + 1] || n > SL_MAX_BCKNAME) {
+                rc = sl_errf(err, SL_EFORBIDDEN, "x-amz-copy-source must be BUCKET/KEY (URL-encoded)");
+            } else {
+                char sb[SL_MAX_BCKNAME + 1];
+                memcpy(sb, sp, n);
                 sb[n] = 0;
-                if (allow(r, SL_ACCESS_GET, "ais", sb, err) < 0)
-                    return -1;
+                rc = allow(r, SL_ACCESS_GET, "ais", sb, err);
             }
+            free(tmp);
+            if (rc < 0)
+                return -1;
         }
         return allow(r, SL_ACCESS_PUT, "ais", bucket, err);
     }

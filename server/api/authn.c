@@ -104,22 +104,35 @@ struct rl_ent {
 static struct rl_ent rl_users[256], rl_addrs[1024];
 static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* key's entry for this minute: its own, else a free or stale one, else
+ * (all 8 probed taken) the one with the fewest failures */
 static int *rl_slot(struct rl_ent *t, size_t n, const char *key, int64_t minute)
 {
     uint32_t h = 2166136261u;
     for (const char *p = key; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
-    struct rl_ent *e = &t[h % n];
-    if (strcmp(e->key, key) || e->win != minute) {
-        snprintf(e->key, sizeof(e->key), "%s", key);
-        e->win = minute;
-        e->fails = 0;
+    struct rl_ent *victim = NULL;
+    for (size_t i = 0; i < 8; i++) {
+        struct rl_ent *e = &t[(h + i) % n];
+        if (e->win == minute && !strcmp(e->key, key))
+            return &e->fails;
+        if (e->win != minute) {
+            if (!victim || victim->win == minute)
+                victim = e;
+        } else if (!victim || (victim->win == minute && e->fails < victim->fails)) {
+            victim = e;
+        }
     }
-    return &e->fails;
+    snprintf(victim->key, sizeof(victim->key), "%s", key);
+    victim->win = minute;
+    victim->fails = 0;
+    return &victim->fails;
 }
 
-/* true when user or address failed too often this minute */
-static bool rl_blocked(const char *user, const char *addr, bool add_fail)
+/* A login attempt: true (and nothing counted) when user or address failed
+ * too often this minute; else the attempt counts as a failure until
+ * rl_success takes it back, so parallel guesses count too. */
+static bool rl_attempt(const char *user, const char *addr)
 {
     int64_t minute = time(NULL) / 60;
     char ka[72];
@@ -127,13 +140,28 @@ static bool rl_blocked(const char *user, const char *addr, bool add_fail)
     pthread_mutex_lock(&rl_mu);
     int *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
     int *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
-    if (add_fail) {
+    bool b = *fu >= sl_conf->auth_login_attempts || *fa >= sl_conf->auth_login_attempts * 4;
+    if (!b) {
         (*fu)++;
         (*fa)++;
     }
-    bool b = *fu >= sl_conf->auth_login_attempts || *fa >= sl_conf->auth_login_attempts * 4;
     pthread_mutex_unlock(&rl_mu);
     return b;
+}
+
+static void rl_success(const char *user, const char *addr)
+{
+    int64_t minute = time(NULL) / 60;
+    char ka[72];
+    snprintf(ka, sizeof(ka), "%.*s", (int)strcspn(addr, ":"), addr);
+    pthread_mutex_lock(&rl_mu);
+    int *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
+    int *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
+    if (*fu > 0)
+        (*fu)--;
+    if (*fa > 0)
+        (*fa)--;
+    pthread_mutex_unlock(&rl_mu);
 }
 
 struct login {
@@ -197,8 +225,9 @@ static void login_run(struct sl_req *r, void *arg)
     json_t *d = doc_copy();
     json_t *u = json_object_get(json_object_get(d, "users"), l->user);
     bool ok = u && sl_auth_check_password(l->pass, sl_json_str(u, "pass", ""));
+    if (ok)
+        rl_success(l->user, r->remote);
     if (!ok) {
-        rl_blocked(l->user, r->remote, true);
         sl_stats_add("auth_login_fail_count", 1);
         sl_logw("authn: failed login as \"%s\" from %s", l->user, r->remote);
         sl_resp_errf(r, SL_EUNAUTH, "invalid user name or password");
@@ -238,7 +267,7 @@ static void login_body(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "log in with POST /v1/users/NAME {\"password\": \"...\", \"expires_in\": NS}");
         return;
     }
-    if (rl_blocked(name, r->remote, false)) {
+    if (rl_attempt(name, r->remote)) {
         json_decref(j);
         sl_logw("authn: login as \"%s\" from %s refused: too many failures this minute", name, r->remote);
         sl_resp_errf(r, SL_ETOOMANY, "too many failed logins for user \"%s\" or from this address: wait a minute "

@@ -252,6 +252,11 @@ static void redirect_object(struct sl_req *r)
         const char *q = strchr(r->raw_uri, '?');
         if (q && q[1])
             sl_buf_adds(&url, q);
+        if (r->body_mode == SL_BODY_BUFFER) { /* (redirect_checked_body) */
+            char bh[65];
+            sl_body_hash(r->body.p ? r->body.p : "", r->body.len, bh);
+            sl_buf_printf(&url, "%cbh=%s", strchr(url.p, '?') ? '&' : '?', bh);
+        }
         sl_peer_redirect_url(&url, G.id, r->method_str);
         sl_resp_redirect(r, r->method == SL_M_GET ? 301 : 307, url.p);
         sl_buf_free(&url);
@@ -262,6 +267,20 @@ static void redirect_object(struct sl_req *r)
 
 static void redirect_after_body(struct sl_req *r)
 {
+    redirect_object(r);
+}
+
+static void redirect_checked_body(struct sl_req *r)
+{
+    if (r->method == SL_M_POST) { /* the action's permission (the access hook) */
+        struct sl_err err = { 0 };
+        struct sl_actmsg m;
+        if (sl_actmsg_parse(r, &m, &err) < 0) {
+            sl_resp_err(r, &err);
+            return;
+        }
+        sl_actmsg_free(&m);
+    }
     redirect_object(r);
 }
 
@@ -295,6 +314,14 @@ void sl_route_objects(struct sl_req *r)
          * limit is higher: clients sending more without Expect fail */
         const char *expect = sl_req_header(r, "Expect");
         int64_t drain = sl_conf->use_https ? 256 * SL_MIB : 4 * SL_MIB;
+        bool has_body = r->content_length > 0 || sl_req_header(r, "Transfer-Encoding");
+        if (sl_auth_on() && has_body && r->method != SL_M_PUT && r->method != SL_M_GET && r->method != SL_M_HEAD) {
+            /* with auth on, a body that names an operation is read here, its
+             * action checked, and its hash signed into the redirect: the
+             * target takes only that body */
+            sl_req_buffer_body(r, sl_conf->http_max_body_json, redirect_checked_body);
+            return;
+        }
         if (r->content_length > 0 && r->content_length <= drain && !expect) {
             r->body_mode = SL_BODY_DISCARD;
             r->on_done = redirect_after_body;

@@ -13,6 +13,7 @@
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -664,6 +665,16 @@ static void route_at_headers(struct sl_req *r)
         r->body_mode = SL_BODY_DISCARD;
 }
 
+/* a signed redirect that names its body (bh=) gets only that body */
+static bool body_checked(struct sl_req *r)
+{
+    if (!r->want_bh[0])
+        return true;
+    char bh[65];
+    sl_body_hash(r->body.p ? r->body.p : "", r->body_mode == SL_BODY_BUFFER ? r->body.len : 0, bh);
+    return !strcmp(bh, r->want_bh);
+}
+
 static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -777,11 +788,14 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
     if (r->deferred) {
         r->deferred = false;
         router(r);
-        if (!r->offload && !r->responded && r->on_done && !r->failed)
+        if (!r->offload && !r->responded && r->on_done && !r->failed && body_checked(r))
             r->on_done(r);
     }
     if (!r->offload && !r->responded) {
-        if (r->failed)
+        if (!r->failed && !body_checked(r))
+            sl_resp_errf(r, SL_EUNAUTH, "%s %s: the body is not the one the gateway checked (bh= of the signed "
+                         "redirect): send the request to the gateway again", r->method_str, r->path);
+        else if (r->failed)
             sl_resp_err(r, &r->err);
         else if (r->on_done)
             r->on_done(r);
@@ -964,6 +978,14 @@ void sl_http_stop(void)
         MHD_stop_daemon(mhd);
         mhd = NULL;
     }
+}
+
+void sl_body_hash(const void *p, size_t n, char out[65])
+{
+    unsigned char h[32];
+    unsigned int hl = 32;
+    EVP_Digest(p, n, h, &hl, EVP_sha256(), NULL);
+    sl_hex(h, 32, out);
 }
 
 static sl_action_hook_fn action_hook;

@@ -92,6 +92,7 @@ struct sl_req {
     /* who sent it (node/sec.c, node/auth.c) */
     int trust;                  /* SL_TRUST_*: signed by a peer or a redirect */
     bool client_fwd;            /* a peer relays a client's request: check the client */
+    char want_bh[65];           /* a signed redirect's body hash (bh=): the buffered body must match */
     json_t *user;               /* the claims of a verified token (auth on), owned */
 };
 
@@ -219,6 +220,11 @@ struct sl_actmsg {
  * m holds nothing. */
 int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err);
 void sl_actmsg_free(struct sl_actmsg *m);
+
+/* Hex SHA-256 of a body (out: 65 bytes): what a signed redirect's bh=
+ * names, so a client cannot send the target another body than the one the
+ * gateway checked */
+void sl_body_hash(const void *p, size_t n, char out[65]);
 
 /* Access hooks (api/access.c installs them): the permission an action
  * message needs, checked inside sl_actmsg_parse (-1 with err refuses it);

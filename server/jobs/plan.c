@@ -23,6 +23,7 @@
  * Reading stays within a few shards at a time, and no node count enters.
  */
 #include "plan.h"
+#include "auth.h"
 #include "arch.h"
 #include "cluster.h"
 #include "jsonx.h"
@@ -838,6 +839,12 @@ static void batch_redirect(struct sl_req *r, const struct batch_req *q)
     json_t *p = plan_get(q->name);
     if (!p) {
         sl_resp_errf(r, SL_ENOENT, "plan \"%s\" does not exist (list them with GET /v1/ml/plan)", q->name);
+        return;
+    }
+    struct sl_err aerr = { 0 };
+    if (sl_req_allow(r, SL_ACCESS_GET, sl_json_str(p, "provider", "ais"), sl_json_str(p, "bck", ""), &aerr) < 0) {
+        json_decref(p); /* (a batch is the plan's bucket's objects: GET on it) */
+        sl_resp_err(r, &aerr);
         return;
     }
     int64_t batches = sl_json_int(p, "batches", 0);

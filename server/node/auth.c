@@ -126,6 +126,17 @@ static void b64url_enc(struct sl_buf *b, const unsigned char *p, size_t n)
     free(t);
 }
 
+/* is s[0..n) the one base64url spelling of dec? */
+static bool canonical(const char *s, size_t n, const unsigned char *dec, size_t dl)
+{
+    struct sl_buf b;
+    sl_buf_init(&b);
+    b64url_enc(&b, dec, dl);
+    bool ok = b.len == n && !memcmp(b.p, s, n);
+    sl_buf_free(&b);
+    return ok;
+}
+
 /* ---- keys ---- */
 
 static const EVP_MD *md_of(const char *alg)
@@ -189,6 +200,16 @@ json_t *sl_auth_verify(const char *tok, struct sl_err *err)
     unsigned char *h = b64url_dec(tok, (size_t)(d1 - tok), &hl);
     unsigned char *p = b64url_dec(d1 + 1, (size_t)(d2 - d1 - 1), &pl);
     unsigned char *sig = b64url_dec(d2 + 1, strlen(d2 + 1), &sl);
+    /* one string per token: base64url with unused bits set, or padding,
+     * would decode the same and so slip past a revocation */
+    if (h && p && sig &&
+        (!canonical(tok, (size_t)(d1 - tok), h, hl) || !canonical(d1 + 1, (size_t)(d2 - d1 - 1), p, pl) ||
+         !canonical(d2 + 1, strlen(d2 + 1), sig, sl))) {
+        free(h);
+        free(p);
+        free(sig);
+        h = p = sig = NULL;
+    }
     json_t *hdr = h ? json_loadb((char *)h, hl, 0, NULL) : NULL;
     json_t *claims = NULL;
     const char *alg = json_string_value(json_object_get(hdr, "alg"));

@@ -653,7 +653,7 @@ struct hctx {
 static void add_hdr(void *arg, const char *k, const char *v)
 {
     struct hctx *h = arg;
-    if (hop_by_hop(k) || !strcasecmp(k, SL_SEC_HDR))
+    if (hop_by_hop(k) || !strcasecmp(k, SL_SEC_HDR) || !strcasecmp(k, SL_SEC_BODY_HDR))
         return;
     if (!strcasecmp(k, "Content-Type"))
         h->has_ct = true;
@@ -686,7 +686,7 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     for (int i = 0; o->hdrs && o->hdrs[i]; i++)
         h.hl = curl_slist_append(h.hl, o->hdrs[i]);
     char sig[256];
-    sl_sec_header(f->method, f->url, sig, sizeof(sig));
+    sl_sec_header(f->method, f->url, NULL, sig, sizeof(sig)); /* (a streamed body: not bound) */
     if (sig[0])
         h.hl = curl_slist_append(h.hl, sig);
     h.hl = curl_slist_append(h.hl, "Expect:");

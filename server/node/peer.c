@@ -120,18 +120,29 @@ static size_t wr_buf(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-/* every call carries the cluster signature (sec.h) */
-static struct curl_slist *sign(struct curl_slist *l, const char *method, const char *url)
+/* every call carries the cluster signature (sec.h), binding an in-memory
+ * body too */
+static struct curl_slist *sign(struct curl_slist *l, const char *method, const char *url, const void *body,
+                               size_t blen)
 {
-    char sig[256];
-    sl_sec_header(method, url, sig, sizeof(sig));
-    return sig[0] ? curl_slist_append(l, sig) : l;
+    char sig[256], bh[65], bl[128];
+    if (body)
+        sl_body_hash(body, blen, bh);
+    sl_sec_header(method, url, body ? bh : NULL, sig, sizeof(sig));
+    if (!sig[0])
+        return l;
+    l = curl_slist_append(l, sig);
+    if (body) {
+        snprintf(bl, sizeof(bl), SL_SEC_BODY_HDR ": %s", bh);
+        l = curl_slist_append(l, bl);
+    }
+    return l;
 }
 
-static struct curl_slist *mk_headers(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int n,
-                                     const char *ctype)
+static struct curl_slist *mk_headers(const char *method, const char *url, const void *body, size_t blen,
+                                     const struct sl_peer_hdr *hdrs, int n, const char *ctype)
 {
-    struct curl_slist *l = method ? sign(NULL, method, url) : NULL; /* (NULL: to another cluster) */
+    struct curl_slist *l = method ? sign(NULL, method, url, body, blen) : NULL; /* (NULL: to another cluster) */
     char tmp[2048];
     for (int i = 0; i < n; i++) {
         snprintf(tmp, sizeof(tmp), "%s: %s", hdrs[i].k, hdrs[i].v);
@@ -198,7 +209,8 @@ static int call(bool foreign, const char *method, const char *url, const struct 
     memset(r, 0, sizeof(*r));
     CURL *c = handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers(foreign ? NULL : method, url, hdrs, nhdrs, body ? "application/json" : NULL);
+    struct curl_slist *hl =
+        mk_headers(foreign ? NULL : method, url, body, blen, hdrs, nhdrs, body ? "application/json" : NULL);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))
@@ -272,7 +284,7 @@ int sl_peer_put_fd(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, i
     memset(r, 0, sizeof(*r));
     CURL *c = handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers("PUT", url, hdrs, nhdrs, "application/octet-stream");
+    struct curl_slist *hl = mk_headers("PUT", url, NULL, 0, hdrs, nhdrs, "application/octet-stream");
     struct fd_src src = { fd, 0, len };
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
@@ -351,7 +363,7 @@ static int stream_call(bool pooled, const char *method, const char *url, const s
     memset(r, 0, sizeof(*r));
     CURL *c = pooled ? pool_get() : handle();
     common_opts(c, url, timeout_ms);
-    struct curl_slist *hl = mk_headers(method, url, hdrs, nhdrs, body ? "application/json" : NULL);
+    struct curl_slist *hl = mk_headers(method, url, body, blen, hdrs, nhdrs, body ? "application/json" : NULL);
     struct stream_ctx s = { c, sink, hcb, ctx, &r->body, false };
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
@@ -424,7 +436,7 @@ void sl_peer_fanout(struct sl_fan *reqs, int n, int64_t timeout_ms)
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         if (!strcmp(method, "HEAD"))
             curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-        struct curl_slist *l = sign(NULL, method, reqs[i].url);
+        struct curl_slist *l = sign(NULL, method, reqs[i].url, reqs[i].body, reqs[i].blen);
         if (reqs[i].body) {
             l = curl_slist_append(l, "Content-Type: application/json");
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, reqs[i].body);

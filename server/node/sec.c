@@ -187,17 +187,17 @@ static int64_t ttl_s(void)
     return t > 0 ? t : 60;
 }
 
-void sl_sec_header(const char *method, const char *url, char *out, size_t cap)
+void sl_sec_header(const char *method, const char *url, const char *body_hash, char *out, size_t cap)
 {
     if (!have_secret) {
         if (cap)
             out[0] = 0;
         return;
     }
-    char nc[17], extra[128], sig[SIG_HEX + 1];
+    char nc[17], extra[200], sig[SIG_HEX + 1];
     nonce(nc);
     long long exp = (long long)(sl_now_ns() / 1000000000) + ttl_s();
-    snprintf(extra, sizeof(extra), "%s\n%lld\n%s", G.id, exp, nc);
+    snprintf(extra, sizeof(extra), "%s\n%lld\n%s\n%s", G.id, exp, nc, body_hash ? body_hash : "");
     const char *t = target_of(url);
     sig_hex("h", method, t, strlen(t), extra, sig);
     snprintf(out, cap, SL_SEC_HDR ": %s %lld %s %s", G.id, exp, nc, sig);
@@ -218,7 +218,7 @@ void sl_sec_sign_url(struct sl_buf *url, const char *method)
 
 /* ---- replay cache: signatures seen and not yet expired ---- */
 
-#define RC_SLOTS (1u << 16)
+#define RC_SLOTS (1u << 17)
 #define RC_PROBES 8
 
 struct rc_slot {
@@ -296,11 +296,16 @@ int sl_sec_verify(struct sl_req *r, struct sl_err *err)
         long long exp;
         if (sscanf(h, "%63s %lld %39s %79s", id, &exp, nc, sig) != 4)
             return bad(err, r, "malformed " SL_SEC_HDR " header");
-        char extra[160], want[SIG_HEX + 1];
-        snprintf(extra, sizeof(extra), "%s\n%lld\n%s", id, exp, nc);
+        char extra[240], want[SIG_HEX + 1];
+        const char *bh = sl_req_header(r, SL_SEC_BODY_HDR);
+        if (bh && strlen(bh) != 64)
+            return bad(err, r, "malformed " SL_SEC_BODY_HDR " header");
+        snprintf(extra, sizeof(extra), "%s\n%lld\n%s\n%s", id, exp, nc, bh ? bh : "");
         sig_hex("h", r->method_str, r->raw_uri, strlen(r->raw_uri), extra, want);
         if (check_sig(sig, exp, err, r, want) < 0)
             return -1;
+        if (bh) /* the engine checks the body against it (http.c) */
+            snprintf(r->want_bh, sizeof(r->want_bh), "%s", bh);
         r->trust = SL_TRUST_PEER;
         return 0;
     }

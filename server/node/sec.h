@@ -26,8 +26,11 @@ bool sl_sec_on(void);
 const char *sl_sec_path(void);
 
 /* "Ais-Cluster-Auth: ..." for a call of method to url (absolute or a
- * request target); "" when there is no secret. */
-void sl_sec_header(const char *method, const char *url, char *out, size_t cap);
+ * request target); "" when there is no secret. body_hash (sl_body_hash of
+ * an in-memory body, or NULL) is signed too and goes in its own header,
+ * SL_SEC_BODY_HDR: the receiver takes only that body. */
+#define SL_SEC_BODY_HDR "Ais-Cluster-Body"
+void sl_sec_header(const char *method, const char *url, const char *body_hash, char *out, size_t cap);
 /* Append &x=..&u=.. to url (a redirect the client will follow with
  * method). Nothing without a secret. */
 void sl_sec_sign_url(struct sl_buf *url, const char *method);

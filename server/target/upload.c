@@ -601,10 +601,14 @@ int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const
         else
             nos[i] = (int)json_integer_value(pn);
     }
+    if (rc == 0 && (n == 0 || m->nparts == 0))
+        rc = sl_errf(err, SL_EINVAL, "mpt-complete: no parts (%s): upload at least one part and list it",
+                     n ? "none uploaded" : "the list is empty");
     if (rc == 0 && n != (size_t)m->nparts)
         rc = sl_errf(err, SL_EUNSUPP, "partial completion is not allowed: requested %zu parts, have %d", n,
                      m->nparts);
-    qsort(m->parts, (size_t)m->nparts, sizeof(*m->parts), part_cmp);
+    if (rc == 0)
+        qsort(m->parts, (size_t)m->nparts, sizeof(*m->parts), part_cmp);
     for (size_t i = 0; i < n && rc == 0; i++) {
         int found = 0;
         for (size_t k = 0; k < n; k++)

@@ -211,17 +211,22 @@ def check_sanitizer_reports(path):
             raise AssertionError("sanitizer report in %s:\n%s" % (path, text[max(0, i - 200):i + 3000]))
 
 
-def cluster_sig(secret_path, method, url, node_id="test", ttl=60, exp=None, nonce=None):
-    """The Ais-Cluster-Auth header a node of the cluster whose secret is at secret_path puts on method url
-    (server/node/sec.c): what tests use to call intra-cluster endpoints, and to forge bad ones."""
+def cluster_sig(secret_path, method, url, node_id="test", ttl=60, exp=None, nonce=None, body=None):
+    """The Ais-Cluster-Auth header (and Ais-Cluster-Body for a body) a node of the cluster whose secret is at
+    secret_path puts on method url (server/node/sec.c): what tests use to call intra-cluster endpoints, and to
+    forge bad ones."""
     with open(secret_path) as f:
         secret = bytes.fromhex(f.read().strip())
     target = url[url.index("/", url.index("://") + 3):] if "://" in url else url
     exp = int(time.time()) + ttl if exp is None else exp
     nonce = nonce or os.urandom(8).hex()
-    msg = "h\n%s\n%s\n%s\n%d\n%s" % (method, target, node_id, exp, nonce)
+    bh = hashlib.sha256(body).hexdigest() if body is not None else ""
+    msg = "h\n%s\n%s\n%s\n%d\n%s\n%s" % (method, target, node_id, exp, nonce, bh)
     sig = hmac.new(secret, msg.encode(), hashlib.sha256).hexdigest()[:32]
-    return {"Ais-Cluster-Auth": "%s %d %s %s" % (node_id, exp, nonce, sig)}
+    h = {"Ais-Cluster-Auth": "%s %d %s %s" % (node_id, exp, nonce, sig)}
+    if bh:
+        h["Ais-Cluster-Body"] = bh
+    return h
 
 
 def deep_update(d, u):

@@ -94,6 +94,15 @@ class IntraCluster(unittest.TestCase):
         self.assertEqual(self.s.head(self.url + "/v1/buckets/sb").status_code, 200)
         self.assertIn("refused PUT /v1/metasync", self.c.log("t0"))
 
+    def test_signed_body(self):
+        """a signed call's body is bound to the signature: the same header with another body is refused"""
+        u = self.t0 + "/v1/metasync"
+        body = json.dumps({}).encode()
+        h = cluster_sig(self.secret, "PUT", u, body=body)
+        r = self.s.put(u, data=b'{"bmd": {"version": "999"}}', headers=h)
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertIn("not the one", r.json()["message"])
+
     def test_signed_call_once(self):
         """a correctly signed intra-cluster call passes (so the refusals above are about the signature), once:
         the same header again is a replay"""
@@ -265,6 +274,7 @@ class ClientAuth(unittest.TestCase):
         self.assertTrue(cfg["auth"]["client_auth_required"])
 
     def test_no_token_and_bad_tokens(self):
+        time.sleep(1.1)  # refusals are logged at most ten a second: start a fresh second
         r = requests.get(self.url + "/v1/buckets")
         self.assertEqual(r.status_code, 401)
         self.assertIn("token required", r.json()["message"])
@@ -287,11 +297,11 @@ class ClientAuth(unittest.TestCase):
             r = self.sess(tok).delete(self.url + "/v1/buckets/priv", json={"action": "destroy-bck"})
             self.assertEqual(r.status_code, 401, (what, r.text))
         # valid, but for another cluster: no permission here
-        other = jwt({"sub": "eve", "exp": now + 600, "clusters": [{"id": "other-uuid", "perm": "262143"}]},
+        other = jwt({"sub": "bob", "exp": now + 600, "clusters": [{"id": "other-uuid", "perm": "262143"}]},
                     self.key)
         r = self.sess(other).delete(self.url + "/v1/buckets/priv", json={"action": "destroy-bck"})
         self.assertEqual(r.status_code, 403, r.text)
-        mine = jwt({"sub": "eve", "exp": now + 600, "clusters": [{"id": self.uuid, "perm": "4096"}]}, self.key)
+        mine = jwt({"sub": "bob", "exp": now + 600, "clusters": [{"id": self.uuid, "perm": "4096"}]}, self.key)
         self.assertEqual(self.sess(mine).get(self.url + "/v1/buckets").status_code, 200)
         self.assertEqual(self.adm.head(self.url + "/v1/buckets/priv").status_code, 200)
         log = self.c.log("p0")
@@ -345,6 +355,69 @@ class ClientAuth(unittest.TestCase):
         for t in ("t0", "t1"):
             r = bob.get(self.c.node_url(t) + "/v1/objects/pub/a")
             self.assertEqual(r.status_code, 401)
+
+    def test_bypasses_closed(self):
+        """the ways around the checks a review found, each refused"""
+        bob = self.sess(self.login("bob", "bobpw"))
+        # an action on an object (the body names it) is checked before the redirect
+        r = bob.post(self.url + "/v1/objects/priv/s", json={"action": "mpt-upload"}, allow_redirects=False)
+        self.assertEqual(r.status_code, 403, r.text)
+        r = self.adm.post(self.url + "/v1/objects/pub/mp", json={"action": "mpt-upload"}, allow_redirects=False)
+        self.assertEqual(r.status_code, 307, r.text)
+        self.assertIn("bh=", r.headers["Location"])
+        up = self.adm.post(r.headers["Location"], json={"action": "mpt-upload"}).text.strip().strip('"')
+        self.assertTrue(up)
+        # ... and its body cannot be swapped at the target
+        r = self.adm.post(self.url + "/v1/objects/pub/mp", json={"action": "mpt-upload"}, allow_redirects=False)
+        r = requests.post(r.headers["Location"], json={"action": "mpt-abort", "value": up})
+        self.assertEqual(r.status_code, 401, r.text)
+        # an empty completion is a 400, not a crash
+        r = self.adm.post(self.url + "/v1/objects/pub/mp", json={"action": "mpt-complete", "value": []},
+                          params={"uploadid": up})
+        self.assertIn(r.status_code, (400, 404), r.text)
+        self.assertEqual(self.adm.get(self.url + "/v1/health").status_code, 200)
+        self.assertEqual(len(self.c.smap()["tmap"]), 2)
+        # get-batch: the redirect's body is the one checked
+        r = bob.get(self.url + "/v1/ml/moss/pub", json={"in": [{"objname": "a"}]}, allow_redirects=False)
+        self.assertIn(r.status_code, (301, 302, 307), r.text)
+        r = requests.get(r.headers["Location"], json={"in": [{"objname": "s", "bucket": "priv"}]})
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertNotIn(b"S", r.content[:1])
+        # every destination of a copy or archive is checked, however the message spells it
+        for q, key in (("?bck_to=ais/@%23/pub/", "tobck"), ("", "TOBCK"), ("", "ToBck")):
+            r = bob.post(self.url + "/v1/buckets/pub" + q, json={"action": "copy-listrange", "value": {
+                "objnames": ["a"], key: {"name": "priv"}}})
+            self.assertEqual(r.status_code, 403, (q, key, r.text))
+        r = bob.put(self.url + "/v1/buckets/pub", json={"action": "archive", "value": {
+            "archname": "x.tar", "objnames": ["a"], "ToBck": {"name": "newbkt"}}})
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertEqual(self.adm.head(self.url + "/v1/buckets/newbkt").status_code, 404)
+        # appends need APPEND, and a made-up parameter does not turn a PUT into one
+        for q in ("?appendty=x", "?append_type=append"):
+            r = bob.put(self.url + "/v1/objects/pub/ap" + q, data=b"x", allow_redirects=False)
+            self.assertEqual(r.status_code, 403, (q, r.text))
+        # S3 copy: the source is read as the copy reads it (URL-decoded)
+        long = "k" * 70
+        self.adm.put(self.url + "/v1/objects/priv/" + long, data=b"S").raise_for_status()
+        for src in ("priv%2F" + long, "/%70riv/" + long, "priv/" + long):
+            r = requests.put(self.url + "/s3/pub/stolen", headers={
+                "x-amz-copy-source": src, "X-Amz-Security-Token": self.login("bob", "bobpw")})
+            self.assertEqual(r.status_code, 403, (src, r.text))
+        self.assertEqual(self.adm.head(self.url + "/v1/objects/pub/stolen", allow_redirects=True).status_code, 404)
+        # a revoked token stays revoked however its base64 is spelled
+        tok = self.login("bob", "bobpw")
+        self.assertEqual(self.sess(tok).delete(self.url + "/v1/tokens", json={"token": tok}).status_code, 200)
+        al = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        for flip in (1, 2, 3):
+            alt = tok[:-1] + al[al.index(tok[-1]) ^ flip]
+            self.assertEqual(self.sess(alt).get(self.url + "/v1/buckets").status_code, 401, flip)
+        # a removed user's token is no longer good
+        self.c.cli("auth", "add", "user", "temp", "pubro", "--password", "t1")
+        tt = self.sess(self.login("temp", "t1"))
+        self.assertEqual(tt.get(self.url + "/v1/objects/pub/a").status_code, 200)
+        self.c.cli("auth", "rm", "user", "temp")
+        wait_until(lambda: tt.get(self.url + "/v1/objects/pub/a", allow_redirects=False).status_code == 401, 10,
+                   what="removed user refused")
 
     def test_revoke_and_own_password(self):
         self.c.cli("auth", "add", "user", "carol", "pubro", "--password", "c1")
@@ -443,6 +516,14 @@ class ClientAuth(unittest.TestCase):
             self.assertEqual(self.adm.head(self.url + "/v1/objects/pub/zz", allow_redirects=True).status_code, 404)
         finally:
             self.c.cli("s3", "verify", "off")
+
+    def test_zz_restart(self):
+        """an --auth playground restarts (its own checks of the nodes are signed) and keeps its users"""
+        self.c.cli("playground", "stop", "--dir", self.c.dir)
+        self.c.cli("playground", "start", "--dir", self.c.dir, "--auth")
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 2, 30, what="targets back")
+        bob = self.sess(self.login("bob", "bobpw"))
+        self.assertEqual(bob.get(self.url + "/v1/objects/pub/a").content, b"A")
 
     def test_secret_key_masked_and_admin_to_enable(self):
         cfg = self.adm.get(self.url + "/v1/cluster?what=cluster_config").json()
