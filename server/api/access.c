@@ -84,10 +84,14 @@ static bool revoked(const char *tok, int64_t *version)
     return out;
 }
 
-static bool user_exists(const char *name)
+/* the token's user exists, and existed when the token was issued */
+static bool user_current(const json_t *claims)
 {
     json_t *d = sl_cluster_doc("authmd");
-    bool ok = json_object_get(json_object_get(d, "users"), name) != NULL;
+    json_t *u = json_object_get(json_object_get(d, "users"), sl_json_str(claims, "sub", ""));
+    json_t *iat = json_object_get(claims, "iat");
+    bool ok = u && json_integer_value(json_object_get(u, "created")) <= (json_is_number(iat) ?
+                                                                          (json_int_t)json_number_value(iat) : 0);
     json_decref(d);
     return ok;
 }
@@ -207,9 +211,10 @@ int sl_access_authenticate(struct sl_req *r, struct sl_err *err)
             c = NULL;
             sl_errf(err, SL_EUNAUTH, "token revoked: log in again");
         }
-        if (c && !sl_conf->auth_key[0] && !user_exists(sl_json_str(c, "sub", ""))) {
+        if (c && !sl_conf->auth_key[0] && !user_current(c)) {
             /* the cluster's own AuthN issued it, for a user since removed */
-            sl_errf(err, SL_EUNAUTH, "token of user \"%s\", who no longer exists", sl_json_str(c, "sub", ""));
+            sl_errf(err, SL_EUNAUTH, "token of user \"%s\", who no longer exists (or was made again since)",
+                    sl_json_str(c, "sub", ""));
             json_decref(c);
             c = NULL;
         }
@@ -272,6 +277,8 @@ static int allow(struct sl_req *r, uint64_t perm, const char *prov, const char *
     return -1;
 }
 
+static int dest_allowed(struct sl_req *r, const char *prov, const char *name, struct sl_err *err);
+
 bool sl_access_check(struct sl_req *r, uint64_t perm, const char *provider, const char *bck)
 {
     struct sl_err e = { 0 };
@@ -310,6 +317,8 @@ static uint64_t route_perm(const struct sl_req *r, char *bck, size_t cap, bool *
             return SL_ACCESS_GET;
         if (m == SL_M_HEAD)
             return SL_ACCESS_HEAD_OBJ;
+        if (m == SL_M_PUT && sl_req_query(r, "object_to"))
+            return SL_ACCESS_GET; /* a copy (or transform) of this object: PUT on its destination too */
         if (m == SL_M_PUT)
             return sl_req_query(r, "append_type") ? SL_ACCESS_APPEND : SL_ACCESS_PUT;
         if (m == SL_M_DELETE)
@@ -370,6 +379,12 @@ bool sl_access(struct sl_req *r)
     }
     if (open_to_all(r))
         return true;
+    if (r->trust == SL_TRUST_NONE) {
+        for (int i = 0; i < r->nq; i++)
+            if (!strcmp(r->q[i].k, "bh"))
+                return refuse(r, SL_EINVAL, "query parameter \"bh\" is reserved for the cluster's signed "
+                                            "redirects: remove it");
+    }
     if (r->trust == SL_TRUST_REDIRECT) {
         /* the body the gateway checked, if it named one; with auth on a
          * redirected request with a body other than object data must */
@@ -380,7 +395,8 @@ bool sl_access(struct sl_req *r)
         bool has_body = r->content_length > 0 || sl_req_header(r, "Transfer-Encoding");
         if (bh && strlen(bh) == 64)
             snprintf(r->want_bh, sizeof(r->want_bh), "%s", bh);
-        else if (sl_conf->auth_required && has_body && r->method != SL_M_PUT)
+        else if (sl_conf->auth_required && r->method != SL_M_PUT &&
+                 (has_body || (r->method != SL_M_GET && r->method != SL_M_HEAD)))
             return refuse(r, SL_EUNAUTH, "a redirected request whose body was not checked by the gateway (no bh=): "
                                          "send it to a gateway");
     }
@@ -413,6 +429,18 @@ bool sl_access_client(struct sl_req *r)
     if (allow(r, perm, sl_req_query(r, "provider"), bck[0] ? bck : NULL, &e) < 0) {
         sl_resp_err(r, &e);
         return false;
+    }
+    const char *ot = r->method == SL_M_PUT && sl_req_path_is(r, "/v1/objects") ? sl_req_query(r, "object_to") : NULL;
+    if (ot) { /* PROVIDER/@#/BUCKET/OBJECT, as tcb.c reads it */
+        char dn[SL_MAX_BCKNAME + 8] = "", dp[16] = "ais";
+        const char *rest;
+        if (sl_bck_parse(ot, SL_BCK_UNAME, dp, sizeof(dp), dn, sizeof(dn), &rest, &e) < 0 || !dn[0] ||
+            dest_allowed(r, dp, dn, &e) < 0) {
+            if (!e.code)
+                sl_errf(&e, SL_EINVAL, "object_to \"%s\": expected PROVIDER/@#/BUCKET/OBJECT", ot);
+            sl_resp_err(r, &e);
+            return false;
+        }
     }
     return true;
 }
@@ -500,7 +528,8 @@ static int action_hook(struct sl_req *r, const struct sl_actmsg *m, struct sl_er
         }
         if (tb && !json_is_null(tb)) {
             const char *n = json_is_object(tb) ? sl_json_str(tb, "name", "") : "";
-            const char *p = json_is_object(tb) ? sl_json_str(tb, "provider", "ais") : "ais";
+            /* (archive writes into ais:// whatever the message says) */
+            const char *p = json_is_object(tb) && strcmp(a, "archive") ? sl_json_str(tb, "provider", "ais") : "ais";
             if (dest_allowed(r, p, n[0] ? n : bck, err) < 0)
                 return -1;
         }

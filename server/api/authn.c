@@ -386,7 +386,9 @@ static void change_run(struct sl_req *r, void *arg)
         } else if (rl2 && check_roles(d, rl2, &err) < 0) {
             /* err set */
         } else {
-            json_t *nu = u ? json_deep_copy(u) : json_pack("{s:[]}", "roles");
+            /* created: tokens issued before it (to an earlier user of this
+             * name) are not this user's */
+            json_t *nu = u ? json_deep_copy(u) : json_pack("{s:[],s:I}", "roles", "created", (json_int_t)time(NULL));
             if (pass && *pass) {
                 char *h = sl_auth_hash_password(pass);
                 json_object_set_new(nu, "pass", json_string(h));

@@ -314,8 +314,7 @@ void sl_route_objects(struct sl_req *r)
          * limit is higher: clients sending more without Expect fail */
         const char *expect = sl_req_header(r, "Expect");
         int64_t drain = sl_conf->use_https ? 256 * SL_MIB : 4 * SL_MIB;
-        bool has_body = r->content_length > 0 || sl_req_header(r, "Transfer-Encoding");
-        if (sl_auth_on() && has_body && r->method != SL_M_PUT && r->method != SL_M_GET && r->method != SL_M_HEAD) {
+        if (sl_auth_on() && r->method != SL_M_PUT && r->method != SL_M_GET && r->method != SL_M_HEAD) {
             /* with auth on, a body that names an operation is read here, its
              * action checked, and its hash signed into the redirect: the
              * target takes only that body */

@@ -107,6 +107,7 @@ static void parse_uri(struct sl_req *r)
 static void free_req(struct sl_req *r)
 {
     json_decref(r->user);
+    EVP_MD_CTX_free(r->bh_md);
     free(r->raw_uri);
     free(r->path);
     for (int i = 0; i < r->nq; i++) {
@@ -665,14 +666,39 @@ static void route_at_headers(struct sl_req *r)
         r->body_mode = SL_BODY_DISCARD;
 }
 
-/* a signed redirect that names its body (bh=) gets only that body */
+/* A signed request that names its body (bh=, Ais-Cluster-Body) gets only
+ * that body: every byte that arrives is hashed, whatever the handler does
+ * with it, and the handler's completion runs only if the hash matches. */
+static void bh_update(struct sl_req *r, const void *p, size_t n)
+{
+    if (!r->want_bh[0] || !n)
+        return;
+    if (!r->bh_md) {
+        r->bh_md = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(r->bh_md, EVP_sha256(), NULL);
+    }
+    EVP_DigestUpdate(r->bh_md, p, n);
+}
+
 static bool body_checked(struct sl_req *r)
 {
     if (!r->want_bh[0])
         return true;
     char bh[65];
-    sl_body_hash(r->body.p ? r->body.p : "", r->body_mode == SL_BODY_BUFFER ? r->body.len : 0, bh);
-    return !strcmp(bh, r->want_bh);
+    if (!r->bh_md) {
+        sl_body_hash("", 0, bh);
+    } else {
+        unsigned char h[32];
+        unsigned int hl = 32;
+        EVP_DigestFinal_ex(r->bh_md, h, &hl);
+        EVP_MD_CTX_free(r->bh_md);
+        r->bh_md = NULL;
+        sl_hex(h, 32, bh);
+    }
+    bool ok = !strcmp(bh, r->want_bh);
+    /* checked once: a match wants nothing more, a mismatch stays one */
+    r->want_bh[0] = ok ? 0 : '!';
+    return ok;
 }
 
 static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -752,12 +778,14 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         }
         if ((size_t)took > n)
             took = (ssize_t)n;
+        bh_update(r, upload_data, (size_t)took);
         *upload_data_size = n - (size_t)took;   /* the rest comes again after the resume */
         r->body_seen += (uint64_t)took;
         sl_log_set_reqid(NULL);
         return MHD_YES;
     }
     if (*upload_data_size) {
+        bh_update(r, upload_data, *upload_data_size);
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         r->body_seen += n;

@@ -92,7 +92,8 @@ struct sl_req {
     /* who sent it (node/sec.c, node/auth.c) */
     int trust;                  /* SL_TRUST_*: signed by a peer or a redirect */
     bool client_fwd;            /* a peer relays a client's request: check the client */
-    char want_bh[65];           /* a signed redirect's body hash (bh=): the buffered body must match */
+    char want_bh[65];           /* a signed body hash (bh=, Ais-Cluster-Body): the body must match */
+    void *bh_md;                /* EVP_MD_CTX hashing the body as it arrives */
     json_t *user;               /* the claims of a verified token (auth on), owned */
 };
 

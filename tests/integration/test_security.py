@@ -279,7 +279,7 @@ class ClientAuth(unittest.TestCase):
         self.assertEqual(r.status_code, 401)
         self.assertIn("token required", r.json()["message"])
         now = int(time.time())
-        good = {"sub": "admin", "exp": now + 600, "admin": True}
+        good = {"sub": "admin", "iat": now, "exp": now + 600, "admin": True}
         self.assertEqual(self.sess(jwt(good, self.key)).get(self.url + "/v1/buckets").status_code, 200)
         cases = {
             "bad signature": jwt(good, b"not the key"),
@@ -297,11 +297,12 @@ class ClientAuth(unittest.TestCase):
             r = self.sess(tok).delete(self.url + "/v1/buckets/priv", json={"action": "destroy-bck"})
             self.assertEqual(r.status_code, 401, (what, r.text))
         # valid, but for another cluster: no permission here
-        other = jwt({"sub": "bob", "exp": now + 600, "clusters": [{"id": "other-uuid", "perm": "262143"}]},
+        other = jwt({"sub": "bob", "iat": now, "exp": now + 600, "clusters": [{"id": "other-uuid", "perm": "262143"}]},
                     self.key)
         r = self.sess(other).delete(self.url + "/v1/buckets/priv", json={"action": "destroy-bck"})
         self.assertEqual(r.status_code, 403, r.text)
-        mine = jwt({"sub": "bob", "exp": now + 600, "clusters": [{"id": self.uuid, "perm": "4096"}]}, self.key)
+        mine = jwt({"sub": "bob", "iat": now, "exp": now + 600, "clusters": [{"id": self.uuid, "perm": "4096"}]},
+                   self.key)
         self.assertEqual(self.sess(mine).get(self.url + "/v1/buckets").status_code, 200)
         self.assertEqual(self.adm.head(self.url + "/v1/buckets/priv").status_code, 200)
         log = self.c.log("p0")
@@ -411,6 +412,24 @@ class ClientAuth(unittest.TestCase):
         for flip in (1, 2, 3):
             alt = tok[:-1] + al[al.index(tok[-1]) ^ flip]
             self.assertEqual(self.sess(alt).get(self.url + "/v1/buckets").status_code, 401, flip)
+        # a query of the client's own cannot name the body the target takes
+        body = json.dumps({"action": "mpt-upload"}).encode()
+        r = bob.post(self.url + "/v1/objects/priv/new?bh=" + hashlib.sha256(body).hexdigest(), data=b"",
+                     allow_redirects=False)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = bob.post(self.url + "/v1/objects/priv/new?b%68=" + hashlib.sha256(body).hexdigest(), data=b"",
+                     allow_redirects=False)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = bob.post(self.url + "/v1/objects/priv/new", data=b"", allow_redirects=False)  # no action: ADMIN
+        self.assertEqual(r.status_code, 403, r.text)
+        # a copy through PUT ?object_to= needs GET on the source and PUT on the destination
+        self.c.cli("auth", "add", "role", "pubrw", "rw", "--bucket", "ais://pub")
+        self.c.cli("auth", "add", "user", "carol2", "pubrw", "--password", "c2")
+        carol = self.sess(self.login("carol2", "c2"))
+        self.assertEqual(carol.put(self.url + "/v1/objects/pub/cb", data=b"mine").status_code, 200)
+        r = carol.put(self.url + "/v1/objects/pub/cb?object_to=ais/@%23/priv/pwned", data=b"", allow_redirects=False)
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertEqual(self.adm.head(self.url + "/v1/objects/priv/pwned", allow_redirects=True).status_code, 404)
         # a removed user's token is no longer good
         self.c.cli("auth", "add", "user", "temp", "pubro", "--password", "t1")
         tt = self.sess(self.login("temp", "t1"))
@@ -418,6 +437,11 @@ class ClientAuth(unittest.TestCase):
         self.c.cli("auth", "rm", "user", "temp")
         wait_until(lambda: tt.get(self.url + "/v1/objects/pub/a", allow_redirects=False).status_code == 401, 10,
                    what="removed user refused")
+        # ... nor after a user of that name is made again
+        time.sleep(1.1)  # (tokens carry whole seconds)
+        self.c.cli("auth", "add", "user", "temp", "pubro", "--password", "t2")
+        self.assertEqual(tt.get(self.url + "/v1/objects/pub/a", allow_redirects=False).status_code, 401)
+        self.assertEqual(self.sess(self.login("temp", "t2")).get(self.url + "/v1/objects/pub/a").status_code, 200)
 
     def test_revoke_and_own_password(self):
         self.c.cli("auth", "add", "user", "carol", "pubro", "--password", "c1")
