@@ -129,17 +129,24 @@ static int *rl_slot(struct rl_ent *t, size_t n, const char *key, int64_t minute)
     return &victim->fails;
 }
 
+/* the counters of user and addr this minute (call with rl_mu held) */
+static void rl_pair(const char *user, const char *addr, int **fu, int **fa)
+{
+    int64_t minute = time(NULL) / 60;
+    char ka[72];
+    snprintf(ka, sizeof(ka), "%.*s", (int)strcspn(addr, ":"), addr);
+    *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
+    *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
+}
+
 /* A login attempt: true (and nothing counted) when user or address failed
  * too often this minute; else the attempt counts as a failure until
  * rl_success takes it back, so parallel guesses count too. */
 static bool rl_attempt(const char *user, const char *addr)
 {
-    int64_t minute = time(NULL) / 60;
-    char ka[72];
-    snprintf(ka, sizeof(ka), "%.*s", (int)strcspn(addr, ":"), addr);
+    int *fu, *fa;
     pthread_mutex_lock(&rl_mu);
-    int *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
-    int *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
+    rl_pair(user, addr, &fu, &fa);
     bool b = *fu >= sl_conf->auth_login_attempts || *fa >= sl_conf->auth_login_attempts * 4;
     if (!b) {
         (*fu)++;
@@ -151,12 +158,9 @@ static bool rl_attempt(const char *user, const char *addr)
 
 static void rl_success(const char *user, const char *addr)
 {
-    int64_t minute = time(NULL) / 60;
-    char ka[72];
-    snprintf(ka, sizeof(ka), "%.*s", (int)strcspn(addr, ":"), addr);
+    int *fu, *fa;
     pthread_mutex_lock(&rl_mu);
-    int *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
-    int *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
+    rl_pair(user, addr, &fu, &fa);
     if (*fu > 0)
         (*fu)--;
     if (*fa > 0)
