@@ -18,6 +18,10 @@ export AIS_ENDPOINT="http://127.0.0.1:$PORT"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "start a local cluster in $DIR (1 gateway, 3 targets)"
+if [ -f "$DIR/playground.json" ]; then   # a demo ran here before: start afresh
+    "$SHALE" playground stop --dir "$DIR" >/dev/null 2>&1 || true
+    rm -rf "$DIR"
+fi
 "$SHALE" playground start --dir "$DIR" --port "$PORT" --proxies 1 --targets 3
 "$SHALE" show cluster
 
