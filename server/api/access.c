@@ -5,8 +5,10 @@
  * permission bits at the router, from its method and path. Requests whose
  * operation is named in the body (POST/DELETE/PATCH on a bucket, POST on
  * an object) are only authenticated there; the permission is checked when
- * the handler parses the action (the engine's action hook). Job endpoints
- * other than get-batch need the admin bit.
+ * the handler parses the action (the engine's action hook). An object
+ * request the gateway redirects with such a body carries the body's hash
+ * in the signed redirect (bh=), so the target takes only the body checked.
+ * Job endpoints other than get-batch and plan batches need the admin bit.
  */
 #include "access.h"
 #include "auth.h"
