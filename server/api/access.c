@@ -12,6 +12,7 @@
  */
 #include "access.h"
 #include "auth.h"
+#include "cksum.h"
 #include "cluster.h"
 #include "conf.h"
 #include "jsonx.h"
@@ -78,8 +79,8 @@ static bool revoked(const char *tok, int64_t *version)
     bool out = false;
     *version = json_integer_value(json_object_get(d, "version"));
     if (json_object_size(rv)) {
-        char id[65];
-        sl_auth_token_id(tok, id);
+        char id[SL_CKSUM_HEX_MAX]; /* (revoked tokens are kept by their SHA-256) */
+        sl_cksum_buf(SL_CK_SHA256, tok, strlen(tok), id);
         out = json_object_get(rv, id) != NULL;
     }
     json_decref(d);

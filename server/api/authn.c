@@ -22,6 +22,7 @@
  */
 #include "access.h"
 #include "auth.h"
+#include "cksum.h"
 #include "cluster.h"
 #include "conf.h"
 #include "jsonx.h"
@@ -470,8 +471,8 @@ static void change_run(struct sl_req *r, void *arg)
             sl_errf(&err, SL_EFORBIDDEN, "revoke: only an admin may revoke another user's token");
         } else {
             json_t *rv = json_object_get(d, "revoked");
-            char id[65];
-            sl_auth_token_id(tok, id);
+            char id[SL_CKSUM_HEX_MAX];
+            sl_cksum_buf(SL_CK_SHA256, tok, strlen(tok), id);
             json_object_set_new(rv, id, json_integer((json_int_t)json_number_value(json_object_get(cl, "exp"))));
             /* expired ones need no entry */
             const char *k;

@@ -252,12 +252,8 @@ static void redirect_object(struct sl_req *r)
         const char *q = strchr(r->raw_uri, '?');
         if (q && q[1])
             sl_buf_adds(&url, q);
-        if (r->body_mode == SL_BODY_BUFFER) { /* (redirect_checked_body) */
-            char bh[65];
-            sl_body_hash(r->body.p ? r->body.p : "", r->body.len, bh);
-            sl_buf_printf(&url, "%cbh=%s", strchr(url.p, '?') ? '&' : '?', bh);
-        }
-        sl_peer_redirect_url(&url, G.id, r->method_str);
+        /* a body read here (redirect_checked_body) is the one the target takes */
+        sl_peer_redirect_url(&url, G.id, r->method_str, r->body_mode == SL_BODY_BUFFER ? &r->body : NULL);
         sl_resp_redirect(r, r->method == SL_M_GET ? 301 : 307, url.p);
         sl_buf_free(&url);
     }

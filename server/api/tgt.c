@@ -167,7 +167,7 @@ static bool redirect_to_owner(struct sl_req *r, const char *bck, const char *nam
         sl_peer_obj_url(&url, t->url, bck, "ais", name, nlen);
         sl_buf_adds(&url, extra);
         if (G.role != SL_ROLE_STANDALONE)
-            sl_peer_redirect_url(&url, G.id, r->method_str);
+            sl_peer_redirect_url(&url, G.id, r->method_str, NULL);
         sl_resp_redirect(r, 307, url.p);
     }
     sl_smap_put(sm);

@@ -140,6 +140,7 @@ int sl_pick_name(const char *who, const char *what, const char *v, const char *c
 bool sl_has_prefix(const char *s, const char *p);
 bool sl_has_suffix(const char *s, const char *suf);
 void sl_hex(const unsigned char *in, size_t n, char *out);   /* out: 2n+1 */
+int sl_unhex(const char *s, size_t n, unsigned char *out);   /* 2n hex digits -> n bytes; -1 on a non-hex one */
 void sl_base36(uint64_t v, char *out, size_t n);
 /* crypto-random id of n alphanumeric characters */
 void sl_rand_id(char *out, size_t n);

@@ -510,6 +510,17 @@ static int hexval(int c)
     return -1;
 }
 
+int sl_unhex(const char *s, size_t n, unsigned char *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexval((unsigned char)s[2 * i]), lo = hi < 0 ? -1 : hexval((unsigned char)s[2 * i + 1]);
+        if (lo < 0)
+            return -1;
+        out[i] = (unsigned char)(hi * 16 + lo);
+    }
+    return 0;
+}
+
 size_t sl_url_decode(const char *in, size_t n, char *out, bool plus_space)
 {
     size_t o = 0;

@@ -18,6 +18,7 @@
 #define SL_HTTP_H
 
 #include "sl.h"
+#include "cksum.h"
 #include <jansson.h>
 
 enum { SL_M_OTHER = 0, SL_M_GET, SL_M_HEAD, SL_M_PUT, SL_M_POST, SL_M_DELETE, SL_M_PATCH };
@@ -93,7 +94,7 @@ struct sl_req {
     int trust;                  /* SL_TRUST_*: signed by a peer or a redirect */
     bool client_fwd;            /* a peer relays a client's request: check the client */
     char want_bh[65];           /* a signed body hash (bh=, Ais-Cluster-Body): the body must match */
-    void *bh_md;                /* EVP_MD_CTX hashing the body as it arrives */
+    struct sl_cksum bh_ck;      /* SHA-256 of the body as it arrives (type 0: not started) */
     json_t *user;               /* the claims of a verified token (auth on), owned */
 };
 
@@ -221,11 +222,6 @@ struct sl_actmsg {
  * m holds nothing. */
 int sl_actmsg_parse(struct sl_req *r, struct sl_actmsg *m, struct sl_err *err);
 void sl_actmsg_free(struct sl_actmsg *m);
-
-/* Hex SHA-256 of a body (out: 65 bytes): what a signed redirect's bh=
- * names, so a client cannot send the target another body than the one the
- * gateway checked */
-void sl_body_hash(const void *p, size_t n, char out[65]);
 
 /* Access hooks (api/access.c installs them): the permission an action
  * message needs, checked inside sl_actmsg_parse (-1 with err refuses it);

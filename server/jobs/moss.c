@@ -1639,10 +1639,7 @@ static void gw_done(struct sl_req *r)
         if (q && q[1])
             sl_buf_adds(&url, q);
         /* the target takes only the body checked here (its buckets' GET) */
-        char bh[65];
-        sl_body_hash(r->body.p ? r->body.p : "", r->body.len, bh);
-        sl_buf_printf(&url, "%cbh=%s", strchr(url.p, '?') ? '&' : '?', bh);
-        sl_peer_redirect_url(&url, G.id, r->method_str);
+        sl_peer_redirect_url(&url, G.id, r->method_str, &r->body);
         sl_resp_redirect(r, 307, url.p);
         sl_buf_free(&url);
     }

@@ -863,7 +863,7 @@ static void batch_redirect(struct sl_req *r, const struct batch_req *q)
         struct sl_buf url;
         sl_buf_init(&url);
         sl_buf_printf(&url, "%s%s", t->url, r->raw_uri);
-        sl_peer_redirect_url(&url, G.id, r->method_str);
+        sl_peer_redirect_url(&url, G.id, r->method_str, NULL);
         sl_resp_redirect(r, 307, url.p);
         sl_buf_free(&url);
     }

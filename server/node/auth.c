@@ -347,14 +347,6 @@ char *sl_auth_sign(const json_t *claims, struct sl_err *err)
     return b.p;
 }
 
-void sl_auth_token_id(const char *token, char out[65])
-{
-    unsigned char h[32];
-    unsigned int hl = 32;
-    EVP_Digest(token, strlen(token), h, &hl, EVP_sha256(), NULL);
-    sl_hex(h, 32, out);
-}
-
 /* ---- passwords ---- */
 
 #define PBKDF2_ITER 100000
@@ -370,19 +362,6 @@ char *sl_auth_hash_password(const char *pass)
     return sl_xasprintf("pbkdf2-sha256$%d$%s$%s", PBKDF2_ITER, sh, dh);
 }
 
-static int unhex(const char *s, unsigned char *out, size_t n)
-{
-    if (strlen(s) != 2 * n)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1)
-            return -1;
-        out[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
 bool sl_auth_check_password(const char *pass, const char *stored)
 {
     int iter;
@@ -391,7 +370,8 @@ bool sl_auth_check_password(const char *pass, const char *stored)
         iter > 10000000)
         return false;
     unsigned char salt[16], want[32], dk[32];
-    if (unhex(sh, salt, sizeof(salt)) < 0 || unhex(dh, want, sizeof(want)) < 0)
+    if (strlen(sh) != 2 * sizeof(salt) || strlen(dh) != 2 * sizeof(want) || sl_unhex(sh, sizeof(salt), salt) < 0 ||
+        sl_unhex(dh, sizeof(want), want) < 0)
         return false;
     PKCS5_PBKDF2_HMAC(pass, (int)strlen(pass), salt, sizeof(salt), iter, EVP_sha256(), sizeof(dk), dk);
     return CRYPTO_memcmp(dk, want, sizeof(dk)) == 0;

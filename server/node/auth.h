@@ -57,9 +57,6 @@ bool sl_auth_allows(const json_t *claims, uint64_t perm, const char *provider, c
  * that holds the private key). */
 char *sl_auth_sign(const json_t *claims, struct sl_err *err);
 
-/* Hex SHA-256 of a token (how revoked tokens are kept). out: 65 bytes */
-void sl_auth_token_id(const char *token, char out[65]);
-
 /* Password hashes: "pbkdf2-sha256$ITER$SALT$HASH" (hex). Slow on purpose:
  * call off the HTTP threads. */
 char *sl_auth_hash_password(const char *pass);

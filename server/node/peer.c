@@ -2,6 +2,7 @@
  * peer.c: see peer.h.
  */
 #include "peer.h"
+#include "cksum.h"
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
@@ -125,9 +126,9 @@ static size_t wr_buf(char *p, size_t sz, size_t n, void *ud)
 static struct curl_slist *sign(struct curl_slist *l, const char *method, const char *url, const void *body,
                                size_t blen)
 {
-    char sig[256], bh[65], bl[128];
+    char sig[256], bh[SL_CKSUM_HEX_MAX], bl[160];
     if (body)
-        sl_body_hash(body, blen, bh);
+        sl_cksum_buf(SL_CK_SHA256, body, blen, bh);
     sl_sec_header(method, url, body ? bh : NULL, sig, sizeof(sig));
     if (!sig[0])
         return l;
@@ -412,8 +413,13 @@ void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid)
     sl_buf_printf(url, "%cpid=%s&utm=%s", strchr(url->p, '?') ? '&' : '?', pid, utm);
 }
 
-void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method)
+void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method, const struct sl_buf *body)
 {
+    if (body) {
+        char bh[SL_CKSUM_HEX_MAX];
+        sl_cksum_buf(SL_CK_SHA256, body->p ? body->p : "", body->len, bh);
+        sl_buf_printf(url, "%cbh=%s", strchr(url->p, '?') ? '&' : '?', bh);
+    }
     sl_peer_add_redirect_marks(url, pid);
     sl_sec_sign_url(url, method);
 }

@@ -66,8 +66,10 @@ int sl_peer_stream_pooled(const char *method, const char *url, const void *body,
  * url */
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid);
 /* The marks and the cluster signature of a redirect a client follows with
- * method (sec.h): the last thing added to the URL. */
-void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method);
+ * method (sec.h): the last thing added to the URL. body (or NULL): the
+ * body the sender checked, named in the signed part (bh=) so that the
+ * target takes no other. */
+void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method, const struct sl_buf *body);
 /* Append NODE_URL/v1/objects/BUCKET/OBJ?provider=PROVIDER to out, the
  * bucket and object name path-encoded: object requests to another node. */
 void sl_peer_obj_url(struct sl_buf *out, const char *node_url, const char *bck, const char *provider, const char *obj,

@@ -39,27 +39,6 @@ const char *sl_sec_path(void)
     return secret_path;
 }
 
-static int parse_hex(const char *s, size_t n, unsigned char *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = 0;
-        for (int k = 0; k < 2; k++) {
-            char c = s[2 * i + k];
-            v <<= 4;
-            if (c >= '0' && c <= '9')
-                v |= (unsigned)(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                v |= (unsigned)(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                v |= (unsigned)(c - 'A' + 10);
-            else
-                return -1;
-        }
-        out[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
 static int create_secret(const char *path, struct sl_err *err)
 {
     unsigned char s[SECRET_LEN];
@@ -124,7 +103,7 @@ int sl_sec_init(const char *path, bool may_create, struct sl_err *err)
     while (n && (b.p[n - 1] == '\n' || b.p[n - 1] == '\r' || b.p[n - 1] == ' '))
         n--;
     int rc = 0;
-    if (n != 2 * SECRET_LEN || parse_hex(b.p, SECRET_LEN, secret) < 0)
+    if (n != 2 * SECRET_LEN || sl_unhex(b.p, SECRET_LEN, secret) < 0)
         rc = sl_errf(err, SL_EINVAL, "cluster secret %s is not %d hex digits: restore the primary's copy",
                      secret_path, 2 * SECRET_LEN);
     else
@@ -268,10 +247,10 @@ static int bad(struct sl_err *err, const struct sl_req *r, const char *why)
 static int check_sig(const char *hex, int64_t exp, struct sl_err *err, const struct sl_req *r, const char *want)
 {
     unsigned char got[16];
-    if (strlen(hex) != SIG_HEX || parse_hex(hex, 16, got) < 0)
+    if (strlen(hex) != SIG_HEX || sl_unhex(hex, 16, got) < 0)
         return bad(err, r, "malformed cluster signature");
     unsigned char exp_b[16];
-    parse_hex(want, 16, exp_b);
+    sl_unhex(want, 16, exp_b);
     if (CRYPTO_memcmp(got, exp_b, 16))
         return bad(err, r, "cluster signature does not match (a node with another cluster secret, or a forged or "
                            "altered request)");

@@ -26,7 +26,7 @@ bool sl_sec_on(void);
 const char *sl_sec_path(void);
 
 /* "Ais-Cluster-Auth: ..." for a call of method to url (absolute or a
- * request target); "" when there is no secret. body_hash (sl_body_hash of
+ * request target); "" when there is no secret. body_hash (SHA-256 hex of
  * an in-memory body, or NULL) is signed too and goes in its own header,
  * SL_SEC_BODY_HDR: the receiver takes only that body. */
 #define SL_SEC_BODY_HDR "Ais-Cluster-Body"
