@@ -9,11 +9,9 @@
 #include "jsonx.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static char *token_path(void)
@@ -51,7 +49,7 @@ char *cli_token(void)
     return out;
 }
 
-static int save_token(const char *path, const char *tok)
+int cli_save_token(const char *path, const char *tok)
 {
     char *dir = sl_xstrdup(path);
     char *sl = strrchr(dir, '/');
@@ -60,18 +58,10 @@ static int save_token(const char *path, const char *tok)
         sl_mkdir_p(dir, 0700);
     }
     free(dir);
-    unlink(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        fprintf(stderr, "Error: cannot write the token to %s: %s\n", path, strerror(errno));
-        return -1;
-    }
     json_t *j = json_pack("{s:s}", "token", tok);
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    ssize_t w = write(fd, s, strlen(s));
-    close(fd);
-    int rc = w == (ssize_t)strlen(s) ? 0 : -1;
+    int rc = cli_write_private(path, s, strlen(s));
     free(s);
     return rc;
 }
@@ -152,7 +142,7 @@ static int login(struct opts *o)
     const char *f = opt_str(o, "file");
     char *tp = f ? sl_xstrdup(f) : token_path();
     int rc = 1;
-    if (tok && tp && save_token(tp, tok) == 0) {
+    if (tok && tp && cli_save_token(tp, tok) == 0) {
         printf("Logged in as %s; token saved to %s\n", o->argv[0], tp);
         rc = 0;
     }

@@ -201,6 +201,11 @@ int cmd_log(int argc, char **argv);
 char *cli_token(void);
 /* h plus "Authorization: Bearer TOKEN" when there is a token */
 struct curl_slist *cli_auth_hdr(struct curl_slist *h);
+/* Write a file only its owner may read (0600; an old one is replaced);
+ * -1 after printing why */
+int cli_write_private(const char *path, const void *p, size_t n);
+/* Save a token where the CLI reads it: {"token": ...}, 0600 (auth.c) */
+int cli_save_token(const char *path, const char *tok);
 /* n characters [A-Za-z0-9] from the kernel's random source, NUL-terminated
  * (out holds n + 1; n at most 256); -1 if it cannot be read */
 int cli_random_text(char *out, size_t n);

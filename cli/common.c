@@ -570,6 +570,19 @@ int cli_req(const char *method, const char *pq, const char *ctype, const void *b
     return rc;
 }
 
+int cli_write_private(const char *path, const void *p, size_t n)
+{
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && write(fd, p, n) == (ssize_t)n;
+    int e = errno;
+    if (fd >= 0 && close(fd) < 0)
+        ok = false;
+    if (!ok)
+        fprintf(stderr, "Error: cannot write %s: %s\n", path, strerror(e));
+    return ok ? 0 : -1;
+}
+
 int cli_random_text(char *out, size_t n)
 {
     static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

@@ -529,13 +529,7 @@ static int give_secret(const char *dir, json_t *topo, const char *name)
                 "first start\n", from, strerror(errno));
         rc = -1;
     } else {
-        int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 || write(fd, b.p, b.len) != (ssize_t)b.len) {
-            fprintf(stderr, "Error: cannot write %s: %s\n", to, strerror(errno));
-            rc = -1;
-        }
-        if (fd >= 0)
-            close(fd);
+        rc = cli_write_private(to, b.p, b.len);
     }
     sl_buf_free(&b);
     free(from);
@@ -629,20 +623,6 @@ static int start_nodes(const char *dir, json_t *topo, int timeout_s, int *nstart
     return 0;
 }
 
-static int write_secret_file(const char *path, const char *s)
-{
-    unlink(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s)) {
-        fprintf(stderr, "Error: cannot write %s: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
 /* --auth: user admin (made once; its password in DIR/admin.password), a
  * token in DIR/admin.token, and auth.client_auth_required on */
 static int turn_auth_on(const char *dir, int port)
@@ -673,7 +653,7 @@ static int turn_auth_on(const char *dir, int port)
             goto out;
         }
         cli_resp_free(&r);
-        if (write_secret_file(pf, pw.p) < 0)
+        if (cli_write_private(pf, pw.p, strlen(pw.p)) < 0)
             goto out;
     } else {
         sl_buf_add(&pw, "", 1);
@@ -690,11 +670,7 @@ static int turn_auth_on(const char *dir, int port)
     json_t *j = cli_resp_json(&r);
     cli_resp_free(&r);
     const char *tok = json_string_value(json_object_get(j, "token"));
-    json_t *tj = json_pack("{s:s}", "token", tok ? tok : "");
-    char *ts = json_dumps(tj, JSON_COMPACT);
-    json_decref(tj);
-    int wrc = write_secret_file(tf, ts);
-    free(ts);
+    int wrc = cli_save_token(tf, tok ? tok : "");
     char *ah = sl_xasprintf("Authorization: Bearer %s", tok ? tok : "");
     json_decref(j);
     if (wrc < 0) {
