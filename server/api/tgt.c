@@ -139,18 +139,27 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
 }
 
 /* During a membership change the object may still be on its previous owner:
- * fetch it from there (never for requests that are themselves such fetches). */
-static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+ * fetch it from there (never for requests that are themselves such fetches,
+ * and once per request). The fetch waits on peers, so it runs on the peer
+ * pool; the request is then routed again and finds the object here, or
+ * answers as for any missing object. */
+static bool gfn_wanted(const struct sl_req *r, const struct sl_err *err)
 {
-    if (G.role != SL_ROLE_TARGET || err->code != SL_ENOOBJ || sl_req_header(r, "Ais-No-Gfn") ||
-        !sl_reb_gfn_window())
+    return G.role == SL_ROLE_TARGET && err->code == SL_ENOOBJ && !r->rerouted &&
+           !sl_req_header((struct sl_req *)r, "Ais-No-Gfn") && sl_reb_gfn_window();
+}
+
+struct cold;
+static struct cold *cold_new(const struct sl_bck *b, const char *name, size_t nlen);
+static void cold_free(void *arg);
+static void gfn_fetch(struct sl_req *r, void *arg);
+
+static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, const struct sl_err *err)
+{
+    if (!gfn_wanted(r, err))
         return false;
-    if (sl_reb_gfn(b, name, nlen, err) == 0)
-        return true;
-    /* the rebalance may have delivered it while the neighbours were asked
-     * (the sender lets go of its copy once this target has it): the caller
-     * looks here once more, and answers 404 only if it is still missing */
-    return err->code == SL_ENOOBJ;
+    sl_req_offload_peer_reroute(r, gfn_fetch, cold_free, cold_new(b, name, nlen));
+    return true;
 }
 
 /* 307 to object name of bucket bck on its owner (this node when standalone);
@@ -228,7 +237,6 @@ static void cold_get(struct sl_req *r, void *arg);
 static bool held_here(const struct sl_bck *b, const char *name, size_t nlen);
 static void fetch_first(struct sl_req *r, void *arg);
 static void warm_check(struct sl_req *r, void *arg);
-static void cold_free(void *arg);
 
 static void obj_get(struct sl_req *r)
 {
@@ -259,9 +267,10 @@ static void obj_get(struct sl_req *r)
     }
     int fd = -1;
     struct sl_objmd md;
-    if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0 &&
-        (!try_gfn(r, &b, name, nlen, &err) || sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0)) {
-        if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
+    if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0) {
+        if (try_gfn(r, &b, name, nlen, &err)) {
+            /* routed again once the neighbours were asked */
+        } else if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
             /* cold GET (not for a neighbour's get-from-neighbour): off the HTTP thread */
             sl_req_offload(r, cold_get, cold_free, cold_new(&b, name, nlen));
         } else if (!renaming_redirect(r, &b, name, nlen, &err)) {
@@ -364,6 +373,20 @@ static bool held_here(const struct sl_bck *b, const char *name, size_t nlen)
 
 /* A transform or archive read of an object only the remote has: fetch it
  * into the store; no answer then, and the GET is routed again. */
+/* get-from-neighbour (peer pool): nothing to answer unless the neighbours
+ * failed otherwise than by not having it; the request is routed again */
+static void gfn_fetch(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    if (sl_reb_gfn(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
+        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
+    }
+    cold_free(c);
+}
+
 static void fetch_first(struct sl_req *r, void *arg)
 {
     struct cold *c = arg;
@@ -470,8 +493,10 @@ static void obj_head(struct sl_req *r)
     struct sl_objmd md;
     struct sl_mpath *mp;
     int rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
-    if (rc == 0 && try_gfn(r, &b, name, nlen, &err))
-        rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
+    if (rc == 0 && try_gfn(r, &b, name, nlen, &err)) {
+        sl_bck_release(&b);
+        return;
+    }
     if (rc == 0 && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
         /* not held here: ask the remote, off the HTTP thread */
         sl_req_offload(r, cold_head, cold_free, cold_new(&b, name, nlen));

@@ -11,12 +11,20 @@
 
 typedef void (*sl_bg_fn)(void *arg);
 
-/* Start nthreads threads (<= 0: number of cores, at least 2). */
+/* The pools: MAIN for work that computes (Lua, archives, listings), PEER
+ * for work that mostly waits on another node (get-from-neighbour), so that
+ * a slow or dead peer cannot hold up the rest. */
+enum { SL_POOL_MAIN = 0, SL_POOL_PEER, SL_POOL_COUNT };
+#define SL_POOL_PEER_THREADS 32
+
+/* Start nthreads threads in MAIN (<= 0: number of cores, at least 2) and
+ * SL_POOL_PEER_THREADS in PEER. */
 int sl_bg_start(int nthreads, struct sl_err *err);
 /* Queue a task. Always succeeds (the queue is unbounded; callers bound
  * their own concurrency). Before sl_bg_start or after sl_bg_stop the task
  * runs on the calling thread. */
-void sl_bg_submit(sl_bg_fn fn, void *arg);
+void sl_bg_submit(sl_bg_fn fn, void *arg);          /* to MAIN */
+void sl_bg_submit_to(int pool, sl_bg_fn fn, void *arg);
 /* Stop accepting new work (sl_bg_stopping() turns true), wait up to
  * timeout_ms for queued and running tasks to finish. Returns the number
  * still in flight (0 = drained). */
@@ -24,7 +32,7 @@ int sl_bg_quiesce(int64_t timeout_ms);
 bool sl_bg_stopping(void);
 /* Join the threads (after sl_bg_quiesce). */
 void sl_bg_stop(void);
-/* Threads in the pool, tasks queued or running. */
+/* Threads in MAIN; tasks queued or running in all pools. */
 int sl_bg_threads(void);
 int sl_bg_inflight(void);
 

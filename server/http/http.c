@@ -314,7 +314,19 @@ static void offload_run(void *p)
     MHD_resume_connection((struct MHD_Connection *)r->conn);
 }
 
+static void offload_to(struct sl_req *r, int pool, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+
 void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    offload_to(r, SL_POOL_MAIN, fn, cancel, arg);
+}
+
+void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    offload_to(r, SL_POOL_PEER, fn, cancel, arg);
+}
+
+static void offload_to(struct sl_req *r, int pool, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
 {
     if (sl_bg_stopping()) {
         if (cancel)
@@ -329,10 +341,22 @@ void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg
     o->arg = arg;
     __atomic_store_n(&r->offload, OFFLOAD_RUNNING, __ATOMIC_RELEASE);
     MHD_suspend_connection((struct MHD_Connection *)r->conn);
-    sl_bg_submit(offload_run, o);
+    sl_bg_submit_to(pool, offload_run, o);
 }
 
+static void offload_reroute(struct sl_req *r, int pool, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+
 void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    offload_reroute(r, SL_POOL_MAIN, fn, cancel, arg);
+}
+
+void sl_req_offload_peer_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    offload_reroute(r, SL_POOL_PEER, fn, cancel, arg);
+}
+
+static void offload_reroute(struct sl_req *r, int pool, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
 {
     if (r->rerouted) { /* never twice: fn did its work, the handler decides */
         if (cancel)
@@ -342,7 +366,7 @@ void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(v
     }
     r->reroute = true;
     r->reroute_hdrs = r->in_headers;
-    sl_req_offload(r, fn, cancel, arg);
+    offload_to(r, pool, fn, cancel, arg);
 }
 
 void sl_req_defer(struct sl_req *r)

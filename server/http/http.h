@@ -192,6 +192,9 @@ void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg
  * routed again, from the start and on an HTTP thread, once fn is done. A
  * request is rerouted once at most (r->rerouted says it was). */
 void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+/* Both, on the pool for work that waits on a peer (bg.h SL_POOL_PEER). */
+void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+void sl_req_offload_peer_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 
 /* The answer comes from a thread of the handler's own (a forward to a
  * peer): sl_req_defer (HTTP thread, where a response is allowed) suspends

@@ -357,13 +357,18 @@ static size_t hdr_stream(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
-static int stream_call(bool pooled, const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs,
-                       const void *body, size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx,
+static int stream_call(bool pooled, long stall_s, const char *method, const char *url, const struct sl_peer_hdr *hdrs,
+                       int nhdrs, const void *body, size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx,
                        int64_t timeout_ms, struct sl_peer_resp *r)
 {
     memset(r, 0, sizeof(*r));
     CURL *c = pooled ? pool_get() : handle();
     common_opts(c, url, timeout_ms);
+    /* a peer that sends nothing for stall_s seconds is stuck (stopped,
+     * swapping, wedged disk): give up on it instead of waiting for the
+     * whole timeout */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, stall_s ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_s);
     struct curl_slist *hl = mk_headers(method, url, body, blen, hdrs, nhdrs, body ? "application/json" : NULL);
     struct stream_ctx s = { c, sink, hcb, ctx, &r->body, false };
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
@@ -391,19 +396,22 @@ int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr
                    size_t blen, sl_peer_sink sink, sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms,
                    struct sl_peer_resp *r)
 {
-    return stream_call(false, method, url, hdrs, nhdrs, body, blen, sink, hcb, ctx, timeout_ms, r);
+    return stream_call(false, 0, method, url, hdrs, nhdrs, body, blen, sink, hcb, ctx, timeout_ms, r);
 }
 
 int sl_peer_stream_pooled(const char *method, const char *url, const void *body, size_t blen, sl_peer_sink sink,
                           void *ctx, int64_t timeout_ms, struct sl_peer_resp *r)
 {
-    return stream_call(true, method, url, NULL, 0, body, blen, sink, NULL, ctx, timeout_ms, r);
+    return stream_call(true, 0, method, url, NULL, 0, body, blen, sink, NULL, ctx, timeout_ms, r);
 }
 
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
                        sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r)
 {
-    return sl_peer_stream("GET", url, hdrs, nhdrs, NULL, 0, sink, hcb, ctx, timeout_ms, r);
+    /* a stored object: the peer starts sending at once and keeps sending */
+    long stall_s = sl_conf ? (long)(sl_conf->cplane_timeout_ns / 1000000000 * 5) : 10;
+    return stream_call(false, stall_s > 0 ? stall_s : 1, "GET", url, hdrs, nhdrs, NULL, 0, sink, hcb, ctx, timeout_ms,
+                       r);
 }
 
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid)

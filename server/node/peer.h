@@ -47,7 +47,9 @@ int sl_peer_put_fd(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, i
 /* Streaming download: sink is called with body chunks when status is 2xx;
  * returns -1 from sink to abort. Response headers can be captured via hcb.
  * The data, name and value passed to sink and hcb are valid during that
- * call only. An error status's body is collected in r->body. */
+ * call only. An error status's body is collected in r->body.
+ * sl_peer_get_stream is for a peer's stored object: a peer that sends
+ * nothing for 5 x timeout.cplane_operation is given up on. */
 typedef int (*sl_peer_sink)(void *ctx, const char *data, size_t n);
 typedef void (*sl_peer_hdr_cb)(void *ctx, const char *name, const char *value);
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
