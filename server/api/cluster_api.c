@@ -386,6 +386,20 @@ void sl_route_daemon_other(struct sl_req *r)
         sl_resp_method_not_allowed(r, "GET, PUT");
 }
 
+/* Admin actions call every node (metasync, rebalance, shutdown): off the
+ * HTTP thread. Attaching a remote cluster offloads its own work. */
+static void cluster_put_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    cluster_put_done(r);
+}
+
+static void cluster_put_offload(struct sl_req *r)
+{
+    if (!sl_remais_put(r))
+        sl_req_offload(r, cluster_put_run, NULL, NULL);
+}
+
 void sl_route_cluster(struct sl_req *r)
 {
     if (r->path_len >= strlen("/v1/cluster/join") && sl_has_prefix(r->path, "/v1/cluster/join")) {
@@ -408,7 +422,7 @@ void sl_route_cluster(struct sl_req *r)
         sl_prx_cluster_get(r);
     } else if (r->method == SL_M_PUT) {
         if (G.role == SL_ROLE_STANDALONE || sl_is_primary())
-            sl_req_buffer_body(r, sl_conf->http_max_body_json, cluster_put_done);
+            sl_req_buffer_body(r, sl_conf->http_max_body_json, cluster_put_offload);
         else if (G.role == SL_ROLE_PROXY)
             sl_forward_to_primary(r);
         else

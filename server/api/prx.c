@@ -805,12 +805,24 @@ static void cluster_get_done(struct sl_req *r)
     json_decref(q);
 }
 
+/* job status asks every target: off the HTTP thread */
+static void cluster_get_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    cluster_get_done(r);
+}
+
+static void cluster_get_offload(struct sl_req *r)
+{
+    sl_req_offload(r, cluster_get_run, NULL, NULL);
+}
+
 static bool cluster_get_ext(struct sl_req *r, const char *what)
 {
     if (strcmp(what, "status") && strcmp(what, "qryxstats") && strcmp(what, "status_all") &&
         strcmp(what, "running_all"))
         return false;
-    sl_req_buffer_body(r, sl_conf->http_max_body_json, cluster_get_done);
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, cluster_get_offload);
     return true;
 }
 

@@ -328,6 +328,12 @@ void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void
 
 static void offload_to(struct sl_req *r, int pool, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
 {
+    if (__atomic_load_n(&r->offload, __ATOMIC_ACQUIRE) == OFFLOAD_RUNNING) {
+        /* already on a pool thread (a handler run from an offloaded
+         * callback offloads again): run it here */
+        fn(r, arg);
+        return;
+    }
     if (sl_bg_stopping()) {
         if (cancel)
             cancel(arg);

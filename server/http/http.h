@@ -181,7 +181,8 @@ void sl_resp_method_not_allowed(struct sl_req *r, const char *allow);
  * suspended, fn(r, arg) runs on a pool thread and answers with the usual
  * sl_resp_* calls, then the connection is resumed and the answer sent. The
  * HTTP threads never wait. Call it from a handler or a body-done callback,
- * and produce no response on the HTTP thread afterwards. When the node is
+ * and produce no response on the HTTP thread afterwards. Called from work
+ * already offloaded, fn simply runs there and then. When the node is
  * shutting down fn is not run: cancel(arg) is (may be NULL) and the client
  * gets a 503. The engine never frees arg: whichever of fn and cancel runs
  * owns it (with cancel NULL, an arg that needs freeing leaks at shutdown). */
