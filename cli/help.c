@@ -355,7 +355,7 @@ static const struct cli_cmd cmds[] = {
       CF_SEL | CF_YES, -1, { "ml get-batch ais://imgs batch.tar --list 'a.jpg,b.jpg'",
                              "ml get-batch ais://imgs - --prefix train/ --omit-src-bck > train.tar" }, NULL },
     /* ---- cluster membership and local clusters ---- */
-    { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE | "
+    { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE | cluster lost [clear] | "
                  "cluster remote-attach|remote-detach ...",
       "Take nodes out of the cluster for maintenance, or for good; attach remote clusters.", NOF, 0, -1,
       { "cluster maintenance start t[abc123]", "cluster decommission t[abc123] --wait" }, NULL },
@@ -369,8 +369,17 @@ static const struct cli_cmd cmds[] = {
       "Remove a node from the cluster for good, after its objects have moved away.",
       F({ "--no-shutdown", "keep the node's process running", "false" },
         { "--skip-rebalance", "do not move the node's objects", "false" },
+        { "--force", "remove it even when objects exist only there (it is offline, or --skip-rebalance): the loss "
+                     "is recorded (cluster lost)", "false" },
         { "--wait", "wait for the rebalance", "false" }),
-      0, 1, { "cluster decommission t[abc123] --wait", NULL }, NULL },
+      0, 1, { "cluster decommission t[abc123] --wait", "cluster decommission t[abc123] --force" }, NULL },
+    { "cluster lost", "cluster lost [--json]",
+      "Show the objects recorded as lost with targets removed by force (listings of their buckets refuse until "
+      "the target's data is re-attached or the loss is acknowledged).", NOF, CF_JSON, 0,
+      { "cluster lost", "cluster lost clear t[abc123]" }, NULL },
+    { "cluster lost clear", "cluster lost clear [NODE]",
+      "Acknowledge the loss recorded with a target (all targets without NODE): listings of its buckets work "
+      "again, without those objects.", NOF, 0, 1, { "cluster lost clear t[abc123]", NULL }, NULL },
     { "cluster remote-attach", "cluster remote-attach ALIAS=URL",
       "Attach a remote AIStore-compatible cluster (its gateway's URL) under an alias, for buckets backed by "
       "ais://@ALIAS/BUCKET.", NOF, 0, 1,

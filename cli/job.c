@@ -382,15 +382,72 @@ static int remote_cluster(int argc, char **argv, bool attach)
     return rc;
 }
 
+/* shale cluster lost [clear [NODE]]: objects lost with targets removed by force */
+static int cluster_lost(int argc, char **argv)
+{
+    struct opts o;
+    bool clear = argc >= 1 && !strcmp(argv[0], "clear");
+    const char *path = clear ? "cluster lost clear" : "cluster lost";
+    if (cli_opts(&o, path, argc - (clear ? 1 : 0), argv + (clear ? 1 : 0)) < 0)
+        return 1;
+    struct cli_resp r;
+    if (clear) {
+        char *sid = o.argc ? strip_node(o.argv[0]) : sl_xstrdup("");
+        cli_act("PUT", "/v1/cluster", "clear-lost", "", json_pack("{s:s}", "sid", sid), &r);
+        int rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
+        if (!rc)
+            printf("Loss acknowledged: the record of %s%s%s is cleared; listings of its buckets work again\n",
+                   sid[0] ? "t[" : "every target", sid, sid[0] ? "]" : "");
+        cli_resp_free(&r);
+        free(sid);
+        return rc;
+    }
+    if (o.argc)
+        return cli_usage(path);
+    cli_req("GET", "/v1/cluster?what=lost", NULL, NULL, 0, &r);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    json_t *ts = json_object_get(json_object_get(j, "lostmd"), "targets");
+    if (opt_bool(&o, "json")) {
+        char *s = json_dumps(ts ? ts : json_object(), JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("%s\n", s);
+        free(s);
+    } else if (!json_object_size(ts)) {
+        printf("No objects are recorded as lost\n");
+    } else {
+        printf("TARGET\tREMOVED BY\tBUCKET\tOBJECTS\n");
+        const char *tid, *bn;
+        json_t *t, *c;
+        json_object_foreach(ts, tid, t) {
+            json_object_foreach(json_object_get(t, "buckets"), bn, c) {
+                long long n = (long long)json_integer_value(json_object_get(c, "n"));
+                char cnt[32];
+                snprintf(cnt, sizeof(cnt), "%lld", n);
+                printf("t[%s]\t%s\tais://%s\t%s\n", tid, json_string_value(json_object_get(t, "action")), bn,
+                       n < 0 ? "unknown" : cnt);
+            }
+        }
+    }
+    json_decref(j);
+    return 0;
+}
+
 int cmd_cluster(int argc, char **argv)
 {
     if (argc < 1)
         return cli_usage("cluster");
+    if (!strcmp(argv[0], "lost"))
+        return cluster_lost(argc - 1, argv + 1);
     if (!strcmp(argv[0], "remote-attach") || !strcmp(argv[0], "remote-detach"))
         return remote_cluster(argc - 1, argv + 1, !strcmp(argv[0], "remote-attach"));
     bool maint = !strcmp(argv[0], "maintenance");
     if (!maint && strcmp(argv[0], "decommission")) {
-        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission, remote-attach, "
+        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission, lost, remote-attach, "
                 "remote-detach)\n", argv[0]);
         return 1;
     }
@@ -413,6 +470,8 @@ int cmd_cluster(int argc, char **argv)
     char *sid = strip_node(node);
     json_t *v = json_pack("{s:s,s:b,s:b}", "sid", sid, "no_shutdown", opt_bool(&o, "no-shutdown"), "skip_rebalance",
                           opt_bool(&o, "skip-rebalance"));
+    if (!maint && opt_bool(&o, "force"))
+        json_object_set_new(v, "force", json_true());
     struct cli_resp r;
     cli_act("PUT", "/v1/cluster", action, "", v, &r);
     int rc = 0;

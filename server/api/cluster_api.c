@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "jsonx.h"
 #include "log.h"
+#include "lost.h"
 #include "node.h"
 #include "prx.h"
 #include "remais.h"
@@ -92,8 +93,9 @@ static void cluster_put_done(struct sl_req *r)
         } else {
             bool skip_reb = sl_json_bool(m.value, "skip_rebalance", false);
             bool no_shutdown = sl_json_bool(m.value, "no_shutdown", false);
+            bool force = sl_json_bool(m.value, "force", false);
             char *reb = NULL;
-            if (sl_cluster_member_action(a, sid, skip_reb, no_shutdown, &reb, &err) < 0)
+            if (sl_cluster_member_action(a, sid, skip_reb, no_shutdown, force, &reb, &err) < 0)
                 sl_resp_err(r, &err);
             else if (!strcmp(a, "shutdown-node"))
                 sl_resp_empty(r, 200);
@@ -101,6 +103,15 @@ static void cluster_put_done(struct sl_req *r)
                 sl_resp_text(r, 200, reb ? reb : "");
             free(reb);
         }
+    } else if (!strcmp(a, "clear-lost")) {
+        /* the operator accepts the loss recorded with a target removed by force */
+        const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
+        if (G.role == SL_ROLE_STANDALONE)
+            sl_resp_errf(r, SL_EUNSUPP, "%s: a standalone node has no other nodes", a);
+        else if (sl_lost_clear(sid, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
     } else if (!strcmp(a, "start")) {
         const char *kind = sl_job_kind_norm(sl_json_str(m.value, "kind", ""));
         if (!strcmp(kind, "rebalance")) {
@@ -129,7 +140,7 @@ static void cluster_put_done(struct sl_req *r)
         }
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, start-maintenance, "
-                     "stop-maintenance, decommission-node, shutdown-node, start, stop)", a);
+                     "stop-maintenance, decommission-node, shutdown-node, clear-lost, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }

@@ -12,6 +12,7 @@
 #include "cksum.h"
 #include "jsonx.h"
 #include "log.h"
+#include "lost.h"
 #include "lso.h"
 #include "module.h"
 #include "node.h"
@@ -828,7 +829,7 @@ static bool cluster_get_ext(struct sl_req *r, const char *what)
 
 static const char *cluster_get_whats(void)
 {
-    return ", status, qryxstats, status_all, running_all, remote";
+    return ", status, qryxstats, status_all, running_all, remote, lost";
 }
 
 void sl_prx_cluster_get(struct sl_req *r)
@@ -842,6 +843,8 @@ void sl_prx_cluster_get(struct sl_req *r)
         json_t *cc = sl_config_cluster_json(sl_conf);
         sl_resp_json_new(r, 200, sl_config_redacted(cc));
         json_decref(cc);
+    } else if (!strcmp(what, "lost")) { /* objects lost with targets removed by force (lost.h) */
+        sl_resp_json_new(r, 200, sl_lost_report());
     } else if (!strcmp(what, "remote")) { /* attached remote clusters, with their Smaps */
         sl_remais_get(r);
     } else if (!cluster_get_ext(r, what)) {

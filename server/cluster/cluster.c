@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
+#include "lost.h"
 #include "node.h"
 #include "peer.h"
 #include "reb.h"
@@ -40,7 +41,7 @@ static struct mdoc {
     json_t *d;
     sl_doc_listener fn;
 } mdocs[] = { { "etlmd", NULL, NULL }, { "planmd", NULL, NULL }, { "s3md", NULL, NULL }, { "remais", NULL, NULL },
-                { "authmd", NULL, NULL } };
+                { "authmd", NULL, NULL }, { "lostmd", NULL, NULL } };
 
 static struct mdoc *mdoc_of(const char *name)
 {
@@ -479,6 +480,15 @@ void sl_cluster_join_done(struct sl_req *r)
     char nm[80];
     sl_snode_name(&ja.n, nm, sizeof(nm));
     sl_logi("%s joined from %s%s", nm, ja.n.url, ja.new_target ? " (new target)" : "");
+    {
+        /* a target removed by force is back with its data: nothing is lost */
+        json_t *ld = sl_cluster_doc("lostmd");
+        bool had = json_object_get(json_object_get(ld, "targets"), ja.n.id) != NULL;
+        json_decref(ld);
+        struct sl_err ce = { 0 };
+        if (had && sl_lost_clear(ja.n.id, &ce) == 0)
+            sl_logi("%s rejoined: the objects recorded as lost with it are back", nm);
+    }
     if (ja.new_target) {
         char *id = sl_cluster_rebalance("target joined");
         free(id);
@@ -578,8 +588,44 @@ int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err)
     return 0;
 }
 
-int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool no_shutdown, char **reb_out,
-                             struct sl_err *err)
+/* Decommissioning a target whose objects cannot move away (it is offline,
+ * or the rebalance is skipped) loses those that exist nowhere else: refused
+ * unless forced; forced, the loss is recorded (lost.h). 0 = go ahead. */
+static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bool force, struct sl_err *err)
+{
+    bool offline = n->flags & SL_SNF_OFFLINE;
+    if (!offline && !skip_reb)
+        return 0;
+    json_t *detail = NULL;
+    int64_t it = 0;
+    int64_t cnt = sl_lost_holdings(n->id, n->ctrl_url, !offline, &detail, &it);
+    int rc = 0;
+    if (cnt != 0 && !force) {
+        char *what = sl_lost_describe(detail);
+        char age[64] = "";
+        if (it)
+            snprintf(age, sizeof(age), " (its inventory of %llds ago)", (long long)((sl_now_ns() - it) / 1000000000LL));
+        rc = sl_errf(err, SL_EEXIST,
+                     "%s t[%s] refused: %s, so its objects cannot be moved away, and %s%s%s. Bring the target "
+                     "back and retry%s, or force it (\"force\": true; CLI --force): the loss is then recorded "
+                     "and listings of those buckets say so until the target's data is re-attached or the loss "
+                     "acknowledged",
+                     a, n->id, offline ? "the target is offline (it stopped answering keepalives)"
+                                       : "the rebalance is skipped (skip_rebalance)",
+                     cnt < 0 ? "how many of them exist nowhere else is unknown (this primary has no inventory "
+                               "of it: it was down since this primary started)"
+                             : "these exist nowhere else: ",
+                     cnt < 0 ? "" : what, age, offline ? "" : " without skip_rebalance");
+        free(what);
+    } else if (cnt != 0) {
+        sl_lost_record(n->id, n->url, a, detail, it, cnt < 0);
+    }
+    json_decref(detail);
+    return rc;
+}
+
+int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool no_shutdown, bool force,
+                             char **reb_out, struct sl_err *err)
 {
     *reb_out = NULL;
     struct flag_arg fa = { .id = sid };
@@ -604,6 +650,8 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
         ask_shutdown(&ncopy);
         return 0;
     }
+    if (is_target && !strcmp(a, "decommission-node") && check_loss(a, &ncopy, skip_reb, force, err) < 0)
+        return -1;
     if (sl_smap_modify(edit_flags, &fa, err) < 0)
         return -1;
     char *reb = NULL;
@@ -718,6 +766,7 @@ static void *keepalive(void *arg)
         free(who);
         sl_smap_put(s);
         finish_pending();
+        sl_lost_tick();
     }
     free(st);
     return NULL;

@@ -125,8 +125,8 @@ int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err);
 /* start-maintenance, stop-maintenance, decommission-node, shutdown-node of
  * node sid. *reb_out is the id of the rebalance it started (free()) or
  * NULL. */
-int sl_cluster_member_action(const char *action, const char *sid, bool skip_reb, bool no_shutdown, char **reb_out,
-                             struct sl_err *err);
+int sl_cluster_member_action(const char *action, const char *sid, bool skip_reb, bool no_shutdown, bool force,
+                             char **reb_out, struct sl_err *err);
 /* Primary: start a global rebalance; its id (free()) or NULL when
  * rebalance.enabled is false. */
 char *sl_cluster_rebalance(const char *why);

@@ -7,6 +7,7 @@
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
+#include "lost.h"
 #include "node.h"
 #include "peer.h"
 #include "xact.h"
@@ -257,6 +258,8 @@ int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, stru
                      sl_provider_scheme(b->provider), b->name);
         goto out;
     }
+    if ((rc = sl_lost_check_bucket("list-objects", b->provider, b->name, b->bid, err)) < 0)
+        goto out;
     for (int i = 0; i < t.n; i++) {
         if (t.who[i]->flags & SL_SNF_OFFLINE) {
             rc = sl_errf(err, SL_EUNAVAIL,

@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -14,7 +15,7 @@ import unittest
 
 import requests
 
-from harness import Cluster, main, wait_until
+from harness import SHALE, SHALED, Cluster, main, wait_until
 from test_cluster import hrw_owner
 
 
@@ -134,6 +135,132 @@ class TestGetFromNeighbourDoesNotStall(Base):
         for name, st, dt in got:
             self.assertEqual(st, 404, name)
             self.assertLess(dt, 2.0, "GET of absent %s took %.1fs" % (name, dt))
+
+
+class TestNoSilentLoss(Base):
+    def lost(self):
+        r = self.s.get(self.url + "/v1/cluster", params={"what": "lost"})
+        self.assertEqual(r.status_code, 200, r.text)
+        return r.json()
+
+    def list_names(self, b):
+        return self.s.get(self.url + "/v1/buckets/" + b, json={"action": "list", "value": {"flags": "0"}})
+
+    def test_dead_target_is_not_dropped_silently(self):
+        self.create("nl")
+        self.create("nl-empty")
+        data = self.fill("nl", 90)
+        t_filled = time.time_ns()
+        smap = self.c.smap()
+        per = {}
+        for n in data:
+            per.setdefault(hrw_owner(smap, "nl", n)["daemon_id"], []).append(n)
+        # the primary's inventory of every target, taken after the objects were written
+        def inventoried():
+            inv = self.lost().get("inventory", {})
+            return all(tid in inv and inv[tid]["time"] > t_filled and
+                       inv[tid]["buckets"].get("nl", {}).get("n", 0) == len(per.get(tid, []))
+                       for tid in smap["tmap"])
+        wait_until(inventoried, 60, interval=0.5, what="inventories after the PUTs")
+        victim = max(per, key=lambda t: len(per[t]))
+        vname = self.name_of(victim)
+        vcfg = os.path.join(self.c.dir, vname, "shale.json")
+        self.c.kill9(vname)
+        wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
+
+        # refused, naming what would be lost; nothing changes
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node", "value": {"sid": victim}})
+        self.assertEqual(r.status_code, 409, r.text)
+        msg = r.json()["message"]
+        self.assertIn("t[%s]" % victim, msg)
+        self.assertIn("%d in ais://nl " % len(per[victim]), msg)
+        self.assertNotIn("nl-empty", msg)
+        self.assertIn("force", msg)
+        self.assertIn(victim, self.c.smap()["tmap"])
+        p = self.c.cli("cluster", "decommission", "t[%s]" % victim, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("exist nowhere else", p.stderr + p.stdout)
+        self.assertIn(victim, self.c.smap()["tmap"])
+
+        # forced: removed, and the loss recorded where everyone sees it
+        self.c.cli("cluster", "decommission", "t[%s]" % victim, "--force", "--no-shutdown")
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        rec = self.lost()["lostmd"]["targets"][victim]
+        self.assertEqual(rec["buckets"]["nl"]["n"], len(per[victim]))
+        self.assertNotIn("nl-empty", rec["buckets"])
+        out = self.c.cli("cluster", "lost").stdout
+        self.assertRegex(out, r"t\[%s\]\s+decommission-node\s+ais://nl\s+%d" % (victim, len(per[victim])))
+        # listings say so instead of coming back short; other buckets list as usual
+        r = self.list_names("nl")
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertIn("%d objects of this bucket existed only on target t[%s]" % (len(per[victim]), victim),
+                      r.json()["message"])
+        self.assertEqual(self.list_names("nl-empty").status_code, 200)
+        for n in per[victim][:5]:
+            self.assertEqual(self.s.get(self.url + "/v1/objects/nl/" + n).status_code, 404)
+        for t, names in per.items():
+            if t != victim:
+                for n in names[:5]:
+                    self.assertEqual(self.s.get(self.url + "/v1/objects/nl/" + n).status_code, 200)
+
+        # re-attach: the old target starts again on its data directory, rejoins, and its objects come back
+        proc = subprocess.Popen([SHALED, "--config=" + vcfg, "--role=target", "--bind", "127.0.0.1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            wait_until(lambda: victim in self.c.smap()["tmap"], 60, what="old target rejoined")
+            wait_until(lambda: victim not in self.lost()["lostmd"]["targets"], 30, what="loss record cleared")
+            wait_until(lambda: self.list_names("nl").status_code == 200, 60, what="listing works")
+            names = [e["name"] for e in self.list_names("nl").json()["entries"]]
+            self.assertEqual(names, sorted(data))
+            for n, h in data.items():
+                r = self.s.get(self.url + "/v1/objects/nl/" + n)
+                self.assertEqual(r.status_code, 200, n)
+                self.assertEqual(hashlib.sha256(r.content).hexdigest(), h)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+    def test_acknowledged_loss_and_skip_rebalance(self):
+        self.create("ak")
+        self.create("ak-re")
+        data = self.fill("ak", 40)
+        self.fill("ak-re", 40)
+        smap = self.c.smap()
+        owners = {n: hrw_owner(smap, "ak", n)["daemon_id"] for n in data}
+        victim = max(set(owners.values()), key=lambda t: sum(1 for o in owners.values() if o == t))
+        mine = sorted(n for n in data if owners[n] == victim)
+        # a live target, asked now: skip_rebalance would strand its objects
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node",
+                                                      "value": {"sid": victim, "skip_rebalance": True}})
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertIn("%d in ais://ak " % len(mine), r.json()["message"])
+        self.assertIn("skip_rebalance", r.json()["message"])
+        # forced, then acknowledged: the listing works again, without those objects
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node", "value": {
+            "sid": victim, "skip_rebalance": True, "force": True, "no_shutdown": True}})
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        self.assertEqual(self.list_names("ak").status_code, 409)
+        self.assertEqual(self.list_names("ak-re").status_code, 409)
+        # a bucket created again under the same name is not the one that lost objects
+        self.assertEqual(self.s.delete(self.url + "/v1/buckets/ak-re", json={"action": "destroy-bck"}).status_code,
+                         200)
+        self.create("ak-re")
+        r = self.list_names("ak-re")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.json()["entries"] or [], [])
+        p = self.c.cli("cluster", "lost", "clear", "t[other]", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.c.cli("cluster", "lost", "clear", "t[%s]" % victim)
+        self.assertEqual(self.lost()["lostmd"]["targets"], {})
+        r = self.list_names("ak")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual([e["name"] for e in r.json()["entries"]], sorted(set(data) - set(mine)))
+        self.assertEqual(self.c.cli("cluster", "lost").stdout.strip(), "No objects are recorded as lost")
 
 
 if __name__ == "__main__":

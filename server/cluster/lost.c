@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT
+ * lost.c: see lost.h. Inventories come from the targets' bucket-summary
+ * endpoint (GET /v1/internal/bsumm: every ais:// bucket's count, from the
+ * target's metadata); only the primary keeps them, in memory.
+ */
+#include "lost.h"
+#include "backend.h"
+#include "cluster.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+#include "node.h"
+#include "peer.h"
+#include "bg.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INV_MIN_NS (10LL * 1000000000LL)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static json_t *inv;             /* {TID: {"time": unix ns, "buckets": {NAME: {"n","bytes",...}}}} */
+static int64_t inv_last_mono;
+static bool inv_running;
+
+/* keep what only the cluster holds: ais:// buckets without a backend, by
+ * their current id; "bid" added */
+static json_t *only_here(const json_t *counts)
+{
+    json_t *out = json_object();
+    struct sl_bmd *bmd = sl_bmd_get();
+    const char *name;
+    json_t *c;
+    json_object_foreach((json_t *)counts, name, c) {
+        const struct sl_bck *b = sl_bmd_find(bmd, "ais", name);
+        if (!b || sl_bck_remote(b) || sl_json_int(c, "n", 0) <= 0)
+            continue;
+        json_object_set_new(out, name, json_pack("{s:I,s:I,s:I}", "bid", (json_int_t)b->bid, "n",
+                                                 (json_int_t)sl_json_int(c, "n", 0), "bytes",
+                                                 (json_int_t)sl_json_int(c, "bytes", 0)));
+    }
+    sl_bmd_put(bmd);
+    return out;
+}
+
+static void inv_collect(void *arg)
+{
+    (void)arg;
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_SELF | SL_TF_SKIP_OFFLINE, "GET", "/v1/internal/bsumm?bck=&prefix=");
+    sl_tfan_run(&t, sl_conf->send_file_time_ns / 1000000);
+    int64_t now = sl_now_ns();
+    for (int i = 0; i < t.n; i++) {
+        if (!t.f[i].ok || t.f[i].resp.status != 200)
+            continue; /* the last good one stays */
+        json_error_t je;
+        json_t *j = json_loadb(t.f[i].resp.body.p, t.f[i].resp.body.len, 0, &je);
+        if (!json_is_object(j)) {
+            json_decref(j);
+            continue;
+        }
+        pthread_mutex_lock(&mu);
+        if (!inv)
+            inv = json_object();
+        json_object_set_new(inv, t.who[i]->id, json_pack("{s:I,s:o}", "time", (json_int_t)now, "buckets", j));
+        pthread_mutex_unlock(&mu);
+    }
+    sl_tfan_free(&t);
+    pthread_mutex_lock(&mu);
+    inv_running = false;
+    inv_last_mono = sl_mono_ns();
+    pthread_mutex_unlock(&mu);
+}
+
+void sl_lost_tick(void)
+{
+    int64_t every = sl_conf->keepalive_interval_ns * 5;
+    if (every < INV_MIN_NS)
+        every = INV_MIN_NS;
+    pthread_mutex_lock(&mu);
+    bool due = !inv_running && (!inv_last_mono || sl_mono_ns() - inv_last_mono >= every);
+    if (due)
+        inv_running = true;
+    pthread_mutex_unlock(&mu);
+    if (due)
+        sl_bg_submit(inv_collect, NULL);
+}
+
+int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time)
+{
+    json_t *counts = NULL;
+    *inv_time = 0;
+    if (ask_now) {
+        char *url = sl_xasprintf("%s/v1/internal/bsumm?bck=&prefix=", ctrl_url);
+        struct sl_peer_resp pr;
+        if (sl_peer_call("GET", url, NULL, 0, NULL, 0, sl_conf->send_file_time_ns / 1000000, &pr) == 0 &&
+            pr.status == 200) {
+            json_error_t je;
+            counts = json_loadb(pr.body.p, pr.body.len, 0, &je);
+            *inv_time = sl_now_ns();
+        }
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    if (!counts) {
+        pthread_mutex_lock(&mu);
+        json_t *e = inv ? json_object_get(inv, tid) : NULL;
+        if (e) {
+            counts = json_incref(json_object_get(e, "buckets"));
+            *inv_time = sl_json_int(e, "time", 0);
+        }
+        pthread_mutex_unlock(&mu);
+    }
+    if (!counts) {
+        *detail = json_object();
+        return -1;
+    }
+    *detail = only_here(counts);
+    json_decref(counts);
+    int64_t total = 0;
+    const char *name;
+    json_t *c;
+    json_object_foreach(*detail, name, c)
+        total += sl_json_int(c, "n", 0);
+    return total;
+}
+
+char *sl_lost_describe(const json_t *detail)
+{
+    struct sl_buf b;
+    sl_buf_init(&b);
+    const char *name;
+    json_t *c;
+    int k = 0;
+    json_object_foreach((json_t *)detail, name, c) {
+        if (k++ == 8) {
+            sl_buf_printf(&b, ", and %zu more bucket(s)", json_object_size(detail) - 8);
+            break;
+        }
+        int64_t n = sl_json_int(c, "n", 0);
+        if (n < 0)
+            sl_buf_printf(&b, "%sais://%s (count unknown)", k > 1 ? ", " : "", name);
+        else
+            sl_buf_printf(&b, "%s%lld in ais://%s (%lld bytes)", k > 1 ? ", " : "", (long long)n, name,
+                          (long long)sl_json_int(c, "bytes", 0));
+    }
+    if (!b.p)
+        sl_buf_adds(&b, "none");
+    return b.p;
+}
+
+/* every ais:// bucket without a backend, count unknown */
+static json_t *all_buckets_unknown(void)
+{
+    json_t *out = json_object();
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int i = 0; i < bmd->n; i++) {
+        const struct sl_bck *b = &bmd->bcks[i];
+        if (strcmp(b->provider, "ais") || sl_bck_remote(b))
+            continue;
+        json_object_set_new(out, b->name, json_pack("{s:I,s:i,s:i}", "bid", (json_int_t)b->bid, "n", -1, "bytes",
+                                                    -1));
+    }
+    sl_bmd_put(bmd);
+    return out;
+}
+
+static json_t *lostmd_copy(void)
+{
+    json_t *d = sl_cluster_doc("lostmd");
+    json_t *c = d ? json_deep_copy(d) : json_object();
+    json_decref(d);
+    if (!json_is_object(json_object_get(c, "targets")))
+        json_object_set_new(c, "targets", json_object());
+    return c;
+}
+
+void sl_lost_record(const char *tid, const char *url, const char *action, const json_t *detail, int64_t inv_time,
+                    bool unknown)
+{
+    json_t *d = lostmd_copy();
+    json_t *bk = unknown ? all_buckets_unknown() : json_deep_copy(detail);
+    json_object_set_new(json_object_get(d, "targets"), tid,
+                        json_pack("{s:s,s:I,s:s,s:I,s:b,s:o}", "url", url, "time", (json_int_t)sl_now_ns(), "action",
+                                  action, "inventory_time", (json_int_t)inv_time, "unknown", unknown, "buckets", bk));
+    char *what = sl_lost_describe(bk);
+    sl_logw("LOST: t[%s] (%s) removed by force (%s); objects that existed only there: %s. Listings of those "
+            "buckets refuse until its data is re-attached or the loss is acknowledged (shale cluster lost clear)",
+            tid, url, action, what);
+    free(what);
+    sl_cluster_set_doc("lostmd", d);
+}
+
+int sl_lost_clear(const char *sid, struct sl_err *err)
+{
+    json_t *d = lostmd_copy();
+    json_t *ts = json_object_get(d, "targets");
+    if (sid && *sid) {
+        if (!json_object_get(ts, sid)) {
+            json_decref(d);
+            return sl_errf(err, SL_ENOENT, "clear-lost: no lost objects are recorded for t[%s] (see GET "
+                           "/v1/cluster?what=lost)", sid);
+        }
+        json_object_del(ts, sid);
+    } else {
+        json_object_clear(ts);
+    }
+    sl_logi("lost objects of %s%s%s acknowledged: the record is cleared", sid && *sid ? "t[" : "every target",
+            sid && *sid ? sid : "", sid && *sid ? "]" : "");
+    sl_cluster_set_doc("lostmd", d);
+    return 0;
+}
+
+int sl_lost_check_bucket(const char *what, const char *provider, const char *name, uint64_t bid, struct sl_err *err)
+{
+    if (strcmp(provider, "ais"))
+        return 0;
+    json_t *d = sl_cluster_doc("lostmd");
+    json_t *ts = json_object_get(d, "targets");
+    const char *tid;
+    json_t *t;
+    int rc = 0;
+    json_object_foreach(ts, tid, t) {
+        json_t *c = json_object_get(json_object_get(t, "buckets"), name);
+        if (!c || (uint64_t)sl_json_int(c, "bid", 0) != bid)
+            continue;
+        int64_t n = sl_json_int(c, "n", -1);
+        char cnt[48];
+        if (n < 0)
+            snprintf(cnt, sizeof(cnt), "an unknown number of");
+        else
+            snprintf(cnt, sizeof(cnt), "%lld", (long long)n);
+        rc = sl_errf(err, SL_EEXIST,
+                     "%s ais://%s: %s objects of this bucket existed only on target t[%s] (%s), removed from the "
+                     "cluster by force (%s); a listing would be incomplete, so it is refused. Re-attach that "
+                     "target's data (start it again on its data directory: it rejoins and its objects come back), "
+                     "or accept the loss: shale cluster lost clear t[%s]",
+                     what, name, cnt, tid, sl_json_str(t, "url", "?"), sl_json_str(t, "action", "?"), tid);
+        break;
+    }
+    json_decref(d);
+    return rc;
+}
+
+json_t *sl_lost_report(void)
+{
+    json_t *d = sl_cluster_doc("lostmd");
+    json_t *out = json_pack("{s:o}", "lostmd", d ? d : json_pack("{s:i,s:{}}", "version", 0, "targets"));
+    pthread_mutex_lock(&mu);
+    if (inv && sl_is_primary())
+        json_object_set_new(out, "inventory", json_deep_copy(inv));
+    pthread_mutex_unlock(&mu);
+    return out;
+}

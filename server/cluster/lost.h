@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT
+ * lost.h: no silent loss. The primary keeps each target's inventory (how
+ * many objects of which ais:// bucket it holds, refreshed in the
+ * background), refuses to let a target go while objects exist only there,
+ * and, when an operator forces it, records what went with it in the
+ * cluster document "lostmd" (metasynced to every node) so that listings of
+ * those buckets say so instead of coming back short.
+ *
+ * lostmd: {"version": N, "targets": {TID: {"url", "time" (unix ns), "action",
+ *          "inventory_time" (unix ns, 0 = none), "unknown": bool,
+ *          "buckets": {NAME: {"bid", "n", "bytes"}}}}}
+ * ("unknown": the primary had no inventory of that target; every ais://
+ * bucket without a backend is then listed, with n = -1.)
+ */
+#ifndef SL_LOST_H
+#define SL_LOST_H
+
+#include "http.h"
+#include <jansson.h>
+
+/* Primary, from the keepalive loop: refresh inventories when due (every
+ * 5 keepalive intervals, at least 10 s apart), in the background. */
+void sl_lost_tick(void);
+
+/* Primary: what only target tid holds (ais:// buckets without a backend):
+ * asked now when the target answers (ask_now), else the last inventory.
+ * Returns the number of such objects, -1 when unknown (no inventory);
+ * *detail (new reference) is the "buckets" object, *inv_time its time. */
+int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time);
+
+/* "3 objects (1.2 KiB) in ais://a, 5 objects (...) in ais://b" */
+char *sl_lost_describe(const json_t *detail);
+
+/* Primary: record (forced removal) or forget (sid NULL: all) a target's lost
+ * objects; both push lostmd. */
+void sl_lost_record(const char *tid, const char *url, const char *action, const json_t *detail, int64_t inv_time,
+                    bool unknown);
+int sl_lost_clear(const char *sid, struct sl_err *err);
+
+/* Any node: 0, or -1 with err (409) when objects of bucket b were lost with
+ * a target removed by force (what: "list-objects" ...). */
+int sl_lost_check_bucket(const char *what, const char *provider, const char *name, uint64_t bid, struct sl_err *err);
+
+/* GET /v1/cluster?what=lost: lostmd, and on the primary the inventories. */
+json_t *sl_lost_report(void);
+
+#endif
