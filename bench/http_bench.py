@@ -137,7 +137,8 @@ class Shaled:
                 if requests.get(self.url + "/v1/health", timeout=1).status_code == 200:
                     break
             except requests.RequestException:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)
         for b in ("bench", "benchput"):
             requests.post(self.url + "/v1/buckets/" + b, json={"action": "create-bck"}).raise_for_status()
 

@@ -157,7 +157,12 @@ bool sl_utf8_valid(const char *s, size_t n);
 
 /* Files */
 int sl_mkdir_p(const char *path, mode_t mode);          /* 0 / -1 errno */
+/* The directory file_path is in: 0 it existed, 1 created (with its
+ * parents), -1 errno. */
 int sl_mkdir_parents(const char *file_path, mode_t mode);
+/* fsync every directory above path up to and including top (their entries
+ * survive a power cut). 0 / -1 errno. */
+int sl_fsync_parents(const char *path, const char *top);
 int sl_rm_rf(const char *path);
 int sl_write_file(const char *path, const void *p, size_t n, bool do_fsync);
 /* Append the file to out (the caller's; sl_buf_free). More than max bytes:

@@ -652,7 +652,24 @@ int sl_mkdir_parents(const char *file_path, mode_t mode)
         errno = ENOTDIR;
         return -1;
     }
-    return sl_mkdir_p(tmp, mode);
+    return sl_mkdir_p(tmp, mode) < 0 ? -1 : 1;
+}
+
+int sl_fsync_parents(const char *path, const char *top)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    size_t tl = strlen(top);
+    for (;;) {
+        char *slash = strrchr(tmp, '/');
+        if (!slash || slash == tmp)
+            return 0;
+        *slash = 0;
+        if (sl_fsync_dir(tmp) < 0)
+            return -1;
+        if (strlen(tmp) <= tl)
+            return 0;
+    }
 }
 
 int sl_rm_rf(const char *path)

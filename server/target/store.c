@@ -47,6 +47,7 @@ struct sl_put {
     char *wbuf;              /* small writes gather here (PUT_WBUF bytes) */
     size_t wlen;
     bool gated;              /* counted in the bucket's writes in flight */
+    bool new_dirs;           /* choose_fname created the object's directory */
 };
 
 /* ---- the write gate ----
@@ -664,6 +665,19 @@ void sl_put_abort(struct sl_put *p)
     free(p);
 }
 
+static int fsync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0;
+    char *dir = sl_xstrndup(path, (size_t)(slash - path));
+    int rc = sl_fsync_dir(dir);
+    int e = errno;
+    free(dir);
+    errno = e;
+    return rc;
+}
+
 /* Decide the on-disk name and make sure its parent directory exists. */
 static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
 {
@@ -671,14 +685,18 @@ static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
     if (needs_hash(p->name, p->nlen))
         hashed_fname(p->name, p->nlen, fname);
     sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
-    if (sl_mkdir_parents(fqn->p, 0755) < 0) {
+    int rc = sl_mkdir_parents(fqn->p, 0755);
+    if (rc < 0) {
         if (fname[0] || (errno != ENOTDIR && errno != EEXIST))
             return -1;
         /* "a/b" while an object "a" is a file: store under a hashed name */
         hashed_fname(p->name, p->nlen, fname);
         sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
-        return sl_mkdir_parents(fqn->p, 0755);
+        rc = sl_mkdir_parents(fqn->p, 0755);
+        p->new_dirs = rc > 0;
+        return rc < 0 ? -1 : 0;
     }
+    p->new_dirs = rc > 0;
     struct stat st;
     if (!fname[0] && stat(fqn->p, &st) == 0 && S_ISDIR(st.st_mode)) {
         /* "a" while objects "a/..." exist */
@@ -806,6 +824,17 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     }
 renamed:
     pthread_rwlock_unlock(lk);
+    /* the rename (and any directory made for it) must survive a power cut
+     * before the PUT is acknowledged; the pending marker stays until then */
+    if (wp_data == SL_WP_IMMEDIATE &&
+        (p->new_dirs ? sl_fsync_parents(fqn.p, p->mp->path) : fsync_dir_of(fqn.p)) < 0) {
+        int e = errno;
+        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "PUT %s: fsync of its directory on %s failed: %s", cn,
+                p->mp->path, strerror(e));
+        free(p->work_abs);
+        p->work_abs = NULL; /* in place already: the fsck of a restart keeps it */
+        goto fail;
+    }
     {
         struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel) };
         sl_md_commit(p->mp->md, &clr, 1, false, NULL);
@@ -1223,8 +1252,11 @@ static int pending_cb(void *arg, const char *key, size_t klen, const char *val, 
     char *fin = sl_xasprintf("%s/%.*s", fc->mp->path, (int)vlen, val);
     struct stat st;
     if (stat(work, &st) == 0) {
-        sl_mkdir_parents(fin, 0755);
+        int made = sl_mkdir_parents(fin, 0755);
         if (rename(work, fin) == 0) {
+            /* durable before the marker goes */
+            if ((made > 0 ? sl_fsync_parents(fin, fc->mp->path) : fsync_dir_of(fin)) < 0)
+                sl_logw("fsck %s: fsync of the directory of %s: %s", fc->mp->path, fin, strerror(errno));
             fc->recovered++;
             sl_logi("fsck %s: completed interrupted PUT: %s -> %s", fc->mp->path, work, fin);
         } else {

@@ -4,6 +4,7 @@ each step of the PUT/DELETE protocol, startup fsck, disk full."""
 import hashlib
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -130,6 +131,67 @@ class TestInjectedCrashes(unittest.TestCase):
         self.assertEqual(r.status_code, 404)
         names = requests.get(self.node.url + "/v1/buckets/f").json()["entries"] or []
         self.assertEqual(names, [])
+
+
+class TestDirectoryFsync(unittest.TestCase):
+    """An acknowledged PUT survives a power cut: after the work file is renamed into place, the directory
+    that now holds it (and every directory made for it, up to the mountpath) is fsynced before the answer.
+    Checked by tracing the node's system calls."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-dsync-")
+        self.node = Node(self.tmp).start()
+        create(self.node.url, "ds")
+
+    def tearDown(self):
+        self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def trace_put(self, name):
+        out = os.path.join(self.tmp, "trace-%d.txt" % len(os.listdir(self.tmp)))
+        st = subprocess.Popen(["strace", "-f", "-qq", "-p", str(self.node.proc.pid), "-e",
+                               "trace=openat,rename,renameat,renameat2,fsync,close", "-o", out],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            time.sleep(1.0)  # attached to every thread
+            r = requests.put(self.node.url + "/v1/objects/ds/" + name, data=b"x" * 100, timeout=10)
+            self.assertEqual(r.status_code, 200, r.text)
+            time.sleep(0.3)
+        finally:
+            st.terminate()
+            st.wait(10)
+        with open(out) as f:
+            return f.read().splitlines()
+
+    def dir_fsyncs_after_rename(self, lines, name):
+        """directories fsynced (by path) after the rename onto .../name, in order"""
+        fds, synced, renamed = {}, [], False
+        for ln in lines:
+            m = re.search(r'rename(?:at2?)?\(.*"([^"]+)", .*"([^"]+)"', ln)
+            if m and m.group(2).endswith("/" + name):
+                renamed = True
+                continue
+            m = re.search(r'openat\(AT_FDCWD, "([^"]+)", [^)]*O_DIRECTORY[^)]*\) = (\d+)', ln)
+            if m:
+                fds[m.group(2)] = m.group(1)
+                continue
+            m = re.search(r"fsync\((\d+)\)\s+= 0", ln)
+            if m and renamed and m.group(1) in fds:
+                synced.append(fds[m.group(1)])
+        self.assertTrue(renamed, "no rename onto %s traced:\n%s" % (name, "\n".join(lines[-40:])))
+        return synced
+
+    def test_directory_fsynced_before_ack(self):
+        if not shutil.which("strace"):
+            self.fail("strace is missing: ./configure --install-deps installs it")
+        obj = os.path.join(self.node.dir, "mp1", "@ais", "ds", "%ob")
+        # a new directory: it and its parents up to the mountpath
+        synced = self.dir_fsyncs_after_rename(self.trace_put("new/sub/o1"), "o1")
+        for d in (os.path.join(obj, "new", "sub"), os.path.join(obj, "new"), obj):
+            self.assertIn(os.path.realpath(d), [os.path.realpath(x) for x in synced], synced)
+        # an existing directory: that one
+        synced = self.dir_fsyncs_after_rename(self.trace_put("new/sub/o2"), "o2")
+        self.assertIn(os.path.realpath(os.path.join(obj, "new", "sub")), [os.path.realpath(x) for x in synced])
 
 
 class TestFsck(unittest.TestCase):
