@@ -213,8 +213,10 @@ static int idx_cb(void *arg, const struct sl_fmt_entry *e)
         ib->cap = ib->cap ? ib->cap * 2 : 256;
         ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
     }
-    unsigned char *k = sl_xmalloc(SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64);
-    size_t kl = member_key(ib->pfx, e->name, e->name_len, k);
+    unsigned char kb[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    size_t kl = member_key(ib->pfx, e->name, e->name_len, kb);
+    unsigned char *k = sl_xmalloc(kl); /* (a shard of 10^6 members: not 10^6 x 480 bytes) */
+    memcpy(k, kb, kl);
     bool hashed = e->name_len > IDX_INLINE_NAME;
     size_t vl = 24 + (hashed ? e->name_len : 0);
     unsigned char *v = sl_xmalloc(vl);
