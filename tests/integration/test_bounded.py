@@ -138,6 +138,9 @@ class TestBounded(unittest.TestCase):
         ents, token = self.lso("big", {"prefix": "big.tar", "flags": "8"})
         self.assertLess(len(ents), BIG_N)
         self.assertTrue(token)
+        # the CLI follows the tokens through the shard
+        out = self.c.cli("ls", "ais://big/big.tar", "--archive", "--count-only", "--page-size", "7000").stdout
+        self.assertIn("Listed %d names" % (BIG_N + 1), out.replace(",", ""))
         # a prefix into the shard: only its matching members, paged
         pages = self.list_pages("big", 300, mp=True, prefix="big.tar/m0012", flags="8")
         names = [e[0] for p in pages for e in p]
