@@ -189,6 +189,26 @@ class TestBounded(unittest.TestCase):
         out = self.c.cli("archive", "ls", "ais://mix/s2.tgz").stdout
         self.assertIn("25 members", out)
 
+    def test_long_member_names(self):
+        """members over 400 bytes are indexed by a hash of their name (after the
+        others): a page that ends on one resumes after it"""
+        import hashlib
+        short = ["s%d" % i for i in range(4)]
+        long_ = [("L%d/" % i) + "x" * 450 for i in range(5)]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+            for n in long_ + short:
+                ti = tarfile.TarInfo(n)
+                ti.size = 1
+                t.addfile(ti, io.BytesIO(b"x"))
+        self.assertEqual(self.s.put(self.url + "/v1/objects/big/long.tar", data=buf.getvalue()).status_code, 200)
+        expect = ["long.tar"] + ["long.tar/" + n for n in sorted(short)] + \
+            ["long.tar/" + n for n in sorted(long_, key=lambda n: hashlib.sha256(n.encode()).hexdigest())]
+        for ps in (1, 2, 3):
+            pages = self.list_pages("big", ps, prefix="long.tar", flags="8")
+            self.assertEqual([e[0] for p in pages for e in p], expect, ps)
+            self.assertTrue(all(len(p) == ps for p in pages[:-1]) and len(pages[-1]) <= ps, [len(p) for p in pages])
+
     def test_rss_bounded(self):
         """four concurrent full listings of the 200k-member shard, three times: the
         gateway and the targets stay within a generous bound"""
