@@ -858,16 +858,26 @@ int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool
 int sl_md_aux_foreach(struct sl_md_env *e, const char *prefix, size_t plen,
                       int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen), void *arg)
 {
+    return sl_md_aux_foreach_from(e, prefix, plen, NULL, 0, cb, arg);
+}
+
+int sl_md_aux_foreach_from(struct sl_md_env *e, const char *prefix, size_t plen, const char *from, size_t flen,
+                           int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen), void *arg)
+{
     MDB_txn *txn;
     MDB_cursor *c;
     MDB_val k = { plen, (void *)prefix }, v;
+    if (flen) {
+        k.mv_size = flen;
+        k.mv_data = (void *)from;
+    }
     if (mdb_txn_begin(e->env, NULL, MDB_RDONLY, &txn))
         return -1;
     if (mdb_cursor_open(txn, e->aux, &c)) {
         mdb_txn_abort(txn);
         return -1;
     }
-    int rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    int rc = mdb_cursor_get(c, &k, &v, k.mv_size ? MDB_SET_RANGE : MDB_FIRST);
     while (rc == 0 && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
         if (cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size))
             break;

@@ -148,6 +148,12 @@ int sl_md_aux_get(struct sl_md_env *env, const char *key, size_t klen, struct sl
  * key/val are valid during the call only. */
 int sl_md_aux_foreach(struct sl_md_env *env, const char *prefix, size_t plen,
                       int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen), void *arg);
+/* The same from the first key >= from[0..flen) (which should start with the
+ * prefix; flen 0 = from the prefix): one page of a long run of keys without
+ * walking the keys before it. 0, or -1 when the DB cannot be read. */
+int sl_md_aux_foreach_from(struct sl_md_env *env, const char *prefix, size_t plen, const char *from, size_t flen,
+                           int (*cb)(void *arg, const char *key, size_t klen, const char *val, size_t vlen),
+                           void *arg);
 
 /* Ordered iteration over one bucket. */
 struct sl_md_iter;

@@ -21,7 +21,7 @@ int sl_plug_code(int rc)
     switch (rc) {
     case SL_PLUG_OK: return SL_OK;
     case SL_PLUG_EINVAL: return SL_EINVAL;
-    case SL_PLUG_EFORMAT: return SL_EIO;
+    case SL_PLUG_EFORMAT: return SL_EBADDATA; /* a corrupt shard: 422, not a server fault */
     case SL_PLUG_ELIMIT: return SL_ETOOBIG;
     case SL_PLUG_EUNSUPP: return SL_EUNSUPP;
     case SL_PLUG_EIO: return SL_EIO;

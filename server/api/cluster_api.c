@@ -172,7 +172,7 @@ static void internal_lso_run(struct sl_req *r, void *arg)
     } else {
         struct sl_buf out;
         sl_buf_init(&out);
-        sl_lspage_msgpack(&pg, &out);
+        sl_lspage_msgpack_peer(&pg, &out);
         size_t len = out.len;
         sl_resp_bytes_owned(r, 200, "application/msgpack", sl_buf_steal(&out), len);
     }

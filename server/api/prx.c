@@ -538,6 +538,31 @@ fail:
     lsr_free(a);
 }
 
+/* one merged page of an ais:// bucket (or of what the cluster holds of a
+ * remote one): at most pagesize entries from each target, merged into at
+ * most pagesize */
+static void list_cluster(struct sl_req *r, void *arg)
+{
+    struct lsr *a = arg;
+    struct sl_err err = { 0 };
+    struct sl_lspage pg;
+    sl_lspage_init(&pg);
+    if (sl_cluster_list_page(&a->b, &a->m, &pg, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else {
+        if (a->m.uuid[0])
+            pg.uuid = sl_xstrdup(a->m.uuid);
+        else {
+            char id[24];
+            sl_job_id(id, sizeof(id), "");
+            pg.uuid = sl_xstrdup(id);
+        }
+        send_page(r, &pg);
+    }
+    sl_lspage_free(&pg);
+    lsr_free(a);
+}
+
 static void list_objects(struct sl_req *r, const char *name, const json_t *value)
 {
     struct sl_err err = { 0 };
@@ -575,23 +600,12 @@ static void list_objects(struct sl_req *r, const char *name, const json_t *value
         sl_req_offload(r, list_remote, lsr_free, a);
         return;
     }
-    struct sl_lspage pg;
-    sl_lspage_init(&pg);
-    if (sl_cluster_list_page(&b, &m, &pg, &err) < 0) {
-        sl_resp_err(r, &err);
-    } else {
-        if (m.uuid[0])
-            pg.uuid = sl_xstrdup(m.uuid);
-        else {
-            char id[24];
-            sl_job_id(id, sizeof(id), "");
-            pg.uuid = sl_xstrdup(id);
-        }
-        send_page(r, &pg);
-    }
-    sl_lspage_free(&pg);
-    sl_lsomsg_free(&m);
-    sl_bck_release(&b);
+    /* a page from every target (a shard's members may take a target a
+     * while to read): off the HTTP thread */
+    struct lsr *a = sl_xcalloc(1, sizeof(*a));
+    a->b = b;
+    a->m = m;
+    sl_req_offload(r, list_cluster, lsr_free, a);
 }
 
 static void get_buckets_done(struct sl_req *r)

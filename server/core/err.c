@@ -30,6 +30,7 @@ static const struct {
     [SL_EHDRTOOBIG] = { 431, NULL },
     [SL_EUNAUTH] = { 401, NULL },
     [SL_ETOOMANY] = { 429, NULL },
+    [SL_EBADDATA] = { 422, NULL },
 };
 
 int sl_err_status(int code)
@@ -57,6 +58,7 @@ int sl_code_from_status(int status)
     case 409: return SL_EEXIST;
     case 413: return SL_ETOOBIG;
     case 416: return SL_ERANGE;
+    case 422: return SL_EBADDATA;
     case 429: return SL_ETOOMANY;
     case 431: return SL_EHDRTOOBIG;
     case 501: return SL_EUNSUPP;

@@ -61,6 +61,7 @@ enum sl_code {
     SL_EHDRTOOBIG,    /* 431 */
     SL_EUNAUTH,       /* 401 no or bad credentials */
     SL_ETOOMANY,      /* 429 rate-limited */
+    SL_EBADDATA,      /* 422 stored data the request needs cannot be read (a corrupt shard) */
     SL_ECODE_MAX
 };
 

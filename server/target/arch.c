@@ -213,8 +213,10 @@ static int idx_cb(void *arg, const struct sl_fmt_entry *e)
         ib->cap = ib->cap ? ib->cap * 2 : 256;
         ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
     }
-    unsigned char *k = sl_xmalloc(SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64);
-    size_t kl = member_key(ib->pfx, e->name, e->name_len, k);
+    unsigned char kb[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    size_t kl = member_key(ib->pfx, e->name, e->name_len, kb);
+    unsigned char *k = sl_xmalloc(kl); /* (a shard of 10^6 members: not 10^6 x 480 bytes) */
+    memcpy(k, kb, kl);
     bool hashed = e->name_len > IDX_INLINE_NAME;
     size_t vl = 24 + (hashed ? e->name_len : 0);
     unsigned char *v = sl_xmalloc(vl);
@@ -360,6 +362,11 @@ struct idx_iter {
     const char *mprefix;
     size_t mplen;
     uint64_t n;
+    /* a listing page: up to max entries after the key skip[0..skiplen) */
+    const unsigned char *skip;
+    size_t skiplen;
+    uint64_t max;
+    bool more;
 };
 
 static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
@@ -367,6 +374,8 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
     struct idx_iter *it = arg;
     if (klen <= SL_OBJ_AUX_PREFIX || vlen < 24)
         return 0; /* the marker */
+    if (it->skiplen && klen == it->skiplen && !memcmp(key, it->skip, klen))
+        return 0; /* the member the page resumes after */
     const char *nm;
     size_t nl;
     if (key[SL_OBJ_AUX_PREFIX] == 0) {
@@ -380,6 +389,10 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
         return 0;
     if (!member_ok(NULL, nm, nl)) /* an index written before such names were skipped */
         return 0;
+    if (it->page && it->n >= it->max) {
+        it->more = true;
+        return 1;
+    }
     uint64_t off = get_u64((const unsigned char *)val), size = get_u64((const unsigned char *)val + 8);
     if (it->arr) {
         json_t *o = json_object();
@@ -398,7 +411,8 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
         memcpy(e->name + it->slen + 1, nm, nl);
         e->name[e->nlen] = 0;
         e->size = size;
-        e->flags = 64 | 128;
+        e->flags = SL_ENT_CACHED | SL_ENT_IN_ARCH;
+        e->alen = (uint32_t)it->slen;
     }
     it->n++;
     return 0;
@@ -887,42 +901,75 @@ fail_tar:
 
 /* ---- listing shard contents ---- */
 
-int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
-                         const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err)
+/* A format's failure on a stored shard: 422 (SL_EBADDATA, from the plugin's
+ * SL_PLUG_EFORMAT) with a message that names the shard and says what to do. */
+static void bad_shard(struct sl_err *err, const char *cn)
 {
+    if (!strstr(err->msg, cn))
+        sl_err_wrap(err, "%s", cn);
+    if (err->code == SL_EBADDATA && !strstr(err->msg, "re-create") && !strstr(err->msg, "archmime"))
+        snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg),
+                 " (the shard is corrupt or not in the format its name says; re-create or re-upload it)");
+}
+
+int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
+                         const struct sl_arch_pos *pos, int max, struct sl_lspage *out, bool *more,
+                         struct sl_err *err)
+{
+    *more = false;
     const struct sl_plug *fmt = sl_arch_format_by_name(name, nlen);
-    if (!fmt)
+    if (!fmt || max < 0)
         return 0;
     int fd;
     struct sl_objmd md;
     if (sl_obj_open(b, name, nlen, &fd, &md, NULL, err) < 0)
         return -1;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     int rc = 0;
     struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
     if (is_plain_tar(fmt)) {
+        /* the member index, from the resume point on: one page of keys */
         unsigned char pfx[SL_OBJ_AUX_PREFIX];
         sl_obj_aux_prefix(b->bid, name, nlen, pfx);
         if (!index_valid(env, pfx, &md))
             rc = index_fd(fmt, env, b, name, nlen, fd, &md, err);
         if (rc == 0) {
-            struct idx_iter it = { .page = out, .shard = name, .slen = nlen, .mprefix = mprefix, .mplen = mplen };
-            sl_md_aux_foreach(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, idx_foreach_cb, &it);
+            unsigned char from[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+            size_t flen = 0;
+            if (pos && pos->nlen)
+                flen = member_key(pfx, pos->name, pos->nlen, from);
+            struct idx_iter it = { .page = out, .shard = name, .slen = nlen, .mprefix = mprefix, .mplen = mplen,
+                                   .skip = from, .skiplen = flen, .max = (uint64_t)max };
+            if (sl_md_aux_foreach_from(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, (const char *)from, flen,
+                                       idx_foreach_cb, &it) < 0)
+                rc = sl_errf(err, SL_EIO, "%s: reading the member index failed", cn);
+            *more = it.more;
         }
     } else {
+        /* archive order: skip the members before the resume point (read,
+         * not kept), then up to max, then one more to tell whether more
+         * remain */
         struct sl_plug_fdio fio;
-        char cn[400];
-        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
         sl_plug_fdio_init(&fio, fd, 0, cn);
         struct sl_fmt_limits lim;
         limits(&lim);
-        struct sl_plug_reader *rd;
+        struct sl_plug_reader *rd = NULL;
         struct sl_fmt_entry e;
+        uint64_t ord = 0, skip = pos ? pos->ord : 0;
+        int n = 0;
         rc = sl_plug_reader_open(fmt, &fio.io, &lim, 0, &rd, err);
         while (rc == 0 && (rc = sl_plug_reader_next(rd, &e, err)) == 0) {
+            if (++ord <= skip)
+                continue;
             if (mplen && (e.name_len < mplen || memcmp(e.name, mprefix, mplen)))
                 continue;
-            if (!member_ok(cn, e.name, e.name_len))
+            if (!member_ok(skip ? NULL : cn, e.name, e.name_len))
                 continue;
+            if (n >= max) {
+                *more = true;
+                break;
+            }
             struct sl_lsent *le = sl_lspage_add(out);
             le->nlen = nlen + 1 + e.name_len;
             le->name = sl_xmalloc(le->nlen + 1);
@@ -931,17 +978,21 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
             memcpy(le->name + nlen + 1, e.name, e.name_len);
             le->name[le->nlen] = 0;
             le->size = e.size > 0 ? (uint64_t)e.size : 0;
-            le->flags = 64 | 128;
+            le->flags = SL_ENT_CACHED | SL_ENT_IN_ARCH;
+            le->alen = (uint32_t)nlen;
+            le->aord = ord;
+            n++;
         }
         if (rc == 1)
             rc = 0;
         if (rd)
             sl_plug_reader_close(rd);
     }
-    (void)m;
+    if (rc < 0)
+        bad_shard(err, cn);
     close(fd);
     sl_objmd_free(&md);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---- PUT with archpath ---- */

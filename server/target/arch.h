@@ -50,10 +50,24 @@ int sl_arch_index_build(const struct sl_bck *b, const char *name, size_t nlen, s
 /* After any write of an object: index it when it is a plain tar (best effort). */
 void sl_arch_after_put(const struct sl_bck *b, const char *name, size_t nlen);
 
-/* Append "shard/member" entries (flag 128) of the shard name[0..nlen) to out
- * (the caller's page), members whose name starts with mprefix (may be ""). */
+/* Where a listing resumes inside a shard: after the member `name` (plain
+ * tars, through the member index, in name order) or after the first `ord`
+ * members the reader returns (other formats, in archive order: a scan from
+ * the start that keeps nothing). ord 0 and no name: from the first member. */
+struct sl_arch_pos {
+    uint64_t ord;
+    const char *name;
+    size_t nlen;
+};
+/* Append up to max "shard/member" entries (flags 64|128, alen/aord set) of
+ * the shard name[0..nlen) to out (the caller's page), members whose name
+ * starts with mprefix (may be ""), after pos (NULL: from the first). *more
+ * is set when matching members remain after them. Memory is proportional to
+ * max, not to the shard. 0, or -1 with err (SL_EBADDATA naming the shard
+ * when it is corrupt); members appended before an error stay in out. */
 int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
-                         const struct sl_lsomsg *m, struct sl_lspage *out, struct sl_err *err);
+                         const struct sl_arch_pos *pos, int max, struct sl_lspage *out, bool *more,
+                         struct sl_err *err);
 
 /* Match a member name for archmode regexp|prefix|suffix|substr|wdskey; -1 on a
  * bad mode or pattern (err). *out is new (sl_arch_match_free, NULL ok);

@@ -253,6 +253,57 @@ static void fill_entry(struct sl_lsent *e, const char *name, size_t nlen, const 
         e->flags = SL_ENT_CACHED;
 }
 
+char *sl_lsent_token(const struct sl_lsent *e)
+{
+    if ((e->flags & SL_ENT_IN_ARCH) && e->alen && e->alen < e->nlen)
+        return sl_xasprintf("%.*s/./%llu/%.*s", (int)e->alen, e->name, (unsigned long long)e->aord,
+                            (int)(e->nlen - e->alen - 1), e->name + e->alen + 1);
+    return sl_xstrndup(e->name, e->nlen);
+}
+
+/* A token inside a shard (sl_lsent_token): "<shard>/./<ordinal>/<member>".
+ * An object name has no "." segment, so the first "/./" ends the shard's
+ * name. */
+struct mtok {
+    size_t slen;
+    struct sl_arch_pos pos;
+};
+
+static bool member_token(const char *t, struct mtok *o)
+{
+    const char *p = strstr(t, "/./");
+    if (!p || p == t || p[3] < '0' || p[3] > '9')
+        return false;
+    char *end;
+    unsigned long long ord = strtoull(p + 3, &end, 10);
+    if (*end != '/')
+        return false;
+    o->slen = (size_t)(p - t);
+    o->pos.ord = ord;
+    o->pos.name = end + 1;
+    o->pos.nlen = strlen(end + 1);
+    return true;
+}
+
+/* The members of the shard name[0..nlen) (present here) that fit in the page
+ * after pos; the token when the page ends inside the shard. Returns 1 when it
+ * does (the page is complete), 0 when the shard's members are done, -1 on
+ * an error (err). */
+static int add_members(const struct sl_bck *b, const char *name, size_t nlen, const char *mprefix, size_t mplen,
+                       const struct sl_arch_pos *pos, const struct sl_lsomsg *m, struct sl_lspage *out,
+                       struct sl_err *err)
+{
+    bool more = false;
+    int room = m->pagesize - out->n;
+    if (sl_arch_list_members(b, name, nlen, mprefix, mplen, pos, room < 0 ? 0 : room, out, &more, err) < 0)
+        return -1;
+    if (!more)
+        return 0;
+    free(out->token);
+    out->token = sl_lsent_token(&out->ents[out->n - 1]);
+    return 1;
+}
+
 int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const char *node_id, struct sl_lspage *out,
                       struct sl_err *err)
 {
@@ -260,10 +311,18 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
     struct sl_md_iter **its = sl_xcalloc((size_t)(nmp ? nmp : 1), sizeof(*its));
     int *have = sl_xcalloc((size_t)(nmp ? nmp : 1), sizeof(int));
     const char *after = m->token[0] ? m->token : m->start_after;
+    size_t afterlen = strlen(after);
     size_t plen = strlen(m->prefix);
+    bool norec = (m->flags & SL_LSO_NO_RECURSION) != 0;
+    bool archdir = (m->flags & SL_LSO_ARCH_DIR) != 0;
+    /* a page that ended inside a shard: the objects go on after the shard */
+    struct mtok mt;
+    bool in_shard = archdir && m->token[0] && member_token(m->token, &mt);
+    if (in_shard)
+        afterlen = mt.slen;
     int rc = 0;
     for (int i = 0; i < nmp; i++) {
-        if (sl_md_iter_open(sl_store_mpath(i)->md, b->bid, m->prefix, plen, after, strlen(after), &its[i], err) < 0) {
+        if (sl_md_iter_open(sl_store_mpath(i)->md, b->bid, m->prefix, plen, after, afterlen, &its[i], err) < 0) {
             rc = -1;
             goto done;
         }
@@ -273,13 +332,11 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
             goto done;
         }
     }
-    bool norec = (m->flags & SL_LSO_NO_RECURSION) != 0;
-    bool archdir = (m->flags & SL_LSO_ARCH_DIR) != 0;
     char lastdir[SL_MAX_OBJNAME + 2];
     size_t lastdir_len = 0;
-    int nobj = 0; /* entries that count toward the page size (not shard members) */
-    if (archdir && plen && !m->token[0]) {
-        /* a prefix that reaches into a shard ("a/b.tar/dir/"): that shard's members */
+    if (archdir && plen) {
+        /* a prefix that reaches into a shard ("a/b.tar/dir/"): that shard's
+         * entry (on the first page) and its members, nothing else */
         for (size_t i = plen; i > 0; i--) {
             if (m->prefix[i - 1] != '/' || i < 2)
                 continue;
@@ -289,15 +346,43 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
             struct sl_objmd md;
             struct sl_mpath *mp;
             struct sl_err e2;
-            if (sl_obj_stat(b, m->prefix, sl, &md, &mp, &e2) == 1) {
+            if (sl_obj_stat(b, m->prefix, sl, &md, &mp, &e2) != 1)
+                continue;
+            bool resume = in_shard && mt.slen == sl && !memcmp(m->token, m->prefix, sl);
+            bool after_entry = !in_shard && strlen(m->token) == sl && !memcmp(m->token, m->prefix, sl);
+            if (!m->token[0]) {
                 struct sl_lsent *e = sl_lspage_add(out);
                 fill_entry(e, m->prefix, sl, &md, m, node_id, mp->path);
                 e->flags |= SL_ENT_IS_ARCH;
-                sl_objmd_free(&md);
-                if (sl_arch_list_members(b, m->prefix, sl, m->prefix + i, plen - i, m, out, err) < 0)
-                    rc = -1;
-                goto done;
             }
+            sl_objmd_free(&md);
+            if ((!m->token[0] || resume || after_entry) &&
+                add_members(b, m->prefix, sl, m->prefix + i, plen - i, resume ? &mt.pos : NULL, m, out, err) < 0)
+                rc = -1;
+            goto done;
+        }
+    }
+    if (archdir && m->token[0]) {
+        /* the page before ended inside a shard, or with its entry: its
+         * (remaining) members first -- on the target that holds it */
+        size_t sl = in_shard ? mt.slen : strlen(m->token);
+        struct sl_objmd md;
+        struct sl_mpath *mp;
+        struct sl_err e2;
+        if (sl >= plen && !memcmp(m->token, m->prefix, plen) && sl_arch_format_by_name(m->token, sl) &&
+            sl_obj_stat(b, m->token, sl, &md, &mp, &e2) == 1) {
+            sl_objmd_free(&md);
+            char *nm = sl_xstrndup(m->token, sl);
+            int r2 = add_members(b, nm, sl, "", 0, in_shard ? &mt.pos : NULL, m, out, &e2);
+            if (r2 < 0 && sl == plen) { /* the listing is of this shard */
+                *err = e2;
+                rc = -1;
+            } else if (r2 < 0) {
+                sl_logw("listing members of %s/%s: %s", b->name, nm, e2.msg);
+            }
+            free(nm);
+            if (rc < 0 || r2 == 1)
+                goto done;
         }
     }
     for (;;) {
@@ -317,13 +402,11 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
         }
         if (best < 0)
             break; /* exhausted */
-        if (nobj >= m->pagesize) {
-            /* more remain: continuation token = last object returned */
-            for (int i = out->n - 1; i >= 0; i--) {
-                if (!(out->ents[i].flags & SL_ENT_IN_ARCH)) {
-                    out->token = sl_xstrndup(out->ents[i].name, out->ents[i].nlen);
-                    break;
-                }
+        if (out->n >= m->pagesize) {
+            /* more remain: continuation token = the last entry returned */
+            if (out->n) {
+                free(out->token);
+                out->token = sl_lsent_token(&out->ents[out->n - 1]);
             }
             break;
         }
@@ -338,7 +421,6 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
                     e->flags = SL_ENT_DIR;
                     memcpy(lastdir, bn, dl);
                     lastdir_len = dl;
-                    nobj++;
                 }
                 /* skip the whole virtual directory: seek past "prefix/seg/" */
                 char *seek = sl_xstrndup(bn, dl);
@@ -355,14 +437,23 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
         }
         struct sl_lsent *e = sl_lspage_add(out);
         fill_entry(e, bn, bl, sl_md_iter_md(its[best]), m, node_id, sl_store_mpath(best)->path);
-        nobj++;
         if (archdir && sl_arch_format_by_name(bn, bl)) {
             e->flags |= SL_ENT_IS_ARCH;
             char *nm = sl_xstrndup(bn, bl); /* the iterator's buffer moves on below */
             struct sl_err e2;
-            if (sl_arch_list_members(b, nm, bl, "", 0, m, out, &e2) < 0)
+            int r2 = add_members(b, nm, bl, "", 0, NULL, m, out, &e2);
+            if (r2 < 0 && bl == plen) { /* the listing is of this shard: say it is corrupt */
+                *err = e2;
+                rc = -1;
+            } else if (r2 < 0) {
+                /* one bad shard does not make the bucket unlistable */
                 sl_logw("listing members of %s/%s: %s", b->name, nm, e2.msg);
+            }
             free(nm);
+            if (rc < 0)
+                goto done;
+            if (r2 == 1)
+                break; /* the page ends inside the shard */
         }
         have[best] = sl_md_iter_next(its[best]);
         if (have[best] < 0) {
@@ -378,86 +469,85 @@ done:
     return rc;
 }
 
-/* entries flagged in-archive travel with the shard entry before them */
-static int group_len(const struct sl_lspage *p, int i)
+/* The object an entry belongs to: a member's shard, name[0..return) */
+static size_t obj_len(const struct sl_lsent *e)
 {
-    int n = 1;
-    while (i + n < p->n && (p->ents[i + n].flags & SL_ENT_IN_ARCH))
-        n++;
-    return n;
+    return (e->flags & SL_ENT_IN_ARCH) && e->alen && e->alen < e->nlen ? e->alen : e->nlen;
+}
+
+/* Listing order of entries from different targets: by object name, a shard
+ * before its members; two members of one shard (copies of it on two
+ * targets) tie, and the earlier input goes first. */
+static int ent_order(const struct sl_lsent *a, const struct sl_lsent *b)
+{
+    size_t al = obj_len(a), bl = obj_len(b);
+    int c = name_cmp(a->name, al, b->name, bl);
+    if (c)
+        return c;
+    bool am = al < a->nlen, bm = bl < b->nlen;
+    return am == bm ? 0 : am ? 1 : -1;
+}
+
+static bool same_entry(const struct sl_lsent *a, const struct sl_lsent *b)
+{
+    return obj_len(a) == obj_len(b) && name_cmp(a->name, a->nlen, b->name, b->nlen) == 0;
 }
 
 void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspage *out)
 {
     int *pos = sl_xcalloc((size_t)(nin ? nin : 1), sizeof(int));
     bool more = false;
-    int nobj = 0;
-    /* A target that returned a full page may hold names beyond its last one,
-     * so the merged page must stop at the smallest such last name. */
-    const struct sl_lsent *limit = NULL;
+    /* A target that returned a full page may hold entries beyond its last
+     * one, so the merged page must stop at the first such last entry. */
+    struct sl_lsent lim = { 0 };
+    bool have_lim = false;
     for (int i = 0; i < nin; i++) {
         if (in[i].token && in[i].token[0] && in[i].n) {
-            const struct sl_lsent *l = NULL;
-            for (int k = in[i].n - 1; k >= 0 && !l; k--)
-                if (!(in[i].ents[k].flags & SL_ENT_IN_ARCH))
-                    l = &in[i].ents[k];
-            if (l && (!limit || name_cmp(l->name, l->nlen, limit->name, limit->nlen) < 0))
-                limit = l;
+            const struct sl_lsent *l = &in[i].ents[in[i].n - 1];
+            if (!have_lim || ent_order(l, &lim) < 0) {
+                lim = *l; /* name etc. borrowed: copied below before the entries move */
+                have_lim = true;
+            }
         }
     }
-    char *limname = limit ? sl_xstrndup(limit->name, limit->nlen) : NULL;
-    size_t limlen = limit ? limit->nlen : 0;
-    char *lastname = NULL;
-    size_t lastlen = 0;
+    if (have_lim) {
+        lim.name = sl_xstrndup(lim.name, lim.nlen);
+        lim.cksum = lim.atime = lim.version = lim.location = lim.custom = NULL;
+    }
     for (;;) {
         int best = -1;
         for (int i = 0; i < nin; i++) {
             if (pos[i] >= in[i].n)
                 continue;
-            struct sl_lsent *e = &in[i].ents[pos[i]];
-            if (best < 0 || name_cmp(e->name, e->nlen, in[best].ents[pos[best]].name,
-                                     in[best].ents[pos[best]].nlen) < 0)
+            if (best < 0 || ent_order(&in[i].ents[pos[i]], &in[best].ents[pos[best]]) < 0)
                 best = i;
         }
         if (best < 0)
             break;
         struct sl_lsent *src = &in[best].ents[pos[best]];
-        if (nobj >= pagesize || (limname && name_cmp(src->name, src->nlen, limname, limlen) > 0)) {
+        if (out->n >= pagesize || (have_lim && ent_order(src, &lim) > 0)) {
             more = true;
             break;
         }
-        int g = group_len(&in[best], pos[best]);
-        for (int k = 0; k < g; k++) {
-            struct sl_lsent *dst = sl_lspage_add(out);
-            *dst = in[best].ents[pos[best] + k];
-            memset(&in[best].ents[pos[best] + k], 0, sizeof(struct sl_lsent));
-        }
-        nobj++;
-        pos[best] += g;
-        free(lastname);
-        lastname = sl_xstrndup(out->ents[out->n - g].name, out->ents[out->n - g].nlen);
-        lastlen = out->ents[out->n - g].nlen;
-        /* collapse duplicates (virtual directories reported by several targets) */
+        struct sl_lsent *dst = sl_lspage_add(out);
+        *dst = *src;
+        memset(src, 0, sizeof(*src));
+        pos[best]++;
+        /* collapse duplicates (virtual directories reported by several
+         * targets, copies of one object) */
         for (int i = 0; i < nin; i++) {
-            while (pos[i] < in[i].n &&
-                   name_cmp(in[i].ents[pos[i]].name, in[i].ents[pos[i]].nlen, lastname, lastlen) == 0) {
-                int gg = group_len(&in[i], pos[i]);
-                for (int k = 0; k < gg; k++) {
-                    ent_free(&in[i].ents[pos[i] + k]);
-                    memset(&in[i].ents[pos[i] + k], 0, sizeof(struct sl_lsent));
-                }
-                pos[i] += gg;
+            while (i != best && pos[i] < in[i].n && same_entry(&in[i].ents[pos[i]], dst)) {
+                ent_free(&in[i].ents[pos[i]]);
+                memset(&in[i].ents[pos[i]], 0, sizeof(struct sl_lsent));
+                pos[i]++;
             }
         }
     }
-    if (limname)
+    if (have_lim)
         more = true;
-    free(limname);
+    free(lim.name);
     free(out->token);
-    out->token = NULL;
-    if (more && lastname)
-        out->token = sl_xstrndup(lastname, lastlen);
-    free(lastname);
+    out->token = more && out->n ? sl_lsent_token(&out->ents[out->n - 1]) : NULL;
     free(pos);
 }
 
@@ -513,7 +603,7 @@ static void pk_key(msgpack_packer *pk, const char *k)
     pk_str(pk, k, strlen(k));
 }
 
-void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out)
+static void lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out, bool peer)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, out, sb_write);
@@ -529,8 +619,9 @@ void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out)
         msgpack_pack_array(&pk, (size_t)p->n);
         for (int i = 0; i < p->n; i++) {
             const struct sl_lsent *e = &p->ents[i];
+            bool member = peer && e->alen;
             int nf = 1 + !!e->cksum + !!e->atime + !!e->version + !!e->location + !!e->custom + !!e->size +
-                     !!e->copies + !!e->flags;
+                     !!e->copies + !!e->flags + (member ? 2 : 0);
             msgpack_pack_map(&pk, (size_t)nf);
             pk_key(&pk, "n");
             pk_str(&pk, e->name, e->nlen);
@@ -566,10 +657,26 @@ void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out)
                 pk_key(&pk, "f");
                 msgpack_pack_uint16(&pk, (uint16_t)e->flags);
             }
+            if (member) { /* node to node: where the shard's name ends, the member's ordinal */
+                pk_key(&pk, "xa");
+                msgpack_pack_uint32(&pk, e->alen);
+                pk_key(&pk, "xo");
+                msgpack_pack_uint64(&pk, e->aord);
+            }
         }
     }
     pk_key(&pk, "Flags");
     msgpack_pack_uint32(&pk, p->flags);
+}
+
+void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out)
+{
+    lspage_msgpack(p, out, false);
+}
+
+void sl_lspage_msgpack_peer(const struct sl_lspage *p, struct sl_buf *out)
+{
+    lspage_msgpack(p, out, true);
 }
 
 static char *mp_strdup(const msgpack_object *o)
@@ -628,12 +735,18 @@ int sl_lspage_from_msgpack(const char *data, size_t len, struct sl_lspage *out, 
                         e->copies = (int)f->val.via.i64;
                     } else if (mp_key(&f->key, "f")) {
                         e->flags = (uint32_t)f->val.via.u64;
+                    } else if (mp_key(&f->key, "xa") && f->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                        e->alen = (uint32_t)f->val.via.u64;
+                    } else if (mp_key(&f->key, "xo") && f->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                        e->aord = f->val.via.u64;
                     }
                 }
                 if (!e->name) {
                     e->name = sl_xstrdup("");
                     e->nlen = 0;
                 }
+                if (e->alen >= e->nlen)
+                    e->alen = 0;
             }
         }
     }

@@ -60,6 +60,12 @@ struct sl_lsent {
     char *custom;
     int copies;
     uint32_t flags;
+    /* a shard member (flag 128): the length of the shard's name in name
+     * ("shard/member"), and its ordinal in the shard for formats read in
+     * archive order (0: resumed by name through the member index). Not
+     * shown to clients; carried between nodes (sl_lspage_msgpack_peer). */
+    uint32_t alen;
+    uint64_t aord;
 };
 
 /* A page owns its entries and every string in them and in itself:
@@ -84,7 +90,9 @@ void sl_lsomsg_names(struct sl_lsomsg *m, const char *prefix, bool sizes, uint64
 json_t *sl_lsomsg_json(const struct sl_lsomsg *m);     /* new reference */
 
 /* Local page of up to m->pagesize entries after m->token (or start_after),
- * added to out (the caller's: sl_lspage_free, also after an error). */
+ * added to out (the caller's: sl_lspage_free, also after an error). With
+ * SL_LSO_ARCH_DIR a shard's members follow its entry and count toward the
+ * page like any entry; a page may end inside a shard (see sl_lsent_token). */
 int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const char *node_id,
                       struct sl_lspage *out, struct sl_err *err);
 
@@ -113,15 +121,23 @@ struct sl_lsent *sl_lspage_add(struct sl_lspage *p);
  * every page; for qsort and bsearch over struct sl_lsent. */
 int sl_lsent_cmp(const void *a, const void *b);
 
-/* Merge several sorted pages into one page of at most pagesize entries
- * (duplicates by name collapse); sets token to the last name when more may
+/* Merge several pages in listing order (objects by name, a shard's members
+ * after it) into one page of at most pagesize entries (duplicates by name
+ * collapse); sets token (sl_lsent_token of the last entry) when more may
  * follow. Takes the entries out of the inputs; the inputs are still the
  * caller's to sl_lspage_free. */
 void sl_lspage_merge(struct sl_lspage *in, int nin, int pagesize, struct sl_lspage *out);
+/* The continuation token of a page that ends with e (new string): its name,
+ * or for a shard member "<shard>/./<ordinal>/<member>" -- a "." segment is
+ * never in an object name, so a token inside a shard cannot be mistaken for
+ * an object's. */
+char *sl_lsent_token(const struct sl_lsent *e);
 
 json_t *sl_lspage_json(const struct sl_lspage *p);    /* new reference */
-/* msgpack encoding appended to out */
+/* msgpack encoding appended to out: for clients, and between nodes (with
+ * the members' alen/aord) */
 void sl_lspage_msgpack(const struct sl_lspage *p, struct sl_buf *out);
+void sl_lspage_msgpack_peer(const struct sl_lspage *p, struct sl_buf *out);
 /* decode our own msgpack page (node-to-node) into out (copies; data is
  * only read) */
 int sl_lspage_from_msgpack(const char *data, size_t len, struct sl_lspage *out, struct sl_err *err);

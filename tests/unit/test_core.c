@@ -308,6 +308,31 @@ static void t_merge(void)
     sl_lspage_free(&out);
     sl_lspage_free(&in[0]);
     sl_lspage_free(&in[1]);
+    /* shard members (flag 128): after their shard, before the next object
+     * even when its name sorts lower ("s.tar.bak" < "s.tar/..."); a page
+     * that ends inside the shard has a token naming the member */
+    sl_lspage_init(&in[0]);
+    sl_lspage_init(&in[1]);
+    sl_lspage_init(&out);
+    add_ent(&in[0], "s.tar");
+    in[0].ents[0].flags = 512;
+    static const char *mem[] = { "s.tar/z", "s.tar/a", "s.tar/m" };
+    for (int i = 0; i < 3; i++) {
+        add_ent(&in[0], mem[i]);
+        in[0].ents[i + 1].flags = 64 | 128;
+        in[0].ents[i + 1].alen = 5;
+        in[0].ents[i + 1].aord = (uint64_t)i + 1;
+    }
+    add_ent(&in[1], "a");
+    add_ent(&in[1], "s.tar.bak");
+    sl_lspage_merge(in, 2, 4, &out);
+    TAP_OK(out.n == 4 && !strcmp(out.ents[0].name, "a") && !strcmp(out.ents[1].name, "s.tar") &&
+               !strcmp(out.ents[2].name, "s.tar/z") && !strcmp(out.ents[3].name, "s.tar/a"),
+           "members follow their shard, in the target's order, and count toward the page");
+    TAP_EQ_STR(out.token, "s.tar/./2/a", "a token inside the shard");
+    sl_lspage_free(&out);
+    sl_lspage_free(&in[0]);
+    sl_lspage_free(&in[1]);
 }
 
 static void t_template(void)

@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: MIT
+"""Bounded archive-content listings and corrupt shards, on a playground of
+1 gateway and 2 targets (so pages are merged across targets):
+
+* listing a shard's members (flag 8, "arch-dir") is paged like any listing:
+  pagesize entries per page, members included, with a continuation token that
+  resumes inside the shard; every member comes exactly once, in order;
+* the gateway's and the targets' RSS stay bounded across several full
+  listings of a shard of 200k members (they used to build the whole listing
+  as one page);
+* a corrupt shard (truncated tar, garbage named .tar, corrupt gzip, zip,
+  lz4) read with archpath / archregx / archindex or listed is a 422 naming
+  the shard, never a 500 or a crash.
+"""
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import unittest
+import zipfile
+
+import msgpack
+import requests
+
+from harness import Cluster, main, wait_until
+
+BIG_N = 200000
+
+
+def tar_bytes(members):
+    """A plain tar of (name, data) members."""
+    out = io.BytesIO()
+    for name, data in members:
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        out.write(ti.tobuf(format=tarfile.USTAR_FORMAT))
+        out.write(data)
+        if len(data) % 512:
+            out.write(b"\0" * (512 - len(data) % 512))
+    out.write(b"\0" * 1024)
+    return out.getvalue()
+
+
+def tgz_bytes(members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def zip_bytes(members):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members:
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def lz4_bytes(data):
+    return subprocess.run(["lz4", "-c"], input=data, capture_output=True, check=True).stdout
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+class TestBounded(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
+        cls.url = cls.c.url
+        cls.s = requests.Session()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        cls.nodes = [n["name"] for n in cls.c.topology()["nodes"]]
+        for b in ("big", "mix", "bad"):
+            r = cls.s.post(cls.url + "/v1/buckets/" + b, json={"action": "create-bck"}, timeout=30)
+            assert r.status_code == 200, r.text
+        # one shard of many tiny members (the index path)
+        cls.big = ["m%06d" % i for i in range(BIG_N)]
+        r = cls.s.put(cls.url + "/v1/objects/big/big.tar", data=tar_bytes((n, b"") for n in cls.big), timeout=300)
+        assert r.status_code == 200, r.text
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def lso(self, bucket, value, mp=False, session=None):
+        h = {"Accept": "application/msgpack"} if mp else {}
+        r = (session or self.s).get(self.url + "/v1/buckets/" + bucket,
+                                    json={"action": "list", "name": "", "value": value}, headers=h, timeout=120)
+        self.assertEqual(r.status_code, 200, r.text[:500])
+        if mp:
+            m = msgpack.unpackb(r.content)
+            return [(e["n"], e.get("s", 0), e.get("f", 0)) for e in (m["Entries"] or [])], m["ContinuationToken"]
+        j = r.json()
+        return [(e["name"], int(e.get("size", "0")), e.get("flags", 0)) for e in (j["entries"] or [])], \
+            j["continuation_token"]
+
+    def list_pages(self, bucket, pagesize, mp=False, session=None, **value):
+        """Every page of a listing: [[(name, size, flags)...]...], bounded in count."""
+        pages, token, uuid = [], "", ""
+        for _ in range(100000):
+            v = dict(value, pagesize=pagesize, continuation_token=token, uuid=uuid)
+            ents, token = self.lso(bucket, v, mp=mp, session=session)
+            pages.append(ents)
+            if not token:
+                return pages
+        raise AssertionError("listing did not end")
+
+    def test_big_shard_paged(self):
+        """members of a 200k-member shard in pages of 5000: each page full but the
+        last, every member once and in order, the shard entry first"""
+        pages = self.list_pages("big", 5000, prefix="big.tar", flags="8")
+        self.assertGreater(len(pages), BIG_N // 5000, "one huge page instead of pages of 5000")
+        for p in pages[:-1]:
+            self.assertEqual(len(p), 5000)
+        self.assertLessEqual(len(pages[-1]), 5000)
+        names = [e[0] for p in pages for e in p]
+        self.assertEqual(names[0], "big.tar")
+        self.assertEqual(names[1:], ["big.tar/" + n for n in self.big])
+        first = pages[0]
+        self.assertTrue(first[0][2] & 512)
+        self.assertTrue(all(e[2] & 128 for e in first[1:]))
+        # the default page size applies too: not one page of 200001 entries
+        ents, token = self.lso("big", {"prefix": "big.tar", "flags": "8"})
+        self.assertLess(len(ents), BIG_N)
+        self.assertTrue(token)
+        # the CLI follows the tokens through the shard
+        out = self.c.cli("ls", "ais://big/big.tar", "--archive", "--count-only", "--page-size", "7000").stdout
+        self.assertIn("Listed %d names" % (BIG_N + 1), out.replace(",", ""))
+        # a prefix into the shard: only its matching members, paged
+        pages = self.list_pages("big", 300, mp=True, prefix="big.tar/m0012", flags="8")
+        names = [e[0] for p in pages for e in p]
+        self.assertEqual(names, ["big.tar"] + ["big.tar/m0012%02d" % i for i in range(100)])
+        self.assertTrue(all(len(p) <= 300 for p in pages))
+
+    def test_mixed_bucket_paged(self):
+        """objects and shards of every format around them, small pages through the
+        merge of two targets: the listing in one piece is what the pages add up to"""
+        members = [("d%d/s%03d.%s" % (i % 3, i, ext), b"x" * (i + 1)) for i in range(40) for ext in ("jpg",)]
+        shards = {
+            "s1.tar": tar_bytes(members),
+            "s2.tgz": tgz_bytes(members[:25]),
+            "s3.zip": zip_bytes(members[:17]),
+            "s4.tar.lz4": lz4_bytes(tar_bytes(members[:11])),
+            "s1.tar.bak": b"not a shard",
+        }
+        plain = ["a%02d" % i for i in range(13)] + ["s1.tar0", "zz"]
+        for n, data in shards.items():
+            self.assertEqual(self.s.put(self.url + "/v1/objects/mix/" + n, data=data).status_code, 200)
+        for n in plain:
+            self.assertEqual(self.s.put(self.url + "/v1/objects/mix/" + n, data=n.encode()).status_code, 200)
+        # expected: objects by name, each shard followed by its members
+        expect = []
+        for n in sorted(list(shards) + plain):
+            expect.append(n)
+            if n in shards and n != "s1.tar.bak":
+                k = {"s1.tar": 40, "s2.tgz": 25, "s3.zip": 17, "s4.tar.lz4": 11}[n]
+                ms = [m for m, _ in members[:k]]
+                if n.endswith(".tar"):
+                    ms = sorted(ms)  # the member index keeps names in order
+                expect += [n + "/" + m for m in ms]
+        whole = self.list_pages("mix", 0, flags="8")
+        self.assertEqual([e[0] for p in whole for e in p], expect)
+        sizes = {e[0]: e[1] for p in whole for e in p}
+        self.assertEqual(sizes["s2.tgz/d1/s001.jpg"], 2)
+        for ps in (1, 7, 40):
+            for mp in (False, True):
+                pages = self.list_pages("mix", ps, mp=mp, flags="8")
+                self.assertTrue(all(len(p) <= ps for p in pages), (ps, [len(p) for p in pages]))
+                self.assertTrue(all(len(p) == ps for p in pages[:-1]), (ps, [len(p) for p in pages]))
+                self.assertEqual([e[0] for p in pages for e in p], expect, (ps, mp))
+        # without the flag: objects only
+        self.assertEqual([e[0] for p in self.list_pages("mix", 4) for e in p], sorted(list(shards) + plain))
+        # the CLI follows the tokens
+        out = self.c.cli("archive", "ls", "ais://mix/s2.tgz").stdout
+        self.assertIn("25 members", out)
+
+    def test_long_member_names(self):
+        """members over 400 bytes are indexed by a hash of their name (after the
+        others): a page that ends on one resumes after it"""
+        import hashlib
+        short = ["s%d" % i for i in range(4)]
+        long_ = [("L%d/" % i) + "x" * 450 for i in range(5)]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+            for n in long_ + short:
+                ti = tarfile.TarInfo(n)
+                ti.size = 1
+                t.addfile(ti, io.BytesIO(b"x"))
+        self.assertEqual(self.s.put(self.url + "/v1/objects/big/long.tar", data=buf.getvalue()).status_code, 200)
+        expect = ["long.tar"] + ["long.tar/" + n for n in sorted(short)] + \
+            ["long.tar/" + n for n in sorted(long_, key=lambda n: hashlib.sha256(n.encode()).hexdigest())]
+        for ps in (1, 2, 3):
+            pages = self.list_pages("big", ps, prefix="long.tar", flags="8")
+            self.assertEqual([e[0] for p in pages for e in p], expect, ps)
+            self.assertTrue(all(len(p) == ps for p in pages[:-1]) and len(pages[-1]) <= ps, [len(p) for p in pages])
+
+    def test_rss_bounded(self):
+        """four concurrent full listings of the 200k-member shard, three times: the
+        gateway and the targets stay within a generous bound"""
+        pids = {n: self.c.pid(n) for n in self.nodes}
+        self.assertTrue(all(pids.values()), pids)
+        before = {n: rss_mib(p) for n, p in pids.items()}
+        errors = []
+
+        def one():
+            try:
+                s = requests.Session()
+                pages = self.list_pages("big", 0, session=s, prefix="big.tar", flags="8")
+                n = sum(len(p) for p in pages)
+                if n != BIG_N + 1:
+                    errors.append("listed %d entries" % n)
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+        peak = dict(before)
+        for _ in range(3):
+            th = [threading.Thread(target=one) for _ in range(4)]
+            for t in th:
+                t.start()
+            for t in th:
+                t.join(300)
+            self.assertFalse(any(t.is_alive() for t in th), "listings did not finish")
+            for n, p in pids.items():
+                peak[n] = max(peak[n], rss_mib(p))
+        self.assertEqual(errors, [])
+        growth = {n: peak[n] - before[n] for n in pids}
+        print("RSS MiB before", before, "peak", peak, "growth", growth)
+        for n, g in growth.items():
+            self.assertLess(g, 150, "%s grew by %d MiB listing a 200k-member shard (before %s, peak %s)" %
+                            (n, g, before, peak))
+
+    def test_corrupt_shards(self):
+        """truncated tar, garbage named .tar, corrupt gzip, zip and lz4: 422 naming
+        the shard for archpath, archregx, archindex and listing; nodes stay up"""
+        good = [("a/%02d.txt" % i, b"hello %d" % i * 50) for i in range(30)]
+        t = tar_bytes(good)
+        gz = tgz_bytes(good)
+        z = zip_bytes(good)
+        lz = lz4_bytes(t)
+        zc = bytearray(z)
+        # damage every local header's compressed data
+        pos = 0
+        while True:
+            pos = zc.find(b"PK\x03\x04", pos)
+            if pos < 0:
+                break
+            zc[pos + 30 + 9: pos + 30 + 30] = b"\xff" * 21
+            pos += 4
+        bad = {
+            "trunc.tar": t[:512 * 7 + 100],
+            "garbage.tar": os.urandom(700) + b"garbage" * 300,
+            "gz.tgz": gz[:10] + bytes(b ^ 0x5a for b in gz[10:60]) + gz[60:],
+            "trunc.tgz": gz[: len(gz) // 2],
+            "garbage.zip": b"PK\x03\x04" + os.urandom(3000),
+            "corrupt.zip": bytes(zc),
+            "garbage.tar.lz4": b"\x04\x22\x4d\x18" + os.urandom(2000),
+            "trunc.tar.lz4": lz[: len(lz) // 3],
+        }
+        for n, data in bad.items():
+            self.assertEqual(self.s.put(self.url + "/v1/objects/bad/" + n, data=data).status_code, 200)
+
+        def check(r, n, what):
+            self.assertNotEqual(r.status_code // 100, 5, "%s %s: %d %s" % (n, what, r.status_code, r.text[:300]))
+            if r.status_code == 200:
+                return False
+            self.assertEqual(r.status_code, 422, "%s %s: %d %s" % (n, what, r.status_code, r.text[:300]))
+            self.assertIn("bad/" + n, r.text, what)
+            return True
+
+        for n in bad:
+            base = self.url + "/v1/objects/bad/" + n
+            failed = []
+            # a member near the end (the truncated ones may still serve the first)
+            r = self.s.get(base, params={"archpath": "a/29.txt"}, timeout=60)
+            failed.append(check(r, n, "archpath"))
+            r = self.s.get(base, params={"archregx": "a/", "archmode": "prefix"}, timeout=60)
+            if r.status_code == 200:
+                # a tar stream that was cut: the body must not pretend to be whole
+                self.assertLess(len(r.content), len(t), n)
+            failed.append(check(r, n, "archregx"))
+            if n.endswith(".tar"):
+                r = self.s.get(base, params={"archindex": "true"}, timeout=60)
+                failed.append(check(r, n, "archindex"))
+            r = self.s.get(self.url + "/v1/buckets/bad", timeout=60,
+                           json={"action": "list", "value": {"prefix": n, "flags": "8"}})
+            failed.append(check(r, n, "list"))
+            r = self.s.get(self.url + "/v1/buckets/bad", timeout=60,
+                           json={"action": "list", "value": {"prefix": n + "/a/", "flags": "8"}})
+            failed.append(check(r, n, "list into"))
+            self.assertTrue(any(failed), "%s: nothing noticed the corruption" % n)
+        # a listing of the whole bucket still works: the bad shards without members
+        ents = [e for p in self.list_pages("bad", 0, flags="8") for e in p]
+        self.assertEqual(sorted(e[0] for e in ents if not e[2] & 128), sorted(bad))
+        # nobody crashed
+        for n in self.nodes:
+            self.assertEqual(requests.get(self.c.node_url(n) + "/v1/health", timeout=10).status_code, 200, n)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/big/big.tar", params={"archpath": "m000007"}).status_code,
+                         200)
+
+
+if __name__ == "__main__":
+    main()
