@@ -356,6 +356,7 @@ static const struct cli_cmd cmds[] = {
                              "ml get-batch ais://imgs - --prefix train/ --omit-src-bck > train.tar" }, NULL },
     /* ---- cluster membership and local clusters ---- */
     { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE | cluster lost [clear] | "
+                 "cluster set-primary NODE | "
                  "cluster remote-attach|remote-detach ...",
       "Take nodes out of the cluster for maintenance, or for good; attach remote clusters.", NOF, 0, -1,
       { "cluster maintenance start t[abc123]", "cluster decommission t[abc123] --wait" }, NULL },
@@ -373,6 +374,9 @@ static const struct cli_cmd cmds[] = {
                      "is recorded (cluster lost)", "false" },
         { "--wait", "wait for the rebalance", "false" }),
       0, 1, { "cluster decommission t[abc123] --wait", "cluster decommission t[abc123] --force" }, NULL },
+    { "cluster set-primary", "cluster set-primary NODE",
+      "Make a gateway the primary (it must answer; the current primary steps down). If the primary dies, the "
+      "gateways elect a new one by themselves.", NOF, 0, 1, { "cluster set-primary p[abc123]", NULL }, NULL },
     { "cluster lost", "cluster lost [--json]",
       "Show the objects recorded as lost with targets removed by force (listings of their buckets refuse until "
       "the target's data is re-attached or the loss is acknowledged).", NOF, CF_JSON, 0,

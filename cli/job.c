@@ -443,11 +443,30 @@ int cmd_cluster(int argc, char **argv)
         return cli_usage("cluster");
     if (!strcmp(argv[0], "lost"))
         return cluster_lost(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "set-primary")) {
+        struct opts so;
+        if (cli_opts(&so, "cluster set-primary", argc - 1, argv + 1) < 0)
+            return 1;
+        if (so.argc != 1)
+            return cli_usage("cluster set-primary");
+        char *sid = strip_node(so.argv[0]);
+        char *pq = sl_xasprintf("/v1/cluster/proxy/%s", sid);
+        struct cli_resp r;
+        cli_req("PUT", pq, NULL, NULL, 0, &r);
+        int rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
+        if (!rc)
+            printf("p[%s] is the primary now\n", sid);
+        cli_resp_free(&r);
+        free(pq);
+        free(sid);
+        return rc;
+    }
     if (!strcmp(argv[0], "remote-attach") || !strcmp(argv[0], "remote-detach"))
         return remote_cluster(argc - 1, argv + 1, !strcmp(argv[0], "remote-attach"));
     bool maint = !strcmp(argv[0], "maintenance");
     if (!maint && strcmp(argv[0], "decommission")) {
-        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission, lost, remote-attach, "
+        fprintf(stderr, "Error: unknown command \"cluster %s\" (maintenance, decommission, lost, set-primary, "
+                "remote-attach, "
                 "remote-detach)\n", argv[0]);
         return 1;
     }

@@ -11,6 +11,7 @@
  * Job endpoints other than get-batch and plan batches need the admin bit.
  */
 #include "access.h"
+#include "vote.h"
 #include "auth.h"
 #include "cksum.h"
 #include "cluster.h"
@@ -33,7 +34,7 @@
 static bool intra_only(const struct sl_req *r)
 {
     return !strcmp(r->path, "/v1/metasync") || sl_has_prefix(r->path, "/v1/internal/") ||
-           sl_has_prefix(r->path, "/v1/cluster/join");
+           sl_has_prefix(r->path, "/v1/cluster/join") || sl_has_prefix(r->path, "/v1/vote/");
 }
 
 static bool open_to_all(const struct sl_req *r)
@@ -373,6 +374,14 @@ bool sl_access(struct sl_req *r)
         return false;
     }
     if (r->trust == SL_TRUST_PEER) {
+        /* the sender (verified): a call from the primary is its heartbeat */
+        const char *ca = sl_req_header(r, "Ais-Cluster-Auth");
+        if (ca) {
+            char sender[48];
+            size_t l = strcspn(ca, " ");
+            snprintf(sender, sizeof(sender), "%.*s", (int)SL_MIN(l, sizeof(sender) - 1), ca);
+            sl_vote_heard(sender);
+        }
         r->client_fwd = sl_req_header(r, "Ais-Client-Fwd") != NULL;
         if (!r->client_fwd)
             return true;

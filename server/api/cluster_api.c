@@ -17,6 +17,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "lost.h"
+#include "vote.h"
 #include "node.h"
 #include "prx.h"
 #include "remais.h"
@@ -411,8 +412,35 @@ static void cluster_put_offload(struct sl_req *r)
         sl_req_offload(r, cluster_put_run, NULL, NULL);
 }
 
+/* PUT /v1/cluster/proxy/ID: make gateway ID the primary (on the primary) */
+static void set_primary_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    const char *id = r->path + strlen("/v1/cluster/proxy/");
+    if (!*id || strchr(id, '/'))
+        sl_resp_errf(r, SL_EINVAL, "set-primary: PUT /v1/cluster/proxy/<gateway id>");
+    else if (sl_cluster_set_primary(id, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+}
+
 void sl_route_cluster(struct sl_req *r)
 {
+    if (sl_has_prefix(r->path, "/v1/cluster/proxy/")) {
+        if (r->method != SL_M_PUT)
+            sl_resp_method_not_allowed(r, "PUT");
+        else if (G.role == SL_ROLE_STANDALONE)
+            sl_resp_errf(r, SL_EUNSUPP, "set-primary: a standalone node is its own primary");
+        else if (G.role != SL_ROLE_PROXY)
+            sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send PUT /v1/cluster/proxy/ID to a gateway", G.name);
+        else if (!sl_is_primary())
+            sl_forward_to_primary(r);
+        else
+            sl_req_offload(r, set_primary_run, NULL, NULL);
+        return;
+    }
     if (r->path_len >= strlen("/v1/cluster/join") && sl_has_prefix(r->path, "/v1/cluster/join")) {
         if (r->method != SL_M_POST) {
             sl_resp_method_not_allowed(r, "POST");
@@ -458,6 +486,8 @@ static void internal_jobs(struct sl_req *r)
 
 bool sl_route_cluster_internal(struct sl_req *r)
 {
+    if (sl_vote_route(r))
+        return true;
     if (!strcmp(r->path, "/v1/metasync")) {
         if (r->method != SL_M_PUT)
             sl_resp_method_not_allowed(r, "PUT");

@@ -13,6 +13,7 @@
  * api/cluster_api.c.
  */
 #include "cluster.h"
+#include "bg.h"
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
@@ -22,6 +23,7 @@
 #include "reb.h"
 #include "sec.h"
 #include "start.h"
+#include "vote.h"
 #include "stats.h"
 #include "xact.h"
 
@@ -195,12 +197,25 @@ static void on_bmd(const struct sl_bmd *old, const struct sl_bmd *cur)
         push_one("bmd", sl_bmd_json(cur));
 }
 
+static void become_primary(void *arg);
+
 static void on_smap(const struct sl_smap *old, const struct sl_smap *cur)
 {
     if (G.role == SL_ROLE_TARGET)
         sl_reb_smap_changed(old, cur);
     if (primary)
         push_one("smap", sl_smap_json(cur));
+    if (G.role != SL_ROLE_PROXY || !cur->primary[0] || !G.ready)
+        return;
+    bool me = !strcmp(cur->primary, G.id);
+    if (me && !primary) {
+        /* set-primary named this gateway: take the role (off this lock) */
+        sl_bg_submit(become_primary, NULL);
+    } else if (!me && primary) {
+        __atomic_store_n(&primary, false, __ATOMIC_RELEASE);
+        ka_stop = true; /* the keepalive loop ends; joined by whoever starts the next */
+        sl_logi("%s is no longer the primary: %s is (Smap v%lld)", G.name, cur->primary, (long long)cur->version);
+    }
 }
 
 void sl_cluster_shutdown_self(const char *why)
@@ -900,13 +915,42 @@ int sl_start_cluster(struct sl_err *err)
     return 0;
 }
 
+static char *join_hint;      /* the primary found at start, before proxy.primary_url */
+
+/* Where to join, in turn: the primary found at start, proxy.primary_url, and
+ * the primary and the other gateways of the last Smap this node had (the
+ * configured primary may be down after another was elected). */
+static int join_urls(char ***out)
+{
+    struct sl_smap *s = sl_smap_get();
+    char **v = sl_xcalloc((size_t)s->nnodes + 3, sizeof(char *));
+    int n = 0;
+    if (join_hint)
+        v[n++] = sl_xstrdup(join_hint);
+    if (sl_conf->primary_url[0])
+        v[n++] = sl_xstrdup(sl_conf->primary_url);
+    const struct sl_snode *p = sl_smap_primary(s);
+    if (p && strcmp(p->id, G.id))
+        v[n++] = sl_xstrdup(p->ctrl_url);
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->nodes[i].type == SL_NODE_PROXY && strcmp(s->nodes[i].id, G.id) && (!p || strcmp(s->nodes[i].id, p->id)))
+            v[n++] = sl_xstrdup(s->nodes[i].ctrl_url);
+    sl_smap_put(s);
+    *out = v;
+    return n;
+}
+
 static int join(struct sl_err *err)
 {
-    const char *purl = sl_conf->primary_url;
-    if (!purl || !purl[0])
+    char **urls = NULL;
+    int nurls = join_urls(&urls);
+    if (!nurls) {
+        free(urls);
         return sl_errf(err, SL_EINVAL,
                        "a %s needs the primary proxy's URL: set proxy.primary_url in the config or pass --primary URL",
                        sl_role_name(G.role));
+    }
+    const char *purl = urls[0];
     struct sl_smap *s = sl_smap_get();
     json_t *body = json_object();
     json_object_set_new(body, "snode", sl_snode_json(&G.self));
@@ -915,12 +959,15 @@ static int join(struct sl_err *err)
     size_t len;
     char *bs = sl_json_dump(body, SL_JD_U64STR, &len);
     json_decref(body);
-    char *url = sl_xasprintf("%s/v1/cluster/join", purl);
+    char *url = NULL;
     int64_t deadline = sl_mono_ns() + sl_conf->join_startup_time_ns;
     int rc = -1;
     int attempts = 0;
     while (!G.stopping) {
         struct sl_peer_resp r;
+        purl = urls[attempts % nurls];
+        free(url);
+        url = sl_xasprintf("%s/v1/cluster/join", purl);
         attempts++;
         if (sl_peer_call("POST", url, NULL, 0, bs, len, sl_conf->cplane_timeout_ns / 1000000 * 5, &r) == 0 &&
             r.status == 200) {
@@ -951,11 +998,148 @@ static int join(struct sl_err *err)
         if (attempts == 1 || attempts % 10 == 0)
             sl_logi("waiting for the primary at %s: %s", purl, r.err);
         sl_peer_resp_free(&r);
-        sl_sleep_ms(500);
+        if (attempts % nurls == 0)
+            sl_sleep_ms(500);
     }
     free(url);
     free(bs);
+    for (int i = 0; i < nurls; i++)
+        free(urls[i]);
+    free(urls);
     return rc;
+}
+
+static void start_keepalive(void)
+{
+    static pthread_mutex_t ka_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&ka_mu);
+    if (ka_live) {
+        ka_stop = true;
+        pthread_join(ka_thr, NULL);
+        ka_live = false;
+    }
+    ka_stop = false;
+    if (pthread_create(&ka_thr, NULL, keepalive, NULL) == 0)
+        ka_live = true;
+    pthread_mutex_unlock(&ka_mu);
+}
+
+/* This gateway is named primary (set-primary, or it won an election):
+ * check liveness from now on and give every node every document. */
+static void become_primary(void *arg)
+{
+    (void)arg;
+    if (primary)
+        return;
+    __atomic_store_n(&primary, true, __ATOMIC_RELEASE);
+    start_keepalive();
+    json_t *docs = all_docs();
+    push(docs);
+    json_decref(docs);
+    struct sl_smap *s = sl_smap_get();
+    sl_logi("%s is the primary proxy now (cluster %s, Smap v%lld)", G.name, s->uuid, (long long)s->version);
+    sl_smap_put(s);
+}
+
+static int edit_take_over(struct sl_smap *s, void *arg, struct sl_err *err)
+{
+    (void)err;
+    const char *old = arg;
+    snprintf(s->primary, sizeof(s->primary), "%s", G.id);
+    for (int i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, old))
+            s->nodes[i].flags |= SL_SNF_OFFLINE;
+    return 0;
+}
+
+void sl_cluster_take_over(const char *old)
+{
+    __atomic_store_n(&primary, true, __ATOMIC_RELEASE);
+    struct sl_err err = { 0 };
+    if (sl_smap_modify(edit_take_over, (void *)old, &err) < 0) /* pushed to every node (on_smap) */
+        sl_loge("take over from %s: %s", old, err.msg);
+    __atomic_store_n(&primary, false, __ATOMIC_RELEASE);
+    become_primary(NULL);
+}
+
+static int edit_set_primary(struct sl_smap *s, void *arg, struct sl_err *err)
+{
+    const char *id = arg;
+    const struct sl_snode *n = sl_smap_find(s, id);
+    if (!n || n->type != SL_NODE_PROXY)
+        return sl_errf(err, SL_ENOENT, "set-primary: %s is not a gateway (proxy) of this cluster (see GET "
+                       "/v1/daemon?what=smap)", id);
+    if (n->flags & (SL_SNF_NONELECTABLE | SL_SNF_MAINT | SL_SNF_DECOMM | SL_SNF_OFFLINE))
+        return sl_errf(err, SL_EINVAL, "set-primary: gateway %s cannot be the primary: it is %s", id,
+                       n->flags & SL_SNF_NONELECTABLE ? "non-electable (proxy.non_electable)"
+                       : n->flags & SL_SNF_OFFLINE    ? "offline"
+                                                      : "in maintenance or being decommissioned");
+    if (!strcmp(s->primary, id))
+        return 1;
+    snprintf(s->primary, sizeof(s->primary), "%s", id);
+    return 0;
+}
+
+int sl_cluster_set_primary(const char *id, struct sl_err *err)
+{
+    if (!primary)
+        return sl_errf(err, SL_EINVAL, "set-primary: %s is not the primary", G.name);
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *n = sl_smap_find(s, id);
+    struct sl_snode nc;
+    bool have = n != NULL;
+    if (have)
+        nc = *n;
+    sl_smap_put(s);
+    /* the new primary must answer before the role moves */
+    if (have && strcmp(id, G.id)) {
+        char *url = sl_xasprintf("%s/v1/health", nc.ctrl_url);
+        struct sl_peer_resp r;
+        bool ok = sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200;
+        char why[600];
+        snprintf(why, sizeof(why), "%s", r.status ? "not ready" : r.err);
+        sl_peer_resp_free(&r);
+        free(url);
+        if (!ok)
+            return sl_errf(err, SL_EUNAVAIL, "set-primary: gateway %s (%s) does not answer (%s); nothing changed",
+                           id, nc.url, why);
+    }
+    if (sl_smap_modify(edit_set_primary, (void *)id, err) < 0)
+        return -1;
+    sl_logi("set-primary: %s is the primary now", id);
+    return 0;
+}
+
+/* A gateway configured as the primary that restarts after another took
+ * over: if a node of its last Smap knows a newer Smap of this cluster with
+ * another primary, that one is the primary (its ctrl URL, malloc'd). */
+static char *current_primary_elsewhere(void)
+{
+    struct sl_smap *s = sl_smap_get();
+    char *found = NULL;
+    for (int i = 0; i < s->nnodes && !found; i++) {
+        const struct sl_snode *n = &s->nodes[i];
+        if (!strcmp(n->id, G.id))
+            continue;
+        char *url = sl_xasprintf("%s/v1/daemon?what=smap", n->ctrl_url);
+        struct sl_peer_resp r;
+        if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 1000, &r) == 0 && r.status == 200) {
+            json_error_t je;
+            json_t *j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+            struct sl_err e2;
+            struct sl_smap *o = j ? sl_smap_from_json(j, &e2) : NULL;
+            const struct sl_snode *op = o ? sl_smap_primary(o) : NULL;
+            if (o && op && !strcmp(o->uuid, s->uuid) && o->version > s->version && strcmp(o->primary, G.id))
+                found = sl_xstrdup(op->ctrl_url);
+            if (o)
+                sl_smap_put(o);
+            json_decref(j);
+        }
+        sl_peer_resp_free(&r);
+        free(url);
+    }
+    sl_smap_put(s);
+    return found;
 }
 
 int sl_start_after_http(struct sl_err *err)
@@ -963,13 +1147,19 @@ int sl_start_after_http(struct sl_err *err)
     sl_peer_global_init();
     if (G.role == SL_ROLE_STANDALONE)
         return 0;
+    char *elsewhere = primary ? current_primary_elsewhere() : NULL;
+    if (elsewhere) {
+        sl_logw("%s was the primary, but the cluster elected another meanwhile (%s): joining it as a gateway",
+                G.name, elsewhere);
+        __atomic_store_n(&primary, false, __ATOMIC_RELEASE);
+        join_hint = elsewhere;
+    }
     if (primary) {
         struct sl_smap *s = sl_smap_get();
         sl_logi("%s is the primary proxy (cluster %s)", G.name, s->uuid);
         sl_smap_put(s);
-        ka_stop = false;
-        if (pthread_create(&ka_thr, NULL, keepalive, NULL) == 0)
-            ka_live = true;
+        start_keepalive();
+        sl_vote_start();
         /* re-announce our view: nodes that restarted while we were down catch up */
         json_t *docs = all_docs();
         push(docs);
@@ -978,6 +1168,7 @@ int sl_start_after_http(struct sl_err *err)
     }
     if (join(err) < 0)
         return -1;
+    sl_vote_start();
     /* a target that missed a rebalance while down runs the latest one */
     if (G.role == SL_ROLE_TARGET) {
         json_t *d = sl_cluster_doc("rmd");
@@ -990,6 +1181,7 @@ int sl_start_after_http(struct sl_err *err)
 
 void sl_stop_cluster(void)
 {
+    sl_vote_stop();
     if (ka_live) {
         ka_stop = true;
         pthread_join(ka_thr, NULL);

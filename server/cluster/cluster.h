@@ -127,6 +127,12 @@ int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err);
  * NULL. */
 int sl_cluster_member_action(const char *action, const char *sid, bool skip_reb, bool no_shutdown, bool force,
                              char **reb_out, struct sl_err *err);
+/* Primary: make gateway id the primary (PUT /v1/cluster/proxy/ID): the
+ * Smap names it, every node gets it, this one steps down. */
+int sl_cluster_set_primary(const char *id, struct sl_err *err);
+/* This gateway won the election after primary old (vote.c): the Smap names
+ * it primary and flags old offline, pushed to every node. */
+void sl_cluster_take_over(const char *old);
 /* Primary: start a global rebalance; its id (free()) or NULL when
  * rebalance.enabled is false. */
 char *sl_cluster_rebalance(const char *why);

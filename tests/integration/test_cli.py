@@ -301,7 +301,7 @@ class TestCLI(unittest.TestCase):
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",
         "etl start", "etl rm", "etl object", "etl bucket", "ishard", "job", "job show", "job wait", "job stop",
         "job start", "job rm", "start", "wait", "stop", "dsort", "ml", "ml get-batch", "cluster",
-        "cluster maintenance", "cluster decommission", "cluster lost", "cluster lost clear", "cluster remote-attach", "cluster remote-detach", "playground",
+        "cluster maintenance", "cluster decommission", "cluster lost", "cluster lost clear", "cluster set-primary", "cluster remote-attach", "cluster remote-detach", "playground",
         "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify", "auth", "auth login", "auth logout", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",

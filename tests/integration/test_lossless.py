@@ -210,6 +210,11 @@ class TestNoSilentLoss(Base):
             wait_until(lambda: victim in self.c.smap()["tmap"], 60, what="old target rejoined")
             wait_until(lambda: victim not in self.lost()["lostmd"]["targets"], 30, what="loss record cleared")
             wait_until(lambda: self.list_names("nl").status_code == 200, 60, what="listing works")
+
+            def reb_done():
+                r = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"Kind": "rebalance"})
+                return r.status_code == 200 and r.json()["end_time"] != 0
+            wait_until(reb_done, 60, interval=0.3, what="the rebalance after the rejoin")
             names = [e["name"] for e in self.list_names("nl").json()["entries"]]
             self.assertEqual(names, sorted(data))
             for n, h in data.items():

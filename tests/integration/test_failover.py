@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: MIT
+"""Primary failover: 3 gateways and 4 targets; kill -9 the primary under a
+PUT/GET load, a new primary is elected, no acknowledged write is lost, admin
+calls work again; the old primary comes back as a gateway; set-primary."""
+import hashlib
+import os
+import random
+import shutil
+import tempfile
+import threading
+import time
+import unittest
+
+import requests
+
+from harness import Cluster, main, wait_until
+
+
+class TestFailover(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-fo-")
+        self.c = Cluster(self.tmp, proxies=3, targets=4).start()
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 4 and len(self.c.smap()["pmap"]) == 3, 60,
+                   what="3 gateways and 4 targets")
+        self.s = requests.Session()
+
+    def tearDown(self):
+        self.c.stop()
+        if not os.environ.get("SHALE_KEEP_TMP"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def smap_at(self, url):
+        return requests.get(url + "/v1/daemon?what=smap", timeout=5).json()
+
+    def storm(self, url, stop, acked, errors, seed):
+        s = requests.Session()
+        rnd = random.Random(seed)
+        for i in range(100000):
+            if stop.is_set():
+                return
+            name = "w%d/%05d" % (seed, i)
+            d = os.urandom(rnd.randint(10, 4000))
+            try:
+                r = s.put(url + "/v1/objects/fo/" + name, data=d, timeout=10)
+                if r.status_code == 200:
+                    acked[name] = hashlib.sha256(d).hexdigest()
+                else:
+                    errors.append(r.status_code)
+                if acked:
+                    k = rnd.choice(list(acked))
+                    g = s.get(url + "/v1/objects/fo/" + k, timeout=10)
+                    if g.status_code != 200 or hashlib.sha256(g.content).hexdigest() != acked[k]:
+                        errors.append(("GET", k, g.status_code))
+            except requests.RequestException as e:
+                errors.append(str(e)[:80])
+
+    def test_kill_primary_under_load(self):
+        topo = self.c.topology()["nodes"]
+        p0, p1, p2 = [n for n in topo if n["role"] == "proxy"]
+        u0, u1, u2 = ["http://127.0.0.1:%d" % n["port"] for n in (p0, p1, p2)]
+        old = self.smap_at(self.c.url)["proxy_si"]["daemon_id"]
+        r = self.s.post(u1 + "/v1/buckets/fo", json={"action": "create-bck"})
+        self.assertEqual(r.status_code, 200, r.text)
+        stop, acked, errors = threading.Event(), {}, []
+        ths = [threading.Thread(target=self.storm, args=(u, stop, acked, errors, i))
+               for i, u in enumerate((u1, u2, u1, u2))]
+        for t in ths:
+            t.start()
+        try:
+            wait_until(lambda: len(acked) >= 50, 30, what="writes before the kill")
+            t0 = time.time()
+            self.c.kill9("p0")
+
+            # admin calls work again through the surviving gateways: the first bucket create that succeeds
+            def created():
+                try:
+                    return self.s.post(u1 + "/v1/buckets/after", json={"action": "create-bck"},
+                                       timeout=10).status_code == 200
+                except requests.RequestException:
+                    return False
+            wait_until(created, 60, interval=0.25, what="a bucket create after the primary died")
+            failover = time.time() - t0
+            n_at_failover = len(acked)
+            wait_until(lambda: len(acked) >= n_at_failover + 50, 30, what="writes after the failover")
+        finally:
+            stop.set()
+            for t in ths:
+                t.join(60)
+        print("failover: first successful bucket create %.1fs after kill -9 of the primary" % failover)
+        # keepalive 2s x factor 3 + the vote: well within 30s
+        self.assertLess(failover, 30)
+        sm = self.smap_at(u1)
+        new = sm["proxy_si"]["daemon_id"]
+        self.assertNotEqual(new, old)
+        self.assertEqual(self.smap_at(u2)["proxy_si"]["daemon_id"], new)
+        self.assertTrue(sm["pmap"][old].get("flags", 0) & (1 << 16), "old primary flagged offline")
+        for t in sm["tmap"].values():
+            self.assertEqual(self.smap_at(t["public_net"]["direct_url"])["proxy_si"]["daemon_id"], new)
+        # no acknowledged write lost
+        for name, h in acked.items():
+            g = self.s.get(u1 + "/v1/objects/fo/" + name, timeout=10)
+            self.assertEqual(g.status_code, 200, name)
+            self.assertEqual(hashlib.sha256(g.content).hexdigest(), h, name)
+        names = [e["name"] for e in self.s.get(u2 + "/v1/buckets/fo", json={
+            "action": "list", "value": {"flags": "0"}}).json()["entries"]]
+        self.assertTrue(set(acked) <= set(names))
+        # admin: config, job status
+        r = self.s.put(u2 + "/v1/cluster", json={"action": "set-config", "value": {"lru": {"capacity_upd_time": "9m"}}})
+        self.assertEqual(r.status_code, 200, r.text)
+
+        # the old primary comes back as a gateway
+        self.c.cli("playground", "start", "--dir", self.c.dir)
+        wait_until(lambda: not self.smap_at(u1)["pmap"][old].get("flags", 0) & (1 << 16), 60,
+                   what="the old primary back in the map")
+        self.assertEqual(self.smap_at(u0)["proxy_si"]["daemon_id"], new)
+        self.assertEqual(self.smap_at(u1)["proxy_si"]["daemon_id"], new)
+        r = self.s.post(u0 + "/v1/buckets/via-old", json={"action": "create-bck"})
+        self.assertEqual(r.status_code, 200, r.text)  # forwarded to the new primary
+
+        # set-primary back to it, with the CLI through another gateway
+        self.c.url = u2  # the CLI's endpoint
+        p = self.c.cli("cluster", "set-primary", "p[%s]" % old)
+        self.assertIn("is the primary now", p.stdout)
+        wait_until(lambda: all(self.smap_at(u)["proxy_si"]["daemon_id"] == old for u in (u0, u1, u2)), 30,
+                   what="every gateway follows set-primary")
+        r = self.s.post(u1 + "/v1/buckets/after-set", json={"action": "create-bck"})
+        self.assertEqual(r.status_code, 200, r.text)
+        # refused: not a gateway
+        tid = next(iter(sm["tmap"]))
+        p = self.c.cli("cluster", "set-primary", tid, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("not a gateway", p.stderr + p.stdout)
+
+
+if __name__ == "__main__":
+    main()
