@@ -53,6 +53,7 @@ static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct sl_req *r = sl_xcalloc(1, sizeof(*r));
     r->raw_uri = sl_xstrdup(uri ? uri : "/");
+    r->uri_wire = uri;
     r->conn = c;
     r->t0 = sl_mono_ns();
     r->content_length = -1;
@@ -648,6 +649,17 @@ static size_t req_header_size(struct sl_req *r, struct MHD_Connection *c, const 
     return n;
 }
 
+/* A raw NUL byte inside the request target. libmicrohttpd (0.9.75) hands
+ * the target to uri_log_cb as a C string in its read buffer, the NUL it
+ * writes over the space before the version ending it, and the version right
+ * after: a target cut short by a NUL of its own ends before that. */
+static bool nul_in_target(const struct sl_req *r, const char *version)
+{
+    if (!r->uri_wire || !version || !*version || version <= r->uri_wire)
+        return false;
+    return version != r->uri_wire + strlen(r->raw_uri) + 1;
+}
+
 /* Route a request whose body is still to come (the first call). */
 static void route_at_headers(struct sl_req *r)
 {
@@ -701,6 +713,7 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
     struct sl_req *r = *con_cls;
     if (!r) {
         r = uri_log_cb(NULL, url, c);
+        r->uri_wire = NULL; /* (url is already decoded here: no NUL check) */
         *con_cls = r;
     }
     sl_log_set_reqid(r->reqid);
@@ -740,6 +753,15 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         r->method = method_of(method);
         set_remote(r, c);
         parse_uri(r);
+        if (nul_in_target(r, version)) {
+            /* "PUT /b/zz\0evil": everything after the NUL would be lost and
+             * another object named; answered at once, the body is not read */
+            sl_resp_errf(r, SL_EINVAL, "invalid request line: the request target holds a raw NUL byte after "
+                         "\"%s\"; nothing was done (a NUL cannot be part of a URL; send names percent-encoded)",
+                         r->raw_uri);
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
         size_t hsz = max_header ? req_header_size(r, c, version) : 0;
         if (hsz > max_header) {
             /* answered at once: the connection closes, any body is not read */

@@ -50,6 +50,7 @@ struct sl_req {
     int method;
     const char *method_str;
     char *raw_uri;
+    const char *uri_wire;       /* where MHD had the request target (its read buffer): only compared, never read */
     char *path;                 /* decoded; may contain any byte but NUL (see path_bad) */
     size_t path_len;
     bool path_bad;              /* decoded path contained NUL or was malformed */
