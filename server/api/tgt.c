@@ -96,48 +96,6 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
     add_custom_headers(r, md);
 }
 
-/* "bytes=a-b" -> [off, len). 0 ok, 1 no range, -1 unsatisfiable, -2 unsupported */
-static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
-{
-    if (!h)
-        return 1;
-    while (*h == ' ')
-        h++;
-    if (strncasecmp(h, "bytes=", 6))
-        return -1;
-    h += 6;
-    if (strchr(h, ','))
-        return -2;
-    char *end;
-    if (*h == '-') {
-        unsigned long long n = strtoull(h + 1, &end, 10);
-        if (end == h + 1 || *end || n == 0 || size == 0)
-            return -1;
-        if (n > size)
-            n = size;
-        *off = size - n;
-        *len = n;
-        return 0;
-    }
-    unsigned long long a = strtoull(h, &end, 10);
-    if (end == h || *end != '-')
-        return -1;
-    const char *bs = end + 1;
-    unsigned long long b = size ? size - 1 : 0;
-    if (*bs) {
-        b = strtoull(bs, &end, 10);
-        if (*end || end == bs)
-            return -1;
-        if (b >= size)
-            b = size ? size - 1 : 0;
-    }
-    if (a >= size || b < a)
-        return -1;
-    *off = a;
-    *len = b - a + 1;
-    return 0;
-}
-
 /* During a membership change the object may still be on its previous owner:
  * fetch it from there (never for requests that are themselves such fetches). */
 static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
@@ -309,16 +267,20 @@ static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, s
         }
     }
     uint64_t off = 0, len = md.size;
-    int rr = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
-    if (rr == -2 || rr == -1) {
+    /* as AIStore: a Range that is not one satisfiable byte range is 416 */
+    int rr = sl_range_parse(sl_req_header(r, "Range"), md.size, &off, &len);
+    if (rr != SL_RANGE_NONE && rr != SL_RANGE_OK) {
         sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
-        sl_resp_errf(r, SL_ERANGE, "%s: %s (object size %llu)",
-                     rr == -2 ? "multiple ranges are not supported" : "range not satisfiable",
+        sl_resp_errf(r, SL_ERANGE, "%s: Range \"%s\" (object size %llu)",
+                     rr == SL_RANGE_MULTI     ? "multiple ranges are not supported"
+                     : rr == SL_RANGE_INVALID ? "invalid range (expected bytes=FIRST-[LAST] or bytes=-SUFFIX, "
+                                                "FIRST <= LAST, no spaces)"
+                                              : "range not satisfiable",
                      sl_req_header(r, "Range"), (unsigned long long)md.size);
         goto out;
     }
-    int status = rr == 0 ? 206 : 200;
-    if (rr == 0)
+    int status = rr == SL_RANGE_OK ? 206 : 200;
+    if (rr == SL_RANGE_OK)
         sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
                     (unsigned long long)(off + len - 1), (unsigned long long)md.size);
     sl_hdr_add(r, "Accept-Ranges", "bytes");

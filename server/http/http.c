@@ -195,6 +195,92 @@ bool sl_req_path_is(const struct sl_req *r, const char *p)
     return r->path_len >= n && memcmp(r->path, p, n) == 0 && (r->path_len == n || r->path[n] == '/');
 }
 
+/* 1*DIGIT, saturating at UINT64_MAX; NULL when there is no digit */
+static const char *range_num(const char *p, const char *e, uint64_t *v)
+{
+    const char *s = p;
+    uint64_t n = 0;
+    for (; p < e && *p >= '0' && *p <= '9'; p++)
+        n = n > (UINT64_MAX - 9) / 10 ? UINT64_MAX : n * 10 + (uint64_t)(*p - '0');
+    *v = n;
+    return p == s ? NULL : p;
+}
+
+/* one range-spec in [p, e): int-range "a-[b]" or suffix-range "-n" (no
+ * spaces inside). 1 satisfiable (off, len set), 0 unsatisfiable, -1 invalid */
+static int range_spec(const char *p, const char *e, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    uint64_t a, b;
+    if (p < e && *p == '-') {
+        if (range_num(p + 1, e, &b) != e)
+            return -1;
+        if (!b || !size)
+            return 0;
+        *len = b > size ? size : b;
+        *off = size - *len;
+        return 1;
+    }
+    const char *q = range_num(p, e, &a);
+    if (!q || q == e || *q != '-')
+        return -1;
+    b = UINT64_MAX;
+    if (q + 1 < e && range_num(q + 1, e, &b) != e)
+        return -1;
+    if (b < a)
+        return -1; /* "5-3": invalid, not merely unsatisfiable (RFC 9110 §14.1.1) */
+    if (a >= size)
+        return 0;
+    if (b >= size)
+        b = size - 1;
+    *off = a;
+    *len = b - a + 1;
+    return 1;
+}
+
+int sl_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    if (!h)
+        return SL_RANGE_NONE;
+    if (strncasecmp(h, "bytes=", 6))
+        return SL_RANGE_INVALID;
+    /* range-set = 1#range-spec: OWS around the commas, empty elements allowed */
+    const char *p = h + 6, *end = p + strlen(p);
+    int n = 0, sat = 0;
+    uint64_t o1 = 0, l1 = 0; /* (*off, *len are set only for SL_RANGE_OK) */
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *c = strchr(p, ',');
+        const char *e = c ? c : end;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+            t--;
+        if (t > p) {
+            uint64_t o = 0, l = 0;
+            int rc = range_spec(p, t, size, &o, &l);
+            if (rc < 0)
+                return SL_RANGE_INVALID;
+            if (rc && !sat++) {
+                o1 = o;
+                l1 = l;
+            }
+            n++;
+        } else if (!c) {
+            break;
+        }
+        p = c ? c + 1 : end;
+    }
+    if (!n)
+        return SL_RANGE_INVALID;
+    if (n > 1)
+        return SL_RANGE_MULTI;
+    if (!sat)
+        return SL_RANGE_UNSAT;
+    *off = o1;
+    *len = l1;
+    return SL_RANGE_OK;
+}
+
 void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done)
 {
     r->body_mode = SL_BODY_BUFFER;

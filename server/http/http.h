@@ -128,6 +128,17 @@ bool sl_req_query_bool(const struct sl_req *r, const char *key);
 /* The decoded path is p or below it: "/v1/etl" matches "/v1/etl" and
  * "/v1/etl/...", not "/v1/etlx". */
 bool sl_req_path_is(const struct sl_req *r, const char *p);
+
+/* A Range header (RFC 9110 §14.1.2) against an object of size bytes. One
+ * parser for every front end, which then answers as its reference does. */
+enum {
+    SL_RANGE_NONE = 0,   /* no header */
+    SL_RANGE_OK,         /* one satisfiable range: [*off, *off + *len) */
+    SL_RANGE_INVALID,    /* not a valid "bytes=" range set: another unit, junk, "--5", "5-3", spaces */
+    SL_RANGE_MULTI,      /* a valid set of several ranges (not served) */
+    SL_RANGE_UNSAT,      /* valid, but not one byte of it is in the object ("bytes=-0", first >= size) */
+};
+int sl_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
 const char *sl_req_header(const struct sl_req *r, const char *name);  /* case-insensitive */
 /* iterate all values of a (possibly repeated) header */
 int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void *arg, const char *v), void *arg);

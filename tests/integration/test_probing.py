@@ -70,6 +70,37 @@ class ProbeNodeTest(NodeTest):
         self.assertEqual(status_of(reply), 200, reply[:300])
         self.assertEqual(self.head_status("pb", "okay%20"), 200)  # (the name keeps the space)
 
+    # 5. "bytes=--5" was served as 206 with the whole object
+    def test_invalid_ranges(self):
+        r = self.put("pb", "rng", b"0123456789")
+        self.assertEqual(r.status_code, 200, r.text)
+
+        def get(path, rg):
+            reply = raw_request(self.node.port, ("GET %s HTTP/1.1\r\nHost: x\r\nRange: %s\r\nConnection: close"
+                                                 "\r\n\r\n" % (path, rg)).encode())
+            return status_of(reply), reply.split(b"\r\n\r\n", 1)[-1]
+
+        junk = ["bytes=--5", "bytes=5-3", "bytes=abc", "bytes=1-2-3", " bytes = 0-1", "bytes=", "bytes=-",
+                "bytes=- 5", "bytes=+1-2", "items=0-1"]
+        for rg in junk:
+            # native API, as AIStore: 416 naming the header, never a partial or whole-object 206
+            st, body = get("/v1/objects/pb/rng", rg)
+            self.assertEqual(st, 416, "%r: %s" % (rg, body[:200]))
+            self.assertIn(b"invalid range", body, rg)
+            # S3, as AWS S3: an invalid Range is ignored, the whole object is 200
+            st, body = get("/s3/pb/rng", rg)
+            self.assertEqual((st, body), (200, b"0123456789"), rg)
+        for rg in ["bytes=-0", "bytes=10-", "bytes=99999999999999999999999-"]:  # valid, not satisfiable
+            self.assertEqual(get("/v1/objects/pb/rng", rg)[0], 416, rg)
+            self.assertEqual(get("/s3/pb/rng", rg)[0], 416, rg)
+        for rg, want in [("bytes=0-1", b"01"), ("bytes=-3", b"789"), ("bytes=7-", b"789"), ("bytes=8-99", b"89"),
+                         ("BYTES=1-1", b"1"), ("bytes=-99", b"0123456789")]:
+            self.assertEqual(get("/v1/objects/pb/rng", rg), (206, want), rg)
+            self.assertEqual(get("/s3/pb/rng", rg), (206, want), rg)
+        # several ranges: 416 (native), the whole object (S3)
+        self.assertEqual(get("/v1/objects/pb/rng", "bytes=0-1,3-4")[0], 416)
+        self.assertEqual(get("/s3/pb/rng", "bytes=0-1,3-4"), (200, b"0123456789"))
+
 
 if __name__ == "__main__":
     main()
