@@ -281,6 +281,31 @@ int sl_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
     return SL_RANGE_OK;
 }
 
+char *sl_req_raw_seg_slash(const struct sl_req *r, int n)
+{
+    const char *p = r->raw_uri, *end = p + strcspn(p, "?");
+    for (int i = 0; p < end && i <= n;) {
+        while (p < end && *p == '/')
+            p++;
+        const char *e = p;
+        while (e < end && *e != '/')
+            e++;
+        if (e == p)
+            break;
+        for (const char *q = p; q + 2 < e; q++) {
+            if (q[0] == '%' && q[1] == '2' && (q[2] == 'f' || q[2] == 'F')) {
+                char *out = sl_xmalloc((size_t)(e - p) + 1);
+                size_t l = sl_url_decode(p, (size_t)(e - p), out, false);
+                out[l] = 0;
+                return out;
+            }
+        }
+        p = e;
+        i++;
+    }
+    return NULL;
+}
+
 void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done)
 {
     r->body_mode = SL_BODY_BUFFER;

@@ -128,6 +128,11 @@ bool sl_req_query_bool(const struct sl_req *r, const char *key);
 /* The decoded path is p or below it: "/v1/etl" matches "/v1/etl" and
  * "/v1/etl/...", not "/v1/etlx". */
 bool sl_req_path_is(const struct sl_req *r, const char *p);
+/* Segments 0..n of the path as sent (split at the literal '/', empty ones
+ * skipped, before percent-decoding): the first that holds an encoded '/'
+ * (%2F), decoded (free it), or NULL. A bucket name must not: decoded first,
+ * "/v1/buckets/a%2Fb" would name bucket "a" and more. */
+char *sl_req_raw_seg_slash(const struct sl_req *r, int n);
 
 /* A Range header (RFC 9110 §14.1.2) against an object of size bytes. One
  * parser for every front end, which then answers as its reference does. */

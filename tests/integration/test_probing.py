@@ -70,6 +70,40 @@ class ProbeNodeTest(NodeTest):
         self.assertEqual(status_of(reply), 200, reply[:300])
         self.assertEqual(self.head_status("pb", "okay%20"), 200)  # (the name keeps the space)
 
+    def buckets(self):
+        r = self.s.get(self.url + "/v1/buckets", params={"provider": "ais"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        return sorted(b["name"] for b in r.json())
+
+    # 4. "a%2fb" as a bucket name created bucket "a" ("a%2f" too)
+    def test_encoded_slash_in_bucket_name(self):
+        before = self.buckets()
+        for path in ["/v1/buckets/sa%2fb", "/v1/buckets/sb%2F", "/v1/buckets/sc%2f%2f", "/ais/sd%2f"]:
+            r = self.s.post(self.url + path, params={"provider": "ais"},
+                            json={"action": "create-bck", "name": "", "value": None}, timeout=30)
+            self.assertEqual(r.status_code, 400, "%s: %s" % (path, r.text))
+            self.assertIn("bucket names may not contain '/'", r.json()["message"], path)
+        for path in ["/s3/se%2fb", "/s3/sfff%2f"]:  # S3 CreateBucket
+            r = self.s.put(self.url + path, timeout=30)
+            self.assertEqual(r.status_code, 400, "%s: %s" % (path, r.text))
+            self.assertIn("<Code>InvalidBucketName</Code>", r.text)
+        self.assertEqual(self.buckets(), before, "a bucket was created")
+        # objects: an encoded slash in the bucket part is refused, in the object name it is a '/'
+        r = self.s.put(self.url + "/v1/objects/pb%2Fx/o", params={"provider": "ais"}, data=b"x", timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.s.put(self.url + "/s3/pb%2Fx/o2", data=b"x", timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertEqual(self.head_status("pb", "x/o"), 404)
+        self.assertEqual(self.head_status("pb", "x/o2"), 404)
+        r = self.s.put(self.url + "/v1/objects/pb/d%2Fo", params={"provider": "ais"}, data=b"x", timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.head_status("pb", "d/o"), 200)
+        # a literal trailing '/' after a bucket name stays fine
+        r = self.s.post(self.url + "/v1/buckets/sg/", params={"provider": "ais"},
+                        json={"action": "create-bck", "name": "", "value": None}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertIn("sg", self.buckets())
+
     # 5. "bytes=--5" was served as 206 with the whole object
     def test_invalid_ranges(self):
         r = self.put("pb", "rng", b"0123456789")
