@@ -1220,6 +1220,12 @@ static void copy_object(struct sl_req *r, const struct s3req *q, const struct sl
     if (replace)
         collect_meta(r, &j->meta);
     free(tmp);
+    if (j->meta.bytes > S3_META_MAX) {
+        copy_cancel(j);
+        s3_err(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (%d "
+               "bytes)", S3_META_MAX);
+        return;
+    }
     sl_req_offload(r, copy_run, copy_cancel, j);
 }
 
@@ -1300,7 +1306,16 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
 {
     char id[80];
     struct sl_err err = { 0 };
+    struct kvs meta = { 0 };
+    collect_meta(r, &meta);
+    if (meta.bytes > S3_META_MAX) {
+        kv_free(&meta);
+        s3_err(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (%d "
+               "bytes)", S3_META_MAX);
+        return;
+    }
     if (sl_mpt_create(b, q->key, q->klen, id, sizeof(id), &err) < 0) {
+        kv_free(&meta);
         s3_err_sl(r, &err);
         return;
     }
@@ -1309,7 +1324,7 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
     up->bid = b->bid;
     up->key = sl_xstrndup(q->key, q->klen);
     up->klen = q->klen;
-    collect_meta(r, &up->meta);
+    up->meta = meta;
     up->created = up->last = sl_now_ns();
     pthread_mutex_lock(&up_mu);
     /* upload.c drops an upload left alone for UPLOAD_IDLE_S: so does this list */

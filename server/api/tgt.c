@@ -77,7 +77,9 @@ static void add_custom_headers(struct sl_req *r, const struct sl_objmd *md)
     for (int i = 0; i < md->ncustom; i++) {
         if (!strcmp(md->custom[i].k, "orig_fntl"))
             continue;
-        sl_hdr_addf(r, "Ais-Custom-Md", "%s=%s", md->custom[i].k, md->custom[i].v);
+        char *kv = sl_xasprintf("%s=%s", md->custom[i].k, md->custom[i].v); /* (sl_hdr_addf cuts at 1 KiB) */
+        sl_hdr_add(r, "Ais-Custom-Md", kv);
+        free(kv);
     }
     const char *etag = sl_objmd_get_custom(md, "ETag");
     if (etag)
@@ -884,6 +886,10 @@ static void obj_put(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "invalid Ais-Custom-Md entry \"%s\": expected key=value", cp.bad_val);
         return;
     }
+    if (sl_custom_md_check(c->custom, c->ncustom, "Ais-Custom-Md", &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
     const char *reb = sl_req_header(r, "Ais-Rebalance");
     if (reb) {
         /* an object moved by rebalance: what is here already is as new or newer */
@@ -1171,6 +1177,11 @@ static void patch_done(struct sl_req *r)
     if (bad) {
         free(kv);
         sl_resp_errf(r, SL_EINVAL, "PATCH object: custom metadata values must be strings");
+        goto out;
+    }
+    if (sl_custom_md_check(kv, (int)i, "PATCH object", &err) < 0) {
+        free(kv);
+        sl_resp_err(r, &err);
         goto out;
     }
     if (sl_obj_set_custom(&b, name, nlen, kv, (int)i, sl_req_query_bool(r, "set-new-custom"), &err) < 0)

@@ -2,6 +2,7 @@
 """Defects found by probing a running cluster from outside: odd bytes on the wire, over-size metadata, junk
 ranges and peer payloads, shutdown with a dead primary. Each test sends what the probe sent and checks that the
 node refuses it cleanly and changes nothing."""
+import json
 import os
 import shutil
 import signal
@@ -69,6 +70,90 @@ class ProbeNodeTest(NodeTest):
                             b"Content-Length: 1\r\nConnection: close\r\n\r\nx")
         self.assertEqual(status_of(reply), 200, reply[:300])
         self.assertEqual(self.head_status("pb", "okay%20"), 200)  # (the name keeps the space)
+
+    def custom_md(self, obj):
+        r = self.s.head(self.url + "/v1/objects/pb/" + obj, params={"provider": "ais", "props": "custom"},
+                        timeout=30)
+        self.assertEqual(r.status_code, 200, r.headers)
+        return r.headers.get("Ais-Custom-Md", "")
+
+    # 1. ~7.7 KB of Ais-Custom-Md: the object was stored and the answer was empty
+    def test_custom_md_header_too_big(self):
+        many = ",".join("a%d=1" % i for i in range(1300))             # what the probe sent (9 KB, many keys)
+        big = ",".join("k%d=%s" % (i, "v" * 60) for i in range(120))  # 7.7 KB, fewer keys
+        for name, md in (("cm1", many), ("cm2", big), ("cm3", "k=" + "v" * 7700)):
+            reply = raw_request(self.node.port, ("PUT /v1/objects/pb/%s HTTP/1.1\r\nHost: x\r\nAis-Custom-Md: %s\r\n"
+                                                 "Content-Length: 1\r\nConnection: close\r\n\r\nx" % (name, md)).encode())
+            self.assertEqual(status_of(reply), 400, "%s: %r" % (name, reply[:300]))
+            self.assertRegex(reply, rb"at most (4096|64|2048)", name)
+            self.assertEqual(self.head_status("pb", name), 404, "%s was stored" % name)
+        # far over even libmicrohttpd's buffer: its own 431, nothing stored
+        reply = raw_request(self.node.port, ("PUT /v1/objects/pb/cm4 HTTP/1.1\r\nHost: x\r\nAis-Custom-Md: k=%s\r\n"
+                                             "Content-Length: 1\r\nConnection: close\r\n\r\nx" % ("v" * 100000)).encode())
+        self.assertEqual(status_of(reply), 431, reply[:300])
+        self.assertEqual(self.head_status("pb", "cm4"), 404)
+        # at the limits: stored, and every byte comes back (a value was cut at 1 KiB in the answer)
+        val = "w" * 2048
+        r = self.put("pb", "cm5", b"x", headers={"Ais-Custom-Md": "big=%s,small=1" % val})
+        self.assertEqual(r.status_code, 200, r.text)
+        md = self.custom_md("cm5")
+        self.assertIn("big=" + val, md)
+        self.assertIn("small=1", md)
+        r = self.put("pb", "cm6", b"x", headers={"Ais-Custom-Md": "big=%s" % (val + "w")})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("at most 2048", r.json()["message"])
+        r = self.put("pb", "cm7", b"x", headers={"Ais-Custom-Md": ",".join("e%d=1" % i for i in range(65))})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("at most 64", r.json()["message"])
+        self.assertEqual(self.head_status("pb", "cm6"), 404)
+        self.assertEqual(self.head_status("pb", "cm7"), 404)
+
+    # 2. a 15 MiB custom-metadata value (PATCH, JSON) was taken and came back cut
+    def test_custom_md_json_too_big(self):
+        r = self.put("pb", "cj", b"x", headers={"Ais-Custom-Md": "k1=v1"})
+        self.assertEqual(r.status_code, 200, r.text)
+
+        def patch(value, params=None):
+            return self.s.patch(self.url + "/v1/objects/pb/cj", params=dict(params or {}, provider="ais"),
+                                data=json.dumps({"action": "", "value": value}),
+                                headers={"Content-Type": "application/json"}, timeout=120)
+
+        r = patch({"huge": "v" * (15 << 20)})
+        self.assertEqual(r.status_code, 400, r.text[:300])
+        self.assertIn("at most 2048", r.json()["message"])
+        for bad, why in (({"k": "a\r\nX-Evil: 1"}, "control"), ({"": "v"}, "invalid"), ({"a=b": "v"}, "invalid"),
+                         ({"k" * 129: "v"}, "at most 128"), ({"e%d" % i: "1" for i in range(65)}, "at most 64")):
+            r = patch(bad)
+            self.assertEqual(r.status_code, 400, "%s: %s" % (why, r.text[:300]))
+            self.assertIn(why, r.json()["message"])
+        # each PATCH within the limits, but merged with what is there over the total
+        for i in range(3):
+            r = patch({"p%d" % i: "v" * 1200})
+            self.assertEqual(r.status_code, 200, r.text)
+        r = patch({"p3": "v" * 1200})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("at most 4096", r.json()["message"])
+        md = self.custom_md("cj")
+        self.assertIn("k1=v1", md)
+        self.assertIn("p2=" + "v" * 1200, md)
+        self.assertNotIn("p3=", md)
+        # replacing (set-new-custom) is checked on its own
+        r = patch({"p3": "v" * 1200}, {"set-new-custom": "true"})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.custom_md("cj"), "p3=" + "v" * 1200)
+
+    def test_s3_metadata_too_big(self):
+        meta = {"x-amz-meta-m%d" % i: "v" * 100 for i in range(25)}  # 2.6 KB: over S3's 2 KiB
+        r = self.s.post(self.url + "/s3/pb/mp1?uploads", headers=meta, timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("MetadataTooLarge", r.text)
+        r = self.put("pb", "src", b"x")
+        self.assertEqual(r.status_code, 200, r.text)
+        h = dict(meta, **{"x-amz-copy-source": "/pb/src", "x-amz-metadata-directive": "REPLACE"})
+        r = self.s.put(self.url + "/s3/pb/cp1", headers=h, timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("MetadataTooLarge", r.text)
+        self.assertEqual(self.head_status("pb", "cp1"), 404)
 
     def buckets(self):
         r = self.s.get(self.url + "/v1/buckets", params={"provider": "ais"}, timeout=30)
