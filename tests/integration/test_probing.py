@@ -221,5 +221,60 @@ class ProbeNodeTest(NodeTest):
         self.assertEqual(get("/s3/pb/rng", "bytes=0-1,3-4"), (200, b"0123456789"))
 
 
+class ProbeClusterTest(unittest.TestCase):
+    """1 gateway + 2 targets: intra-cluster endpoints."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
+        cls.s = requests.Session()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def versions(self, url):
+        out = {}
+        for what in ("smap", "bmd", "config"):
+            r = self.s.get(url + "/v1/daemon", params={"what": what}, timeout=10)
+            self.assertEqual(r.status_code, 200, r.text)
+            j = r.json()
+            out[what] = str(j.get("version", j.get("config_version")))
+        return out
+
+    # 6. PUT /v1/metasync answered 200 to junk (and an Smap without the node made it shut down)
+    def test_metasync_junk(self):
+        smap = self.c.smap()
+        pid = smap["proxy_si"]["daemon_id"]
+        tid = sorted(smap["tmap"])[0]
+        turl = smap["tmap"][tid]["public_net"]["direct_url"]
+        name = [n["name"] for n in self.c.topology()["nodes"] if n["role"] == "target"][0]
+        secret = os.path.join(self.c.dir, name, "cluster.secret")
+        before = self.versions(turl)
+        self.assertNotIn("None", before.values())
+        bodies = [b"junk", b"[]", b"{}", b'{"uuid": "%s"}' % smap["uuid"].encode(), b'{"foo": 1}',
+                  b'{"smap": "x"}', b'{"smap": {"version": "100"}}', b'{"bmd": {"version": "99"}, "foo": {}}',
+                  b'{"bmd": 5}', b'{"rmd": {"version": 7}}', b'{"config": {"version": 99, "log": {"level": "x"}}}',
+                  b'{"etlmd": {}}', b'{"smap": {"version": "100", "uuid": "other", "proxy_si": {"daemon_id": "p"},'
+                  b' "pmap": {}, "tmap": {}}}']
+        for body in bodies:
+            url = turl + "/v1/metasync"
+            h = cluster_sig(secret, "PUT", url, node_id=pid, body=body)
+            r = self.s.put(url, data=body, headers=dict(h, **{"Content-Type": "application/json"}), timeout=10)
+            self.assertEqual(r.status_code, 400, "%r: %s" % (body, r.text))
+            self.assertIn("message", r.json())
+        self.assertEqual(self.versions(turl), before)
+        self.assertEqual(self.s.get(turl + "/v1/health", timeout=10).status_code, 200, "the target went away")
+        # what the primary sends is still taken: a new bucket reaches the target
+        r = self.s.post(self.c.url + "/v1/buckets/msync", params={"provider": "ais"},
+                        json={"action": "create-bck", "name": "", "value": None}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: int(self.versions(turl)["bmd"]) > int(before["bmd"]), 10, what="BMD at the target")
+        self.assertNotIn("metasync to", self.c.log("p0"), "a push of the primary was refused")
+
+
 if __name__ == "__main__":
     main()
