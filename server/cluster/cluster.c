@@ -735,6 +735,7 @@ static void *keepalive(void *arg)
 {
     struct ka *st = NULL;
     int nst = 0;
+    sl_peer_abort_on(&ka_stop); /* a stop does not wait for a node that does not answer */
     while (!ka_stop) {
         int64_t interval_ms = sl_conf->keepalive_interval_ns / 1000000;
         if (interval_ms < 200)
@@ -939,6 +940,7 @@ static int join(struct sl_err *err)
     int64_t deadline = sl_mono_ns() + sl_conf->join_startup_time_ns;
     int rc = -1;
     int attempts = 0;
+    sl_peer_abort_on(&G.stopping); /* a SIGTERM ends the wait at once, whatever the primary does */
     while (!G.stopping) {
         struct sl_peer_resp r;
         attempts++;
@@ -971,8 +973,12 @@ static int join(struct sl_err *err)
         if (attempts == 1 || attempts % 10 == 0)
             sl_logi("waiting for the primary at %s: %s", purl, r.err);
         sl_peer_resp_free(&r);
-        sl_sleep_ms(500);
+        for (int i = 0; i < 5 && !G.stopping; i++)
+            sl_sleep_ms(100);
     }
+    sl_peer_abort_on(NULL);
+    if (rc < 0 && G.stopping)
+        rc = sl_errf(err, SL_EUNAVAIL, "stopped while waiting to join the primary at %s", purl);
     free(url);
     free(bs);
     return rc;

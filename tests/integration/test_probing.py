@@ -276,5 +276,79 @@ class ProbeClusterTest(unittest.TestCase):
         self.assertNotIn("metasync to", self.c.log("p0"), "a push of the primary was refused")
 
 
+class StopWithoutPrimaryTest(unittest.TestCase):
+    """7. With the primary gateway dead (or hung), a target ignored SIGTERM: one starting up waited to join for
+    timeout.join_startup_time (3m) with the signal blocked."""
+
+    STOP_S = 5
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        self.c = Cluster(self.tmp, proxies=1, targets=2).start()
+        self.procs = []
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 2, 30, what="2 targets")
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        pid = self.c.pid("p0")
+        if pid and os.path.exists("/proc/%d" % pid):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        self.c.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def term_running(self, name):
+        """SIGTERM a node the playground started; seconds until it is gone"""
+        pid = self.c.pid(name)
+        self.assertTrue(pid)
+        t0 = time.time()
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not os.path.exists("/proc/%d" % pid) or _zombie(pid), self.STOP_S + 10,
+                   what="%s to exit" % name)
+        return time.time() - t0
+
+    def restart_and_term(self, name):
+        """start the (stopped) target again, SIGTERM it while it waits for the primary: (exit code, seconds)"""
+        with open(os.path.join(self.tmp, name + ".out"), "ab") as out:
+            p = subprocess.Popen([SHALED, "--config", os.path.join(self.c.dir, name, "shale.json"), "--role",
+                                  "target", "--bind", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        log = os.path.join(self.c.dir, name, "log", "shaled.log")
+        wait_until(lambda: "waiting for the primary" in open(log, errors="replace").read().split(" starting: ")[-1],
+                   20, what="%s waiting for the primary" % name)
+        time.sleep(1)  # in the middle of an attempt
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(self.STOP_S + 10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        return rc, time.time() - t0
+
+    def test_stop_with_primary_hung_then_dead(self):
+        ppid = self.c.pid("p0")
+        # hung primary: connections are accepted (backlog), nothing is answered
+        os.kill(ppid, signal.SIGSTOP)
+        self.assertLess(self.term_running("t0"), self.STOP_S)
+        rc, dt = self.restart_and_term("t0")
+        self.assertEqual(rc, 0, self.c.log("t0")[-2000:])
+        self.assertLess(dt, self.STOP_S, "a target waiting for a hung primary took %.1fs to stop" % dt)
+        # dead primary: connections refused
+        os.kill(ppid, signal.SIGCONT)
+        self.c.kill9("p0")
+        self.assertLess(self.term_running("t1"), self.STOP_S)
+        rc, dt = self.restart_and_term("t1")
+        self.assertEqual(rc, 0, self.c.log("t1")[-2000:])
+        self.assertLess(dt, self.STOP_S, "a target waiting for a dead primary took %.1fs to stop" % dt)
+        self.assertIn("stopped while waiting to join", self.c.log("t1"))
+        self.assertTrue(self.c.log("t1").rstrip().endswith("stopped"), self.c.log("t1")[-500:])
+
+
 if __name__ == "__main__":
     main()
