@@ -26,6 +26,7 @@ static char node_name[80] = "";
 static uint64_t req_counter;
 static sl_router_fn router;
 static size_t max_header; /* net.http.max_header_size at start; 0 = no check */
+static unsigned idle_timeout_s, hdr_timeout_s; /* net.http.idle_conn_time, header_timeout at start */
 
 void sl_http_set_node(const char *n)
 {
@@ -860,6 +861,10 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         }
     }
     if (!r->method_str) {
+        /* the header is in: from now on (body, keep-alive, the next
+         * requests) the connection may idle net.http.idle_conn_time */
+        if (idle_timeout_s != hdr_timeout_s)
+            MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, idle_timeout_s);
         r->method_str = method;
         r->method = method_of(method);
         set_remote(r, c);
@@ -1079,8 +1084,8 @@ out:
     return rc;
 }
 
-int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_hdr,
-                  struct sl_err *err)
+int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s,
+                  int header_timeout_s, unsigned max_per_ip, size_t max_hdr, struct sl_err *err)
 {
     /* MHD clears this per-connection pool for every request, so it stays
      * small; it must hold a header somewhat over the limit so that the 431
@@ -1088,6 +1093,8 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
     size_t mem_limit = max_hdr + 16 * 1024;
     router = rt;
     max_header = max_hdr;
+    idle_timeout_s = (unsigned)conn_timeout_s;
+    hdr_timeout_s = (unsigned)header_timeout_s;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
@@ -1110,7 +1117,9 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)workers,
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout_s,
+                           /* until a header is in (ahc raises it to conn_timeout_s) */
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)header_timeout_s,
+                           MHD_OPTION_PER_IP_CONNECTION_LIMIT, max_per_ip,
                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem_limit,
                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)8192,
                            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,

@@ -110,8 +110,11 @@ typedef void (*sl_router_fn)(struct sl_req *r);
 /* Start listening. bind_addr NULL/"" = all interfaces. Requests whose
  * request line and header fields exceed max_header bytes get 431 (0 = no
  * limit beyond libmicrohttpd's connection pool). */
+/* conn_timeout_s: a connection idle this long after a request header came
+ * is closed; header_timeout_s: one idle this long before its (first) header
+ * is complete; max_per_ip: connections one address may have (0: no limit). */
 int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s,
-                  size_t max_header, struct sl_err *err);
+                  int header_timeout_s, unsigned max_per_ip, size_t max_header, struct sl_err *err);
 void sl_http_stop(void);
 /* Serve HTTPS with this certificate (chain) and key, PEM files: before
  * sl_http_start to turn TLS on, and again at any time to replace them (the

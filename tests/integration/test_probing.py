@@ -350,5 +350,92 @@ class StopWithoutPrimaryTest(unittest.TestCase):
         self.assertTrue(self.c.log("t1").rstrip().endswith("stopped"), self.c.log("t1")[-500:])
 
 
+class ConnLimitsTest(NodeTest):
+    """8. No header-read timeout (idle half-requests stayed for net.http.idle_conn_time and filled the node's
+    connections); no per-client cap."""
+
+    extra_config = {"net": {"http": {"header_timeout": "2s", "idle_conn_time": "60s"}}}
+
+    def test_header_timeout(self):
+        socks = []
+        try:
+            for _ in range(200):
+                so = socket.create_connection(("127.0.0.1", self.node.port), timeout=10)
+                so.sendall(b"GET /v1/hea")  # half a request line, then nothing
+                socks.append(so)
+            # a keep-alive connection that finished a request may idle longer (net.http.idle_conn_time)
+            ka = socket.create_connection(("127.0.0.1", self.node.port), timeout=10)
+            socks.append(ka)
+            ka.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertTrue(ka.recv(1000).startswith(b"HTTP/1.1 200"))
+            t0 = time.time()
+            r = requests.get(self.url + "/v1/health", timeout=5)
+            self.assertEqual(r.status_code, 200)
+            self.assertLess(time.time() - t0, 1.0, "health was slow with idle connections open")
+            t0 = time.time()
+
+            def all_closed():
+                for so in socks[:-1]:
+                    so.settimeout(0.05)
+                    try:
+                        if so.recv(100) != b"":
+                            return False
+                    except socket.timeout:
+                        return False
+                    except (ConnectionResetError, OSError):
+                        pass
+                return True
+            wait_until(all_closed, 10, interval=0.2, what="the node to close the idle half-requests")
+            self.assertGreater(time.time() - t0, 0.5, "closed before the timeout")
+            ka.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertTrue(ka.recv(1000).startswith(b"HTTP/1.1 200"), "the keep-alive connection was closed")
+        finally:
+            for so in socks:
+                so.close()
+
+    def test_per_ip_cap(self):
+        node = type(self.node)(self.tmp, name="cap", extra_config={"net": {"http": {"max_conns_per_ip": 20}}}).start()
+        socks = []
+        try:
+            def served(so):
+                so.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                return so.recv(1000).startswith(b"HTTP/1.1 200")
+
+            def open_one():
+                so = socket.create_connection(("127.0.0.1", node.port), timeout=5)
+                socks.append(so)
+                try:
+                    return served(so)
+                except (ConnectionResetError, BrokenPipeError):
+                    return False
+            wait_until(lambda: open_one(), 10, what="a first connection")  # (wait_ready's may linger a moment)
+            for _ in range(19):
+                self.assertTrue(open_one(), "connection %d of 20 refused" % (len(socks)))
+            self.assertFalse(open_one(), "the 21st connection from one address was served")
+            socks.pop().close()
+            socks.pop(0).close()  # one of the 20 goes: a new one is taken again
+            wait_until(lambda: open_one(), 10, what="a connection after one closed")
+        finally:
+            for so in socks:
+                so.close()
+            node.stop()
+
+    def test_bad_values_refused(self):
+        for key, val, want in (("header_timeout", "0s", "header_timeout must be 1s to 1h"),
+                               ("header_timeout", "2h", "header_timeout must be 1s to 1h"),
+                               ("idle_conn_time", "0s", "idle_conn_time 1s to 24h"),
+                               ("max_conns_per_ip", -1, "max_conns_per_ip"),
+                               ("max_conns_per_ip", 100000, "max_conns_per_ip must be 0")):
+            n = type(self.node)(self.tmp, name="bad", extra_config={"net": {"http": {key: val}}})
+            p = subprocess.run([SHALED, "--config", n.config_path, "--check-config"], capture_output=True, text=True,
+                               timeout=30)
+            self.assertNotEqual(p.returncode, 0, "%s=%s accepted" % (key, val))
+            self.assertIn(want, p.stderr + p.stdout)
+            r = requests.put(self.url + "/v1/cluster", json={"action": "set-config",
+                                                             "value": {"net": {"http": {key: val}}}}, timeout=30)
+            self.assertEqual(r.status_code, 400, "set-config %s=%s: %s" % (key, val, r.text))
+            self.assertIn(want, r.text)
+
+
 if __name__ == "__main__":
     main()
