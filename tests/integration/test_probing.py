@@ -23,7 +23,10 @@ def raw_request(port, data, timeout=10):
     out = b""
     deadline = time.time() + timeout
     try:
-        so.sendall(data)
+        try:
+            so.sendall(data)
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # a node may answer and close before it has read all we send: read the answer
         while time.time() < deadline:
             d = so.recv(65536)
             if not d:
