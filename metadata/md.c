@@ -98,6 +98,42 @@ const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k)
     return NULL;
 }
 
+static bool has_ctl(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+    return false;
+}
+
+int sl_custom_md_check(const struct sl_kv *kv, int n, const char *what, struct sl_err *err)
+{
+    if (n > SL_CUSTOM_MD_MAX_N)
+        return sl_errf(err, SL_EINVAL, "%s: %d custom metadata entries, at most %d are allowed; nothing was stored",
+                       what, n, SL_CUSTOM_MD_MAX_N);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        size_t kl = strlen(kv[i].k), vl = strlen(kv[i].v);
+        if (!kl || strchr(kv[i].k, '='))
+            return sl_errf(err, SL_EINVAL, "%s: custom metadata key \"%.64s\" is invalid: a key is not empty and has "
+                           "no '='; nothing was stored", what, kv[i].k);
+        if (kl > SL_CUSTOM_MD_MAX_KEY)
+            return sl_errf(err, SL_EINVAL, "%s: custom metadata key \"%.32s...\" has %zu bytes, at most %d are "
+                           "allowed; nothing was stored", what, kv[i].k, kl, SL_CUSTOM_MD_MAX_KEY);
+        if (vl > SL_CUSTOM_MD_MAX_VALUE)
+            return sl_errf(err, SL_EINVAL, "%s: the value of custom metadata key \"%.64s\" has %zu bytes, at most %d "
+                           "are allowed; nothing was stored", what, kv[i].k, vl, SL_CUSTOM_MD_MAX_VALUE);
+        if (has_ctl(kv[i].k) || has_ctl(kv[i].v))
+            return sl_errf(err, SL_EINVAL, "%s: custom metadata key \"%.64s\": keys and values may not hold control "
+                           "characters (CR, LF, TAB, ...); nothing was stored", what, kv[i].k);
+        total += kl + vl;
+    }
+    if (total > SL_CUSTOM_MD_MAX)
+        return sl_errf(err, SL_EINVAL, "%s: custom metadata of %zu bytes (keys and values), at most %d are allowed; "
+                       "nothing was stored", what, total, SL_CUSTOM_MD_MAX);
+    return 0;
+}
+
 static void pack_str(msgpack_packer *pk, const char *s)
 {
     size_t n = strlen(s);

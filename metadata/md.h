@@ -76,6 +76,19 @@ void sl_objmd_set_custom(struct sl_objmd *m, const char *k, const char *v);
 /* Borrowed from m (valid until m is changed or freed); NULL when absent. */
 const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k);
 
+/* Limits on an object's custom metadata (docs/api.md): it goes back to
+ * clients as response headers (Ais-Custom-Md: k=v, one per entry), so it must
+ * fit in one with room to spare. */
+#define SL_CUSTOM_MD_MAX       4096 /* bytes of all keys and values together */
+#define SL_CUSTOM_MD_MAX_VALUE 2048 /* bytes of one value */
+#define SL_CUSTOM_MD_MAX_KEY   128  /* bytes of one key */
+#define SL_CUSTOM_MD_MAX_N     64   /* entries */
+/* Check custom metadata kv[0..n) against the limits, and that keys are
+ * non-empty without '=' and that no key or value holds a control character
+ * (they become header lines). what names it in the message ("Ais-Custom-Md",
+ * "PATCH object"). 0 ok; -1 with err (SL_EINVAL) naming the limit. */
+int sl_custom_md_check(const struct sl_kv *kv, int n, const char *what, struct sl_err *err);
+
 struct sl_md_env;   /* opaque */
 
 enum sl_md_sync { SL_MD_SYNC = 0, SL_MD_ASYNC = 1, SL_MD_NOSYNC = 2 };

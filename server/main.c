@@ -31,6 +31,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -120,6 +121,43 @@ static void config_changed(const struct sl_config *old, const struct sl_config *
         sl_loge("TLS certificate not changed (the old one stays): %s", e.msg);
     else
         sl_logi("TLS certificate %s loaded (net.http.server_crt changed)", now->server_crt);
+}
+
+/* Signals are taken by one thread from the start, so a stop is seen whatever
+ * the main thread is doing: a target waiting for a dead primary to let it
+ * join used to ignore SIGTERM for up to timeout.join_startup_time. */
+static sigset_t sig_set;
+static struct sl_log_conf *sig_lc;
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sig_cv = PTHREAD_COND_INITIALIZER;
+static int stop_sig;
+
+static void *sig_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&sig_set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            sl_logi("SIGHUP: reopening log%s", sl_conf->use_https && G.ready ? ", reloading the TLS certificate" : "");
+            sl_log_open(sig_lc);
+            struct sl_err te = { 0 };
+            if (!sl_conf->use_https || !G.ready) /* (at start the certificate is being loaded anyway) */
+                continue;
+            if (sl_http_tls_load(sl_conf->server_crt, sl_conf->server_key, &te) < 0)
+                sl_loge("TLS certificate not reloaded (the old one stays): %s", te.msg);
+            else
+                sl_logi("TLS certificate %s loaded", sl_conf->server_crt);
+            continue;
+        }
+        pthread_mutex_lock(&sig_mu);
+        stop_sig = sig;
+        G.stopping = true; /* start-up steps that wait (the join) give up */
+        pthread_cond_signal(&sig_cv);
+        pthread_mutex_unlock(&sig_mu);
+        return NULL;
+    }
 }
 
 int main(int argc, char **argv)
@@ -260,12 +298,18 @@ int main(int argc, char **argv)
 
     sl_fault_init();
     signal(SIGPIPE, SIG_IGN);
-    sigset_t ss;
-    sigemptyset(&ss);
-    sigaddset(&ss, SIGINT);
-    sigaddset(&ss, SIGTERM);
-    sigaddset(&ss, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &ss, NULL);
+    sigemptyset(&sig_set);
+    sigaddset(&sig_set, SIGINT);
+    sigaddset(&sig_set, SIGTERM);
+    sigaddset(&sig_set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sig_set, NULL); /* in every thread: only sig_thread takes them */
+    sig_lc = &lc;
+    pthread_t sig_thr;
+    if (pthread_create(&sig_thr, NULL, sig_thread, NULL) != 0) {
+        fprintf(stderr, "shaled: cannot start the signal thread: %s\n", strerror(errno));
+        return 1;
+    }
+    pthread_detach(sig_thr);
 
     if (sl_node_init(c, role, &err) < 0) {
         goto fail;
@@ -354,11 +398,18 @@ int main(int argc, char **argv)
     sl_access_init();
     if (sl_conf->use_https && sl_http_tls_load(sl_conf->server_crt, sl_conf->server_key, &err) < 0)
         goto fail;
+    if (G.stopping) /* a stop came during the start: stop, cleanly */
+        goto stop;
     if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s,
+                      sl_conf->http_header_timeout_s, (unsigned)sl_conf->http_max_conns_per_ip,
                       (size_t)sl_conf->http_max_header, &err) < 0) {
         goto fail;
     }
     if (sl_start_after_http(&err) < 0) {
+        if (G.stopping) {
+            sl_logi("start-up given up: %s", err.msg);
+            goto stop;
+        }
         sl_http_stop();
         goto fail;
     }
@@ -366,22 +417,12 @@ int main(int argc, char **argv)
     sl_modules_start();
     sl_logi("%s ready: %s (%d HTTP workers)", G.name, G.self.url, workers);
 
-    int sig = 0;
-    for (;;) {
-        if (sigwait(&ss, &sig) != 0)
-            continue;
-        if (sig == SIGHUP) {
-            sl_logi("SIGHUP: reopening log%s", sl_conf->use_https ? ", reloading the TLS certificate" : "");
-            sl_log_open(&lc);
-            struct sl_err te = { 0 };
-            if (sl_conf->use_https && sl_http_tls_load(sl_conf->server_crt, sl_conf->server_key, &te) < 0)
-                sl_loge("TLS certificate not reloaded (the old one stays): %s", te.msg);
-            else if (sl_conf->use_https)
-                sl_logi("TLS certificate %s loaded", sl_conf->server_crt);
-            continue;
-        }
-        break;
-    }
+stop:
+    pthread_mutex_lock(&sig_mu);
+    while (!stop_sig)
+        pthread_cond_wait(&sig_cv, &sig_mu);
+    int sig = stop_sig;
+    pthread_mutex_unlock(&sig_mu);
     sl_logi("signal %d: shutting down", sig);
     G.stopping = true;
     sl_lua_cancel_all();

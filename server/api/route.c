@@ -127,6 +127,35 @@ static bool s3_vhost(struct sl_req *r)
     return true;
 }
 
+/* A bucket name sent with an encoded '/' (%2F) is refused: decoded first,
+ * "/v1/buckets/a%2Fb" would be bucket "a" and more, "/v1/buckets/a%2F"
+ * bucket "a". seg: the segment of the path that names the bucket. */
+static bool bucket_slash(struct sl_req *r, int seg, bool s3)
+{
+    char *b = sl_req_raw_seg_slash(r, seg);
+    if (!b)
+        return false;
+    if (s3)
+        s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (bucket names may not contain "
+               "'/', sent as %%2F); nothing was done", b);
+    else
+        sl_resp_errf(r, SL_EINVAL, "bucket name \"%s\" is invalid: bucket names may not contain '/' (sent as %%2F "
+                     "in %s); nothing was done", b, r->raw_uri);
+    free(b);
+    return true;
+}
+
+static bool bucket_path_slash(struct sl_req *r)
+{
+    if (sl_req_path_is(r, "/v1/buckets") || sl_req_path_is(r, "/v1/objects"))
+        return bucket_slash(r, 2, false);
+    if (sl_req_path_is(r, "/ais") || sl_req_path_is(r, "/gs") || sl_req_path_is(r, "/az"))
+        return bucket_slash(r, 1, false);
+    if (sl_req_path_is(r, "/s3"))
+        return bucket_slash(r, 1, true);
+    return false;
+}
+
 void sl_route(struct sl_req *r)
 {
     if (!r->path_len || r->path[0] != '/') {
@@ -136,6 +165,8 @@ void sl_route(struct sl_req *r)
     if (!r->rerouted && !sl_access(r))
         return;
     if (s3_vhost(r))
+        return;
+    if (!r->rerouted && bucket_path_slash(r))
         return;
     if (!easy_url(r))
         return;
@@ -177,6 +208,8 @@ void sl_route(struct sl_req *r)
         sl_h_metrics(r);
     } else if (!sl_route_cluster_internal(r) && !sl_modules_route(r)) {
         if (sl_conf->s3_root && !sl_req_path_is(r, "/v1")) {
+            if (bucket_slash(r, 0, true))
+                return;
             s3_reroute(r, "", 0);
             return;
         }

@@ -544,43 +544,12 @@ static int part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, 
     return 1;
 }
 
-/* "bytes=a-b" | "bytes=a-" | "bytes=-n": 1 a range, 0 none (ignored: bad
- * syntax or several ranges), -1 not satisfiable */
+/* As S3: 1 a range, 0 none (a Range that is not a valid single byte range is
+ * ignored: the whole object), -1 not satisfiable */
 static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
 {
-    if (!h || strncmp(h, "bytes=", 6) || strchr(h, ','))
-        return 0;
-    const char *p = h + 6;
-    char *e;
-    if (*p == '-') {
-        unsigned long long n = strtoull(p + 1, &e, 10);
-        if (e == p + 1 || *e)
-            return 0;
-        if (!n || !size)
-            return -1;
-        if (n > size)
-            n = size;
-        *off = size - n;
-        *len = n;
-        return 1;
-    }
-    unsigned long long a = strtoull(p, &e, 10);
-    if (e == p || *e != '-')
-        return 0;
-    const char *q = e + 1;
-    unsigned long long b = size ? size - 1 : 0;
-    if (*q) {
-        b = strtoull(q, &e, 10);
-        if (e == q || *e || b < a)
-            return 0;
-        if (size && b >= size)
-            b = size - 1;
-    }
-    if (a >= size)
-        return -1;
-    *off = a;
-    *len = b - a + 1;
-    return 1;
+    int rc = sl_range_parse(h, size, off, len);
+    return rc == SL_RANGE_OK ? 1 : rc == SL_RANGE_UNSAT ? -1 : 0;
 }
 
 static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
@@ -1251,6 +1220,12 @@ static void copy_object(struct sl_req *r, const struct s3req *q, const struct sl
     if (replace)
         collect_meta(r, &j->meta);
     free(tmp);
+    if (j->meta.bytes > S3_META_MAX) {
+        copy_cancel(j);
+        s3_err(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (%d "
+               "bytes)", S3_META_MAX);
+        return;
+    }
     sl_req_offload(r, copy_run, copy_cancel, j);
 }
 
@@ -1331,7 +1306,16 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
 {
     char id[80];
     struct sl_err err = { 0 };
+    struct kvs meta = { 0 };
+    collect_meta(r, &meta);
+    if (meta.bytes > S3_META_MAX) {
+        kv_free(&meta);
+        s3_err(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (%d "
+               "bytes)", S3_META_MAX);
+        return;
+    }
     if (sl_mpt_create(b, q->key, q->klen, id, sizeof(id), &err) < 0) {
+        kv_free(&meta);
         s3_err_sl(r, &err);
         return;
     }
@@ -1340,7 +1324,7 @@ static void create_upload(struct sl_req *r, const struct s3req *q, const struct 
     up->bid = b->bid;
     up->key = sl_xstrndup(q->key, q->klen);
     up->klen = q->klen;
-    collect_meta(r, &up->meta);
+    up->meta = meta;
     up->created = up->last = sl_now_ns();
     pthread_mutex_lock(&up_mu);
     /* upload.c drops an upload left alone for UPLOAD_IDLE_S: so does this list */

@@ -77,7 +77,9 @@ static void add_custom_headers(struct sl_req *r, const struct sl_objmd *md)
     for (int i = 0; i < md->ncustom; i++) {
         if (!strcmp(md->custom[i].k, "orig_fntl"))
             continue;
-        sl_hdr_addf(r, "Ais-Custom-Md", "%s=%s", md->custom[i].k, md->custom[i].v);
+        char *kv = sl_xasprintf("%s=%s", md->custom[i].k, md->custom[i].v); /* (sl_hdr_addf cuts at 1 KiB) */
+        sl_hdr_add(r, "Ais-Custom-Md", kv);
+        free(kv);
     }
     const char *etag = sl_objmd_get_custom(md, "ETag");
     if (etag)
@@ -94,48 +96,6 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
     if (md->version)
         sl_hdr_addf(r, "Ais-Version", "%llu", (unsigned long long)md->version);
     add_custom_headers(r, md);
-}
-
-/* "bytes=a-b" -> [off, len). 0 ok, 1 no range, -1 unsatisfiable, -2 unsupported */
-static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
-{
-    if (!h)
-        return 1;
-    while (*h == ' ')
-        h++;
-    if (strncasecmp(h, "bytes=", 6))
-        return -1;
-    h += 6;
-    if (strchr(h, ','))
-        return -2;
-    char *end;
-    if (*h == '-') {
-        unsigned long long n = strtoull(h + 1, &end, 10);
-        if (end == h + 1 || *end || n == 0 || size == 0)
-            return -1;
-        if (n > size)
-            n = size;
-        *off = size - n;
-        *len = n;
-        return 0;
-    }
-    unsigned long long a = strtoull(h, &end, 10);
-    if (end == h || *end != '-')
-        return -1;
-    const char *bs = end + 1;
-    unsigned long long b = size ? size - 1 : 0;
-    if (*bs) {
-        b = strtoull(bs, &end, 10);
-        if (*end || end == bs)
-            return -1;
-        if (b >= size)
-            b = size ? size - 1 : 0;
-    }
-    if (a >= size || b < a)
-        return -1;
-    *off = a;
-    *len = b - a + 1;
-    return 0;
 }
 
 /* During a membership change the object may still be on its previous owner:
@@ -318,16 +278,20 @@ static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, s
         }
     }
     uint64_t off = 0, len = md.size;
-    int rr = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
-    if (rr == -2 || rr == -1) {
+    /* as AIStore: a Range that is not one satisfiable byte range is 416 */
+    int rr = sl_range_parse(sl_req_header(r, "Range"), md.size, &off, &len);
+    if (rr != SL_RANGE_NONE && rr != SL_RANGE_OK) {
         sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
-        sl_resp_errf(r, SL_ERANGE, "%s: %s (object size %llu)",
-                     rr == -2 ? "multiple ranges are not supported" : "range not satisfiable",
+        sl_resp_errf(r, SL_ERANGE, "%s: Range \"%s\" (object size %llu)",
+                     rr == SL_RANGE_MULTI     ? "multiple ranges are not supported"
+                     : rr == SL_RANGE_INVALID ? "invalid range (expected bytes=FIRST-[LAST] or bytes=-SUFFIX, "
+                                                "FIRST <= LAST, no spaces)"
+                                              : "range not satisfiable",
                      sl_req_header(r, "Range"), (unsigned long long)md.size);
         goto out;
     }
-    int status = rr == 0 ? 206 : 200;
-    if (rr == 0)
+    int status = rr == SL_RANGE_OK ? 206 : 200;
+    if (rr == SL_RANGE_OK)
         sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
                     (unsigned long long)(off + len - 1), (unsigned long long)md.size);
     sl_hdr_add(r, "Accept-Ranges", "bytes");
@@ -947,6 +911,10 @@ static void obj_put(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "invalid Ais-Custom-Md entry \"%s\": expected key=value", cp.bad_val);
         return;
     }
+    if (sl_custom_md_check(c->custom, c->ncustom, "Ais-Custom-Md", &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
     const char *reb = sl_req_header(r, "Ais-Rebalance");
     if (reb) {
         /* an object moved by rebalance: what is here already is as new or newer */
@@ -1234,6 +1202,11 @@ static void patch_done(struct sl_req *r)
     if (bad) {
         free(kv);
         sl_resp_errf(r, SL_EINVAL, "PATCH object: custom metadata values must be strings");
+        goto out;
+    }
+    if (sl_custom_md_check(kv, (int)i, "PATCH object", &err) < 0) {
+        free(kv);
+        sl_resp_err(r, &err);
         goto out;
     }
     if (sl_obj_set_custom(&b, name, nlen, kv, (int)i, sl_req_query_bool(r, "set-new-custom"), &err) < 0)

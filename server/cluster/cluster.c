@@ -334,6 +334,75 @@ int sl_cluster_set_doc(const char *name, json_t *doc)
     return 0;
 }
 
+static const char known_docs[] = "uuid, smap, bmd, config, rmd, etlmd, planmd, s3md, remais, authmd";
+
+/* A received metasync body is checked whole before any of it is applied:
+ * junk, an unknown document or one that would not parse is refused and
+ * nothing changes (apply_docs skips what it cannot use, one document at a
+ * time, and an Smap without this node in it shuts the node down). */
+static int check_docs(json_t *docs, struct sl_err *err)
+{
+    struct sl_smap *cur = sl_smap_get();
+    char uuid[sizeof(cur->uuid)];
+    snprintf(uuid, sizeof(uuid), "%s", cur->uuid);
+    sl_smap_put(cur);
+    int n = 0;
+    const char *k;
+    json_t *d;
+    json_object_foreach(docs, k, d) {
+        if (!strcmp(k, "uuid")) {
+            if (!json_is_string(d))
+                return sl_errf(err, SL_EINVAL, "metasync: \"uuid\" must be a string");
+            continue;
+        }
+        n++;
+        if (strcmp(k, "smap") && strcmp(k, "bmd") && strcmp(k, "config") && strcmp(k, "rmd") && !mdoc_of(k))
+            return sl_errf(err, SL_EINVAL, "metasync: unknown document \"%.64s\" (known: %s); nothing was applied", k,
+                           known_docs);
+        if (!json_is_object(d))
+            return sl_errf(err, SL_EINVAL, "metasync: document \"%s\" must be a JSON object; nothing was applied", k);
+        int64_t v = sl_json_int(d, "version", -1);
+        if (v < 0 || (v == 0 && strcmp(k, "bmd") && strcmp(k, "config")))
+            return sl_errf(err, SL_EINVAL, "metasync: document \"%s\" has no valid \"version\" (a positive integer); "
+                           "nothing was applied", k);
+        if (!strcmp(k, "smap")) {
+            struct sl_smap *sm = sl_smap_from_json(d, err);
+            if (!sm)
+                return sl_errf(err, SL_EINVAL, "metasync: invalid Smap: %s; nothing was applied", err->msg);
+            bool noprim = !sl_smap_primary(sm), other = uuid[0] && strcmp(sm->uuid, uuid);
+            char su[sizeof(sm->uuid)];
+            snprintf(su, sizeof(su), "%s", sm->uuid);
+            sl_smap_put(sm);
+            if (noprim)
+                return sl_errf(err, SL_EINVAL, "metasync: invalid Smap v%lld: its primary (proxy_si) is not one of its "
+                               "proxies; nothing was applied", (long long)v);
+            if (other)
+                return sl_errf(err, SL_EINVAL, "metasync: the Smap is of cluster \"%s\", this node is in cluster %s; "
+                               "nothing was applied", su, uuid);
+        } else if (!strcmp(k, "bmd")) {
+            struct sl_bmd *b = sl_bmd_from_json(d, err);
+            if (!b)
+                return sl_errf(err, SL_EINVAL, "metasync: invalid BMD: %s; nothing was applied", err->msg);
+            sl_bmd_put(b);
+        } else if (!strcmp(k, "rmd")) {
+            if (!json_is_string(json_object_get(d, "id")))
+                return sl_errf(err, SL_EINVAL, "metasync: the RMD has no \"id\"; nothing was applied");
+        } else if (!strcmp(k, "config") && v > sl_conf->config_version) {
+            json_t *c = json_deep_copy(d);
+            json_object_del(c, "version");
+            struct sl_config *nc = sl_config_with_cluster(sl_conf, c, err);
+            json_decref(c);
+            if (!nc)
+                return sl_errf(err, SL_EINVAL, "metasync: invalid config v%lld: %s; nothing was applied", (long long)v,
+                               err->msg);
+            sl_config_free(nc);
+        }
+    }
+    if (!n)
+        return sl_errf(err, SL_EINVAL, "metasync: no document in the body (expected one or more of %s)", known_docs);
+    return 0;
+}
+
 void sl_cluster_metasync_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -341,11 +410,11 @@ void sl_cluster_metasync_done(struct sl_req *r)
     if (!j || !json_is_object(j)) {
         json_decref(j);
         if (!err.msg[0])
-            sl_errf(&err, SL_EINVAL, "metasync: body must be a JSON object of documents");
+            sl_errf(&err, SL_EINVAL, "metasync: body must be a JSON object of documents (%s)", known_docs);
         sl_resp_err(r, &err);
         return;
     }
-    if (apply_docs(j, &err) < 0)
+    if (check_docs(j, &err) < 0 || apply_docs(j, &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
@@ -729,6 +798,7 @@ static void *keepalive(void *arg)
 {
     struct ka *st = NULL;
     int nst = 0;
+    sl_peer_abort_on(&ka_stop); /* a stop does not wait for a node that does not answer */
     while (!ka_stop) {
         int64_t interval_ms = sl_conf->keepalive_interval_ns / 1000000;
         if (interval_ms < 200)
@@ -963,6 +1033,7 @@ static int join(struct sl_err *err)
     int64_t deadline = sl_mono_ns() + sl_conf->join_startup_time_ns;
     int rc = -1;
     int attempts = 0;
+    sl_peer_abort_on(&G.stopping); /* a SIGTERM ends the wait at once, whatever the primary does */
     while (!G.stopping) {
         struct sl_peer_resp r;
         purl = urls[attempts % nurls];
@@ -998,9 +1069,12 @@ static int join(struct sl_err *err)
         if (attempts == 1 || attempts % 10 == 0)
             sl_logi("waiting for the primary at %s: %s", purl, r.err);
         sl_peer_resp_free(&r);
-        if (attempts % nurls == 0)
-            sl_sleep_ms(500);
+        for (int i = 0; i < 5 && !G.stopping && attempts % nurls == 0; i++)
+            sl_sleep_ms(100);
     }
+    sl_peer_abort_on(NULL);
+    if (rc < 0 && G.stopping)
+        rc = sl_errf(err, SL_EUNAVAIL, "stopped while waiting to join the primary at %s", purl);
     free(url);
     free(bs);
     for (int i = 0; i < nurls; i++)

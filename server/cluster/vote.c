@@ -176,6 +176,7 @@ static void *watch(void *arg)
 {
     (void)arg;
     int fails = 0;
+    sl_peer_abort_on(&stop_flag); /* a stop does not wait for a gateway that does not answer */
     while (!stop_flag) {
         int64_t iv = sl_conf->keepalive_interval_ns / 1000000;
         if (iv < 200)

@@ -100,6 +100,12 @@ static const struct key schema[] = {
       "do not verify peers' certificates (testing only: anyone on the path can pose as a node)" },
     { "net.http.chunked_transfer", T_BOOL, "true", F_NOOP, NULL, NULL },
     { "net.http.idle_conn_time", T_DUR, "60s", F_RESTART, NULL, NULL },
+    { "net.http.header_timeout", T_DUR, "10s", F_RESTART, NULL,
+      "a connection that sends nothing for this long before its request header is complete is closed (idle or "
+      "stalled clients that never finish a request); once a header is in, net.http.idle_conn_time applies" },
+    { "net.http.max_conns_per_ip", T_INT, "0", F_RESTART, NULL,
+      "connections one client address may hold open at once; more are closed at once (0 = no limit; the nodes of "
+      "a cluster on one host share 127.0.0.1 with their clients)" },
     { "net.http.idle_conns", T_INT, "256", F_NOOP, NULL, NULL },
     { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP worker threads (0 = 2 x cores, at least 8)" },
     { "net.http.max_header_size", T_SIZE, "16KiB", F_RESTART, NULL, NULL },
@@ -579,6 +585,9 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->http_workers = (int)gi(doc, "net.http.workers");
     c->http_conn_timeout_s = (int)(gd(doc, "net.http.idle_conn_time") / 1000000000LL);
     c->http_max_header = gz(doc, "net.http.max_header_size");
+    int64_t hto = gd(doc, "net.http.header_timeout"), ito = gd(doc, "net.http.idle_conn_time");
+    c->http_header_timeout_s = (int)(hto / 1000000000LL);
+    c->http_max_conns_per_ip = gi(doc, "net.http.max_conns_per_ip");
     c->http_max_body_json = gz(doc, "net.http.max_json_body");
     c->plugins_dir = sl_xstrdup(gs(doc, "plugins.dir"));
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
@@ -668,6 +677,20 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     if (c->auth_method[0] == 'R' && !c->auth_key[0]) {
         sl_errf(err, SL_EINVAL, "auth.signature.method %s needs auth.signature.key: the issuer's RSA public key "
                 "(PEM)", c->auth_method);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (hto < 1000000000LL || hto > 3600000000000LL || ito < 1000000000LL || ito > 86400000000000LL) {
+        sl_errf(err, SL_EINVAL, "net.http.header_timeout must be 1s to 1h and net.http.idle_conn_time 1s to 24h (got "
+                "%.3fs and %.3fs; libmicrohttpd counts whole seconds)", (double)hto / 1e9, (double)ito / 1e9);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->http_max_conns_per_ip < 0 || c->http_max_conns_per_ip > 8192) {
+        sl_errf(err, SL_EINVAL, "net.http.max_conns_per_ip must be 0 (no limit) to 8192, a node's connection limit "
+                "(got %lld)", (long long)c->http_max_conns_per_ip);
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -57,6 +57,8 @@ struct sl_config {
     int http_workers;             /* net.http.workers: 0 = auto */
     int http_conn_timeout_s;      /* net.http.idle_conn_time (seconds) */
     uint64_t http_max_header;     /* net.http.max_header_size */
+    int http_header_timeout_s;    /* net.http.header_timeout (seconds) */
+    int64_t http_max_conns_per_ip; /* net.http.max_conns_per_ip (0: no limit) */
     uint64_t http_max_body_json;  /* net.http.max_json_body */
     char *plugins_dir;            /* plugins.dir */
     char *promote_dir;            /* promote.dir */

@@ -26,6 +26,7 @@ static char node_name[80] = "";
 static uint64_t req_counter;
 static sl_router_fn router;
 static size_t max_header; /* net.http.max_header_size at start; 0 = no check */
+static unsigned idle_timeout_s, hdr_timeout_s; /* net.http.idle_conn_time, header_timeout at start */
 
 void sl_http_set_node(const char *n)
 {
@@ -53,6 +54,7 @@ static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct sl_req *r = sl_xcalloc(1, sizeof(*r));
     r->raw_uri = sl_xstrdup(uri ? uri : "/");
+    r->uri_wire = uri;
     r->conn = c;
     r->t0 = sl_mono_ns();
     r->content_length = -1;
@@ -192,6 +194,117 @@ bool sl_req_path_is(const struct sl_req *r, const char *p)
 {
     size_t n = strlen(p);
     return r->path_len >= n && memcmp(r->path, p, n) == 0 && (r->path_len == n || r->path[n] == '/');
+}
+
+/* 1*DIGIT, saturating at UINT64_MAX; NULL when there is no digit */
+static const char *range_num(const char *p, const char *e, uint64_t *v)
+{
+    const char *s = p;
+    uint64_t n = 0;
+    for (; p < e && *p >= '0' && *p <= '9'; p++)
+        n = n > (UINT64_MAX - 9) / 10 ? UINT64_MAX : n * 10 + (uint64_t)(*p - '0');
+    *v = n;
+    return p == s ? NULL : p;
+}
+
+/* one range-spec in [p, e): int-range "a-[b]" or suffix-range "-n" (no
+ * spaces inside). 1 satisfiable (off, len set), 0 unsatisfiable, -1 invalid */
+static int range_spec(const char *p, const char *e, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    uint64_t a, b;
+    if (p < e && *p == '-') {
+        if (range_num(p + 1, e, &b) != e)
+            return -1;
+        if (!b || !size)
+            return 0;
+        *len = b > size ? size : b;
+        *off = size - *len;
+        return 1;
+    }
+    const char *q = range_num(p, e, &a);
+    if (!q || q == e || *q != '-')
+        return -1;
+    b = UINT64_MAX;
+    if (q + 1 < e && range_num(q + 1, e, &b) != e)
+        return -1;
+    if (b < a)
+        return -1; /* "5-3": invalid, not merely unsatisfiable (RFC 9110 §14.1.1) */
+    if (a >= size)
+        return 0;
+    if (b >= size)
+        b = size - 1;
+    *off = a;
+    *len = b - a + 1;
+    return 1;
+}
+
+int sl_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    if (!h)
+        return SL_RANGE_NONE;
+    if (strncasecmp(h, "bytes=", 6))
+        return SL_RANGE_INVALID;
+    /* range-set = 1#range-spec: OWS around the commas, empty elements allowed */
+    const char *p = h + 6, *end = p + strlen(p);
+    int n = 0, sat = 0;
+    uint64_t o1 = 0, l1 = 0; /* (*off, *len are set only for SL_RANGE_OK) */
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *c = strchr(p, ',');
+        const char *e = c ? c : end;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+            t--;
+        if (t > p) {
+            uint64_t o = 0, l = 0;
+            int rc = range_spec(p, t, size, &o, &l);
+            if (rc < 0)
+                return SL_RANGE_INVALID;
+            if (rc && !sat++) {
+                o1 = o;
+                l1 = l;
+            }
+            n++;
+        } else if (!c) {
+            break;
+        }
+        p = c ? c + 1 : end;
+    }
+    if (!n)
+        return SL_RANGE_INVALID;
+    if (n > 1)
+        return SL_RANGE_MULTI;
+    if (!sat)
+        return SL_RANGE_UNSAT;
+    *off = o1;
+    *len = l1;
+    return SL_RANGE_OK;
+}
+
+char *sl_req_raw_seg_slash(const struct sl_req *r, int n)
+{
+    const char *p = r->raw_uri, *end = p + strcspn(p, "?");
+    for (int i = 0; p < end && i <= n;) {
+        while (p < end && *p == '/')
+            p++;
+        const char *e = p;
+        while (e < end && *e != '/')
+            e++;
+        if (e == p)
+            break;
+        for (const char *q = p; q + 2 < e; q++) {
+            if (q[0] == '%' && q[1] == '2' && (q[2] == 'f' || q[2] == 'F')) {
+                char *out = sl_xmalloc((size_t)(e - p) + 1);
+                size_t l = sl_url_decode(p, (size_t)(e - p), out, false);
+                out[l] = 0;
+                return out;
+            }
+        }
+        p = e;
+        i++;
+    }
+    return NULL;
 }
 
 void sl_req_buffer_body(struct sl_req *r, uint64_t limit, sl_body_done_fn done)
@@ -678,6 +791,17 @@ static size_t req_header_size(struct sl_req *r, struct MHD_Connection *c, const 
     return n;
 }
 
+/* A raw NUL byte inside the request target. libmicrohttpd (0.9.75) hands
+ * the target to uri_log_cb as a C string in its read buffer, the NUL it
+ * writes over the space before the version ending it, and the version right
+ * after: a target cut short by a NUL of its own ends before that. */
+static bool nul_in_target(const struct sl_req *r, const char *version)
+{
+    if (!r->uri_wire || !version || !*version || version <= r->uri_wire)
+        return false;
+    return version != r->uri_wire + strlen(r->raw_uri) + 1;
+}
+
 /* Route a request whose body is still to come (the first call). */
 static void route_at_headers(struct sl_req *r)
 {
@@ -731,6 +855,7 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
     struct sl_req *r = *con_cls;
     if (!r) {
         r = uri_log_cb(NULL, url, c);
+        r->uri_wire = NULL; /* (url is already decoded here: no NUL check) */
         *con_cls = r;
     }
     sl_log_set_reqid(r->reqid);
@@ -766,10 +891,23 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
         }
     }
     if (!r->method_str) {
+        /* the header is in: from now on (body, keep-alive, the next
+         * requests) the connection may idle net.http.idle_conn_time */
+        if (idle_timeout_s != hdr_timeout_s)
+            MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, idle_timeout_s);
         r->method_str = method;
         r->method = method_of(method);
         set_remote(r, c);
         parse_uri(r);
+        if (nul_in_target(r, version)) {
+            /* "PUT /b/zz\0evil": everything after the NUL would be lost and
+             * another object named; answered at once, the body is not read */
+            sl_resp_errf(r, SL_EINVAL, "invalid request line: the request target holds a raw NUL byte after "
+                         "\"%s\"; nothing was done (a NUL cannot be part of a URL; send names percent-encoded)",
+                         r->raw_uri);
+            sl_log_set_reqid(NULL);
+            return MHD_YES;
+        }
         size_t hsz = max_header ? req_header_size(r, c, version) : 0;
         if (hsz > max_header) {
             /* answered at once: the connection closes, any body is not read */
@@ -976,8 +1114,8 @@ out:
     return rc;
 }
 
-int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s, size_t max_hdr,
-                  struct sl_err *err)
+int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s,
+                  int header_timeout_s, unsigned max_per_ip, size_t max_hdr, struct sl_err *err)
 {
     /* MHD clears this per-connection pool for every request, so it stays
      * small; it must hold a header somewhat over the limit so that the 431
@@ -985,6 +1123,8 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
     size_t mem_limit = max_hdr + 16 * 1024;
     router = rt;
     max_header = max_hdr;
+    idle_timeout_s = (unsigned)conn_timeout_s;
+    hdr_timeout_s = (unsigned)header_timeout_s;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
@@ -1007,7 +1147,9 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)workers,
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout_s,
+                           /* until a header is in (ahc raises it to conn_timeout_s) */
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)header_timeout_s,
+                           MHD_OPTION_PER_IP_CONNECTION_LIMIT, max_per_ip,
                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem_limit,
                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)8192,
                            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,

@@ -50,6 +50,7 @@ struct sl_req {
     int method;
     const char *method_str;
     char *raw_uri;
+    const char *uri_wire;       /* where MHD had the request target (its read buffer): only compared, never read */
     char *path;                 /* decoded; may contain any byte but NUL (see path_bad) */
     size_t path_len;
     bool path_bad;              /* decoded path contained NUL or was malformed */
@@ -109,8 +110,11 @@ typedef void (*sl_router_fn)(struct sl_req *r);
 /* Start listening. bind_addr NULL/"" = all interfaces. Requests whose
  * request line and header fields exceed max_header bytes get 431 (0 = no
  * limit beyond libmicrohttpd's connection pool). */
+/* conn_timeout_s: a connection idle this long after a request header came
+ * is closed; header_timeout_s: one idle this long before its (first) header
+ * is complete; max_per_ip: connections one address may have (0: no limit). */
 int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s,
-                  size_t max_header, struct sl_err *err);
+                  int header_timeout_s, unsigned max_per_ip, size_t max_header, struct sl_err *err);
 void sl_http_stop(void);
 /* Serve HTTPS with this certificate (chain) and key, PEM files: before
  * sl_http_start to turn TLS on, and again at any time to replace them (the
@@ -127,6 +131,22 @@ bool sl_req_query_bool(const struct sl_req *r, const char *key);
 /* The decoded path is p or below it: "/v1/etl" matches "/v1/etl" and
  * "/v1/etl/...", not "/v1/etlx". */
 bool sl_req_path_is(const struct sl_req *r, const char *p);
+/* Segments 0..n of the path as sent (split at the literal '/', empty ones
+ * skipped, before percent-decoding): the first that holds an encoded '/'
+ * (%2F), decoded (free it), or NULL. A bucket name must not: decoded first,
+ * "/v1/buckets/a%2Fb" would name bucket "a" and more. */
+char *sl_req_raw_seg_slash(const struct sl_req *r, int n);
+
+/* A Range header (RFC 9110 §14.1.2) against an object of size bytes. One
+ * parser for every front end, which then answers as its reference does. */
+enum {
+    SL_RANGE_NONE = 0,   /* no header */
+    SL_RANGE_OK,         /* one satisfiable range: [*off, *off + *len) */
+    SL_RANGE_INVALID,    /* not a valid "bytes=" range set: another unit, junk, "--5", "5-3", spaces */
+    SL_RANGE_MULTI,      /* a valid set of several ranges (not served) */
+    SL_RANGE_UNSAT,      /* valid, but not one byte of it is in the object ("bytes=-0", first >= size) */
+};
+int sl_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
 const char *sl_req_header(const struct sl_req *r, const char *name);  /* case-insensitive */
 /* iterate all values of a (possibly repeated) header */
 int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void *arg, const char *v), void *arg);

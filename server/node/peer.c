@@ -157,8 +157,30 @@ static struct curl_slist *mk_headers(const char *method, const char *url, const 
     return l;
 }
 
+/* sl_peer_abort_on: calls made by this thread give up once *flag is true */
+static __thread const volatile bool *abort_flag;
+
+void sl_peer_abort_on(const volatile bool *flag)
+{
+    abort_flag = flag;
+}
+
+static int abort_cb(void *p, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
+{
+    (void)dlt;
+    (void)dln;
+    (void)ult;
+    (void)uln;
+    const volatile bool *f = p;
+    return f && *f; /* non-zero: CURLE_ABORTED_BY_CALLBACK */
+}
+
 static void common_opts(CURL *c, const char *url, int64_t timeout_ms)
 {
+    /* (handles are pooled: set or cleared on every call) */
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, abort_flag ? 0L : 1L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, abort_flag ? abort_cb : NULL);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)abort_flag);
     if (timeout_ms <= 0)
         timeout_ms = sl_conf ? sl_conf->cplane_timeout_ns / 1000000 : 2000;
     curl_easy_setopt(c, CURLOPT_URL, url);

@@ -28,6 +28,12 @@ void sl_peer_global_init(void);
 void sl_peer_tls_opts(void *curl);
 void sl_peer_resp_free(struct sl_peer_resp *r);
 
+/* The calls this thread makes from now on give up (transport error,
+ * "Callback aborted") within about a second of *flag turning true; NULL: they
+ * run to their timeouts again. For loops that wait on peers (the join, the
+ * keepalive) so that a stop is prompt. */
+void sl_peer_abort_on(const volatile bool *flag);
+
 /* Buffered call. body may be NULL. timeout_ms 0 = cplane timeout. Returns 0
  * when a response arrived (any status), -1 on transport failure (r->err).
  * url, hdrs and body are only used during the call. */

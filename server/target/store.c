@@ -1025,8 +1025,11 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     }
     for (int i = 0; i < n; i++)
         sl_objmd_set_custom(&md, kv[i].k, kv[i].v);
+    /* merged with what the object has: still within the limits */
+    rc = sl_custom_md_check(md.custom, md.ncustom, "PATCH object (merged with the object's custom metadata)", err);
     struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md };
-    rc = sl_md_commit(mp->md, &op, 1, true, err);
+    if (rc == 0)
+        rc = sl_md_commit(mp->md, &op, 1, true, err);
     pthread_rwlock_unlock(lk);
     write_leave(b->bid);
     sl_objmd_free(&md);
