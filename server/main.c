@@ -323,6 +323,8 @@ int main(int argc, char **argv)
     memset(&G.self, 0, sizeof(G.self));
     snprintf(G.self.id, sizeof(G.self.id), "%s", G.id);
     G.self.type = role == SL_ROLE_PROXY ? SL_NODE_PROXY : SL_NODE_TARGET;
+    if (role == SL_ROLE_PROXY && c->non_electable)
+        G.self.flags |= SL_SNF_NONELECTABLE;
     char *host = c->hostname[0] ? sl_xstrdup(c->hostname)
                  : bind && *bind && strcmp(bind, "0.0.0.0") ? sl_xstrdup(bind)
                                                              : NULL;

@@ -288,7 +288,14 @@ static int apply_docs(json_t *docs, struct sl_err *err)
         pthread_mutex_unlock(&cmu);
         if (newer) {
             set_rmd(d);
-            if (G.role == SL_ROLE_TARGET)
+            /* not before this target is in the map: a joiner's pre-sync has
+             * the map without it, and a rebalance run with that map would
+             * send every object it holds away (it starts the latest one once
+             * it has joined, sl_start_after_http) */
+            struct sl_smap *sm = sl_smap_get();
+            bool member = sl_smap_find(sm, G.id) != NULL;
+            sl_smap_put(sm);
+            if (G.role == SL_ROLE_TARGET && member)
                 sl_reb_start(sl_json_str(d, "id", "g0"));
         }
     }
@@ -490,7 +497,8 @@ static int edit_join(struct sl_smap *s, void *arg, struct sl_err *err)
                        old->type == SL_NODE_PROXY ? "proxy" : "target");
     struct sl_snode n = ja->n;
     if (old) {
-        n.flags = old->flags & ~(uint64_t)SL_SNF_OFFLINE;
+        /* non-electable is the joiner's own setting (proxy.non_electable) */
+        n.flags = (old->flags & ~(uint64_t)(SL_SNF_OFFLINE | SL_SNF_NONELECTABLE)) | (ja->n.flags & SL_SNF_NONELECTABLE);
         if (old->flags == n.flags && !strcmp(old->url, n.url) && !strcmp(old->ctrl_url, n.ctrl_url) &&
             !strcmp(old->data_url, n.data_url))
             return 1; /* nothing changed */
@@ -968,7 +976,7 @@ int sl_start_cluster(struct sl_err *err)
         changed = !o || strcmp(o->url, G.self.url) || strcmp(s->primary, G.id);
         struct sl_snode p = G.self;
         if (o)
-            p.flags = o->flags;
+            p.flags = (o->flags & ~(uint64_t)SL_SNF_NONELECTABLE) | (G.self.flags & SL_SNF_NONELECTABLE);
         sl_smap_add(s, &p);
         snprintf(s->primary, sizeof(s->primary), "%s", G.id);
     }

@@ -79,7 +79,8 @@ static const struct key schema[] = {
     { "proxy.primary_url", T_STR, "", F_RESTART, NULL, NULL },
     { "proxy.original_url", T_STR, "", F_NOOP, NULL, NULL },
     { "proxy.discovery_url", T_STR, "", F_NOOP, NULL, NULL },
-    { "proxy.non_electable", T_BOOL, "false", F_NOOP, NULL, NULL },
+    { "proxy.non_electable", T_BOOL, "false", F_RESTART, NULL,
+      "this gateway never becomes the primary by election (read by each gateway at start)" },
 
     { "rebalance.enabled", T_BOOL, "true", 0, NULL, NULL },
 
@@ -617,6 +618,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->server_key = sl_xstrdup(gs(doc, "net.http.server_key"));
     c->client_ca_tls = sl_xstrdup(gs(doc, "net.http.client_ca_tls"));
     c->skip_verify = gb(doc, "net.http.skip_verify");
+    c->non_electable = gb(doc, "proxy.non_electable");
     if (c->use_https && (!c->server_crt[0] || !c->server_key[0])) {
         sl_errf(err, SL_EINVAL, "net.http.use_https needs net.http.server_crt and net.http.server_key (PEM files)");
         c->root = NULL;

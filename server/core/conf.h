@@ -69,6 +69,7 @@ struct sl_config {
     char *server_crt, *server_key;/* net.http.server_crt, server_key */
     char *client_ca_tls;          /* net.http.client_ca_tls: CA of peers */
     bool skip_verify;             /* net.http.skip_verify */
+    bool non_electable;           /* proxy.non_electable */
     bool auth_required;           /* auth.client_auth_required */
     char *auth_method;            /* auth.signature.method */
     char *auth_key;               /* auth.signature.key */

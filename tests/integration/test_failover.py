@@ -3,6 +3,7 @@
 PUT/GET load, a new primary is elected, no acknowledged write is lost, admin
 calls work again; the old primary comes back as a gateway; set-primary."""
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -59,6 +60,25 @@ class TestFailover(unittest.TestCase):
         p0, p1, p2 = [n for n in topo if n["role"] == "proxy"]
         u0, u1, u2 = ["http://127.0.0.1:%d" % n["port"] for n in (p0, p1, p2)]
         old = self.smap_at(self.c.url)["proxy_si"]["daemon_id"]
+        # the HRW candidate (highest id digest but the primary) is made non-electable: the next one wins
+        sm0 = self.smap_at(self.c.url)
+        ranked = sorted((pid for pid in sm0["pmap"] if pid != old), key=lambda p: -int(sm0["pmap"][p]["id_digest"]))
+        top = ranked[0]
+        tname = next(n["name"] for n in (p1, p2) if self.smap_at("http://127.0.0.1:%d" % n["port"])["proxy_si"]
+                     and requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % n["port"]).json()["daemon_id"]
+                     == top)
+        cfg = os.path.join(self.c.dir, tname, "shale.json")
+        with open(cfg) as f:
+            conf = json.load(f)
+        conf.setdefault("proxy", {})["non_electable"] = True
+        with open(cfg, "w") as f:
+            json.dump(conf, f)
+        self.c.kill9(tname)
+        self.c.cli("playground", "start", "--dir", self.c.dir)
+        wait_until(lambda: self.smap_at(self.c.url)["pmap"][top].get("flags", 0) & 1, 30,
+                   what="the top candidate flagged non-electable")
+        wait_until(lambda: not self.smap_at(self.c.url)["pmap"][top].get("flags", 0) & (1 << 16), 30,
+                   what="it is back")
         r = self.s.post(u1 + "/v1/buckets/fo", json={"action": "create-bck"})
         self.assertEqual(r.status_code, 200, r.text)
         stop, acked, errors = threading.Event(), {}, []
@@ -92,6 +112,7 @@ class TestFailover(unittest.TestCase):
         sm = self.smap_at(u1)
         new = sm["proxy_si"]["daemon_id"]
         self.assertNotEqual(new, old)
+        self.assertEqual(new, ranked[1], "the electable gateway with the highest digest after %s" % top)
         self.assertEqual(self.smap_at(u2)["proxy_si"]["daemon_id"], new)
         self.assertTrue(sm["pmap"][old].get("flags", 0) & (1 << 16), "old primary flagged offline")
         for t in sm["tmap"].values():
