@@ -23,6 +23,37 @@
 #define COPY_BUF (1024 * 1024)
 #define PC_IDLE_NS (5LL * 1000000000LL)    /* a put-copies job with nothing to do for this long ends */
 
+/* threads of this file at work (put-copies, make-n-copies), and the flag
+ * that sends them home before the store closes (sl_mirror_quiesce) */
+static int active;
+static volatile bool stopping;
+
+static bool enter(void)
+{
+    __atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
+        __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+        return false;
+    }
+    return true;
+}
+
+static void leave(void)
+{
+    __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+}
+
+void sl_mirror_quiesce(int64_t timeout_ms)
+{
+    __atomic_store_n(&stopping, true, __ATOMIC_SEQ_CST);
+    int64_t end = sl_mono_ns() + timeout_ms * 1000000;
+    while (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0 && sl_mono_ns() < end)
+        usleep(10000);
+    if (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0)
+        sl_logw("mirror: %d job thread(s) still copying after %lld ms; closing the store anyway",
+                __atomic_load_n(&active, __ATOMIC_SEQ_CST), (long long)timeout_ms);
+}
+
 int sl_mirror_want(const struct sl_bck *b)
 {
     json_t *mi = json_object_get(b->props, "mirror");
@@ -59,6 +90,10 @@ static int copy_to_work(int src, const struct sl_objmd *md, const struct sl_mpat
     uint64_t off = 0;
     int rc = 0;
     while (off < md->size && rc == 0) {
+        if (__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+            rc = sl_errf(err, SL_EUNAVAIL, "t[%s] is shutting down", G.id);
+            break;
+        }
         ssize_t r = pread(src, buf, (size_t)SL_MIN((uint64_t)COPY_BUF, md->size - off), (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
@@ -93,6 +128,8 @@ static int copy_to_work(int src, const struct sl_objmd *md, const struct sl_mpat
     if (rc == 0 && sl_store_sync_data() && fsync(out) < 0)
         rc = sl_errf(err, SL_EIO, "fsync of a copy on %s: %s", mp->path, strerror(errno));
     close(out);
+    if (rc == 0)
+        sl_fault("mirror-before-rename");
     if (rc < 0) {
         unlink(path);
         free(path);
@@ -531,7 +568,10 @@ void sl_mirror_after_put(const struct sl_bck *b, const char *name, size_t nlen)
         memset(k, 0, sizeof(*k));
         sl_bck_copy(&k->b, b);
     }
-    if (!k->job || k->job->end_ns) {
+    if (!k->job || k->job->end_ns || sl_job_aborting(k->job)) {
+        /* (an aborted one ends here; the objects it had queued are skipped: make-n-copies makes their copies) */
+        if (k->job && !k->job->end_ns)
+            sl_job_finish(k->job, "aborted");
         sl_job_put(k->job);
         k->job = sl_job_start("put-copies", NULL, b->name, "");
     } else if (k->b.props != b->props) { /* newer props (burst_buffer, copies) */
@@ -571,8 +611,9 @@ static bool pc_reap(int64_t now)
             k->job->idle = true;
             if (!k->idle_since)
                 k->idle_since = now;
-            if (now - k->idle_since >= PC_IDLE_NS || sl_bg_stopping() || sl_job_aborting(k->job)) {
-                sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
+            if (now - k->idle_since >= PC_IDLE_NS || stopping || sl_job_aborting(k->job)) {
+                if (!k->job->end_ns)
+                    sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
                 sl_job_put(k->job);
                 sl_bck_release(&k->b);
                 pcb[i] = pcb[--npcb];
@@ -587,8 +628,9 @@ static bool pc_reap(int64_t now)
 static void *pc_worker(void *arg)
 {
     (void)arg;
+    bool in = enter();
     pthread_mutex_lock(&pc_mu);
-    for (;;) {
+    for (; in;) {
         struct pc_item *it = pc_head;
         if (it) {
             pc_head = it->next;
@@ -601,7 +643,7 @@ static void *pc_worker(void *arg)
             if (job)
                 sl_bck_copy(&b, &k->b);
             pthread_mutex_unlock(&pc_mu);
-            if (job && !sl_job_aborting(job)) {
+            if (job && !sl_job_aborting(job) && !stopping) {
                 struct sl_err err = { 0 };
                 if (sl_mirror_fix(&b, it->name, it->nlen, sl_mirror_want(&b), job, &err) < 0 &&
                     err.code != SL_ENOOBJ) {
@@ -643,7 +685,7 @@ static void *pc_worker(void *arg)
             pthread_mutex_lock(&pc_mu);
             continue;
         }
-        if (pc_reap(sl_mono_ns()) || sl_bg_stopping())
+        if (pc_reap(sl_mono_ns()) || stopping)
             break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -652,6 +694,8 @@ static void *pc_worker(void *arg)
     }
     pc_running = false;
     pthread_mutex_unlock(&pc_mu);
+    if (in)
+        leave();
     return NULL;
 }
 
@@ -665,7 +709,7 @@ static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
 {
     char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
     size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
-    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job); m++) {
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
         char *after = NULL;
         size_t alen = 0;
@@ -688,7 +732,7 @@ static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
             }
             sl_md_iter_close(it);
             for (int i = 0; i < n; i++) {
-                if (!sl_job_aborting(job)) {
+                if (!sl_job_aborting(job) && !stopping) {
                     struct sl_err e = { 0 };
                     if (sl_mirror_fix(b, names[i], lens[i], want, job, &e) < 0 && e.code != SL_ENOOBJ) {
                         sl_logw("%s %s: %s/%.*s: %s", job->kind, job->id, b->name, (int)SL_MIN(lens[i], 200),
@@ -704,7 +748,7 @@ static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
                     free(names[i]);
                 }
             }
-            if (n < WALK_BATCH || sl_job_aborting(job))
+            if (n < WALK_BATCH || sl_job_aborting(job) || stopping)
                 break;
         }
         free(after);
@@ -725,6 +769,12 @@ static void *mnc_thread(void *arg)
 {
     struct mnc *q = arg;
     struct sl_job *job = q->job;
+    if (!enter()) {
+        sl_job_finish(job, "aborted: the target is shutting down");
+        sl_job_put(job);
+        free(q);
+        return NULL;
+    }
     struct sl_bmd *bmd = sl_bmd_get();
     const struct sl_bck *k = sl_bmd_find(bmd, q->prov, q->bname);
     struct sl_bck b;
@@ -748,9 +798,10 @@ static void *mnc_thread(void *arg)
     if (why[0])
         sl_job_fail(job, why);
     else
-        sl_job_finish(job, sl_job_aborting(job) ? "aborted" : NULL);
+        sl_job_finish(job, sl_job_aborting(job) || stopping ? "aborted" : NULL);
     sl_job_put(job);
     free(q);
+    leave();
     return NULL;
 }
 

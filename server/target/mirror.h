@@ -51,4 +51,8 @@ int sl_mirror_fix(const struct sl_bck *b, const char *name, size_t nlen, int wan
  * object of bucket prov/bname held here gets copies replicas. */
 int sl_mirror_start(const char *id, const char *prov, const char *bname, int copies, struct sl_err *err);
 
+/* Stop the mirror's job threads and wait (up to timeout_ms) until none is
+ * copying: before the store closes. Later work is refused. */
+void sl_mirror_quiesce(int64_t timeout_ms);
+
 #endif

@@ -401,6 +401,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
 
 void sl_store_close(bool clean)
 {
+    sl_mirror_quiesce(10000); /* (its threads copy between mountpaths) */
     for (int i = 0; i < nmpaths; i++) {
         sl_md_close(mpaths[i].md);
         if (clean) {

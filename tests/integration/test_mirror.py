@@ -318,6 +318,44 @@ class TestMirror(NodeTest, MirrorBase):
             self.assertEqual(self.head_copies(self.url, "rs", k)[0], 2)
 
 
+class TestMirrorCrash(NodeTest, MirrorBase):
+    """A crash while a copy is made (SHALE_FAULT): the acknowledged object reads back intact after the
+    restart, its metadata names no copy that is not complete, and make-n-copies makes the copies."""
+    mountpaths = 3
+
+    def crash_at(self, point, bucket):
+        self.node.stop()
+        self.node.start(env={"SHALE_FAULT": point})
+        self.create_bucket(bucket)
+        self.assertEqual(self.setprops(self.url, bucket, {"mirror": {"enabled": True}}).status_code, 200)
+        v = os.urandom(50000)
+        r = self.put(bucket, "obj", v)
+        self.assertEqual(r.status_code, 200, r.text)  # acknowledged before any copy is made
+        wait_until(lambda: self.node.proc.poll() is not None, 30, what="the fault point to be reached")
+        self.assertEqual(self.node.proc.returncode, 137)
+        self.node.proc = None
+        self.node.start()
+        r = self.get(bucket, "obj")
+        self.assertEqual((r.status_code, r.content), (200, v))
+        self.assertEqual(self.head_copies(self.url, bucket, "obj")[0], 1, "no copy recorded")
+        for mp in self.mpaths(self.node):
+            wk = os.path.join(mp, "@ais", bucket, "%wk")
+            self.assertEqual(os.listdir(wk) if os.path.isdir(wk) else [], [], "work files removed at start")
+        self.wait_job(self.url, self.make_n(self.url, bucket, 2))
+        self.assertEqual(self.head_copies(self.url, bucket, "obj")[0], 2)
+        for f in self.files_of(self.node, bucket, "obj"):
+            with open(f, "rb") as fh:
+                self.assertEqual(fh.read(), v, f)
+        r = self.get(bucket, "obj", params={"provider": "ais", "validate-checksum": "true"})
+        self.assertEqual((r.status_code, r.content), (200, v))
+
+    def test_crash_before_rename(self):
+        self.crash_at("mirror-before-rename", "cb")
+
+    def test_crash_after_rename(self):
+        self.crash_at("mirror-after-rename", "ca")
+
+
 class TestMirrorCluster(MirrorBase, NodeTest):
     """Two targets with 2 mountpaths each: each target mirrors its own objects."""
     mountpaths = 1
