@@ -271,10 +271,11 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
     sl_buf_init(&fqn);
     pthread_rwlock_rdlock(lk);
     int rc = sl_md_obj_get(main->md, b->bid, name, nlen, &md, err);
-    int fd = -1;
+    int fd = -1, oe = 0;
     if (rc == 1) {
         sl_obj_fqn(&fqn, main, b, name, nlen, md.fname);
         fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
+        oe = errno;
     }
     pthread_rwlock_unlock(lk);
     if (rc <= 0) {
@@ -282,7 +283,7 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
         return rc;
     }
     if (fd < 0) {
-        sl_errf(err, errno == ENOENT ? SL_ENOOBJ : SL_EIO, "main replica %s: %s", fqn.p, strerror(errno));
+        sl_errf(err, SL_EIO, "main replica %s: %s", fqn.p, strerror(oe));
         sl_buf_free(&fqn);
         sl_objmd_free(&md);
         return -1;
@@ -373,13 +374,17 @@ int sl_mirror_fix(const struct sl_bck *b, const char *name, size_t nlen, int wan
         if (have + 1 == want)
             break;
         rc = add_one(main, b, name, nlen, un.p, un.len, job, err);
-        if (rc < 0 && err->code == SL_ECKSUM && !restored) {
-            /* the main replica is damaged: never copy it; restore it from a copy, then go on */
+        if (rc < 0 && (err->code == SL_ECKSUM || err->code == SL_EIO) && !restored) {
+            /* the main replica is missing or damaged: never copy it; restore it from a copy, then go on */
             struct sl_err e2 = { 0 };
             restored = true;
             if (sl_mirror_restore(b, name, nlen, &e2) == 0) {
                 rc = 0;
                 continue;
+            }
+            if (e2.code == SL_ENOOBJ) { /* no replica was left: the object is gone */
+                rc = 0;
+                break;
             }
         }
         if (rc <= 0)
