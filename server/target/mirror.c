@@ -6,6 +6,7 @@
  */
 #include "mirror.h"
 #include "cksum.h"
+#include "conf.h"
 #include "log.h"
 #include "stats.h"
 #include "bg.h"
@@ -179,6 +180,8 @@ static struct sl_mpath *pick_dest(const struct sl_mpath *main, const struct sl_o
         uint64_t used = 0, total = 0;
         double u = sl_store_mpath_usage(i, &used, &total) == 0 && total ? (double)used / (double)total : 1.0;
         u = (double)(int)(u * 100); /* whole percents: the same filesystem is a tie */
+        if (sl_conf && sl_conf->space_oos_pct < 100 && u >= sl_conf->space_oos_pct)
+            continue; /* at or above space.out_of_space: no copies there either */
         uint64_t s = sl_hrw_mix(mp->digest ^ d);
         if (!best || u < bu || (u == bu && s > bs)) {
             best = mp;

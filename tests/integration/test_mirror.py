@@ -256,11 +256,15 @@ class TestMirror(NodeTest, MirrorBase):
         self.assertEqual(r.status_code, 200, r.text)
         p = self.bprops(self.url, "inv")["mirror"]
         self.assertEqual((p["copies"], p["burst_buffer"]), (2, 1))
-        objs = {"b%02d" % i: os.urandom(2000) for i in range(40)}
-        for k, v in objs.items():
-            self.assertEqual(self.put("inv", k, v).status_code, 200)
+        objs = {"b%02d" % i: os.urandom(20000) for i in range(64)}
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:  # a burst: more than one object waits at a time
+            codes = list(ex.map(lambda kv: self.put("inv", kv[0], kv[1]).status_code, objs.items()))
+        self.assertEqual(codes, [200] * len(objs))
         wait_until(lambda: all(len(self.replicas(self.node, "inv", k)) == 2 for k in objs), 60,
                    what="copies past the burst buffer")
+        # (8 writers against one copier and a buffer of 1: the overflow path, a walk of the bucket, ran)
+        self.assertIn("more than mirror.burst_buffer=1 objects of inv were waiting", self.node.log())
 
     def test_bad_copies_dropped(self):
         """Main gone, first copy corrupt: the next copy serves and restores; the bad one is dropped and made
@@ -348,6 +352,33 @@ class TestMirrorCrash(NodeTest, MirrorBase):
                 self.assertEqual(fh.read(), v, f)
         r = self.get(bucket, "obj", params={"provider": "ais", "validate-checksum": "true"})
         self.assertEqual((r.status_code, r.content), (200, v))
+
+    def test_fsck_after_unclean_stop(self):
+        """The full start-up check (after a kill) drops a recorded copy whose file is gone and restores a
+        missing main replica from its copy."""
+        self.create_bucket("fk")
+        self.assertEqual(self.setprops(self.url, "fk", {"mirror": {"enabled": True, "copies": 3}}).status_code, 200)
+        a, b = os.urandom(4000), os.urandom(5000)
+        self.assertEqual(self.put("fk", "a", a).status_code, 200)
+        self.assertEqual(self.put("fk", "b", b).status_code, 200)
+        wait_until(lambda: self.head_copies(self.url, "fk", "a")[0] == 3 and
+                   self.head_copies(self.url, "fk", "b")[0] == 3, 30, what="copies")
+        self.node.kill9()
+        main_a = self.main_file(self.node, "fk", "a")
+        os.unlink([f for f in self.files_of(self.node, "fk", "a") if f != main_a][0])
+        main_b = self.main_file(self.node, "fk", "b")
+        os.unlink(main_b)
+        self.node.start()
+        self.assertIn("fsck", self.node.log())
+        self.assertEqual(self.head_copies(self.url, "fk", "a")[0], 2, "the missing copy is no longer recorded")
+        with open(main_b, "rb") as fh:
+            self.assertEqual(fh.read(), b, "main restored at start")
+        self.assertEqual(self.head_copies(self.url, "fk", "b")[0], 3)
+        for k, v in (("a", a), ("b", b)):
+            r = self.get("fk", k)
+            self.assertEqual((r.status_code, r.content), (200, v))
+        self.wait_job(self.url, self.make_n(self.url, "fk", 3))
+        self.assertEqual(self.head_copies(self.url, "fk", "a")[0], 3)
 
     def test_crash_before_rename(self):
         self.crash_at("mirror-before-rename", "cb")
