@@ -155,7 +155,7 @@ static int head_remote(const struct bmd_job *j, struct sl_err *err)
 /* The fewest mountpaths any target has (a mirror cannot have more
  * replicas), asked of every target that is not offline: 0, or -1 when one
  * does not answer. */
-static int min_mountpaths(int *min, char *who, size_t wsz, struct sl_err *err)
+int sl_prx_min_mountpaths(int *min, char *who, size_t wsz, struct sl_err *err)
 {
     *min = -1;
     if (G.role == SL_ROLE_STANDALONE) {
@@ -209,10 +209,12 @@ static void bmd_run(struct sl_req *r, void *arg)
     struct bck_arg a = { j->prov, j->name, j->value, j->reset, -1, "", 1, 1 };
     const char *sch = sl_provider_scheme(j->prov);
     int rc;
-    /* a change that turns on or resizes a mirror must fit every target */
-    json_t *mi = json_object_get(j->value, "mirror");
-    if (!j->reset && mi && j->kind != BMD_DESTROY &&
-        min_mountpaths(&a.min_mpaths, a.min_who, sizeof(a.min_who), &err) < 0) {
+    /* a change that turns on or resizes a mirror must fit every target (so must a new or reset bucket
+     * that gets the cluster's mirror.* defaults) */
+    bool mi = !j->reset && json_object_get(j->value, "mirror");
+    bool dflt = sl_conf->mirror_enabled && (j->kind == BMD_CREATE || j->reset);
+    if ((mi || dflt) && j->kind != BMD_DESTROY &&
+        sl_prx_min_mountpaths(&a.min_mpaths, a.min_who, sizeof(a.min_who), &err) < 0) {
         sl_resp_err(r, &err);
         bmd_job_free(j);
         return;

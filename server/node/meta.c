@@ -485,9 +485,11 @@ static json_t *default_props(const char *provider)
     json_object_set_new(ve, "synchronize", json_false());
     json_object_set_new(p, "versioning", ve);
     json_t *mi = json_object();
-    json_object_set_new(mi, "copies", json_integer(SL_MIRROR_COPIES_DFLT));
-    json_object_set_new(mi, "burst_buffer", json_integer(SL_MIRROR_BURST_DFLT));
-    json_object_set_new(mi, "enabled", json_false());
+    /* the cluster's mirror.* (validated by the config) */
+    json_object_set_new(mi, "copies", json_integer(c && c->mirror_copies > 0 ? c->mirror_copies : SL_MIRROR_COPIES_DFLT));
+    json_object_set_new(mi, "burst_buffer", json_integer(c && c->mirror_burst > 0 ? c->mirror_burst
+                                                                                   : SL_MIRROR_BURST_DFLT));
+    json_object_set_new(mi, "enabled", json_boolean(c && c->mirror_enabled));
     json_object_set_new(p, "mirror", mi);
     json_t *ec = json_object();
     json_object_set_new(ec, "objsize_limit", json_integer(262144));

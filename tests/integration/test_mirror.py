@@ -387,6 +387,45 @@ class TestMirrorCrash(NodeTest, MirrorBase):
         self.crash_at("mirror-after-rename", "ca")
 
 
+class TestMirrorConfig(NodeTest, MirrorBase):
+    """The cluster's mirror.* config: the mirror props new buckets start with, validated like them."""
+    mountpaths = 3
+    extra_config = {"mirror": {"enabled": False, "copies": 2, "burst_buffer": 512}}  # AIStore's section loads
+
+    def setcfg(self, **kv):
+        return self.s.put(self.url + "/v1/cluster/set-config", params=kv, timeout=60)
+
+    def cfg(self):
+        r = self.s.get(self.url + "/v1/daemon", params={"what": "config"}, timeout=30)
+        return r.json()["mirror"]
+
+    def test_config_default(self):
+        before = self.cfg()
+        for kv, text in (({"mirror.copies": "40"}, "mirror"), ({"mirror.copies": "-1"}, "mirror"),
+                         ({"mirror.enabled": "true", "mirror.copies": "1"}, "mirror"),
+                         ({"mirror.burst_buffer": "20000"}, "mirror"),
+                         ({"mirror.enabled": "true", "mirror.copies": "4"},
+                          "not enough mountpaths (3) to configure new buckets as 4-way mirror")):
+            r = self.setcfg(**kv)
+            self.assertEqual(r.status_code, 400, (kv, r.text))
+            self.assertIn(text, r.json()["message"], kv)
+            self.assertEqual(self.cfg(), before, kv)
+        r = self.setcfg(**{"mirror.enabled": "true", "mirror.copies": "3"})
+        self.assertEqual(r.status_code, 200, r.text)
+        try:
+            self.create_bucket("dflt")
+            p = self.bprops(self.url, "dflt")["mirror"]
+            self.assertEqual((p["enabled"], p["copies"]), (True, 3))
+            v = os.urandom(3000)
+            self.assertEqual(self.put("dflt", "o", v).status_code, 200)
+            wait_until(lambda: len(self.files_of(self.node, "dflt", "o")) == 3 and
+                       self.head_copies(self.url, "dflt", "o")[0] == 3, 30, what="3 replicas from the default")
+        finally:
+            self.assertEqual(self.setcfg(**{"mirror.enabled": "false"}).status_code, 200)
+        self.create_bucket("plain")
+        self.assertFalse(self.bprops(self.url, "plain")["mirror"]["enabled"])
+
+
 class TestMirrorCluster(MirrorBase, NodeTest):
     """Two targets with 2 mountpaths each: each target mirrors its own objects."""
     mountpaths = 1
