@@ -286,6 +286,11 @@ class TestMirror(NodeTest, MirrorBase):
         self.assertEqual(r.content, v)
         with open(main_f, "rb") as fh:
             self.assertEqual(fh.read(), v)
+        # the same through the S3 front end (restored off the HTTP thread, then served)
+        os.unlink(main_f)
+        r = self.s.get(self.url + "/s3/m3/x", timeout=30)
+        self.assertEqual((r.status_code, r.content), (200, v))
+        self.assertTrue(os.path.isfile(main_f))
         # the corrupt copy was dropped, and put-copies makes a good one again
         wait_until(lambda: self.head_copies(self.url, "m3", "x")[0] == 3, 30, what="3 copies again")
         for f in self.files_of(self.node, "m3", "x"):
