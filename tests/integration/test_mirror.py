@@ -308,6 +308,40 @@ class TestMirror(NodeTest, MirrorBase):
         self.assertNotEqual(r.status_code, 200)
         self.assertNotEqual(r.content, v)
 
+    def test_concurrent_overwrites(self):
+        """Overwrites and deletes racing put-copies: in the end every object has exactly its replicas, all of
+        them the last acknowledged bytes, and no file is left of a deleted one."""
+        import concurrent.futures
+        self.create_bucket("race")
+        self.assertEqual(self.setprops(self.url, "race", {"mirror": {"enabled": True, "copies": 3}}).status_code,
+                         200)
+        last = {}
+
+        def writer(w):
+            for rnd in range(15):
+                for j in range(4):
+                    k = "w%d/o%d" % (w, j)
+                    v = os.urandom(1000 + 997 * ((rnd * 7 + j) % 50))
+                    self.assertEqual(self.put("race", k, v).status_code, 200)
+                    last[k] = v
+                if rnd % 5 == 4:
+                    k = "w%d/o0" % w
+                    self.assertEqual(self.s.delete(self.url + "/v1/objects/race/" + k, timeout=30).status_code, 200)
+                    last.pop(k)
+                    r = self.get("race", "w%d/o1" % w)
+                    self.assertEqual((r.status_code, r.content), (200, last["w%d/o1" % w]))
+        with concurrent.futures.ThreadPoolExecutor(6) as ex:
+            list(ex.map(writer, range(6)))
+        wait_until(lambda: all(self.head_copies(self.url, "race", k)[0] == 3 for k in last), 60, what="copies")
+        for k, v in last.items():
+            files = self.files_of(self.node, "race", k)
+            self.assertEqual(len(files), 3, (k, files))
+            for f in files:
+                with open(f, "rb") as fh:
+                    self.assertEqual(fh.read(), v, f)
+        for w in range(6):
+            self.assertEqual(self.files_of(self.node, "race", "w%d/o0" % w), [])
+
     def test_restart_keeps_copies(self):
         """Copy locations survive a restart (they are in the object's metadata) and old records read fine."""
         self.create_bucket("rs")
