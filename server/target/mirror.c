@@ -451,22 +451,21 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
         sl_buf_free(&fqn);
         return 0;
     }
+    /* the first intact copy restores the main; the others are checked so the bad ones can go */
     struct sl_objmd nm = md;
     nm.ncopies = 0;
+    uint64_t bad[SL_OBJ_MAX_COPIES];
+    int nbad = 0, nfiles = main_there ? 1 : 0;
     bool restored = false;
-    int bad = 0;
-    rc = 0;
     for (int i = 0; i < md.ncopies; i++) {
         struct sl_mpath *cm = sl_store_mpath_by_digest(md.copies[i]);
-        if (!cm || cm == main) {
-            bad++;
-            continue;
+        if (cm && cm != main) {
+            sl_obj_copy_fqn(&cf, cm, b, name, nlen);
+            if (access(cf.p, F_OK) == 0)
+                nfiles++;
         }
-        sl_obj_copy_fqn(&cf, cm, b, name, nlen);
-        if (!replica_ok(cf.p, &md, &fd)) {
-            sl_logw("%s: mirror copy %s is missing or damaged: dropped", cn, cf.p);
-            unlink(cf.p);
-            bad++;
+        if (!cm || cm == main || !replica_ok(cf.p, &md, &fd)) {
+            bad[nbad++] = md.copies[i];
             continue;
         }
         if (!restored) {
@@ -490,23 +489,34 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
         close(fd);
         nm.copies[nm.ncopies++] = md.copies[i];
     }
-    if (!restored) {
-        if (!main_there && !nm.ncopies) {
-            /* no replica left: the object is gone (as a DELETE interrupted after its files went) */
-            struct sl_md_op op = { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen };
-            sl_md_commit(main->md, &op, 1, true, NULL);
-            rc = sl_errf(err, SL_ENOOBJ, "%s does not exist (its main replica and all %d mirror copies are missing)",
-                         cn, md.ncopies);
-        } else {
-            if (bad)
-                put_md(main, b, name, nlen, &nm, NULL);
-            rc = main_there ? sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: the main replica %s is damaged and "
-                                      "none of its %d mirror copies is intact", cn, fqn.p, md.ncopies)
-                            : sl_errf(err, SL_EIO, "%s: the main replica %s is missing and could not be restored "
-                                      "from its copies (see the log)", cn, fqn.p);
+    rc = 0;
+    if (restored) {
+        /* bad copies go: metadata first, then their files */
+        if (nbad && put_md(main, b, name, nlen, &nm, NULL) == 0) {
+            for (int i = 0; i < nbad; i++) {
+                struct sl_mpath *cm = sl_store_mpath_by_digest(bad[i]);
+                if (!cm || cm == main)
+                    continue;
+                sl_obj_copy_fqn(&cf, cm, b, name, nlen);
+                sl_logw("%s: mirror copy %s is missing or damaged: dropped", cn, cf.p);
+                unlink(cf.p);
+            }
         }
-    } else if (bad) {
-        put_md(main, b, name, nlen, &nm, NULL);
+    } else if (nfiles == 0) {
+        /* no replica left at all: the object is gone (as after a DELETE interrupted once its files went) */
+        struct sl_md_op op = { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen };
+        sl_md_commit(main->md, &op, 1, true, NULL);
+        rc = sl_errf(err, SL_ENOOBJ, "%s does not exist (its main replica and its %d mirror cop%s are missing; "
+                     "the stale metadata was removed)", cn, md.ncopies, md.ncopies == 1 ? "y" : "ies");
+    } else if (nm.ncopies) {
+        rc = sl_errf(err, SL_EIO, "%s: the main replica %s is %s and could not be restored from its intact "
+                     "cop%s (see the log)", cn, fqn.p, main_there ? "damaged" : "missing",
+                     nm.ncopies == 1 ? "y" : "ies");
+    } else {
+        /* nothing intact: nothing is deleted either (left for inspection) */
+        rc = sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: the main replica %s is %s and none of its %d mirror "
+                     "cop%s is intact; nothing was changed on disk", cn, fqn.p, main_there ? "damaged" : "missing",
+                     md.ncopies, md.ncopies == 1 ? "y" : "ies");
     }
     pthread_rwlock_unlock(lk);
     if (restored && nm.ncopies + 1 < sl_mirror_want(b))

@@ -301,12 +301,18 @@ class TestMirror(NodeTest, MirrorBase):
         self.assertEqual(self.put("m3", "y", v).status_code, 200)
         wait_until(lambda: self.head_copies(self.url, "m3", "y")[0] == 2, 30, what="2 copies")
         paths = self.head_copies(self.url, "m3", "y")[1].strip("[]").split()
-        with open(os.path.join(paths[1], "@ais", "m3", "%ob", copy_fname("y")), "r+b") as fh:
+        only = os.path.join(paths[1], "@ais", "m3", "%ob", copy_fname("y"))
+        with open(only, "r+b") as fh:
             fh.write(b"corrupt")
         os.unlink(os.path.join(paths[0], "@ais", "m3", "%ob", "y"))
         r = self.get("m3", "y")
-        self.assertNotEqual(r.status_code, 200)
-        self.assertNotEqual(r.content, v)
+        self.assertEqual(r.status_code, 500, r.text[:300])
+        self.assertIn("BAD DATA CHECKSUM", r.json()["message"])
+        self.assertTrue(os.path.isfile(only), "nothing is deleted when no replica is intact")
+        # with no file left at all the object is gone (404), as after an interrupted DELETE
+        os.unlink(only)
+        self.assertEqual(self.get("m3", "y").status_code, 404)
+        self.assertEqual(self.s.head(self.url + "/v1/objects/m3/y", timeout=30).status_code, 404)
 
     def test_concurrent_overwrites(self):
         """Overwrites and deletes racing put-copies: in the end every object has exactly its replicas, all of
