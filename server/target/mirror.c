@@ -9,7 +9,6 @@
 #include "conf.h"
 #include "log.h"
 #include "stats.h"
-#include "bg.h"
 #include "node.h"
 
 #include <errno.h>
