@@ -325,17 +325,21 @@ static const struct cli_cmd cmds[] = {
       NULL },
     { "job start", "job start rebalance [--wait]\n"
                    "job start lru [ais://BUCKET ...] [--force] [--wait]\n"
+                   "job start mirror ais://BUCKET --copies N [--wait]\n"
                    "job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
-      "Start a rebalance, an LRU eviction (of the buckets named, else of all) or a dsort job from its spec (JSON or "
+      "Start a rebalance, an LRU eviction (of the buckets named, else of all), N-way mirroring of a bucket "
+      "(make-n-copies: N replicas of each object on distinct mountpaths) or a dsort job from its spec (JSON or "
       "YAML; SRC and DST replace its buckets).",
       F({ "-f, --file SPEC", "the dsort spec, JSON or YAML (- = stdin)", "none" },
         { "--force", "lru: evict from buckets with lru.enabled false too", "false" },
+        { "--copies N", "mirror: replicas of each object, the main one included (1 removes the copies)", "none" },
         { "--progress", "with --wait: print a dot while the job runs", "false" },
         { "-v, --verbose", "print the spec as sent (on stderr) first", "false" }),
       CF_WAIT, -1, { "job start rebalance --wait", "job start lru ais://cache --wait" }, NULL },
     { "job rm", "job rm [dsort] srt-ID", "Forget a finished dsort job.", NOF, 0, 2, { "job rm dsort srt-Ab12", NULL },
       NULL },
     { "start", "start rebalance [--wait]\n"
+               "start mirror ais://BUCKET --copies N [--wait]\n"
                "start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]", NULL, NOF, 0, 0,
       { NULL, NULL }, "job start" },
     { "dsort", "dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",

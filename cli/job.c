@@ -279,10 +279,46 @@ static int lru_start(struct opts *o)
     return rc;
 }
 
+/* shale job start mirror ais://B --copies N: make-n-copies (AIStore's `ais start mirror`) */
+static int mirror_start(struct opts *o)
+{
+    int64_t tmo;
+    const char *cs = opt_str(o, "copies");
+    char *end = NULL;
+    long n = cs ? strtol(cs, &end, 10) : 0;
+    if (o->argc != 2 || !cs || !*cs || *end || n < 1 || n > 32) {
+        fprintf(stderr, "Error: `shale start mirror ais://BUCKET --copies N` (N: replicas of each object, the main "
+                        "one included, 1-32; 1 removes the copies and turns mirroring off)\n");
+        return 1;
+    }
+    if (cli_timeout(o, &tmo) < 0)
+        return 1;
+    struct uri u;
+    if (uri_parse(o->argv[1], &u, true) < 0)
+        return 1;
+    if (u.obj && *u.obj) {
+        fprintf(stderr, "Error: `shale start mirror` takes a bucket, not an object (\"%s\")\n", o->argv[1]);
+        uri_free(&u);
+        return 1;
+    }
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+    char *id = cli_act_id("POST", pq, "make-n-copies", json_integer(n), "start mirror");
+    free(pq);
+    uri_free(&u);
+    if (!id)
+        return 1;
+    printf("%s\n", id);
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
+    free(id);
+    return rc;
+}
+
 static int job_start(struct opts *o)
 {
     if (o->argc >= 1 && !strcmp(o->argv[0], "dsort"))
         return dsort_start(o);
+    if (o->argc >= 1 && !strcmp(o->argv[0], "mirror"))
+        return mirror_start(o);
     if (o->argc >= 1 && !strcmp(o->argv[0], "lru"))
         return lru_start(o);
     if (o->argc < 1 || strcmp(o->argv[0], "rebalance"))

@@ -143,7 +143,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 
 static void pack_rec(msgpack_packer *pk, const char *suffix, size_t slen, const struct sl_objmd *m)
 {
-    msgpack_pack_array(pk, 10);
+    msgpack_pack_array(pk, m->ncopies > 0 ? 11 : 10);
     msgpack_pack_bin(pk, slen);
     msgpack_pack_bin_body(pk, suffix, slen);
     msgpack_pack_uint64(pk, m->size);
@@ -158,6 +158,12 @@ static void pack_rec(msgpack_packer *pk, const char *suffix, size_t slen, const 
     for (int i = 0; i < m->ncustom; i++) {
         pack_str(pk, m->custom[i].k);
         pack_str(pk, m->custom[i].v);
+    }
+    if (m->ncopies > 0) {
+        int n = m->ncopies < SL_OBJ_MAX_COPIES ? m->ncopies : SL_OBJ_MAX_COPIES;
+        msgpack_pack_array(pk, (size_t)n);
+        for (int i = 0; i < n; i++)
+            msgpack_pack_uint64(pk, m->copies[i]);
     }
 }
 
@@ -216,6 +222,11 @@ static int unpack_rec(const msgpack_object *r, const char **suffix, size_t *slen
             m->custom[i].v = obj_strdup(&a[9].via.map.ptr[i].val);
         }
         m->ncustom = (int)n;
+    }
+    if (r->via.array.size > 10 && a[10].type == MSGPACK_OBJECT_ARRAY) {
+        uint32_t n = a[10].via.array.size;
+        for (uint32_t i = 0; i < n && m->ncopies < SL_OBJ_MAX_COPIES; i++)
+            m->copies[m->ncopies++] = obj_u64(&a[10].via.array.ptr[i]);
     }
     return 0;
 }

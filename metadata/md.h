@@ -52,6 +52,8 @@ struct sl_kv {
     char *k, *v;
 };
 
+#define SL_OBJ_MAX_COPIES 31         /* mirror copies besides the main replica (mirror.copies <= 32) */
+
 struct sl_objmd {
     uint64_t size;
     int cksum_type;                 /* enum sl_cksum_type */
@@ -63,6 +65,12 @@ struct sl_objmd {
     uint32_t flags;                 /* SL_OBJ_F_* */
     int ncustom;
     struct sl_kv *custom;           /* owned */
+    /* n-way mirror: the mountpaths (XXH64 digest of the path, struct
+     * sl_mpath.digest) holding a full copy besides the main replica. Stored
+     * as an 11th record element only when ncopies > 0, so records without
+     * copies keep the old 10-element form and older builds read both. */
+    int ncopies;
+    uint64_t copies[SL_OBJ_MAX_COPIES];
 };
 
 #define SL_OBJ_F_ARCHIDX 1          /* shard has a member index (issue: formats) */

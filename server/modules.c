@@ -12,6 +12,7 @@
 #include "ishard.h"
 #include "lrit.h"
 #include "lru.h"
+#include "mirror_job.h"
 #include "moss.h"
 #include "mvb.h"
 #include "plan.h"
@@ -30,5 +31,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_promote_module,
     &sl_mvb_module,
     &sl_lru_module,
+    &sl_mirror_module,
     NULL,
 };

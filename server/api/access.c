@@ -481,6 +481,7 @@ static const struct {
     { "summary-bck", SL_ACCESS_LIST_OBJ, false, false },
     { "set-bprops", SL_ACCESS_PATCH, false, false },
     { "reset-bprops", SL_ACCESS_PATCH, false, false },
+    { "make-n-copies", SL_ACCESS_PATCH, false, false },
     { "rename-obj", SL_ACCESS_MOVE_OBJ, false, false },
     { "promote", SL_ACCESS_PROMOTE, false, false },
     { "blob-download", SL_ACCESS_PUT, false, false },

@@ -31,6 +31,60 @@
 
 /* ---- admin actions (PUT /v1/cluster) ---- */
 
+/* set-config of partial (consumed) */
+static void set_config(struct sl_req *r, json_t *partial)
+{
+    struct sl_err err = { 0 };
+    json_t *restart = json_array();
+    if (sl_cluster_set_config(partial, restart, &err) < 0)
+        sl_resp_err(r, &err);
+    else if (json_array_size(restart))
+        /* stored; these apply when the nodes restart */
+        sl_resp_json_new(r, 200, json_pack("{s:O,s:s}", "restart_required", restart, "message",
+                                           "stored; the keys in restart_required take effect when each node "
+                                           "restarts"));
+    else
+        sl_resp_empty(r, 200);
+    json_decref(restart);
+    json_decref(partial);
+}
+
+static void config_partial_free(void *arg)
+{
+    json_decref(arg);
+}
+
+/* set-config that touches mirror.* (pool thread): the default replicas of
+ * new buckets may not exceed any target's mountpaths (as set-bprops) */
+static void set_config_mirror(struct sl_req *r, void *arg)
+{
+    json_t *partial = arg, *mi = json_object_get(partial, "mirror");
+    struct sl_err err = { 0 };
+    json_t *en = json_object_get(mi, "enabled"), *cp = json_object_get(mi, "copies");
+    bool on = en ? json_is_true(en) : sl_conf->mirror_enabled;
+    long long n = cp ? (json_is_integer(cp) ? json_integer_value(cp) : atoll(json_string_value(cp) ?: "0"))
+                     : sl_conf->mirror_copies;
+    if (n == 0)
+        n = 2;
+    int min = -1;
+    char who[64] = "";
+    if (on && n > 1 && n <= 32) {
+        if (sl_prx_min_mountpaths(&min, who, sizeof(who), &err) < 0) {
+            sl_resp_err(r, &err);
+            json_decref(partial);
+            return;
+        }
+        if (n > min) {
+            sl_resp_errf(r, SL_EINVAL, "not enough mountpaths (%d) to configure new buckets as %lld-way mirror "
+                         "(mirror.copies, the cluster's default; %s has %d): add mountpaths or set fewer copies; "
+                         "nothing was changed", min, n, who, min);
+            json_decref(partial);
+            return;
+        }
+    }
+    set_config(r, partial);
+}
+
 static void cluster_put_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -69,18 +123,11 @@ static void cluster_put_done(struct sl_req *r)
             sl_resp_err(r, &err);
             return;
         }
-        json_t *restart = json_array();
-        if (sl_cluster_set_config(partial, restart, &err) < 0)
-            sl_resp_err(r, &err);
-        else if (json_array_size(restart))
-            /* stored; these apply when the nodes restart */
-            sl_resp_json_new(r, 200, json_pack("{s:O,s:s}", "restart_required", restart, "message",
-                                               "stored; the keys in restart_required take effect when each node "
-                                               "restarts"));
+        if (json_object_get(partial, "mirror"))
+            /* the mirror default must fit the targets' mountpaths: they are asked, off the HTTP thread */
+            sl_req_offload(r, set_config_mirror, config_partial_free, partial);
         else
-            sl_resp_empty(r, 200);
-        json_decref(restart);
-        json_decref(partial);
+            set_config(r, partial);
     } else if (!strcmp(a, "start-maintenance") || !strcmp(a, "stop-maintenance") ||
                !strcmp(a, "decommission-node") || !strcmp(a, "shutdown-node")) {
         const char *sid = sl_json_str(m.value, "sid", "");

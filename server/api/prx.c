@@ -14,6 +14,7 @@
 #include "log.h"
 #include "lost.h"
 #include "lso.h"
+#include "mirror.h"
 #include "module.h"
 #include "node.h"
 #include "stats.h"
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *bucket_actions_post = "create-bck";
+static const char *bucket_actions_post = "create-bck, make-n-copies";
 
 /* Bucket name from /v1/buckets/<name>[/...]: returns "" if none. */
 static char *bucket_from_path(struct sl_req *r)
@@ -41,7 +42,23 @@ struct bck_arg {
     const char *prov, *name;
     json_t *props;
     bool reset;
+    /* mirror: the fewest mountpaths of a target (-1: not asked, the change
+     * leaves mirror alone), which target, and replicas before and after */
+    int min_mpaths;
+    char min_who[64];
+    int old_want, new_want;
 };
+
+/* The new props want more replicas than some target has mountpaths. */
+static int mirror_fits(struct bck_arg *a, const struct sl_bck *k, struct sl_err *err)
+{
+    a->new_want = sl_mirror_want(k);
+    if (a->min_mpaths < 0 || a->new_want <= a->min_mpaths)
+        return 0;
+    return sl_errf(err, SL_EINVAL, "not enough mountpaths (%d) to configure %s://%s as %d-way mirror (%s has %d; "
+                   "add mountpaths or ask for fewer copies); nothing was changed", a->min_mpaths,
+                   sl_provider_scheme(a->prov), a->name, a->new_want, a->min_who, a->min_mpaths);
+}
 
 static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
@@ -50,7 +67,7 @@ static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
         return sl_errf(err, SL_EBCKEXIST, "bucket \"%s://%s\" already exists", sl_provider_scheme(ca->prov),
                        ca->name);
     const struct sl_bck *k = sl_bmd_add(b, ca->prov, ca->name, ca->props, err);
-    return k && sl_backend_check_props(k->props, err) == 0 ? 0 : -1;
+    return k && sl_backend_check_props(k->props, err) == 0 && mirror_fits(ca, k, err) == 0 ? 0 : -1;
 }
 
 static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
@@ -71,10 +88,12 @@ static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
 static int edit_props(struct sl_bmd *b, void *arg, struct sl_err *err)
 {
     struct bck_arg *pa = arg;
+    const struct sl_bck *k = sl_bmd_find(b, pa->prov, pa->name);
+    pa->old_want = k ? sl_mirror_want(k) : 1;
     if (sl_bmd_set_props(b, pa->prov, pa->name, pa->props, pa->reset, err) < 0)
         return -1;
-    const struct sl_bck *k = sl_bmd_find(b, pa->prov, pa->name);
-    return k ? sl_backend_check_props(k->props, err) : 0;
+    k = sl_bmd_find(b, pa->prov, pa->name);
+    return k ? (sl_backend_check_props(k->props, err) < 0 || mirror_fits(pa, k, err) < 0 ? -1 : 0) : 0;
 }
 
 /* The request's provider, normalised into *prov: ais, or one with a
@@ -106,6 +125,7 @@ struct bmd_job {
     char *name;
     json_t *value;
     bool reset, head_remote;
+    bool make_n;        /* make-n-copies: the job runs even when the props stay as they were */
 };
 
 static void bmd_job_free(void *arg)
@@ -133,13 +153,73 @@ static int head_remote(const struct bmd_job *j, struct sl_err *err)
                    "create it with --skip-lookup)", m);
 }
 
+/* The fewest mountpaths any target has (a mirror cannot have more
+ * replicas), asked of every target that is not offline: 0, or -1 when one
+ * does not answer. */
+int sl_prx_min_mountpaths(int *min, char *who, size_t wsz, struct sl_err *err)
+{
+    *min = -1;
+    if (G.role == SL_ROLE_STANDALONE) {
+        *min = sl_store_nmpaths();
+        snprintf(who, wsz, "t[%s]", G.id);
+        return 0;
+    }
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_OFFLINE, "GET", "/v1/daemon?what=node_status");
+    sl_tfan_run(&t, sl_conf->cplane_timeout_ns / 1000000);
+    int rc = 0;
+    for (int i = 0; i < t.n && rc == 0; i++) {
+        json_error_t je;
+        json_t *j = t.f[i].ok && t.f[i].resp.status == 200
+                        ? sl_json_loadb_u64(t.f[i].resp.body.p, t.f[i].resp.body.len, &je) : NULL;
+        json_t *nd = json_object_get(json_object_get(j, "capacity"), "num_disks");
+        if (!json_is_integer(nd))
+            rc = sl_errf(err, SL_EUNAVAIL, "cannot ask t[%s] how many mountpaths it has (%s): a mirror's copies "
+                         "need that many mountpaths on every target; nothing was changed, retry when it answers",
+                         t.who[i]->id, t.f[i].ok ? t.f[i].resp.err[0] ? t.f[i].resp.err : "no capacity in its answer"
+                         : "no answer");
+        else if (*min < 0 || json_integer_value(nd) < *min) {
+            *min = (int)json_integer_value(nd);
+            snprintf(who, wsz, "t[%s]", t.who[i]->id);
+        }
+        json_decref(j);
+    }
+    if (rc == 0 && *min < 0)
+        rc = sl_errf(err, SL_EUNAVAIL, "the cluster has no targets to mirror on; nothing was changed");
+    sl_tfan_free(&t);
+    return rc;
+}
+
+/* make-n-copies on every target (standalone: here); id filled */
+static int mirror_job_start(const char *prov, const char *name, int copies, char *id, size_t idsz,
+                            struct sl_err *err)
+{
+    sl_job_id(id, idsz, "");
+    if (G.role == SL_ROLE_STANDALONE)
+        return sl_mirror_start(id, prov, name, copies, err);
+    json_t *body = json_pack("{s:s,s:s,s:s,s:i}", "id", id, "provider", prov, "bck", name, "copies", copies);
+    int rc = sl_tfan_start_job(SL_TF_SKIP_OFFLINE, "/v1/internal/mirror/start", body, "make-n-copies", id, err);
+    json_decref(body);
+    return rc;
+}
+
 static void bmd_run(struct sl_req *r, void *arg)
 {
     struct bmd_job *j = arg;
     struct sl_err err = { 0 };
-    struct bck_arg a = { j->prov, j->name, j->value, j->reset };
+    struct bck_arg a = { j->prov, j->name, j->value, j->reset, -1, "", 1, 1 };
     const char *sch = sl_provider_scheme(j->prov);
     int rc;
+    /* a change that turns on or resizes a mirror must fit every target (so must a new or reset bucket
+     * that gets the cluster's mirror.* defaults) */
+    bool mi = !j->reset && json_object_get(j->value, "mirror");
+    bool dflt = sl_conf->mirror_enabled && (j->kind == BMD_CREATE || j->reset);
+    if ((mi || dflt) && j->kind != BMD_DESTROY &&
+        sl_prx_min_mountpaths(&a.min_mpaths, a.min_who, sizeof(a.min_who), &err) < 0) {
+        sl_resp_err(r, &err);
+        bmd_job_free(j);
+        return;
+    }
     if (j->kind == BMD_CREATE) {
         rc = j->head_remote ? head_remote(j, &err) : 0;
         if (rc == 0)
@@ -153,8 +233,21 @@ static void bmd_run(struct sl_req *r, void *arg)
     } else {
         rc = sl_bmd_modify(edit_props, &a, &err);
     }
+    char id[64] = "";
+    if (rc == 0 && j->kind == BMD_PROPS && (a.new_want != a.old_want || j->make_n)) {
+        /* mirror changed (or make-n-copies): existing objects get the new number of replicas */
+        a.new_want = a.new_want < 1 ? 1 : a.new_want;
+        rc = mirror_job_start(j->prov, j->name, a.new_want, id, sizeof(id), &err);
+        if (rc < 0)
+            sl_err_wrap(&err, "%s://%s now has mirror.copies=%d, but starting make-n-copies failed (run it again: "
+                        "make-n-copies %d)", sch, j->name, a.new_want, a.new_want);
+        else
+            sl_logi("%s://%s: %d replica(s) per object: make-n-copies %s", sch, j->name, a.new_want, id);
+    }
     if (rc < 0)
         sl_resp_err(r, &err);
+    else if (id[0])
+        sl_resp_text(r, 200, id);
     else
         sl_resp_empty(r, 200);
     bmd_job_free(j);
@@ -229,6 +322,36 @@ bool sl_prx_first_access(struct sl_req *r)
     return true;
 }
 
+/* POST {"action": "make-n-copies", "value": N}: mirror.copies=N,
+ * mirror.enabled=N>1, and the job that gives every object N replicas */
+static void make_n_copies(struct sl_req *r, const char *name, const json_t *v)
+{
+    struct sl_err err = { 0 };
+    const char *prov = "ais";
+    long long n = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+    if (json_is_string(v)) { /* "2": a number written as a string */
+        char *end;
+        n = strtoll(json_string_value(v), &end, 10);
+        if (!*json_string_value(v) || *end)
+            n = -1;
+    }
+    if (check_provider(r, name, &prov, &err) < 0 || sl_bck_name_valid(name, &err) < 0) {
+        sl_resp_err(r, &err);
+    } else if (n < 1 || n > SL_MIRROR_COPIES_MAX) {
+        sl_resp_errf(r, SL_EINVAL, "make-n-copies: \"value\" must be the number of replicas of each object, 1-%d "
+                     "(1 removes the copies and disables mirroring); nothing was done", SL_MIRROR_COPIES_MAX);
+    } else {
+        json_t *p = json_pack("{s:{s:I,s:b}}", "mirror", "copies", (json_int_t)n, "enabled", n > 1);
+        struct bmd_job *j = sl_xcalloc(1, sizeof(*j));
+        j->kind = BMD_PROPS;
+        j->prov = prov;
+        j->name = sl_xstrdup(name);
+        j->value = p;
+        j->make_n = true;
+        sl_req_offload(r, bmd_run, bmd_job_free, j);
+    }
+}
+
 static void post_bucket_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -248,6 +371,8 @@ static void post_bucket_done(struct sl_req *r)
         } else {
             bmd_offload(r, BMD_CREATE, prov, name, m.value, false);
         }
+    } else if (!strcmp(m.action, "make-n-copies")) {
+        make_n_copies(r, name, m.value);
     } else if (sl_modules_bucket_post(r, name, &m)) {
         /* handled by a job module (copy, etl, ...) */
     } else if (!m.action[0]) {

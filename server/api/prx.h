@@ -16,6 +16,10 @@ void sl_prx_cluster_get(struct sl_req *r);
  * thread and routes r again (sl_req_offload_reroute). False: not such a
  * request, route it as usual. */
 bool sl_prx_first_access(struct sl_req *r);
+/* The fewest mountpaths a target has (asking every target not offline;
+ * standalone: this node's), and which target (who). 0, or -1 with err when
+ * a target does not answer. Calls peers: never on an HTTP thread. */
+int sl_prx_min_mountpaths(int *min, char *who, size_t wsz, struct sl_err *err);
 
 
 #endif

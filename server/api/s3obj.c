@@ -13,6 +13,7 @@
 #include "peer.h"
 #include "stats.h"
 #include "store.h"
+#include "mirror.h"
 #include "upload.h"
 
 #include <openssl/crypto.h>
@@ -552,13 +553,51 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
     return rc == SL_RANGE_OK ? 1 : rc == SL_RANGE_UNSAT ? -1 : 0;
 }
 
+/* A mirrored object whose main replica is damaged (pool thread): restored
+ * from a copy; then the GET is routed again and finds it whole. */
+struct mirror_fix {
+    struct sl_bck b;
+    char *key;
+    size_t klen;
+};
+
+static void mirror_fix_free(void *arg)
+{
+    struct mirror_fix *f = arg;
+    sl_bck_release(&f->b);
+    free(f->key);
+    free(f);
+}
+
+static void mirror_fix_run(struct sl_req *r, void *arg)
+{
+    struct mirror_fix *f = arg;
+    struct sl_err err = { 0 };
+    if (sl_mirror_restore(&f->b, f->key, f->klen, &err) < 0) {
+        if (err.code == SL_ENOOBJ)
+            s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
+        else
+            s3_err_sl(r, &err);
+    }
+    mirror_fix_free(f);
+}
+
 static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
 {
     int fd = -1;
     struct sl_objmd md;
     memset(&md, 0, sizeof(md));
     struct sl_err err = { 0 };
-    if (sl_obj_open(b, q->key, q->klen, &fd, &md, NULL, &err) < 0) {
+    int orc = sl_obj_open_ex(b, q->key, q->klen, r->rerouted ? 0 : SL_OPEN_DEFER, &fd, &md, NULL, &err);
+    if (orc > 0) {
+        struct mirror_fix *f = sl_xcalloc(1, sizeof(*f));
+        sl_bck_copy(&f->b, b);
+        f->key = sl_xstrndup(q->key, q->klen);
+        f->klen = q->klen;
+        sl_req_offload_reroute(r, mirror_fix_run, mirror_fix_free, f);
+        return;
+    }
+    if (orc < 0) {
         if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
             s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
         else

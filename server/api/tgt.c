@@ -198,6 +198,30 @@ static bool held_here(const struct sl_bck *b, const char *name, size_t nlen);
 static void fetch_first(struct sl_req *r, void *arg);
 static void warm_check(struct sl_req *r, void *arg);
 
+/* A GET that checks the data: ?validate-checksum=true, or the bucket's
+ * checksum.validate_warm_get */
+static bool mirror_validate(struct sl_req *r, const struct sl_bck *b)
+{
+    return sl_req_query_bool(r, "validate-checksum") ||
+           json_is_true(json_object_get(json_object_get(b->props, "checksum"), "validate_warm_get"));
+}
+
+/* A mirrored object (pool thread): a missing, short or (when checked)
+ * corrupt main replica is restored from a healthy copy, then served. */
+static void mirror_get(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    int fd = -1;
+    struct sl_objmd md;
+    unsigned fl = mirror_validate(r, &c->b) ? SL_OPEN_VALIDATE : 0;
+    if (sl_obj_open_ex(&c->b, c->name, c->nlen, fl, &fd, &md, NULL, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        serve(r, &c->b, c->name, c->nlen, fd, &md);
+    cold_free(c);
+}
+
 static void obj_get(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -227,7 +251,18 @@ static void obj_get(struct sl_req *r)
     }
     int fd = -1;
     struct sl_objmd md;
-    if (sl_obj_open(&b, name, nlen, &fd, &md, NULL, &err) < 0) {
+    int orc = sl_obj_open_ex(&b, name, nlen, SL_OPEN_DEFER, &fd, &md, NULL, &err);
+    if (orc > 0 || (orc == 0 && md.ncopies > 0 && mirror_validate(r, &b))) {
+        /* a mirrored object whose main replica is damaged, or to be checked: off the HTTP thread */
+        if (orc == 0) {
+            close(fd);
+            sl_objmd_free(&md);
+        }
+        sl_req_offload(r, mirror_get, cold_free, cold_new(&b, name, nlen));
+        sl_bck_release(&b);
+        return;
+    }
+    if (orc < 0) {
         if (try_gfn(r, &b, name, nlen, &err)) {
             /* routed again once the neighbours were asked */
         } else if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
@@ -443,6 +478,29 @@ static void warm_check(struct sl_req *r, void *arg)
     cold_free(c);
 }
 
+/* Ais-Mirror-Copies / -Paths: the main replica's mountpath, then the
+ * copies'; V1 prints the list as AIStore's Go does ("[/a /b]"), V2 joins
+ * it with commas */
+static void mirror_headers(struct sl_req *r, const struct sl_mpath *mp, const struct sl_objmd *md, bool v1)
+{
+    struct sl_buf p;
+    sl_buf_init(&p);
+    sl_buf_printf(&p, "%s%s", v1 ? "[" : "", mp->path);
+    int n = 1;
+    for (int i = 0; i < md->ncopies; i++) {
+        struct sl_mpath *cm = sl_store_mpath_by_digest(md->copies[i]);
+        if (cm) {
+            sl_buf_printf(&p, "%s%s", v1 ? " " : ",", cm->path);
+            n++;
+        }
+    }
+    if (v1)
+        sl_buf_adds(&p, "]");
+    sl_hdr_addf(r, "Ais-Mirror-Copies", "%d", n);
+    sl_hdr_add(r, "Ais-Mirror-Paths", p.p);
+    sl_buf_free(&p);
+}
+
 static void obj_head(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -500,8 +558,7 @@ static void obj_head(struct sl_req *r)
             } else if (!strcmp(t, "location")) {
                 sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
             } else if (!strcmp(t, "copies")) {
-                sl_hdr_add(r, "Ais-Mirror-Copies", "1");
-                sl_hdr_addf(r, "Ais-Mirror-Paths", "%s", mp->path);
+                mirror_headers(r, mp, &md, false);
             } else if (!strcmp(t, "ec") || !strcmp(t, "chunked")) {
             } else {
                 /* t points into cp: format before freeing it */
@@ -526,8 +583,7 @@ static void obj_head(struct sl_req *r)
         sl_hdr_add(r, "Ais-Name", nm);
         free(nm);
         sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
-        sl_hdr_add(r, "Ais-Mirror-Copies", "1");
-        sl_hdr_addf(r, "Ais-Mirror-Paths", "[%s]", mp->path);
+        mirror_headers(r, mp, &md, true);
         sl_hdr_add(r, "Ais-Present", "true");
     }
     sl_hdr_add(r, "Accept-Ranges", "bytes");

@@ -84,6 +84,12 @@ static const struct key schema[] = {
 
     { "rebalance.enabled", T_BOOL, "true", 0, NULL, NULL },
 
+    { "mirror.enabled", T_BOOL, "false", 0, NULL, "new buckets are n-way mirrors (their props' mirror.enabled)" },
+    { "mirror.copies", T_INT, "2", 0, NULL,
+      "replicas of each object in new buckets, the main one included: 2-32 (0 = 2); 1 only when disabled" },
+    { "mirror.burst_buffer", T_INT, "512", 0, NULL,
+      "objects a target queues for put-copies per bucket before it walks the bucket instead: 1-10000 (0 = 512)" },
+
     { "space.cleanupwm", T_PCT, "65", F_NOOP, NULL, NULL },
     { "space.lowwm", T_PCT, "75", 0, NULL, "LRU eviction frees space down to this percent of a mountpath" },
     { "space.highwm", T_PCT, "90", 0, NULL, "above this percent of a mountpath, LRU eviction starts by itself" },
@@ -583,6 +589,10 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->space_low_pct = (int)gi(doc, "space.lowwm");
     c->space_high_pct = (int)gi(doc, "space.highwm");
     c->lru_capacity_upd_ns = gd(doc, "lru.capacity_upd_time");
+    c->mirror_enabled = gb(doc, "mirror.enabled");
+    long long mc = gi(doc, "mirror.copies"), mb = gi(doc, "mirror.burst_buffer");
+    c->mirror_copies = mc == 0 ? 2 : mc < 0 || mc > 32 ? -1 : (int)mc;
+    c->mirror_burst = mb == 0 ? 512 : mb < 0 || mb > 10000 ? -1 : (int)mb;
     c->http_workers = (int)gi(doc, "net.http.workers");
     c->http_conn_timeout_s = (int)(gd(doc, "net.http.idle_conn_time") / 1000000000LL);
     c->http_max_header = gz(doc, "net.http.max_header_size");
@@ -630,6 +640,14 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
         sl_errf(err, SL_EINVAL, "invalid space config: lowwm %d, highwm %d, out_of_space %d (expecting: 0 < lowwm <= "
                 "highwm <= out_of_space <= 100; set them together)", c->space_low_pct, c->space_high_pct,
                 c->space_oos_pct);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->mirror_copies < 0 || (c->mirror_enabled && c->mirror_copies == 1) || c->mirror_burst < 0) {
+        sl_errf(err, SL_EINVAL, "invalid mirror config: copies %lld, burst_buffer %lld, enabled %s (copies: 2-32 when "
+                "enabled, 0 = 2, 1 only when disabled; burst_buffer: 1-10000, 0 = 512)", mc, mb,
+                c->mirror_enabled ? "true" : "false");
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -54,6 +54,9 @@ struct sl_config {
     int space_low_pct;            /* space.lowwm */
     int space_high_pct;           /* space.highwm */
     int64_t lru_capacity_upd_ns;  /* lru.capacity_upd_time */
+    bool mirror_enabled;          /* mirror.*: the defaults of new buckets' mirror props */
+    int mirror_copies;            /* (0 in the file: 2) */
+    int mirror_burst;             /* (0 in the file: 512) */
     int http_workers;             /* net.http.workers: 0 = auto */
     int http_conn_timeout_s;      /* net.http.idle_conn_time (seconds) */
     uint64_t http_max_header;     /* net.http.max_header_size */

@@ -485,9 +485,11 @@ static json_t *default_props(const char *provider)
     json_object_set_new(ve, "synchronize", json_false());
     json_object_set_new(p, "versioning", ve);
     json_t *mi = json_object();
-    json_object_set_new(mi, "copies", json_integer(1));
-    json_object_set_new(mi, "burst_buffer", json_integer(128));
-    json_object_set_new(mi, "enabled", json_false());
+    /* the cluster's mirror.* (validated by the config) */
+    json_object_set_new(mi, "copies", json_integer(c && c->mirror_copies > 0 ? c->mirror_copies : SL_MIRROR_COPIES_DFLT));
+    json_object_set_new(mi, "burst_buffer", json_integer(c && c->mirror_burst > 0 ? c->mirror_burst
+                                                                                   : SL_MIRROR_BURST_DFLT));
+    json_object_set_new(mi, "enabled", json_boolean(c && c->mirror_enabled));
     json_object_set_new(p, "mirror", mi);
     json_t *ec = json_object();
     json_object_set_new(ec, "objsize_limit", json_integer(262144));
@@ -605,6 +607,37 @@ static int check_backend_shape(json_t *p, const json_t *partial, struct sl_err *
     return sl_bck_name_valid(name, err) < 0 ? -1 : 0;
 }
 
+/* mirror.* as merged (spec ha-durability.md §2): copies 0 means the
+ * default (2), 2-32 when enabled, 1 only when disabled; burst_buffer 0 the
+ * default (512), else 1-10000. Defaults are written in, so what reads back
+ * is what runs. */
+static int check_mirror(json_t *p, struct sl_err *err)
+{
+    json_t *mi = json_object_get(p, "mirror");
+    if (!json_is_object(mi))
+        return 0;
+    bool on = json_is_true(json_object_get(mi, "enabled"));
+    json_int_t n = json_integer_value(json_object_get(mi, "copies"));
+    json_int_t bb = json_integer_value(json_object_get(mi, "burst_buffer"));
+    if (n == 0)
+        json_object_set_new(mi, "copies", json_integer(n = SL_MIRROR_COPIES_DFLT));
+    if (n < 0 || n > SL_MIRROR_COPIES_MAX)
+        return sl_errf(err, SL_EINVAL, "bucket property mirror.copies %lld is out of range: valid 2-%d (replicas of "
+                       "each object, the main one included; 0 means %d), or 1 with mirror.enabled=false; nothing was "
+                       "changed", (long long)n, SL_MIRROR_COPIES_MAX, SL_MIRROR_COPIES_DFLT);
+    if (on && n == 1)
+        return sl_errf(err, SL_EINVAL, "bucket property mirror.copies 1 with mirror.enabled=true: a mirror needs 2-%d "
+                       "replicas (to turn mirroring off set mirror.enabled=false, or make-n-copies 1); nothing was "
+                       "changed", SL_MIRROR_COPIES_MAX);
+    if (bb == 0)
+        json_object_set_new(mi, "burst_buffer", json_integer(bb = SL_MIRROR_BURST_DFLT));
+    if (bb < 1 || bb > SL_MIRROR_BURST_MAX)
+        return sl_errf(err, SL_EINVAL, "bucket property mirror.burst_buffer %lld is out of range: valid 1-%d (objects "
+                       "a target queues for put-copies; 0 means %d); nothing was changed", (long long)bb,
+                       SL_MIRROR_BURST_MAX, SL_MIRROR_BURST_DFLT);
+    return 0;
+}
+
 static void decode_bck(struct sl_bck *b)
 {
     json_t *ck = json_object_get(json_object_get(b->props, "checksum"), "type");
@@ -688,10 +721,10 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "invalid lru.dont_evict_time \"%s\" (a duration: 90s, 2h, 2h30m)",
                                json_string_value(v));
         }
-        if ((!strncmp(full, "mirror.", 7) || !strncmp(full, "ec.", 3)) && !json_equal(cur, v))
-            return sl_errf(err, SL_EUNSUPP, "bucket property %s cannot be changed: this build has neither mirroring "
-                           "nor erasure coding yet, and a setting that did nothing would promise redundancy that "
-                           "is not there; nothing changed", full);
+        if (!strncmp(full, "ec.", 3) && !json_equal(cur, v))
+            return sl_errf(err, SL_EUNSUPP, "bucket property %s cannot be changed: this build has no erasure coding "
+                           "yet (n-way mirroring is there: mirror.*), and a setting that did nothing would promise "
+                           "redundancy that is not there; nothing changed", full);
         if (!strcmp(full, "lru.capacity_upd_time") && !json_equal(cur, v))
             return sl_errf(err, SL_EINVAL, "bucket property lru.capacity_upd_time has no effect in Shale: how often "
                            "targets check their capacity is the cluster's lru.capacity_upd_time");
@@ -711,7 +744,8 @@ const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const ch
 {
     json_t *props = default_props(provider);
     if (props_to_set && !json_is_null(props_to_set) &&
-        (merge_props(props, props_to_set, "", err) < 0 || check_backend_shape(props, NULL, err) < 0)) {
+        (merge_props(props, props_to_set, "", err) < 0 || check_backend_shape(props, NULL, err) < 0 ||
+         check_mirror(props, err) < 0)) {
         json_decref(props);
         return NULL;
     }
@@ -771,7 +805,8 @@ int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, j
                     json_object_set(np, dk, dv);
             }
             json_decref(def);
-            if (merge_props(np, partial, "", err) < 0 || check_backend_shape(np, partial, err) < 0) {
+            if (merge_props(np, partial, "", err) < 0 || check_backend_shape(np, partial, err) < 0 ||
+                check_mirror(np, err) < 0) {
                 json_decref(np);
                 return -1;
             }

@@ -87,6 +87,12 @@ const struct sl_snode *sl_smap_hrw_target_all(const struct sl_smap *s, const cha
 void sl_snode_name(const struct sl_snode *n, char *out, size_t sz);
 
 /* ---- BMD ---- */
+/* bucket props mirror.* (spec ha-durability.md §2) */
+#define SL_MIRROR_COPIES_DFLT 2
+#define SL_MIRROR_COPIES_MAX 32
+#define SL_MIRROR_BURST_DFLT 512
+#define SL_MIRROR_BURST_MAX 10000
+
 struct sl_bck {
     char name[SL_MAX_BCKNAME + 1];
     char provider[8];          /* "ais" */

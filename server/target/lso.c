@@ -248,7 +248,7 @@ static void fill_entry(struct sl_lsent *e, const char *name, size_t nlen, const 
     if (p & SL_LP_CUSTOM)
         e->custom = custom_str(md);
     if (p & SL_LP_COPIES)
-        e->copies = 1;
+        e->copies = 1 + md->ncopies;
     if (!(m->flags & SL_LSO_NAME_ONLY))
         e->flags = SL_ENT_CACHED;
 }

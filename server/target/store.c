@@ -5,6 +5,7 @@
 #include "store.h"
 #include "cksum.h"
 #include "log.h"
+#include "mirror.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -251,6 +252,54 @@ void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_b
         sl_buf_add(out, name, nlen);
 }
 
+pthread_rwlock_t *sl_obj_lock(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    return name_lock(b, name, nlen);
+}
+
+void sl_obj_copy_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name,
+                     size_t nlen)
+{
+    char fname[72];
+    hashed_fname(name, nlen, fname);
+    sl_obj_fqn(out, mp, b, name, nlen, fname);
+}
+
+char *sl_store_work_path(const struct sl_mpath *mp, const struct sl_bck *b)
+{
+    struct sl_buf d;
+    sl_buf_init(&d);
+    bdir(&d, mp, b, "%wk");
+    sl_mkdir_p(d.p, 0755);
+    char rid[24];
+    sl_rand_id(rid, 16);
+    sl_buf_printf(&d, "/%s", rid);
+    return sl_buf_steal(&d);
+}
+
+bool sl_store_sync_data(void)
+{
+    return wp_data == SL_WP_IMMEDIATE;
+}
+
+/* Remove the files of md's mirror copies (the metadata is the caller's). */
+static void unlink_copies(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *md)
+{
+    if (md->ncopies <= 0)
+        return;
+    struct sl_buf f;
+    sl_buf_init(&f);
+    for (int i = 0; i < md->ncopies; i++) {
+        struct sl_mpath *mp = sl_store_mpath_by_digest(md->copies[i]);
+        if (!mp)
+            continue;
+        sl_obj_copy_fqn(&f, mp, b, name, nlen);
+        if (unlink(f.p) < 0 && errno != ENOENT)
+            sl_logw("cannot remove mirror copy %s: %s", f.p, strerror(errno));
+    }
+    sl_buf_free(&f);
+}
+
 /* ---- init, placement ---- */
 
 int sl_store_nmpaths(void)
@@ -261,6 +310,14 @@ int sl_store_nmpaths(void)
 struct sl_mpath *sl_store_mpath(int i)
 {
     return i >= 0 && i < nmpaths ? &mpaths[i] : NULL;
+}
+
+struct sl_mpath *sl_store_mpath_by_digest(uint64_t d)
+{
+    for (int i = 0; i < nmpaths; i++)
+        if (mpaths[i].digest == d)
+            return &mpaths[i];
+    return NULL;
 }
 
 struct sl_mpath *sl_store_pick(const char *uname, size_t ulen)
@@ -345,6 +402,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
 
 void sl_store_close(bool clean)
 {
+    sl_mirror_quiesce(10000); /* (its threads copy between mountpaths) */
     for (int i = 0; i < nmpaths; i++) {
         sl_md_close(mpaths[i].md);
         if (clean) {
@@ -823,6 +881,11 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
         goto fail;
     }
 renamed:
+    /* the old object's mirror copies: the new metadata names none of them;
+     * removed under the lock so a copy of the new object made meanwhile is
+     * never the one unlinked */
+    if (had == 1)
+        unlink_copies(&p->bck, p->name, p->nlen, &old);
     pthread_rwlock_unlock(lk);
     /* the rename (and any directory made for it) must survive a power cut
      * before the PUT is acknowledged; the pending marker stays until then */
@@ -850,6 +913,7 @@ renamed:
         sl_objmd_free(&old);
     free(final_rel);
     sl_buf_free(&fqn);
+    sl_mirror_after_put(&p->bck, p->name, p->nlen);
     if (out)
         *out = md;
     else
@@ -900,28 +964,73 @@ int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl
 int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
                 struct sl_mpath **mpo, struct sl_err *err)
 {
+    return sl_obj_open_ex(b, name, nlen, 0, fd, md, mpo, err);
+}
+
+/* Whether the open main replica of a mirrored object is damaged: the wrong
+ * size, or (validate) the wrong checksum. */
+static bool main_damaged(int fd, const struct sl_objmd *md, bool validate)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != md->size)
+        return true;
+    if (!validate || md->cksum_type == SL_CK_NONE || !md->cksum[0])
+        return false;
+    char ck[SL_CKSUM_HEX_MAX];
+    return sl_cksum_fd(md->cksum_type, fd, ck) < 0 || strcmp(ck, md->cksum) != 0;
+}
+
+int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int *fd,
+                   struct sl_objmd *md, struct sl_mpath **mpo, struct sl_err *err)
+{
     struct sl_mpath *mp = locate(b, name, nlen);
     char cn[400];
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
-    pthread_rwlock_rdlock(lk);
-    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, md, err);
-    if (rc <= 0) {
-        pthread_rwlock_unlock(lk);
-        if (rc == 0) {
-            sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-            sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+    for (int attempt = 0;; attempt++) {
+        pthread_rwlock_rdlock(lk);
+        int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, md, err);
+        if (rc <= 0) {
+            pthread_rwlock_unlock(lk);
+            if (rc == 0) {
+                sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+                sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
+            }
+            return -1;
         }
-        return -1;
-    }
-    struct sl_buf fqn;
-    sl_buf_init(&fqn);
-    sl_obj_fqn(&fqn, mp, b, name, nlen, md->fname);
-    *fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
-    int e = errno;
-    pthread_rwlock_unlock(lk);
-    if (*fd < 0) {
+        struct sl_buf fqn;
+        sl_buf_init(&fqn);
+        sl_obj_fqn(&fqn, mp, b, name, nlen, md->fname);
+        *fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
+        int e = errno;
+        pthread_rwlock_unlock(lk);
+        bool mirrored = md->ncopies > 0 && attempt == 0;
+        if (*fd >= 0 && (!mirrored || !main_damaged(*fd, md, flags & SL_OPEN_VALIDATE))) {
+            sl_buf_free(&fqn);
+            if (mpo)
+                *mpo = mp;
+            return 0;
+        }
+        if (mirrored && (*fd >= 0 || e == ENOENT)) {
+            /* the main replica is missing or damaged: a copy serves, and restores it */
+            if (*fd >= 0)
+                close(*fd);
+            *fd = -1;
+            sl_buf_free(&fqn);
+            sl_objmd_free(md);
+            if (flags & SL_OPEN_DEFER)
+                return 1;
+            if (sl_mirror_restore(b, name, nlen, err) < 0)
+                return -1;
+            continue; /* open the restored main (once) */
+        }
+        if (*fd >= 0) { /* (restored, and damaged again: let the caller's checks say so) */
+            sl_buf_free(&fqn);
+            if (mpo)
+                *mpo = mp;
+            return 0;
+        }
         sl_obj_cname(cn, sizeof(cn), b, name, nlen);
         if (e == ENOENT) {
             /* metadata without a file (a DELETE interrupted by a crash): heal */
@@ -936,10 +1045,6 @@ int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, 
         sl_objmd_free(md);
         return -1;
     }
-    sl_buf_free(&fqn);
-    if (mpo)
-        *mpo = mp;
-    return 0;
 }
 
 /* want_mtime: delete only if the object was last written then (else 1) */
@@ -971,8 +1076,11 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
         goto out;
     }
     sl_obj_fqn(&fqn, mp, b, name, nlen, md.fname);
-    /* file first, then metadata: a crash in between leaves metadata without
-     * a file, which reads heal; never a resurrected object */
+    /* mirror copies first, then the file, then metadata: a crash in between
+     * leaves metadata without a file (or without some copies), which reads
+     * heal; never a resurrected object (a GET restores a missing main from
+     * a copy, so the copies must be gone before the main is) */
+    unlink_copies(b, name, nlen, &md);
     if (unlink(fqn.p) < 0 && errno != ENOENT) {
         rc = sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(errno));
         goto out;
@@ -1152,15 +1260,27 @@ int sl_obj_edit_commit(struct sl_obj_edit *e, struct sl_err *err)
     if (e->b.versioning)
         md.version++;
     md.mtime = md.atime = sl_now_ns();
+    md.ncopies = 0; /* the copies hold the old bytes: dropped below, made again by put-copies */
     struct sl_md_op ops[2] = {
         { .kind = SL_MD_PUT_OBJ, .bid = e->b.bid, .name = e->name, .nlen = e->nlen, .md = &md },
         { .kind = SL_MD_DEL_PENDING, .key = e->mark, .klen = e->mark ? strlen(e->mark) : 0 },
     };
     int rc = sl_md_commit(e->mp->md, ops, e->mark ? 2 : 1, true, err);
+    if (rc == 0)
+        unlink_copies(&e->b, e->name, e->nlen, &e->md);
     sl_objmd_free(&md);
     free(e->mark);
     e->mark = NULL; /* cleared in the same transaction */
+    struct sl_bck b;
+    sl_bck_copy(&b, &e->b);
+    char *name = e->name;
+    size_t nlen = e->nlen;
+    e->name = NULL;
     edit_release(e);
+    if (rc == 0)
+        sl_mirror_after_put(&b, name, nlen);
+    sl_bck_release(&b);
+    free(name);
     return rc;
 }
 
@@ -1402,6 +1522,51 @@ static void walk_files(struct walk_ctx *wc, const char *dir)
     closedir(d);
 }
 
+/* A mirrored object's copies: those missing or of the wrong size are
+ * dropped from its metadata; a missing main is restored from a copy. True
+ * when something was fixed (the record is then settled). */
+static bool fsck_copies(struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
+                        const struct sl_objmd *md, bool main_there)
+{
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    if (!main_there) {
+        struct sl_err e = { 0 };
+        if (sl_mirror_restore(b, name, nlen, &e) == 0)
+            sl_logw("fsck %s: %s: main replica missing; restored from a mirror copy", mp->path, cn);
+        else
+            sl_logw("fsck %s: %s: main replica missing and not restored: %s", mp->path, cn, e.msg);
+        return true;
+    }
+    struct sl_objmd nm;
+    sl_objmd_copy(&nm, md);
+    nm.ncopies = 0;
+    struct sl_buf f;
+    sl_buf_init(&f);
+    for (int i = 0; i < md->ncopies; i++) {
+        struct sl_mpath *cm = sl_store_mpath_by_digest(md->copies[i]);
+        struct stat st;
+        if (cm && cm != mp) {
+            sl_obj_copy_fqn(&f, cm, b, name, nlen);
+            if (stat(f.p, &st) == 0 && (uint64_t)st.st_size == md->size) {
+                nm.copies[nm.ncopies++] = md->copies[i];
+                continue;
+            }
+            unlink(f.p);
+        }
+        sl_logw("fsck %s: %s: mirror copy on %s is missing or damaged; dropped (make-n-copies re-creates it)",
+                mp->path, cn, cm ? cm->path : "a mountpath no longer configured");
+    }
+    sl_buf_free(&f);
+    bool changed = nm.ncopies != md->ncopies;
+    if (changed) {
+        struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &nm };
+        sl_md_commit(mp->md, &op, 1, true, NULL);
+    }
+    sl_objmd_free(&nm);
+    return changed;
+}
+
 static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_md, int *adopted)
 {
     for (int i = 0; i < bmd->n; i++) {
@@ -1419,7 +1584,9 @@ static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_
             const struct sl_objmd *md = sl_md_iter_md(it);
             sl_obj_fqn(&fqn, mp, b, name, nlen, md->fname);
             struct stat st;
-            if (stat(fqn.p, &st) < 0) {
+            if (md->ncopies > 0 && fsck_copies(mp, b, name, nlen, md, stat(fqn.p, &st) == 0)) {
+                (*fixed_md)++;
+            } else if (stat(fqn.p, &st) < 0) {
                 sl_logw("fsck %s: %s://%s/%.*s has metadata but no file; removing the metadata", mp->path,
                         sl_provider_scheme(b->provider), b->name, (int)SL_MIN(nlen, 200), name);
                 struct sl_md_op op = { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen };

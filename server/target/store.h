@@ -23,6 +23,8 @@
 #include "meta.h"
 #include "conf.h"
 
+#include <pthread.h>
+
 struct sl_mpath {
     char *path;
     uint64_t digest;
@@ -99,6 +101,16 @@ int sl_put_adopt_summed(struct sl_put *p, uint64_t size, struct sl_err *err);
  * mountpath. On error there is nothing to close or free. */
 int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
                 struct sl_mpath **mp, struct sl_err *err);
+/* sl_obj_open with flags. An object of a mirrored bucket whose main replica
+ * is missing, has the wrong size, or (SL_OPEN_VALIDATE) fails its checksum
+ * is restored from a healthy copy (sl_mirror_restore) and then opened;
+ * with SL_OPEN_DEFER nothing is repaired and 1 is returned instead (nothing
+ * to close or free): the caller repairs off its thread. Objects without
+ * copies are opened as sl_obj_open does (0 / -1). */
+#define SL_OPEN_VALIDATE 1
+#define SL_OPEN_DEFER 2
+int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int *fd,
+                   struct sl_objmd *md, struct sl_mpath **mp, struct sl_err *err);
 /* Metadata only; 1 found (md the caller's to sl_objmd_free), 0 not found
  * (err set), -1 error */
 int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mp,
@@ -159,6 +171,23 @@ int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen);
 int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total);
 void sl_store_seal(uint64_t bid, bool on);
 int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
+
+/* ---- for the mirror (mirror.c) ---- */
+/* The lock of an object's name (read: a consistent file and metadata;
+ * write: changing either). Static storage. */
+pthread_rwlock_t *sl_obj_lock(const struct sl_bck *b, const char *name, size_t nlen);
+/* The mountpath whose digest is d (struct sl_mpath.digest), or NULL. */
+struct sl_mpath *sl_store_mpath_by_digest(uint64_t d);
+/* Where a mirror copy of an object lives on mountpath mp:
+ * <mp>/@PROVIDER/BUCKET/%ob/.x<sha256(name)> (hashed, so that it can never
+ * meet another object's file or directory on that mountpath). */
+void sl_obj_copy_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name,
+                     size_t nlen);
+/* A work file path on mp for bucket b ("<mp>/@P/B/%wk/<random>", directory
+ * created): the caller's to free. */
+char *sl_store_work_path(const struct sl_mpath *mp, const struct sl_bck *b);
+/* write_policy.data is immediate */
+bool sl_store_sync_data(void);
 
 /* Full path of an object file (for diagnostics/tests) */
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,

@@ -382,6 +382,25 @@ int main(void)
            "custom metadata replaced and persisted");
     sl_objmd_free(&m);
 
+    /* mirror copies: an 11th element only when there are copies; a record without them reads ncopies 0,
+     * also in a long-name group and through an iterator */
+    struct sl_objmd mc = mk(6);
+    mc.ncopies = 2;
+    mc.copies[0] = 0x1122334455667788ULL;
+    mc.copies[1] = 42;
+    struct sl_md_op mo = { .kind = SL_MD_PUT_OBJ, .bid = 4, .name = "mc", .nlen = 2, .md = &mc };
+    sl_md_commit(e, &mo, 1, true, &err);
+    TAP_OK(sl_md_obj_get(e, 4, "mc", 2, &m, &err) == 1 && m.ncopies == 2 && m.copies[0] == 0x1122334455667788ULL &&
+               m.copies[1] == 42 && m.size == 6,
+           "mirror copies round trip");
+    sl_objmd_free(&m);
+    TAP_OK(sl_md_obj_get(e, 3, "cm", 2, &m, &err) == 1 && m.ncopies == 0, "a record without copies reads none");
+    sl_objmd_free(&m);
+    mc.ncopies = 0;
+    sl_md_commit(e, &mo, 1, true, &err);
+    TAP_OK(sl_md_obj_get(e, 4, "mc", 2, &m, &err) == 1 && m.ncopies == 0 && m.size == 6, "copies dropped");
+    sl_objmd_free(&m);
+
     /* group commit: concurrent writers */
     pthread_t th[8];
     struct thr ts[8];
