@@ -379,8 +379,8 @@ static const struct cli_cmd cmds[] = {
         { "--wait", "wait for the rebalance", "false" }),
       0, 1, { "cluster decommission t[abc123] --wait", "cluster decommission t[abc123] --force" }, NULL },
     { "cluster set-primary", "cluster set-primary NODE",
-      "Make a gateway the primary (it must answer; the current primary steps down). If the primary dies, the "
-      "gateways elect a new one by themselves.", NOF, 0, 1, { "cluster set-primary p[abc123]", NULL }, NULL },
+      "Make a gateway the primary: it must answer, and the current primary steps down (a primary that dies is "
+      "replaced by election, without this command).", NOF, 0, 1, { "cluster set-primary p[abc123]", NULL }, NULL },
     { "cluster lost", "cluster lost [--json]",
       "Show the objects recorded as lost with targets removed by force (listings of their buckets refuse until "
       "the target's data is re-attached or the loss is acknowledged).", NOF, CF_JSON, 0,

@@ -87,6 +87,23 @@ static int64_t ping_ms(void)
 
 /* ---- the candidate ---- */
 
+/* one request to every node but this one, the old primary and those
+ * flagged offline (f, urls: s->nnodes slots; urls are the caller's to free) */
+static int to_voters(const struct sl_smap *s, const char *old, const char *method, const char *path,
+                     const char *body, size_t blen, struct sl_fan *f, char **urls)
+{
+    int n = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *nd = &s->nodes[i];
+        if (!strcmp(nd->id, G.id) || !strcmp(nd->id, old) || (nd->flags & SL_SNF_OFFLINE))
+            continue;
+        urls[n] = sl_xasprintf("%s%s", nd->ctrl_url, path);
+        f[n] = (struct sl_fan){ .url = urls[n], .method = method, .body = body, .blen = blen };
+        n++;
+    }
+    return n;
+}
+
 static void elect(struct sl_smap *s, const char *old)
 {
     electing = true;
@@ -103,15 +120,7 @@ static void elect(struct sl_smap *s, const char *old)
     json_decref(rec);
     struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
     char **urls = sl_xcalloc((size_t)s->nnodes + 1, sizeof(char *));
-    int n = 0;
-    for (int i = 0; i < s->nnodes; i++) {
-        const struct sl_snode *nd = &s->nodes[i];
-        if (!strcmp(nd->id, G.id) || !strcmp(nd->id, old) || (nd->flags & SL_SNF_OFFLINE))
-            continue;
-        urls[n] = sl_xasprintf("%s/v1/vote/proxy", nd->ctrl_url);
-        f[n] = (struct sl_fan){ .url = urls[n], .method = "GET", .body = body, .blen = blen };
-        n++;
-    }
+    int n = to_voters(s, old, "GET", "/v1/vote/proxy", body, blen, f, urls);
     sl_peer_fanout(f, n, ping_ms() * 3);
     int yes = 0, no = 0;
     for (int i = 0; i < n; i++) {
@@ -133,15 +142,7 @@ static void elect(struct sl_smap *s, const char *old)
     bool won = yes > no || (yes == 0 && no == 0);
     sl_logi("election for the primary after %s: %d yes, %d no: %s", old, yes, no, won ? "won" : "lost");
     if (won) {
-        n = 0;
-        for (int i = 0; i < s->nnodes; i++) {
-            const struct sl_snode *nd = &s->nodes[i];
-            if (!strcmp(nd->id, G.id) || !strcmp(nd->id, old) || (nd->flags & SL_SNF_OFFLINE))
-                continue;
-            urls[n] = sl_xasprintf("%s/v1/vote/result", nd->ctrl_url);
-            f[n] = (struct sl_fan){ .url = urls[n], .method = "PUT", .body = body, .blen = blen };
-            n++;
-        }
+        n = to_voters(s, old, "PUT", "/v1/vote/result", body, blen, f, urls);
         sl_peer_fanout(f, n, ping_ms());
         sl_peer_fanout_free(f, n);
         for (int i = 0; i < n; i++)

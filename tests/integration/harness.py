@@ -306,6 +306,18 @@ class Cluster:
             os.kill(pid, signal.SIGKILL)
             wait_until(lambda: not os.path.exists("/proc/%d" % pid) or _zombie(pid), 10, what="kill")
 
+    def target_name(self, tid):
+        """the playground name ("t1") of the target with daemon id tid"""
+        for n in self.topology()["nodes"]:
+            if n["role"] == "target":
+                try:
+                    if requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % n["port"], timeout=2).json()[
+                            "daemon_id"] == tid:
+                        return n["name"]
+                except requests.RequestException:
+                    pass
+        raise KeyError(tid)
+
     def log(self, name):
         try:
             with open(os.path.join(self.dir, name, "log", "shaled.log"), errors="replace") as f:

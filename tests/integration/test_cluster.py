@@ -87,15 +87,7 @@ class ClusterTest(unittest.TestCase):
             self.assertEqual(hashlib.sha256(r.content).hexdigest(), h, name)
 
     def target_name_by_id(self, tid):
-        for n in self.c.topology()["nodes"]:
-            if n["role"] == "target":
-                try:
-                    if requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % n["port"], timeout=2).json()[
-                            "daemon_id"] == tid:
-                        return n["name"]
-                except requests.RequestException:
-                    pass
-        raise KeyError(tid)
+        return self.c.target_name(tid)
 
     def job_status(self, jid):
         r = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid})

@@ -56,15 +56,7 @@ class Base(unittest.TestCase):
         return data
 
     def name_of(self, tid):
-        for n in self.c.topology()["nodes"]:
-            if n["role"] == "target":
-                try:
-                    if requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % n["port"], timeout=2).json()[
-                            "daemon_id"] == tid:
-                        return n["name"]
-                except requests.RequestException:
-                    pass
-        raise KeyError(tid)
+        return self.c.target_name(tid)
 
     def timed_gets(self, names, bucket, results, idx):
         s = requests.Session()
