@@ -90,7 +90,22 @@ static int send_one(struct batch *bt, struct item *it)
     close(fd);
     int ret = 0;
     if (rc == 0 && r.status == 200) {
-        if (sl_obj_delete(&it->b, it->name, it->nlen, &err) < 0)
+        /* let go of the local copy unless the map changed meanwhile and
+         * makes this target the owner again (the object may have come back
+         * by a newer rebalance while this one sent it: deleting would lose
+         * it); a copy kept on both is moved or dropped by the next run */
+        struct sl_buf un;
+        sl_buf_init(&un);
+        sl_obj_uname(&un, it->b.provider, it->b.name, it->name, it->nlen);
+        struct sl_smap *cur = sl_smap_get();
+        const struct sl_snode *own = sl_smap_hrw_target(cur, un.p, un.len);
+        bool mine = own && !strcmp(own->id, G.id);
+        sl_smap_put(cur);
+        sl_buf_free(&un);
+        if (mine)
+            sl_logi("rebalance %s: %s/%.*s belongs here again (the cluster map changed): kept", bt->job->id,
+                    it->b.name, (int)SL_MIN(it->nlen, 200), it->name);
+        else if (sl_obj_delete(&it->b, it->name, it->nlen, &err) < 0)
             sl_logw("rebalance %s: moved %s/%.*s but could not delete the local copy: %s", bt->job->id, it->b.name,
                     (int)SL_MIN(it->nlen, 200), it->name, err.msg);
         sl_job_add(&bt->job->out_objs, 1);
