@@ -450,13 +450,29 @@ void sl_route_daemon_other(struct sl_req *r)
 static void cluster_put_run(struct sl_req *r, void *arg)
 {
     (void)arg;
-    cluster_put_done(r);
+    struct sl_err err = { 0 };
+    if (sl_cluster_fence(&err) < 0)
+        sl_resp_err(r, &err);
+    else
+        cluster_put_done(r);
 }
 
 static void cluster_put_offload(struct sl_req *r)
 {
     if (!sl_remais_put(r))
         sl_req_offload(r, cluster_put_run, NULL, NULL);
+}
+
+/* a join calls the joiner (pre-sync) and every node (metasync): off the HTTP thread */
+static void join_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    sl_cluster_join_done(r);
+}
+
+static void join_offload(struct sl_req *r)
+{
+    sl_req_offload(r, join_run, NULL, NULL);
 }
 
 /* PUT /v1/cluster/proxy/ID: make gateway ID the primary (on the primary) */
@@ -497,7 +513,7 @@ void sl_route_cluster(struct sl_req *r)
             sl_forward_to_primary(r);
             return;
         }
-        sl_req_buffer_body(r, sl_conf->http_max_body_json, sl_cluster_join_done);
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, join_offload);
         return;
     }
     if (r->method == SL_M_GET) {

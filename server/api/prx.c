@@ -210,6 +210,11 @@ static void bmd_run(struct sl_req *r, void *arg)
     struct bck_arg a = { j->prov, j->name, j->value, j->reset, -1, "", 1, 1 };
     const char *sch = sl_provider_scheme(j->prov);
     int rc;
+    if (sl_cluster_fence(&err) < 0) {
+        sl_resp_err(r, &err);
+        bmd_job_free(j);
+        return;
+    }
     /* a change that turns on or resizes a mirror must fit every target (so must a new or reset bucket
      * that gets the cluster's mirror.* defaults) */
     bool mi = !j->reset && json_object_get(j->value, "mirror");

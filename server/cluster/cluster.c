@@ -509,6 +509,53 @@ static int edit_join(struct sl_smap *s, void *arg, struct sl_err *err)
     return 0;
 }
 
+static int edit_version_past(struct sl_smap *s, void *arg, struct sl_err *err)
+{
+    (void)err;
+    int64_t v = *(int64_t *)arg;
+    if (s->version < v)
+        s->version = v; /* sl_smap_modify adds one */
+    return 0;
+}
+
+/* A joiner that has newer metadata than this primary (a gateway elected
+ * while this one was down made changes; the whole cluster restarted and
+ * this one, configured as the primary, came up first): take its BMD, and
+ * number the Smap past its version, so that the joiner and the nodes like it
+ * accept this primary's documents. */
+static void catch_up(const json_t *j, const struct sl_snode *n)
+{
+    int64_t jsv = sl_json_int(j, "smap_version", 0), jbv = sl_json_int(j, "bmd_version", 0);
+    struct sl_bmd *bm = sl_bmd_get();
+    int64_t mybv = bm->version;
+    sl_bmd_put(bm);
+    if (jbv > mybv) {
+        char *url = sl_xasprintf("%s/v1/daemon?what=bmd", n->ctrl_url);
+        struct sl_peer_resp r;
+        if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
+            json_error_t je;
+            json_t *d = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+            struct sl_err e2;
+            struct sl_bmd *b = d ? sl_bmd_from_json(d, &e2) : NULL;
+            if (b && sl_bmd_receive(b) == 1)
+                sl_logw("join: %s has a newer bucket map (v%lld, this primary v%lld): taken", n->id,
+                        (long long)jbv, (long long)mybv);
+            json_decref(d);
+        }
+        sl_peer_resp_free(&r);
+        free(url);
+    }
+    struct sl_smap *s = sl_smap_get();
+    int64_t mysv = s->version;
+    sl_smap_put(s);
+    if (jsv >= mysv) {
+        struct sl_err e2 = { 0 };
+        sl_logw("join: %s has a newer cluster map (v%lld, this primary v%lld): numbering this one past it", n->id,
+                (long long)jsv, (long long)mysv);
+        sl_smap_modify(edit_version_past, &jsv, &e2);
+    }
+}
+
 void sl_cluster_join_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -540,6 +587,7 @@ void sl_cluster_join_done(struct sl_req *r)
         goto fail;
     }
     sl_smap_put(s);
+    catch_up(j, &ja.n);
     json_decref(j);
     /* the joiner learns every bucket and the config before any gateway can
      * route a request to it */
@@ -572,15 +620,10 @@ void sl_cluster_join_done(struct sl_req *r)
     char nm[80];
     sl_snode_name(&ja.n, nm, sizeof(nm));
     sl_logi("%s joined from %s%s", nm, ja.n.url, ja.new_target ? " (new target)" : "");
-    {
-        /* a target removed by force is back with its data: nothing is lost */
-        json_t *ld = sl_cluster_doc("lostmd");
-        bool had = json_object_get(json_object_get(ld, "targets"), ja.n.id) != NULL;
-        json_decref(ld);
-        struct sl_err ce = { 0 };
-        if (had && sl_lost_clear(ja.n.id, &ce) == 0)
-            sl_logi("%s rejoined: the objects recorded as lost with it are back", nm);
-    }
+    /* a target removed by force may be back with its data (before the
+     * rebalance moves any of it away) */
+    if (ja.n.type == SL_NODE_TARGET)
+        sl_lost_rejoined(ja.n.id, ja.n.ctrl_url);
     if (ja.new_target) {
         char *id = sl_cluster_rebalance("target joined");
         free(id);
@@ -688,6 +731,7 @@ static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bo
     bool offline = n->flags & SL_SNF_OFFLINE;
     if (!offline && !skip_reb)
         return 0;
+    /* (skip_reb also stands for rebalance.enabled false) */
     json_t *detail = NULL;
     int64_t it = 0;
     int64_t cnt = sl_lost_holdings(n->id, n->ctrl_url, !offline, &detail, &it);
@@ -703,11 +747,14 @@ static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bo
                      "and listings of those buckets say so until the target's data is re-attached or the loss "
                      "acknowledged",
                      a, n->id, offline ? "the target is offline (it stopped answering keepalives)"
-                                       : "the rebalance is skipped (skip_rebalance)",
+                                       : sl_conf->rebalance_enabled ? "the rebalance is skipped (skip_rebalance)"
+                                                                    : "rebalance.enabled is false",
                      cnt < 0 ? "how many of them exist nowhere else is unknown (this primary has no inventory "
                                "of it: it was down since this primary started)"
                              : "these exist nowhere else: ",
-                     cnt < 0 ? "" : what, age, offline ? "" : " without skip_rebalance");
+                     cnt < 0 ? "" : what, age,
+                     offline ? "" : sl_conf->rebalance_enabled ? " without skip_rebalance"
+                                                               : " with rebalance.enabled true");
         free(what);
     } else if (cnt != 0) {
         sl_lost_record(n->id, n->url, a, detail, it, cnt < 0);
@@ -742,7 +789,9 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
         ask_shutdown(&ncopy);
         return 0;
     }
-    if (is_target && !strcmp(a, "decommission-node") && check_loss(a, &ncopy, skip_reb, force, err) < 0)
+    /* without a rebalance (skipped, or rebalance.enabled false) nothing moves away */
+    if (is_target && !strcmp(a, "decommission-node") &&
+        check_loss(a, &ncopy, skip_reb || !sl_conf->rebalance_enabled, force, err) < 0)
         return -1;
     if (sl_smap_modify(edit_flags, &fa, err) < 0)
         return -1;
@@ -775,18 +824,44 @@ static void finish_pending(void)
     pthread_mutex_unlock(&cmu);
     for (int i = 0; i < n; i++) {
         struct pend *p = &local[i];
-        bool done = true;
+        bool done = true, failed = false;
+        char why[600] = "";
         if (p->reb[0]) {
             struct sl_err err = { 0 };
             json_t *per = sl_cluster_job_snaps(p->reb, "rebalance", false, &err);
             json_t *st = sl_cluster_job_status(per, p->reb);
             done = !err.msg[0] && st && sl_json_int(st, "end_time", 0) != 0;
+            if (done && json_is_true(json_object_get(st, "aborted"))) {
+                /* a newer rebalance took over (another membership change): follow it */
+                json_t *d = sl_cluster_doc("rmd");
+                const char *latest = sl_json_str(d, "id", "");
+                if (latest[0] && strcmp(latest, p->reb)) {
+                    pthread_mutex_lock(&cmu);
+                    for (int j = 0; j < npending; j++)
+                        if (!strcmp(pending[j].id, p->id))
+                            snprintf(pending[j].reb, sizeof(pending[j].reb), "%s", latest);
+                    pthread_mutex_unlock(&cmu);
+                    done = false;
+                } else {
+                    failed = true;
+                    snprintf(why, sizeof(why), "rebalance %s was aborted", p->reb);
+                }
+                json_decref(d);
+            } else if (done && sl_json_str(st, "err", "")[0]) {
+                failed = true;
+                snprintf(why, sizeof(why), "rebalance %s ended with errors: %.500s", p->reb, sl_json_str(st, "err", ""));
+            }
             json_decref(st);
             json_decref(per);
         }
         if (!done)
             continue;
-        if (p->decommission)
+        if (failed && p->decommission) {
+            /* objects may still be only there: the node stays (flagged) */
+            sl_loge("decommission of %s stopped: %s; the node stays in the cluster map, flagged decommissioning. "
+                    "Run `shale start rebalance` and decommission it again once that ends without errors",
+                    p->id, why);
+        } else if (p->decommission)
             remove_node(p->id, p->no_shutdown);
         else
             sl_logi("maintenance of %s: data moved away (rebalance %s done)", p->id, p->reb);
@@ -800,6 +875,104 @@ static void finish_pending(void)
         }
         pthread_mutex_unlock(&cmu);
     }
+}
+
+static void adopt_smap_from(const char *ctrl_url);
+
+/* a node whose cii (health?cii=true) names a newer Smap of this cluster with
+ * another primary: its ctrl URL (malloc'd), else NULL */
+static char *newer_primary_in(const struct sl_fan *f, const struct sl_snode *const *who, int n, const struct sl_smap *s)
+{
+    for (int i = 0; i < n; i++) {
+        if (!f[i].ok || f[i].resp.status != 200)
+            continue;
+        json_error_t je;
+        json_t *ci = json_loadb(f[i].resp.body.p, f[i].resp.body.len, 0, &je);
+        json_t *sm = json_object_get(ci, "smap");
+        const char *pid = sl_json_str(json_object_get(sm, "Primary"), "id", "");
+        bool newer = sm && !strcmp(sl_json_str(sm, "uuid", ""), s->uuid) && sl_json_int(sm, "version", 0) > s->version &&
+                     pid[0] && strcmp(pid, G.id);
+        json_decref(ci);
+        if (newer)
+            return sl_xstrdup(who[i]->ctrl_url);
+    }
+    return NULL;
+}
+
+int sl_cluster_fence(struct sl_err *err)
+{
+    if (!primary || G.role == SL_ROLE_STANDALONE)
+        return 0;
+    /* the other gateways (one of them would be the one elected instead of
+     * this primary, had it been paused or cut off) */
+    struct sl_smap *s = sl_smap_get();
+    struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
+    const struct sl_snode **who = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*who));
+    int n = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *nd = &s->nodes[i];
+        if (nd->type != SL_NODE_PROXY || !strcmp(nd->id, G.id) || (nd->flags & SL_SNF_OFFLINE))
+            continue;
+        f[n] = (struct sl_fan){ .url = sl_xasprintf("%s/v1/health?cii=true", nd->ctrl_url), .method = "GET" };
+        who[n++] = nd;
+    }
+    sl_peer_fanout(f, n, 0);
+    char *deposer = newer_primary_in(f, who, n, s);
+    for (int i = 0; i < n; i++)
+        free((char *)f[i].url);
+    sl_peer_fanout_free(f, n);
+    free(f);
+    free(who);
+    sl_smap_put(s);
+    if (!deposer)
+        return 0;
+    sl_logw("%s: another gateway was elected primary meanwhile (it was paused or cut off): stepping down", G.name);
+    adopt_smap_from(deposer);
+    free(deposer);
+    return sl_errf(err, SL_EUNAVAIL, "%s is no longer the primary: another gateway was elected while it was paused "
+                   "or cut off; nothing was changed. Retry (this gateway forwards to the new primary now)", G.name);
+}
+
+static void push_to(const char *ctrl_url)
+{
+    json_t *docs = all_docs();
+    char *url = sl_xasprintf("%s/v1/metasync", ctrl_url);
+    struct sl_peer_resp r;
+    sl_peer_json("PUT", url, docs, 0, &r);
+    if (r.status != 200)
+        sl_logw("metasync to %s failed: %s", url, r.err);
+    sl_peer_resp_free(&r);
+    free(url);
+}
+
+/* take the Smap (and the BMD: buckets made meanwhile) of the node at ctrl_url */
+static void adopt_smap_from(const char *ctrl_url)
+{
+    char *url = sl_xasprintf("%s/v1/daemon?what=bmd", ctrl_url);
+    struct sl_peer_resp r;
+    if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
+        json_error_t je;
+        json_t *j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+        struct sl_err e2;
+        struct sl_bmd *b = j ? sl_bmd_from_json(j, &e2) : NULL;
+        if (b)
+            sl_bmd_receive(b);
+        json_decref(j);
+    }
+    sl_peer_resp_free(&r);
+    free(url);
+    url = sl_xasprintf("%s/v1/daemon?what=smap", ctrl_url);
+    if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
+        json_error_t je;
+        json_t *j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+        struct sl_err e2;
+        struct sl_smap *o = j ? sl_smap_from_json(j, &e2) : NULL;
+        if (o)
+            sl_smap_receive(o);
+        json_decref(j);
+    }
+    sl_peer_resp_free(&r);
+    free(url);
 }
 
 static void *keepalive(void *arg)
@@ -822,10 +995,13 @@ static void *keepalive(void *arg)
         for (int i = 0; i < s->nnodes; i++) {
             if (!strcmp(s->nodes[i].id, G.id))
                 continue;
-            f[n].url = sl_xasprintf("%s/v1/health", s->nodes[i].ctrl_url);
+            /* cii: each node's Smap version and primary (a newer one means this
+             * primary was replaced while it was paused or cut off) */
+            f[n].url = sl_xasprintf("%s/v1/health?cii=true", s->nodes[i].ctrl_url);
             who[n++] = &s->nodes[i];
         }
         sl_peer_fanout(f, n, sl_conf->max_keepalive_ns / 1000000);
+        char *deposer = newer_primary_in(f, who, n, s);
         for (int i = 0; i < n; i++) {
             bool ok = f[i].ok && f[i].resp.status == 200;
             int k;
@@ -845,6 +1021,8 @@ static void *keepalive(void *arg)
                 fa.clear = SL_SNF_OFFLINE;
                 sl_logi("node %s is answering again", who[i]->id);
                 sl_smap_modify(edit_flags, &fa, &err);
+                /* it missed every change while it was away, not only the Smap's */
+                push_to(who[i]->ctrl_url);
             } else if (!ok && !(who[i]->flags & SL_SNF_OFFLINE) && st[k].fails >= sl_conf->keepalive_factor) {
                 fa.set = SL_SNF_OFFLINE;
                 sl_logw("node %s (%s) did not answer %d keepalive(s): flagged offline (%s)", who[i]->id,
@@ -858,6 +1036,13 @@ static void *keepalive(void *arg)
         free(f);
         free(who);
         sl_smap_put(s);
+        if (deposer) {
+            /* another gateway was elected meanwhile: take its map (this one steps down in on_smap) */
+            sl_logw("%s: a node has a newer cluster map naming another primary: stepping down", G.name);
+            adopt_smap_from(deposer);
+            free(deposer);
+            continue;
+        }
         finish_pending();
         sl_lost_tick();
     }
@@ -1033,6 +1218,12 @@ static int join(struct sl_err *err)
     json_t *body = json_object();
     json_object_set_new(body, "snode", sl_snode_json(&G.self));
     json_object_set_new(body, "uuid", json_string(s->uuid));
+    /* newer than the primary's (it restarted with older ones after a
+     * failover): the primary catches up (sl_cluster_join_done) */
+    json_object_set_new(body, "smap_version", json_integer(s->version));
+    struct sl_bmd *bm = sl_bmd_get();
+    json_object_set_new(body, "bmd_version", json_integer(bm->version));
+    sl_bmd_put(bm);
     sl_smap_put(s);
     size_t len;
     char *bs = sl_json_dump(body, SL_JD_U64STR, &len);
@@ -1121,6 +1312,11 @@ static void become_primary(void *arg)
     struct sl_smap *s = sl_smap_get();
     sl_logi("%s is the primary proxy now (cluster %s, Smap v%lld)", G.name, s->uuid, (long long)s->version);
     sl_smap_put(s);
+}
+
+void sl_cluster_assume_primary(void)
+{
+    become_primary(NULL);
 }
 
 static int edit_take_over(struct sl_smap *s, void *arg, struct sl_err *err)

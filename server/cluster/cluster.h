@@ -133,6 +133,14 @@ int sl_cluster_set_primary(const char *id, struct sl_err *err);
 /* This gateway won the election after primary old (vote.c): the Smap names
  * it primary and flags old offline, pushed to every node. */
 void sl_cluster_take_over(const char *old);
+/* The Smap names this gateway primary but it does not act as one (a
+ * set-primary whose push it missed): take the role. */
+void sl_cluster_assume_primary(void);
+/* Primary, before it changes cluster metadata: asks the other gateways for
+ * their Smap version; if one has a newer map naming another primary (this
+ * one was paused or cut off and was replaced), adopts it (steps down) and
+ * returns -1 (503). 0 otherwise, and on every other node. */
+int sl_cluster_fence(struct sl_err *err);
 /* Primary: start a global rebalance; its id (free()) or NULL when
  * rebalance.enabled is false. */
 char *sl_cluster_rebalance(const char *why);

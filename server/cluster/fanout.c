@@ -80,6 +80,12 @@ static void forward_run(struct sl_req *r, void *arg)
         sl_resp_errf(r, SL_EUNAVAIL, "%s: no primary proxy known yet; retry shortly", G.name);
         return;
     }
+    if (!strcmp(p->id, G.id)) { /* never to itself: its map names it, it takes the role (vote.c watcher) */
+        sl_smap_put(s);
+        sl_resp_errf(r, SL_EUNAVAIL, "%s: the cluster map names this gateway the primary and it is taking the "
+                     "role; retry in a few seconds", G.name);
+        return;
+    }
     const char *q = strchr(r->raw_uri, '?');
     char *enc = sl_url_encode_path(r->path, r->path_len);
     char *url = sl_xasprintf("%s%s%s", p->ctrl_url, enc, q ? q : "");

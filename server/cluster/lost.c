@@ -213,6 +213,50 @@ int sl_lost_clear(const char *sid, struct sl_err *err)
     return 0;
 }
 
+void sl_lost_rejoined(const char *tid, const char *ctrl_url)
+{
+    json_t *d = lostmd_copy();
+    json_t *rec = json_object_get(json_object_get(d, "targets"), tid);
+    if (!rec) {
+        json_decref(d);
+        return;
+    }
+    json_t *have = NULL;
+    int64_t it = 0;
+    sl_lost_holdings(tid, ctrl_url, true, &have, &it);
+    json_t *bk = json_object_get(rec, "buckets");
+    const char *name;
+    json_t *c;
+    void *tmp;
+    int back = 0, still = 0;
+    json_object_foreach_safe(bk, tmp, name, c) {
+        json_t *h = json_object_get(have, name);
+        int64_t want = sl_json_int(c, "n", -1);
+        if (h && sl_json_int(h, "bid", 0) == sl_json_int(c, "bid", -1) && want >= 0 && sl_json_int(h, "n", 0) >= want) {
+            json_object_del(bk, name);
+            back++;
+        } else {
+            still++;
+        }
+    }
+    if (!json_object_size(bk)) {
+        json_object_del(json_object_get(d, "targets"), tid);
+        sl_logi("t[%s] rejoined with its data: the objects recorded as lost with it are back", tid);
+    } else {
+        char *what = sl_lost_describe(bk);
+        sl_logw("t[%s] rejoined, but not with all that was recorded as lost with it: still missing %s (a count "
+                "that was unknown, or fewer objects than recorded: another disk?); the record stays until `shale "
+                "cluster lost clear t[%s]`", tid, what, tid);
+        free(what);
+    }
+    json_decref(have);
+    if (back)
+        sl_cluster_set_doc("lostmd", d);
+    else
+        json_decref(d);
+    (void)still;
+}
+
 int sl_lost_check_bucket(const char *what, const char *provider, const char *name, uint64_t bid, struct sl_err *err)
 {
     if (strcmp(provider, "ais"))

@@ -36,6 +36,9 @@ char *sl_lost_describe(const json_t *detail);
 void sl_lost_record(const char *tid, const char *url, const char *action, const json_t *detail, int64_t inv_time,
                     bool unknown);
 int sl_lost_clear(const char *sid, struct sl_err *err);
+/* Primary: target tid (re)joined: the buckets whose recorded objects it
+ * holds again (by its inventory, asked now) leave the record. */
+void sl_lost_rejoined(const char *tid, const char *ctrl_url);
 
 /* Any node: 0, or -1 with err (409) when objects of bucket b were lost with
  * a target removed by force (what: "list-objects" ...). */

@@ -429,7 +429,10 @@ static int gfn_from(const struct sl_snode *t, const struct sl_bck *b, const char
     sl_peer_obj_url(&url, t->data_url, b->name, b->provider, name, nlen);
     struct sl_peer_hdr h[] = { { "Ais-No-Gfn", "true" } };
     struct sl_peer_resp r;
-    int rc = sl_peer_get_stream(url.p, h, 1, gfn_sink, gfn_hdr, &g, sl_conf->send_file_time_ns / 1000000, &r);
+    /* a neighbour that sends nothing for 5 x cplane_operation is stuck: the next one is asked */
+    long stall_s = (long)(sl_conf->cplane_timeout_ns / 1000000000 * 5);
+    int rc = sl_peer_get_stream_stall(url.p, h, 1, gfn_sink, gfn_hdr, &g, sl_conf->send_file_time_ns / 1000000,
+                                      stall_s > 0 ? stall_s : 1, &r);
     *status = (int)r.status;
     int ret = -1;
     if (rc == 0 && r.status == 200) {

@@ -192,6 +192,13 @@ static void *watch(void *arg)
         }
         struct sl_smap *s = sl_smap_get();
         const struct sl_snode *p = sl_smap_primary(s);
+        if (p && !strcmp(p->id, G.id)) {
+            /* named primary (set-primary) without having taken the role */
+            sl_smap_put(s);
+            sl_logw("the cluster map names %s the primary: taking the role", G.name);
+            sl_cluster_assume_primary();
+            continue;
+        }
         if (!p || quiet_ns() < iv * 1000000 * 3 / 2) {
             fails = 0;
         } else if (ping(p, sl_conf->max_keepalive_ns / 1000000)) {
@@ -251,18 +258,28 @@ static void vote_run(struct sl_req *r, void *arg)
         why = buf;
     } else {
         const struct sl_snode **c = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*c));
-        int n = candidates(s, old, c);
-        bool found = false;
-        for (int i = 0; i < n && !found && !why; i++) {
-            if (!strcmp(c[i]->id, cand))
-                found = true;
-            else if (ping(c[i], ping_ms())) {
-                snprintf(buf, sizeof(buf), "%s ranks above %s and answers", c[i]->id, cand);
-                why = buf;
-            }
-        }
-        if (!found && !why)
+        int n = candidates(s, old, c), above = 0;
+        while (above < n && strcmp(c[above]->id, cand))
+            above++;
+        if (above == n) {
             why = "the candidate is not an electable gateway of this node's cluster map";
+        } else if (above > 0) {
+            /* every gateway ranked above the candidate must be down: asked at once */
+            struct sl_fan *f = sl_xcalloc((size_t)above, sizeof(*f));
+            for (int i = 0; i < above; i++)
+                f[i] = (struct sl_fan){ .url = sl_xasprintf("%s/v1/health", c[i]->ctrl_url), .method = "GET" };
+            sl_peer_fanout(f, above, ping_ms());
+            for (int i = 0; i < above && !why; i++) {
+                if (f[i].ok && f[i].resp.status == 200) {
+                    snprintf(buf, sizeof(buf), "%s ranks above %s and answers", c[i]->id, cand);
+                    why = buf;
+                }
+            }
+            for (int i = 0; i < above; i++)
+                free((char *)f[i].url);
+            sl_peer_fanout_free(f, above);
+            free(f);
+        }
         free(c);
     }
     if (why)
@@ -276,7 +293,7 @@ static void vote_run(struct sl_req *r, void *arg)
 
 static void vote_offload(struct sl_req *r)
 {
-    sl_req_offload(r, vote_run, NULL, NULL);
+    sl_req_offload_peer(r, vote_run, NULL, NULL); /* waits on peers, not on the busy main pool */
 }
 
 static void result_done(struct sl_req *r)

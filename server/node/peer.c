@@ -430,10 +430,13 @@ int sl_peer_stream_pooled(const char *method, const char *url, const void *body,
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
                        sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r)
 {
-    /* a stored object: the peer starts sending at once and keeps sending */
-    long stall_s = sl_conf ? (long)(sl_conf->cplane_timeout_ns / 1000000000 * 5) : 10;
-    return stream_call(false, stall_s > 0 ? stall_s : 1, "GET", url, hdrs, nhdrs, NULL, 0, sink, hcb, ctx, timeout_ms,
-                       r);
+    return stream_call(false, 0, "GET", url, hdrs, nhdrs, NULL, 0, sink, hcb, ctx, timeout_ms, r);
+}
+
+int sl_peer_get_stream_stall(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
+                             sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, long stall_s, struct sl_peer_resp *r)
+{
+    return stream_call(false, stall_s, "GET", url, hdrs, nhdrs, NULL, 0, sink, hcb, ctx, timeout_ms, r);
 }
 
 void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid)

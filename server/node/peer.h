@@ -54,12 +54,14 @@ int sl_peer_put_fd(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, i
  * returns -1 from sink to abort. Response headers can be captured via hcb.
  * The data, name and value passed to sink and hcb are valid during that
  * call only. An error status's body is collected in r->body.
- * sl_peer_get_stream is for a peer's stored object: a peer that sends
- * nothing for 5 x timeout.cplane_operation is given up on. */
+ * sl_peer_get_stream_stall also gives up on a peer that sends nothing for
+ * stall_s seconds (0: it waits for the timeout). */
 typedef int (*sl_peer_sink)(void *ctx, const char *data, size_t n);
 typedef void (*sl_peer_hdr_cb)(void *ctx, const char *name, const char *value);
 int sl_peer_get_stream(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
                        sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, struct sl_peer_resp *r);
+int sl_peer_get_stream_stall(const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, sl_peer_sink sink,
+                             sl_peer_hdr_cb hcb, void *ctx, int64_t timeout_ms, long stall_s, struct sl_peer_resp *r);
 /* The same with any method and an optional JSON body (only used during the
  * call). */
 int sl_peer_stream(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs, const void *body,

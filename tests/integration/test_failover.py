@@ -7,6 +7,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -151,6 +152,80 @@ class TestFailover(unittest.TestCase):
         p = self.c.cli("cluster", "set-primary", tid, check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("not a gateway", p.stderr + p.stdout)
+
+
+    def test_paused_primary_does_not_split_the_cluster(self):
+        """A primary that was paused (SIGSTOP) while another was elected must not change cluster metadata when
+        it resumes: it refuses until it has checked, then follows the new primary and learns what changed."""
+        topo = self.c.topology()["nodes"]
+        p0, p1, p2 = [n for n in topo if n["role"] == "proxy"]
+        u0, u1, u2 = ["http://127.0.0.1:%d" % n["port"] for n in (p0, p1, p2)]
+        old = self.smap_at(u0)["proxy_si"]["daemon_id"]
+        pid = self.c.pid("p0")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: self.smap_at(u1)["proxy_si"]["daemon_id"] != old, 60, what="a new primary")
+
+            def create(url, b):
+                try:
+                    return self.s.post(url + "/v1/buckets/" + b, json={"action": "create-bck"}, timeout=10)
+                except requests.RequestException:
+                    return None
+            wait_until(lambda: (create(u1, "made-on-new") or requests.Response()).status_code == 200, 30,
+                       what="a bucket created on the new primary")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        # at once, through the old primary: refused (503) or forwarded to the new one, never made on its own
+        r = create(u0, "via-old")
+        self.assertIsNotNone(r)
+        self.assertIn(r.status_code, (200, 503), r.text)
+        if r.status_code == 503:
+            self.assertIn("no longer the primary", r.json()["message"])
+        wait_until(lambda: self.smap_at(u0)["proxy_si"]["daemon_id"] != old, 30, what="the old primary steps down")
+        wait_until(lambda: (create(u0, "via-old") or requests.Response()).status_code in (200, 409), 30,
+                   what="a bucket create through the old primary")
+        # one view of the buckets everywhere: what the new primary made, and what went through the old one
+        for u in (u0, u1, u2):
+            wait_until(lambda: {"made-on-new", "via-old"} <= {b["name"] for b in self.s.get(
+                u + "/v1/buckets/", timeout=10).json()}, 15, what="both buckets known at %s" % u)
+        r = self.s.put(u1 + "/v1/objects/via-old/x", data=b"x")
+        self.assertEqual(r.status_code, 200, r.text)
+
+
+    def test_whole_cluster_restart_after_failover(self):
+        """After a failover and changes made by the new primary, the whole cluster restarts: the configured
+        primary comes up first with older metadata, the others with newer; they end with one primary, one
+        view, and nothing made after the failover is forgotten."""
+        topo = self.c.topology()["nodes"]
+        p0, p1, p2 = [n for n in topo if n["role"] == "proxy"]
+        u0, u1, u2 = ["http://127.0.0.1:%d" % n["port"] for n in (p0, p1, p2)]
+        old = self.smap_at(u0)["proxy_si"]["daemon_id"]
+        self.c.kill9("p0")
+        wait_until(lambda: self.smap_at(u1)["proxy_si"]["daemon_id"] != old, 60, what="a new primary")
+        for b in ("after1", "after2"):
+            wait_until(lambda: self.s.post(u1 + "/v1/buckets/" + b, json={"action": "create-bck"},
+                                           timeout=10).status_code == 200, 30, what="create " + b)
+        r = self.s.put(u1 + "/v1/objects/after1/o", data=b"kept")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.c.url = u1  # the playground's CLI: through a gateway that is up
+        self.c.cli("playground", "stop", "--dir", self.c.dir)
+        self.c.url = u0
+        self.c.cli("playground", "start", "--dir", self.c.dir)
+
+        def one_view():
+            try:
+                prim = {self.smap_at(u)["proxy_si"]["daemon_id"] for u in (u0, u1, u2)}
+                return len(prim) == 1 and all({"after1", "after2"} <= {b["name"] for b in self.s.get(
+                    u + "/v1/buckets/", timeout=5).json()} for u in (u0, u1, u2))
+            except (requests.RequestException, ValueError, KeyError):
+                return False
+        wait_until(one_view, 60, interval=0.5, what="one primary and the buckets made after the failover")
+        for u in (u0, u1, u2):
+            r = self.s.post(u + "/v1/buckets/again-%d" % (u0, u1, u2).index(u), json={"action": "create-bck"},
+                            timeout=10)
+            self.assertEqual(r.status_code, 200, (u, r.text))
+        r = self.s.get(u2 + "/v1/objects/after1/o")
+        self.assertEqual(r.content, b"kept")
 
 
 if __name__ == "__main__":
