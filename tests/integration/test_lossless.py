@@ -259,6 +259,50 @@ class TestNoSilentLoss(Base):
         self.assertEqual([e["name"] for e in r.json()["entries"]], sorted(set(data) - set(mine)))
         self.assertEqual(self.c.cli("cluster", "lost").stdout.strip(), "No objects are recorded as lost")
 
+    def test_no_rebalance_and_rejoin_without_data(self):
+        self.create("nd")
+        data = self.fill("nd", 40)
+        smap = self.c.smap()
+        owners = {n: hrw_owner(smap, "nd", n)["daemon_id"] for n in data}
+        victim = max(set(owners.values()), key=lambda t: sum(1 for o in owners.values() if o == t))
+        mine = sum(1 for o in owners.values() if o == victim)
+        # with rebalance disabled nothing moves away from a live target either
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config",
+                                                      "value": {"rebalance": {"enabled": False}}})
+        self.assertEqual(r.status_code, 200, r.text)
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node", "value": {"sid": victim}})
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertIn("rebalance.enabled is false", r.json()["message"])
+        self.assertIn("%d in ais://nd " % mine, r.json()["message"])
+        self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {"rebalance": {"enabled": True}}})
+        # dead, removed by force, then back under its id with an empty disk: the loss stays recorded
+        vname = self.name_of(victim)
+        vcfg = os.path.join(self.c.dir, vname, "shale.json")
+        self.c.kill9(vname)
+        wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node", "value": {
+            "sid": victim, "force": True, "no_shutdown": True}})
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        mp = os.path.join(self.c.dir, vname, "mp1")
+        shutil.rmtree(mp)
+        os.makedirs(mp)
+        proc = subprocess.Popen([SHALED, "--config=" + vcfg, "--role=target", "--bind", "127.0.0.1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            wait_until(lambda: victim in self.c.smap()["tmap"], 60, what="the target rejoined")
+            time.sleep(1)
+            self.assertIn(victim, self.lost()["lostmd"]["targets"])
+            r = self.list_names("nd")
+            self.assertEqual(r.status_code, 409, r.text)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
 
 if __name__ == "__main__":
     main()
