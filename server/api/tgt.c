@@ -8,6 +8,7 @@
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
+#include "mirror.h"
 #include "module.h"
 #include "node.h"
 #include "prx.h"
@@ -222,6 +223,31 @@ static void mirror_get(struct sl_req *r, void *arg)
     cold_free(c);
 }
 
+/* the main replica of a mirrored object is missing or of the wrong size
+ * (readers that open it themselves, archives and transforms, would repair
+ * it on this thread) */
+static bool mirror_needs_repair(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    int fd = -1;
+    struct sl_objmd md;
+    struct sl_err err = { 0 };
+    int rc = sl_obj_open_ex(b, name, nlen, SL_OPEN_DEFER, &fd, &md, NULL, &err);
+    if (rc == 0) {
+        close(fd);
+        sl_objmd_free(&md);
+    }
+    return rc > 0;
+}
+
+static void repair_first(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    if (sl_mirror_restore(&c->b, c->name, c->nlen, &err) < 0)
+        sl_resp_err(r, &err);
+    cold_free(c);
+}
+
 static void obj_get(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -242,6 +268,13 @@ static void obj_get(struct sl_req *r)
         /* of an object only the remote has: fetched first (off the HTTP
          * thread), then this GET is routed again and finds it here */
         sl_req_offload_reroute(r, fetch_first, cold_free, cold_new(&b, name, nlen));
+        sl_bck_release(&b);
+        return;
+    }
+    if ((owner || sl_arch_wanted(r)) && !r->rerouted && mirror_needs_repair(&b, name, nlen)) {
+        /* a mirrored object whose main replica is damaged: restored first
+         * (off the HTTP thread), then this GET is routed again */
+        sl_req_offload_reroute(r, repair_first, cold_free, cold_new(&b, name, nlen));
         sl_bck_release(&b);
         return;
     }

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define INV_MIN_NS (10LL * 1000000000LL)
+#define INV_MIN_NS (20LL * 1000000000LL)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *inv;             /* {TID: {"time": unix ns, "buckets": {NAME: {"n","bytes",...}}}} */
@@ -76,7 +76,7 @@ static void inv_collect(void *arg)
 
 void sl_lost_tick(void)
 {
-    int64_t every = sl_conf->keepalive_interval_ns * 5;
+    int64_t every = sl_conf->keepalive_interval_ns * 10;
     if (every < INV_MIN_NS)
         every = INV_MIN_NS;
     pthread_mutex_lock(&mu);

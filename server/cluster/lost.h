@@ -19,7 +19,7 @@
 #include <jansson.h>
 
 /* Primary, from the keepalive loop: refresh inventories when due (every
- * 5 keepalive intervals, at least 10 s apart), in the background. */
+ * 10 keepalive intervals, at least 20 s apart), in the background. */
 void sl_lost_tick(void);
 
 /* Primary: what only target tid holds (ais:// buckets without a backend):

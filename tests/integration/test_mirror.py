@@ -182,6 +182,30 @@ class TestMirror(NodeTest, MirrorBase):
         self.assertEqual(self.files_of(self.node, "m2", k3), [])
         self.assertEqual(self.get("m2", k3).status_code, 404)
 
+    def test_archive_read_of_damaged_main(self):
+        """a member read (?archpath=) of a shard whose main replica is gone: the main is restored from the
+        copy, then the member is read (that the repair runs off the HTTP thread is not observable here)"""
+        import io
+        import tarfile
+        self.create_bucket("ma")
+        self.assertEqual(self.setprops(self.url, "ma", {"mirror": {"enabled": True, "copies": 2}}).status_code, 200)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            for i in range(5):
+                d = (b"member %d " % i) * 50
+                ti = tarfile.TarInfo("m%d.txt" % i)
+                ti.size = len(d)
+                tf.addfile(ti, io.BytesIO(d))
+        shard = buf.getvalue()
+        self.assertEqual(self.put("ma", "s.tar", shard).status_code, 200)
+        self.wait_replicas("ma", {"s.tar": shard}, 2)
+        main_f = self.main_file(self.node, "ma", "s.tar")
+        os.unlink(main_f)
+        r = self.get("ma", "s.tar", params={"provider": "ais", "archpath": "m3.txt"})
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        self.assertEqual(r.content, b"member 3 " * 50)
+        self.assertTrue(os.path.isfile(main_f), "main restored")
+
     def test_make_n_copies(self):
         self.create_bucket("mn")
         objs = self.fill("mn", 12)
