@@ -6,6 +6,7 @@
 #include "lost.h"
 #include "backend.h"
 #include "cluster.h"
+#include "ec.h"
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
@@ -35,8 +36,12 @@ static json_t *only_here(const json_t *counts)
     json_t *c;
     json_object_foreach((json_t *)counts, name, c) {
         const struct sl_bck *b = sl_bmd_find(bmd, "ais", name);
+        int d, p;
+        int64_t lim;
         if (!b || sl_bck_remote(b) || sl_json_int(c, "n", 0) <= 0)
             continue;
+        if (sl_ec_props(b, &d, &p, &lim))
+            continue; /* erasure coded: the other targets hold slices or replicas (up to P targets may go) */
         json_object_set_new(out, name, json_pack("{s:I,s:I,s:I}", "bid", (json_int_t)b->bid, "n",
                                                  (json_int_t)sl_json_int(c, "n", 0), "bytes",
                                                  (json_int_t)sl_json_int(c, "bytes", 0)));
@@ -158,7 +163,9 @@ static json_t *all_buckets_unknown(void)
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < bmd->n; i++) {
         const struct sl_bck *b = &bmd->bcks[i];
-        if (strcmp(b->provider, "ais") || sl_bck_remote(b))
+        int d, p;
+        int64_t lim;
+        if (strcmp(b->provider, "ais") || sl_bck_remote(b) || sl_ec_props(b, &d, &p, &lim))
             continue;
         json_object_set_new(out, b->name, json_pack("{s:I,s:i,s:i}", "bid", (json_int_t)b->bid, "n", -1, "bytes",
                                                     -1));
