@@ -50,6 +50,8 @@ static json_t *only_here(const json_t *counts)
     return out;
 }
 
+static json_t *all_buckets_unknown(void);
+
 static void inv_collect(void *arg)
 {
     (void)arg;
@@ -119,8 +121,12 @@ int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, js
         pthread_mutex_unlock(&mu);
     }
     if (!counts) {
+        /* no inventory: unknown, unless every bucket that could lose objects is erasure coded */
+        *detail = all_buckets_unknown();
+        bool none = json_object_size(*detail) == 0;
+        json_decref(*detail);
         *detail = json_object();
-        return -1;
+        return none ? 0 : -1;
     }
     *detail = only_here(counts);
     json_decref(counts);

@@ -13,7 +13,7 @@ import unittest
 
 import requests
 
-from harness import Cluster, main, wait_until
+from harness import Cluster, Node, main, wait_until
 from test_cluster import hrw_owner
 
 D, P, LIMIT = 2, 1, 4096
@@ -165,6 +165,54 @@ class TestECProps(ECTest):
         self.assertEqual(self.s.delete(self.url + "/v1/objects/es/" + victim).status_code, 200)
         wait_until(lambda: not self.slice_holders("es", victim), 30, what="slices of the deleted object gone")
         self.assertEqual(self.s.get(self.url + "/v1/objects/es/" + victim).status_code, 404)
+
+
+class TestECEncode(ECTest):
+    def test_ec_encode_existing_objects(self):
+        self.create("ee")
+        data = self.put_all("ee", SIZES[1:6] + [200000, 777777])
+        self.assertFalse(self.encoded("ee", sorted(data)[0]))
+        self.assertEqual(self.slice_holders("ee", sorted(data)[0]), [])
+        r = self.act("POST", "/v1/buckets/ee", "ec-encode", {"data_slices": D, "parity_slices": P,
+                                                             "objsize_limit": LIMIT})
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text.strip()
+        self.assertTrue(jid)
+
+        def done():
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid})
+            return r.status_code == 200 and r.json()["end_time"] != 0 and r.json()
+        st = wait_until(done, 60, interval=0.2, what="ec-encode %s" % jid)
+        self.assertEqual(st.get("kind", "ec-encode"), "ec-encode")
+        ec = self.props("ee")["ec"]
+        self.assertEqual((ec["enabled"], ec["data_slices"], ec["parity_slices"], ec["objsize_limit"]),
+                         (True, D, P, LIMIT))
+        for name in data:
+            r = self.encoded("ee", name)
+            self.assertTrue(r, name)
+            self.assertEqual(len(self.slice_holders("ee", name)), self.want_holders(len(data[name])), name)
+        self.check_all("ee", data)
+
+
+class TestECConfig(unittest.TestCase):
+    def test_aistore_ec_section_loads(self):
+        tmp = tempfile.mkdtemp(prefix="shale-ecc-")
+        n = Node(tmp, extra_config={"ec": {"objsize_limit": 1000, "compression": "never", "bundle_multiplier": 2,
+                                           "data_slices": 3, "parity_slices": 1, "enabled": False,
+                                           "disk_only": False, "burst_buffer": 512}})
+        try:
+            n.start()
+            cfg = requests.get(n.url + "/v1/daemon?what=config", timeout=10).json()
+            self.assertEqual(cfg["ec"]["data_slices"], 3)
+            r = requests.post(n.url + "/v1/buckets/cb", json={"action": "create-bck"}, timeout=10)
+            self.assertEqual(r.status_code, 200, r.text)
+            import json
+            p = json.loads(requests.head(n.url + "/v1/buckets/cb", timeout=10).headers["Ais-Bucket-Props"])
+            self.assertEqual((p["ec"]["data_slices"], p["ec"]["parity_slices"], p["ec"]["objsize_limit"]),
+                             (3, 1, 1000))
+        finally:
+            n.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class TestECLoss(ECTest):
