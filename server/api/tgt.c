@@ -410,11 +410,22 @@ static void ec_fetch(struct sl_req *r, void *arg)
 {
     struct cold *c = arg;
     struct sl_err err = { 0 };
+    struct sl_ec_tmp tmp = { .fd = -1 };
     if ((!sl_reb_gfn_window() || sl_reb_gfn(&c->b, c->name, c->nlen, &err) < 0) &&
-        sl_ec_restore(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ) {
+        sl_ec_restore(&c->b, c->name, c->nlen, &tmp, &err) < 0 && err.code != SL_ENOOBJ) {
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
+        sl_resp_errf(r, err.code, "%s %s: %s", r->method_str, cn, err.msg);
+    } else if (tmp.fd >= 0 && r->method == SL_M_HEAD) { /* rebuilt for this read only (see ec.h) */
+        add_obj_headers(r, &tmp.md);
+        sl_hdr_add(r, "Ais-Bucket-Name", c->b.name);
+        sl_hdr_add(r, "Ais-Bucket-Provider", c->b.provider);
+        sl_hdr_add(r, "Ais-Present", "false");
+        sl_resp_head(r, 200, tmp.md.size);
+        close(tmp.fd);
+        sl_objmd_free(&tmp.md);
+    } else if (tmp.fd >= 0) {
+        serve(r, &c->b, c->name, c->nlen, tmp.fd, &tmp.md); /* (closes the fd, frees md) */
     }
     cold_free(c);
 }

@@ -655,7 +655,7 @@ static bool piece_parse(const struct sl_buf *body, struct piece *pc)
 }
 
 static int store_rebuilt(const struct sl_bck *b, const char *name, size_t nlen, const json_t *m,
-                         const unsigned char *data, uint64_t size, struct sl_err *err)
+                         const unsigned char *data, uint64_t size, struct sl_ec_tmp *tmp, struct sl_err *err)
 {
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
@@ -674,6 +674,26 @@ static int store_rebuilt(const struct sl_bck *b, const char *name, size_t nlen, 
     md.cksum_type = ct > 0 && ct == b->cksum_type ? ct : 0;
     snprintf(md.cksum, sizeof(md.cksum), "%s", ct > 0 && ct == b->cksum_type ? want : "");
     md.atime = sl_now_ns();
+    if (tmp) { /* not stored: a temporary file for this read */
+        int fd = sl_store_tmpfd(err);
+        if (fd < 0)
+            return -1;
+        size_t off = 0;
+        while (off < size) {
+            ssize_t w = write(fd, data + off, size - off);
+            if (w <= 0) {
+                close(fd);
+                return sl_errf(err, SL_EIO, "%s: writing the rebuilt object to a temporary file: %s", cn,
+                               strerror(errno));
+            }
+            off += (size_t)w;
+        }
+        md.size = size;
+        md.mtime = sl_json_int(m, "generation", 0);
+        tmp->fd = fd;
+        tmp->md = md;
+        return 0;
+    }
     struct sl_put_opts o = { .client_cktype = -1, .expect_size = (int64_t)size, .preserve = &md };
     struct sl_put *put;
     int rc = sl_put_begin(b, name, nlen, &o, &put, err);
@@ -687,10 +707,19 @@ static int store_rebuilt(const struct sl_bck *b, const char *name, size_t nlen, 
     return rc;
 }
 
-int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct sl_ec_tmp *tmp, struct sl_err *err)
 {
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    if (tmp) {
+        /* stored only by the object's main target (by the current map) */
+        tmp->fd = -1;
+        struct sl_smap *s = sl_smap_get();
+        const struct sl_snode *first[1];
+        if (placement(s, b, name, nlen, first, 1) == 1 && !strcmp(first[0]->id, G.id))
+            tmp = NULL;
+        sl_smap_put(s);
+    }
     char *key = sl_xasprintf("%llu/%s", (unsigned long long)b->bid, cn);
     rs_enter(key);
     int rc = -1;
@@ -767,7 +796,7 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
         rc = sl_errf(err, SL_ENOOBJ, "%s does not exist (no EC slices or replicas of it on the %d target(s) that "
                      "answered)", cn, asked);
     } else if (replica) {
-        rc = store_rebuilt(b, name, nlen, m0, replica->data, size, err);
+        rc = store_rebuilt(b, name, nlen, m0, replica->data, size, tmp, err);
     } else if (d < 1 || have < d) {
         rc = sl_errf(err, SL_EIO, "%s is lost: it was erasure coded as D = %d data and P = %d parity slices, and "
                      "only %d slice(s) were found on the %d target(s) that answered (%d needed to rebuild it); bring "
@@ -780,13 +809,14 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
         if (rs_decode(d, p, ss, ids, src, optr) < 0)
             rc = sl_errf(err, SL_EINTERNAL, "%s: the EC decode matrix is singular (slices %d...)", cn, ids[0]);
         else
-            rc = store_rebuilt(b, name, nlen, m0, out, size, err);
+            rc = store_rebuilt(b, name, nlen, m0, out, size, tmp, err);
         free(out);
     }
     if (rc == 0) {
         sl_stats_add("ec_restore_objs", 1);
-        sl_logi("ec: rebuilt %s (%llu bytes) from %s in %.1f ms", cn, (unsigned long long)size,
-                replica ? "a replica" : "slices", (double)(sl_mono_ns() - t0) / 1e6);
+        sl_logi("ec: rebuilt %s (%llu bytes) from %s in %.1f ms%s", cn, (unsigned long long)size,
+                replica ? "a replica" : "slices", (double)(sl_mono_ns() - t0) / 1e6,
+                tmp ? " for one read (this target stands in for its main target, which is down: not stored)" : "");
     }
     for (int i = 0; i < np; i++)
         json_decref(pcs[i].meta);
@@ -910,7 +940,7 @@ static void walk_encode(const struct sl_bck *b, struct sl_job *job)
                     struct sl_err e = { 0 };
                     if (sl_obj_stat(b, nm, strlen(nm), &om, NULL, &e) == 1)
                         sl_objmd_free(&om);
-                    else if (sl_ec_restore(b, nm, strlen(nm), &e) < 0 && e.code != SL_ENOOBJ) {
+                    else if (sl_ec_restore(b, nm, strlen(nm), NULL, &e) < 0 && e.code != SL_ENOOBJ) {
                         sl_logw("%s %s: %s", job->kind, job->id, e.msg);
                         sl_job_add(&job->err_objs, 1);
                     }
@@ -1129,7 +1159,7 @@ static void ensure_run(struct sl_req *r, void *arg)
 {
     struct slice_req *q = arg;
     struct sl_err err = { 0 };
-    if (sl_ec_restore(&q->b, q->name, q->nlen, &err) < 0 && err.code != SL_ENOOBJ)
+    if (sl_ec_restore(&q->b, q->name, q->nlen, NULL, &err) < 0 && err.code != SL_ENOOBJ)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);

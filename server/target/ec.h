@@ -34,11 +34,21 @@ void sl_ec_after_put(const struct sl_bck *b, const char *name, size_t nlen);
  * (queued, asynchronous). */
 void sl_ec_after_delete(const struct sl_bck *b, const char *name, size_t nlen);
 
+/* A rebuilt object that was not stored (for one read): an unlinked
+ * temporary file (the caller closes it) and its metadata. */
+struct sl_ec_tmp {
+    int fd;                 /* -1: the object was stored as a normal object */
+    struct sl_objmd md;
+};
+
 /* Rebuild b/name here from the slices or replicas other targets hold, and
- * store it as a normal object. 0 done; -1 with err: SL_ENOOBJ when no
+ * store it as a normal object — only when this target is the object's main
+ * one by the current map, or tmp is NULL: else (a stand-in for a main
+ * target that is down) it goes to tmp and nothing is stored, so that no
+ * stray copy outlives the read. 0 done; -1 with err: SL_ENOOBJ when no
  * target knows the object, SL_EIO when it was erasure coded but too few
  * slices are left. Waits on peers: pool threads only. */
-int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct sl_ec_tmp *tmp, struct sl_err *err);
 
 /* HEAD: Ais-Ec-* headers from the local metafile, if any (a small read). */
 void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);

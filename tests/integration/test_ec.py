@@ -237,6 +237,15 @@ class TestECLoss(ECTest):
         # every object still reads, byte-identical (the gateway sends reads of the
         # dead target's objects to the next HRW target, which rebuilds them)
         self.check_all("ec", data)
+        name = per[victim][0]
+        r = self.s.head(self.url + "/v1/objects/ec/" + name, allow_redirects=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(int(r.headers["Content-Length"]), len(data[name]))
+        # a stand-in serves the rebuilt object without keeping a stray copy of it
+        for n in per[victim]:
+            stray = [f for f in glob.glob(os.path.join(self.c.dir, "t*", "**", "@ais", "ec", "%ob", n), recursive=True)
+                     if not f.startswith(os.path.join(self.c.dir, vname) + os.sep)]
+            self.assertEqual(stray, [], n)
         # then gone for good: EC buckets do not count as lost
         r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node",
                                                        "value": {"sid": victim, "no_shutdown": True}}, timeout=60)
@@ -259,6 +268,20 @@ class TestECLoss(ECTest):
         self.c.kill9(self.name_by_id(second))
         wait_until(lambda: self.c.smap()["tmap"][second].get("flags", 0) & (1 << 16), 30, what="second offline")
         self.check_all("ec", data)
+        # a third loss is one too many: what cannot be rebuilt says so (never wrong bytes)
+        third = [t for t in self.c.smap()["tmap"] if t != second][0]
+        self.c.kill9(self.name_by_id(third))
+        wait_until(lambda: self.c.smap()["tmap"][third].get("flags", 0) & (1 << 16), 30, what="third offline")
+        lost = 0
+        for name, d in data.items():
+            r = self.s.get(self.url + "/v1/objects/ec/" + name, timeout=60)
+            self.assertIn(r.status_code, (200, 404, 500), r.text)
+            if r.status_code == 200:
+                self.assertEqual(r.content, d, name)
+            elif r.status_code == 500:
+                self.assertIn("is lost: it was erasure coded as D = 2 data and P = 1 parity slices", r.text)
+                lost += 1
+        self.assertGreater(lost, 0)
 
 
 if __name__ == "__main__":
