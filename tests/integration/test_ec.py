@@ -165,6 +165,18 @@ class TestECProps(ECTest):
         self.assertEqual(self.s.delete(self.url + "/v1/objects/es/" + victim).status_code, 200)
         wait_until(lambda: not self.slice_holders("es", victim), 30, what="slices of the deleted object gone")
         self.assertEqual(self.s.get(self.url + "/v1/objects/es/" + victim).status_code, 404)
+        del data[victim]
+        # slices survive a restart of the target that holds them (start-up reconcile leaves %ec/%mt alone)
+        name = sorted(data)[-2]
+        holder = self.slice_holders("es", name)[0]
+        before = {n: self.slice_holders("es", n) for n in data}
+        tid = requests.get(self.c.node_url(holder) + "/v1/daemon?what=snode", timeout=5).json()["daemon_id"]
+        self.c.kill9(holder)
+        self.c.cli("playground", "start", "--dir", self.c.dir)
+        wait_until(lambda: not self.c.smap()["tmap"][tid].get("flags", 0) & (1 << 16), 60, what="holder back")
+        self.assertEqual({n: self.slice_holders("es", n) for n in data}, before)
+        for n in data:
+            self.assertTrue(self.encoded("es", n), n)
 
 
 class TestECEncode(ECTest):
