@@ -166,6 +166,14 @@ class TestECProps(ECTest):
         wait_until(lambda: not self.slice_holders("es", victim), 30, what="slices of the deleted object gone")
         self.assertEqual(self.s.get(self.url + "/v1/objects/es/" + victim).status_code, 404)
         del data[victim]
+        # delete-listrange too
+        gone = sorted(data)[:2]
+        r = self.s.delete(self.url + "/v1/buckets/es", timeout=60, json={"action": "delete-listrange", "name": "",
+                                                                          "value": {"objnames": gone}})
+        self.assertEqual(r.status_code, 200, r.text)
+        for n in gone:
+            wait_until(lambda: not self.slice_holders("es", n), 30, what="slices of %s gone" % n)
+            del data[n]
         # slices survive a restart of the target that holds them (start-up reconcile leaves %ec/%mt alone)
         name = sorted(data)[-2]
         holder = self.slice_holders("es", name)[0]
