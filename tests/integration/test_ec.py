@@ -277,6 +277,11 @@ class TestECLoss(ECTest):
         # back to full redundancy: every object has all its slices/replicas on the survivors
         # (3 targets are left: the main target + 2 others, so a sliced object keeps
         # its 2 data slices and loses its parity placement; any one more loss is still survivable)
+        # the dead target's objects are rebuilt on their new main targets without being read
+        # (ec-encode after the rebalance), and ...
+        for name in per[victim]:
+            wait_until(lambda: any(os.path.isfile(os.path.join(self.c.dir, t, "mp1", "@ais", "ec", "%ob", name))
+                                   for t in alive), 90, interval=0.5, what="%s rebuilt on a survivor" % name)
         for name in data:
             want = min(self.want_holders(len(data[name])), len(alive) - 1)
             wait_until(lambda: len(self.slice_holders("ec", name, alive)) >= want, 90,
