@@ -8,6 +8,7 @@
 #include "modules.h"
 #include "arch_job.h"
 #include "dsort.h"
+#include "ec_job.h"
 #include "etl.h"
 #include "ishard.h"
 #include "lrit.h"
@@ -32,5 +33,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_mvb_module,
     &sl_lru_module,
     &sl_mirror_module,
+    &sl_ec_module,
     NULL,
 };

@@ -10,6 +10,7 @@
 #include "bsumm.h"
 #include "cluster.h"
 #include "cksum.h"
+#include "ec.h"
 #include "jsonx.h"
 #include "log.h"
 #include "lost.h"
@@ -23,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *bucket_actions_post = "create-bck, make-n-copies";
+static const char *bucket_actions_post = "create-bck, make-n-copies, ec-encode";
 
 /* Bucket name from /v1/buckets/<name>[/...]: returns "" if none. */
 static char *bucket_from_path(struct sl_req *r)
@@ -47,7 +48,30 @@ struct bck_arg {
     int min_mpaths;
     char min_who[64];
     int old_want, new_want;
+    bool old_ec, new_ec;    /* ec.enabled before and after */
 };
+
+/* EC on needs D+P+1 targets (P+1 when every object is replicated) */
+static int ec_fits(struct bck_arg *a, const struct sl_bck *k, struct sl_err *err)
+{
+    int d, p;
+    int64_t lim;
+    a->new_ec = sl_ec_props(k, &d, &p, &lim);
+    if (!a->new_ec || (a->old_ec && a->props && !json_object_get(a->props, "ec")))
+        return 0;
+    int need = lim < 0 ? p + 1 : d + p + 1, have = 0;
+    struct sl_smap *s = sl_smap_get();
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->nodes[i].type == SL_NODE_TARGET && !(s->nodes[i].flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+            have++;
+    sl_smap_put(s);
+    if (G.role == SL_ROLE_STANDALONE)
+        have = 1;
+    if (have >= need)
+        return 0;
+    return sl_errf(err, SL_EINVAL, "EC configuration (D = %d, P = %d) requires at least %d targets (have %d); "
+                   "nothing was changed", d, p, need, have);
+}
 
 /* The new props want more replicas than some target has mountpaths. */
 static int mirror_fits(struct bck_arg *a, const struct sl_bck *k, struct sl_err *err)
@@ -67,7 +91,8 @@ static int edit_create(struct sl_bmd *b, void *arg, struct sl_err *err)
         return sl_errf(err, SL_EBCKEXIST, "bucket \"%s://%s\" already exists", sl_provider_scheme(ca->prov),
                        ca->name);
     const struct sl_bck *k = sl_bmd_add(b, ca->prov, ca->name, ca->props, err);
-    return k && sl_backend_check_props(k->props, err) == 0 && mirror_fits(ca, k, err) == 0 ? 0 : -1;
+    return k && sl_backend_check_props(k->props, err) == 0 && mirror_fits(ca, k, err) == 0 &&
+           ec_fits(ca, k, err) == 0 ? 0 : -1;
 }
 
 static int edit_destroy(struct sl_bmd *b, void *arg, struct sl_err *err)
@@ -90,10 +115,14 @@ static int edit_props(struct sl_bmd *b, void *arg, struct sl_err *err)
     struct bck_arg *pa = arg;
     const struct sl_bck *k = sl_bmd_find(b, pa->prov, pa->name);
     pa->old_want = k ? sl_mirror_want(k) : 1;
+    int d, p;
+    int64_t lim;
+    pa->old_ec = k && sl_ec_props(k, &d, &p, &lim);
     if (sl_bmd_set_props(b, pa->prov, pa->name, pa->props, pa->reset, err) < 0)
         return -1;
     k = sl_bmd_find(b, pa->prov, pa->name);
-    return k ? (sl_backend_check_props(k->props, err) < 0 || mirror_fits(pa, k, err) < 0 ? -1 : 0) : 0;
+    return k ? (sl_backend_check_props(k->props, err) < 0 || mirror_fits(pa, k, err) < 0 ||
+                ec_fits(pa, k, err) < 0 ? -1 : 0) : 0;
 }
 
 /* The request's provider, normalised into *prov: ais, or one with a
@@ -126,6 +155,7 @@ struct bmd_job {
     json_t *value;
     bool reset, head_remote;
     bool make_n;        /* make-n-copies: the job runs even when the props stay as they were */
+    bool ec_encode;     /* ec-encode: likewise */
 };
 
 static void bmd_job_free(void *arg)
@@ -203,11 +233,23 @@ static int mirror_job_start(const char *prov, const char *name, int copies, char
     return rc;
 }
 
+/* ec-encode on every target; id filled */
+static int ec_job_start(const char *prov, const char *name, char *id, size_t idsz, struct sl_err *err)
+{
+    sl_job_id(id, idsz, "");
+    if (G.role == SL_ROLE_STANDALONE)
+        return sl_errf(err, SL_EINVAL, "erasure coding needs a cluster of targets; this node is standalone");
+    json_t *body = json_pack("{s:s,s:s,s:s}", "id", id, "provider", prov, "bck", name);
+    int rc = sl_tfan_start_job(SL_TF_SKIP_OFFLINE, "/v1/internal/ec/start", body, "ec-encode", id, err);
+    json_decref(body);
+    return rc;
+}
+
 static void bmd_run(struct sl_req *r, void *arg)
 {
     struct bmd_job *j = arg;
     struct sl_err err = { 0 };
-    struct bck_arg a = { j->prov, j->name, j->value, j->reset, -1, "", 1, 1 };
+    struct bck_arg a = { j->prov, j->name, j->value, j->reset, -1, "", 1, 1, false, false };
     const char *sch = sl_provider_scheme(j->prov);
     int rc;
     if (sl_cluster_fence(&err) < 0) {
@@ -248,6 +290,15 @@ static void bmd_run(struct sl_req *r, void *arg)
                         "make-n-copies %d)", sch, j->name, a.new_want, a.new_want);
         else
             sl_logi("%s://%s: %d replica(s) per object: make-n-copies %s", sch, j->name, a.new_want, id);
+    }
+    if (rc == 0 && j->kind == BMD_PROPS && a.new_ec && (!a.old_ec || j->ec_encode)) {
+        /* EC turned on (or ec-encode): existing objects get their slices */
+        rc = ec_job_start(j->prov, j->name, id, sizeof(id), &err);
+        if (rc < 0)
+            sl_err_wrap(&err, "%s://%s now has erasure coding enabled, but starting ec-encode failed (run it again)",
+                        sch, j->name);
+        else
+            sl_logi("%s://%s: erasure coding on: ec-encode %s", sch, j->name, id);
     }
     if (rc < 0)
         sl_resp_err(r, &err);
@@ -357,6 +408,45 @@ static void make_n_copies(struct sl_req *r, const char *name, const json_t *v)
     }
 }
 
+/* POST {"action": "ec-encode", "value": {"data_slices": D, "parity_slices": P
+ * [, "objsize_limit": N]}}: ec.enabled with those, and the job that
+ * encodes every existing object (validated as set-bprops of ec.* is) */
+static void ec_encode(struct sl_req *r, const char *name, const json_t *v)
+{
+    struct sl_err err = { 0 };
+    const char *prov = "ais";
+    const char *k;
+    json_t *x;
+    if (check_provider(r, name, &prov, &err) < 0 || sl_bck_name_valid(name, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (!json_is_object(v) || !json_is_integer(json_object_get(v, "data_slices")) ||
+        !json_is_integer(json_object_get(v, "parity_slices"))) {
+        sl_resp_errf(r, SL_EINVAL, "ec-encode: \"value\" must be {\"data_slices\": D, \"parity_slices\": P} "
+                     "(1-%d each; optional \"objsize_limit\"); nothing was done", SL_EC_SLICES_MAX);
+        return;
+    }
+    json_t *ec = json_object();
+    json_object_foreach((json_t *)v, k, x) {
+        if (strcmp(k, "data_slices") && strcmp(k, "parity_slices") && strcmp(k, "objsize_limit")) {
+            json_decref(ec);
+            sl_resp_errf(r, SL_EINVAL, "ec-encode: unknown field \"%s\" (valid: data_slices, parity_slices, "
+                         "objsize_limit); nothing was done", k);
+            return;
+        }
+        json_object_set(ec, k, x);
+    }
+    json_object_set_new(ec, "enabled", json_true());
+    struct bmd_job *j = sl_xcalloc(1, sizeof(*j));
+    j->kind = BMD_PROPS;
+    j->prov = prov;
+    j->name = sl_xstrdup(name);
+    j->value = json_pack("{s:o}", "ec", ec);
+    j->ec_encode = true;
+    sl_req_offload(r, bmd_run, bmd_job_free, j);
+}
+
 static void post_bucket_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -378,6 +468,8 @@ static void post_bucket_done(struct sl_req *r)
         }
     } else if (!strcmp(m.action, "make-n-copies")) {
         make_n_copies(r, name, m.value);
+    } else if (!strcmp(m.action, "ec-encode")) {
+        ec_encode(r, name, m.value);
     } else if (sl_modules_bucket_post(r, name, &m)) {
         /* handled by a job module (copy, etl, ...) */
     } else if (!m.action[0]) {

@@ -7,6 +7,7 @@
 #include "s3.h"
 #include "cksum.h"
 #include "cluster.h"
+#include "ec.h"
 #include "jsonx.h"
 #include "log.h"
 #include "node.h"
@@ -1841,6 +1842,8 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
             s3_err_sl(r, &err);
             return;
         }
+        if (!err.code)
+            sl_ec_after_delete(b, q->key, q->klen); /* erasure coded: its slices everywhere */
         sl_resp_empty(r, 204);
         return;
     default:

@@ -3,6 +3,7 @@
  * PUT (streamed, checksummed, crash-safe), DELETE, PATCH (custom metadata).
  */
 #include "tgt.h"
+#include "ec.h"
 #include "backend.h"
 #include "cksum.h"
 #include "cluster.h"
@@ -114,6 +115,8 @@ struct cold;
 static struct cold *cold_new(const struct sl_bck *b, const char *name, size_t nlen);
 static void cold_free(void *arg);
 static void gfn_fetch(struct sl_req *r, void *arg);
+static bool ec_wanted(const struct sl_req *r, const struct sl_bck *b, const struct sl_err *err);
+static void ec_fetch(struct sl_req *r, void *arg);
 
 static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, const struct sl_err *err)
 {
@@ -296,7 +299,10 @@ static void obj_get(struct sl_req *r)
         return;
     }
     if (orc < 0) {
-        if (try_gfn(r, &b, name, nlen, &err)) {
+        if (ec_wanted(r, &b, &err)) {
+            /* an erasure-coded object not here: rebuilt from its slices, then routed again */
+            sl_req_offload_peer_reroute(r, ec_fetch, cold_free, cold_new(&b, name, nlen));
+        } else if (try_gfn(r, &b, name, nlen, &err)) {
             /* routed again once the neighbours were asked */
         } else if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
             /* cold GET (not for a neighbour's get-from-neighbour): off the HTTP thread */
@@ -415,6 +421,44 @@ static void gfn_fetch(struct sl_req *r, void *arg)
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
         sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
+    }
+    cold_free(c);
+}
+
+/* An object of an erasure-coded bucket that is not here (its main target
+ * lost it, or is down and the gateway sent the GET to the next target):
+ * from the previous owner during a membership change, else rebuilt from
+ * the slices/replicas the other targets hold (peer pool). No answer when
+ * it worked (the GET is routed again and finds it) or when no target knows
+ * the object (a 404 then). */
+static bool ec_wanted(const struct sl_req *r, const struct sl_bck *b, const struct sl_err *err)
+{
+    int d, p;
+    int64_t l;
+    return G.role == SL_ROLE_TARGET && err->code == SL_ENOOBJ && !r->rerouted &&
+           !sl_req_header((struct sl_req *)r, "Ais-No-Gfn") && sl_ec_props(b, &d, &p, &l);
+}
+
+static void ec_fetch(struct sl_req *r, void *arg)
+{
+    struct cold *c = arg;
+    struct sl_err err = { 0 };
+    struct sl_ec_tmp tmp = { .fd = -1 };
+    if ((!sl_reb_gfn_window() || sl_reb_gfn(&c->b, c->name, c->nlen, &err) < 0) &&
+        sl_ec_restore(&c->b, c->name, c->nlen, &tmp, &err) < 0 && err.code != SL_ENOOBJ) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
+        sl_resp_errf(r, err.code, "%s %s: %s", r->method_str, cn, err.msg);
+    } else if (tmp.fd >= 0 && r->method == SL_M_HEAD) { /* rebuilt for this read only (see ec.h) */
+        add_obj_headers(r, &tmp.md);
+        sl_hdr_add(r, "Ais-Bucket-Name", c->b.name);
+        sl_hdr_add(r, "Ais-Bucket-Provider", c->b.provider);
+        sl_hdr_add(r, "Ais-Present", "false");
+        sl_resp_head(r, 200, tmp.md.size);
+        close(tmp.fd);
+        sl_objmd_free(&tmp.md);
+    } else if (tmp.fd >= 0) {
+        serve(r, &c->b, c->name, c->nlen, tmp.fd, &tmp.md); /* (closes the fd, frees md) */
     }
     cold_free(c);
 }
@@ -548,6 +592,11 @@ static void obj_head(struct sl_req *r)
     struct sl_objmd md;
     struct sl_mpath *mp;
     int rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
+    if (rc == 0 && ec_wanted(r, &b, &err)) {
+        sl_req_offload_peer_reroute(r, ec_fetch, cold_free, cold_new(&b, name, nlen));
+        sl_bck_release(&b);
+        return;
+    }
     if (rc == 0 && try_gfn(r, &b, name, nlen, &err)) {
         sl_bck_release(&b);
         return;
@@ -592,7 +641,9 @@ static void obj_head(struct sl_req *r)
                 sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
             } else if (!strcmp(t, "copies")) {
                 mirror_headers(r, mp, &md, false);
-            } else if (!strcmp(t, "ec") || !strcmp(t, "chunked")) {
+            } else if (!strcmp(t, "ec")) {
+                sl_ec_head_headers(r, &b, name, nlen);
+            } else if (!strcmp(t, "chunked")) {
             } else {
                 /* t points into cp: format before freeing it */
                 sl_errf(&err, SL_EINVAL,
@@ -617,6 +668,7 @@ static void obj_head(struct sl_req *r)
         free(nm);
         sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
         mirror_headers(r, mp, &md, true);
+        sl_ec_head_headers(r, &b, name, nlen);
         sl_hdr_add(r, "Ais-Present", "true");
     }
     sl_hdr_add(r, "Accept-Ranges", "bytes");
@@ -1128,6 +1180,7 @@ static void delete_done(struct sl_req *r)
     } else if (sl_obj_delete(&b, name, nlen, &err) < 0) {
         sl_resp_err(r, &err);
     } else {
+        sl_ec_after_delete(&b, name, nlen); /* its slices/replicas, on every target (queued) */
         sl_resp_empty(r, 200);
     }
     sl_actmsg_free(&m);

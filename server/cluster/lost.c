@@ -6,6 +6,7 @@
 #include "lost.h"
 #include "backend.h"
 #include "cluster.h"
+#include "ec.h"
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
@@ -35,8 +36,12 @@ static json_t *only_here(const json_t *counts)
     json_t *c;
     json_object_foreach((json_t *)counts, name, c) {
         const struct sl_bck *b = sl_bmd_find(bmd, "ais", name);
+        int d, p;
+        int64_t lim;
         if (!b || sl_bck_remote(b) || sl_json_int(c, "n", 0) <= 0)
             continue;
+        if (sl_ec_props(b, &d, &p, &lim))
+            continue; /* erasure coded: the other targets hold slices or replicas (up to P targets may go) */
         json_object_set_new(out, name, json_pack("{s:I,s:I,s:I}", "bid", (json_int_t)b->bid, "n",
                                                  (json_int_t)sl_json_int(c, "n", 0), "bytes",
                                                  (json_int_t)sl_json_int(c, "bytes", 0)));
@@ -44,6 +49,8 @@ static json_t *only_here(const json_t *counts)
     sl_bmd_put(bmd);
     return out;
 }
+
+static json_t *all_buckets_unknown(void);
 
 static void inv_collect(void *arg)
 {
@@ -114,8 +121,12 @@ int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, js
         pthread_mutex_unlock(&mu);
     }
     if (!counts) {
+        /* no inventory: unknown, unless every bucket that could lose objects is erasure coded */
+        *detail = all_buckets_unknown();
+        bool none = json_object_size(*detail) == 0;
+        json_decref(*detail);
         *detail = json_object();
-        return -1;
+        return none ? 0 : -1;
     }
     *detail = only_here(counts);
     json_decref(counts);
@@ -158,7 +169,9 @@ static json_t *all_buckets_unknown(void)
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < bmd->n; i++) {
         const struct sl_bck *b = &bmd->bcks[i];
-        if (strcmp(b->provider, "ais") || sl_bck_remote(b))
+        int d, p;
+        int64_t lim;
+        if (strcmp(b->provider, "ais") || sl_bck_remote(b) || sl_ec_props(b, &d, &p, &lim))
             continue;
         json_object_set_new(out, b->name, json_pack("{s:I,s:i,s:i}", "bid", (json_int_t)b->bid, "n", -1, "bytes",
                                                     -1));

@@ -12,6 +12,7 @@
  */
 #include "reb.h"
 #include "cksum.h"
+#include "ec.h"
 #include "log.h"
 #include "md.h"
 #include "node.h"
@@ -257,6 +258,8 @@ static void *reb_main(void *arg)
             (unsigned long long)job->out_objs, (unsigned long long)job->out_bytes,
             (double)(sl_mono_ns() - t0) / 1e9, err[0] ? "; " : "", err);
     sl_job_finish(job, err);
+    if (!sl_job_aborting(job))
+        sl_ec_membership_changed(); /* erasure-coded buckets: slices where the new map wants them */
     sl_smap_put(bt.smap);
     free(bt.items);
     pthread_mutex_destroy(&bt.mu);

@@ -90,6 +90,18 @@ static const struct key schema[] = {
     { "mirror.burst_buffer", T_INT, "512", 0, NULL,
       "objects a target queues for put-copies per bucket before it walks the bucket instead: 1-10000 (0 = 512)" },
 
+    { "ec.enabled", T_BOOL, "false", 0, NULL,
+      "new buckets are erasure coded (their props' ec.enabled; needs ec.data_slices+ec.parity_slices+1 targets)" },
+    { "ec.data_slices", T_INT, "2", 0, NULL, "data slices of new buckets' erasure coding: 1-32" },
+    { "ec.parity_slices", T_INT, "2", 0, NULL,
+      "parity slices (or extra full replicas of small objects) of new buckets' erasure coding: 1-32" },
+    { "ec.objsize_limit", T_INT, "262144", 0, NULL,
+      "new buckets: objects smaller than this many bytes are replicated instead of sliced (0 = slice everything)" },
+    { "ec.compression", T_STR, "never", F_NOOP, NULL, NULL },
+    { "ec.bundle_multiplier", T_INT, "2", F_NOOP, NULL, NULL },
+    { "ec.burst_buffer", T_INT, "512", F_NOOP, NULL, NULL },
+    { "ec.disk_only", T_BOOL, "false", F_NOOP, NULL, NULL },
+
     { "space.cleanupwm", T_PCT, "65", F_NOOP, NULL, NULL },
     { "space.lowwm", T_PCT, "75", 0, NULL, "LRU eviction frees space down to this percent of a mountpath" },
     { "space.highwm", T_PCT, "90", 0, NULL, "above this percent of a mountpath, LRU eviction starts by itself" },
@@ -593,6 +605,11 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     long long mc = gi(doc, "mirror.copies"), mb = gi(doc, "mirror.burst_buffer");
     c->mirror_copies = mc == 0 ? 2 : mc < 0 || mc > 32 ? -1 : (int)mc;
     c->mirror_burst = mb == 0 ? 512 : mb < 0 || mb > 10000 ? -1 : (int)mb;
+    c->ec_enabled = gb(doc, "ec.enabled");
+    long long ecd = gi(doc, "ec.data_slices"), ecp = gi(doc, "ec.parity_slices"), ecl = gi(doc, "ec.objsize_limit");
+    c->ec_data = (int)ecd;
+    c->ec_parity = (int)ecp;
+    c->ec_objsize_limit = (int64_t)ecl;
     c->http_workers = (int)gi(doc, "net.http.workers");
     c->http_conn_timeout_s = (int)(gd(doc, "net.http.idle_conn_time") / 1000000000LL);
     c->http_max_header = gz(doc, "net.http.max_header_size");
@@ -648,6 +665,13 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
         sl_errf(err, SL_EINVAL, "invalid mirror config: copies %lld, burst_buffer %lld, enabled %s (copies: 2-32 when "
                 "enabled, 0 = 2, 1 only when disabled; burst_buffer: 1-10000, 0 = 512)", mc, mb,
                 c->mirror_enabled ? "true" : "false");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (ecd < 1 || ecd > 32 || ecp < 1 || ecp > 32 || ecl < 0) {
+        sl_errf(err, SL_EINVAL, "invalid ec config: data_slices %lld, parity_slices %lld, objsize_limit %lld "
+                "(data_slices and parity_slices: 1-32; objsize_limit: bytes, 0 or more)", ecd, ecp, ecl);
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -57,6 +57,9 @@ struct sl_config {
     bool mirror_enabled;          /* mirror.*: the defaults of new buckets' mirror props */
     int mirror_copies;            /* (0 in the file: 2) */
     int mirror_burst;             /* (0 in the file: 512) */
+    bool ec_enabled;              /* ec.*: the defaults of new buckets' ec props */
+    int ec_data, ec_parity;       /* ec.data_slices, ec.parity_slices (1-32) */
+    int64_t ec_objsize_limit;     /* ec.objsize_limit (bytes; 0 = slice everything) */
     int http_workers;             /* net.http.workers: 0 = auto */
     int http_conn_timeout_s;      /* net.http.idle_conn_time (seconds) */
     uint64_t http_max_header;     /* net.http.max_header_size */

@@ -20,6 +20,7 @@
 #include "lrit.h"
 #include "backend.h"
 #include "cluster.h"
+#include "ec.h"
 #include "jsonx.h"
 #include "log.h"
 #include "lso.h"
@@ -291,6 +292,7 @@ static void *worker(void *arg)
                 continue;
             }
         } else if (sl_obj_delete(&u->b, nm, nl, &err) == 0) {
+            sl_ec_after_delete(&u->b, nm, nl); /* erasure coded: its slices everywhere */
             sl_job_add(&u->job->loc_objs, 1);
             continue;
         }

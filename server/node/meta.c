@@ -323,6 +323,36 @@ const struct sl_snode *sl_smap_hrw_target(const struct sl_smap *s, const char *u
     return hrw_pick(s, uname, ulen, false);
 }
 
+int sl_smap_hrw_list(const struct sl_smap *s, const char *uname, size_t ulen, const struct sl_snode **out, int max)
+{
+    uint64_t d = sl_xxh64(uname, ulen, SL_MLCG32);
+    uint64_t *sc = sl_xcalloc((size_t)(max > 0 ? max : 1), sizeof(uint64_t));
+    int n = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *t = &s->nodes[i];
+        if (t->type != SL_NODE_TARGET || (t->flags & (SL_SNF_MAINT | SL_SNF_DECOMM)))
+            continue;
+        uint64_t x = sl_hrw_mix(t->digest ^ d);
+        /* insertion by score, descending (ties: the greater id first, as hrw_pick) */
+        int j = n;
+        while (j > 0 && (sc[j - 1] < x || (sc[j - 1] == x && strcmp(out[j - 1]->id, t->id) < 0)))
+            j--;
+        if (j >= max)
+            continue;
+        int last = n < max ? n : max - 1;
+        for (int k = last; k > j; k--) {
+            out[k] = out[k - 1];
+            sc[k] = sc[k - 1];
+        }
+        out[j] = t;
+        sc[j] = x;
+        if (n < max)
+            n++;
+    }
+    free(sc);
+    return n;
+}
+
 const struct sl_snode *sl_smap_hrw_target_all(const struct sl_smap *s, const char *uname, size_t ulen)
 {
     return hrw_pick(s, uname, ulen, true);
@@ -492,12 +522,13 @@ static json_t *default_props(const char *provider)
     json_object_set_new(mi, "enabled", json_boolean(c && c->mirror_enabled));
     json_object_set_new(p, "mirror", mi);
     json_t *ec = json_object();
-    json_object_set_new(ec, "objsize_limit", json_integer(262144));
+    /* the cluster's ec.* (validated by the config) */
+    json_object_set_new(ec, "objsize_limit", json_integer(c ? c->ec_objsize_limit : 262144));
     json_object_set_new(ec, "compression", json_string("never"));
     json_object_set_new(ec, "bundle_multiplier", json_integer(2));
-    json_object_set_new(ec, "data_slices", json_integer(2));
-    json_object_set_new(ec, "parity_slices", json_integer(2));
-    json_object_set_new(ec, "enabled", json_false());
+    json_object_set_new(ec, "data_slices", json_integer(c && c->ec_data > 0 ? c->ec_data : 2));
+    json_object_set_new(ec, "parity_slices", json_integer(c && c->ec_parity > 0 ? c->ec_parity : 2));
+    json_object_set_new(ec, "enabled", json_boolean(c && c->ec_enabled));
     json_object_set_new(ec, "disk_only", json_false());
     json_object_set_new(p, "ec", ec);
     json_t *lru = json_object();
@@ -638,6 +669,43 @@ static int check_mirror(json_t *p, struct sl_err *err)
     return 0;
 }
 
+/* ec.* as merged (spec ha-durability.md §3), against the bucket's props
+ * before the change (old; NULL at create): slices 1-32, objsize_limit -1
+ * (always replicate) or more, and once EC is on its data/parity slices stay
+ * and it stays on. */
+static int check_ec(const json_t *old, json_t *p, struct sl_err *err)
+{
+    json_t *ec = json_object_get(p, "ec");
+    if (!json_is_object(ec))
+        return 0;
+    json_int_t d = json_integer_value(json_object_get(ec, "data_slices"));
+    json_int_t pa = json_integer_value(json_object_get(ec, "parity_slices"));
+    json_int_t lim = json_integer_value(json_object_get(ec, "objsize_limit"));
+    if (d < 1 || d > SL_EC_SLICES_MAX)
+        return sl_errf(err, SL_EINVAL, "bucket property ec.data_slices %lld is out of range: valid 1-%d; nothing "
+                       "was changed", (long long)d, SL_EC_SLICES_MAX);
+    if (pa < 1 || pa > SL_EC_SLICES_MAX)
+        return sl_errf(err, SL_EINVAL, "bucket property ec.parity_slices %lld is out of range: valid 1-%d; nothing "
+                       "was changed", (long long)pa, SL_EC_SLICES_MAX);
+    if (lim < -1)
+        return sl_errf(err, SL_EINVAL, "bucket property ec.objsize_limit %lld is out of range: valid -1 (always "
+                       "replicate), 0 (slice every object) or a size in bytes; nothing was changed", (long long)lim);
+    json_t *oec = json_object_get(old, "ec");
+    if (!json_is_true(json_object_get(oec, "enabled")))
+        return 0;
+    json_int_t od = json_integer_value(json_object_get(oec, "data_slices"));
+    json_int_t op = json_integer_value(json_object_get(oec, "parity_slices"));
+    if (!json_is_true(json_object_get(ec, "enabled")))
+        return sl_errf(err, SL_EINVAL, "erasure coding cannot be disabled once enabled (the bucket's objects are "
+                       "stored as D = %lld data and P = %lld parity slices); nothing was changed", (long long)od,
+                       (long long)op);
+    if (d != od || pa != op)
+        return sl_errf(err, SL_EINVAL, "ec.data_slices and ec.parity_slices cannot be changed once erasure coding is "
+                       "enabled (the bucket has D = %lld, P = %lld; asked for D = %lld, P = %lld); nothing was changed",
+                       (long long)od, (long long)op, (long long)d, (long long)pa);
+    return 0;
+}
+
 static void decode_bck(struct sl_bck *b)
 {
     json_t *ck = json_object_get(json_object_get(b->props, "checksum"), "type");
@@ -721,10 +789,11 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "invalid lru.dont_evict_time \"%s\" (a duration: 90s, 2h, 2h30m)",
                                json_string_value(v));
         }
-        if (!strncmp(full, "ec.", 3) && !json_equal(cur, v))
-            return sl_errf(err, SL_EUNSUPP, "bucket property %s cannot be changed: this build has no erasure coding "
-                           "yet (n-way mirroring is there: mirror.*), and a setting that did nothing would promise "
-                           "redundancy that is not there; nothing changed", full);
+        if ((!strcmp(full, "ec.compression") || !strcmp(full, "ec.bundle_multiplier") ||
+             !strcmp(full, "ec.disk_only")) && !json_equal(cur, v))
+            return sl_errf(err, SL_EUNSUPP, "bucket property %s cannot be changed: Shale's erasure coding sends "
+                           "slices uncompressed, one stream per target, from memory (ec.enabled, ec.data_slices, "
+                           "ec.parity_slices and ec.objsize_limit are what it reads); nothing changed", full);
         if (!strcmp(full, "lru.capacity_upd_time") && !json_equal(cur, v))
             return sl_errf(err, SL_EINVAL, "bucket property lru.capacity_upd_time has no effect in Shale: how often "
                            "targets check their capacity is the cluster's lru.capacity_upd_time");
@@ -745,7 +814,7 @@ const struct sl_bck *sl_bmd_add(struct sl_bmd *b, const char *provider, const ch
     json_t *props = default_props(provider);
     if (props_to_set && !json_is_null(props_to_set) &&
         (merge_props(props, props_to_set, "", err) < 0 || check_backend_shape(props, NULL, err) < 0 ||
-         check_mirror(props, err) < 0)) {
+         check_mirror(props, err) < 0 || check_ec(NULL, props, err) < 0)) {
         json_decref(props);
         return NULL;
     }
@@ -810,6 +879,10 @@ int sl_bmd_set_props(struct sl_bmd *b, const char *provider, const char *name, j
                 json_decref(np);
                 return -1;
             }
+        }
+        if (check_ec(k->props, np, err) < 0) {
+            json_decref(np);
+            return -1;
         }
         json_decref(k->props);
         k->props = np;

@@ -81,6 +81,9 @@ struct sl_smap *sl_smap_from_json(json_t *j, struct sl_err *err);
 void sl_snode_set_urls(struct sl_snode *n);
 /* HRW owner among active targets (not in maintenance); NULL if none. */
 const struct sl_snode *sl_smap_hrw_target(const struct sl_smap *s, const char *uname, size_t ulen);
+/* The first (up to) max active targets by HRW score for uname, best first
+ * (out[0] is sl_smap_hrw_target's): EC placement. Returns how many. */
+int sl_smap_hrw_list(const struct sl_smap *s, const char *uname, size_t ulen, const struct sl_snode **out, int max);
 /* Same, but over all targets including those in maintenance. */
 const struct sl_snode *sl_smap_hrw_target_all(const struct sl_smap *s, const char *uname, size_t ulen);
 /* Node "name" as AIStore prints it: p[id] / t[id]. */
@@ -90,6 +93,7 @@ void sl_snode_name(const struct sl_snode *n, char *out, size_t sz);
 /* bucket props mirror.* (spec ha-durability.md §2) */
 #define SL_MIRROR_COPIES_DFLT 2
 #define SL_MIRROR_COPIES_MAX 32
+#define SL_EC_SLICES_MAX 32
 #define SL_MIRROR_BURST_DFLT 512
 #define SL_MIRROR_BURST_MAX 10000
 

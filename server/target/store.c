@@ -6,6 +6,7 @@
 #include "cksum.h"
 #include "log.h"
 #include "mirror.h"
+#include "ec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -403,6 +404,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
 void sl_store_close(bool clean)
 {
     sl_mirror_quiesce(10000); /* (its threads copy between mountpaths) */
+    sl_ec_quiesce(10000);     /* (the ec-put worker reads objects) */
     for (int i = 0; i < nmpaths; i++) {
         sl_md_close(mpaths[i].md);
         if (clean) {
@@ -914,6 +916,7 @@ renamed:
     free(final_rel);
     sl_buf_free(&fqn);
     sl_mirror_after_put(&p->bck, p->name, p->nlen);
+    sl_ec_after_put(&p->bck, p->name, p->nlen);
     if (out)
         *out = md;
     else
@@ -1277,8 +1280,10 @@ int sl_obj_edit_commit(struct sl_obj_edit *e, struct sl_err *err)
     size_t nlen = e->nlen;
     e->name = NULL;
     edit_release(e);
-    if (rc == 0)
+    if (rc == 0) {
         sl_mirror_after_put(&b, name, nlen);
+        sl_ec_after_put(&b, name, nlen);
+    }
     sl_bck_release(&b);
     free(name);
     return rc;

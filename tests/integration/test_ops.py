@@ -454,9 +454,9 @@ class TestLRU(ClusterTest):
                 {"action": "set-bprops", "value": {"lru": lru}}))
             self.assertEqual(r.status_code, 400, r.text)
             self.assertIn(text, r.json()["message"])
-        # redundancy this build does not have (EC) is refused, not stored, and so is a mirror the targets' single
-        # mountpaths cannot hold (test_mirror.py has the rest); the values it has are accepted as they are
-        for props, code in (({"mirror": {"enabled": True, "copies": 2}}, 400), ({"ec": {"enabled": True}}, 501),
+        # redundancy the cluster cannot hold is refused, not stored: EC 2+2 on 3 targets, a mirror the targets'
+        # single mountpaths cannot hold (test_mirror.py, test_ec.py have the rest); the values it has are accepted
+        for props, code in (({"mirror": {"enabled": True, "copies": 2}}, 400), ({"ec": {"enabled": True}}, 400),
                             ({"mirror": {"enabled": False}}, 200)):
             r = self.s.patch(self.url + "/v1/buckets/lru-on", headers=J, timeout=30, data=json.dumps(
                 {"action": "set-bprops", "value": props}))

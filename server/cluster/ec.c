@@ -1,0 +1,1221 @@
+/* SPDX-License-Identifier: MIT
+ * ec.c: erasure coding across targets (see ec.h): encoding and sending
+ * slices/replicas (ec-put job), rebuilding a missing object from them,
+ * removing them with the object, the ec-encode walk, and the node-to-node
+ * endpoints:
+ *
+ *   PUT    /v1/internal/ec/slice?provider=&bck=&obj=&meta=JSON   body: slice
+ *   GET    /v1/internal/ec/slice?provider=&bck=&obj=   200: metafile JSON,
+ *          "\n", the slice (or, from a target holding the object itself, the
+ *          whole object as a replica); 404 none here
+ *   DELETE /v1/internal/ec/slice?provider=&bck=&obj=
+ *   POST   /v1/internal/ec/ensure?provider=&bck=&obj=  rebuild here if missing
+ *   POST   /v1/internal/ec/start {"id","provider","bck"}  job ec-encode here
+ */
+#include "ec.h"
+#include "backend.h"
+#include "cksum.h"
+#include "cluster.h"
+#include "conf.h"
+#include "jsonx.h"
+#include "log.h"
+#include "md.h"
+#include "node.h"
+#include "peer.h"
+#include "stats.h"
+#include "xact.h"
+
+#include <isa-l/erasure_code.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EC_MAX_OBJ (1024ULL * 1024 * 1024)   /* encoded in memory: larger objects are refused (logged) */
+#define EC_IDLE_NS (5LL * 1000000000LL)      /* an ec-put job with nothing to do for this long ends */
+
+static int active;
+static volatile bool stopping;
+
+static bool enter(void)
+{
+    __atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
+        __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+        return false;
+    }
+    return true;
+}
+
+static void leave(void)
+{
+    __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+}
+
+void sl_ec_quiesce(int64_t timeout_ms)
+{
+    __atomic_store_n(&stopping, true, __ATOMIC_SEQ_CST);
+    int64_t end = sl_mono_ns() + timeout_ms * 1000000LL;
+    while (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0 && sl_mono_ns() < end)
+        sl_sleep_ms(20);
+}
+
+bool sl_ec_props(const struct sl_bck *b, int *d, int *p, int64_t *limit)
+{
+    json_t *ec = json_object_get(b->props, "ec");
+    if (!json_is_true(json_object_get(ec, "enabled")))
+        return false;
+    *d = (int)json_integer_value(json_object_get(ec, "data_slices"));
+    *p = (int)json_integer_value(json_object_get(ec, "parity_slices"));
+    *limit = (int64_t)json_integer_value(json_object_get(ec, "objsize_limit"));
+    return *d >= 1 && *p >= 1 && *d <= 32 && *p <= 32;
+}
+
+/* replicated (P extra full replicas) rather than sliced */
+static bool replicated(uint64_t size, int64_t limit)
+{
+    return size == 0 || limit < 0 || (limit > 0 && size < (uint64_t)limit);
+}
+
+/* ---- local slices and metafiles ---- */
+
+static void ec_paths(const struct sl_bck *b, const char *name, size_t nlen, struct sl_buf *data, struct sl_buf *meta)
+{
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
+    char h[SL_CKSUM_HEX_MAX];
+    sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
+    if (data)
+        sl_buf_printf(data, "%s/@%s/%s/%%ec/%s", mp ? mp->path : "/nonexistent", b->provider, b->name, h);
+    if (meta)
+        sl_buf_printf(meta, "%s/@%s/%s/%%mt/%s", mp ? mp->path : "/nonexistent", b->provider, b->name, h);
+    sl_buf_free(&un);
+}
+
+/* write path atomically (work file, fsync per write_policy.data, rename) */
+static int write_atomic(const char *path, const void *p, size_t n)
+{
+    if (sl_mkdir_parents(path, 0755) < 0)
+        return -1;
+    char rid[12];
+    sl_rand_id(rid, 8);
+    char *tmp = sl_xasprintf("%s.%s.tmp", path, rid);
+    int rc = sl_write_file(tmp, p, n, sl_store_sync_data());
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -1;
+    if (rc < 0)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+static json_t *read_meta_file(const char *path)
+{
+    struct sl_buf mb;
+    sl_buf_init(&mb);
+    json_t *j = NULL;
+    if (sl_read_file(path, &mb, 1 << 20) == 0) {
+        json_error_t je;
+        j = json_loadb(mb.p ? mb.p : "", mb.len, 0, &je);
+    }
+    sl_buf_free(&mb);
+    if (j && !json_is_object(j)) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+static json_t *local_meta(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_buf mp;
+    sl_buf_init(&mp);
+    ec_paths(b, name, nlen, NULL, &mp);
+    json_t *j = read_meta_file(mp.p);
+    sl_buf_free(&mp);
+    return j;
+}
+
+static void local_remove(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_buf dp, mp;
+    sl_buf_init(&dp);
+    sl_buf_init(&mp);
+    ec_paths(b, name, nlen, &dp, &mp);
+    unlink(mp.p); /* the metafile first: it never names a missing slice */
+    unlink(dp.p);
+    sl_buf_free(&dp);
+    sl_buf_free(&mp);
+}
+
+static int local_store(const struct sl_bck *b, const char *name, size_t nlen, const json_t *meta, const void *data,
+                       size_t n, bool with_data, struct sl_err *err)
+{
+    struct sl_buf dp, mp;
+    sl_buf_init(&dp);
+    sl_buf_init(&mp);
+    ec_paths(b, name, nlen, &dp, &mp);
+    char *mj = json_dumps(meta, JSON_COMPACT);
+    int rc = 0;
+    if (with_data) {
+        unlink(mp.p);
+        rc = write_atomic(dp.p, data, n);
+    } else {
+        unlink(dp.p);
+    }
+    if (rc == 0)
+        rc = write_atomic(mp.p, mj, strlen(mj));
+    if (rc < 0)
+        sl_errf(err, SL_EIO, "t[%s]: cannot store an EC slice of %s/%.*s under %s: %s", G.id, b->name,
+                (int)SL_MIN(nlen, 200), name, dp.p, strerror(errno));
+    free(mj);
+    sl_buf_free(&dp);
+    sl_buf_free(&mp);
+    return rc;
+}
+
+/* ---- HRW placement ---- */
+
+/* the first want targets for b/name; *n how many the map has */
+static int placement(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen,
+                     const struct sl_snode **out, int want)
+{
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    int n = sl_smap_hrw_list(s, un.p, un.len, out, want);
+    sl_buf_free(&un);
+    return n;
+}
+
+static char *slice_url(const char *node_url, const struct sl_bck *b, const char *name, size_t nlen, const char *extra)
+{
+    char *nm = sl_xstrndup(name, nlen);
+    char *eo = sl_url_encode_query(nm), *eb = sl_url_encode_query(b->name);
+    char *u = sl_xasprintf("%s/v1/internal/ec/slice?provider=%s&bck=%s&obj=%s%s", node_url, b->provider, eb, eo,
+                           extra ? extra : "");
+    free(nm);
+    free(eo);
+    free(eb);
+    return u;
+}
+
+/* ---- encoding ---- */
+
+/* Reed-Solomon over d data buffers of len bytes into p parity buffers */
+static void rs_encode(int d, int p, size_t len, unsigned char **data, unsigned char **par)
+{
+    int m = d + p;
+    unsigned char *a = sl_xmalloc((size_t)(m * d));
+    unsigned char *tb = sl_xmalloc((size_t)(d * p * 32));
+    gf_gen_cauchy1_matrix(a, m, d);
+    ec_init_tables(d, p, &a[d * d], tb);
+    if (len)
+        ec_encode_data((int)len, d, p, tb, data, par);
+    free(a);
+    free(tb);
+}
+
+/* Rebuild the d data slices from d slices whose ids (1-based) are ids[] */
+static int rs_decode(int d, int p, size_t len, const int *ids, unsigned char **src, unsigned char **out)
+{
+    int m = d + p;
+    unsigned char *a = sl_xmalloc((size_t)(m * d)), *bm = sl_xmalloc((size_t)(d * d));
+    unsigned char *inv = sl_xmalloc((size_t)(d * d)), *tb = sl_xmalloc((size_t)(d * d * 32));
+    gf_gen_cauchy1_matrix(a, m, d);
+    for (int i = 0; i < d; i++)
+        memcpy(&bm[i * d], &a[(ids[i] - 1) * d], (size_t)d);
+    int rc = gf_invert_matrix(bm, inv, d);
+    if (rc == 0) {
+        ec_init_tables(d, d, inv, tb);
+        if (len)
+            ec_encode_data((int)len, d, d, tb, src, out);
+    }
+    free(a);
+    free(bm);
+    free(inv);
+    free(tb);
+    return rc == 0 ? 0 : -1;
+}
+
+static json_t *meta_new(const struct sl_objmd *md, const char *name, size_t nlen, int d, int p, int slice_id,
+                        bool copy, uint64_t slice_size)
+{
+    char *nm = sl_xstrndup(name, nlen);
+    json_t *j = json_pack("{s:s,s:I,s:I,s:s,s:s,s:I,s:i,s:i,s:i,s:b,s:I,s:i}", "name", nm, "obj_size",
+                          (json_int_t)md->size, "generation", (json_int_t)md->mtime, "obj_cksum", md->cksum,
+                          "cksum_type", sl_cksum_name(md->cksum_type), "obj_version", (json_int_t)md->version,
+                          "data_slices", d, "parity_slices", p, "slice_id", slice_id, "is_copy", copy, "slice_size",
+                          (json_int_t)slice_size, "md_version", 1);
+    free(nm);
+    return j;
+}
+
+/* Encode b/name (held here as a main replica) and send its slices or
+ * replicas to the targets the current map names; then record the
+ * placement in the local (main) metafile. 0 done or nothing to do. */
+static int encode_one(const struct sl_bck *b, const char *name, size_t nlen, struct sl_job *job, bool only_if_moved,
+                      struct sl_err *err)
+{
+    int d, p;
+    int64_t limit;
+    if (!sl_ec_props(b, &d, &p, &limit))
+        return 0;
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *list[65];
+    int n = placement(s, b, name, nlen, list, d + p + 1);
+    int rc = 0, fd = -1;
+    unsigned char *buf = NULL, **sl = NULL;
+    struct sl_fan *f = NULL;
+    json_t *old = NULL, *nodes = NULL;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    struct sl_objmd md;
+    memset(&md, 0, sizeof(md));
+    if (n == 0 || strcmp(list[0]->id, G.id)) {
+        sl_smap_put(s);
+        return 0; /* the main target encodes; here is not it (a rebuilt copy while it is away) */
+    }
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, err) < 0) {
+        sl_smap_put(s);
+        return err->code == SL_ENOOBJ ? 0 : -1;
+    }
+    bool copy = replicated(md.size, limit);
+    /* fewer targets than D+P+1 (P+1) (one was lost for good): as many slices
+     * (replicas) as there are other targets; the main's full object plus D
+     * slices still survive the loss of one more target. Fewer than D other
+     * targets: replicas instead. */
+    int slots = n - 1;
+    if (!copy && slots < d)
+        copy = true;
+    int need = 1 + SL_MIN(copy ? p : d + p, slots);
+    old = local_meta(b, name, nlen);
+    nodes = json_object();
+    json_object_set_new(nodes, G.id, json_integer(0));
+    for (int i = 1; i < need; i++)
+        json_object_set_new(nodes, list[i]->id, json_integer(copy ? 0 : i));
+    if (only_if_moved && old && json_integer_value(json_object_get(old, "generation")) == md.mtime &&
+        json_equal(json_object_get(old, "nodes"), nodes) && json_is_true(json_object_get(old, "is_copy")) == copy)
+        goto out; /* encoded, and where the map wants it */
+    if (need < 2) {
+        rc = sl_errf(err, SL_EUNAVAIL, "%s: erasure coding (D = %d, P = %d) needs other targets to hold slices or "
+                     "replicas, and the cluster has %d target(s)", cn, d, p, n);
+        goto out;
+    }
+    if (need < (copy ? p + 1 : d + p + 1))
+        sl_logd("%s: %d target(s): %d %s instead of %d", cn, n, need - 1, copy ? "replica(s)" : "slice(s)",
+                copy ? p : d + p);
+    if (md.size > EC_MAX_OBJ) {
+        rc = sl_errf(err, SL_ETOOBIG, "%s: %llu bytes: erasure coding encodes in memory, up to %llu bytes per object",
+                     cn, (unsigned long long)md.size, (unsigned long long)EC_MAX_OBJ);
+        goto out;
+    }
+    uint64_t ss = copy ? md.size : (md.size + (uint64_t)d - 1) / (uint64_t)d;
+    size_t total = copy ? md.size : (size_t)(ss * (uint64_t)(d + p));
+    buf = sl_xcalloc(1, total ? total : 1);
+    size_t got = 0;
+    while (got < md.size) {
+        ssize_t r = pread(fd, buf + got, md.size - got, (off_t)got);
+        if (r <= 0) {
+            rc = sl_errf(err, SL_EIO, "%s: short read (%s)", cn, r < 0 ? strerror(errno) : "end of file");
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    int nsend = need - 1;
+    sl = sl_xcalloc((size_t)(d + p), sizeof(*sl));
+    if (!copy) {
+        for (int i = 0; i < d + p; i++)
+            sl[i] = buf + (size_t)ss * (size_t)i;
+        rs_encode(d, p, ss, sl, sl + d);
+    }
+    f = sl_xcalloc((size_t)nsend, sizeof(*f));
+    for (int i = 0; i < nsend; i++) {
+        json_t *m = meta_new(&md, name, nlen, d, p, copy ? 0 : i + 1, copy, ss);
+        json_object_set(m, "nodes", nodes);
+        char *mj = json_dumps(m, JSON_COMPACT), *emj = sl_url_encode_query(mj);
+        char *extra = sl_xasprintf("&meta=%s", emj);
+        f[i].url = slice_url(list[i + 1]->data_url, b, name, nlen, extra);
+        f[i].method = "PUT";
+        f[i].body = copy ? buf : sl[i];
+        f[i].blen = (size_t)ss;
+        if (!f[i].blen)
+            f[i].body = "";
+        free(extra);
+        free(emj);
+        free(mj);
+        json_decref(m);
+    }
+    sl_peer_fanout(f, nsend, sl_conf->send_file_time_ns / 1000000);
+    for (int i = 0; i < nsend; i++) {
+        if (f[i].ok && f[i].resp.status == 200) {
+            if (job) {
+                sl_job_add(&job->out_objs, 1);
+                sl_job_add(&job->out_bytes, ss);
+            }
+        } else if (rc == 0) {
+            rc = sl_errf(err, SL_EUNAVAIL, "%s: sending %s %d to t[%s] failed: %s", cn, copy ? "replica" : "slice",
+                         copy ? 0 : i + 1, list[i + 1]->id, f[i].ok ? f[i].resp.err : "no answer");
+        }
+    }
+    if (rc == 0) {
+        /* slices of an older placement that this one does not use */
+        const char *tid;
+        json_t *v;
+        json_object_foreach(json_object_get(old, "nodes"), tid, v) {
+            const struct sl_snode *t = sl_smap_find(s, tid);
+            if (json_object_get(nodes, tid) || !t || (t->flags & SL_SNF_OFFLINE))
+                continue;
+            char *u = slice_url(t->ctrl_url, b, name, nlen, NULL);
+            struct sl_peer_resp pr;
+            sl_peer_call("DELETE", u, NULL, 0, NULL, 0, 0, &pr);
+            sl_peer_resp_free(&pr);
+            free(u);
+        }
+        json_t *m = meta_new(&md, name, nlen, d, p, 0, copy, ss);
+        json_object_set(m, "nodes", nodes);
+        json_object_set_new(m, "main", json_true());
+        rc = local_store(b, name, nlen, m, NULL, 0, false, err);
+        json_decref(m);
+        if (rc == 0 && job) {
+            sl_job_add(&job->loc_objs, 1);
+            sl_job_add(&job->loc_bytes, md.size);
+        }
+    }
+out:
+    for (int i = 0; f && i < need - 1; i++)
+        free((char *)f[i].url);
+    if (f)
+        sl_peer_fanout_free(f, need - 1);
+    free(f);
+    free(sl);
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    sl_objmd_free(&md);
+    json_decref(old);
+    json_decref(nodes);
+    sl_smap_put(s);
+    return rc;
+}
+
+/* every target's slices/replicas of b/name, and the local metafile */
+static void delete_everywhere(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    local_remove(b, name, nlen);
+    char *nm = sl_xstrndup(name, nlen);
+    char *eo = sl_url_encode_query(nm), *eb = sl_url_encode_query(b->name);
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_SELF | SL_TF_SKIP_OFFLINE, "DELETE", "/v1/internal/ec/slice?provider=%s&bck=%s&obj=%s",
+                 b->provider, eb, eo);
+    sl_tfan_run(&t, sl_conf->cplane_timeout_ns / 1000000);
+    for (int i = 0; i < t.n; i++)
+        if (!t.f[i].ok || (t.f[i].resp.status != 200 && t.f[i].resp.status != 404))
+            sl_logw("ec: removing the slices of %s/%s on t[%s] failed: %s", b->name, nm, t.who[i]->id,
+                    t.f[i].resp.err);
+    sl_tfan_free(&t);
+    free(nm);
+    free(eo);
+    free(eb);
+}
+
+/* ---- the ec-put job: a queue and one worker ---- */
+
+enum { OP_PUT, OP_DEL };
+
+struct item {
+    struct item *next;
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+    int op;
+};
+
+struct ecb {
+    uint64_t bid;
+    struct sl_job *job;
+    int queued;
+    int64_t idle_since;
+};
+
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
+static struct item *q_head, *q_tail;
+static struct ecb *ecbs;
+static int necb;
+static bool q_running;
+
+static void *q_worker(void *arg);
+
+static void enqueue(const struct sl_bck *b, const char *name, size_t nlen, int op)
+{
+    pthread_mutex_lock(&q_mu);
+    struct ecb *k = NULL;
+    for (int i = 0; i < necb && !k; i++)
+        if (ecbs[i].bid == b->bid)
+            k = &ecbs[i];
+    if (!k) {
+        ecbs = sl_xrealloc(ecbs, (size_t)(necb + 1) * sizeof(*ecbs));
+        k = &ecbs[necb++];
+        memset(k, 0, sizeof(*k));
+        k->bid = b->bid;
+    }
+    if (!k->job || k->job->end_ns || sl_job_aborting(k->job)) {
+        if (k->job && !k->job->end_ns)
+            sl_job_finish(k->job, "aborted");
+        sl_job_put(k->job);
+        k->job = sl_job_start("ec-put", NULL, b->name, "");
+    }
+    k->job->idle = false;
+    k->idle_since = 0;
+    k->queued++;
+    struct item *it = sl_xcalloc(1, sizeof(*it));
+    sl_bck_copy(&it->b, b);
+    it->name = sl_xstrndup(name, nlen);
+    it->nlen = nlen;
+    it->op = op;
+    if (q_tail)
+        q_tail->next = it;
+    else
+        q_head = it;
+    q_tail = it;
+    if (!q_running) {
+        q_running = true;
+        sl_run_detached(q_worker, NULL);
+    }
+    pthread_cond_signal(&q_cv);
+    pthread_mutex_unlock(&q_mu);
+}
+
+void sl_ec_after_put(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    int d, p;
+    int64_t l;
+    if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || stopping)
+        return;
+    enqueue(b, name, nlen, OP_PUT);
+}
+
+void sl_ec_after_delete(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    int d, p;
+    int64_t l;
+    if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || stopping)
+        return;
+    enqueue(b, name, nlen, OP_DEL);
+}
+
+/* (q_mu held) end the jobs idle for long enough; true when none is left */
+static bool q_reap(int64_t now)
+{
+    for (int i = 0; i < necb;) {
+        struct ecb *k = &ecbs[i];
+        if (!k->queued) {
+            k->job->idle = true;
+            if (!k->idle_since)
+                k->idle_since = now;
+            if (now - k->idle_since >= EC_IDLE_NS || stopping) {
+                if (!k->job->end_ns)
+                    sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
+                sl_job_put(k->job);
+                ecbs[i] = ecbs[--necb];
+                continue;
+            }
+        }
+        i++;
+    }
+    return necb == 0;
+}
+
+static void *q_worker(void *arg)
+{
+    (void)arg;
+    bool in = enter();
+    pthread_mutex_lock(&q_mu);
+    for (; in;) {
+        struct item *it = q_head;
+        if (it) {
+            q_head = it->next;
+            if (!q_head)
+                q_tail = NULL;
+            struct sl_job *job = NULL;
+            for (int i = 0; i < necb; i++)
+                if (ecbs[i].bid == it->b.bid)
+                    job = sl_job_get(ecbs[i].job->id);
+            pthread_mutex_unlock(&q_mu);
+            if (!stopping) {
+                struct sl_err err = { 0 };
+                if (it->op == OP_DEL) {
+                    delete_everywhere(&it->b, it->name, it->nlen);
+                } else if (encode_one(&it->b, it->name, it->nlen, job, false, &err) < 0) {
+                    sl_logw("ec-put %s: %s", job ? job->id : "", err.msg);
+                    if (job)
+                        sl_job_add(&job->err_objs, 1);
+                }
+            }
+            pthread_mutex_lock(&q_mu);
+            for (int i = 0; i < necb; i++)
+                if (ecbs[i].bid == it->b.bid)
+                    ecbs[i].queued--;
+            pthread_mutex_unlock(&q_mu);
+            if (job)
+                sl_job_put(job);
+            sl_bck_release(&it->b);
+            free(it->name);
+            free(it);
+            pthread_mutex_lock(&q_mu);
+            continue;
+        }
+        if (q_reap(sl_mono_ns()) || stopping)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&q_cv, &q_mu, &ts);
+    }
+    q_running = false;
+    pthread_mutex_unlock(&q_mu);
+    if (in)
+        leave();
+    return NULL;
+}
+
+/* ---- restore ---- */
+
+/* rebuilds in flight here (one per object at a time) */
+static pthread_mutex_t rs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rs_cv = PTHREAD_COND_INITIALIZER;
+static char **rs_names;
+static int nrs;
+
+static bool rs_enter(const char *key)
+{
+    pthread_mutex_lock(&rs_mu);
+    bool waited = false;
+    for (;;) {
+        bool busy = false;
+        for (int i = 0; i < nrs && !busy; i++)
+            busy = !strcmp(rs_names[i], key);
+        if (!busy)
+            break;
+        waited = true;
+        pthread_cond_wait(&rs_cv, &rs_mu);
+    }
+    rs_names = sl_xrealloc(rs_names, (size_t)(nrs + 1) * sizeof(char *));
+    rs_names[nrs++] = sl_xstrdup(key);
+    pthread_mutex_unlock(&rs_mu);
+    return waited;
+}
+
+static void rs_leave(const char *key)
+{
+    pthread_mutex_lock(&rs_mu);
+    for (int i = 0; i < nrs; i++) {
+        if (!strcmp(rs_names[i], key)) {
+            free(rs_names[i]);
+            rs_names[i] = rs_names[--nrs];
+            break;
+        }
+    }
+    pthread_cond_broadcast(&rs_cv);
+    pthread_mutex_unlock(&rs_mu);
+}
+
+struct piece {
+    json_t *meta;
+    const unsigned char *data;
+    size_t len;
+};
+
+/* parse "JSON\nbytes" */
+static bool piece_parse(const struct sl_buf *body, struct piece *pc)
+{
+    const char *p = body->p;
+    const char *nl = p ? memchr(p, '\n', body->len) : NULL;
+    if (!nl)
+        return false;
+    json_error_t je;
+    pc->meta = json_loadb(p, (size_t)(nl - p), 0, &je);
+    if (!json_is_object(pc->meta)) {
+        json_decref(pc->meta);
+        pc->meta = NULL;
+        return false;
+    }
+    pc->data = (const unsigned char *)nl + 1;
+    pc->len = body->len - (size_t)(nl + 1 - p);
+    return true;
+}
+
+static int store_rebuilt(const struct sl_bck *b, const char *name, size_t nlen, const json_t *m,
+                         const unsigned char *data, uint64_t size, struct sl_ec_tmp *tmp, struct sl_err *err)
+{
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    int ct = sl_cksum_parse(sl_json_str(m, "cksum_type", "none"));
+    const char *want = sl_json_str(m, "obj_cksum", "");
+    if (ct > 0 && *want) {
+        char got[SL_CKSUM_HEX_MAX];
+        sl_cksum_buf(ct, data, size, got);
+        if (strcmp(got, want))
+            return sl_errf(err, SL_ECKSUM, "%s: the object rebuilt from its EC slices has %s checksum %s, expected "
+                           "%s", cn, sl_cksum_name(ct), got, want);
+    }
+    struct sl_objmd md;
+    memset(&md, 0, sizeof(md));
+    md.version = (uint64_t)sl_json_int(m, "obj_version", 0);
+    md.cksum_type = ct > 0 && ct == b->cksum_type ? ct : 0;
+    snprintf(md.cksum, sizeof(md.cksum), "%s", ct > 0 && ct == b->cksum_type ? want : "");
+    md.atime = sl_now_ns();
+    if (tmp) { /* not stored: a temporary file for this read */
+        int fd = sl_store_tmpfd(err);
+        if (fd < 0)
+            return -1;
+        size_t off = 0;
+        while (off < size) {
+            ssize_t w = write(fd, data + off, size - off);
+            if (w <= 0) {
+                close(fd);
+                return sl_errf(err, SL_EIO, "%s: writing the rebuilt object to a temporary file: %s", cn,
+                               strerror(errno));
+            }
+            off += (size_t)w;
+        }
+        md.size = size;
+        md.mtime = sl_json_int(m, "generation", 0);
+        tmp->fd = fd;
+        tmp->md = md;
+        return 0;
+    }
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = (int64_t)size, .preserve = &md };
+    struct sl_put *put;
+    int rc = sl_put_begin(b, name, nlen, &o, &put, err);
+    if (rc == 0 && size)
+        rc = sl_put_write(put, data, size, err);
+    if (rc == 0)
+        rc = sl_put_commit(put, NULL, err);
+    else
+        sl_put_abort(put);
+    sl_objmd_free(&md);
+    return rc;
+}
+
+int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct sl_ec_tmp *tmp, struct sl_err *err)
+{
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    if (tmp) {
+        /* stored only by the object's main target (by the current map) */
+        tmp->fd = -1;
+        struct sl_smap *s = sl_smap_get();
+        const struct sl_snode *first[1];
+        if (placement(s, b, name, nlen, first, 1) == 1 && !strcmp(first[0]->id, G.id))
+            tmp = NULL;
+        sl_smap_put(s);
+    }
+    char *key = sl_xasprintf("%llu/%s", (unsigned long long)b->bid, cn);
+    rs_enter(key);
+    int rc = -1;
+    struct sl_objmd om;
+    struct sl_err e2 = { 0 };
+    if (sl_obj_stat(b, name, nlen, &om, NULL, &e2) == 1) { /* another rebuild (or a PUT) just brought it */
+        sl_objmd_free(&om);
+        rs_leave(key);
+        free(key);
+        return 0;
+    }
+    int64_t t0 = sl_mono_ns();
+    char *nm = sl_xstrndup(name, nlen);
+    char *eo = sl_url_encode_query(nm), *eb = sl_url_encode_query(b->name);
+    struct sl_tfan t;
+    sl_tfan_init(&t, SL_TF_SKIP_SELF | SL_TF_SKIP_OFFLINE, "GET", "/v1/internal/ec/slice?provider=%s&bck=%s&obj=%s",
+                 b->provider, eb, eo);
+    sl_tfan_run(&t, sl_conf->send_file_time_ns / 1000000);
+    int np = 0, asked = t.n + 1;
+    struct piece *pcs = sl_xcalloc((size_t)t.n + 1, sizeof(*pcs));
+    for (int i = 0; i < t.n; i++)
+        if (t.f[i].ok && t.f[i].resp.status == 200 && piece_parse(&t.f[i].resp.body, &pcs[np]))
+            np++;
+    /* and a slice of it here */
+    struct sl_buf lp, ld;
+    sl_buf_init(&lp);
+    sl_buf_init(&ld);
+    ec_paths(b, name, nlen, &ld, &lp);
+    json_t *lm = read_meta_file(lp.p);
+    struct sl_buf lbody;
+    sl_buf_init(&lbody);
+    if (lm && !json_is_true(json_object_get(lm, "main")) && sl_read_file(ld.p, &lbody, EC_MAX_OBJ + 1) == 0) {
+        pcs[np].meta = lm;
+        pcs[np].data = (const unsigned char *)(lbody.p ? lbody.p : "");
+        pcs[np].len = lbody.len;
+        np++;
+        lm = NULL;
+    }
+    json_decref(lm);
+    /* the newest generation wins */
+    int64_t gen = INT64_MIN;
+    for (int i = 0; i < np; i++)
+        gen = SL_MAX(gen, sl_json_int(pcs[i].meta, "generation", 0));
+    const json_t *m0 = NULL;
+    int d = 0, p = 0, have = 0;
+    uint64_t size = 0, ss = 0;
+    int ids[64];
+    unsigned char *src[64];
+    const struct piece *replica = NULL;
+    bool seen[65] = { false };
+    for (int i = 0; i < np; i++) {
+        const json_t *m = pcs[i].meta;
+        if (sl_json_int(m, "generation", 0) != gen)
+            continue;
+        if (!m0) {
+            m0 = m;
+            d = (int)sl_json_int(m, "data_slices", 0);
+            p = (int)sl_json_int(m, "parity_slices", 0);
+            size = (uint64_t)sl_json_int(m, "obj_size", 0);
+            ss = (uint64_t)sl_json_int(m, "slice_size", 0);
+        }
+        if (strcmp(sl_json_str(m, "obj_cksum", ""), sl_json_str(m0, "obj_cksum", "")))
+            continue;
+        int id = (int)sl_json_int(m, "slice_id", -1);
+        if (id == 0 && pcs[i].len == size) {
+            replica = &pcs[i];
+        } else if (id >= 1 && id <= d + p && id <= 64 && !seen[id] && pcs[i].len == ss && have < d && have < 64) {
+            seen[id] = true;
+            ids[have] = id;
+            src[have++] = (unsigned char *)pcs[i].data;
+        }
+    }
+    if (!m0) {
+        rc = sl_errf(err, SL_ENOOBJ, "%s does not exist (no EC slices or replicas of it on the %d target(s) that "
+                     "answered)", cn, asked);
+    } else if (replica) {
+        rc = store_rebuilt(b, name, nlen, m0, replica->data, size, tmp, err);
+    } else if (d < 1 || have < d) {
+        rc = sl_errf(err, SL_EIO, "%s is lost: it was erasure coded as D = %d data and P = %d parity slices, and "
+                     "only %d slice(s) were found on the %d target(s) that answered (%d needed to rebuild it); bring "
+                     "back the targets that are down", cn, d, p, have, asked, d);
+    } else {
+        unsigned char *out = sl_xcalloc((size_t)d, (size_t)(ss ? ss : 1));
+        unsigned char *optr[64];
+        for (int i = 0; i < d; i++)
+            optr[i] = out + (size_t)i * ss;
+        if (rs_decode(d, p, ss, ids, src, optr) < 0)
+            rc = sl_errf(err, SL_EINTERNAL, "%s: the EC decode matrix is singular (slices %d...)", cn, ids[0]);
+        else
+            rc = store_rebuilt(b, name, nlen, m0, out, size, tmp, err);
+        free(out);
+    }
+    if (rc == 0) {
+        sl_stats_add("ec_restore_objs", 1);
+        sl_logi("ec: rebuilt %s (%llu bytes) from %s in %.1f ms%s", cn, (unsigned long long)size,
+                replica ? "a replica" : "slices", (double)(sl_mono_ns() - t0) / 1e6,
+                tmp ? " for one read (this target stands in for its main target, which is down: not stored)" : "");
+    }
+    for (int i = 0; i < np; i++)
+        json_decref(pcs[i].meta);
+    free(pcs);
+    sl_buf_free(&lbody);
+    sl_buf_free(&lp);
+    sl_buf_free(&ld);
+    sl_tfan_free(&t);
+    free(nm);
+    free(eo);
+    free(eb);
+    rs_leave(key);
+    free(key);
+    return rc;
+}
+
+/* ---- HEAD ---- */
+
+void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    int d, p;
+    int64_t l;
+    if (!sl_ec_props(b, &d, &p, &l))
+        return;
+    json_t *m = local_meta(b, name, nlen);
+    if (!m)
+        return;
+    sl_hdr_addf(r, "Ais-Ec-Generation", "%lld", (long long)sl_json_int(m, "generation", 0));
+    sl_hdr_addf(r, "Ais-Ec-Data", "%lld", (long long)sl_json_int(m, "data_slices", 0));
+    sl_hdr_addf(r, "Ais-Ec-Parity", "%lld", (long long)sl_json_int(m, "parity_slices", 0));
+    sl_hdr_add(r, "Ais-Ec-Replicated", json_is_true(json_object_get(m, "is_copy")) ? "true" : "false");
+    json_decref(m);
+}
+
+/* ---- ec-encode: a walk over a bucket ---- */
+
+#define WALK_BATCH 512
+
+/* ask t to rebuild b/name (it is the object's main target) */
+static void ensure_at(const struct sl_snode *t, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    char *nm = sl_xstrndup(name, nlen);
+    char *eo = sl_url_encode_query(nm), *eb = sl_url_encode_query(b->name);
+    char *u = sl_xasprintf("%s/v1/internal/ec/ensure?provider=%s&bck=%s&obj=%s", t->ctrl_url, b->provider, eb, eo);
+    struct sl_peer_resp pr;
+    if (sl_peer_call("POST", u, NULL, 0, NULL, 0, sl_conf->send_file_time_ns / 1000000, &pr) < 0 ||
+        pr.status != 200)
+        sl_logw("ec: asking t[%s] to rebuild %s/%s failed: %s", t->id, b->name, nm, pr.err);
+    sl_peer_resp_free(&pr);
+    free(u);
+    free(nm);
+    free(eo);
+    free(eb);
+}
+
+static void walk_encode(const struct sl_bck *b, struct sl_job *job)
+{
+    char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
+    size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
+    /* 1. main replicas here: encoded where the current map wants them */
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !stopping; m++) {
+        struct sl_mpath *mp = sl_store_mpath(m);
+        char *after = NULL;
+        size_t alen = 0;
+        for (;;) {
+            struct sl_md_iter *it;
+            struct sl_err err = { 0 };
+            if (sl_md_iter_open(mp->md, b->bid, "", 0, after, alen, &it, &err) < 0)
+                break;
+            int n = 0;
+            while (n < WALK_BATCH && sl_md_iter_next(it) == 1) {
+                size_t nl;
+                const char *nm = sl_md_iter_name(it, &nl);
+                names[n] = sl_xstrndup(nm, nl);
+                lens[n++] = nl;
+            }
+            sl_md_iter_close(it);
+            for (int i = 0; i < n; i++) {
+                struct sl_err e = { 0 };
+                if (!sl_job_aborting(job) && !stopping && encode_one(b, names[i], lens[i], job, true, &e) < 0) {
+                    sl_logw("%s %s: %s", job->kind, job->id, e.msg);
+                    sl_job_add(&job->err_objs, 1);
+                }
+                if (i == n - 1) {
+                    free(after);
+                    after = names[i];
+                    alen = lens[i];
+                } else {
+                    free(names[i]);
+                }
+            }
+            if (n < WALK_BATCH || sl_job_aborting(job) || stopping)
+                break;
+        }
+        free(after);
+    }
+    free(names);
+    free(lens);
+    /* 2. slices here whose object's main target lacks the object */
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !stopping; m++) {
+        struct sl_mpath *mp = sl_store_mpath(m);
+        char *dir = sl_xasprintf("%s/@%s/%s/%%mt", mp->path, b->provider, b->name);
+        DIR *dh = opendir(dir);
+        struct dirent *de;
+        while (dh && (de = readdir(dh)) && !sl_job_aborting(job) && !stopping) {
+            if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
+                continue;
+            char *path = sl_xasprintf("%s/%s", dir, de->d_name);
+            json_t *mj = read_meta_file(path);
+            free(path);
+            const char *nm = sl_json_str(mj, "name", NULL);
+            if (mj && nm && !json_is_true(json_object_get(mj, "main"))) {
+                struct sl_smap *s = sl_smap_get();
+                const struct sl_snode *list[1];
+                int n = placement(s, b, nm, strlen(nm), list, 1);
+                if (n == 1 && strcmp(list[0]->id, G.id)) {
+                    if (!(list[0]->flags & SL_SNF_OFFLINE))
+                        ensure_at(list[0], b, nm, strlen(nm));
+                } else if (n == 1) {
+                    struct sl_objmd om;
+                    struct sl_err e = { 0 };
+                    if (sl_obj_stat(b, nm, strlen(nm), &om, NULL, &e) == 1)
+                        sl_objmd_free(&om);
+                    else if (sl_ec_restore(b, nm, strlen(nm), NULL, &e) < 0 && e.code != SL_ENOOBJ) {
+                        sl_logw("%s %s: %s", job->kind, job->id, e.msg);
+                        sl_job_add(&job->err_objs, 1);
+                    }
+                }
+                sl_smap_put(s);
+            }
+            json_decref(mj);
+        }
+        if (dh)
+            closedir(dh);
+        free(dir);
+    }
+}
+
+struct enc_arg {
+    char prov[8];
+    char bname[SL_MAX_BCKNAME + 1];
+    struct sl_job *job;
+};
+
+static void *enc_thread(void *arg)
+{
+    struct enc_arg *q = arg;
+    struct sl_job *job = q->job;
+    if (!enter()) {
+        sl_job_finish(job, "aborted: the target is shutting down");
+        sl_job_put(job);
+        free(q);
+        return NULL;
+    }
+    struct sl_bmd *bmd = sl_bmd_get();
+    const struct sl_bck *k = sl_bmd_find(bmd, q->prov, q->bname);
+    struct sl_bck b;
+    bool found = k != NULL;
+    if (found)
+        sl_bck_copy(&b, k);
+    sl_bmd_put(bmd);
+    int64_t t0 = sl_mono_ns();
+    if (!found) {
+        char why[300];
+        snprintf(why, sizeof(why), "t[%s]: bucket %s://%s does not exist here", G.id, sl_provider_scheme(q->prov),
+                 q->bname);
+        sl_job_fail(job, why);
+    } else {
+        walk_encode(&b, job);
+        sl_bck_release(&b);
+        sl_logi("%s %s: %s done in %.1f s: %llu object(s) encoded, %llu slice(s)/replica(s) sent, %llu error(s)",
+                job->kind, job->id, q->bname, (double)(sl_mono_ns() - t0) / 1e9, (unsigned long long)job->loc_objs,
+                (unsigned long long)job->out_objs, (unsigned long long)job->err_objs);
+        sl_job_finish(job, sl_job_aborting(job) || stopping ? "aborted" : NULL);
+    }
+    sl_job_put(job);
+    free(q);
+    leave();
+    return NULL;
+}
+
+int sl_ec_start(const char *id, const char *prov, const char *bname, struct sl_err *err)
+{
+    if (!sl_store_nmpaths())
+        return sl_errf(err, SL_EUNAVAIL, "t[%s] has no mountpaths", G.id);
+    struct enc_arg *q = sl_xcalloc(1, sizeof(*q));
+    snprintf(q->prov, sizeof(q->prov), "%s", prov);
+    snprintf(q->bname, sizeof(q->bname), "%s", bname);
+    q->job = sl_job_start("ec-encode", id, bname, "");
+    sl_run_detached(enc_thread, q);
+    return 0;
+}
+
+void sl_ec_membership_changed(void)
+{
+    if (G.role != SL_ROLE_TARGET || stopping)
+        return;
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int i = 0; i < bmd->n; i++) {
+        int d, p;
+        int64_t l;
+        if (!sl_ec_props(&bmd->bcks[i], &d, &p, &l))
+            continue;
+        struct sl_err err = { 0 };
+        char id[64];
+        sl_job_id(id, sizeof(id), "");
+        sl_logi("ec: the cluster's targets changed: checking the slices of %s (ec-encode %s)", bmd->bcks[i].name, id);
+        if (sl_ec_start(id, bmd->bcks[i].provider, bmd->bcks[i].name, &err) < 0)
+            sl_logw("ec: %s", err.msg);
+    }
+    sl_bmd_put(bmd);
+}
+
+/* ---- endpoints ---- */
+
+struct slice_req {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+};
+
+static void sreq_free(void *arg)
+{
+    struct slice_req *q = arg;
+    sl_bck_release(&q->b);
+    free(q->name);
+    free(q);
+}
+
+static struct slice_req *sreq_new(struct sl_req *r, struct sl_err *err)
+{
+    const char *bck = sl_req_query(r, "bck"), *obj = sl_req_query(r, "obj");
+    if (!bck || !*bck || !obj || !*obj) {
+        sl_errf(err, SL_EINVAL, "ec slice: expected ?provider=&bck=&obj=");
+        return NULL;
+    }
+    struct slice_req *q = sl_xcalloc(1, sizeof(*q));
+    if (sl_bck_resolve(bck, sl_req_query(r, "provider"), NULL, &q->b, err) < 0) {
+        free(q);
+        return NULL;
+    }
+    q->name = sl_xstrdup(obj);
+    q->nlen = strlen(obj);
+    return q;
+}
+
+static void slice_put_run(struct sl_req *r, void *arg)
+{
+    struct slice_req *q = arg;
+    struct sl_err err = { 0 };
+    json_error_t je;
+    const char *ms = sl_req_query(r, "meta");
+    json_t *m = ms ? json_loads(ms, 0, &je) : NULL;
+    if (!json_is_object(m))
+        sl_resp_errf(r, SL_EINVAL, "ec slice PUT: ?meta= must be the slice's metafile (JSON)");
+    else if (local_store(&q->b, q->name, q->nlen, m, r->body.p ? r->body.p : "", r->body.len, true, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    json_decref(m);
+    sreq_free(q);
+}
+
+static void slice_put_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    struct slice_req *q = sreq_new(r, &err);
+    if (!q)
+        sl_resp_err(r, &err);
+    else
+        sl_req_offload(r, slice_put_run, sreq_free, q);
+}
+
+static void slice_get_run(struct sl_req *r, void *arg)
+{
+    struct slice_req *q = arg;
+    struct sl_buf dp, mp, out;
+    sl_buf_init(&dp);
+    sl_buf_init(&mp);
+    sl_buf_init(&out);
+    ec_paths(&q->b, q->name, q->nlen, &dp, &mp);
+    json_t *m = read_meta_file(mp.p);
+    struct sl_err err = { 0 };
+    int fd = -1;
+    struct sl_objmd md;
+    bool ok = false;
+    int d, p;
+    int64_t lim;
+    if (sl_obj_open(&q->b, q->name, q->nlen, &fd, &md, NULL, &err) == 0) {
+        /* the object itself: a replica */
+        if (md.size <= EC_MAX_OBJ && sl_ec_props(&q->b, &d, &p, &lim)) {
+            json_t *rm = meta_new(&md, q->name, q->nlen, d, p, 0, true, md.size);
+            char *mj = json_dumps(rm, JSON_COMPACT);
+            sl_buf_adds(&out, mj);
+            sl_buf_adds(&out, "\n");
+            size_t off = out.len;
+            sl_buf_add(&out, NULL, 0);
+            char *tmp = sl_xmalloc(md.size ? md.size : 1);
+            ok = pread(fd, tmp, md.size, 0) == (ssize_t)md.size;
+            if (ok)
+                sl_buf_add(&out, tmp, md.size);
+            (void)off;
+            free(tmp);
+            free(mj);
+            json_decref(rm);
+        }
+        close(fd);
+        sl_objmd_free(&md);
+    }
+    if (!ok && m && !json_is_true(json_object_get(m, "main"))) {
+        out.len = 0;
+        char *mj = json_dumps(m, JSON_COMPACT);
+        sl_buf_adds(&out, mj);
+        sl_buf_adds(&out, "\n");
+        free(mj);
+        ok = sl_read_file(dp.p, &out, EC_MAX_OBJ + 1) == 0;
+    }
+    if (ok) {
+        size_t len = out.len;
+        sl_resp_bytes_owned(r, 200, "application/octet-stream", sl_buf_steal(&out), len);
+    } else {
+        sl_resp_errf(r, SL_ENOOBJ, "t[%s]: no EC slice or replica of %s/%s here", G.id, q->b.name, q->name);
+    }
+    json_decref(m);
+    sl_buf_free(&dp);
+    sl_buf_free(&mp);
+    sl_buf_free(&out);
+    sreq_free(q);
+}
+
+static void slice_del_run(struct sl_req *r, void *arg)
+{
+    struct slice_req *q = arg;
+    local_remove(&q->b, q->name, q->nlen);
+    sl_resp_empty(r, 200);
+    sreq_free(q);
+}
+
+static void ensure_run(struct sl_req *r, void *arg)
+{
+    struct slice_req *q = arg;
+    struct sl_err err = { 0 };
+    if (sl_ec_restore(&q->b, q->name, q->nlen, NULL, &err) < 0 && err.code != SL_ENOOBJ)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    sreq_free(q);
+}
+
+static void start_done(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    const char *id = sl_json_str(j, "id", ""), *bck = sl_json_str(j, "bck", "");
+    const char *prov = sl_provider_norm(sl_json_str(j, "provider", "ais"));
+    if (!json_is_object(j) || !*id || !*bck || !prov)
+        sl_resp_errf(r, SL_EINVAL, "ec start: expected {\"id\", \"provider\", \"bck\"}");
+    else if (sl_ec_start(id, prov, bck, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    json_decref(j);
+}
+
+bool sl_ec_internal(struct sl_req *r)
+{
+    if (strncmp(r->path, "/v1/internal/ec/", 16))
+        return false;
+    const char *what = r->path + 16;
+    struct sl_err err = { 0 };
+    if (!sl_is_target()) {
+        sl_resp_errf(r, SL_EINVAL, "%s is a gateway: EC slices live on targets", G.id);
+    } else if (!strcmp(what, "start")) {
+        if (r->method != SL_M_POST)
+            sl_resp_method_not_allowed(r, "POST");
+        else
+            sl_req_buffer_body(r, 64 * 1024, start_done);
+    } else if (!strcmp(what, "slice") || !strcmp(what, "ensure")) {
+        bool ensure = !strcmp(what, "ensure");
+        if (r->method == SL_M_PUT && !ensure) {
+            sl_req_buffer_body(r, EC_MAX_OBJ, slice_put_done);
+            return true;
+        }
+        struct slice_req *q = sreq_new(r, &err);
+        if (!q)
+            sl_resp_err(r, &err);
+        else if (ensure && r->method == SL_M_POST)
+            sl_req_offload_peer(r, ensure_run, sreq_free, q);
+        else if (!ensure && r->method == SL_M_GET)
+            sl_req_offload(r, slice_get_run, sreq_free, q);
+        else if (!ensure && r->method == SL_M_DELETE)
+            sl_req_offload(r, slice_del_run, sreq_free, q);
+        else {
+            sreq_free(q);
+            sl_resp_method_not_allowed(r, ensure ? "POST" : "GET, PUT, DELETE");
+        }
+    } else {
+        sl_resp_errf(r, SL_ENOENT, "unknown EC endpoint %s", r->path);
+    }
+    return true;
+}
+

@@ -1,0 +1,313 @@
+# SPDX-License-Identifier: MIT
+"""Erasure coding across targets (spec ha-durability.md §3) on a playground of
+1 gateway + 4 targets: bucket props validation, slices/replicas written after
+PUT and removed with the object, reads through a dead target (rebuilt from
+slices on the next HRW target), and back to full redundancy after the dead
+target is decommissioned (a second target can then be lost too)."""
+import glob
+import hashlib
+import os
+import shutil
+import tempfile
+import unittest
+
+import requests
+
+from harness import Cluster, Node, main, wait_until
+from test_cluster import hrw_owner
+
+D, P, LIMIT = 2, 1, 4096
+SIZES = [0, 1, 17, 4095, 4096, 4097, 65537, 100003, 1024 * 1024 + 3, 3 * 1024 * 1024 + 1]
+
+
+class ECTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-ec-")
+        self.c = Cluster(self.tmp, proxies=1, targets=4).start()
+        self.url = self.c.url
+        self.s = requests.Session()
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 4, 30, what="4 targets in the Smap")
+
+    def tearDown(self):
+        self.c.stop()
+        if not os.environ.get("SHALE_KEEP_TMP"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def act(self, method, path, action, value=None):
+        return self.s.request(method, self.url + path, json={"action": action, "value": value}, timeout=30)
+
+    def create(self, b, ec=None):
+        r = self.act("POST", "/v1/buckets/" + b, "create-bck")
+        self.assertEqual(r.status_code, 200, r.text)
+        if ec:
+            r = self.act("PATCH", "/v1/buckets/" + b, "set-bprops", {"ec": ec})
+            self.assertEqual(r.status_code, 200, r.text)
+
+    def props(self, b):
+        r = self.s.head(self.url + "/v1/buckets/" + b)
+        self.assertEqual(r.status_code, 200, r.text)
+        import json
+        return json.loads(r.headers["Ais-Bucket-Props"])
+
+    def put_all(self, b, sizes, prefix="o"):
+        data = {}
+        for i, n in enumerate(sizes):
+            name = "%s/%03d-%d" % (prefix, i, n)
+            d = os.urandom(n)
+            r = self.s.put(self.url + "/v1/objects/%s/%s" % (b, name), data=d, timeout=60)
+            self.assertEqual(r.status_code, 200, r.text)
+            data[name] = d
+        return data
+
+    def check_all(self, b, data):
+        for name, d in data.items():
+            r = self.s.get(self.url + "/v1/objects/%s/%s" % (b, name), timeout=60)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name, r.text[:300]))
+            self.assertEqual(hashlib.sha256(r.content).hexdigest(), hashlib.sha256(d).hexdigest(), name)
+
+    def encoded(self, b, name):
+        r = self.s.head(self.url + "/v1/objects/%s/%s" % (b, name), timeout=10, allow_redirects=True)
+        return r.status_code == 200 and r.headers.get("Ais-Ec-Data") == str(D) and r
+
+    def slice_holders(self, b, name, alive=None):
+        """targets (playground node names) holding an EC slice/replica file of b/name"""
+        h = hashlib.sha256(name.encode()).hexdigest()
+        out = []
+        for n in self.c.topology()["nodes"]:
+            if n["role"] != "target" or (alive is not None and n["name"] not in alive):
+                continue
+            if glob.glob(os.path.join(self.c.dir, n["name"], "**", "@ais", b, "%ec", h), recursive=True):
+                out.append(n["name"])
+        return out
+
+    def want_holders(self, n):
+        return P if n < LIMIT else D + P
+
+    def name_by_id(self, tid):
+        for n in self.c.topology()["nodes"]:
+            if n["role"] == "target":
+                try:
+                    if requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % n["port"], timeout=2).json()[
+                            "daemon_id"] == tid:
+                        return n["name"]
+                except requests.RequestException:
+                    pass
+        raise KeyError(tid)
+
+
+class TestECProps(ECTest):
+    def test_validation(self):
+        self.create("ev")
+        for bad, key, rng in (({"data_slices": 0}, "ec.data_slices", "1-32"),
+                              ({"data_slices": 33}, "ec.data_slices", "1-32"),
+                              ({"parity_slices": 0, "enabled": True}, "ec.parity_slices", "1-32"),
+                              ({"objsize_limit": -2}, "ec.objsize_limit", "-1")):
+            r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": bad})
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn(key, r.text)
+            self.assertIn(rng, r.text)
+        self.assertFalse(self.props("ev")["ec"]["enabled"])
+        # more targets than the cluster has: D+P+1 sliced, P+1 always replicated
+        r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": {"enabled": True, "data_slices": 3,
+                                                                      "parity_slices": 1}})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("EC configuration (D = 3, P = 1) requires at least 5 targets (have 4)", r.json()["message"])
+        r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": {"enabled": True, "data_slices": 1,
+                                                                      "parity_slices": 4, "objsize_limit": -1}})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("requires at least 5 targets (have 4)", r.text)
+        r = self.act("POST", "/v1/buckets/ev", "ec-encode", {"data_slices": 2, "parity_slices": 2})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("EC configuration (D = 2, P = 2) requires at least 5 targets (have 4)", r.text)
+        r = self.act("POST", "/v1/buckets/ev", "ec-encode", {"data_slices": 2})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertFalse(self.props("ev")["ec"]["enabled"])
+        # on, then D/P fixed and no way back
+        r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": {"enabled": True, "data_slices": 2,
+                                                                      "parity_slices": 1}})
+        self.assertEqual(r.status_code, 200, r.text)
+        for bad in ({"data_slices": 1}, {"parity_slices": 2}, {"enabled": False}):
+            r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": bad})
+            self.assertEqual(r.status_code, 400, r.text)
+        r = self.act("POST", "/v1/buckets/ev", "ec-encode", {"data_slices": 1, "parity_slices": 1})
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": {"objsize_limit": 1000}})
+        self.assertEqual(r.status_code, 200, r.text)
+        ec = self.props("ev")["ec"]
+        self.assertEqual((ec["enabled"], ec["data_slices"], ec["parity_slices"], ec["objsize_limit"]),
+                         (True, 2, 1, 1000))
+        r = self.act("PATCH", "/v1/buckets/ev", "set-bprops", {"ec": {"compression": "always"}})
+        self.assertEqual(r.status_code, 501, r.text)
+
+    def test_slices_follow_put_overwrite_delete(self):
+        self.create("es", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
+        data = self.put_all("es", SIZES)
+        for name in data:
+            r = wait_until(lambda: self.encoded("es", name), 30, what="%s encoded" % name)
+            self.assertEqual(r.headers["Ais-Ec-Parity"], str(P))
+            self.assertEqual(r.headers["Ais-Ec-Replicated"], "true" if len(data[name]) < LIMIT else "false")
+            self.assertTrue(int(r.headers["Ais-Ec-Generation"]) > 0)
+            self.assertEqual(len(self.slice_holders("es", name)), self.want_holders(len(data[name])), name)
+        # listings show the objects only
+        r = self.s.get(self.url + "/v1/buckets/es", json={"action": "list", "value": {"flags": "0"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(sorted(e["name"] for e in r.json()["entries"]), sorted(data))
+        # overwrite: a new generation everywhere; delete: gone everywhere
+        name = sorted(data)[-1]
+        g0 = self.encoded("es", name).headers["Ais-Ec-Generation"]
+        nd = os.urandom(200000)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/es/" + name, data=nd).status_code, 200)
+        wait_until(lambda: self.encoded("es", name) and self.encoded("es", name).headers["Ais-Ec-Generation"] != g0,
+                   30, what="re-encoded")
+        data[name] = nd
+        self.check_all("es", data)
+        victim = sorted(data)[3]
+        self.assertEqual(self.s.delete(self.url + "/v1/objects/es/" + victim).status_code, 200)
+        wait_until(lambda: not self.slice_holders("es", victim), 30, what="slices of the deleted object gone")
+        self.assertEqual(self.s.get(self.url + "/v1/objects/es/" + victim).status_code, 404)
+        del data[victim]
+        # delete-listrange too
+        gone = sorted(data)[:2]
+        r = self.s.delete(self.url + "/v1/buckets/es", timeout=60, json={"action": "delete-listrange", "name": "",
+                                                                          "value": {"objnames": gone}})
+        self.assertEqual(r.status_code, 200, r.text)
+        for n in gone:
+            wait_until(lambda: not self.slice_holders("es", n), 30, what="slices of %s gone" % n)
+            del data[n]
+        # slices survive a restart of the target that holds them (start-up reconcile leaves %ec/%mt alone)
+        name = sorted(data)[-2]
+        holder = self.slice_holders("es", name)[0]
+        before = {n: self.slice_holders("es", n) for n in data}
+        tid = requests.get(self.c.node_url(holder) + "/v1/daemon?what=snode", timeout=5).json()["daemon_id"]
+        self.c.kill9(holder)
+        self.c.cli("playground", "start", "--dir", self.c.dir)
+        wait_until(lambda: not self.c.smap()["tmap"][tid].get("flags", 0) & (1 << 16), 60, what="holder back")
+        self.assertEqual({n: self.slice_holders("es", n) for n in data}, before)
+        for n in data:
+            self.assertTrue(self.encoded("es", n), n)
+
+
+class TestECEncode(ECTest):
+    def test_ec_encode_existing_objects(self):
+        self.create("ee")
+        data = self.put_all("ee", SIZES[1:6] + [200000, 777777])
+        self.assertFalse(self.encoded("ee", sorted(data)[0]))
+        self.assertEqual(self.slice_holders("ee", sorted(data)[0]), [])
+        r = self.act("POST", "/v1/buckets/ee", "ec-encode", {"data_slices": D, "parity_slices": P,
+                                                             "objsize_limit": LIMIT})
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text.strip()
+        self.assertTrue(jid)
+
+        def done():
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid})
+            return r.status_code == 200 and r.json()["end_time"] != 0 and r.json()
+        st = wait_until(done, 60, interval=0.2, what="ec-encode %s" % jid)
+        self.assertEqual(st.get("kind", "ec-encode"), "ec-encode")
+        ec = self.props("ee")["ec"]
+        self.assertEqual((ec["enabled"], ec["data_slices"], ec["parity_slices"], ec["objsize_limit"]),
+                         (True, D, P, LIMIT))
+        for name in data:
+            r = self.encoded("ee", name)
+            self.assertTrue(r, name)
+            self.assertEqual(len(self.slice_holders("ee", name)), self.want_holders(len(data[name])), name)
+        self.check_all("ee", data)
+
+
+class TestECConfig(unittest.TestCase):
+    def test_aistore_ec_section_loads(self):
+        tmp = tempfile.mkdtemp(prefix="shale-ecc-")
+        n = Node(tmp, extra_config={"ec": {"objsize_limit": 1000, "compression": "never", "bundle_multiplier": 2,
+                                           "data_slices": 3, "parity_slices": 1, "enabled": False,
+                                           "disk_only": False, "burst_buffer": 512}})
+        try:
+            n.start()
+            cfg = requests.get(n.url + "/v1/daemon?what=config", timeout=10).json()
+            self.assertEqual(cfg["ec"]["data_slices"], 3)
+            r = requests.post(n.url + "/v1/buckets/cb", json={"action": "create-bck"}, timeout=10)
+            self.assertEqual(r.status_code, 200, r.text)
+            import json
+            p = json.loads(requests.head(n.url + "/v1/buckets/cb", timeout=10).headers["Ais-Bucket-Props"])
+            self.assertEqual((p["ec"]["data_slices"], p["ec"]["parity_slices"], p["ec"]["objsize_limit"]),
+                             (3, 1, 1000))
+        finally:
+            n.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class TestECLoss(ECTest):
+    def test_kill_decommission_rebuild(self):
+        self.create("ec", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
+        data = self.put_all("ec", SIZES + [300 + 977 * i for i in range(12)] + [5000 + 7919 * i for i in range(8)])
+        for name in data:
+            wait_until(lambda: self.encoded("ec", name), 30, what="%s encoded" % name)
+        smap = self.c.smap()
+        per = {}
+        for name in data:
+            per.setdefault(hrw_owner(smap, "ec", name)["daemon_id"], []).append(name)
+        victim = max(per, key=lambda t: len(per[t]))
+        self.assertTrue(per[victim])
+        vname = self.name_by_id(victim)
+        # the primary's inventory of the victim (the no-silent-loss check reads it)
+        wait_until(lambda: self.s.get(self.url + "/v1/cluster", params={"what": "lost"}).json().get(
+            "inventory", {}).get(victim, {}).get("buckets", {}).get("ec", {}).get("n", 0) > 0, 60, interval=0.5,
+            what="inventory of the victim")
+        self.c.kill9(vname)
+        wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
+        # every object still reads, byte-identical (the gateway sends reads of the
+        # dead target's objects to the next HRW target, which rebuilds them)
+        self.check_all("ec", data)
+        name = per[victim][0]
+        r = self.s.head(self.url + "/v1/objects/ec/" + name, allow_redirects=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(int(r.headers["Content-Length"]), len(data[name]))
+        # a stand-in serves the rebuilt object without keeping a stray copy of it
+        for n in per[victim]:
+            stray = [f for f in glob.glob(os.path.join(self.c.dir, "t*", "**", "@ais", "ec", "%ob", n), recursive=True)
+                     if not f.startswith(os.path.join(self.c.dir, vname) + os.sep)]
+            self.assertEqual(stray, [], n)
+        # then gone for good: EC buckets do not count as lost
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node",
+                                                       "value": {"sid": victim, "no_shutdown": True}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        lost = self.s.get(self.url + "/v1/cluster", params={"what": "lost"}).json()
+        self.assertNotIn(victim, lost.get("lostmd", {}).get("targets", {}))
+        alive = [n["name"] for n in self.c.topology()["nodes"] if n["role"] == "target" and n["name"] != vname]
+        # back to full redundancy: every object has all its slices/replicas on the survivors
+        # (3 targets are left: the main target + 2 others, so a sliced object keeps
+        # its 2 data slices and loses its parity placement; any one more loss is still survivable)
+        # the dead target's objects are rebuilt on their new main targets without being read
+        # (ec-encode after the rebalance), and ...
+        for name in per[victim]:
+            wait_until(lambda: any(os.path.isfile(os.path.join(self.c.dir, t, "mp1", "@ais", "ec", "%ob", name))
+                                   for t in alive), 90, interval=0.5, what="%s rebuilt on a survivor" % name)
+        for name in data:
+            want = min(self.want_holders(len(data[name])), len(alive) - 1)
+            wait_until(lambda: len(self.slice_holders("ec", name, alive)) >= want, 90,
+                       interval=0.5, what="%s has its slices again" % name)
+        self.check_all("ec", data)
+        # ... which a second loss proves: everything still reads
+        smap = self.c.smap()
+        second = hrw_owner(smap, "ec", sorted(data)[0])["daemon_id"]
+        self.c.kill9(self.name_by_id(second))
+        wait_until(lambda: self.c.smap()["tmap"][second].get("flags", 0) & (1 << 16), 30, what="second offline")
+        self.check_all("ec", data)
+        # a third loss is one too many: what cannot be rebuilt says so (never wrong bytes)
+        third = [t for t in self.c.smap()["tmap"] if t != second][0]
+        self.c.kill9(self.name_by_id(third))
+        wait_until(lambda: self.c.smap()["tmap"][third].get("flags", 0) & (1 << 16), 30, what="third offline")
+        lost = 0
+        for name, d in data.items():
+            r = self.s.get(self.url + "/v1/objects/ec/" + name, timeout=60)
+            self.assertIn(r.status_code, (200, 404, 500), r.text)
+            if r.status_code == 200:
+                self.assertEqual(r.content, d, name)
+            elif r.status_code == 500:
+                self.assertIn("is lost: it was erasure coded as D = 2 data and P = 1 parity slices", r.text)
+                lost += 1
+        self.assertGreater(lost, 0)
+
+
+if __name__ == "__main__":
+    main()
