@@ -509,6 +509,8 @@ static int edit_join(struct sl_smap *s, void *arg, struct sl_err *err)
     return 0;
 }
 
+static json_t *fetch_doc(const char *ctrl_url, const char *what);
+
 static int edit_version_past(struct sl_smap *s, void *arg, struct sl_err *err)
 {
     (void)err;
@@ -530,20 +532,13 @@ static void catch_up(const json_t *j, const struct sl_snode *n)
     int64_t mybv = bm->version;
     sl_bmd_put(bm);
     if (jbv > mybv) {
-        char *url = sl_xasprintf("%s/v1/daemon?what=bmd", n->ctrl_url);
-        struct sl_peer_resp r;
-        if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
-            json_error_t je;
-            json_t *d = sl_json_loadb_u64(r.body.p, r.body.len, &je);
-            struct sl_err e2;
-            struct sl_bmd *b = d ? sl_bmd_from_json(d, &e2) : NULL;
-            if (b && sl_bmd_receive(b) == 1)
-                sl_logw("join: %s has a newer bucket map (v%lld, this primary v%lld): taken", n->id,
-                        (long long)jbv, (long long)mybv);
-            json_decref(d);
-        }
-        sl_peer_resp_free(&r);
-        free(url);
+        json_t *d = fetch_doc(n->ctrl_url, "bmd");
+        struct sl_err e2;
+        struct sl_bmd *b = d ? sl_bmd_from_json(d, &e2) : NULL;
+        if (b && sl_bmd_receive(b) == 1)
+            sl_logw("join: %s has a newer bucket map (v%lld, this primary v%lld): taken", n->id, (long long)jbv,
+                    (long long)mybv);
+        json_decref(d);
     }
     struct sl_smap *s = sl_smap_get();
     int64_t mysv = s->version;
@@ -945,34 +940,35 @@ static void push_to(const char *ctrl_url)
     free(url);
 }
 
+/* GET ctrl_url/v1/daemon?what=WHAT: the document (new reference) or NULL */
+static json_t *fetch_doc(const char *ctrl_url, const char *what)
+{
+    char *url = sl_xasprintf("%s/v1/daemon?what=%s", ctrl_url, what);
+    struct sl_peer_resp r;
+    json_t *j = NULL;
+    if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
+        json_error_t je;
+        j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
+    }
+    sl_peer_resp_free(&r);
+    free(url);
+    return j;
+}
+
 /* take the Smap (and the BMD: buckets made meanwhile) of the node at ctrl_url */
 static void adopt_smap_from(const char *ctrl_url)
 {
-    char *url = sl_xasprintf("%s/v1/daemon?what=bmd", ctrl_url);
-    struct sl_peer_resp r;
-    if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
-        json_error_t je;
-        json_t *j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
-        struct sl_err e2;
-        struct sl_bmd *b = j ? sl_bmd_from_json(j, &e2) : NULL;
-        if (b)
-            sl_bmd_receive(b);
-        json_decref(j);
-    }
-    sl_peer_resp_free(&r);
-    free(url);
-    url = sl_xasprintf("%s/v1/daemon?what=smap", ctrl_url);
-    if (sl_peer_call("GET", url, NULL, 0, NULL, 0, 0, &r) == 0 && r.status == 200) {
-        json_error_t je;
-        json_t *j = sl_json_loadb_u64(r.body.p, r.body.len, &je);
-        struct sl_err e2;
-        struct sl_smap *o = j ? sl_smap_from_json(j, &e2) : NULL;
-        if (o)
-            sl_smap_receive(o);
-        json_decref(j);
-    }
-    sl_peer_resp_free(&r);
-    free(url);
+    struct sl_err e2;
+    json_t *j = fetch_doc(ctrl_url, "bmd");
+    struct sl_bmd *b = j ? sl_bmd_from_json(j, &e2) : NULL;
+    if (b)
+        sl_bmd_receive(b);
+    json_decref(j);
+    j = fetch_doc(ctrl_url, "smap");
+    struct sl_smap *o = j ? sl_smap_from_json(j, &e2) : NULL;
+    if (o)
+        sl_smap_receive(o);
+    json_decref(j);
 }
 
 static void *keepalive(void *arg)

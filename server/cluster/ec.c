@@ -13,6 +13,7 @@
  *   POST   /v1/internal/ec/start {"id","provider","bck"}  job ec-encode here
  */
 #include "ec.h"
+#include "bg.h"
 #include "backend.h"
 #include "cksum.h"
 #include "cluster.h"
@@ -40,30 +41,21 @@
 #define EC_MAX_OBJ (1024ULL * 1024 * 1024)   /* encoded in memory: larger objects are refused (logged) */
 #define EC_IDLE_NS (5LL * 1000000000LL)      /* an ec-put job with nothing to do for this long ends */
 
-static int active;
-static volatile bool stopping;
+static struct sl_workers wk; /* threads of this file at work, and the stop flag */
 
 static bool enter(void)
 {
-    __atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
-        __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
-        return false;
-    }
-    return true;
+    return sl_workers_enter(&wk);
 }
 
 static void leave(void)
 {
-    __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+    sl_workers_leave(&wk);
 }
 
 void sl_ec_quiesce(int64_t timeout_ms)
 {
-    __atomic_store_n(&stopping, true, __ATOMIC_SEQ_CST);
-    int64_t end = sl_mono_ns() + timeout_ms * 1000000LL;
-    while (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0 && sl_mono_ns() < end)
-        sl_sleep_ms(20);
+    sl_workers_quiesce(&wk, timeout_ms, "erasure coding");
 }
 
 bool sl_ec_props(const struct sl_bck *b, int *d, int *p, int64_t *limit)
@@ -499,7 +491,7 @@ void sl_ec_after_put(const struct sl_bck *b, const char *name, size_t nlen)
 {
     int d, p;
     int64_t l;
-    if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || stopping)
+    if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || wk.stopping)
         return;
     enqueue(b, name, nlen, OP_PUT);
 }
@@ -508,7 +500,7 @@ void sl_ec_after_delete(const struct sl_bck *b, const char *name, size_t nlen)
 {
     int d, p;
     int64_t l;
-    if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || stopping)
+    if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || wk.stopping)
         return;
     enqueue(b, name, nlen, OP_DEL);
 }
@@ -522,7 +514,7 @@ static bool q_reap(int64_t now)
             k->job->idle = true;
             if (!k->idle_since)
                 k->idle_since = now;
-            if (now - k->idle_since >= EC_IDLE_NS || stopping) {
+            if (now - k->idle_since >= EC_IDLE_NS || wk.stopping) {
                 if (!k->job->end_ns)
                     sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
                 sl_job_put(k->job);
@@ -551,7 +543,7 @@ static void *q_worker(void *arg)
                 if (ecbs[i].bid == it->b.bid)
                     job = sl_job_get(ecbs[i].job->id);
             pthread_mutex_unlock(&q_mu);
-            if (!stopping) {
+            if (!wk.stopping) {
                 struct sl_err err = { 0 };
                 if (it->op == OP_DEL) {
                     delete_everywhere(&it->b, it->name, it->nlen);
@@ -574,7 +566,7 @@ static void *q_worker(void *arg)
             pthread_mutex_lock(&q_mu);
             continue;
         }
-        if (q_reap(sl_mono_ns()) || stopping)
+        if (q_reap(sl_mono_ns()) || wk.stopping)
             break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -877,7 +869,7 @@ static void walk_encode(const struct sl_bck *b, struct sl_job *job)
     char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
     size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
     /* 1. main replicas here: encoded where the current map wants them */
-    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !stopping; m++) {
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
         char *after = NULL;
         size_t alen = 0;
@@ -896,7 +888,7 @@ static void walk_encode(const struct sl_bck *b, struct sl_job *job)
             sl_md_iter_close(it);
             for (int i = 0; i < n; i++) {
                 struct sl_err e = { 0 };
-                if (!sl_job_aborting(job) && !stopping && encode_one(b, names[i], lens[i], job, true, &e) < 0) {
+                if (!sl_job_aborting(job) && !wk.stopping && encode_one(b, names[i], lens[i], job, true, &e) < 0) {
                     sl_logw("%s %s: %s", job->kind, job->id, e.msg);
                     sl_job_add(&job->err_objs, 1);
                 }
@@ -908,7 +900,7 @@ static void walk_encode(const struct sl_bck *b, struct sl_job *job)
                     free(names[i]);
                 }
             }
-            if (n < WALK_BATCH || sl_job_aborting(job) || stopping)
+            if (n < WALK_BATCH || sl_job_aborting(job) || wk.stopping)
                 break;
         }
         free(after);
@@ -916,12 +908,12 @@ static void walk_encode(const struct sl_bck *b, struct sl_job *job)
     free(names);
     free(lens);
     /* 2. slices here whose object's main target lacks the object */
-    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !stopping; m++) {
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
         char *dir = sl_xasprintf("%s/@%s/%s/%%mt", mp->path, b->provider, b->name);
         DIR *dh = opendir(dir);
         struct dirent *de;
-        while (dh && (de = readdir(dh)) && !sl_job_aborting(job) && !stopping) {
+        while (dh && (de = readdir(dh)) && !sl_job_aborting(job) && !wk.stopping) {
             if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
                 continue;
             char *path = sl_xasprintf("%s/%s", dir, de->d_name);
@@ -990,7 +982,7 @@ static void *enc_thread(void *arg)
         sl_logi("%s %s: %s done in %.1f s: %llu object(s) encoded, %llu slice(s)/replica(s) sent, %llu error(s)",
                 job->kind, job->id, q->bname, (double)(sl_mono_ns() - t0) / 1e9, (unsigned long long)job->loc_objs,
                 (unsigned long long)job->out_objs, (unsigned long long)job->err_objs);
-        sl_job_finish(job, sl_job_aborting(job) || stopping ? "aborted" : NULL);
+        sl_job_finish(job, sl_job_aborting(job) || wk.stopping ? "aborted" : NULL);
     }
     sl_job_put(job);
     free(q);
@@ -1012,7 +1004,7 @@ int sl_ec_start(const char *id, const char *prov, const char *bname, struct sl_e
 
 void sl_ec_membership_changed(void)
 {
-    if (G.role != SL_ROLE_TARGET || stopping)
+    if (G.role != SL_ROLE_TARGET || wk.stopping)
         return;
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < bmd->n; i++) {

@@ -178,3 +178,30 @@ int sl_bg_inflight(void)
 {
     return inflight_all();
 }
+
+bool sl_workers_enter(struct sl_workers *w)
+{
+    __atomic_add_fetch(&w->active, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->stopping, __ATOMIC_SEQ_CST)) {
+        __atomic_sub_fetch(&w->active, 1, __ATOMIC_SEQ_CST);
+        return false;
+    }
+    return true;
+}
+
+void sl_workers_leave(struct sl_workers *w)
+{
+    __atomic_sub_fetch(&w->active, 1, __ATOMIC_SEQ_CST);
+}
+
+void sl_workers_quiesce(struct sl_workers *w, int64_t timeout_ms, const char *what)
+{
+    __atomic_store_n(&w->stopping, true, __ATOMIC_SEQ_CST);
+    int64_t end = sl_mono_ns() + timeout_ms * 1000000;
+    while (__atomic_load_n(&w->active, __ATOMIC_SEQ_CST) > 0 && sl_mono_ns() < end)
+        sl_sleep_ms(10);
+    int n = __atomic_load_n(&w->active, __ATOMIC_SEQ_CST);
+    if (n > 0)
+        sl_logw("%s: %d thread(s) still at work after %lld ms; going on without them", what, n,
+                (long long)timeout_ms);
+}

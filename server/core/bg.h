@@ -36,4 +36,18 @@ void sl_bg_stop(void);
 int sl_bg_threads(void);
 int sl_bg_inflight(void);
 
+/* The threads of a module at work, and the flag that sends them home before
+ * what they use goes away (the store closes): a thread calls
+ * sl_workers_enter before it starts (false: stopping, do not start) and
+ * sl_workers_leave when done; loops check w->stopping. */
+struct sl_workers {
+    int active;
+    volatile bool stopping;
+};
+bool sl_workers_enter(struct sl_workers *w);
+void sl_workers_leave(struct sl_workers *w);
+/* Set stopping, wait up to timeout_ms for the active ones; logs (what:
+ * "mirror") when some are still at work. */
+void sl_workers_quiesce(struct sl_workers *w, int64_t timeout_ms, const char *what);
+
 #endif

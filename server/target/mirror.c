@@ -5,6 +5,7 @@
  * make-n-copies over a bucket). See mirror.h.
  */
 #include "mirror.h"
+#include "bg.h"
 #include "cksum.h"
 #include "conf.h"
 #include "log.h"
@@ -23,35 +24,21 @@
 #define COPY_BUF (1024 * 1024)
 #define PC_IDLE_NS (5LL * 1000000000LL)    /* a put-copies job with nothing to do for this long ends */
 
-/* threads of this file at work (put-copies, make-n-copies), and the flag
- * that sends them home before the store closes (sl_mirror_quiesce) */
-static int active;
-static volatile bool stopping;
+static struct sl_workers wk; /* threads of this file at work, and the stop flag */
 
 static bool enter(void)
 {
-    __atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
-        __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
-        return false;
-    }
-    return true;
+    return sl_workers_enter(&wk);
 }
 
 static void leave(void)
 {
-    __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+    sl_workers_leave(&wk);
 }
 
 void sl_mirror_quiesce(int64_t timeout_ms)
 {
-    __atomic_store_n(&stopping, true, __ATOMIC_SEQ_CST);
-    int64_t end = sl_mono_ns() + timeout_ms * 1000000;
-    while (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0 && sl_mono_ns() < end)
-        usleep(10000);
-    if (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0)
-        sl_logw("mirror: %d job thread(s) still copying after %lld ms; closing the store anyway",
-                __atomic_load_n(&active, __ATOMIC_SEQ_CST), (long long)timeout_ms);
+    sl_workers_quiesce(&wk, timeout_ms, "mirror");
 }
 
 int sl_mirror_want(const struct sl_bck *b)
@@ -90,7 +77,7 @@ static int copy_to_work(int src, const struct sl_objmd *md, const struct sl_mpat
     uint64_t off = 0;
     int rc = 0;
     while (off < md->size && rc == 0) {
-        if (__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+        if (wk.stopping) {
             rc = sl_errf(err, SL_EUNAVAIL, "t[%s] is shutting down", G.id);
             break;
         }
@@ -628,7 +615,7 @@ static bool pc_reap(int64_t now)
             k->job->idle = true;
             if (!k->idle_since)
                 k->idle_since = now;
-            if (now - k->idle_since >= PC_IDLE_NS || stopping || sl_job_aborting(k->job)) {
+            if (now - k->idle_since >= PC_IDLE_NS || wk.stopping || sl_job_aborting(k->job)) {
                 if (!k->job->end_ns)
                     sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
                 sl_job_put(k->job);
@@ -660,7 +647,7 @@ static void *pc_worker(void *arg)
             if (job)
                 sl_bck_copy(&b, &k->b);
             pthread_mutex_unlock(&pc_mu);
-            if (job && !sl_job_aborting(job) && !stopping) {
+            if (job && !sl_job_aborting(job) && !wk.stopping) {
                 struct sl_err err = { 0 };
                 if (sl_mirror_fix(&b, it->name, it->nlen, sl_mirror_want(&b), job, &err) < 0 &&
                     err.code != SL_ENOOBJ) {
@@ -702,7 +689,7 @@ static void *pc_worker(void *arg)
             pthread_mutex_lock(&pc_mu);
             continue;
         }
-        if (pc_reap(sl_mono_ns()) || stopping)
+        if (pc_reap(sl_mono_ns()) || wk.stopping)
             break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -726,7 +713,7 @@ static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
 {
     char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
     size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
-    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !stopping; m++) {
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
         char *after = NULL;
         size_t alen = 0;
@@ -749,7 +736,7 @@ static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
             }
             sl_md_iter_close(it);
             for (int i = 0; i < n; i++) {
-                if (!sl_job_aborting(job) && !stopping) {
+                if (!sl_job_aborting(job) && !wk.stopping) {
                     struct sl_err e = { 0 };
                     if (sl_mirror_fix(b, names[i], lens[i], want, job, &e) < 0 && e.code != SL_ENOOBJ) {
                         sl_logw("%s %s: %s/%.*s: %s", job->kind, job->id, b->name, (int)SL_MIN(lens[i], 200),
@@ -765,7 +752,7 @@ static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
                     free(names[i]);
                 }
             }
-            if (n < WALK_BATCH || sl_job_aborting(job) || stopping)
+            if (n < WALK_BATCH || sl_job_aborting(job) || wk.stopping)
                 break;
         }
         free(after);
@@ -815,7 +802,7 @@ static void *mnc_thread(void *arg)
     if (why[0])
         sl_job_fail(job, why);
     else
-        sl_job_finish(job, sl_job_aborting(job) || stopping ? "aborted" : NULL);
+        sl_job_finish(job, sl_job_aborting(job) || wk.stopping ? "aborted" : NULL);
     sl_job_put(job);
     free(q);
     leave();
