@@ -241,15 +241,13 @@ void sl_lost_rejoined(const char *tid, const char *ctrl_url)
     const char *name;
     json_t *c;
     void *tmp;
-    int back = 0, still = 0;
+    int back = 0;
     json_object_foreach_safe(bk, tmp, name, c) {
         json_t *h = json_object_get(have, name);
         int64_t want = sl_json_int(c, "n", -1);
         if (h && sl_json_int(h, "bid", 0) == sl_json_int(c, "bid", -1) && want >= 0 && sl_json_int(h, "n", 0) >= want) {
             json_object_del(bk, name);
             back++;
-        } else {
-            still++;
         }
     }
     if (!json_object_size(bk)) {
@@ -267,7 +265,6 @@ void sl_lost_rejoined(const char *tid, const char *ctrl_url)
         sl_cluster_set_doc("lostmd", d);
     else
         json_decref(d);
-    (void)still;
 }
 
 int sl_lost_check_bucket(const char *what, const char *provider, const char *name, uint64_t bid, struct sl_err *err)
