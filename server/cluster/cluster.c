@@ -682,15 +682,21 @@ static void ask_shutdown(const struct sl_snode *n)
     free(url);
 }
 
-static void remove_node(const char *id, bool no_shutdown)
+/* a copy of node id's entry in the current Smap; false when it has none */
+static bool find_node(const char *id, struct sl_snode *out)
 {
     struct sl_smap *s = sl_smap_get();
-    const struct sl_snode *n0 = sl_smap_find(s, id);
-    struct sl_snode n;
-    bool have = n0 != NULL;
-    if (have)
-        n = *n0;
+    const struct sl_snode *n = sl_smap_find(s, id);
+    if (n)
+        *out = *n;
     sl_smap_put(s);
+    return n != NULL;
+}
+
+static void remove_node(const char *id, bool no_shutdown)
+{
+    struct sl_snode n;
+    bool have = find_node(id, &n);
     struct flag_arg fa = { .id = id, .remove = true };
     struct sl_err err;
     if (sl_smap_modify(edit_flags, &fa, &err) < 0)
@@ -771,14 +777,10 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
         fa.set = SL_SNF_DECOMM;
     else if (strcmp(a, "shutdown-node"))
         return sl_errf(err, SL_EINVAL, "invalid node action \"%s\"", a);
-    struct sl_smap *s = sl_smap_get();
-    const struct sl_snode *n = sl_smap_find(s, sid);
-    bool is_target = n && n->type == SL_NODE_TARGET;
     struct sl_snode ncopy;
-    if (n)
-        ncopy = *n;
-    sl_smap_put(s);
-    if (!n)
+    bool have = find_node(sid, &ncopy);
+    bool is_target = have && ncopy.type == SL_NODE_TARGET;
+    if (!have)
         return sl_errf(err, SL_ENOENT, "%s: node %s is not in the cluster map", a, sid);
     if (!strcmp(a, "shutdown-node")) {
         ask_shutdown(&ncopy);
@@ -971,17 +973,23 @@ static void adopt_smap_from(const char *ctrl_url)
     json_decref(j);
 }
 
+int64_t sl_keepalive_wait(const volatile bool *stop)
+{
+    int64_t ms = sl_conf->keepalive_interval_ns / 1000000;
+    if (ms < 200)
+        ms = 200;
+    for (int64_t t = 0; t < ms && !*stop; t += 100)
+        sl_sleep_ms(100);
+    return ms;
+}
+
 static void *keepalive(void *arg)
 {
     struct ka *st = NULL;
     int nst = 0;
     sl_peer_abort_on(&ka_stop); /* a stop does not wait for a node that does not answer */
     while (!ka_stop) {
-        int64_t interval_ms = sl_conf->keepalive_interval_ns / 1000000;
-        if (interval_ms < 200)
-            interval_ms = 200;
-        for (int64_t t = 0; t < interval_ms && !ka_stop; t += 100)
-            sl_sleep_ms(100);
+        sl_keepalive_wait(&ka_stop);
         if (ka_stop)
             break;
         struct sl_smap *s = sl_smap_get();
@@ -1358,13 +1366,8 @@ int sl_cluster_set_primary(const char *id, struct sl_err *err)
 {
     if (!primary)
         return sl_errf(err, SL_EINVAL, "set-primary: %s is not the primary", G.name);
-    struct sl_smap *s = sl_smap_get();
-    const struct sl_snode *n = sl_smap_find(s, id);
     struct sl_snode nc;
-    bool have = n != NULL;
-    if (have)
-        nc = *n;
-    sl_smap_put(s);
+    bool have = find_node(id, &nc);
     /* the new primary must answer before the role moves */
     if (have && strcmp(id, G.id)) {
         char *url = sl_xasprintf("%s/v1/health", nc.ctrl_url);

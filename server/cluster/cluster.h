@@ -141,6 +141,9 @@ void sl_cluster_assume_primary(void);
  * one was paused or cut off and was replaced), adopts it (steps down) and
  * returns -1 (503). 0 otherwise, and on every other node. */
 int sl_cluster_fence(struct sl_err *err);
+/* Sleep one keepalive interval (keepalivetracker.target.interval, at least
+ * 200 ms), less when *stop turns true; returns the interval in ms. */
+int64_t sl_keepalive_wait(const volatile bool *stop);
 /* Primary: start a global rebalance; its id (free()) or NULL when
  * rebalance.enabled is false. */
 char *sl_cluster_rebalance(const char *why);

@@ -179,11 +179,7 @@ static void *watch(void *arg)
     int fails = 0;
     sl_peer_abort_on(&stop_flag); /* a stop does not wait for a gateway that does not answer */
     while (!stop_flag) {
-        int64_t iv = sl_conf->keepalive_interval_ns / 1000000;
-        if (iv < 200)
-            iv = 200;
-        for (int64_t t = 0; t < iv && !stop_flag; t += 100)
-            sl_sleep_ms(100);
+        int64_t iv = sl_keepalive_wait(&stop_flag);
         if (stop_flag || G.stopping)
             break;
         if (sl_is_primary() || !G.ready) {
