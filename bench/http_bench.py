@@ -69,12 +69,15 @@ local method = os.getenv("BENCH_METHOD") or "GET"
 local bodyfile = os.getenv("BENCH_BODY")
 local body = nil
 if bodyfile then local f = io.open(bodyfile, "rb"); body = f:read("*a"); f:close() end
+local random = os.getenv("BENCH_RANDOM")
 local counter = 0
 function setup(thread) thread:set("tid", counter); counter = counter + 1 end
+function init(args) math.randomseed(os.time() + (tid or 0)) end
 local i = 0
 function request()
   i = i + 1
-  local path = string.format("%s%05d%s", prefix, (i * 7 + tid * 131) % n, suffix)
+  local k = random and math.random(0, n - 1) or (i * 7 + tid * 131) % n
+  local path = string.format("%s%05d%s", prefix, k, suffix)
   if method == "PUT" then
     return wrk.format("PUT", path, {["Content-Type"] = "application/octet-stream"}, body)
   end
@@ -83,15 +86,37 @@ end
 '''
 
 
-def wrk(url_base, prefix, n, method, conns, duration, body=None, pids=(), suffix=""):
+def ctx_switches(pids):
+    """voluntary + involuntary context switches of every thread of pids"""
+    t = 0
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                    t += sum(int(l.split()[1]) for l in f if "ctxt_switches:" in l)
+            except (OSError, ValueError, IndexError):
+                pass
+    return t
+
+
+def wrk(url_base, prefix, n, method, conns, duration, body=None, pids=(), suffix="", threads=2, rand=False):
+    """one wrk run; "cpu" = the pids' CPU seconds, "reqs" = requests done,
+    "csw" = their context switches meanwhile"""
     env = dict(os.environ, BENCH_N=str(n), BENCH_PREFIX=prefix, BENCH_METHOD=method, BENCH_SUFFIX=suffix)
     if body:
         env["BENCH_BODY"] = body
-    c0 = cpu_seconds(pids)
-    p = subprocess.run(["wrk", "-t2", "-c%d" % conns, "-d%ds" % duration, "--latency", "-s", LUA_PATH, url_base],
+    if rand:
+        env["BENCH_RANDOM"] = "1"
+    c0, x0 = cpu_seconds(pids), ctx_switches(pids)
+    p = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration, "--latency", "-s", LUA_PATH, url_base],
                        capture_output=True, text=True, env=env, timeout=duration + 60)
-    c1 = cpu_seconds(pids)
+    c1, x1 = cpu_seconds(pids), ctx_switches(pids)
     out = p.stdout
+    reqs = int(re.search(r"(\d+) requests in", out).group(1))
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     m = re.search(r"Transfer/sec:\s+([\d.]+)(\w+)", out)
     mult = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3}[m.group(2)]
@@ -99,7 +124,7 @@ def wrk(url_base, prefix, n, method, conns, duration, body=None, pids=(), suffix
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errs = re.search(r"Socket errors: (.*)", out)
     p50 = re.search(r"50%\s+([\d.]+\w+)", out)
-    return {"rps": rps, "bps": bps, "cpu": c1 - c0, "non2xx": int(non2xx.group(1)) if non2xx else 0,
+    return {"rps": rps, "bps": bps, "cpu": c1 - c0, "reqs": reqs, "csw": x1 - x0, "non2xx": int(non2xx.group(1)) if non2xx else 0,
             "errors": errs.group(1) if errs else "", "p50": p50.group(1) if p50 else "?", "raw": out}
 
 
@@ -118,7 +143,7 @@ def paired(rounds, key, run_s, run_n):
 
 
 class Shaled:
-    def __init__(self, work, durable):
+    def __init__(self, work, durable, binary=None, workers=0):
         self.port = free_port()
         self.dir = os.path.join(work, "shaled-%s" % ("durable" if durable else "fast"))
         os.makedirs(self.dir)
@@ -127,9 +152,11 @@ class Shaled:
                "fspaths": {self.dir + "/mp": ""}, "log": {"level": 1},
                "write_policy": {"data": "immediate" if durable else "never",
                                 "md": "immediate" if durable else "delayed"}}
+        if workers:
+            cfg["net"] = {"http": {"workers": workers}}
         with open(self.dir + "/shale.json", "w") as f:
             json.dump(cfg, f)
-        self.proc = subprocess.Popen([SHALED, "--config", self.dir + "/shale.json", "--bind", "127.0.0.1"],
+        self.proc = subprocess.Popen([binary or SHALED, "--config", self.dir + "/shale.json", "--bind", "127.0.0.1"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.url = "http://127.0.0.1:%d" % self.port
         for _ in range(300):
