@@ -231,10 +231,10 @@ static void login_run(struct sl_req *r, void *arg)
     json_t *u = json_object_get(json_object_get(d, "users"), l->user);
     bool ok = u && sl_auth_check_password(l->pass, sl_json_str(u, "pass", ""));
     if (ok)
-        rl_success(l->user, r->remote);
+        rl_success(l->user, sl_req_remote(r));
     if (!ok) {
         sl_stats_add("auth_login_fail_count", 1);
-        sl_logw("authn: failed login as \"%s\" from %s", l->user, r->remote);
+        sl_logw("authn: failed login as \"%s\" from %s", l->user, sl_req_remote(r));
         sl_resp_errf(r, SL_EUNAUTH, "invalid user name or password");
     } else {
         int64_t ttl = sl_conf->auth_token_ttl_ns;
@@ -247,7 +247,7 @@ static void login_run(struct sl_req *r, void *arg)
         if (!tok) {
             sl_resp_err(r, &err);
         } else {
-            sl_logi("authn: \"%s\" logged in from %s", l->user, r->remote);
+            sl_logi("authn: \"%s\" logged in from %s", l->user, sl_req_remote(r));
             sl_resp_json_new(r, 200, json_pack("{s:s}", "token", tok));
             OPENSSL_cleanse(tok, strlen(tok));
             free(tok);
@@ -272,9 +272,10 @@ static void login_body(struct sl_req *r)
         sl_resp_errf(r, SL_EINVAL, "log in with POST /v1/users/NAME {\"password\": \"...\", \"expires_in\": NS}");
         return;
     }
-    if (rl_attempt(name, r->remote)) {
+    if (rl_attempt(name, sl_req_remote(r))) {
         json_decref(j);
-        sl_logw("authn: login as \"%s\" from %s refused: too many failures this minute", name, r->remote);
+        sl_logw("authn: login as \"%s\" from %s refused: too many failures this minute", name,
+                sl_req_remote(r));
         sl_resp_errf(r, SL_ETOOMANY, "too many failed logins for user \"%s\" or from this address: wait a minute "
                      "and try again", name);
         return;

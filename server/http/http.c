@@ -59,10 +59,34 @@ static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
     r->t0 = sl_mono_ns();
     r->content_length = -1;
     uint64_t n = __atomic_add_fetch(&req_counter, 1, __ATOMIC_RELAXED);
-    char b36[16];
-    sl_base36(n, b36, sizeof(b36));
-    snprintf(r->reqid, sizeof(r->reqid), "%s", b36);
+    sl_base36(n, r->reqid, sizeof(r->reqid));
     return r;
+}
+
+/* "ip:port" of the client, formatted on first use (most requests never ask;
+ * r->remote is a cache, hence the cast) */
+const char *sl_req_remote(const struct sl_req *cr)
+{
+    struct sl_req *r = (struct sl_req *)cr;
+    if (r->remote[0] || !r->conn)
+        return r->remote;
+    struct MHD_Connection *c = r->conn;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return r->remote;
+    char ip[INET6_ADDRSTRLEN] = "";
+    int port = 0;
+    if (ci->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ci->client_addr;
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+        port = ntohs(a->sin_port);
+    } else if (ci->client_addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ci->client_addr;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(r->remote, sizeof(r->remote), "%s:%d", ip, port);
+    return r->remote;
 }
 
 static void parse_uri(struct sl_req *r)
@@ -120,9 +144,7 @@ static void free_req(struct sl_req *r)
     struct sl_hdr *h = r->hdrs;
     while (h) {
         struct sl_hdr *n = h->next;
-        free(h->k);
-        free(h->v);
-        free(h);
+        free(h); /* k and v are in the same block */
         h = n;
     }
     free(r);
@@ -340,9 +362,11 @@ json_t *sl_req_body_json(struct sl_req *r, struct sl_err *err)
 
 void sl_hdr_add(struct sl_req *r, const char *k, const char *v)
 {
-    struct sl_hdr *h = sl_xmalloc(sizeof(*h));
-    h->k = sl_xstrdup(k);
-    h->v = sl_xstrdup(v);
+    /* one block for the node, the name and the value */
+    size_t kl = strlen(k) + 1, vl = strlen(v) + 1;
+    struct sl_hdr *h = sl_xmalloc(sizeof(*h) + kl + vl);
+    h->k = memcpy((char *)(h + 1), k, kl);
+    h->v = memcpy(h->k + kl, v, vl);
     h->next = NULL;
     struct sl_hdr **pp = &r->hdrs;
     while (*pp)
@@ -357,8 +381,6 @@ void sl_hdr_del(struct sl_req *r, const char *k)
         struct sl_hdr *h = *pp;
         if (!strcasecmp(h->k, k)) {
             *pp = h->next;
-            free(h->k);
-            free(h->v);
             free(h);
         } else {
             pp = &h->next;
@@ -598,7 +620,7 @@ void sl_resp_err(struct sl_req *r, const struct sl_err *e)
     json_object_set_new(o, "method", json_string(r->method_str ? r->method_str : ""));
     json_t *up = r->path ? json_stringn(r->path, r->path_len) : NULL;
     json_object_set_new(o, "url_path", up ? up : json_string(""));
-    json_object_set_new(o, "remote_addr", json_string(r->remote));
+    json_object_set_new(o, "remote_addr", json_string(sl_req_remote(r)));
     const char *caller = sl_req_header(r, "Ais-Caller-Name");
     json_object_set_new(o, "caller", json_string(caller ? caller : ""));
     json_object_set_new(o, "node", json_string(node_name));
@@ -756,24 +778,6 @@ void sl_resp_method_not_allowed(struct sl_req *r, const char *allow)
 
 /* ---- MHD callbacks ---- */
 
-static void set_remote(struct sl_req *r, struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!ci || !ci->client_addr)
-        return;
-    char ip[INET6_ADDRSTRLEN] = "";
-    int port = 0;
-    if (ci->client_addr->sa_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ci->client_addr;
-        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-        port = ntohs(a->sin_port);
-    } else if (ci->client_addr->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ci->client_addr;
-        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
-        port = ntohs(a->sin6_port);
-    }
-    snprintf(r->remote, sizeof(r->remote), "%s:%d", ip, port);
-}
 
 static enum MHD_Result hdr_size_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -897,7 +901,6 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
             MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, idle_timeout_s);
         r->method_str = method;
         r->method = method_of(method);
-        set_remote(r, c);
         parse_uri(r);
         if (nul_in_target(r, version)) {
             /* "PUT /b/zz\0evil": everything after the NUL would be lost and

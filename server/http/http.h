@@ -57,7 +57,7 @@ struct sl_req {
     struct sl_qp *q;
     int nq;
     char reqid[24];
-    char remote[64];
+    char remote[64];            /* sl_req_remote() */
     int64_t t0;
     int64_t content_length;     /* -1 when unknown (chunked) */
 
@@ -148,6 +148,7 @@ enum {
 };
 int sl_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
 const char *sl_req_header(const struct sl_req *r, const char *name);  /* case-insensitive */
+const char *sl_req_remote(const struct sl_req *r);                  /* "ip:port" of the client */
 /* iterate all values of a (possibly repeated) header */
 int sl_req_header_all(const struct sl_req *r, const char *name, void (*cb)(void *arg, const char *v), void *arg);
 
