@@ -328,7 +328,11 @@ static void redirect_object(struct sl_req *r)
         /* spec §1.4: GET to the public URL, PUT to the data network, every
          * other verb (HEAD, DELETE, PATCH, POST) to the control network */
         const char *base = r->method == SL_M_GET ? t->url : r->method == SL_M_PUT ? t->data_url : t->ctrl_url;
-        sl_buf_printf(&url, "%s/v1/objects/%s/%s", base, encb, enco);
+        sl_buf_adds(&url, base); /* (no printf on the redirect path: ~0.5 us of each) */
+        sl_buf_adds(&url, "/v1/objects/");
+        sl_buf_adds(&url, encb);
+        sl_buf_addc(&url, '/');
+        sl_buf_adds(&url, enco);
         free(encb);
         free(enco);
         /* the original query as sent (no provider added: AIStore adds only pid and utm) */

@@ -170,19 +170,43 @@ int sl_buf_addc(struct sl_buf *b, char c)
 
 int sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
 {
+    /* format into the room there is; only when it does not fit, grow and
+     * format again (formatting twice every time was a measurable part of
+     * building a redirect URL) */
+    if (sl_buf_reserve(b, 64) < 0)
+        return -1;
     va_list ap, ap2;
     va_start(ap, fmt);
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(b->p + b->len, room, fmt, ap);
     va_end(ap);
-    if (n < 0 || sl_buf_reserve(b, (size_t)n) < 0) {
-        va_end(ap2);
+    if (n >= 0 && (size_t)n >= room) {
+        if (sl_buf_reserve(b, (size_t)n) < 0) {
+            b->p[b->len] = 0;
+            va_end(ap2);
+            return -1;
+        }
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
+    }
+    va_end(ap2);
+    if (n < 0) {
+        b->p[b->len] = 0;
         return -1;
     }
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
-    va_end(ap2);
     b->len += (size_t)n;
     return 0;
+}
+
+int sl_buf_addu(struct sl_buf *b, uint64_t v)
+{
+    char t[24];
+    int i = (int)sizeof(t);
+    do {
+        t[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return sl_buf_add(b, t + i, sizeof(t) - (size_t)i);
 }
 
 char *sl_buf_steal(struct sl_buf *b)

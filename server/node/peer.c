@@ -443,7 +443,10 @@ void sl_peer_add_redirect_marks(struct sl_buf *url, const char *pid)
 {
     char utm[24];
     sl_base36((uint64_t)sl_now_ns(), utm, sizeof(utm));
-    sl_buf_printf(url, "%cpid=%s&utm=%s", strchr(url->p, '?') ? '&' : '?', pid, utm);
+    sl_buf_adds(url, strchr(url->p, '?') ? "&pid=" : "?pid=");
+    sl_buf_adds(url, pid);
+    sl_buf_adds(url, "&utm=");
+    sl_buf_adds(url, utm);
 }
 
 void sl_peer_redirect_url(struct sl_buf *url, const char *pid, const char *method, const struct sl_buf *body)

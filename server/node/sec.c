@@ -14,12 +14,14 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define SECRET_LEN 32
@@ -27,6 +29,7 @@
 
 static unsigned char secret[SECRET_LEN];
 static bool have_secret;
+static unsigned secret_gen = 1; /* bumped when the secret is (re)loaded: keyed contexts follow */
 static char secret_path[1100];
 
 bool sl_sec_on(void)
@@ -106,25 +109,94 @@ int sl_sec_init(const char *path, bool may_create, struct sl_err *err)
     if (n != 2 * SECRET_LEN || sl_unhex(b.p, SECRET_LEN, secret) < 0)
         rc = sl_errf(err, SL_EINVAL, "cluster secret %s is not %d hex digits: restore the primary's copy",
                      secret_path, 2 * SECRET_LEN);
-    else
+    else {
         have_secret = true;
+        __atomic_add_fetch(&secret_gen, 1, __ATOMIC_RELEASE);
+    }
     OPENSSL_cleanse(b.p, b.len);
     sl_buf_free(&b);
     return rc;
 }
 
+/* HMAC-SHA256 under the secret, over the concatenation of n pieces. Each
+ * thread keeps a context keyed once (HMAC's pads are computed then): the
+ * one-shot HMAC() looked the algorithm up and keyed a new context on every
+ * call, 2 us of each redirect the gateway signs and of each signed request a
+ * target checks (bench/RESULTS.md §17). */
+struct hmac_tls {
+    EVP_MAC_CTX *c;
+    unsigned gen;   /* secret_gen it was keyed with */
+};
+
+static EVP_MAC *hmac_alg;
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+static pthread_key_t hmac_key;
+
+static void hmac_tls_free(void *p)
+{
+    struct hmac_tls *h = p;
+    EVP_MAC_CTX_free(h->c);
+    free(h);
+}
+
+static void hmac_setup(void)
+{
+    hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (pthread_key_create(&hmac_key, hmac_tls_free) != 0)
+        hmac_alg = NULL; /* (then every call takes the one-shot path) */
+}
+
+static EVP_MAC_CTX *hmac_ctx(void)
+{
+    pthread_once(&hmac_once, hmac_setup);
+    if (!hmac_alg)
+        return NULL;
+    struct hmac_tls *h = pthread_getspecific(hmac_key);
+    if (!h) {
+        h = sl_xcalloc(1, sizeof(*h));
+        if (pthread_setspecific(hmac_key, h) != 0) {
+            free(h);
+            return NULL;
+        }
+    }
+    unsigned gen = __atomic_load_n(&secret_gen, __ATOMIC_ACQUIRE);
+    if (h->c && h->gen == gen)
+        return EVP_MAC_init(h->c, NULL, 0, NULL) ? h->c : NULL; /* the same key again */
+    EVP_MAC_CTX_free(h->c);
+    h->c = EVP_MAC_CTX_new(hmac_alg);
+    OSSL_PARAM prm[] = { OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end() };
+    if (!h->c || !EVP_MAC_init(h->c, secret, SECRET_LEN, prm)) {
+        EVP_MAC_CTX_free(h->c);
+        h->c = NULL;
+        return NULL;
+    }
+    h->gen = gen;
+    return h->c;
+}
+
+static void hmac_parts(const struct iovec *v, int n, unsigned char out[32])
+{
+    EVP_MAC_CTX *c = hmac_ctx();
+    size_t ol = 0;
+    bool ok = c != NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = !v[i].iov_len || EVP_MAC_update(c, v[i].iov_base, v[i].iov_len);
+    if (ok && EVP_MAC_final(c, out, &ol, 32) && ol == 32)
+        return;
+    /* no per-thread context: the one-shot way, over a copy */
+    struct sl_buf m;
+    sl_buf_init(&m);
+    for (int i = 0; i < n; i++)
+        sl_buf_add(&m, v[i].iov_base, v[i].iov_len);
+    unsigned int l = 32;
+    HMAC(EVP_sha256(), secret, SECRET_LEN, (const unsigned char *)(m.p ? m.p : ""), m.len, out, &l);
+    sl_buf_free(&m);
+}
+
 void sl_sec_hmac(const void *a, size_t al, const void *b, size_t bl, unsigned char out[32])
 {
-    unsigned int ol = 32;
-    if (!bl) {
-        HMAC(EVP_sha256(), secret, SECRET_LEN, a, al, out, &ol);
-        return;
-    }
-    unsigned char *m = sl_xmalloc(al + bl);
-    memcpy(m, a, al);
-    memcpy(m + al, b, bl);
-    HMAC(EVP_sha256(), secret, SECRET_LEN, m, al + bl, out, &ol);
-    free(m);
+    struct iovec v[2] = { { (void *)a, al }, { (void *)b, bl } };
+    hmac_parts(v, 2, out);
 }
 
 /* the request target of an absolute URL (or the string itself) */
@@ -143,20 +215,20 @@ static void nonce(char out[17])
     if (!base && getrandom(&base, sizeof(base), 0) != (ssize_t)sizeof(base))
         base = (uint64_t)sl_mono_ns() ^ (uint64_t)pthread_self();
     uint64_t v = base ^ (++ctr * 0x9E3779B97F4A7C15ULL);
-    snprintf(out, 17, "%016llx", (unsigned long long)v);
+    for (int i = 15; i >= 0; i--, v >>= 4) /* "%016llx" */
+        out[i] = "0123456789abcdef"[v & 15];
+    out[16] = 0;
 }
 
 static void sig_hex(const char *kind, const char *method, const char *target, size_t tl, const char *extra,
                     char out[SIG_HEX + 1])
 {
-    struct sl_buf m;
-    sl_buf_init(&m);
-    sl_buf_printf(&m, "%s\n%s\n", kind, method);
-    sl_buf_add(&m, target, tl);
-    sl_buf_printf(&m, "\n%s", extra ? extra : "");
+    /* "KIND\nMETHOD\nTARGET\nEXTRA" */
+    struct iovec v[] = { { (void *)kind, strlen(kind) }, { "\n", 1 }, { (void *)method, strlen(method) },
+                         { "\n", 1 }, { (void *)target, tl }, { "\n", 1 },
+                         { (void *)(extra ? extra : ""), extra ? strlen(extra) : 0 } };
     unsigned char h[32];
-    sl_sec_hmac(m.p, m.len, "", 0, h);
-    sl_buf_free(&m);
+    hmac_parts(v, (int)(sizeof(v) / sizeof(v[0])), h);
     sl_hex(h, SIG_HEX / 2, out);
 }
 
@@ -189,10 +261,14 @@ void sl_sec_sign_url(struct sl_buf *url, const char *method)
     char nc[17], sig[SIG_HEX + 1];
     nonce(nc);
     long long exp = (long long)(sl_now_ns() / 1000000000) + ttl_s();
-    sl_buf_printf(url, "%cx=%lld.%s", strchr(url->p, '?') ? '&' : '?', exp, nc);
+    sl_buf_adds(url, strchr(url->p, '?') ? "&x=" : "?x=");
+    sl_buf_addu(url, (uint64_t)exp);
+    sl_buf_addc(url, '.');
+    sl_buf_adds(url, nc);
     const char *t = target_of(url->p);
     sig_hex("r", method, t, strlen(t), NULL, sig);
-    sl_buf_printf(url, "&u=%s", sig);
+    sl_buf_adds(url, "&u=");
+    sl_buf_adds(url, sig);
 }
 
 /* ---- replay cache: signatures seen and not yet expired ---- */
@@ -332,5 +408,6 @@ void sl_sec_refused(const struct sl_req *r, const char *what)
     if (dropped)
         sl_logw("refused: %d more request(s) in the last second not logged", dropped);
     if (log)
-        sl_logw("refused %s %s from %s: %s", r->method_str, r->path ? r->path : r->raw_uri, r->remote, what);
+        sl_logw("refused %s %s from %s: %s", r->method_str, r->path ? r->path : r->raw_uri, sl_req_remote(r),
+                what);
 }
