@@ -386,12 +386,12 @@ int main(int argc, char **argv)
 
     int workers = sl_conf->http_workers;
     if (workers <= 0) {
+        /* one poll loop per core, as nginx's "worker_processes auto":
+         * nothing slow runs on them. More loops won ~10% req/s on a shared
+         * 2-CPU machine by taking CPU from other processes, and cost ~20%
+         * more CPU per request in context switches (bench/RESULTS.md §17) */
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        /* measured on 2 CPUs: 8 poll loops serve 64 keep-alive clients ~10%
-         * faster than 4 (and than 16) */
-        workers = (int)(n > 0 ? n * 2 : 8);
-        if (workers < 8)
-            workers = 8;
+        workers = (int)(n > 2 ? n : 2);
     }
     if (sl_bg_start(sl_conf->etl_workers, &err) < 0) {
         goto fail;

@@ -126,7 +126,7 @@ static const struct key schema[] = {
       "connections one client address may hold open at once; more are closed at once (0 = no limit; the nodes of "
       "a cluster on one host share 127.0.0.1 with their clients)" },
     { "net.http.idle_conns", T_INT, "256", F_NOOP, NULL, NULL },
-    { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP worker threads (0 = 2 x cores, at least 8)" },
+    { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP worker threads (0 = one per core, at least 2)" },
     { "net.http.max_header_size", T_SIZE, "16KiB", F_RESTART, NULL, NULL },
     { "net.http.max_json_body", T_SIZE, "16MiB", 0, NULL, NULL },
 
