@@ -321,6 +321,14 @@ static int job_start(struct opts *o)
         return mirror_start(o);
     if (o->argc >= 1 && !strcmp(o->argv[0], "lru"))
         return lru_start(o);
+    if (o->argc >= 1 && !strcmp(o->argv[0], "resilver")) {
+        if (o->argc > 2) {
+            fprintf(stderr, "Error: unexpected argument \"%s\": `shale job start resilver [TARGET]` names one "
+                            "target at most\n", o->argv[2]);
+            return 1;
+        }
+        return cli_resilver_start(o, o->argc > 1 ? o->argv[1] : NULL);
+    }
     if (o->argc < 1 || strcmp(o->argv[0], "rebalance"))
         return cli_usage("job start");
     if (o->argc > 1) {
@@ -383,6 +391,27 @@ static char *strip_node(const char *s)
     if (b && e)
         return sl_xstrndup(b + 1, (size_t)(e - b - 1));
     return sl_xstrdup(s);
+}
+
+/* shale storage resilver [TARGET], shale job start resilver [TARGET] */
+int cli_resilver_start(const struct opts *o, const char *target)
+{
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0)
+        return 1;
+    json_t *v = json_pack("{s:s}", "Kind", "resilver");
+    if (target) {
+        char *sid = strip_node(target);
+        json_object_set_new(v, "DaemonID", json_string(sid));
+        free(sid);
+    }
+    char *id = cli_act_id("PUT", "/v1/cluster", "start", v, "start resilver");
+    if (!id)
+        return 1;
+    printf("%s\n", id);
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
+    free(id);
+    return rc;
 }
 
 /* cluster remote-attach ALIAS=URL | remote-detach ALIAS */
