@@ -20,26 +20,10 @@ import unittest
 import requests
 import xxhash
 
-from harness import SHALE, Node, main, wait_until
+from harness import SHALE, Node, hrw_mix, main, wait_until
 
 J = {"Content-Type": "application/json"}
 MLCG32 = 1103515245
-M64 = (1 << 64) - 1
-
-
-def hrw_mix(x):
-    """sl_hrw_mix (node/meta.c)"""
-    z = (x + 0x9e3779b97f4a7c15) & M64
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
-    z = ((z ^ (z >> 31)) + 0x9e3779b97f4a7c15) & M64
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
-    z = ((z ^ (z >> 31)) * 5) & M64
-    z = ((z << 7) | (z >> 57)) & M64
-    return (z * 9) & M64
-
-
 def hrw_mpath(mpaths, bucket, name):
     """The mountpath of an object inside its target (spec §13.3, store.c sl_store_pick)."""
     d = xxhash.xxh64(("ais/@#/%s/%s" % (bucket, name)).encode(), seed=MLCG32).intdigest()
