@@ -189,9 +189,14 @@ static const struct cli_cmd cmds[] = {
     { "show job", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
     { "show storage", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "storage" },
     { "storage", "storage [show|mountpath] [NODE] [--json]\n"
-                 "storage summary ais://BUCKET[/PREFIX]",
+                 "storage summary ais://BUCKET[/PREFIX]\n"
+                 "storage resilver [TARGET] [--wait]",
       "Show each target's mountpaths and capacity (used, available, total).", NOF, CF_JSON | CF_NOHDR, 1,
       { "storage", "storage t[abc123] --json" }, NULL },
+    { "storage resilver", "storage resilver [TARGET] [--wait]",
+      "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
+      "resilver).", F({ "--progress", "with --wait: print a dot while the job runs", "false" }), CF_WAIT, 1,
+      { "storage resilver --wait", "storage resilver t[abc123]" }, NULL },
     { "config", "config cluster [KEY | KEY=VALUE ...] | config node NODE [KEY]",
       "Show the cluster's or one node's configuration, or change the cluster's at run time.", NOF, 0, -1,
       { "config cluster lru", "config cluster log.level=4" }, NULL },
@@ -325,11 +330,12 @@ static const struct cli_cmd cmds[] = {
       NULL },
     { "job start", "job start rebalance [--wait]\n"
                    "job start lru [ais://BUCKET ...] [--force] [--wait]\n"
+                   "job start resilver [TARGET] [--wait]\n"
                    "job start mirror ais://BUCKET --copies N [--wait]\n"
                    "job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
-      "Start a rebalance, an LRU eviction (of the buckets named, else of all), N-way mirroring of a bucket "
-      "(make-n-copies: N replicas of each object on distinct mountpaths) or a dsort job from its spec (JSON or "
-      "YAML; SRC and DST replace its buckets).",
+      "Start a rebalance, an LRU eviction (of the buckets named, else of all), a resilver (of every target, else "
+      "of the one named), N-way mirroring of a bucket (make-n-copies: N replicas of each object on distinct "
+      "mountpaths) or a dsort job from its spec (JSON or YAML; SRC and DST replace its buckets).",
       F({ "-f, --file SPEC", "the dsort spec, JSON or YAML (- = stdin)", "none" },
         { "--force", "lru: evict from buckets with lru.enabled false too", "false" },
         { "--copies N", "mirror: replicas of each object, the main one included (1 removes the copies)", "none" },

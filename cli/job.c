@@ -249,12 +249,26 @@ static int dsort_start(struct opts *o)
     return rc;
 }
 
+/* PUT /v1/cluster {"action": "start", "value": v} (v consumed): print the job id, then --wait for it */
+static int cluster_start(const struct opts *o, json_t *v, const char *what)
+{
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0) {
+        json_decref(v);
+        return 1;
+    }
+    char *id = cli_act_id("PUT", "/v1/cluster", "start", v, what);
+    if (!id)
+        return 1;
+    printf("%s\n", id);
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
+    free(id);
+    return rc;
+}
+
 /* shale job start lru [ais://B ...] [--force] */
 static int lru_start(struct opts *o)
 {
-    int64_t tmo;
-    if (cli_timeout(o, &tmo) < 0)
-        return 1;
     json_t *v = json_pack("{s:s,s:b}", "Kind", "lru", "Force", opt_bool(o, "force"));
     if (o->argc > 1) {
         json_t *bs = json_array();
@@ -270,13 +284,7 @@ static int lru_start(struct opts *o)
         }
         json_object_set_new(v, "Buckets", bs);
     }
-    char *id = cli_act_id("PUT", "/v1/cluster", "start", v, "start lru");
-    if (!id)
-        return 1;
-    printf("%s\n", id);
-    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
-    free(id);
-    return rc;
+    return cluster_start(o, v, "start lru");
 }
 
 /* shale job start mirror ais://B --copies N: make-n-copies (AIStore's `ais start mirror`) */
@@ -321,22 +329,21 @@ static int job_start(struct opts *o)
         return mirror_start(o);
     if (o->argc >= 1 && !strcmp(o->argv[0], "lru"))
         return lru_start(o);
+    if (o->argc >= 1 && !strcmp(o->argv[0], "resilver")) {
+        if (o->argc > 2) {
+            fprintf(stderr, "Error: unexpected argument \"%s\": `shale job start resilver [TARGET]` names one "
+                            "target at most\n", o->argv[2]);
+            return 1;
+        }
+        return cli_resilver_start(o, o->argc > 1 ? o->argv[1] : NULL);
+    }
     if (o->argc < 1 || strcmp(o->argv[0], "rebalance"))
         return cli_usage("job start");
     if (o->argc > 1) {
         fprintf(stderr, "Error: unexpected argument \"%s\": `shale job start rebalance` takes none\n", o->argv[1]);
         return 1;
     }
-    int64_t tmo;
-    if (cli_timeout(o, &tmo) < 0)
-        return 1;
-    char *id = cli_act_id("PUT", "/v1/cluster", "start", json_pack("{s:s}", "Kind", "rebalance"), NULL);
-    if (!id)
-        return 1;
-    printf("%s\n", id);
-    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
-    free(id);
-    return rc;
+    return cluster_start(o, json_pack("{s:s}", "Kind", "rebalance"), NULL);
 }
 
 /* shale job rm [dsort] ID: forget a finished dsort job */
@@ -383,6 +390,18 @@ static char *strip_node(const char *s)
     if (b && e)
         return sl_xstrndup(b + 1, (size_t)(e - b - 1));
     return sl_xstrdup(s);
+}
+
+/* shale storage resilver [TARGET], shale job start resilver [TARGET] */
+int cli_resilver_start(const struct opts *o, const char *target)
+{
+    json_t *v = json_pack("{s:s}", "Kind", "resilver");
+    if (target) {
+        char *sid = strip_node(target);
+        json_object_set_new(v, "DaemonID", json_string(sid));
+        free(sid);
+    }
+    return cluster_start(o, v, "start resilver");
 }
 
 /* cluster remote-attach ALIAS=URL | remote-detach ALIAS */

@@ -702,6 +702,12 @@ int cmd_storage(int argc, char **argv)
         free(v);
         return rc;
     }
+    struct opts o;
+    if (argc >= 1 && !strcmp(argv[0], "resilver")) {
+        if (cli_opts(&o, "storage resilver", argc - 1, argv + 1) < 0)
+            return 1;
+        return cli_resilver_start(&o, o.argc ? o.argv[0] : NULL);
+    }
     if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath"))) {
         argc--;
         argv++;
@@ -710,7 +716,6 @@ int cmd_storage(int argc, char **argv)
             argv++;
         }
     }
-    struct opts o;
     if (cli_opts(&o, "storage", argc, argv) < 0)
         return 1;
     return storage_show(&o);

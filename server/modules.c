@@ -18,6 +18,7 @@
 #include "mvb.h"
 #include "plan.h"
 #include "promote.h"
+#include "resilver_job.h"
 #include "tcb.h"
 
 const struct sl_module *const sl_modules[] = {
@@ -34,5 +35,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_lru_module,
     &sl_mirror_module,
     &sl_ec_module,
+    &sl_resilver_module,
     NULL,
 };

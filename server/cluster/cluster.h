@@ -65,6 +65,9 @@ void sl_tfan_free(struct sl_tfan *t);
  * id)"); the job is then aborted where it started. */
 int sl_tfan_start_job(unsigned flags, const char *path, const json_t *body, const char *what, const char *id,
                       struct sl_err *err);
+/* The same on target tid only. */
+int sl_tfan_start_job_at(const char *tid, unsigned flags, const char *path, const json_t *body, const char *what,
+                         const char *id, struct sl_err *err);
 
 /* One exact, merged page across all targets, added to out (the caller's:
  * sl_lspage_free, also after an error). Fails naming a target that did not

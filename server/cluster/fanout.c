@@ -338,17 +338,37 @@ int sl_cluster_to_coordinator(const char *kind, const char *id, const char *path
 int sl_tfan_start_job(unsigned flags, const char *path, const json_t *body, const char *what, const char *id,
                       struct sl_err *err)
 {
+    return sl_tfan_start_job_at(NULL, flags, path, body, what, id, err);
+}
+
+int sl_tfan_start_job_at(const char *tid, unsigned flags, const char *path, const json_t *body, const char *what,
+                         const char *id, struct sl_err *err)
+{
     size_t blen;
     char *bs = sl_json_dump(body, 0, &blen);
     struct sl_tfan t;
     sl_tfan_init(&t, flags, "POST", "%s", path);
+    if (tid) { /* that one target only */
+        int k = 0;
+        for (int i = 0; i < t.n; i++) {
+            if (strcmp(t.who[i]->id, tid)) {
+                free((char *)t.f[i].url);
+                continue;
+            }
+            t.f[k] = t.f[i];
+            t.who[k++] = t.who[i];
+        }
+        t.n = k;
+    }
     for (int i = 0; i < t.n; i++) {
         t.f[i].body = bs;
         t.f[i].blen = blen;
     }
     sl_tfan_run(&t, 0);
     int rc = 0;
-    if (!t.n)
+    if (!t.n && tid)
+        rc = sl_errf(err, SL_EUNAVAIL, "%s: target t[%s] is offline or not in the cluster map", what, tid);
+    else if (!t.n)
         rc = sl_errf(err, SL_EUNAVAIL, "%s: the cluster has no targets", what);
     for (int i = 0; i < t.n && rc == 0; i++)
         if (!t.f[i].ok || t.f[i].resp.status != 200)

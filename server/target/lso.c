@@ -304,6 +304,37 @@ static int add_members(const struct sl_bck *b, const char *name, size_t nlen, co
     return 1;
 }
 
+/* The name its[best] is at may be recorded on other mountpaths too (an
+ * object resilver is moving, or what a crash in the middle left): it is
+ * listed once, from its HRW mountpath when that has it. Returns the
+ * iterator to list it from; the others are moved past the name. */
+static int one_of_dups(const struct sl_bck *b, struct sl_md_iter **its, int *have, int nmp, int best)
+{
+    size_t bl, l;
+    const char *bn = sl_md_iter_name(its[best], &bl);
+    bool dup[nmp];
+    int ndup = 0;
+    for (int i = 0; i < nmp; i++) {
+        const char *n = i != best && have[i] == 1 ? sl_md_iter_name(its[i], &l) : NULL;
+        dup[i] = n && l == bl && !memcmp(n, bn, bl);
+        ndup += dup[i];
+    }
+    if (!ndup)
+        return best;
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, bn, bl);
+    int keep = sl_store_pick(un.p, un.len)->idx;
+    sl_buf_free(&un);
+    if (keep != best && !dup[keep])
+        keep = best;
+    dup[best] = keep != best;
+    for (int i = 0; i < nmp; i++)
+        if (dup[i] && i != keep)
+            have[i] = sl_md_iter_next(its[i]);
+    return keep;
+}
+
 int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const char *node_id, struct sl_lspage *out,
                       struct sl_err *err)
 {
@@ -402,6 +433,10 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
         }
         if (best < 0)
             break; /* exhausted */
+        if (nmp > 1) {
+            best = one_of_dups(b, its, have, nmp, best);
+            bn = sl_md_iter_name(its[best], &bl);
+        }
         if (out->n >= m->pagesize) {
             /* more remain: continuation token = the last entry returned */
             if (out->n) {

@@ -54,10 +54,7 @@ int sl_mirror_want(const struct sl_bck *b)
 
 /* ---- one copy ---- */
 
-/* Copy size bytes of src into a new work file on mp, checksumming as it
- * goes: 0 and *work (the caller's: rename or unlink it, then free), or -1
- * (SL_ECKSUM: src does not match md; nothing left behind). */
-static int copy_to_work(int src, const struct sl_objmd *md, const struct sl_mpath *mp, const struct sl_bck *b,
+int sl_mirror_copy_work(int src, const struct sl_objmd *md, const struct sl_mpath *mp, const struct sl_bck *b,
                         char **work, struct sl_err *err)
 {
     char *path = sl_store_work_path(mp, b);
@@ -124,12 +121,6 @@ static int copy_to_work(int src, const struct sl_objmd *md, const struct sl_mpat
     }
     *work = path;
     return 0;
-}
-
-/* The same object still: no PUT, append or delete in between. */
-static bool same_object(const struct sl_objmd *a, const struct sl_objmd *b)
-{
-    return a->mtime == b->mtime && a->size == b->size && !strcmp(a->cksum, b->cksum) && !strcmp(a->fname, b->fname);
 }
 
 static bool has_copy(const struct sl_objmd *md, uint64_t d)
@@ -285,7 +276,7 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
         return 0;
     }
     char *work = NULL;
-    rc = copy_to_work(fd, &md, dest, b, &work, err);
+    rc = sl_mirror_copy_work(fd, &md, dest, b, &work, err);
     close(fd);
     if (rc < 0) {
         sl_buf_free(&fqn);
@@ -297,7 +288,7 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
     struct sl_objmd cur;
     int cr = sl_md_obj_get(main->md, b->bid, name, nlen, &cur, err);
     rc = 0;
-    if (cr == 1 && same_object(&cur, &md) && !has_copy(&cur, dest->digest) && cur.ncopies < SL_OBJ_MAX_COPIES &&
+    if (cr == 1 && sl_objmd_same(&cur, &md) && !has_copy(&cur, dest->digest) && cur.ncopies < SL_OBJ_MAX_COPIES &&
         bucket_alive(b)) {
         sl_obj_copy_fqn(&fqn, dest, b, name, nlen);
         if (sl_mkdir_parents(fqn.p, 0755) < 0 || rename(work, fqn.p) < 0) {
@@ -457,7 +448,7 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
         if (!restored) {
             char *work = NULL;
             struct sl_err e2 = { 0 };
-            if (copy_to_work(fd, &md, main, b, &work, &e2) == 0) {
+            if (sl_mirror_copy_work(fd, &md, main, b, &work, &e2) == 0) {
                 if (sl_mkdir_parents(fqn.p, 0755) == 0 && rename(work, fqn.p) == 0) {
                     restored = true;
                     sl_logw("%s: main replica %s was %s: restored from the copy on %s", cn, fqn.p,
@@ -705,60 +696,42 @@ static void *pc_worker(void *arg)
 
 /* ---- make-n-copies: every object of a bucket held here ---- */
 
-#define WALK_BATCH 1024
+struct walk {
+    const struct sl_bck *b;
+    int want;
+    struct sl_job *job;
+};
 
-/* Objects of b whose main replica is on each mountpath, in batches (no
+static bool walk_pick(void *arg, const struct sl_objmd *md)
+{
+    struct walk *w = arg;
+    return md->ncopies > 0 || w->want > 1;
+}
+
+static bool walk_fix(void *arg, const char *name, size_t nlen)
+{
+    struct walk *w = arg;
+    if (sl_job_aborting(w->job) || wk.stopping)
+        return true;
+    struct sl_err e = { 0 };
+    if (sl_mirror_fix(w->b, name, nlen, w->want, w->job, &e) < 0 && e.code != SL_ENOOBJ) {
+        sl_logw("%s %s: %s/%.*s: %s", w->job->kind, w->job->id, w->b->name, (int)SL_MIN(nlen, 200), name, e.msg);
+        sl_job_add(&w->job->err_objs, 1);
+    }
+    return false;
+}
+
+/* Objects of b whose main replica is on each mountpath (in batches: no
  * read transaction is held while copying). */
 static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job)
 {
-    char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
-    size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
+    struct walk w = { b, want, job };
     for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
-        char *after = NULL;
-        size_t alen = 0;
-        for (;;) {
-            struct sl_md_iter *it;
-            struct sl_err err = { 0 };
-            if (sl_md_iter_open(mp->md, b->bid, "", 0, after, alen, &it, &err) < 0) {
-                sl_logw("%s %s: %s on %s: %s", job->kind, job->id, b->name, mp->path, err.msg);
-                break;
-            }
-            int n = 0;
-            while (n < WALK_BATCH && sl_md_iter_next(it) == 1) {
-                size_t nl;
-                const char *nm = sl_md_iter_name(it, &nl);
-                const struct sl_objmd *md = sl_md_iter_md(it);
-                if (md->ncopies == 0 && want == 1)
-                    continue;
-                names[n] = sl_xstrndup(nm, nl);
-                lens[n++] = nl;
-            }
-            sl_md_iter_close(it);
-            for (int i = 0; i < n; i++) {
-                if (!sl_job_aborting(job) && !wk.stopping) {
-                    struct sl_err e = { 0 };
-                    if (sl_mirror_fix(b, names[i], lens[i], want, job, &e) < 0 && e.code != SL_ENOOBJ) {
-                        sl_logw("%s %s: %s/%.*s: %s", job->kind, job->id, b->name, (int)SL_MIN(lens[i], 200),
-                                names[i], e.msg);
-                        sl_job_add(&job->err_objs, 1);
-                    }
-                }
-                if (i == n - 1) {
-                    free(after);
-                    after = names[i];
-                    alen = lens[i];
-                } else {
-                    free(names[i]);
-                }
-            }
-            if (n < WALK_BATCH || sl_job_aborting(job) || wk.stopping)
-                break;
-        }
-        free(after);
+        struct sl_err err = { 0 };
+        if (sl_store_walk(mp, b, walk_pick, walk_fix, &w, &err) < 0)
+            sl_logw("%s %s: %s on %s: %s", job->kind, job->id, b->name, mp->path, err.msg);
     }
-    free(names);
-    free(lens);
 }
 
 struct mnc {

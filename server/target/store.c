@@ -4,9 +4,12 @@
  */
 #include "store.h"
 #include "cksum.h"
+#include "jsonx.h"
 #include "log.h"
 #include "mirror.h"
 #include "ec.h"
+#include "node.h"
+#include "resilver.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -403,6 +406,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
 
 void sl_store_close(bool clean)
 {
+    sl_resilver_quiesce(10000); /* (it moves objects between mountpaths) */
     sl_mirror_quiesce(10000); /* (its threads copy between mountpaths) */
     sl_ec_quiesce(10000);     /* (the ec-put worker reads objects) */
     for (int i = 0; i < nmpaths; i++) {
@@ -492,6 +496,119 @@ int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
     *total = (uint64_t)sv.f_blocks * sv.f_frsize;
     *used = *total - (uint64_t)sv.f_bavail * sv.f_frsize;
     return 0;
+}
+
+/* ---- misplaced objects ----
+ * After the mountpaths change (fspaths edited, restart), an object's file
+ * and metadata stay on the mountpath HRW chose before until the resilver
+ * job moves them (sl_store_move). Meanwhile reads that miss on the HRW
+ * mountpath look on the others, and while a resilver is pending a write
+ * removes what an older version left on another mountpath, so that it can
+ * never come back. */
+
+static volatile bool misplaced; /* a resilver is pending (the record in the node metadata) */
+
+/* The mountpath other than hrw whose metadata has b/name (md filled: the
+ * caller's), or NULL. */
+static struct sl_mpath *find_misplaced(const struct sl_bck *b, const char *name, size_t nlen,
+                                       const struct sl_mpath *hrw, struct sl_objmd *md)
+{
+    for (int i = 0; i < nmpaths; i++) {
+        struct sl_err e;
+        if (&mpaths[i] != hrw && sl_md_obj_get(mpaths[i].md, b->bid, name, nlen, md, &e) == 1)
+            return &mpaths[i];
+    }
+    return NULL;
+}
+
+/* sl_md_obj_get on *mp (the HRW mountpath), then, on a miss, on the other
+ * mountpaths: *mp becomes the one that has it. */
+static int md_get_any(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
+                      struct sl_objmd *md, struct sl_err *err)
+{
+    int rc = sl_md_obj_get((*mp)->md, b->bid, name, nlen, md, err);
+    struct sl_mpath *o;
+    if (rc == 0 && nmpaths > 1 && (o = find_misplaced(b, name, nlen, *mp, md)) != NULL) {
+        *mp = o;
+        rc = 1;
+    }
+    return rc;
+}
+
+bool sl_objmd_same(const struct sl_objmd *a, const struct sl_objmd *b)
+{
+    return a->mtime == b->mtime && a->size == b->size && !strcmp(a->cksum, b->cksum) && !strcmp(a->fname, b->fname);
+}
+
+/* Whether path is one of the files of live (its main on lmp, its copies). */
+static bool live_file(const char *path, const struct sl_bck *b, const char *name, size_t nlen,
+                      const struct sl_mpath *lmp, const struct sl_objmd *live)
+{
+    if (!live)
+        return false;
+    struct sl_buf f;
+    sl_buf_init(&f);
+    sl_obj_fqn(&f, lmp, b, name, nlen, live->fname);
+    bool same = !strcmp(f.p, path);
+    for (int i = 0; i < live->ncopies && !same; i++) {
+        struct sl_mpath *cm = sl_store_mpath_by_digest(live->copies[i]);
+        if (cm) {
+            sl_obj_copy_fqn(&f, cm, b, name, nlen);
+            same = !strcmp(f.p, path);
+        }
+    }
+    sl_buf_free(&f);
+    return same;
+}
+
+/* Remove the record of b/name on smp (md: what it says) and its files,
+ * except those that belong to live (the record on lmp, NULL: none). The
+ * caller holds the object's write lock. */
+static void drop_stale(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *smp,
+                       const struct sl_objmd *md, const struct sl_mpath *lmp, const struct sl_objmd *live)
+{
+    struct sl_buf f;
+    sl_buf_init(&f);
+    sl_obj_fqn(&f, smp, b, name, nlen, md->fname);
+    if (!live_file(f.p, b, name, nlen, lmp, live))
+        unlink(f.p);
+    for (int i = 0; i < md->ncopies; i++) {
+        struct sl_mpath *cm = sl_store_mpath_by_digest(md->copies[i]);
+        if (!cm)
+            continue;
+        sl_obj_copy_fqn(&f, cm, b, name, nlen);
+        if (!live_file(f.p, b, name, nlen, lmp, live))
+            unlink(f.p);
+    }
+    sl_buf_free(&f);
+    unsigned char ak[SL_OBJ_AUX_PREFIX];
+    sl_obj_aux_prefix(b->bid, name, nlen, ak);
+    struct sl_md_op ops[2] = {
+        { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen },
+        { .kind = SL_MD_DEL_AUX_PREFIX, .key = (const char *)ak, .klen = sizeof(ak) },
+    };
+    struct sl_err e = { 0 };
+    if (sl_md_commit(smp->md, ops, 2, true, &e) < 0)
+        sl_logw("%s: cannot remove an older record of %s/%.*s: %s", smp->path, b->name, (int)SL_MIN(nlen, 200), name,
+                e.msg);
+}
+
+/* While a resilver is pending: b/name was just written to (or deleted
+ * from) lmp, whose record is live (NULL: none): what other mountpaths
+ * still hold of an older version goes. Under the object's write lock. */
+static void drop_misplaced(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_mpath *lmp,
+                           const struct sl_objmd *live)
+{
+    if (!misplaced || nmpaths < 2)
+        return;
+    for (int i = 0; i < nmpaths; i++) {
+        struct sl_objmd md;
+        struct sl_err e;
+        if (&mpaths[i] == lmp || sl_md_obj_get(mpaths[i].md, b->bid, name, nlen, &md, &e) != 1)
+            continue;
+        drop_stale(b, name, nlen, &mpaths[i], &md, lmp, live);
+        sl_objmd_free(&md);
+    }
 }
 
 /* ---- PUT ---- */
@@ -738,32 +855,39 @@ static int fsync_dir_of(const char *path)
     return rc;
 }
 
-/* Decide the on-disk name and make sure its parent directory exists. */
-static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
+/* Decide the on-disk name of b/name on mp and make sure its parent
+ * directory exists; *new_dirs: a directory was made for it. */
+static int place_fname(struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen, char fname[72],
+                       struct sl_buf *fqn, bool *new_dirs)
 {
     fname[0] = 0;
-    if (needs_hash(p->name, p->nlen))
-        hashed_fname(p->name, p->nlen, fname);
-    sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
+    if (needs_hash(name, nlen))
+        hashed_fname(name, nlen, fname);
+    sl_obj_fqn(fqn, mp, b, name, nlen, fname);
     int rc = sl_mkdir_parents(fqn->p, 0755);
     if (rc < 0) {
         if (fname[0] || (errno != ENOTDIR && errno != EEXIST))
             return -1;
         /* "a/b" while an object "a" is a file: store under a hashed name */
-        hashed_fname(p->name, p->nlen, fname);
-        sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
+        hashed_fname(name, nlen, fname);
+        sl_obj_fqn(fqn, mp, b, name, nlen, fname);
         rc = sl_mkdir_parents(fqn->p, 0755);
-        p->new_dirs = rc > 0;
+        *new_dirs = rc > 0;
         return rc < 0 ? -1 : 0;
     }
-    p->new_dirs = rc > 0;
+    *new_dirs = rc > 0;
     struct stat st;
     if (!fname[0] && stat(fqn->p, &st) == 0 && S_ISDIR(st.st_mode)) {
         /* "a" while objects "a/..." exist */
-        hashed_fname(p->name, p->nlen, fname);
-        sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
+        hashed_fname(name, nlen, fname);
+        sl_obj_fqn(fqn, mp, b, name, nlen, fname);
     }
     return 0;
+}
+
+static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
+{
+    return place_fname(p->mp, &p->bck, p->name, p->nlen, fname, fqn, &p->new_dirs);
 }
 
 int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
@@ -888,6 +1012,8 @@ renamed:
      * never the one unlinked */
     if (had == 1)
         unlink_copies(&p->bck, p->name, p->nlen, &old);
+    else
+        drop_misplaced(&p->bck, p->name, p->nlen, p->mp, &md);
     pthread_rwlock_unlock(lk);
     /* the rename (and any directory made for it) must survive a power cut
      * before the PUT is acknowledged; the pending marker stays until then */
@@ -954,7 +1080,7 @@ int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl
     char cn[400];
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
-    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, md, err);
+    int rc = md_get_any(b, name, nlen, &mp, md, err);
     if (rc == 0) {
         sl_obj_cname(cn, sizeof(cn), b, name, nlen);
         sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
@@ -986,14 +1112,15 @@ static bool main_damaged(int fd, const struct sl_objmd *md, bool validate)
 int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int *fd,
                    struct sl_objmd *md, struct sl_mpath **mpo, struct sl_err *err)
 {
-    struct sl_mpath *mp = locate(b, name, nlen);
+    struct sl_mpath *hrw = locate(b, name, nlen), *mp;
     char cn[400];
-    if (!mp)
+    if (!hrw)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     for (int attempt = 0;; attempt++) {
         pthread_rwlock_rdlock(lk);
-        int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, md, err);
+        mp = hrw;
+        int rc = md_get_any(b, name, nlen, &mp, md, err);
         if (rc <= 0) {
             pthread_rwlock_unlock(lk);
             if (rc == 0) {
@@ -1008,7 +1135,7 @@ int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsign
         *fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
         int e = errno;
         pthread_rwlock_unlock(lk);
-        bool mirrored = md->ncopies > 0 && attempt == 0;
+        bool mirrored = md->ncopies > 0 && attempt == 0 && mp == hrw; /* (a misplaced one waits for resilver) */
         if (*fd >= 0 && (!mirrored || !main_damaged(*fd, md, flags & SL_OPEN_VALIDATE))) {
             sl_buf_free(&fqn);
             if (mpo)
@@ -1064,7 +1191,7 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
-    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
+    int rc = md_get_any(b, name, nlen, &mp, &md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
         write_leave(b->bid);
@@ -1097,6 +1224,8 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
     };
     int nops = 2;
     rc = sl_md_commit(mp->md, ops, nops, true, err);
+    if (rc == 0)
+        drop_misplaced(b, name, nlen, mp, NULL);
 out:
     pthread_rwlock_unlock(lk);
     write_leave(b->bid);
@@ -1117,7 +1246,7 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
-    int rc = sl_md_obj_get(mp->md, b->bid, name, nlen, &md, err);
+    int rc = md_get_any(b, name, nlen, &mp, &md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
         write_leave(b->bid);
@@ -1178,7 +1307,7 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
         return -1;
     pthread_rwlock_t *lk = name_lock(b, name, nlen);
     pthread_rwlock_wrlock(lk);
-    int rc = sl_md_obj_get(e->mp->md, b->bid, name, nlen, &e->md, err);
+    int rc = md_get_any(b, name, nlen, &e->mp, &e->md, err);
     if (rc <= 0) {
         pthread_rwlock_unlock(lk);
         write_leave(b->bid);
@@ -1332,6 +1461,335 @@ int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err)
     return rc;
 }
 
+/* ---- resilver: the mountpaths of the last run, moving objects ----
+ * The node metadata keeps the set of mountpaths the objects were placed on
+ * ("mountpaths": {"paths": [...], "pending": bool}). A start with another
+ * set, or a full fsck that finds misplaced files, marks a resilver pending
+ * until one completes (sl_store_resilvered): a run cut short by a crash or
+ * an abort is run again at the next start. */
+
+#define MPATHS_DOC "mountpaths"
+
+static json_t *mpath_set(void)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < nmpaths; i++)
+        json_array_append_new(a, json_string(mpaths[i].path));
+    size_t n = json_array_size(a);
+    for (size_t i = 1; i < n; i++) /* sorted: the order of fspaths does not matter */
+        for (size_t j = i; j > 0 && strcmp(json_string_value(json_array_get(a, j - 1)),
+                                           json_string_value(json_array_get(a, j))) > 0; j--) {
+            json_t *x = json_incref(json_array_get(a, j));
+            json_array_set(a, j, json_array_get(a, j - 1));
+            json_array_set_new(a, j - 1, x);
+        }
+    return a;
+}
+
+/* removed: mountpaths of earlier runs that are no longer configured (their
+ * objects are moved off them while their directories can be read) */
+static void resilver_record(bool pending, json_t *removed)
+{
+    json_t *d = json_pack("{s:o,s:b,s:o}", "paths", mpath_set(), "pending", pending, "removed",
+                          removed ? removed : json_array());
+    if (sl_node_save_doc(MPATHS_DOC, d) < 0)
+        sl_logw("cannot record the mountpaths in the node metadata: a resilver may run again at the next start");
+    json_decref(d);
+}
+
+/* what was removed before (and is not back), and what of was is gone now */
+static json_t *removed_paths(const json_t *rec, const json_t *was)
+{
+    json_t *out = json_array(), *v;
+    size_t i;
+    const json_t *lists[2] = { json_object_get(rec, "removed"), was };
+    for (int l = 0; l < 2; l++)
+        json_array_foreach(lists[l], i, v) {
+            const char *p = json_string_value(v);
+            bool here = false;
+            for (int m = 0; m < nmpaths && p; m++)
+                here |= !strcmp(mpaths[m].path, p);
+            size_t j;
+            json_t *o;
+            json_array_foreach(out, j, o)
+                here |= json_equal(o, v);
+            if (p && !here)
+                json_array_append(out, v);
+        }
+    return out;
+}
+
+static void resilver_check(int nmis)
+{
+    json_t *now = mpath_set(), *rec = sl_node_load_doc(MPATHS_DOC);
+    json_t *was = json_object_get(rec, "paths");
+    bool changed = was && !json_equal(was, now);
+    bool pending = json_is_true(json_object_get(rec, "pending")) || changed || nmis > 0;
+    if (changed) {
+        char *w = sl_json_dump(was, 0, NULL), *n = sl_json_dump(now, 0, NULL);
+        sl_logi("t[%s]: the mountpaths changed since the last run (were %s, now %s): resilver moves the objects to "
+                "their mountpaths", store_node, w, n);
+        free(w);
+        free(n);
+    } else if (nmis) {
+        sl_logi("t[%s]: fsck found %d object file(s) on a mountpath other than their own: resilver moves them",
+                store_node, nmis);
+    } else if (pending) {
+        sl_logi("t[%s]: the last resilver did not complete: it runs again", store_node);
+    }
+    if (!rec || changed || nmis)
+        resilver_record(pending, removed_paths(rec, was));
+    misplaced = pending;
+    json_decref(now);
+    json_decref(rec);
+}
+
+bool sl_store_resilver_pending(void)
+{
+    return misplaced;
+}
+
+void sl_store_resilvered(void)
+{
+    resilver_record(false, NULL);
+    misplaced = false;
+}
+
+json_t *sl_store_resilver_removed(void)
+{
+    json_t *rec = sl_node_load_doc(MPATHS_DOC);
+    json_t *r = json_incref(json_object_get(rec, "removed"));
+    json_decref(rec);
+    return r ? r : json_array();
+}
+
+struct sl_mpath *sl_store_detached_open(const char *path, struct sl_err *err)
+{
+    char *mdd = sl_xasprintf("%s/.shale/md", path);
+    struct sl_mpath *mp = sl_xcalloc(1, sizeof(*mp));
+    mp->path = clean_path(path);
+    mp->digest = sl_xxh64(mp->path, strlen(mp->path), SL_MLCG32);
+    mp->idx = -1;
+    int rc = access(mdd, R_OK | W_OK) < 0 ? sl_errf(err, SL_ENOENT, "%s: %s", mdd, strerror(errno))
+                                          : sl_md_open(mdd, SL_MD_SYNC, &mp->md, err);
+    free(mdd);
+    if (rc < 0) {
+        free(mp->path);
+        free(mp);
+        return NULL;
+    }
+    return mp;
+}
+
+void sl_store_detached_close(struct sl_mpath *mp)
+{
+    if (!mp)
+        return;
+    sl_md_close(mp->md);
+    free(mp->path);
+    free(mp);
+}
+
+/* Copy md's bytes into a work file on dst from the first replica that is
+ * intact (the main on src, else a mirror copy): 0 and *work, 1 when no
+ * replica has a file left, -1 err. */
+static int move_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src,
+                     const struct sl_objmd *md, struct sl_mpath *dst, char **work, struct sl_err *err)
+{
+    struct sl_buf f;
+    sl_buf_init(&f);
+    int rc = 1;
+    for (int i = -1; i < md->ncopies && rc != 0; i++) {
+        struct sl_mpath *cm = i < 0 ? src : sl_store_mpath_by_digest(md->copies[i]);
+        if (!cm)
+            continue;
+        if (i < 0)
+            sl_obj_fqn(&f, cm, b, name, nlen, md->fname);
+        else
+            sl_obj_copy_fqn(&f, cm, b, name, nlen);
+        int fd = open(f.p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno != ENOENT)
+                rc = sl_errf(err, SL_EIO, "cannot open %s: %s", f.p, strerror(errno));
+            continue;
+        }
+        struct sl_err e = { 0 };
+        rc = sl_mirror_copy_work(fd, md, dst, b, work, &e);
+        close(fd);
+        if (rc < 0) {
+            *err = e;
+            sl_err_wrap(err, "copying %s to %s", f.p, dst->path);
+            if (e.code != SL_ECKSUM && e.code != SL_EIO)
+                break; /* out of space, shutting down: no other replica helps */
+        }
+    }
+    sl_buf_free(&f);
+    return rc;
+}
+
+/* Publish the copy (work, on dst) as b/name on its HRW mountpath dst and
+ * remove the object from src, under its write lock, if it is still the
+ * object md describes: 1 moved, 0 not (changed or gone meanwhile), -1 err.
+ * As a PUT: metadata and a pending marker first, then the rename, so that
+ * a crash leaves the object on src, or complete on dst (and the record on
+ * src an older duplicate, which the next run removes). */
+static int move_publish(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src,
+                        const struct sl_objmd *md, struct sl_mpath *dst, const char *work, struct sl_err *err)
+{
+    char fname[72];
+    bool new_dirs = false;
+    struct sl_buf fqn;
+    sl_buf_init(&fqn);
+    if (place_fname(dst, b, name, nlen, fname, &fqn, &new_dirs) < 0) {
+        sl_errf(err, SL_EIO, "cannot create directories for %s on %s: %s", name, dst->path, strerror(errno));
+        sl_buf_free(&fqn);
+        return -1;
+    }
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_wrlock(lk);
+    struct sl_objmd cur, live;
+    struct sl_err e2;
+    int cr = sl_md_obj_get(src->md, b->bid, name, nlen, &cur, err);
+    int lr = sl_md_obj_get(dst->md, b->bid, name, nlen, &live, &e2);
+    int rc = 0;
+    if (lr == 1) {
+        if (cr == 1) /* written to its mountpath meanwhile: what src has is older */
+            drop_stale(b, name, nlen, src, &cur, dst, &live);
+    } else if (work && cr == 1 && sl_objmd_same(&cur, md)) {
+        struct sl_objmd nm;
+        sl_objmd_copy(&nm, &cur);
+        snprintf(nm.fname, sizeof(nm.fname), "%s", fname);
+        nm.ncopies = 0;
+        for (int i = 0; i < cur.ncopies; i++)
+            if (cur.copies[i] != dst->digest) /* (the main is there now) */
+                nm.copies[nm.ncopies++] = cur.copies[i];
+        const char *wrel = work + strlen(dst->path) + 1, *frel = fqn.p + strlen(dst->path) + 1;
+        struct sl_md_op ops[2] = {
+            { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &nm },
+            { .kind = SL_MD_PUT_PENDING, .key = wrel, .klen = strlen(wrel), .val = frel, .vlen = strlen(frel) },
+        };
+        if (sl_md_commit(dst->md, ops, 2, true, err) < 0) {
+            rc = -1;
+        } else if (rename(work, fqn.p) < 0) {
+            rc = sl_errf(err, SL_EIO, "cannot move %s into place on %s: %s", fqn.p, dst->path, strerror(errno));
+            ops[0].kind = SL_MD_DEL_OBJ; /* undo: the object stays on src */
+            ops[1].kind = SL_MD_DEL_PENDING;
+            sl_md_commit(dst->md, ops, 2, true, NULL);
+        } else {
+            sl_fault("resilver-after-rename");
+            if (wp_data == SL_WP_IMMEDIATE &&
+                (new_dirs ? sl_fsync_parents(fqn.p, dst->path) : fsync_dir_of(fqn.p)) < 0)
+                sl_logw("resilver: fsync of the directory of %s: %s", fqn.p, strerror(errno));
+            ops[1].kind = SL_MD_DEL_PENDING;
+            sl_md_commit(dst->md, &ops[1], 1, false, NULL);
+            drop_stale(b, name, nlen, src, &cur, dst, &nm);
+            rc = 1;
+        }
+        sl_objmd_free(&nm);
+    }
+    pthread_rwlock_unlock(lk);
+    if (cr == 1)
+        sl_objmd_free(&cur);
+    if (lr == 1)
+        sl_objmd_free(&live);
+    sl_buf_free(&fqn);
+    return rc;
+}
+
+int sl_store_move(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src, uint64_t *bytes,
+                  struct sl_err *err)
+{
+    struct sl_mpath *dst = locate(b, name, nlen);
+    if (!dst || dst == src)
+        return 0;
+    struct sl_objmd md;
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_rdlock(lk);
+    int rc = sl_md_obj_get(src->md, b->bid, name, nlen, &md, err);
+    pthread_rwlock_unlock(lk);
+    if (rc <= 0)
+        return rc; /* gone meanwhile */
+    char *work = NULL;
+    struct sl_objmd live;
+    if (sl_md_obj_get(dst->md, b->bid, name, nlen, &live, err) == 1) {
+        sl_objmd_free(&live); /* an older duplicate: nothing to copy, the publish step drops it */
+        rc = 0;
+    } else
+        rc = move_copy(b, name, nlen, src, &md, dst, &work, err);
+    if (rc == 1) {
+        /* no file left of it (a DELETE cut short by a crash): the record goes, as a read would drop it */
+        sl_logw("resilver: %s/%.*s has metadata on %s but no file; removing the stale metadata", b->name,
+                (int)SL_MIN(nlen, 200), name, src->path);
+        pthread_rwlock_wrlock(lk);
+        struct sl_objmd cur;
+        if (sl_md_obj_get(src->md, b->bid, name, nlen, &cur, err) == 1) {
+            if (sl_objmd_same(&cur, &md))
+                drop_stale(b, name, nlen, src, &cur, NULL, NULL);
+            sl_objmd_free(&cur);
+        }
+        pthread_rwlock_unlock(lk);
+        rc = 0;
+    } else if (rc == 0 && write_enter(b, false, err) < 0) {
+        rc = -1;
+    } else if (rc == 0) {
+        rc = move_publish(b, name, nlen, src, &md, dst, work, err);
+        write_leave(b->bid);
+        if (rc == 1 && bytes)
+            *bytes = md.size;
+    }
+    if (work) {
+        unlink(work); /* (gone when published) */
+        free(work);
+    }
+    sl_objmd_free(&md);
+    return rc;
+}
+#define WALK_BATCH 1024
+
+int sl_store_walk(struct sl_mpath *mp, const struct sl_bck *b, sl_store_pick_fn pick, sl_store_visit_fn fn,
+                  void *arg, struct sl_err *err)
+{
+    char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
+    size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
+    char *after = NULL;
+    size_t alen = 0;
+    int rc = 0;
+    for (bool stop = false; !stop;) {
+        struct sl_md_iter *it;
+        if (sl_md_iter_open(mp->md, b->bid, "", 0, after, alen, &it, err) < 0) {
+            rc = -1;
+            break;
+        }
+        int n = 0;
+        while (n < WALK_BATCH && sl_md_iter_next(it) == 1) {
+            size_t nl;
+            const char *nm = sl_md_iter_name(it, &nl);
+            if (pick && !pick(arg, sl_md_iter_md(it)))
+                continue;
+            names[n] = sl_xstrndup(nm, nl);
+            lens[n++] = nl;
+        }
+        sl_md_iter_close(it);
+        for (int i = 0; i < n; i++) {
+            if (!stop && fn(arg, names[i], lens[i]))
+                stop = true;
+            if (i == n - 1) {
+                free(after);
+                after = names[i];
+                alen = lens[i];
+            } else {
+                free(names[i]);
+            }
+        }
+        if (n < WALK_BATCH)
+            break;
+    }
+    free(after);
+    free(names);
+    free(lens);
+    return rc;
+}
+
 /* ---- startup reconcile ---- */
 
 struct fsck_ctx {
@@ -1453,7 +1911,7 @@ struct walk_ctx {
     struct sl_mpath *mp;
     const struct sl_bck *b;
     size_t base_len;
-    int adopted, removed;
+    int adopted, removed, misplaced;
 };
 
 static void walk_files(struct walk_ctx *wc, const char *dir)
@@ -1495,10 +1953,9 @@ static void walk_files(struct walk_ctx *wc, const char *dir)
             sl_obj_uname(&un, wc->b->provider, wc->b->name, rel, rlen);
             struct sl_mpath *own = sl_store_pick(un.p, un.len);
             sl_buf_free(&un);
-            if (own == wc->mp)
-                found = sl_md_obj_get(wc->mp->md, wc->b->bid, rel, rlen, &md, &e);
-            else
-                found = -2; /* misplaced; leave for resilver */
+            found = sl_md_obj_get(wc->mp->md, wc->b->bid, rel, rlen, &md, &e);
+            if (own != wc->mp)
+                wc->misplaced++; /* (adopted here if need be) resilver moves it */
             if (found == 1) {
                 sl_objmd_free(&md);
             } else if (found == 0 && sl_objname_check(rel, rlen, &e) == 0) {
@@ -1572,7 +2029,7 @@ static bool fsck_copies(struct sl_mpath *mp, const struct sl_bck *b, const char 
     return changed;
 }
 
-static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_md, int *adopted)
+static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_md, int *adopted, int *misplaced_n)
 {
     for (int i = 0; i < bmd->n; i++) {
         const struct sl_bck *b = &bmd->bcks[i];
@@ -1623,6 +2080,7 @@ static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_
         walk_files(&wc, ob);
         free(ob);
         *adopted += wc.adopted;
+        *misplaced_n += wc.misplaced;
         if (wc.adopted)
             sl_logi("fsck %s: adopted %d file(s) without metadata in %s://%s", mp->path, wc.adopted,
                     sl_provider_scheme(b->provider), b->name);
@@ -1632,6 +2090,7 @@ static void fsck_full(struct sl_mpath *mp, const struct sl_bmd *bmd, int *fixed_
 int sl_store_fsck(const char *mode)
 {
     struct sl_bmd *bmd = sl_bmd_get();
+    int nmis = 0;
     for (int i = 0; i < nmpaths; i++) {
         struct sl_mpath *mp = &mpaths[i];
         struct fsck_ctx fc = { .mp = mp };
@@ -1645,7 +2104,7 @@ int sl_store_fsck(const char *mode)
         int fixed = 0, adopted = 0;
         int64_t t0 = sl_mono_ns();
         if (full)
-            fsck_full(mp, bmd, &fixed, &adopted);
+            fsck_full(mp, bmd, &fixed, &adopted, &nmis);
         sl_logi("fsck %s (%s%s): completed %d interrupted PUT(s), removed %d abandoned work file(s), fixed %d "
                 "metadata record(s), adopted %d file(s) in %.1f ms",
                 mp->path, full ? "full" : "quick", was_clean ? "" : ", previous run did not stop cleanly",
@@ -1656,6 +2115,7 @@ int sl_store_fsck(const char *mode)
         free(trash);
     }
     sl_bmd_put(bmd);
+    resilver_check(nmis);
     return 0;
 }
 

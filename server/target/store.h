@@ -189,6 +189,45 @@ char *sl_store_work_path(const struct sl_mpath *mp, const struct sl_bck *b);
 /* write_policy.data is immediate */
 bool sl_store_sync_data(void);
 
+/* The same object still (no PUT, append or delete in between): same
+ * mtime, size, checksum and file name. */
+bool sl_objmd_same(const struct sl_objmd *a, const struct sl_objmd *b);
+
+/* Visit the objects of b recorded on mp in name order, in batches (no read
+ * transaction is held while fn runs, so fn may change them): fn for each
+ * one pick (NULL: all) accepts by its metadata; fn returns true to stop.
+ * 0, or -1 with err when the metadata cannot be read. */
+typedef bool (*sl_store_pick_fn)(void *arg, const struct sl_objmd *md);
+typedef bool (*sl_store_visit_fn)(void *arg, const char *name, size_t nlen);
+int sl_store_walk(struct sl_mpath *mp, const struct sl_bck *b, sl_store_pick_fn pick, sl_store_visit_fn fn,
+                  void *arg, struct sl_err *err);
+
+/* ---- resilver ----
+ * Until a resilver completes after the mountpaths changed, objects may sit
+ * on a mountpath that is not their HRW one: reads that miss there look on
+ * the others (only on a miss). */
+/* The mountpaths differ from those of the last completed resilver, or fsck
+ * found misplaced files (recorded in the node metadata: it survives a
+ * restart until sl_store_resilvered). */
+bool sl_store_resilver_pending(void);
+void sl_store_resilvered(void);
+/* Mountpaths of earlier runs that are no longer configured, until a
+ * resilver completes: a new array of paths. */
+json_t *sl_store_resilver_removed(void);
+/* Open the metadata of such a mountpath (whose directory is still there)
+ * to move its objects off it with sl_store_move: NULL with err when it
+ * cannot be read. Close with sl_store_detached_close. */
+struct sl_mpath *sl_store_detached_open(const char *path, struct sl_err *err);
+void sl_store_detached_close(struct sl_mpath *mp);
+/* Move b/name, recorded on src, to its HRW mountpath: copied (from the main
+ * or, when that is missing or damaged, a mirror copy) to a work file there
+ * and fsynced, then its metadata committed there, then removed from src,
+ * under the object's write lock and only if it did not change meanwhile.
+ * A record on src that is older than one on the HRW mountpath is dropped.
+ * 1 moved (*bytes its size), 0 nothing to move, -1 with err. */
+int sl_store_move(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src, uint64_t *bytes,
+                  struct sl_err *err);
+
 /* Full path of an object file (for diagnostics/tests) */
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
                 const char *fname);

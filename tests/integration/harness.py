@@ -229,6 +229,22 @@ def cluster_sig(secret_path, method, url, node_id="test", ttl=60, exp=None, nonc
     return h
 
 
+M64 = (1 << 64) - 1
+
+
+def hrw_mix(x):
+    """sl_hrw_mix (node/meta.c): the mixing step of HRW placement (spec §13)"""
+    z = (x + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    z = ((z ^ (z >> 31)) + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    z = ((z ^ (z >> 31)) * 5) & M64
+    z = ((z << 7) | (z >> 57)) & M64
+    return (z * 9) & M64
+
+
 def deep_update(d, u):
     for k, v in u.items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):

@@ -296,6 +296,7 @@ class TestCLI(unittest.TestCase):
         "bucket evict", "prefetch", "evict", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
+        "storage resilver",
         "config",
         "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",

@@ -19,22 +19,9 @@ import unittest
 import requests
 import xxhash
 
-from harness import Cluster, Node, SHALE, main, wait_until
+from harness import Cluster, Node, SHALE, hrw_mix as mix, main, wait_until
 
-M64 = (1 << 64) - 1
 SEED = 1103515245
-
-
-def mix(x):
-    z = (x + 0x9e3779b97f4a7c15) & M64
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
-    z = ((z ^ (z >> 31)) + 0x9e3779b97f4a7c15) & M64
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
-    z = ((z ^ (z >> 31)) * 5) & M64
-    z = ((z << 7) | (z >> 57)) & M64
-    return (z * 9) & M64
 
 
 def hrw_owner(smap, bucket, obj):

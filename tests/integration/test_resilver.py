@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Resilver (spec ha-durability.md §4): after a target's mountpaths change,
+job resilver moves every object (file and metadata) to its HRW mountpath and
+gives the objects of mirrored buckets their copies back; objects stay
+readable meanwhile (a read that misses on the HRW mountpath looks on the
+others), a crash in the middle of a move loses nothing, and a manual run
+(`PUT /v1/cluster start resilver`, `shale storage resilver`) re-makes a
+mirror copy that was lost on its own."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import requests
+import xxhash
+
+from harness import SHALE, Node, hrw_mix, main, wait_until
+
+J = {"Content-Type": "application/json"}
+MLCG32 = 1103515245
+def hrw_mpath(mpaths, bucket, name):
+    """The mountpath of an object inside its target (spec §13.3, store.c sl_store_pick)."""
+    d = xxhash.xxh64(("ais/@#/%s/%s" % (bucket, name)).encode(), seed=MLCG32).intdigest()
+    return max(mpaths, key=lambda p: hrw_mix(xxhash.xxh64(p.encode(), seed=MLCG32).intdigest() ^ d))
+
+
+def copy_fname(name):
+    return ".x" + hashlib.sha256(name.encode()).hexdigest()
+
+
+class ResilverTest(unittest.TestCase):
+    NOBJ = 120
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        self.s = requests.Session()
+        d = os.path.join(self.tmp, "n0")
+        self.mps = [os.path.join(d, "mp%d" % i) for i in range(1, 4)]
+        self.node = None
+
+    def tearDown(self):
+        if self.node:
+            self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ---- helpers ----
+
+    def start(self, mpaths, env=None, wait=True):
+        if self.node is None:
+            self.node = Node(self.tmp, fspaths=mpaths)
+        else:
+            self.node.config["fspaths"] = {p: "" for p in mpaths}
+            self.node.write_config()
+        self.node.start(env=env, wait=wait)
+        self.url = self.node.url
+        return self.node
+
+    def populate(self):
+        """ais://plain and ais://mir (2 replicas of each object): name -> md5"""
+        self.data = {}
+        r = self.s.post(self.url + "/v1/buckets/plain", headers=J, data=json.dumps({"action": "create-bck"}))
+        self.assertEqual(r.status_code, 200, r.text)
+        r = self.s.post(self.url + "/v1/buckets/mir", headers=J, data=json.dumps(
+            {"action": "create-bck", "value": {"mirror": {"enabled": True, "copies": 2}}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        for i in range(self.NOBJ):
+            for b in ("plain", "mir"):
+                name = "d%d/o%03d" % (i % 4, i)
+                body = os.urandom(500 + 37 * i)
+                r = self.s.put(self.url + "/v1/objects/%s/%s" % (b, name), data=body, timeout=60)
+                self.assertEqual(r.status_code, 200, r.text)
+                self.data[(b, name)] = hashlib.md5(body).hexdigest()
+        wait_until(lambda: all(self.copies(b, n)[0] == 2 for (b, n) in self.data if b == "mir"), 60,
+                   what="put-copies")
+
+    def head(self, b, name):
+        r = self.s.head(self.url + "/v1/objects/%s/%s" % (b, name), timeout=30)
+        self.assertEqual(r.status_code, 200, "%s/%s: %s" % (b, name, r.headers))
+        return r.headers
+
+    def copies(self, b, name):
+        h = self.head(b, name)
+        return int(h["Ais-Mirror-Copies"]), h["Ais-Mirror-Paths"].strip("[]").split()
+
+    def check_reads(self):
+        for (b, name), md5 in self.data.items():
+            r = self.s.get(self.url + "/v1/objects/%s/%s" % (b, name), timeout=30)
+            self.assertEqual(r.status_code, 200, "%s/%s: %s" % (b, name, r.text))
+            self.assertEqual(hashlib.md5(r.content).hexdigest(), md5, "%s/%s" % (b, name))
+
+    def check_placement(self, mpaths, removed=()):
+        """every object's main file and metadata on its HRW mountpath, nowhere else; 2 replicas in ais://mir"""
+        for (b, name) in self.data:
+            want = hrw_mpath(mpaths, b, name)
+            self.assertEqual(self.head(b, name)["Ais-Location"].split(":", 1)[1], want, "%s/%s" % (b, name))
+            for mp in mpaths + list(removed):
+                f = os.path.join(mp, "@ais", b, "%ob", name)
+                self.assertEqual(os.path.isfile(f), mp == want, f)
+            if b == "mir":
+                n, paths = self.copies(b, name)
+                self.assertEqual(n, 2, name)
+                self.assertEqual(paths[0], want)
+                self.assertNotEqual(paths[1], want)
+                self.assertIn(paths[1], mpaths)
+                self.assertTrue(os.path.isfile(os.path.join(paths[1], "@ais", b, "%ob", copy_fname(name))))
+
+    def jobs(self, kind="resilver"):
+        r = self.s.get(self.url + "/v1/cluster", params={"what": "qryxstats"}, json={"Kind": kind}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        return [j for arr in r.json().values() for j in (arr or [])]
+
+    def wait_resilver(self, jid=None, timeout=120):
+        out = {}
+
+        def done():
+            js = [j for j in self.jobs() if not jid or j["id"] == jid]
+            out["j"] = js
+            return js and all(j["end_ns"] for j in js)
+        wait_until(done, timeout, what="resilver")
+        for j in out["j"]:
+            self.assertFalse(j.get("aborted"), j)
+            self.assertFalse(j.get("err"), j)
+        return out["j"][0]["stats"]
+
+    # ---- tests ----
+
+    def test_add_mountpath(self):
+        """2 -> 3 mountpaths: a resilver starts by itself, moves what HRW now puts on the new mountpath while
+        every object stays readable, and ends with every object on its HRW mountpath, mirrored ones with 2
+        replicas, checksums intact"""
+        self.start(self.mps[:2])
+        self.populate()
+        self.check_placement(self.mps[:2])
+        self.node.stop()
+        moving = [k for k in self.data if hrw_mpath(self.mps, *k) != hrw_mpath(self.mps[:2], *k)]
+        self.assertTrue(len(moving) > 10, moving)
+        # readers from the moment the node serves until the job has ended
+        errors, reads = [], [0]
+        stop = threading.Event()
+
+        def reader():
+            s = requests.Session()
+            while not stop.is_set() and reads[0] < 100000:
+                for (b, name) in moving:
+                    try:
+                        r = s.get(self.node.url + "/v1/objects/%s/%s" % (b, name), timeout=30)
+                    except requests.ConnectionError:
+                        break
+                    reads[0] += 1
+                    if r.status_code != 200 or hashlib.md5(r.content).hexdigest() != self.data[(b, name)]:
+                        errors.append((b, name, r.status_code))
+        self.start(self.mps)
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            j = self.wait_resilver()
+        finally:
+            stop.set()
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertGreater(reads[0], 0)
+        self.assertEqual(int(j["in-objs"]), len(moving), j)
+        self.check_placement(self.mps)
+        self.check_reads()
+        self.assertIn("the mountpaths changed since the last run", self.node.log())
+        # listed once each
+        r = self.s.get(self.url + "/v1/buckets/mir", json={"action": "list", "value": {"props": "name,size"}})
+        names = [e["name"] for e in r.json()["entries"]]
+        self.assertEqual(sorted(names), sorted(n for (b, n) in self.data if b == "mir"))
+        # the same mountpaths again: nothing to do, no job
+        self.node.restart()
+        self.assertNotIn("started by the target itself", self.node.log().split("signal 15: shutting down")[-1])
+        self.assertEqual(self.jobs(), [])
+
+    def test_remove_mountpath(self):
+        """3 -> 2 mountpaths (the removed one's directory still there): its objects are moved off it, copies it
+        held are made again elsewhere; every object ends on its HRW mountpath with 2 replicas in ais://mir"""
+        self.start(self.mps)
+        self.populate()
+        self.node.stop()
+        on_gone = [k for k in self.data if hrw_mpath(self.mps, *k) == self.mps[2]]
+        self.assertTrue(on_gone)
+        self.start(self.mps[:2])
+        j = self.wait_resilver()
+        self.assertEqual(int(j["in-objs"]), len(on_gone), j)
+        self.check_placement(self.mps[:2], removed=[self.mps[2]])
+        self.check_reads()
+        self.assertIn("moving the objects off removed mountpath " + self.mps[2], self.node.log())
+
+    def test_crash_mid_move(self):
+        """SIGKILL-like exit right after a moved file is renamed into place (metadata committed on the new
+        mountpath, not yet removed from the old): nothing is lost; the next start runs the resilver again"""
+        self.start(self.mps[:2])
+        self.populate()
+        self.node.stop()
+        self.start(self.mps, env={"SHALE_FAULT": "resilver-after-rename"}, wait=False)
+        wait_until(lambda: self.node.proc.poll() is not None, 60, what="the injected crash")
+        self.assertEqual(self.node.proc.returncode, 137)
+        self.node.proc = None
+        self.start(self.mps)
+        self.wait_resilver()
+        self.check_placement(self.mps)
+        self.check_reads()
+        self.assertEqual(self.node.log().count("started by the target itself"), 2)
+
+    def test_manual_remakes_lost_copy(self):
+        """a mirror copy deleted on disk comes back with a manual resilver (REST with DaemonID, and the CLI)"""
+        self.start(self.mps)
+        self.populate()
+        victims = [n for (b, n) in self.data if b == "mir"][:5]
+        for name in victims:
+            n, paths = self.copies("mir", name)
+            os.unlink(os.path.join(paths[1], "@ais", "mir", "%ob", copy_fname(name)))
+        tid = self.head("mir", victims[0])["Ais-Location"].split("]")[0][2:]
+        r = self.s.put(self.url + "/v1/cluster", headers=J, data=json.dumps(
+            {"action": "start", "value": {"Kind": "resilver", "DaemonID": tid}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        j = self.wait_resilver(r.text)
+        self.assertEqual(int(j["loc-objs"]), len(victims), j)
+        self.assertEqual(int(j["in-objs"]), 0, j)
+        self.check_placement(self.mps)
+        self.check_reads()
+        # a node that is not in the cluster: 404, nothing started
+        n = len(self.jobs())
+        r = self.s.put(self.url + "/v1/cluster", headers=J, data=json.dumps(
+            {"action": "start", "value": {"Kind": "resilver", "DaemonID": "nosuchnode"}}))
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("nosuchnode", r.text)
+        self.assertEqual(len(self.jobs()), n)
+        # the CLI: lose one more copy, `shale storage resilver --wait`
+        name = victims[0]
+        os.unlink(os.path.join(self.copies("mir", name)[1][1], "@ais", "mir", "%ob", copy_fname(name)))
+        env = dict(os.environ, AIS_ENDPOINT=self.url)
+        p = subprocess.run([SHALE, "storage", "resilver", "t[%s]" % tid, "--wait"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("finished", p.stdout)
+        self.check_placement(self.mps)
+
+
+if __name__ == "__main__":
+    main()
