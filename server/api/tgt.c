@@ -54,6 +54,13 @@ int sl_req_obj_path(struct sl_req *r, char **bucket, const char **name, size_t *
     return 0;
 }
 
+static void bmd_pull(struct sl_req *r, void *arg)
+{
+    (void)r;
+    (void)arg;
+    sl_cluster_refresh_bmd(); /* (on the peer pool: waits for the primary) */
+}
+
 /* Common prologue: bucket + name, validated. */
 static int obj_prologue(struct sl_req *r, struct sl_bck *b, const char **name, size_t *nlen, struct sl_err *err)
 {
@@ -72,6 +79,23 @@ static int obj_prologue(struct sl_req *r, struct sl_bck *b, const char **name, s
         return -1;
     }
     return 0;
+}
+
+/* obj_prologue for GET, HEAD and PUT (routed at their headers): -1, err says
+ * why; -2, the request went to a pool thread (answer nothing). A bucket this
+ * target does not know, on a request a gateway sent here (it knows the
+ * bucket: the metasync is late), is looked up on the primary off the HTTP
+ * thread, and the request routed again, once. */
+static int obj_prologue_pull(struct sl_req *r, struct sl_bck *b, const char **name, size_t *nlen,
+                             struct sl_err *err)
+{
+    if (obj_prologue(r, b, name, nlen, err) == 0)
+        return 0;
+    if (err->code != SL_ENOBCK || G.role != SL_ROLE_TARGET || r->rerouted || !sl_http_thread() ||
+        !sl_req_query(r, "pid"))
+        return -1;
+    sl_req_offload_peer_reroute(r, bmd_pull, NULL, NULL);
+    return -2;
 }
 
 static void add_custom_headers(struct sl_req *r, const struct sl_objmd *md)
@@ -258,8 +282,9 @@ static void obj_get(struct sl_req *r)
     const char *name;
     size_t nlen;
     r->op = SL_OP_GET;
-    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
-        if (!renamed_bounce(r, &err))
+    int prc = obj_prologue_pull(r, &b, &name, &nlen, &err);
+    if (prc < 0) {
+        if (prc == -1 && !renamed_bounce(r, &err))
             sl_resp_err(r, &err);
         return;
     }
@@ -585,8 +610,10 @@ static void obj_head(struct sl_req *r)
     const char *name;
     size_t nlen;
     r->op = SL_OP_HEAD;
-    if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
-        sl_resp_err(r, &err);
+    int prc = obj_prologue_pull(r, &b, &name, &nlen, &err);
+    if (prc < 0) {
+        if (prc == -1)
+            sl_resp_err(r, &err);
         return;
     }
     struct sl_objmd md;
@@ -1021,9 +1048,11 @@ static void obj_put(struct sl_req *r)
     size_t nlen;
     r->op = SL_OP_PUT;
     struct put_ctx *c = sl_xcalloc(1, sizeof(*c));
-    if (obj_prologue(r, &c->b, &name, &nlen, &err) < 0) {
+    int prc = obj_prologue_pull(r, &c->b, &name, &nlen, &err);
+    if (prc < 0) {
         free(c);
-        sl_resp_err(r, &err);
+        if (prc == -1)
+            sl_resp_err(r, &err);
         return;
     }
     if (put_taken_over(r, &c->b, name, nlen)) {

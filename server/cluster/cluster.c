@@ -430,10 +430,8 @@ void sl_cluster_metasync_done(struct sl_req *r)
 
 /* A target that learns of a bucket late (a redirected request arrived before
  * the metasync) pulls the BMD from the primary once. */
-int sl_cluster_refresh_bmd(void)
+static int refresh_bmd_now(void)
 {
-    if (G.role == SL_ROLE_STANDALONE || primary)
-        return 0;
     struct sl_smap *s = sl_smap_get();
     const struct sl_snode *p = sl_smap_primary(s);
     char *url = p ? sl_xasprintf("%s/v1/daemon?what=bmd", p->ctrl_url)
@@ -455,6 +453,46 @@ int sl_cluster_refresh_bmd(void)
     sl_peer_resp_free(&r);
     free(url);
     return rc;
+}
+
+static bool bmd_pulling;
+static int64_t bmd_pull_last;
+
+static void refresh_bmd_bg(void *arg)
+{
+    (void)arg;
+    refresh_bmd_now();
+    __atomic_store_n(&bmd_pulling, false, __ATOMIC_RELEASE);
+}
+
+int sl_cluster_refresh_bmd(void)
+{
+    if (G.role == SL_ROLE_STANDALONE || primary)
+        return 0;
+    if (!sl_http_thread()) {
+        /* one pull at a time; who waited for another's takes its result */
+        static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+        static unsigned done;
+        unsigned seen = __atomic_load_n(&done, __ATOMIC_ACQUIRE);
+        pthread_mutex_lock(&mu);
+        int rc = 1;
+        if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == seen) {
+            rc = refresh_bmd_now();
+            __atomic_add_fetch(&done, 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&mu);
+        return rc;
+    }
+    /* an HTTP thread never waits on a peer: the pull runs on the peer pool
+     * (one at a time, at most once a second, whatever the requests for
+     * unknown buckets), and this request answers from the BMD there is */
+    int64_t now = sl_mono_ns();
+    if (now - __atomic_load_n(&bmd_pull_last, __ATOMIC_RELAXED) >= 1000000000LL &&
+        !__atomic_exchange_n(&bmd_pulling, true, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&bmd_pull_last, now, __ATOMIC_RELAXED);
+        sl_bg_submit_to(SL_POOL_PEER, refresh_bmd_bg, NULL);
+    }
+    return 0;
 }
 
 /* ---- rebalance / membership edits (primary) ---- */

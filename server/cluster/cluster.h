@@ -96,7 +96,8 @@ int sl_cluster_stop_jobs(const char *id, const char *kind);
  * knows the id. */
 json_t *sl_cluster_job_status(json_t *per, const char *id);
 
-/* Target: fetch the BMD from the primary; 1 if a newer one was installed. */
+/* Target: fetch the BMD from the primary; 1 if a newer one was installed.
+ * On an HTTP thread it only starts the fetch in the background (0). */
 int sl_cluster_refresh_bmd(void);
 
 /* true on the primary proxy and in standalone mode */

@@ -853,9 +853,17 @@ static bool body_checked(struct sl_req *r)
     return ok;
 }
 
+static __thread bool http_thread; /* this thread is one of libmicrohttpd's */
+
+bool sl_http_thread(void)
+{
+    return http_thread;
+}
+
 static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
+    http_thread = true;
     struct sl_req *r = *con_cls;
     if (!r) {
         r = uri_log_cb(NULL, url, c);

@@ -217,6 +217,8 @@ void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(v
 /* Both, on the pool for work that waits on a peer (bg.h SL_POOL_PEER). */
 void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 void sl_req_offload_peer_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+/* true on the HTTP threads, where nothing may wait on a peer or a disk-heavy task */
+bool sl_http_thread(void);
 
 /* The answer comes from a thread of the handler's own (a forward to a
  * peer): sl_req_defer (HTTP thread, where a response is allowed) suspends

@@ -353,6 +353,65 @@ class StopWithoutPrimaryTest(unittest.TestCase):
         self.assertTrue(self.c.log("t1").rstrip().endswith("stopped"), self.c.log("t1")[-500:])
 
 
+class UnknownBucketHungPrimaryTest(unittest.TestCase):
+    """8. A target asked for a bucket it did not know pulled the BMD from the primary on the HTTP thread: with the
+    primary hung, each such request held one of the target's (few) poll loops for the control-plane timeout,
+    and every other client of that loop waited."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        self.c = Cluster(self.tmp, proxies=1, targets=1).start()
+        wait_until(lambda: len(self.c.smap()["tmap"]) == 1, 30, what="1 target")
+        self.ppid = self.c.pid("p0")
+
+    def tearDown(self):
+        try:
+            os.kill(self.ppid, signal.SIGCONT)
+        except OSError:
+            pass
+        self.c.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_unknown_bucket_with_primary_hung(self):
+        import threading
+        r = requests.post(self.c.url + "/v1/buckets/known", json={"action": "create-bck"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        r = requests.put(self.c.url + "/v1/objects/known/o", data=b"x" * 1024, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        smap = self.c.smap()
+        turl = list(smap["tmap"].values())[0]["public_net"]["direct_url"]
+        self.assertEqual(requests.get(turl + "/v1/objects/known/o", timeout=10).status_code, 200)
+        os.kill(self.ppid, signal.SIGSTOP)  # connections are accepted, nothing is answered
+        res = {}
+
+        def unknown(i):
+            # half as a client would send it, half as if a gateway had redirected it (pid=)
+            q = "?pid=%s" % smap["proxy_si"]["daemon_id"] if i % 2 else ""
+            t0 = time.time()
+            try:
+                st = requests.get("%s/v1/objects/nosuch%d/x%s" % (turl, i, q), timeout=60).status_code
+            except requests.RequestException as e:
+                st = str(e)
+            res[i] = (st, time.time() - t0)
+        ts = [threading.Thread(target=unknown, args=(i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        time.sleep(0.3)
+        # the target's other clients go on: 20 GETs of a known object
+        t0 = time.time()
+        for _ in range(20):
+            r = requests.get(turl + "/v1/objects/known/o", timeout=60)
+            self.assertEqual(r.status_code, 200, r.text)
+        dt = time.time() - t0
+        for t in ts:
+            t.join(90)
+        self.assertLess(dt, 2.0, "20 GETs of a known object took %.1fs while unknown buckets were asked for" % dt)
+        for i, (st, secs) in sorted(res.items()):
+            self.assertEqual(st, 404, "request %d: %s" % (i, st))
+            if i % 2 == 0:  # not redirected: answered from the BMD there is, at once
+                self.assertLess(secs, 2.0, "request %d waited %.1fs" % (i, secs))
+
+
 class ConnLimitsTest(NodeTest):
     """8. No header-read timeout (idle half-requests stayed for net.http.idle_conn_time and filled the node's
     connections); no per-client cap."""
