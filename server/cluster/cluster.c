@@ -234,7 +234,20 @@ static void set_rmd(json_t *d)
 }
 
 /* Apply received documents. Returns -1 with err on a foreign cluster. */
+static int apply_docs_locked(json_t *docs, struct sl_err *err);
+
+/* Documents apply one set at a time: two pushes applied at once could
+ * install an older config over a newer one (each checks, then installs). */
 static int apply_docs(json_t *docs, struct sl_err *err)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    int rc = apply_docs_locked(docs, err);
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+static int apply_docs_locked(json_t *docs, struct sl_err *err)
 {
     struct sl_smap *cur = sl_smap_get();
     const char *uuid = sl_json_str(docs, "uuid", "");
@@ -410,6 +423,24 @@ static int check_docs(json_t *docs, struct sl_err *err)
     return 0;
 }
 
+/* applying writes the documents to disk (fsync'ed) and may start jobs: on
+ * the pool, not on the HTTP thread */
+static void metasync_apply(struct sl_req *r, void *arg)
+{
+    json_t *j = arg;
+    struct sl_err err = { 0 };
+    if (apply_docs(j, &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+    json_decref(j);
+}
+
+static void json_decref_v(void *arg)
+{
+    json_decref(arg);
+}
+
 void sl_cluster_metasync_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -421,11 +452,12 @@ void sl_cluster_metasync_done(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
-    if (check_docs(j, &err) < 0 || apply_docs(j, &err) < 0)
+    if (check_docs(j, &err) < 0) {
         sl_resp_err(r, &err);
-    else
-        sl_resp_empty(r, 200);
-    json_decref(j);
+        json_decref(j);
+        return;
+    }
+    sl_req_offload_peer(r, metasync_apply, json_decref_v, j); /* (not behind long jobs on the main pool) */
 }
 
 /* A target that learns of a bucket late (a redirected request arrived before
