@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <openssl/sha.h>
 #include <regex.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #define IDX_INLINE_NAME 400
+#define IDX_KEY_MAX (SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64)
 #define CHUNK (256 * 1024)
 #define PRE_CHUNK (64 * 1024)
 
@@ -196,26 +198,67 @@ static size_t member_key(const unsigned char *pfx, const char *m, size_t ml, uns
     return SL_OBJ_AUX_PREFIX + 1 + 64;
 }
 
+/* Is the stored index complete and current for this version (mtime, size)
+ * of the object? Its marker is written last, by the build's last commit. */
+static bool index_current(struct sl_md_env *env, const unsigned char *pfx, int64_t mtime, uint64_t size)
+{
+    struct sl_buf v;
+    sl_buf_init(&v);
+    bool ok = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24 &&
+              get_u64((unsigned char *)v.p) == (uint64_t)mtime && get_u64((unsigned char *)v.p + 8) == size;
+    sl_buf_free(&v);
+    return ok;
+}
+
+static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const struct sl_objmd *md)
+{
+    return index_current(env, pfx, md->mtime, md->size);
+}
+
+/* An index is written in transactions of this many members, so that the
+ * LMDB transaction (its dirty pages) and the pending keys stay bounded for
+ * a shard of any size. Below md.c's DEL_BATCH: the first transaction also
+ * drops the old index in rounds, re-applying its puts each round. */
+#define IDX_BATCH 2048
+
 struct idx_build {
     const char *cn;
+    struct sl_md_env *env;
     unsigned char pfx[SL_OBJ_AUX_PREFIX];
-    struct sl_md_op *ops;
-    int nops, cap;
+    struct sl_md_op *ops;      /* IDX_BATCH + 1 (the marker) */
+    int nops;
     uint64_t count;
+    struct sl_err *err;
+    int rc;
 };
+
+static void idx_ops_free(struct idx_build *ib)
+{
+    for (int i = 0; i < ib->nops; i++) {
+        free((void *)ib->ops[i].key);
+        free((void *)ib->ops[i].val);
+    }
+    ib->nops = 0;
+}
+
+/* Commit the pending ops (the first commit also drops the old index,
+ * marker included, so from then on the shard has no valid index until the
+ * last commit puts the marker back). */
+static int idx_flush(struct idx_build *ib)
+{
+    int rc = sl_md_commit(ib->env, ib->ops, ib->nops, true, ib->err);
+    idx_ops_free(ib);
+    return rc;
+}
 
 static int idx_cb(void *arg, const struct sl_fmt_entry *e)
 {
     struct idx_build *ib = arg;
     if (!member_ok(ib->cn, e->name, e->name_len))
         return 0;
-    if (ib->nops == ib->cap) {
-        ib->cap = ib->cap ? ib->cap * 2 : 256;
-        ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
-    }
-    unsigned char kb[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    unsigned char kb[IDX_KEY_MAX];
     size_t kl = member_key(ib->pfx, e->name, e->name_len, kb);
-    unsigned char *k = sl_xmalloc(kl); /* (a shard of 10^6 members: not 10^6 x 480 bytes) */
+    unsigned char *k = sl_xmalloc(kl);
     memcpy(k, kb, kl);
     bool hashed = e->name_len > IDX_INLINE_NAME;
     size_t vl = 24 + (hashed ? e->name_len : 0);
@@ -228,51 +271,109 @@ static int idx_cb(void *arg, const struct sl_fmt_entry *e)
     ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX, .key = (char *)k, .klen = kl, .val = v,
                                              .vlen = vl };
     ib->count++;
+    if (ib->nops < IDX_BATCH)
+        return 0;
+    if ((ib->rc = idx_flush(ib)) < 0)
+        return 1; /* stop the walk */
+    sl_fault("arch-index-batch");
     return 0;
+}
+
+/* Builds of one shard's index run one at a time: two at once would each
+ * drop what the other wrote. The one that waited then finds the index
+ * current and builds nothing. (This process is the only writer of its
+ * mountpaths' LMDB.) */
+struct idx_building {
+    const struct sl_md_env *env;
+    unsigned char pfx[SL_OBJ_AUX_PREFIX];
+    struct idx_building *next;
+};
+static pthread_mutex_t building_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t building_cv = PTHREAD_COND_INITIALIZER;
+static struct idx_building *building;
+
+static bool is_building(const struct sl_md_env *env, const unsigned char *pfx)
+{
+    for (struct idx_building *x = building; x; x = x->next)
+        if (x->env == env && !memcmp(x->pfx, pfx, SL_OBJ_AUX_PREFIX))
+            return true;
+    return false;
+}
+
+static int build(const struct sl_plug *fmt, struct idx_build *ib, int fd, const struct sl_objmd *md)
+{
+    /* slot 0: drop the old index; the marker last, alone in nothing but
+     * the last commit */
+    ib->ops = sl_xcalloc(IDX_BATCH + 1, sizeof(*ib->ops));
+    ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX,
+                                             .key = sl_xstrndup((char *)ib->pfx, SL_OBJ_AUX_PREFIX),
+                                             .klen = SL_OBJ_AUX_PREFIX };
+    struct sl_plug_fdio fio;
+    sl_plug_fdio_init(&fio, fd, 0, ib->cn);
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    lim.max_total_size = 0; /* for tar it would cap the archive size */
+    int rc = sl_plug_index(fmt, &fio.io, &lim, idx_cb, ib, ib->err);
+    if (ib->rc < 0)
+        rc = -1;
+    if (rc == 0) {
+        unsigned char *mv = sl_xmalloc(24);
+        put_u64(mv, (uint64_t)md->mtime);
+        put_u64(mv + 8, md->size);
+        put_u64(mv + 16, ib->count);
+        ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX,
+                                                 .key = sl_xstrndup((char *)ib->pfx, SL_OBJ_AUX_PREFIX),
+                                                 .klen = SL_OBJ_AUX_PREFIX, .val = mv, .vlen = 24 };
+        rc = idx_flush(ib);
+    }
+    if (rc < 0 && ib->count >= IDX_BATCH) {
+        /* batches without a marker are never used; drop them now rather
+         * than at the next build (best effort) */
+        idx_ops_free(ib);
+        struct sl_err e2;
+        struct sl_md_op del = { .kind = SL_MD_DEL_AUX_PREFIX, .key = (char *)ib->pfx, .klen = SL_OBJ_AUX_PREFIX };
+        sl_md_commit(ib->env, &del, 1, true, &e2);
+    }
+    idx_ops_free(ib);
+    free(ib->ops);
+    return rc;
 }
 
 static int index_fd(const struct sl_plug *fmt, struct sl_md_env *env, const struct sl_bck *b, const char *name,
                     size_t nlen, int fd, const struct sl_objmd *md, struct sl_err *err)
 {
-    struct idx_build ib;
-    memset(&ib, 0, sizeof(ib));
-    sl_obj_aux_prefix(b->bid, name, nlen, ib.pfx);
-    /* slot 0: drop the old index; the marker last */
-    ib.cap = 256;
-    ib.ops = sl_xcalloc((size_t)ib.cap, sizeof(*ib.ops));
-    ib.ops[ib.nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX, .key = (char *)sl_xstrndup((char *)ib.pfx,
-                                                                                                      SL_OBJ_AUX_PREFIX),
-                                           .klen = SL_OBJ_AUX_PREFIX };
-    struct sl_plug_fdio fio;
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-    ib.cn = cn;
-    sl_plug_fdio_init(&fio, fd, 0, cn);
-    struct sl_fmt_limits lim;
-    limits(&lim);
-    lim.max_total_size = 0; /* for tar it would cap the archive size */
-    int rc = sl_plug_index(fmt, &fio.io, &lim, idx_cb, &ib, err);
-    if (rc == 0) {
-        unsigned char *mv = sl_xmalloc(24);
-        put_u64(mv, (uint64_t)md->mtime);
-        put_u64(mv + 8, md->size);
-        put_u64(mv + 16, ib.count);
-        if (ib.nops == ib.cap) {
-            ib.cap++;
-            ib.ops = sl_xrealloc(ib.ops, (size_t)ib.cap * sizeof(*ib.ops));
+    struct idx_build ib = { .cn = cn, .env = env, .err = err };
+    sl_obj_aux_prefix(b->bid, name, nlen, ib.pfx);
+    struct idx_building me = { .env = env };
+    memcpy(me.pfx, ib.pfx, SL_OBJ_AUX_PREFIX);
+    pthread_mutex_lock(&building_mu);
+    bool waited = false;
+    while (is_building(env, ib.pfx)) {
+        pthread_cond_wait(&building_cv, &building_mu);
+        waited = true;
+    }
+    if (waited && index_valid(env, ib.pfx, md)) {
+        pthread_mutex_unlock(&building_mu);
+        return 0;
+    }
+    me.next = building;
+    building = &me;
+    pthread_mutex_unlock(&building_mu);
+
+    int rc = build(fmt, &ib, fd, md);
+    if (rc == 0)
+        sl_logd("indexed %s: %llu member(s)", cn, (unsigned long long)ib.count);
+
+    pthread_mutex_lock(&building_mu);
+    for (struct idx_building **pp = &building; *pp; pp = &(*pp)->next)
+        if (*pp == &me) {
+            *pp = me.next;
+            break;
         }
-        ib.ops[ib.nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX,
-                                               .key = sl_xstrndup((char *)ib.pfx, SL_OBJ_AUX_PREFIX),
-                                               .klen = SL_OBJ_AUX_PREFIX, .val = mv, .vlen = 24 };
-        rc = sl_md_commit(env, ib.ops, ib.nops, true, err);
-        if (rc == 0)
-            sl_logd("indexed %s: %llu member(s)", cn, (unsigned long long)ib.count);
-    }
-    for (int i = 0; i < ib.nops; i++) {
-        free((void *)ib.ops[i].key);
-        free((void *)ib.ops[i].val);
-    }
-    free(ib.ops);
+    pthread_cond_broadcast(&building_cv);
+    pthread_mutex_unlock(&building_mu);
     return rc;
 }
 
@@ -298,17 +399,6 @@ void sl_arch_after_put(const struct sl_bck *b, const char *name, size_t nlen)
     struct sl_err err;
     if (sl_arch_index_build(b, name, nlen, &err) < 0)
         sl_logd("not indexing %s/%.*s: %s", b->name, (int)SL_MIN(nlen, 200), name, err.msg);
-}
-
-/* Is the stored index current for this version of the object? */
-static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const struct sl_objmd *md)
-{
-    struct sl_buf v;
-    sl_buf_init(&v);
-    bool ok = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24 &&
-              get_u64((unsigned char *)v.p) == (uint64_t)md->mtime && get_u64((unsigned char *)v.p + 8) == md->size;
-    sl_buf_free(&v);
-    return ok;
 }
 
 /* Members recorded in the index marker (0 if unreadable). */
@@ -337,7 +427,7 @@ static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const cha
     limits(&lim);
     if (lim.max_members && index_count(env, pfx) > lim.max_members)
         return -1;
-    unsigned char k[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    unsigned char k[IDX_KEY_MAX];
     size_t kl = member_key(pfx, member, ml, k);
     struct sl_buf v;
     sl_buf_init(&v);
@@ -351,7 +441,9 @@ static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const cha
             ret = 0;
     }
     sl_buf_free(&v);
-    return ret;
+    /* still the index of this version: a rebuild for another one (it drops
+     * the marker first) may have started since the check above */
+    return index_valid(env, pfx, md) ? ret : -1;
 }
 
 struct idx_iter {
@@ -935,7 +1027,7 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
         if (!index_valid(env, pfx, &md))
             rc = index_fd(fmt, env, b, name, nlen, fd, &md, err);
         if (rc == 0) {
-            unsigned char from[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+            unsigned char from[IDX_KEY_MAX];
             size_t flen = 0;
             if (pos && pos->nlen)
                 flen = member_key(pfx, pos->name, pos->nlen, from);
@@ -944,6 +1036,9 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
             if (sl_md_aux_foreach_from(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, (const char *)from, flen,
                                        idx_foreach_cb, &it) < 0)
                 rc = sl_errf(err, SL_EIO, "%s: reading the member index failed", cn);
+            else if (!index_valid(env, pfx, &md)) /* (a rebuild drops the marker first) */
+                rc = sl_errf(err, SL_EBUSY, "%s was rewritten while its members were being listed; list again",
+                             cn);
             *more = it.more;
         }
     } else {

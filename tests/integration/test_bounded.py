@@ -10,7 +10,9 @@
   as one page);
 * a corrupt shard (truncated tar, garbage named .tar, corrupt gzip, zip,
   lz4) read with archpath / archregx / archindex or listed is a 422 naming
-  the shard, never a 500 or a crash.
+  the shard, never a 500 or a crash;
+* on a standalone node: a shard re-indexed over a big old index, and an
+  index build cut by a crash, leave a correct index.
 """
 import io
 import json
@@ -26,7 +28,7 @@ import zipfile
 import msgpack
 import requests
 
-from harness import Cluster, main, wait_until
+from harness import Cluster, Node, main, wait_until
 
 BIG_N = 200000
 
@@ -310,6 +312,91 @@ class TestBounded(unittest.TestCase):
             self.assertEqual(requests.get(self.c.node_url(n) + "/v1/health", timeout=10).status_code, 200, n)
         self.assertEqual(self.s.get(self.url + "/v1/objects/big/big.tar", params={"archpath": "m000007"}).status_code,
                          200)
+
+
+def long_shard(n, salt=""):
+    """A plain tar of n members with ~180-byte names (ustar prefix + name), in
+    an order that is not name order; every 1000th member has data. Returns
+    (bytes, [(name, data offset, data)] in archive order)."""
+    out = io.BytesIO()
+    members = []
+    for i in range(n):
+        k = (i * 7919) % n  # a permutation: archive order != name order
+        name = "train/d%d/%06d/%s/%s.cls" % (k % 10, k, "x" * 120, "y" * 40 + salt)
+        data = (b"v%d." % k) * 7 if k % 1000 == 0 else b""
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        ti.mtime = 1700000000
+        out.write(ti.tobuf(format=tarfile.USTAR_FORMAT))
+        members.append((name, out.tell(), data))
+        out.write(data)
+        if len(data) % 512:
+            out.write(b"\0" * (512 - len(data) % 512))
+    out.write(b"\0" * 1024)
+    return out.getvalue(), members
+
+
+def index_json(members):
+    """archindex's body: the members in name order, compact JSON, a newline."""
+    return (json.dumps([{"name": n, "offset": o, "size": len(d)} for n, o, d in sorted(members)],
+                       separators=(",", ":")) + "\n").encode()
+
+
+class TestIndexRebuild(unittest.TestCase):
+    """The member index replaced over an old one bigger than one LMDB
+    transaction's deletions, and an index build cut by a crash."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-aidx-")
+        self.node = None
+
+    def tearDown(self):
+        if self.node:
+            self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_reindex_over_big_index(self):
+        """a shard of 120k members re-PUT with other names: the PUT answers and
+        the index is the new one's"""
+        self.node = Node(self.tmp).start()
+        url = self.node.url
+        requests.post(url + "/v1/buckets/b", json={"action": "create-bck"}, timeout=30)
+        d1, m1 = long_shard(120000)
+        self.assertEqual(requests.put(url + "/v1/objects/b/s.tar", data=d1, timeout=600).status_code, 200)
+        d2, m2 = long_shard(120001, salt="v2")
+        r = requests.put(url + "/v1/objects/b/s.tar", data=d2, timeout=120)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        r = requests.get(url + "/v1/objects/b/s.tar", params={"archindex": "true"}, timeout=600)
+        self.assertEqual(r.content, index_json(m2))
+        n, _, d = m2[-1]
+        self.assertEqual(requests.get(url + "/v1/objects/b/s.tar", params={"archpath": n}, timeout=60).content, d)
+
+    def test_crash_mid_build(self):
+        """a node killed after the first batch of an index build: after the
+        restart the partial index is not taken for the shard's, every member is
+        found"""
+        self.node = Node(self.tmp).start()
+        url = self.node.url
+        requests.post(url + "/v1/buckets/b", json={"action": "create-bck"}, timeout=30)
+        data, members = long_shard(30000)
+        self.node.stop()
+        self.node.start(env={"SHALE_FAULT": "arch-index-batch"})
+        try:
+            requests.put(url + "/v1/objects/b/s.tar", data=data, timeout=120)
+        except requests.RequestException:
+            pass
+        wait_until(lambda: self.node.proc.poll() is not None, 60, what="the node to stop at the fault")
+        self.node.proc = None
+        with open(os.path.join(self.node.dir, "stdout.log"), errors="replace") as f:
+            self.assertIn("SHALE_FAULT=arch-index-batch reached", f.read())
+        self.node.start()
+        # the shard was stored before it was indexed
+        self.assertEqual(requests.head(url + "/v1/objects/b/s.tar", timeout=30).status_code, 200)
+        last = sorted(members)[-1]
+        r = requests.get(url + "/v1/objects/b/s.tar", params={"archpath": last[0]}, timeout=60)
+        self.assertEqual((r.status_code, r.content), (200, last[2]))
+        r = requests.get(url + "/v1/objects/b/s.tar", params={"archindex": "true"}, timeout=600)
+        self.assertEqual(r.content, index_json(members))
 
 
 if __name__ == "__main__":
