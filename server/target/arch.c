@@ -1090,25 +1090,11 @@ fail:
 
 /* A selection or the index: the work is in proportion to the shard (its
  * index built, its headers walked), so it runs off the HTTP thread. */
-struct arch_off {
-    struct sl_bck b;
-    char *name;
-    size_t nlen;
-};
-
-static void arch_off_free(void *arg)
-{
-    struct arch_off *o = arg;
-    sl_bck_release(&o->b);
-    free(o->name);
-    free(o);
-}
-
 static void arch_off_run(struct sl_req *r, void *arg)
 {
-    struct arch_off *o = arg;
+    struct sl_bobj *o = arg;
     arch_get(r, &o->b, o->name, o->nlen);
-    arch_off_free(o);
+    sl_bobj_free(o);
 }
 
 bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
@@ -1133,11 +1119,7 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         arch_get(r, b, name, nlen);
         return true;
     }
-    struct arch_off *o = sl_xcalloc(1, sizeof(*o));
-    sl_bck_copy(&o->b, b);
-    o->name = sl_xstrndup(name, nlen);
-    o->nlen = nlen;
-    sl_req_offload(r, arch_off_run, arch_off_free, o);
+    sl_req_offload(r, arch_off_run, sl_bobj_free, sl_bobj_new(b, name, nlen));
     return true;
 }
 
