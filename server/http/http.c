@@ -563,12 +563,16 @@ void sl_resp_text(struct sl_req *r, int status, const char *text)
     sl_resp_bytes(r, status, NULL, text, strlen(text));
 }
 
+int sl_req_json_flags(const struct sl_req *r)
+{
+    const char *ua = sl_req_header(r, "User-Agent");
+    return ua && sl_has_prefix(ua, "Mozilla/5.0") ? SL_JD_PRETTY : 0;
+}
+
 void sl_resp_json(struct sl_req *r, int status, const json_t *j)
 {
     size_t len;
-    const char *ua = sl_req_header(r, "User-Agent");
-    int fl = ua && sl_has_prefix(ua, "Mozilla/5.0") ? SL_JD_PRETTY : 0;
-    char *s = sl_json_dump(j, fl, &len);
+    char *s = sl_json_dump(j, sl_req_json_flags(r), &len);
     if (!s) {
         sl_resp_errf(r, SL_EINTERNAL, "cannot encode JSON response");
         return;

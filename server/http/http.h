@@ -179,6 +179,9 @@ void sl_resp_bytes(struct sl_req *r, int status, const char *ctype, const void *
 void sl_resp_bytes_owned(struct sl_req *r, int status, const char *ctype, char *data, size_t len);
 void sl_resp_text(struct sl_req *r, int status, const char *text);
 void sl_resp_json(struct sl_req *r, int status, const json_t *j);   /* j stays the caller's */
+/* The sl_json_dump flags sl_resp_json uses for r (pretty for a browser):
+ * for a JSON body written in pieces that must read the same. */
+int sl_req_json_flags(const struct sl_req *r);
 /* j is consumed (the caller's reference is released) */
 void sl_resp_json_new(struct sl_req *r, int status, json_t *j);
 void sl_resp_err(struct sl_req *r, const struct sl_err *e);

@@ -440,6 +440,25 @@ void sl_bck_release(struct sl_bck *b)
     b->props = NULL;
 }
 
+struct sl_bobj *sl_bobj_new(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_bobj *o = sl_xcalloc(1, sizeof(*o));
+    sl_bck_copy(&o->b, b);
+    o->name = sl_xstrndup(name, nlen);
+    o->nlen = nlen;
+    return o;
+}
+
+void sl_bobj_free(void *arg)
+{
+    struct sl_bobj *o = arg;
+    if (!o)
+        return;
+    sl_bck_release(&o->b);
+    free(o->name);
+    free(o);
+}
+
 int sl_bck_name_valid(const char *name, struct sl_err *err)
 {
     size_t n = strlen(name);

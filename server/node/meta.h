@@ -146,6 +146,17 @@ struct sl_bmd *sl_bmd_from_json(json_t *j, struct sl_err *err);
 void sl_bck_copy(struct sl_bck *dst, const struct sl_bck *src);
 void sl_bck_release(struct sl_bck *b);
 
+/* An object of a bucket handed to another thread (work offloaded to a
+ * pool): the bucket (sl_bck_copy) and the name, copied. sl_bobj_free takes
+ * a void * so that it can be an offload's cancel. */
+struct sl_bobj {
+    struct sl_bck b;
+    char *name;
+    size_t nlen;
+};
+struct sl_bobj *sl_bobj_new(const struct sl_bck *b, const char *name, size_t nlen);
+void sl_bobj_free(void *o);
+
 /* Validation and naming */
 /* A bucket as users write it, "ais://NAME[/REST]" or "NAME[/REST]"; with
  * SL_BCK_UNAME also AIStore's "PROVIDER/@#/NAME/[REST]" (then a bare

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #define IDX_INLINE_NAME 400
+#define IDX_KEY_MAX (SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64)
 #define CHUNK (256 * 1024)
 #define PRE_CHUNK (64 * 1024)
 
@@ -196,26 +198,67 @@ static size_t member_key(const unsigned char *pfx, const char *m, size_t ml, uns
     return SL_OBJ_AUX_PREFIX + 1 + 64;
 }
 
+/* Is the stored index complete and current for this version (mtime, size)
+ * of the object? Its marker is written last, by the build's last commit. */
+static bool index_current(struct sl_md_env *env, const unsigned char *pfx, int64_t mtime, uint64_t size)
+{
+    struct sl_buf v;
+    sl_buf_init(&v);
+    bool ok = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24 &&
+              get_u64((unsigned char *)v.p) == (uint64_t)mtime && get_u64((unsigned char *)v.p + 8) == size;
+    sl_buf_free(&v);
+    return ok;
+}
+
+static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const struct sl_objmd *md)
+{
+    return index_current(env, pfx, md->mtime, md->size);
+}
+
+/* An index is written in transactions of this many members, so that the
+ * LMDB transaction (its dirty pages) and the pending keys stay bounded for
+ * a shard of any size. Below md.c's DEL_BATCH: the first transaction also
+ * drops the old index in rounds, re-applying its puts each round. */
+#define IDX_BATCH 2048
+
 struct idx_build {
     const char *cn;
+    struct sl_md_env *env;
     unsigned char pfx[SL_OBJ_AUX_PREFIX];
-    struct sl_md_op *ops;
-    int nops, cap;
+    struct sl_md_op *ops;      /* IDX_BATCH + 1 (the marker) */
+    int nops;
     uint64_t count;
+    struct sl_err *err;
+    int rc;
 };
+
+static void idx_ops_free(struct idx_build *ib)
+{
+    for (int i = 0; i < ib->nops; i++) {
+        free((void *)ib->ops[i].key);
+        free((void *)ib->ops[i].val);
+    }
+    ib->nops = 0;
+}
+
+/* Commit the pending ops (the first commit also drops the old index,
+ * marker included, so from then on the shard has no valid index until the
+ * last commit puts the marker back). */
+static int idx_flush(struct idx_build *ib)
+{
+    int rc = sl_md_commit(ib->env, ib->ops, ib->nops, true, ib->err);
+    idx_ops_free(ib);
+    return rc;
+}
 
 static int idx_cb(void *arg, const struct sl_fmt_entry *e)
 {
     struct idx_build *ib = arg;
     if (!member_ok(ib->cn, e->name, e->name_len))
         return 0;
-    if (ib->nops == ib->cap) {
-        ib->cap = ib->cap ? ib->cap * 2 : 256;
-        ib->ops = sl_xrealloc(ib->ops, (size_t)ib->cap * sizeof(*ib->ops));
-    }
-    unsigned char kb[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    unsigned char kb[IDX_KEY_MAX];
     size_t kl = member_key(ib->pfx, e->name, e->name_len, kb);
-    unsigned char *k = sl_xmalloc(kl); /* (a shard of 10^6 members: not 10^6 x 480 bytes) */
+    unsigned char *k = sl_xmalloc(kl);
     memcpy(k, kb, kl);
     bool hashed = e->name_len > IDX_INLINE_NAME;
     size_t vl = 24 + (hashed ? e->name_len : 0);
@@ -228,51 +271,109 @@ static int idx_cb(void *arg, const struct sl_fmt_entry *e)
     ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX, .key = (char *)k, .klen = kl, .val = v,
                                              .vlen = vl };
     ib->count++;
+    if (ib->nops < IDX_BATCH)
+        return 0;
+    if ((ib->rc = idx_flush(ib)) < 0)
+        return 1; /* stop the walk */
+    sl_fault("arch-index-batch");
     return 0;
+}
+
+/* Builds of one shard's index run one at a time: two at once would each
+ * drop what the other wrote. The one that waited then finds the index
+ * current and builds nothing. (This process is the only writer of its
+ * mountpaths' LMDB.) */
+struct idx_building {
+    const struct sl_md_env *env;
+    unsigned char pfx[SL_OBJ_AUX_PREFIX];
+    struct idx_building *next;
+};
+static pthread_mutex_t building_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t building_cv = PTHREAD_COND_INITIALIZER;
+static struct idx_building *building;
+
+static bool is_building(const struct sl_md_env *env, const unsigned char *pfx)
+{
+    for (struct idx_building *x = building; x; x = x->next)
+        if (x->env == env && !memcmp(x->pfx, pfx, SL_OBJ_AUX_PREFIX))
+            return true;
+    return false;
+}
+
+static int build(const struct sl_plug *fmt, struct idx_build *ib, int fd, const struct sl_objmd *md)
+{
+    /* slot 0: drop the old index; the marker last, alone in nothing but
+     * the last commit */
+    ib->ops = sl_xcalloc(IDX_BATCH + 1, sizeof(*ib->ops));
+    ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX,
+                                             .key = sl_xstrndup((char *)ib->pfx, SL_OBJ_AUX_PREFIX),
+                                             .klen = SL_OBJ_AUX_PREFIX };
+    struct sl_plug_fdio fio;
+    sl_plug_fdio_init(&fio, fd, 0, ib->cn);
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    lim.max_total_size = 0; /* for tar it would cap the archive size */
+    int rc = sl_plug_index(fmt, &fio.io, &lim, idx_cb, ib, ib->err);
+    if (ib->rc < 0)
+        rc = -1;
+    if (rc == 0) {
+        unsigned char *mv = sl_xmalloc(24);
+        put_u64(mv, (uint64_t)md->mtime);
+        put_u64(mv + 8, md->size);
+        put_u64(mv + 16, ib->count);
+        ib->ops[ib->nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX,
+                                                 .key = sl_xstrndup((char *)ib->pfx, SL_OBJ_AUX_PREFIX),
+                                                 .klen = SL_OBJ_AUX_PREFIX, .val = mv, .vlen = 24 };
+        rc = idx_flush(ib);
+    }
+    if (rc < 0 && ib->count >= IDX_BATCH) {
+        /* batches without a marker are never used; drop them now rather
+         * than at the next build (best effort) */
+        idx_ops_free(ib);
+        struct sl_err e2;
+        struct sl_md_op del = { .kind = SL_MD_DEL_AUX_PREFIX, .key = (char *)ib->pfx, .klen = SL_OBJ_AUX_PREFIX };
+        sl_md_commit(ib->env, &del, 1, true, &e2);
+    }
+    idx_ops_free(ib);
+    free(ib->ops);
+    return rc;
 }
 
 static int index_fd(const struct sl_plug *fmt, struct sl_md_env *env, const struct sl_bck *b, const char *name,
                     size_t nlen, int fd, const struct sl_objmd *md, struct sl_err *err)
 {
-    struct idx_build ib;
-    memset(&ib, 0, sizeof(ib));
-    sl_obj_aux_prefix(b->bid, name, nlen, ib.pfx);
-    /* slot 0: drop the old index; the marker last */
-    ib.cap = 256;
-    ib.ops = sl_xcalloc((size_t)ib.cap, sizeof(*ib.ops));
-    ib.ops[ib.nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX, .key = (char *)sl_xstrndup((char *)ib.pfx,
-                                                                                                      SL_OBJ_AUX_PREFIX),
-                                           .klen = SL_OBJ_AUX_PREFIX };
-    struct sl_plug_fdio fio;
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-    ib.cn = cn;
-    sl_plug_fdio_init(&fio, fd, 0, cn);
-    struct sl_fmt_limits lim;
-    limits(&lim);
-    lim.max_total_size = 0; /* for tar it would cap the archive size */
-    int rc = sl_plug_index(fmt, &fio.io, &lim, idx_cb, &ib, err);
-    if (rc == 0) {
-        unsigned char *mv = sl_xmalloc(24);
-        put_u64(mv, (uint64_t)md->mtime);
-        put_u64(mv + 8, md->size);
-        put_u64(mv + 16, ib.count);
-        if (ib.nops == ib.cap) {
-            ib.cap++;
-            ib.ops = sl_xrealloc(ib.ops, (size_t)ib.cap * sizeof(*ib.ops));
+    struct idx_build ib = { .cn = cn, .env = env, .err = err };
+    sl_obj_aux_prefix(b->bid, name, nlen, ib.pfx);
+    struct idx_building me = { .env = env };
+    memcpy(me.pfx, ib.pfx, SL_OBJ_AUX_PREFIX);
+    pthread_mutex_lock(&building_mu);
+    bool waited = false;
+    while (is_building(env, ib.pfx)) {
+        pthread_cond_wait(&building_cv, &building_mu);
+        waited = true;
+    }
+    if (waited && index_valid(env, ib.pfx, md)) {
+        pthread_mutex_unlock(&building_mu);
+        return 0;
+    }
+    me.next = building;
+    building = &me;
+    pthread_mutex_unlock(&building_mu);
+
+    int rc = build(fmt, &ib, fd, md);
+    if (rc == 0)
+        sl_logd("indexed %s: %llu member(s)", cn, (unsigned long long)ib.count);
+
+    pthread_mutex_lock(&building_mu);
+    for (struct idx_building **pp = &building; *pp; pp = &(*pp)->next)
+        if (*pp == &me) {
+            *pp = me.next;
+            break;
         }
-        ib.ops[ib.nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX,
-                                               .key = sl_xstrndup((char *)ib.pfx, SL_OBJ_AUX_PREFIX),
-                                               .klen = SL_OBJ_AUX_PREFIX, .val = mv, .vlen = 24 };
-        rc = sl_md_commit(env, ib.ops, ib.nops, true, err);
-        if (rc == 0)
-            sl_logd("indexed %s: %llu member(s)", cn, (unsigned long long)ib.count);
-    }
-    for (int i = 0; i < ib.nops; i++) {
-        free((void *)ib.ops[i].key);
-        free((void *)ib.ops[i].val);
-    }
-    free(ib.ops);
+    pthread_cond_broadcast(&building_cv);
+    pthread_mutex_unlock(&building_mu);
     return rc;
 }
 
@@ -298,17 +399,6 @@ void sl_arch_after_put(const struct sl_bck *b, const char *name, size_t nlen)
     struct sl_err err;
     if (sl_arch_index_build(b, name, nlen, &err) < 0)
         sl_logd("not indexing %s/%.*s: %s", b->name, (int)SL_MIN(nlen, 200), name, err.msg);
-}
-
-/* Is the stored index current for this version of the object? */
-static bool index_valid(struct sl_md_env *env, const unsigned char *pfx, const struct sl_objmd *md)
-{
-    struct sl_buf v;
-    sl_buf_init(&v);
-    bool ok = sl_md_aux_get(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, &v) == 1 && v.len == 24 &&
-              get_u64((unsigned char *)v.p) == (uint64_t)md->mtime && get_u64((unsigned char *)v.p + 8) == md->size;
-    sl_buf_free(&v);
-    return ok;
 }
 
 /* Members recorded in the index marker (0 if unreadable). */
@@ -337,7 +427,7 @@ static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const cha
     limits(&lim);
     if (lim.max_members && index_count(env, pfx) > lim.max_members)
         return -1;
-    unsigned char k[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+    unsigned char k[IDX_KEY_MAX];
     size_t kl = member_key(pfx, member, ml, k);
     struct sl_buf v;
     sl_buf_init(&v);
@@ -351,7 +441,9 @@ static int index_lookup(struct sl_md_env *env, const struct sl_bck *b, const cha
             ret = 0;
     }
     sl_buf_free(&v);
-    return ret;
+    /* still the index of this version: a rebuild for another one (it drops
+     * the marker first) may have started since the check above */
+    return index_valid(env, pfx, md) ? ret : -1;
 }
 
 struct idx_iter {
@@ -362,18 +454,20 @@ struct idx_iter {
     const char *mprefix;
     size_t mplen;
     uint64_t n;
-    /* a listing page: up to max entries after the key skip[0..skiplen) */
+    /* a page: up to max entries after the key skip[0..skiplen) */
     const unsigned char *skip;
     size_t skiplen;
     uint64_t max;
     bool more;
+    unsigned char *last;       /* if set: the key of the last entry taken (IDX_KEY_MAX bytes) */
+    size_t lastlen;
 };
 
 static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
     struct idx_iter *it = arg;
-    if (klen <= SL_OBJ_AUX_PREFIX || vlen < 24)
-        return 0; /* the marker */
+    if (klen <= SL_OBJ_AUX_PREFIX || klen > IDX_KEY_MAX || vlen < 24)
+        return 0; /* the marker (or not a member key) */
     if (it->skiplen && klen == it->skiplen && !memcmp(key, it->skip, klen))
         return 0; /* the member the page resumes after */
     const char *nm;
@@ -389,9 +483,13 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
         return 0;
     if (!member_ok(NULL, nm, nl)) /* an index written before such names were skipped */
         return 0;
-    if (it->page && it->n >= it->max) {
+    if (it->n >= it->max) {
         it->more = true;
         return 1;
+    }
+    if (it->last) {
+        memcpy(it->last, key, klen);
+        it->lastlen = klen;
     }
     uint64_t off = get_u64((const unsigned char *)val), size = get_u64((const unsigned char *)val + 8);
     if (it->arr) {
@@ -416,6 +514,120 @@ static int idx_foreach_cb(void *arg, const char *key, size_t klen, const char *v
     }
     it->n++;
     return 0;
+}
+
+/* Copy what out holds from *pos on into buf (at most max); 0 when it is
+ * empty. Emptied once all was taken: it holds one step of a stream. */
+static ssize_t out_drain(struct sl_buf *out, size_t *pos, char *buf, size_t max)
+{
+    size_t n = SL_MIN(out->len - *pos, max);
+    memcpy(buf, out->p + *pos, n);
+    *pos += n;
+    if (*pos == out->len) {
+        sl_buf_reset(out);
+        *pos = 0;
+    }
+    return (ssize_t)n;
+}
+
+/* ---- GET ?archindex: the index as one JSON array, a page of keys at a time ---- */
+
+#define INDEX_PAGE 1024
+
+struct index_stream {
+    struct sl_md_env *env;
+    unsigned char pfx[SL_OBJ_AUX_PREFIX];
+    int64_t mtime;             /* the version whose index is sent */
+    uint64_t size;
+    int jflags;                /* sl_json_dump's, as sl_resp_json would choose */
+    unsigned char last[IDX_KEY_MAX]; /* the key of the last member sent */
+    size_t lastlen;
+    uint64_t n;                /* members sent */
+    bool done;
+    struct sl_buf out;
+    size_t out_pos;
+    char name[400];
+};
+
+/* The next INDEX_PAGE members (one read transaction) into s->out, as the
+ * bytes sl_resp_json gives for the whole array: the page's array without
+ * its brackets, after "[" or ",". */
+static int index_page(struct index_stream *s, struct sl_err *err)
+{
+    unsigned char from[IDX_KEY_MAX];
+    memcpy(from, s->last, s->lastlen);
+    struct idx_iter it = { .arr = json_array(), .skip = from, .skiplen = s->lastlen, .max = INDEX_PAGE,
+                           .last = s->last };
+    int rc = sl_md_aux_foreach_from(s->env, (const char *)s->pfx, SL_OBJ_AUX_PREFIX, (const char *)from,
+                                    s->lastlen, idx_foreach_cb, &it);
+    if (rc < 0) {
+        rc = sl_errf(err, SL_EIO, "%s: reading the member index failed", s->name);
+    } else if (!index_current(s->env, s->pfx, s->mtime, s->size)) {
+        /* (a rebuild drops the marker before it touches a member) */
+        rc = sl_errf(err, SL_EBUSY, "%s was rewritten while its member index was being read; ask again", s->name);
+    } else if (it.n) {
+        size_t len;
+        char *j = sl_json_dump(it.arr, s->jflags, &len);
+        if (!j) {
+            rc = sl_errf(err, SL_EINTERNAL, "%s: cannot encode the member index", s->name);
+        } else {
+            size_t close = s->jflags & SL_JD_PRETTY ? 2 : 1; /* "\n]" or "]" */
+            sl_buf_add(&s->out, s->n ? "," : "[", 1);
+            sl_buf_add(&s->out, j + 1, len - 1 - close);
+            free(j);
+            s->n += it.n;
+            s->lastlen = it.lastlen;
+        }
+    }
+    if (rc == 0 && !it.more) {
+        sl_buf_adds(&s->out, !s->n ? "[]\n" : s->jflags & SL_JD_PRETTY ? "\n]\n" : "]\n");
+        s->done = true;
+    }
+    json_decref(it.arr);
+    return rc;
+}
+
+static ssize_t index_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct index_stream *s = ctx;
+    while (s->out.len == s->out_pos && !s->done) {
+        struct sl_err err;
+        if (index_page(s, &err) < 0) {
+            sl_logw("archindex: %s; the response was cut short", err.msg);
+            return -1;
+        }
+    }
+    return out_drain(&s->out, &s->out_pos, buf, max);
+}
+
+static void index_free(void *ctx)
+{
+    struct index_stream *s = ctx;
+    sl_buf_free(&s->out);
+    free(s);
+}
+
+/* Answer r with the (current) index of the shard: the first page is read
+ * before the status is chosen, the others while the body goes out. */
+static void index_get(struct sl_req *r, struct sl_md_env *env, const struct sl_bck *b, const char *name, size_t nlen,
+                      const struct sl_objmd *md)
+{
+    struct index_stream *s = sl_xcalloc(1, sizeof(*s));
+    s->env = env;
+    sl_obj_aux_prefix(b->bid, name, nlen, s->pfx);
+    s->mtime = md->mtime;
+    s->size = md->size;
+    s->jflags = sl_req_json_flags(r);
+    sl_buf_init(&s->out);
+    sl_obj_cname(s->name, sizeof(s->name), b, name, nlen);
+    struct sl_err err;
+    if (index_page(s, &err) < 0) {
+        index_free(s);
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_resp_stream(r, 200, "application/json; charset=utf-8", UINT64_MAX, index_read, s, index_free);
 }
 
 /* ---- archmode matching ---- */
@@ -531,21 +743,18 @@ static void member_free(void *ctx)
 
 /* ---- GET: several members as a tar stream ---- */
 
+/* The selection is read in two passes, neither of which keeps the members
+ * it saw: the first only counts the matches (and checks every header
+ * against the limits), so that "no match" and the limits are answered
+ * before the status; the second reads the shard again and writes each
+ * match into the tar stream as the reader reaches it. */
 struct tar_stream {
     int fd;
-    const struct sl_plug *fmt;
+    bool plain;                    /* a plain tar: selected as its index would select */
     struct sl_plug_fdio fio;
-    struct sl_plug_reader *rd;     /* no index: second pass */
+    struct sl_plug_reader *rd;     /* the second pass */
     struct sl_arch_match *match;
-    /* index path (plain tar): matched (offset,size,name) */
-    struct {
-        uint64_t off, size;
-        int64_t mtime;
-        char *name;
-        size_t nlen;
-    } *ms;
-    size_t nms, msi;
-    uint64_t cur_off, cur_left;
+    uint64_t cur_left;
     bool in_member, done, failed;
     struct sl_plug_writer *w;
     struct sl_io out_io;
@@ -561,37 +770,36 @@ static int64_t out_write(void *ctx, const void *buf, size_t n)
     return sl_buf_add(&s->out, buf, n) < 0 ? -1 : (int64_t)n;
 }
 
+/* Does the selection take the member? (The first pass warned about bad names.) */
+static bool selected(const struct tar_stream *s, const struct sl_fmt_entry *e, const char *cn)
+{
+    /* the tar index leaves sparse members out: so does the first pass of a plain tar */
+    if (s->plain && (e->flags & SL_FMT_E_SPARSE))
+        return false;
+    return sl_arch_match(s->match, e->name, e->name_len) && member_ok(cn, e->name, e->name_len);
+}
+
 static int tar_step(struct tar_stream *s)
 {
     struct sl_err err;
     if (!s->in_member) {
-        if (s->rd) {
-            struct sl_fmt_entry e;
-            for (;;) {
-                int rc = sl_plug_reader_next(s->rd, &e, &err);
-                if (rc == 1)
-                    goto finish;
-                if (rc < 0)
-                    goto fail;
-                if (sl_arch_match(s->match, e.name, e.name_len) && member_ok(NULL, e.name, e.name_len))
-                    break; /* (the first pass warned about the others) */
-            }
-            if (e.size < 0) { /* streamed zip member of unknown size: cannot write a tar header */
-                sl_errf(&err, SL_EUNSUPP, "%s: member %s has no size in its header", s->name, e.name);
-                goto fail;
-            }
-            if (sl_plug_writer_add(s->w, e.name, e.name_len, e.size, e.mtime, 0, &err) < 0)
-                goto fail;
-            s->cur_left = (uint64_t)e.size;
-        } else {
-            if (s->msi >= s->nms)
+        struct sl_fmt_entry e;
+        for (;;) {
+            int rc = sl_plug_reader_next(s->rd, &e, &err);
+            if (rc == 1)
                 goto finish;
-            typeof(s->ms[0]) *m = &s->ms[s->msi++];
-            if (sl_plug_writer_add(s->w, m->name, m->nlen, (int64_t)m->size, m->mtime, 0, &err) < 0)
+            if (rc < 0)
                 goto fail;
-            s->cur_off = m->off;
-            s->cur_left = m->size;
+            if (selected(s, &e, NULL))
+                break;
         }
+        if (e.size < 0) { /* streamed zip member of unknown size: cannot write a tar header */
+            sl_errf(&err, SL_EUNSUPP, "%s: member %s has no size in its header", s->name, e.name);
+            goto fail;
+        }
+        if (sl_plug_writer_add(s->w, e.name, e.name_len, e.size, e.mtime, 0, &err) < 0)
+            goto fail;
+        s->cur_left = (uint64_t)e.size;
         s->in_member = true;
         return 0;
     }
@@ -600,22 +808,12 @@ static int tar_step(struct tar_stream *s)
         return 0;
     }
     size_t want = s->cur_left < CHUNK ? (size_t)s->cur_left : CHUNK;
-    int64_t n;
-    if (s->rd) {
-        n = sl_plug_reader_read(s->rd, s->chunk, want, &err);
-        if (n < 0)
-            goto fail;
-        if (n == 0) {
-            sl_errf(&err, SL_EIO, "%s: member ended early", s->name);
-            goto fail;
-        }
-    } else {
-        n = pread(s->fd, s->chunk, want, (off_t)s->cur_off);
-        if (n <= 0) {
-            sl_errf(&err, SL_EIO, "%s: read failed: %s", s->name, n < 0 ? strerror(errno) : "short file");
-            goto fail;
-        }
-        s->cur_off += (uint64_t)n;
+    int64_t n = sl_plug_reader_read(s->rd, s->chunk, want, &err);
+    if (n < 0)
+        goto fail;
+    if (n == 0) {
+        sl_errf(&err, SL_EIO, "%s: member ended early", s->name);
+        goto fail;
     }
     s->cur_left -= (uint64_t)n;
     if (sl_plug_writer_write(s->w, s->chunk, (size_t)n, &err) < 0)
@@ -634,22 +832,13 @@ fail:
 
 static ssize_t tar_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
+    (void)pos;
     struct tar_stream *s = ctx;
     while (s->out.len == s->out_pos && !s->done) {
         if (s->failed || tar_step(s) < 0)
             return -1;
     }
-    size_t avail = s->out.len - s->out_pos;
-    if (!avail)
-        return 0;
-    size_t n = avail < max ? avail : max;
-    memcpy(buf, s->out.p + s->out_pos, n);
-    s->out_pos += n;
-    if (s->out_pos == s->out.len) {
-        sl_buf_reset(&s->out);
-        s->out_pos = 0;
-    }
-    return (ssize_t)n;
+    return out_drain(&s->out, &s->out_pos, buf, max);
 }
 
 static void tar_free(void *ctx)
@@ -658,32 +847,59 @@ static void tar_free(void *ctx)
     sl_plug_writer_close(s->w);
     sl_plug_reader_close(s->rd);
     sl_arch_match_free(s->match);
-    for (size_t i = 0; i < s->nms; i++)
-        free(s->ms[i].name);
-    free(s->ms);
     sl_buf_free(&s->out);
     free(s->chunk);
     close(s->fd);
     free(s);
 }
 
-struct collect {
+struct count {
     struct tar_stream *s;
+    uint64_t n;
 };
 
-static int collect_cb(void *arg, const struct sl_fmt_entry *e)
+static int count_cb(void *arg, const struct sl_fmt_entry *e)
 {
-    struct tar_stream *s = arg;
-    if (!sl_arch_match(s->match, e->name, e->name_len) || !member_ok(s->name, e->name, e->name_len))
-        return 0;
-    s->ms = sl_xrealloc(s->ms, (s->nms + 1) * sizeof(*s->ms));
-    s->ms[s->nms].off = (uint64_t)e->data_offset;
-    s->ms[s->nms].size = (uint64_t)e->size;
-    s->ms[s->nms].mtime = e->mtime;
-    s->ms[s->nms].name = sl_xstrndup(e->name, e->name_len);
-    s->ms[s->nms].nlen = e->name_len;
-    s->nms++;
+    struct count *c = arg;
+    if (selected(c->s, e, c->s->name))
+        c->n++;
     return 0;
+}
+
+/* The first pass: how many members the selection takes. A plain tar's
+ * headers are walked with seeks (the limits checked on each); other formats
+ * are read, one byte of every match included: what the reader can tell
+ * before inflating (a zip member's declared ratio) is refused now, not in
+ * the middle of the 200. */
+static int count_matches(struct tar_stream *s, const struct sl_plug *fmt, const struct sl_fmt_limits *lim,
+                         uint64_t *n, struct sl_err *err)
+{
+    struct count c = { s, 0 };
+    sl_plug_fdio_init(&s->fio, s->fd, 0, s->name);
+    if (s->plain) {
+        if (sl_plug_index(fmt, &s->fio.io, lim, count_cb, &c, err) < 0)
+            return -1;
+        *n = c.n;
+        return 0;
+    }
+    struct sl_plug_reader *rd;
+    struct sl_fmt_entry e;
+    if (sl_plug_reader_open(fmt, &s->fio.io, lim, 0, &rd, err) < 0)
+        return -1;
+    int rc;
+    while ((rc = sl_plug_reader_next(rd, &e, err)) == 0) {
+        if (!selected(s, &e, s->name))
+            continue;
+        c.n++;
+        char b1;
+        if (sl_plug_reader_read(rd, &b1, 1, err) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    sl_plug_reader_close(rd);
+    *n = c.n;
+    return rc < 0 ? -1 : 0;
 }
 
 static const char *q_nonempty(const struct sl_req *r, const char *k)
@@ -697,14 +913,196 @@ bool sl_arch_wanted(const struct sl_req *r)
     return q_nonempty(r, "archpath") || q_nonempty(r, "archmode") || sl_req_query_bool(r, "archindex");
 }
 
+/* archregx + archmode: a tar stream of every match, 404 when none. Takes fd. */
+static void select_get(struct sl_req *r, const struct sl_plug *fmt, int fd, const char *cn)
+{
+    const char *mode = q_nonempty(r, "archmode"), *regx = sl_req_query(r, "archregx");
+    struct sl_err err = { 0 };
+    struct tar_stream *s = sl_xcalloc(1, sizeof(*s));
+    s->fd = fd;
+    s->plain = is_plain_tar(fmt);
+    snprintf(s->name, sizeof(s->name), "%s", cn);
+    s->chunk = sl_xmalloc(CHUNK);
+    sl_buf_init(&s->out);
+    if (sl_arch_match_new(mode, regx, &s->match, &err) < 0)
+        goto fail;
+    const struct sl_plug *tar = sl_plug_find(reg, SL_PLUGIN_FORMAT, "tar");
+    if (!tar) {
+        sl_errf(&err, SL_EUNSUPP, "GET %s?archmode: the tar format plugin is not loaded", cn);
+        goto fail;
+    }
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    if (s->plain)
+        lim.max_total_size = 0; /* for tar it would cap the archive size */
+    uint64_t nmatch;
+    if (count_matches(s, fmt, &lim, &nmatch, &err) < 0)
+        goto fail;
+    if (!nmatch) {
+        sl_errf(&err, SL_ENOENT, "%s: no member matches %s \"%s\"", cn, mode, regx ? regx : "");
+        goto fail;
+    }
+    sl_plug_fdio_init(&s->fio, fd, 0, s->name);
+    if (sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err) < 0)
+        goto fail;
+    s->out_io = (struct sl_io){ SL_ABI_INIT(struct sl_io), .ctx = s, .write = out_write, .name = s->name };
+    if (sl_plug_writer_open(tar, &s->out_io, 0, &s->w, &err) < 0)
+        goto fail;
+    sl_resp_stream(r, 200, "application/x-tar", UINT64_MAX, tar_read, s, tar_free);
+    return;
+fail:
+    tar_free(s);
+    sl_resp_err(r, &err);
+}
+
+/* One member (archpath=). Takes fd and md. */
+static void member_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
+                       const struct sl_plug *fmt, struct sl_md_env *env, int fd, struct sl_objmd *md, const char *cn)
+{
+    struct sl_err err = { 0 };
+    const char *archpath = q_nonempty(r, "archpath");
+    /* leading '/' and a "<shard name>/" prefix are not part of the member name */
+    while (*archpath == '/')
+        archpath++;
+    size_t al = strlen(archpath);
+    if (al > nlen + 1 && !memcmp(archpath, name, nlen) && archpath[nlen] == '/') {
+        archpath += nlen + 1;
+        al -= nlen + 1;
+    }
+    if (sl_plug_member_name_check(archpath, al, &err) < 0) {
+        sl_err_wrap(&err, "GET %s?archpath", cn);
+        goto fail_fd;
+    }
+    if (is_plain_tar(fmt)) {
+        uint64_t off, size;
+        int rc = index_lookup(env, b, name, nlen, md, archpath, al, &off, &size);
+        struct sl_fmt_limits lim;
+        limits(&lim);
+        if (rc == 1 && lim.max_member_size && size > lim.max_member_size) {
+            /* the same answer a scan gives from the member's header */
+            sl_errf(&err, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
+                    "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
+                    (unsigned long long)lim.max_member_size);
+            goto fail_fd;
+        }
+        if (rc == 1) {
+            sl_objmd_free(md);
+            sl_resp_fd(r, 200, fd, off, size, "application/octet-stream");
+            return;
+        }
+        if (rc == 0) {
+            sl_errf(&err, SL_ENOENT, "%s: no member \"%s\" in the shard (list its members with "
+                    "`shale archive ls %s`)", cn, archpath, cn);
+            goto fail_fd;
+        }
+        /* no index (could not be stored): fall through to a scan */
+    }
+    sl_objmd_free(md);
+    struct member_stream *s = sl_xcalloc(1, sizeof(*s));
+    s->fd = fd;
+    snprintf(s->name, sizeof(s->name), "%s", cn);
+    sl_plug_fdio_init(&s->fio, fd, 0, s->name);
+    struct sl_fmt_limits lim;
+    limits(&lim);
+    struct sl_fmt_entry e;
+    int rc = sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err);
+    if (rc == 0)
+        rc = sl_plug_reader_find(s->rd, archpath, &e, &err);
+    if (rc == 0) {
+        /* The first chunk is read before answering: whatever the reader
+         * can tell up front (a zip member's declared ratio, a corrupt
+         * start) is a 4xx/5xx, not a 200 cut short. */
+        int64_t n = 1;
+        s->pre = sl_xmalloc(PRE_CHUNK);
+        while (s->npre < PRE_CHUNK &&
+               (n = sl_plug_reader_read(s->rd, s->pre + s->npre, PRE_CHUNK - s->npre, &err)) > 0)
+            s->npre += (size_t)n;
+        if (n < 0)
+            rc = -1;
+    }
+    if (rc != 0) {
+        member_free(s);
+        if (rc == 1)
+            sl_errf(&err, SL_ENOENT, "%s: no member \"%s\" in the shard", cn, archpath);
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_resp_stream(r, 200, "application/octet-stream", e.size >= 0 ? (uint64_t)e.size : UINT64_MAX, member_read, s,
+                   member_free);
+    return;
+fail_fd:
+    close(fd);
+    sl_objmd_free(md);
+    sl_resp_err(r, &err);
+}
+
+/* The archive read r asks for, of the shard b/name (checked: not archpath
+ * with archmode, no Range). */
+static void arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    const char *archpath = q_nonempty(r, "archpath"), *mime = q_nonempty(r, "archmime");
+    struct sl_err err = { 0 };
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    int fd;
+    struct sl_objmd md;
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    const struct sl_plug *fmt = sl_arch_format_of(name, nlen, mime, fd);
+    struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
+    if (!fmt) {
+        sl_errf(&err, SL_EINVAL,
+                "GET %s: not a shard this cluster can read (by %s); supported formats: %s; pass archmime= for "
+                "non-standard extensions",
+                cn, mime ? "archmime" : "extension or content", sl_arch_supported());
+        goto fail;
+    }
+    if (is_plain_tar(fmt)) {
+        unsigned char pfx[SL_OBJ_AUX_PREFIX];
+        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
+        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, fd, &md, &err) < 0)
+            goto fail;
+    }
+    if (archpath) {
+        member_get(r, b, name, nlen, fmt, env, fd, &md, cn);
+        return;
+    }
+    if (sl_req_query_bool(r, "archindex")) {
+        if (!is_plain_tar(fmt)) {
+            sl_errf(&err, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
+            goto fail;
+        }
+        index_get(r, env, b, name, nlen, &md);
+        close(fd);
+        sl_objmd_free(&md);
+        return;
+    }
+    sl_objmd_free(&md);
+    select_get(r, fmt, fd, cn);
+    return;
+fail:
+    close(fd);
+    sl_objmd_free(&md);
+    sl_resp_err(r, &err);
+}
+
+/* A selection or the index: the work is in proportion to the shard (its
+ * index built, its headers walked), so it runs off the HTTP thread. */
+static void arch_off_run(struct sl_req *r, void *arg)
+{
+    struct sl_bobj *o = arg;
+    arch_get(r, &o->b, o->name, o->nlen);
+    sl_bobj_free(o);
+}
+
 bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
     const char *archpath = q_nonempty(r, "archpath"), *mode = q_nonempty(r, "archmode");
-    const char *regx = sl_req_query(r, "archregx"), *mime = q_nonempty(r, "archmime");
     bool want_index = sl_req_query_bool(r, "archindex");
     if (!archpath && !mode && !want_index)
         return false; /* archregx without archmode is ignored (spec §4.3) */
-    struct sl_err err = { 0 };
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     r->op = SL_OP_ARCH_GET;
@@ -717,185 +1115,11 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         sl_resp_errf(r, SL_EINVAL, "GET %s: Range requests are not supported together with archpath/archmode", cn);
         return true;
     }
-    int fd;
-    struct sl_objmd md;
-    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, &err) < 0) {
-        sl_resp_err(r, &err);
-        return true;
-    }
-    const struct sl_plug *fmt = sl_arch_format_of(name, nlen, mime, fd);
-    if (!fmt) {
-        sl_errf(&err, SL_EINVAL,
-                "GET %s: not a shard this cluster can read (by %s); supported formats: %s; pass archmime= for "
-                "non-standard extensions",
-                cn, mime ? "archmime" : "extension or content", sl_arch_supported());
-        goto fail_fd;
-    }
-    struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
-    if (is_plain_tar(fmt)) {
-        unsigned char pfx[SL_OBJ_AUX_PREFIX];
-        sl_obj_aux_prefix(b->bid, name, nlen, pfx);
-        if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, fd, &md, &err) < 0)
-            goto fail_fd;
-    }
-    if (want_index) {
-        if (!is_plain_tar(fmt)) {
-            sl_errf(&err, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
-            goto fail_fd;
-        }
-        close(fd);
-        sl_objmd_free(&md);
-        json_t *arr = sl_arch_index_json(b, name, nlen, &err);
-        if (arr)
-            sl_resp_json_new(r, 200, arr);
-        else
-            sl_resp_err(r, &err);
-        return true;
-    }
     if (archpath) {
-        /* leading '/' and a "<shard name>/" prefix are not part of the member name */
-        while (*archpath == '/')
-            archpath++;
-        size_t al = strlen(archpath);
-        if (al > nlen + 1 && !memcmp(archpath, name, nlen) && archpath[nlen] == '/') {
-            archpath += nlen + 1;
-            al -= nlen + 1;
-        }
-        if (sl_plug_member_name_check(archpath, al, &err) < 0) {
-            sl_err_wrap(&err, "GET %s?archpath", cn);
-            goto fail_fd;
-        }
-        if (is_plain_tar(fmt)) {
-            uint64_t off, size;
-            int rc = index_lookup(env, b, name, nlen, &md, archpath, al, &off, &size);
-            sl_objmd_free(&md);
-            struct sl_fmt_limits lim;
-            limits(&lim);
-            if (rc == 1 && lim.max_member_size && size > lim.max_member_size) {
-                /* the same answer a scan gives from the member's header */
-                sl_errf(&err, SL_ETOOBIG, "%s: member \"%s\" is %llu bytes, over the limit of %llu bytes "
-                        "(arch.max_member_size)", cn, archpath, (unsigned long long)size,
-                        (unsigned long long)lim.max_member_size);
-                goto fail_fd;
-            }
-            if (rc == 1) {
-                sl_resp_fd(r, 200, fd, off, size, "application/octet-stream");
-                return true;
-            }
-            if (rc == 0) {
-                sl_errf(&err, SL_ENOENT, "%s: no member \"%s\" in the shard (list its members with "
-                        "`shale archive ls %s`)", cn, archpath, cn);
-                goto fail_fd;
-            }
-            /* no index (could not be stored): fall through to a scan */
-        } else {
-            sl_objmd_free(&md);
-        }
-        struct member_stream *s = sl_xcalloc(1, sizeof(*s));
-        s->fd = fd;
-        snprintf(s->name, sizeof(s->name), "%s", cn);
-        sl_plug_fdio_init(&s->fio, fd, 0, s->name);
-        struct sl_fmt_limits lim;
-        limits(&lim);
-        struct sl_fmt_entry e;
-        int rc = sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err);
-        if (rc == 0)
-            rc = sl_plug_reader_find(s->rd, archpath, &e, &err);
-        if (rc == 0) {
-            /* The first chunk is read before answering: whatever the reader
-             * can tell up front (a zip member's declared ratio, a corrupt
-             * start) is a 4xx/5xx, not a 200 cut short. */
-            int64_t n = 1;
-            s->pre = sl_xmalloc(PRE_CHUNK);
-            while (s->npre < PRE_CHUNK &&
-                   (n = sl_plug_reader_read(s->rd, s->pre + s->npre, PRE_CHUNK - s->npre, &err)) > 0)
-                s->npre += (size_t)n;
-            if (n < 0)
-                rc = -1;
-        }
-        if (rc != 0) {
-            member_free(s);
-            if (rc == 1)
-                sl_errf(&err, SL_ENOENT, "%s: no member \"%s\" in the shard", cn, archpath);
-            sl_resp_err(r, &err);
-            return true;
-        }
-        sl_resp_stream(r, 200, "application/octet-stream", e.size >= 0 ? (uint64_t)e.size : UINT64_MAX,
-                       member_read, s, member_free);
+        arch_get(r, b, name, nlen);
         return true;
     }
-    /* archregx + archmode: a tar stream of every match, 404 when none */
-    sl_objmd_free(&md);
-    struct tar_stream *s = sl_xcalloc(1, sizeof(*s));
-    s->fd = fd;
-    s->fmt = fmt;
-    snprintf(s->name, sizeof(s->name), "%s", cn);
-    s->chunk = sl_xmalloc(CHUNK);
-    sl_buf_init(&s->out);
-    if (sl_arch_match_new(mode, regx, &s->match, &err) < 0)
-        goto fail_tar;
-    const struct sl_plug *tar = sl_plug_find(reg, SL_PLUGIN_FORMAT, "tar");
-    if (!tar) {
-        sl_errf(&err, SL_EUNSUPP, "GET %s?archmode: the tar format plugin is not loaded", cn);
-        goto fail_tar;
-    }
-    struct sl_fmt_limits lim;
-    limits(&lim);
-    sl_plug_fdio_init(&s->fio, fd, 0, s->name);
-    uint64_t nmatch = 0;
-    if (is_plain_tar(fmt)) {
-        lim.max_total_size = 0;
-        if (sl_plug_index(fmt, &s->fio.io, &lim, collect_cb, s, &err) < 0)
-            goto fail_tar;
-        nmatch = s->nms;
-    } else {
-        /* first pass: are there matches at all? (404 must come before any body) */
-        struct sl_plug_reader *rd;
-        struct sl_fmt_entry e;
-        if (sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &rd, &err) < 0)
-            goto fail_tar;
-        int rc;
-        while ((rc = sl_plug_reader_next(rd, &e, &err)) == 0) {
-            if (!sl_arch_match(s->match, e.name, e.name_len) || !member_ok(s->name, e.name, e.name_len))
-                continue;
-            nmatch++;
-            /* one byte of every match: what the reader can tell before
-             * inflating (a zip member's declared ratio) is refused now, not
-             * in the middle of the 200 */
-            char c;
-            if (sl_plug_reader_read(rd, &c, 1, &err) < 0) {
-                rc = -1;
-                break;
-            }
-        }
-        sl_plug_reader_close(rd);
-        if (rc < 0)
-            goto fail_tar;
-        sl_plug_fdio_init(&s->fio, fd, 0, s->name);
-        if (nmatch && sl_plug_reader_open(fmt, &s->fio.io, &lim, 0, &s->rd, &err) < 0)
-            goto fail_tar;
-    }
-    if (!nmatch) {
-        sl_errf(&err, SL_ENOENT, "%s: no member matches %s \"%s\"", cn, mode, regx ? regx : "");
-        goto fail_tar;
-    }
-    s->out_io = (struct sl_io){ SL_ABI_INIT(struct sl_io), .ctx = s, .write = out_write, .name = s->name };
-    if (sl_plug_writer_open(tar, &s->out_io, 0, &s->w, &err) < 0)
-        goto fail_tar;
-    sl_resp_stream(r, 200, "application/x-tar", UINT64_MAX, tar_read, s, tar_free);
-    return true;
-
-    /* before the fd is handed to a stream: it and md are still ours (s is
-     * not set on this path) */
-fail_fd:
-    close(fd);
-    sl_objmd_free(&md); /* may have been freed already: a no-op then */
-    sl_resp_err(r, &err);
-    return true;
-    /* the tar stream owns the fd */
-fail_tar:
-    tar_free(s);
-    sl_resp_err(r, &err);
+    sl_req_offload(r, arch_off_run, sl_bobj_free, sl_bobj_new(b, name, nlen));
     return true;
 }
 
@@ -935,7 +1159,7 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
         if (!index_valid(env, pfx, &md))
             rc = index_fd(fmt, env, b, name, nlen, fd, &md, err);
         if (rc == 0) {
-            unsigned char from[SL_OBJ_AUX_PREFIX + 1 + IDX_INLINE_NAME + 64];
+            unsigned char from[IDX_KEY_MAX];
             size_t flen = 0;
             if (pos && pos->nlen)
                 flen = member_key(pfx, pos->name, pos->nlen, from);
@@ -944,6 +1168,9 @@ int sl_arch_list_members(const struct sl_bck *b, const char *name, size_t nlen, 
             if (sl_md_aux_foreach_from(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, (const char *)from, flen,
                                        idx_foreach_cb, &it) < 0)
                 rc = sl_errf(err, SL_EIO, "%s: reading the member index failed", cn);
+            else if (!index_valid(env, pfx, &md)) /* (a rebuild drops the marker first) */
+                rc = sl_errf(err, SL_EBUSY, "%s was rewritten while its members were being listed; list again",
+                             cn);
             *more = it.more;
         }
     } else {
@@ -1504,7 +1731,7 @@ json_t *sl_arch_index_json(const struct sl_bck *b, const char *name, size_t nlen
     if (!fmt || !is_plain_tar(fmt))
         sl_errf(err, SL_EINVAL, "%s: member indexes exist for plain .tar shards only", cn);
     else if (index_valid(env, pfx, &md) || index_fd(fmt, env, b, name, nlen, fd, &md, err) == 0) {
-        struct idx_iter it = { .arr = json_array() };
+        struct idx_iter it = { .arr = json_array(), .max = UINT64_MAX };
         sl_md_aux_foreach(env, (const char *)pfx, SL_OBJ_AUX_PREFIX, idx_foreach_cb, &it);
         arr = it.arr;
     }

@@ -79,7 +79,8 @@ void sl_arch_match_free(struct sl_arch_match *m);
 
 /* The member index of a plain-tar object (built if missing): a new array
  * of {"name","offset","size"} in name order, or NULL (err: 400 for other
- * formats, 404 for a missing object). */
+ * formats, 404 for a missing object). The whole index in memory: for
+ * callers that keep it (GET ?archindex streams it a page at a time). */
 json_t *sl_arch_index_json(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
 /* One member of a shard, read sequentially: through the index of a plain
  * tar (one seek), else by a scan. *size is its size (-1 if the format does

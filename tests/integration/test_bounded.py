@@ -10,11 +10,17 @@
   as one page);
 * a corrupt shard (truncated tar, garbage named .tar, corrupt gzip, zip,
   lz4) read with archpath / archregx / archindex or listed is a 422 naming
-  the shard, never a 500 or a crash.
+  the shard, never a 500 or a crash;
+* on a standalone node: the member index of a 200k-member shard is built in
+  batches, sent (archindex) and read for a selection (archregx) with the
+  node's anonymous memory bounded, the outputs complete and exact; a shard
+  re-indexed over a big old index, and an index build cut by a crash, leave
+  a correct index.
 """
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -26,7 +32,7 @@ import zipfile
 import msgpack
 import requests
 
-from harness import Cluster, main, wait_until
+from harness import Cluster, Node, main, wait_until
 
 BIG_N = 200000
 
@@ -310,6 +316,215 @@ class TestBounded(unittest.TestCase):
             self.assertEqual(requests.get(self.c.node_url(n) + "/v1/health", timeout=10).status_code, 200, n)
         self.assertEqual(self.s.get(self.url + "/v1/objects/big/big.tar", params={"archpath": "m000007"}).status_code,
                          200)
+
+
+def long_shard(n, salt=""):
+    """A plain tar of n members with ~180-byte names (ustar prefix + name), in
+    an order that is not name order; every 1000th member has data. Returns
+    (bytes, [(name, data offset, data)] in archive order)."""
+    out = io.BytesIO()
+    members = []
+    for i in range(n):
+        k = (i * 7919) % n  # a permutation: archive order != name order
+        name = "train/d%d/%06d/%s/%s.cls" % (k % 10, k, "x" * 120, "y" * 40 + salt)
+        data = (b"v%d." % k) * 7 if k % 1000 == 0 else b""
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        ti.mtime = 1700000000
+        out.write(ti.tobuf(format=tarfile.USTAR_FORMAT))
+        members.append((name, out.tell(), data))
+        out.write(data)
+        if len(data) % 512:
+            out.write(b"\0" * (512 - len(data) % 512))
+    out.write(b"\0" * 1024)
+    return out.getvalue(), members
+
+
+def index_json(members):
+    """archindex's body: the members in name order, compact JSON, a newline."""
+    return (json.dumps([{"name": n, "offset": o, "size": len(d)} for n, o, d in sorted(members)],
+                       separators=(",", ":")) + "\n").encode()
+
+
+class AnonPeak:
+    """Samples a process's RssAnon (heap, not the mapped LMDB and shard pages)
+    while a request runs: `with AnonPeak(pid) as p: ...; p.growth_mib`."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def anon_kib(self):
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+        raise AssertionError("no RssAnon for pid %d" % self.pid)
+
+    def __enter__(self):
+        self.before = self.peak = self.anon_kib()
+        self.stop = threading.Event()
+
+        def sample():
+            for _ in range(600 * 200):  # at most 10 minutes
+                if self.stop.wait(0.005):
+                    return
+                try:
+                    self.peak = max(self.peak, self.anon_kib())
+                except OSError:
+                    return
+        self.th = threading.Thread(target=sample)
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.th.join(10)
+        self.peak = max(self.peak, self.anon_kib())
+        self.growth_mib = (self.peak - self.before) / 1024.0
+
+
+# what a request may add to the node's heap: the code that built the whole
+# answer in memory for a 200k-member shard added 50-150 MiB here
+MEM_BOUND_MIB = 24
+
+
+class TestArchiveMemory(unittest.TestCase):
+    """archindex, archregx and the index build of a shard of 200k members with
+    long names, each measured on a freshly started node (its heap not warmed
+    by an earlier request)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-amem-")
+        cls.node = Node(cls.tmp).start()
+        cls.url = cls.node.url
+        r = requests.post(cls.url + "/v1/buckets/b", json={"action": "create-bck"}, timeout=30)
+        assert r.status_code == 200, r.text
+        cls.data, cls.members = long_shard(BIG_N)
+        r = requests.put(cls.url + "/v1/objects/b/long.tar", data=cls.data, timeout=600)
+        assert r.status_code == 200, r.text
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def fresh(self):
+        self.node.restart()
+        return AnonPeak(self.node.proc.pid)
+
+    def test_archindex_streamed(self):
+        """archindex of 200k members: byte for byte the JSON array, heap bounded"""
+        with self.fresh() as p:
+            r = requests.get(self.url + "/v1/objects/b/long.tar", params={"archindex": "true"}, timeout=600)
+        print("archindex: RssAnon +%.1f MiB" % p.growth_mib)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        self.assertTrue(r.headers["Content-Type"].startswith("application/json"))
+        self.assertEqual(r.content, index_json(self.members))
+        self.assertLess(p.growth_mib, MEM_BOUND_MIB, "archindex of a 200k-member shard grew the heap by %.1f MiB" %
+                        p.growth_mib)
+        # each entry's range of the shard is the member
+        ents = r.json()
+        for e in ents[::997]:
+            self.assertEqual(self.data[e["offset"]:e["offset"] + e["size"]],
+                             dict((n, d) for n, _, d in self.members)[e["name"]])
+
+    def test_archregx_streamed(self):
+        """a selection of all 200k members (and of a few) as a tar stream: every
+        match in archive order with its data, heap bounded"""
+        with self.fresh() as p:
+            r = requests.get(self.url + "/v1/objects/b/long.tar", params={"archregx": "train/",
+                                                                       "archmode": "prefix"}, timeout=600)
+        print("archregx: RssAnon +%.1f MiB" % p.growth_mib)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        with tarfile.open(fileobj=io.BytesIO(r.content)) as t:
+            got = [(m.name, t.extractfile(m).read()) for m in t]
+        self.assertEqual(got, [(n, d) for n, _, d in self.members])
+        self.assertLess(p.growth_mib, MEM_BOUND_MIB, "archregx over a 200k-member shard grew the heap by %.1f MiB" %
+                        p.growth_mib)
+        # a regexp that matches a few, spread over the shard; and none: 404
+        r = requests.get(self.url + "/v1/objects/b/long.tar", params={"archregx": "/0[0-9]{2}000/",
+                                                                   "archmode": "regexp"}, timeout=600)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        with tarfile.open(fileobj=io.BytesIO(r.content)) as t:
+            got = [(m.name, t.extractfile(m).read()) for m in t]
+        self.assertEqual(got, [(n, d) for n, _, d in self.members if re.search("/0[0-9]{2}000/", n)])
+        self.assertEqual(len(got), 100)
+        r = requests.get(self.url + "/v1/objects/b/long.tar", params={"archregx": "nothing", "archmode": "substr"},
+                         timeout=600)
+        self.assertEqual(r.status_code, 404, r.text[:300])
+
+    def test_index_build_bounded(self):
+        """PUT of a 200k-member shard (indexed before the PUT answers): heap
+        bounded; the index is then used (flag-8 listing in name order)"""
+        with self.fresh() as p:
+            r = requests.put(self.url + "/v1/objects/b/copy.tar", data=self.data, timeout=600)
+        print("index build: RssAnon +%.1f MiB" % p.growth_mib)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        self.assertLess(p.growth_mib, MEM_BOUND_MIB, "indexing a 200k-member shard grew the heap by %.1f MiB" %
+                        p.growth_mib)
+        r = requests.get(self.url + "/v1/buckets/b", json={"action": "list", "value": {
+            "prefix": "copy.tar/train/d3/", "flags": "8", "pagesize": 100000}}, timeout=600)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        names = [e["name"] for e in r.json()["entries"]]
+        self.assertEqual(names[1:], sorted("copy.tar/" + n for n, _, _ in self.members if n.startswith("train/d3/")))
+
+
+class TestIndexRebuild(unittest.TestCase):
+    """The member index replaced over an old one bigger than one LMDB
+    transaction's deletions, and an index build cut by a crash."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-aidx-")
+        self.node = None
+
+    def tearDown(self):
+        if self.node:
+            self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_reindex_over_big_index(self):
+        """a shard of 120k members re-PUT with other names: the PUT answers and
+        the index is the new one's"""
+        self.node = Node(self.tmp).start()
+        url = self.node.url
+        requests.post(url + "/v1/buckets/b", json={"action": "create-bck"}, timeout=30)
+        d1, m1 = long_shard(120000)
+        self.assertEqual(requests.put(url + "/v1/objects/b/s.tar", data=d1, timeout=600).status_code, 200)
+        d2, m2 = long_shard(120001, salt="v2")
+        r = requests.put(url + "/v1/objects/b/s.tar", data=d2, timeout=120)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        r = requests.get(url + "/v1/objects/b/s.tar", params={"archindex": "true"}, timeout=600)
+        self.assertEqual(r.content, index_json(m2))
+        n, _, d = m2[-1]
+        self.assertEqual(requests.get(url + "/v1/objects/b/s.tar", params={"archpath": n}, timeout=60).content, d)
+
+    def test_crash_mid_build(self):
+        """a node killed after the first batch of an index build: after the
+        restart the partial index is not taken for the shard's, every member is
+        found"""
+        self.node = Node(self.tmp).start()
+        url = self.node.url
+        requests.post(url + "/v1/buckets/b", json={"action": "create-bck"}, timeout=30)
+        data, members = long_shard(30000)
+        self.node.stop()
+        self.node.start(env={"SHALE_FAULT": "arch-index-batch"})
+        try:
+            requests.put(url + "/v1/objects/b/s.tar", data=data, timeout=120)
+        except requests.RequestException:
+            pass
+        wait_until(lambda: self.node.proc.poll() is not None, 60, what="the node to stop at the fault")
+        self.node.proc = None
+        with open(os.path.join(self.node.dir, "stdout.log"), errors="replace") as f:
+            self.assertIn("SHALE_FAULT=arch-index-batch reached", f.read())
+        self.node.start()
+        # the shard was stored before it was indexed
+        self.assertEqual(requests.head(url + "/v1/objects/b/s.tar", timeout=30).status_code, 200)
+        last = sorted(members)[-1]
+        r = requests.get(url + "/v1/objects/b/s.tar", params={"archpath": last[0]}, timeout=60)
+        self.assertEqual((r.status_code, r.content), (200, last[2]))
+        r = requests.get(url + "/v1/objects/b/s.tar", params={"archindex": "true"}, timeout=600)
+        self.assertEqual(r.content, index_json(members))
 
 
 if __name__ == "__main__":
