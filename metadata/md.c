@@ -768,33 +768,40 @@ static int apply_op(struct sl_md_env *e, MDB_txn *txn, const struct sl_md_op *op
     return rc;
 }
 
+/* Apply a list of requests in one transaction. A prefix deletion bigger than
+ * one transaction (DEL_BATCH keys) commits what it deleted and goes on in the
+ * next transaction from that very op: what came before it is in, what comes
+ * after it waits. (Re-applying the whole list instead never ended when more
+ * than DEL_BATCH keys under the prefix were put after the deletion: each
+ * round deleted a batch of them and put them back.) */
 static int run_reqs(struct sl_md_env *e, struct md_req *list, bool single)
 {
-    MDB_txn *txn;
-    int rc;
-    int more;
-    do {
-        more = 0;
-        rc = mdb_txn_begin(e->env, NULL, 0, &txn);
+    struct md_req *r0 = list; /* where the next transaction starts */
+    int i0 = 0;
+    for (;;) {
+        MDB_txn *txn;
+        int more = 0;
+        int rc = mdb_txn_begin(e->env, NULL, 0, &txn);
         if (rc)
             return rc;
-        for (struct md_req *r = list; r; r = single ? NULL : r->next) {
-            for (int i = 0; i < r->nops && !rc; i++)
+        int i = i0;
+        for (struct md_req *r = r0; r && !rc && !more; r = single ? NULL : r->next, i = 0) {
+            for (; i < r->nops && !rc && !more; i++) {
                 rc = apply_op(e, txn, &r->ops[i], &more);
-            if (rc || single)
-                break;
+                if (more) {
+                    r0 = r;
+                    i0 = i;
+                }
+            }
         }
         if (rc) {
             mdb_txn_abort(txn);
             return rc;
         }
         rc = mdb_txn_commit(txn);
-        if (rc)
+        if (rc || !more)
             return rc;
-        /* a bucket deletion bigger than one transaction: repeat (the other
-         * ops are idempotent) */
-    } while (more);
-    return 0;
+    }
 }
 
 static void free_req_ops(struct md_req *r)

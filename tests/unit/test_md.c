@@ -432,6 +432,34 @@ int main(void)
     sl_md_bucket_stats(e, 7, &cnt, &bytes);
     TAP_EQ_INT(cnt, 1600, "other buckets untouched");
 
+    /* a prefix deletion bigger than a transaction, then more puts under the
+     * prefix than a transaction deletes, in one request: it must end (it
+     * looped forever) with exactly the new keys */
+    {
+        enum { NK = 60000 }; /* > DEL_BATCH */
+        struct sl_md_op *ops = sl_xcalloc(NK + 1, sizeof(*ops));
+        char (*keys)[16] = sl_xcalloc(NK, sizeof(*keys));
+        for (int i = 0; i < NK; i++) {
+            snprintf(keys[i], sizeof(keys[i]), "ix/%06d", i);
+            ops[i + 1] = (struct sl_md_op){ .kind = SL_MD_PUT_AUX, .key = keys[i], .klen = strlen(keys[i]),
+                                            .val = "old", .vlen = 3 };
+        }
+        TAP_OK(sl_md_commit(e, ops + 1, NK, true, &err) == 0, "aux: %d keys under a prefix", NK);
+        ops[0] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX, .key = "ix/", .klen = 3 };
+        for (int i = 0; i < NK; i++)
+            ops[i + 1].val = "new";
+        TAP_OK(sl_md_commit(e, ops, NK + 1, true, &err) == 0, "aux: prefix deleted and put again in one request");
+        struct sl_buf v;
+        sl_buf_init(&v);
+        int fine = 0;
+        for (int i = 0; i < NK; i += 997, sl_buf_reset(&v))
+            fine += sl_md_aux_get(e, keys[i], strlen(keys[i]), &v) == 1 && v.len == 3 && !memcmp(v.p, "new", 3);
+        TAP_EQ_INT(fine, (NK + 996) / 997, "aux: every key holds the new value");
+        sl_buf_free(&v);
+        free(keys);
+        free(ops);
+    }
+
     /* pending markers */
     struct sl_md_op pm = { .kind = SL_MD_PUT_PENDING, .key = "wk1", .klen = 3, .val = "final", .vlen = 5 };
     sl_md_commit(e, &pm, 1, true, &err);
