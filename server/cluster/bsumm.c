@@ -5,6 +5,7 @@
  */
 #include "bsumm.h"
 #include "cluster.h"
+#include "ec.h"
 #include "jsonx.h"
 #include "log.h"
 #include "lso.h"
@@ -24,13 +25,25 @@ struct count {
     uint64_t n, bytes, min, max;
 };
 
+/* a target's count of one bucket */
+struct here {
+    struct count c;
+    const struct sl_bck *ec;    /* erasure coded, and asked: count the unprotected too */
+    uint64_t un, ubytes;
+};
+
 static int count_ent(void *arg, const struct sl_lsent *e)
 {
-    struct count *c = arg;
+    struct here *h = arg;
+    struct count *c = &h->c;
     c->n++;
     c->bytes += e->size;
     c->min = c->n == 1 || e->size < c->min ? e->size : c->min;
     c->max = e->size > c->max ? e->size : c->max;
+    if (h->ec && sl_ec_unprotected(h->ec, e->name, e->nlen)) {
+        h->un++;
+        h->ubytes += e->size;
+    }
     return 0;
 }
 
@@ -39,32 +52,43 @@ static int local_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct 
     return sl_lso_local_page(b, m, G.id, out, err);
 }
 
-static json_t *count_here(const char *bucket, const char *prefix, struct sl_err *err)
+/* with ec: an erasure-coded bucket's counts have "unprotected_n" and
+ * "unprotected_bytes" too (sl_ec_unprotected: one metafile read per object) */
+static json_t *count_here(const char *bucket, const char *prefix, bool ec, struct sl_err *err)
 {
     struct sl_bck b;
     if (sl_bck_resolve(bucket, "ais", NULL, &b, err) < 0)
         return NULL;
-    struct count c = { 0 };
+    struct here h = { 0 };
+    int d, p;
+    int64_t lim;
+    if (ec && sl_ec_props(&b, &d, &p, &lim))
+        h.ec = &b;
     struct sl_lsomsg lm;
     sl_lsomsg_names(&lm, prefix, true, 0, 10000);
-    int rc = sl_lso_walk(local_page, &b, &lm, NULL, count_ent, &c, err);
+    int rc = sl_lso_walk(local_page, &b, &lm, NULL, count_ent, &h, err);
     sl_lsomsg_free(&lm);
     sl_bck_release(&b);
     if (rc < 0)
         return NULL;
-    return json_pack("{s:I,s:I,s:I,s:I}", "n", (json_int_t)c.n, "bytes", (json_int_t)c.bytes, "min",
-                     (json_int_t)c.min, "max", (json_int_t)c.max);
+    json_t *j = json_pack("{s:I,s:I,s:I,s:I}", "n", (json_int_t)h.c.n, "bytes", (json_int_t)h.c.bytes, "min",
+                          (json_int_t)h.c.min, "max", (json_int_t)h.c.max);
+    if (h.ec) {
+        json_object_set_new(j, "unprotected_n", json_integer((json_int_t)h.un));
+        json_object_set_new(j, "unprotected_bytes", json_integer((json_int_t)h.ubytes));
+    }
+    return j;
 }
 
 /* every ais:// bucket: {NAME: counts} */
-static json_t *count_all(const char *prefix, struct sl_err *err)
+static json_t *count_all(const char *prefix, bool ec, struct sl_err *err)
 {
     struct sl_bmd *bmd = sl_bmd_get();
     json_t *all = json_object();
     for (int i = 0; i < bmd->n && all; i++) {
         if (strcmp(bmd->bcks[i].provider, "ais"))
             continue;
-        json_t *j = count_here(bmd->bcks[i].name, prefix, err);
+        json_t *j = count_here(bmd->bcks[i].name, prefix, ec, err);
         if (!j && err->code == SL_ENOBCK) {
             err->msg[0] = 0; /* destroyed meanwhile */
             err->code = 0;
@@ -85,8 +109,9 @@ static void internal_run(struct sl_req *r, void *arg)
 {
     (void)arg;
     struct sl_err err = { 0 };
-    const char *b = sl_req_query(r, "bck"), *p = sl_req_query(r, "prefix");
-    json_t *j = b && *b ? count_here(b, p ? p : "", &err) : count_all(p ? p : "", &err);
+    const char *b = sl_req_query(r, "bck"), *p = sl_req_query(r, "prefix"), *ec = sl_req_query(r, "ec");
+    bool wec = ec && !strcmp(ec, "1");
+    json_t *j = b && *b ? count_here(b, p ? p : "", wec, &err) : count_all(p ? p : "", wec, &err);
     if (j)
         sl_resp_json_new(r, 200, j);
     else
@@ -192,7 +217,7 @@ static void *run(void *arg)
     if (s->bck[0])
         tally_get(&tl, s->bck); /* there even when empty */
     if (G.role == SL_ROLE_STANDALONE) {
-        json_t *j = s->bck[0] ? count_here(s->bck, s->prefix, &err) : count_all(s->prefix, &err);
+        json_t *j = s->bck[0] ? count_here(s->bck, s->prefix, false, &err) : count_all(s->prefix, false, &err);
         if (j)
             tally_add(&tl, s, j);
         json_decref(j);

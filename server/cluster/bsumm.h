@@ -15,8 +15,12 @@ int sl_bsumm_start(const char *bck, const char *prefix, char *id, size_t n, stru
 /* 0 still running, 1 done (*result: a new array of BsummResult, one per
  * bucket, by name), -1 failed or unknown (err) */
 int sl_bsumm_poll(const char *id, json_t **result, struct sl_err *err);
-/* Targets: GET /v1/internal/bsumm?bck=&prefix= -> {"n","bytes","min","max"}
- * (bck empty: {NAME: {...}} for every ais:// bucket) */
+/* Targets: GET /v1/internal/bsumm?bck=&prefix=[&ec=1] -> {"n","bytes","min",
+ * "max"} (bck empty: {NAME: {...}} for every ais:// bucket). With ec=1 (the
+ * primary's inventories, lost.h) an erasure-coded bucket's counts also have
+ * "unprotected_n"/"unprotected_bytes": its objects here that are not
+ * (yet) encoded (sl_ec_unprotected). Gateways never ask for them, so public
+ * summaries do not carry them. */
 void sl_bsumm_internal(struct sl_req *r);
 
 #endif

@@ -830,6 +830,8 @@ static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bo
     } else if (cnt != 0) {
         sl_lost_record(n->id, n->url, a, detail, it, cnt < 0);
     }
+    if (rc == 0 && skip_reb)
+        sl_lost_gone(n->id); /* its slices and replicas go too, and nothing re-encodes them yet */
     json_decref(detail);
     return rc;
 }

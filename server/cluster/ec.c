@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #define EC_MAX_OBJ (1024ULL * 1024 * 1024)   /* encoded in memory: larger objects are refused (logged) */
+#define EC_MAX_OBJ_ENV "SHALE_TEST_EC_MAX_OBJ"   /* lowers it: tests make an object too big without 1 GiB */
 #define EC_IDLE_NS (5LL * 1000000000LL)      /* an ec-put job with nothing to do for this long ends */
 
 static struct sl_workers wk; /* threads of this file at work, and the stop flag */
@@ -67,6 +68,14 @@ bool sl_ec_props(const struct sl_bck *b, int *d, int *p, int64_t *limit)
     *p = (int)json_integer_value(json_object_get(ec, "parity_slices"));
     *limit = (int64_t)json_integer_value(json_object_get(ec, "objsize_limit"));
     return *d >= 1 && *p >= 1 && *d <= 32 && *p <= 32;
+}
+
+/* the largest object encoded: EC_MAX_OBJ, or less by EC_MAX_OBJ_ENV */
+static uint64_t max_obj(void)
+{
+    const char *v = getenv(EC_MAX_OBJ_ENV);
+    uint64_t n = v && *v ? strtoull(v, NULL, 10) : 0;
+    return n && n < EC_MAX_OBJ ? n : EC_MAX_OBJ;
 }
 
 /* replicated (P extra full replicas) rather than sliced */
@@ -134,6 +143,20 @@ static json_t *local_meta(const struct sl_bck *b, const char *name, size_t nlen)
     json_t *j = read_meta_file(mp.p);
     sl_buf_free(&mp);
     return j;
+}
+
+bool sl_ec_unprotected(const struct sl_bck *b, const char *name, size_t nlen)
+{
+    struct sl_objmd md;
+    struct sl_err err = { 0 };
+    if (sl_obj_stat(b, name, nlen, &md, NULL, &err) != 1)
+        return false; /* gone meanwhile: nothing here to lose */
+    json_t *m = local_meta(b, name, nlen);
+    /* a slice's metafile under the same name does not protect this copy */
+    bool enc = json_is_true(json_object_get(m, "main")) && sl_json_int(m, "generation", 0) == md.mtime;
+    json_decref(m);
+    sl_objmd_free(&md);
+    return !enc;
 }
 
 static void local_remove(const struct sl_bck *b, const char *name, size_t nlen)
@@ -305,9 +328,9 @@ static int encode_one(const struct sl_bck *b, const char *name, size_t nlen, str
     if (need < (copy ? p + 1 : d + p + 1))
         sl_logd("%s: %d target(s): %d %s instead of %d", cn, n, need - 1, copy ? "replica(s)" : "slice(s)",
                 copy ? p : d + p);
-    if (md.size > EC_MAX_OBJ) {
+    if (md.size > max_obj()) {
         rc = sl_errf(err, SL_ETOOBIG, "%s: %llu bytes: erasure coding encodes in memory, up to %llu bytes per object",
-                     cn, (unsigned long long)md.size, (unsigned long long)EC_MAX_OBJ);
+                     cn, (unsigned long long)md.size, (unsigned long long)max_obj());
         goto out;
     }
     uint64_t ss = copy ? md.size : (md.size + (uint64_t)d - 1) / (uint64_t)d;

@@ -20,31 +20,101 @@
 #include <string.h>
 
 #define INV_MIN_NS (20LL * 1000000000LL)
+#define INV_PATH "/v1/internal/bsumm?bck=&prefix=&ec=1"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *inv;             /* {TID: {"time": unix ns, "buckets": {NAME: {"n","bytes",...}}}} */
 static int64_t inv_last_mono;
 static bool inv_running;
 
+/* the current rebalance's version (RMD): a target removed without a
+ * rebalance stays "gone" until the next one */
+static int64_t rmd_version(void)
+{
+    json_t *r = sl_cluster_doc("rmd");
+    int64_t v = sl_json_int(r, "version", 0);
+    json_decref(r);
+    return v;
+}
+
+/* targets other than tid whose slices and replicas are out of reach: the
+ * map's offline ones, and those removed without a rebalance since (lostmd
+ * "gone": the survivors re-encode only after a rebalance); *ntargets the
+ * map's targets */
+static int others_gone(const char *tid, int *ntargets)
+{
+    int g = 0;
+    *ntargets = 0;
+    struct sl_smap *s = sl_smap_get();
+    for (int i = 0; i < s->nnodes; i++) {
+        const struct sl_snode *t = &s->nodes[i];
+        if (t->type != SL_NODE_TARGET)
+            continue;
+        (*ntargets)++;
+        g += strcmp(t->id, tid) && (t->flags & SL_SNF_OFFLINE);
+    }
+    json_t *d = sl_cluster_doc("lostmd");
+    int64_t v = rmd_version();
+    const char *id;
+    json_t *e;
+    json_object_foreach(json_object_get(d, "gone"), id, e)
+        g += strcmp(id, tid) && !sl_smap_find(s, id) && sl_json_int(e, "rmd", -1) >= v;
+    json_decref(d);
+    sl_smap_put(s);
+    return g;
+}
+
+/* how many of an object's other targets (slice or replica holders) may be
+ * gone while it can still be rebuilt without its main target: P, or fewer
+ * when the map has fewer than D+P+1 targets (ec.c then sends fewer slices,
+ * and with fewer than D other targets replicas) */
+static int ec_tolerance(int d, int p, int64_t limit, int ntargets)
+{
+    int slots = ntargets - 1;
+    int t = limit < 0 || slots < d ? slots : slots - d;
+    return SL_MAX(SL_MIN(p, t), 0);
+}
+
 /* keep what only the cluster holds: ais:// buckets without a backend, by
- * their current id; "bid" added */
-static json_t *only_here(const json_t *counts)
+ * their current id; "bid" added. Erasure-coded buckets count the objects
+ * of tid that are not encoded (the target reports them), or all of them
+ * when more of the other targets are gone than the bucket survives ("ec":
+ * why); with raw, every bucket counts what tid holds (rejoin). */
+static json_t *only_here(const char *tid, const json_t *counts, bool raw)
 {
     json_t *out = json_object();
     struct sl_bmd *bmd = sl_bmd_get();
+    int ntargets = 0;
+    int gone = raw ? 0 : others_gone(tid, &ntargets);
     const char *name;
     json_t *c;
     json_object_foreach((json_t *)counts, name, c) {
         const struct sl_bck *b = sl_bmd_find(bmd, "ais", name);
         int d, p;
-        int64_t lim;
-        if (!b || sl_bck_remote(b) || sl_json_int(c, "n", 0) <= 0)
+        int64_t lim, n = sl_json_int(c, "n", 0), bytes = sl_json_int(c, "bytes", 0);
+        char why[200] = "";
+        if (!b || sl_bck_remote(b) || n <= 0)
             continue;
-        if (sl_ec_props(b, &d, &p, &lim))
-            continue; /* erasure coded: the other targets hold slices or replicas (up to P targets may go) */
-        json_object_set_new(out, name, json_pack("{s:I,s:I,s:I}", "bid", (json_int_t)b->bid, "n",
-                                                 (json_int_t)sl_json_int(c, "n", 0), "bytes",
-                                                 (json_int_t)sl_json_int(c, "bytes", 0)));
+        if (!raw && sl_ec_props(b, &d, &p, &lim)) {
+            int tol = ec_tolerance(d, p, lim, ntargets);
+            if (gone > tol) {
+                snprintf(why, sizeof(why), "erasure coded, but %d other target(s) are gone (offline, or removed "
+                         "without a rebalance) and its objects survive the loss of %d", gone, tol);
+            } else {
+                /* absent (an older target): none known to be encoded */
+                n = sl_json_int(c, "unprotected_n", n);
+                bytes = sl_json_int(c, "unprotected_bytes", bytes);
+                snprintf(why, sizeof(why), "erasure coded, but not encoded: too big to encode, or its ec-put "
+                         "was queued or failed");
+            }
+            if (n <= 0)
+                continue;
+        }
+        json_t *e = json_pack("{s:I,s:I,s:I}", "bid", (json_int_t)b->bid, "n", (json_int_t)n, "bytes",
+                              (json_int_t)bytes);
+        if (why[0])
+            json_object_set_new(e, "ec", json_string(why));
+        json_object_set_new(out, name, e);
     }
     sl_bmd_put(bmd);
     return out;
@@ -56,7 +126,7 @@ static void inv_collect(void *arg)
 {
     (void)arg;
     struct sl_tfan t;
-    sl_tfan_init(&t, SL_TF_SKIP_SELF | SL_TF_SKIP_OFFLINE, "GET", "/v1/internal/bsumm?bck=&prefix=");
+    sl_tfan_init(&t, SL_TF_SKIP_SELF | SL_TF_SKIP_OFFLINE, "GET", INV_PATH);
     sl_tfan_run(&t, sl_conf->send_file_time_ns / 1000000);
     int64_t now = sl_now_ns();
     for (int i = 0; i < t.n; i++) {
@@ -95,12 +165,13 @@ void sl_lost_tick(void)
         sl_bg_submit(inv_collect, NULL);
 }
 
-int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time)
+static int64_t holdings(const char *tid, const char *ctrl_url, bool ask_now, bool raw, json_t **detail,
+                        int64_t *inv_time)
 {
     json_t *counts = NULL;
     *inv_time = 0;
     if (ask_now) {
-        char *url = sl_xasprintf("%s/v1/internal/bsumm?bck=&prefix=", ctrl_url);
+        char *url = sl_xasprintf("%s" INV_PATH, ctrl_url);
         struct sl_peer_resp pr;
         if (sl_peer_call("GET", url, NULL, 0, NULL, 0, sl_conf->send_file_time_ns / 1000000, &pr) == 0 &&
             pr.status == 200) {
@@ -121,14 +192,14 @@ int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, js
         pthread_mutex_unlock(&mu);
     }
     if (!counts) {
-        /* no inventory: unknown, unless every bucket that could lose objects is erasure coded */
+        /* no inventory: unknown, unless there is no bucket that could lose objects */
         *detail = all_buckets_unknown();
         bool none = json_object_size(*detail) == 0;
         json_decref(*detail);
         *detail = json_object();
         return none ? 0 : -1;
     }
-    *detail = only_here(counts);
+    *detail = only_here(tid, counts, raw);
     json_decref(counts);
     int64_t total = 0;
     const char *name;
@@ -136,6 +207,11 @@ int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, js
     json_object_foreach(*detail, name, c)
         total += sl_json_int(c, "n", 0);
     return total;
+}
+
+int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time)
+{
+    return holdings(tid, ctrl_url, ask_now, false, detail, inv_time);
 }
 
 char *sl_lost_describe(const json_t *detail)
@@ -154,24 +230,24 @@ char *sl_lost_describe(const json_t *detail)
         if (n < 0)
             sl_buf_printf(&b, "%sais://%s (count unknown)", k > 1 ? ", " : "", name);
         else
-            sl_buf_printf(&b, "%s%lld in ais://%s (%lld bytes)", k > 1 ? ", " : "", (long long)n, name,
-                          (long long)sl_json_int(c, "bytes", 0));
+            sl_buf_printf(&b, "%s%lld in ais://%s (%lld bytes%s%s)", k > 1 ? ", " : "", (long long)n, name,
+                          (long long)sl_json_int(c, "bytes", 0), json_object_get(c, "ec") ? "; " : "",
+                          sl_json_str(c, "ec", ""));
     }
     if (!b.p)
         sl_buf_adds(&b, "none");
     return b.p;
 }
 
-/* every ais:// bucket without a backend, count unknown */
+/* every ais:// bucket without a backend, count unknown (erasure-coded ones
+ * too: how many of their objects were encoded is unknown as well) */
 static json_t *all_buckets_unknown(void)
 {
     json_t *out = json_object();
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < bmd->n; i++) {
         const struct sl_bck *b = &bmd->bcks[i];
-        int d, p;
-        int64_t lim;
-        if (strcmp(b->provider, "ais") || sl_bck_remote(b) || sl_ec_props(b, &d, &p, &lim))
+        if (strcmp(b->provider, "ais") || sl_bck_remote(b))
             continue;
         json_object_set_new(out, b->name, json_pack("{s:I,s:i,s:i}", "bid", (json_int_t)b->bid, "n", -1, "bytes",
                                                     -1));
@@ -206,6 +282,25 @@ void sl_lost_record(const char *tid, const char *url, const char *action, const 
     sl_cluster_set_doc("lostmd", d);
 }
 
+void sl_lost_gone(const char *tid)
+{
+    json_t *d = lostmd_copy();
+    json_t *g = json_object_get(d, "gone");
+    if (!json_is_object(g)) {
+        g = json_object();
+        json_object_set_new(d, "gone", g);
+    }
+    int64_t v = rmd_version();
+    const char *id;
+    json_t *e;
+    void *tmp;
+    json_object_foreach_safe(g, tmp, id, e)
+        if (sl_json_int(e, "rmd", -1) < v) /* a rebalance (and re-encoding) since */
+            json_object_del(g, id);
+    json_object_set_new(g, tid, json_pack("{s:I,s:I}", "rmd", (json_int_t)v, "time", (json_int_t)sl_now_ns()));
+    sl_cluster_set_doc("lostmd", d);
+}
+
 int sl_lost_clear(const char *sid, struct sl_err *err)
 {
     json_t *d = lostmd_copy();
@@ -236,7 +331,7 @@ void sl_lost_rejoined(const char *tid, const char *ctrl_url)
     }
     json_t *have = NULL;
     int64_t it = 0;
-    sl_lost_holdings(tid, ctrl_url, true, &have, &it);
+    holdings(tid, ctrl_url, true, true, &have, &it);
     json_t *bk = json_object_get(rec, "buckets");
     const char *name;
     json_t *c;

@@ -8,9 +8,18 @@
  *
  * lostmd: {"version": N, "targets": {TID: {"url", "time" (unix ns), "action",
  *          "inventory_time" (unix ns, 0 = none), "unknown": bool,
- *          "buckets": {NAME: {"bid", "n", "bytes"}}}}}
+ *          "buckets": {NAME: {"bid", "n", "bytes"[, "ec"]}}}},
+ *          "gone": {TID: {"rmd", "time"}}}
  * ("unknown": the primary had no inventory of that target; every ais://
- * bucket without a backend is then listed, with n = -1.)
+ * bucket without a backend is then listed, with n = -1. "ec": why objects
+ * of an erasure-coded bucket count. "gone": targets removed without a
+ * rebalance, at RMD version "rmd": their EC slices and replicas are gone
+ * until the next rebalance re-encodes what they held.)
+ *
+ * Erasure-coded buckets: a target's objects there count when they are not
+ * encoded (the target reports "unprotected_n", bsumm.h), or all of them
+ * when more of the other targets are gone (offline, or "gone") than the
+ * bucket's objects survive (P, fewer in a map of fewer than D+P+1 targets).
  */
 #ifndef SL_LOST_H
 #define SL_LOST_H
@@ -22,7 +31,8 @@
  * 10 keepalive intervals, at least 20 s apart), in the background. */
 void sl_lost_tick(void);
 
-/* Primary: what only target tid holds (ais:// buckets without a backend):
+/* Primary: what only target tid holds (ais:// buckets without a backend;
+ * erasure-coded ones as above):
  * asked now when the target answers (ask_now), else the last inventory.
  * Returns the number of such objects, -1 when unknown (no inventory);
  * *detail (new reference) is the "buckets" object, *inv_time its time. */
@@ -36,6 +46,9 @@ char *sl_lost_describe(const json_t *detail);
 void sl_lost_record(const char *tid, const char *url, const char *action, const json_t *detail, int64_t inv_time,
                     bool unknown);
 int sl_lost_clear(const char *sid, struct sl_err *err);
+/* Primary: target tid is being removed without a rebalance: note it in
+ * "gone" (and forget the entries a rebalance has made stale); pushes lostmd. */
+void sl_lost_gone(const char *tid);
 /* Primary: target tid (re)joined: the buckets whose recorded objects it
  * holds again (by its inventory, asked now) leave the record. */
 void sl_lost_rejoined(const char *tid, const char *ctrl_url);

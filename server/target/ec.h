@@ -50,6 +50,12 @@ struct sl_ec_tmp {
  * slices are left. Waits on peers: pool threads only. */
 int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct sl_ec_tmp *tmp, struct sl_err *err);
 
+/* b/name is held here but not protected by erasure coding: no main
+ * metafile here, or one of an older generation than the object's mtime
+ * (its ec-put is queued, or failed, or it is too big to encode). A
+ * metadata lookup and a metafile read, never the object's data. */
+bool sl_ec_unprotected(const struct sl_bck *b, const char *name, size_t nlen);
+
 /* HEAD: Ais-Ec-* headers from the local metafile, if any (a small read). */
 void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 

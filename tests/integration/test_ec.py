@@ -248,10 +248,12 @@ class TestECLoss(ECTest):
         victim = max(per, key=lambda t: len(per[t]))
         self.assertTrue(per[victim])
         vname = self.name_by_id(victim)
-        # the primary's inventory of the victim (the no-silent-loss check reads it)
-        wait_until(lambda: self.s.get(self.url + "/v1/cluster", params={"what": "lost"}).json().get(
-            "inventory", {}).get(victim, {}).get("buckets", {}).get("ec", {}).get("n", 0) > 0, 60, interval=0.5,
-            what="inventory of the victim")
+        # the primary's inventory of the victim (the no-silent-loss check reads it), taken once all is encoded
+        def inventoried():
+            c = self.s.get(self.url + "/v1/cluster", params={"what": "lost"}).json().get("inventory", {}).get(
+                victim, {}).get("buckets", {}).get("ec", {})
+            return c.get("n", 0) > 0 and c.get("unprotected_n") == 0
+        wait_until(inventoried, 60, interval=0.5, what="inventory of the victim")
         self.c.kill9(vname)
         wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
         # every object still reads, byte-identical (the gateway sends reads of the
@@ -266,7 +268,7 @@ class TestECLoss(ECTest):
             stray = [f for f in glob.glob(os.path.join(self.c.dir, "t*", "**", "@ais", "ec", "%ob", n), recursive=True)
                      if not f.startswith(os.path.join(self.c.dir, vname) + os.sep)]
             self.assertEqual(stray, [], n)
-        # then gone for good: EC buckets do not count as lost
+        # then gone for good: every object of it was encoded, so nothing counts as lost
         r = self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node",
                                                        "value": {"sid": victim, "no_shutdown": True}}, timeout=60)
         self.assertEqual(r.status_code, 200, r.text)

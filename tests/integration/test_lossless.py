@@ -21,10 +21,11 @@ from test_cluster import hrw_owner
 
 class Base(unittest.TestCase):
     targets = 3
+    env = None  # more environment for the nodes
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="shale-ll-")
-        self.c = Cluster(self.tmp, proxies=1, targets=self.targets).start()
+        self.c = Cluster(self.tmp, proxies=1, targets=self.targets, env=dict(self.env or {})).start()
         self.url = self.c.url
         self.s = requests.Session()
         wait_until(lambda: len(self.c.smap()["tmap"]) == self.targets, 30, what="all targets in the Smap")
@@ -129,7 +130,7 @@ class TestGetFromNeighbourDoesNotStall(Base):
             self.assertLess(dt, 2.0, "GET of absent %s took %.1fs" % (name, dt))
 
 
-class TestNoSilentLoss(Base):
+class LossBase(Base):
     def lost(self):
         r = self.s.get(self.url + "/v1/cluster", params={"what": "lost"})
         self.assertEqual(r.status_code, 200, r.text)
@@ -138,6 +139,13 @@ class TestNoSilentLoss(Base):
     def list_names(self, b):
         return self.s.get(self.url + "/v1/buckets/" + b, json={"action": "list", "value": {"flags": "0"}})
 
+    def decommission(self, tid, **value):
+        value["sid"] = tid
+        return self.s.put(self.url + "/v1/cluster", json={"action": "decommission-node", "value": value},
+                          timeout=60)
+
+
+class TestNoSilentLoss(LossBase):
     def test_dead_target_is_not_dropped_silently(self):
         self.create("nl")
         self.create("nl-empty")
@@ -302,6 +310,108 @@ class TestNoSilentLoss(Base):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
+
+
+class TestECNoSilentLoss(LossBase):
+    """Erasure-coded buckets: what a target holds that was never encoded, and everything it holds once
+    more targets are gone than the bucket survives, is not dropped silently either."""
+    targets = 4
+    env = {"SHALE_TEST_EC_MAX_OBJ": "65536"}  # what is larger is not encoded, as over 1 GiB would not be
+    BIG = 100000
+
+    def create_ec(self, b):
+        self.create(b)
+        r = self.s.patch(self.url + "/v1/buckets/" + b, json={"action": "set-bprops", "value": {"ec": {
+            "enabled": True, "data_slices": 1, "parity_slices": 1, "objsize_limit": 1024}}})
+        self.assertEqual(r.status_code, 200, r.text)
+
+    def wait_encoded(self, b, names):
+        def enc(n):
+            r = self.s.head(self.url + "/v1/objects/%s/%s" % (b, n), allow_redirects=True, timeout=10)
+            return r.status_code == 200 and r.headers.get("Ais-Ec-Data") == "1"
+        for n in names:
+            wait_until(lambda: enc(n), 30, interval=0.2, what="%s encoded" % n)
+
+    def owners(self, b, names):
+        smap = self.c.smap()
+        per = {}
+        for n in names:
+            per.setdefault(hrw_owner(smap, b, n)["daemon_id"], []).append(n)
+        return per
+
+    def test_unencoded_object_is_not_dropped_silently(self):
+        self.create_ec("ecl")
+        data = self.fill("ecl", 30)
+        big = os.urandom(self.BIG)
+        r = self.s.put(self.url + "/v1/objects/ecl/big/0", data=big)
+        self.assertEqual(r.status_code, 200, r.text)
+        t_put = time.time_ns()
+        self.wait_encoded("ecl", data)
+        r = self.s.head(self.url + "/v1/objects/ecl/big/0", allow_redirects=True)
+        self.assertNotIn("Ais-Ec-Data", r.headers)  # too big: never encoded
+        per = self.owners("ecl", list(data) + ["big/0"])
+        victim = [t for t, names in per.items() if "big/0" in names][0]
+        what = "1 in ais://ecl (%d bytes; erasure coded, but not encoded" % self.BIG
+
+        # a live target, asked now: skip_rebalance would strand the object that has no slices or replicas
+        r = self.decommission(victim, skip_rebalance=True)
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertIn(what, r.json()["message"])
+        self.assertIn(victim, self.c.smap()["tmap"])
+
+        # dead: the primary's inventory says the same
+        def inventoried():
+            e = self.lost().get("inventory", {}).get(victim, {})
+            return e.get("time", 0) > t_put and e["buckets"].get("ecl", {}).get("unprotected_n") == 1
+        wait_until(inventoried, 60, interval=0.5, what="an inventory of the victim after the PUTs")
+        self.c.kill9(self.name_of(victim))
+        wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
+        r = self.decommission(victim)
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertIn(what, r.json()["message"])
+        self.assertIn("offline", r.json()["message"])
+        self.assertIn(victim, self.c.smap()["tmap"])
+
+        # forced: the loss is recorded and the listing says so; the encoded objects still read
+        r = self.decommission(victim, force=True, no_shutdown=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        self.assertEqual(self.lost()["lostmd"]["targets"][victim]["buckets"]["ecl"]["n"], 1)
+        r = self.list_names("ecl")
+        self.assertEqual(r.status_code, 409, r.text)
+        for n in per[victim][:5]:
+            if n != "big/0":
+                r = self.s.get(self.url + "/v1/objects/ecl/" + n, timeout=60)
+                self.assertEqual(r.status_code, 200, n)
+                self.assertEqual(hashlib.sha256(r.content).hexdigest(), data[n])
+
+    def test_encoded_allowed_until_too_many_targets_are_gone(self):
+        self.create_ec("ecp")
+        data = self.fill("ecp", 40)
+        self.wait_encoded("ecp", data)
+        per = self.owners("ecp", data)
+        victim = max(per, key=lambda t: len(per[t]))
+
+        # everything encoded: nothing exists only on the victim, even without a rebalance
+        r = self.decommission(victim, skip_rebalance=True, no_shutdown=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        lost = self.lost()["lostmd"]
+        self.assertEqual(lost["targets"], {})
+        self.assertIn(victim, lost["gone"])  # its slices and replicas left with it, nothing re-encoded yet
+        self.assertEqual(self.list_names("ecp").status_code, 200)
+
+        # one more target down: 2 gone, and P = 1 -- a third target's objects would have nothing left
+        rest = sorted((t for t in per if t != victim), key=lambda t: len(per[t]))
+        dead, third = rest[0], rest[-1]
+        self.c.kill9(self.name_of(dead))
+        wait_until(lambda: self.c.smap()["tmap"][dead].get("flags", 0) & (1 << 16), 30, what="second offline")
+        r = self.decommission(third, skip_rebalance=True)
+        self.assertEqual(r.status_code, 409, r.text)
+        msg = r.json()["message"]
+        self.assertIn("%d in ais://ecp (" % len(per[third]), msg)
+        self.assertIn("2 other target(s) are gone", msg)
+        self.assertIn(third, self.c.smap()["tmap"])
 
 
 if __name__ == "__main__":
