@@ -106,6 +106,19 @@ int sl_obj_open_cold(const struct sl_bck *b, const char *name, size_t nlen, int 
     return sl_obj_open(b, name, nlen, fd, md, NULL, err);
 }
 
+/* the copy here has the remote's ETag etag (any, when the remote gave none) */
+static bool held_etag_is(const struct sl_bck *b, const char *name, size_t nlen, const char *etag)
+{
+    struct sl_objmd md;
+    struct sl_err e2 = { 0 };
+    if (sl_obj_stat(b, name, nlen, &md, NULL, &e2) != 1)
+        return false;
+    const char *et = sl_objmd_get_custom(&md, "ETag");
+    bool same = !etag[0] || (et && !strcmp(et, etag));
+    sl_objmd_free(&md);
+    return same;
+}
+
 int sl_backend_refresh(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
 {
     struct sl_backend_obj o;
@@ -118,16 +131,18 @@ int sl_backend_refresh(const struct sl_bck *b, const char *name, size_t nlen, st
         }
         return -1;
     }
-    struct sl_objmd md;
-    struct sl_err e2 = { 0 };
-    int held = sl_obj_stat(b, name, nlen, &md, NULL, &e2);
-    bool same = false;
-    if (held == 1) {
-        const char *et = sl_objmd_get_custom(&md, "ETag");
-        same = !o.etag[0] || (et && !strcmp(et, o.etag));
-        sl_objmd_free(&md);
+    if (held_etag_is(b, name, nlen, o.etag))
+        return 0;
+    /* changed at the remote, or not held. A fetch that was in flight when
+     * we asked may have brought the older version (ours then waits for it
+     * and takes its result): once more if so */
+    for (int i = 0; i < 2; i++) {
+        if (sl_backend_fetch(b, name, nlen, err) < 0)
+            return -1;
+        if (held_etag_is(b, name, nlen, o.etag))
+            break;
     }
-    return same ? 0 : sl_backend_fetch(b, name, nlen, err); /* changed at the remote, or not held */
+    return 0; /* (changed at the remote again meanwhile: the latest fetch stays) */
 }
 
 static int page_add(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
