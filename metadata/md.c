@@ -231,6 +231,33 @@ static int unpack_rec(const msgpack_object *r, const char **suffix, size_t *slen
     return 0;
 }
 
+void sl_objmd_pack(const struct sl_objmd *m, const char *name, size_t nlen, struct sl_buf *out)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack_rec(&pk, name, nlen, m);
+    sl_buf_add(out, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+int sl_objmd_unpack(const void *buf, size_t len, char **name, size_t *nlen, struct sl_objmd *m)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    const char *s;
+    int rc = -1;
+    if (msgpack_unpack_next(&up, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
+        unpack_rec(&up.data, &s, nlen, m) == 0) {
+        *name = sl_xstrndup(s, *nlen);
+        rc = 0;
+    }
+    msgpack_unpacked_destroy(&up);
+    return rc;
+}
+
 static size_t make_key(unsigned char *key, uint64_t bid, const char *name, size_t nlen)
 {
     for (int i = 0; i < 8; i++)

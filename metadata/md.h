@@ -97,6 +97,14 @@ const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k);
  * "PATCH object"). 0 ok; -1 with err (SL_EINVAL) naming the limit. */
 int sl_custom_md_check(const struct sl_kv *kv, int n, const char *what, struct sl_err *err);
 
+/* One object's record as bytes, the whole name in it (the form of the
+ * objects DB's records): metadata kept beside a mirror copy. sl_objmd_pack
+ * appends to out (the caller's). sl_objmd_unpack: 0 with *name (NUL-
+ * terminated, the caller's to free) and m (sl_objmd_free), -1 when buf is
+ * not such a record (nothing to free). */
+void sl_objmd_pack(const struct sl_objmd *m, const char *name, size_t nlen, struct sl_buf *out);
+int sl_objmd_unpack(const void *buf, size_t len, char **name, size_t *nlen, struct sl_objmd *m);
+
 struct sl_md_env;   /* opaque */
 
 enum sl_md_sync { SL_MD_SYNC = 0, SL_MD_ASYNC = 1, SL_MD_NOSYNC = 2 };

@@ -222,18 +222,14 @@ static int trim(struct sl_mpath *main, const struct sl_bck *b, const char *name,
     rc = 0;
     if (ndrop) {
         rc = put_md(main, b, name, nlen, &nm, err);
-        struct sl_buf f;
-        sl_buf_init(&f);
         for (int i = 0; rc == 0 && i < ndrop; i++) {
             struct sl_mpath *cm = sl_store_mpath_by_digest(drop[i]);
             if (!cm)
                 continue;
-            sl_obj_copy_fqn(&f, cm, b, name, nlen);
-            unlink(f.p);
+            sl_obj_copy_drop(cm, b, name, nlen);
             if (job)
                 sl_job_add(&job->out_objs, 1);
         }
-        sl_buf_free(&f);
     }
     pthread_rwlock_unlock(lk);
     sl_objmd_free(&md);
@@ -296,8 +292,10 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
         } else {
             sl_fault("mirror-after-rename");
             cur.copies[cur.ncopies++] = dest->digest;
-            if (put_md(main, b, name, nlen, &cur, err) < 0) {
-                unlink(fqn.p);
+            /* the copy's own record (it outlives the main's mountpath), then the main's */
+            if (sl_obj_copy_record(dest, b, name, nlen, &cur, true, err) < 0 ||
+                put_md(main, b, name, nlen, &cur, err) < 0) {
+                sl_obj_copy_drop(dest, b, name, nlen);
                 rc = -1;
             } else {
                 rc = 1;
@@ -412,10 +410,20 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
     pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
     int rc = sl_md_obj_get(main->md, b->bid, name, nlen, &md, err);
-    if (rc <= 0) {
+    if (rc == 0) {
+        /* no metadata: only copies may be left of it (its main's mountpath lost), one becomes the main */
         pthread_rwlock_unlock(lk);
+        rc = sl_store_promote(b, name, nlen, NULL, err);
+        if (rc == 0 && sl_md_obj_get(main->md, b->bid, name, nlen, &md, err) == 1) {
+            sl_objmd_free(&md); /* (promoted by another reader, or the resilver, meanwhile) */
+            rc = 1;
+        }
         if (rc == 0)
             sl_errf(err, SL_ENOOBJ, "%s does not exist", cn);
+        return rc > 0 ? 0 : -1;
+    }
+    if (rc < 0) {
+        pthread_rwlock_unlock(lk);
         return -1;
     }
     sl_obj_fqn(&fqn, main, b, name, nlen, md.fname);
@@ -476,7 +484,7 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
                     continue;
                 sl_obj_copy_fqn(&cf, cm, b, name, nlen);
                 sl_logw("%s: mirror copy %s is missing or damaged: dropped", cn, cf.p);
-                unlink(cf.p);
+                sl_obj_copy_drop(cm, b, name, nlen);
             }
         }
     } else if (nfiles == 0) {

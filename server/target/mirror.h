@@ -11,9 +11,12 @@
  * served from a healthy copy, which restores the main.
  *
  * Crash safety: a copy is written to a work file on its mountpath, fsynced
- * (write_policy.data), renamed into place and only then recorded, all under
- * the object's write lock after checking the object did not change: the
- * metadata never names a copy that is not complete. Removal goes the other
+ * (write_policy.data), renamed into place and only then recorded (beside
+ * the copy, sl_obj_copy_record, then in the main's metadata), all under the
+ * object's write lock after checking the object did not change: no
+ * metadata names a copy that is not complete. The record beside the copy
+ * lets it become the main replica when the main's mountpath is lost with
+ * its metadata (sl_store_promote). Removal goes the other
  * way (metadata first, then the file), except when the object itself goes
  * (store.c: copies are unlinked before the main file).
  */

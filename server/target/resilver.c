@@ -6,11 +6,13 @@
  * object of a mirrored bucket gets mirror.copies replicas again
  * (sl_mirror_fix), which also re-makes a copy whose file was lost. Reads
  * find an object wherever it is meanwhile (store.c looks on the other
- * mountpaths when the HRW one misses).
+ * mountpaths when the HRW one misses). Before that, an object whose main
+ * replica's mountpath was lost with its metadata gets one from a mirror
+ * copy, whose record says what the object is (sl_store_promote).
  *
- * Stats: in-objs/in-bytes the objects moved, loc-objs/loc-bytes the mirror
- * copies made, out-objs the copies removed, err-objs the objects that
- * failed (each logged). A run that completes without errors clears the
+ * Stats: in-objs/in-bytes the objects moved (or promoted), loc-objs/
+ * loc-bytes the mirror copies made, out-objs the copies removed, err-objs
+ * the objects that failed (each logged). A run that completes without errors clears the
  * pending mark in the node metadata (sl_store_resilvered); an aborted,
  * failed or interrupted one leaves it, so the next start runs again.
  */
@@ -38,6 +40,7 @@ struct visit {
     const struct sl_bck *b;
     struct sl_mpath *mp;
     int want;                   /* replicas of the bucket's objects */
+    bool promote;               /* walking the copies' records */
 };
 
 static bool stopping(const struct sl_job *job)
@@ -52,6 +55,20 @@ static void failed(struct visit *v, const char *name, size_t nlen, const struct 
     sl_job_add(&v->job->err_objs, 1);
 }
 
+/* What came of moving (or promoting) one object: counted, or logged. */
+static void tally(struct visit *v, const char *name, size_t nlen, int rc, uint64_t bytes, const struct sl_err *e)
+{
+    if (rc < 0)
+        failed(v, name, nlen, e);
+    if (rc == 1) {
+        sl_job_add(&v->job->in_objs, 1);
+        sl_job_add(&v->job->in_bytes, bytes);
+    }
+}
+
+/* One object: moved to its HRW mountpath and given its copies, or (when
+ * v->promote: it has a copy's record on v->mp but no metadata anywhere, its
+ * main's mountpath lost) its copy made the main replica. */
 static bool visit_obj(void *arg, const char *name, size_t nlen)
 {
     struct visit *v = arg;
@@ -59,27 +76,27 @@ static bool visit_obj(void *arg, const char *name, size_t nlen)
         return true;
     struct sl_err e = { 0 };
     uint64_t bytes = 0;
-    int rc = sl_store_move(v->b, name, nlen, v->mp, &bytes, &e);
-    if (rc < 0) {
-        failed(v, name, nlen, &e);
+    if (v->promote) {
+        tally(v, name, nlen, sl_store_promote(v->b, name, nlen, &bytes, &e), bytes, &e);
         return false;
     }
-    if (rc == 1) {
-        sl_job_add(&v->job->in_objs, 1);
-        sl_job_add(&v->job->in_bytes, bytes);
-    }
-    if (v->want > 1 && sl_mirror_fix(v->b, name, nlen, v->want, v->job, &e) < 0 && e.code != SL_ENOOBJ)
+    int rc = sl_store_move(v->b, name, nlen, v->mp, &bytes, &e);
+    tally(v, name, nlen, rc, bytes, &e);
+    if (rc >= 0 && v->want > 1 && sl_mirror_fix(v->b, name, nlen, v->want, v->job, &e) < 0 && e.code != SL_ENOOBJ)
         failed(v, name, nlen, &e);
     return false;
 }
 
-/* every object of every bucket recorded on mp */
-static void walk_mpath(struct sl_job *job, const struct sl_bmd *bmd, struct sl_mpath *mp)
+/* every object of every bucket recorded on mp (promote: whose copy's
+ * record is on mp) */
+static void walk_mpath(struct sl_job *job, const struct sl_bmd *bmd, struct sl_mpath *mp, bool promote)
 {
     for (int i = 0; i < bmd->n && !stopping(job); i++) {
-        struct visit v = { .job = job, .b = &bmd->bcks[i], .mp = mp, .want = sl_mirror_want(&bmd->bcks[i]) };
+        struct visit v = { .job = job, .b = &bmd->bcks[i], .mp = mp, .want = sl_mirror_want(&bmd->bcks[i]),
+                           .promote = promote };
         struct sl_err err = { 0 };
-        if (sl_store_walk(mp, v.b, NULL, visit_obj, &v, &err) < 0) {
+        if ((promote ? sl_store_walk_copies(mp, v.b, visit_obj, &v, &err)
+                     : sl_store_walk(mp, v.b, NULL, visit_obj, &v, &err)) < 0) {
             sl_logw("resilver %s: %s on %s: %s", job->id, v.b->name, mp->path, err.msg);
             sl_job_add(&job->err_objs, 1);
         }
@@ -98,17 +115,21 @@ static void walk_all(struct sl_job *job)
         struct sl_mpath *mp = sl_store_detached_open(json_string_value(p), &err);
         if (!mp) {
             sl_logw("resilver %s: removed mountpath %s cannot be read (%s): the objects whose main replica was "
-                    "there are kept only where mirror copies or other targets have them", job->id,
-                    json_string_value(p), err.msg);
+                    "there get one from their mirror copies (from other targets' EC slices otherwise)",
+                    job->id, json_string_value(p), err.msg);
             continue;
         }
         sl_logi("resilver %s: moving the objects off removed mountpath %s", job->id, mp->path);
-        walk_mpath(job, bmd, mp);
+        walk_mpath(job, bmd, mp, false);
         sl_store_detached_close(mp);
     }
     json_decref(removed);
+    /* objects of which only mirror copies are left get a main replica first: the walk below then gives
+     * them their copies back */
     for (int m = 0; m < sl_store_nmpaths() && !stopping(job); m++)
-        walk_mpath(job, bmd, sl_store_mpath(m));
+        walk_mpath(job, bmd, sl_store_mpath(m), true);
+    for (int m = 0; m < sl_store_nmpaths() && !stopping(job); m++)
+        walk_mpath(job, bmd, sl_store_mpath(m), false);
     sl_bmd_put(bmd);
 }
 

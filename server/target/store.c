@@ -10,6 +10,7 @@
 #include "ec.h"
 #include "node.h"
 #include "resilver.h"
+#include "stats.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -286,22 +287,92 @@ bool sl_store_sync_data(void)
     return wp_data == SL_WP_IMMEDIATE;
 }
 
-/* Remove the files of md's mirror copies (the metadata is the caller's). */
-static void unlink_copies(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *md)
+/* ---- the record beside a mirror copy ----
+ * A copy's mountpath keeps the object's metadata too, in its aux DB under
+ * "mc" + bid + sha256(name), so that the copy can become the main replica
+ * when the main's mountpath is lost with its metadata (sl_store_promote).
+ * Written once the copy file is in place, removed before the file goes:
+ * a record never names a copy that is not complete. */
+#define COPY_KEY 42
+#define COPY_KEY_BCK 10 /* "mc" + bid: the prefix of a bucket's records */
+
+static void copy_key(uint64_t bid, const char *name, size_t nlen, unsigned char out[COPY_KEY])
 {
-    if (md->ncopies <= 0)
-        return;
+    out[0] = 'm';
+    out[1] = 'c';
+    for (int i = 0; i < 8; i++)
+        out[2 + i] = (unsigned char)(bid >> (56 - 8 * i));
+    SHA256((const unsigned char *)name, nlen, out + COPY_KEY_BCK);
+}
+
+int sl_obj_copy_record(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen,
+                       const struct sl_objmd *md, bool wait, struct sl_err *err)
+{
+    unsigned char k[COPY_KEY];
+    copy_key(b->bid, name, nlen, k);
+    struct sl_buf v;
+    sl_buf_init(&v);
+    sl_objmd_pack(md, name, nlen, &v);
+    struct sl_md_op op = { .kind = SL_MD_PUT_AUX, .key = (const char *)k, .klen = sizeof(k), .val = v.p,
+                           .vlen = v.len };
+    int rc = sl_md_commit(cm->md, &op, 1, wait, err);
+    sl_buf_free(&v);
+    return rc;
+}
+
+/* The record beside the copy of b/name on mp: 1 (md the caller's), 0 none. */
+static int copy_record_get(struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
+                           struct sl_objmd *md)
+{
+    unsigned char k[COPY_KEY];
+    copy_key(b->bid, name, nlen, k);
+    struct sl_buf v;
+    sl_buf_init(&v);
+    char *rn = NULL;
+    size_t rl = 0;
+    int rc = sl_md_aux_get(mp->md, (const char *)k, sizeof(k), &v) == 1 &&
+             sl_objmd_unpack(v.p, v.len, &rn, &rl, md) == 0;
+    if (rc && (rl != nlen || memcmp(rn, name, nlen) != 0)) { /* (another name with the same hash) */
+        sl_objmd_free(md);
+        rc = 0;
+    }
+    free(rn);
+    sl_buf_free(&v);
+    return rc;
+}
+
+void sl_obj_copy_drop(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    unsigned char k[COPY_KEY];
+    copy_key(b->bid, name, nlen, k);
+    struct sl_md_op op = { .kind = SL_MD_DEL_AUX, .key = (const char *)k, .klen = sizeof(k) };
+    sl_md_commit(cm->md, &op, 1, false, NULL); /* (a record left by a crash names no file: never promoted) */
     struct sl_buf f;
     sl_buf_init(&f);
+    sl_obj_copy_fqn(&f, cm, b, name, nlen);
+    if (unlink(f.p) < 0 && errno != ENOENT)
+        sl_logw("cannot remove mirror copy %s: %s", f.p, strerror(errno));
+    sl_buf_free(&f);
+}
+
+/* The copies' records say what md says now (its custom metadata changed). */
+static void copies_rerecord(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *md)
+{
+    for (int i = 0; i < md->ncopies; i++) {
+        struct sl_mpath *cm = sl_store_mpath_by_digest(md->copies[i]);
+        if (cm)
+            sl_obj_copy_record(cm, b, name, nlen, md, false, NULL);
+    }
+}
+
+/* Remove md's mirror copies, records and files (the metadata is the caller's). */
+static void unlink_copies(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *md)
+{
     for (int i = 0; i < md->ncopies; i++) {
         struct sl_mpath *mp = sl_store_mpath_by_digest(md->copies[i]);
-        if (!mp)
-            continue;
-        sl_obj_copy_fqn(&f, mp, b, name, nlen);
-        if (unlink(f.p) < 0 && errno != ENOENT)
-            sl_logw("cannot remove mirror copy %s: %s", f.p, strerror(errno));
+        if (mp)
+            sl_obj_copy_drop(mp, b, name, nlen);
     }
-    sl_buf_free(&f);
 }
 
 /* ---- init, placement ---- */
@@ -508,6 +579,10 @@ int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
 
 static volatile bool misplaced; /* a resilver is pending (the record in the node metadata) */
 
+static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *live);
+static int orphan_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
+                       struct sl_objmd *md);
+
 /* The mountpath other than hrw whose metadata has b/name (md filled: the
  * caller's), or NULL. */
 static struct sl_mpath *find_misplaced(const struct sl_bck *b, const char *name, size_t nlen,
@@ -578,7 +653,7 @@ static void drop_stale(const struct sl_bck *b, const char *name, size_t nlen, st
             continue;
         sl_obj_copy_fqn(&f, cm, b, name, nlen);
         if (!live_file(f.p, b, name, nlen, lmp, live))
-            unlink(f.p);
+            sl_obj_copy_drop(cm, b, name, nlen);
     }
     sl_buf_free(&f);
     unsigned char ak[SL_OBJ_AUX_PREFIX];
@@ -609,6 +684,7 @@ static void drop_misplaced(const struct sl_bck *b, const char *name, size_t nlen
         drop_stale(b, name, nlen, &mpaths[i], &md, lmp, live);
         sl_objmd_free(&md);
     }
+    drop_copy_records(b, name, nlen, live); /* (of a version whose main was lost, not promoted yet) */
 }
 
 /* ---- PUT ---- */
@@ -1081,6 +1157,8 @@ int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     int rc = md_get_any(b, name, nlen, &mp, md, err);
+    if (rc == 0)
+        rc = orphan_copy(b, name, nlen, &mp, md); /* (what its copy's record says, until it is promoted) */
     if (rc == 0) {
         sl_obj_cname(cn, sizeof(cn), b, name, nlen);
         sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
@@ -1121,6 +1199,16 @@ int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsign
         pthread_rwlock_rdlock(lk);
         mp = hrw;
         int rc = md_get_any(b, name, nlen, &mp, md, err);
+        if (rc == 0 && attempt == 0 && orphan_copy(b, name, nlen, &mp, md)) {
+            /* only a mirror copy is left of it: promoted to main replica (off the caller's thread), then opened */
+            pthread_rwlock_unlock(lk);
+            sl_objmd_free(md);
+            if (flags & SL_OPEN_DEFER)
+                return 1;
+            if (sl_store_promote(b, name, nlen, NULL, err) < 0)
+                return -1;
+            continue;
+        }
         if (rc <= 0) {
             pthread_rwlock_unlock(lk);
             if (rc == 0) {
@@ -1192,12 +1280,14 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
     pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
     int rc = md_get_any(b, name, nlen, &mp, &md, err);
-    if (rc <= 0) {
+    if (rc == 0 && !want_mtime && drop_copy_records(b, name, nlen, NULL) > 0)
+        rc = 2; /* only mirror copies were left of it (its main's mountpath lost): gone now, never promoted */
+    if (rc <= 0 || rc == 2) {
         pthread_rwlock_unlock(lk);
         write_leave(b->bid);
         if (rc == 0)
             sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn);
-        return -1;
+        return rc == 2 ? 0 : -1;
     }
     struct sl_buf fqn;
     sl_buf_init(&fqn);
@@ -1270,6 +1360,8 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md };
     if (rc == 0)
         rc = sl_md_commit(mp->md, &op, 1, true, err);
+    if (rc == 0)
+        copies_rerecord(b, name, nlen, &md);
     pthread_rwlock_unlock(lk);
     write_leave(b->bid);
     sl_objmd_free(&md);
@@ -1439,8 +1531,13 @@ int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err)
     int rc = 0;
     for (int i = 0; i < nmpaths; i++) {
         struct sl_mpath *mp = &mpaths[i];
-        struct sl_md_op op = { .kind = SL_MD_DEL_BUCKET, .bid = b->bid };
-        if (sl_md_commit(mp->md, &op, 1, true, err) < 0)
+        unsigned char ck[COPY_KEY];
+        copy_key(b->bid, "", 0, ck);
+        struct sl_md_op ops[2] = {
+            { .kind = SL_MD_DEL_BUCKET, .bid = b->bid },
+            { .kind = SL_MD_DEL_AUX_PREFIX, .key = (const char *)ck, .klen = COPY_KEY_BCK }, /* copies' records */
+        };
+        if (sl_md_commit(mp->md, ops, 2, true, err) < 0)
             rc = -1;
         char *dir = sl_xasprintf("%s/@%s/%s", mp->path, b->provider, b->name);
         char rid[16];
@@ -1590,16 +1687,62 @@ void sl_store_detached_close(struct sl_mpath *mp)
     free(mp);
 }
 
+/* A file that may hold an object's bytes (md says which). */
+struct replica {
+    char *path;
+    const struct sl_objmd *md;
+};
+
+/* Copy into a work file on dst from the first of reps[0..n) that is
+ * intact: its index and *work, or -1 with err (SL_ENOOBJ: none of them has
+ * a file left). */
+static int work_from_first(const struct replica *reps, int n, struct sl_mpath *dst, const struct sl_bck *b,
+                           char **work, struct sl_err *err)
+{
+    int nfiles = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = open(reps[i].path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno != ENOENT) {
+                sl_errf(err, SL_EIO, "cannot open %s: %s", reps[i].path, strerror(errno));
+                nfiles++;
+            }
+            continue;
+        }
+        nfiles++;
+        struct sl_err e = { 0 };
+        int rc = sl_mirror_copy_work(fd, reps[i].md, dst, b, work, &e);
+        close(fd);
+        if (rc == 0)
+            return i;
+        *err = e;
+        sl_err_wrap(err, "copying %s to %s", reps[i].path, dst->path);
+        if (e.code != SL_ECKSUM && e.code != SL_EIO)
+            return -1; /* out of space, shutting down: no other replica helps */
+    }
+    if (!nfiles)
+        sl_errf(err, SL_ENOOBJ, "no replica has a file left");
+    return -1;
+}
+
+static void replicas_free(struct replica *reps, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(reps[i].path);
+    free(reps);
+}
+
 /* Copy md's bytes into a work file on dst from the first replica that is
  * intact (the main on src, else a mirror copy): 0 and *work, 1 when no
  * replica has a file left, -1 err. */
 static int move_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src,
                      const struct sl_objmd *md, struct sl_mpath *dst, char **work, struct sl_err *err)
 {
+    struct replica *reps = sl_xcalloc((size_t)md->ncopies + 1, sizeof(*reps));
+    int n = 0;
     struct sl_buf f;
     sl_buf_init(&f);
-    int rc = 1;
-    for (int i = -1; i < md->ncopies && rc != 0; i++) {
+    for (int i = -1; i < md->ncopies; i++) {
         struct sl_mpath *cm = i < 0 ? src : sl_store_mpath_by_digest(md->copies[i]);
         if (!cm)
             continue;
@@ -1607,24 +1750,47 @@ static int move_copy(const struct sl_bck *b, const char *name, size_t nlen, stru
             sl_obj_fqn(&f, cm, b, name, nlen, md->fname);
         else
             sl_obj_copy_fqn(&f, cm, b, name, nlen);
-        int fd = open(f.p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            if (errno != ENOENT)
-                rc = sl_errf(err, SL_EIO, "cannot open %s: %s", f.p, strerror(errno));
-            continue;
-        }
-        struct sl_err e = { 0 };
-        rc = sl_mirror_copy_work(fd, md, dst, b, work, &e);
-        close(fd);
-        if (rc < 0) {
-            *err = e;
-            sl_err_wrap(err, "copying %s to %s", f.p, dst->path);
-            if (e.code != SL_ECKSUM && e.code != SL_EIO)
-                break; /* out of space, shutting down: no other replica helps */
-        }
+        reps[n].path = sl_xstrdup(f.p);
+        reps[n++].md = md;
     }
     sl_buf_free(&f);
+    struct sl_err e = { 0 };
+    int rc = work_from_first(reps, n, dst, b, work, &e) >= 0 ? 0 : e.code == SL_ENOOBJ ? 1 : -1;
+    if (rc < 0)
+        *err = e;
+    replicas_free(reps, n);
     return rc;
+}
+
+/* Publish the work file (on dst) as the main replica of b/name on dst,
+ * described by nm, as a PUT does: metadata and a pending marker first, then
+ * the rename, the directory fsynced (write_policy.data), the marker
+ * dropped. There was no record of b/name on dst. 0, or -1 with err and
+ * the metadata undone. The caller holds the object's write lock. */
+static int install_main(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *dst,
+                        const struct sl_objmd *nm, const char *work, const char *fqn, bool new_dirs,
+                        const char *fault, struct sl_err *err)
+{
+    const char *wrel = work + strlen(dst->path) + 1, *frel = fqn + strlen(dst->path) + 1;
+    struct sl_md_op ops[2] = {
+        { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = nm },
+        { .kind = SL_MD_PUT_PENDING, .key = wrel, .klen = strlen(wrel), .val = frel, .vlen = strlen(frel) },
+    };
+    if (sl_md_commit(dst->md, ops, 2, true, err) < 0)
+        return -1;
+    if (rename(work, fqn) < 0) {
+        sl_errf(err, SL_EIO, "cannot move %s into place on %s: %s", fqn, dst->path, strerror(errno));
+        ops[0].kind = SL_MD_DEL_OBJ;
+        ops[1].kind = SL_MD_DEL_PENDING;
+        sl_md_commit(dst->md, ops, 2, true, NULL);
+        return -1;
+    }
+    sl_fault(fault);
+    if (wp_data == SL_WP_IMMEDIATE && (new_dirs ? sl_fsync_parents(fqn, dst->path) : fsync_dir_of(fqn)) < 0)
+        sl_logw("fsync of the directory of %s: %s", fqn, strerror(errno));
+    ops[1].kind = SL_MD_DEL_PENDING;
+    sl_md_commit(dst->md, &ops[1], 1, false, NULL);
+    return 0;
 }
 
 /* Publish the copy (work, on dst) as b/name on its HRW mountpath dst and
@@ -1663,25 +1829,9 @@ static int move_publish(const struct sl_bck *b, const char *name, size_t nlen, s
         for (int i = 0; i < cur.ncopies; i++)
             if (cur.copies[i] != dst->digest) /* (the main is there now) */
                 nm.copies[nm.ncopies++] = cur.copies[i];
-        const char *wrel = work + strlen(dst->path) + 1, *frel = fqn.p + strlen(dst->path) + 1;
-        struct sl_md_op ops[2] = {
-            { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &nm },
-            { .kind = SL_MD_PUT_PENDING, .key = wrel, .klen = strlen(wrel), .val = frel, .vlen = strlen(frel) },
-        };
-        if (sl_md_commit(dst->md, ops, 2, true, err) < 0) {
-            rc = -1;
-        } else if (rename(work, fqn.p) < 0) {
-            rc = sl_errf(err, SL_EIO, "cannot move %s into place on %s: %s", fqn.p, dst->path, strerror(errno));
-            ops[0].kind = SL_MD_DEL_OBJ; /* undo: the object stays on src */
-            ops[1].kind = SL_MD_DEL_PENDING;
-            sl_md_commit(dst->md, ops, 2, true, NULL);
+        if (install_main(b, name, nlen, dst, &nm, work, fqn.p, new_dirs, "resilver-after-rename", err) < 0) {
+            rc = -1; /* (the object stays on src) */
         } else {
-            sl_fault("resilver-after-rename");
-            if (wp_data == SL_WP_IMMEDIATE &&
-                (new_dirs ? sl_fsync_parents(fqn.p, dst->path) : fsync_dir_of(fqn.p)) < 0)
-                sl_logw("resilver: fsync of the directory of %s: %s", fqn.p, strerror(errno));
-            ops[1].kind = SL_MD_DEL_PENDING;
-            sl_md_commit(dst->md, &ops[1], 1, false, NULL);
             drop_stale(b, name, nlen, src, &cur, dst, &nm);
             rc = 1;
         }
@@ -1787,6 +1937,255 @@ int sl_store_walk(struct sl_mpath *mp, const struct sl_bck *b, sl_store_pick_fn 
     free(after);
     free(names);
     free(lens);
+    return rc;
+}
+
+/* ---- promoting a mirror copy ----
+ * The mountpath of an object's main replica was lost with its metadata (a
+ * dead disk removed from fspaths): what is left is the copies and the
+ * records beside them. The newest intact copy becomes the main replica on
+ * the object's HRW mountpath, the way a resilver moves an object. */
+
+struct crec {
+    struct sl_mpath *mp;
+    struct sl_objmd md;
+};
+
+/* The same version of an object (the file name is the main's business). */
+static bool same_version(const struct sl_objmd *a, const struct sl_objmd *b)
+{
+    return a->mtime == b->mtime && a->size == b->size && !strcmp(a->cksum, b->cksum);
+}
+
+/* Metadata of b/name on some mountpath (or unreadable: never promote then). */
+static bool main_known(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *hrw)
+{
+    struct sl_objmd md;
+    struct sl_err e;
+    int rc = md_get_any(b, name, nlen, &hrw, &md, &e);
+    if (rc == 1)
+        sl_objmd_free(&md);
+    return rc != 0;
+}
+
+/* The records of b/name's copies on every mountpath, newest first: n of
+ * recs[0..nmpaths), each md the caller's. */
+static int crecs_get(const struct sl_bck *b, const char *name, size_t nlen, struct crec *recs)
+{
+    int n = 0;
+    for (int i = 0; i < nmpaths; i++) {
+        if (copy_record_get(&mpaths[i], b, name, nlen, &recs[n].md) != 1)
+            continue;
+        recs[n].mp = &mpaths[i];
+        for (int j = n++; j > 0 && recs[j].md.mtime > recs[j - 1].md.mtime; j--) {
+            struct crec t = recs[j];
+            recs[j] = recs[j - 1];
+            recs[j - 1] = t;
+        }
+    }
+    return n;
+}
+
+/* Remove the copies of b/name (records and files) that live does not list
+ * (NULL: all): how many there were. Under the object's write lock. */
+static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *live)
+{
+    int n = 0;
+    for (int i = 0; i < nmpaths; i++) {
+        struct sl_objmd md;
+        bool listed = false;
+        for (int j = 0; live && j < live->ncopies; j++)
+            listed |= live->copies[j] == mpaths[i].digest;
+        if (listed || copy_record_get(&mpaths[i], b, name, nlen, &md) != 1)
+            continue;
+        sl_obj_copy_drop(&mpaths[i], b, name, nlen);
+        sl_objmd_free(&md);
+        n++;
+    }
+    return n;
+}
+
+/* While a resilver is pending, a read that finds no metadata of b/name
+ * anywhere looks for a copy's record: 1 (md and *mp, the record and its
+ * mountpath) or 0. */
+static int orphan_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
+                       struct sl_objmd *md)
+{
+    for (int i = 0; misplaced && i < nmpaths; i++)
+        if (copy_record_get(&mpaths[i], b, name, nlen, md) == 1) {
+            *mp = &mpaths[i];
+            int k = 0; /* (this copy stands for the main: the others are its copies) */
+            for (int j = 0; j < md->ncopies; j++)
+                if (md->copies[j] != mpaths[i].digest)
+                    md->copies[k++] = md->copies[j];
+            md->ncopies = k;
+            return 1;
+        }
+    return 0;
+}
+
+/* Under the object's write lock, if b/name still has no metadata and the
+ * record of recs[src] is unchanged: publish work as its main replica on
+ * dst (install_main), listing as copies the others of the same version;
+ * the rest of the copies go (and all of them when src < 0: records
+ * without files). 1 promoted, 0 not (settled meanwhile), -1 err. */
+static int promote_publish(const struct sl_bck *b, const char *name, size_t nlen, const struct crec *recs, int n,
+                           int src, struct sl_mpath *dst, const char *work, uint64_t *ncopies, struct sl_err *err)
+{
+    char fname[72];
+    bool new_dirs = false;
+    struct sl_buf fqn;
+    sl_buf_init(&fqn);
+    if (src >= 0 && place_fname(dst, b, name, nlen, fname, &fqn, &new_dirs) < 0) {
+        sl_errf(err, SL_EIO, "cannot create directories for %s on %s: %s", name, dst->path, strerror(errno));
+        sl_buf_free(&fqn);
+        return -1;
+    }
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_wrlock(lk);
+    struct sl_objmd cur;
+    int rc = 0;
+    if (main_known(b, name, nlen, dst)) {
+        rc = 0; /* written, or promoted by a read, meanwhile */
+    } else if (src < 0) {
+        drop_copy_records(b, name, nlen, NULL);
+    } else if (copy_record_get(recs[src].mp, b, name, nlen, &cur) == 1) {
+        struct sl_objmd nm = cur;
+        snprintf(nm.fname, sizeof(nm.fname), "%s", fname);
+        nm.ncopies = 0;
+        struct sl_buf f;
+        sl_buf_init(&f);
+        for (int i = 0; i < n; i++) {
+            struct stat st;
+            sl_obj_copy_fqn(&f, recs[i].mp, b, name, nlen);
+            if (recs[i].mp != dst && same_version(&recs[i].md, &cur) && stat(f.p, &st) == 0 &&
+                (uint64_t)st.st_size == cur.size && nm.ncopies < SL_OBJ_MAX_COPIES)
+                nm.copies[nm.ncopies++] = recs[i].mp->digest;
+        }
+        sl_buf_free(&f);
+        if (!same_version(&cur, &recs[src].md)) {
+            rc = 0; /* (changed meanwhile: the next run sees the new one) */
+        } else if (install_main(b, name, nlen, dst, &nm, work, fqn.p, new_dirs, "promote-after-rename", err) < 0) {
+            rc = -1;
+        } else {
+            drop_copy_records(b, name, nlen, &nm); /* (the one on dst, if any, and older versions) */
+            copies_rerecord(b, name, nlen, &nm);
+            *ncopies = (uint64_t)nm.ncopies;
+            rc = 1;
+        }
+        sl_objmd_free(&cur);
+    }
+    pthread_rwlock_unlock(lk);
+    sl_buf_free(&fqn);
+    return rc;
+}
+
+int sl_store_promote(const struct sl_bck *b, const char *name, size_t nlen, uint64_t *bytes, struct sl_err *err)
+{
+    struct sl_mpath *dst = locate(b, name, nlen);
+    if (!dst)
+        return 0;
+    struct crec *recs = sl_xcalloc((size_t)nmpaths, sizeof(*recs));
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_rdlock(lk);
+    int n = main_known(b, name, nlen, dst) ? 0 : crecs_get(b, name, nlen, recs);
+    pthread_rwlock_unlock(lk);
+    struct replica *reps = sl_xcalloc((size_t)n + 1, sizeof(*reps));
+    struct sl_buf f;
+    sl_buf_init(&f);
+    for (int i = 0; i < n; i++) {
+        sl_obj_copy_fqn(&f, recs[i].mp, b, name, nlen);
+        reps[i].path = sl_xstrdup(f.p);
+        reps[i].md = &recs[i].md;
+    }
+    sl_buf_free(&f);
+    char *work = NULL;
+    struct sl_err e = { 0 };
+    int src = n ? work_from_first(reps, n, dst, b, &work, &e) : -1, rc = 0;
+    uint64_t nc = 0;
+    if (src < 0 && n && e.code != SL_ENOOBJ) {
+        *err = e;
+        rc = -1;
+    } else if (n && write_enter(b, false, err) < 0) {
+        rc = -1;
+    } else if (n) {
+        /* src < 0: records whose files are gone (a DELETE cut short): they go */
+        rc = promote_publish(b, name, nlen, recs, n, src, dst, work, &nc, err);
+        write_leave(b->bid);
+    }
+    if (rc == 1) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+        sl_logw("%s: no metadata of it is left (its main replica's mountpath is gone): the mirror copy on %s is "
+                "its main replica on %s now, with %llu other cop%s", cn, recs[src].mp->path, dst->path,
+                (unsigned long long)nc, nc == 1 ? "y" : "ies");
+        sl_stats_add("mirror_promote_n", 1);
+        if (bytes)
+            *bytes = recs[src].md.size;
+    }
+    if (work) {
+        unlink(work); /* (gone when published) */
+        free(work);
+    }
+    replicas_free(reps, n);
+    for (int i = 0; i < n; i++)
+        sl_objmd_free(&recs[i].md);
+    free(recs);
+    if (rc == 1 && (int)nc + 1 < sl_mirror_want(b))
+        sl_mirror_after_put(b, name, nlen); /* the copies it had */
+    return rc;
+}
+
+struct cwalk {
+    char **names;
+    size_t *lens;
+    int n;
+    unsigned char last[COPY_KEY + 1];
+};
+
+static int cwalk_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    struct cwalk *w = arg;
+    if (w->n >= WALK_BATCH)
+        return 1;
+    if (klen == COPY_KEY)
+        memcpy(w->last, key, COPY_KEY);
+    struct sl_objmd md;
+    if (sl_objmd_unpack(val, vlen, &w->names[w->n], &w->lens[w->n], &md) == 0) {
+        sl_objmd_free(&md);
+        w->n++;
+    }
+    return 0;
+}
+
+int sl_store_walk_copies(struct sl_mpath *mp, const struct sl_bck *b, sl_store_visit_fn fn, void *arg,
+                         struct sl_err *err)
+{
+    struct cwalk w = { .names = sl_xcalloc(WALK_BATCH, sizeof(char *)),
+                       .lens = sl_xcalloc(WALK_BATCH, sizeof(size_t)) };
+    unsigned char pfx[COPY_KEY];
+    copy_key(b->bid, "", 0, pfx);
+    size_t flen = 0;
+    int rc = 0;
+    for (bool stop = false; !stop;) {
+        w.n = 0;
+        if (sl_md_aux_foreach_from(mp->md, (const char *)pfx, COPY_KEY_BCK, (const char *)w.last, flen, cwalk_cb,
+                                   &w) < 0) {
+            rc = sl_errf(err, SL_EIO, "cannot read the mirror copies' records on %s", mp->path);
+            break;
+        }
+        for (int i = 0; i < w.n; i++) {
+            if (!stop && fn(arg, w.names[i], w.lens[i]))
+                stop = true;
+            free(w.names[i]);
+        }
+        if (w.n < WALK_BATCH)
+            break;
+        w.last[COPY_KEY] = 0; /* the next key after the last one seen */
+        flen = COPY_KEY + 1;
+    }
+    free(w.names);
+    free(w.lens);
     return rc;
 }
 
@@ -2014,7 +2413,7 @@ static bool fsck_copies(struct sl_mpath *mp, const struct sl_bck *b, const char 
                 nm.copies[nm.ncopies++] = md->copies[i];
                 continue;
             }
-            unlink(f.p);
+            sl_obj_copy_drop(cm, b, name, nlen);
         }
         sl_logw("fsck %s: %s: mirror copy on %s is missing or damaged; dropped (make-n-copies re-creates it)",
                 mp->path, cn, cm ? cm->path : "a mountpath no longer configured");

@@ -228,6 +228,31 @@ void sl_store_detached_close(struct sl_mpath *mp);
 int sl_store_move(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src, uint64_t *bytes,
                   struct sl_err *err);
 
+/* ---- the record beside a mirror copy ----
+ * A copy's mountpath keeps the object's metadata too (its aux DB), so that
+ * the copy can become the main replica when the main's mountpath is lost
+ * with its metadata. */
+/* Record md beside the copy of b/name on cm (once the copy file is in
+ * place; wait: durable per write_policy.md before returning). 0 or -1. */
+int sl_obj_copy_record(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen,
+                       const struct sl_objmd *md, bool wait, struct sl_err *err);
+/* Remove the copy of b/name on cm: its record, then its file. */
+void sl_obj_copy_drop(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen);
+/* b/name has no metadata on any mountpath but copies with records: the
+ * newest intact copy is copied to a work file on its HRW mountpath and
+ * fsynced, then, under the object's write lock and only if nothing
+ * changed meanwhile, published there as a PUT is (metadata and a pending
+ * marker, rename, directory fsync) with the other intact copies of that
+ * version as its copies; the rest of the copies (and records whose file is
+ * gone) are removed, and the object is queued for put-copies. 1 promoted
+ * (*bytes its size; bytes may be NULL), 0 nothing to do, -1 with err. */
+int sl_store_promote(const struct sl_bck *b, const char *name, size_t nlen, uint64_t *bytes, struct sl_err *err);
+/* Visit the names of b's objects that have a copy record on mp, in
+ * batches (no read transaction held while fn runs); fn returns true to
+ * stop. 0, or -1 with err. */
+int sl_store_walk_copies(struct sl_mpath *mp, const struct sl_bck *b, sl_store_visit_fn fn, void *arg,
+                         struct sl_err *err);
+
 /* Full path of an object file (for diagnostics/tests) */
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
                 const char *fname);

@@ -243,6 +243,152 @@ class ResilverTest(unittest.TestCase):
         self.assertIn("finished", p.stdout)
         self.check_placement(self.mps)
 
+    # ---- a mountpath lost for good: mirror copies carry the metadata ----
+
+    def populate_md(self, n=300):
+        """ais://md (2 replicas): objects with custom metadata, every third one written twice (version 2) and
+        every fifth one PATCHed after its copies were made; name -> (md5, checksum, version, custom)"""
+        r = self.s.post(self.url + "/v1/buckets/md", headers=J, data=json.dumps(
+            {"action": "create-bck", "value": {"mirror": {"enabled": True, "copies": 2}}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        bodies = {}
+        for i in range(n):
+            name = "m%d/o%04d" % (i % 7, i)
+            for v in range(2 if i % 3 == 0 else 1):
+                body = os.urandom(300 + 41 * i + v)
+                r = self.s.put(self.url + "/v1/objects/md/" + name, data=body, timeout=60,
+                               headers={"Ais-Custom-Md": "src=test,idx=%d,v=%d" % (i, v)})
+                self.assertEqual(r.status_code, 200, r.text)
+                bodies[name] = hashlib.md5(body).hexdigest()
+        wait_until(lambda: all(self.copies("md", nm)[0] == 2 for nm in bodies), 120, what="put-copies")
+        for i, name in enumerate(sorted(bodies)):
+            if i % 5 == 0:
+                r = self.s.patch(self.url + "/v1/objects/md/" + name, headers=J,
+                                 data=json.dumps({"value": {"patched": "yes"}}), timeout=30)
+                self.assertEqual(r.status_code, 200, r.text)
+        self.md = {}
+        for name, md5 in bodies.items():
+            h = self.head("md", name)
+            self.md[name] = (md5, h["Ais-Checksum-Value"], h["Ais-Version"], h["Ais-Custom-Md"])
+        self.assertTrue(any(v[2] == "2" for v in self.md.values()))
+        self.assertTrue(any("patched=yes" in v[3] for v in self.md.values()))
+
+    def lose_mountpath(self, env=None, wait=True):
+        """stop, the third mountpath's disk gone for good (rm -rf, out of fspaths), start: the names whose main
+        replica (and metadata) were there"""
+        self.node.stop()
+        lost = [n for n in self.md if hrw_mpath(self.mps, "md", n) == self.mps[2]]
+        self.assertGreater(len(lost), 30)
+        shutil.rmtree(self.mps[2])
+        self.start(self.mps[:2], env=env, wait=wait)
+        return lost
+
+    def check_md(self, names):
+        for name in names:
+            md5, ck, ver, custom = self.md[name]
+            r = self.s.get(self.url + "/v1/objects/md/" + name, timeout=30)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name, r.text))
+            self.assertEqual(hashlib.md5(r.content).hexdigest(), md5, name)
+            h = self.head("md", name)
+            self.assertEqual((h["Ais-Checksum-Value"], h["Ais-Version"], h["Ais-Custom-Md"]), (ck, ver, custom),
+                             name)
+            n, paths = self.copies("md", name)
+            self.assertEqual(n, 2, name)
+            self.assertEqual(len(set(paths)), 2, name)
+            self.assertTrue(set(paths) <= set(self.mps[:2]), (name, paths))
+            self.assertEqual(paths[0], hrw_mpath(self.mps[:2], "md", name))
+
+    def listed(self, b):
+        r = self.s.get(self.url + "/v1/buckets/" + b, json={"action": "list", "value": {"props": "name,size"}},
+                       timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        return [e["name"] for e in r.json()["entries"]]
+
+    def test_lost_mountpath_copies_promoted(self):
+        """the disk of one of 3 mountpaths is gone (directory deleted, out of fspaths): every object of a 2-way
+        mirrored bucket stays readable (reads never fail, even before the resilver got to it), with its
+        checksum, version and custom metadata (PATCHed ones included), and ends with 2 replicas on the
+        remaining mountpaths, listed once"""
+        self.start(self.mps)
+        self.populate_md()
+        errors, reads = [], [0]
+        stop = threading.Event()
+        lost = self.lose_mountpath(wait=False)
+
+        def reader():
+            s = requests.Session()
+            for _ in range(200):
+                if stop.is_set():
+                    break
+                for name in lost:
+                    try:
+                        r = s.get(self.node.url + "/v1/objects/md/" + name, timeout=30)
+                    except requests.ConnectionError:
+                        time.sleep(0.05)
+                        break
+                    reads[0] += 1
+                    if r.status_code != 200 or hashlib.md5(r.content).hexdigest() != self.md[name][0]:
+                        errors.append((name, r.status_code, r.text[:200]))
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            self.node.wait_ready()
+            j = self.wait_resilver()
+        finally:
+            stop.set()
+            t.join(120)
+        self.assertEqual(errors, [])
+        self.assertGreaterEqual(int(j["in-objs"]), 1, j)
+        self.check_md(self.md)
+        self.assertEqual(sorted(self.listed("md")), sorted(self.md))
+        self.assertIn("is its main replica on", self.node.log())
+        # and it stays so: a restart has nothing to do
+        self.node.restart()
+        self.check_md(lost[:20])
+
+    def test_lost_mountpath_deleted_stay_deleted(self):
+        """objects deleted before the disk was lost do not come back from what their copies left, nor do those
+        deleted while the resilver runs (before or after their copy was promoted); the others survive"""
+        self.start(self.mps)
+        self.populate_md(n=150)
+        on_lost = [n for n in self.md if hrw_mpath(self.mps, "md", n) == self.mps[2]]
+        gone = on_lost[::2]
+        for name in gone:
+            r = self.s.delete(self.url + "/v1/objects/md/" + name, timeout=30)
+            self.assertEqual(r.status_code, 200, r.text)
+        self.lose_mountpath()
+        late = on_lost[1::2][:10]
+        for name in late:
+            r = self.s.delete(self.url + "/v1/objects/md/" + name, timeout=30)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name, r.text))
+        self.wait_resilver()
+        for name in gone + late:
+            r = self.s.get(self.url + "/v1/objects/md/" + name, timeout=30)
+            self.assertEqual(r.status_code, 404, "%s came back" % name)
+            for mp in self.mps[:2]:
+                self.assertFalse(os.path.exists(os.path.join(mp, "@ais", "md", "%ob", copy_fname(name))), name)
+        kept = [n for n in self.md if n not in gone and n not in late]
+        self.check_md(kept)
+        self.assertEqual(sorted(self.listed("md")), sorted(kept))
+        # nor after another restart (no record of theirs is left to promote)
+        self.node.restart()
+        for name in gone + late:
+            self.assertEqual(self.s.head(self.url + "/v1/objects/md/" + name, timeout=30).status_code, 404, name)
+
+    def test_promote_crash(self):
+        """a crash right after a promoted copy was renamed into place as the main replica: nothing is lost; the
+        next start finishes the job"""
+        self.start(self.mps)
+        self.populate_md(n=120)
+        self.lose_mountpath(env={"SHALE_FAULT": "promote-after-rename"}, wait=False)
+        wait_until(lambda: self.node.proc.poll() is not None, 60, what="the injected crash")
+        self.assertEqual(self.node.proc.returncode, 137)
+        self.node.proc = None
+        self.start(self.mps[:2])
+        self.wait_resilver()
+        self.check_md(self.md)
+        self.assertEqual(sorted(self.listed("md")), sorted(self.md))
+
 
 if __name__ == "__main__":
     main()
