@@ -86,6 +86,20 @@ static bool replicated(uint64_t size, int64_t limit)
 
 /* ---- local slices and metafiles ---- */
 
+static void ec_paths_on(const struct sl_mpath *mp, const struct sl_bck *b, const char *h, struct sl_buf *data,
+                        struct sl_buf *meta)
+{
+    if (data) {
+        sl_buf_reset(data);
+        sl_buf_printf(data, "%s/@%s/%s/%%ec/%s", mp ? mp->path : "/nonexistent", b->provider, b->name, h);
+    }
+    if (meta) {
+        sl_buf_reset(meta);
+        sl_buf_printf(meta, "%s/@%s/%s/%%mt/%s", mp ? mp->path : "/nonexistent", b->provider, b->name, h);
+    }
+}
+
+/* where a slice and its metafile go: the object's HRW mountpath */
 static void ec_paths(const struct sl_bck *b, const char *name, size_t nlen, struct sl_buf *data, struct sl_buf *meta)
 {
     struct sl_buf un;
@@ -94,11 +108,41 @@ static void ec_paths(const struct sl_bck *b, const char *name, size_t nlen, stru
     struct sl_mpath *mp = sl_store_pick(un.p, un.len);
     char h[SL_CKSUM_HEX_MAX];
     sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
-    if (data)
-        sl_buf_printf(data, "%s/@%s/%s/%%ec/%s", mp ? mp->path : "/nonexistent", b->provider, b->name, h);
-    if (meta)
-        sl_buf_printf(meta, "%s/@%s/%s/%%mt/%s", mp ? mp->path : "/nonexistent", b->provider, b->name, h);
+    ec_paths_on(mp, b, h, data, meta);
     sl_buf_free(&un);
+}
+
+/* where they are: the HRW mountpath, or, after the mountpaths changed (the
+ * resilver moves objects, not slices), the first other mountpath that has
+ * the metafile */
+static void ec_paths_found(const struct sl_bck *b, const char *name, size_t nlen, struct sl_buf *data,
+                           struct sl_buf *meta)
+{
+    struct sl_buf m;
+    sl_buf_init(&m);
+    ec_paths(b, name, nlen, data, &m);
+    if (access(m.p, F_OK) < 0 && errno == ENOENT) {
+        char h[SL_CKSUM_HEX_MAX];
+        sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
+        struct sl_buf d2, m2;
+        sl_buf_init(&d2);
+        sl_buf_init(&m2);
+        for (int i = 0; i < sl_store_nmpaths(); i++) {
+            ec_paths_on(sl_store_mpath(i), b, h, &d2, &m2);
+            if (access(m2.p, F_OK) == 0) {
+                if (data)
+                    ec_paths_on(sl_store_mpath(i), b, h, data, NULL);
+                sl_buf_reset(&m);
+                sl_buf_add(&m, m2.p, m2.len);
+                break;
+            }
+        }
+        sl_buf_free(&d2);
+        sl_buf_free(&m2);
+    }
+    if (meta)
+        sl_buf_add(meta, m.p, m.len);
+    sl_buf_free(&m);
 }
 
 /* write path atomically (work file, fsync per write_policy.data, rename) */
@@ -139,7 +183,7 @@ static json_t *local_meta(const struct sl_bck *b, const char *name, size_t nlen)
 {
     struct sl_buf mp;
     sl_buf_init(&mp);
-    ec_paths(b, name, nlen, NULL, &mp);
+    ec_paths_found(b, name, nlen, NULL, &mp);
     json_t *j = read_meta_file(mp.p);
     sl_buf_free(&mp);
     return j;
@@ -164,9 +208,13 @@ static void local_remove(const struct sl_bck *b, const char *name, size_t nlen)
     struct sl_buf dp, mp;
     sl_buf_init(&dp);
     sl_buf_init(&mp);
-    ec_paths(b, name, nlen, &dp, &mp);
-    unlink(mp.p); /* the metafile first: it never names a missing slice */
-    unlink(dp.p);
+    char h[SL_CKSUM_HEX_MAX];
+    sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
+    for (int i = 0; i < sl_store_nmpaths(); i++) { /* (on any mountpath: see ec_paths_found) */
+        ec_paths_on(sl_store_mpath(i), b, h, &dp, &mp);
+        unlink(mp.p); /* the metafile first: it never names a missing slice */
+        unlink(dp.p);
+    }
     sl_buf_free(&dp);
     sl_buf_free(&mp);
 }
@@ -188,9 +236,26 @@ static int local_store(const struct sl_bck *b, const char *name, size_t nlen, co
     }
     if (rc == 0)
         rc = write_atomic(mp.p, mj, strlen(mj));
-    if (rc < 0)
+    if (rc < 0) {
         sl_errf(err, SL_EIO, "t[%s]: cannot store an EC slice of %s/%.*s under %s: %s", G.id, b->name,
                 (int)SL_MIN(nlen, 200), name, dp.p, strerror(errno));
+    } else if (sl_store_nmpaths() > 1) {
+        /* an older one left on another mountpath before the mountpaths changed */
+        char h[SL_CKSUM_HEX_MAX];
+        sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
+        struct sl_buf od, om;
+        sl_buf_init(&od);
+        sl_buf_init(&om);
+        for (int i = 0; i < sl_store_nmpaths(); i++) {
+            ec_paths_on(sl_store_mpath(i), b, h, &od, &om);
+            if (strcmp(om.p, mp.p)) {
+                unlink(om.p);
+                unlink(od.p);
+            }
+        }
+        sl_buf_free(&od);
+        sl_buf_free(&om);
+    }
     free(mj);
     sl_buf_free(&dp);
     sl_buf_free(&mp);
@@ -762,7 +827,7 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
     struct sl_buf lp, ld;
     sl_buf_init(&lp);
     sl_buf_init(&ld);
-    ec_paths(b, name, nlen, &ld, &lp);
+    ec_paths_found(b, name, nlen, &ld, &lp);
     json_t *lm = read_meta_file(lp.p);
     struct sl_buf lbody;
     sl_buf_init(&lbody);
@@ -1112,7 +1177,7 @@ static void slice_get_run(struct sl_req *r, void *arg)
     sl_buf_init(&dp);
     sl_buf_init(&mp);
     sl_buf_init(&out);
-    ec_paths(&q->b, q->name, q->nlen, &dp, &mp);
+    ec_paths_found(&q->b, q->name, q->nlen, &dp, &mp);
     json_t *m = read_meta_file(mp.p);
     struct sl_err err = { 0 };
     int fd = -1;

@@ -311,5 +311,52 @@ class TestECLoss(ECTest):
         self.assertGreater(lost, 0)
 
 
+class TestECMountpaths(ECTest):
+    def test_slices_found_after_mountpaths_change(self):
+        """a target's mountpaths change (two added): the resilver moves its objects, not its slices and
+        replicas, which stay where the old HRW put them; they must still be found when their object's main
+        target dies (a 1-replica object has no other way back)"""
+        import json
+        import signal
+        from test_resilver import hrw_mpath
+        self.create("ec", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
+        data = self.put_all("ec", [100 + 37 * i for i in range(60)])  # all below LIMIT: one replica each
+        for name in data:
+            wait_until(lambda: self.encoded("ec", name), 30, what="%s encoded" % name)
+        smap = self.c.smap()
+        targets = [n["name"] for n in self.c.topology()["nodes"] if n["role"] == "target"]
+        owner = {name: self.name_by_id(hrw_owner(smap, "ec", name)["daemon_id"]) for name in data}
+        holder = {name: self.slice_holders("ec", name) for name in data}
+        # x: the target whose new mountpaths move the HRW place of most replicas it holds for others
+        new = {t: [os.path.join(self.c.dir, t, "mp%d" % i) for i in (1, 2, 3)] for t in targets}
+        moved = {t: [n for n in data if holder[n] == [t] and owner[n] != t and
+                     hrw_mpath(new[t], "ec", n) != new[t][0]] for t in targets}
+        x = max(targets, key=lambda t: len(moved[t]))
+        victim = max({owner[n] for n in moved[x]}, key=lambda v: sum(owner[n] == v for n in moved[x]))
+        probe = [n for n in moved[x] if owner[n] == victim]
+        self.assertTrue(probe, "no replica on a moved mountpath (placement)")
+        # restart x with 3 mountpaths
+        pid = self.c.pid(x)
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not os.path.exists("/proc/%d" % pid), 30, what="%s stopped" % x)
+        cfgp = os.path.join(self.c.dir, x, "shale.json")
+        with open(cfgp) as f:
+            cfg = json.load(f)
+        for p in new[x][1:]:
+            os.makedirs(p, exist_ok=True)
+        cfg["fspaths"] = {p: "" for p in new[x]}
+        with open(cfgp, "w") as f:
+            json.dump(cfg, f)
+        self.c.start()
+        xid = [t for t in smap["tmap"] if self.name_by_id(t) == x][0]
+        wait_until(lambda: not self.c.smap()["tmap"][xid].get("flags", 0) & (1 << 16), 60, what="%s back" % x)
+        # the victim dies: its objects are rebuilt from what the others hold, x included
+        vid = [t for t in smap["tmap"] if self.name_by_id(t) == victim][0]
+        self.c.kill9(victim)
+        wait_until(lambda: self.c.smap()["tmap"][vid].get("flags", 0) & (1 << 16), 30, what="victim offline")
+        self.check_all("ec", {n: data[n] for n in probe})
+        self.check_all("ec", data)
+
+
 if __name__ == "__main__":
     main()
