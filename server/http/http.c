@@ -50,9 +50,73 @@ static int method_of(const char *m)
     return SL_M_OTHER;
 }
 
+/* A request is about 1.5 KiB (its error message buffer), a size glibc serves
+ * from its large bins after consolidating the small free chunks: ~1% of a
+ * small GET's CPU. Each HTTP thread keeps a few freed ones instead. (Not
+ * under AddressSanitizer, which should see every free.) */
+#define REQ_CACHE 16
+
+struct req_cache {
+    int n;
+    struct sl_req *r[REQ_CACHE];
+};
+
+static pthread_key_t req_cache_key;
+static pthread_once_t req_cache_once = PTHREAD_ONCE_INIT;
+
+static void req_cache_free(void *p)
+{
+    struct req_cache *c = p;
+    while (c->n)
+        free(c->r[--c->n]);
+    free(c);
+}
+
+static void req_cache_init(void)
+{
+    pthread_key_create(&req_cache_key, req_cache_free);
+}
+
+static struct req_cache *req_cache(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return NULL;
+#else
+    pthread_once(&req_cache_once, req_cache_init);
+    struct req_cache *c = pthread_getspecific(req_cache_key);
+    if (!c) {
+        c = sl_xcalloc(1, sizeof(*c));
+        if (pthread_setspecific(req_cache_key, c) != 0) {
+            free(c);
+            return NULL;
+        }
+    }
+    return c;
+#endif
+}
+
+static struct sl_req *req_new(void)
+{
+    struct req_cache *c = req_cache();
+    if (!c || !c->n)
+        return sl_xcalloc(1, sizeof(struct sl_req));
+    struct sl_req *r = c->r[--c->n];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+static void req_release(struct sl_req *r)
+{
+    struct req_cache *c = req_cache();
+    if (c && c->n < REQ_CACHE)
+        c->r[c->n++] = r;
+    else
+        free(r);
+}
+
 static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    struct sl_req *r = sl_xcalloc(1, sizeof(*r));
+    struct sl_req *r = req_new();
     r->raw_uri = sl_xstrdup(uri ? uri : "/");
     r->uri_wire = uri;
     r->conn = c;
@@ -147,7 +211,7 @@ static void free_req(struct sl_req *r)
         free(h); /* k and v are in the same block */
         h = n;
     }
-    free(r);
+    req_release(r);
 }
 
 const char *sl_req_query(const struct sl_req *r, const char *key)
