@@ -118,9 +118,9 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
         sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md->cksum_type));
         sl_hdr_add(r, "Ais-Checksum-Value", md->cksum);
     }
-    sl_hdr_addf(r, "Ais-Atime", "%lld", (long long)md->atime);
+    sl_hdr_add_u64(r, "Ais-Atime", (uint64_t)(md->atime > 0 ? md->atime : 0));
     if (md->version)
-        sl_hdr_addf(r, "Ais-Version", "%llu", (unsigned long long)md->version);
+        sl_hdr_add_u64(r, "Ais-Version", md->version);
     add_custom_headers(r, md);
 }
 

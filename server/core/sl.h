@@ -94,6 +94,7 @@ int sl_buf_add(struct sl_buf *b, const void *p, size_t n);
 int sl_buf_adds(struct sl_buf *b, const char *s);
 int sl_buf_addc(struct sl_buf *b, char c);
 int sl_buf_addu(struct sl_buf *b, uint64_t v); /* decimal */
+const char *sl_fmt_u64(char buf[24], uint64_t v); /* decimal, in buf; returns where it starts */
 int sl_buf_printf(struct sl_buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
 /* Returns b's bytes as new ("" when b is empty; caller frees) and leaves b
  * empty and reusable. */

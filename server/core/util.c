@@ -198,15 +198,21 @@ int sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
     return 0;
 }
 
+const char *sl_fmt_u64(char buf[24], uint64_t v)
+{
+    int i = 23;
+    buf[i] = 0;
+    do {
+        buf[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return buf + i;
+}
+
 int sl_buf_addu(struct sl_buf *b, uint64_t v)
 {
     char t[24];
-    int i = (int)sizeof(t);
-    do {
-        t[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return sl_buf_add(b, t + i, sizeof(t) - (size_t)i);
+    return sl_buf_adds(b, sl_fmt_u64(t, v));
 }
 
 char *sl_buf_steal(struct sl_buf *b)

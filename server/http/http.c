@@ -452,6 +452,12 @@ void sl_hdr_del(struct sl_req *r, const char *k)
     }
 }
 
+void sl_hdr_add_u64(struct sl_req *r, const char *k, uint64_t v)
+{
+    char t[24];
+    sl_hdr_add(r, k, sl_fmt_u64(t, v));
+}
+
 void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...)
 {
     char tmp[1024];

@@ -172,6 +172,7 @@ json_t *sl_req_body_json(struct sl_req *r, struct sl_err *err);
  * Arguments are copied unless said otherwise. */
 void sl_hdr_add(struct sl_req *r, const char *k, const char *v);
 void sl_hdr_del(struct sl_req *r, const char *k);    /* every one named k (case-insensitive) */
+void sl_hdr_add_u64(struct sl_req *r, const char *k, uint64_t v); /* decimal, no printf */
 void sl_hdr_addf(struct sl_req *r, const char *k, const char *fmt, ...) SL_PRINTF(3, 4);
 void sl_resp_empty(struct sl_req *r, int status);
 void sl_resp_bytes(struct sl_req *r, int status, const char *ctype, const void *data, size_t len);

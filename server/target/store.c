@@ -243,8 +243,14 @@ static void hashed_fname(const char *name, size_t nlen, char out[72])
  * ais://b and s3://b live apart), then the content type ("%ob/", "%wk"). */
 static void bdir(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *ct)
 {
-    sl_buf_reset(out);
-    sl_buf_printf(out, "%s/@%s/%s/%s", mp->path, b->provider, b->name, ct);
+    sl_buf_reset(out); /* "MPATH/@PROVIDER/BUCKET/CT", on every object access: no printf */
+    sl_buf_adds(out, mp->path);
+    sl_buf_adds(out, "/@");
+    sl_buf_adds(out, b->provider);
+    sl_buf_addc(out, '/');
+    sl_buf_adds(out, b->name);
+    sl_buf_addc(out, '/');
+    sl_buf_adds(out, ct);
 }
 
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
