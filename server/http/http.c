@@ -764,26 +764,6 @@ static void fd_free(void *cls)
     free(f);
 }
 
-/* libmicrohttpd 0.9.75 sends a file 128 KiB per sendfile() and goes back
- * to poll() between chunks. With the socket's send buffer left to the
- * kernel's autotuning, a large answer on loopback found the buffer full
- * after most chunks: two thread switches per chunk. A fixed 4 MiB buffer
- * (the autotuning's own ceiling, tcp_wmem) for a connection that sends
- * something large cut the CPU per GB by about a third (bench/RESULTS.md
- * §17). Set once per connection; a buffer is a limit, not an allocation. */
-#define BIG_SEND (1024 * 1024)
-#define BIG_SNDBUF (4 * 1024 * 1024)
-
-static void big_sndbuf(struct sl_req *r)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    int want = BIG_SNDBUF, have = 0;
-    socklen_t hl = sizeof(have);
-    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &have, &hl) < 0 || have >= want)
-        return; /* (the kernel reports twice what was set: once done, it stays above) */
-    setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
-}
-
 void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const char *ctype)
 {
     struct MHD_Response *resp;
@@ -796,8 +776,6 @@ void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len
             free(f);
     } else {
         resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
-        if (resp && len >= BIG_SEND)
-            big_sndbuf(r);
     }
     if (!resp) {
         close(fd);
