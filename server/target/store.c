@@ -972,9 +972,129 @@ static int choose_fname(struct sl_put *p, char fname[72], struct sl_buf *fqn)
     return place_fname(p->mp, &p->bck, p->name, p->nlen, fname, fqn, &p->new_dirs);
 }
 
+/* The checks of a body that is all in: the client's checksum and the one
+ * that travelled with a moved object; then its last bytes to the work file.
+ * cks receives the checksum of the bucket's type. */
+static int put_check(struct sl_put *p, const char *cn, char cks[SL_CKSUM_HEX_MAX], struct sl_err *err)
+{
+    char ccks[SL_CKSUM_HEX_MAX];
+    sl_cksum_final(&p->ck, cks);
+    if (p->client_type >= 0) {
+        const char *got = cks;
+        if (p->have_cck) {
+            sl_cksum_final(&p->cck, ccks);
+            p->have_cck = false;
+            got = ccks;
+        }
+        if (strcasecmp(got, p->client_val) != 0)
+            return sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: %s(%s) != %s(%s) computed over %llu bytes received",
+                           cn, sl_cksum_name(p->client_type), p->client_val, sl_cksum_name(p->client_type), got,
+                           (unsigned long long)p->size);
+    }
+    if (p->have_preserve && p->preserve.cksum[0] && p->preserve.cksum_type == p->bck.cksum_type &&
+        strcmp(p->preserve.cksum, cks) != 0)
+        return sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: expected %s, received data hashes to %s", cn,
+                       p->preserve.cksum, cks);
+    return put_flush(p, err);
+}
+
+/* The metadata p publishes; had == 1: old is the object it replaces. */
+static void put_new_md(struct sl_put *p, int had, const struct sl_objmd *old, const char *cks, const char *fname,
+                       struct sl_objmd *md)
+{
+    int64_t now = sl_now_ns();
+    md->size = p->size;
+    md->cksum_type = p->bck.cksum_type;
+    snprintf(md->cksum, sizeof(md->cksum), "%s", cks);
+    md->atime = md->mtime = now;
+    snprintf(md->fname, sizeof(md->fname), "%s", fname);
+    if (p->have_preserve) {
+        md->version = p->preserve.version;
+        md->atime = p->preserve.atime ? p->preserve.atime : now;
+        md->mtime = p->preserve.mtime ? p->preserve.mtime : now;
+        for (int i = 0; i < p->preserve.ncustom; i++)
+            sl_objmd_set_custom(md, p->preserve.custom[i].k, p->preserve.custom[i].v);
+    } else {
+        md->version = p->bck.versioning ? (had == 1 ? old->version + 1 : 1) : 0;
+        if (had == 1 && p->keep_custom)
+            for (int i = 0; i < old->ncustom; i++)
+                sl_objmd_set_custom(md, old->custom[i].k, old->custom[i].v);
+    }
+    for (int i = 0; i < p->ncustom; i++)
+        sl_objmd_set_custom(md, p->custom[i].k, p->custom[i].v);
+}
+
+/* Move the work file onto fqn once ops (the metadata, the pending marker)
+ * are committed. Losing a race with a directory of the same name sends it
+ * to its hashed name; any other failure undoes the metadata (the old
+ * object stays). Under the name lock. */
+static int put_rename(struct sl_put *p, struct sl_buf *fqn, char fname[72], struct sl_objmd *md,
+                      const struct sl_md_op ops[2], int had, const struct sl_objmd *old, const char *cn,
+                      struct sl_err *err)
+{
+    if (rename(p->work_abs, fqn->p) == 0)
+        return 0;
+    int e = errno;
+    if (!fname[0] && (e == EISDIR || e == ENOTDIR || e == ENOTEMPTY)) {
+        hashed_fname(p->name, p->nlen, fname);
+        sl_obj_fqn(fqn, p->mp, &p->bck, p->name, p->nlen, fname);
+        snprintf(md->fname, sizeof(md->fname), "%s", fname);
+        if (rename(p->work_abs, fqn->p) == 0 && sl_md_commit(p->mp->md, ops, 1, true, err) == 0)
+            return 0;
+    }
+    struct sl_md_op undo[2];
+    int nu = 0;
+    if (had == 1)
+        undo[nu++] = (struct sl_md_op){ .kind = SL_MD_PUT_OBJ, .bid = p->bck.bid, .name = p->name,
+                                        .nlen = p->nlen, .md = old };
+    else
+        undo[nu++] = (struct sl_md_op){ .kind = SL_MD_DEL_OBJ, .bid = p->bck.bid, .name = p->name,
+                                        .nlen = p->nlen };
+    undo[nu++] = ops[1];
+    undo[nu - 1].kind = SL_MD_DEL_PENDING;
+    sl_md_commit(p->mp->md, undo, nu, true, NULL);
+    return sl_errf(err, SL_EIO, "PUT %s: cannot move work file into place on %s: %s", cn, p->mp->path, strerror(e));
+}
+
+/* The rename done, under the lock: the old object's mirror copies go (the
+ * new metadata names none of them; under the lock so that a copy of the new
+ * object made meanwhile is never the one unlinked), or, while a resilver is
+ * pending, what other mountpaths hold of an older version. */
+static void put_replaced(struct sl_put *p, int had, const struct sl_objmd *old, const struct sl_objmd *md)
+{
+    if (had == 1)
+        unlink_copies(&p->bck, p->name, p->nlen, old);
+    else
+        drop_misplaced(&p->bck, p->name, p->nlen, p->mp, md);
+}
+
+/* The rename is durable (its pending marker dropped or being dropped): the
+ * replaced object's file under another name goes, the mirror and EC hooks
+ * run, and p is freed. */
+static void put_published(struct sl_put *p, int had, const struct sl_objmd *old, const char *fname)
+{
+    if (had == 1 && strcmp(old->fname, fname) != 0) {
+        struct sl_buf ofq;
+        sl_buf_init(&ofq);
+        sl_obj_fqn(&ofq, p->mp, &p->bck, p->name, p->nlen, old->fname);
+        unlink(ofq.p);
+        sl_buf_free(&ofq);
+    }
+    sl_mirror_after_put(&p->bck, p->name, p->nlen);
+    sl_ec_after_put(&p->bck, p->name, p->nlen);
+    free(p->work_abs);
+    p->work_abs = NULL; /* nothing to unlink */
+    sl_put_abort(p);
+}
+
+static int put_io_err(struct sl_err *err, int e, const char *what, const char *cn, const char *mpath)
+{
+    return sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "%s %s on %s failed: %s", what, cn, mpath, strerror(e));
+}
+
 int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
 {
-    char cks[SL_CKSUM_HEX_MAX], ccks[SL_CKSUM_HEX_MAX];
+    char cks[SL_CKSUM_HEX_MAX];
     char cn[400];
     /* released at fail: whatever of these is set by then, and p */
     struct sl_buf fqn;
@@ -984,32 +1104,10 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     sl_buf_init(&fqn);
     memset(&md, 0, sizeof(md));
     sl_obj_cname(cn, sizeof(cn), &p->bck, p->name, p->nlen);
-    sl_cksum_final(&p->ck, cks);
-    if (p->client_type >= 0) {
-        const char *got = cks;
-        if (p->have_cck) {
-            sl_cksum_final(&p->cck, ccks);
-            p->have_cck = false;
-            got = ccks;
-        }
-        if (strcasecmp(got, p->client_val) != 0) {
-            sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: %s(%s) != %s(%s) computed over %llu bytes received", cn,
-                    sl_cksum_name(p->client_type), p->client_val, sl_cksum_name(p->client_type), got,
-                    (unsigned long long)p->size);
-            goto fail;
-        }
-    }
-    if (p->have_preserve && p->preserve.cksum[0] && p->preserve.cksum_type == p->bck.cksum_type &&
-        strcmp(p->preserve.cksum, cks) != 0) {
-        sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s: expected %s, received data hashes to %s", cn,
-                p->preserve.cksum, cks);
-        goto fail;
-    }
-    if (put_flush(p, err) < 0)
+    if (put_check(p, cn, cks, err) < 0)
         goto fail;
     if (wp_data == SL_WP_IMMEDIATE && fsync(p->fd) < 0) {
-        int e = errno;
-        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "fsync of %s on %s failed: %s", cn, p->mp->path, strerror(e));
+        put_io_err(err, errno, "fsync of", cn, p->mp->path);
         goto fail;
     }
     close(p->fd);
@@ -1018,9 +1116,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
 
     char fname[72];
     if (choose_fname(p, fname, &fqn) < 0) {
-        int e = errno;
-        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create directories for %s on %s: %s", cn,
-                p->mp->path, strerror(e));
+        put_io_err(err, errno, "creating the directories of", cn, p->mp->path);
         goto fail;
     }
 
@@ -1028,26 +1124,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     pthread_rwlock_wrlock(lk);
     struct sl_err e2;
     had = sl_md_obj_get(p->mp->md, p->bck.bid, p->name, p->nlen, &old, &e2);
-    int64_t now = sl_now_ns();
-    md.size = p->size;
-    md.cksum_type = p->bck.cksum_type;
-    snprintf(md.cksum, sizeof(md.cksum), "%s", cks);
-    md.atime = md.mtime = now;
-    snprintf(md.fname, sizeof(md.fname), "%s", fname);
-    if (p->have_preserve) {
-        md.version = p->preserve.version;
-        md.atime = p->preserve.atime ? p->preserve.atime : now;
-        md.mtime = p->preserve.mtime ? p->preserve.mtime : now;
-        for (int i = 0; i < p->preserve.ncustom; i++)
-            sl_objmd_set_custom(&md, p->preserve.custom[i].k, p->preserve.custom[i].v);
-    } else {
-        md.version = p->bck.versioning ? (had == 1 ? old.version + 1 : 1) : 0;
-        if (had == 1 && p->keep_custom)
-            for (int i = 0; i < old.ncustom; i++)
-                sl_objmd_set_custom(&md, old.custom[i].k, old.custom[i].v);
-    }
-    for (int i = 0; i < p->ncustom; i++)
-        sl_objmd_set_custom(&md, p->custom[i].k, p->custom[i].v);
+    put_new_md(p, had, &old, cks, fname, &md);
 
     final_rel = sl_xstrdup(fqn.p + strlen(p->mp->path) + 1);
     struct sl_md_op ops[2] = {
@@ -1061,49 +1138,17 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
         goto fail;
     }
     sl_fault("put-after-commit");
-    if (rename(p->work_abs, fqn.p) < 0) {
-        /* lost a race with a directory of the same name: go hashed */
-        int e = errno;
-        if (!fname[0] && (e == EISDIR || e == ENOTDIR || e == ENOTEMPTY)) {
-            hashed_fname(p->name, p->nlen, fname);
-            sl_obj_fqn(&fqn, p->mp, &p->bck, p->name, p->nlen, fname);
-            snprintf(md.fname, sizeof(md.fname), "%s", fname);
-            if (rename(p->work_abs, fqn.p) == 0 &&
-                sl_md_commit(p->mp->md, ops, 1, true, err) == 0)
-                goto renamed;
-        }
-        /* undo the metadata: the old object stays */
-        struct sl_md_op undo[2];
-        int nu = 0;
-        if (had == 1)
-            undo[nu++] = (struct sl_md_op){ .kind = SL_MD_PUT_OBJ, .bid = p->bck.bid, .name = p->name,
-                                            .nlen = p->nlen, .md = &old };
-        else
-            undo[nu++] = (struct sl_md_op){ .kind = SL_MD_DEL_OBJ, .bid = p->bck.bid, .name = p->name,
-                                            .nlen = p->nlen };
-        undo[nu++] = ops[1];
-        undo[nu - 1].kind = SL_MD_DEL_PENDING;
-        sl_md_commit(p->mp->md, undo, nu, true, NULL);
+    if (put_rename(p, &fqn, fname, &md, ops, had, &old, cn, err) < 0) {
         pthread_rwlock_unlock(lk);
-        sl_errf(err, SL_EIO, "PUT %s: cannot move work file into place on %s: %s", cn, p->mp->path, strerror(e));
         goto fail;
     }
-renamed:
-    /* the old object's mirror copies: the new metadata names none of them;
-     * removed under the lock so a copy of the new object made meanwhile is
-     * never the one unlinked */
-    if (had == 1)
-        unlink_copies(&p->bck, p->name, p->nlen, &old);
-    else
-        drop_misplaced(&p->bck, p->name, p->nlen, p->mp, &md);
+    put_replaced(p, had, &old, &md);
     pthread_rwlock_unlock(lk);
     /* the rename (and any directory made for it) must survive a power cut
      * before the PUT is acknowledged; the pending marker stays until then */
     if (wp_data == SL_WP_IMMEDIATE &&
         (p->new_dirs ? sl_fsync_parents(fqn.p, p->mp->path) : fsync_dir_of(fqn.p)) < 0) {
-        int e = errno;
-        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "PUT %s: fsync of its directory on %s failed: %s", cn,
-                p->mp->path, strerror(e));
+        put_io_err(err, errno, "fsync of the directory of", cn, p->mp->path);
         free(p->work_abs);
         p->work_abs = NULL; /* in place already: the fsck of a restart keeps it */
         goto fail;
@@ -1112,26 +1157,15 @@ renamed:
         struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel) };
         sl_md_commit(p->mp->md, &clr, 1, false, NULL);
     }
-    if (had == 1 && strcmp(old.fname, fname) != 0) {
-        struct sl_buf ofq;
-        sl_buf_init(&ofq);
-        sl_obj_fqn(&ofq, p->mp, &p->bck, p->name, p->nlen, old.fname);
-        unlink(ofq.p);
-        sl_buf_free(&ofq);
-    }
+    put_published(p, had, &old, fname);
     if (had == 1)
         sl_objmd_free(&old);
     free(final_rel);
     sl_buf_free(&fqn);
-    sl_mirror_after_put(&p->bck, p->name, p->nlen);
-    sl_ec_after_put(&p->bck, p->name, p->nlen);
     if (out)
         *out = md;
     else
         sl_objmd_free(&md);
-    free(p->work_abs);
-    p->work_abs = NULL; /* nothing to unlink */
-    sl_put_abort(p);
     return 0;
 fail:
     if (had == 1)
@@ -1141,6 +1175,230 @@ fail:
     sl_buf_free(&fqn);
     sl_put_abort(p);
     return -1;
+}
+
+/* ---- PUT of many small objects at once (sl_put_commit_batch) ----
+ * The same protocol as sl_put_commit, each step taken for the whole batch:
+ * one syncfs per filesystem instead of an fsync per work file, one LMDB
+ * transaction per mountpath for every object's metadata and pending marker,
+ * the renames, one syncfs again instead of an fsync per directory, one
+ * transaction dropping the markers. A crash in between leaves each object
+ * old or new, as for one PUT. */
+struct bput {
+    struct sl_put *p;        /* NULL once done with (rc set) */
+    char cn[400];
+    char cks[SL_CKSUM_HEX_MAX];
+    char fname[72];
+    struct sl_buf fqn;
+    char *final_rel;
+    int had;
+    struct sl_objmd old, md;
+    struct sl_md_op ops[2];
+};
+
+static void bput_fail(struct bput *x, int *rc)
+{
+    *rc = -1;
+    sl_put_abort(x->p);
+    x->p = NULL;
+}
+
+/* Make what the batch wrote so far durable: syncfs once per filesystem that
+ * holds one of its mountpaths. An object whose filesystem failed fails. */
+static void bput_sync(struct bput *v, int n, int *rc, struct sl_err *errs, const char *what)
+{
+    if (wp_data != SL_WP_IMMEDIATE)
+        return;
+    int *res = sl_xcalloc((size_t)nmpaths, sizeof(int));   /* per mountpath: 0, errno, or -1 not used */
+    dev_t *dev = sl_xcalloc((size_t)nmpaths, sizeof(dev_t));
+    for (int m = 0; m < nmpaths; m++)
+        res[m] = -1;
+    for (int i = 0; i < n; i++)
+        if (v[i].p)
+            res[v[i].p->mp->idx] = 0;
+    for (int m = 0; m < nmpaths; m++) {
+        if (res[m] < 0)
+            continue;
+        struct stat st;
+        int fd = open(mpaths[m].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+            res[m] = errno;
+        } else {
+            dev[m] = st.st_dev;
+            int same = -1;
+            for (int k = 0; k < m && same < 0; k++)
+                if (res[k] >= 0 && dev[k] == st.st_dev)
+                    same = k;
+            res[m] = same >= 0 ? res[same] : syncfs(fd) < 0 ? errno : 0;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!v[i].p || !res[v[i].p->mp->idx])
+            continue;
+        put_io_err(&errs[i], res[v[i].p->mp->idx], what, v[i].cn, v[i].p->mp->path);
+        if (v[i].final_rel) {  /* in place already: the fsck of a restart keeps it */
+            free(v[i].p->work_abs);
+            v[i].p->work_abs = NULL;
+        }
+        bput_fail(&v[i], &rc[i]);
+    }
+    free(res);
+    free(dev);
+}
+
+static int lock_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(pthread_rwlock_t *const *)a, y = (uintptr_t)*(pthread_rwlock_t *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Write-lock the name locks lks[0..k), each once, in address order (no
+ * other writer holds more than one). Returns how many are held (the first
+ * ones of lks, for unlock_all). */
+static int lock_all(pthread_rwlock_t **lks, int k)
+{
+    qsort(lks, (size_t)k, sizeof(*lks), lock_cmp);
+    int u = 0;
+    for (int i = 0; i < k; i++)
+        if (!u || lks[u - 1] != lks[i])
+            lks[u++] = lks[i];
+    for (int i = 0; i < u; i++)
+        pthread_rwlock_wrlock(lks[i]);
+    return u;
+}
+
+static void unlock_all(pthread_rwlock_t **lks, int u)
+{
+    for (int i = 0; i < u; i++)
+        pthread_rwlock_unlock(lks[i]);
+}
+
+/* Under the locks: the metadata of every object (an object already here is
+ * kept with keep_existing), then one transaction per mountpath. */
+static void bput_commit_md(struct bput *v, int n, bool keep_existing, int *rc, struct sl_err *errs)
+{
+    struct sl_md_op *ops = sl_xcalloc((size_t)n * 2, sizeof(*ops));
+    for (int i = 0; i < n; i++) {
+        struct bput *x = &v[i];
+        if (!x->p)
+            continue;
+        struct sl_err e2;
+        struct sl_mpath *at = x->p->mp;
+        x->had = md_get_any(&x->p->bck, x->p->name, x->p->nlen, &at, &x->old, &e2);
+        if (x->had == 1 && keep_existing) { /* (also one on another mountpath, until resilver moves it) */
+            bput_fail(x, &rc[i]);
+            rc[i] = 1;
+            continue;
+        }
+        if (x->had == 1 && at != x->p->mp) { /* an older version elsewhere: put_replaced drops it */
+            sl_objmd_free(&x->old);
+            x->had = 0;
+        }
+        put_new_md(x->p, x->had, &x->old, x->cks, x->fname, &x->md);
+        x->final_rel = sl_xstrdup(x->fqn.p + strlen(x->p->mp->path) + 1);
+        x->ops[0] = (struct sl_md_op){ .kind = SL_MD_PUT_OBJ, .bid = x->p->bck.bid, .name = x->p->name,
+                                       .nlen = x->p->nlen, .md = &x->md };
+        x->ops[1] = (struct sl_md_op){ .kind = SL_MD_PUT_PENDING, .key = x->p->work_rel,
+                                       .klen = strlen(x->p->work_rel), .val = x->final_rel,
+                                       .vlen = strlen(x->final_rel) };
+    }
+    for (int m = 0; m < nmpaths; m++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (v[i].p && v[i].p->mp->idx == m) {
+                ops[k++] = v[i].ops[0];
+                ops[k++] = v[i].ops[1];
+            }
+        struct sl_err e = { 0 };
+        if (!k || sl_md_commit(mpaths[m].md, ops, k, true, &e) == 0)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (v[i].p && v[i].p->mp->idx == m) {
+                errs[i] = e;
+                sl_err_wrap(&errs[i], "PUT %s", v[i].cn);
+                bput_fail(&v[i], &rc[i]);
+            }
+    }
+    free(ops);
+}
+
+/* The renames are durable: one transaction per mountpath drops the markers. */
+static void bput_clear_markers(struct bput *v, int n)
+{
+    struct sl_md_op *ops = sl_xcalloc((size_t)n, sizeof(*ops));
+    for (int m = 0; m < nmpaths; m++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (v[i].p && v[i].p->mp->idx == m)
+                ops[k++] = (struct sl_md_op){ .kind = SL_MD_DEL_PENDING, .key = v[i].p->work_rel,
+                                              .klen = strlen(v[i].p->work_rel) };
+        if (k)
+            sl_md_commit(mpaths[m].md, ops, k, false, NULL);
+    }
+    free(ops);
+}
+
+void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc, struct sl_err *errs)
+{
+    struct bput *v = sl_xcalloc((size_t)n, sizeof(*v));
+    for (int i = 0; i < n; i++) {
+        struct bput *x = &v[i];
+        x->p = ps[i];
+        rc[i] = 0;
+        sl_buf_init(&x->fqn);
+        sl_obj_cname(x->cn, sizeof(x->cn), &x->p->bck, x->p->name, x->p->nlen);
+        if (put_check(x->p, x->cn, x->cks, &errs[i]) < 0)
+            bput_fail(x, &rc[i]);
+    }
+    bput_sync(v, n, rc, errs, "syncfs (data) for");
+    for (int i = 0; i < n; i++) {
+        struct bput *x = &v[i];
+        if (!x->p)
+            continue;
+        close(x->p->fd);
+        x->p->fd = -1;
+        if (choose_fname(x->p, x->fname, &x->fqn) < 0) {
+            put_io_err(&errs[i], errno, "creating the directories of", x->cn, x->p->mp->path);
+            bput_fail(x, &rc[i]);
+        }
+    }
+    sl_fault("putb-after-write");
+    pthread_rwlock_t **lks = sl_xcalloc((size_t)n + 1, sizeof(*lks));
+    int nl = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i].p)
+            lks[nl++] = name_lock(&v[i].p->bck, v[i].p->name, v[i].p->nlen);
+    nl = lock_all(lks, nl);
+    bput_commit_md(v, n, keep_existing, rc, errs);
+    sl_fault("putb-after-commit");
+    for (int i = 0; i < n; i++) {
+        struct bput *x = &v[i];
+        if (!x->p)
+            continue;
+        if (put_rename(x->p, &x->fqn, x->fname, &x->md, x->ops, x->had, &x->old, x->cn, &errs[i]) < 0) {
+            bput_fail(x, &rc[i]);
+        } else {
+            put_replaced(x->p, x->had, &x->old, &x->md);
+        }
+    }
+    for (int i = 0; i < nl; i++)
+        pthread_rwlock_unlock(lks[i]);
+    free(lks);
+    bput_sync(v, n, rc, errs, "syncfs (renames) for");
+    bput_clear_markers(v, n);
+    for (int i = 0; i < n; i++) {
+        struct bput *x = &v[i];
+        if (x->p)
+            put_published(x->p, x->had, &x->old, x->fname);
+        if (x->had == 1)
+            sl_objmd_free(&x->old);
+        sl_objmd_free(&x->md);
+        free(x->final_rel);
+        sl_buf_free(&x->fqn);
+    }
+    free(v);
 }
 
 /* ---- reads ---- */
@@ -1271,37 +1529,31 @@ int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsign
     }
 }
 
-/* want_mtime: delete only if the object was last written then (else 1) */
-static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, const int64_t *want_mtime,
-                      struct sl_err *err)
+/* One object's part of a delete, under its name lock: its copies and file
+ * go, and ops (2, ak their key room) receive the metadata changes to commit
+ * on *mp (the HRW mountpath, or the one a misplaced object is on). 0, 1
+ * kept (written again since want_mtime), 2 deleted already (only its
+ * copies' records were left: dropped), -1 err. */
+static int delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char *name, size_t nlen,
+                        const int64_t *want_mtime, struct sl_md_op ops[2], unsigned char ak[SL_OBJ_AUX_PREFIX],
+                        struct sl_err *err)
 {
-    struct sl_mpath *mp = locate(b, name, nlen);
     char cn[400];
-    if (!mp)
-        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-    if (write_enter(b, false, err) < 0)
-        return -1;
-    pthread_rwlock_t *lk = name_lock(b, name, nlen);
-    pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
-    int rc = md_get_any(b, name, nlen, &mp, &md, err);
+    int rc = md_get_any(b, name, nlen, mp, &md, err);
     if (rc == 0 && !want_mtime && drop_copy_records(b, name, nlen, NULL) > 0)
-        rc = 2; /* only mirror copies were left of it (its main's mountpath lost): gone now, never promoted */
-    if (rc <= 0 || rc == 2) {
-        pthread_rwlock_unlock(lk);
-        write_leave(b->bid);
-        if (rc == 0)
-            sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn);
-        return rc == 2 ? 0 : -1;
-    }
+        return 2; /* only mirror copies were left of it (its main's mountpath lost): gone now, never promoted */
+    if (rc <= 0)
+        return rc == 0 ? sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn) : -1;
     struct sl_buf fqn;
     sl_buf_init(&fqn);
+    rc = 0;
     if (want_mtime && md.mtime != *want_mtime) {
         rc = 1; /* written again since: kept */
         goto out;
     }
-    sl_obj_fqn(&fqn, mp, b, name, nlen, md.fname);
+    sl_obj_fqn(&fqn, *mp, b, name, nlen, md.fname);
     /* mirror copies first, then the file, then metadata: a crash in between
      * leaves metadata without a file (or without some copies), which reads
      * heal; never a resurrected object (a GET restores a missing main from
@@ -1312,40 +1564,132 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
         goto out;
     }
     sl_fault("delete-after-unlink");
-    unsigned char ak[SL_OBJ_AUX_PREFIX];
     sl_obj_aux_prefix(b->bid, name, nlen, ak);
-    struct sl_md_op ops[2] = {
-        { .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen },
-        { .kind = SL_MD_DEL_AUX_PREFIX, .key = (const char *)ak, .klen = sizeof(ak) },
-    };
-    int nops = 2;
-    rc = sl_md_commit(mp->md, ops, nops, true, err);
-    if (rc == 0)
-        drop_misplaced(b, name, nlen, mp, NULL);
+    ops[0] = (struct sl_md_op){ .kind = SL_MD_DEL_OBJ, .bid = b->bid, .name = name, .nlen = nlen };
+    ops[1] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX, .key = (const char *)ak, .klen = SL_OBJ_AUX_PREFIX };
 out:
-    pthread_rwlock_unlock(lk);
-    write_leave(b->bid);
     sl_buf_free(&fqn);
     sl_objmd_free(&md);
     return rc;
 }
 
+/* A change to an existing object begins: its mountpath, a write counted in
+ * the bucket's gate, and its name lock held until write_unlock. NULL with
+ * err when it cannot. */
+static pthread_rwlock_t *write_lock(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
+                                    struct sl_err *err)
+{
+    *mp = locate(b, name, nlen);
+    if (!*mp) {
+        sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
+        return NULL;
+    }
+    if (write_enter(b, false, err) < 0)
+        return NULL;
+    pthread_rwlock_t *lk = name_lock(b, name, nlen);
+    pthread_rwlock_wrlock(lk);
+    return lk;
+}
+
+static void write_unlock(const struct sl_bck *b, pthread_rwlock_t *lk)
+{
+    pthread_rwlock_unlock(lk);
+    write_leave(b->bid);
+}
+
+static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, const int64_t *want_mtime,
+                      struct sl_err *err)
+{
+    struct sl_mpath *mp;
+    pthread_rwlock_t *lk = write_lock(b, name, nlen, &mp, err);
+    if (!lk)
+        return -1;
+    struct sl_md_op ops[2];
+    unsigned char ak[SL_OBJ_AUX_PREFIX];
+    int rc = delete_files(&mp, b, name, nlen, want_mtime, ops, ak, err);
+    if (rc == 0)
+        rc = sl_md_commit(mp->md, ops, 2, true, err);
+    if (rc == 0)
+        drop_misplaced(b, name, nlen, mp, NULL);
+    write_unlock(b, lk);
+    return rc == 2 ? 0 : rc;
+}
+
+/* Of a batch delete: up to DEL_GROUP objects under their locks, one
+ * transaction per mountpath. Small groups: every name lock is held until
+ * the commit, and a few senders delete at once. */
+#define DEL_GROUP 32
+static void delete_group(const struct sl_bck *b, char *const *names, const size_t *nlens, int n, int *rc,
+                         struct sl_err *errs)
+{
+    pthread_rwlock_t *lks[DEL_GROUP];
+    struct sl_mpath *mps[DEL_GROUP];
+    struct sl_md_op ops[2 * DEL_GROUP], mops[2 * DEL_GROUP];
+    unsigned char ak[DEL_GROUP][SL_OBJ_AUX_PREFIX];
+    for (int i = 0; i < n; i++)
+        lks[i] = name_lock(b, names[i], nlens[i]);
+    int nl = lock_all(lks, n);
+    bool commit[DEL_GROUP];
+    for (int i = 0; i < n; i++) {
+        mps[i] = locate(b, names[i], nlens[i]);
+        rc[i] = delete_files(&mps[i], b, names[i], nlens[i], NULL, &ops[2 * i], ak[i], &errs[i]);
+        commit[i] = rc[i] == 0;
+        if (rc[i] == 2)
+            rc[i] = 0;
+    }
+    for (int m = 0; m < nmpaths; m++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (commit[i] && mps[i] == &mpaths[m]) {
+                mops[k++] = ops[2 * i];
+                mops[k++] = ops[2 * i + 1];
+            }
+        struct sl_err e = { 0 };
+        if (!k || sl_md_commit(mpaths[m].md, mops, k, true, &e) == 0)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (commit[i] && mps[i] == &mpaths[m]) {
+                rc[i] = -1;
+                commit[i] = false;
+                errs[i] = e;
+            }
+    }
+    for (int i = 0; i < n; i++)
+        if (commit[i])
+            drop_misplaced(b, names[i], nlens[i], mps[i], NULL);
+    unlock_all(lks, nl);
+}
+
+void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_t *nlens, int n, int *rc,
+                         struct sl_err *errs)
+{
+    struct sl_err e = { 0 };
+    if (!nmpaths)
+        sl_errf(&e, SL_EUNAVAIL, "this node has no mountpaths");
+    if (!nmpaths || write_enter(b, false, &e) < 0) {
+        for (int i = 0; i < n; i++) {
+            rc[i] = -1;
+            errs[i] = e;
+        }
+        return;
+    }
+    for (int i = 0; i < n; i += DEL_GROUP)
+        delete_group(b, names + i, nlens + i, SL_MIN(n - i, DEL_GROUP), rc + i, errs + i);
+    write_leave(b->bid);
+}
+
 int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
                       bool replace, struct sl_err *err)
 {
-    struct sl_mpath *mp = locate(b, name, nlen);
+    struct sl_mpath *mp;
     char cn[400];
-    if (!mp)
-        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
-    if (write_enter(b, false, err) < 0)
+    pthread_rwlock_t *lk = write_lock(b, name, nlen, &mp, err);
+    if (!lk)
         return -1;
-    pthread_rwlock_t *lk = name_lock(b, name, nlen);
-    pthread_rwlock_wrlock(lk);
     struct sl_objmd md;
     int rc = md_get_any(b, name, nlen, &mp, &md, err);
     if (rc <= 0) {
-        pthread_rwlock_unlock(lk);
-        write_leave(b->bid);
+        write_unlock(b, lk);
         if (rc == 0) {
             sl_obj_cname(cn, sizeof(cn), b, name, nlen);
             sl_errf(err, SL_ENOOBJ, "t[%s]: %s does not exist", store_node, cn);
@@ -1368,8 +1712,7 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
         rc = sl_md_commit(mp->md, &op, 1, true, err);
     if (rc == 0)
         copies_rerecord(b, name, nlen, &md);
-    pthread_rwlock_unlock(lk);
-    write_leave(b->bid);
+    write_unlock(b, lk);
     sl_objmd_free(&md);
     return rc;
 }

@@ -79,6 +79,14 @@ int sl_put_write(struct sl_put *p, const void *data, size_t n, struct sl_err *er
  * (optional) receives the new metadata on success (sl_objmd_free). */
 int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err);
 void sl_put_abort(struct sl_put *p);          /* removes the work file, frees p; NULL ok */
+/* sl_put_commit of n PUTs at once, for many small objects (a rebalance's
+ * batch): far fewer syncs than n commits (one syncfs per filesystem for the
+ * data and one for the renames, one LMDB transaction per mountpath), the
+ * same durability for each object that succeeds. With keep_existing an
+ * object already stored under the name (checked under its name lock) is
+ * kept and the new one dropped. rc[i]: 0 stored, 1 kept, -1 failed
+ * (errs[i] says why). Frees every ps[i]. */
+void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc, struct sl_err *errs);
 uint64_t sl_put_size(const struct sl_put *p);
 /* Set (or replace) a custom key of the object before commit: what is
  * known only once the body is in (an S3 PUT's MD5 ETag). */
@@ -116,6 +124,11 @@ int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsign
 int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mp,
                 struct sl_err *err);
 int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* sl_obj_delete of n objects of b at once, with one LMDB transaction per
+ * mountpath instead of one each (a rebalance letting go of a batch): rc[i]
+ * 0 deleted, -1 failed (errs[i]; SL_ENOOBJ: it was not there). */
+void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_t *nlens, int n, int *rc,
+                         struct sl_err *errs);
 /* The same, only if the object was last written at mtime: 0 deleted, 1
  * kept (written again since), -1 err. */
 int sl_obj_delete_if(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, struct sl_err *err);
