@@ -21,6 +21,7 @@
 #include "vote.h"
 #include "node.h"
 #include "prx.h"
+#include "putb.h"
 #include "remais.h"
 #include "stats.h"
 #include "tgt.h"
@@ -591,6 +592,10 @@ bool sl_route_cluster_internal(struct sl_req *r)
             sl_resp_errf(r, SL_EINVAL, "%s is not a storage target", G.name);
         else
             sl_req_buffer_body(r, sl_conf->http_max_body_json, internal_lso_done);
+        return true;
+    }
+    if (!strcmp(r->path, "/v1/internal/putb")) {
+        sl_putb_internal(r);
         return true;
     }
     if (!strcmp(r->path, "/v1/internal/jobs")) {

@@ -3,12 +3,14 @@
  *
  * A rebalance walks every bucket on every mountpath in name order, in
  * batches (one short LMDB read transaction per batch), and hands objects
- * whose owner changed to a few sender threads. A sender PUTs the object to
- * its new owner (redirect marks + Ais-Rebalance header; checksum, version,
- * atime and custom metadata travel along and the receiver verifies the
- * checksum) and deletes the local copy once the owner acknowledged it. The
- * receiver keeps what it already has: an object PUT by a client to the new
- * owner is at least as new as the copy being moved.
+ * whose owner changed to a few sender threads. A sender moves small objects
+ * (up to SL_PUTB_OBJ_MAX) many in one request to their new owner (putb.h),
+ * which makes them durable with a few syncs for all of them, and PUTs a
+ * large one on its own (redirect marks + Ais-Rebalance header). Checksum,
+ * version, atime and custom metadata travel along, the receiver verifies
+ * the checksum, and the sender deletes the local copy once the owner
+ * acknowledged it. The receiver keeps what it already has: an object PUT
+ * by a client to the new owner is at least as new as the copy being moved.
  */
 #include "reb.h"
 #include "cksum.h"
@@ -17,6 +19,7 @@
 #include "md.h"
 #include "node.h"
 #include "peer.h"
+#include "putb.h"
 #include "stats.h"
 #include "store.h"
 #include "xact.h"
@@ -27,7 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH 512
+#define BATCH 512                /* names per LMDB read transaction of the walk */
+#define ITEMS (4 * BATCH)        /* objects to move handed to the senders at once */
 #define SENDERS 4
 #define GFN_WINDOW_NS (300LL * 1000000000LL)
 
@@ -42,12 +46,21 @@ struct item {
     struct sl_bck b;
     char *name;
     size_t nlen;
+    uint64_t size;           /* at the walk */
     const struct sl_snode *owner;
+};
+
+/* What one sender takes at a time: a large object, or up to SL_PUTB_OBJS
+ * small ones for one owner (one request, sl_putb). */
+struct unit {
+    int first, n;
 };
 
 struct batch {
     struct item *items;
     int n;
+    struct unit *units;
+    int nunits;
     int next;
     pthread_mutex_t mu;
     struct sl_job *job;
@@ -55,13 +68,53 @@ struct batch {
     char first_err[1024];
 };
 
-static int send_one(struct batch *bt, struct item *it)
+static void not_moved(struct batch *bt, const struct item *it, const char *why)
+{
+    sl_job_add(&bt->job->err_objs, 1);
+    pthread_mutex_lock(&bt->mu);
+    if (!bt->first_err[0])
+        snprintf(bt->first_err, sizeof(bt->first_err), "%s/%.*s -> t[%s]: %s", it->b.name,
+                 (int)SL_MIN(it->nlen, 200), it->name, it->owner->id, why[0] ? why : "failed");
+    pthread_mutex_unlock(&bt->mu);
+}
+
+/* The owner acknowledged the object: count it. May the local copy go? Not
+ * when the map changed meanwhile and makes this target the owner again (the
+ * object may have come back by a newer rebalance while this one sent it:
+ * deleting would lose it); a copy kept on both is moved or dropped by the
+ * next run */
+static bool acked(struct batch *bt, const struct item *it, uint64_t size)
+{
+    sl_job_add(&bt->job->out_objs, 1);
+    sl_job_add(&bt->job->out_bytes, size);
+    sl_stats_add("rebalance_out_objs", 1);
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, it->b.provider, it->b.name, it->name, it->nlen);
+    struct sl_smap *cur = sl_smap_get();
+    const struct sl_snode *own = sl_smap_hrw_target(cur, un.p, un.len);
+    bool mine = own && !strcmp(own->id, G.id);
+    sl_smap_put(cur);
+    sl_buf_free(&un);
+    if (mine)
+        sl_logi("rebalance %s: %s/%.*s belongs here again (the cluster map changed): kept", bt->job->id,
+                it->b.name, (int)SL_MIN(it->nlen, 200), it->name);
+    return !mine;
+}
+
+static void not_deleted(struct batch *bt, const struct item *it, const char *why)
+{
+    sl_logw("rebalance %s: moved %s/%.*s but could not delete the local copy: %s", bt->job->id, it->b.name,
+            (int)SL_MIN(it->nlen, 200), it->name, why);
+}
+
+static void send_one(struct batch *bt, struct item *it)
 {
     struct sl_err err = { 0 };
     int fd;
     struct sl_objmd md;
     if (sl_obj_open(&it->b, it->name, it->nlen, &fd, &md, NULL, &err) < 0)
-        return 0; /* gone meanwhile (deleted, or fetched by the owner): nothing to move */
+        return; /* gone meanwhile (deleted, or fetched by the owner): nothing to move */
     struct sl_buf url;
     sl_buf_init(&url);
     sl_peer_obj_url(&url, it->owner->data_url, it->b.name, it->b.provider, it->name, it->nlen);
@@ -89,43 +142,81 @@ static int send_one(struct batch *bt, struct item *it)
     int64_t tmo = sl_conf->send_file_time_ns / 1000000;
     int rc = sl_peer_put_fd(url.p, h, nh, fd, md.size, tmo, &r);
     close(fd);
-    int ret = 0;
     if (rc == 0 && r.status == 200) {
-        /* let go of the local copy unless the map changed meanwhile and
-         * makes this target the owner again (the object may have come back
-         * by a newer rebalance while this one sent it: deleting would lose
-         * it); a copy kept on both is moved or dropped by the next run */
-        struct sl_buf un;
-        sl_buf_init(&un);
-        sl_obj_uname(&un, it->b.provider, it->b.name, it->name, it->nlen);
-        struct sl_smap *cur = sl_smap_get();
-        const struct sl_snode *own = sl_smap_hrw_target(cur, un.p, un.len);
-        bool mine = own && !strcmp(own->id, G.id);
-        sl_smap_put(cur);
-        sl_buf_free(&un);
-        if (mine)
-            sl_logi("rebalance %s: %s/%.*s belongs here again (the cluster map changed): kept", bt->job->id,
-                    it->b.name, (int)SL_MIN(it->nlen, 200), it->name);
-        else if (sl_obj_delete(&it->b, it->name, it->nlen, &err) < 0)
-            sl_logw("rebalance %s: moved %s/%.*s but could not delete the local copy: %s", bt->job->id, it->b.name,
-                    (int)SL_MIN(it->nlen, 200), it->name, err.msg);
-        sl_job_add(&bt->job->out_objs, 1);
-        sl_job_add(&bt->job->out_bytes, md.size);
-        sl_stats_add("rebalance_out_objs", 1);
+        if (acked(bt, it, md.size) && sl_obj_delete(&it->b, it->name, it->nlen, &err) < 0)
+            not_deleted(bt, it, err.msg);
     } else {
-        ret = -1;
-        pthread_mutex_lock(&bt->mu);
-        if (!bt->first_err[0])
-            snprintf(bt->first_err, sizeof(bt->first_err), "%s/%.*s -> t[%s]: %s", it->b.name,
-                     (int)SL_MIN(it->nlen, 200), it->name, it->owner->id, r.err[0] ? r.err : "failed");
-        pthread_mutex_unlock(&bt->mu);
+        not_moved(bt, it, r.err);
     }
     for (int i = 0; i < nkv; i++)
         free(kvs[i]);
     sl_peer_resp_free(&r);
     sl_buf_free(&url);
     sl_objmd_free(&md);
-    return ret;
+}
+
+/* The answer to a batch: the objects the owner took go here too, with
+ * one metadata transaction for all of them. */
+static void sent_many(struct batch *bt, struct item *its, const struct sl_putb *pb, const int *idx,
+                      const uint64_t *size)
+{
+    struct sl_err *errs = sl_xcalloc((size_t)pb->n, sizeof(*errs));
+    sl_putb_send(pb, its[0].owner->data_url, bt->job->id, errs);
+    char **dn = sl_xcalloc((size_t)pb->n, sizeof(*dn));
+    size_t *dl = sl_xcalloc((size_t)pb->n, sizeof(*dl));
+    int *di = sl_xcalloc((size_t)pb->n, sizeof(*di)), nd = 0;
+    for (int j = 0; j < pb->n; j++) {
+        struct item *it = &its[idx[j]];
+        if (errs[j].code) {
+            not_moved(bt, it, errs[j].msg);
+        } else if (acked(bt, it, size[j])) {
+            dn[nd] = it->name;
+            dl[nd] = it->nlen;
+            di[nd++] = idx[j];
+        }
+    }
+    int *drc = sl_xcalloc((size_t)nd + 1, sizeof(int));
+    sl_obj_delete_batch(&its[0].b, dn, dl, nd, drc, errs);
+    for (int j = 0; j < nd; j++)
+        if (drc[j] < 0)
+            not_deleted(bt, &its[di[j]], errs[j].msg);
+    free(drc);
+    free(di);
+    free(dl);
+    free(dn);
+    free(errs);
+}
+
+/* Small objects for one owner, in one request. An object that grew past
+ * SL_PUTB_OBJ_MAX since the walk goes on its own. */
+static void send_many(struct batch *bt, struct item *its, int n)
+{
+    struct sl_putb pb;
+    sl_putb_init(&pb, &its[0].b);
+    int *idx = sl_xcalloc((size_t)n, sizeof(int));
+    uint64_t *size = sl_xcalloc((size_t)n, sizeof(uint64_t));
+    for (int i = 0; i < n; i++) {
+        struct sl_err err = { 0 };
+        int fd;
+        struct sl_objmd md;
+        if (sl_obj_open(&its[i].b, its[i].name, its[i].nlen, &fd, &md, NULL, &err) < 0)
+            continue; /* gone meanwhile */
+        if (md.size > SL_PUTB_OBJ_MAX)
+            send_one(bt, &its[i]);
+        else if (sl_putb_add(&pb, its[i].name, its[i].nlen, fd, &md, &err) < 0)
+            not_moved(bt, &its[i], err.msg);
+        else {
+            size[pb.n - 1] = md.size;
+            idx[pb.n - 1] = i;
+        }
+        close(fd);
+        sl_objmd_free(&md);
+    }
+    if (pb.n)
+        sent_many(bt, its, &pb, idx, size);
+    free(size);
+    free(idx);
+    sl_putb_free(&pb);
 }
 
 static void *sender(void *arg)
@@ -133,22 +224,65 @@ static void *sender(void *arg)
     struct batch *bt = arg;
     for (;;) {
         pthread_mutex_lock(&bt->mu);
-        int i = bt->next < bt->n ? bt->next++ : -1;
+        int i = bt->next < bt->nunits ? bt->next++ : -1;
         pthread_mutex_unlock(&bt->mu);
         if (i < 0 || sl_job_aborting(bt->job))
             break;
-        if (send_one(bt, &bt->items[i]) < 0)
-            sl_job_add(&bt->job->err_objs, 1);
+        struct unit *u = &bt->units[i];
+        if (bt->items[u->first].size > SL_PUTB_OBJ_MAX)
+            send_one(bt, &bt->items[u->first]);
+        else
+            send_many(bt, &bt->items[u->first], u->n);
     }
     return NULL;
+}
+
+/* small ones first, grouped by bucket and owner */
+static int item_cmp(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    bool lx = x->size > SL_PUTB_OBJ_MAX, ly = y->size > SL_PUTB_OBJ_MAX;
+    if (lx != ly)
+        return lx - ly;
+    if (x->b.bid != y->b.bid)
+        return x->b.bid < y->b.bid ? -1 : 1;
+    return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+static bool same_unit(const struct item *x, const struct item *y)
+{
+    return x->owner == y->owner && x->b.bid == y->b.bid && y->size <= SL_PUTB_OBJ_MAX;
+}
+
+/* Cut the items into units: small ones of one owner up to SL_PUTB_OBJS and
+ * SL_PUTB_BYTES a unit, but no more than a fair share of the items per
+ * sender, so that every sender has work; each large one alone. */
+static void make_units(struct batch *bt)
+{
+    qsort(bt->items, (size_t)bt->n, sizeof(*bt->items), item_cmp);
+    int share = SL_MAX((bt->n + SENDERS - 1) / SENDERS, 1);
+    bt->nunits = 0;
+    for (int i = 0; i < bt->n;) {
+        struct unit *u = &bt->units[bt->nunits++];
+        u->first = i;
+        uint64_t bytes = bt->items[i].size;
+        int k = 1;
+        if (bt->items[i].size <= SL_PUTB_OBJ_MAX)
+            while (i + k < bt->n && k < SL_MIN(SL_PUTB_OBJS, share) && same_unit(&bt->items[i], &bt->items[i + k]) &&
+                   bytes + bt->items[i + k].size <= SL_PUTB_BYTES)
+                bytes += bt->items[i + k++].size;
+        u->n = k;
+        i += k;
+    }
 }
 
 static void run_batch(struct batch *bt)
 {
     if (!bt->n)
         return;
+    make_units(bt);
     pthread_t th[SENDERS];
-    int nt = bt->n < SENDERS ? bt->n : SENDERS;
+    int nt = bt->nunits < SENDERS ? bt->nunits : SENDERS;
     bt->next = 0;
     for (int i = 0; i < nt; i++)
         pthread_create(&th[i], NULL, sender, bt);
@@ -205,10 +339,12 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
                     sl_bck_copy(&x->b, b);
                     x->name = sl_xstrndup(n, nl);
                     x->nlen = nl;
+                    x->size = sl_md_iter_md(it)->size;
                     x->owner = owner;
                 }
                 sl_md_iter_close(it);
-                run_batch(bt);
+                if (bt->n > ITEMS - BATCH)
+                    run_batch(bt);
                 if (got < BATCH || sl_job_aborting(job))
                     break;
             }
@@ -227,7 +363,8 @@ static void *reb_main(void *arg)
     memset(&bt, 0, sizeof(bt));
     pthread_mutex_init(&bt.mu, NULL);
     bt.job = job;
-    bt.items = sl_xcalloc(BATCH, sizeof(struct item));
+    bt.items = sl_xcalloc(ITEMS, sizeof(struct item));
+    bt.units = sl_xcalloc(ITEMS, sizeof(struct unit));
     bt.smap = sl_smap_get();
     int64_t t0 = sl_mono_ns();
     uint64_t scanned = 0, scanned_bytes = 0, failed = 0;
@@ -262,6 +399,7 @@ static void *reb_main(void *arg)
         sl_ec_membership_changed(); /* erasure-coded buckets: slices where the new map wants them */
     sl_smap_put(bt.smap);
     free(bt.items);
+    free(bt.units);
     pthread_mutex_destroy(&bt.mu);
     return NULL;
 }

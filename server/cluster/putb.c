@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT
+ * putb.c: see putb.h.
+ *
+ * The receiver buffers the body (a batch is at most a few MiB), parses all
+ * of it before it writes anything, and does the writes on the background
+ * pool: each object into its work file, then sl_put_commit_batch makes the
+ * batch durable with a few syncs and publishes it.
+ */
+#include "putb.h"
+#include "arch.h"
+#include "cksum.h"
+#include "cluster.h"
+#include "log.h"
+#include "node.h"
+#include "peer.h"
+#include "stats.h"
+#include "store.h"
+#include "xact.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* a full batch, the object that filled it, and room for its records' JSON */
+#define BODY_MAX (SL_PUTB_BYTES + SL_PUTB_OBJ_MAX + (4 << 20))
+
+/* ---- the sender ---- */
+
+void sl_putb_init(struct sl_putb *pb, const struct sl_bck *b)
+{
+    memset(pb, 0, sizeof(*pb));
+    sl_bck_copy(&pb->b, b);
+    sl_buf_init(&pb->body);
+}
+
+void sl_putb_free(struct sl_putb *pb)
+{
+    sl_buf_free(&pb->body);
+    sl_bck_release(&pb->b);
+}
+
+static json_t *record_json(const char *name, size_t nlen, const struct sl_objmd *md)
+{
+    json_t *cu = json_object();
+    for (int i = 0; i < md->ncustom; i++)
+        json_object_set_new(cu, md->custom[i].k, json_string(md->custom[i].v));
+    json_t *j = json_pack("{s:s%,s:I,s:I,s:I,s:o}", "name", name, nlen, "size", (json_int_t)md->size, "version",
+                          (json_int_t)md->version, "atime", (json_int_t)md->atime, "custom", cu);
+    if (md->cksum_type != SL_CK_NONE && md->cksum[0]) {
+        json_object_set_new(j, "cksum_type", json_string(sl_cksum_name(md->cksum_type)));
+        json_object_set_new(j, "cksum_value", json_string(md->cksum));
+    }
+    return j;
+}
+
+int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const struct sl_objmd *md,
+                struct sl_err *err)
+{
+    json_t *j = record_json(name, nlen, md);
+    char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!js)
+        return sl_errf(err, SL_EINVAL, "%s/%.*s: its metadata is not valid UTF-8", pb->b.name,
+                       (int)SL_MIN(nlen, 200), name);
+    size_t hl = strlen(js), mark = pb->body.len;
+    unsigned char len4[4] = { (unsigned char)(hl >> 24), (unsigned char)(hl >> 16), (unsigned char)(hl >> 8),
+                              (unsigned char)hl };
+    sl_buf_add(&pb->body, len4, 4);
+    sl_buf_add(&pb->body, js, hl);
+    free(js);
+    sl_buf_reserve(&pb->body, md->size + 1);
+    uint64_t off = 0;
+    while (off < md->size) {
+        ssize_t r = pread(fd, pb->body.p + pb->body.len, (size_t)(md->size - off), (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            pb->body.len = mark;
+            pb->body.p[mark] = 0;
+            return sl_errf(err, SL_EIO, "reading %s/%.*s: %s", pb->b.name, (int)SL_MIN(nlen, 200), name,
+                           r < 0 ? strerror(errno) : "shorter than its metadata says");
+        }
+        off += (uint64_t)r;
+        pb->body.len += (size_t)r;
+    }
+    pb->body.p[pb->body.len] = 0;
+    pb->n++;
+    return 0;
+}
+
+/* The receiver's answer, one entry per object; every object fails with why
+ * when there is none to read. */
+static int read_answer(const struct sl_putb *pb, const char *url, int rc, const struct sl_peer_resp *r,
+                       struct sl_err *errs)
+{
+    json_t *j = rc == 0 && r->status == 200 ? json_loadb(r->body.p, r->body.len, 0, NULL) : NULL;
+    json_t *objs = json_object_get(j, "objs");
+    int failed = 0;
+    for (int i = 0; i < pb->n; i++) {
+        json_t *o = json_array_get(objs, (size_t)i);
+        int st = (int)json_integer_value(json_object_get(o, "status"));
+        if (json_array_size(objs) != (size_t)pb->n)
+            sl_errf(&errs[i], rc < 0 ? SL_EUNAVAIL : sl_code_from_status(r->status ? (int)r->status : 500),
+                    "put-batch %s: %s", url, r->err[0] ? r->err : rc < 0 ? "failed" : "answer without results");
+        else if (st != 200)
+            sl_errf(&errs[i], sl_code_from_status(st), "%s",
+                    json_is_string(json_object_get(o, "message")) ? json_string_value(json_object_get(o, "message"))
+                                                                   : "failed");
+        failed += errs[i].code != 0;
+    }
+    json_decref(j);
+    return failed;
+}
+
+int sl_putb_send(const struct sl_putb *pb, const char *node_url, const char *reb_id, struct sl_err *errs)
+{
+    memset(errs, 0, (size_t)pb->n * sizeof(*errs));
+    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s", node_url, pb->b.name, pb->b.provider);
+    struct sl_peer_hdr h[] = { { "Ais-Rebalance", reb_id } };
+    struct sl_peer_resp r;
+    int rc = sl_peer_call("POST", url, h, reb_id ? 1 : 0, pb->body.p, pb->body.len,
+                          sl_conf->send_file_time_ns / 1000000, &r);
+    int failed = read_answer(pb, url, rc, &r, errs);
+    sl_stats_add("putb_out_objs", (uint64_t)(pb->n - failed));
+    sl_peer_resp_free(&r);
+    free(url);
+    return failed;
+}
+
+/* ---- the receiver ---- */
+
+struct rec {
+    const char *name;        /* in meta */
+    size_t nlen;
+    json_t *meta;            /* owned */
+    const char *data;        /* in the request body */
+    uint64_t size;
+};
+
+static void recs_free(struct rec *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        json_decref(v[i].meta);
+    free(v);
+}
+
+/* Every record of the body, or -1 with err (nothing parsed is kept). */
+static int parse(const struct sl_buf *body, struct rec **out, int *nout, struct sl_err *err)
+{
+    const unsigned char *p = (const unsigned char *)body->p;
+    size_t off = 0, len = body->len;
+    struct rec *v = NULL;
+    int n = 0, cap = 0;
+    while (off < len) {
+        const char *why = NULL;
+        json_t *j = NULL;
+        if (len - off < 4) {
+            why = "truncated length";
+        } else {
+            size_t hl = (size_t)p[off] << 24 | (size_t)p[off + 1] << 16 | (size_t)p[off + 2] << 8 | p[off + 3];
+            off += 4;
+            j = hl <= len - off ? json_loadb((const char *)p + off, hl, 0, NULL) : NULL;
+            off += hl;
+            json_t *jn = json_object_get(j, "name"), *js = json_object_get(j, "size");
+            if (!json_is_string(jn) || !json_is_integer(js) || json_integer_value(js) < 0)
+                why = "metadata is not a JSON object with \"name\" and \"size\"";
+            else if ((uint64_t)json_integer_value(js) > len - SL_MIN(off, len))
+                why = "fewer bytes than its size";
+        }
+        if (why) {
+            json_decref(j);
+            recs_free(v, n);
+            return sl_errf(err, SL_EINVAL, "put-batch: record %d: %s; nothing was stored", n, why);
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            v = sl_xrealloc(v, (size_t)cap * sizeof(*v));
+        }
+        json_t *jn = json_object_get(j, "name");
+        v[n] = (struct rec){ json_string_value(jn), json_string_length(jn), j, (const char *)p + off,
+                             (uint64_t)json_integer_value(json_object_get(j, "size")) };
+        off += v[n++].size;
+    }
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+/* The work file of one record, written, with its metadata to preserve (as
+ * the single PUT of a moved object, api/tgt.c). */
+static int rec_write(const struct sl_bck *b, const struct rec *x, struct sl_put **p, struct sl_err *err)
+{
+    const char *ckt = json_string_value(json_object_get(x->meta, "cksum_type"));
+    const char *ckv = json_string_value(json_object_get(x->meta, "cksum_value"));
+    int ctype = ckt && ckv && *ckv ? sl_cksum_parse(ckt) : -1;
+    if (ckt && ctype < 0)
+        return sl_errf(err, SL_EINVAL, "invalid checksum type \"%s\" (valid: %s)", ckt, sl_cksum_names());
+    struct sl_objmd pre;
+    memset(&pre, 0, sizeof(pre));
+    pre.version = (uint64_t)json_integer_value(json_object_get(x->meta, "version"));
+    pre.atime = json_integer_value(json_object_get(x->meta, "atime"));
+    if (ctype == b->cksum_type) {
+        pre.cksum_type = ctype;
+        snprintf(pre.cksum, sizeof(pre.cksum), "%s", ckv);
+    }
+    const char *k;
+    json_t *val;
+    json_object_foreach(json_object_get(x->meta, "custom"), k, val)
+        if (json_is_string(val))
+            sl_objmd_set_custom(&pre, k, json_string_value(val));
+    struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
+                             .preserve = &pre };
+    int rc = -1;
+    if (sl_custom_md_check(pre.custom, pre.ncustom, "custom metadata", err) == 0 &&
+        sl_put_begin(b, x->name, x->nlen, &o, p, err) == 0) {
+        rc = sl_put_write(*p, x->data, x->size, err);
+        if (rc < 0) {
+            sl_put_abort(*p);
+            *p = NULL;
+        }
+    }
+    sl_objmd_free(&pre);
+    return rc;
+}
+
+/* Store the records: rc[i] 0 stored, 1 kept (an object of that name is
+ * here), -1 failed (errs[i]). */
+static void store_recs(const struct sl_bck *b, const struct rec *v, int n, int *rc, struct sl_err *errs)
+{
+    struct sl_put **ps = sl_xcalloc((size_t)n + 1, sizeof(*ps));
+    int *slot = sl_xcalloc((size_t)n + 1, sizeof(int));
+    int np = 0;
+    for (int i = 0; i < n; i++) {
+        struct sl_objmd md;
+        struct sl_err e;
+        /* what is here already is as new or newer (checked again under
+         * the name lock at commit) */
+        if (sl_obj_stat(b, v[i].name, v[i].nlen, &md, NULL, &e) == 1) {
+            sl_objmd_free(&md);
+            rc[i] = 1;
+        } else if (rec_write(b, &v[i], &ps[np], &errs[i]) < 0) {
+            rc[i] = -1;
+        } else {
+            slot[np++] = i;
+        }
+    }
+    int *prc = sl_xcalloc((size_t)np + 1, sizeof(int));
+    struct sl_err *perr = sl_xcalloc((size_t)np + 1, sizeof(*perr));
+    sl_put_commit_batch(ps, np, true, prc, perr);
+    for (int j = 0; j < np; j++) {
+        rc[slot[j]] = prc[j];
+        errs[slot[j]] = perr[j];
+    }
+    free(perr);
+    free(prc);
+    free(slot);
+    free(ps);
+}
+
+static void putb_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_err err = { 0 };
+    struct sl_bck b;
+    struct rec *v = NULL;
+    int n = 0;
+    const char *bck = sl_req_query(r, "bck");
+    if (sl_bck_resolve(bck ? bck : "", sl_req_query(r, "provider"), NULL, &b, &err) < 0) {
+        sl_err_wrap(&err, "put-batch");
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (parse(&r->body, &v, &n, &err) < 0) {
+        sl_bck_release(&b);
+        sl_resp_err(r, &err);
+        return;
+    }
+    int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
+    struct sl_err *errs = sl_xcalloc((size_t)n + 1, sizeof(*errs));
+    store_recs(&b, v, n, rc, errs);
+    const char *reb = sl_req_header(r, "Ais-Rebalance");
+    struct sl_job *job = reb ? sl_job_get(reb) : NULL;
+    json_t *objs = json_array();
+    uint64_t stored = 0;
+    for (int i = 0; i < n; i++) {
+        if (rc[i] < 0) {
+            json_array_append_new(objs, json_pack("{s:i,s:s}", "status", sl_err_status(errs[i].code), "message",
+                                                  errs[i].msg));
+            continue;
+        }
+        json_array_append_new(objs, rc[i] ? json_pack("{s:i,s:b}", "status", 200, "kept", true)
+                                          : json_pack("{s:i}", "status", 200));
+        if (rc[i])
+            continue;
+        stored++;
+        sl_arch_after_put(&b, v[i].name, v[i].nlen); /* plain tars get their member index */
+        if (job) {
+            sl_job_add(&job->in_objs, 1);
+            sl_job_add(&job->in_bytes, v[i].size);
+        }
+    }
+    sl_stats_add("putb_in_batches", 1);
+    sl_stats_add("putb_in_objs", stored);
+    sl_job_put(job);
+    free(errs);
+    free(rc);
+    recs_free(v, n);
+    sl_bck_release(&b);
+    sl_resp_json_new(r, 200, json_pack("{s:o}", "objs", objs));
+}
+
+static void putb_done(struct sl_req *r)
+{
+    sl_req_offload(r, putb_run, NULL, NULL);
+}
+
+void sl_putb_internal(struct sl_req *r)
+{
+    if (r->method != SL_M_POST)
+        sl_resp_method_not_allowed(r, "POST");
+    else if (!sl_is_target())
+        sl_resp_errf(r, SL_EINVAL, "%s is not a storage target: put-batch goes to a target", G.name);
+    else
+        sl_req_buffer_body(r, BODY_MAX, putb_done);
+}
