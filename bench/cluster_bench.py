@@ -9,6 +9,10 @@
     for many small objects and for fewer large ones.
 
 usage: cluster_bench.py [--small N] [--large N] [--large-size BYTES] [--duration S] [--rounds N] [--quick]
+                        [--reb-only]
+
+--reb-only skips the GET figures and --large 0 the large-object rebalance: to compare two builds, run it
+alternately with SHALE_BUILD pointing at each.
 """
 import argparse
 import json
@@ -131,6 +135,7 @@ def main():
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3, help="gateway/direct/nginx alternate this many times")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reb-only", action="store_true", help="only the rebalance figures")
     a = ap.parse_args()
     if a.quick:
         a.small, a.large, a.large_size, a.duration, a.rounds = 5000, 100, 1 << 20, 3, 1
@@ -139,55 +144,59 @@ def main():
     url, env, pg = start_playground(work, "pg", 1, 3, nports=12)
     res = {}
     try:
-        cli(env, "bucket", "create", "ais://g1k")
-        n = 2000
-        names = ["o%05d" % i for i in range(n)]
-        put_many(url, "g1k", names, os.urandom(1024))
-        smap = requests.get(url + "/v1/daemon?what=smap").json()
-        # where each object lives: HEAD through the gateway tells the target location
-        direct, files = [], []
-        for nm in names:
-            r = requests.get(url + "/v1/objects/g1k/" + nm, allow_redirects=False)
-            loc = r.headers["Location"]
-            direct.append(loc.split("?")[0])
-            tid = [t for t, sn in smap["tmap"].items() if loc.startswith(sn["public_net"]["direct_url"])][0]
-            files.append((tid, nm))
-        # nginx serves the same files straight from the targets' mountpaths
-        tdirs = {}
-        topo = json.load(open(os.path.join(pg, "playground.json")))
-        for node in topo["nodes"]:
-            if node["role"] != "target":
-                continue
-            sid = requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % node["port"]).json()["daemon_id"]
-            tdirs[sid] = os.path.join(pg, node["name"], "mp1", "@ais", "g1k", "%ob")
-        root = os.path.join(work, "nginx-root")
-        os.makedirs(root)
-        for tid, nm in files:
-            os.symlink(os.path.join(tdirs[tid], nm), os.path.join(root, nm))
-        ng = Nginx(work, root)
-        try:
-            gw = ["%s/v1/objects/g1k/%s" % (url, nm) for nm in names]
-            ngu = ["%s/obj/%s" % (ng.url, nm) for nm in names]
-            # alternate the three a few times: a shared machine drifts over
-            # minutes; each ratio is taken within one round
-            rounds = []
-            for _ in range(a.rounds):
-                rd = {"gateway": load(exe, gw, work, 32, a.duration, True),
-                      "direct": load(exe, direct, work, 32, a.duration, False),
-                      "nginx": load(exe, ngu, work, 32, a.duration, False)}
-                rounds.append(rd)
-            res["rounds"] = rounds
-        finally:
-            ng.stop()
+        if not a.reb_only:
+            cli(env, "bucket", "create", "ais://g1k")
+            n = 2000
+            names = ["o%05d" % i for i in range(n)]
+            put_many(url, "g1k", names, os.urandom(1024))
+            smap = requests.get(url + "/v1/daemon?what=smap").json()
+            # where each object lives: HEAD through the gateway tells the target location
+            direct, files = [], []
+            for nm in names:
+                r = requests.get(url + "/v1/objects/g1k/" + nm, allow_redirects=False)
+                loc = r.headers["Location"]
+                direct.append(loc.split("?")[0])
+                tid = [t for t, sn in smap["tmap"].items() if loc.startswith(sn["public_net"]["direct_url"])][0]
+                files.append((tid, nm))
+            # nginx serves the same files straight from the targets' mountpaths
+            tdirs = {}
+            topo = json.load(open(os.path.join(pg, "playground.json")))
+            for node in topo["nodes"]:
+                if node["role"] != "target":
+                    continue
+                sid = requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % node["port"]).json()["daemon_id"]
+                tdirs[sid] = os.path.join(pg, node["name"], "mp1", "@ais", "g1k", "%ob")
+            root = os.path.join(work, "nginx-root")
+            os.makedirs(root)
+            for tid, nm in files:
+                os.symlink(os.path.join(tdirs[tid], nm), os.path.join(root, nm))
+            ng = Nginx(work, root)
+            try:
+                gw = ["%s/v1/objects/g1k/%s" % (url, nm) for nm in names]
+                ngu = ["%s/obj/%s" % (ng.url, nm) for nm in names]
+                # alternate the three a few times: a shared machine drifts over
+                # minutes; each ratio is taken within one round
+                rounds = []
+                for _ in range(a.rounds):
+                    rd = {"gateway": load(exe, gw, work, 32, a.duration, True),
+                          "direct": load(exe, direct, work, 32, a.duration, False),
+                          "nginx": load(exe, ngu, work, 32, a.duration, False)}
+                    rounds.append(rd)
+                res["rounds"] = rounds
+            finally:
+                ng.stop()
         res["reb_small"] = rebalance_run(env, url, pg, "rbsmall", a.small, 1024)
-        res["reb_large"] = rebalance_run(env, url, pg, "rblarge", a.large, a.large_size)
+        if a.large:
+            res["reb_large"] = rebalance_run(env, url, pg, "rblarge", a.large, a.large_size)
     finally:
         cli(env, "playground", "stop", "--dir", pg)
         shutil.rmtree(work, ignore_errors=True)
 
-    print("\n%-44s %12s %10s %8s" % ("1 KiB GET, 32 connections (bench/loadgen)", "req/s", "vs nginx", "goal"))
-    for k, label, goal in (("gateway", "via gateway (client follows the 301)", 0.45),
-                           ("direct", "directly to the owning targets", 0.9), ("nginx", "nginx, same files", None)):
+    if not a.reb_only:
+        print("\n%-44s %12s %10s %8s" % ("1 KiB GET, 32 connections (bench/loadgen)", "req/s", "vs nginx", "goal"))
+    for k, label, goal in () if a.reb_only else (("gateway", "via gateway (client follows the 301)", 0.45),
+                                                 ("direct", "directly to the owning targets", 0.9),
+                                                 ("nginx", "nginx, same files", None)):
         # the round with the median ratio, and every round's ratio
         per = sorted(((rd[k]["rps"] / rd["nginx"]["rps"], rd[k]) for rd in res["rounds"]), key=lambda t: t[0])
         ratio, r = per[len(per) // 2]
@@ -198,7 +207,7 @@ def main():
                                                "  rounds " + "/".join("%.2f" % t[0] for t in per),
                                                "" if not errs else "  (errors: %d)" % errs))
     print("\n%-44s %10s %10s %10s %10s" % ("rebalance: 3 -> 4 targets", "objects", "moved", "objs/s", "MB/s"))
-    for k in ("reb_small", "reb_large"):
+    for k in ("reb_small", "reb_large")[:2 if a.large else 1]:
         r = res[k]
         print("%-44s %10d %10d %10.0f %10.1f   (job %.1f s; add-target to done %.1f s)" % (
             "%d x %s" % (r["objects"], "1KiB" if r["size"] == 1024 else "%dMiB" % (r["size"] >> 20)), r["objects"],
