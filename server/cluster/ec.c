@@ -933,8 +933,6 @@ void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *na
 
 /* ---- ec-encode: a walk over a bucket ---- */
 
-#define WALK_BATCH 512
-
 /* ask t to rebuild b/name (it is the object's main target) */
 static void ensure_at(const struct sl_snode *t, const struct sl_bck *b, const char *name, size_t nlen)
 {
@@ -952,49 +950,33 @@ static void ensure_at(const struct sl_snode *t, const struct sl_bck *b, const ch
     free(eb);
 }
 
+struct walk_ctx {
+    const struct sl_bck *b;
+    struct sl_job *job;
+};
+
+static bool encode_visit(void *arg, const char *name, size_t nlen)
+{
+    struct walk_ctx *w = arg;
+    if (sl_job_aborting(w->job) || wk.stopping)
+        return true;
+    struct sl_err e = { 0 };
+    if (encode_one(w->b, name, nlen, w->job, true, &e) < 0) {
+        sl_logw("%s %s: %s", w->job->kind, w->job->id, e.msg);
+        sl_job_add(&w->job->err_objs, 1);
+    }
+    return false;
+}
+
 static void walk_encode(const struct sl_bck *b, struct sl_job *job)
 {
-    char **names = sl_xcalloc(WALK_BATCH, sizeof(char *));
-    size_t *lens = sl_xcalloc(WALK_BATCH, sizeof(size_t));
     /* 1. main replicas here: encoded where the current map wants them */
+    struct walk_ctx w = { b, job };
     for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
-        struct sl_mpath *mp = sl_store_mpath(m);
-        char *after = NULL;
-        size_t alen = 0;
-        for (;;) {
-            struct sl_md_iter *it;
-            struct sl_err err = { 0 };
-            if (sl_md_iter_open(mp->md, b->bid, "", 0, after, alen, &it, &err) < 0)
-                break;
-            int n = 0;
-            while (n < WALK_BATCH && sl_md_iter_next(it) == 1) {
-                size_t nl;
-                const char *nm = sl_md_iter_name(it, &nl);
-                names[n] = sl_xstrndup(nm, nl);
-                lens[n++] = nl;
-            }
-            sl_md_iter_close(it);
-            for (int i = 0; i < n; i++) {
-                struct sl_err e = { 0 };
-                if (!sl_job_aborting(job) && !wk.stopping && encode_one(b, names[i], lens[i], job, true, &e) < 0) {
-                    sl_logw("%s %s: %s", job->kind, job->id, e.msg);
-                    sl_job_add(&job->err_objs, 1);
-                }
-                if (i == n - 1) {
-                    free(after);
-                    after = names[i];
-                    alen = lens[i];
-                } else {
-                    free(names[i]);
-                }
-            }
-            if (n < WALK_BATCH || sl_job_aborting(job) || wk.stopping)
-                break;
-        }
-        free(after);
+        struct sl_err err = { 0 };
+        if (sl_store_walk(sl_store_mpath(m), b, NULL, encode_visit, &w, &err) < 0)
+            sl_logw("%s %s: %s", job->kind, job->id, err.msg);
     }
-    free(names);
-    free(lens);
     /* 2. slices here whose object's main target lacks the object */
     for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
