@@ -8,7 +8,7 @@ moved.
 
 usage: floor_bench.py [--a BUILD_DIR] [--b BUILD_DIR] [--rounds 3] [--duration 6]
                       [--tests get1k-t1c32,get1k-t2c64,get10m-c4,get10m-c1]
-                      [--workers-a N] [--workers-b N]
+                      [--workers-a N] [--workers-b N] [--quick]
 
 Client shapes (wrk on loopback, objects picked at random):
   get1k-t1c32   1 KiB among 2,000 objects, one wrk thread, 32 keep-alive connections
@@ -49,7 +49,10 @@ def main():
     ap.add_argument("--tests", default=",".join(TESTS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=6)
+    ap.add_argument("--quick", action="store_true", help="one round of 3 s per test")
     a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.duration = 1, 3
     tests = a.tests.split(",")
     for t in tests:
         if t not in TESTS:

@@ -14,6 +14,8 @@ for p in wrk nginx bsdtar; do
 done
 echo "== single node: shaled vs nginx =="
 /usr/bin/python3 "$HERE/http_bench.py" "$@"
+echo "== the floor: GETs in the client shapes of issue 20, CPU per request and per GB =="
+/usr/bin/python3 "$HERE/floor_bench.py" "$@"
 echo "== cluster: gateway/direct vs nginx, rebalance =="
 /usr/bin/python3 "$HERE/cluster_bench.py" "$@"
 echo "== shards: member reads, archive creation =="
