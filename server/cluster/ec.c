@@ -219,6 +219,44 @@ static void local_remove(const struct sl_bck *b, const char *name, size_t nlen)
     sl_buf_free(&mp);
 }
 
+static int fsync_dir_of(const char *path)
+{
+    char *d = sl_xstrdup(path);
+    char *sl = strrchr(d, '/');
+    if (sl)
+        *sl = 0;
+    int rc = sl_fsync_dir(d);
+    free(d);
+    return rc;
+}
+
+/* A slice or metafile of b/name left on another mountpath before the
+ * mountpaths changed: removed once the new one's entries (data: the slice,
+ * NULL when none; meta) are on disk, else a power cut could keep the
+ * unlinks and lose the renames. */
+static void drop_older(const struct sl_bck *b, const char *name, size_t nlen, const char *data, const char *meta)
+{
+    char h[SL_CKSUM_HEX_MAX];
+    sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
+    struct sl_buf od, om;
+    sl_buf_init(&od);
+    sl_buf_init(&om);
+    bool synced = false;
+    for (int i = 0; i < sl_store_nmpaths(); i++) {
+        ec_paths_on(sl_store_mpath(i), b, h, &od, &om);
+        if (!strcmp(om.p, meta) || (access(om.p, F_OK) < 0 && access(od.p, F_OK) < 0))
+            continue;
+        if (!synced && sl_store_sync_data() &&
+            (fsync_dir_of(meta) < 0 || (data && fsync_dir_of(data) < 0)))
+            break; /* (kept: found again by ec_paths_found only if the new one is lost) */
+        synced = true;
+        unlink(om.p);
+        unlink(od.p);
+    }
+    sl_buf_free(&od);
+    sl_buf_free(&om);
+}
+
 static int local_store(const struct sl_bck *b, const char *name, size_t nlen, const json_t *meta, const void *data,
                        size_t n, bool with_data, struct sl_err *err)
 {
@@ -240,21 +278,7 @@ static int local_store(const struct sl_bck *b, const char *name, size_t nlen, co
         sl_errf(err, SL_EIO, "t[%s]: cannot store an EC slice of %s/%.*s under %s: %s", G.id, b->name,
                 (int)SL_MIN(nlen, 200), name, dp.p, strerror(errno));
     } else if (sl_store_nmpaths() > 1) {
-        /* an older one left on another mountpath before the mountpaths changed */
-        char h[SL_CKSUM_HEX_MAX];
-        sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
-        struct sl_buf od, om;
-        sl_buf_init(&od);
-        sl_buf_init(&om);
-        for (int i = 0; i < sl_store_nmpaths(); i++) {
-            ec_paths_on(sl_store_mpath(i), b, h, &od, &om);
-            if (strcmp(om.p, mp.p)) {
-                unlink(om.p);
-                unlink(od.p);
-            }
-        }
-        sl_buf_free(&od);
-        sl_buf_free(&om);
+        drop_older(b, name, nlen, with_data ? dp.p : NULL, mp.p);
     }
     free(mj);
     sl_buf_free(&dp);
