@@ -347,17 +347,30 @@ static int copy_record_get(struct sl_mpath *mp, const struct sl_bck *b, const ch
     return rc;
 }
 
-void sl_obj_copy_drop(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen)
+/* Remove the record of b/name's copy on cm (wait: durable on return). */
+static int copy_record_del(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen, bool wait,
+                           struct sl_err *err)
 {
     unsigned char k[COPY_KEY];
     copy_key(b->bid, name, nlen, k);
     struct sl_md_op op = { .kind = SL_MD_DEL_AUX, .key = (const char *)k, .klen = sizeof(k) };
-    sl_md_commit(cm->md, &op, 1, false, NULL); /* (a record left by a crash names no file: never promoted) */
+    return sl_md_commit(cm->md, &op, 1, wait, err);
+}
+
+/* Remove a copy's file (its record gone first: a record never names a missing file for long). */
+static void copy_file_unlink(const char *path)
+{
+    if (unlink(path) < 0 && errno != ENOENT)
+        sl_logw("cannot remove mirror copy %s: %s", path, strerror(errno));
+}
+
+void sl_obj_copy_drop(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    copy_record_del(cm, b, name, nlen, false, NULL); /* (a record left by a crash names no file: never promoted) */
     struct sl_buf f;
     sl_buf_init(&f);
     sl_obj_copy_fqn(&f, cm, b, name, nlen);
-    if (unlink(f.p) < 0 && errno != ENOENT)
-        sl_logw("cannot remove mirror copy %s: %s", f.p, strerror(errno));
+    copy_file_unlink(f.p);
     sl_buf_free(&f);
 }
 
@@ -585,7 +598,8 @@ int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
 
 static volatile bool misplaced; /* a resilver is pending (the record in the node metadata) */
 
-static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *live);
+static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_mpath *lmp,
+                             const struct sl_objmd *live);
 static int orphan_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
                        struct sl_objmd *md);
 
@@ -690,7 +704,7 @@ static void drop_misplaced(const struct sl_bck *b, const char *name, size_t nlen
         drop_stale(b, name, nlen, &mpaths[i], &md, lmp, live);
         sl_objmd_free(&md);
     }
-    drop_copy_records(b, name, nlen, live); /* (of a version whose main was lost, not promoted yet) */
+    drop_copy_records(b, name, nlen, lmp, live); /* (of a version whose main was lost, unpromoted) */
 }
 
 /* ---- PUT ---- */
@@ -1542,7 +1556,7 @@ static int delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     struct sl_objmd md;
     int rc = md_get_any(b, name, nlen, mp, &md, err);
-    if (rc == 0 && !want_mtime && drop_copy_records(b, name, nlen, NULL) > 0)
+    if (rc == 0 && !want_mtime && drop_copy_records(b, name, nlen, NULL, NULL) > 0)
         return 2; /* only mirror copies were left of it (its main's mountpath lost): gone now, never promoted */
     if (rc <= 0)
         return rc == 0 ? sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn) : -1;
@@ -2335,11 +2349,16 @@ static int crecs_get(const struct sl_bck *b, const char *name, size_t nlen, stru
     return n;
 }
 
-/* Remove the copies of b/name (records and files) that live does not list
- * (NULL: all): how many there were. Under the object's write lock. */
-static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *live)
+/* Remove the copies of b/name (records, then files) that live, the record
+ * on lmp, does not list (NULL: all): how many there were. A hashed name's
+ * main file has the path of its copy on lmp: of that one only the record
+ * goes. Under the object's write lock. */
+static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_mpath *lmp,
+                             const struct sl_objmd *live)
 {
     int n = 0;
+    struct sl_buf f;
+    sl_buf_init(&f);
     for (int i = 0; i < nmpaths; i++) {
         struct sl_objmd md;
         bool listed = false;
@@ -2347,10 +2366,14 @@ static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nl
             listed |= live->copies[j] == mpaths[i].digest;
         if (listed || copy_record_get(&mpaths[i], b, name, nlen, &md) != 1)
             continue;
-        sl_obj_copy_drop(&mpaths[i], b, name, nlen);
         sl_objmd_free(&md);
+        copy_record_del(&mpaths[i], b, name, nlen, false, NULL);
+        sl_obj_copy_fqn(&f, &mpaths[i], b, name, nlen);
+        if (!live_file(f.p, b, name, nlen, lmp, live))
+            copy_file_unlink(f.p);
         n++;
     }
+    sl_buf_free(&f);
     return n;
 }
 
@@ -2397,7 +2420,7 @@ static int promote_publish(const struct sl_bck *b, const char *name, size_t nlen
     if (main_known(b, name, nlen, dst)) {
         rc = 0; /* written, or promoted by a read, meanwhile */
     } else if (src < 0) {
-        drop_copy_records(b, name, nlen, NULL);
+        drop_copy_records(b, name, nlen, NULL, NULL);
     } else if (copy_record_get(recs[src].mp, b, name, nlen, &cur) == 1) {
         struct sl_objmd nm = cur;
         snprintf(nm.fname, sizeof(nm.fname), "%s", fname);
@@ -2417,7 +2440,7 @@ static int promote_publish(const struct sl_bck *b, const char *name, size_t nlen
         } else if (install_main(b, name, nlen, dst, &nm, work, fqn.p, new_dirs, "promote-after-rename", err) < 0) {
             rc = -1;
         } else {
-            drop_copy_records(b, name, nlen, &nm); /* (the one on dst, if any, and older versions) */
+            drop_copy_records(b, name, nlen, dst, &nm); /* (the one on dst, if any, and older versions) */
             copies_rerecord(b, name, nlen, &nm);
             *ncopies = (uint64_t)nm.ncopies;
             rc = 1;

@@ -389,6 +389,39 @@ class ResilverTest(unittest.TestCase):
         self.check_md(self.md)
         self.assertEqual(sorted(self.listed("md")), sorted(self.md))
 
+    def test_lost_mountpath_hashed_names(self):
+        """objects stored under a hashed file name (a path segment over 255 bytes) whose main replica's
+        mountpath is lost while their copy is on the mountpath the copy is promoted to: the promoted main (the
+        same path as that copy) stays when the copy's record goes"""
+        self.start(self.mps)
+        r = self.s.post(self.url + "/v1/buckets/hx", headers=J, data=json.dumps(
+            {"action": "create-bck", "value": {"mirror": {"enabled": True, "copies": 2}}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        data = {}
+        for i in range(60):
+            name = "h%02d/%s" % (i, "y" * 300)
+            body = os.urandom(200 + 13 * i)
+            r = self.s.put(self.url + "/v1/objects/hx/" + name, data=body, timeout=60)
+            self.assertEqual(r.status_code, 200, r.text)
+            data[name] = hashlib.md5(body).hexdigest()
+        wait_until(lambda: all(self.copies("hx", n)[0] == 2 for n in data), 60, what="put-copies")
+        rest = self.mps[:2]
+        hit = [n for n in data if hrw_mpath(self.mps, "hx", n) == self.mps[2] and
+               self.copies("hx", n)[1][1] == hrw_mpath(rest, "hx", n)]
+        self.assertGreater(len(hit), 0)
+        self.node.stop()
+        shutil.rmtree(self.mps[2])
+        self.start(rest)
+        self.wait_resilver()
+        for name, md5 in data.items():
+            r = self.s.get(self.url + "/v1/objects/hx/" + name, timeout=30)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name[:8], r.text))
+            self.assertEqual(hashlib.md5(r.content).hexdigest(), md5, name[:8])
+        self.node.restart()
+        for name in hit:
+            r = self.s.get(self.url + "/v1/objects/hx/" + name, timeout=30)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name[:8], r.text))
+
 
 if __name__ == "__main__":
     main()
