@@ -293,8 +293,9 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
             sl_fault("mirror-after-rename");
             cur.copies[cur.ncopies++] = dest->digest;
             /* the copy's own record (it outlives the main's mountpath), then the main's */
-            if (sl_obj_copy_record(dest, b, name, nlen, &cur, true, err) < 0 ||
-                put_md(main, b, name, nlen, &cur, err) < 0) {
+            int rr = sl_obj_copy_record(dest, b, name, nlen, &cur, true, err);
+            sl_fault("mirror-after-record");
+            if (rr < 0 || put_md(main, b, name, nlen, &cur, err) < 0) {
                 sl_obj_copy_drop(dest, b, name, nlen);
                 rc = -1;
             } else {

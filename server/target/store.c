@@ -599,7 +599,7 @@ int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
 static volatile bool misplaced; /* a resilver is pending (the record in the node metadata) */
 
 static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_mpath *lmp,
-                             const struct sl_objmd *live);
+                             const struct sl_objmd *live, bool wait, struct sl_err *err);
 static int orphan_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
                        struct sl_objmd *md);
 
@@ -704,7 +704,7 @@ static void drop_misplaced(const struct sl_bck *b, const char *name, size_t nlen
         drop_stale(b, name, nlen, &mpaths[i], &md, lmp, live);
         sl_objmd_free(&md);
     }
-    drop_copy_records(b, name, nlen, lmp, live); /* (of a version whose main was lost, unpromoted) */
+    drop_copy_records(b, name, nlen, lmp, live, false, NULL); /* (of a version whose main was lost, unpromoted) */
 }
 
 /* ---- PUT ---- */
@@ -1556,8 +1556,8 @@ static int delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     struct sl_objmd md;
     int rc = md_get_any(b, name, nlen, mp, &md, err);
-    if (rc == 0 && !want_mtime && drop_copy_records(b, name, nlen, NULL, NULL) > 0)
-        return 2; /* only mirror copies were left of it (its main's mountpath lost): gone now, never promoted */
+    if (rc == 0 && !want_mtime && (rc = drop_copy_records(b, name, nlen, NULL, NULL, true, err)) != 0)
+        return rc < 0 ? -1 : 2; /* only mirror copies were left of it (its main's mountpath lost): gone now */
     if (rc <= 0)
         return rc == 0 ? sl_errf(err, SL_ENOOBJ, "%s doesn't exist", cn) : -1;
     struct sl_buf fqn;
@@ -1571,8 +1571,14 @@ static int delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char
     /* mirror copies first, then the file, then metadata: a crash in between
      * leaves metadata without a file (or without some copies), which reads
      * heal; never a resurrected object (a GET restores a missing main from
-     * a copy, so the copies must be gone before the main is) */
-    unlink_copies(b, name, nlen, &md);
+     * a copy, so the copies must be gone before the main is). Every copy
+     * record goes, durably, not only those md lists (a crash between a
+     * copy's record and its listing leaves one a resilver would promote);
+     * a listed copy always has a record (written before it is listed). */
+    if (drop_copy_records(b, name, nlen, NULL, NULL, true, err) < 0) {
+        rc = -1;
+        goto out;
+    }
     if (unlink(fqn.p) < 0 && errno != ENOENT) {
         rc = sl_errf(err, SL_EIO, "DELETE %s: %s", cn, strerror(errno));
         goto out;
@@ -2350,11 +2356,12 @@ static int crecs_get(const struct sl_bck *b, const char *name, size_t nlen, stru
 }
 
 /* Remove the copies of b/name (records, then files) that live, the record
- * on lmp, does not list (NULL: all): how many there were. A hashed name's
- * main file has the path of its copy on lmp: of that one only the record
- * goes. Under the object's write lock. */
+ * on lmp, does not list (NULL: all; wait: each record's removal durable
+ * before its file goes): how many there were, -1 err. A hashed name's main
+ * file has the path of its copy on lmp: of that one only the record goes.
+ * Under the object's write lock. */
 static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_mpath *lmp,
-                             const struct sl_objmd *live)
+                             const struct sl_objmd *live, bool wait, struct sl_err *err)
 {
     int n = 0;
     struct sl_buf f;
@@ -2367,7 +2374,10 @@ static int drop_copy_records(const struct sl_bck *b, const char *name, size_t nl
         if (listed || copy_record_get(&mpaths[i], b, name, nlen, &md) != 1)
             continue;
         sl_objmd_free(&md);
-        copy_record_del(&mpaths[i], b, name, nlen, false, NULL);
+        if (copy_record_del(&mpaths[i], b, name, nlen, wait, err) < 0) {
+            n = -1;
+            break;
+        }
         sl_obj_copy_fqn(&f, &mpaths[i], b, name, nlen);
         if (!live_file(f.p, b, name, nlen, lmp, live))
             copy_file_unlink(f.p);
@@ -2420,7 +2430,7 @@ static int promote_publish(const struct sl_bck *b, const char *name, size_t nlen
     if (main_known(b, name, nlen, dst)) {
         rc = 0; /* written, or promoted by a read, meanwhile */
     } else if (src < 0) {
-        drop_copy_records(b, name, nlen, NULL, NULL);
+        drop_copy_records(b, name, nlen, NULL, NULL, false, NULL);
     } else if (copy_record_get(recs[src].mp, b, name, nlen, &cur) == 1) {
         struct sl_objmd nm = cur;
         snprintf(nm.fname, sizeof(nm.fname), "%s", fname);
@@ -2440,7 +2450,7 @@ static int promote_publish(const struct sl_bck *b, const char *name, size_t nlen
         } else if (install_main(b, name, nlen, dst, &nm, work, fqn.p, new_dirs, "promote-after-rename", err) < 0) {
             rc = -1;
         } else {
-            drop_copy_records(b, name, nlen, dst, &nm); /* (the one on dst, if any, and older versions) */
+            drop_copy_records(b, name, nlen, dst, &nm, false, NULL); /* (the one on dst, if any, and older versions) */
             copies_rerecord(b, name, nlen, &nm);
             *ncopies = (uint64_t)nm.ncopies;
             rc = 1;

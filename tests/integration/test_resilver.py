@@ -302,7 +302,7 @@ class ResilverTest(unittest.TestCase):
         r = self.s.get(self.url + "/v1/buckets/" + b, json={"action": "list", "value": {"props": "name,size"}},
                        timeout=60)
         self.assertEqual(r.status_code, 200, r.text)
-        return [e["name"] for e in r.json()["entries"]]
+        return [e["name"] for e in r.json()["entries"] or []]
 
     def test_lost_mountpath_copies_promoted(self):
         """the disk of one of 3 mountpaths is gone (directory deleted, out of fspaths): every object of a 2-way
@@ -421,6 +421,36 @@ class ResilverTest(unittest.TestCase):
         for name in hit:
             r = self.s.get(self.url + "/v1/objects/hx/" + name, timeout=30)
             self.assertEqual(r.status_code, 200, "%s: %s" % (name[:8], r.text))
+
+    def test_unlisted_copy_deleted(self):
+        """a crash between a mirror copy's record and the main's metadata naming it, then a DELETE: the copy
+        goes with the object (all copy records do, not only the listed ones), and a resilver after the main's
+        mountpath is lost does not bring the object back"""
+        self.start(self.mps)
+        r = self.s.post(self.url + "/v1/buckets/md", headers=J, data=json.dumps(
+            {"action": "create-bck", "value": {"mirror": {"enabled": True, "copies": 2}}}))
+        self.assertEqual(r.status_code, 200, r.text)
+        name = next(n for n in ("u%d" % i for i in range(100)) if hrw_mpath(self.mps, "md", n) == self.mps[2])
+        self.node.stop()
+        self.start(self.mps, env={"SHALE_FAULT": "mirror-after-record"})
+        r = self.s.put(self.url + "/v1/objects/md/" + name, data=b"x" * 1000, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: self.node.proc.poll() is not None, 60, what="the injected crash")
+        self.assertEqual(self.node.proc.returncode, 137)
+        self.node.proc = None
+        self.start(self.mps)
+        self.assertEqual(self.copies("md", name)[0], 1)  # the copy is not listed...
+        left = [mp for mp in self.mps[:2] if os.path.isfile(os.path.join(mp, "@ais", "md", "%ob", copy_fname(name)))]
+        self.assertEqual(len(left), 1)  # ...but it is there, with its record
+        r = self.s.delete(self.url + "/v1/objects/md/" + name, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertFalse(os.path.exists(os.path.join(left[0], "@ais", "md", "%ob", copy_fname(name))))
+        self.node.stop()
+        shutil.rmtree(self.mps[2])
+        self.start(self.mps[:2])
+        self.wait_resilver()
+        self.assertEqual(self.s.get(self.url + "/v1/objects/md/" + name, timeout=30).status_code, 404)
+        self.assertEqual(self.listed("md"), [])
 
 
 if __name__ == "__main__":
