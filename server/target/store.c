@@ -2134,8 +2134,10 @@ static int move_copy(const struct sl_bck *b, const char *name, size_t nlen, stru
 /* Publish the work file (on dst) as the main replica of b/name on dst,
  * described by nm, as a PUT does: metadata and a pending marker first, then
  * the rename, the directory fsynced (write_policy.data), the marker
- * dropped. There was no record of b/name on dst. 0, or -1 with err and
- * the metadata undone. The caller holds the object's write lock. */
+ * dropped. There was no record of b/name on dst. 0, or -1 with err: the
+ * metadata undone, or, when the directory fsync failed, the main in place
+ * but maybe not durable (the caller keeps the replica it came from; the
+ * marker stays, as a failed PUT's does). Under the object's write lock. */
 static int install_main(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *dst,
                         const struct sl_objmd *nm, const char *work, const char *fqn, bool new_dirs,
                         const char *fault, struct sl_err *err)
@@ -2156,7 +2158,8 @@ static int install_main(const struct sl_bck *b, const char *name, size_t nlen, s
     }
     sl_fault(fault);
     if (wp_data == SL_WP_IMMEDIATE && (new_dirs ? sl_fsync_parents(fqn, dst->path) : fsync_dir_of(fqn)) < 0)
-        sl_logw("fsync of the directory of %s: %s", fqn, strerror(errno));
+        return sl_errf(err, SL_EIO, "fsync of the directory of %s on %s: %s; the replica it came from is kept", fqn,
+                       dst->path, strerror(errno));
     ops[1].kind = SL_MD_DEL_PENDING;
     sl_md_commit(dst->md, &ops[1], 1, false, NULL);
     return 0;
