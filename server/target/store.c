@@ -379,8 +379,8 @@ static void copies_rerecord(const struct sl_bck *b, const char *name, size_t nle
 {
     for (int i = 0; i < md->ncopies; i++) {
         struct sl_mpath *cm = sl_store_mpath_by_digest(md->copies[i]);
-        if (cm)
-            sl_obj_copy_record(cm, b, name, nlen, md, false, NULL);
+        if (cm) /* (waited: after a crash a promotion never brings back what the change replaced) */
+            sl_obj_copy_record(cm, b, name, nlen, md, true, NULL);
     }
 }
 
