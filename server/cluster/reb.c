@@ -143,7 +143,8 @@ static void send_one(struct batch *bt, struct item *it)
     int rc = sl_peer_put_fd(url.p, h, nh, fd, md.size, tmo, &r);
     close(fd);
     if (rc == 0 && r.status == 200) {
-        if (acked(bt, it, md.size) && sl_obj_delete(&it->b, it->name, it->nlen, &err) < 0)
+        /* only the version sent: one written since stays */
+        if (acked(bt, it, md.size) && sl_obj_delete_if(&it->b, it->name, it->nlen, md.mtime, &err) < 0)
             not_deleted(bt, it, err.msg);
     } else {
         not_moved(bt, it, r.err);
@@ -156,14 +157,16 @@ static void send_one(struct batch *bt, struct item *it)
 }
 
 /* The answer to a batch: the objects the owner took go here too, with
- * one metadata transaction for all of them. */
+ * one metadata transaction for all of them; each only as sent (mtime[j]):
+ * one written again since stays. */
 static void sent_many(struct batch *bt, struct item *its, const struct sl_putb *pb, const int *idx,
-                      const uint64_t *size)
+                      const uint64_t *size, const int64_t *mtime)
 {
     struct sl_err *errs = sl_xcalloc((size_t)pb->n, sizeof(*errs));
     sl_putb_send(pb, its[0].owner->data_url, bt->job->id, errs);
     char **dn = sl_xcalloc((size_t)pb->n, sizeof(*dn));
     size_t *dl = sl_xcalloc((size_t)pb->n, sizeof(*dl));
+    int64_t *dm = sl_xcalloc((size_t)pb->n, sizeof(*dm));
     int *di = sl_xcalloc((size_t)pb->n, sizeof(*di)), nd = 0;
     for (int j = 0; j < pb->n; j++) {
         struct item *it = &its[idx[j]];
@@ -172,16 +175,18 @@ static void sent_many(struct batch *bt, struct item *its, const struct sl_putb *
         } else if (acked(bt, it, size[j])) {
             dn[nd] = it->name;
             dl[nd] = it->nlen;
+            dm[nd] = mtime[j];
             di[nd++] = idx[j];
         }
     }
     int *drc = sl_xcalloc((size_t)nd + 1, sizeof(int));
-    sl_obj_delete_batch(&its[0].b, dn, dl, nd, drc, errs);
+    sl_obj_delete_batch(&its[0].b, dn, dl, dm, nd, drc, errs);
     for (int j = 0; j < nd; j++)
         if (drc[j] < 0)
             not_deleted(bt, &its[di[j]], errs[j].msg);
     free(drc);
     free(di);
+    free(dm);
     free(dl);
     free(dn);
     free(errs);
@@ -195,6 +200,7 @@ static void send_many(struct batch *bt, struct item *its, int n)
     sl_putb_init(&pb, &its[0].b);
     int *idx = sl_xcalloc((size_t)n, sizeof(int));
     uint64_t *size = sl_xcalloc((size_t)n, sizeof(uint64_t));
+    int64_t *mtime = sl_xcalloc((size_t)n, sizeof(int64_t));
     for (int i = 0; i < n; i++) {
         struct sl_err err = { 0 };
         int fd;
@@ -207,13 +213,15 @@ static void send_many(struct batch *bt, struct item *its, int n)
             not_moved(bt, &its[i], err.msg);
         else {
             size[pb.n - 1] = md.size;
+            mtime[pb.n - 1] = md.mtime;
             idx[pb.n - 1] = i;
         }
         close(fd);
         sl_objmd_free(&md);
     }
     if (pb.n)
-        sent_many(bt, its, &pb, idx, size);
+        sent_many(bt, its, &pb, idx, size, mtime);
+    free(mtime);
     free(size);
     free(idx);
     sl_putb_free(&pb);

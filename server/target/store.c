@@ -1639,8 +1639,8 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
  * transaction per mountpath. Small groups: every name lock is held until
  * the commit, and a few senders delete at once. */
 #define DEL_GROUP 32
-static void delete_group(const struct sl_bck *b, char *const *names, const size_t *nlens, int n, int *rc,
-                         struct sl_err *errs)
+static void delete_group(const struct sl_bck *b, char *const *names, const size_t *nlens, const int64_t *mtimes,
+                         int n, int *rc, struct sl_err *errs)
 {
     pthread_rwlock_t *lks[DEL_GROUP];
     struct sl_mpath *mps[DEL_GROUP];
@@ -1652,7 +1652,8 @@ static void delete_group(const struct sl_bck *b, char *const *names, const size_
     bool commit[DEL_GROUP];
     for (int i = 0; i < n; i++) {
         mps[i] = locate(b, names[i], nlens[i]);
-        rc[i] = delete_files(&mps[i], b, names[i], nlens[i], NULL, &ops[2 * i], ak[i], &errs[i]);
+        rc[i] = delete_files(&mps[i], b, names[i], nlens[i], mtimes ? &mtimes[i] : NULL, &ops[2 * i], ak[i],
+                             &errs[i]);
         commit[i] = rc[i] == 0;
         if (rc[i] == 2)
             rc[i] = 0;
@@ -1680,8 +1681,8 @@ static void delete_group(const struct sl_bck *b, char *const *names, const size_
     unlock_all(lks, nl);
 }
 
-void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_t *nlens, int n, int *rc,
-                         struct sl_err *errs)
+void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_t *nlens, const int64_t *mtimes,
+                         int n, int *rc, struct sl_err *errs)
 {
     struct sl_err e = { 0 };
     if (!nmpaths)
@@ -1694,7 +1695,8 @@ void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_
         return;
     }
     for (int i = 0; i < n; i += DEL_GROUP)
-        delete_group(b, names + i, nlens + i, SL_MIN(n - i, DEL_GROUP), rc + i, errs + i);
+        delete_group(b, names + i, nlens + i, mtimes ? mtimes + i : NULL, SL_MIN(n - i, DEL_GROUP), rc + i,
+                     errs + i);
     write_leave(b->bid);
 }
 

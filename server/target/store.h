@@ -125,10 +125,12 @@ int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl
                 struct sl_err *err);
 int sl_obj_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
 /* sl_obj_delete of n objects of b at once, with one LMDB transaction per
- * mountpath instead of one each (a rebalance letting go of a batch): rc[i]
- * 0 deleted, -1 failed (errs[i]; SL_ENOOBJ: it was not there). */
-void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_t *nlens, int n, int *rc,
-                         struct sl_err *errs);
+ * mountpath instead of one each (a rebalance letting go of a batch); with
+ * mtimes, each only if last written at mtimes[i] (as sl_obj_delete_if):
+ * rc[i] 0 deleted, 1 kept (written again since), -1 failed (errs[i];
+ * SL_ENOOBJ: it was not there). */
+void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_t *nlens, const int64_t *mtimes,
+                         int n, int *rc, struct sl_err *errs);
 /* The same, only if the object was last written at mtime: 0 deleted, 1
  * kept (written again since), -1 err. */
 int sl_obj_delete_if(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, struct sl_err *err);
