@@ -1193,11 +1193,12 @@ fail:
 
 /* ---- PUT of many small objects at once (sl_put_commit_batch) ----
  * The same protocol as sl_put_commit, each step taken for the whole batch:
- * one syncfs per filesystem instead of an fsync per work file, one LMDB
- * transaction per mountpath for every object's metadata and pending marker,
- * the renames, one syncfs again instead of an fsync per directory, one
- * transaction dropping the markers. A crash in between leaves each object
- * old or new, as for one PUT. */
+ * one syncfs per filesystem instead of an fsync per work file (then an
+ * fsync of each, to see its earlier writeback errors), one LMDB transaction
+ * per mountpath and group of PUT_GROUP objects for their metadata and
+ * pending markers, the renames, one syncfs again instead of an fsync per
+ * directory, one transaction dropping the markers. A crash in between
+ * leaves each object old or new, as for one PUT. */
 struct bput {
     struct sl_put *p;        /* NULL once done with (rc set) */
     char cn[400];
@@ -1354,6 +1355,34 @@ static void bput_clear_markers(struct bput *v, int n)
     free(ops);
 }
 
+/* Of a batch: up to PUT_GROUP objects under their name locks, their
+ * metadata committed (one transaction per mountpath) and their files
+ * renamed. Small groups, as delete_group: a GET or HEAD waits on its HTTP
+ * thread for the stripe it shares with one of them, one group's commit at
+ * most, never the whole batch's. */
+#define PUT_GROUP 32
+static void bput_group(struct bput *v, int n, bool keep_existing, int *rc, struct sl_err *errs)
+{
+    pthread_rwlock_t *lks[PUT_GROUP];
+    int nl = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i].p)
+            lks[nl++] = name_lock(&v[i].p->bck, v[i].p->name, v[i].p->nlen);
+    nl = lock_all(lks, nl);
+    bput_commit_md(v, n, keep_existing, rc, errs);
+    sl_fault("putb-after-commit");
+    for (int i = 0; i < n; i++) {
+        struct bput *x = &v[i];
+        if (!x->p)
+            continue;
+        if (put_rename(x->p, &x->fqn, x->fname, &x->md, x->ops, x->had, &x->old, x->cn, &errs[i]) < 0)
+            bput_fail(x, &rc[i]);
+        else
+            put_replaced(x->p, x->had, &x->old, &x->md);
+    }
+    unlock_all(lks, nl);
+}
+
 void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc, struct sl_err *errs)
 {
     struct bput *v = sl_xcalloc((size_t)n, sizeof(*v));
@@ -1379,27 +1408,8 @@ void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc,
         }
     }
     sl_fault("putb-after-write");
-    pthread_rwlock_t **lks = sl_xcalloc((size_t)n + 1, sizeof(*lks));
-    int nl = 0;
-    for (int i = 0; i < n; i++)
-        if (v[i].p)
-            lks[nl++] = name_lock(&v[i].p->bck, v[i].p->name, v[i].p->nlen);
-    nl = lock_all(lks, nl);
-    bput_commit_md(v, n, keep_existing, rc, errs);
-    sl_fault("putb-after-commit");
-    for (int i = 0; i < n; i++) {
-        struct bput *x = &v[i];
-        if (!x->p)
-            continue;
-        if (put_rename(x->p, &x->fqn, x->fname, &x->md, x->ops, x->had, &x->old, x->cn, &errs[i]) < 0) {
-            bput_fail(x, &rc[i]);
-        } else {
-            put_replaced(x->p, x->had, &x->old, &x->md);
-        }
-    }
-    for (int i = 0; i < nl; i++)
-        pthread_rwlock_unlock(lks[i]);
-    free(lks);
+    for (int i = 0; i < n; i += PUT_GROUP)
+        bput_group(v + i, SL_MIN(n - i, PUT_GROUP), keep_existing, rc + i, errs + i);
     bput_sync(v, n, rc, errs, "syncfs (renames) for");
     bput_clear_markers(v, n);
     for (int i = 0; i < n; i++) {
