@@ -1400,6 +1400,14 @@ void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc,
         struct bput *x = &v[i];
         if (!x->p)
             continue;
+        /* syncfs reports only the writeback errors since its directory's
+         * open: one of an earlier writeback of this file shows here (cheap,
+         * its pages are clean) */
+        if (wp_data == SL_WP_IMMEDIATE && fsync(x->p->fd) < 0) {
+            put_io_err(&errs[i], errno, "fsync of", x->cn, x->p->mp->path);
+            bput_fail(x, &rc[i]);
+            continue;
+        }
         close(x->p->fd);
         x->p->fd = -1;
         if (choose_fname(x->p, x->fname, &x->fqn) < 0) {
