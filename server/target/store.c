@@ -1219,7 +1219,9 @@ static void bput_fail(struct bput *x, int *rc)
 }
 
 /* Make what the batch wrote so far durable: syncfs once per filesystem that
- * holds one of its mountpaths. An object whose filesystem failed fails. */
+ * holds one of its mountpaths. An object whose filesystem failed fails; one
+ * in place already is published all the same (its mirror and EC hooks run:
+ * its metadata is committed), only answered failed. */
 static void bput_sync(struct bput *v, int n, int *rc, struct sl_err *errs, const char *what)
 {
     if (wp_data != SL_WP_IMMEDIATE)
@@ -1253,11 +1255,13 @@ static void bput_sync(struct bput *v, int n, int *rc, struct sl_err *errs, const
         if (!v[i].p || !res[v[i].p->mp->idx])
             continue;
         put_io_err(&errs[i], res[v[i].p->mp->idx], what, v[i].cn, v[i].p->mp->path);
-        if (v[i].final_rel) {  /* in place already: the fsck of a restart keeps it */
-            free(v[i].p->work_abs);
-            v[i].p->work_abs = NULL;
+        if (v[i].final_rel) { /* in place already: the fsck of a restart keeps it */
+            put_published(v[i].p, v[i].had, &v[i].old, v[i].fname);
+            v[i].p = NULL;
+            rc[i] = -1;
+        } else {
+            bput_fail(&v[i], &rc[i]);
         }
-        bput_fail(&v[i], &rc[i]);
     }
     free(res);
     free(dev);
