@@ -63,7 +63,7 @@ int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const
     json_decref(j);
     if (!js)
         return sl_errf(err, SL_EINVAL, "%s/%.*s: its metadata is not valid UTF-8", pb->b.name,
-                       (int)SL_MIN(nlen, 200), name);
+                       sl_utf8_cut(name, nlen, 200), name);
     size_t hl = strlen(js), mark = pb->body.len;
     unsigned char len4[4] = { (unsigned char)(hl >> 24), (unsigned char)(hl >> 16), (unsigned char)(hl >> 8),
                               (unsigned char)hl };
@@ -79,7 +79,7 @@ int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const
         if (r <= 0) {
             pb->body.len = mark;
             pb->body.p[mark] = 0;
-            return sl_errf(err, SL_EIO, "reading %s/%.*s: %s", pb->b.name, (int)SL_MIN(nlen, 200), name,
+            return sl_errf(err, SL_EIO, "reading %s/%.*s: %s", pb->b.name, sl_utf8_cut(name, nlen, 200), name,
                            r < 0 ? strerror(errno) : "shorter than its metadata says");
         }
         off += (uint64_t)r;
@@ -286,6 +286,7 @@ static void putb_run(struct sl_req *r, void *arg)
     uint64_t stored = 0;
     for (int i = 0; i < n; i++) {
         if (rc[i] < 0) {
+            sl_utf8_scrub(errs[i].msg); /* cut at fixed sizes: a short array fails the whole batch */
             json_array_append_new(objs, json_pack("{s:i,s:s}", "status", sl_err_status(errs[i].code), "message",
                                                   errs[i].msg));
             continue;

@@ -74,7 +74,7 @@ static void not_moved(struct batch *bt, const struct item *it, const char *why)
     pthread_mutex_lock(&bt->mu);
     if (!bt->first_err[0])
         snprintf(bt->first_err, sizeof(bt->first_err), "%s/%.*s -> t[%s]: %s", it->b.name,
-                 (int)SL_MIN(it->nlen, 200), it->name, it->owner->id, why[0] ? why : "failed");
+                 sl_utf8_cut(it->name, it->nlen, 200), it->name, it->owner->id, why[0] ? why : "failed");
     pthread_mutex_unlock(&bt->mu);
 }
 

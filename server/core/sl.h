@@ -157,6 +157,12 @@ size_t sl_url_decode(const char *in, size_t n, char *out, bool plus_space);
 char *sl_url_encode_path(const char *s, size_t n);
 char *sl_url_encode_query(const char *s);
 bool sl_utf8_valid(const char *s, size_t n);
+/* How many of s's n bytes to print within max bytes without cutting a
+ * character in two (for "%.*s"). */
+int sl_utf8_cut(const char *s, size_t n, size_t max);
+/* Replace each byte of s not part of a valid UTF-8 character with '?' (a
+ * message cut at a fixed size, before it goes into JSON). */
+void sl_utf8_scrub(char *s);
 
 /* Files */
 int sl_mkdir_p(const char *path, mode_t mode);          /* 0 / -1 errno */

@@ -594,40 +594,65 @@ char *sl_url_encode_query(const char *s)
     return url_encode(s, strlen(s), "");
 }
 
+/* The length of the valid UTF-8 sequence p[0..n) starts with; 0 when it
+ * starts with none (a stray byte, a cut, overlong, a surrogate). */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    size_t k;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    else if ((c & 0xE0) == 0xC0) {
+        k = 1;
+        cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        k = 2;
+        cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        k = 3;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t j = 1; j <= k; j++) {
+        if (j >= n || (p[j] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[j] & 0x3F);
+    }
+    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return k + 1;
+}
+
 bool sl_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = p[i];
-        size_t k;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            k = 1;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            k = 2;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            k = 3;
-            cp = c & 0x07;
-        } else {
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_seq(p + i, n - i)))
             return false;
-        }
-        for (size_t j = 1; j <= k; j++) {
-            if (i + j >= n || (p[i + j] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i + j] & 0x3F);
-        }
-        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += k + 1;
-    }
     return true;
+}
+
+int sl_utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return (int)n;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+        max--;
+    return (int)max;
+}
+
+void sl_utf8_scrub(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_seq(p + i, n - i))) {
+            p[i] = '?';
+            k = 1;
+        }
 }
 
 /* ---- files ---- */

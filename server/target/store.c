@@ -181,7 +181,7 @@ static pthread_rwlock_t *name_lock(const struct sl_bck *b, const char *name, siz
 
 void sl_obj_cname(char *out, size_t sz, const struct sl_bck *b, const char *name, size_t nlen)
 {
-    int n = (int)(nlen > 300 ? 300 : nlen);
+    int n = sl_utf8_cut(name, nlen, 300);
     snprintf(out, sz, "%s://%s/%.*s%s", sl_provider_scheme(b->provider), b->name, n, name, nlen > 300 ? "..." : "");
 }
 

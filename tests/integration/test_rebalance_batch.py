@@ -2,8 +2,9 @@
 """Rebalance moves small objects many per request (POST /v1/internal/putb, server/cluster/putb.c): a
 rebalance of a few thousand small objects goes through it (the receivers' counters say so) and every
 object arrives intact (bytes, checksum, version, custom metadata); a batch sent again changes nothing and
-never replaces what the receiver has; a body that does not parse stores nothing; a crash of the receiver
-in the middle of a batch loses nothing (the sender sends the batch again)."""
+never replaces what the receiver has; an object that fails fails alone, whatever its name; a body that
+does not parse stores nothing; a crash of the receiver in the middle of a batch loses nothing (the
+sender sends the batch again)."""
 import hashlib
 import json
 import os
@@ -170,6 +171,25 @@ class TestPutBatch(Base):
         r = self.post(turl, record("x", b"1"), bck="nosuch")
         self.assertEqual(r.status_code, 404, r.text)
         self.assertIn("nosuch", r.json()["message"])
+
+    def test_failure_of_a_long_utf8_name_fails_it_alone(self):
+        """the message of a failed object names it cut at a fixed size: never inside a character (the JSON
+        answer would lose that object's entry and the sender would count the whole batch failed)"""
+        self.create("pb")
+        smap = self.c.smap()
+        turl = smap["tmap"][sorted(smap["tmap"])[0]]["public_net"]["direct_url"]
+        for odd in range(2):  # the 300-byte cut falls inside a 2-byte character either way round
+            long_name = "a" * (odd + 1) + "\u00e9" * 300
+            body = (record(long_name, b"data", cksum_type="xxhash", cksum_value="0123456789abcdef") +
+                    record("ok%d" % odd, b"fine"))
+            r = self.post(turl, body)
+            self.assertEqual(r.status_code, 200, r.text)
+            objs = r.json()["objs"]
+            self.assertEqual([o["status"] for o in objs], [500, 200], objs)
+            self.assertIn("BAD DATA CHECKSUM", objs[0]["message"])
+            self.assertIn("\u00e9" * 10, objs[0]["message"])
+            self.assertNotIn("?", objs[0]["message"].split("pb/", 1)[1].split("...", 1)[0])
+            self.assertEqual(self.s.get(self.url + "/v1/objects/pb/ok%d" % odd).content, b"fine")
 
 
 class TestReceiverCrash(Base):

@@ -84,6 +84,12 @@ static void t_strings(void)
     TAP_OK(!sl_utf8_valid("\xc3", 1), "utf8 truncated");
     TAP_OK(!sl_utf8_valid("\xc0\xaf", 2), "utf8 overlong");
     TAP_OK(!sl_utf8_valid("\xed\xa0\x80", 3), "utf8 surrogate");
+    TAP_OK(sl_utf8_cut("a\xc3\xa9" "b", 4, 2) == 1, "utf8 cut backs off a split character");
+    TAP_OK(sl_utf8_cut("a\xc3\xa9" "b", 4, 3) == 3, "utf8 cut keeps a whole character");
+    TAP_OK(sl_utf8_cut("ab", 2, 200) == 2, "utf8 cut of a short string");
+    char scr[] = "x\xe6\x97\xa5 \xe6\x97 \xff\xe6";
+    sl_utf8_scrub(scr);
+    TAP_OK(!strcmp(scr, "x\xe6\x97\xa5 ?? ??"), "utf8 scrub replaces only the broken bytes");
     char t[80];
     /* 2024-03-05 07:08:09.123456789 UTC */
     int64_t ns = 1709622489123456789LL;
