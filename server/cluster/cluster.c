@@ -987,9 +987,7 @@ int sl_cluster_fence(struct sl_err *err)
     }
     sl_peer_fanout(f, n, 0);
     char *deposer = newer_primary_in(f, who, n, s);
-    for (int i = 0; i < n; i++)
-        free((char *)f[i].url);
-    sl_peer_fanout_free(f, n);
+    sl_peer_fanout_free_urls(f, n);
     free(f);
     free(who);
     sl_smap_put(s);
@@ -1106,9 +1104,7 @@ static void *keepalive(void *arg)
                 sl_smap_modify(edit_flags, &fa, &err);
             }
         }
-        for (int i = 0; i < n; i++)
-            free((char *)f[i].url);
-        sl_peer_fanout_free(f, n);
+        sl_peer_fanout_free_urls(f, n);
         free(f);
         free(who);
         sl_smap_put(s);

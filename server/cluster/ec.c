@@ -495,10 +495,8 @@ static int encode_one(const struct sl_bck *b, const char *name, size_t nlen, str
         }
     }
 out:
-    for (int i = 0; f && i < need - 1; i++)
-        free((char *)f[i].url);
     if (f)
-        sl_peer_fanout_free(f, need - 1);
+        sl_peer_fanout_free_urls(f, need - 1);
     free(f);
     free(sl);
     free(buf);

@@ -271,9 +271,7 @@ static void vote_run(struct sl_req *r, void *arg)
                     why = buf;
                 }
             }
-            for (int i = 0; i < above; i++)
-                free((char *)f[i].url);
-            sl_peer_fanout_free(f, above);
+            sl_peer_fanout_free_urls(f, above);
             free(f);
         }
         free(c);

@@ -993,9 +993,7 @@ static int start_everywhere(const char *id, const char *action, const char *src,
                 sl_errf(err, f[i].ok ? sl_code_from_status((int)f[i].resp.status) : SL_EUNAVAIL,
                         "%s: starting on t[%s]: %s", action, who[i]->id, f[i].resp.err);
     }
-    for (int i = 0; i < n; i++)
-        free((char *)f[i].url);
-    sl_peer_fanout_free(f, n);
+    sl_peer_fanout_free_urls(f, n);
     free(f);
     free(who);
     free(bs);

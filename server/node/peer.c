@@ -533,6 +533,13 @@ void sl_peer_fanout_free(struct sl_fan *reqs, int n)
         sl_peer_resp_free(&reqs[i].resp);
 }
 
+void sl_peer_fanout_free_urls(struct sl_fan *reqs, int n)
+{
+    sl_peer_fanout_free(reqs, n);
+    for (int i = 0; i < n; i++)
+        free((char *)reqs[i].url);
+}
+
 void sl_peer_obj_url(struct sl_buf *out, const char *node_url, const char *bck, const char *provider, const char *obj,
                      size_t olen)
 {

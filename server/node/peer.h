@@ -102,5 +102,7 @@ struct sl_fan {
 };
 void sl_peer_fanout(struct sl_fan *reqs, int n, int64_t timeout_ms);
 void sl_peer_fanout_free(struct sl_fan *reqs, int n);
+/* the same, and each .url too (for callers that allocated them) */
+void sl_peer_fanout_free_urls(struct sl_fan *reqs, int n);
 
 #endif
