@@ -84,15 +84,7 @@ class ECTest(unittest.TestCase):
         return P if n < LIMIT else D + P
 
     def name_by_id(self, tid):
-        for n in self.c.topology()["nodes"]:
-            if n["role"] == "target":
-                try:
-                    if requests.get("http://127.0.0.1:%d/v1/daemon?what=snode" % n["port"], timeout=2).json()[
-                            "daemon_id"] == tid:
-                        return n["name"]
-                except requests.RequestException:
-                    pass
-        raise KeyError(tid)
+        return self.c.target_name(tid)
 
 
 class TestECProps(ECTest):

@@ -59,6 +59,16 @@ class Base(unittest.TestCase):
     def name_of(self, tid):
         return self.c.target_name(tid)
 
+    @staticmethod
+    def stop_proc(proc):
+        """a node this test started itself, by its Popen"""
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
     def timed_gets(self, names, bucket, results, idx):
         s = requests.Session()
         for name in names:
@@ -222,12 +232,7 @@ class TestNoSilentLoss(LossBase):
                 self.assertEqual(r.status_code, 200, n)
                 self.assertEqual(hashlib.sha256(r.content).hexdigest(), h)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+            self.stop_proc(proc)
 
     def test_acknowledged_loss_and_skip_rebalance(self):
         self.create("ak")
@@ -304,12 +309,7 @@ class TestNoSilentLoss(LossBase):
             r = self.list_names("nd")
             self.assertEqual(r.status_code, 409, r.text)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+            self.stop_proc(proc)
 
 
 class TestECNoSilentLoss(LossBase):
