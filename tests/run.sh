@@ -30,18 +30,51 @@ run_unit() {
     done
 }
 
+# Integration files run in SHALE_TEST_JOBS lanes (default 2; 1 runs them one after another), the slow ones
+# first so that the lanes end together. Each running file holds a lane number k and gets the k-th slice of
+# the test port range (SHALE_TEST_PORT_SLICE=k/N, read by harness.free_port_range), so two files never
+# pick the same ports.
+SLOW_FIRST="test_cluster test_rebalance_batch test_ec test_lossless test_failover test_bounded test_etl
+ test_ops test_s3 test_resilver test_security"
+
+run_one() {  # run_one RESULTS_DIR JOBS FILE: one integration file in a free lane
+    res=$1 jobs=$2 t=$3
+    name=$(basename "$t" .py)
+    k=0
+    while [ $k -lt "$jobs" ] && ! mkdir "$res/lane.$k" 2>/dev/null; do k=$((k + 1)); done
+    [ $k -lt "$jobs" ] || k=0
+    start=$(date +%s)
+    SHALE_TEST_PORT_SLICE="$k/$jobs" timeout 900 "$PY" "$t" >"$SHALE_BUILD/$name.log" 2>&1
+    echo "$? $(( $(date +%s) - start ))" >"$res/$name.rc"
+    rmdir "$res/lane.$k" 2>/dev/null
+    return 0
+}
+
 run_integration() {
+    res="$SHALE_BUILD/itest.results"
+    rm -rf "$res" && mkdir -p "$res" || return 1
+    jobs=${SHALE_TEST_JOBS:-2}
+    list=""
+    for n in $SLOW_FIRST; do [ -f "$SHALE_SRC/tests/integration/$n.py" ] && list="$list $n"; done
     for t in "$SHALE_SRC"/tests/integration/test_*.py; do
-        [ -f "$t" ] || continue
+        n=$(basename "$t" .py)
+        echo " $list " | grep -q " $n " || list="$list $n"
+    done
+    sel=""
+    for n in $list; do
+        if [ -n "${TESTS:-}" ] && ! echo " $TESTS " | grep -q " $n "; then continue; fi
+        sel="$sel $SHALE_SRC/tests/integration/$n.py"
+    done
+    [ -n "$sel" ] || return 0
+    echo "$sel" | tr ' ' '\n' | grep . | xargs -P "$jobs" -n 1 sh "$SHALE_SRC/tests/run.sh" _one "$res" "$jobs"
+    for t in $sel; do
         name=$(basename "$t" .py)
-        if [ -n "${TESTS:-}" ] && ! echo " $TESTS " | grep -q " $name "; then continue; fi
-        start=$(date +%s)
-        timeout 900 "$PY" "$t" >"$SHALE_BUILD/$name.log" 2>&1
-        rc=$?
-        dur=$(( $(date +%s) - start ))
-        if [ $rc -eq 0 ]; then
+        rc=1 dur=0
+        [ -f "$res/$name.rc" ] && read -r rc dur <"$res/$name.rc"
+        if [ "$rc" -eq 0 ]; then
             summary="$summary\nPASS integration/$name (${dur}s)"
         else
+            echo "=== $name (rc=$rc) ==="
             tail -60 "$SHALE_BUILD/$name.log"
             summary="$summary\nFAIL integration/$name (rc=$rc, ${dur}s; log: $SHALE_BUILD/$name.log)"
             fail=1
@@ -66,6 +99,7 @@ run_fuzz() {
 }
 
 case "$what" in
+    _one) shift; run_one "$@"; exit 0 ;;
     unit) run_unit ;;
     integration) run_integration ;;
     fuzz) run_fuzz ;;

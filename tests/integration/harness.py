@@ -43,6 +43,11 @@ def free_port_range(n, tries=200):
             hi = eph - 1
     except (OSError, ValueError, IndexError):
         pass
+    lane = os.environ.get("SHALE_TEST_PORT_SLICE")  # "k/N" from tests/run.sh: files running side by side
+    if lane:
+        k, n_lanes = (int(x) for x in lane.split("/"))
+        width = (hi - lo) // n_lanes
+        lo, hi = lo + k * width, lo + (k + 1) * width
     for _ in range(tries):
         base = random.randint(lo, hi - n)
         socks = []
