@@ -847,9 +847,15 @@ static void free_req_ops(struct md_req *r)
     free(r->ops);
 }
 
+/* Test hook: SHALE_TEST_MD_COMMIT_DELAY_MS=N makes every group commit wait N
+ * ms first, as a slow disk would (tests check that no HTTP thread waits on one) */
+#define COMMIT_DELAY_ENV "SHALE_TEST_MD_COMMIT_DELAY_MS"
+
 static void *committer(void *arg)
 {
     struct sl_md_env *e = arg;
+    const char *d = getenv(COMMIT_DELAY_ENV);
+    useconds_t delay_us = d ? (useconds_t)(atoi(d) > 0 && atoi(d) < 60000 ? atoi(d) : 0) * 1000 : 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
         while (!e->head && !e->stop)
@@ -862,6 +868,8 @@ static void *committer(void *arg)
         e->head = e->tail = NULL;
         pthread_mutex_unlock(&e->mu);
 
+        if (delay_us)
+            usleep(delay_us);
         int rc = run_reqs(e, list, false);
         if (rc) {
             /* isolate the failing request(s): retry one by one */

@@ -738,8 +738,9 @@ static void record_part(const char *id, int partno, uint64_t size, const char *e
     pthread_mutex_unlock(&up_mu);
 }
 
-static void put_done(struct sl_req *r)
+static void put_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct s3put *u = r->ctx;
     struct sl_err err = { 0 };
     char etag[33], xc_got[160] = "";
@@ -768,6 +769,12 @@ static void put_done(struct sl_req *r)
         return;
     }
     put_answer(r, u, etag, xc_got);
+}
+
+/* the part's or object's fsyncs and metadata commit: on a DISK pool thread */
+static void put_done(struct sl_req *r)
+{
+    sl_req_offload_disk(r, put_run, NULL, NULL);
 }
 
 static void put_cleanup(struct sl_req *r, bool completed)

@@ -752,6 +752,7 @@ static int put_data(struct sl_req *r, const char *data, size_t n)
 }
 
 static void put_commit(struct sl_req *r, struct put_ctx *c);
+static void put_commit_run(struct sl_req *r, void *arg);
 static void put_remote(struct sl_req *r, void *arg);
 
 static void put_done(struct sl_req *r)
@@ -772,7 +773,14 @@ static void put_done(struct sl_req *r)
         sl_req_offload(r, put_remote, NULL, NULL);
         return;
     }
-    put_commit(r, c);
+    sl_req_offload_disk(r, put_commit_run, NULL, NULL);
+}
+
+/* fsyncs, a rename and a waited metadata commit: a DISK pool thread's */
+static void put_commit_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    put_commit(r, r->ctx);
 }
 
 /* The body is in, checked and (for a remote-backed bucket) at the remote:
@@ -970,7 +978,7 @@ static void flush_run(struct sl_req *r, void *arg)
 
 static void flush_done(struct sl_req *r)
 {
-    sl_req_offload(r, flush_run, NULL, NULL);
+    sl_req_offload_disk(r, flush_run, NULL, NULL);
 }
 
 static int part_data(struct sl_req *r, const char *data, size_t n)
@@ -979,8 +987,9 @@ static int part_data(struct sl_req *r, const char *data, size_t n)
     return sl_mpt_part_write(c->part, data, n, &r->err);
 }
 
-static void part_done(struct sl_req *r)
+static void part_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct up_ctx *c = r->ctx;
     struct sl_err err = { 0 };
     struct sl_mpt_part *p = c->part;
@@ -989,6 +998,11 @@ static void part_done(struct sl_req *r)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
+}
+
+static void part_done(struct sl_req *r)
+{
+    sl_req_offload_disk(r, part_run, NULL, NULL);
 }
 
 /* true when the PUT is an append, a flush or a multipart part */
@@ -1216,10 +1230,22 @@ static void delete_done(struct sl_req *r)
     sl_bck_release(&b);
 }
 
+/* A delete waits for its metadata commit (fsync) and unlinks: a pool thread's work */
+static void delete_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    delete_done(r);
+}
+
+static void delete_body(struct sl_req *r)
+{
+    sl_req_offload_disk(r, delete_run, NULL, NULL);
+}
+
 static void obj_delete(struct sl_req *r)
 {
     r->op = SL_OP_DELETE;
-    sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_done);
+    sl_req_buffer_body(r, sl_conf->http_max_body_json, delete_body);
 }
 
 /* AIStore's object POST actions: the multipart ones are served, the
@@ -1390,6 +1416,18 @@ out:
     sl_bck_release(&b);
 }
 
+/* PATCH rewrites metadata records with waited commits: on a pool thread */
+static void patch_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    patch_done(r);
+}
+
+static void patch_body(struct sl_req *r)
+{
+    sl_req_offload_disk(r, patch_run, NULL, NULL);
+}
+
 void sl_tgt_objects(struct sl_req *r)
 {
     switch (r->method) {
@@ -1406,7 +1444,7 @@ void sl_tgt_objects(struct sl_req *r)
         obj_delete(r);
         break;
     case SL_M_PATCH:
-        sl_req_buffer_body(r, sl_conf->http_max_body_json, patch_done);
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, patch_body);
         break;
     case SL_M_POST:
         sl_req_buffer_body(r, sl_conf->http_max_body_json, post_done);

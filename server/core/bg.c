@@ -27,6 +27,7 @@ static struct pool {
 } pools[SL_POOL_COUNT] = {
     [SL_POOL_MAIN] = { "background", PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER },
     [SL_POOL_PEER] = { "peer-fetch", PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER },
+    [SL_POOL_DISK] = { "disk-wait", PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER },
 };
 static bool stopping;
 
@@ -101,6 +102,12 @@ int sl_bg_start(int n, struct sl_err *err)
     /* waits on peers: many threads, little stack, so that one slow peer
      * holds up only the requests that wait for it */
     if (pool_start(&pools[SL_POOL_PEER], SL_POOL_PEER_THREADS, 512 * 1024, err) < 0) {
+        pool_stop(&pools[SL_POOL_MAIN]);
+        return -1;
+    }
+    /* waits on fsync: enough threads for the file system to group them */
+    if (pool_start(&pools[SL_POOL_DISK], SL_POOL_DISK_THREADS, SL_MIB, err) < 0) {
+        pool_stop(&pools[SL_POOL_PEER]);
         pool_stop(&pools[SL_POOL_MAIN]);
         return -1;
     }

@@ -13,12 +13,15 @@ typedef void (*sl_bg_fn)(void *arg);
 
 /* The pools: MAIN for work that computes (Lua, archives, listings), PEER
  * for work that mostly waits on another node (get-from-neighbour), so that
- * a slow or dead peer cannot hold up the rest. */
-enum { SL_POOL_MAIN = 0, SL_POOL_PEER, SL_POOL_COUNT };
+ * a slow or dead peer cannot hold up the rest, DISK for a request's waits
+ * on its own disk (a PUT's fsyncs and metadata commit, a DELETE), so that
+ * these neither hold a poll loop nor queue behind Lua. */
+enum { SL_POOL_MAIN = 0, SL_POOL_PEER, SL_POOL_DISK, SL_POOL_COUNT };
 #define SL_POOL_PEER_THREADS 32
+#define SL_POOL_DISK_THREADS 16
 
-/* Start nthreads threads in MAIN (<= 0: number of cores, at least 2) and
- * SL_POOL_PEER_THREADS in PEER. */
+/* Start nthreads threads in MAIN (<= 0: number of cores, at least 2),
+ * SL_POOL_PEER_THREADS in PEER and SL_POOL_DISK_THREADS in DISK. */
 int sl_bg_start(int nthreads, struct sl_err *err);
 /* Queue a task. Always succeeds (the queue is unbounded; callers bound
  * their own concurrency). Before sl_bg_start or after sl_bg_stop the task

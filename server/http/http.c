@@ -539,6 +539,11 @@ void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void
     offload_to(r, SL_POOL_PEER, fn, cancel, arg);
 }
 
+void sl_req_offload_disk(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
+{
+    offload_to(r, SL_POOL_DISK, fn, cancel, arg);
+}
+
 static void offload_to(struct sl_req *r, int pool, sl_offload_fn fn, void (*cancel)(void *arg), void *arg)
 {
     if (__atomic_load_n(&r->offload, __ATOMIC_ACQUIRE) == OFFLOAD_RUNNING) {

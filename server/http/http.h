@@ -220,6 +220,8 @@ void sl_req_offload(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg
 void sl_req_offload_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 /* Both, on the pool for work that waits on a peer (bg.h SL_POOL_PEER). */
 void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+/* On the pool for a request's waits on the local disk (bg.h SL_POOL_DISK). */
+void sl_req_offload_disk(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 void sl_req_offload_peer_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 /* true on the HTTP threads, where nothing may wait on a peer or a disk-heavy task */
 bool sl_http_thread(void);

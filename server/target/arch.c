@@ -1402,8 +1402,9 @@ fail:
     return -1;
 }
 
-static void arch_put_done(struct sl_req *r)
+static void arch_put_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct arch_put *a = r->ctx;
     struct sl_err err = { 0 };
     if (r->content_length >= 0 && a->got != (uint64_t)r->content_length) {
@@ -1447,6 +1448,12 @@ static void arch_put_done(struct sl_req *r)
         return;
     }
     sl_resp_empty(r, 200);
+}
+
+/* an append in place or a rebuild of the whole shard: on a DISK pool thread */
+static void arch_put_done(struct sl_req *r)
+{
+    sl_req_offload_disk(r, arch_put_run, NULL, NULL);
 }
 
 static void arch_put_cleanup(struct sl_req *r, bool completed)

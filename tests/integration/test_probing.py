@@ -2,6 +2,7 @@
 """Defects found by probing a running cluster from outside: odd bytes on the wire, over-size metadata, junk
 ranges and peer payloads, shutdown with a dead primary. Each test sends what the probe sent and checks that the
 node refuses it cleanly and changes nothing."""
+import concurrent.futures
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import unittest
 
 import requests
 
-from harness import Cluster, NodeTest, SHALED, _zombie, cluster_sig, main, wait_until
+from harness import Cluster, Node, NodeTest, SHALED, _zombie, cluster_sig, main, wait_until
 
 
 def raw_request(port, data, timeout=10):
@@ -410,6 +411,64 @@ class UnknownBucketHungPrimaryTest(unittest.TestCase):
             self.assertEqual(st, 404, "request %d: %s" % (i, st))
             if i % 2 == 0:  # not redirected: answered from the BMD there is, at once
                 self.assertLess(secs, 2.0, "request %d waited %.1fs" % (i, secs))
+
+
+class SlowDiskTest(unittest.TestCase):
+    """A PUT, DELETE or PATCH waited for its metadata commit on the HTTP thread: with every group commit slowed
+    to 2 s (SHALE_TEST_MD_COMMIT_DELAY_MS, a slow disk), a few of them held both poll loops and a health
+    check or a GET of another object waited seconds."""
+
+    DELAY_MS = 2000
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="shale-test-")
+        self.node = Node(self.tmp, extra_config={"net": {"http": {"workers": 2}}}).start(
+            env={"SHALE_TEST_MD_COMMIT_DELAY_MS": str(self.DELAY_MS)})
+        self.url = self.node.url
+        r = requests.post(self.url + "/v1/buckets/sd", json={"action": "create-bck", "name": "", "value": None},
+                          timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        # the PUTs share group commits: about one delay for all of them
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            for r in ex.map(lambda i: requests.put(self.url + "/v1/objects/sd/o%d" % i, data=b"x" * 100,
+                                                   timeout=30), range(8)):
+                self.assertEqual(r.status_code, 200, r.text)
+
+    def tearDown(self):
+        self.node.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def check_not_blocked(self, send):
+        with concurrent.futures.ThreadPoolExecutor(6) as ex:
+            slow = [ex.submit(send, i) for i in range(6)]
+            time.sleep(0.3)  # all six are waiting on the slowed commit now
+            t0 = time.time()
+            r = requests.get(self.url + "/v1/health", timeout=30)
+            health = time.time() - t0
+            self.assertEqual(r.status_code, 200)
+            t0 = time.time()
+            r = requests.get(self.url + "/v1/objects/sd/o7", timeout=30)
+            get = time.time() - t0
+            self.assertEqual(r.status_code, 200)
+            for f in slow:
+                self.assertEqual(f.result().status_code, 200, f.result().text)
+        self.assertLess(health, self.DELAY_MS / 2000.0, "a health check waited on other requests' commits")
+        self.assertLess(get, self.DELAY_MS / 2000.0, "a GET waited on other requests' commits")
+
+    def test_delete_does_not_hold_http_threads(self):
+        self.check_not_blocked(lambda i: requests.delete(self.url + "/v1/objects/sd/o%d" % i, timeout=30))
+        self.assertEqual(requests.head(self.url + "/v1/objects/sd/o0", timeout=30).status_code, 404)
+
+    def test_put_does_not_hold_http_threads(self):
+        self.check_not_blocked(lambda i: requests.put(self.url + "/v1/objects/sd/n%d" % i, data=b"y" * 1000,
+                                                      timeout=30))
+        self.assertEqual(requests.get(self.url + "/v1/objects/sd/n5", timeout=30).content, b"y" * 1000)
+
+    def test_patch_does_not_hold_http_threads(self):
+        self.check_not_blocked(lambda i: requests.patch(
+            self.url + "/v1/objects/sd/o%d" % i, json={"action": "", "value": {"k": "v%d" % i}}, timeout=30))
+        r = requests.head(self.url + "/v1/objects/sd/o3", timeout=30)
+        self.assertIn("k=v3", r.headers.get("Ais-Custom-Md", ""))
 
 
 class ConnLimitsTest(NodeTest):
