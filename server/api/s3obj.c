@@ -774,7 +774,10 @@ static void put_run(struct sl_req *r, void *arg)
 /* the part's or object's fsyncs and metadata commit: on a DISK pool thread */
 static void put_done(struct sl_req *r)
 {
-    sl_req_offload_disk(r, put_run, NULL, NULL);
+    if (sl_store_put_syncs())
+        sl_req_offload_disk(r, put_run, NULL, NULL);
+    else
+        put_run(r, NULL);
 }
 
 static void put_cleanup(struct sl_req *r, bool completed)

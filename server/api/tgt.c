@@ -773,7 +773,10 @@ static void put_done(struct sl_req *r)
         sl_req_offload(r, put_remote, NULL, NULL);
         return;
     }
-    sl_req_offload_disk(r, put_commit_run, NULL, NULL);
+    if (sl_store_put_syncs())
+        sl_req_offload_disk(r, put_commit_run, NULL, NULL);
+    else
+        put_commit(r, c); /* no fsync to wait for: a hand-over would cost more */
 }
 
 /* fsyncs, a rename and a waited metadata commit: a DISK pool thread's */

@@ -32,6 +32,7 @@ static int nmpaths;
 static char store_node[48];
 static pthread_rwlock_t nlocks[NLOCKS];
 static int wp_data = SL_WP_IMMEDIATE;
+static int wp_md = SL_WP_IMMEDIATE;
 
 struct sl_put {
     struct sl_bck bck;
@@ -293,6 +294,11 @@ bool sl_store_sync_data(void)
     return wp_data == SL_WP_IMMEDIATE;
 }
 
+bool sl_store_put_syncs(void)
+{
+    return wp_data == SL_WP_IMMEDIATE || wp_md == SL_WP_IMMEDIATE;
+}
+
 /* ---- the record beside a mirror copy ----
  * A copy's mountpath keeps the object's metadata too, in its aux DB under
  * "mc" + bid + sha256(name), so that the copy can become the main replica
@@ -446,6 +452,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
         pthread_rwlock_init(&nlocks[i], NULL);
     snprintf(store_node, sizeof(store_node), "%s", node_id);
     wp_data = c->wp_data;
+    wp_md = c->wp_md;
     if (c->nfspaths == 0)
         return sl_errf(err, SL_EINVAL,
                        "no mountpaths configured: set \"fspaths\" in the config (e.g. {\"/data/shale1\": \"\"}) or "

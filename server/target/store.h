@@ -203,6 +203,9 @@ void sl_obj_copy_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct
 char *sl_store_work_path(const struct sl_mpath *mp, const struct sl_bck *b);
 /* write_policy.data is immediate */
 bool sl_store_sync_data(void);
+/* a PUT's commit waits on an fsync (write_policy.data or .md "immediate"):
+ * it belongs on the disk pool, not on an HTTP thread */
+bool sl_store_put_syncs(void);
 
 /* The same object still (no PUT, append or delete in between): same
  * mtime, size, checksum and file name. */
