@@ -8,13 +8,18 @@ moved.
 
 usage: floor_bench.py [--a BUILD_DIR] [--b BUILD_DIR] [--rounds 3] [--duration 6]
                       [--tests get1k-t1c32,get1k-t2c64,get10m-c4,get10m-c1]
-                      [--workers-a N] [--workers-b N] [--quick]
+                      [--workers-a N] [--workers-b N] [--durable] [--quick]
 
 Client shapes (wrk on loopback, objects picked at random):
   get1k-t1c32   1 KiB among 2,000 objects, one wrk thread, 32 keep-alive connections
   get1k-t2c64   1 KiB among 2,000 objects, two wrk threads, 64 connections (http_bench.py's shape)
   get10m-c4     10 MiB among 24 objects, one wrk thread, 4 connections
   get10m-c1     the same, one connection
+  put1k-c32     PUT 1 KiB over 2,000 names, one wrk thread, 32 connections (nginx: its DAV module)
+  put128k-c32   PUT 128 KiB over 500 names, the same
+The shaled servers run with write_policy never/delayed (no fsync, as nginx's
+DAV), or with --durable at the default (fsync data and metadata), to compare
+two builds' PUT at full durability; nginx never fsyncs.
 Each round runs every server on a test, and who goes first rotates from round
 to round, so that drift on a shared machine lands on all of them. Every round
 is printed, then the medians. nginx serves build B's files.
@@ -36,6 +41,8 @@ TESTS = {  # name: (object size, objects, wrk threads, connections)
     "get1k-t2c64": (1024, 2000, 2, 64),
     "get10m-c4": (10 << 20, 24, 1, 4),
     "get10m-c1": (10 << 20, 24, 1, 1),
+    "put1k-c32": (1024, 2000, 1, 32),
+    "put128k-c32": (128 << 10, 500, 1, 32),
 }
 
 
@@ -49,6 +56,7 @@ def main():
     ap.add_argument("--tests", default=",".join(TESTS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=6)
+    ap.add_argument("--durable", action="store_true", help="shaled fsyncs data and metadata (its default)")
     ap.add_argument("--quick", action="store_true", help="one round of 3 s per test")
     a = ap.parse_args()
     if a.quick:
@@ -71,23 +79,32 @@ def main():
         for tag, build, w in (("A", a.a, a.workers_a), ("B", a.b, a.workers_b)):
             if build:
                 os.makedirs(os.path.join(work, tag))
-                servers[tag] = Shaled(os.path.join(work, tag), durable=False,
+                servers[tag] = Shaled(os.path.join(work, tag), durable=a.durable,
                                       binary=os.path.join(build, "bin", "shaled"), workers=w)
         ng = Nginx(work, servers["B"].objdir())
         s = requests.Session()
+        bodies = {}
         for size, n in sorted({(TESTS[t][0], TESTS[t][1]) for t in tests}):
             data = os.urandom(size)
+            bodies[size] = os.path.join(work, "body-%d" % size)
+            with open(bodies[size], "wb") as f:
+                f.write(data)
+            if not any(t.startswith("get") and TESTS[t][0] == size for t in tests):
+                continue
             for srv in servers.values():
                 for i in range(n):
                     s.put(srv.url + "/v1/objects/bench/%d-%05d" % (size, i), data=data).raise_for_status()
         tags = sorted(servers) + ["nginx"]
         for t in tests:
             size, n, threads, conns = TESTS[t]
-            big = size > 1024
+            method = "PUT" if t.startswith("put") else "GET"
+            body = bodies[size] if method == "PUT" else None
+            big = size > 1024 and method == "GET"
             unit = "MiB/s" if big else "req/s"
             cost = "CPU ms/GB" if big else "CPU us/req"
-            print("\n%s: GET %d B among %d objects, wrk -t%d -c%d, %d s per run" % (t, size, n, threads, conns,
-                                                                                   a.duration))
+            print("\n%s: %s %d B among %d objects, wrk -t%d -c%d, %d s per run%s" % (
+                t, method, size, n, threads, conns, a.duration,
+                " (shaled durable, nginx not)" if a.durable and method == "PUT" else ""))
             print("round " + "".join("%22s" % ("%s %s / %s / csw/req" % (x, unit, cost)) for x in tags) +
                   "".join("  %s/nginx rate cost" % x for x in sorted(servers)))
             runs = {x: [] for x in tags}
@@ -96,11 +113,12 @@ def main():
                 r = {}
                 for x in order:
                     if x == "nginx":
-                        r[x] = wrk(ng.url, "/obj/%d-" % size, n, "GET", conns, a.duration, pids=ng.pids(),
-                                   threads=threads, rand=True)
+                        r[x] = wrk(ng.url, ("/obj/%d-" if method == "GET" else "/dav/%d-") % size, n, method, conns,
+                                   a.duration, pids=ng.pids(), threads=threads, rand=True, body=body)
                     else:
-                        r[x] = wrk(servers[x].url, "/v1/objects/bench/%d-" % size, n, "GET", conns, a.duration,
-                                   pids=[servers[x].proc.pid], threads=threads, rand=True)
+                        r[x] = wrk(servers[x].url, ("/v1/objects/bench/%d-" if method == "GET" else
+                                                    "/v1/objects/benchput/%d-") % size, n, method, conns,
+                                   a.duration, pids=[servers[x].proc.pid], threads=threads, rand=True, body=body)
                     reqs = max(1, r[x]["reqs"])
                     r[x]["rate"] = r[x]["bps"] / 2 ** 20 if big else r[x]["rps"]
                     # per GB of body, or per request
