@@ -9,7 +9,11 @@
 The client is bench/loadgen (libcurl multi) following the gateway's redirect, as AIStore clients do; GETs of
 1 KiB (C connections) and of 10 MiB (fewer connections). Ratios are against plain in the same round.
 
-usage: auth_bench.py [--rounds N] [--secs S] [--conns C]
+With --a BUILD_DIR (a baseline build, holding bin/shale and bin/shaled), plain and tls of that build run too,
+in the same rounds, so that a change to the TLS path is measured against its baseline on the same machine
+state: the columns A-plain, A-tls and A-tls/plain follow.
+
+usage: auth_bench.py [--rounds N] [--secs S] [--conns C] [--a BUILD_DIR]
 """
 import argparse
 import json
@@ -22,16 +26,17 @@ import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cluster_bench import build_loadgen, cli, free_range  # noqa: E402
+from cluster_bench import SHALE, build_loadgen, cli, free_range  # noqa: E402
 
 
-def start(work, name, *flags):
+def start(work, name, *flags, shale=SHALE):
     base = free_range(8)
     pg = os.path.join(work, name)
     scheme = "https" if "--https" in flags else "http"
     url = "%s://127.0.0.1:%d" % (scheme, base)
     env = dict(os.environ, AIS_ENDPOINT=url)
-    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "1", *flags)
+    cli(env, "playground", "start", "--dir", pg, "--port", str(base), "--proxies", "1", "--targets", "1", *flags,
+        shale=shale)
     s = requests.Session()
     s.trust_env = False
     ca = None
@@ -52,7 +57,7 @@ def start(work, name, *flags):
     big = os.urandom(10 * 1024 * 1024)
     for i in range(4):
         s.put("%s/v1/objects/ab/b%d" % (url, i), data=big).raise_for_status()
-    return {"name": name, "url": url, "pg": pg, "env": env, "hdrs": hdrs, "ca": ca}
+    return {"name": name, "url": url, "pg": pg, "env": env, "hdrs": hdrs, "ca": ca, "shale": shale}
 
 
 def run(exe, work, c, urls, conns, secs):
@@ -74,13 +79,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--a", help="build directory of a baseline (bin/shale, bin/shaled): its plain and tls run too")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="shale-authbench-")
     exe = build_loadgen(work)
     cls = []
     try:
         cls = [start(work, "plain"), start(work, "token", "--auth"), start(work, "tls", "--https")]
-        print("round  size     plain            token            tls              token/plain  tls/plain")
+        head = "round  size     plain            token            tls              token/plain  tls/plain"
+        if a.a:
+            ashale = os.path.join(os.path.abspath(a.a), "bin", "shale")
+            cls += [start(work, "A-plain", shale=ashale), start(work, "A-tls", "--https", shale=ashale)]
+            head += "    A-plain          A-tls            A-tls/plain"
+        print(head)
         for rnd in range(a.rounds):
             for size, prefix, n, conns in (("1KiB", "s", 200, a.conns), ("10MiB", "b", 4, 4)):
                 order = cls if rnd % 2 == 0 else list(reversed(cls))
@@ -93,12 +104,16 @@ def main():
                         raise SystemExit("%s: %d errors" % (c["name"], r["errors"]))
                     res[c["name"]] = r["rps"] if size == "1KiB" else r["bytes"] / r["seconds"] / 1e6
                 unit = "req/s" if size == "1KiB" else "MB/s"
-                print("%5d  %-6s  %8.0f %-6s  %8.0f %-6s  %8.0f %-6s  %5.2f        %5.2f" % (
+                line = "%5d  %-6s  %8.0f %-6s  %8.0f %-6s  %8.0f %-6s  %5.2f        %5.2f" % (
                     rnd + 1, size, res["plain"], unit, res["token"], unit, res["tls"], unit,
-                    res["token"] / res["plain"], res["tls"] / res["plain"]), flush=True)
+                    res["token"] / res["plain"], res["tls"] / res["plain"])
+                if a.a:
+                    line += "        %8.0f %-6s  %8.0f %-6s  %5.2f" % (
+                        res["A-plain"], unit, res["A-tls"], unit, res["A-tls"] / res["A-plain"])
+                print(line, flush=True)
     finally:
         for c in cls:
-            cli(c["env"], "playground", "stop", "--dir", c["pg"])
+            cli(c["env"], "playground", "stop", "--dir", c["pg"], shale=c["shale"])
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -54,8 +54,8 @@ def free_range(n):
     raise RuntimeError("no ports")
 
 
-def cli(env, *args):
-    p = subprocess.run([SHALE] + list(args), capture_output=True, text=True, env=env, timeout=3600)
+def cli(env, *args, shale=SHALE):
+    p = subprocess.run([shale] + list(args), capture_output=True, text=True, env=env, timeout=3600)
     if p.returncode:
         raise RuntimeError("shale %s: %s%s" % (" ".join(args), p.stdout, p.stderr))
     return p.stdout

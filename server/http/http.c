@@ -1212,6 +1212,13 @@ out:
     return rc;
 }
 
+/* GnuTLS's NORMAL puts AES-256-GCM first, and OpenSSL clients (libcurl,
+ * Python) ask for it first too. PERFORMANCE puts AES-128-GCM first where the
+ * CPU has AES instructions (ChaCha20 where it has not), and the server's
+ * order wins: about 10% less CPU per byte on each end than AES-256, the same
+ * protocols and key exchanges as NORMAL. */
+#define TLS_PRIORITIES "PERFORMANCE:%SERVER_PRECEDENCE"
+
 int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s,
                   int header_timeout_s, unsigned max_per_ip, size_t max_hdr, struct sl_err *err)
 {
@@ -1234,10 +1241,12 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
      * that arrives together with the last body bytes, and a truncated upload
      * then lingers until the idle timeout */
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
-    struct MHD_OptionItem tls_opts[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL } };
+    struct MHD_OptionItem tls_opts[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+                                         { MHD_OPTION_END, 0, NULL } };
     if (tls_cur) { /* (no sendfile under TLS: MHD reads and encrypts) */
         flags |= MHD_USE_TLS;
         tls_opts[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_cert_cb };
+        tls_opts[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES };
     }
     /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
      * during an upload in the same way */
