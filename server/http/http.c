@@ -755,7 +755,8 @@ void sl_resp_redirect(struct sl_req *r, int status, const char *location)
 
 /* Under TLS there is no sendfile: libmicrohttpd reads a file response in
  * blocks of 4 KiB and sends each as its own TLS write. Reading 256 KiB at a
- * time lets GnuTLS send full records, several per call. */
+ * time (the block is allocated with the response: no more than the file)
+ * lets GnuTLS send full 16 KiB records, one per call. */
 struct fd_src {
     int fd;
     uint64_t off;
@@ -784,7 +785,7 @@ void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len
         struct fd_src *f = sl_xmalloc(sizeof(*f));
         f->fd = fd;
         f->off = off;
-        resp = MHD_create_response_from_callback(len, 256 * 1024, fd_cb, f, fd_free);
+        resp = MHD_create_response_from_callback(len, (size_t)SL_MIN(len, 256 * 1024), fd_cb, f, fd_free);
         if (!resp)
             free(f);
     } else {
