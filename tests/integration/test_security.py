@@ -628,14 +628,22 @@ def make_cert(ca_crt_path, ca_key_path, cn="shale-node", other_ca=False):
                               serialization.NoEncryption()))
 
 
-def served_serial(host, port, ca):
+def tls_session(host, port, ca, fn, tls12=False):
+    """fn(the SSLSocket) over a fresh TLS connection; tls12: offer TLS 1.2 only"""
     import ssl
     import socket
     ctx = ssl.create_default_context(cafile=ca)
+    if tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     with socket.create_connection((host, port), timeout=10) as s:
         with ctx.wrap_socket(s, server_hostname=host) as t:
-            from cryptography import x509
-            return x509.load_der_x509_certificate(t.getpeercert(binary_form=True)).serial_number
+            return fn(t)
+
+
+def served_serial(host, port, ca):
+    from cryptography import x509
+    return tls_session(host, port, ca,
+                       lambda t: x509.load_der_x509_certificate(t.getpeercert(binary_form=True)).serial_number)
 
 
 class TLS(unittest.TestCase):
@@ -682,6 +690,22 @@ class TLS(unittest.TestCase):
             requests.get(self.url + "/v1/health", timeout=10)
         with self.assertRaises(requests.exceptions.ConnectionError):
             requests.get(self.url.replace("https://", "http://") + "/v1/health", timeout=10)
+
+    def test_cipher(self):
+        # OpenSSL (Python, libcurl: clients and the nodes' own calls) asks for AES-256-GCM first; the nodes'
+        # order wins: AES-128-GCM where the CPU has AES instructions, ChaCha20 where it has not
+        with open("/proc/cpuinfo") as f:
+            aes = "aes" in next((ln for ln in f if ln.startswith("flags")), "").split()
+        want13, want12 = (("TLS_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256") if aes else
+                          ("TLS_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"))
+        offered = tls_session("127.0.0.1", int(self.url.rsplit(":", 1)[1]), self.c.ca,
+                              lambda t: [c["name"] for c in t.context.get_ciphers() if c["protocol"] == "TLSv1.3"])
+        self.assertNotEqual(offered[0], want13, "the client must prefer another cipher for this test to mean much")
+        for sn in list(self.c.smap()["pmap"].values()) + list(self.c.smap()["tmap"].values()):
+            port = int(sn["public_net"]["direct_url"].rsplit(":", 1)[1])
+            self.assertEqual(tls_session("127.0.0.1", port, self.c.ca, lambda t: t.cipher()[0]), want13, sn)
+            self.assertEqual(tls_session("127.0.0.1", port, self.c.ca, lambda t: t.cipher()[0], tls12=True),
+                             want12, sn)
 
     def test_reload(self):
         port = int(self.url.rsplit(":", 1)[1])
