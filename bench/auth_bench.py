@@ -13,12 +13,18 @@ With --a BUILD_DIR (a baseline build, holding bin/shale and bin/shaled), plain a
 in the same rounds, so that a change to the TLS path is measured against its baseline on the same machine
 state: the columns A-plain, A-tls and A-tls/plain follow.
 
+At the end, CPU seconds per GB (10 MiB) and per 10,000 requests (1 KiB) of the target, the gateway and the
+client, the median over the rounds (from /proc/PID/stat of the nodes and the client's rusage): where the CPUs
+are the limit, the throughput ratio follows these.
+
 usage: auth_bench.py [--rounds N] [--secs S] [--conns C] [--a BUILD_DIR]
 """
 import argparse
 import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -60,6 +66,18 @@ def start(work, name, *flags, shale=SHALE):
     return {"name": name, "url": url, "pg": pg, "env": env, "hdrs": hdrs, "ca": ca, "shale": shale}
 
 
+def node_cpu(c):
+    """CPU seconds the playground's nodes used so far: {"p0": s, "t0": s}"""
+    out = {}
+    for n in ("p0", "t0"):
+        with open(os.path.join(c["pg"], n, "shaled.pid")) as f:
+            pid = f.read().strip()
+        with open("/proc/%s/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        out[n] = (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def run(exe, work, c, urls, conns, secs):
     uf = os.path.join(work, "urls-%s.txt" % c["name"])
     with open(uf, "w") as f:
@@ -69,9 +87,13 @@ def run(exe, work, c, urls, conns, secs):
         args += ["-H", h]
     if c["ca"]:
         args += ["-C", c["ca"]]
-    import subprocess
+    n0, t0 = node_cpu(c), os.times()
     out = subprocess.run(args + [uf], capture_output=True, text=True, timeout=secs + 120).stdout
-    return json.loads(out)
+    n1, t1 = node_cpu(c), os.times()
+    r = json.loads(out)
+    r["cpu"] = {"target": n1["t0"] - n0["t0"], "gateway": n1["p0"] - n0["p0"],
+                "client": t1.children_user - t0.children_user + t1.children_system - t0.children_system}
+    return r
 
 
 def main():
@@ -92,6 +114,7 @@ def main():
             cls += [start(work, "A-plain", shale=ashale), start(work, "A-tls", "--https", shale=ashale)]
             head += "    A-plain          A-tls            A-tls/plain"
         print(head)
+        cpu = {}  # (name, size) -> [{"target": s per unit, ...} per round]
         for rnd in range(a.rounds):
             for size, prefix, n, conns in (("1KiB", "s", 200, a.conns), ("10MiB", "b", 4, 4)):
                 order = cls if rnd % 2 == 0 else list(reversed(cls))
@@ -103,6 +126,8 @@ def main():
                     if r["errors"]:
                         raise SystemExit("%s: %d errors" % (c["name"], r["errors"]))
                     res[c["name"]] = r["rps"] if size == "1KiB" else r["bytes"] / r["seconds"] / 1e6
+                    units = r["requests"] / 1e4 if size == "1KiB" else r["bytes"] / 1e9
+                    cpu.setdefault((c["name"], size), []).append({k: v / units for k, v in r["cpu"].items()})
                 unit = "req/s" if size == "1KiB" else "MB/s"
                 line = "%5d  %-6s  %8.0f %-6s  %8.0f %-6s  %8.0f %-6s  %5.2f        %5.2f" % (
                     rnd + 1, size, res["plain"], unit, res["token"], unit, res["tls"], unit,
@@ -111,6 +136,12 @@ def main():
                     line += "        %8.0f %-6s  %8.0f %-6s  %5.2f" % (
                         res["A-plain"], unit, res["A-tls"], unit, res["A-tls"] / res["A-plain"])
                 print(line, flush=True)
+        print("\nCPU seconds per 10,000 requests (1KiB) and per GB (10MiB), median of the rounds:")
+        print("%-8s %-6s  %7s %7s %7s %7s" % ("", "size", "target", "gateway", "client", "total"))
+        for (name, size), rows in cpu.items():
+            med = {k: statistics.median(x[k] for x in rows) for k in ("target", "gateway", "client")}
+            print("%-8s %-6s  %7.3f %7.3f %7.3f %7.3f" % (name, size, med["target"], med["gateway"], med["client"],
+                                                         sum(med.values())))
     finally:
         for c in cls:
             cli(c["env"], "playground", "stop", "--dir", c["pg"], shale=c["shale"])
