@@ -598,15 +598,17 @@ class RS256Auth(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def make_cert(ca_crt_path, ca_key_path, cn="shale-node", other_ca=False):
-    """a node certificate for 127.0.0.1 signed by the playground's CA (or by a CA of its own): PEM cert, key"""
+def make_cert(ca_crt_path, ca_key_path, cn="shale-node", other_ca=False, rsa=False):
+    """a node certificate for 127.0.0.1 signed by the playground's CA (or by a CA of its own), an ECDSA key (or
+    RSA): PEM cert, key"""
     import datetime
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric import rsa as rsa_keys
     from cryptography.x509.oid import NameOID
     import ipaddress
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = rsa_keys.generate_private_key(65537, 2048) if rsa else ec.generate_private_key(ec.SECP256R1())
     if other_ca:
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rogue CA")])
@@ -628,13 +630,15 @@ def make_cert(ca_crt_path, ca_key_path, cn="shale-node", other_ca=False):
                               serialization.NoEncryption()))
 
 
-def tls_session(host, port, ca, fn, tls12=False):
-    """fn(the SSLSocket) over a fresh TLS connection; tls12: offer TLS 1.2 only"""
+def tls_session(host, port, ca, fn, tls12=False, ciphers=None):
+    """fn(the SSLSocket) over a fresh TLS connection; tls12: offer TLS 1.2 only, ciphers: the TLS 1.2 suites"""
     import ssl
     import socket
     ctx = ssl.create_default_context(cafile=ca)
     if tls12:
         ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    if ciphers:
+        ctx.set_ciphers(ciphers)
     with socket.create_connection((host, port), timeout=10) as s:
         with ctx.wrap_socket(s, server_hostname=host) as t:
             return fn(t)
@@ -730,6 +734,32 @@ class TLS(unittest.TestCase):
         wait_until(lambda: served_serial("127.0.0.1", port, self.c.ca) == want, 10, what="new certificate served")
         self.assertEqual(self.s.get(self.url + "/v1/health").status_code, 200)
         self.assertEqual(self.c.pid("p0") > 0, True)
+
+    def test_rsa_certificate_keeps_forward_secrecy(self):
+        # a TLS 1.2 client that offers RSA key exchange first still gets ECDHE from a node with an RSA key
+        port = int(self.url.rsplit(":", 1)[1])
+        tls = os.path.join(self.c.dir, "tls")
+        crt, key = make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key"), rsa=True)
+        orig = {}
+        for name, b in (("node.crt", crt), ("node.key", key)):
+            with open(os.path.join(tls, name), "rb") as f:
+                orig[name] = f.read()
+            with open(os.path.join(tls, name), "wb") as f:
+                f.write(b)
+        try:
+            os.kill(self.c.pid("p0"), 1)
+            want = __import__("cryptography.x509", fromlist=["x"]).load_pem_x509_certificate(crt).serial_number
+            wait_until(lambda: served_serial("127.0.0.1", port, self.c.ca) == want, 10, what="RSA certificate served")
+            got = tls_session("127.0.0.1", port, self.c.ca, lambda t: t.cipher()[0], tls12=True,
+                              ciphers="AES128-GCM-SHA256:AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                                      "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305")
+            self.assertTrue(got.startswith("ECDHE-RSA-"), got)
+        finally:
+            for name, b in orig.items():
+                with open(os.path.join(tls, name), "wb") as f:
+                    f.write(b)
+            os.kill(self.c.pid("p0"), 1)
+            wait_until(lambda: served_serial("127.0.0.1", port, self.c.ca) != want, 10, what="the old pair back")
 
     def test_untrusted_nodes_cannot_join(self):
         tls = os.path.join(self.c.dir, "tls")
