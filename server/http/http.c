@@ -1130,6 +1130,7 @@ struct tls_id {
     gnutls_pcert_st pc[8];
     unsigned n;
     gnutls_privkey_t key;
+    gnutls_datum_t stek; /* session tickets' key: a new pair voids the tickets issued with the old one */
     struct tls_id *older;
 };
 static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1192,6 +1193,10 @@ int sl_http_tls_load(const char *crt, const char *key, struct sl_err *err)
         sl_errf(err, SL_EINVAL, "private key %s does not belong to certificate %s", key, crt);
         goto out;
     }
+    if ((g = gnutls_session_ticket_key_generate(&t->stek)) < 0) {
+        sl_errf(err, SL_EINTERNAL, "cannot make a TLS session ticket key: %s", gnutls_strerror(g));
+        goto out;
+    }
     pthread_mutex_lock(&tls_mu);
     t->older = tls_cur;
     __atomic_store_n(&tls_cur, t, __ATOMIC_RELEASE);
@@ -1204,6 +1209,7 @@ out:
             gnutls_pcert_deinit(&t->pc[i]);
         if (t->key)
             gnutls_privkey_deinit(t->key);
+        gnutls_free(t->stek.data);
         free(t);
     }
     if (kb.p)
@@ -1211,6 +1217,26 @@ out:
     sl_buf_free(&cb);
     sl_buf_free(&kb);
     return rc;
+}
+
+/* libmicrohttpd issues no session tickets: without them a client that
+ * connects again (a CLI command, a peer after an idle close) pays a full
+ * handshake, and one that sends its request without waiting (no TCP_NODELAY)
+ * waits for the delayed ACK of its Finished (40 ms) where a ticket would have
+ * carried it. GnuTLS derives the keys it encrypts tickets with from the
+ * pair's key and rotates them; a reloaded pair comes with a new one, so a
+ * ticket never outlives the certificate it was issued under. */
+static void tls_conn_started(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                             enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)socket_ctx;
+    struct tls_id *t = __atomic_load_n(&tls_cur, __ATOMIC_ACQUIRE);
+    if (code != MHD_CONNECTION_NOTIFY_STARTED || !t)
+        return;
+    const union MHD_ConnectionInfo *si = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (si && si->tls_session)
+        gnutls_session_ticket_enable_server(si->tls_session, &t->stek); /* (copied) */
 }
 
 /* GnuTLS's NORMAL puts AES-256-GCM first, and OpenSSL clients (libcurl,
@@ -1245,11 +1271,12 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
      * then lingers until the idle timeout */
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem tls_opts[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
-                                         { MHD_OPTION_END, 0, NULL } };
+                                         { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL } };
     if (tls_cur) { /* (no sendfile under TLS: MHD reads and encrypts) */
         flags |= MHD_USE_TLS;
         tls_opts[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_cert_cb };
         tls_opts[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES };
+        tls_opts[2] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)tls_conn_started, NULL };
     }
     /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
      * during an upload in the same way */

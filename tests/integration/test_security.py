@@ -735,31 +735,61 @@ class TLS(unittest.TestCase):
         self.assertEqual(self.s.get(self.url + "/v1/health").status_code, 200)
         self.assertEqual(self.c.pid("p0") > 0, True)
 
-    def test_rsa_certificate_keeps_forward_secrecy(self):
-        # a TLS 1.2 client that offers RSA key exchange first still gets ECDHE from a node with an RSA key
-        port = int(self.url.rsplit(":", 1)[1])
+    def reload_pair(self, crt, key):
+        """the gateway's certificate and key replaced (SIGHUP) until it serves crt: the old pair's bytes"""
         tls = os.path.join(self.c.dir, "tls")
-        crt, key = make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key"), rsa=True)
-        orig = {}
+        old = []
         for name, b in (("node.crt", crt), ("node.key", key)):
             with open(os.path.join(tls, name), "rb") as f:
-                orig[name] = f.read()
+                old.append(f.read())
             with open(os.path.join(tls, name), "wb") as f:
                 f.write(b)
+        os.kill(self.c.pid("p0"), 1)
+        want = __import__("cryptography.x509", fromlist=["x"]).load_pem_x509_certificate(crt).serial_number
+        wait_until(lambda: served_serial("127.0.0.1", int(self.url.rsplit(":", 1)[1]), self.c.ca) == want, 10,
+                   what="the new certificate served")
+        return old
+
+    def test_rsa_certificate_keeps_forward_secrecy(self):
+        # a TLS 1.2 client that offers RSA key exchange first still gets ECDHE from a node with an RSA key
+        tls = os.path.join(self.c.dir, "tls")
+        old = self.reload_pair(*make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key"), rsa=True))
         try:
-            os.kill(self.c.pid("p0"), 1)
-            want = __import__("cryptography.x509", fromlist=["x"]).load_pem_x509_certificate(crt).serial_number
-            wait_until(lambda: served_serial("127.0.0.1", port, self.c.ca) == want, 10, what="RSA certificate served")
-            got = tls_session("127.0.0.1", port, self.c.ca, lambda t: t.cipher()[0], tls12=True,
-                              ciphers="AES128-GCM-SHA256:AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-                                      "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305")
+            got = tls_session("127.0.0.1", int(self.url.rsplit(":", 1)[1]), self.c.ca, lambda t: t.cipher()[0],
+                              tls12=True, ciphers="AES128-GCM-SHA256:AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                                                  "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305")
             self.assertTrue(got.startswith("ECDHE-RSA-"), got)
         finally:
-            for name, b in orig.items():
-                with open(os.path.join(tls, name), "wb") as f:
-                    f.write(b)
-            os.kill(self.c.pid("p0"), 1)
-            wait_until(lambda: served_serial("127.0.0.1", port, self.c.ca) != want, 10, what="the old pair back")
+            self.reload_pair(*old)
+
+    def test_session_resumption(self):
+        # a client that connects again resumes its session (TLS 1.3 and 1.2 tickets) until the pair is reloaded
+        import socket
+        import ssl
+        port = int(self.url.rsplit(":", 1)[1])
+
+        def connect(ctx, session):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                with ctx.wrap_socket(s, server_hostname="127.0.0.1", session=session) as t:
+                    t.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    self.assertIn(b" 200 ", t.recv(4096))  # (a TLS 1.3 ticket comes after the handshake)
+                    return t.session, t.session_reused
+
+        for tls12 in (False, True):
+            ctx = ssl.create_default_context(cafile=self.c.ca)
+            if tls12:
+                ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+            sess, reused = connect(ctx, None)
+            self.assertFalse(reused)
+            for _ in range(2):
+                sess, reused = connect(ctx, sess)
+                self.assertTrue(reused, "tls12=%s" % tls12)
+            tls = os.path.join(self.c.dir, "tls")
+            old = self.reload_pair(*make_cert(os.path.join(tls, "ca.crt"), os.path.join(tls, "ca.key")))
+            try:  # a new pair: its certificate is checked again, no ticket of the old one is taken
+                self.assertFalse(connect(ctx, sess)[1], "tls12=%s" % tls12)
+            finally:
+                self.reload_pair(*old)
 
     def test_untrusted_nodes_cannot_join(self):
         tls = os.path.join(self.c.dir, "tls")
