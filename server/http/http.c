@@ -1224,8 +1224,8 @@ out:
  * handshake, and one that sends its request without waiting (no TCP_NODELAY)
  * waits for the delayed ACK of its Finished (40 ms) where a ticket would have
  * carried it. GnuTLS derives the keys it encrypts tickets with from the
- * pair's key and rotates them; a reloaded pair comes with a new one, so a
- * ticket never outlives the certificate it was issued under. */
+ * stek made with each certificate pair, and rotates them; a reloaded pair
+ * comes with a new stek, so a ticket never outlives its certificate. */
 static void tls_conn_started(void *cls, struct MHD_Connection *c, void **socket_ctx,
                              enum MHD_ConnectionNotificationCode code)
 {
