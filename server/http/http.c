@@ -1220,10 +1220,10 @@ out:
 }
 
 /* libmicrohttpd issues no session tickets: without them a client that
- * connects again (a CLI command, a peer after an idle close) pays a full
- * handshake, and one that sends its request without waiting (no TCP_NODELAY)
- * waits for the delayed ACK of its Finished (40 ms) where a ticket would have
- * carried it. GnuTLS derives the keys it encrypts tickets with from the
+ * connects again (a peer after an idle close, libcurl's next connection)
+ * pays a full handshake, and one that sends its request without waiting (no
+ * TCP_NODELAY) waits for the delayed ACK of its Finished (40 ms) where a
+ * ticket would have carried it. GnuTLS derives the keys it encrypts tickets with from the
  * stek made with each certificate pair, and rotates them; a reloaded pair
  * comes with a new stek, so a ticket never outlives its certificate. */
 static void tls_conn_started(void *cls, struct MHD_Connection *c, void **socket_ctx,
