@@ -130,6 +130,7 @@ class Node:
             f.write(sec)
 
     def start(self, wait=True, args=(), env=None):
+        self.start_env = env  # restart() starts it with the same
         if self.secret_from is not None and not os.path.exists(self.secret_path):
             self.give_secret(self.secret_from)
         out = open(os.path.join(self.dir, "stdout.log"), "ab")
@@ -172,7 +173,7 @@ class Node:
 
     def restart(self):
         self.stop()
-        return self.start()
+        return self.start(env=getattr(self, "start_env", None))
 
     def log(self):
         p = os.path.join(self.dir, "log", "shaled.log")
@@ -197,6 +198,30 @@ class Node:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+
+_asan = None
+
+
+def asan_build():
+    """Whether shaled was built with --enable-asan."""
+    global _asan
+    if _asan is None:
+        try:
+            with open(SHALED, "rb") as f:
+                _asan = b"__asan_init" in f.read()
+        except OSError:
+            _asan = False
+    return _asan
+
+
+def heap_env():
+    """The environment for a node whose heap a test measures: under ASan, freed memory waits in a quarantine
+    (256 MiB) instead of being reused, which a heap bound would take for growth; turn it off there."""
+    if not asan_build():
+        return None
+    opts = os.environ.get("ASAN_OPTIONS", "")
+    return {"ASAN_OPTIONS": (opts + ":" if opts else "") + "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"}
 
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",

@@ -32,7 +32,7 @@ import zipfile
 import msgpack
 import requests
 
-from harness import Cluster, Node, main, wait_until
+from harness import Cluster, Node, heap_env, main, wait_until
 
 BIG_N = 200000
 
@@ -399,7 +399,7 @@ class TestArchiveMemory(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="shale-amem-")
-        cls.node = Node(cls.tmp).start()
+        cls.node = Node(cls.tmp).start(env=heap_env())
         cls.url = cls.node.url
         r = requests.post(cls.url + "/v1/buckets/b", json={"action": "create-bck"}, timeout=30)
         assert r.status_code == 200, r.text
