@@ -956,7 +956,10 @@ static const char *unsupported_sub(const struct sl_req *r)
 
 static void fwd_err(struct sl_req *r, int status, const char *msg)
 {
-    s3_err(r, status == 502 ? 503 : status, "ServiceUnavailable", "%s", msg);
+    if (status == 502)
+        s3_err(r, 502, "InternalError", "%s; retry, and if it persists see that target's log", msg);
+    else
+        s3_err(r, 503, "ServiceUnavailable", "%s; retry", msg);
 }
 
 /* Hand the request to node (its own /s3 endpoint, the same URI). */
@@ -965,7 +968,7 @@ static void s3_forward(struct sl_req *r, const struct sl_snode *t)
     sl_hdr_del(r, "x-amz-request-id"); /* the answering node's comes back with its answer */
     char *url = sl_xasprintf("%s%s", t->url, r->raw_uri);
     static const char *const hop[] = { "X-Shale-S3-Hop: 1", NULL };
-    struct sl_fwd_opts o = { .url = url, .hdrs = hop };
+    struct sl_fwd_opts o = { .url = url, .hdrs = hop, .timeout_ms = sl_conf->send_file_time_ns / 1000000 };
     sl_fwd(r, &o, fwd_err);
     free(url);
 }

@@ -26,7 +26,8 @@ struct sl_fwd_opts {
  * takes the request over, body included (none for GET/HEAD/DELETE). The
  * client's headers go along except hop-by-hop ones; the peer's status,
  * headers and body come back as they are. A peer that cannot be reached
- * gives 502 (err_fn, when not NULL, formats that answer instead). */
+ * or goes silent gives 503, one whose answer is malformed 502 (err_fn, when
+ * not NULL, formats that answer instead; status is 503 or 502). */
 typedef void (*sl_fwd_err_fn)(struct sl_req *r, int status, const char *msg);
 void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn);
 
