@@ -13,6 +13,10 @@
  * wakes its loop, which unpauses it. The loops are libcurl multi handles
  * (curl_multi_poll): one thread runs many transfers, no thread per request,
  * and connections to the peers stay open in the multi's cache.
+ * A bodiless request to a plain-HTTP peer takes the direct transport
+ * instead (h1_*, below): the HTTP thread sends the request, an epoll loop
+ * thread reads the answer (h1_read: status, headers, body -> out ring) and
+ * unpausing is watching the connection for input again.
  * f lives until its last reference: the request (cleanup), the loop, and
  * the response stream.
  */
@@ -970,14 +974,18 @@ static int h1_head(struct fwd *f, const char *hend)
     return 0;
 }
 
-/* Decoded body bytes: into the out ring (room was checked), or dropped. */
+/* Decoded body bytes: into the out ring (room was checked; p NULL: recv
+ * put them at its tail already), or dropped. */
 static int h1_data(struct fwd *f, const char *p, size_t n)
 {
     if (f->resp_len >= 0 && !f->chunked && !f->head && (uint64_t)(f->got + (int64_t)n) > (uint64_t)f->resp_len)
         return h1_bad(f, "more body than its Content-Length");
     f->got += (int64_t)n;
     if (!f->discard && n) {
-        ring_put(&f->out, p, n);
+        if (p)
+            ring_put(&f->out, p, n);
+        else
+            f->out.len += n;
         body_in(f);
     }
     return 0;
@@ -1100,6 +1108,7 @@ static int h1_read(struct fwd *f, char *buf)
             return snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the client went away", f->url),
                    H1_FAIL;
         size_t max = H1_SCRATCH;
+        char *dst = buf;
         if (f->hdrs_done && !f->discard) {
             max = f->out.cap - f->out.len;
             if (!max) { /* the client reads slower than the peer sends: wait for out_read */
@@ -1108,10 +1117,15 @@ static int h1_read(struct fwd *f, char *buf)
                 h1_want(c, 0);
                 return H1_MORE;
             }
-            if (max > H1_SCRATCH)
+            if (!f->chunked) { /* straight into the ring, one copy fewer */
+                size_t tail = (f->out.head + f->out.len) % f->out.cap;
+                dst = f->out.b + tail;
+                max = max < f->out.cap - tail ? max : f->out.cap - tail;
+            } else if (max > H1_SCRATCH) {
                 max = H1_SCRATCH;
+            }
         }
-        ssize_t n = recv(c->fd, buf, max, 0);
+        ssize_t n = recv(c->fd, dst, max, 0);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return H1_MORE;
         if (n <= 0) {
@@ -1128,7 +1142,7 @@ static int h1_read(struct fwd *f, char *buf)
             return H1_FAIL;
         }
         f->last_io = sl_mono_ns();
-        if (h1_in(f, buf, (size_t)n) < 0)
+        if ((dst == buf ? h1_in(f, buf, (size_t)n) : h1_data(f, NULL, (size_t)n)) < 0)
             return H1_FAIL;
         if (h1_complete(f))
             return H1_DONE;

@@ -6,8 +6,11 @@
  *
  * The transfers run on a few loop threads (libcurl multi, one per core up
  * to 4, connections to peers kept open); the HTTP threads only copy between
- * the rings and the connection and never wait. A client that stops
- * sending or reading for timeout_ms ends its transfer.
+ * the rings and the connection and never wait. A bodiless request to a
+ * plain-HTTP peer skips libcurl: the HTTP thread writes it on a kept
+ * connection (non-blocking) and an epoll loop reads the answer. A client
+ * that stops sending or reading, or a peer that stops answering, for
+ * timeout_ms ends its transfer.
  * The S3 front end uses it to reach an object's target (clients such as
  * boto3 and awscli do not follow a 307).
  */
