@@ -675,10 +675,16 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-static void loops_start(void)
+/* loop threads of a transport: one per core, up to MAX_LOOPS */
+static int loops_wanted(void)
 {
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
-    int want = nc < 1 ? 1 : nc > MAX_LOOPS ? MAX_LOOPS : (int)nc;
+    return nc < 1 ? 1 : nc > MAX_LOOPS ? MAX_LOOPS : (int)nc;
+}
+
+static void loops_start(void)
+{
+    int want = loops_wanted();
     for (int i = 0; i < want; i++) {
         struct loop *L = &loops[n_loops];
         pthread_mutex_init(&L->mu, NULL);
@@ -698,14 +704,23 @@ static void loops_start(void)
     }
 }
 
-static void submit(struct fwd *f)
+/* A forward starts on a transport whose loops are started once: false
+ * when none could start (f->errmsg says so; the caller finishes f). */
+static bool begin(struct fwd *f, pthread_once_t *once, void (*start)(void), const int *n)
 {
-    pthread_once(&loops_once, loops_start);
+    pthread_once(once, start);
     pthread_mutex_lock(&act_mu);
     n_active++;
     pthread_mutex_unlock(&act_mu);
-    if (!n_loops) {
-        snprintf(f->errmsg, sizeof(f->errmsg), "this node cannot forward requests (no forward thread could start)");
+    if (*n)
+        return true;
+    snprintf(f->errmsg, sizeof(f->errmsg), "this node cannot forward requests (no forward thread could start)");
+    return false;
+}
+
+static void submit(struct fwd *f)
+{
+    if (!begin(f, &loops_once, loops_start, &n_loops)) {
         curl_finish(f, CURLE_FAILED_INIT);
         return;
     }
@@ -1305,8 +1320,7 @@ static void *h1_main(void *arg)
 
 static void h1_start_loops(void)
 {
-    long nc = sysconf(_SC_NPROCESSORS_ONLN);
-    int want = nc < 1 ? 1 : nc > MAX_LOOPS ? MAX_LOOPS : (int)nc;
+    int want = loops_wanted();
     for (int i = 0; i < want; i++) {
         struct h1loop *L = &h1_loops[n_h1];
         pthread_t th;
@@ -1329,15 +1343,12 @@ static void h1_start_loops(void)
  * deferred already). */
 static void h1_submit(struct fwd *f)
 {
-    pthread_once(&h1_once, h1_start_loops);
-    pthread_mutex_lock(&act_mu);
-    n_active++;
-    pthread_mutex_unlock(&act_mu);
-    pthread_mutex_lock(&f->mu);
-    bool ok = n_h1 > 0 && h1_go(f);
-    if (!n_h1)
-        snprintf(f->errmsg, sizeof(f->errmsg), "this node cannot forward requests (no forward thread could start)");
-    pthread_mutex_unlock(&f->mu);
+    bool ok = begin(f, &h1_once, h1_start_loops, &n_h1);
+    if (ok) {
+        pthread_mutex_lock(&f->mu);
+        ok = h1_go(f);
+        pthread_mutex_unlock(&f->mu);
+    }
     if (!ok)
         finish(f, true);
 }
