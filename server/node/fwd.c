@@ -105,7 +105,7 @@ struct fwd {
 
     long status;
     int nh;
-    char *hk[MAX_HDRS], *hv[MAX_HDRS];
+    struct sl_buf hdrs;          /* the peer's header fields: nh times "name\0value\0" */
     bool hdrs_done;
     int64_t resp_len;            /* -1 unknown */
     bool done, failed;
@@ -159,10 +159,7 @@ static void unref(struct fwd *f)
     pthread_mutex_unlock(&f->mu);
     if (left)
         return;
-    for (int i = 0; i < f->nh; i++) {
-        free(f->hk[i]);
-        free(f->hv[i]);
-    }
+    sl_buf_free(&f->hdrs);
     curl_slist_free_all(f->hl);
     sl_buf_free(&f->req);
     sl_buf_free(&f->hb);
@@ -232,9 +229,13 @@ static void answer(struct fwd *f)
         pthread_mutex_lock(&f->mu);
         return;
     }
-    for (int i = 0; i < f->nh; i++)
-        if (!hop_by_hop(f->hk[i]) && strcasecmp(f->hk[i], "Date") && strcasecmp(f->hk[i], "X-Request-Id"))
-            sl_hdr_add(r, f->hk[i], f->hv[i]);
+    const char *k = f->hdrs.p;
+    for (int i = 0; i < f->nh; i++) {
+        const char *v = k + strlen(k) + 1;
+        if (!hop_by_hop(k) && strcasecmp(k, "Date") && strcasecmp(k, "X-Request-Id"))
+            sl_hdr_add(r, k, v);
+        k = v + strlen(v) + 1;
+    }
     int status = (int)f->status;
     if (f->head || status == 204 || status == 304 || f->resp_len == 0) {
         f->discard = true;
@@ -249,8 +250,14 @@ static void answer(struct fwd *f)
     }
     if (f->resp_len > 0 && f->out.len == (size_t)f->resp_len) { /* all of it is here: no stream */
         size_t n = f->out.len;
-        char *buf = sl_xmalloc(n);
-        ring_get(&f->out, buf, n);
+        char *buf;
+        if (!f->out.head && n == f->out.cap) { /* the ring is the body: it becomes the response's */
+            buf = f->out.b;
+            memset(&f->out, 0, sizeof(f->out));
+        } else {
+            buf = sl_xmalloc(n);
+            ring_get(&f->out, buf, n);
+        }
         f->discard = true;
         pthread_mutex_unlock(&f->mu);
         sl_resp_bytes_owned(r, status, NULL, buf, n);
@@ -368,9 +375,11 @@ static size_t rd_cb(char *buf, size_t size, size_t nitems, void *ud)
 static void hdrs_complete(struct fwd *f)
 {
     f->hdrs_done = true;
-    if (!f->out.b) { /* sized to the body when it is small: a 1 KiB GET needs no 512 KiB */
+    if (!f->out.b && !f->head) { /* sized to the body when it is small: a 1 KiB GET needs no 512 KiB */
         size_t cap = RING_SZ;
-        if (f->resp_len >= 0 && (uint64_t)f->resp_len < RING_SZ)
+        if (f->resp_len > 0 && f->resp_len <= SMALL_SZ)
+            cap = (size_t)f->resp_len; /* whole, it becomes the response's body as it is */
+        else if (f->resp_len >= 0 && (uint64_t)f->resp_len < RING_SZ)
             cap = f->resp_len < 4096 ? 4096 : (size_t)f->resp_len;
         ring_alloc(&f->out, cap);
     }
@@ -388,17 +397,16 @@ static void hdrs_complete(struct fwd *f)
 
 static void peer_hdr(struct fwd *f, const char *k, size_t kl, const char *v, size_t vl)
 {
-    f->hk[f->nh] = sl_xstrndup(k, kl);
-    f->hv[f->nh] = sl_xstrndup(v, vl);
+    sl_buf_add(&f->hdrs, k, kl);
+    sl_buf_addc(&f->hdrs, 0);
+    sl_buf_add(&f->hdrs, v, vl);
+    sl_buf_addc(&f->hdrs, 0);
     f->nh++;
 }
 
 static void peer_hdrs_reset(struct fwd *f)
 {
-    for (int i = 0; i < f->nh; i++) {
-        free(f->hk[i]);
-        free(f->hv[i]);
-    }
+    sl_buf_reset(&f->hdrs);
     f->nh = 0;
     f->resp_len = -1;
 }
@@ -437,8 +445,8 @@ static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
             while (v < buf + len && (*v == ' ' || *v == '\t'))
                 v++;
             peer_hdr(f, buf, (size_t)(colon - buf), v, (size_t)(buf + len - v));
-            if (!strcasecmp(f->hk[f->nh - 1], "Content-Length"))
-                f->resp_len = strtoll(f->hv[f->nh - 1], NULL, 10);
+            if (colon - buf == 14 && !strncasecmp(buf, "Content-Length", 14))
+                f->resp_len = strtoll(v, NULL, 10);
         }
     }
     pthread_mutex_unlock(&f->mu);
