@@ -745,8 +745,8 @@ static void submit(struct fwd *f)
  * A bodiless request (GET, HEAD, DELETE) to a plain-HTTP peer named by its
  * IPv4 address skips libcurl: per request libcurl resets and sets up an
  * easy handle, checks a kept connection with a poll, and its loop is woken
- * by the HTTP thread; that was three quarters of the gateway's CPU for a
- * 1 KiB GET. Here the HTTP thread writes the request on a kept connection
+ * by the HTTP thread; that was more than half of the gateway's CPU for a
+ * 1 KiB GET (perf, 32 clients). Here the HTTP thread writes the request on a kept connection
  * itself (a non-blocking send of a few hundred bytes), and a loop thread
  * (epoll, one per core up to 4) reads the answer into the out ring and
  * resumes the client once: one hand-over instead of three.
