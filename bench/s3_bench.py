@@ -11,7 +11,11 @@
   * what SigV4 verification costs: the gateway's and targets' CPU time per request for
     1 KiB S3 GETs signed by boto3 with verification on, against the same GETs with it off.
 
-usage: s3_bench.py [--duration S] [--rounds N] [--big-mib N] [--quick] [--sig-only] [--fwd-stat]
+usage: s3_bench.py [--duration S] [--rounds N] [--big-mib N] [--quick] [--sig-only] [--fwd-stat] [--ab BUILD]
+
+--ab BUILD: only the GETs, on two clusters at once (this build and BUILD, e.g. main's), in slices of
+--duration seconds that alternate build and path (/s3, native via the gateway) round after round, so that
+both builds see the same machine; every slice is printed, and the median ratio per build.
 """
 import argparse
 import hashlib
@@ -21,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import statistics
 import time
 
 import requests
@@ -82,6 +87,48 @@ def fwd_stat(url, pg):
     return out
 
 
+def ab(a, work, exe):
+    """--ab: /s3 vs native-via-gateway GETs on this build and on a.ab, slices alternating"""
+    import cluster_bench
+    builds = {"base": os.path.join(os.path.abspath(a.ab), "bin", "shale"), "this": cluster_bench.SHALE}
+    sets = {"1KiB": (["k%05d" % i for i in range(2000)], os.urandom(1024), 32, "req/s"),
+            "10MiB": (["m%03d" % i for i in range(12)], os.urandom(10 << 20), 8, "MB/s")}
+    pgs = {}
+    try:
+        for b, shale in builds.items():
+            cluster_bench.SHALE = shale  # (cli() runs this build's CLI, which starts its own shaled)
+            url, env, pg = start_playground(work, "pg-" + b, 1, 2)
+            pgs[b] = (url, env, pg)
+            cli(env, "bucket", "create", "ais://s3b")
+            for names, data, _, _ in sets.values():
+                put_many(url, "s3b", names, data, workers=8)
+        for label, (names, data, conns, unit) in sets.items():
+            ratios = {b: [] for b in builds}
+            print("\nGET %s, %d connections, %s per %d s slice" % (label, conns, unit, a.duration))
+            for i in range(a.rounds):
+                order = list(builds) if i % 2 == 0 else list(builds)[::-1]
+                for b in order:
+                    url = pgs[b][0]
+                    fig = []
+                    for path, follow in (("/s3/s3b/", False), ("/v1/objects/s3b/", True)):
+                        r = load(exe, [url + path + n for n in names], work, conns, a.duration, follow)
+                        fig.append(r["rps"] if label == "1KiB" else r["bytes"] / r["seconds"] / 1e6)
+                        if r["errors"]:
+                            print("  errors: %s %s %s" % (b, path, r["errors"]))
+                    ratios[b].append(fig[0] / fig[1])
+                    print("  round %d %-4s  /s3 %9.0f   native via gateway %9.0f   ratio %.2f   (load %s)" % (
+                        i + 1, b, fig[0], fig[1], fig[0] / fig[1], open("/proc/loadavg").read().split()[0]),
+                        flush=True)
+            for b in builds:
+                print("  median ratio %-4s %.2f  (min %.2f, max %.2f)" % (b, statistics.median(ratios[b]),
+                                                                         min(ratios[b]), max(ratios[b])))
+    finally:
+        for b, (url, env, pg) in pgs.items():
+            cluster_bench.SHALE = builds[b]
+            cli(env, "playground", "stop", "--dir", pg)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=6)
@@ -92,11 +139,14 @@ def main():
     ap.add_argument("--fwd-stat", action="store_true",
                     help="only: the gateway's CPU, context switches and syscalls per sequential 1 KiB GET, "
                          "forwarded (/s3) and redirected (native), with perf stat")
+    ap.add_argument("--ab", metavar="BUILD", help="only the GETs, this build against BUILD, slices alternating")
     a = ap.parse_args()
     if a.quick:
         a.duration, a.rounds, a.big_mib = 2, 1, 128
     work = tempfile.mkdtemp(prefix="shale-s3bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
     exe = build_loadgen(work)
+    if a.ab:
+        return ab(a, work, exe)
     url, env, pg = start_playground(work, "pg", 1, 2)
     aenv = dict(os.environ, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret",
                 AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=os.path.join(work, "awsconfig"),
