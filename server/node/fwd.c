@@ -133,10 +133,13 @@ struct fwd {
     size_t ck_line;
     int64_t got;                 /* body bytes received (decoded) */
     int64_t last_io;             /* sl_mono_ns() of the last byte from the peer */
+    bool pull;                   /* out_read receives the body itself (h1_pull) */
 };
 
 static void loop_kick(struct loop *L);
 static void h1_want(struct h1conn *c, uint32_t ev);
+static ssize_t h1_pull(struct fwd *f, char *buf, size_t max, int *end);
+static void h1_end(struct fwd *f, int how);
 
 /* Room in the out ring again for a transfer paused on it (f->mu held):
  * true when its libcurl loop must be kicked (the direct transport's
@@ -190,10 +193,13 @@ static ssize_t out_read(void *ctx, uint64_t pos, char *buf, size_t max)
     pthread_mutex_lock(&f->mu);
     ssize_t n;
     bool kick = false;
+    int end = 0;
     if (f->out.len) {
         n = (ssize_t)ring_get(&f->out, buf, max);
         if (f->wr_paused && f->out.cap - f->out.len >= f->out.cap / 2)
             kick = out_unpause(f);
+    } else if (f->pull && f->hc && !f->done) {
+        n = h1_pull(f, buf, max, &end);
     } else if (f->done) {
         n = f->failed ? -1 : 0;
     } else {
@@ -204,6 +210,8 @@ static ssize_t out_read(void *ctx, uint64_t pos, char *buf, size_t max)
     pthread_mutex_unlock(&f->mu);
     if (kick)
         loop_kick(f->lp);
+    if (end)
+        h1_end(f, end);
     return n;
 }
 
@@ -266,6 +274,8 @@ static void answer(struct fwd *f)
     }
     f->streaming = true;
     f->refs++;
+    f->pull = f->hc && !f->chunked && f->resp_len > 0; /* (see h1_pull) */
+    f->paused_at = sl_mono_ns();
     uint64_t len = f->resp_len >= 0 ? (uint64_t)f->resp_len : UINT64_MAX;
     pthread_mutex_unlock(&f->mu);
     sl_resp_stream(r, status, NULL, len, out_read, f, out_free);
@@ -337,6 +347,8 @@ static void cleanup(struct sl_req *r, bool completed)
     if (f->rd_paused || f->wr_paused) { /* unpaused, it sees the client gone and ends */
         f->rd_paused = false;
         kick = out_unpause(f);
+    } else if (f->pull && f->hc) {
+        h1_want(f->hc, EPOLLIN); /* (the rest of the body is there or coming: an event) */
     }
     pthread_mutex_unlock(&f->mu);
     r->ctx = NULL;
@@ -789,9 +801,11 @@ struct h1conn {
     bool reused;                  /* served an answer before: the peer may have closed it meanwhile */
     bool closed;                  /* freed at the end of the loop's batch of events */
     uint32_t ev;                  /* the events epoll watches for */
+    bool orphan;                  /* let go off the loop thread, not kept: the loop closes it */
     int64_t t0;                   /* when it was opened */
 };
 
+static __thread bool h1_loop_thread;
 static pthread_mutex_t h1_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct h1peer *h1_peers;
 static struct h1loop h1_loops[MAX_LOOPS];
@@ -1130,6 +1144,14 @@ static int h1_read(struct fwd *f, char *buf)
         if (!f->r)
             return snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the client went away", f->url),
                    H1_FAIL;
+        if (f->pull) { /* out_read receives the body: wake it if it waits */
+            if (f->out_susp) {
+                f->out_susp = false;
+                sl_conn_resume(f->r->conn);
+            }
+            h1_want(c, 0);
+            return H1_MORE;
+        }
         size_t max = H1_SCRATCH;
         char *dst = buf;
         if (f->hdrs_done && !f->discard) {
@@ -1172,6 +1194,37 @@ static int h1_read(struct fwd *f, char *buf)
     }
 }
 
+/* A streamed body with a Content-Length is received by out_read (the HTTP
+ * thread, f->mu held) straight into libmicrohttpd's buffer: no ring, no
+ * copy, no hand-over per piece. When the socket is empty it suspends the
+ * client's connection and the loop resumes it on the next byte (h1_read).
+ * *end: H1_DONE or H1_FAIL once the body is in or broken (h1_end then). */
+static ssize_t h1_pull(struct fwd *f, char *buf, size_t max, int *end)
+{
+    struct h1conn *c = f->hc;
+    uint64_t left = (uint64_t)(f->resp_len - f->got);
+    ssize_t n = recv(c->fd, buf, max < left ? max : (size_t)left, MSG_DONTWAIT);
+    f->paused_at = sl_mono_ns(); /* (the client is reading: its idle time starts here) */
+    if (n > 0) {
+        f->got += n;
+        f->last_io = f->paused_at;
+        if (f->got == f->resp_len)
+            *end = H1_DONE;
+        return n;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        sl_conn_suspend(f->r->conn);
+        f->out_susp = true;
+        h1_want(c, EPOLLIN);
+        return SL_STREAM_WAIT;
+    }
+    snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the peer %s in the middle of the body", f->url,
+             n == 0 ? "closed the connection" : strerror(errno));
+    f->bad = true;
+    *end = H1_FAIL;
+    return -1;
+}
+
 /* Detach f from its connection and keep the connection for the next
  * forward to its peer, or close it (the loop thread; f->mu not held). */
 static void h1_release(struct fwd *f, bool keep)
@@ -1186,8 +1239,11 @@ static void h1_release(struct fwd *f, bool keep)
         c->reused = true;
         h1_want(c, EPOLLIN);
         c->p->idle[c->p->ni++] = c;
-    } else {
+    } else if (h1_loop_thread) {
         h1_close(c);
+    } else {
+        c->orphan = true; /* (closed on its next event or tick) */
+        h1_want(c, EPOLLIN);
     }
     pthread_mutex_unlock(&h1_mu);
 }
@@ -1246,7 +1302,7 @@ static void h1_event(struct h1loop *L, struct h1conn *c, uint32_t ev)
         if (f->req_off == f->req.len)
             h1_want(c, EPOLLIN);
     }
-    if (how == H1_MORE && f->wr_paused && (ev & (EPOLLHUP | EPOLLERR))) { /* reported even when paused */
+    if (how == H1_MORE && (f->wr_paused || f->pull) && (ev & (EPOLLHUP | EPOLLERR))) { /* (even when paused) */
         snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the connection failed mid-body", f->url);
         how = H1_FAIL;
     } else if (how == H1_MORE && (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
@@ -1269,21 +1325,23 @@ static void h1_tick(struct h1loop *L, int64_t now)
     for (int i = 0; i < n; i++) {
         struct h1conn *c = cs[i];
         pthread_mutex_lock(&h1_mu);
+        if (c->orphan && !c->closed)
+            h1_close(c);
         struct fwd *f = c->closed ? NULL : c->f;
         pthread_mutex_unlock(&h1_mu);
         if (!f)
             continue;
         pthread_mutex_lock(&f->mu);
         int64_t lim = f->timeout_ms * 1000000LL;
-        bool end = true;
+        bool end = true, client_wait = f->wr_paused || (f->pull && !f->out_susp);
         if (stopping)
             snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: this node is shutting down", f->url);
         else if (c->connecting && now - c->t0 > H1_CONNECT_MS * 1000000LL)
             snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: cannot connect within %d ms", f->url,
                      H1_CONNECT_MS);
-        else if (f->wr_paused && now - f->paused_at > lim)
+        else if (client_wait && now - f->paused_at > lim)
             snprintf(f->errmsg, sizeof(f->errmsg), "the client read nothing for %lld ms", (long long)f->timeout_ms);
-        else if (!f->wr_paused && now - f->last_io > lim)
+        else if (!client_wait && now - f->last_io > lim)
             snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the peer sent nothing for %lld ms", f->url,
                      (long long)f->timeout_ms);
         else
@@ -1311,6 +1369,7 @@ static void *h1_main(void *arg)
 {
     struct h1loop *L = arg;
     struct epoll_event ev[64];
+    h1_loop_thread = true;
     int64_t next_tick = 0;
     for (;;) {
         int n = epoll_wait(L->ep, ev, (int)SL_ARRAY_SIZE(ev), TICK_MS);
