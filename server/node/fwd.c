@@ -134,12 +134,12 @@ struct fwd {
     int64_t got;                 /* body bytes received (decoded) */
     int64_t last_io;             /* sl_mono_ns() of the last byte from the peer */
     bool pull;                   /* out_read receives the body itself (h1_pull) */
+    int pull_end;                /* and has it all (H1_DONE) or saw it break (H1_FAIL) */
 };
 
 static void loop_kick(struct loop *L);
 static void h1_want(struct h1conn *c, uint32_t ev);
-static ssize_t h1_pull(struct fwd *f, char *buf, size_t max, int *end);
-static void h1_end(struct fwd *f, int how);
+static ssize_t h1_pull(struct fwd *f, char *buf, size_t max);
 
 /* Room in the out ring again for a transfer paused on it (f->mu held):
  * true when its libcurl loop must be kicked (the direct transport's
@@ -193,13 +193,12 @@ static ssize_t out_read(void *ctx, uint64_t pos, char *buf, size_t max)
     pthread_mutex_lock(&f->mu);
     ssize_t n;
     bool kick = false;
-    int end = 0;
     if (f->out.len) {
         n = (ssize_t)ring_get(&f->out, buf, max);
         if (f->wr_paused && f->out.cap - f->out.len >= f->out.cap / 2)
             kick = out_unpause(f);
-    } else if (f->pull && f->hc && !f->done) {
-        n = h1_pull(f, buf, max, &end);
+    } else if (f->pull && !f->pull_end && f->hc && !f->done) {
+        n = h1_pull(f, buf, max);
     } else if (f->done) {
         n = f->failed ? -1 : 0;
     } else {
@@ -210,8 +209,6 @@ static ssize_t out_read(void *ctx, uint64_t pos, char *buf, size_t max)
     pthread_mutex_unlock(&f->mu);
     if (kick)
         loop_kick(f->lp);
-    if (end)
-        h1_end(f, end);
     return n;
 }
 
@@ -274,8 +271,6 @@ static void answer(struct fwd *f)
     }
     f->streaming = true;
     f->refs++;
-    f->pull = f->hc && !f->chunked && f->resp_len > 0; /* (see h1_pull) */
-    f->paused_at = sl_mono_ns();
     uint64_t len = f->resp_len >= 0 ? (uint64_t)f->resp_len : UINT64_MAX;
     pthread_mutex_unlock(&f->mu);
     sl_resp_stream(r, status, NULL, len, out_read, f, out_free);
@@ -801,11 +796,9 @@ struct h1conn {
     bool reused;                  /* served an answer before: the peer may have closed it meanwhile */
     bool closed;                  /* freed at the end of the loop's batch of events */
     uint32_t ev;                  /* the events epoll watches for */
-    bool orphan;                  /* let go off the loop thread, not kept: the loop closes it */
     int64_t t0;                   /* when it was opened */
 };
 
-static __thread bool h1_loop_thread;
 static pthread_mutex_t h1_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct h1peer *h1_peers;
 static struct h1loop h1_loops[MAX_LOOPS];
@@ -1144,6 +1137,13 @@ static int h1_read(struct fwd *f, char *buf)
         if (!f->r)
             return snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the client went away", f->url),
                    H1_FAIL;
+        if (!f->pull && f->streaming && !f->chunked && f->resp_len > 0) {
+            /* Only now, with what came along with the headers in the ring
+             * and f->mu held since: out_read may have run while answer()
+             * had f->mu dropped, and must not receive ahead of the ring. */
+            f->pull = true;
+            f->paused_at = sl_mono_ns();
+        }
         if (f->pull) { /* out_read receives the body: wake it if it waits */
             if (f->out_susp) {
                 f->out_susp = false;
@@ -1198,8 +1198,9 @@ static int h1_read(struct fwd *f, char *buf)
  * thread, f->mu held) straight into libmicrohttpd's buffer: no ring, no
  * copy, no hand-over per piece. When the socket is empty it suspends the
  * client's connection and the loop resumes it on the next byte (h1_read).
- * *end: H1_DONE or H1_FAIL once the body is in or broken (h1_end then). */
-static ssize_t h1_pull(struct fwd *f, char *buf, size_t max, int *end)
+ * Once the body is in or broken, the loop is woken to end f (h1_event):
+ * only the loop lets connections go and drops its reference. */
+static ssize_t h1_pull(struct fwd *f, char *buf, size_t max)
 {
     struct h1conn *c = f->hc;
     uint64_t left = (uint64_t)(f->resp_len - f->got);
@@ -1208,8 +1209,10 @@ static ssize_t h1_pull(struct fwd *f, char *buf, size_t max, int *end)
     if (n > 0) {
         f->got += n;
         f->last_io = f->paused_at;
-        if (f->got == f->resp_len)
-            *end = H1_DONE;
+        if (f->got == f->resp_len) {
+            f->pull_end = H1_DONE;
+            h1_want(c, EPOLLIN | EPOLLOUT); /* (writable: an event at once) */
+        }
         return n;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -1221,7 +1224,8 @@ static ssize_t h1_pull(struct fwd *f, char *buf, size_t max, int *end)
     snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the peer %s in the middle of the body", f->url,
              n == 0 ? "closed the connection" : strerror(errno));
     f->bad = true;
-    *end = H1_FAIL;
+    f->pull_end = H1_FAIL;
+    h1_want(c, EPOLLIN | EPOLLOUT);
     return -1;
 }
 
@@ -1239,11 +1243,8 @@ static void h1_release(struct fwd *f, bool keep)
         c->reused = true;
         h1_want(c, EPOLLIN);
         c->p->idle[c->p->ni++] = c;
-    } else if (h1_loop_thread) {
-        h1_close(c);
     } else {
-        c->orphan = true; /* (closed on its next event or tick) */
-        h1_want(c, EPOLLIN);
+        h1_close(c);
     }
     pthread_mutex_unlock(&h1_mu);
 }
@@ -1285,7 +1286,9 @@ static void h1_event(struct h1loop *L, struct h1conn *c, uint32_t ev)
     pthread_mutex_unlock(&h1_mu);
     pthread_mutex_lock(&f->mu);
     int how = H1_MORE;
-    if (c->connecting) {
+    if (f->pull_end) /* out_read has the whole body, or a broken one: the loop ends f */
+        how = f->pull_end;
+    else if (c->connecting) {
         int err = 0;
         socklen_t len = sizeof(err);
         if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
@@ -1325,8 +1328,6 @@ static void h1_tick(struct h1loop *L, int64_t now)
     for (int i = 0; i < n; i++) {
         struct h1conn *c = cs[i];
         pthread_mutex_lock(&h1_mu);
-        if (c->orphan && !c->closed)
-            h1_close(c);
         struct fwd *f = c->closed ? NULL : c->f;
         pthread_mutex_unlock(&h1_mu);
         if (!f)
@@ -1369,7 +1370,6 @@ static void *h1_main(void *arg)
 {
     struct h1loop *L = arg;
     struct epoll_event ev[64];
-    h1_loop_thread = true;
     int64_t next_tick = 0;
     for (;;) {
         int n = epoll_wait(L->ep, ev, (int)SL_ARRAY_SIZE(ev), TICK_MS);
