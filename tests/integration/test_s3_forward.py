@@ -3,8 +3,9 @@
 """The gateway's S3 forward against a target that misbehaves (1 gateway + 2
 targets): one target is killed and a fake one listens on its port, so the
 gateway still forwards that target's objects there and gets, by turns, a
-well-formed answer in each framing the forward reads (Content-Length,
-chunked with extensions and trailers, up to the close, after a 1xx) and a
+well-formed answer in each framing the forward reads (Content-Length, also
+streamed in pieces, chunked with extensions and trailers, up to the close,
+after a 1xx) and a
 malformed one (no status line, headers over 32 KiB, a bad Content-Length,
 Content-Length with Transfer-Encoding, a folded header, a bad chunk size, a
 body cut short), or no answer at all. The client must get the answer, or an
@@ -25,6 +26,7 @@ import requests
 from harness import Cluster, main, wait_until
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+BIG = os.urandom(3 << 20)
 ANSWERS = {  # mode: (the bytes, close the connection after them)
     "ok": (OK + b"Content-Length: 2\r\n\r\nok", False),
     "chunked": (OK + b"Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n",
@@ -40,6 +42,9 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "short": (OK + b"Content-Length: 1000\r\n\r\nonly ten b", True),
     "long-cut": (OK + b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"x" * (1 << 20), True),
     "silent": (b"", False),
+    # the first 100,000 bytes with the header, the rest 0.3 s later: the forward streams (more than 64 KiB), what
+    # came with the header goes out first
+    "pieces": (OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG[:100000], False),
 }
 
 
@@ -93,6 +98,9 @@ class FakeTarget:
                     time.sleep(20)
                     return
                 sk.sendall(data)
+                if self.mode == "pieces":
+                    time.sleep(0.3)
+                    sk.sendall(BIG[100000:])
                 if close:
                     return
         except OSError:
@@ -166,6 +174,11 @@ class S3ForwardTest(unittest.TestCase):
             r = s.get(url, timeout=30)
             self.assertEqual((mode, r.status_code, r.content), (mode, 200, want), r.text[:300])
         self.assertNotIn("X-T", r.headers)
+        fake.mode = "pieces"
+        for _ in range(3):
+            r = s.get(url, timeout=30)
+            self.assertEqual((r.status_code, len(r.content)), (200, len(BIG)))
+            self.assertTrue(r.content == BIG, "the streamed body came out of order")
         fake.mode = "ok"
         r = s.head(url, timeout=30)
         self.assertEqual((r.status_code, r.headers.get("Content-Length")), (200, "2"))
