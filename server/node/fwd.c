@@ -16,7 +16,8 @@
  * A bodiless request to a plain-HTTP peer takes the direct transport
  * instead (h1_*, below): the HTTP thread sends the request, an epoll loop
  * thread reads the answer (h1_read: status, headers, body -> out ring) and
- * unpausing is watching the connection for input again.
+ * unpausing is watching the connection for input again; a streamed body
+ * with a Content-Length is then received by out_read itself (h1_pull).
  * f lives until its last reference: the request (cleanup), the loop, and
  * the response stream.
  */
