@@ -10,7 +10,8 @@ malformed one (no status line, headers over 32 KiB, a bad Content-Length,
 Content-Length with Transfer-Encoding, a folded header, a bad chunk size, a
 body cut short), or no answer at all. The client must get the answer, or an
 S3 XML 502/503 that says what the target did, within the forward's limit
-(timeout.send_file_time); the gateway must go on serving.
+(timeout.send_file_time); the gateway must go on serving. Last, nothing
+listens on the port: 503, cannot connect.
 """
 import os
 import shutil
@@ -109,6 +110,13 @@ class FakeTarget:
             sk.close()
 
     def close(self):
+        """stop listening and end every connection (shutdown: a close would not wake the threads in accept and
+        recv, and the sockets would stay open)"""
+        for sk in [self.ls] + self.conns:
+            try:
+                sk.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.ls.close()
 
 
@@ -213,6 +221,11 @@ class S3ForwardTest(unittest.TestCase):
         fake.mode = "ok"
         self.assertEqual(s.get(url, timeout=30).content, b"ok")
         self.assertEqual(s.get("%s/fwd/%s" % (s3, other), timeout=30).content, b"other")
+
+        # nothing listens on the port any more (the kept connections close too): 503, cannot connect
+        fake.close()
+        r = s.get(url, timeout=30)
+        self.s3err(r, 503, "ServiceUnavailable", "cannot connect")
 
 
 if __name__ == "__main__":
