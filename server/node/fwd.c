@@ -754,10 +754,10 @@ static void submit(struct fwd *f)
  * IPv4 address skips libcurl: per request libcurl resets and sets up an
  * easy handle, checks a kept connection with a poll, and its loop is woken
  * by the HTTP thread; that was more than half of the gateway's CPU for a
- * 1 KiB GET (perf, 32 clients). Here the HTTP thread writes the request on a kept connection
- * itself (a non-blocking send of a few hundred bytes), and a loop thread
- * (epoll, one per core up to 4) reads the answer into the out ring and
- * resumes the client once: one hand-over instead of three.
+ * 1 KiB GET (perf, 32 clients). Here the HTTP thread writes the request on
+ * a kept connection itself (a non-blocking send of a few hundred bytes),
+ * and a loop thread (epoll, one per core up to 4) reads the answer into the
+ * out ring and resumes the client once: one hand-over instead of three.
  * The answer is parsed strictly and within bounds (H1_HDR_MAX of headers,
  * MAX_HDRS fields, Content-Length or chunked or up to the close): anything
  * else ends the forward with a 502 that says what the peer sent.
