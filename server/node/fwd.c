@@ -1324,7 +1324,8 @@ static void h1_tick(struct h1loop *L, int64_t now)
     pthread_mutex_lock(&L->mu);
     int n = L->n;
     struct h1conn **cs = sl_xmalloc((size_t)(n ? n : 1) * sizeof(*cs));
-    memcpy(cs, L->c, (size_t)n * sizeof(*cs));
+    if (n) /* (L->c is NULL before the first connection) */
+        memcpy(cs, L->c, (size_t)n * sizeof(*cs));
     pthread_mutex_unlock(&L->mu);
     for (int i = 0; i < n; i++) {
         struct h1conn *c = cs[i];
