@@ -98,6 +98,8 @@ class FakeTarget:
                 if self.mode == "silent":
                     time.sleep(20)
                     return
+                if head.startswith(b"HEAD "):  # no body (a peer that sends one spoils the kept connection)
+                    data = data[:data.index(b"\r\n\r\n") + 4]
                 sk.sendall(data)
                 if self.mode == "pieces":
                     time.sleep(0.3)
@@ -185,7 +187,7 @@ class S3ForwardTest(unittest.TestCase):
         fake.mode = "pieces"
         for _ in range(3):
             r = s.get(url, timeout=30)
-            self.assertEqual((r.status_code, len(r.content)), (200, len(BIG)))
+            self.assertEqual((r.status_code, len(r.content)), (200, len(BIG)), r.text[:300])
             self.assertTrue(r.content == BIG, "the streamed body came out of order")
         fake.mode = "ok"
         r = s.head(url, timeout=30)
