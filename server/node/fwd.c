@@ -118,7 +118,8 @@ struct fwd {
     bool rd_paused, wr_paused;
     int64_t paused_at;           /* sl_mono_ns() when it paused */
 
-    /* the direct transport (h1_*): no libcurl; hc is NULL otherwise */
+    /* the direct transport (h1_*): no libcurl, no loop (lp NULL) */
+    bool direct;
     struct h1conn *hc;           /* the connection it uses (cleared before it closes) */
     struct sockaddr_in peer;
     struct sl_buf req;           /* the request's bytes */
@@ -144,13 +145,16 @@ static ssize_t h1_pull(struct fwd *f, char *buf, size_t max);
 
 /* Room in the out ring again for a transfer paused on it (f->mu held):
  * true when its libcurl loop must be kicked (the direct transport's
- * connection is simply watched for input again). */
+ * connection is simply watched for input again, if the loop has not
+ * ended the forward and let the connection go already). */
 static bool out_unpause(struct fwd *f)
 {
     f->wr_paused = false;
-    if (f->hc) {
-        f->last_io = sl_mono_ns(); /* (the peer's silence is timed from here) */
-        h1_want(f->hc, EPOLLIN);
+    if (f->direct) {
+        if (f->hc) {
+            f->last_io = sl_mono_ns(); /* (the peer's silence is timed from here) */
+            h1_want(f->hc, EPOLLIN);
+        }
         return false;
     }
     return f->kick = true;
@@ -519,6 +523,8 @@ static int n_active;           /* forwards between sl_fwd and their end */
 
 static void loop_kick(struct loop *L)
 {
+    if (!L) /* (a direct forward has none) */
+        return;
     pthread_mutex_lock(&L->mu);
     L->kicked = true;
     pthread_mutex_unlock(&L->mu);
@@ -1237,6 +1243,7 @@ static void h1_release(struct fwd *f, bool keep)
     pthread_mutex_lock(&f->mu);
     struct h1conn *c = f->hc;
     f->hc = NULL;
+    f->wr_paused = false; /* nothing to unpause any more */
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&h1_mu);
     c->f = NULL;
@@ -1475,6 +1482,7 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     if (body)
         ring_alloc(&f->in, RING_SZ);
     bool direct = !body && h1_addr(f->url, &f->peer);
+    f->direct = direct;
     struct hctx h = { NULL, direct ? &f->req : NULL, false, false };
     if (direct) {
         const char *host = f->url + 7, *path = strchr(host, '/');

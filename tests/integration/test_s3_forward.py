@@ -16,6 +16,7 @@ listens on the port: 503, cannot connect.
 import os
 import shutil
 import socket
+import struct
 import tempfile
 import threading
 import time
@@ -43,6 +44,7 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "short": (OK + b"Content-Length: 1000\r\n\r\nonly ten b", True),
     "long-cut": (OK + b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"x" * (1 << 20), True),
     "silent": (b"", False),
+    "chunked-reset": (b"", False),  # see chunked_reset
     # the first 100,000 bytes with the header, the rest 0.3 s later: the forward streams (more than 64 KiB), what
     # came with the header goes out first
     "pieces": (OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG[:100000], False),
@@ -98,6 +100,9 @@ class FakeTarget:
                 if self.mode == "silent":
                     time.sleep(20)
                     return
+                if self.mode == "chunked-reset":
+                    self.chunked_reset(sk)
+                    return
                 if head.startswith(b"HEAD "):  # no body (a peer that sends one spoils the kept connection)
                     data = data[:data.index(b"\r\n\r\n") + 4]
                 sk.sendall(data)
@@ -110,6 +115,20 @@ class FakeTarget:
             pass
         finally:
             sk.close()
+
+    def chunked_reset(self, sk):
+        """chunks until the gateway takes no more (its ring and the socket buffers are full: the client does not
+        read), then a reset"""
+        sk.sendall(OK + b"Transfer-Encoding: chunked\r\n\r\n")
+        sk.settimeout(3)
+        piece = b"%x\r\n" % 65536 + b"z" * 65536 + b"\r\n"
+        try:
+            for _ in range(2000):
+                sk.sendall(piece)
+        except OSError:
+            pass
+        sk.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.reset_done = True
 
     def close(self):
         """stop listening and end every connection (shutdown: a close would not wake the threads in accept and
@@ -153,10 +172,12 @@ class S3ForwardTest(unittest.TestCase):
         for w in words:
             self.assertIn(w, root.findtext("Message"), r.text)
 
-    def test_misbehaving_target(self):
-        """Every framing of a good answer comes through whole; every malformed answer is a 502 naming what was
-        wrong, a silent target a 503 after timeout.send_file_time, a body cut mid-stream a cut answer; the
-        gateway goes on serving, the other target's objects too."""
+    def fake_target(self):
+        """(once) kill the target that owns a key and listen on its port: the object's URL, the fake, the URL of
+        an object on the other target"""
+        cls = S3ForwardTest
+        if cls.fake:
+            return cls.url, cls.fake, cls.other_url
         s3 = self.c.url + "/s3"
         self.assertEqual(requests.put(s3 + "/fwd", timeout=30).status_code, 200)
         ports = {n["name"]: n["port"] for n in self.c.topology()["nodes"]}
@@ -174,8 +195,33 @@ class S3ForwardTest(unittest.TestCase):
         requests.put(self.c.url + "/v1/cluster", json={"action": "set-config",
                                                        "value": {"timeout": {"send_file_time": "2s"}}}, timeout=30)
         self.c.kill9(victim)
-        S3ForwardTest.fake = FakeTarget(vport, health)
-        fake, s = self.fake, requests.Session()
+        cls.fake, cls.url, cls.other_url, cls.vport = FakeTarget(vport, health), url, "%s/fwd/%s" % (s3, other), vport
+        return cls.url, cls.fake, cls.other_url
+
+    def test_client_reads_after_reset(self):
+        """A chunked answer fills the out ring while the client does not read; the target resets the connection
+        (or the forward's limit ends it first): the client reading afterwards gets a cut answer, and the gateway
+        lives on (it crashed unpausing a forward that had let its connection go)."""
+        url, fake, _ = self.fake_target()
+        fake.mode, fake.reset_done = "chunked-reset", False
+        r = requests.get(url, timeout=60, stream=True)
+        self.assertEqual(r.status_code, 200)
+        wait_until(lambda: fake.reset_done, 30, what="the fake target's reset")
+        time.sleep(0.5)  # (the gateway sees the reset)
+        try:
+            got = sum(len(b) for b in r.iter_content(65536))
+        except requests.exceptions.RequestException:
+            got = None
+        self.assertTrue(got is None or got < 2000 * 65536, got)
+        fake.mode = "ok"  # and the gateway still serves (a crashed one would not answer)
+        self.assertEqual(requests.get(url, timeout=30).content, b"ok")
+
+    def test_misbehaving_target(self):
+        """Every framing of a good answer comes through whole; every malformed answer is a 502 naming what was
+        wrong, a silent target a 503 after timeout.send_file_time, a body cut mid-stream a cut answer; the
+        gateway goes on serving, the other target's objects too. (It runs last of all: it ends the fake.)"""
+        url, fake, other_url = self.fake_target()
+        vport, s = self.vport, requests.Session()
 
         # good answers, on kept connections and after closes
         for mode, want in (("ok", b"ok"), ("chunked", b"hello world"), ("to-close", b"until the close"),
@@ -222,7 +268,7 @@ class S3ForwardTest(unittest.TestCase):
         # and the gateway still serves both
         fake.mode = "ok"
         self.assertEqual(s.get(url, timeout=30).content, b"ok")
-        self.assertEqual(s.get("%s/fwd/%s" % (s3, other), timeout=30).content, b"other")
+        self.assertEqual(s.get(other_url, timeout=30).content, b"other")
 
         # nothing listens on the port any more (the kept connections close too): 503, cannot connect
         fake.close()
