@@ -141,6 +141,7 @@ struct fwd {
 
 static void loop_kick(struct loop *L);
 static void h1_want(struct h1conn *c, uint32_t ev);
+static void h1_also(struct h1conn *c, uint32_t ev);
 static ssize_t h1_pull(struct fwd *f, char *buf, size_t max);
 
 /* Room in the out ring again for a transfer paused on it (f->mu held):
@@ -347,8 +348,8 @@ static void cleanup(struct sl_req *r, bool completed)
     if (f->rd_paused || f->wr_paused) { /* unpaused, it sees the client gone and ends */
         f->rd_paused = false;
         kick = out_unpause(f);
-    } else if (f->pull && f->hc) {
-        h1_want(f->hc, EPOLLIN); /* (the rest of the body is there or coming: an event) */
+    } else if (f->pull && f->hc) { /* (the rest of the body is there or coming: an event) */
+        h1_also(f->hc, EPOLLIN); /* not narrowed: the EPOLLOUT of a pull_end wakes the loop */
     }
     pthread_mutex_unlock(&f->mu);
     r->ctx = NULL;
@@ -839,6 +840,12 @@ static void h1_want(struct h1conn *c, uint32_t ev)
     c->ev = ev;
     struct epoll_event e = { .events = ev ? ev | EPOLLRDHUP : 0, .data.ptr = c }; /* 0: paused */
     epoll_ctl(c->lp->ep, EPOLL_CTL_MOD, c->fd, &e);
+}
+
+/* Watch for ev as well as for what c waits for already. */
+static void h1_also(struct h1conn *c, uint32_t ev)
+{
+    h1_want(c, c->ev | ev);
 }
 
 /* The loop thread, with h1_mu held or c unreachable from other threads. */

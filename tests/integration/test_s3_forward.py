@@ -45,6 +45,7 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "long-cut": (OK + b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"x" * (1 << 20), True),
     "silent": (b"", False),
     "chunked-reset": (b"", False),  # see chunked_reset
+    "big": (OK + b"Content-Length: 200000\r\n\r\n" + b"y" * 200000, False),  # over 64 KiB: out_read receives it
     # the first 100,000 bytes with the header, the rest 0.3 s later: the forward streams (more than 64 KiB), what
     # came with the header goes out first
     "pieces": (OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG[:100000], False),
@@ -215,6 +216,21 @@ class S3ForwardTest(unittest.TestCase):
         self.assertTrue(got is None or got < 2000 * 65536, got)
         fake.mode = "ok"  # and the gateway still serves (a crashed one would not answer)
         self.assertEqual(requests.get(url, timeout=30).content, b"ok")
+
+    def test_idle_connections_after_pull(self):
+        """Sequential GETs of an answer over 64 KiB (out_read receives it) reuse the kept connection: each
+        forward lets it go once the body is in (they held it up to timeout.send_file_time, and each GET opened
+        another connection to the target)."""
+        url, fake, _ = self.fake_target()
+        fake.mode = "big"
+        s = requests.Session()
+        s.get(url, timeout=30)
+        n0 = len(fake.conns)
+        for _ in range(100):
+            r = s.get(url, timeout=30)
+            self.assertEqual((r.status_code, len(r.content)), (200, 200000))
+        # (0 or 1 here; 14 to 19 when each forward kept its connection until the limit)
+        self.assertLess(len(fake.conns) - n0, 8, "new target connections for 100 sequential GETs")
 
     def test_misbehaving_target(self):
         """Every framing of a good answer comes through whole; every malformed answer is a 502 naming what was
