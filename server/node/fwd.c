@@ -126,7 +126,8 @@ struct fwd {
     size_t req_off;              /* how many of them went out */
     struct sl_buf hb;            /* the answer's status line and headers so far */
     bool bad;                    /* the peer's answer was malformed: 502, not 503 */
-    bool retried;                /* a kept connection closed under it: it went once more on a new one */
+    bool idem;                   /* GET, HEAD or DELETE: may go twice (h1_may_retry) */
+    bool retried;                /* a kept connection failed under it: it went once more on a new one */
     bool keep;                   /* the connection may serve another request afterwards */
     bool to_eof;                 /* no Content-Length and not chunked: the body ends at the close */
     bool chunked;
@@ -871,11 +872,18 @@ static struct h1conn *h1_take(struct fwd *f)
         p->next = h1_peers;
         h1_peers = p;
     }
-    if (p->ni) {
+    while (p->ni) {
         struct h1conn *c = p->idle[--p->ni];
-        c->f = f;
-        pthread_mutex_unlock(&h1_mu);
-        return c;
+        char b;
+        if (recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN) {
+            c->f = f;
+            pthread_mutex_unlock(&h1_mu);
+            return c;
+        }
+        /* Bytes nobody asked for (a body after a HEAD's headers, more than
+         * a Content-Length), a close or an error the loop has not seen yet:
+         * they would be read as f's answer. Off the idle list, c->f NULL:
+         * the loop's pending event for them closes it (h1_event). */
     }
     pthread_mutex_unlock(&h1_mu);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
@@ -1143,6 +1151,15 @@ static int h1_in(struct fwd *f, const char *p, size_t n)
 
 enum { H1_MORE, H1_DONE, H1_FAIL, H1_RETRY };
 
+/* A kept connection failed f before its answer's headers were in: the
+ * peer closed it as the request went out, or bytes of an earlier answer
+ * came late (a body after a HEAD's headers) and spoiled this one. f goes
+ * once more on a new connection, if it may go twice. */
+static bool h1_may_retry(const struct fwd *f, const struct h1conn *c)
+{
+    return c->reused && !f->retried && !f->hdrs_done && f->idem;
+}
+
 /* Read what the socket has (f->mu held, the loop thread). */
 static int h1_read(struct fwd *f, char *buf)
 {
@@ -1191,7 +1208,7 @@ static int h1_read(struct fwd *f, char *buf)
             bool none = !f->hdrs_done && !f->hb.len;
             if (n == 0 && f->to_eof && f->hdrs_done)
                 return H1_DONE;
-            if (none && c->reused && !f->retried)
+            if (none && h1_may_retry(f, c))
                 return H1_RETRY; /* the peer closed a kept connection as the request went out */
             if (!f->errmsg[0])
                 snprintf(f->errmsg, sizeof(f->errmsg), "forward to %.160s: the peer %s %s", f->url,
@@ -1201,8 +1218,12 @@ static int h1_read(struct fwd *f, char *buf)
             return H1_FAIL;
         }
         f->last_io = sl_mono_ns();
-        if ((dst == buf ? h1_in(f, buf, (size_t)n) : h1_data(f, NULL, (size_t)n)) < 0)
-            return H1_FAIL;
+        if ((dst == buf ? h1_in(f, buf, (size_t)n) : h1_data(f, NULL, (size_t)n)) < 0) {
+            if (!h1_may_retry(f, c))
+                return H1_FAIL;
+            sl_logw("%s on a kept connection: the request goes once more on a new one", f->errmsg);
+            return H1_RETRY; /* bytes of an earlier answer came late, ahead of this one */
+        }
         if (h1_complete(f))
             return H1_DONE;
     }
@@ -1273,6 +1294,8 @@ static void h1_end(struct fwd *f, int how)
         f->retried = true;
         f->req_off = 0;
         f->hb.len = 0;
+        f->bad = false;
+        f->errmsg[0] = 0;
         bool ok = h1_go(f);
         pthread_mutex_unlock(&f->mu);
         if (ok)
@@ -1480,6 +1503,7 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     f->err_fn = err_fn;
     snprintf(f->method, sizeof(f->method), "%s", r->method_str);
     f->head = r->method == SL_M_HEAD;
+    f->idem = r->method == SL_M_GET || r->method == SL_M_HEAD || r->method == SL_M_DELETE;
     f->resp_len = -1;
     bool body = r->in_headers; /* a bodiless request is dispatched on its final call */
     f->upload = body || r->method == SL_M_PUT || r->method == SL_M_POST;

@@ -45,6 +45,7 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "long-cut": (OK + b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"x" * (1 << 20), True),
     "silent": (b"", False),
     "chunked-reset": (b"", False),  # see chunked_reset
+    "head-stray-body": (OK + b"Content-Length: 2\r\n\r\nok", False),  # a HEAD gets the body 50 ms late
     "big": (OK + b"Content-Length: 200000\r\n\r\n" + b"y" * 200000, False),  # over 64 KiB: out_read receives it
     # the first 100,000 bytes with the header, the rest 0.3 s later: the forward streams (more than 64 KiB), what
     # came with the header goes out first
@@ -104,6 +105,11 @@ class FakeTarget:
                 if self.mode == "chunked-reset":
                     self.chunked_reset(sk)
                     return
+                if self.mode == "head-stray-body" and head.startswith(b"HEAD "):  # the body comes late
+                    sk.sendall(OK + b"Content-Length: 2\r\n\r\n")
+                    time.sleep(0.05)
+                    sk.sendall(b"ok")
+                    continue
                 if head.startswith(b"HEAD "):  # no body (a peer that sends one spoils the kept connection)
                     data = data[:data.index(b"\r\n\r\n") + 4]
                 sk.sendall(data)
@@ -231,6 +237,19 @@ class S3ForwardTest(unittest.TestCase):
             self.assertEqual((r.status_code, len(r.content)), (200, 200000))
         # (0 or 1 here; 14 to 19 when each forward kept its connection until the limit)
         self.assertLess(len(fake.conns) - n0, 8, "new target connections for 100 sequential GETs")
+
+    def test_kept_connection_stray_body(self):
+        """A target sends a body after its answer to a HEAD, a moment late: the next forward on that kept
+        connection still gets its own answer (it read the stray body as its answer: 502)."""
+        url, fake, _ = self.fake_target()
+        s = requests.Session()
+        for i in range(20):
+            fake.mode = "head-stray-body"
+            r = s.head(url, timeout=30)
+            self.assertEqual((r.status_code, r.headers.get("Content-Length")), (200, "2"))
+            fake.mode = "ok"
+            r = s.get(url, timeout=30)
+            self.assertEqual((i, r.status_code, r.content), (i, 200, b"ok"), r.text[:300])
 
     def test_misbehaving_target(self):
         """Every framing of a good answer comes through whole; every malformed answer is a 502 naming what was
