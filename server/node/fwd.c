@@ -1018,6 +1018,7 @@ static int h1_head(struct fwd *f, const char *hend)
     bool none = f->head || f->status == 204 || f->status == 304;
     f->chunked = te && !none;
     f->ck_state = CK_SIZE;
+    f->ck_left = f->ck_line = 0;
     f->to_eof = !none && !te && f->resp_len < 0;
     if (f->to_eof)
         f->keep = false;
@@ -1055,9 +1056,10 @@ static int h1_chunked(struct fwd *f, const char *p, size_t n)
         case CK_SIZE:
             if (isxdigit((unsigned char)ch) && f->ck_left < (UINT64_C(1) << 59)) {
                 f->ck_left = f->ck_left * 16 + (uint64_t)(isdigit((unsigned char)ch) ? ch - '0' : (ch | 0x20) - 'a' + 10);
+                f->ck_line++; /* (digits: a size line needs one) */
                 break;
             }
-            if (ch != ';' && ch != '\r')
+            if ((ch != ';' && ch != '\r') || !f->ck_line)
                 return h1_bad(f, "a chunk size that is not hexadecimal");
             f->ck_state = ch == ';' ? CK_EXT : CK_SIZE_LF;
             f->ck_line = 0;

@@ -41,6 +41,7 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "length-and-chunked": (OK + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", True),
     "folded": (OK + b"X-A: 1\r\n continued\r\nContent-Length: 0\r\n\r\n", True),
     "bad-chunk": (OK + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n", True),
+    "no-chunk-size": (OK + b"Transfer-Encoding: chunked\r\n\r\n\r\n\r\n", True),  # not a last chunk
     "short": (OK + b"Content-Length: 1000\r\n\r\nonly ten b", True),
     "long-cut": (OK + b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"x" * (1 << 20), True),
     "silent": (b"", False),
@@ -284,7 +285,7 @@ class S3ForwardTest(unittest.TestCase):
             self.assertIn(str(vport), r.text)
 
         # a malformed chunk or a large body cut off once the answer is under way: the client's answer is cut
-        for mode, whole in (("bad-chunk", 0), ("long-cut", 8 << 20)):
+        for mode, whole in (("bad-chunk", 0), ("no-chunk-size", 0), ("long-cut", 8 << 20)):
             fake.mode = mode
             try:
                 r = requests.get(url, timeout=30)
