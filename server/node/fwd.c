@@ -131,6 +131,7 @@ struct fwd {
     bool keep;                   /* the connection may serve another request afterwards */
     bool to_eof;                 /* no Content-Length and not chunked: the body ends at the close */
     bool chunked;
+    int interim;                 /* 1xx answers skipped */
     int ck_state;                /* chunked decoding (CK_*) */
     uint64_t ck_left;            /* see h1_chunked */
     size_t ck_line;
@@ -778,6 +779,7 @@ static void submit(struct fwd *f)
 #define H1_SCRATCH (128 * 1024)   /* what one recv reads at most */
 #define H1_LINE_MAX 1024          /* a chunk-size line; a trailer is held to H1_HDR_MAX */
 #define H1_CONNECT_MS 5000
+#define H1_INTERIM_MAX 8          /* 1xx answers before the final one */
 
 enum { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF, CK_TRAILER, CK_TRAILER_LF, CK_DONE };
 
@@ -1001,6 +1003,8 @@ static int h1_head(struct fwd *f, const char *hend)
         !isdigit((unsigned char)p[11]) || (e - p > 12 && p[12] != ' '))
         return h1_bad(f, "no \"HTTP/1.x NNN\" status line");
     f->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+    if (f->status < 100)
+        return h1_bad(f, "a status under 100");
     f->keep = p[7] == '1';
     peer_hdrs_reset(f);
     bool te = false;
@@ -1011,8 +1015,8 @@ static int h1_head(struct fwd *f, const char *hend)
         if (h1_field(f, p, e, &te) < 0)
             return -1;
     }
-    if (f->status < 200)
-        return 1;
+    if (f->status < 200) /* (each refreshes last_io: bounded, or a peer could hold f forever) */
+        return ++f->interim > H1_INTERIM_MAX ? h1_bad(f, "more than 8 interim (1xx) answers") : 1;
     if (te && f->resp_len >= 0)
         return h1_bad(f, "both Content-Length and Transfer-Encoding");
     bool none = f->head || f->status == 204 || f->status == 304;
@@ -1298,6 +1302,7 @@ static void h1_end(struct fwd *f, int how)
         f->hb.len = 0;
         f->bad = false;
         f->errmsg[0] = 0;
+        f->interim = 0;
         bool ok = h1_go(f);
         pthread_mutex_unlock(&f->mu);
         if (ok)

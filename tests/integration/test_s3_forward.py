@@ -42,6 +42,8 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "folded": (OK + b"X-A: 1\r\n continued\r\nContent-Length: 0\r\n\r\n", True),
     "bad-chunk": (OK + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n", True),
     "no-chunk-size": (OK + b"Transfer-Encoding: chunked\r\n\r\n\r\n\r\n", True),  # not a last chunk
+    "low-status": (b"HTTP/1.1 099 Low\r\n\r\n" + OK + b"Content-Length: 3\r\n\r\nyes", True),
+    "interims": (b"HTTP/1.1 100 Continue\r\n\r\n" * 9 + OK + b"Content-Length: 3\r\n\r\nyes", True),
     "short": (OK + b"Content-Length: 1000\r\n\r\nonly ten b", True),
     "long-cut": (OK + b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"x" * (1 << 20), True),
     "silent": (b"", False),
@@ -278,7 +280,8 @@ class S3ForwardTest(unittest.TestCase):
         # malformed answers: 502 with what was wrong
         for mode, words in (("garbage", ["malformed", "status line"]), ("big-header", ["over 32 KiB"]),
                             ("bad-length", ["Content-Length"]), ("length-and-chunked", ["both"]),
-                            ("folded", ["header line"]), ("short", ["closed the connection"])):
+                            ("folded", ["header line"]), ("short", ["closed the connection"]),
+                            ("low-status", ["status under 100"]), ("interims", ["more than 8 interim"])):
             fake.mode = mode
             r = s.get(url, timeout=30)
             self.s3err(r, 502, "InternalError", *words)
