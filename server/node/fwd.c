@@ -954,6 +954,22 @@ static bool tchar(int ch)
            (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
+/* A Connection value (a token list: "keep-alive, close") names close. */
+static bool h1_has_close(const char *p, size_t n)
+{
+    const char *e = p + n;
+    while (p < e) {
+        while (p < e && (*p == ',' || *p == ' ' || *p == '\t'))
+            p++;
+        const char *t = p;
+        while (p < e && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        if (p - t == 5 && !strncasecmp(t, "close", 5))
+            return true;
+    }
+    return false;
+}
+
 /* One header field line [p, e) (no CRLF). */
 static int h1_field(struct fwd *f, const char *p, const char *e, bool *te_seen)
 {
@@ -986,7 +1002,7 @@ static int h1_field(struct fwd *f, const char *p, const char *e, bool *te_seen)
         if (*te_seen || vl != 7 || strncasecmp(p, "chunked", 7))
             return h1_bad(f, "a Transfer-Encoding other than chunked");
         *te_seen = true;
-    } else if (kl == 10 && !strncasecmp(k, "Connection", kl) && vl == 5 && !strncasecmp(p, "close", 5)) {
+    } else if (kl == 10 && !strncasecmp(k, "Connection", kl) && h1_has_close(p, vl)) {
         f->keep = false;
     }
     peer_hdr(f, k, kl, p, vl);
