@@ -4,7 +4,8 @@ rebalance of a few thousand small objects goes through it (the receivers' counte
 object arrives intact (bytes, checksum, version, custom metadata); a batch sent again changes nothing and
 never replaces what the receiver has; an object that fails fails alone, whatever its name; a body that
 does not parse stores nothing; a crash of the receiver in the middle of a batch loses nothing (the
-sender sends the batch again)."""
+sender sends the batch again); a crash of a sender with moved objects queued for deletion loses nothing
+and leaves no copy behind once the next rebalance ran."""
 import hashlib
 import json
 import os
@@ -229,6 +230,38 @@ class TestReceiverCrash(Base):
         self.assertGreater(self.check_moved("rbc", data, smap, tid), 200)
         # the fsck of the restart finished the objects of the batch it died in
         self.assertIn("completed interrupted PUT", self.c.log("t3"))
+
+
+class TestSenderCrash(Base):
+    def test_crash_with_deletes_queued_loses_nothing(self):
+        """a sender dies after its new owner took a batch, before it deleted its copies (they are queued on
+        its deleter thread); restarted, the next rebalance finds the owner has them and deletes them: every
+        object reads back intact, listed once, and the sender keeps none of those the new target owns"""
+        self.create("rbs")
+        data = self.fill("rbs", 1500)
+        self.c.kill9("t0")
+        env = dict(os.environ, AIS_ENDPOINT=self.url, SHALE_FAULT="reb-before-delete")
+        p = subprocess.run([SHALE, "playground", "start", "--dir", self.c.dir], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.c.cli("playground", "add-target", "--dir", self.c.dir)
+        out = os.path.join(self.c.dir, "t0", "log", "stdout.log")
+        wait_until(lambda: "reb-before-delete reached" in open(out, errors="replace").read(), 60, interval=0.2,
+                   what="t0 crashing with deletes queued")
+        self.c.cli("playground", "start", "--dir", self.c.dir)  # t0 again, without the fault
+        wait_until(lambda: self.c.pid("t0") and requests.get(self.c.node_url("t0") + "/v1/health",
+                                                             timeout=5).status_code == 200, 30, what="t0 back")
+        self.c.cli("job", "start", "rebalance")
+        st = self.wait_reb(self.s.get(self.url + "/v1/cluster", params={"what": "status"},
+                                      json={"Kind": "rebalance"}).json()["uuid"])
+        self.assertEqual(st["err"], "")
+        smap = self.c.smap()
+        tid = [t for t in smap["tmap"] if self.c.target_name(t) == "t3"][0]
+        self.assertGreater(self.check_moved("rbs", data, smap, tid), 200)
+        t0 = self.c.node_url("t0")
+        left = [n for n in data if hrw_owner(smap, "rbs", n)["daemon_id"] == tid and
+                self.s.head(t0 + "/v1/objects/rbs/" + n, headers={"Ais-No-Gfn": "true"}).status_code != 404]
+        self.assertEqual(left, [])
 
 
 if __name__ == "__main__":
