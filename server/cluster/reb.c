@@ -34,6 +34,7 @@
 #define ITEMS (4 * BATCH)        /* objects to move handed to the senders at once */
 #define SENDERS 4
 #define GFN_WINDOW_NS (300LL * 1000000000LL)
+#define DELQ_MAX (2 * ITEMS)     /* objects queued for deletion before the senders wait */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sl_job *cur_job;
@@ -56,6 +57,34 @@ struct unit {
     int first, n;
 };
 
+/* Local copies to delete: the objects of one batch the owner took, each
+ * only as sent (mtimes). */
+struct dels {
+    struct dels *next;
+    struct sl_bck b;
+    char **names;
+    size_t *nlens;
+    int64_t *mtimes;
+    int n;
+};
+
+/* The senders queue what the owners took and go back to sending; one
+ * thread deletes it, a batch per metadata transaction (per mountpath and
+ * 32 objects), so that a sender's unlinks never hold up its next request.
+ * Objects stay in the queue only while the owner has them durably: a crash
+ * leaves a copy on both (as a crash between the answer and the delete
+ * always did), which the next rebalance moves (the owner keeps its own)
+ * and deletes. */
+struct delq {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;       /* queued, drained, or stop */
+    struct dels *head, *tail;
+    int nobj;                /* queued or being deleted */
+    bool stop;
+    bool live;               /* the thread runs (else the senders delete) */
+    pthread_t thr;
+};
+
 struct batch {
     struct item *items;
     int n;
@@ -65,6 +94,7 @@ struct batch {
     pthread_mutex_t mu;
     struct sl_job *job;
     struct sl_smap *smap;
+    struct delq dq;
     char first_err[1024];
 };
 
@@ -78,16 +108,20 @@ static void not_moved(struct batch *bt, const struct item *it, const char *why)
     pthread_mutex_unlock(&bt->mu);
 }
 
-/* The owner acknowledged the object: count it. May the local copy go? Not
- * when the map changed meanwhile and makes this target the owner again (the
- * object may have come back by a newer rebalance while this one sent it:
- * deleting would lose it); a copy kept on both is moved or dropped by the
- * next run */
-static bool acked(struct batch *bt, const struct item *it, uint64_t size)
+/* The owner acknowledged the object: count it. */
+static void moved(struct batch *bt, uint64_t size)
 {
     sl_job_add(&bt->job->out_objs, 1);
     sl_job_add(&bt->job->out_bytes, size);
     sl_stats_add("rebalance_out_objs", 1);
+}
+
+/* May the local copy of a moved object go? Not when the map changed
+ * meanwhile and makes this target the owner again (the object may have
+ * come back by a newer rebalance while this one sent it: deleting would
+ * lose it); a copy kept on both is moved or dropped by the next run */
+static bool mine_again(struct batch *bt, const struct item *it)
+{
     struct sl_buf un;
     sl_buf_init(&un);
     sl_obj_uname(&un, it->b.provider, it->b.name, it->name, it->nlen);
@@ -99,7 +133,7 @@ static bool acked(struct batch *bt, const struct item *it, uint64_t size)
     if (mine)
         sl_logi("rebalance %s: %s/%.*s belongs here again (the cluster map changed): kept", bt->job->id,
                 it->b.name, (int)SL_MIN(it->nlen, 200), it->name);
-    return !mine;
+    return mine;
 }
 
 static void not_deleted(struct batch *bt, const struct item *it, const char *why)
@@ -144,7 +178,8 @@ static void send_one(struct batch *bt, struct item *it)
     close(fd);
     if (rc == 0 && r.status == 200) {
         /* only the version sent: one written since stays */
-        if (acked(bt, it, md.size) && sl_obj_delete_if(&it->b, it->name, it->nlen, md.mtime, &err) < 0)
+        moved(bt, md.size);
+        if (!mine_again(bt, it) && sl_obj_delete_if(&it->b, it->name, it->nlen, md.mtime, &err) < 0)
             not_deleted(bt, it, err.msg);
     } else {
         not_moved(bt, it, r.err);
@@ -156,39 +191,149 @@ static void send_one(struct batch *bt, struct item *it)
     sl_objmd_free(&md);
 }
 
-/* The answer to a batch: the objects the owner took go here too, with
- * one metadata transaction for all of them; each only as sent (mtime[j]):
- * one written again since stays. */
+static void dels_free(struct dels *d)
+{
+    for (int i = 0; i < d->n; i++)
+        free(d->names[i]);
+    free(d->names);
+    free(d->nlens);
+    free(d->mtimes);
+    sl_bck_release(&d->b);
+    free(d);
+}
+
+/* Delete d's objects; the map may have changed since the owner took them:
+ * what belongs here again stays (mine_again) */
+static void dels_run(struct batch *bt, struct dels *d)
+{
+    int k = 0;
+    for (int j = 0; j < d->n; j++) {
+        struct item it = { .b = d->b, .name = d->names[j], .nlen = d->nlens[j] };
+        if (!mine_again(bt, &it)) {
+            char *t = d->names[k];
+            d->names[k] = d->names[j];
+            d->names[j] = t;
+            d->nlens[k] = d->nlens[j];
+            d->mtimes[k++] = d->mtimes[j];
+        }
+    }
+    sl_fault("reb-before-delete");
+    int *rc = sl_xcalloc((size_t)d->n, sizeof(int));
+    struct sl_err *errs = sl_xcalloc((size_t)d->n, sizeof(*errs));
+    sl_obj_delete_batch(&d->b, d->names, d->nlens, d->mtimes, k, rc, errs);
+    for (int j = 0; j < k; j++)
+        if (rc[j] < 0) {
+            struct item it = { .b = d->b, .name = d->names[j], .nlen = d->nlens[j] };
+            not_deleted(bt, &it, errs[j].msg);
+        }
+    free(errs);
+    free(rc);
+}
+
+static void *deleter(void *arg)
+{
+    struct batch *bt = arg;
+    struct delq *q = &bt->dq;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->head && !q->stop)
+            pthread_cond_wait(&q->cv, &q->mu);
+        struct dels *d = q->head;
+        if (!d)
+            break;
+        q->head = d->next;
+        if (!q->head)
+            q->tail = NULL;
+        pthread_mutex_unlock(&q->mu);
+        dels_run(bt, d);
+        pthread_mutex_lock(&q->mu);
+        q->nobj -= d->n;
+        pthread_cond_broadcast(&q->cv);
+        dels_free(d);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Queue d; waits while the deleter is DELQ_MAX objects behind. */
+static void delq_add(struct batch *bt, struct dels *d)
+{
+    struct delq *q = &bt->dq;
+    if (!q->live) {
+        dels_run(bt, d);
+        dels_free(d);
+        return;
+    }
+    pthread_mutex_lock(&q->mu);
+    while (q->nobj >= DELQ_MAX)
+        pthread_cond_wait(&q->cv, &q->mu);
+    if (q->tail)
+        q->tail->next = d;
+    else
+        q->head = d;
+    q->tail = d;
+    q->nobj += d->n;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Until everything queued is deleted (before a pass walks again: an object
+ * still queued would be sent again). */
+static void delq_drain(struct delq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->nobj)
+        pthread_cond_wait(&q->cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void delq_start(struct batch *bt)
+{
+    pthread_mutex_init(&bt->dq.mu, NULL);
+    pthread_cond_init(&bt->dq.cv, NULL);
+    bt->dq.live = pthread_create(&bt->dq.thr, NULL, deleter, bt) == 0;
+}
+
+static void delq_stop(struct batch *bt)
+{
+    pthread_mutex_lock(&bt->dq.mu);
+    bt->dq.stop = true;
+    pthread_cond_broadcast(&bt->dq.cv);
+    pthread_mutex_unlock(&bt->dq.mu);
+    if (bt->dq.live)
+        pthread_join(bt->dq.thr, NULL);
+    pthread_cond_destroy(&bt->dq.cv);
+    pthread_mutex_destroy(&bt->dq.mu);
+}
+
+/* The answer to a batch: the objects the owner took are queued for
+ * deletion here, each only as sent (mtime[j]): one written again since
+ * stays. */
 static void sent_many(struct batch *bt, struct item *its, const struct sl_putb *pb, const int *idx,
                       const uint64_t *size, const int64_t *mtime)
 {
     struct sl_err *errs = sl_xcalloc((size_t)pb->n, sizeof(*errs));
     sl_putb_send(pb, its[0].owner->data_url, bt->job->id, errs);
-    char **dn = sl_xcalloc((size_t)pb->n, sizeof(*dn));
-    size_t *dl = sl_xcalloc((size_t)pb->n, sizeof(*dl));
-    int64_t *dm = sl_xcalloc((size_t)pb->n, sizeof(*dm));
-    int *di = sl_xcalloc((size_t)pb->n, sizeof(*di)), nd = 0;
+    struct dels *d = sl_xcalloc(1, sizeof(*d));
+    sl_bck_copy(&d->b, &its[0].b);
+    d->names = sl_xcalloc((size_t)pb->n, sizeof(*d->names));
+    d->nlens = sl_xcalloc((size_t)pb->n, sizeof(*d->nlens));
+    d->mtimes = sl_xcalloc((size_t)pb->n, sizeof(*d->mtimes));
     for (int j = 0; j < pb->n; j++) {
         struct item *it = &its[idx[j]];
         if (errs[j].code) {
             not_moved(bt, it, errs[j].msg);
-        } else if (acked(bt, it, size[j])) {
-            dn[nd] = it->name;
-            dl[nd] = it->nlen;
-            dm[nd] = mtime[j];
-            di[nd++] = idx[j];
+        } else {
+            moved(bt, size[j]);
+            d->names[d->n] = sl_xstrndup(it->name, it->nlen);
+            d->nlens[d->n] = it->nlen;
+            d->mtimes[d->n++] = mtime[j];
         }
     }
-    int *drc = sl_xcalloc((size_t)nd + 1, sizeof(int));
-    sl_obj_delete_batch(&its[0].b, dn, dl, dm, nd, drc, errs);
-    for (int j = 0; j < nd; j++)
-        if (drc[j] < 0)
-            not_deleted(bt, &its[di[j]], errs[j].msg);
-    free(drc);
-    free(di);
-    free(dm);
-    free(dl);
-    free(dn);
+    if (d->n)
+        delq_add(bt, d);
+    else
+        dels_free(d);
     free(errs);
 }
 
@@ -360,6 +505,7 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
         }
     }
     run_batch(bt);
+    delq_drain(&bt->dq);
     sl_bmd_put(bmd);
     return job->err_objs - errs0;
 }
@@ -374,6 +520,7 @@ static void *reb_main(void *arg)
     bt.items = sl_xcalloc(ITEMS, sizeof(struct item));
     bt.units = sl_xcalloc(ITEMS, sizeof(struct unit));
     bt.smap = sl_smap_get();
+    delq_start(&bt);
     int64_t t0 = sl_mono_ns();
     uint64_t scanned = 0, scanned_bytes = 0, failed = 0;
     /* objects that could not be moved (an owner briefly busy, a bucket it has
@@ -392,6 +539,7 @@ static void *reb_main(void *arg)
         for (int i = 0; i < 20 && !sl_job_aborting(job); i++)
             sl_sleep_ms(100);
     }
+    delq_stop(&bt);
     sl_job_add(&job->loc_objs, scanned);
     sl_job_add(&job->loc_bytes, scanned_bytes);
     char err[1200] = "";

@@ -4,7 +4,8 @@ rebalance of a few thousand small objects goes through it (the receivers' counte
 object arrives intact (bytes, checksum, version, custom metadata); a batch sent again changes nothing and
 never replaces what the receiver has; an object that fails fails alone, whatever its name; a body that
 does not parse stores nothing; a crash of the receiver in the middle of a batch loses nothing (the
-sender sends the batch again)."""
+sender sends the batch again); a crash of a sender with moved objects queued for deletion loses nothing
+and leaves no copy behind once the next rebalance ran."""
 import hashlib
 import json
 import os
@@ -65,6 +66,26 @@ class Base(ClusterTest):
     def wait_reb(self, jid):
         return self.wait_job(jid, timeout=180)
 
+    def wait_latest_reb(self):
+        return self.wait_reb(self.s.get(self.url + "/v1/cluster", params={"what": "status"},
+                                        json={"Kind": "rebalance"}).json()["uuid"])
+
+    def playground_with_fault(self, cmd, point):
+        """`shale playground CMD` with SHALE_FAULT=point armed in the node(s) it starts"""
+        env = dict(os.environ, AIS_ENDPOINT=self.url, SHALE_FAULT=point)
+        p = subprocess.run([SHALE, "playground", cmd, "--dir", self.c.dir], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def restart_after_fault(self, name, point):
+        """wait for node `name` to exit at the fault point, start it again without the fault, until it answers"""
+        out = os.path.join(self.c.dir, name, "log", "stdout.log")
+        wait_until(lambda: "%s reached" % point in open(out, errors="replace").read(), 60, interval=0.2,
+                   what="%s reaching %s" % (name, point))
+        self.c.cli("playground", "start", "--dir", self.c.dir)
+        wait_until(lambda: self.c.pid(name) and requests.get(self.c.node_url(name) + "/v1/health",
+                                                             timeout=5).status_code == 200, 30, what=name + " back")
+
     def new_target(self):
         self.c.cli("playground", "add-target", "--dir", self.c.dir)
         wait_until(lambda: len(self.c.smap()["tmap"]) == 4, 30, what="4 targets")
@@ -99,8 +120,7 @@ class TestBatchedRebalance(Base):
         self.create("rbb")
         data = self.fill("rbb", 3000, mid=24, large=3)
         smap, tid = self.new_target()
-        st = self.wait_reb(self.s.get(self.url + "/v1/cluster", params={"what": "status"},
-                                      json={"Kind": "rebalance"}).json()["uuid"])
+        st = self.wait_latest_reb()
         self.assertEqual(st["err"], "")
         on_new = self.check_moved("rbb", data, smap, tid)
         small_new = sum(1 for n in data if n[0] in "sM" and hrw_owner(smap, "rbb", n)["daemon_id"] == tid)
@@ -198,13 +218,9 @@ class TestReceiverCrash(Base):
         it finishes those objects from their pending markers, and the senders' next pass sends the batch
         again: everything arrives, intact"""
         # t3 joins an empty cluster with the fault armed; objects reach it later, when its maintenance ends
-        env = dict(os.environ, AIS_ENDPOINT=self.url, SHALE_FAULT="putb-after-commit")
-        p = subprocess.run([SHALE, "playground", "add-target", "--dir", self.c.dir], env=env, capture_output=True,
-                           text=True, timeout=120)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.playground_with_fault("add-target", "putb-after-commit")
         wait_until(lambda: len(self.c.smap()["tmap"]) == 4, 30, what="4 targets")
-        self.wait_reb(self.s.get(self.url + "/v1/cluster", params={"what": "status"},
-                                 json={"Kind": "rebalance"}).json()["uuid"])
+        self.wait_latest_reb()
         smap = self.c.smap()
         tid = [t for t in smap["tmap"] if self.c.target_name(t) == "t3"][0]
         r = self.s.put(self.url + "/v1/cluster", json={"action": "start-maintenance", "value": {"sid": tid}})
@@ -214,21 +230,38 @@ class TestReceiverCrash(Base):
         data = self.fill("rbc", 1500)
         r = self.s.put(self.url + "/v1/cluster", json={"action": "stop-maintenance", "value": {"sid": tid}})
         self.assertEqual(r.status_code, 200, r.text)
-        out = os.path.join(self.c.dir, "t3", "log", "stdout.log")
-        wait_until(lambda: "putb-after-commit reached" in open(out, errors="replace").read(), 60, interval=0.2,
-                   what="t3 crashing in a batch")
-        self.c.cli("playground", "start", "--dir", self.c.dir)  # t3 again, without the fault
-        wait_until(lambda: self.c.pid("t3") and requests.get(self.c.node_url("t3") + "/v1/health",
-                                                             timeout=5).status_code == 200, 30, what="t3 back")
+        self.restart_after_fault("t3", "putb-after-commit")
         # the rebalance ends (its passes retry what t3 did not answer); one more moves whatever they gave up on
         self.wait_reb(r.text)
         self.c.cli("job", "start", "rebalance")
-        self.wait_reb(self.s.get(self.url + "/v1/cluster", params={"what": "status"},
-                                 json={"Kind": "rebalance"}).json()["uuid"])
+        self.wait_latest_reb()
         smap = self.c.smap()
         self.assertGreater(self.check_moved("rbc", data, smap, tid), 200)
         # the fsck of the restart finished the objects of the batch it died in
         self.assertIn("completed interrupted PUT", self.c.log("t3"))
+
+
+class TestSenderCrash(Base):
+    def test_crash_with_deletes_queued_loses_nothing(self):
+        """a sender dies after its new owner took a batch, before it deleted its copies (they are queued on
+        its deleter thread); restarted, the next rebalance finds the owner has them and deletes them: every
+        object reads back intact, listed once, and the sender keeps none of those the new target owns"""
+        self.create("rbs")
+        data = self.fill("rbs", 1500)
+        self.c.kill9("t0")
+        self.playground_with_fault("start", "reb-before-delete")  # t0 again, with the fault armed
+        self.c.cli("playground", "add-target", "--dir", self.c.dir)
+        self.restart_after_fault("t0", "reb-before-delete")
+        self.c.cli("job", "start", "rebalance")
+        st = self.wait_latest_reb()
+        self.assertEqual(st["err"], "")
+        smap = self.c.smap()
+        tid = [t for t in smap["tmap"] if self.c.target_name(t) == "t3"][0]
+        self.assertGreater(self.check_moved("rbs", data, smap, tid), 200)
+        t0 = self.c.node_url("t0")
+        left = [n for n in data if hrw_owner(smap, "rbs", n)["daemon_id"] == tid and
+                self.s.head(t0 + "/v1/objects/rbs/" + n, headers={"Ais-No-Gfn": "true"}).status_code != 404]
+        self.assertEqual(left, [])
 
 
 if __name__ == "__main__":
