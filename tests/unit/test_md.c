@@ -13,6 +13,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,57 @@ static void *writer(void *arg)
         put(t->e, 7, n, (uint64_t)i);
     }
     return NULL;
+}
+
+/* A waited write, an async one of the same name, a waited one again: the
+ * last must win (a waited commit made on the caller's thread must not
+ * overtake what the caller queued before it). */
+static void *mixed_writer(void *arg)
+{
+    struct thr *t = arg;
+    struct sl_err err;
+    for (int i = 0; i < 200; i++) {
+        char n[64];
+        snprintf(n, sizeof(n), "mix%d/%04d", t->id, i);
+        put(t->e, 8, n, (uint64_t)i);
+        struct sl_objmd m = mk((uint64_t)i + 1000);
+        struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = 8, .name = n, .nlen = strlen(n), .md = &m };
+        sl_md_commit(t->e, &op, 1, false, &err);
+        put(t->e, 8, n, (uint64_t)i + 2000);
+    }
+    return NULL;
+}
+
+static void test_mixed_async(const char *dir)
+{
+    char adir[300];
+    snprintf(adir, sizeof(adir), "%s/mixed", dir);
+    mkdir(adir, 0755);
+    struct sl_md_env *e;
+    struct sl_err err;
+    TAP_OK(sl_md_open(adir, SL_MD_ASYNC, &e, &err) == 0, "async env for mixed writers");
+    pthread_t th[8];
+    struct thr ts[8];
+    for (int i = 0; i < 8; i++) {
+        ts[i].e = e;
+        ts[i].id = i;
+        pthread_create(&th[i], NULL, mixed_writer, &ts[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    int bad = 0;
+    for (int t = 0; t < 8; t++)
+        for (int i = 0; i < 200; i++) {
+            char n[64];
+            struct sl_objmd m;
+            snprintf(n, sizeof(n), "mix%d/%04d", t, i);
+            if (sl_md_obj_get(e, 8, n, strlen(n), &m, &err) != 1 || m.size != (uint64_t)i + 2000)
+                bad++;
+            else
+                sl_objmd_free(&m);
+        }
+    TAP_EQ_INT(bad, 0, "waited commits on the caller's thread keep each writer's order");
+    sl_md_close(e);
 }
 
 /* ---- raw access to a closed environment (no md.c) ---- */
@@ -486,6 +538,7 @@ int main(void)
     sl_md_node_close(nd);
 
     test_schema(dir);
+    test_mixed_async(dir);
 
     for (int i = 0; i < nn; i++)
         free(names[i]);
