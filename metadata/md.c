@@ -36,7 +36,6 @@ struct sl_md_env {
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
     struct md_req *head, *tail;
-    bool running;               /* the committer has a list in hand */
     pthread_t thr, syncthr;
     bool stop, has_syncthr;
 };
@@ -867,7 +866,6 @@ static void *committer(void *arg)
         }
         struct md_req *list = e->head;
         e->head = e->tail = NULL;
-        e->running = true;
         pthread_mutex_unlock(&e->mu);
 
         if (delay_us)
@@ -894,42 +892,14 @@ static void *committer(void *arg)
                 free(r);
             }
         }
-        e->running = false;
         pthread_cond_broadcast(&e->cv_done);
         pthread_mutex_unlock(&e->mu);
     }
     return NULL;
 }
 
-/* A waited commit that no fsync follows (write_policy.md not "immediate"),
- * made when nothing is queued or being committed: on the caller's thread.
- * Handing it to the committer and waiting for its answer cost two context
- * switches, about what the transaction itself costs; with no fsync there
- * is nothing to group. LMDB's writer lock orders it against a list the
- * committer takes meanwhile (ops queued after this one was called, so
- * either order is right); anything queued earlier makes it go through the
- * queue, in order. 1: not taken (queue it). */
-static int commit_inline(struct sl_md_env *e, const struct sl_md_op *ops, int nops, struct sl_err *err)
-{
-    if (e->sync == SL_MD_SYNC)
-        return 1;
-    pthread_mutex_lock(&e->mu);
-    bool idle = !e->head && !e->running && !e->stop;
-    pthread_mutex_unlock(&e->mu);
-    if (!idle)
-        return 1;
-    struct md_req r = { .ops = (struct sl_md_op *)ops, .nops = nops, .wait = true };
-    int rc = run_reqs(e, &r, true);
-    if (rc)
-        mdb_fail(err, rc, "commit", e->dir);
-    return rc ? -1 : 0;
-}
-
 int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err)
 {
-    int irc;
-    if (wait && (irc = commit_inline(e, ops, nops, err)) <= 0)
-        return irc;
     struct md_req *r = sl_xcalloc(1, sizeof(*r));
     r->wait = wait;
     r->nops = nops;

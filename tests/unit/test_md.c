@@ -59,9 +59,9 @@ static void *writer(void *arg)
     return NULL;
 }
 
-/* A waited write, an async one of the same name, a waited one again: the
- * last must win (a waited commit made on the caller's thread must not
- * overtake what the caller queued before it). */
+/* A waited write, an async one of the same name, a waited one again, from
+ * 8 threads: the last must win (a waited commit must not overtake what its
+ * caller queued before it, whatever path it takes). */
 static void *mixed_writer(void *arg)
 {
     struct thr *t = arg;
@@ -106,7 +106,7 @@ static void test_mixed_async(const char *dir)
             else
                 sl_objmd_free(&m);
         }
-    TAP_EQ_INT(bad, 0, "waited commits on the caller's thread keep each writer's order");
+    TAP_EQ_INT(bad, 0, "a waited commit after a queued one of the same name lands after it");
     sl_md_close(e);
 }
 
