@@ -203,6 +203,12 @@ static void parse_uri(struct sl_req *r)
 
 static void free_req(struct sl_req *r)
 {
+    /* an answer made off the HTTP thread for a connection that closed
+     * before it was resumed: never queued, so never freed by MHD */
+    if (r->pending) {
+        MHD_destroy_response(r->pending);
+        r->pending = NULL;
+    }
     json_decref(r->user);
     sl_cksum_free(&r->bh_ck);
     free(r->raw_uri);
