@@ -855,7 +855,8 @@ static void *committer(void *arg)
 {
     struct sl_md_env *e = arg;
     const char *d = getenv(COMMIT_DELAY_ENV);
-    useconds_t delay_us = d ? (useconds_t)(atoi(d) > 0 && atoi(d) < 60000 ? atoi(d) : 0) * 1000 : 0;
+    int delay_ms = d ? atoi(d) : 0;
+    useconds_t delay_us = delay_ms > 0 && delay_ms < 60000 ? (useconds_t)delay_ms * 1000 : 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
         while (!e->head && !e->stop)

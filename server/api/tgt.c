@@ -1191,8 +1191,11 @@ static void delete_remote(struct sl_req *r, void *arg)
     cold_free(c);
 }
 
-static void delete_done(struct sl_req *r)
+/* The body is in: on a DISK pool thread (the delete waits for its metadata
+ * commit, fsynced, and unlinks) */
+static void delete_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     struct sl_bck b;
     const char *name;
@@ -1231,13 +1234,6 @@ static void delete_done(struct sl_req *r)
     }
     sl_actmsg_free(&m);
     sl_bck_release(&b);
-}
-
-/* A delete waits for its metadata commit (fsync) and unlinks: a pool thread's work */
-static void delete_run(struct sl_req *r, void *arg)
-{
-    (void)arg;
-    delete_done(r);
 }
 
 static void delete_body(struct sl_req *r)
@@ -1363,8 +1359,11 @@ static void post_done(struct sl_req *r)
     sl_actmsg_free(&m);
 }
 
-static void patch_done(struct sl_req *r)
+/* The body is in: on a DISK pool thread (PATCH rewrites metadata records
+ * with waited commits) */
+static void patch_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     struct sl_bck b;
     const char *name;
@@ -1417,13 +1416,6 @@ static void patch_done(struct sl_req *r)
 out:
     sl_actmsg_free(&m);
     sl_bck_release(&b);
-}
-
-/* PATCH rewrites metadata records with waited commits: on a pool thread */
-static void patch_run(struct sl_req *r, void *arg)
-{
-    (void)arg;
-    patch_done(r);
 }
 
 static void patch_body(struct sl_req *r)

@@ -59,6 +59,20 @@ static void *writer(void *arg)
     return NULL;
 }
 
+/* fn on 8 threads at once (ids 0-7), until all are done */
+static void run_writers(struct sl_md_env *e, void *(*fn)(void *))
+{
+    pthread_t th[8];
+    struct thr ts[8];
+    for (int i = 0; i < 8; i++) {
+        ts[i].e = e;
+        ts[i].id = i;
+        pthread_create(&th[i], NULL, fn, &ts[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+}
+
 /* A waited write, an async one of the same name, a waited one again, from
  * 8 threads: the last must win (a waited commit must not overtake what its
  * caller queued before it, whatever path it takes). */
@@ -86,15 +100,7 @@ static void test_mixed_async(const char *dir)
     struct sl_md_env *e;
     struct sl_err err;
     TAP_OK(sl_md_open(adir, SL_MD_ASYNC, &e, &err) == 0, "async env for mixed writers");
-    pthread_t th[8];
-    struct thr ts[8];
-    for (int i = 0; i < 8; i++) {
-        ts[i].e = e;
-        ts[i].id = i;
-        pthread_create(&th[i], NULL, mixed_writer, &ts[i]);
-    }
-    for (int i = 0; i < 8; i++)
-        pthread_join(th[i], NULL);
+    run_writers(e, mixed_writer);
     int bad = 0;
     for (int t = 0; t < 8; t++)
         for (int i = 0; i < 200; i++) {
@@ -454,15 +460,7 @@ int main(void)
     sl_objmd_free(&m);
 
     /* group commit: concurrent writers */
-    pthread_t th[8];
-    struct thr ts[8];
-    for (int i = 0; i < 8; i++) {
-        ts[i].e = e;
-        ts[i].id = i;
-        pthread_create(&th[i], NULL, writer, &ts[i]);
-    }
-    for (int i = 0; i < 8; i++)
-        pthread_join(th[i], NULL);
+    run_writers(e, writer);
     uint64_t cnt, bytes;
     sl_md_bucket_stats(e, 7, &cnt, &bytes);
     TAP_EQ_INT(cnt, 1600, "all concurrent writes committed");
