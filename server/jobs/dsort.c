@@ -808,6 +808,11 @@ static void build_start(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    const char *delay = getenv("SHALE_TEST_DSORT_BUILD_DELAY_MS"); /* tests: a late build on a non-coordinator */
+    struct sl_job *known = delay ? sl_job_get(sl_json_str(j, "id", "")) : NULL;
+    if (delay && !known)
+        sl_sleep_ms(atoi(delay));
+    sl_job_put(known);
     struct sl_job *job = job_here(sl_json_str(j, "id", ""), sl_json_str(j, "src", ""), sl_json_str(j, "dst", ""));
     if (!job) {
         sl_logi("dsort %s: aborted before its shards came here; nothing to build", sl_json_str(j, "id", ""));
@@ -1293,7 +1298,25 @@ static void *coord_main(void *arg)
         t.f[i].body = bodies[i];
         t.f[i].blen = blen;
     }
-    sl_tfan_run(&t, peer_timeout_ms());
+    /* the other targets first, this one last: a target's job exists once
+     * its build answered, and this (the coordinator's) job ends with its own
+     * build, so while any target could still lack the job, the
+     * coordinator's shows creation running (GET /v1/sort?uuid= is never
+     * "all finished" with an owner's shards still to come) */
+    int self = -1;
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(t.who[i]->id, G.id))
+            self = i;
+    if (self >= 0 && nt > 1) {
+        struct sl_fan f = t.f[self];
+        const struct sl_snode *w = t.who[self];
+        t.f[self] = t.f[nt - 1], t.who[self] = t.who[nt - 1];
+        t.f[nt - 1] = f, t.who[nt - 1] = w;
+        sl_peer_fanout(t.f, nt - 1, peer_timeout_ms());
+        sl_peer_fanout(&t.f[nt - 1], 1, peer_timeout_ms());
+    } else {
+        sl_tfan_run(&t, peer_timeout_ms());
+    }
     int bad = -1;
     for (int i = 0; i < nt; i++)
         if (!t.f[i].ok || t.f[i].resp.status != 200)

@@ -179,13 +179,15 @@ static void get_run(struct sl_req *r, void *arg)
                 json_object_set_new(out, tid, job_info(sn));
         }
         json_decref(per);
+        if (err.msg[0]) { /* a partial answer could read "all finished" with a target's shards still to come */
+            json_decref(out);
+            sl_resp_errf(r, SL_EUNAVAIL, "dsort job %s: %s; without it the status would be partial, retry shortly",
+                         uuid, err.msg);
+            return;
+        }
         if (!json_object_size(out)) {
             json_decref(out);
-            if (err.msg[0])
-                sl_resp_err(r, &err);
-            else
-                sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target (list them with GET /v1/sort)",
-                             uuid);
+            sl_resp_errf(r, SL_ENOENT, "dsort job %s not found on any target (list them with GET /v1/sort)", uuid);
             return;
         }
         sl_resp_json_new(r, 200, out);

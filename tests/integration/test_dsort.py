@@ -316,7 +316,9 @@ class DsortOnThreeTargets(unittest.TestCase, DsortApi):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="shale-dsort-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
+        # every build that is not the coordinator's own comes 300 ms late:
+        # wait_sort must not see "all finished" before an owner has its job
+        cls.c = Cluster(cls.tmp, proxies=1, targets=3, env={"SHALE_TEST_DSORT_BUILD_DELAY_MS": "300"}).start()
         cls.url = cls.c.url
         cls.s = requests.Session()
 
