@@ -11,7 +11,8 @@ Content-Length with Transfer-Encoding, a folded header, a bad chunk size, a
 body cut short), or no answer at all. The client must get the answer, or an
 S3 XML 502/503 that says what the target did, within the forward's limit
 (timeout.send_file_time); the gateway must go on serving. Last, nothing
-listens on the port: 503, cannot connect.
+listens on the port: 503, cannot connect. test_framing_edges covers what the
+answer's parser (http_parser) reads and the bounds kept in its callbacks.
 """
 import os
 import shutil
@@ -53,6 +54,21 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     # the first 100,000 bytes with the header, the rest 0.3 s later: the forward streams (more than 64 KiB), what
     # came with the header goes out first
     "pieces": (OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG[:100000], False),
+    # what http_parser reads, and the bounds kept in its callbacks (test_framing_edges); a list: pieces 50 ms apart
+    "split": ([OK + b"X-Split: ab", b"cd\r\nContent-Le", b"ngth: 3\r\n\r", b"\nyes"], False),
+    "hints": (b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + OK + b"Content-Length: 3\r\n\r\nyes", False),
+    "tiny-chunks": (OK + b"Transfer-Encoding: chunked\r\n\r\n" + b"1;e=x\r\nz\r\n" * 3000 + b"0\r\n\r\n", False),
+    "ext-1000": (OK + b"Transfer-Encoding: chunked\r\n\r\n2;" + b"e" * 1000 + b"\r\nok\r\n0\r\n\r\n", False),
+    "ext-2000": (OK + b"Transfer-Encoding: chunked\r\n\r\n2;" + b"e" * 2000 + b"\r\nok\r\n0\r\n\r\n", True),
+    "big-trailer": (OK + b"Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: " + b"t" * 40000 + b"\r\n\r\n",
+                    True),
+    "gzip": (OK + b"Transfer-Encoding: gzip\r\n\r\nnot gzip", True),
+    "two-lengths": (OK + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\nok", True),
+    "space-name": (OK + b"X Y: 1\r\nContent-Length: 2\r\n\r\nok", True),
+    "http2": (b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok", True),
+    "upgrade": (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n", True),
+    "fields": (OK + b"".join(b"X-%d: 1\r\n" % i for i in range(130)) + b"Content-Length: 2\r\n\r\nok", True),
+    "extra": (OK + b"Content-Length: 2\r\n\r\nokAND MORE", True),
 }
 
 
@@ -115,7 +131,10 @@ class FakeTarget:
                     continue
                 if head.startswith(b"HEAD "):  # no body (a peer that sends one spoils the kept connection)
                     data = data[:data.index(b"\r\n\r\n") + 4]
-                sk.sendall(data)
+                for i, piece in enumerate(data if isinstance(data, list) else [data]):
+                    if i:
+                        time.sleep(0.05)
+                    sk.sendall(piece)
                 if self.mode == "pieces":
                     time.sleep(0.3)
                     sk.sendall(BIG[100000:])
@@ -253,6 +272,43 @@ class S3ForwardTest(unittest.TestCase):
             fake.mode = "ok"
             r = s.get(url, timeout=30)
             self.assertEqual((i, r.status_code, r.content), (i, 200, b"ok"), r.text[:300])
+
+    def test_framing_edges(self):
+        """What the answer's parser (http_parser) reads and the bounds the forward keeps in its callbacks: a
+        header value split across reads is one value (not a folded line), an interim 103's fields are dropped,
+        3000 small chunks with extensions come through, a 1000-byte chunk extension passes and a 2000-byte one
+        or trailer fields over 32 KiB cut the answer; a Transfer-Encoding other than chunked, two
+        Content-Lengths, a field name with a space, HTTP/2.0, a 101 switch, more than 128 fields and bytes
+        after the answer are 502s naming the fault."""
+        url, fake, _ = self.fake_target()
+        s = requests.Session()
+        for mode, want in (("split", b"yes"), ("hints", b"yes"), ("tiny-chunks", b"z" * 3000), ("ext-1000", b"ok")):
+            fake.mode = mode
+            r = s.get(url, timeout=30)
+            self.assertEqual((mode, r.status_code, r.content), (mode, 200, want), r.text[:300])
+            if mode == "split":
+                self.assertEqual(r.headers.get("X-Split"), "abcd")
+            if mode == "hints":
+                self.assertNotIn("Link", r.headers)
+        for mode in ("ext-2000", "big-trailer"):  # the answer is under way: cut
+            fake.mode = mode
+            try:
+                r = requests.get(url, timeout=30)
+                got = (r.status_code, r.content)
+            except requests.exceptions.RequestException:
+                got = None
+            self.assertTrue(got is None or got[1] != b"ok", (mode, got))
+        for mode, words in (("gzip", ["Transfer-Encoding other than chunked"]),
+                            ("two-lengths", ["more than one Content-Length"]), ("space-name", ["header line"]),
+                            ("http2", ["status line"]), ("upgrade", ["101 switch"]),
+                            ("fields", ["more than 128 header fields"]),
+                            ("extra", ["more body than its Content-Length"])):
+            fake.mode = mode
+            r = s.get(url, timeout=30)
+            self.s3err(r, 502, "InternalError", "malformed", *words)
+            self.assertIn(str(self.vport), r.text)
+        fake.mode = "ok"
+        self.assertEqual(s.get(url, timeout=30).content, b"ok")
 
     def test_misbehaving_target(self):
         """Every framing of a good answer comes through whole; every malformed answer is a 502 naming what was
