@@ -28,8 +28,8 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <ctype.h>
 #include <errno.h>
-#include <http_parser.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -124,22 +124,17 @@ struct fwd {
     struct sockaddr_in peer;
     struct sl_buf req;           /* the request's bytes */
     size_t req_off;              /* how many of them went out */
-    http_parser hp;              /* the answer's framing (h1_parse) */
-    int hf;                      /* the last field callback (HF_*) */
-    size_t fk;                   /* where the field being read starts in hdrs */
-    bool te;                     /* Transfer-Encoding: chunked */
-    bool val_open;               /* the last value ended with the bytes parsed: it may go on */
-    const char *val_end, *px;    /* where it ended; the bytes being parsed */
-    bool rcvd;                   /* a byte of the answer came */
-    bool complete;               /* the final answer is all in */
+    struct sl_buf hb;            /* the answer's status line and headers so far */
     bool bad;                    /* the peer's answer was malformed: 502, not 503 */
     bool idem;                   /* GET, HEAD or DELETE: may go twice (h1_may_retry) */
     bool retried;                /* a kept connection failed under it: it went once more on a new one */
     bool keep;                   /* the connection may serve another request afterwards */
+    bool to_eof;                 /* no Content-Length and not chunked: the body ends at the close */
     bool chunked;
     int interim;                 /* 1xx answers skipped */
-    size_t ck_line;              /* what the parser took besides body since the last chunk-size line */
-    bool ck_new, ck_last;        /* a chunk-size line was read; the last one (0) */
+    int ck_state;                /* chunked decoding (CK_*) */
+    uint64_t ck_left;            /* see h1_chunked */
+    size_t ck_line;
     int64_t got;                 /* body bytes received (decoded) */
     int64_t last_io;             /* sl_mono_ns() of the last byte from the peer */
     bool pull;                   /* out_read receives the body itself (h1_pull) */
@@ -178,6 +173,7 @@ static void unref(struct fwd *f)
     sl_buf_free(&f->hdrs);
     curl_slist_free_all(f->hl);
     sl_buf_free(&f->req);
+    sl_buf_free(&f->hb);
     free(f->url);
     free(f->in.b);
     free(f->out.b);
@@ -771,9 +767,15 @@ static void submit(struct fwd *f)
  * a kept connection itself (a non-blocking send of a few hundred bytes),
  * and a loop thread (epoll, one per core up to 4) reads the answer into the
  * out ring and resumes the client once: one hand-over instead of three.
- * The answer is parsed by http_parser within bounds (H1_HDR_MAX of headers,
- * MAX_HDRS fields, Content-Length or chunked or up to the close; h1_parse):
- * anything else ends the forward with a 502 that says what the peer sent.
+ * The answer is parsed strictly and within bounds (H1_HDR_MAX of headers,
+ * MAX_HDRS fields, Content-Length or chunked or up to the close): anything
+ * else ends the forward with a 502 that says what the peer sent. The parser
+ * is our own on purpose: the one Debian 12 packages (nodejs http-parser
+ * 2.9.4; llhttp is not packaged) is unmaintained since 2020 and built
+ * lenient, and a version of this file on it passed the first bytes of a
+ * chunk longer than its size to the client as the body, and a chunked body
+ * with its framing when "chunked" was followed by a tab (test_s3_forward
+ * test_framing_edges); strictness back on top of it took as much code.
  * Connections belong to one loop, which alone closes and frees them; a
  * connection is idle (in its peer's list, c->f NULL) or serves one forward
  * (c->f, f->hc), both changed under h1_mu. */
@@ -781,9 +783,11 @@ static void submit(struct fwd *f)
 #define H1_HDR_MAX (32 * 1024)    /* the peer's status line and header fields */
 #define H1_IDLE_MAX 64            /* kept connections per peer */
 #define H1_SCRATCH (128 * 1024)   /* what one recv reads at most */
-#define H1_LINE_MAX 1024          /* a chunk-size line with its extensions; a trailer is held to H1_HDR_MAX */
+#define H1_LINE_MAX 1024          /* a chunk-size line; a trailer is held to H1_HDR_MAX */
 #define H1_CONNECT_MS 5000
 #define H1_INTERIM_MAX 8          /* 1xx answers before the final one */
+
+enum { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF, CK_TRAILER, CK_TRAILER_LF, CK_DONE };
 
 struct h1peer {
     struct sockaddr_in sa;
@@ -933,10 +937,6 @@ static void h1_send(struct fwd *f)
 /* Attach a connection and send (f->mu held). false: none (f->errmsg). */
 static bool h1_go(struct fwd *f)
 {
-    http_parser_init(&f->hp, HTTP_RESPONSE); /* (a retry reads its answer afresh) */
-    f->hp.data = f;
-    f->rcvd = f->complete = false;
-    f->interim = 0;
     struct h1conn *c = h1_take(f);
     if (!c)
         return false;
@@ -954,222 +954,229 @@ static int h1_bad(struct fwd *f, const char *what)
     return -1;
 }
 
-/* ---- the answer's framing: http_parser (nodejs/http-parser) ----
- * It reads the status line, the fields, Content-Length or chunked (both:
- * refused), chunk sizes, extensions and trailers, and says when the answer
- * ends and whether the connection may serve another. Its callbacks keep
- * our bounds and collect the fields into f->hdrs ("name\0value\0"); the
- * body goes to the out ring as it comes (h1_on_body). Trailer fields are
- * dropped. The parser pauses at the end of the answer (what follows it is
- * no part of it), at the end of the headers and at each chunk-size line
- * when chunked (so h1_parse can measure those lines). */
-
-enum { HF_NONE, HF_NAME, HF_VALUE }; /* f->hf: the last field callback */
-
-/* The field at f->fk is whole (its name and value in f->hdrs): end it,
- * trimmed, and take the Transfer-Encoding framing needs. */
-static int h1_field_end(struct fwd *f)
+static bool tchar(int ch)
 {
-    if (f->hf == HF_NAME) /* (no value callback) */
-        sl_buf_addc(&f->hdrs, 0);
-    f->hf = HF_NONE;
-    size_t v = f->fk + strlen(f->hdrs.p + f->fk) + 1;
-    while (f->hdrs.len > v && (f->hdrs.p[f->hdrs.len - 1] == ' ' || f->hdrs.p[f->hdrs.len - 1] == '\t'))
-        f->hdrs.len--;
-    sl_buf_addc(&f->hdrs, 0);
-    f->nh++;
-    if (!strcasecmp(f->hdrs.p + f->fk, "Transfer-Encoding")) { /* (gzip, say, would reach the client undecoded) */
-        if (f->te || strcasecmp(f->hdrs.p + v, "chunked"))
-            return h1_bad(f, "a Transfer-Encoding other than chunked");
-        f->te = true;
-    }
-    return 0;
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
-static int h1_on_begin(http_parser *hp)
+/* A Connection value (a token list: "keep-alive, close") names close. */
+static bool h1_has_close(const char *p, size_t n)
 {
-    struct fwd *f = hp->data;
-    peer_hdrs_reset(f); /* (an interim answer's fields are dropped) */
-    f->hf = HF_NONE;
-    f->te = false;
-    return 0;
+    const char *e = p + n;
+    while (p < e) {
+        while (p < e && (*p == ',' || *p == ' ' || *p == '\t'))
+            p++;
+        const char *t = p;
+        while (p < e && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        if (p - t == 5 && !strncasecmp(t, "close", 5))
+            return true;
+    }
+    return false;
 }
 
-static int h1_on_field(http_parser *hp, const char *at, size_t n)
+/* One header field line [p, e) (no CRLF). */
+static int h1_field(struct fwd *f, const char *p, const char *e, bool *te_seen)
 {
-    struct fwd *f = hp->data;
-    if (f->hdrs_done) /* a trailer field: dropped */
-        return 0;
-    if (f->hf != HF_NAME) {
-        if (f->hf == HF_VALUE && h1_field_end(f) < 0)
-            return -1;
-        if (f->nh == MAX_HDRS)
-            return h1_bad(f, "more than 128 header fields");
-        f->hf = HF_NAME;
-        f->fk = f->hdrs.len;
-    }
-    if (memchr(at, ' ', n)) /* (this build of the parser is lenient there) */
+    const char *k = p;
+    while (p < e && tchar((unsigned char)*p))
+        p++;
+    if (p == k || p == e || *p != ':')
         return h1_bad(f, "a header line that is not \"Name: value\"");
-    sl_buf_add(&f->hdrs, at, n);
+    size_t kl = (size_t)(p - k);
+    p++;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    for (const char *q = p; q < e; q++)
+        if ((unsigned char)*q < 0x20 && *q != '\t')
+            return h1_bad(f, "a control character in a header value");
+    if (f->nh == MAX_HDRS)
+        return h1_bad(f, "more than 128 header fields");
+    size_t vl = (size_t)(e - p);
+    if (kl == 14 && !strncasecmp(k, "Content-Length", kl)) {
+        uint64_t v = 0;
+        size_t i = 0;
+        while (i < vl && i < 18 && isdigit((unsigned char)p[i]))
+            v = v * 10 + (uint64_t)(p[i++] - '0');
+        if (!vl || i != vl || (f->resp_len >= 0 && (uint64_t)f->resp_len != v))
+            return h1_bad(f, "a Content-Length that is not one decimal number");
+        f->resp_len = (int64_t)v;
+    } else if (kl == 17 && !strncasecmp(k, "Transfer-Encoding", kl)) {
+        if (*te_seen || vl != 7 || strncasecmp(p, "chunked", 7))
+            return h1_bad(f, "a Transfer-Encoding other than chunked");
+        *te_seen = true;
+    } else if (kl == 10 && !strncasecmp(k, "Connection", kl) && h1_has_close(p, vl)) {
+        f->keep = false;
+    }
+    peer_hdr(f, k, kl, p, vl);
     return 0;
 }
 
-/* A value comes in one piece per line: a second piece is a folded line
- * (obs-fold), unless the first ended with the bytes h1_parse had and this
- * one starts the next. */
-static int h1_on_value(http_parser *hp, const char *at, size_t n)
+/* The status line and header fields in f->hb, up to the blank line at
+ * hend. 0, 1 for an interim (1xx) answer to skip, -1 malformed. */
+static int h1_head(struct fwd *f, const char *hend)
 {
-    struct fwd *f = hp->data;
-    if (f->hdrs_done)
-        return 0;
-    if (f->hf == HF_NAME)
-        sl_buf_addc(&f->hdrs, 0);
-    else if (!f->val_open || at != f->px)
-        return h1_bad(f, "a folded header line");
-    f->hf = HF_VALUE;
-    f->val_open = false;
-    f->val_end = at + n;
-    sl_buf_add(&f->hdrs, at, n);
-    return 0;
-}
-
-/* 1: no body follows (HEAD, 1xx, 204, 304), as the parser wants it. */
-static int h1_on_headers(http_parser *hp)
-{
-    struct fwd *f = hp->data;
-    if (f->hf != HF_NONE && h1_field_end(f) < 0)
-        return -1;
-    if (hp->http_major != 1)
+    const char *p = f->hb.p, *e = memchr(p, '\r', (size_t)(hend - p));
+    if (!e || e[1] != '\n' || e - p < 12 || strncmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') ||
+        p[8] != ' ' || !isdigit((unsigned char)p[9]) || !isdigit((unsigned char)p[10]) ||
+        !isdigit((unsigned char)p[11]) || (e - p > 12 && p[12] != ' '))
         return h1_bad(f, "no \"HTTP/1.x NNN\" status line");
-    f->status = hp->status_code;
+    f->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
     if (f->status < 100)
         return h1_bad(f, "a status under 100");
-    if (hp->upgrade)
+    if (f->status == 101) /* (nobody asked it to switch) */
         return h1_bad(f, "a 101 switch of protocols");
+    f->keep = p[7] == '1';
+    peer_hdrs_reset(f);
+    bool te = false;
+    for (p = e + 2; p < hend; p = e + 2) {
+        e = memchr(p, '\r', (size_t)(hend - p));
+        if (!e || e[1] != '\n')
+            return h1_bad(f, "a header line not ended by CRLF");
+        if (h1_field(f, p, e, &te) < 0)
+            return -1;
+    }
     if (f->status < 200) /* (each refreshes last_io: bounded, or a peer could hold f forever) */
         return ++f->interim > H1_INTERIM_MAX ? h1_bad(f, "more than 8 interim (1xx) answers") : 1;
-    if (hp->content_length != ULLONG_MAX) {
-        if (hp->content_length > INT64_MAX)
-            return h1_bad(f, "a Content-Length that is not one decimal number");
-        f->resp_len = (int64_t)hp->content_length;
-    }
+    if (te && f->resp_len >= 0)
+        return h1_bad(f, "both Content-Length and Transfer-Encoding");
     bool none = f->head || f->status == 204 || f->status == 304;
-    f->chunked = f->te && !none;
-    f->keep = http_should_keep_alive(hp); /* (again at the end: a body up to the close, a HEAD's) */
+    f->chunked = te && !none;
+    f->ck_state = CK_SIZE;
+    f->ck_left = f->ck_line = 0;
+    f->to_eof = !none && !te && f->resp_len < 0;
+    if (f->to_eof)
+        f->keep = false;
     if (none)
         f->resp_len = f->head ? f->resp_len : 0;
-    hdrs_complete(f);
-    if (f->chunked)
-        http_parser_pause(hp, 1);
-    return none;
+    return 0;
 }
 
-static int h1_on_body(http_parser *hp, const char *at, size_t n)
+/* Decoded body bytes: into the out ring (room was checked; p NULL: recv
+ * put them at its tail already), or dropped. */
+static int h1_data(struct fwd *f, const char *p, size_t n)
 {
-    struct fwd *f = hp->data;
+    if (f->resp_len >= 0 && !f->chunked && !f->head && (uint64_t)(f->got + (int64_t)n) > (uint64_t)f->resp_len)
+        return h1_bad(f, "more body than its Content-Length");
     f->got += (int64_t)n;
-    if (f->discard)
-        return 0;
-    if (at == f->out.b + (f->out.head + f->out.len) % f->out.cap) /* recv put it there (h1_read) */
-        f->out.len += n;
-    else
-        ring_put(&f->out, at, n); /* (room was checked before the recv) */
-    return 0;
-}
-
-static int h1_on_chunk(http_parser *hp)
-{
-    struct fwd *f = hp->data;
-    f->ck_new = true;
-    if (!hp->content_length) /* the last chunk: trailer fields follow, held to H1_HDR_MAX by the parser */
-        f->ck_last = true;
-    http_parser_pause(hp, 1);
-    return 0;
-}
-
-static int h1_on_done(http_parser *hp)
-{
-    struct fwd *f = hp->data;
-    if (!f->hdrs_done) /* an interim answer: the final one follows */
-        return 0;
-    f->complete = true;
-    f->keep = http_should_keep_alive(hp);
-    http_parser_pause(hp, 1);
-    return 0;
-}
-
-static const http_parser_settings h1_cbs = {
-    .on_message_begin = h1_on_begin,
-    .on_header_field = h1_on_field,
-    .on_header_value = h1_on_value,
-    .on_headers_complete = h1_on_headers,
-    .on_body = h1_on_body,
-    .on_chunk_header = h1_on_chunk,
-    .on_message_complete = h1_on_done,
-};
-
-/* What the parser found wrong, said our way (its own words otherwise). */
-static const char *h1_what(const struct fwd *f, enum http_errno e)
-{
-    switch (e) {
-    case HPE_INVALID_CONSTANT:
-    case HPE_INVALID_VERSION:
-    case HPE_INVALID_STATUS:
-        return "no \"HTTP/1.x NNN\" status line";
-    case HPE_HEADER_OVERFLOW:
-        return f->ck_last ? "trailer fields over 32 KiB" : f->hdrs_done ? "a chunk-size line over 1 KiB"
-                                                                        : "header fields over 32 KiB";
-    case HPE_INVALID_HEADER_TOKEN:
-        return "a bad character in a header line";
-    case HPE_INVALID_CONTENT_LENGTH:
-        return "a Content-Length that is not one decimal number";
-    case HPE_UNEXPECTED_CONTENT_LENGTH: /* (a second one as its value starts; with chunked at the blank line) */
-        return f->hf == HF_NAME ? "more than one Content-Length" : "both Content-Length and Transfer-Encoding";
-    case HPE_INVALID_CHUNK_SIZE:
-        return "a chunk size that is not hexadecimal, or no CRLF";
-    case HPE_LF_EXPECTED:
-    case HPE_STRICT:
-        return "a line not ended by CRLF";
-    default:
-        return http_errno_description(e);
-    }
-}
-
-/* Bytes from the peer through the parser (they may be at the out ring's
- * tail already). 0, or -1: malformed, f->errmsg says how. A chunk-size
- * line is measured as what a run of the parser took besides body bytes,
- * a run ending at each such line (its pause): the line and the CRLF
- * before it. */
-static int h1_parse(struct fwd *f, const char *p, size_t n)
-{
-    while (n) {
-        bool sizing = f->chunked && !f->ck_last;
-        int64_t got = f->got;
-        f->px = p;
-        size_t k = http_parser_execute(&f->hp, &h1_cbs, p, n);
-        enum http_errno e = HTTP_PARSER_ERRNO(&f->hp);
-        f->val_open = f->hf == HF_VALUE && f->val_end == p + k;
-        if (e >= HPE_CB_message_begin && e <= HPE_CB_chunk_complete)
-            return -1; /* (ours: f->errmsg is set) */
-        if (e != HPE_OK && e != HPE_PAUSED)
-            return h1_bad(f, h1_what(f, e));
-        http_parser_pause(&f->hp, 0);
-        p += k;
-        n -= k;
-        if (sizing && (f->ck_line += k - (size_t)(f->got - got)) > H1_LINE_MAX + 4)
-            return h1_bad(f, "a chunk-size line over 1 KiB");
-        if (f->ck_new)
-            f->ck_line = 0, f->ck_new = false;
-        if (f->complete && n) /* what follows the answer is no part of it */
-            return h1_bad(f, f->chunked                ? "bytes after the last chunk"
-                             : f->head || !f->resp_len ? "a body where none belongs"
-                                                       : "more body than its Content-Length");
-        if (e == HPE_OK && n)
-            return h1_bad(f, "bytes the parser would not take");
-        if (f->got != got && !f->discard) /* (after that check: a small answer is made whole here) */
-            body_in(f);
+    if (!f->discard && n) {
+        if (p)
+            ring_put(&f->out, p, n);
+        else
+            f->out.len += n;
+        body_in(f);
     }
     return 0;
+}
+
+/* Chunked framing around the data (RFC 9112 §7.1), with bounded lines:
+ * ck_line counts the bytes of an extension or trailer line, ck_left those
+ * left in a chunk and then those of the whole trailer. */
+static int h1_chunked(struct fwd *f, const char *p, size_t n)
+{
+    const char *e = p + n;
+    while (p < e && f->ck_state != CK_DONE) {
+        char ch = *p;
+        switch (f->ck_state) {
+        case CK_SIZE:
+            if (isxdigit((unsigned char)ch) && f->ck_left < (UINT64_C(1) << 59)) {
+                f->ck_left = f->ck_left * 16 + (uint64_t)(isdigit((unsigned char)ch) ? ch - '0' : (ch | 0x20) - 'a' + 10);
+                f->ck_line++; /* (digits: a size line needs one) */
+                break;
+            }
+            if ((ch != ';' && ch != '\r') || !f->ck_line)
+                return h1_bad(f, "a chunk size that is not hexadecimal");
+            f->ck_state = ch == ';' ? CK_EXT : CK_SIZE_LF;
+            f->ck_line = 0;
+            break;
+        case CK_EXT:
+            if (ch == '\r')
+                f->ck_state = CK_SIZE_LF;
+            else if (++f->ck_line > H1_LINE_MAX)
+                return h1_bad(f, "a chunk extension over 1 KiB");
+            break;
+        case CK_SIZE_LF:
+            if (ch != '\n')
+                return h1_bad(f, "a chunk size line not ended by CRLF");
+            f->ck_state = f->ck_left ? CK_DATA : CK_TRAILER;
+            f->ck_line = 0;
+            break;
+        case CK_DATA: {
+            size_t k = (size_t)(e - p) < f->ck_left ? (size_t)(e - p) : (size_t)f->ck_left;
+            if (h1_data(f, p, k) < 0)
+                return -1;
+            p += k;
+            f->ck_left -= k;
+            if (!f->ck_left)
+                f->ck_state = CK_DATA_CR;
+            continue;
+        }
+        case CK_DATA_CR:
+        case CK_DATA_LF:
+            if (ch != (f->ck_state == CK_DATA_CR ? '\r' : '\n'))
+                return h1_bad(f, "a chunk not followed by CRLF");
+            f->ck_state = f->ck_state == CK_DATA_CR ? CK_DATA_LF : CK_SIZE;
+            break;
+        case CK_TRAILER: /* trailer fields are dropped */
+            if (ch == '\r')
+                f->ck_state = CK_TRAILER_LF;
+            else if (++f->ck_left > H1_HDR_MAX)
+                return h1_bad(f, "trailer fields over 32 KiB");
+            else
+                f->ck_line++;
+            break;
+        case CK_TRAILER_LF:
+            if (ch != '\n')
+                return h1_bad(f, "a trailer line not ended by CRLF");
+            f->ck_state = f->ck_line ? CK_TRAILER : CK_DONE;
+            f->ck_line = 0;
+            break;
+        }
+        p++;
+    }
+    if (p < e)
+        return h1_bad(f, "bytes after the last chunk");
+    return 0;
+}
+
+static bool h1_complete(const struct fwd *f)
+{
+    if (!f->hdrs_done || f->to_eof)
+        return false;
+    return f->chunked ? f->ck_state == CK_DONE : f->head || f->got == f->resp_len;
+}
+
+/* Bytes from the peer. 0 or -1 (malformed). */
+static int h1_in(struct fwd *f, const char *p, size_t n)
+{
+    while (!f->hdrs_done && n) {
+        size_t old = f->hb.len;
+        sl_buf_add(&f->hb, p, n);
+        const char *from = f->hb.p + (old > 3 ? old - 3 : 0);
+        const char *end = memmem(from, f->hb.len - (size_t)(from - f->hb.p), "\r\n\r\n", 4);
+        if (!end)
+            return f->hb.len > H1_HDR_MAX ? h1_bad(f, "header fields over 32 KiB") : 0;
+        size_t hl = (size_t)(end - f->hb.p) + 4;
+        if (hl > H1_HDR_MAX)
+            return h1_bad(f, "header fields over 32 KiB");
+        int rc = h1_head(f, end + 2);
+        if (rc < 0)
+            return -1;
+        size_t used = hl - old; /* of p */
+        p += used;
+        n -= used;
+        f->hb.len = 0;
+        if (rc == 0)
+            hdrs_complete(f);
+    }
+    if (!n)
+        return 0;
+    if (f->head || (!f->chunked && !f->to_eof && f->resp_len == 0))
+        return h1_bad(f, "a body where none belongs");
+    return f->chunked ? h1_chunked(f, p, n) : h1_data(f, p, n);
 }
 
 enum { H1_MORE, H1_DONE, H1_FAIL, H1_RETRY };
@@ -1228,12 +1235,9 @@ static int h1_read(struct fwd *f, char *buf)
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return H1_MORE;
         if (n <= 0) {
-            bool none = !f->hdrs_done && !f->rcvd;
-            if (n == 0 && f->hdrs_done) { /* the end of a body read up to the close */
-                http_parser_execute(&f->hp, &h1_cbs, NULL, 0);
-                if (f->complete)
-                    return H1_DONE;
-            }
+            bool none = !f->hdrs_done && !f->hb.len;
+            if (n == 0 && f->to_eof && f->hdrs_done)
+                return H1_DONE;
             if (none && h1_may_retry(f, c))
                 return H1_RETRY; /* the peer closed a kept connection as the request went out */
             if (!f->errmsg[0])
@@ -1244,14 +1248,13 @@ static int h1_read(struct fwd *f, char *buf)
             return H1_FAIL;
         }
         f->last_io = sl_mono_ns();
-        f->rcvd = true;
-        if (h1_parse(f, dst, (size_t)n) < 0) {
+        if ((dst == buf ? h1_in(f, buf, (size_t)n) : h1_data(f, NULL, (size_t)n)) < 0) {
             if (!h1_may_retry(f, c))
                 return H1_FAIL;
             sl_logw("%s on a kept connection: the request goes once more on a new one", f->errmsg);
             return H1_RETRY; /* bytes of an earlier answer came late, ahead of this one */
         }
-        if (f->complete)
+        if (h1_complete(f))
             return H1_DONE;
     }
 }
@@ -1319,8 +1322,11 @@ static void h1_end(struct fwd *f, int how)
     if (how == H1_RETRY) {
         pthread_mutex_lock(&f->mu);
         f->retried = true;
+        f->req_off = 0;
+        f->hb.len = 0;
         f->bad = false;
         f->errmsg[0] = 0;
+        f->interim = 0;
         bool ok = h1_go(f);
         pthread_mutex_unlock(&f->mu);
         if (ok)
@@ -1451,7 +1457,6 @@ static void *h1_main(void *arg)
 
 static void h1_start_loops(void)
 {
-    http_parser_set_max_header_size(H1_HDR_MAX); /* (the process's only http_parser user) */
     int want = loops_wanted();
     for (int i = 0; i < want; i++) {
         struct h1loop *L = &h1_loops[n_h1];

@@ -11,8 +11,8 @@ Content-Length with Transfer-Encoding, a folded header, a bad chunk size, a
 body cut short), or no answer at all. The client must get the answer, or an
 S3 XML 502/503 that says what the target did, within the forward's limit
 (timeout.send_file_time); the gateway must go on serving. Last, nothing
-listens on the port: 503, cannot connect. test_framing_edges covers what the
-answer's parser (http_parser) reads and the bounds kept in its callbacks.
+listens on the port: 503, cannot connect. test_framing_edges covers more of
+what the answer's parser reads and the bounds it keeps.
 """
 import os
 import shutil
@@ -54,7 +54,7 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     # the first 100,000 bytes with the header, the rest 0.3 s later: the forward streams (more than 64 KiB), what
     # came with the header goes out first
     "pieces": (OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG[:100000], False),
-    # what http_parser reads, and the bounds kept in its callbacks (test_framing_edges); a list: pieces 50 ms apart
+    # more framing and the parser's bounds (test_framing_edges); a list: pieces 50 ms apart
     "split": ([OK + b"X-Split: ab", b"cd\r\nContent-Le", b"ngth: 3\r\n\r", b"\nyes"], False),
     "hints": (b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + OK + b"Content-Length: 3\r\n\r\nyes", False),
     "tiny-chunks": (OK + b"Transfer-Encoding: chunked\r\n\r\n" + b"1;e=x\r\nz\r\n" * 3000 + b"0\r\n\r\n", False),
@@ -63,7 +63,10 @@ ANSWERS = {  # mode: (the bytes, close the connection after them)
     "big-trailer": (OK + b"Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: " + b"t" * 40000 + b"\r\n\r\n",
                     True),
     "gzip": (OK + b"Transfer-Encoding: gzip\r\n\r\nnot gzip", True),
-    "two-lengths": (OK + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\nok", True),
+    "two-lengths": (OK + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\nok", True),
+    "tab-chunked": (OK + b"Transfer-Encoding: chunked\t\r\n\r\n5\r\nhello\r\n0\r\n\r\n", False),
+    "short-chunk": (OK + b"Transfer-Encoding: chunked\r\n\r\n1\r\nabc0\r\n\r\n", True),
+    "not-http": (b"HXYZ/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", True),
     "space-name": (OK + b"X Y: 1\r\nContent-Length: 2\r\n\r\nok", True),
     "http2": (b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok", True),
     "upgrade": (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n", True),
@@ -274,15 +277,17 @@ class S3ForwardTest(unittest.TestCase):
             self.assertEqual((i, r.status_code, r.content), (i, 200, b"ok"), r.text[:300])
 
     def test_framing_edges(self):
-        """What the answer's parser (http_parser) reads and the bounds the forward keeps in its callbacks: a
-        header value split across reads is one value (not a folded line), an interim 103's fields are dropped,
-        3000 small chunks with extensions come through, a 1000-byte chunk extension passes and a 2000-byte one
-        or trailer fields over 32 KiB cut the answer; a Transfer-Encoding other than chunked, two
-        Content-Lengths, a field name with a space, HTTP/2.0, a 101 switch, more than 128 fields and bytes
-        after the answer are 502s naming the fault."""
+        """What the answer's parser reads and the bounds it keeps: a header value split across reads is one
+        value (not a folded line), an interim 103's fields are dropped, 3000 small chunks with extensions come
+        through, "chunked" followed by a tab is chunked, a 1000-byte chunk extension passes and a 2000-byte one
+        or trailer fields over 32 KiB or a chunk longer than its size cut the answer (a lenient parser passed
+        that chunk's first bytes as the whole body: a wrong answer, not a cut one); a Transfer-Encoding other
+        than chunked, two different Content-Lengths, a field name with a space, HTTP/2.0 or no HTTP at all, a
+        101 switch, more than 128 fields and bytes after the answer are 502s naming the fault."""
         url, fake, _ = self.fake_target()
         s = requests.Session()
-        for mode, want in (("split", b"yes"), ("hints", b"yes"), ("tiny-chunks", b"z" * 3000), ("ext-1000", b"ok")):
+        for mode, want in (("split", b"yes"), ("hints", b"yes"), ("tiny-chunks", b"z" * 3000), ("ext-1000", b"ok"),
+                           ("tab-chunked", b"hello")):
             fake.mode = mode
             r = s.get(url, timeout=30)
             self.assertEqual((mode, r.status_code, r.content), (mode, 200, want), r.text[:300])
@@ -290,17 +295,17 @@ class S3ForwardTest(unittest.TestCase):
                 self.assertEqual(r.headers.get("X-Split"), "abcd")
             if mode == "hints":
                 self.assertNotIn("Link", r.headers)
-        for mode in ("ext-2000", "big-trailer"):  # the answer is under way: cut
+        for mode, wrong in (("ext-2000", b"ok"), ("big-trailer", b"ok"), ("short-chunk", b"a")):  # under way: cut
             fake.mode = mode
             try:
                 r = requests.get(url, timeout=30)
                 got = (r.status_code, r.content)
             except requests.exceptions.RequestException:
                 got = None
-            self.assertTrue(got is None or got[1] != b"ok", (mode, got))
+            self.assertTrue(got is None or got[1] != wrong, (mode, got))
         for mode, words in (("gzip", ["Transfer-Encoding other than chunked"]),
-                            ("two-lengths", ["more than one Content-Length"]), ("space-name", ["header line"]),
-                            ("http2", ["status line"]), ("upgrade", ["101 switch"]),
+                            ("two-lengths", ["Content-Length"]), ("space-name", ["header line"]),
+                            ("http2", ["status line"]), ("not-http", ["status line"]), ("upgrade", ["101 switch"]),
                             ("fields", ["more than 128 header fields"]),
                             ("extra", ["more body than its Content-Length"])):
             fake.mode = mode
