@@ -18,11 +18,12 @@
 #define MAPSIZE_OBJ (256ULL << 30)
 #define MAPSIZE_NODE (4ULL << 30)
 #define DEL_BATCH 50000
+#define MD_LAZY_NS (50 * 1000000LL) /* sl_md_commit_lazy's longest wait for company */
 
 struct md_req {
     struct sl_md_op *ops;
     int nops;
-    bool wait, done, owned;
+    bool wait, done, owned, lazy;
     int rc;
     char errmsg[256];
     struct md_req *next;
@@ -36,6 +37,10 @@ struct sl_md_env {
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
     struct md_req *head, *tail;
+    bool urgent;                /* the queue holds more than lazy requests */
+    bool running;               /* a list taken off the queue is being committed */
+    bool sleeping;              /* the committer waits with no deadline */
+    int64_t lazy_due;           /* when the queue's first lazy request must go in */
     pthread_t thr, syncthr;
     bool stop, has_syncthr;
 };
@@ -482,7 +487,11 @@ int sl_md_open(const char *dir, int sync, struct sl_md_env **out, struct sl_err 
     if (rc)
         goto fail;
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv_work, NULL);
+    pthread_condattr_t ca; /* (the committer's deadlines are on the monotonic clock) */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv_work, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&e->cv_done, NULL);
     pthread_create(&e->thr, NULL, committer, e);
     if (sync == SL_MD_ASYNC) {
@@ -847,6 +856,57 @@ static void free_req_ops(struct md_req *r)
     free(r->ops);
 }
 
+/* Under e->mu: whether the committer has work now. Lazy requests alone
+ * wait until they are due (a waited commit usually takes them first). */
+static bool committer_turn(struct sl_md_env *e)
+{
+    return e->head && !e->running && (e->urgent || e->stop || sl_mono_ns() >= e->lazy_due);
+}
+
+/* Commit list (taken off the queue, e->running set) in one transaction; when
+ * it fails, each request alone, so that only the bad one fails. Then, under
+ * e->mu: waited requests are marked done, the others freed, e->running is
+ * cleared and whoever waits is told. */
+static void run_list(struct sl_md_env *e, struct md_req *list)
+{
+    int rc = run_reqs(e, list, false);
+    if (rc) {
+        for (struct md_req *r = list; r; r = r->next) {
+            r->rc = run_reqs(e, r, true);
+            if (r->rc)
+                snprintf(r->errmsg, sizeof(r->errmsg), "%s", mdb_strerror(r->rc));
+        }
+    }
+    pthread_mutex_lock(&e->mu);
+    struct md_req *next;
+    for (struct md_req *r = list; r; r = next) {
+        next = r->next;
+        if (r->wait) {
+            r->done = true;
+        } else {
+            if (r->rc)
+                sl_logw("metadata %s: background commit failed: %s", e->dir, r->errmsg);
+            free_req_ops(r);
+            free(r);
+        }
+    }
+    e->running = false;
+    if (committer_turn(e))
+        pthread_cond_signal(&e->cv_work); /* queued meanwhile: the committer's */
+    pthread_cond_broadcast(&e->cv_done);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Under e->mu: the queue, for whoever commits it next. */
+static struct md_req *take_queue(struct sl_md_env *e)
+{
+    struct md_req *list = e->head;
+    e->head = e->tail = NULL;
+    e->urgent = false;
+    e->running = true;
+    return list;
+}
+
 /* Test hook: SHALE_TEST_MD_COMMIT_DELAY_MS=N makes every group commit wait N
  * ms first, as a slow disk would (tests check that no HTTP thread waits on one) */
 #define COMMIT_DELAY_ENV "SHALE_TEST_MD_COMMIT_DELAY_MS"
@@ -859,50 +919,89 @@ static void *committer(void *arg)
     useconds_t delay_us = delay_ms > 0 && delay_ms < 60000 ? (useconds_t)delay_ms * 1000 : 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->head && !e->stop)
-            pthread_cond_wait(&e->cv_work, &e->mu);
-        if (!e->head && e->stop) {
+        while (!committer_turn(e) && !(e->stop && !e->head && !e->running)) {
+            if (e->head && !e->running) { /* lazy requests only: until due */
+                struct timespec ts = { .tv_sec = e->lazy_due / 1000000000, .tv_nsec = e->lazy_due % 1000000000 };
+                pthread_cond_timedwait(&e->cv_work, &e->mu, &ts);
+            } else {
+                e->sleeping = true;
+                pthread_cond_wait(&e->cv_work, &e->mu);
+                e->sleeping = false;
+            }
+        }
+        if (!e->head) { /* stopping, all done */
             pthread_mutex_unlock(&e->mu);
             break;
         }
-        struct md_req *list = e->head;
-        e->head = e->tail = NULL;
+        struct md_req *list = take_queue(e);
         pthread_mutex_unlock(&e->mu);
-
         if (delay_us)
             usleep(delay_us);
-        int rc = run_reqs(e, list, false);
-        if (rc) {
-            /* isolate the failing request(s): retry one by one */
-            for (struct md_req *r = list; r; r = r->next) {
-                r->rc = run_reqs(e, r, true);
-                if (r->rc)
-                    snprintf(r->errmsg, sizeof(r->errmsg), "%s", mdb_strerror(r->rc));
-            }
-        }
-        pthread_mutex_lock(&e->mu);
-        struct md_req *next;
-        for (struct md_req *r = list; r; r = next) {
-            next = r->next;
-            if (r->wait) {
-                r->done = true;
-            } else {
-                if (r->rc)
-                    sl_logw("metadata %s: background commit failed: %s", e->dir, r->errmsg);
-                free_req_ops(r);
-                free(r);
-            }
-        }
-        pthread_cond_broadcast(&e->cv_done);
-        pthread_mutex_unlock(&e->mu);
+        run_list(e, list);
     }
     return NULL;
 }
 
-int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err)
+/* A waited commit that no fsync follows (write_policy.md not "immediate"):
+ * made on the caller's thread once no other list is being committed,
+ * together with what is queued (lazy requests mostly), in one transaction.
+ * Handing it to the committer and waiting for the answer cost two context
+ * switches or more, and with no fsync there is nothing to group. The queue
+ * goes first, so the order of commits stays the order of calls. 1: not
+ * taken (queue it). */
+static int commit_inline(struct sl_md_env *e, const struct sl_md_op *ops, int nops, struct sl_err *err)
 {
+    if (e->sync == SL_MD_SYNC)
+        return 1;
+    pthread_mutex_lock(&e->mu);
+    while (e->running && !e->stop)
+        pthread_cond_wait(&e->cv_done, &e->mu);
+    if (e->stop) {
+        pthread_mutex_unlock(&e->mu);
+        return 1;
+    }
+    struct md_req r = { .ops = (struct sl_md_op *)ops, .nops = nops, .wait = true };
+    struct md_req *list = take_queue(e);
+    if (list) {
+        struct md_req *t = list;
+        while (t->next)
+            t = t->next;
+        t->next = &r;
+    } else {
+        list = &r;
+    }
+    pthread_mutex_unlock(&e->mu);
+    run_list(e, list);
+    if (r.rc)
+        mdb_fail(err, r.rc, "commit", e->dir);
+    return r.rc ? -1 : 0;
+}
+
+/* Queue r for the committer; lazy: without waking it. */
+static void enqueue(struct sl_md_env *e, struct md_req *r)
+{
+    if (e->tail)
+        e->tail->next = r;
+    else
+        e->head = r;
+    e->tail = r;
+    if (!r->lazy)
+        e->urgent = true;
+    else if (e->head == r)
+        e->lazy_due = sl_mono_ns() + MD_LAZY_NS;
+    if (!r->lazy || e->sleeping)
+        pthread_cond_signal(&e->cv_work);
+}
+
+static int submit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool wait, bool lazy,
+                  struct sl_err *err)
+{
+    int irc;
+    if (wait && (irc = commit_inline(e, ops, nops, err)) <= 0)
+        return irc;
     struct md_req *r = sl_xcalloc(1, sizeof(*r));
     r->wait = wait;
+    r->lazy = lazy;
     r->nops = nops;
     if (wait) {
         r->ops = (struct sl_md_op *)ops;
@@ -925,12 +1024,7 @@ int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool
         }
     }
     pthread_mutex_lock(&e->mu);
-    if (e->tail)
-        e->tail->next = r;
-    else
-        e->head = r;
-    e->tail = r;
-    pthread_cond_signal(&e->cv_work);
+    enqueue(e, r);
     if (!wait) {
         pthread_mutex_unlock(&e->mu);
         return 0;
@@ -943,6 +1037,16 @@ int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool
         mdb_fail(err, rc, "commit", e->dir);
     free(r);
     return rc ? -1 : 0;
+}
+
+int sl_md_commit(struct sl_md_env *e, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err)
+{
+    return submit(e, ops, nops, wait, false, err);
+}
+
+void sl_md_commit_lazy(struct sl_md_env *e, const struct sl_md_op *ops, int nops)
+{
+    submit(e, ops, nops, false, true, NULL);
 }
 
 int sl_md_aux_foreach(struct sl_md_env *e, const char *prefix, size_t plen,

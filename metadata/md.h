@@ -163,6 +163,11 @@ struct sl_md_op {
 /* Submit ops; with wait, block until committed (durable per sync policy).
  * Without wait, fire and forget (ops are copied). */
 int sl_md_commit(struct sl_md_env *env, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err);
+/* Fire and forget without waking the committer: the ops go in with the next
+ * commit, or on their own within 50 ms. For what may be lost in a crash (a
+ * pending marker's removal: the restart's fsck drops a marker whose work is
+ * done), at the price of no transaction and no wake-up of its own. */
+void sl_md_commit_lazy(struct sl_md_env *env, const struct sl_md_op *ops, int nops);
 
 /* Pending markers (crash recovery). cb returns 0 to continue. key/val are
  * valid during the call only. */

@@ -1176,7 +1176,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     }
     {
         struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel) };
-        sl_md_commit(p->mp->md, &clr, 1, false, NULL);
+        sl_md_commit_lazy(p->mp->md, &clr, 1); /* (fsck drops it if a crash loses this) */
     }
     put_published(p, had, &old, fname);
     if (had == 1)

@@ -116,6 +116,49 @@ static void test_mixed_async(const char *dir)
     sl_md_close(e);
 }
 
+static void lazy_put(struct sl_md_env *e, const char *n, uint64_t size)
+{
+    struct sl_objmd m = mk(size);
+    struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = 9, .name = n, .nlen = strlen(n), .md = &m };
+    sl_md_commit_lazy(e, &op, 1);
+}
+
+static bool has(struct sl_md_env *e, const char *n)
+{
+    struct sl_objmd m;
+    struct sl_err err;
+    if (sl_md_obj_get(e, 9, n, strlen(n), &m, &err) != 1)
+        return false;
+    sl_objmd_free(&m);
+    return true;
+}
+
+/* sl_md_commit_lazy: in with the next waited commit (before it), on its own
+ * when none comes, and at close; under both sync policies (a waited commit
+ * is made on the caller's thread without fsync, by the committer with). */
+static void test_lazy(const char *dir, int sync, const char *what)
+{
+    char ldir[300];
+    snprintf(ldir, sizeof(ldir), "%s/lazy%d", dir, sync);
+    mkdir(ldir, 0755);
+    struct sl_md_env *e;
+    struct sl_err err;
+    TAP_OK(sl_md_open(ldir, sync, &e, &err) == 0, "%s env for lazy commits", what);
+    lazy_put(e, "lz/alone", 1);
+    bool seen = false;
+    for (int i = 0; i < 400 && !(seen = has(e, "lz/alone")); i++) /* bounded: 4 s */
+        usleep(10000);
+    TAP_OK(seen, "%s: a lazy commit lands on its own when no other comes", what);
+    lazy_put(e, "lz/first", 1);
+    put(e, 9, "lz/next", 2);
+    TAP_OK(has(e, "lz/first"), "%s: a lazy commit is in once a later waited commit returns", what);
+    lazy_put(e, "lz/at-close", 1);
+    sl_md_close(e);
+    TAP_OK(sl_md_open(ldir, sync, &e, &err) == 0 && has(e, "lz/at-close"), "%s: a lazy commit is in after close",
+           what);
+    sl_md_close(e);
+}
+
 /* ---- raw access to a closed environment (no md.c) ---- */
 
 #define OBJ_SCHEMA_DB "meta"
@@ -537,6 +580,8 @@ int main(void)
 
     test_schema(dir);
     test_mixed_async(dir);
+    test_lazy(dir, SL_MD_ASYNC, "async");
+    test_lazy(dir, SL_MD_SYNC, "sync");
 
     for (int i = 0; i < nn; i++)
         free(names[i]);
