@@ -31,8 +31,7 @@
 #include <unistd.h>
 
 #define BATCH 512                /* names per LMDB read transaction of the walk */
-#define ITEMS (4 * BATCH)        /* objects to move handed to the senders at once (a round) */
-#define ROUNDS 2                 /* rounds handed over and not sent yet before the walk waits */
+#define ITEMS (4 * BATCH)        /* objects to move handed to the senders at once */
 #define SENDERS 4
 #define GFN_WINDOW_NS (300LL * 1000000000LL)
 #define DELQ_MAX (2 * ITEMS)     /* objects queued for deletion before the senders wait */
@@ -56,20 +55,6 @@ struct item {
  * small ones for one owner (one request, sl_putb). */
 struct unit {
     int first, n;
-};
-
-/* What the walk hands to the senders at once: the objects of up to ITEMS,
- * cut into units. The senders take the units of the oldest round first and
- * the walk fills the next one meanwhile, so that neither waits for the
- * other, nor a sender for the slowest unit of a round; the last unit sent
- * frees the round. */
-struct round {
-    struct round *next;
-    struct item *items;
-    int n;
-    struct unit *units;
-    int nunits;
-    int taken, sent;
 };
 
 /* Local copies to delete: the objects of one batch the owner took, each
@@ -101,14 +86,12 @@ struct delq {
 };
 
 struct batch {
-    struct round *fill;      /* the walk's */
-    struct round *head;      /* handed over, oldest first */
-    int nrounds;             /* handed over and not all sent */
-    bool stop;               /* the senders go home */
-    pthread_t senders[SENDERS];
-    int nsenders;
+    struct item *items;
+    int n;
+    struct unit *units;
+    int nunits;
+    int next;
     pthread_mutex_t mu;
-    pthread_cond_t cv;       /* a round handed over, a round sent, or stop */
     struct sl_job *job;
     struct sl_smap *smap;
     struct delq dq;
@@ -389,70 +372,21 @@ static void send_many(struct batch *bt, struct item *its, int n)
     sl_putb_free(&pb);
 }
 
-static void round_free(struct round *r)
-{
-    for (int i = 0; i < r->n; i++) {
-        free(r->items[i].name);
-        sl_bck_release(&r->items[i].b);
-    }
-    free(r->items);
-    free(r->units);
-    free(r);
-}
-
-/* The next unit to send (oldest round first), or NULL: none (wait: until
- * stop). Under bt->mu. */
-static struct round *take_unit(struct batch *bt, bool wait, struct unit **u)
-{
-    for (;;) {
-        for (struct round *r = bt->head; r; r = r->next)
-            if (r->taken < r->nunits) {
-                *u = &r->units[r->taken++];
-                return r;
-            }
-        if (bt->stop || !wait)
-            return NULL;
-        pthread_cond_wait(&bt->cv, &bt->mu);
-    }
-}
-
-/* A unit of r is sent (or skipped: the job aborts); the last one frees r. */
-static void unit_sent(struct batch *bt, struct round *r)
-{
-    if (++r->sent < r->nunits)
-        return;
-    struct round **pp = &bt->head;
-    while (*pp != r)
-        pp = &(*pp)->next;
-    *pp = r->next;
-    bt->nrounds--;
-    pthread_cond_broadcast(&bt->cv);
-    round_free(r);
-}
-
-/* Send units as they come (wait) or those there are; a job that aborts
- * skips them (its rounds still count them). */
-static void send_units(struct batch *bt, bool wait)
-{
-    struct unit *u;
-    pthread_mutex_lock(&bt->mu);
-    for (struct round *r; (r = take_unit(bt, wait, &u));) {
-        pthread_mutex_unlock(&bt->mu);
-        if (!sl_job_aborting(bt->job)) {
-            if (r->items[u->first].size > SL_PUTB_OBJ_MAX)
-                send_one(bt, &r->items[u->first]);
-            else
-                send_many(bt, &r->items[u->first], u->n);
-        }
-        pthread_mutex_lock(&bt->mu);
-        unit_sent(bt, r);
-    }
-    pthread_mutex_unlock(&bt->mu);
-}
-
 static void *sender(void *arg)
 {
-    send_units(arg, true);
+    struct batch *bt = arg;
+    for (;;) {
+        pthread_mutex_lock(&bt->mu);
+        int i = bt->next < bt->nunits ? bt->next++ : -1;
+        pthread_mutex_unlock(&bt->mu);
+        if (i < 0 || sl_job_aborting(bt->job))
+            break;
+        struct unit *u = &bt->units[i];
+        if (bt->items[u->first].size > SL_PUTB_OBJ_MAX)
+            send_one(bt, &bt->items[u->first]);
+        else
+            send_many(bt, &bt->items[u->first], u->n);
+    }
     return NULL;
 }
 
@@ -476,88 +410,42 @@ static bool same_unit(const struct item *x, const struct item *y)
 /* Cut the items into units: small ones of one owner up to SL_PUTB_OBJS and
  * SL_PUTB_BYTES a unit, but no more than a fair share of the items per
  * sender, so that every sender has work; each large one alone. */
-static void make_units(struct round *r)
+static void make_units(struct batch *bt)
 {
-    qsort(r->items, (size_t)r->n, sizeof(*r->items), item_cmp);
-    int share = SL_MAX((r->n + SENDERS - 1) / SENDERS, 1);
-    r->nunits = 0;
-    for (int i = 0; i < r->n;) {
-        struct unit *u = &r->units[r->nunits++];
+    qsort(bt->items, (size_t)bt->n, sizeof(*bt->items), item_cmp);
+    int share = SL_MAX((bt->n + SENDERS - 1) / SENDERS, 1);
+    bt->nunits = 0;
+    for (int i = 0; i < bt->n;) {
+        struct unit *u = &bt->units[bt->nunits++];
         u->first = i;
-        uint64_t bytes = r->items[i].size;
+        uint64_t bytes = bt->items[i].size;
         int k = 1;
-        if (r->items[i].size <= SL_PUTB_OBJ_MAX)
-            while (i + k < r->n && k < SL_MIN(SL_PUTB_OBJS, share) && same_unit(&r->items[i], &r->items[i + k]) &&
-                   bytes + r->items[i + k].size <= SL_PUTB_BYTES)
-                bytes += r->items[i + k++].size;
+        if (bt->items[i].size <= SL_PUTB_OBJ_MAX)
+            while (i + k < bt->n && k < SL_MIN(SL_PUTB_OBJS, share) && same_unit(&bt->items[i], &bt->items[i + k]) &&
+                   bytes + bt->items[i + k].size <= SL_PUTB_BYTES)
+                bytes += bt->items[i + k++].size;
         u->n = k;
         i += k;
     }
 }
 
-static struct round *round_new(void)
-{
-    struct round *r = sl_xcalloc(1, sizeof(*r));
-    r->items = sl_xcalloc(ITEMS, sizeof(struct item));
-    r->units = sl_xcalloc(ITEMS, sizeof(struct unit));
-    return r;
-}
-
-/* Hand the walk's round to the senders and give the walk a new one; waits
- * while ROUNDS are handed over and not sent. */
 static void run_batch(struct batch *bt)
 {
-    struct round *r = bt->fill;
-    if (!r->n)
+    if (!bt->n)
         return;
-    make_units(r);
-    bt->fill = round_new();
-    pthread_mutex_lock(&bt->mu);
-    struct round **pp = &bt->head;
-    while (*pp)
-        pp = &(*pp)->next;
-    *pp = r;
-    bt->nrounds++;
-    pthread_cond_broadcast(&bt->cv);
-    pthread_mutex_unlock(&bt->mu);
-    if (!bt->nsenders) /* no thread could start: the walk sends */
-        send_units(bt, false);
-    pthread_mutex_lock(&bt->mu);
-    while (bt->nrounds >= ROUNDS)
-        pthread_cond_wait(&bt->cv, &bt->mu);
-    pthread_mutex_unlock(&bt->mu);
-}
-
-/* Until every round handed over is sent. */
-static void rounds_drain(struct batch *bt)
-{
-    pthread_mutex_lock(&bt->mu);
-    while (bt->nrounds)
-        pthread_cond_wait(&bt->cv, &bt->mu);
-    pthread_mutex_unlock(&bt->mu);
-}
-
-static void senders_start(struct batch *bt)
-{
-    pthread_mutex_init(&bt->mu, NULL);
-    pthread_cond_init(&bt->cv, NULL);
-    bt->fill = round_new();
-    for (int i = 0; i < SENDERS; i++)
-        if (pthread_create(&bt->senders[bt->nsenders], NULL, sender, bt) == 0)
-            bt->nsenders++;
-}
-
-static void senders_stop(struct batch *bt)
-{
-    pthread_mutex_lock(&bt->mu);
-    bt->stop = true;
-    pthread_cond_broadcast(&bt->cv);
-    pthread_mutex_unlock(&bt->mu);
-    for (int i = 0; i < bt->nsenders; i++)
-        pthread_join(bt->senders[i], NULL);
-    round_free(bt->fill);
-    pthread_cond_destroy(&bt->cv);
-    pthread_mutex_destroy(&bt->mu);
+    make_units(bt);
+    pthread_t th[SENDERS];
+    int nt = bt->nunits < SENDERS ? bt->nunits : SENDERS;
+    bt->next = 0;
+    for (int i = 0; i < nt; i++)
+        pthread_create(&th[i], NULL, sender, bt);
+    for (int i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < bt->n; i++) {
+        free(bt->items[i].name);
+        sl_bck_release(&bt->items[i].b);
+    }
+    bt->n = 0;
 }
 
 /* One walk over every local object; returns the number that could not be moved. */
@@ -600,7 +488,7 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
                             snprintf(bt->first_err, sizeof(bt->first_err), "new owner t[%s] is offline", owner->id);
                         continue;
                     }
-                    struct item *x = &bt->fill->items[bt->fill->n++];
+                    struct item *x = &bt->items[bt->n++];
                     sl_bck_copy(&x->b, b);
                     x->name = sl_xstrndup(n, nl);
                     x->nlen = nl;
@@ -608,7 +496,7 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
                     x->owner = owner;
                 }
                 sl_md_iter_close(it);
-                if (bt->fill->n > ITEMS - BATCH)
+                if (bt->n > ITEMS - BATCH)
                     run_batch(bt);
                 if (got < BATCH || sl_job_aborting(job))
                     break;
@@ -617,7 +505,6 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
         }
     }
     run_batch(bt);
-    rounds_drain(bt);
     delq_drain(&bt->dq);
     sl_bmd_put(bmd);
     return job->err_objs - errs0;
@@ -628,10 +515,12 @@ static void *reb_main(void *arg)
     struct sl_job *job = arg;
     struct batch bt;
     memset(&bt, 0, sizeof(bt));
+    pthread_mutex_init(&bt.mu, NULL);
     bt.job = job;
+    bt.items = sl_xcalloc(ITEMS, sizeof(struct item));
+    bt.units = sl_xcalloc(ITEMS, sizeof(struct unit));
     bt.smap = sl_smap_get();
     delq_start(&bt);
-    senders_start(&bt);
     int64_t t0 = sl_mono_ns();
     uint64_t scanned = 0, scanned_bytes = 0, failed = 0;
     /* objects that could not be moved (an owner briefly busy, a bucket it has
@@ -650,7 +539,6 @@ static void *reb_main(void *arg)
         for (int i = 0; i < 20 && !sl_job_aborting(job); i++)
             sl_sleep_ms(100);
     }
-    senders_stop(&bt);
     delq_stop(&bt);
     sl_job_add(&job->loc_objs, scanned);
     sl_job_add(&job->loc_bytes, scanned_bytes);
@@ -666,6 +554,9 @@ static void *reb_main(void *arg)
     if (!sl_job_aborting(job))
         sl_ec_membership_changed(); /* erasure-coded buckets: slices where the new map wants them */
     sl_smap_put(bt.smap);
+    free(bt.items);
+    free(bt.units);
+    pthread_mutex_destroy(&bt.mu);
     return NULL;
 }
 
