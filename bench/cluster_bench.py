@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("SHALE_BUILD") or os.path.join(HERE, "..", "build")
 SHALE = os.path.join(BUILD, "bin", "shale")
 sys.path.insert(0, HERE)
-from http_bench import Nginx, free_port  # noqa: E402
+from http_bench import Nginx, cpu_seconds, free_port  # noqa: E402
 
 
 def free_range(n):
@@ -82,13 +82,27 @@ def build_loadgen(work):
     return exe
 
 
-def load(exe, urls, work, conns, secs, follow):
+def load(exe, urls, work, conns, secs, follow, pids=()):
+    """one loadgen run; "cpu_us" = the servers' (pids') CPU per request served, in µs"""
     uf = os.path.join(work, "urls.txt")
     with open(uf, "w") as f:
         f.write("\n".join(urls) + "\n")
     args = [exe, "-c", str(conns), "-d", str(secs)] + (["-L"] if follow else []) + [uf]
+    c0 = cpu_seconds(pids)
     out = subprocess.run(args, capture_output=True, text=True, timeout=secs + 120).stdout
-    return json.loads(out)
+    r = json.loads(out)
+    r["cpu_us"] = (cpu_seconds(pids) - c0) * 1e6 / max(1, r["ok"])
+    return r
+
+
+def node_pids(pg):
+    """the playground's shaled processes (gateways and targets)"""
+    topo = json.load(open(os.path.join(pg, "playground.json")))
+    pids = []
+    for node in topo["nodes"]:
+        with open(os.path.join(pg, node["name"], "shaled.pid")) as f:
+            pids.append(int(f.read().split()[0]))
+    return pids
 
 
 def put_many(url, bucket, names, data, workers=16):
@@ -177,10 +191,11 @@ def main():
                 # alternate the three a few times: a shared machine drifts over
                 # minutes; each ratio is taken within one round
                 rounds = []
+                nodes = node_pids(pg)
                 for _ in range(a.rounds):
-                    rd = {"gateway": load(exe, gw, work, 32, a.duration, True),
-                          "direct": load(exe, direct, work, 32, a.duration, False),
-                          "nginx": load(exe, ngu, work, 32, a.duration, False)}
+                    rd = {"gateway": load(exe, gw, work, 32, a.duration, True, nodes),
+                          "direct": load(exe, direct, work, 32, a.duration, False, nodes),
+                          "nginx": load(exe, ngu, work, 32, a.duration, False, ng.pids())}
                     rounds.append(rd)
                 res["rounds"] = rounds
             finally:
@@ -194,6 +209,9 @@ def main():
 
     if not a.reb_only:
         print("\n%-44s %12s %10s %8s" % ("1 KiB GET, 32 connections (bench/loadgen)", "req/s", "vs nginx", "goal"))
+        print("(server CPU per object read, all shaled processes or nginx's workers: %s)" % "; ".join(
+            "%s %s µs" % (k, "/".join("%.1f" % rd[k]["cpu_us"] for rd in res["rounds"]))
+            for k in ("gateway", "direct", "nginx")))
     for k, label, goal in () if a.reb_only else (("gateway", "via gateway (client follows the 301)", 0.45),
                                                  ("direct", "directly to the owning targets", 0.9),
                                                  ("nginx", "nginx, same files", None)):
