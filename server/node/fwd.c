@@ -775,7 +775,7 @@ static void submit(struct fwd *f)
  * lenient, and a version of this file on it passed the first bytes of a
  * chunk longer than its size to the client as the body, and a chunked body
  * with its framing when "chunked" was followed by a tab (test_s3_forward
- * test_framing_edges); strictness back on top of it took as much code.
+ * test_framing_edges), and the glue around it was as long as this parser.
  * Connections belong to one loop, which alone closes and frees them; a
  * connection is idle (in its peer's list, c->f NULL) or serves one forward
  * (c->f, f->hc), both changed under h1_mu. */
