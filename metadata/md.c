@@ -891,8 +891,8 @@ static void run_list(struct sl_md_env *e, struct md_req *list)
         }
     }
     e->running = false;
-    if (committer_turn(e))
-        pthread_cond_signal(&e->cv_work); /* queued meanwhile: the committer's */
+    if (e->head) /* queued meanwhile: the committer takes it, or times its lazy requests from now on */
+        pthread_cond_signal(&e->cv_work);
     pthread_cond_broadcast(&e->cv_done);
     pthread_mutex_unlock(&e->mu);
 }
@@ -960,16 +960,12 @@ static int commit_inline(struct sl_md_env *e, const struct sl_md_op *ops, int no
         pthread_mutex_unlock(&e->mu);
         return 1;
     }
-    struct md_req r = { .ops = (struct sl_md_op *)ops, .nops = nops, .wait = true };
+    struct md_req r = { .ops = (struct sl_md_op *)ops, .nops = nops, .wait = true }, *tail = e->tail;
     struct md_req *list = take_queue(e);
-    if (list) {
-        struct md_req *t = list;
-        while (t->next)
-            t = t->next;
-        t->next = &r;
-    } else {
+    if (list)
+        tail->next = &r;
+    else
         list = &r;
-    }
     pthread_mutex_unlock(&e->mu);
     run_list(e, list);
     if (r.rc)
