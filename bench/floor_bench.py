@@ -17,6 +17,7 @@ Client shapes (wrk on loopback, objects picked at random):
   get10m-c1     the same, one connection
   put1k-c32     PUT 1 KiB over 2,000 names, one wrk thread, 32 connections (nginx: its DAV module)
   put128k-c32   PUT 128 KiB over 500 names, the same
+Each run also gives wrk's own CPU in the same unit (per GB or per request).
 The shaled servers run with write_policy never/delayed (no fsync, as nginx's
 DAV), or with --durable at the default (fsync data and metadata), to compare
 two builds' PUT at full durability; nginx never fsyncs.
@@ -105,7 +106,7 @@ def main():
             print("\n%s: %s %d B among %d objects, wrk -t%d -c%d, %d s per run%s" % (
                 t, method, size, n, threads, conns, a.duration,
                 " (shaled durable, nginx not)" if a.durable and method == "PUT" else ""))
-            print("round " + "".join("%22s" % ("%s %s / %s / csw/req" % (x, unit, cost)) for x in tags) +
+            print("round " + "".join("%31s" % ("%s %s / %s / csw/req / wrk's" % (x, unit, cost)) for x in tags) +
                   "".join("  %s/nginx rate cost" % x for x in sorted(servers)))
             runs = {x: [] for x in tags}
             for rnd in range(a.rounds):
@@ -124,12 +125,15 @@ def main():
                     # per GB of body, or per request
                     r[x]["cost"] = r[x]["cpu"] * 1e3 / (reqs * size / 1e9) if big else r[x]["cpu"] * 1e6 / reqs
                     r[x]["cswr"] = r[x]["csw"] / reqs
+                    # the client's CPU in the same unit: on loopback the kernel's delivery of the bytes runs
+                    # in whichever context transmits them, the server's or the client's (RESULTS §17.8)
+                    r[x]["wcost"] = r[x]["wrk_cpu"] * 1e3 / (reqs * size / 1e9) if big else r[x]["wrk_cpu"] * 1e6 / reqs
                     if r[x]["non2xx"] or r[x]["errors"]:
                         print("  (%s: %d non-2xx, socket errors: %s)" % (x, r[x]["non2xx"], r[x]["errors"]))
                 for x in tags:
                     runs[x].append(r[x])
-                print("%5d " % (rnd + 1) + "".join("%22s" % ("%.0f / %.1f / %.2f" % (r[x]["rate"], r[x]["cost"],
-                                                                                   r[x]["cswr"])) for x in tags) +
+                print("%5d " % (rnd + 1) + "".join("%31s" % ("%.0f / %.1f / %.2f / %.1f" % (
+                    r[x]["rate"], r[x]["cost"], r[x]["cswr"], r[x]["wcost"])) for x in tags) +
                       "".join("  %11.2f %5.2f" % (r[x]["rate"] / r["nginx"]["rate"], r[x]["cost"] / r["nginx"]["cost"])
                               for x in sorted(servers)))
             med = {x: (statistics.median(v["rate"] for v in runs[x]), statistics.median(v["cost"] for v in runs[x]))

@@ -3,6 +3,7 @@
  * /metrics.
  */
 #include "daemon.h"
+#include "accept.h"
 #include "arch.h"
 #include "cluster.h"
 #include "conf.h"
@@ -487,6 +488,11 @@ void sl_h_metrics(struct sl_req *r)
                           "# TYPE shale_capacity_bytes gauge\nshale_capacity_bytes{node_id=\"%s\"} %llu\n",
                       G.id, (unsigned long long)total);
     }
+    unsigned conns[256], nl = sl_accept_loads(conns, 256);
+    sl_buf_printf(&b, "# HELP shale_http_connections client connections open, per HTTP poll loop\n"
+                      "# TYPE shale_http_connections gauge\n");
+    for (unsigned i = 0; i < nl; i++)
+        sl_buf_printf(&b, "shale_http_connections{node_id=\"%s\",loop=\"%u\"} %u\n", G.id, i, conns[i]);
     double up = (double)(sl_mono_ns() - G.start_mono) / 1e9;
     sl_buf_printf(&b, "# HELP ais_%s_uptime seconds since the node started\n# TYPE ais_%s_uptime gauge\n"
                       "ais_%s_uptime{node_id=\"%s\"} %.3f\n", role, role, role, G.id, up);

@@ -126,7 +126,7 @@ static const struct key schema[] = {
       "connections one client address may hold open at once; more are closed at once (0 = no limit; the nodes of "
       "a cluster on one host share 127.0.0.1 with their clients)" },
     { "net.http.idle_conns", T_INT, "256", F_NOOP, NULL, NULL },
-    { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP worker threads (0 = one per core, at least 2)" },
+    { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP poll loops, one thread each (0 = one per core, at least 2; at most 256)" },
     { "net.http.max_header_size", T_SIZE, "16KiB", F_RESTART, NULL, NULL },
     { "net.http.max_json_body", T_SIZE, "16MiB", 0, NULL, NULL },
 
@@ -735,6 +735,13 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     if (c->http_max_conns_per_ip < 0 || c->http_max_conns_per_ip > 8192) {
         sl_errf(err, SL_EINVAL, "net.http.max_conns_per_ip must be 0 (no limit) to 8192, a node's connection limit "
                 "(got %lld)", (long long)c->http_max_conns_per_ip);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (gi(doc, "net.http.workers") < 0 || gi(doc, "net.http.workers") > 256) {
+        sl_errf(err, SL_EINVAL, "net.http.workers must be 0 (one per core) to 256 poll loops (got %lld)",
+                (long long)gi(doc, "net.http.workers"));
         c->root = NULL;
         sl_config_free(c);
         return NULL;

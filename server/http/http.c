@@ -3,6 +3,7 @@
  * response construction, AIStore error bodies.
  */
 #include "http.h"
+#include "accept.h"
 #include "bg.h"
 #include "jsonx.h"
 #include "log.h"
@@ -21,7 +22,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-static struct MHD_Daemon *mhd;
 static char node_name[80] = "";
 static uint64_t req_counter;
 static sl_router_fn router;
@@ -1232,17 +1232,26 @@ out:
  * ticket would have carried it. GnuTLS derives the keys it encrypts tickets with from the
  * stek made with each certificate pair, and rotates them; a reloaded pair
  * comes with a new stek, so a ticket never outlives its certificate. */
-static void tls_conn_started(void *cls, struct MHD_Connection *c, void **socket_ctx,
-                             enum MHD_ConnectionNotificationCode code)
+static void tls_conn_started(struct MHD_Connection *c)
 {
-    (void)cls;
-    (void)socket_ctx;
     struct tls_id *t = __atomic_load_n(&tls_cur, __ATOMIC_ACQUIRE);
-    if (code != MHD_CONNECTION_NOTIFY_STARTED || !t)
+    if (!t)
         return;
     const union MHD_ConnectionInfo *si = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (si && si->tls_session)
         gnutls_session_ticket_enable_server(si->tls_session, &t->stek); /* (copied) */
+}
+
+/* cls: the loop's number, for accept.c's count of its connections */
+static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode code)
+{
+    (void)socket_ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        tls_conn_started(c);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        sl_accept_closed((unsigned)(uintptr_t)cls, ci ? ci->client_addr : NULL);
+    }
 }
 
 /* GnuTLS's NORMAL puts AES-256-GCM first, and OpenSSL clients (libcurl,
@@ -1253,6 +1262,9 @@ static void tls_conn_started(void *cls, struct MHD_Connection *c, void **socket_
  * which would cost a TLS 1.2 client with an RSA certificate its forward
  * secrecy: RSA goes back to the end. */
 #define TLS_PRIORITIES "PERFORMANCE:-RSA:+RSA:%SERVER_PRECEDENCE"
+
+static struct MHD_Daemon *mhd[256];
+static unsigned nmhd;
 
 int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s,
                   int header_timeout_s, unsigned max_per_ip, size_t max_hdr, struct sl_err *err)
@@ -1272,49 +1284,60 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
     sa.sin_addr.s_addr = htonl(INADDR_ANY);
     if (bind_addr && *bind_addr && inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1)
         return sl_errf(err, SL_EINVAL, "cannot bind to \"%s\": not an IPv4 address", bind_addr);
-    /* poll, not epoll: with epoll (edge-triggered) 0.9.75 can miss an EOF
+    if (workers < 1 || (size_t)workers > sizeof(mhd) / sizeof(mhd[0]))
+        return sl_errf(err, SL_EINVAL, "net.http.workers %d: 1 to %zu poll loops", workers,
+                       sizeof(mhd) / sizeof(mhd[0]));
+    if (sl_accept_listen(&sa, err) < 0)
+        return -1;
+    /* one daemon per poll loop, fed by accept.c (why: there);
+     * poll, not epoll: with epoll (edge-triggered) 0.9.75 can miss an EOF
      * that arrives together with the last body bytes, and a truncated upload
      * then lingers until the idle timeout */
-    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem tls_opts[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
-                                         { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL } };
+                                         { MHD_OPTION_END, 0, NULL } };
     if (tls_cur) { /* (no sendfile under TLS: MHD reads and encrypts) */
         flags |= MHD_USE_TLS;
         tls_opts[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)tls_cert_cb };
         tls_opts[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES };
-        tls_opts[2] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)tls_conn_started, NULL };
     }
     /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
      * during an upload in the same way */
-    mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, ahc, NULL,
-                           MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)workers,
-                           /* until a header is in (ahc raises it to conn_timeout_s) */
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)header_timeout_s,
-                           MHD_OPTION_PER_IP_CONNECTION_LIMIT, max_per_ip,
-                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem_limit,
-                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)8192,
-                           MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-                           MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, NULL,
-                           MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                           MHD_OPTION_ARRAY, tls_opts,
-                           MHD_OPTION_END);
-    if (!mhd)
-        return sl_errf(err, SL_EIO, "cannot listen on %s:%d: %s (is another process using the port?)",
-                       bind_addr && *bind_addr ? bind_addr : "0.0.0.0", port, strerror(errno));
+    for (nmhd = 0; nmhd < (unsigned)workers; nmhd++) {
+        mhd[nmhd] = MHD_start_daemon(flags, 0, NULL, NULL, ahc, NULL,
+                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                     /* until a header is in (ahc raises it to conn_timeout_s) */
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)header_timeout_s,
+                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem_limit,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)SL_HTTP_MAX_CONNS,
+                                     MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, NULL,
+                                     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                                     MHD_OPTION_NOTIFY_CONNECTION, conn_notify, (void *)(uintptr_t)nmhd,
+                                     MHD_OPTION_ARRAY, tls_opts,
+                                     MHD_OPTION_END);
+        if (!mhd[nmhd]) {
+            sl_errf(err, SL_EIO, "cannot start HTTP poll loop %u of %d: %s", nmhd + 1, workers, strerror(errno));
+            sl_http_stop();
+            return -1;
+        }
+    }
+    if (sl_accept_start(mhd, nmhd, SL_HTTP_MAX_CONNS, max_per_ip, err) < 0) {
+        sl_http_stop();
+        return -1;
+    }
     return 0;
 }
 
 void sl_http_stop(void)
 {
+    sl_accept_stop();
     /* suspended connections must be resumed before MHD stops: let the
      * background work finish (Lua calls are cancelled by the caller) */
     sl_bg_quiesce(30000);
-    if (mhd) {
-        MHD_stop_daemon(mhd);
-        mhd = NULL;
-    }
+    for (unsigned i = 0; i < nmhd; i++)
+        MHD_stop_daemon(mhd[i]);
+    nmhd = 0;
 }
 
 static sl_action_hook_fn action_hook;

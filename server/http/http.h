@@ -113,6 +113,8 @@ typedef void (*sl_router_fn)(struct sl_req *r);
 /* conn_timeout_s: a connection idle this long after a request header came
  * is closed; header_timeout_s: one idle this long before its (first) header
  * is complete; max_per_ip: connections one address may have (0: no limit). */
+/* connections a node holds open at once; one more is closed when accepted */
+#define SL_HTTP_MAX_CONNS 8192
 int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s,
                   int header_timeout_s, unsigned max_per_ip, size_t max_header, struct sl_err *err);
 void sl_http_stop(void);

@@ -541,12 +541,45 @@ class ConnLimitsTest(NodeTest):
                 so.close()
             node.stop()
 
+    def test_connections_spread_over_loops(self):
+        """Connections a client opens together go to different poll loops (libmicrohttpd's thread pool let
+        whichever loop woke first accept them all: 4 of 4 on one loop, bench/RESULTS.md §17.7)."""
+        node = type(self.node)(self.tmp, name="spread", extra_config={"net": {"http": {"workers": 3}}}).start()
+        socks = []
+        try:
+            def loads():
+                t = requests.get(node.url + "/metrics", timeout=10).text
+                return [int(line.rsplit(" ", 1)[1]) for line in t.splitlines()
+                        if line.startswith("shale_http_connections{")]
+            self.assertEqual(len(loads()), 3, "one gauge per poll loop (net.http.workers 3)")
+            base = loads()
+            for _ in range(6):
+                so = socket.create_connection(("127.0.0.1", node.port), timeout=10)
+                socks.append(so)
+                so.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertTrue(so.recv(1000).startswith(b"HTTP/1.1 200"))
+            now = loads()
+            added = [n - b for n, b in zip(now, base)]
+            self.assertGreaterEqual(sum(now), 6, "the six open connections are counted: %s" % now)
+            self.assertTrue(all(a >= 1 for a in added), "six connections spread over three loops: %s" % added)
+            for so in socks:
+                so.close()
+            socks.clear()
+            wait_until(lambda: sum(loads()) <= sum(base) + 1, 10, interval=0.2,
+                       what="closed connections no longer counted")
+        finally:
+            for so in socks:
+                so.close()
+            node.stop()
+
     def test_bad_values_refused(self):
         for key, val, want in (("header_timeout", "0s", "header_timeout must be 1s to 1h"),
                                ("header_timeout", "2h", "header_timeout must be 1s to 1h"),
                                ("idle_conn_time", "0s", "idle_conn_time 1s to 24h"),
                                ("max_conns_per_ip", -1, "max_conns_per_ip"),
-                               ("max_conns_per_ip", 100000, "max_conns_per_ip must be 0")):
+                               ("max_conns_per_ip", 100000, "max_conns_per_ip must be 0"),
+                               ("workers", -1, "net.http.workers"),
+                               ("workers", 257, "net.http.workers must be 0")):
             n = type(self.node)(self.tmp, name="bad", extra_config={"net": {"http": {key: val}}})
             p = subprocess.run([SHALED, "--config", n.config_path, "--check-config"], capture_output=True, text=True,
                                timeout=30)

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT
+ * accept.c: one listening socket, one thread accepting on it, and the
+ * connections spread over the poll loops by how many each holds.
+ *
+ * libmicrohttpd 0.9.75's thread pool has every poll loop poll the same
+ * listening socket, and whichever wakes first accepts: the four connections
+ * of a client that opens them together all landed on one loop of two, which
+ * then served 10 MiB GETs at two thirds of nginx's rate while the other CPU
+ * idled (bench/RESULTS.md §17.7). So each loop is a daemon of its own without
+ * a listening socket, and this thread gives each new connection to the loop
+ * with the fewest (MHD_add_connection wakes it). The node-wide connection
+ * limit and the per-address limit, which libmicrohttpd would count per
+ * daemon, are counted here.
+ */
+#include "accept.h"
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_LOOPS 256
+
+static int lfd = -1, stop_fd = -1;
+static pthread_t acceptor;
+static bool running;
+static struct MHD_Daemon *loops[MAX_LOOPS];
+static unsigned nloops, next_loop;
+static unsigned live[MAX_LOOPS]; /* connections each loop holds (atomic) */
+static unsigned total;           /* all of them (atomic) */
+static unsigned conn_max, per_ip_max;
+
+/* Connections per client address, when limited: a tree of counts, as
+ * libmicrohttpd keeps its own. */
+struct ip_count {
+    in_addr_t a;
+    unsigned n;
+};
+static void *ip_root;
+static pthread_mutex_t ip_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int ip_cmp(const void *x, const void *y)
+{
+    in_addr_t a = ((const struct ip_count *)x)->a, b = ((const struct ip_count *)y)->a;
+    return a < b ? -1 : a > b;
+}
+
+static in_addr_t addr_of(const struct sockaddr *sa)
+{
+    return sa && sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_addr.s_addr : 0;
+}
+
+static bool ip_take(in_addr_t a)
+{
+    if (!per_ip_max)
+        return true;
+    struct ip_count key = { .a = a }, *c;
+    bool ok = false;
+    pthread_mutex_lock(&ip_mu);
+    void **node = tfind(&key, &ip_root, ip_cmp);
+    if (node) {
+        c = *node;
+    } else if ((c = calloc(1, sizeof(*c)))) {
+        c->a = a;
+        if (!tsearch(c, &ip_root, ip_cmp)) {
+            free(c);
+            c = NULL;
+        }
+    }
+    if (c && c->n < per_ip_max) {
+        c->n++;
+        ok = true;
+    }
+    pthread_mutex_unlock(&ip_mu);
+    return ok;
+}
+
+static void ip_give(in_addr_t a)
+{
+    if (!per_ip_max)
+        return;
+    struct ip_count key = { .a = a };
+    pthread_mutex_lock(&ip_mu);
+    void **node = tfind(&key, &ip_root, ip_cmp);
+    struct ip_count *c = node ? *node : NULL;
+    if (c && c->n && --c->n == 0) {
+        tdelete(&key, &ip_root, ip_cmp);
+        free(c);
+    }
+    pthread_mutex_unlock(&ip_mu);
+}
+
+void sl_accept_closed(unsigned i, const struct sockaddr *addr)
+{
+    if (i >= nloops)
+        return;
+    __atomic_sub_fetch(&live[i], 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&total, 1, __ATOMIC_RELAXED);
+    ip_give(addr_of(addr));
+}
+
+unsigned sl_accept_loads(unsigned *n, unsigned max)
+{
+    unsigned k = nloops < max ? nloops : max;
+    for (unsigned i = 0; i < k; i++)
+        n[i] = __atomic_load_n(&live[i], __ATOMIC_RELAXED);
+    return k;
+}
+
+/* The loop with the fewest connections; among equals, the one after the
+ * last chosen, so that a burst of new connections goes round. */
+static unsigned pick(void)
+{
+    unsigned best = next_loop % nloops, least = __atomic_load_n(&live[best], __ATOMIC_RELAXED);
+    for (unsigned k = 1; k < nloops; k++) {
+        unsigned i = (next_loop + k) % nloops, n = __atomic_load_n(&live[i], __ATOMIC_RELAXED);
+        if (n < least) {
+            best = i;
+            least = n;
+        }
+    }
+    next_loop = best + 1;
+    return best;
+}
+
+/* (A connection that libmicrohttpd takes but then fails to set up for want
+ * of memory is never reported closed: it stays counted on its loop.) */
+static void hand_over(int fd, const struct sockaddr_in *sa, socklen_t len)
+{
+    if (__atomic_load_n(&total, __ATOMIC_RELAXED) >= conn_max) {
+        sl_logd("http: %u connections open, the node's limit: closing a new one", conn_max);
+        close(fd);
+        return;
+    }
+    in_addr_t a = addr_of((const struct sockaddr *)sa);
+    if (!ip_take(a)) {
+        sl_logd("http: a client address holds %u connections (net.http.max_conns_per_ip): closing its new one",
+                per_ip_max);
+        close(fd);
+        return;
+    }
+    /* Keep at most 128 KiB not yet sent in the socket, so that the loop
+     * pushes a large response itself as the window opens. Without it the
+     * socket queues megabytes beyond the client's window, the loop sleeps,
+     * and the kernel transmits them in the reader's context when its ACKs
+     * come: on loopback a one-thread client (wrk) then spent twice its CPU
+     * per GB and 10 MiB GETs ran at 0.6x nginx's rate (bench/RESULTS.md
+     * §17.8). In-flight data is not limited by it, only the unsent queue. */
+    int lowat = 128 * 1024;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)) < 0)
+        sl_logd("http: TCP_NOTSENT_LOWAT: %s", strerror(errno));
+    unsigned i = pick();
+    __atomic_add_fetch(&live[i], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&total, 1, __ATOMIC_RELAXED);
+    if (MHD_add_connection(loops[i], fd, (const struct sockaddr *)sa, len) != MHD_YES) { /* (it closed fd) */
+        __atomic_sub_fetch(&live[i], 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&total, 1, __ATOMIC_RELAXED);
+        ip_give(a);
+    }
+}
+
+static void *accept_main(void *arg)
+{
+    (void)arg;
+    struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
+    int wait_ms = -1;
+    bool short_of_fds = false;
+    for (;;) {
+        if (poll(p, 2, wait_ms) < 0 && errno != EINTR) {
+            sl_loge("http: cannot wait for connections: %s; no new connections are accepted", strerror(errno));
+            return NULL;
+        }
+        if (p[1].revents)
+            return NULL;
+        wait_ms = -1;
+        for (int k = 0; k < 64; k++) { /* (then look at stop_fd again) */
+            struct sockaddr_in sa;
+            socklen_t len = sizeof(sa);
+            int fd = accept4(lfd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                    continue;
+                if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                    /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the client waits in
+                     * the backlog; try again shortly rather than spin */
+                    if (!short_of_fds)
+                        sl_logw("http: cannot accept a connection: %s; retrying every 100 ms (raise the open "
+                                "files limit, ulimit -n, if it is that)", strerror(errno));
+                    short_of_fds = true;
+                    wait_ms = 100;
+                }
+                break;
+            }
+            short_of_fds = false;
+            hand_over(fd, &sa, len);
+        }
+    }
+}
+
+int sl_accept_listen(const struct sockaddr_in *sa, struct sl_err *err)
+{
+    char where[INET_ADDRSTRLEN + 8];
+    inet_ntop(AF_INET, &sa->sin_addr, where, INET_ADDRSTRLEN);
+    snprintf(where + strlen(where), 8, ":%u", (unsigned)ntohs(sa->sin_port));
+    int one = 1;
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(lfd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || listen(lfd, 1024) < 0) {
+        int e = errno;
+        if (lfd >= 0)
+            close(lfd);
+        lfd = -1;
+        return sl_errf(err, SL_EIO, "cannot listen on %s: %s (is another process using the port?)", where,
+                       strerror(e));
+    }
+    return 0;
+}
+
+int sl_accept_start(struct MHD_Daemon *const *l, unsigned n, unsigned max_conns, unsigned max_per_ip,
+                    struct sl_err *err)
+{
+    if (n == 0 || n > MAX_LOOPS)
+        return sl_errf(err, SL_EINVAL, "%u HTTP poll loops: 1 to %d", n, MAX_LOOPS);
+    memcpy(loops, l, n * sizeof(*l));
+    nloops = n;
+    conn_max = max_conns;
+    per_ip_max = max_per_ip;
+    stop_fd = eventfd(0, EFD_CLOEXEC);
+    int e = stop_fd < 0 ? errno : pthread_create(&acceptor, NULL, accept_main, NULL);
+    if (e) {
+        if (stop_fd >= 0)
+            close(stop_fd);
+        stop_fd = -1;
+        return sl_errf(err, SL_EIO, "cannot start the thread that accepts connections: %s", strerror(e));
+    }
+    running = true;
+    return 0;
+}
+
+void sl_accept_stop(void)
+{
+    if (running) {
+        uint64_t one = 1;
+        if (write(stop_fd, &one, sizeof(one)) < 0)
+            sl_loge("http: cannot stop accepting: %s", strerror(errno));
+        pthread_join(acceptor, NULL);
+        running = false;
+    }
+    if (stop_fd >= 0)
+        close(stop_fd);
+    if (lfd >= 0)
+        close(lfd);
+    stop_fd = lfd = -1;
+}
