@@ -391,7 +391,7 @@ int main(int argc, char **argv)
          * 2-CPU machine by taking CPU from other processes, and cost ~20%
          * more CPU per request in context switches (bench/RESULTS.md §17) */
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        workers = (int)(n > 2 ? n : 2);
+        workers = (int)(n > 256 ? 256 : n > 2 ? n : 2); /* (256: net.http.workers' limit) */
     }
     if (sl_bg_start(sl_conf->etl_workers, &err) < 0) {
         goto fail;

@@ -133,19 +133,33 @@ static unsigned pick(void)
     return best;
 }
 
+/* A refusal at a limit is worth a warning, but not one per connection. */
+static void refused(const char *fmt, unsigned limit)
+{
+    static int64_t last;
+    int64_t now = sl_mono_ns();
+    if (now - last < 10 * 1000000000LL)
+        return;
+    last = now;
+    sl_logw(fmt, limit);
+}
+
 /* (A connection that libmicrohttpd takes but then fails to set up for want
- * of memory is never reported closed: it stays counted on its loop.) */
+ * of memory, before it reports it started, is never reported closed either:
+ * it stays counted on its loop and against its address. libmicrohttpd
+ * offers no hook for that case; it needs a failed 32 KiB allocation.) */
 static void hand_over(int fd, const struct sockaddr_in *sa, socklen_t len)
 {
     if (__atomic_load_n(&total, __ATOMIC_RELAXED) >= conn_max) {
-        sl_logd("http: %u connections open, the node's limit: closing a new one", conn_max);
+        refused("http: %u connections open, the node's limit: closing new ones (logged every 10 s at most)",
+                conn_max);
         close(fd);
         return;
     }
     in_addr_t a = addr_of((const struct sockaddr *)sa);
     if (!ip_take(a)) {
-        sl_logd("http: a client address holds %u connections (net.http.max_conns_per_ip): closing its new one",
-                per_ip_max);
+        refused("http: a client address holds %u connections (net.http.max_conns_per_ip): closing its new ones "
+                "(logged every 10 s at most)", per_ip_max);
         close(fd);
         return;
     }
@@ -169,39 +183,52 @@ static void hand_over(int fd, const struct sockaddr_in *sa, socklen_t len)
     }
 }
 
+/* accept(2): errors of the new connection's network, to be taken as
+ * EAGAIN, and the connection dropped */
+static bool conn_error(int e)
+{
+    return e == EINTR || e == ECONNABORTED || e == EPROTO || e == ENETDOWN || e == ENOPROTOOPT ||
+           e == EHOSTDOWN || e == ENONET || e == EHOSTUNREACH || e == EOPNOTSUPP || e == ENETUNREACH ||
+           e == EPERM;
+}
+
 static void *accept_main(void *arg)
 {
     (void)arg;
     struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
-    int wait_ms = -1;
-    bool short_of_fds = false;
+    int short_of = 0; /* the errno that stopped accepting, while it lasts */
     for (;;) {
-        if (poll(p, 2, wait_ms) < 0 && errno != EINTR) {
-            sl_loge("http: cannot wait for connections: %s; no new connections are accepted", strerror(errno));
-            return NULL;
+        /* short of fds or memory: the backlog stays readable, so wait
+         * 100 ms on stop_fd alone before trying again */
+        p[0].fd = short_of ? -1 : lfd;
+        if (poll(p, 2, short_of ? 100 : -1) < 0 && errno != EINTR) {
+            sl_loge("http: cannot wait for connections: %s; trying again in 100 ms", strerror(errno));
+            usleep(100 * 1000);
+            continue;
         }
         if (p[1].revents)
             return NULL;
-        wait_ms = -1;
         for (int k = 0; k < 64; k++) { /* (then look at stop_fd again) */
             struct sockaddr_in sa;
             socklen_t len = sizeof(sa);
             int fd = accept4(lfd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) {
-                if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-                    continue;
-                if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                    /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the client waits in
-                     * the backlog; try again shortly rather than spin */
-                    if (!short_of_fds)
-                        sl_logw("http: cannot accept a connection: %s; retrying every 100 ms (raise the open "
-                                "files limit, ulimit -n, if it is that)", strerror(errno));
-                    short_of_fds = true;
-                    wait_ms = 100;
-                }
+            if (fd < 0 && conn_error(errno))
+                continue;
+            if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                short_of = 0;
                 break;
             }
-            short_of_fds = false;
+            if (fd < 0) { /* EMFILE, ENFILE, ENOBUFS, ENOMEM: clients wait in the backlog */
+                if (short_of != errno)
+                    sl_logw("http: cannot accept connections: %s; retrying every 100 ms%s", strerror(errno),
+                            errno == EMFILE || errno == ENFILE ? " (raise the open files limit: ulimit -n, or "
+                                                                 "LimitNOFILE= in a systemd unit)" : "");
+                short_of = errno;
+                break;
+            }
+            if (short_of)
+                sl_logi("http: accepting connections again");
+            short_of = 0;
             hand_over(fd, &sa, len);
         }
     }
@@ -220,8 +247,8 @@ int sl_accept_listen(const struct sockaddr_in *sa, struct sl_err *err)
         if (lfd >= 0)
             close(lfd);
         lfd = -1;
-        return sl_errf(err, SL_EIO, "cannot listen on %s: %s (is another process using the port?)", where,
-                       strerror(e));
+        return sl_errf(err, SL_EIO, "cannot listen on %s: %s%s", where, strerror(e),
+                       e == EADDRINUSE ? " (another process is using the port: stop it, or set host_net.port)" : "");
     }
     return 0;
 }

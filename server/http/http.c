@@ -1305,6 +1305,7 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
     /* no MHD_USE_TURBO either: with it, 0.9.75 misses a client's half-close
      * during an upload in the same way */
     for (nmhd = 0; nmhd < (unsigned)workers; nmhd++) {
+        errno = 0;
         mhd[nmhd] = MHD_start_daemon(flags, 0, NULL, NULL, ahc, NULL,
                                      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                      /* until a header is in (ahc raises it to conn_timeout_s) */
@@ -1317,7 +1318,8 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
                                      MHD_OPTION_ARRAY, tls_opts,
                                      MHD_OPTION_END);
         if (!mhd[nmhd]) {
-            sl_errf(err, SL_EIO, "cannot start HTTP poll loop %u of %d: %s", nmhd + 1, workers, strerror(errno));
+            sl_errf(err, SL_EIO, "cannot start HTTP poll loop %u of %d: %s", nmhd + 1, workers,
+                    errno ? strerror(errno) : "libmicrohttpd gave no reason (log.level 4 shows its messages)");
             sl_http_stop();
             return -1;
         }

@@ -572,6 +572,43 @@ class ConnLimitsTest(NodeTest):
                 so.close()
             node.stop()
 
+    def test_out_of_fds(self):
+        """With its open-files limit reached, the node waits (new clients stay in the backlog) instead of
+        spinning on the readable listening socket, says why once, and accepts again when fds free up."""
+        node = type(self.node)(self.tmp, name="nofd").start()
+        pid = node.proc.pid
+        socks = []
+        try:
+            nfd = len(os.listdir("/proc/%d/fd" % pid))
+            soft = subprocess.run(["prlimit", "--pid", str(pid), "--nofile", "--output=SOFT", "--noheadings"],
+                                  check=True, capture_output=True, text=True).stdout.strip()
+            subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%d:" % (nfd + 8)], check=True)
+            for _ in range(30):
+                so = socket.create_connection(("127.0.0.1", node.port), timeout=10)
+                socks.append(so)
+
+            def cpu():
+                with open("/proc/%d/stat" % pid) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+            time.sleep(0.5)
+            c0 = cpu()
+            time.sleep(2)
+            self.assertLess(cpu() - c0, 0.5, "the node spun while out of fds")
+            wait_until(lambda: "cannot accept connections: Too many open files" in node.log(), 10,
+                       what="the node to say it is out of fds")
+            self.assertIn("ulimit -n", node.log())
+            for so in socks:
+                so.close()
+            socks.clear()
+            subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%s:" % soft], check=True)
+            r = requests.get(node.url + "/v1/health", timeout=10)
+            self.assertEqual(r.status_code, 200)
+        finally:
+            for so in socks:
+                so.close()
+            node.stop()
+
     def test_bad_values_refused(self):
         for key, val, want in (("header_timeout", "0s", "header_timeout must be 1s to 1h"),
                                ("header_timeout", "2h", "header_timeout must be 1s to 1h"),
