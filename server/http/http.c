@@ -1271,8 +1271,10 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
 {
     /* MHD clears this per-connection pool for every request, so it stays
      * small; it must hold a header somewhat over the limit so that the 431
-     * below can be ours (MHD answers a bigger one with its own 431) */
-    size_t mem_limit = max_hdr + 16 * 1024;
+     * below can be ours (MHD answers a bigger one with its own 431). A body
+     * arrives in pieces of about half of it: 48 KiB over the header limit
+     * halves the receives (and callbacks) of a PUT from the 16 KiB before */
+    size_t mem_limit = max_hdr + 48 * 1024;
     router = rt;
     max_header = max_hdr;
     idle_timeout_s = (unsigned)conn_timeout_s;
