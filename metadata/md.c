@@ -891,7 +891,10 @@ static void run_list(struct sl_md_env *e, struct md_req *list)
         }
     }
     e->running = false;
-    if (e->head) /* queued meanwhile: the committer takes it, or times its lazy requests from now on */
+    /* queued meanwhile: the committer takes it, or times its lazy requests
+     * from now on; one already waiting for a lazy deadline needs no wake-up
+     * (with two inline committers that was one wake-up per PUT) */
+    if (e->head && (e->urgent || e->sleeping))
         pthread_cond_signal(&e->cv_work);
     pthread_cond_broadcast(&e->cv_done);
     pthread_mutex_unlock(&e->mu);
