@@ -165,7 +165,7 @@ int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err)
 }
 
 /* Request bodies arrive in pieces no larger than the HTTP connection's
- * buffer (~16 KiB): gather them, so a 10 MiB PUT is 40 writes, not 640. */
+ * buffer (~32 KiB): gather them, so a 10 MiB PUT is 40 writes, not 320. */
 #define PUT_WBUF (256 * 1024)
 
 /* Gather buffers kept for the next PUTs. malloc hands a freed 256 KiB block
