@@ -210,7 +210,22 @@ static int make_certs(const char *dir)
     return rc;
 }
 
-static int write_node_config(const char *dir, json_t *node, const char *primary_url, int nmp)
+/* The HTTP poll loops each node of a playground runs: all its nodes share
+ * this machine's CPUs, and a node's default (one loop per CPU, at least 2)
+ * times four nodes on 2 CPUs cost a gateway-followed GET a fifth more CPU in
+ * context switches (bench/RESULTS.md §17.10). A standalone node keeps the
+ * default (0). Recorded in playground.json, so added targets get the same. */
+static int playground_loops(int nnodes)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (nnodes <= 1)
+        return 0;
+    if (ncpu < 1)
+        ncpu = 1;
+    return ncpu / nnodes > 1 ? (int)(ncpu / nnodes) : 1;
+}
+
+static int write_node_config(const char *dir, json_t *node, const char *primary_url, int nmp, int loops)
 {
     const char *name = json_string_value(json_object_get(node, "name"));
     const char *role = json_string_value(json_object_get(node, "role"));
@@ -247,6 +262,15 @@ static int write_node_config(const char *dir, json_t *node, const char *primary_
         free(crt);
         free(key);
         free(ca);
+    }
+    if (loops > 0) {
+        json_t *net = json_object_get(c, "net");
+        if (!net)
+            json_object_set_new(c, "net", net = json_object());
+        json_t *http = json_object_get(net, "http");
+        if (!http)
+            json_object_set_new(net, "http", http = json_object());
+        json_object_set_new(http, "workers", json_integer(loops));
     }
     char *cf = sl_xasprintf("%s/shale.json", nd);
     int rc = json_dump_file(c, cf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -761,10 +785,12 @@ static int pg_start(struct opts *o)
         json_object_set_new(topo, "nodes", nodes);
         json_object_set_new(topo, "mountpaths", json_integer(nmp));
         json_object_set_new(topo, "port", json_integer(port));
+        int loops = playground_loops((int)json_array_size(nodes));
+        json_object_set_new(topo, "http_loops", json_integer(loops));
         char *primary = sl_xasprintf("%s://127.0.0.1:%d", pg_scheme, port);
         size_t i;
         json_t *n;
-        json_array_foreach(nodes, i, n) write_node_config(dir, n, primary, nmp);
+        json_array_foreach(nodes, i, n) write_node_config(dir, n, primary, nmp, loops);
         free(primary);
         char *tf = sl_xasprintf("%s/playground.json", dir);
         json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -967,7 +993,8 @@ static int pg_add_target(struct opts *o)
     json_t *node = json_pack("{s:s,s:s,s:i}", "name", nm, "role", "target", "port", port);
     json_array_append_new(nodes, node);
     char *primary = sl_xasprintf("%s://127.0.0.1:%d", pg_scheme, (int)json_integer_value(json_object_get(first, "port")));
-    write_node_config(buf, node, primary, (int)json_integer_value(json_object_get(topo, "mountpaths")));
+    write_node_config(buf, node, primary, (int)json_integer_value(json_object_get(topo, "mountpaths")),
+                      (int)json_integer_value(json_object_get(topo, "http_loops")));
     free(primary);
     char *tf = sl_xasprintf("%s/playground.json", buf);
     json_dump_file(topo, tf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

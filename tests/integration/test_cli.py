@@ -772,6 +772,29 @@ class TestPlayground(unittest.TestCase):
             subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_cluster_nodes_share_the_cpus(self):
+        """The nodes of a playground cluster share this machine's CPUs: each runs CPUs / nodes HTTP poll
+        loops (at least 1), not the standalone default of one per CPU and at least 2 each."""
+        tmp = tempfile.mkdtemp(prefix="shale-pg-")
+        port = free_port_range(5)
+        d = os.path.join(tmp, "pg")
+        try:
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(port), "--targets", "2"],
+                               capture_output=True, text=True, timeout=90)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
+            want = max(1, ncpu // 3)
+            with open(os.path.join(d, "playground.json")) as f:
+                self.assertEqual(json.load(f)["http_loops"], want)
+            for k in range(3):
+                m = requests.get("http://127.0.0.1:%d/metrics" % (port + k), timeout=10).text
+                loops = {line.split('loop="')[1].split('"')[0] for line in m.splitlines()
+                         if line.startswith("shale_http_connections{")}
+                self.assertEqual(len(loops), want, "node on port %d: %s" % (port + k, sorted(loops)))
+        finally:
+            subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_port_taken(self):
         """A node that cannot bind its port fails the start, even though the port answers health."""
         tmp = tempfile.mkdtemp(prefix="shale-pg-")
