@@ -212,8 +212,8 @@ static int make_certs(const char *dir)
 
 /* The HTTP poll loops each node of a playground runs: all its nodes share
  * this machine's CPUs, and a node's default (one loop per CPU, at least 2)
- * times four nodes on 2 CPUs cost a gateway-followed GET a fifth more CPU in
- * context switches (bench/RESULTS.md §17.10). A standalone node keeps the
+ * times four nodes on 2 CPUs cost a 1 KiB GET straight to a target a third
+ * more CPU in context switches (bench/RESULTS.md §17.10). A standalone node keeps the
  * default (0). Recorded in playground.json, so added targets get the same. */
 static int playground_loops(int nnodes)
 {
