@@ -213,16 +213,15 @@ static int make_certs(const char *dir)
 /* The HTTP poll loops each node of a playground runs: all its nodes share
  * this machine's CPUs, and a node's default (one loop per CPU, at least 2)
  * times four nodes on 2 CPUs cost a 1 KiB GET straight to a target a third
- * more CPU in context switches (bench/RESULTS.md §17.10). A standalone node keeps the
- * default (0). Recorded in playground.json, so added targets get the same. */
+ * more CPU in context switches (bench/RESULTS.md §17.10). A standalone node
+ * keeps the default (0). Recorded in playground.json, so added targets get
+ * the same. */
 static int playground_loops(int nnodes)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (nnodes <= 1)
         return 0;
-    if (ncpu < 1)
-        ncpu = 1;
-    return ncpu / nnodes > 1 ? (int)(ncpu / nnodes) : 1;
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / nnodes; /* (0 where sysconf fails) */
+    return n > 1 ? (int)n : 1;
 }
 
 static int write_node_config(const char *dir, json_t *node, const char *primary_url, int nmp, int loops)
@@ -254,24 +253,24 @@ static int write_node_config(const char *dir, json_t *node, const char *primary_
     json_object_set_new(c, "keepalivetracker",
                         json_pack("{s:{s:s},s:{s:s}}", "proxy", "interval", "2s", "target", "interval", "2s"));
     json_object_set_new(c, "log", json_pack("{s:i}", "level", 3));
+    json_t *http = json_object(); /* net.http, when anything goes in it */
     if (!strcmp(pg_scheme, "https")) {
         char *crt = sl_xasprintf("%s/tls/node.crt", dir), *key = sl_xasprintf("%s/tls/node.key", dir);
         char *ca = sl_xasprintf("%s/tls/ca.crt", dir);
-        json_object_set_new(c, "net", json_pack("{s:{s:b,s:s,s:s,s:s}}", "http", "use_https", 1, "server_crt", crt,
-                                                "server_key", key, "client_ca_tls", ca));
+        json_object_set_new(http, "use_https", json_true());
+        json_object_set_new(http, "server_crt", json_string(crt));
+        json_object_set_new(http, "server_key", json_string(key));
+        json_object_set_new(http, "client_ca_tls", json_string(ca));
         free(crt);
         free(key);
         free(ca);
     }
-    if (loops > 0) {
-        json_t *net = json_object_get(c, "net");
-        if (!net)
-            json_object_set_new(c, "net", net = json_object());
-        json_t *http = json_object_get(net, "http");
-        if (!http)
-            json_object_set_new(net, "http", http = json_object());
+    if (loops > 0)
         json_object_set_new(http, "workers", json_integer(loops));
-    }
+    if (json_object_size(http))
+        json_object_set_new(c, "net", json_pack("{s:o}", "http", http));
+    else
+        json_decref(http);
     char *cf = sl_xasprintf("%s/shale.json", nd);
     int rc = json_dump_file(c, cf, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     free(cf);

@@ -2,6 +2,7 @@
 """The shale CLI against a real playground node: output formats of
 ../shared/spec/cli.md, exit codes, stdin/stdout streaming, playground
 start/stop/restart by PID."""
+import contextlib
 import json
 import os
 import re
@@ -758,30 +759,31 @@ class TestPlayground(unittest.TestCase):
             subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def test_targets_alone_mean_one_gateway(self):
+    @contextlib.contextmanager
+    def cluster(self, nports, targets, timeout=60):
+        """a playground of one gateway and `targets` targets on free ports, stopped and removed after:
+        (its directory, the gateway's port)"""
         tmp = tempfile.mkdtemp(prefix="shale-pg-")
-        port = free_port_range(4)
+        port = free_port_range(nports)
         d = os.path.join(tmp, "pg")
         try:
-            p = subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(port), "--targets", "1"],
-                               capture_output=True, text=True, timeout=60)
+            p = subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(port), "--targets",
+                                str(targets)], capture_output=True, text=True, timeout=timeout)
             self.assertEqual(p.returncode, 0, p.stderr)
-            smap = requests.get("http://127.0.0.1:%d/v1/daemon" % port, params={"what": "smap"}, timeout=10).json()
-            self.assertEqual((len(smap["pmap"]), len(smap["tmap"])), (1, 1))
+            yield d, port
         finally:
             subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_targets_alone_mean_one_gateway(self):
+        with self.cluster(4, 1) as (_, port):
+            smap = requests.get("http://127.0.0.1:%d/v1/daemon" % port, params={"what": "smap"}, timeout=10).json()
+            self.assertEqual((len(smap["pmap"]), len(smap["tmap"])), (1, 1))
+
     def test_cluster_nodes_share_the_cpus(self):
         """The nodes of a playground cluster share this machine's CPUs: each runs CPUs / nodes HTTP poll
         loops (at least 1), not the standalone default of one per CPU and at least 2 each."""
-        tmp = tempfile.mkdtemp(prefix="shale-pg-")
-        port = free_port_range(5)
-        d = os.path.join(tmp, "pg")
-        try:
-            p = subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(port), "--targets", "2"],
-                               capture_output=True, text=True, timeout=90)
-            self.assertEqual(p.returncode, 0, p.stderr)
+        with self.cluster(5, 2, timeout=90) as (d, port):
             ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
             want = max(1, ncpu // 3)
             with open(os.path.join(d, "playground.json")) as f:
@@ -791,9 +793,6 @@ class TestPlayground(unittest.TestCase):
                 loops = {line.split('loop="')[1].split('"')[0] for line in m.splitlines()
                          if line.startswith("shale_http_connections{")}
                 self.assertEqual(len(loops), want, "node on port %d: %s" % (port + k, sorted(loops)))
-        finally:
-            subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=60)
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def test_port_taken(self):
         """A node that cannot bind its port fails the start, even though the port answers health."""
