@@ -7,7 +7,9 @@
   * offline etl-bck (identity) vs copy-bck of the same bucket, 1 proxy + 3
     targets
 
-usage: etl_bench.py [--duration S] [--quick]
+usage: etl_bench.py [--duration S] [--quick] [--offline-only [--objects N] [--rounds R]]
+(--offline-only: the offline part alone, R rounds, for alternating runs of two builds
+with SHALE_BUILD=<build dir>)
 """
 import argparse
 import concurrent.futures
@@ -164,7 +166,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--offline-only", action="store_true")
+    ap.add_argument("--objects", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=1)
     a = ap.parse_args()
+    if a.offline_only:
+        print("== offline bucket transform, 1 proxy + 3 targets, %d x 1 KiB objects (%s) ==" % (a.objects,
+                                                                                         http_bench.BUILD))
+        for r in range(a.rounds):
+            ct, et2 = offline(a.objects)
+            print("round %d: copy-bck %.0f objects/s; etl-bck (identity) %.0f objects/s" %
+                  (r + 1, a.objects / ct, a.objects / et2), flush=True)
+        return
     dur = 3 if a.quick else a.duration
     lua = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
     lua.write(http_bench.WRK_LUA)

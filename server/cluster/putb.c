@@ -8,6 +8,7 @@
  */
 #include "putb.h"
 #include "arch.h"
+#include "backend.h"
 #include "cksum.h"
 #include "cluster.h"
 #include "log.h"
@@ -35,6 +36,14 @@ void sl_putb_init(struct sl_putb *pb, const struct sl_bck *b)
     sl_buf_init(&pb->body);
 }
 
+void sl_putb_clear(struct sl_putb *pb)
+{
+    pb->body.len = 0;
+    if (pb->body.p)
+        pb->body.p[0] = 0;
+    pb->n = 0;
+}
+
 void sl_putb_free(struct sl_putb *pb)
 {
     sl_buf_free(&pb->body);
@@ -55,8 +64,27 @@ static json_t *record_json(const char *name, size_t nlen, const struct sl_objmd 
     return j;
 }
 
+/* One record: md's metadata and md->size bytes, from data or (NULL) read from fd. */
+static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd, const void *data,
+                      const struct sl_objmd *md, struct sl_err *err);
+
 int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const struct sl_objmd *md,
                 struct sl_err *err)
+{
+    return add_record(pb, name, nlen, fd, NULL, md, err);
+}
+
+int sl_putb_add_bytes(struct sl_putb *pb, const char *name, size_t nlen, const void *data, size_t len,
+                      struct sl_err *err)
+{
+    struct sl_objmd md;
+    memset(&md, 0, sizeof(md));
+    md.size = len;
+    return add_record(pb, name, nlen, -1, data, &md, err);
+}
+
+static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd, const void *data,
+                      const struct sl_objmd *md, struct sl_err *err)
 {
     json_t *j = record_json(name, nlen, md);
     char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -71,7 +99,11 @@ int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const
     sl_buf_add(&pb->body, js, hl);
     free(js);
     sl_buf_reserve(&pb->body, md->size + 1);
-    uint64_t off = 0;
+    if (data) {
+        memcpy(pb->body.p + pb->body.len, data, md->size);
+        pb->body.len += md->size;
+    }
+    uint64_t off = data ? md->size : 0;
     while (off < md->size) {
         ssize_t r = pread(fd, pb->body.p + pb->body.len, (size_t)(md->size - off), (off_t)off);
         if (r < 0 && errno == EINTR)
@@ -117,7 +149,8 @@ static int read_answer(const struct sl_putb *pb, const char *url, int rc, const 
 int sl_putb_send(const struct sl_putb *pb, const char *node_url, const char *reb_id, struct sl_err *errs)
 {
     memset(errs, 0, (size_t)pb->n * sizeof(*errs));
-    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s", node_url, pb->b.name, pb->b.provider);
+    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s%s", node_url, pb->b.name, pb->b.provider,
+                             pb->replace ? "&replace=true" : "");
     struct sl_peer_hdr h[] = { { "Ais-Rebalance", reb_id } };
     struct sl_peer_resp r;
     int rc = sl_peer_call("POST", url, h, reb_id ? 1 : 0, pb->body.p, pb->body.len,
@@ -188,9 +221,12 @@ static int parse(const struct sl_buf *body, struct rec **out, int *nout, struct 
     return 0;
 }
 
-/* The work file of one record, written, with its metadata to preserve (as
- * the single PUT of a moved object, api/tgt.c). */
-static int rec_write(const struct sl_bck *b, const struct rec *x, struct sl_put **p, struct sl_err *err)
+/* The work file of one record, written: with its metadata to preserve (as
+ * the single PUT of a moved object, api/tgt.c), or (replace) as a copy
+ * job's PUT: its custom metadata only, checked against its checksum when
+ * that is of the bucket's type. */
+static int rec_write(const struct sl_bck *b, const struct rec *x, bool replace, struct sl_put **p,
+                     struct sl_err *err)
 {
     const char *ckt = json_string_value(json_object_get(x->meta, "cksum_type"));
     const char *ckv = json_string_value(json_object_get(x->meta, "cksum_value"));
@@ -199,19 +235,26 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, struct sl_put 
         return sl_errf(err, SL_EINVAL, "invalid checksum type \"%s\" (valid: %s)", ckt, sl_cksum_names());
     struct sl_objmd pre;
     memset(&pre, 0, sizeof(pre));
-    pre.version = (uint64_t)json_integer_value(json_object_get(x->meta, "version"));
-    pre.atime = json_integer_value(json_object_get(x->meta, "atime"));
-    if (ctype == b->cksum_type) {
-        pre.cksum_type = ctype;
-        snprintf(pre.cksum, sizeof(pre.cksum), "%s", ckv);
+    if (!replace) {
+        pre.version = (uint64_t)json_integer_value(json_object_get(x->meta, "version"));
+        pre.atime = json_integer_value(json_object_get(x->meta, "atime"));
+        if (ctype == b->cksum_type) {
+            pre.cksum_type = ctype;
+            snprintf(pre.cksum, sizeof(pre.cksum), "%s", ckv);
+        }
+    } else if (ctype != b->cksum_type) {
+        ctype = -1; /* (a copy into a bucket of another checksum type: hashed once, by the bucket's) */
     }
     const char *k;
     json_t *val;
     json_object_foreach(json_object_get(x->meta, "custom"), k, val)
-        if (json_is_string(val))
+        if (json_is_string(val) && !(replace && !strcmp(k, "orig_fntl"))) /* (as a copy's PUT: not its source's) */
             sl_objmd_set_custom(&pre, k, json_string_value(val));
     struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
                              .preserve = &pre };
+    if (replace)
+        o = (struct sl_put_opts){ .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
+                                  .custom = pre.custom, .ncustom = pre.ncustom };
     int rc = -1;
     if (sl_custom_md_check(pre.custom, pre.ncustom, "custom metadata", err) == 0 &&
         sl_put_begin(b, x->name, x->nlen, &o, p, err) == 0) {
@@ -226,8 +269,9 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, struct sl_put 
 }
 
 /* Store the records: rc[i] 0 stored, 1 kept (an object of that name is
- * here), -1 failed (errs[i]). */
-static void store_recs(const struct sl_bck *b, const struct rec *v, int n, int *rc, struct sl_err *errs)
+ * here; never with replace), -1 failed (errs[i]). */
+static void store_recs(const struct sl_bck *b, const struct rec *v, int n, bool replace, int *rc,
+                       struct sl_err *errs)
 {
     struct sl_put **ps = sl_xcalloc((size_t)n + 1, sizeof(*ps));
     int *slot = sl_xcalloc((size_t)n + 1, sizeof(int));
@@ -237,10 +281,10 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, int *
         struct sl_err e;
         /* what is here already is as new or newer (checked again under
          * the name lock at commit) */
-        if (sl_obj_stat(b, v[i].name, v[i].nlen, &md, NULL, &e) == 1) {
+        if (!replace && sl_obj_stat(b, v[i].name, v[i].nlen, &md, NULL, &e) == 1) {
             sl_objmd_free(&md);
             rc[i] = 1;
-        } else if (rec_write(b, &v[i], &ps[np], &errs[i]) < 0) {
+        } else if (rec_write(b, &v[i], replace, &ps[np], &errs[i]) < 0) {
             rc[i] = -1;
         } else {
             slot[np++] = i;
@@ -248,7 +292,7 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, int *
     }
     int *prc = sl_xcalloc((size_t)np + 1, sizeof(int));
     struct sl_err *perr = sl_xcalloc((size_t)np + 1, sizeof(*perr));
-    sl_put_commit_batch(ps, np, true, prc, perr);
+    sl_put_commit_batch(ps, np, !replace, prc, perr);
     for (int j = 0; j < np; j++) {
         rc[slot[j]] = prc[j];
         errs[slot[j]] = perr[j];
@@ -257,6 +301,31 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, int *
     free(prc);
     free(slot);
     free(ps);
+}
+
+int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs)
+{
+    memset(errs, 0, (size_t)pb->n * sizeof(*errs));
+    struct rec *v = NULL;
+    int n = 0, failed = 0;
+    struct sl_err err = { 0 };
+    if (parse(&pb->body, &v, &n, &err) < 0 || n != pb->n) { /* (built by sl_putb_add: not expected) */
+        for (int i = 0; i < pb->n; i++)
+            sl_errf(&errs[i], SL_EINTERNAL, "%s", err.msg[0] ? err.msg : "put-batch: records lost");
+        recs_free(v, n);
+        return pb->n;
+    }
+    int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
+    store_recs(&pb->b, v, n, pb->replace, rc, errs);
+    for (int i = 0; i < n; i++) {
+        if (rc[i] < 0)
+            failed++;
+        else if (rc[i] == 0)
+            sl_arch_after_put(&pb->b, v[i].name, v[i].nlen);
+    }
+    free(rc);
+    recs_free(v, n);
+    return failed;
 }
 
 static void putb_run(struct sl_req *r, void *arg)
@@ -279,7 +348,17 @@ static void putb_run(struct sl_req *r, void *arg)
     }
     int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
     struct sl_err *errs = sl_xcalloc((size_t)n + 1, sizeof(*errs));
-    store_recs(&b, v, n, rc, errs);
+    bool replace = sl_req_query_bool(r, "replace");
+    if (replace && sl_bck_remote(&b)) { /* (its PUTs write through to the remote: one at a time) */
+        recs_free(v, n);
+        free(rc);
+        free(errs);
+        sl_resp_errf(r, SL_EINVAL, "put-batch: %s://%s is remote-backed; a copy into it goes one object per PUT",
+                     sl_provider_scheme(b.provider), b.name);
+        sl_bck_release(&b);
+        return;
+    }
+    store_recs(&b, v, n, replace, rc, errs);
     const char *reb = sl_req_header(r, "Ais-Rebalance");
     struct sl_job *job = reb ? sl_job_get(reb) : NULL;
     json_t *objs = json_array();

@@ -23,6 +23,7 @@
 #include "node.h"
 #include "peer.h"
 #include "plug.h"
+#include "putb.h"
 #include "store.h"
 #include "template.h"
 #include "xact.h"
@@ -117,6 +118,22 @@ static char *dst_name(const struct tmsg *m, const char *name)
     return sl_buf_steal(&b);
 }
 
+/* A copy's small objects, gathered per destination target and stored there
+ * in one put-batch (putb.h; this target's own: sl_putb_store): a few syncs
+ * and one request per batch instead of an fsync'ed PUT each. */
+#define BATCH_OBJ_MAX (128 * 1024)  /* larger objects go one PUT each */
+#define BATCH_BYTES (1 << 20)
+#define BATCH_OBJS_MAX 128          /* (a flush holds a work file open for each: copier_batches) */
+struct batch {
+    char tid[48];               /* the owner's id; "" for this target */
+    char *url;                  /* its data URL (remote owners) */
+    struct sl_putb pb;
+    char *src[BATCH_OBJS_MAX];  /* the source names, for the job's counts and errors */
+    uint64_t in[BATCH_OBJS_MAX], out[BATCH_OBJS_MAX];   /* their bytes read, and to store */
+};
+
+struct tjob;
+
 struct copier {
     const struct sl_bck *src, *dst;
     struct sl_etl **etl;
@@ -127,6 +144,10 @@ struct copier {
     const char *job;
     char *buf;
     uint64_t in_bytes, out_bytes;
+    struct tjob *t;
+    int batch_objs;             /* objects per batch; 0: no batches (see copier_batches) */
+    struct batch *bat;          /* one per destination target */
+    int nbat;
 };
 
 struct put_io {
@@ -165,6 +186,8 @@ static int64_t pio_write(void *ctx, const void *buf, size_t n)
 struct dest {
     bool local;
     char *url;                  /* remote owner's PUT URL */
+    char tid[48];               /* remote owner's id */
+    char *data_url;             /* and its data URL */
 };
 
 static int dest_of(const struct copier *c, const char *dname, size_t dlen, struct dest *d, struct sl_err *err)
@@ -193,6 +216,8 @@ static int dest_of(const struct copier *c, const char *dname, size_t dlen, struc
         sl_peer_obj_url(&url, t->data_url, c->dst->name, c->dst->provider, dname, dlen);
         sl_peer_add_redirect_marks(&url, G.id);
         d->url = sl_buf_steal(&url);
+        snprintf(d->tid, sizeof(d->tid), "%s", t->id);
+        d->data_url = sl_xstrdup(t->data_url);
     }
     sl_smap_put(s);
     return rc;
@@ -244,6 +269,85 @@ static int put_local_bytes(const struct copier *c, const char *dname, size_t dle
     }
     sl_arch_after_put(c->dst, dname, dlen);
     return 0;
+}
+
+/* ---- batches ---- */
+
+static void object_done(struct tjob *t, const char *name, uint64_t in, uint64_t out, const struct sl_err *err);
+
+static struct batch *batch_for(struct copier *c, const struct dest *d)
+{
+    const char *tid = d->local ? "" : d->tid;
+    for (int i = 0; i < c->nbat; i++)
+        if (!strcmp(c->bat[i].tid, tid))
+            return &c->bat[i];
+    c->bat = sl_xrealloc(c->bat, (size_t)(c->nbat + 1) * sizeof(*c->bat));
+    struct batch *b = &c->bat[c->nbat++];
+    memset(b, 0, sizeof(*b));
+    snprintf(b->tid, sizeof(b->tid), "%s", tid);
+    b->url = d->local ? NULL : sl_xstrdup(d->data_url);
+    sl_putb_init(&b->pb, c->dst);
+    b->pb.replace = true;
+    return b;
+}
+
+/* Store what b holds (nothing when the job is being aborted) and count
+ * each object as done or failed. */
+static void batch_flush(struct copier *c, struct batch *b, bool store)
+{
+    int n = b->pb.n;
+    if (!n)
+        return;
+    struct sl_err *errs = sl_xcalloc((size_t)n, sizeof(*errs));
+    if (store) {
+        if (b->url)
+            sl_putb_send(&b->pb, b->url, NULL, errs);
+        else
+            sl_putb_store(&b->pb, errs);
+    }
+    for (int i = 0; i < n; i++) {
+        if (store)
+            object_done(c->t, b->src[i], b->in[i], b->out[i], errs[i].code ? &errs[i] : NULL);
+        free(b->src[i]);
+    }
+    free(errs);
+    sl_putb_clear(&b->pb);
+}
+
+static void batches_flush(struct copier *c, bool store)
+{
+    for (int i = 0; i < c->nbat; i++)
+        batch_flush(c, &c->bat[i], store);
+}
+
+static void batches_free(struct copier *c)
+{
+    batches_flush(c, false);
+    for (int i = 0; i < c->nbat; i++) {
+        sl_putb_free(&c->bat[i].pb);
+        free(c->bat[i].url);
+    }
+    free(c->bat);
+}
+
+/* Into its owner's batch: 1 (counted when the batch is stored), or -1.
+ * The object's bytes: out (olen of them: a transform's output), or
+ * md->size read from fd. */
+static int batch_add(struct copier *c, const char *name, size_t nlen, int fd, const struct sl_objmd *md,
+                     const void *out, size_t olen, const char *dname, size_t dlen, const struct dest *d,
+                     struct sl_err *err)
+{
+    struct batch *b = batch_for(c, d);
+    if ((out ? sl_putb_add_bytes(&b->pb, dname, dlen, out, olen, err)
+             : sl_putb_add(&b->pb, dname, dlen, fd, md, err)) < 0)
+        return -1;
+    int i = b->pb.n - 1;
+    b->src[i] = sl_xstrndup(name, nlen);
+    b->in[i] = md->size;
+    b->out[i] = out ? olen : md->size;
+    if (b->pb.n >= c->batch_objs || sl_putb_bytes(&b->pb) >= BATCH_BYTES)
+        batch_flush(c, b, true);
+    return 1;
 }
 
 /* plain copy, streaming from fd */
@@ -322,6 +426,8 @@ static int copy_object_etl(struct copier *c, int fd, const struct sl_objmd *md, 
         return -1;
     if (c->dry_run) {
         rc = 0;
+    } else if (c->batch_objs && olen <= BATCH_OBJ_MAX) {
+        rc = batch_add(c, name, nlen, fd, md, out, olen, dname, dlen, d, err);
     } else if (d->local) {
         rc = put_local_bytes(c, dname, dlen, out, olen, err);
     } else {
@@ -393,8 +499,8 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
     return rc < 0 ? -1 : 0;
 }
 
-/* Copy/transform one object. 0 ok, -1 error (err: SL_ENOOBJ when the
- * source is missing). */
+/* Copy/transform one object. 0 ok, 1 in a batch (counted when that is
+ * stored), -1 error (err: SL_ENOOBJ when the source is missing). */
 static int copy_one(struct copier *c, const char *name, size_t nlen, const char *dname, size_t dlen,
                     struct sl_err *err)
 {
@@ -407,7 +513,9 @@ static int copy_one(struct copier *c, const char *name, size_t nlen, const char 
     struct dest d;
     int rc = dest_of(c, dname, dlen, &d, err);
     if (rc == 0) {
-        if (!c->netl)
+        if (!c->netl && c->batch_objs && md.size <= BATCH_OBJ_MAX)
+            rc = batch_add(c, name, nlen, fd, &md, NULL, 0, dname, dlen, &d, err);
+        else if (!c->netl)
             rc = copy_plain(c, fd, &md, dname, dlen, &d, err);
         else if (c->etl[0]->mode == SL_ETL_OBJECT)
             rc = copy_object_etl(c, fd, &md, name, nlen, dname, dlen, &d, err);
@@ -415,6 +523,7 @@ static int copy_one(struct copier *c, const char *name, size_t nlen, const char 
             rc = copy_sample_etl(c, fd, name, nlen, dname, dlen, &d, err);
     }
     free(d.url);
+    free(d.data_url);
     close(fd);
     sl_objmd_free(&md);
     return rc;
@@ -490,10 +599,11 @@ static bool q_push(struct tjob *t, char *name)
     return true;
 }
 
-static char *q_pop(struct tjob *t)
+/* The next name; NULL at the end or an abort, or (!wait) when none is queued. */
+static char *q_pop(struct tjob *t, bool wait)
 {
     pthread_mutex_lock(&t->mu);
-    while (!t->qn && !t->qend && !sl_job_aborting(t->job))
+    while (wait && !t->qn && !t->qend && !sl_job_aborting(t->job))
         q_wait(&t->can_get, &t->mu);
     char *n = NULL;
     if (t->qn && !sl_job_aborting(t->job)) {
@@ -538,14 +648,45 @@ static void fail_object(struct tjob *t, const char *name, const struct sl_err *e
     }
 }
 
+static void object_done(struct tjob *t, const char *name, uint64_t in, uint64_t out, const struct sl_err *err)
+{
+    if (err) {
+        fail_object(t, name, err);
+        return;
+    }
+    sl_job_add(&t->job->loc_objs, 1);
+    sl_job_add(&t->job->loc_bytes, in);
+    sl_job_add(&t->job->out_objs, 1);
+    sl_job_add(&t->job->out_bytes, out);
+}
+
+/* Objects per batch, 0 for none: not in a dry run, a sample-mode transform
+ * (it streams), a rename's copy (its PUTs carry the rename) or into a
+ * remote-backed bucket (its PUTs write through). A flush holds a work file
+ * open per object and all workers may flush at once: 256 objects over the
+ * workers, 8 to BATCH_OBJS_MAX each. */
+static int copier_batches(const struct tjob *t)
+{
+    if (t->m.dry_run || (t->netl && t->etl[0]->mode != SL_ETL_OBJECT) || !strcmp(t->job->kind, "move-bck") ||
+        sl_bck_remote(&t->dst))
+        return 0;
+    int n = 256 / (t->m.workers > 0 ? t->m.workers : 1);
+    return n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n;
+}
+
 static void *worker(void *arg)
 {
     struct tjob *t = arg;
     struct copier c = { .src = &t->src, .dst = &t->dst, .etl = t->etl, .netl = t->netl, .args = &t->args,
                         .dry_run = t->m.dry_run, .rename = !strcmp(t->job->kind, "move-bck"), .job = t->job->id,
-                        .buf = sl_xmalloc(CHUNK) };
+                        .buf = sl_xmalloc(CHUNK), .t = t, .batch_objs = copier_batches(t) };
     char *name;
-    while ((name = q_pop(t))) {
+    for (;;) {
+        if (!(name = q_pop(t, false))) {
+            batches_flush(&c, !sl_job_aborting(t->job)); /* nothing queued: what waits in batches goes now */
+            if (!(name = q_pop(t, true)))
+                break;
+        }
         struct sl_err err = { 0 };
         for (int i = 0; i < t->netl; i++)
             if (!sl_etl_usable(t->etl[i])) {
@@ -564,17 +705,14 @@ static void *worker(void *arg)
             break;
         }
         char *dn = dst_name(&t->m, name);
-        if (copy_one(&c, name, strlen(name), dn, strlen(dn), &err) < 0) {
-            fail_object(t, name, &err);
-        } else {
-            sl_job_add(&t->job->loc_objs, 1);
-            sl_job_add(&t->job->loc_bytes, c.in_bytes);
-            sl_job_add(&t->job->out_objs, 1);
-            sl_job_add(&t->job->out_bytes, c.out_bytes);
-        }
+        int rc = copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
+        if (rc <= 0)
+            object_done(t, name, c.in_bytes, c.out_bytes, rc < 0 ? &err : NULL);
         free(dn);
         free(name);
     }
+    batches_flush(&c, !sl_job_aborting(t->job));
+    batches_free(&c);
     free(c.buf);
     sl_lua_thread_cleanup();
     return NULL;

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: MIT
+"""copy-bck (and etl-bck in object mode) stores small objects many per request (server/jobs/tcb.c batches, POST /v1/internal/putb
+?replace=true on a remote owner, sl_putb_store on the copying target itself): every object arrives with
+its bytes and custom metadata, one the destination had already is replaced as a PUT replaces it (a new
+version, never "kept" as a rebalance would), objects above the batch limit go one PUT each, the
+receivers' counters show far fewer requests than objects, and an object that fails in a batch is counted
+and listed as a failure of its own (coer), nothing stored."""
+import hashlib
+
+from harness import main
+from test_cluster import hrw_owner
+from test_rebalance_batch import Base, metric
+
+
+class TestCopyBatches(Base):
+    def copy(self, src, dst, value=None):
+        r = self.s.post(self.url + "/v1/buckets/" + src, params={"bck_to": "ais/@#/%s/" % dst},
+                        json={"action": "copy-bck", "value": value or {}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        return self.wait_job(r.text, timeout=180)
+
+    def stats(self, jid):
+        tot, errors = {"out-objs": 0, "err-objs": 0}, []
+        r = self.s.get(self.url + "/v1/cluster", params={"what": "qryxstats"}, json={"ID": jid}, timeout=30)
+        for snaps in r.json().values():
+            for sn in snaps:
+                for k in tot:
+                    tot[k] += int(sn["stats"].get(k, "0"))
+                errors += (sn.get("ext") or {}).get("errors") or []
+        return tot, errors
+
+    def test_copy_in_batches(self):
+        self.create("cbs")
+        # 600 small ones (every 7th with custom metadata), 2 above the batch's 128 KiB limit
+        data = self.fill("cbs", 600)
+        data.update(self.fill("cbs", 0, large=2))
+        # names the destination holds already, with other bytes
+        self.create("cbd")
+        old = {}
+        for name in sorted(data)[:40:4]:
+            r = self.s.put(self.url + "/v1/objects/cbd/" + name, data=b"old " + name.encode())
+            self.assertEqual(r.status_code, 200, r.text)
+            old[name] = int(self.s.head(self.url + "/v1/objects/cbd/" + name, allow_redirects=True).headers["Ais-Version"])
+        smap = self.c.smap()
+        turls = [t["public_net"]["direct_url"] for t in smap["tmap"].values()]
+        before = {u: (metric(u, "putb_in_objs"), metric(u, "putb_in_batches")) for u in turls}
+
+        st = self.copy("cbs", "cbd")
+        self.assertEqual(st["err"], "", st)
+        tot, errors = self.stats(st["uuid"] if "uuid" in st else st["id"])
+        self.assertEqual((tot["out-objs"], tot["err-objs"], errors), (len(data), 0, []))
+        for name, (h, cu) in sorted(data.items()):
+            r = self.s.get(self.url + "/v1/objects/cbd/" + name)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name, r.text))
+            self.assertEqual(hashlib.sha256(r.content).hexdigest(), h, name)
+            self.assertEqual(self.custom_of(r), cu, name)
+            src = self.s.head(self.url + "/v1/objects/cbs/" + name, allow_redirects=True)
+            self.assertEqual(r.headers.get("Ais-Checksum-Value"), src.headers.get("Ais-Checksum-Value"), name)
+            if name in old:  # replaced as a PUT replaces: the next version
+                self.assertEqual(int(r.headers["Ais-Version"]), old[name] + 1, name)
+            # on the destination name's owner, without get-from-neighbour
+            t = hrw_owner(smap, "cbd", name)
+            r2 = self.s.get(t["public_net"]["direct_url"] + "/v1/objects/cbd/" + name,
+                            headers={"Ais-No-Gfn": "true"})
+            self.assertEqual(r2.status_code, 200, name)
+        names = [e["name"] for e in self.s.get(self.url + "/v1/buckets/cbd",
+                                               json={"action": "list", "value": {"flags": "0"}}).json()["entries"]]
+        self.assertEqual(names, sorted(data))
+
+        # the small objects whose owner differs went to it in batches; the large ones did not
+        moved = sum(1 for n in data if n[0] == "s" and hrw_owner(smap, "cbs", n)["daemon_id"] !=
+                    hrw_owner(smap, "cbd", n)["daemon_id"])
+        self.assertGreater(moved, 200)
+        objs = sum(metric(u, "putb_in_objs") - before[u][0] for u in turls)
+        batches = sum(metric(u, "putb_in_batches") - before[u][1] for u in turls)
+        self.assertEqual(objs, moved)
+        self.assertLess(batches, moved / 5)
+
+    def test_transform_in_batches(self):
+        """etl-bck (object mode): the outputs go to their owners in batches too"""
+        self.create("ces")
+        names = ["e/%04d" % i for i in range(300)]
+        for n in names:
+            self.assertEqual(self.s.put(self.url + "/v1/objects/ces/" + n, data=n.encode()).status_code, 200)
+        r = self.s.put(self.url + "/v1/etl", json={"name": "upper-b", "runtime": "lua",
+                                                   "code": "function transform(d, ctx) return d:upper() end\n"},
+                       timeout=120)
+        self.assertEqual(r.status_code, 200, r.text)
+        smap = self.c.smap()
+        turls = [t["public_net"]["direct_url"] for t in smap["tmap"].values()]
+        before = sum(metric(u, "putb_in_objs") for u in turls)
+        r = self.s.post(self.url + "/v1/buckets/ces", params={"bck_to": "ais/@#/ced/"},
+                        json={"action": "etl-bck", "value": {"id": "upper-b", "prepend": "up/"}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        st = self.wait_job(r.text, timeout=180)
+        self.assertEqual(st["err"], "", st)
+        for n in names:
+            r = self.s.get(self.url + "/v1/objects/ced/up/" + n)
+            self.assertEqual((r.status_code, r.content), (200, n.upper().encode()), n)
+        moved = sum(1 for n in names if hrw_owner(smap, "ces", n)["daemon_id"] !=
+                    hrw_owner(smap, "ced", "up/" + n)["daemon_id"])
+        self.assertGreater(moved, 100)
+        self.assertEqual(sum(metric(u, "putb_in_objs") for u in turls) - before, moved)
+
+    def test_failures_in_a_batch_are_the_objects_own(self):
+        """every PUT refused (the disks count as full): with coer each object is counted and listed as failed,
+        the batched ones as the single ones, and nothing is stored"""
+        self.create("cfs")
+        data = self.fill("cfs", 60)
+        data.update(self.fill("cfs", 0, large=1))
+        self.create("cfd")
+        low = {"space.lowwm": "1", "space.highwm": "1", "space.out_of_space": "1"}
+        r = self.s.put(self.url + "/v1/cluster/set-config", params=low)
+        self.assertEqual(r.status_code, 200, r.text)
+        try:
+            st = self.copy("cfs", "cfd", {"coer": True})
+        finally:
+            r = self.s.put(self.url + "/v1/cluster/set-config", params={"space.lowwm": "75", "space.highwm": "90",
+                                                                        "space.out_of_space": "95"})
+            self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(st["err"], "", st)
+        tot, errors = self.stats(st["uuid"] if "uuid" in st else st["id"])
+        self.assertEqual((tot["out-objs"], tot["err-objs"]), (0, len(data)))
+        self.assertEqual(sorted(e["obj"] for e in errors), sorted("ais://cfs/" + n for n in data))
+        for e in errors:
+            self.assertIn("out_of_space", e["msg"], e)
+        r = self.s.get(self.url + "/v1/buckets/cfd", json={"action": "list", "value": {"flags": "0"}})
+        self.assertEqual(r.json()["entries"] or [], [])
+        # and once there is room the same copy stores everything
+        st = self.copy("cfs", "cfd")
+        self.assertEqual(st["err"], "", st)
+        for name, (h, cu) in data.items():
+            r = self.s.get(self.url + "/v1/objects/cfd/" + name)
+            self.assertEqual(hashlib.sha256(r.content).hexdigest(), h, name)
+
+
+if __name__ == "__main__":
+    main()
