@@ -141,6 +141,38 @@ def rebalance_run(env, url, pgdir, bucket, n, size):
             "wall": dt}
 
 
+def promote_run(env, url, work, n, size):
+    """n files of size bytes in promote.dir: a client's PUT of them through the gateway (16 threads: the
+    reference), then promote of the shared directory (each target its own files) into another bucket, and
+    of one target's directory (tid: it sends the others' files to their owners) into a third"""
+    pdir = os.path.join(work, "promote")
+    os.makedirs(os.path.join(pdir, "ds"))
+    data = os.urandom(size)
+    names = ["f-%07d" % i for i in range(n)]
+    for nm in names:
+        with open(os.path.join(pdir, "ds", nm), "wb") as f:
+            f.write(data)
+    requests.put(url + "/v1/cluster/set-config", params={"promote.dir": pdir}).raise_for_status()
+    out = {"objects": n, "size": size}
+    for b in ("prput", "prshared", "prtid"):
+        cli(env, "bucket", "create", "ais://" + b)
+    t0 = time.time()
+    put_many(url, "prput", names, data)
+    out["put"] = n / (time.time() - t0)
+    tid = sorted(requests.get(url + "/v1/daemon?what=smap").json()["tmap"])[0]
+    for key, b, extra in (("shared", "prshared", {}), ("tid", "prtid", {"tid": tid})):
+        t0 = time.time()
+        r = requests.post(url + "/v1/objects/" + b, json={"action": "promote", "name": pdir + "/ds",
+                                                         "value": dict({"src": pdir + "/ds"}, **extra)})
+        r.raise_for_status()
+        cli(env, "job", "wait", r.text, "--timeout", "30m")
+        out[key] = n / (time.time() - t0)
+        st = requests.get(url + "/v1/cluster", params={"what": "status"}, json={"ID": r.text}).json()
+        if st.get("err"):
+            raise SystemExit("promote failed: %s" % st["err"])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", type=int, default=100000)
@@ -150,6 +182,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="gateway/direct/nginx alternate this many times")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reb-only", action="store_true", help="only the rebalance figures")
+    ap.add_argument("--promote-only", type=int, metavar="N", default=0,
+                    help="only promote of N files of 1 KiB, against a client's PUT of them")
     a = ap.parse_args()
     if a.quick:
         a.small, a.large, a.large_size, a.duration, a.rounds = 5000, 100, 1 << 20, 3, 1
@@ -157,6 +191,16 @@ def main():
     exe = build_loadgen(work)
     url, env, pg = start_playground(work, "pg", 1, 3, nports=12)
     res = {}
+    if a.promote_only:
+        try:
+            r = promote_run(env, url, work, a.promote_only, 1024)
+        finally:
+            cli(env, "playground", "stop", "--dir", pg)
+            shutil.rmtree(work, ignore_errors=True)
+        print("%d files of 1 KiB, objects/s: client PUT (16 threads, via the gateway) %.0f; promote of the shared "
+              "directory %.0f (%.2fx); promote of one target's directory (tid) %.0f (%.2fx)" % (
+                  r["objects"], r["put"], r["shared"], r["shared"] / r["put"], r["tid"], r["tid"] / r["put"]))
+        return
     try:
         if not a.reb_only:
             cli(env, "bucket", "create", "ais://g1k")

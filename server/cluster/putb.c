@@ -36,7 +36,7 @@ void sl_putb_init(struct sl_putb *pb, const struct sl_bck *b)
     sl_buf_init(&pb->body);
 }
 
-void sl_putb_clear(struct sl_putb *pb)
+static void putb_clear(struct sl_putb *pb)
 {
     pb->body.len = 0;
     if (pb->body.p)
@@ -72,15 +72,6 @@ int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const
                 struct sl_err *err)
 {
     return add_record(pb, name, nlen, fd, NULL, md, err);
-}
-
-int sl_putb_add_bytes(struct sl_putb *pb, const char *name, size_t nlen, const void *data, size_t len,
-                      struct sl_err *err)
-{
-    struct sl_objmd md;
-    memset(&md, 0, sizeof(md));
-    md.size = len;
-    return add_record(pb, name, nlen, -1, data, &md, err);
 }
 
 static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd, const void *data,
@@ -125,7 +116,7 @@ static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd,
 /* The receiver's answer, one entry per object; every object fails with why
  * when there is none to read. */
 static int read_answer(const struct sl_putb *pb, const char *url, int rc, const struct sl_peer_resp *r,
-                       struct sl_err *errs)
+                       struct sl_err *errs, bool *kept)
 {
     json_t *j = rc == 0 && r->status == 200 ? json_loadb(r->body.p, r->body.len, 0, NULL) : NULL;
     json_t *objs = json_object_get(j, "objs");
@@ -141,21 +132,25 @@ static int read_answer(const struct sl_putb *pb, const char *url, int rc, const 
                     json_is_string(json_object_get(o, "message")) ? json_string_value(json_object_get(o, "message"))
                                                                    : "failed");
         failed += errs[i].code != 0;
+        if (kept)
+            kept[i] = !errs[i].code && json_is_true(json_object_get(o, "kept"));
     }
     json_decref(j);
     return failed;
 }
 
-int sl_putb_send(const struct sl_putb *pb, const char *node_url, const char *reb_id, struct sl_err *errs)
+static const char *const mode_names[] = { "move", "copy", "new" };
+
+int sl_putb_send(const struct sl_putb *pb, const char *node_url, const char *reb_id, struct sl_err *errs, bool *kept)
 {
     memset(errs, 0, (size_t)pb->n * sizeof(*errs));
-    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s%s", node_url, pb->b.name, pb->b.provider,
-                             pb->replace ? "&replace=true" : "");
+    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s%s%s", node_url, pb->b.name, pb->b.provider,
+                             pb->mode ? "&mode=" : "", pb->mode ? mode_names[pb->mode] : "");
     struct sl_peer_hdr h[] = { { "Ais-Rebalance", reb_id } };
     struct sl_peer_resp r;
     int rc = sl_peer_call("POST", url, h, reb_id ? 1 : 0, pb->body.p, pb->body.len,
                           sl_conf->send_file_time_ns / 1000000, &r);
-    int failed = read_answer(pb, url, rc, &r, errs);
+    int failed = read_answer(pb, url, rc, &r, errs, kept);
     sl_stats_add("putb_out_objs", (uint64_t)(pb->n - failed));
     sl_peer_resp_free(&r);
     free(url);
@@ -222,10 +217,10 @@ static int parse(const struct sl_buf *body, struct rec **out, int *nout, struct 
 }
 
 /* The work file of one record, written: with its metadata to preserve (as
- * the single PUT of a moved object, api/tgt.c), or (replace) as a copy
- * job's PUT: its custom metadata only, checked against its checksum when
- * that is of the bucket's type. */
-static int rec_write(const struct sl_bck *b, const struct rec *x, bool replace, struct sl_put **p,
+ * the single PUT of a moved object, api/tgt.c), or (fresh) as a PUT: its
+ * custom metadata only, checked against its checksum when that is of the
+ * bucket's type. */
+static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, struct sl_put **p,
                      struct sl_err *err)
 {
     const char *ckt = json_string_value(json_object_get(x->meta, "cksum_type"));
@@ -235,7 +230,7 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool replace, 
         return sl_errf(err, SL_EINVAL, "invalid checksum type \"%s\" (valid: %s)", ckt, sl_cksum_names());
     struct sl_objmd pre;
     memset(&pre, 0, sizeof(pre));
-    if (!replace) {
+    if (!fresh) {
         pre.version = (uint64_t)json_integer_value(json_object_get(x->meta, "version"));
         pre.atime = json_integer_value(json_object_get(x->meta, "atime"));
         if (ctype == b->cksum_type) {
@@ -248,11 +243,11 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool replace, 
     const char *k;
     json_t *val;
     json_object_foreach(json_object_get(x->meta, "custom"), k, val)
-        if (json_is_string(val) && !(replace && !strcmp(k, "orig_fntl"))) /* (as a copy's PUT: not its source's) */
+        if (json_is_string(val) && !(fresh && !strcmp(k, "orig_fntl"))) /* (as a copy's PUT: not its source's) */
             sl_objmd_set_custom(&pre, k, json_string_value(val));
     struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
                              .preserve = &pre };
-    if (replace)
+    if (fresh)
         o = (struct sl_put_opts){ .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
                                   .custom = pre.custom, .ncustom = pre.ncustom };
     int rc = -1;
@@ -269,8 +264,8 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool replace, 
 }
 
 /* Store the records: rc[i] 0 stored, 1 kept (an object of that name is
- * here; never with replace), -1 failed (errs[i]). */
-static void store_recs(const struct sl_bck *b, const struct rec *v, int n, bool replace, int *rc,
+ * here; never in mode copy), -1 failed (errs[i]). */
+static void store_recs(const struct sl_bck *b, const struct rec *v, int n, enum sl_putb_mode mode, int *rc,
                        struct sl_err *errs)
 {
     struct sl_put **ps = sl_xcalloc((size_t)n + 1, sizeof(*ps));
@@ -281,10 +276,10 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, bool 
         struct sl_err e;
         /* what is here already is as new or newer (checked again under
          * the name lock at commit) */
-        if (!replace && sl_obj_stat(b, v[i].name, v[i].nlen, &md, NULL, &e) == 1) {
+        if (mode != SL_PUTB_COPY && sl_obj_stat(b, v[i].name, v[i].nlen, &md, NULL, &e) == 1) {
             sl_objmd_free(&md);
             rc[i] = 1;
-        } else if (rec_write(b, &v[i], replace, &ps[np], &errs[i]) < 0) {
+        } else if (rec_write(b, &v[i], mode != SL_PUTB_MOVE, &ps[np], &errs[i]) < 0) {
             rc[i] = -1;
         } else {
             slot[np++] = i;
@@ -292,7 +287,7 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, bool 
     }
     int *prc = sl_xcalloc((size_t)np + 1, sizeof(int));
     struct sl_err *perr = sl_xcalloc((size_t)np + 1, sizeof(*perr));
-    sl_put_commit_batch(ps, np, !replace, prc, perr);
+    sl_put_commit_batch(ps, np, mode != SL_PUTB_COPY, prc, perr);
     for (int j = 0; j < np; j++) {
         rc[slot[j]] = prc[j];
         errs[slot[j]] = perr[j];
@@ -303,9 +298,11 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, bool 
     free(ps);
 }
 
-int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs)
+int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs, bool *kept)
 {
     memset(errs, 0, (size_t)pb->n * sizeof(*errs));
+    if (kept)
+        memset(kept, 0, (size_t)pb->n * sizeof(*kept));
     struct rec *v = NULL;
     int n = 0, failed = 0;
     struct sl_err err = { 0 };
@@ -316,16 +313,115 @@ int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs)
         return pb->n;
     }
     int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
-    store_recs(&pb->b, v, n, pb->replace, rc, errs);
+    store_recs(&pb->b, v, n, pb->mode, rc, errs);
     for (int i = 0; i < n; i++) {
         if (rc[i] < 0)
             failed++;
         else if (rc[i] == 0)
             sl_arch_after_put(&pb->b, v[i].name, v[i].nlen);
+        if (kept)
+            kept[i] = rc[i] == 1;
     }
     free(rc);
     recs_free(v, n);
     return failed;
+}
+
+/* ---- per owner (sl_putb_dests) ---- */
+
+struct dest {
+    char tid[48];               /* "" for this target */
+    char *url;                  /* its data URL (another target's) */
+    struct sl_putb pb;
+    void **tags;                /* max_objs of them */
+};
+
+struct sl_putb_dests {
+    struct sl_bck b;
+    enum sl_putb_mode mode;
+    int max_objs;
+    size_t max_bytes;
+    sl_putb_done_fn done;
+    void *ctx;
+    struct dest *v;
+    int n;
+};
+
+struct sl_putb_dests *sl_putb_dests_new(const struct sl_bck *b, enum sl_putb_mode mode, int max_objs,
+                                        size_t max_bytes, sl_putb_done_fn done, void *ctx)
+{
+    struct sl_putb_dests *d = sl_xcalloc(1, sizeof(*d));
+    sl_bck_copy(&d->b, b);
+    d->mode = mode;
+    d->max_objs = max_objs < 1 ? 1 : max_objs > SL_PUTB_OBJS ? SL_PUTB_OBJS : max_objs;
+    d->max_bytes = max_bytes;
+    d->done = done;
+    d->ctx = ctx;
+    return d;
+}
+
+static void dest_flush(struct sl_putb_dests *d, struct dest *x, bool store)
+{
+    int n = x->pb.n;
+    if (!n)
+        return;
+    struct sl_err *errs = sl_xcalloc((size_t)n, sizeof(*errs));
+    bool *kept = sl_xcalloc((size_t)n, sizeof(*kept));
+    if (store && x->url)
+        sl_putb_send(&x->pb, x->url, NULL, errs, kept);
+    else if (store)
+        sl_putb_store(&x->pb, errs, kept);
+    for (int i = 0; i < n; i++)
+        d->done(d->ctx, x->tags[i], !store ? -2 : errs[i].code ? -1 : kept[i], &errs[i]);
+    free(kept);
+    free(errs);
+    putb_clear(&x->pb);
+}
+
+int sl_putb_dests_add(struct sl_putb_dests *d, const char *tid, const char *data_url, const char *name, size_t nlen,
+                      int fd, const void *data, const struct sl_objmd *md, void *tag, struct sl_err *err)
+{
+    struct dest *x = NULL;
+    for (int i = 0; i < d->n && !x; i++)
+        if (!strcmp(d->v[i].tid, tid ? tid : ""))
+            x = &d->v[i];
+    if (!x) {
+        d->v = sl_xrealloc(d->v, (size_t)(d->n + 1) * sizeof(*d->v));
+        x = &d->v[d->n++];
+        memset(x, 0, sizeof(*x));
+        snprintf(x->tid, sizeof(x->tid), "%s", tid ? tid : "");
+        x->url = tid ? sl_xstrdup(data_url) : NULL;
+        x->tags = sl_xcalloc((size_t)d->max_objs, sizeof(*x->tags));
+        sl_putb_init(&x->pb, &d->b);
+        x->pb.mode = d->mode;
+    }
+    if (add_record(&x->pb, name, nlen, fd, data, md, err) < 0)
+        return -1;
+    x->tags[x->pb.n - 1] = tag;
+    if (x->pb.n >= d->max_objs || sl_putb_bytes(&x->pb) >= d->max_bytes)
+        dest_flush(d, x, true);
+    return 0;
+}
+
+void sl_putb_dests_flush(struct sl_putb_dests *d, bool store)
+{
+    for (int i = 0; i < d->n; i++)
+        dest_flush(d, &d->v[i], store);
+}
+
+void sl_putb_dests_free(struct sl_putb_dests *d)
+{
+    if (!d)
+        return;
+    sl_putb_dests_flush(d, false);
+    for (int i = 0; i < d->n; i++) {
+        sl_putb_free(&d->v[i].pb);
+        free(d->v[i].url);
+        free(d->v[i].tags);
+    }
+    free(d->v);
+    sl_bck_release(&d->b);
+    free(d);
 }
 
 static void putb_run(struct sl_req *r, void *arg)
@@ -348,17 +444,24 @@ static void putb_run(struct sl_req *r, void *arg)
     }
     int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
     struct sl_err *errs = sl_xcalloc((size_t)n + 1, sizeof(*errs));
-    bool replace = sl_req_query_bool(r, "replace");
-    if (replace && sl_bck_remote(&b)) { /* (its PUTs write through to the remote: one at a time) */
+    const char *ms = sl_req_query(r, "mode");
+    enum sl_putb_mode mode = SL_PUTB_MOVE;
+    while (ms && mode < SL_ARRAY_SIZE(mode_names) && strcmp(ms, mode_names[mode]))
+        mode++;
+    const char *why = mode == SL_ARRAY_SIZE(mode_names) ? "invalid mode (valid: move, copy, new)"
+                      : mode != SL_PUTB_MOVE && sl_bck_remote(&b)
+                          ? "the bucket is remote-backed: its PUTs write through to the remote, one at a time"
+                          : NULL;
+    if (why) {
         recs_free(v, n);
         free(rc);
         free(errs);
-        sl_resp_errf(r, SL_EINVAL, "put-batch: %s://%s is remote-backed; a copy into it goes one object per PUT",
-                     sl_provider_scheme(b.provider), b.name);
+        sl_resp_errf(r, SL_EINVAL, "put-batch %s://%s: %s; nothing was stored", sl_provider_scheme(b.provider),
+                     b.name, why);
         sl_bck_release(&b);
         return;
     }
-    store_recs(&b, v, n, replace, rc, errs);
+    store_recs(&b, v, n, mode, rc, errs);
     const char *reb = sl_req_header(r, "Ais-Rebalance");
     struct sl_job *job = reb ? sl_job_get(reb) : NULL;
     json_t *objs = json_array();

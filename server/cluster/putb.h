@@ -15,11 +15,13 @@
  * there already; as for a moved object's single PUT, what the new owner has
  * is at least as new). Sending the same batch again is harmless.
  *
- * With replace=true (a copy job's batch) each object is stored as a PUT
- * stores it: it replaces what the receiver has (never "kept"), takes a new
- * version and the bucket's checksum, keeps the custom metadata; version and
- * atime of the record are not used. Its checksum, when of the bucket's type,
- * is checked against the bytes received.
+ * With mode=copy (copy-bck, promote that overwrites) each object is stored
+ * as a PUT stores it: it replaces what the receiver has (never "kept"),
+ * takes a new version and the bucket's checksum, keeps the record's custom
+ * metadata; the record's version and atime are not used. Its checksum, when
+ * of the bucket's type, is checked against the bytes received. mode=new
+ * (promote) is the same except that an object already there is kept, as in
+ * a rebalance. A remote-backed bucket takes neither (its PUTs write through).
  */
 #ifndef SL_PUTB_H
 #define SL_PUTB_H
@@ -32,11 +34,17 @@
 #define SL_PUTB_BYTES (4 << 20)        /* a batch holds up to this many bytes of objects... */
 #define SL_PUTB_OBJS 256               /* ...or this many objects */
 
+enum sl_putb_mode {
+    SL_PUTB_MOVE = 0,       /* rebalance: the record's metadata travels; what is there is kept */
+    SL_PUTB_COPY,           /* as a PUT, replacing what is there */
+    SL_PUTB_NEW,            /* as a PUT, keeping what is there */
+};
+
 struct sl_putb {
     struct sl_bck b;        /* a copy: sl_putb_free releases it */
     struct sl_buf body;
     int n;
-    bool replace;           /* a copy's batch (see above); set after sl_putb_init */
+    enum sl_putb_mode mode; /* set after sl_putb_init */
 };
 
 void sl_putb_init(struct sl_putb *pb, const struct sl_bck *b);
@@ -44,23 +52,36 @@ void sl_putb_init(struct sl_putb *pb, const struct sl_bck *b);
  * stays the caller's). -1 with err when fd gives fewer. */
 int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const struct sl_objmd *md,
                 struct sl_err *err);
-/* The same for len bytes at data, without metadata (a transform's output). */
-int sl_putb_add_bytes(struct sl_putb *pb, const char *name, size_t nlen, const void *data, size_t len,
-                      struct sl_err *err);
 /* The batch's size in bytes (what the request body will be). */
 static inline size_t sl_putb_bytes(const struct sl_putb *pb)
 {
     return pb->body.len;
 }
 /* Send the batch to the target whose data URL is url. errs[i] (n of them,
- * zeroed here) receives each object's failure: code 0 means durable there.
- * Returns how many failed. */
-int sl_putb_send(const struct sl_putb *pb, const char *url, const char *reb_id, struct sl_err *errs);
+ * zeroed here) receives each object's failure: code 0 means durable there;
+ * kept[i] (optional) whether it was kept rather than stored. Returns how
+ * many failed. */
+int sl_putb_send(const struct sl_putb *pb, const char *url, const char *reb_id, struct sl_err *errs, bool *kept);
 /* Store the batch on this target, as its receiver would (a copy job's
  * objects whose owner is this node). errs as for sl_putb_send. */
-int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs);
-/* Empty it for the next objects (same bucket, same kind). */
-void sl_putb_clear(struct sl_putb *pb);
+int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs, bool *kept);
+
+/* Objects gathered per owner target and stored a batch at a time (copy
+ * jobs, promote; not thread-safe: one per worker). Each object carries the
+ * caller's tag, handed back to done() once its batch is stored (rc 0
+ * stored, 1 kept, -1 failed: err) or dropped (rc -2). A batch goes when it
+ * holds max_objs objects or max_bytes. */
+struct sl_putb_dests;
+typedef void (*sl_putb_done_fn)(void *ctx, void *tag, int rc, const struct sl_err *err);
+struct sl_putb_dests *sl_putb_dests_new(const struct sl_bck *b, enum sl_putb_mode mode, int max_objs,
+                                        size_t max_bytes, sl_putb_done_fn done, void *ctx);
+/* To target tid at data_url (tid NULL: this one); md->size bytes from data,
+ * or (data NULL) from fd. -1 with err (nothing added, tag not taken). */
+int sl_putb_dests_add(struct sl_putb_dests *d, const char *tid, const char *data_url, const char *name, size_t nlen,
+                      int fd, const void *data, const struct sl_objmd *md, void *tag, struct sl_err *err);
+/* Every batch now (store false: dropped, as when a job is aborted). */
+void sl_putb_dests_flush(struct sl_putb_dests *d, bool store);
+void sl_putb_dests_free(struct sl_putb_dests *d);      /* drops what is left; NULL ok */
 void sl_putb_free(struct sl_putb *pb);
 
 /* The receiver: POST /v1/internal/putb on a target (work off the HTTP thread). */

@@ -313,7 +313,7 @@ static void sent_many(struct batch *bt, struct item *its, const struct sl_putb *
                       const uint64_t *size, const int64_t *mtime)
 {
     struct sl_err *errs = sl_xcalloc((size_t)pb->n, sizeof(*errs));
-    sl_putb_send(pb, its[0].owner->data_url, bt->job->id, errs);
+    sl_putb_send(pb, its[0].owner->data_url, bt->job->id, errs, NULL);
     struct dels *d = sl_xcalloc(1, sizeof(*d));
     sl_bck_copy(&d->b, &its[0].b);
     d->names = sl_xcalloc((size_t)pb->n, sizeof(*d->names));

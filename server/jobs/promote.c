@@ -28,6 +28,8 @@
 #include "log.h"
 #include "node.h"
 #include "peer.h"
+#include "putb.h"
+#include "backend.h"
 #include "store.h"
 #include "xact.h"
 
@@ -47,6 +49,12 @@
 
 #define CHUNK (256 * 1024)
 #define MAX_DEPTH 64
+/* Files up to BATCH_OBJ_MAX go to their owner in batches (putb.h) of up to
+ * BATCH_OBJS files or BATCH_BYTES: a few syncs per batch instead of an
+ * fsync'ed PUT per file. */
+#define BATCH_OBJ_MAX (128 * 1024)
+#define BATCH_OBJS 128
+#define BATCH_BYTES (1 << 20)
 
 struct pargs {
     char id[40];
@@ -167,6 +175,16 @@ struct run {
     char err[600];
     uint64_t kept, failed;
     char *buf;
+    struct sl_putb_dests *bat;  /* NULL: one PUT per file (a remote-backed bucket: its PUTs write through) */
+};
+
+/* a file in a batch: what its answer needs (the directory stays open until
+ * the batches are flushed, at the end of the directory's walk) */
+struct ftag {
+    int dirfd;
+    bool mine;
+    uint64_t size;
+    char *path, *name, *fname;
 };
 
 static void fail_once(struct run *u, const char *fmt, ...) SL_PRINTF(2, 3);
@@ -246,6 +264,49 @@ static bool exists_at(struct run *u, const struct sl_snode *t, const char *name)
     return yes;
 }
 
+/* A file stored, or kept: counted, and deleted when asked to (dls). */
+static void file_done(struct run *u, int dirfd, const char *fname, const char *path, const char *name, bool mine,
+                      uint64_t size)
+{
+    sl_job_add(mine ? &u->job->loc_objs : &u->job->out_objs, 1);
+    sl_job_add(mine ? &u->job->loc_bytes : &u->job->out_bytes, size);
+    if (u->a->dls && unlinkat(dirfd, fname, 0) < 0)
+        sl_logw("promote %s: stored %s/%s but could not delete %s: %s", u->a->id, u->b.name, name, path,
+                strerror(errno));
+}
+
+static void batch_done(void *ctx, void *tag, int rc, const struct sl_err *err)
+{
+    struct run *u = ctx;
+    struct ftag *f = tag;
+    if (rc == 0)
+        file_done(u, f->dirfd, f->fname, f->path, f->name, f->mine, f->size);
+    else if (rc == 1)
+        u->kept++;
+    else if (rc == -1)
+        fail_once(u, "%s -> %s/%s: %s", f->path, u->b.name, f->name, err->msg);
+    free(f->path);
+    free(f->name);
+    free(f->fname);
+    free(f);
+}
+
+/* Into its owner's batch (t NULL: this target's); 0 or -1 with err. */
+static int batch_add(struct run *u, const struct sl_snode *t, int dirfd, int fd, const struct stat *st,
+                     const char *fname, const char *path, const char *name, struct sl_err *err)
+{
+    struct ftag *f = sl_xmalloc(sizeof(*f));
+    *f = (struct ftag){ .dirfd = dirfd, .mine = !t, .size = (uint64_t)st->st_size, .path = sl_xstrdup(path),
+                        .name = sl_xstrdup(name), .fname = sl_xstrdup(fname) };
+    struct sl_objmd md = { .size = (uint64_t)st->st_size };
+    if (sl_putb_dests_add(u->bat, t ? t->id : NULL, t ? t->data_url : NULL, name, strlen(name), fd, NULL, &md, f,
+                          err) == 0)
+        return 0;
+    f->dirfd = -1;
+    batch_done(u, f, -2, NULL);
+    return -1;
+}
+
 /* one regular file (opened without following symlinks) -> object name */
 static void promote_file(struct run *u, int dirfd, const char *fname, const char *path, const char *name)
 {
@@ -275,6 +336,14 @@ static void promote_file(struct run *u, int dirfd, const char *fname, const char
         return;
     }
     int rc = 0;
+    if (u->bat && st.st_size <= BATCH_OBJ_MAX) { /* (its owner keeps what it has unless ovw) */
+        rc = batch_add(u, mine ? NULL : t, dirfd, fd, &st, fname, path, name, &err);
+        sl_smap_put(sm);
+        close(fd);
+        if (rc < 0)
+            fail_once(u, "%s -> %s/%s: %s", path, u->b.name, name, err.msg);
+        return;
+    }
     if (!u->a->ovw && (mine ? exists_here(u, name) : exists_at(u, t, name))) {
         u->kept++;
         close(fd);
@@ -291,11 +360,7 @@ static void promote_file(struct run *u, int dirfd, const char *fname, const char
         fail_once(u, "%s -> %s/%s: %s", path, u->b.name, name, err.msg);
         return;
     }
-    sl_job_add(mine ? &u->job->loc_objs : &u->job->out_objs, 1);
-    sl_job_add(mine ? &u->job->loc_bytes : &u->job->out_bytes, (uint64_t)st.st_size);
-    if (u->a->dls && unlinkat(dirfd, fname, 0) < 0)
-        sl_logw("promote %s: stored %s/%s but could not delete %s: %s", u->a->id, u->b.name, name, path,
-                strerror(errno));
+    file_done(u, dirfd, fname, path, name, mine, (uint64_t)st.st_size);
 }
 
 /* the files of directory dirfd (path, rel: its path below SRC) */
@@ -332,6 +397,8 @@ static void walk(struct run *u, int dirfd, const char *path, const char *rel, in
         free(p);
         free(r);
     }
+    if (u->bat) /* (their answers may delete files of this directory: before it is closed) */
+        sl_putb_dests_flush(u->bat, !sl_job_aborting(u->job));
     closedir(d);
 }
 
@@ -403,6 +470,8 @@ static void *run_thread(void *arg)
         } else if (S_ISREG(st.st_mode)) {
             /* one file: object "obj", or its base name */
             promote_file(u, pfd, base, u->root, u->a->obj[0] ? u->a->obj : base);
+            if (u->bat)
+                sl_putb_dests_flush(u->bat, true);
         } else if (S_ISDIR(st.st_mode)) {
             int dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (dfd < 0)
@@ -430,6 +499,7 @@ static void *run_thread(void *arg)
     sl_job_put(u->job);
     sl_bck_release(&u->b);
     pargs_free(u->a);
+    sl_putb_dests_free(u->bat);
     free(u->buf);
     free(u);
     return NULL;
@@ -447,6 +517,9 @@ static int start_here(struct pargs *a, bool own_all, struct sl_err *err)
         return -1;
     }
     u->buf = sl_xmalloc(CHUNK);
+    if (!sl_bck_remote(&u->b))
+        u->bat = sl_putb_dests_new(&u->b, a->ovw ? SL_PUTB_COPY : SL_PUTB_NEW, BATCH_OBJS, BATCH_BYTES, batch_done,
+                                   u);
     u->job = sl_job_start("promote", a->id, a->bck, "");
     sl_run_detached(run_thread, u);
     return 0;

@@ -119,18 +119,11 @@ static char *dst_name(const struct tmsg *m, const char *name)
 }
 
 /* A copy's small objects, gathered per destination target and stored there
- * in one put-batch (putb.h; this target's own: sl_putb_store): a few syncs
- * and one request per batch instead of an fsync'ed PUT each. */
+ * a batch at a time (putb.h: sl_putb_dests): a few syncs and one request
+ * per batch instead of an fsync'ed PUT each. */
 #define BATCH_OBJ_MAX (128 * 1024)  /* larger objects go one PUT each */
 #define BATCH_BYTES (1 << 20)
 #define BATCH_OBJS_MAX 128          /* (a flush holds a work file open for each: copier_batches) */
-struct batch {
-    char tid[48];               /* the owner's id; "" for this target */
-    char *url;                  /* its data URL (remote owners) */
-    struct sl_putb pb;
-    char *src[BATCH_OBJS_MAX];  /* the source names, for the job's counts and errors */
-    uint64_t in[BATCH_OBJS_MAX], out[BATCH_OBJS_MAX];   /* their bytes read, and to store */
-};
 
 struct tjob;
 
@@ -144,10 +137,7 @@ struct copier {
     const char *job;
     char *buf;
     uint64_t in_bytes, out_bytes;
-    struct tjob *t;
-    int batch_objs;             /* objects per batch; 0: no batches (see copier_batches) */
-    struct batch *bat;          /* one per destination target */
-    int nbat;
+    struct sl_putb_dests *bat;  /* NULL: no batches (copier_batches) */
 };
 
 struct put_io {
@@ -275,59 +265,17 @@ static int put_local_bytes(const struct copier *c, const char *dname, size_t dle
 
 static void object_done(struct tjob *t, const char *name, uint64_t in, uint64_t out, const struct sl_err *err);
 
-static struct batch *batch_for(struct copier *c, const struct dest *d)
-{
-    const char *tid = d->local ? "" : d->tid;
-    for (int i = 0; i < c->nbat; i++)
-        if (!strcmp(c->bat[i].tid, tid))
-            return &c->bat[i];
-    c->bat = sl_xrealloc(c->bat, (size_t)(c->nbat + 1) * sizeof(*c->bat));
-    struct batch *b = &c->bat[c->nbat++];
-    memset(b, 0, sizeof(*b));
-    snprintf(b->tid, sizeof(b->tid), "%s", tid);
-    b->url = d->local ? NULL : sl_xstrdup(d->data_url);
-    sl_putb_init(&b->pb, c->dst);
-    b->pb.replace = true;
-    return b;
-}
+struct btag {                   /* an object in a batch */
+    uint64_t in, out;           /* its bytes read, and to store */
+    char src[];                 /* its source name, for the job's counts and errors */
+};
 
-/* Store what b holds (nothing when the job is being aborted) and count
- * each object as done or failed. */
-static void batch_flush(struct copier *c, struct batch *b, bool store)
+static void batch_done(void *ctx, void *tag, int rc, const struct sl_err *err)
 {
-    int n = b->pb.n;
-    if (!n)
-        return;
-    struct sl_err *errs = sl_xcalloc((size_t)n, sizeof(*errs));
-    if (store) {
-        if (b->url)
-            sl_putb_send(&b->pb, b->url, NULL, errs);
-        else
-            sl_putb_store(&b->pb, errs);
-    }
-    for (int i = 0; i < n; i++) {
-        if (store)
-            object_done(c->t, b->src[i], b->in[i], b->out[i], errs[i].code ? &errs[i] : NULL);
-        free(b->src[i]);
-    }
-    free(errs);
-    sl_putb_clear(&b->pb);
-}
-
-static void batches_flush(struct copier *c, bool store)
-{
-    for (int i = 0; i < c->nbat; i++)
-        batch_flush(c, &c->bat[i], store);
-}
-
-static void batches_free(struct copier *c)
-{
-    batches_flush(c, false);
-    for (int i = 0; i < c->nbat; i++) {
-        sl_putb_free(&c->bat[i].pb);
-        free(c->bat[i].url);
-    }
-    free(c->bat);
+    struct btag *b = tag;
+    if (rc != -2) /* (-2: dropped, the job is being aborted) */
+        object_done(ctx, b->src, b->in, b->out, rc < 0 ? err : NULL);
+    free(b);
 }
 
 /* Into its owner's batch: 1 (counted when the batch is stored), or -1.
@@ -337,16 +285,17 @@ static int batch_add(struct copier *c, const char *name, size_t nlen, int fd, co
                      const void *out, size_t olen, const char *dname, size_t dlen, const struct dest *d,
                      struct sl_err *err)
 {
-    struct batch *b = batch_for(c, d);
-    if ((out ? sl_putb_add_bytes(&b->pb, dname, dlen, out, olen, err)
-             : sl_putb_add(&b->pb, dname, dlen, fd, md, err)) < 0)
+    struct btag *b = sl_xmalloc(sizeof(*b) + nlen + 1);
+    b->in = md->size;
+    b->out = out ? olen : md->size;
+    memcpy(b->src, name, nlen);
+    b->src[nlen] = 0;
+    struct sl_objmd bare = { .size = olen }; /* (a transform's output: no metadata) */
+    if (sl_putb_dests_add(c->bat, d->local ? NULL : d->tid, d->data_url, dname, dlen, fd, out, out ? &bare : md,
+                          b, err) < 0) {
+        free(b);
         return -1;
-    int i = b->pb.n - 1;
-    b->src[i] = sl_xstrndup(name, nlen);
-    b->in[i] = md->size;
-    b->out[i] = out ? olen : md->size;
-    if (b->pb.n >= c->batch_objs || sl_putb_bytes(&b->pb) >= BATCH_BYTES)
-        batch_flush(c, b, true);
+    }
     return 1;
 }
 
@@ -426,7 +375,7 @@ static int copy_object_etl(struct copier *c, int fd, const struct sl_objmd *md, 
         return -1;
     if (c->dry_run) {
         rc = 0;
-    } else if (c->batch_objs && olen <= BATCH_OBJ_MAX) {
+    } else if (c->bat && olen <= BATCH_OBJ_MAX) {
         rc = batch_add(c, name, nlen, fd, md, out, olen, dname, dlen, d, err);
     } else if (d->local) {
         rc = put_local_bytes(c, dname, dlen, out, olen, err);
@@ -513,7 +462,7 @@ static int copy_one(struct copier *c, const char *name, size_t nlen, const char 
     struct dest d;
     int rc = dest_of(c, dname, dlen, &d, err);
     if (rc == 0) {
-        if (!c->netl && c->batch_objs && md.size <= BATCH_OBJ_MAX)
+        if (!c->netl && c->bat && md.size <= BATCH_OBJ_MAX)
             rc = batch_add(c, name, nlen, fd, &md, NULL, 0, dname, dlen, &d, err);
         else if (!c->netl)
             rc = copy_plain(c, fd, &md, dname, dlen, &d, err);
@@ -660,18 +609,19 @@ static void object_done(struct tjob *t, const char *name, uint64_t in, uint64_t 
     sl_job_add(&t->job->out_bytes, out);
 }
 
-/* Objects per batch, 0 for none: not in a dry run, a sample-mode transform
+/* A worker's batches, or NULL: not in a dry run, a sample-mode transform
  * (it streams), a rename's copy (its PUTs carry the rename) or into a
  * remote-backed bucket (its PUTs write through). A flush holds a work file
  * open per object and all workers may flush at once: 256 objects over the
  * workers, 8 to BATCH_OBJS_MAX each. */
-static int copier_batches(const struct tjob *t)
+static struct sl_putb_dests *copier_batches(struct tjob *t)
 {
     if (t->m.dry_run || (t->netl && t->etl[0]->mode != SL_ETL_OBJECT) || !strcmp(t->job->kind, "move-bck") ||
         sl_bck_remote(&t->dst))
-        return 0;
+        return NULL;
     int n = 256 / (t->m.workers > 0 ? t->m.workers : 1);
-    return n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n;
+    return sl_putb_dests_new(&t->dst, SL_PUTB_COPY, n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n,
+                             BATCH_BYTES, batch_done, t);
 }
 
 static void *worker(void *arg)
@@ -679,11 +629,12 @@ static void *worker(void *arg)
     struct tjob *t = arg;
     struct copier c = { .src = &t->src, .dst = &t->dst, .etl = t->etl, .netl = t->netl, .args = &t->args,
                         .dry_run = t->m.dry_run, .rename = !strcmp(t->job->kind, "move-bck"), .job = t->job->id,
-                        .buf = sl_xmalloc(CHUNK), .t = t, .batch_objs = copier_batches(t) };
+                        .buf = sl_xmalloc(CHUNK), .bat = copier_batches(t) };
     char *name;
     for (;;) {
         if (!(name = q_pop(t, false))) {
-            batches_flush(&c, !sl_job_aborting(t->job)); /* nothing queued: what waits in batches goes now */
+            if (c.bat) /* nothing queued: what waits in batches goes now */
+                sl_putb_dests_flush(c.bat, !sl_job_aborting(t->job));
             if (!(name = q_pop(t, true)))
                 break;
         }
@@ -711,8 +662,9 @@ static void *worker(void *arg)
         free(dn);
         free(name);
     }
-    batches_flush(&c, !sl_job_aborting(t->job));
-    batches_free(&c);
+    if (c.bat)
+        sl_putb_dests_flush(c.bat, !sl_job_aborting(t->job));
+    sl_putb_dests_free(c.bat);
     free(c.buf);
     sl_lua_thread_cleanup();
     return NULL;

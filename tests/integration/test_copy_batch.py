@@ -6,6 +6,7 @@ version, never "kept" as a rebalance would), objects above the batch limit go on
 receivers' counters show far fewer requests than objects, and an object that fails in a batch is counted
 and listed as a failure of its own (coer), nothing stored."""
 import hashlib
+import os
 
 from harness import main
 from test_cluster import hrw_owner
@@ -101,6 +102,46 @@ class TestCopyBatches(Base):
                     hrw_owner(smap, "ced", "up/" + n)["daemon_id"])
         self.assertGreater(moved, 100)
         self.assertEqual(sum(metric(u, "putb_in_objs") for u in turls) - before, moved)
+
+    def test_promote_in_batches(self):
+        """promote (one target's own directory, files sent to their owners): the small files go in batches; an
+        object already there is kept without ovw (counted, its file not deleted) and replaced with it"""
+        pdir = os.path.join(self.tmp, "promote")
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": pdir}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.create("cpr")
+        files = {"f-%03d" % i: os.urandom(i * 7) for i in range(200)}
+        files["big"] = os.urandom(300 << 10)
+        os.makedirs(os.path.join(pdir, "ds"))
+        for n, d in files.items():
+            with open(os.path.join(pdir, "ds", n), "wb") as f:
+                f.write(d)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/cpr/p/f-007", data=b"here before").status_code, 200)
+        smap = self.c.smap()
+        tid = sorted(smap["tmap"])[0]
+        turls = [t["public_net"]["direct_url"] for t in smap["tmap"].values()]
+        before = sum(metric(u, "putb_in_objs") for u in turls)
+
+        def promote(**kw):
+            value = dict({"src": pdir + "/ds", "obj": "p/", "tid": tid}, **kw)
+            r = self.s.post(self.url + "/v1/objects/cpr", json={"action": "promote", "name": pdir + "/ds",
+                                                                 "value": value}, timeout=60)
+            self.assertEqual(r.status_code, 200, r.text)
+            st = self.wait_job(r.text, timeout=180)
+            self.assertFalse(st.get("err"), st)
+        promote(dls=True)
+        for n, d in files.items():
+            r = self.s.get(self.url + "/v1/objects/cpr/p/" + n)
+            self.assertEqual(r.status_code, 200, n)
+            self.assertEqual(r.content, b"here before" if n == "f-007" else d, n)
+        self.assertEqual(os.listdir(os.path.join(pdir, "ds")), ["f-007"])  # the kept one's file stays
+        sent = sum(1 for n in files if n != "big" and hrw_owner(smap, "cpr", "p/" + n)["daemon_id"] != tid)
+        self.assertGreater(sent, 80)
+        # (the kept one counts as received: the receiver answers for it)
+        self.assertEqual(sum(metric(u, "putb_in_objs") for u in turls) - before,
+                         sent - (hrw_owner(smap, "cpr", "p/f-007")["daemon_id"] != tid))
+        promote(ovw=True)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/cpr/p/f-007").content, files["f-007"])
 
     def test_failures_in_a_batch_are_the_objects_own(self):
         """every PUT refused (the disks count as full): with coer each object is counted and listed as failed,
