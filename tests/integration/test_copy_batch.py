@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: MIT
-"""copy-bck (and etl-bck in object mode) stores small objects many per request (server/jobs/tcb.c batches, POST /v1/internal/putb
+"""copy-bck (and etl-bck in object mode, and promote) stores small objects many per request (server/jobs/tcb.c batches, POST /v1/internal/putb
 ?replace=true on a remote owner, sl_putb_store on the copying target itself): every object arrives with
 its bytes and custom metadata, one the destination had already is replaced as a PUT replaces it (a new
 version, never "kept" as a rebalance would), objects above the batch limit go one PUT each, the
 receivers' counters show far fewer requests than objects, and an object that fails in a batch is counted
-and listed as a failure of its own (coer), nothing stored."""
+and listed as a failure of its own (coer), nothing stored. The receiver's modes on the wire: copy
+replaces, new keeps, both store as a PUT does (the record's version and atime unused); a mode it does not
+know is 400 and stores nothing."""
 import hashlib
 import os
 
-from harness import main
+from harness import cluster_sig, main
 from test_cluster import hrw_owner
-from test_rebalance_batch import Base, metric
+from test_rebalance_batch import Base, metric, record
 
 
 class TestCopyBatches(Base):
@@ -142,6 +144,35 @@ class TestCopyBatches(Base):
                          sent - (hrw_owner(smap, "cpr", "p/f-007")["daemon_id"] != tid))
         promote(ovw=True)
         self.assertEqual(self.s.get(self.url + "/v1/objects/cpr/p/f-007").content, files["f-007"])
+
+    def test_modes_on_the_wire(self):
+        self.create("cwm")
+        smap = self.c.smap()
+        tid = sorted(smap["tmap"])[0]
+        turl = smap["tmap"][tid]["public_net"]["direct_url"]
+        a, b = [n for n in ("w%03d" % i for i in range(300)) if hrw_owner(smap, "cwm", n)["daemon_id"] == tid][:2]
+        for n in (a, b):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/cwm/" + n, data=b"was").status_code, 200)
+        v0 = int(self.s.head(self.url + "/v1/objects/cwm/" + a, allow_redirects=True).headers["Ais-Version"])
+
+        def post(mode, body):
+            u = turl + "/v1/internal/putb?bck=cwm&provider=ais&mode=" + mode
+            return self.s.post(u, data=body, headers=cluster_sig(self.secret, "POST", u), timeout=60)
+        body = record(a, b"copied", version=99, atime=1700000000000000000, custom={"k": "v"})
+        r = post("bogus", body)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("invalid mode", r.json()["message"])
+        self.assertEqual(self.s.get(self.url + "/v1/objects/cwm/" + a).content, b"was")
+        r = post("new", record(b, b"new bytes"))
+        self.assertEqual(r.json()["objs"], [{"status": 200, "kept": True}], r.text)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/cwm/" + b).content, b"was")
+        r = post("copy", body)
+        self.assertEqual(r.json()["objs"], [{"status": 200}], r.text)
+        ra = self.s.get(self.url + "/v1/objects/cwm/" + a)
+        self.assertEqual(ra.content, b"copied")
+        self.assertEqual(int(ra.headers["Ais-Version"]), v0 + 1)  # as a PUT: not the record's 99
+        self.assertNotEqual(ra.headers.get("Ais-Atime"), "1700000000000000000")
+        self.assertEqual(self.custom_of(ra), {"k": "v"})
 
     def test_failures_in_a_batch_are_the_objects_own(self):
         """every PUT refused (the disks count as full): with coer each object is counted and listed as failed,
