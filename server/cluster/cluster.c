@@ -1137,7 +1137,16 @@ static void load_persisted_config(void)
     json_t *v = json_object_get(cj, "config_version");
     if (json_is_integer(v) && json_integer_value(v) > sl_conf->config_version) {
         struct sl_err err;
+        struct sl_buf ign;
+        sl_buf_init(&ign);
+        int nign = sl_config_overridden(sl_conf, cj, &ign);
         struct sl_config *nc = sl_config_with_cluster(sl_conf, cj, &err);
+        if (nc && nign)
+            sl_logw("the persisted cluster config v%lld overrides %d key%s of the configuration file: %s; the "
+                    "cluster's value is in effect. To change a cluster key, use `shale config cluster KEY=VALUE` "
+                    "(PUT /v1/cluster/set-config), which every node applies and keeps",
+                    (long long)json_integer_value(v), nign, nign == 1 ? "" : "s", ign.p);
+        sl_buf_free(&ign);
         if (nc) {
             sl_config_install(nc);
             sl_log_set_level(nc->log_level);

@@ -928,6 +928,29 @@ struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *clus
     return nc;
 }
 
+int sl_config_overridden(const struct sl_config *c, json_t *cluster, struct sl_buf *out)
+{
+    json_t *def = defaults();
+    int n = 0;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        if (schema[i].flags & (F_LOCAL | F_RO))
+            continue;
+        json_t *fv = get_path(c->root, schema[i].path), *pv = get_path(cluster, schema[i].path);
+        if (!fv || !pv || json_equal(fv, get_path(def, schema[i].path)) || json_equal(fv, pv))
+            continue;
+        bool secret = !strcmp(schema[i].path, "auth.signature.key"); /* (as sl_config_redacted) */
+        char *a = secret ? NULL : json_dumps(fv, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *b = secret ? NULL : json_dumps(pv, JSON_ENCODE_ANY | JSON_COMPACT);
+        sl_buf_printf(out, "%s%s (file: %s, in effect: %s)", n ? "; " : "", schema[i].path, a ? a : "**********",
+                      b ? b : "**********");
+        free(a);
+        free(b);
+        n++;
+    }
+    json_decref(def);
+    return n;
+}
+
 json_t *sl_config_redacted(const json_t *doc)
 {
     json_t *c = json_deep_copy(doc);

@@ -127,6 +127,11 @@ struct sl_config *sl_config_with_cluster(const struct sl_config *c, json_t *clus
 
 /* A copy of a config document for display: secrets (auth.signature.key)
  * shown as "**********". New reference. */
+/* The cluster keys c's files (and --set) give a value other than the
+ * default, which the persisted cluster config `cluster` sets otherwise (and
+ * so overrides at start): "key (file: V, in effect: W)" for each, joined
+ * with "; " into out. Returns how many. */
+int sl_config_overridden(const struct sl_config *c, json_t *cluster, struct sl_buf *out);
 json_t *sl_config_redacted(const json_t *doc);
 
 /* Current process-wide config. Replaced atomically; old ones are retired,

@@ -727,6 +727,25 @@ class TestRestart(NodeTest):
         self.assertEqual(list(smap1["tmap"]), list(smap2["tmap"]))  # same node id
         self.assertIn("fsck", self.node.log())
 
+    def test_file_key_the_persisted_config_overrides_is_named(self):
+        """a cluster key edited in the file after a set-config changed it: the node starts with the cluster's value
+        (persisted, newer) and says so, naming the key and both values; a key the file leaves alone is not named"""
+        n = Node(self.tmp, "ovr", extra_config={"checksum": {"type": "md5"}}).start()
+        try:
+            r = requests.put(n.url + "/v1/cluster/set-config", params={"checksum.type": "sha256",
+                                                                        "log.level": "3"}, timeout=30)
+            self.assertEqual(r.status_code, 200, r.text)
+            n.restart()
+            self.assertEqual(requests.get(n.url + "/v1/daemon?what=config", timeout=30).json()["checksum"]["type"],
+                             "sha256")
+            log = n.log()
+            self.assertIn('overrides 1 key of the configuration file: checksum.type (file: "md5", in effect: '
+                          '"sha256")', log)
+            self.assertNotIn("log.level (file", log)
+            self.assertIn("shale config cluster KEY=VALUE", log)
+        finally:
+            n.stop()
+
 
 if __name__ == "__main__":
     main()
