@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * putb.h: many small objects of one bucket to one target in one request
- * (rebalance, copy-bck), stored there with a few syncs for the whole batch
- * instead of one fsync'ed PUT each.
+ * (rebalance, copy and transform jobs, promote), stored there with a few
+ * syncs for the whole batch instead of one fsync'ed PUT each.
  *
- * Wire: POST /v1/internal/putb?bck=NAME&provider=PROVIDER[&replace=true], a
+ * Wire: POST /v1/internal/putb?bck=NAME&provider=PROVIDER[&mode=copy|new], a
  * signed peer call (a rebalance adds Ais-Rebalance: ID). The body is a sequence of
  * records: a 4-byte big-endian length, that many bytes of JSON
  *   {"name","size","cksum_type","cksum_value","version","atime","custom":{k:v}}
