@@ -5,7 +5,7 @@
     128 KiB; wrk, 2 threads, direct to a standalone node)
   * sample mode over a 100 MiB WebDataset shard vs a plain GET of the shard
   * offline etl-bck (identity) vs copy-bck of the same bucket, 1 proxy + 3
-    targets
+    targets, and the bucket's rename (move-bck) after them
 
 usage: etl_bench.py [--duration S] [--quick] [--offline-only [--objects N] [--rounds R]]
 (--offline-only: the offline part alone, R rounds, for alternating runs of two builds
@@ -156,7 +156,18 @@ def offline(nobj):
             return time.time() - t0
         copy_t = run("copy-bck", "dst-copy", {})
         etl_t = run("etl-bck", "dst-etl", {"id": "identity"})
-        return copy_t, etl_t
+        # the rename of the source: its copy into the new name, then the old name's removal
+        t0 = time.time()
+        r = requests.post(url + "/v1/buckets/src", params={"bck_to": "ais/@#/src-moved/"},
+                          json={"action": "move-bck"}, timeout=60)
+        r.raise_for_status()
+        for _ in range(36000):
+            if requests.head(url + "/v1/buckets/src", timeout=30).status_code == 404:
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit("move-bck did not end")
+        return copy_t, etl_t, time.time() - t0
     finally:
         subprocess.run([SHALE, "playground", "stop", "--dir", d], capture_output=True, timeout=120)
         shutil.rmtree(work, ignore_errors=True)
@@ -174,9 +185,9 @@ def main():
         print("== offline bucket transform, 1 proxy + 3 targets, %d x 1 KiB objects (%s) ==" % (a.objects,
                                                                                          http_bench.BUILD))
         for r in range(a.rounds):
-            ct, et2 = offline(a.objects)
-            print("round %d: copy-bck %.0f objects/s; etl-bck (identity) %.0f objects/s" %
-                  (r + 1, a.objects / ct, a.objects / et2), flush=True)
+            ct, et2, mt = offline(a.objects)
+            print("round %d: copy-bck %.0f objects/s; etl-bck (identity) %.0f objects/s; move-bck %.0f objects/s" %
+                  (r + 1, a.objects / ct, a.objects / et2, a.objects / mt), flush=True)
         return
     dur = 3 if a.quick else a.duration
     lua = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
@@ -198,8 +209,9 @@ def main():
               (ns, pb / pt / 1e6, eb / et / 1e6, ns / et, (eb / et) / (pb / pt)))
         n = 3000 if a.quick else 20000
         print("\n== offline bucket transform, 1 proxy + 3 targets, %d x 1 KiB objects ==" % n)
-        ct, et2 = offline(n)
-        print("copy-bck %.0f objects/s; etl-bck (identity) %.0f objects/s; ratio %.2fx" % (n / ct, n / et2, ct / et2))
+        ct, et2, mt = offline(n)
+        print("copy-bck %.0f objects/s; etl-bck (identity) %.0f objects/s; ratio %.2fx; move-bck (the rename) %.0f "
+              "objects/s" % (n / ct, n / et2, ct / et2, n / mt))
     finally:
         os.unlink(lua.name)
 

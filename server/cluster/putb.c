@@ -144,8 +144,9 @@ static const char *const mode_names[] = { "move", "copy", "new" };
 int sl_putb_send(const struct sl_putb *pb, const char *node_url, const char *reb_id, struct sl_err *errs, bool *kept)
 {
     memset(errs, 0, (size_t)pb->n * sizeof(*errs));
-    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s%s%s", node_url, pb->b.name, pb->b.provider,
-                             pb->mode ? "&mode=" : "", pb->mode ? mode_names[pb->mode] : "");
+    char *url = sl_xasprintf("%s/v1/internal/putb?bck=%s&provider=%s%s%s%s%s", node_url, pb->b.name,
+                             pb->b.provider, pb->mode ? "&mode=" : "", pb->mode ? mode_names[pb->mode] : "",
+                             pb->rename_from[0] ? "&rename_from=" : "", pb->rename_from);
     struct sl_peer_hdr h[] = { { "Ais-Rebalance", reb_id } };
     struct sl_peer_resp r;
     int rc = sl_peer_call("POST", url, h, reb_id ? 1 : 0, pb->body.p, pb->body.len,
@@ -220,8 +221,8 @@ static int parse(const struct sl_buf *body, struct rec **out, int *nout, struct 
  * the single PUT of a moved object, api/tgt.c), or (fresh) as a PUT: its
  * custom metadata only, checked against its checksum when that is of the
  * bucket's type. */
-static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, struct sl_put **p,
-                     struct sl_err *err)
+static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, const char *rename_from,
+                     struct sl_put **p, struct sl_err *err)
 {
     const char *ckt = json_string_value(json_object_get(x->meta, "cksum_type"));
     const char *ckv = json_string_value(json_object_get(x->meta, "cksum_value"));
@@ -247,9 +248,11 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, st
             sl_objmd_set_custom(&pre, k, json_string_value(val));
     struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
                              .preserve = &pre };
+    const char *from = json_string_value(json_object_get(b->props, "renaming_from"));
     if (fresh)
         o = (struct sl_put_opts){ .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
-                                  .custom = pre.custom, .ncustom = pre.ncustom };
+                                  .custom = pre.custom, .ncustom = pre.ncustom,
+                                  .rename_copy = rename_from && from && !strcmp(rename_from, from) };
     int rc = -1;
     if (sl_custom_md_check(pre.custom, pre.ncustom, "custom metadata", err) == 0 &&
         sl_put_begin(b, x->name, x->nlen, &o, p, err) == 0) {
@@ -265,8 +268,8 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, st
 
 /* Store the records: rc[i] 0 stored, 1 kept (an object of that name is
  * here; never in mode copy), -1 failed (errs[i]). */
-static void store_recs(const struct sl_bck *b, const struct rec *v, int n, enum sl_putb_mode mode, int *rc,
-                       struct sl_err *errs)
+static void store_recs(const struct sl_bck *b, const struct rec *v, int n, enum sl_putb_mode mode,
+                       const char *rename_from, int *rc, struct sl_err *errs)
 {
     struct sl_put **ps = sl_xcalloc((size_t)n + 1, sizeof(*ps));
     int *slot = sl_xcalloc((size_t)n + 1, sizeof(int));
@@ -279,7 +282,7 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, enum 
         if (mode != SL_PUTB_COPY && sl_obj_stat(b, v[i].name, v[i].nlen, &md, NULL, &e) == 1) {
             sl_objmd_free(&md);
             rc[i] = 1;
-        } else if (rec_write(b, &v[i], mode != SL_PUTB_MOVE, &ps[np], &errs[i]) < 0) {
+        } else if (rec_write(b, &v[i], mode != SL_PUTB_MOVE, rename_from, &ps[np], &errs[i]) < 0) {
             rc[i] = -1;
         } else {
             slot[np++] = i;
@@ -313,7 +316,7 @@ int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs, bool *kept)
         return pb->n;
     }
     int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
-    store_recs(&pb->b, v, n, pb->mode, rc, errs);
+    store_recs(&pb->b, v, n, pb->mode, pb->rename_from[0] ? pb->rename_from : NULL, rc, errs);
     for (int i = 0; i < n; i++) {
         if (rc[i] < 0)
             failed++;
@@ -339,6 +342,7 @@ struct dest {
 struct sl_putb_dests {
     struct sl_bck b;
     enum sl_putb_mode mode;
+    char rename_from[SL_MAX_BCKNAME + 1];
     int max_objs;
     size_t max_bytes;
     sl_putb_done_fn done;
@@ -347,12 +351,13 @@ struct sl_putb_dests {
     int n;
 };
 
-struct sl_putb_dests *sl_putb_dests_new(const struct sl_bck *b, enum sl_putb_mode mode, int max_objs,
-                                        size_t max_bytes, sl_putb_done_fn done, void *ctx)
+struct sl_putb_dests *sl_putb_dests_new(const struct sl_bck *b, enum sl_putb_mode mode, const char *rename_from,
+                                        int max_objs, size_t max_bytes, sl_putb_done_fn done, void *ctx)
 {
     struct sl_putb_dests *d = sl_xcalloc(1, sizeof(*d));
     sl_bck_copy(&d->b, b);
     d->mode = mode;
+    snprintf(d->rename_from, sizeof(d->rename_from), "%s", rename_from ? rename_from : "");
     d->max_objs = max_objs < 1 ? 1 : max_objs > SL_PUTB_OBJS ? SL_PUTB_OBJS : max_objs;
     d->max_bytes = max_bytes;
     d->done = done;
@@ -394,6 +399,7 @@ int sl_putb_dests_add(struct sl_putb_dests *d, const char *tid, const char *data
         x->tags = sl_xcalloc((size_t)d->max_objs, sizeof(*x->tags));
         sl_putb_init(&x->pb, &d->b);
         x->pb.mode = d->mode;
+        memcpy(x->pb.rename_from, d->rename_from, sizeof(x->pb.rename_from));
     }
     if (add_record(&x->pb, name, nlen, fd, data, md, err) < 0)
         return -1;
@@ -461,7 +467,8 @@ static void putb_run(struct sl_req *r, void *arg)
         sl_bck_release(&b);
         return;
     }
-    store_recs(&b, v, n, mode, rc, errs);
+    const char *rf = sl_req_query(r, "rename_from");
+    store_recs(&b, v, n, mode, rf && *rf && mode == SL_PUTB_COPY ? rf : NULL, rc, errs);
     const char *reb = sl_req_header(r, "Ais-Rebalance");
     struct sl_job *job = reb ? sl_job_get(reb) : NULL;
     json_t *objs = json_array();

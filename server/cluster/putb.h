@@ -3,7 +3,7 @@
  * (rebalance, copy and transform jobs, promote), stored there with a few
  * syncs for the whole batch instead of one fsync'ed PUT each.
  *
- * Wire: POST /v1/internal/putb?bck=NAME&provider=PROVIDER[&mode=copy|new], a
+ * Wire: POST /v1/internal/putb?bck=NAME&provider=PROVIDER[&mode=copy|new][&rename_from=OLD], a
  * signed peer call (a rebalance adds Ais-Rebalance: ID). The body is a sequence of
  * records: a 4-byte big-endian length, that many bytes of JSON
  *   {"name","size","cksum_type","cksum_value","version","atime","custom":{k:v}}
@@ -22,6 +22,10 @@
  * of the bucket's type, is checked against the bytes received. mode=new
  * (promote) is the same except that an object already there is kept, as in
  * a rebalance. A remote-backed bucket takes neither (its PUTs write through).
+ * rename_from (with mode=copy): the copy of a bucket rename (move-bck) from
+ * bucket OLD, the one write the new name takes while the rename runs; as a
+ * PUT's Ais-Rename-From, it counts only if the bucket is being renamed from
+ * OLD (else the write is refused as any other, 409).
  */
 #ifndef SL_PUTB_H
 #define SL_PUTB_H
@@ -45,6 +49,7 @@ struct sl_putb {
     struct sl_buf body;
     int n;
     enum sl_putb_mode mode; /* set after sl_putb_init */
+    char rename_from[SL_MAX_BCKNAME + 1];   /* "" or a rename's old name (see above); after sl_putb_init */
 };
 
 void sl_putb_init(struct sl_putb *pb, const struct sl_bck *b);
@@ -73,8 +78,8 @@ int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs, bool *kept);
  * holds max_objs objects or max_bytes. */
 struct sl_putb_dests;
 typedef void (*sl_putb_done_fn)(void *ctx, void *tag, int rc, const struct sl_err *err);
-struct sl_putb_dests *sl_putb_dests_new(const struct sl_bck *b, enum sl_putb_mode mode, int max_objs,
-                                        size_t max_bytes, sl_putb_done_fn done, void *ctx);
+struct sl_putb_dests *sl_putb_dests_new(const struct sl_bck *b, enum sl_putb_mode mode, const char *rename_from,
+                                        int max_objs, size_t max_bytes, sl_putb_done_fn done, void *ctx);
 /* To target tid at data_url (tid NULL: this one); md->size bytes from data,
  * or (data NULL) from fd. -1 with err (nothing added, tag not taken). */
 int sl_putb_dests_add(struct sl_putb_dests *d, const char *tid, const char *data_url, const char *name, size_t nlen,

@@ -518,8 +518,8 @@ static int start_here(struct pargs *a, bool own_all, struct sl_err *err)
     }
     u->buf = sl_xmalloc(CHUNK);
     if (!sl_bck_remote(&u->b))
-        u->bat = sl_putb_dests_new(&u->b, a->ovw ? SL_PUTB_COPY : SL_PUTB_NEW, BATCH_OBJS, BATCH_BYTES, batch_done,
-                                   u);
+        u->bat = sl_putb_dests_new(&u->b, a->ovw ? SL_PUTB_COPY : SL_PUTB_NEW, NULL, BATCH_OBJS, BATCH_BYTES,
+                                   batch_done, u);
     u->job = sl_job_start("promote", a->id, a->bck, "");
     sl_run_detached(run_thread, u);
     return 0;

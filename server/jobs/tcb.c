@@ -610,18 +610,17 @@ static void object_done(struct tjob *t, const char *name, uint64_t in, uint64_t 
 }
 
 /* A worker's batches, or NULL: not in a dry run, a sample-mode transform
- * (it streams), a rename's copy (its PUTs carry the rename) or into a
- * remote-backed bucket (its PUTs write through). A flush holds a work file
- * open per object and all workers may flush at once: 256 objects over the
- * workers, 8 to BATCH_OBJS_MAX each. */
+ * (it streams) or into a remote-backed bucket (its PUTs write through). A
+ * rename's copy (move-bck) says so, as its single PUTs do. A flush holds a
+ * work file open per object and all workers may flush at once: 256 objects
+ * over the workers, 8 to BATCH_OBJS_MAX each. */
 static struct sl_putb_dests *copier_batches(struct tjob *t)
 {
-    if (t->m.dry_run || (t->netl && t->etl[0]->mode != SL_ETL_OBJECT) || !strcmp(t->job->kind, "move-bck") ||
-        sl_bck_remote(&t->dst))
+    if (t->m.dry_run || (t->netl && t->etl[0]->mode != SL_ETL_OBJECT) || sl_bck_remote(&t->dst))
         return NULL;
     int n = 256 / (t->m.workers > 0 ? t->m.workers : 1);
-    return sl_putb_dests_new(&t->dst, SL_PUTB_COPY, n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n,
-                             BATCH_BYTES, batch_done, t);
+    return sl_putb_dests_new(&t->dst, SL_PUTB_COPY, !strcmp(t->job->kind, "move-bck") ? t->src.name : NULL,
+                             n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n, BATCH_BYTES, batch_done, t);
 }
 
 static void *worker(void *arg)

@@ -10,7 +10,7 @@ know is 400 and stores nothing."""
 import hashlib
 import os
 
-from harness import cluster_sig, main
+from harness import cluster_sig, main, wait_until
 from test_cluster import hrw_owner
 from test_rebalance_batch import Base, metric, record
 
@@ -173,6 +173,30 @@ class TestCopyBatches(Base):
         self.assertEqual(int(ra.headers["Ais-Version"]), v0 + 1)  # as a PUT: not the record's 99
         self.assertNotEqual(ra.headers.get("Ais-Atime"), "1700000000000000000")
         self.assertEqual(self.custom_of(ra), {"k": "v"})
+
+    def test_rename_in_batches(self):
+        """move-bck: the copy into the new name goes in batches (carrying the rename, the one write the new
+        name takes meanwhile); every object is there under the new name, the old name is gone"""
+        self.create("crn")
+        data = self.fill("crn", 300)
+        smap = self.c.smap()
+        turls = [t["public_net"]["direct_url"] for t in smap["tmap"].values()]
+        before = sum(metric(u, "putb_in_objs") for u in turls)
+        r = self.s.post(self.url + "/v1/buckets/crn", params={"bck_to": "ais/@#/crn2/"},
+                        json={"action": "move-bck"}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        st = self.wait_job(r.text, timeout=180)
+        self.assertEqual(st["err"], "", st)
+        wait_until(lambda: self.s.head(self.url + "/v1/buckets/crn").status_code == 404, 60,
+                   what="the old name gone")
+        for name, (h, cu) in sorted(data.items()):
+            r = self.s.get(self.url + "/v1/objects/crn2/" + name)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name, r.text))
+            self.assertEqual(hashlib.sha256(r.content).hexdigest(), h, name)
+            self.assertEqual(self.custom_of(r), cu, name)
+        moved = sum(1 for n in data if hrw_owner(smap, "crn", n)["daemon_id"] != hrw_owner(smap, "crn2", n)["daemon_id"])
+        self.assertGreater(moved, 100)
+        self.assertEqual(sum(metric(u, "putb_in_objs") for u in turls) - before, moved)
 
     def test_failures_in_a_batch_are_the_objects_own(self):
         """every PUT refused (the disks count as full): with coer each object is counted and listed as failed,
