@@ -1385,7 +1385,9 @@ static void bput_commit_md(struct bput *v, int n, bool keep_existing, int *rc, s
     free(ops);
 }
 
-/* The renames are durable: one transaction per mountpath drops the markers. */
+/* The renames are durable: the markers go, lazily as a single PUT's (a
+ * crash that loses their removal leaves markers whose work is done, which
+ * the restart's fsck drops). */
 static void bput_clear_markers(struct bput *v, int n)
 {
     struct sl_md_op *ops = sl_xcalloc((size_t)n, sizeof(*ops));
@@ -1396,7 +1398,7 @@ static void bput_clear_markers(struct bput *v, int n)
                 ops[k++] = (struct sl_md_op){ .kind = SL_MD_DEL_PENDING, .key = v[i].p->work_rel,
                                               .klen = strlen(v[i].p->work_rel) };
         if (k)
-            sl_md_commit(mpaths[m].md, ops, k, false, NULL);
+            sl_md_commit_lazy(mpaths[m].md, ops, k);
     }
     free(ops);
 }
