@@ -1239,7 +1239,7 @@ fail:
  * wait on each, to see its earlier writeback errors), one LMDB transaction
  * per mountpath and group of PUT_GROUP objects for their metadata and
  * pending markers, the renames, one syncfs again instead of an fsync per
- * directory, one transaction dropping the markers. A crash in between
+ * directory, the markers dropped lazily (as a PUT's). A crash in between
  * leaves each object old or new, as for one PUT. */
 struct bput {
     struct sl_put *p;        /* NULL once done with (rc set) */
