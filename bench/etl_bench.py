@@ -128,14 +128,15 @@ def sample_mode(mib):
 
 
 def offline(nobj):
+    from cluster_bench import free_range  # (8 ports in a row that were free, as the playground needs)
     work = tempfile.mkdtemp(prefix="shale-etlbench-")
-    base = http_bench.free_port()
+    base = free_range(8)
     env = dict(os.environ)
     d = os.path.join(work, "pg")
-    subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(base), "--proxies", "1", "--targets",
-                    "3"], check=True, capture_output=True, env=env, timeout=120)
     url = "http://127.0.0.1:%d" % base
-    try:
+    try:  # (a playground that fails to start half-way is stopped too)
+        subprocess.run([SHALE, "playground", "start", "--dir", d, "--port", str(base), "--proxies", "1",
+                        "--targets", "3"], check=True, capture_output=True, env=env, timeout=120)
         requests.post(url + "/v1/buckets/src", json={"action": "create-bck"}, timeout=30).raise_for_status()
         put_many(url, "src", ["o-%06d" % i for i in range(nobj)], os.urandom(1024))
         init_etl(url, "identity", IDENTITY)
