@@ -66,15 +66,6 @@ static json_t *record_json(const char *name, size_t nlen, const struct sl_objmd 
 
 /* One record: md's metadata and md->size bytes, from data or (NULL) read from fd. */
 static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd, const void *data,
-                      const struct sl_objmd *md, struct sl_err *err);
-
-int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const struct sl_objmd *md,
-                struct sl_err *err)
-{
-    return add_record(pb, name, nlen, fd, NULL, md, err);
-}
-
-static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd, const void *data,
                       const struct sl_objmd *md, struct sl_err *err)
 {
     json_t *j = record_json(name, nlen, md);
@@ -111,6 +102,12 @@ static int add_record(struct sl_putb *pb, const char *name, size_t nlen, int fd,
     pb->body.p[pb->body.len] = 0;
     pb->n++;
     return 0;
+}
+
+int sl_putb_add(struct sl_putb *pb, const char *name, size_t nlen, int fd, const struct sl_objmd *md,
+                struct sl_err *err)
+{
+    return add_record(pb, name, nlen, fd, NULL, md, err);
 }
 
 /* The receiver's answer, one entry per object; every object fails with why
@@ -267,7 +264,8 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, co
 }
 
 /* Store the records: rc[i] 0 stored, 1 kept (an object of that name is
- * here; never in mode copy), -1 failed (errs[i]). */
+ * here; never in mode copy), -1 failed (errs[i]). A plain tar stored gets
+ * its member index. */
 static void store_recs(const struct sl_bck *b, const struct rec *v, int n, enum sl_putb_mode mode,
                        const char *rename_from, int *rc, struct sl_err *errs)
 {
@@ -294,6 +292,8 @@ static void store_recs(const struct sl_bck *b, const struct rec *v, int n, enum 
     for (int j = 0; j < np; j++) {
         rc[slot[j]] = prc[j];
         errs[slot[j]] = perr[j];
+        if (prc[j] == 0)
+            sl_arch_after_put(b, v[slot[j]].name, v[slot[j]].nlen);
     }
     free(perr);
     free(prc);
@@ -318,10 +318,7 @@ int sl_putb_store(const struct sl_putb *pb, struct sl_err *errs, bool *kept)
     int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
     store_recs(&pb->b, v, n, pb->mode, pb->rename_from[0] ? pb->rename_from : NULL, rc, errs);
     for (int i = 0; i < n; i++) {
-        if (rc[i] < 0)
-            failed++;
-        else if (rc[i] == 0)
-            sl_arch_after_put(&pb->b, v[i].name, v[i].nlen);
+        failed += rc[i] < 0;
         if (kept)
             kept[i] = rc[i] == 1;
     }
@@ -448,8 +445,6 @@ static void putb_run(struct sl_req *r, void *arg)
         sl_resp_err(r, &err);
         return;
     }
-    int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
-    struct sl_err *errs = sl_xcalloc((size_t)n + 1, sizeof(*errs));
     const char *ms = sl_req_query(r, "mode");
     enum sl_putb_mode mode = SL_PUTB_MOVE;
     while (ms && mode < SL_ARRAY_SIZE(mode_names) && strcmp(ms, mode_names[mode]))
@@ -460,13 +455,13 @@ static void putb_run(struct sl_req *r, void *arg)
                           : NULL;
     if (why) {
         recs_free(v, n);
-        free(rc);
-        free(errs);
         sl_resp_errf(r, SL_EINVAL, "put-batch %s://%s: %s; nothing was stored", sl_provider_scheme(b.provider),
                      b.name, why);
         sl_bck_release(&b);
         return;
     }
+    int *rc = sl_xcalloc((size_t)n + 1, sizeof(int));
+    struct sl_err *errs = sl_xcalloc((size_t)n + 1, sizeof(*errs));
     const char *rf = sl_req_query(r, "rename_from");
     store_recs(&b, v, n, mode, rf && *rf && mode == SL_PUTB_COPY ? rf : NULL, rc, errs);
     const char *reb = sl_req_header(r, "Ais-Rebalance");
@@ -485,7 +480,6 @@ static void putb_run(struct sl_req *r, void *arg)
         if (rc[i])
             continue;
         stored++;
-        sl_arch_after_put(&b, v[i].name, v[i].nlen); /* plain tars get their member index */
         if (job) {
             sl_job_add(&job->in_objs, 1);
             sl_job_add(&job->in_bytes, v[i].size);

@@ -15,6 +15,7 @@ enum { T_STR, T_INT, T_BOOL, T_DUR, T_SIZE, T_FSPATHS, T_PCT };
 #define F_RO 2      /* set by the system (uuid, config_version) */
 #define F_NOOP 4    /* kept for AIStore's config files; nothing reads it: set-config refuses a change */
 #define F_RESTART 8 /* read at start: set-config stores it and says a restart applies it */
+#define F_SECRET 16 /* its value is never shown (sl_config_redacted, sl_config_overridden) */
 
 struct key {
     const char *path;
@@ -146,7 +147,7 @@ static const struct key schema[] = {
       "redirects" },
     { "auth.signature.method", T_STR, "HS256", 0, "HS256|HS384|HS512|RS256|RS384|RS512",
       "algorithm of the tokens this cluster accepts" },
-    { "auth.signature.key", T_STR, "", 0, NULL,
+    { "auth.signature.key", T_STR, "", F_SECRET, NULL,
       "HMAC secret (HS*) or RSA public key, PEM (RS*) of the token issuer; \"\" = the cluster's own AuthN "
       "(HS* only)" },
     { "auth.expiration_time", T_DUR, "24h", 0, NULL, "lifetime of tokens the cluster's AuthN issues" },
@@ -938,7 +939,7 @@ int sl_config_overridden(const struct sl_config *c, json_t *cluster, struct sl_b
         json_t *fv = get_path(c->root, schema[i].path), *pv = get_path(cluster, schema[i].path);
         if (!fv || !pv || json_equal(fv, get_path(def, schema[i].path)) || json_equal(fv, pv))
             continue;
-        bool secret = !strcmp(schema[i].path, "auth.signature.key"); /* (as sl_config_redacted) */
+        bool secret = schema[i].flags & F_SECRET;
         char *a = secret ? NULL : json_dumps(fv, JSON_ENCODE_ANY | JSON_COMPACT);
         char *b = secret ? NULL : json_dumps(pv, JSON_ENCODE_ANY | JSON_COMPACT);
         sl_buf_printf(out, "%s%s (file: %s, in effect: %s)", n ? "; " : "", schema[i].path, a ? a : "**********",
@@ -954,9 +955,10 @@ int sl_config_overridden(const struct sl_config *c, json_t *cluster, struct sl_b
 json_t *sl_config_redacted(const json_t *doc)
 {
     json_t *c = json_deep_copy(doc);
-    json_t *sig = json_object_get(json_object_get(c, "auth"), "signature");
-    const char *k = json_string_value(json_object_get(sig, "key"));
-    if (k && *k)
-        json_object_set_new(sig, "key", json_string("**********"));
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        const char *v = (schema[i].flags & F_SECRET) ? json_string_value(get_path(c, schema[i].path)) : NULL;
+        if (v && *v)
+            set_path(c, schema[i].path, json_string("**********"));
+    }
     return c;
 }

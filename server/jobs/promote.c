@@ -22,6 +22,7 @@
  * "dls": delete each source file once its object is stored.
  */
 #include "promote.h"
+#include "backend.h"
 #include "cluster.h"
 #include "conf.h"
 #include "jsonx.h"
@@ -29,7 +30,6 @@
 #include "node.h"
 #include "peer.h"
 #include "putb.h"
-#include "backend.h"
 #include "store.h"
 #include "xact.h"
 
