@@ -36,8 +36,11 @@ uint64_t sl_id_digest(const char *id)
 
 void sl_obj_uname(struct sl_buf *out, const char *provider, const char *bucket, const char *obj, size_t olen)
 {
-    sl_buf_reset(out);
-    sl_buf_printf(out, "%s/@#/%s/", provider, bucket);
+    sl_buf_reset(out); /* "PROVIDER/@#/BUCKET/OBJECT": on every object access, no printf */
+    sl_buf_adds(out, provider);
+    sl_buf_adds(out, "/@#/");
+    sl_buf_adds(out, bucket);
+    sl_buf_addc(out, '/');
     sl_buf_add(out, obj, olen);
 }
 

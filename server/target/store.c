@@ -296,6 +296,121 @@ void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_b
         sl_buf_add(out, name, nlen);
 }
 
+/* Each thread's open bucket directories ("MPATH/@PROVIDER/BUCKET/%ob" of
+ * the store's mountpaths, O_PATH), so that a GET opens its file relative to
+ * one: the walk from / down to the bucket is done once per thread, bucket
+ * and mountpath, not per object (it was a fifth of the open). A hint only:
+ * keyed by the bucket's id, which a re-created bucket does not share, and
+ * a directory removed and made again (fsck prunes empty ones) fails the
+ * open, which then takes the full path. Destroying a bucket or pruning
+ * directories moves dc_gen on, and each thread lets its directories go at
+ * its next open. Only the owning thread touches its cache, so no fd is
+ * closed under another thread's feet. */
+#define DC_SLOTS 16
+struct dircache {
+    unsigned gen, next;
+    struct {
+        uint64_t bid;
+        int mp, fd;
+    } e[DC_SLOTS];
+};
+static pthread_key_t dc_key;
+static pthread_once_t dc_once = PTHREAD_ONCE_INIT;
+static unsigned dc_gen;
+
+static void dc_clear(struct dircache *dc)
+{
+    for (int i = 0; i < DC_SLOTS; i++) {
+        if (dc->e[i].fd >= 0)
+            close(dc->e[i].fd);
+        dc->e[i].fd = -1;
+    }
+}
+
+static void dc_free(void *p)
+{
+    dc_clear(p);
+    free(p);
+}
+
+static void dc_init(void)
+{
+    pthread_key_create(&dc_key, dc_free);
+}
+
+static void dc_invalidate(void)
+{
+    __atomic_add_fetch(&dc_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The thread's directory fd for b's objects on mp, or -1 */
+static int dc_dir(const struct sl_mpath *mp, const struct sl_bck *b, int *slot)
+{
+    if (mp->idx < 0)
+        return -1; /* (a detached mountpath of a resilver: not the store's) */
+    pthread_once(&dc_once, dc_init);
+    struct dircache *dc = pthread_getspecific(dc_key);
+    if (!dc) {
+        dc = sl_xcalloc(1, sizeof(*dc));
+        for (int i = 0; i < DC_SLOTS; i++)
+            dc->e[i].fd = -1;
+        dc->gen = __atomic_load_n(&dc_gen, __ATOMIC_SEQ_CST);
+        pthread_setspecific(dc_key, dc);
+    }
+    unsigned g = __atomic_load_n(&dc_gen, __ATOMIC_SEQ_CST);
+    if (dc->gen != g) {
+        dc_clear(dc);
+        dc->gen = g;
+    }
+    for (int i = 0; i < DC_SLOTS; i++)
+        if (dc->e[i].fd >= 0 && dc->e[i].bid == b->bid && dc->e[i].mp == mp->idx) {
+            *slot = i;
+            return dc->e[i].fd;
+        }
+    struct sl_buf d;
+    sl_buf_init(&d);
+    bdir(&d, mp, b, "%ob");
+    int fd = open(d.p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    sl_buf_free(&d);
+    if (fd < 0)
+        return -1;
+    int i = (int)(dc->next++ % DC_SLOTS);
+    if (dc->e[i].fd >= 0)
+        close(dc->e[i].fd);
+    dc->e[i].bid = b->bid;
+    dc->e[i].mp = mp->idx;
+    dc->e[i].fd = fd;
+    *slot = i;
+    return fd;
+}
+
+/* Open an object's file for reading (sl_obj_fqn's file), relative to the
+ * thread's bucket directory when it can; else by its full path, which is
+ * left in fqn (also for the caller's messages when both fail). */
+static int obj_open_rd(const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,
+                       const char *fname, struct sl_buf *fqn)
+{
+    int slot;
+    int dfd = nlen <= SL_MAX_OBJNAME ? dc_dir(mp, b, &slot) : -1;
+    if (dfd >= 0) {
+        char rel[SL_MAX_OBJNAME + 1];
+        const char *rp = fname && fname[0] ? fname : rel;
+        if (rp == rel) {
+            memcpy(rel, name, nlen);
+            rel[nlen] = 0;
+        }
+        int fd = openat(dfd, rp, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            return fd;
+        /* the directory may be one removed since: let it go, and the full path says */
+        struct dircache *dc = pthread_getspecific(dc_key);
+        close(dc->e[slot].fd);
+        dc->e[slot].fd = -1;
+    }
+    sl_obj_fqn(fqn, mp, b, name, nlen, fname);
+    return open(fqn->p, O_RDONLY | O_CLOEXEC);
+}
+
 pthread_rwlock_t *sl_obj_lock(const struct sl_bck *b, const char *name, size_t nlen)
 {
     return name_lock(b, name, nlen);
@@ -1566,8 +1681,7 @@ int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsign
         }
         struct sl_buf fqn;
         sl_buf_init(&fqn);
-        sl_obj_fqn(&fqn, mp, b, name, nlen, md->fname);
-        *fd = open(fqn.p, O_RDONLY | O_CLOEXEC);
+        *fd = obj_open_rd(mp, b, name, nlen, md->fname, &fqn);
         int e = errno;
         pthread_rwlock_unlock(lk);
         bool mirrored = md->ncopies > 0 && attempt == 0 && mp == hrw; /* (a misplaced one waits for resilver) */
@@ -1969,6 +2083,7 @@ static void *rm_bg(void *arg)
 int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err)
 {
     int rc = 0;
+    dc_invalidate(); /* (the threads' open directories of it go) */
     for (int i = 0; i < nmpaths; i++) {
         struct sl_mpath *mp = &mpaths[i];
         unsigned char ck[COPY_KEY];
@@ -2786,7 +2901,8 @@ static void walk_files(struct walk_ctx *wc, const char *dir)
         }
         if (S_ISDIR(st.st_mode)) {
             walk_files(wc, path);
-            rmdir(path); /* prune empty directories; fails harmlessly otherwise */
+            if (rmdir(path) == 0) /* prune empty directories; fails harmlessly otherwise */
+                dc_invalidate();
             free(path);
             continue;
         }

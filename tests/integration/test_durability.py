@@ -272,6 +272,79 @@ class TestFsck(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class TestReadPath(unittest.TestCase):
+    """A GET opens its file relative to a directory each HTTP thread keeps
+    open for the bucket: what it reads must still be what the metadata and
+    the directory tree say."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-rp-")
+        cls.node = Node(cls.tmp).start()
+        cls.s = requests.Session()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def ob(self, b):
+        return os.path.join(self.node.dir, "mp1", "@ais", b, "%ob")
+
+    def gets(self, b, name, n=64):
+        # enough GETs, on fresh and kept connections, that every poll loop serves some
+        out = set()
+        for i in range(n):
+            r = (self.s if i % 2 else requests).get("%s/v1/objects/%s/%s" % (self.node.url, b, name))
+            out.add((r.status_code, r.content if r.status_code == 200 else b""))
+        return out
+
+    def test_file_of_another_size_is_refused(self):
+        create(self.node.url, "sz")
+        for size in (1000, 100 * 1024):  # read whole, and sent from the file
+            for delta in (-1, 1):
+                name = "o%d%+d" % (size, delta)
+                data = os.urandom(size)
+                self.assertEqual(self.s.put("%s/v1/objects/sz/%s" % (self.node.url, name), data=data).status_code, 200)
+                self.assertEqual(self.gets("sz", name, 4), {(200, data)})
+                path = os.path.join(self.ob("sz"), name)
+                with open(path, "r+b") as f:
+                    if delta < 0:
+                        f.truncate(size - 1)
+                    else:
+                        f.seek(0, 2)
+                        f.write(b"x")
+                for rng in (None, "bytes=0-9"):
+                    r = self.s.get("%s/v1/objects/sz/%s" % (self.node.url, name), headers={"Range": rng} if rng else {})
+                    self.assertEqual(r.status_code, 500, (name, rng, r.status_code, r.content[:100]))
+                    self.assertIn("size mismatch between data and metadata", r.text)
+                self.assertIn("file size %d differs from metadata %d" % (size + delta, size), self.node.log())
+
+    def test_recreated_bucket_serves_its_own_objects(self):
+        for rnd in range(3):
+            create(self.node.url, "rc")
+            data = ("round %d " % rnd).encode() * 50
+            for name in ("a", "d/b"):
+                self.assertEqual(self.s.put("%s/v1/objects/rc/%s" % (self.node.url, name), data=data).status_code, 200)
+                self.assertEqual(self.gets("rc", name), {(200, data)}, (rnd, name))
+            r = self.s.delete(self.node.url + "/v1/buckets/rc", json={"action": "destroy-bck"})
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertEqual(self.gets("rc", "a", 8), {(404, b"")})
+
+    def test_bucket_directory_replaced_behind_the_node(self):
+        create(self.node.url, "mv")
+        data = os.urandom(3000)
+        self.assertEqual(self.s.put(self.node.url + "/v1/objects/mv/x/o", data=data).status_code, 200)
+        self.assertEqual(self.gets("mv", "x/o"), {(200, data)})
+        # the directory the threads hold open goes; a copy of it takes its place
+        ob = self.ob("mv")
+        shutil.copytree(ob, ob + ".new")
+        shutil.rmtree(ob)
+        os.rename(ob + ".new", ob)
+        self.assertEqual(self.gets("mv", "x/o"), {(200, data)})
+        self.assertNotIn("removing the stale metadata", self.node.log())
+
+
 @unittest.skipUnless(os.geteuid() == 0, "needs root to mount a small tmpfs")
 class TestDiskFull(unittest.TestCase):
     def setUp(self):
