@@ -555,19 +555,24 @@ static void *syncer(void *arg)
 
 static int find_in_group(const MDB_val *v, const char *suffix, size_t slen, struct sl_objmd *out)
 {
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
+    /* On every GET: a zone whose first chunk (a group of one or two
+     * records needs a few hundred bytes) comes from malloc's per-thread
+     * cache, not the zone and 8 KiB chunk msgpack_unpack_next would make. */
+    msgpack_zone z;
+    msgpack_object o;
+    if (!msgpack_zone_init(&z, 896))
+        return -1;
     size_t off = 0;
     int found = 0;
-    if (msgpack_unpack_next(&up, v->mv_data, v->mv_size, &off) == MSGPACK_UNPACK_SUCCESS &&
-        up.data.type == MSGPACK_OBJECT_ARRAY) {
-        for (uint32_t i = 0; i < up.data.via.array.size; i++) {
+    msgpack_unpack_return ur = msgpack_unpack(v->mv_data, v->mv_size, &off, &z, &o);
+    if ((ur == MSGPACK_UNPACK_SUCCESS || ur == MSGPACK_UNPACK_EXTRA_BYTES) && o.type == MSGPACK_OBJECT_ARRAY) {
+        for (uint32_t i = 0; i < o.via.array.size; i++) {
             const char *s;
             size_t sl;
-            if (unpack_rec(&up.data.via.array.ptr[i], &s, &sl, NULL) < 0)
+            if (unpack_rec(&o.via.array.ptr[i], &s, &sl, NULL) < 0)
                 continue;
             if (sl == slen && memcmp(s, suffix, slen) == 0) {
-                unpack_rec(&up.data.via.array.ptr[i], &s, &sl, out);
+                unpack_rec(&o.via.array.ptr[i], &s, &sl, out);
                 found = 1;
                 break;
             }
@@ -575,7 +580,7 @@ static int find_in_group(const MDB_val *v, const char *suffix, size_t slen, stru
     } else {
         found = -1;
     }
-    msgpack_unpacked_destroy(&up);
+    msgpack_zone_destroy(&z);
     return found;
 }
 

@@ -87,7 +87,11 @@ void sl_log_set_node(const char *node)
 
 void sl_log_set_reqid(const char *id)
 {
-    snprintf(log_reqid, sizeof(log_reqid), "%s", id ? id : "");
+    /* (several times per request: no printf) */
+    size_t n = id ? strnlen(id, sizeof(log_reqid) - 1) : 0;
+    if (n)
+        memcpy(log_reqid, id, n);
+    log_reqid[n] = 0;
 }
 
 static void rotate_locked(void)

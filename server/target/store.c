@@ -348,7 +348,6 @@ static int dc_dir(const struct sl_mpath *mp, const struct sl_bck *b, int *slot)
 {
     if (mp->idx < 0)
         return -1; /* (a detached mountpath of a resilver: not the store's) */
-    pthread_once(&dc_once, dc_init);
     struct dircache *dc = pthread_getspecific(dc_key);
     if (!dc) {
         dc = sl_xcalloc(1, sizeof(*dc));
@@ -597,6 +596,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
 {
     for (int i = 0; i < NLOCKS; i++)
         pthread_rwlock_init(&nlocks[i], NULL);
+    pthread_once(&dc_once, dc_init);
     snprintf(store_node, sizeof(store_node), "%s", node_id);
     wp_data = c->wp_data;
     wp_md = c->wp_md;
