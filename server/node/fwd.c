@@ -346,6 +346,7 @@ static void cleanup(struct sl_req *r, bool completed)
     struct fwd *f = r->ctx;
     pthread_mutex_lock(&f->mu);
     f->r = NULL;
+    f->in_susp = f->out_susp = false; /* (nothing left to resume) */
     bool kick = false;
     if (f->rd_paused || f->wr_paused) { /* unpaused, it sees the client gone and ends */
         f->rd_paused = false;
@@ -433,7 +434,7 @@ static void body_in(struct fwd *f)
     if (f->wait_body && f->out.len == (size_t)f->resp_len) {
         f->wait_body = false;
         answer_deferred(f); /* the whole small body: one response */
-    } else if (f->out_susp) {
+    } else if (f->out_susp && f->r) {
         f->out_susp = false;
         sl_conn_resume(f->r->conn);
     }
@@ -1206,7 +1207,7 @@ static int h1_read(struct fwd *f, char *buf)
             f->paused_at = sl_mono_ns();
         }
         if (f->pull) { /* out_read receives the body: wake it if it waits */
-            if (f->out_susp) {
+            if (f->out_susp && f->r) {
                 f->out_susp = false;
                 sl_conn_resume(f->r->conn);
             }
