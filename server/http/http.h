@@ -193,7 +193,7 @@ void sl_resp_redirect(struct sl_req *r, int status, const char *location);
 /* sendfile from fd [off, off+len); takes ownership of fd (closed by the
  * engine, also when the response cannot be created) */
 void sl_resp_fd(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const char *ctype);
-/* For HEAD: headers with Content-Length = len and no body */
+/* For HEAD: headers with Content-Length = len (UINT64_MAX: none, chunked) and no body */
 void sl_resp_head(struct sl_req *r, int status, uint64_t len);
 /* streaming body (len = UINT64_MAX for unknown -> chunked). Takes ctx:
  * free_ctx(ctx) (may be NULL) runs once the response is done with, whether

@@ -252,7 +252,8 @@ static void answer(struct fwd *f)
     int status = (int)f->status;
     if (f->head || status == 204 || status == 304 || f->resp_len == 0) {
         f->discard = true;
-        uint64_t len = f->resp_len > 0 ? (uint64_t)f->resp_len : 0;
+        /* (a HEAD answered without a length, as chunked, is passed on so, not as 0 bytes) */
+        uint64_t len = f->resp_len >= 0 ? (uint64_t)f->resp_len : f->head ? UINT64_MAX : 0;
         pthread_mutex_unlock(&f->mu);
         if (f->head && status != 204 && status != 304)
             sl_resp_head(r, status, len);
