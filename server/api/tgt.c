@@ -849,7 +849,6 @@ static void put_remote(struct sl_req *r, void *arg)
     const char *nm = "";
     size_t nl = 0;
     char *bk = NULL;
-    struct sl_backend_obj o;
     /* the client's checksum first: the remote must not get bytes this node would refuse */
     const char *ckt = sl_req_header(r, "Ais-Checksum-Type"), *ckv = sl_req_header(r, "Ais-Checksum-Value");
     int ctype = ckt && ckv && *ckv ? sl_cksum_parse(ckt) : -1;
@@ -859,10 +858,7 @@ static void put_remote(struct sl_req *r, void *arg)
                      "nothing was stored, here or at the remote", ckt, got, ckv);
         return;
     }
-    if (sl_req_obj_path(r, &bk, &nm, &nl, &err) == 0) /* a cold GET's fetch must not land after this PUT */
-        sl_backend_wait_fetch(&c->b, nm, nl);
-    if (err.msg[0] ||
-        sl_backend_put(&c->b, nm, nl, sl_put_fd(c->p), (int64_t)sl_put_size(c->p), &o, &err) < 0) {
+    if (sl_req_obj_path(r, &bk, &nm, &nl, &err) < 0 || sl_backend_put_through(&c->b, nm, nl, c->p, &err) < 0) {
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, nm, nl);
         sl_resp_errf(r, err.code, "PUT %s: %s; nothing was stored, here or at the remote", cn, err.msg);
@@ -870,15 +866,6 @@ static void put_remote(struct sl_req *r, void *arg)
         return;
     }
     free(bk);
-    struct sl_kv *kv = NULL;
-    int n = 0;
-    sl_backend_custom(&c->b, &o, &kv, &n);
-    for (int i = 0; i < n; i++) {
-        sl_put_set_custom(c->p, kv[i].k, kv[i].v);
-        free(kv[i].k);
-        free(kv[i].v);
-    }
-    free(kv);
     put_commit(r, c);
 }
 

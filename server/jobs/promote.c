@@ -219,6 +219,12 @@ static int store_here(struct run *u, int fd, const struct stat *st, const char *
         sl_put_abort(p);
         return sl_errf(err, SL_EIO, "reading: %s", strerror(errno));
     }
+    /* into a remote-backed bucket, as a PUT into it: the remote first (a
+     * file sent to its owner is such a PUT) */
+    if (sl_bck_remote(&u->b) && sl_backend_put_through(&u->b, name, strlen(name), p, err) < 0) {
+        sl_put_abort(p);
+        return -1;
+    }
     return sl_put_commit(p, NULL, err);
 }
 

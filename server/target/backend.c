@@ -612,15 +612,7 @@ static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct t
         sl_put_abort(s.p);
         return -1;
     }
-    struct sl_kv *kv = NULL;
-    int nkv = 0;
-    sl_backend_custom(b, &o, &kv, &nkv);
-    for (int i = 0; i < nkv; i++) {
-        sl_put_set_custom(s.p, kv[i].k, kv[i].v);
-        free(kv[i].k);
-        free(kv[i].v);
-    }
-    free(kv);
+    sl_backend_custom_put(b, &o, s.p);
     int crc = sl_put_commit(s.p, NULL, err);
     if (crc < 0 && s.asked)
         sl_logw("cold GET: %s://%s/%.*s served but not cached: %s", sl_provider_scheme(b->provider), b->name,
@@ -817,6 +809,30 @@ int sl_backend_put(const struct sl_bck *b, const char *name, size_t nlen, int fd
         sl_stats_backend(rm.ops->provider, "put", (uint64_t)size, sl_mono_ns() - t0);
     free(nm);
     return rc == SL_PLUG_OK ? 0 : remote_err(rc, status, msg, err);
+}
+
+void sl_backend_custom_put(const struct sl_bck *b, const struct sl_backend_obj *o, struct sl_put *p)
+{
+    struct sl_kv *kv = NULL;
+    int n = 0;
+    sl_backend_custom(b, o, &kv, &n);
+    for (int i = 0; i < n; i++) {
+        sl_put_set_custom(p, kv[i].k, kv[i].v);
+        free(kv[i].k);
+        free(kv[i].v);
+    }
+    free(kv);
+}
+
+int sl_backend_put_through(const struct sl_bck *b, const char *name, size_t nlen, struct sl_put *p,
+                           struct sl_err *err)
+{
+    struct sl_backend_obj o;
+    sl_backend_wait_fetch(b, name, nlen); /* a cold GET's fetch must not land after this write */
+    if (sl_backend_put(b, name, nlen, sl_put_fd(p), (int64_t)sl_put_size(p), &o, err) < 0)
+        return -1;
+    sl_backend_custom_put(b, &o, p);
+    return 0;
 }
 
 int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)

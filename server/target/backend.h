@@ -60,6 +60,14 @@ int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struc
 /* Write bytes [0, size) of fd to the remote as name; o gets its answer. */
 int sl_backend_put(const struct sl_bck *b, const char *name, size_t nlen, int fd, int64_t size,
                    struct sl_backend_obj *o, struct sl_err *err);
+struct sl_put;
+/* A PUT's write-through: the bytes p holds to the remote as name (after a
+ * cold GET's fetch of it in flight, if any), and the remote's answer into
+ * p's custom metadata (sl_backend_custom_put); p is left to the caller. */
+int sl_backend_put_through(const struct sl_bck *b, const char *name, size_t nlen, struct sl_put *p,
+                           struct sl_err *err);
+/* The custom metadata of sl_backend_custom, set on p */
+void sl_backend_custom_put(const struct sl_bck *b, const struct sl_backend_obj *o, struct sl_put *p);
 /* Delete at the remote; a remote 404 is success. */
 int sl_backend_delete(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
 /* One page of the remote's names under prefix (token "" first; next gets

@@ -926,6 +926,35 @@ class BackendTest(unittest.TestCase):
         self.assertFalse(self.cached("cache", "dl/1"))
         self.assertEqual(self.rs3.get_object(Bucket="origin", Key="dl/3")["Body"].read(), b"dl/3")
 
+    def test_promote_writes_through(self):
+        """promote into a remote-backed bucket is a PUT into it: every file reaches the remote, those its
+        promoting target owns as well as those it sends to their owners (shared directory, then tid)."""
+        pdir = os.path.join(self.tmp, "promote")
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": pdir}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        tid = sorted(self.c.smap()["tmap"])[0]
+        for sub, extra in (("shared", {}), ("tid", {"tid": tid})):
+            files = {"pw/%s/%02d.txt" % (sub, i): b"promoted %s %d" % (sub.encode(), i) for i in range(16)}
+            for k, v in files.items():
+                os.makedirs(os.path.dirname(os.path.join(pdir, k)), exist_ok=True)
+                with open(os.path.join(pdir, k), "wb") as f:
+                    f.write(v)
+            src = os.path.join(pdir, "pw", sub)
+            r = self.s.post(self.url + "/v1/objects/cache", timeout=60,
+                            json={"action": "promote", "name": src, "value": dict({"src": src, "obj": "pw/%s/" % sub},
+                                                                                   **extra)})
+            self.assertEqual(r.status_code, 200, r.text)
+            jid = r.text
+
+            def done():
+                st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
+                return st.status_code == 200 and st.json().get("end_time", 0) != 0
+            wait_until(done, 60, what="promote " + sub)
+            for k, v in files.items():
+                self.assertEqual(self.rs3.get_object(Bucket="origin", Key=k)["Body"].read(), v, k)
+                self.assertTrue(self.cached("cache", k), k)
+                self.assertEqual(self.get("cache", k).content, v, k)
+
     def test_y_rebalance_does_not_write_through(self):
         """A target joins: rebalance moves cached copies between targets without writing them to the remote
         (objects changed at the remote in the meantime keep their new content there), and every object still
