@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -317,14 +318,21 @@ struct dircache {
 static pthread_key_t dc_key;
 static pthread_once_t dc_once = PTHREAD_ONCE_INIT;
 static unsigned dc_gen;
+static int dc_open, dc_max; /* fds the caches hold, all threads (atomic); at most an eighth of the fd limit */
+
+static void dc_close(int *fd)
+{
+    if (*fd < 0)
+        return;
+    close(*fd);
+    *fd = -1;
+    __atomic_sub_fetch(&dc_open, 1, __ATOMIC_RELAXED);
+}
 
 static void dc_clear(struct dircache *dc)
 {
-    for (int i = 0; i < DC_SLOTS; i++) {
-        if (dc->e[i].fd >= 0)
-            close(dc->e[i].fd);
-        dc->e[i].fd = -1;
-    }
+    for (int i = 0; i < DC_SLOTS; i++)
+        dc_close(&dc->e[i].fd);
 }
 
 static void dc_free(void *p)
@@ -336,6 +344,9 @@ static void dc_free(void *p)
 static void dc_init(void)
 {
     pthread_key_create(&dc_key, dc_free);
+    struct rlimit rl;
+    dc_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int)SL_MIN(rl.rlim_cur / 8, 4096)
+                                                                                 : 4096;
 }
 
 static void dc_invalidate(void)
@@ -366,6 +377,9 @@ static int dc_dir(const struct sl_mpath *mp, const struct sl_bck *b, int *slot)
             *slot = i;
             return dc->e[i].fd;
         }
+    int i = (int)(dc->next % DC_SLOTS);
+    if (dc->e[i].fd < 0 && __atomic_load_n(&dc_open, __ATOMIC_RELAXED) >= dc_max)
+        return -1; /* (no fd taken from the node's connections and files) */
     struct sl_buf d;
     sl_buf_init(&d);
     bdir(&d, mp, b, "%ob");
@@ -373,9 +387,11 @@ static int dc_dir(const struct sl_mpath *mp, const struct sl_bck *b, int *slot)
     sl_buf_free(&d);
     if (fd < 0)
         return -1;
-    int i = (int)(dc->next++ % DC_SLOTS);
+    dc->next++;
     if (dc->e[i].fd >= 0)
         close(dc->e[i].fd);
+    else
+        __atomic_add_fetch(&dc_open, 1, __ATOMIC_RELAXED);
     dc->e[i].bid = b->bid;
     dc->e[i].mp = mp->idx;
     dc->e[i].fd = fd;
@@ -402,9 +418,7 @@ static int obj_open_rd(const struct sl_mpath *mp, const struct sl_bck *b, const 
         if (fd >= 0)
             return fd;
         /* the directory may be one removed since: let it go, and the full path says */
-        struct dircache *dc = pthread_getspecific(dc_key);
-        close(dc->e[slot].fd);
-        dc->e[slot].fd = -1;
+        dc_close(&((struct dircache *)pthread_getspecific(dc_key))->e[slot].fd);
     }
     sl_obj_fqn(fqn, mp, b, name, nlen, fname);
     return open(fqn->p, O_RDONLY | O_CLOEXEC);

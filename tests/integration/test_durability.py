@@ -331,6 +331,34 @@ class TestReadPath(unittest.TestCase):
             self.assertEqual(r.status_code, 200, r.text)
             self.assertEqual(self.gets("rc", "a", 8), {(404, b"")})
 
+    def test_directories_held_open_are_bounded(self):
+        """the threads' open bucket directories take at most an eighth of the node's fd limit"""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        tmp = tempfile.mkdtemp(prefix="shale-rpfd-")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))  # the node inherits it: 16 directories
+        try:
+            node = Node(tmp).start()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        try:
+            s = requests.Session()
+            names = ["b%02d" % i for i in range(40)]
+            for b in names:
+                create(node.url, b)
+                self.assertEqual(s.put("%s/v1/objects/%s/o" % (node.url, b), data=b.encode()).status_code, 200)
+            for rnd in range(3):
+                for b in names:
+                    r = (s if rnd % 2 else requests).get("%s/v1/objects/%s/o" % (node.url, b))
+                    self.assertEqual((r.status_code, r.content), (200, b.encode()))
+            fds = os.listdir("/proc/%d/fd" % node.proc.pid)
+            held = [f for f in fds if os.readlink("/proc/%d/fd/%s" % (node.proc.pid, f)).endswith("/%ob")]
+            self.assertGreater(len(held), 0)
+            self.assertLessEqual(len(held), 16, held)
+        finally:
+            node.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_bucket_directory_replaced_behind_the_node(self):
         create(self.node.url, "mv")
         data = os.urandom(3000)
