@@ -376,8 +376,9 @@ int sl_sec_verify(struct sl_req *r, struct sl_err *err)
     for (const char *p = r->raw_uri; (p = strstr(p, "x=")) && p < u; p += 2)
         if (p[-1] == '&' || p[-1] == '?')
             x = p;
-    long long exp;
-    if (!x || sscanf(x + 2, "%lld.", &exp) != 1 || strchr(x, '&') != u)
+    char *end = NULL;
+    long long exp = x ? strtoll(x + 2, &end, 10) : 0; /* (on every redirected request: no sscanf) */
+    if (!x || end == x + 2 || strchr(x, '&') != u)
         return bad(err, r, "malformed redirect signature (x=EXP.NONCE must precede u=SIG)");
     char want[SIG_HEX + 1];
     sig_hex("r", r->method_str, r->raw_uri, (size_t)(u - r->raw_uri), NULL, want);

@@ -158,6 +158,9 @@ class IntraCluster(unittest.TestCase):
         for q in ("", "?pid=x&utm=1", "?pid=x&utm=1&x=99999999999.ab&u=" + "0" * 32):
             r = self.s.put(self.t0 + "/v1/objects/sb/direct" + q, data=b"evil")
             self.assertEqual(r.status_code, 401, (q, r.text))
+        r = self.s.put(self.t0 + "/v1/objects/sb/direct?pid=x&x=.ab&u=" + "0" * 32, data=b"evil")
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertIn("malformed redirect signature", r.json()["message"])
         self.assertEqual(self.s.head(self.url + "/v1/objects/sb/direct", allow_redirects=True).status_code, 404)
         r = self.s.put(self.t0 + "/v1/daemon", json={"action": "shutdown"})
         self.assertEqual(r.status_code, 401)
