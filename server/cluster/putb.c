@@ -243,13 +243,15 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, co
     json_object_foreach(json_object_get(x->meta, "custom"), k, val)
         if (json_is_string(val) && !(fresh && !strcmp(k, "orig_fntl"))) /* (as a copy's PUT: not its source's) */
             sl_objmd_set_custom(&pre, k, json_string_value(val));
-    struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
-                             .preserve = &pre };
-    const char *from = json_string_value(json_object_get(b->props, "renaming_from"));
-    if (fresh)
-        o = (struct sl_put_opts){ .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size,
-                                  .custom = pre.custom, .ncustom = pre.ncustom,
-                                  .rename_copy = rename_from && from && !strcmp(rename_from, from) };
+    struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size };
+    if (!fresh) {
+        o.preserve = &pre;
+    } else {
+        const char *from = json_string_value(json_object_get(b->props, "renaming_from"));
+        o.custom = pre.custom;
+        o.ncustom = pre.ncustom;
+        o.rename_copy = rename_from && from && !strcmp(rename_from, from);
+    }
     int rc = -1;
     if (sl_custom_md_check(pre.custom, pre.ncustom, "custom metadata", err) == 0 &&
         sl_put_begin(b, x->name, x->nlen, &o, p, err) == 0) {

@@ -175,9 +175,9 @@ static int64_t pio_write(void *ctx, const void *buf, size_t n)
 
 struct dest {
     bool local;
-    char *url;                  /* remote owner's PUT URL */
     char tid[48];               /* remote owner's id */
     char *data_url;             /* and its data URL */
+    char *url;                  /* the object's PUT URL there: dest_url, for the objects not batched */
 };
 
 static int dest_of(const struct copier *c, const char *dname, size_t dlen, struct dest *d, struct sl_err *err)
@@ -201,16 +201,25 @@ static int dest_of(const struct copier *c, const char *dname, size_t dlen, struc
     } else if (t->flags & SL_SNF_OFFLINE) {
         rc = sl_errf(err, SL_EUNAVAIL, "the destination's owner t[%s] (%s) is not responding", t->id, t->url);
     } else {
-        struct sl_buf url;
-        sl_buf_init(&url);
-        sl_peer_obj_url(&url, t->data_url, c->dst->name, c->dst->provider, dname, dlen);
-        sl_peer_add_redirect_marks(&url, G.id);
-        d->url = sl_buf_steal(&url);
         snprintf(d->tid, sizeof(d->tid), "%s", t->id);
         d->data_url = sl_xstrdup(t->data_url);
     }
     sl_smap_put(s);
     return rc;
+}
+
+/* The remote owner's PUT URL of the object, made on first use (a batched
+ * object never needs it) */
+static const char *dest_url(const struct copier *c, struct dest *d, const char *dname, size_t dlen)
+{
+    if (!d->url) {
+        struct sl_buf url;
+        sl_buf_init(&url);
+        sl_peer_obj_url(&url, d->data_url, c->dst->name, c->dst->provider, dname, dlen);
+        sl_peer_add_redirect_marks(&url, G.id);
+        d->url = sl_buf_steal(&url);
+    }
+    return d->url;
 }
 
 static int remote_status(struct sl_peer_resp *pr, int prc, const struct dest *d, struct sl_err *err)
@@ -301,7 +310,7 @@ static int batch_add(struct copier *c, const char *name, size_t nlen, int fd, co
 
 /* plain copy, streaming from fd */
 static int copy_plain(struct copier *c, int fd, const struct sl_objmd *md, const char *dname, size_t dlen,
-                      const struct dest *d, struct sl_err *err)
+                      struct dest *d, struct sl_err *err)
 {
     if (c->dry_run) {
         c->out_bytes = md->size;
@@ -340,7 +349,8 @@ static int copy_plain(struct copier *c, int fd, const struct sl_objmd *md, const
     if (c->rename) /* the one write the new name takes during a rename */
         h[nh++] = (struct sl_peer_hdr){ "Ais-Rename-From", c->src->name };
     struct sl_peer_resp pr;
-    int prc = sl_peer_put_fd(d->url, h, nh, fd, md->size, sl_conf->send_file_time_ns / 1000000, &pr);
+    int prc = sl_peer_put_fd(dest_url(c, d, dname, dlen), h, nh, fd, md->size, sl_conf->send_file_time_ns / 1000000,
+                             &pr);
     int rc = remote_status(&pr, prc, d, err);
     sl_peer_resp_free(&pr);
     free_hdrs(h, keep, nh);
@@ -350,7 +360,7 @@ static int copy_plain(struct copier *c, int fd, const struct sl_objmd *md, const
 }
 
 static int copy_object_etl(struct copier *c, int fd, const struct sl_objmd *md, const char *name, size_t nlen,
-                           const char *dname, size_t dlen, const struct dest *d, struct sl_err *err)
+                           const char *dname, size_t dlen, struct dest *d, struct sl_err *err)
 {
     uint64_t cap = sl_etl_max_input(c->etl, c->netl);
     if (md->size > cap) {
@@ -381,7 +391,8 @@ static int copy_object_etl(struct copier *c, int fd, const struct sl_objmd *md, 
         rc = put_local_bytes(c, dname, dlen, out, olen, err);
     } else {
         struct sl_peer_resp pr;
-        int prc = sl_peer_call("PUT", d->url, NULL, 0, out, olen, sl_conf->send_file_time_ns / 1000000, &pr);
+        int prc = sl_peer_call("PUT", dest_url(c, d, dname, dlen), NULL, 0, out, olen,
+                               sl_conf->send_file_time_ns / 1000000, &pr);
         rc = remote_status(&pr, prc, d, err);
         sl_peer_resp_free(&pr);
     }
@@ -392,7 +403,7 @@ static int copy_object_etl(struct copier *c, int fd, const struct sl_objmd *md, 
 }
 
 static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nlen, const char *dname, size_t dlen,
-                           const struct dest *d, struct sl_err *err)
+                           struct dest *d, struct sl_err *err)
 {
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), c->src, name, nlen);
@@ -433,7 +444,8 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
             sl_arch_after_put(c->dst, dname, dlen);
     } else if (rc == 0 && pio.fd >= 0) {
         struct sl_peer_resp pr;
-        int prc = sl_peer_put_fd(d->url, NULL, 0, pio.fd, pio.n, sl_conf->send_file_time_ns / 1000000, &pr);
+        int prc = sl_peer_put_fd(dest_url(c, d, dname, dlen), NULL, 0, pio.fd, pio.n,
+                                 sl_conf->send_file_time_ns / 1000000, &pr);
         rc = remote_status(&pr, prc, d, err);
         sl_peer_resp_free(&pr);
     }
@@ -614,21 +626,22 @@ static void object_done(struct tjob *t, const char *name, uint64_t in, uint64_t 
  * rename's copy (move-bck) says so, as its single PUTs do. A flush holds a
  * work file open per object and all workers may flush at once: 256 objects
  * over the workers, 8 to BATCH_OBJS_MAX each. */
-static struct sl_putb_dests *copier_batches(struct tjob *t)
+static struct sl_putb_dests *copier_batches(struct tjob *t, bool rename)
 {
     if (t->m.dry_run || (t->netl && t->etl[0]->mode != SL_ETL_OBJECT) || sl_bck_remote(&t->dst))
         return NULL;
     int n = 256 / (t->m.workers > 0 ? t->m.workers : 1);
-    return sl_putb_dests_new(&t->dst, SL_PUTB_COPY, !strcmp(t->job->kind, "move-bck") ? t->src.name : NULL,
+    return sl_putb_dests_new(&t->dst, SL_PUTB_COPY, rename ? t->src.name : NULL,
                              n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n, BATCH_BYTES, batch_done, t);
 }
 
 static void *worker(void *arg)
 {
     struct tjob *t = arg;
+    bool rename = !strcmp(t->job->kind, "move-bck");
     struct copier c = { .src = &t->src, .dst = &t->dst, .etl = t->etl, .netl = t->netl, .args = &t->args,
-                        .dry_run = t->m.dry_run, .rename = !strcmp(t->job->kind, "move-bck"), .job = t->job->id,
-                        .buf = sl_xmalloc(CHUNK), .bat = copier_batches(t) };
+                        .dry_run = t->m.dry_run, .rename = rename, .job = t->job->id, .buf = sl_xmalloc(CHUNK),
+                        .bat = copier_batches(t, rename) };
     char *name;
     for (;;) {
         if (!(name = q_pop(t, false))) {
