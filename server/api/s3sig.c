@@ -6,6 +6,7 @@
  * their values trimmed and inner runs of spaces collapsed.
  */
 #include "s3sig.h"
+#include "cksum.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -22,14 +23,13 @@ static const char EMPTY_SHA[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934
 static void sha256_hex(const void *p, size_t n, char out[SL_S3_SIG_HEX])
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256(p, n, d);
+    sl_sha256(p, n, d);
     sl_hex(d, sizeof(d), out);
 }
 
 static void hmac(const void *key, size_t klen, const void *msg, size_t mlen, unsigned char out[32])
 {
-    unsigned int len = 32;
-    HMAC(EVP_sha256(), key, (int)klen, msg, mlen, out, &len);
+    sl_hmac_sha256(key, klen, msg, mlen, out);
 }
 
 /* copy [p, p + n) into out (size sz), NUL-terminated; false if it does not fit */
@@ -375,7 +375,7 @@ void sl_s3_trailer_signature(const struct sl_s3_auth *a, const char *secret, con
 {
     unsigned char d[32];
     char hex[SL_S3_SIG_HEX];
-    SHA256((const unsigned char *)trailers, n, d);
+    sl_sha256(trailers, n, d);
     sl_hex(d, 32, hex);
     char *sts = sl_xasprintf("AWS4-HMAC-SHA256-TRAILER\n%s\n%s/%s/%s/aws4_request\n%s\n%s", a->amz_date, a->date,
                              a->region, a->service, prev, hex);

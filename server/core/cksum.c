@@ -10,12 +10,77 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/params.h>
+#include <openssl/sha.h>
+#include <pthread.h>
 #include <xxhash.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <nmmintrin.h>
 #endif
+
+static EVP_MD *sha256_md;
+static EVP_MAC *hmac_alg;
+static pthread_key_t sha256_key, hmac_key;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_ctx_free(void *p)
+{
+    EVP_MD_CTX_free(p);
+}
+
+static void hmac_ctx_free(void *p)
+{
+    EVP_MAC_CTX_free(p);
+}
+
+static void sha256_init(void)
+{
+    if (pthread_key_create(&sha256_key, sha256_ctx_free) == 0)
+        sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (pthread_key_create(&hmac_key, hmac_ctx_free) == 0)
+        hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
+void sl_hmac_sha256(const void *key, size_t klen, const void *p, size_t n, unsigned char out[32])
+{
+    pthread_once(&sha256_once, sha256_init);
+    EVP_MAC_CTX *c = hmac_alg ? pthread_getspecific(hmac_key) : NULL;
+    bool fresh = false;
+    if (hmac_alg && !c && (c = EVP_MAC_CTX_new(hmac_alg)) != NULL) {
+        if (pthread_setspecific(hmac_key, c) != 0) {
+            EVP_MAC_CTX_free(c);
+            c = NULL;
+        }
+        fresh = true;
+    }
+    /* the digest is set once per context; a new key each call */
+    OSSL_PARAM prm[] = { OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end() };
+    size_t ol = 0;
+    if (c && EVP_MAC_init(c, key, klen, fresh ? prm : NULL) == 1 && EVP_MAC_update(c, p, n) == 1 &&
+        EVP_MAC_final(c, out, &ol, 32) == 1 && ol == 32)
+        return;
+    unsigned int l = 32;
+    HMAC(EVP_sha256(), key, (int)klen, p, n, out, &l); /* (no context: the library's own way) */
+}
+
+void sl_sha256(const void *p, size_t n, unsigned char out[32])
+{
+    pthread_once(&sha256_once, sha256_init);
+    EVP_MD_CTX *c = sha256_md ? pthread_getspecific(sha256_key) : NULL;
+    if (sha256_md && !c && (c = EVP_MD_CTX_new()) != NULL && pthread_setspecific(sha256_key, c) != 0) {
+        EVP_MD_CTX_free(c);
+        c = NULL;
+    }
+    unsigned int ol = 0;
+    if (c && EVP_DigestInit_ex2(c, sha256_md, NULL) == 1 && EVP_DigestUpdate(c, p, n) == 1 &&
+        EVP_DigestFinal_ex(c, out, &ol) == 1 && ol == 32)
+        return;
+    SHA256(p, n, out); /* (no context: the library's own way) */
+}
 
 static const char *names[SL_CK_MAX] = {
     [SL_CK_NONE] = "none", [SL_CK_XXHASH] = "xxhash", [SL_CK_XXHASH2] = "xxhash2",

@@ -192,7 +192,7 @@ static size_t member_key(const unsigned char *pfx, const char *m, size_t ml, uns
         return SL_OBJ_AUX_PREFIX + 1 + ml;
     }
     unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)m, ml, d);
+    sl_sha256(m, ml, d);
     out[SL_OBJ_AUX_PREFIX] = 1;
     sl_hex(d, sizeof(d), (char *)out + SL_OBJ_AUX_PREFIX + 1);
     return SL_OBJ_AUX_PREFIX + 1 + 64;

@@ -267,7 +267,7 @@ static bool needs_hash(const char *name, size_t nlen)
 static void hashed_fname(const char *name, size_t nlen, char out[72])
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)name, nlen, d);
+    sl_sha256(name, nlen, d);
     out[0] = '.';
     out[1] = 'x';
     sl_hex(d, SHA256_DIGEST_LENGTH, out + 2);
@@ -474,7 +474,7 @@ static void copy_key(uint64_t bid, const char *name, size_t nlen, unsigned char 
     out[1] = 'c';
     for (int i = 0; i < 8; i++)
         out[2 + i] = (unsigned char)(bid >> (56 - 8 * i));
-    SHA256((const unsigned char *)name, nlen, out + COPY_KEY_BCK);
+    sl_sha256(name, nlen, out + COPY_KEY_BCK);
 }
 
 int sl_obj_copy_record(struct sl_mpath *cm, const struct sl_bck *b, const char *name, size_t nlen,
@@ -1941,7 +1941,7 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
 void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned char out[SL_OBJ_AUX_PREFIX])
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)name, nlen, d);
+    sl_sha256(name, nlen, d);
     out[0] = 'i';
     out[1] = 'x';
     for (int i = 0; i < 8; i++)

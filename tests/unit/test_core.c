@@ -11,6 +11,7 @@
 #include "meta.h"
 #include "template.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,60 @@ static void t_cksum(void)
     }
     TAP_EQ_INT(sl_cksum_parse("XXHASH2"), SL_CK_XXHASH2, "parse case-insensitive");
     TAP_EQ_INT(sl_cksum_parse("xxhash3"), -1, "no xxhash3");
+}
+
+static char *hex32(const unsigned char d[32], char out[65])
+{
+    sl_hex(d, 32, out);
+    return out;
+}
+
+/* sl_sha256 and sl_hmac_sha256 keep a context per thread: the same answers
+ * as the one-shot functions, call after call, key after key, on any thread */
+static void *hash_thread(void *arg)
+{
+    unsigned char d[32], h[32];
+    char x[65];
+    int bad = 0;
+    for (int i = 0; i < 200; i++) {
+        sl_sha256("abc", 3, d);
+        bad += strcmp(hex32(d, x), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") != 0;
+        sl_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, h);
+        bad += strcmp(hex32(h, x), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843") != 0;
+    }
+    *(int *)arg = bad;
+    return NULL;
+}
+
+static void t_sha256(void)
+{
+    unsigned char d[32];
+    char x[65];
+    sl_sha256("", 0, d);
+    TAP_EQ_STR(hex32(d, x), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sha256 empty");
+    sl_sha256("abc", 3, d);
+    TAP_EQ_STR(hex32(d, x), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256 abc");
+    sl_sha256("abc", 3, d); /* the kept context again */
+    TAP_EQ_STR(hex32(d, x), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256 abc again");
+    /* RFC 4231 test cases 2 and 1: a new key on the same context each call */
+    sl_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+    TAP_EQ_STR(hex32(d, x), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843", "hmac rfc4231 2");
+    unsigned char k1[20];
+    memset(k1, 0x0b, sizeof(k1));
+    sl_hmac_sha256(k1, sizeof(k1), "Hi There", 8, d);
+    TAP_EQ_STR(hex32(d, x), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7", "hmac rfc4231 1");
+    sl_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+    TAP_EQ_STR(hex32(d, x), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843", "hmac back to key 2");
+    pthread_t th[4];
+    int bad[4] = { 0 };
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, hash_thread, &bad[i]);
+    int sum = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        sum += bad[i];
+    }
+    TAP_EQ_INT(sum, 0, "4 threads x 200 hashes and HMACs, all right");
 }
 
 static void t_hrw(void)
@@ -392,6 +447,7 @@ int main(void)
     t_durations();
     t_strings();
     t_cksum();
+    t_sha256();
     t_hrw();
     t_config();
     t_merge();
