@@ -58,7 +58,8 @@ void sl_hmac_sha256(const void *key, size_t klen, const void *p, size_t n, unsig
         fresh = true;
     }
     /* the digest is set once per context; a new key each call */
-    OSSL_PARAM prm[] = { OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0), OSSL_PARAM_construct_end() };
+    OSSL_PARAM prm[] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+                         OSSL_PARAM_construct_end() };
     size_t ol = 0;
     if (c && EVP_MAC_init(c, key, klen, fresh ? prm : NULL) == 1 && EVP_MAC_update(c, p, n) == 1 &&
         EVP_MAC_final(c, out, &ol, 32) == 1 && ol == 32)
