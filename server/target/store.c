@@ -388,10 +388,8 @@ static int dc_dir(const struct sl_mpath *mp, const struct sl_bck *b, int *slot)
     if (fd < 0)
         return -1;
     dc->next++;
-    if (dc->e[i].fd >= 0)
-        close(dc->e[i].fd);
-    else
-        __atomic_add_fetch(&dc_open, 1, __ATOMIC_RELAXED);
+    dc_close(&dc->e[i].fd); /* (the slot's older directory, if any) */
+    __atomic_add_fetch(&dc_open, 1, __ATOMIC_RELAXED);
     dc->e[i].bid = b->bid;
     dc->e[i].mp = mp->idx;
     dc->e[i].fd = fd;
