@@ -29,42 +29,18 @@
 #include <string.h>
 #include <strings.h>
 
-#define TRIES 3
 #define ERRBODY 2048
+#define LISTMAX (64 << 20)
 #define errf sl_cc_errf
 
 struct call {
+    struct sl_cc_call cc;
     const struct sl_backend_bck *b;
-    const char *method;           /* HEAD GET PUT DELETE; "LIST": a GET with a JSON body */
     const char *key;              /* NULL: the bucket */
     size_t klen;
-    int64_t off, n;               /* GET range; off 0 and n < 0: no Range */
-    struct sl_cc_src src;         /* PUT body: [0, size) of fd */
-    const char *body;             /* LIST: the request body */
-    sl_backend_sink_fn sink;
-    void *sink_ctx;
-    struct sl_backend_obj *o;
-    long status;
-    int sunk, sink_failed;
-    char *buf;                    /* an error's or a list's answer */
-    size_t blen;
     char desc[600];               /* "ais://@REMOTE/BUCKET/KEY" for messages */
     char version[80], cksum[80];
 };
-
-static int add_buf(struct call *c, const char *d, size_t n, size_t max)
-{
-    if (c->blen + n > max)
-        n = c->blen < max ? max - c->blen : 0;
-    char *p = realloc(c->buf, c->blen + n + 1);
-    if (!p)
-        return -1;
-    c->buf = p;
-    memcpy(c->buf + c->blen, d, n);
-    c->blen += n;
-    c->buf[c->blen] = 0;
-    return 0;
-}
 
 /* base/v1/objects/NAME/KEY?provider=ais (KEY %-encoded but '/') */
 static char *make_url(const char *base, const struct call *c)
@@ -93,48 +69,47 @@ static char *make_url(const char *base, const struct call *c)
     return u;
 }
 
-static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
+static struct curl_slist *prepare(struct sl_cc_call *cc, CURL *h)
 {
-    struct call *c = ud;
-    const char *k, *v;
-    size_t kl, vl;
-    if (sl_cc_header(buf, size * nitems, &c->status, c->o, &k, &kl, &v, &vl) == 0 &&
-        !(c->status >= 300 && c->status < 400)) { /* (a redirect's headers are not the object's) */
-        if (kl == 11 && !strncasecmp(k, "Ais-Version", 11))
-            snprintf(c->version, sizeof(c->version), "%.*s", (int)vl, v);
-        else if (kl == 18 && !strncasecmp(k, "Ais-Checksum-Value", 18))
-            snprintf(c->cksum, sizeof(c->cksum), "%.*s", (int)vl, v);
-    }
-    return size * nitems;
+    (void)h;
+    struct call *c = cc->ud;
+    c->version[0] = c->cksum[0] = 0;
+    if (!strcmp(cc->method, "PUT"))
+        return curl_slist_append(NULL, "Expect:"); /* (no 100-continue round trip) */
+    return cc->mem ? curl_slist_append(NULL, "Content-Type: application/json") : NULL;
 }
 
-static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
+static void header(struct sl_cc_call *cc, const char *k, size_t kl, const char *v, size_t vl)
 {
-    struct call *c = ud;
-    size_t n = size * nmemb;
-    if (c->status < 200 || c->status >= 300 || !c->sink) /* an error's (or a list's) body */
-        return add_buf(c, data, n, c->sink ? ERRBODY : 64 << 20) < 0 ? 0 : n;
-    if (c->off > 0 && c->status == 200) { /* a range asked, the whole object came */
-        c->sink_failed = 2;
-        return 0;
+    struct call *c = cc->ud;
+    if (cc->status >= 300 && cc->status < 400) /* (a redirect's headers are not the object's) */
+        return;
+    if (kl == 11 && !strncasecmp(k, "Ais-Version", 11))
+        snprintf(c->version, sizeof(c->version), "%.*s", (int)vl, v);
+    else if (kl == 18 && !strncasecmp(k, "Ais-Checksum-Value", 18))
+        snprintf(c->cksum, sizeof(c->cksum), "%.*s", (int)vl, v);
+    /* the ETag is the checksum, else the version, whatever ETag header came: set again after every line, so
+     * that it holds once the last one is in */
+    if (cc->o) {
+        snprintf(cc->o->etag, sizeof(cc->o->etag), "%s", c->cksum[0] ? c->cksum : c->version);
+        snprintf(cc->o->version, sizeof(cc->o->version), "%s", c->version);
     }
-    c->sunk = 1;
-    if (c->sink(c->sink_ctx, data, n)) {
-        c->sink_failed = 1;
-        return 0;
-    }
-    return n;
 }
 
 /* the remote's "message" of an error answer, else its start */
-static void err_msg(const struct call *c, char *out, size_t n)
+static void explain(struct sl_cc_call *cc, char *err, size_t errlen)
 {
-    out[0] = 0;
+    if (cc->sink_failed == 2) {
+        errf(err, errlen, "%s: the remote answered a range request with the whole object", cc->desc);
+        return;
+    }
     json_error_t je;
-    json_t *j = c->buf ? json_loads(c->buf, 0, &je) : NULL;
+    json_t *j = cc->body ? json_loads(cc->body, 0, &je) : NULL;
     const char *m = json_string_value(json_object_get(j, "message"));
-    snprintf(out, n, "%.300s", m ? m : c->buf ? c->buf : "");
+    char out[320];
+    snprintf(out, sizeof(out), "%.300s", m ? m : cc->body ? cc->body : "");
     json_decref(j);
+    errf(err, errlen, "%s: the remote cluster answered %ld%s%s", cc->desc, cc->status, out[0] ? ": " : "", out);
 }
 
 static int perform(struct call *c, int *status, char *err, size_t errlen)
@@ -149,113 +124,36 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
         return SL_PLUG_EINVAL;
     }
     char *url = make_url(base, c);
-    CURL *h = sl_cc_handle();
-    if (!url || !h) {
+    if (!url || !sl_cc_handle()) {
         free(url);
         errf(err, errlen, "%s: out of memory", c->desc);
         return SL_PLUG_ENOMEM;
     }
-    char range[80];
-    int rc = SL_PLUG_EIO;
-    for (int attempt = 0; attempt < TRIES; attempt++) {
-        struct curl_slist *hl = NULL;
-        curl_easy_reset(h);
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L); /* gateway -> target */
-        curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, hdr_cb);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wr_cb);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-        curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
-        if (!strcmp(c->method, "HEAD")) {
-            curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        } else if (!strcmp(c->method, "PUT")) {
-            c->src.pos = 0;
-            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(h, CURLOPT_READFUNCTION, sl_cc_read);
-            curl_easy_setopt(h, CURLOPT_READDATA, &c->src);
-            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, sl_cc_seek); /* (a redirect sends the body again) */
-            curl_easy_setopt(h, CURLOPT_SEEKDATA, &c->src);
-            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->src.size);
-            hl = curl_slist_append(hl, "Expect:"); /* (no 100-continue round trip) */
-        } else if (!strcmp(c->method, "LIST")) {
-            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "GET");
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(c->body));
-            hl = curl_slist_append(hl, "Content-Type: application/json");
-        } else if (strcmp(c->method, "GET")) {
-            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-        }
-        if (hl)
-            curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-        if (!strcmp(c->method, "GET") && (c->off > 0 || c->n >= 0)) {
-            if (c->n >= 0)
-                snprintf(range, sizeof(range), "%lld-%lld", (long long)c->off, (long long)(c->off + c->n - 1));
-            else
-                snprintf(range, sizeof(range), "%lld-", (long long)c->off);
-            curl_easy_setopt(h, CURLOPT_RANGE, range);
-        }
-        c->status = 0;
-        c->version[0] = c->cksum[0] = 0;
-        free(c->buf);
-        c->buf = NULL;
-        c->blen = 0;
-        if (c->o) {
-            memset((char *)c->o + offsetof(struct sl_backend_obj, size), 0,
-                   sizeof(*c->o) - offsetof(struct sl_backend_obj, size));
-            c->o->size = -1;
-        }
-        CURLcode cc = curl_easy_perform(h);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-        curl_slist_free_all(hl);
-        *status = (int)c->status;
-        if (c->o) {
-            snprintf(c->o->etag, sizeof(c->o->etag), "%s", c->cksum[0] ? c->cksum : c->version);
-            snprintf(c->o->version, sizeof(c->o->version), "%s", c->version);
-        }
-        if (c->sink_failed) {
-            errf(err, errlen, c->sink_failed == 2 ? "%s: the remote answered a range request with the whole object"
-                 : "%s: the transfer was stopped by the receiving side", c->desc);
-            rc = SL_PLUG_EIO;
-            break;
-        }
-        if (cc == CURLE_OK && c->status >= 200 && c->status < 300) {
-            rc = SL_PLUG_OK;
-            break;
-        }
-        if (cc != CURLE_OK) {
-            *status = 0;
-            errf(err, errlen, "%s: the remote cluster could not be reached or the transfer broke: %s", c->desc,
-                 curl_easy_strerror(cc));
-            rc = SL_PLUG_EIO;
-        } else {
-            char m[320];
-            err_msg(c, m, sizeof(m));
-            errf(err, errlen, "%s: the remote cluster answered %ld%s%s", c->desc, c->status, m[0] ? ": " : "", m);
-            rc = SL_PLUG_EREMOTE;
-        }
-        if (!sl_cc_again(cc, c->status, c->sunk, attempt, TRIES))
-            break;
-    }
+    c->cc.url = url;
+    c->cc.desc = c->desc;
+    c->cc.peer = "the remote cluster";
+    c->cc.follow = 1; /* gateway -> target */
+    c->cc.keep = LISTMAX;
+    c->cc.errkeep = c->cc.sink ? ERRBODY : LISTMAX;
+    c->cc.prepare = prepare;
+    c->cc.header = header;
+    c->cc.explain = explain;
+    c->cc.ud = c;
+    int rc = sl_cc_perform(&c->cc, status, err, errlen);
     free(url);
     return rc;
 }
 
 static int done(struct call *c, int rc)
 {
-    free(c->buf);
+    sl_cc_free(&c->cc);
     return rc;
 }
 
 static int ais_head_bucket(void *st, const struct sl_backend_bck *b, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "HEAD", .n = -1 };
+    struct call c = { .b = b, .cc = { .method = "HEAD", .n = -1 } };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -263,7 +161,7 @@ static int ais_head_object(void *st, const struct sl_backend_bck *b, const char 
                            struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .o = o };
+    struct call c = { .b = b, .key = name, .klen = len, .cc = { .method = "HEAD", .n = -1, .o = o } };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -272,8 +170,8 @@ static int ais_get_object(void *st, const struct sl_backend_bck *b, const char *
                           char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n, .sink = sink,
-                      .sink_ctx = ctx, .o = o };
+    struct call c = { .b = b, .key = name, .klen = len,
+                      .cc = { .method = "GET", .off = off, .n = n, .sink = sink, .sink_ctx = ctx, .o = o } };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -281,8 +179,8 @@ static int ais_put_object(void *st, const struct sl_backend_bck *b, const char *
                           int64_t size, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .src = { .fd = fd, .size = size },
-                      .o = o };
+    struct call c = { .b = b, .key = name, .klen = len,
+                      .cc = { .method = "PUT", .n = -1, .src = { .fd = fd, .size = size }, .o = o } };
     int rc = done(&c, perform(&c, status, err, errlen));
     if (o)
         o->size = size;
@@ -293,7 +191,7 @@ static int ais_delete_object(void *st, const struct sl_backend_bck *b, const cha
                              char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1 };
+    struct call c = { .b = b, .key = name, .klen = len, .cc = { .method = "DELETE", .n = -1 } };
     return done(&c, perform(&c, status, err, errlen));
 }
 
@@ -311,13 +209,13 @@ static int ais_list_page(void *st, const struct sl_backend_bck *b, const char *p
     json_decref(msg);
     if (!body)
         return SL_PLUG_ENOMEM;
-    struct call c = { .b = b, .method = "LIST", .n = -1, .body = body };
+    struct call c = { .b = b, .cc = { .method = "GET", .n = -1, .mem = body, .memlen = strlen(body) } };
     int rc = perform(&c, status, err, errlen);
     free(body);
     if (rc != SL_PLUG_OK)
         return done(&c, rc);
     json_error_t je;
-    json_t *j = c.buf ? json_loads(c.buf, 0, &je) : NULL;
+    json_t *j = c.cc.body ? json_loads(c.cc.body, 0, &je) : NULL;
     if (!json_is_object(j)) {
         errf(err, errlen, "ais://%s: the remote cluster's listing is not JSON", b->name);
         json_decref(j);
@@ -346,44 +244,6 @@ static int ais_list_page(void *st, const struct sl_backend_bck *b, const char *p
     return done(&c, SL_PLUG_OK);
 }
 
-static int ais_init(const struct sl_host_api *host, void **state, char *err, size_t errlen)
-{
-    (void)host;
-    *state = NULL;
-    return sl_cc_init(0, NULL, err, errlen);
-}
-
-static void ais_fini(void *state)
-{
-    (void)state;
-    sl_cc_fini();
-}
-
-static const struct sl_backend_ops ops = {
-    SL_ABI_INIT(struct sl_backend_ops),
-    .provider = "ais",
-    .head_bucket = ais_head_bucket,
-    .head_object = ais_head_object,
-    .get_object = ais_get_object,
-    .put_object = ais_put_object,
-    .delete_object = ais_delete_object,
-    .list_page = ais_list_page,
-};
-
-static const struct sl_plugin desc = {
-    SL_ABI_INIT(struct sl_plugin),
-    .kind = SL_PLUGIN_BACKEND,
-    .name = "ais",
-    .version = "1.0.0",
-    .description = "buckets of attached remote AIStore-compatible clusters (ais://@ALIAS/NAME), native API over "
-                   "libcurl",
-    .init = ais_init,
-    .fini = ais_fini,
-    .backend = &ops,
-};
-
-SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err, size_t errlen)
-{
-    (void)host, (void)err, (void)errlen;
-    return &desc;
-}
+SL_CC_BACKEND_DEFINE(ais, "ais", "ais", "1.0.0",
+                     "buckets of attached remote AIStore-compatible clusters (ais://@ALIAS/NAME), native API over "
+                     "libcurl", 0, NULL);

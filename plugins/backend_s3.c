@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <curl/curl.h>
 #include <expat.h>
 #include <pthread.h>
@@ -44,10 +45,7 @@
 #include <string.h>
 #include <strings.h>
 
-static const struct sl_host_api *H;
-
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define TRIES 3
 #define ERRBODY 4096
 
 /* ---- small strings ---- */
@@ -59,20 +57,7 @@ struct sbuf {
 
 static int sb_add(struct sbuf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 256;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *np = H->realloc(b->p, nc);
-        if (!np)
-            return -1;
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return 0;
+    return sl_cc_append(&b->p, &b->len, &b->cap, s, n);
 }
 
 static int sb_adds(struct sbuf *b, const char *s)
@@ -101,7 +86,7 @@ static int sb_enc(struct sbuf *b, const char *s, size_t n, int keep_slash)
 
 static void sb_free(struct sbuf *b)
 {
-    H->free(b->p);
+    sl_cc_host->free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
 }
@@ -205,73 +190,66 @@ static int get_creds(const struct sl_backend_bck *b, struct creds *c, char *err,
 /* ---- one request ---- */
 
 struct call {
+    struct sl_cc_call cc;
     const struct sl_backend_bck *b;
-    const char *method;
     const char *key;
     size_t klen;
     const char *query;            /* canonical (sorted, encoded), without '?'; "" none */
-    int64_t off, n;               /* GET range; n < 0 to the end, off 0 and n < 0: no Range */
-    struct sl_cc_src src;         /* PUT body: [base, base + size) of fd */
-    const char *mem;              /* POST body (memlen bytes; NULL: none) */
-    size_t memlen;
-    sl_backend_sink_fn sink;
-    void *sink_ctx;
-    struct sbuf body;             /* a non-2xx answer's body, or a list answer */
-    int collect;                  /* keep a 2xx body in .body (list) */
-    long status;
-    int sunk;                     /* bytes went to sink: no retry */
-    int sink_failed;
-    struct sl_backend_obj *o;
     char region[64];
     struct creds cr;
     char url_desc[600];
+    char sig[128], up[600], tok[2100];
 };
 
-
-static size_t hdr_cb(char *buf, size_t size, size_t nitems, void *ud)
+static struct curl_slist *prepare(struct sl_cc_call *cc, CURL *h)
 {
-    struct call *c = ud;
-    const char *k, *v;
-    size_t kl, vl;
-    if (sl_cc_header(buf, size * nitems, &c->status, c->o, &k, &kl, &v, &vl) == 0 && c->o && kl == 16 &&
-        !strncasecmp(k, "x-amz-version-id", 16))
-        snprintf(c->o->version, sizeof(c->o->version), "%.*s", (int)vl, v);
-    return size * nitems;
+    struct call *c = cc->ud;
+    struct curl_slist *hl = NULL;
+    int put = !strcmp(cc->method, "PUT"), post = !strcmp(cc->method, "POST");
+    hl = curl_slist_append(hl, put || (post && cc->mem) ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+                                                        : "x-amz-content-sha256: " EMPTY_SHA);
+    if (post)
+        hl = curl_slist_append(hl, "Content-Type: application/xml");
+    if (c->cr.token[0]) {
+        snprintf(c->tok, sizeof(c->tok), "x-amz-security-token: %s", c->cr.token);
+        hl = curl_slist_append(hl, c->tok);
+    }
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sig);
+    curl_easy_setopt(h, CURLOPT_USERPWD, c->up);
+    if (put)
+        curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 256L * 1024);
+    return hl;
 }
 
-static size_t wr_cb(char *data, size_t size, size_t nmemb, void *ud)
+static void header(struct sl_cc_call *cc, const char *k, size_t kl, const char *v, size_t vl)
 {
-    struct call *c = ud;
-    size_t n = size * nmemb;
-    if (c->status < 200 || c->status >= 300 || c->collect) {
-        if (c->collect && c->status >= 200 && c->status < 300)
-            return sb_add(&c->body, data, n) < 0 ? 0 : n;
-        if (c->body.len < ERRBODY)
-            sb_add(&c->body, data, n < ERRBODY - c->body.len ? n : ERRBODY - c->body.len);
-        return n;
-    }
-    if (!c->sink)
-        return n;
-    c->sunk = 1;
-    if (c->sink(c->sink_ctx, data, n)) {
-        c->sink_failed = 1;
-        return 0;
-    }
-    return n;
+    if (cc->o && kl == 16 && !strncasecmp(k, "x-amz-version-id", 16))
+        snprintf(cc->o->version, sizeof(cc->o->version), "%.*s", (int)vl, v);
 }
 
-/* "<Code>X</Code>" of an S3 error body, or "". */
-static void xml_code(const struct sbuf *b, const char *tag, char *out, size_t n)
+/* "<Code>X</Code>" of an S3 answer body (NULL: none), or "". */
+static void xml_code(const char *body, const char *tag, char *out, size_t n)
 {
     out[0] = 0;
-    if (!b->p)
+    if (!body)
         return;
     char open[40], close[40];
     snprintf(open, sizeof(open), "<%s>", tag);
     snprintf(close, sizeof(close), "</%s>", tag);
-    const char *s = strstr(b->p, open), *e;
+    const char *s = strstr(body, open), *e;
     if (s && (e = strstr(s, close)))
         snprintf(out, n, "%.*s", (int)(e - s - strlen(open)), s + strlen(open));
+}
+
+static void explain(struct sl_cc_call *cc, char *err, size_t errlen)
+{
+    struct call *c = cc->ud;
+    char code[80], msg[300];
+    xml_code(cc->body, "Code", code, sizeof(code));
+    xml_code(cc->body, "Message", msg, sizeof(msg));
+    int auth = cc->status == 401 || cc->status == 403;
+    errf(err, errlen, "%s: the remote answered %ld%s%s%s%s%s%s", cc->desc, cc->status, code[0] ? " " : "", code,
+         msg[0] ? ": " : "", msg, auth ? "; credentials used: " : "", auth ? c->cr.source : "");
 }
 
 static int build_url(struct call *c, struct sbuf *u, char *err, size_t errlen)
@@ -308,7 +286,7 @@ static int build_url(struct call *c, struct sbuf *u, char *err, size_t errlen)
     return 0;
 }
 
-/* Run c: SL_PLUG_OK on 2xx, else the error in err. */
+/* Run c: SL_PLUG_OK on 2xx, else the error in err. Free c->cc's body after. */
 static int perform(struct call *c, int *status, char *err, size_t errlen)
 {
     *status = 0;
@@ -325,137 +303,47 @@ static int perform(struct call *c, int *status, char *err, size_t errlen)
         sb_free(&url);
         return SL_PLUG_EINVAL;
     }
-    CURL *h = sl_cc_handle(); /* this thread's, its connections kept open */
-    if (!h) {
-        sb_free(&url);
-        errf(err, errlen, "%s: curl_easy_init failed", c->url_desc);
-        return SL_PLUG_ENOMEM;
-    }
-    char sig[128], up[600], tok[2100], range[80];
-    snprintf(sig, sizeof(sig), "aws:amz:%s:s3", c->region);
-    snprintf(up, sizeof(up), "%s:%s", c->cr.ak, c->cr.sk);
-    int rc = SL_PLUG_EIO;
-    for (int attempt = 0; attempt < TRIES; attempt++) {
-        struct curl_slist *hl = NULL;
-        int put = !strcmp(c->method, "PUT"), post = !strcmp(c->method, "POST");
-        hl = curl_slist_append(hl, put || (post && c->mem) ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
-                                                           : "x-amz-content-sha256: " EMPTY_SHA);
-        if (post)
-            hl = curl_slist_append(hl, "Content-Type: application/xml");
-        if (c->cr.token[0]) {
-            snprintf(tok, sizeof(tok), "x-amz-security-token: %s", c->cr.token);
-            hl = curl_slist_append(hl, tok);
-        }
-        curl_easy_reset(h);
-        curl_easy_setopt(h, CURLOPT_URL, url.p);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
-        curl_easy_setopt(h, CURLOPT_USERPWD, up);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, hdr_cb);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wr_cb);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-        curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
-        if (!strcmp(c->method, "HEAD")) {
-            curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        } else if (put) {
-            c->src.pos = 0;
-            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(h, CURLOPT_READFUNCTION, sl_cc_read);
-            curl_easy_setopt(h, CURLOPT_READDATA, &c->src);
-            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, sl_cc_seek);
-            curl_easy_setopt(h, CURLOPT_SEEKDATA, &c->src);
-            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->src.size);
-            curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 256L * 1024);
-        } else if (post) {
-            curl_easy_setopt(h, CURLOPT_POST, 1L);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->mem ? c->mem : "");
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(c->mem ? c->memlen : 0));
-        } else if (strcmp(c->method, "GET")) {
-            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-        }
-        if (!strcmp(c->method, "GET") && (c->off > 0 || c->n >= 0)) {
-            if (c->n >= 0)
-                snprintf(range, sizeof(range), "%lld-%lld", (long long)c->off, (long long)(c->off + c->n - 1));
-            else
-                snprintf(range, sizeof(range), "%lld-", (long long)c->off);
-            curl_easy_setopt(h, CURLOPT_RANGE, range); /* not signed: S3 does not require it */
-        }
-        c->status = 0;
-        sb_free(&c->body);
-        if (c->o) { /* nothing from a failed attempt carries over */
-            int64_t keep = strcmp(c->method, "PUT") ? -1 : c->o->size;
-            memset((char *)c->o + offsetof(struct sl_backend_obj, size), 0,
-                   sizeof(*c->o) - offsetof(struct sl_backend_obj, size));
-            c->o->size = keep;
-        }
-        CURLcode cc = curl_easy_perform(h);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-        curl_slist_free_all(hl);
-        *status = (int)c->status;
-        if (c->sink_failed) {
-            errf(err, errlen, "%s: the transfer was stopped by the receiving side", c->url_desc);
-            rc = SL_PLUG_EIO;
-            break;
-        }
-        if (cc == CURLE_OK && c->status >= 200 && c->status < 300) {
-            rc = SL_PLUG_OK;
-            break;
-        }
-        if (cc != CURLE_OK) {
-            *status = 0;
-            errf(err, errlen, "%s: the remote (%s) could not be reached or the transfer broke: %s", c->url_desc,
-                 url.p, curl_easy_strerror(cc));
-            rc = SL_PLUG_EIO;
-        } else {
-            char code[80], msg[300];
-            xml_code(&c->body, "Code", code, sizeof(code));
-            xml_code(&c->body, "Message", msg, sizeof(msg));
-            int auth = c->status == 401 || c->status == 403;
-            errf(err, errlen, "%s: the remote answered %ld%s%s%s%s%s%s", c->url_desc, c->status, code[0] ? " " : "",
-                 code, msg[0] ? ": " : "", msg, auth ? "; credentials used: " : "", auth ? c->cr.source : "");
-            rc = SL_PLUG_EREMOTE;
-        }
-        if (!sl_cc_again(cc, c->status, c->sunk, attempt, TRIES)) /* (down, or bytes handed on: no retry) */
-            break;
-    }
+    snprintf(c->sig, sizeof(c->sig), "aws:amz:%s:s3", c->region);
+    snprintf(c->up, sizeof(c->up), "%s:%s", c->cr.ak, c->cr.sk);
+    c->cc.url = url.p;
+    c->cc.desc = c->url_desc;
+    c->cc.peer = "the remote";
+    c->cc.peer_url = 1;
+    c->cc.whole_ok = 1;
+    c->cc.errkeep = ERRBODY;
+    c->cc.prepare = prepare;
+    c->cc.header = header;
+    c->cc.explain = explain;
+    c->cc.ud = c;
+    int rc = sl_cc_perform(&c->cc, status, err, errlen);
     sb_free(&url);
+    return rc;
+}
+
+/* a call without anything to read in its answer */
+static int perform_free(struct call *c, int *status, char *err, size_t errlen)
+{
+    int rc = perform(c, status, err, errlen);
+    sl_cc_free(&c->cc);
     return rc;
 }
 
 /* ---- operations ---- */
 
-/* the header stays as the host set it; the rest starts unknown */
-static void obj_init(struct sl_backend_obj *o)
-{
-    if (!o)
-        return;
-    memset((char *)o + offsetof(struct sl_backend_obj, size), 0, sizeof(*o) - offsetof(struct sl_backend_obj, size));
-    o->size = -1;
-}
-
 static int s3_head_bucket(void *st, const struct sl_backend_bck *b, int *status, char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "HEAD", .n = -1 };
-    int rc = perform(&c, status, err, errlen);
-    sb_free(&c.body);
-    return rc;
+    struct call c = { .b = b, .cc = { .method = "HEAD", .n = -1 } };
+    return perform_free(&c, status, err, errlen);
 }
 
 static int s3_head_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len,
                           struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
-    obj_init(o);
-    struct call c = { .b = b, .method = "HEAD", .key = name, .klen = len, .n = -1, .o = o };
-    int rc = perform(&c, status, err, errlen);
-    sb_free(&c.body);
-    return rc;
+    sl_cc_obj_init(o);
+    struct call c = { .b = b, .key = name, .klen = len, .cc = { .method = "HEAD", .n = -1, .o = o } };
+    return perform_free(&c, status, err, errlen);
 }
 
 static int s3_get_object(void *st, const struct sl_backend_bck *b, const char *name, size_t len, int64_t off,
@@ -463,12 +351,10 @@ static int s3_get_object(void *st, const struct sl_backend_bck *b, const char *n
                          char *err, size_t errlen)
 {
     (void)st;
-    obj_init(o);
-    struct call c = { .b = b, .method = "GET", .key = name, .klen = len, .off = off, .n = n,
-                      .sink = sink, .sink_ctx = ctx, .o = o };
-    int rc = perform(&c, status, err, errlen);
-    sb_free(&c.body);
-    return rc;
+    sl_cc_obj_init(o);
+    struct call c = { .b = b, .key = name, .klen = len,
+                      .cc = { .method = "GET", .off = off, .n = n, .sink = sink, .sink_ctx = ctx, .o = o } };
+    return perform_free(&c, status, err, errlen);
 }
 
 #define MP_DEFAULT (64LL << 20)   /* multipart above this when the bucket says 0 */
@@ -518,10 +404,10 @@ static void *mp_worker(void *arg)
         char e[1024] = "";
         int st = 0, rc = mp_query(&q, i, u->id) < 0 ? SL_PLUG_ENOMEM : SL_PLUG_OK;
         if (rc == SL_PLUG_OK) {
-            struct call pc = { .b = u->b, .method = "PUT", .key = u->name, .klen = u->len, .n = -1,
-                               .src = { .fd = u->fd, .base = off, .size = n }, .o = &po, .query = q.p };
-            rc = perform(&pc, &st, e, sizeof(e));
-            sb_free(&pc.body);
+            struct call pc = { .b = u->b, .key = u->name, .klen = u->len, .query = q.p,
+                               .cc = { .method = "PUT", .n = -1, .src = { .fd = u->fd, .base = off, .size = n },
+                                       .o = &po } };
+            rc = perform_free(&pc, &st, e, sizeof(e));
         }
         if (rc == SL_PLUG_OK && !po.etag[0]) {
             errf(e, sizeof(e), "s3://%s/%.*s: part %d of %d: the remote's answer has no ETag", u->b->name,
@@ -547,12 +433,12 @@ static void *mp_worker(void *arg)
 static int put_multipart(const struct sl_backend_bck *b, const char *name, size_t len, int fd, int64_t size,
                          int64_t part, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
-    struct call c = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .collect = 1,
-                      .query = "uploads=" };
+    struct call c = { .b = b, .key = name, .klen = len, .query = "uploads=",
+                      .cc = { .method = "POST", .n = -1, .keep = SIZE_MAX } };
     int rc = perform(&c, status, err, errlen);
     char id[1024];
-    xml_code(&c.body, "UploadId", id, sizeof(id));
-    sb_free(&c.body);
+    xml_code(c.cc.body, "UploadId", id, sizeof(id));
+    sl_cc_free(&c.cc);
     if (rc != SL_PLUG_OK)
         return rc;
     if (!id[0]) {
@@ -593,12 +479,12 @@ static int put_multipart(const struct sl_backend_bck *b, const char *name, size_
     if (rc == SL_PLUG_OK && (sb_adds(&done, "</CompleteMultipartUpload>") < 0 || mp_query(&q, 0, id) < 0))
         rc = SL_PLUG_ENOMEM;
     if (rc == SL_PLUG_OK) {
-        struct call cc = { .b = b, .method = "POST", .key = name, .klen = len, .n = -1, .collect = 1,
-                           .query = q.p, .mem = done.p, .memlen = done.len };
+        struct call cc = { .b = b, .key = name, .klen = len, .query = q.p,
+                           .cc = { .method = "POST", .n = -1, .keep = SIZE_MAX, .mem = done.p, .memlen = done.len } };
         rc = perform(&cc, status, err, errlen);
         char code[80], etag[200];
-        xml_code(&cc.body, "Code", code, sizeof(code));
-        xml_code(&cc.body, "ETag", etag, sizeof(etag));
+        xml_code(cc.cc.body, "Code", code, sizeof(code));
+        xml_code(cc.cc.body, "ETag", etag, sizeof(etag));
         if (rc == SL_PLUG_OK && code[0]) { /* S3 may say 200 and then fail in the body */
             errf(err, errlen, "s3://%s/%.*s: CompleteMultipartUpload failed: %s", b->name,
                  (int)(len > 400 ? 400 : len), name, code);
@@ -613,14 +499,13 @@ static int put_multipart(const struct sl_backend_bck *b, const char *name, size_
                 e++, el -= 2;
             snprintf(o->etag, sizeof(o->etag), "%.*s", (int)el, e);
         }
-        sb_free(&cc.body);
+        sl_cc_free(&cc.cc);
     }
     if (rc != SL_PLUG_OK && mp_query(&q, 0, id) == 0) { /* abort: the parts go */
-        struct call ac = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1, .query = q.p };
+        struct call ac = { .b = b, .key = name, .klen = len, .query = q.p, .cc = { .method = "DELETE", .n = -1 } };
         int st2;
         char e2[256];
-        perform(&ac, &st2, e2, sizeof(e2));
-        sb_free(&ac.body);
+        perform_free(&ac, &st2, e2, sizeof(e2));
     }
     sb_free(&q);
     sb_free(&done);
@@ -631,7 +516,7 @@ static int s3_put_object(void *st, const struct sl_backend_bck *b, const char *n
                          int64_t size, struct sl_backend_obj *o, int *status, char *err, size_t errlen)
 {
     (void)st;
-    obj_init(o);
+    sl_cc_obj_init(o);
     int64_t mp = SL_ABI_HAS(b, struct sl_backend_bck, multipart_size) ? b->multipart_size : 0;
     if (mp == 0)
         mp = MP_DEFAULT;
@@ -642,10 +527,9 @@ static int s3_put_object(void *st, const struct sl_backend_bck *b, const char *n
             part = (size + MP_MAXPARTS - 1) / MP_MAXPARTS;
         rc = put_multipart(b, name, len, fd, size, part, o, status, err, errlen);
     } else {
-        struct call c = { .b = b, .method = "PUT", .key = name, .klen = len, .n = -1, .src = { .fd = fd, .size = size },
-                          .o = o };
-        rc = perform(&c, status, err, errlen);
-        sb_free(&c.body);
+        struct call c = { .b = b, .key = name, .klen = len,
+                          .cc = { .method = "PUT", .n = -1, .src = { .fd = fd, .size = size }, .o = o } };
+        rc = perform_free(&c, status, err, errlen);
     }
     if (o)
         o->size = size;
@@ -656,10 +540,8 @@ static int s3_delete_object(void *st, const struct sl_backend_bck *b, const char
                             char *err, size_t errlen)
 {
     (void)st;
-    struct call c = { .b = b, .method = "DELETE", .key = name, .klen = len, .n = -1 };
-    int rc = perform(&c, status, err, errlen);
-    sb_free(&c.body);
-    return rc;
+    struct call c = { .b = b, .key = name, .klen = len, .cc = { .method = "DELETE", .n = -1 } };
+    return perform_free(&c, status, err, errlen);
 }
 
 /* ListObjectsV2 answer: Contents/{Key,Size,ETag,LastModified}, NextContinuationToken */
@@ -760,7 +642,7 @@ static int s3_list_page(void *st, const struct sl_backend_bck *b, const char *pr
         sb_adds(&q, "&prefix=");
         sb_enc(&q, prefix, strlen(prefix), 0);
     }
-    struct call c = { .b = b, .method = "GET", .n = -1, .collect = 1, .query = q.p ? q.p : "" };
+    struct call c = { .b = b, .query = q.p ? q.p : "", .cc = { .method = "GET", .n = -1, .keep = SIZE_MAX } };
     int rc = perform(&c, status, err, errlen);
     if (rc == SL_PLUG_OK) {
         struct lx x = { .cb = cb, .ctx = ctx, .next = next_token, .next_len = next_len };
@@ -768,7 +650,7 @@ static int s3_list_page(void *st, const struct sl_backend_bck *b, const char *pr
         XML_SetUserData(p, &x);
         XML_SetElementHandler(p, lx_start, lx_end);
         XML_SetCharacterDataHandler(p, lx_chars);
-        if (XML_Parse(p, c.body.p ? c.body.p : "", (int)c.body.len, 1) != XML_STATUS_OK || x.bad) {
+        if (XML_Parse(p, c.cc.body ? c.cc.body : "", (int)c.cc.blen, 1) != XML_STATUS_OK || x.bad) {
             errf(err, errlen, "s3://%s: the remote's list answer is not the XML of ListObjectsV2 (%s)", b->name,
                  XML_ErrorString(XML_GetErrorCode(p)));
             rc = SL_PLUG_EIO;
@@ -779,49 +661,10 @@ static int s3_list_page(void *st, const struct sl_backend_bck *b, const char *pr
         if (x.stop && next_len)
             next_token[0] = 0;
     }
-    sb_free(&c.body);
+    sl_cc_free(&c.cc);
     sb_free(&q);
     return rc;
 }
 
-static int s3_init(const struct sl_host_api *host, void **state, char *err, size_t errlen)
-{
-    (void)host;
-    *state = NULL;
-    return sl_cc_init(0x074b00, "it has no SigV4 signing (7.75 or newer is needed)", err, errlen);
-}
-
-static void s3_fini(void *state)
-{
-    (void)state;
-    sl_cc_fini();
-}
-
-static const struct sl_backend_ops ops = {
-    SL_ABI_INIT(struct sl_backend_ops),
-    .provider = "aws",
-    .head_bucket = s3_head_bucket,
-    .head_object = s3_head_object,
-    .get_object = s3_get_object,
-    .put_object = s3_put_object,
-    .delete_object = s3_delete_object,
-    .list_page = s3_list_page,
-};
-
-static const struct sl_plugin desc = {
-    SL_ABI_INIT(struct sl_plugin),
-    .kind = SL_PLUGIN_BACKEND,
-    .name = "s3",
-    .version = "1.0.0",
-    .description = "S3 and S3-compatible remote buckets (provider aws), SigV4 over libcurl",
-    .init = s3_init,
-    .fini = s3_fini,
-    .backend = &ops,
-};
-
-SL_PLUGIN_EXPORT const struct sl_plugin *sl_plugin_entry(const struct sl_host_api *host, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    H = host;
-    return &desc;
-}
+SL_CC_BACKEND_DEFINE(s3, "aws", "s3", "1.0.0", "S3 and S3-compatible remote buckets (provider aws), SigV4 over libcurl",
+                     0x074b00, "it has no SigV4 signing (7.75 or newer is needed)");
