@@ -22,6 +22,7 @@
 #include "node.h"
 #include "prx.h"
 #include "putb.h"
+#include "read.h"
 #include "remais.h"
 #include "stats.h"
 #include "tgt.h"
@@ -239,28 +240,9 @@ static void internal_lso_done(struct sl_req *r)
 
 /* ---- object redirects (gateway) ---- */
 
-/* A read of an erasure-coded object whose owner t is offline goes to the
- * next target of the object's HRW list that is up: that one rebuilds the
- * object from the slices (cluster/ec.c). Else t. */
-static const struct sl_snode *ec_standin(const struct sl_smap *s, const struct sl_bck *b, const char *name,
-                                         size_t nlen, const struct sl_req *r, const struct sl_snode *t)
-{
-    int d, p;
-    int64_t l;
-    if ((r->method != SL_M_GET && r->method != SL_M_HEAD) || !sl_ec_props(b, &d, &p, &l))
-        return t;
-    const struct sl_snode *list[65];
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, name, nlen);
-    int n = sl_smap_hrw_list(s, un.p, un.len, list, d + p + 1);
-    sl_buf_free(&un);
-    for (int i = 1; i < n; i++)
-        if (!(list[i]->flags & SL_SNF_OFFLINE))
-            return list[i];
-    return t;
-}
-
+/* A read whose owner is offline goes where the read path can serve it
+ * (sl_read_target: for an erasure-coded bucket, the next target of the
+ * object's HRW list that is up, which rebuilds it from the slices). */
 static void redirect_object(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -312,8 +294,8 @@ static void redirect_object(struct sl_req *r)
                      "again without a handle)", ah);
     } else if (!t) {
         sl_resp_errf(r, SL_EUNAVAIL, "%s: the cluster has no active targets", G.name);
-    } else if ((t->flags & SL_SNF_OFFLINE) && (t = ec_standin(s, &b, name, nlen, r, t)) != NULL &&
-               (t->flags & SL_SNF_OFFLINE)) {
+    } else if ((t->flags & SL_SNF_OFFLINE) && (r->method == SL_M_GET || r->method == SL_M_HEAD) &&
+               (t = sl_read_target(s, &b, name, nlen)) != NULL && (t->flags & SL_SNF_OFFLINE)) {
         char cn[400];
         snprintf(cn, sizeof(cn), "%s://%s/%.*s", sl_provider_scheme(b.provider), b.name, (int)SL_MIN(nlen, 300),
                  name);

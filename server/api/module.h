@@ -17,6 +17,7 @@
 
 #include "http.h"
 #include "meta.h"
+#include "read.h"
 
 struct sl_module {
     const char *name;
@@ -51,11 +52,12 @@ struct sl_module {
     bool (*bucket_put)(struct sl_req *r, const char *bucket);
 
     /* Target object hooks. A GET whose query has a non-empty get_query
-     * parameter (e.g. etl_name) is obj_get's to answer; obj_put is asked
-     * before a plain PUT is stored. Both return true when they took the
-     * request over. */
+     * parameter (e.g. etl_name) is obj_get's to answer, with the object
+     * the read path found (rd: its fd and md are the hook's when it returns
+     * true); obj_put is asked before a plain PUT is stored. Both return true
+     * when they took the request over. */
     const char *get_query;
-    bool (*obj_get)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+    bool (*obj_get)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd);
     bool (*obj_put)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 };
 

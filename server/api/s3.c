@@ -13,6 +13,7 @@
 #include "lso.h"
 #include "node.h"
 #include "peer.h"
+#include "read.h"
 
 #include <expat.h>
 #include <stdarg.h>
@@ -1141,7 +1142,10 @@ void sl_s3_route(struct sl_req *r)
         return;
     }
     struct sl_smap *s = sl_smap_get();
-    if (sl_is_target() && sl_obj_owned_here(s, &b, q.key, q.klen)) {
+    /* a read goes where the read path can serve it (the owner, or the EC
+     * stand-in for an owner that is down); anything else to the owner */
+    bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId");
+    if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
         struct s3auth au;
         if (s3_auth(r, &au) == 0 && unsupported_hdrs(r) == 0)
@@ -1149,11 +1153,16 @@ void sl_s3_route(struct sl_req *r)
         sl_bck_release(&b);
         return;
     }
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b.provider, b.name, q.key, q.klen);
-    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
-    sl_buf_free(&un);
+    const struct sl_snode *t;
+    if (rd) {
+        t = sl_read_target(s, &b, q.key, q.klen);
+    } else {
+        struct sl_buf un;
+        sl_buf_init(&un);
+        sl_obj_uname(&un, b.provider, b.name, q.key, q.klen);
+        t = sl_smap_hrw_target(s, un.p, un.len);
+        sl_buf_free(&un);
+    }
     if (!t)
         s3_err(r, 503, "ServiceUnavailable", "the cluster has no active targets; retry later");
     else if (sl_req_header(r, "X-Shale-S3-Hop")) /* forwarded once already: the nodes' maps differ */

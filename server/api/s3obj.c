@@ -14,7 +14,7 @@
 #include "peer.h"
 #include "stats.h"
 #include "store.h"
-#include "mirror.h"
+#include "read.h"
 #include "upload.h"
 
 #include <openssl/crypto.h>
@@ -554,59 +554,22 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
     return rc == SL_RANGE_OK ? 1 : rc == SL_RANGE_UNSAT ? -1 : 0;
 }
 
-/* A mirrored object whose main replica is damaged (pool thread): restored
- * from a copy; then the GET is routed again and finds it whole. */
-struct mirror_fix {
-    struct sl_bck b;
-    char *key;
-    size_t klen;
-};
-
-static void mirror_fix_free(void *arg)
+/* The object found by the read path (cluster/read.h), answered in S3's
+ * terms: conditions, ?partNumber, Range, and the headers S3 clients read */
+static void get_fail(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen,
+                     const struct sl_err *err)
 {
-    struct mirror_fix *f = arg;
-    sl_bck_release(&f->b);
-    free(f->key);
-    free(f);
+    if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
+        s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
+    else
+        s3_err_sl(r, err);
 }
 
-static void mirror_fix_run(struct sl_req *r, void *arg)
+static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen, struct sl_read *rd)
 {
-    struct mirror_fix *f = arg;
-    struct sl_err err = { 0 };
-    if (sl_mirror_restore(&f->b, f->key, f->klen, &err) < 0) {
-        if (err.code == SL_ENOOBJ)
-            s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
-        else
-            s3_err_sl(r, &err);
-    }
-    mirror_fix_free(f);
-}
-
-static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
-{
-    int fd = -1;
-    struct sl_objmd md;
-    memset(&md, 0, sizeof(md));
-    struct sl_err err = { 0 };
-    int orc = sl_obj_open_ex(b, q->key, q->klen, r->rerouted ? 0 : SL_OPEN_DEFER, &fd, &md, NULL, &err);
-    if (orc > 0) {
-        struct mirror_fix *f = sl_xcalloc(1, sizeof(*f));
-        sl_bck_copy(&f->b, b);
-        f->key = sl_xstrndup(q->key, q->klen);
-        f->klen = q->klen;
-        sl_req_offload_reroute(r, mirror_fix_run, mirror_fix_free, f);
-        return;
-    }
-    if (orc < 0) {
-        if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
-            s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
-        else
-            s3_err_sl(r, &err);
-        return;
-    }
-    const char *etag = obj_etag(&md);
-    int c = conditions(r, "", etag, md.mtime, true);
+    const char *etag = obj_etag(&rd->md);
+    struct sl_objmd *md = &rd->md;
+    int c = conditions(r, "", etag, md->mtime, true);
     const char *pn = sl_req_query(r, "partNumber");
     if (c == 412) {
         s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
@@ -614,10 +577,10 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
         sl_hdr_addf(r, "ETag", "\"%s\"", etag);
         sl_resp_empty(r, 304);
     } else {
-        uint64_t off = 0, len = md.size;
+        uint64_t off = 0, len = md->size;
         int rg = 0;
         if (pn) {
-            int pr = part_range(&md, pn, &off, &len);
+            int pr = part_range(md, pn, &off, &len);
             if (pr == -1) {
                 s3_err(r, 400, "InvalidPart", "partNumber %s: the object has no such part", pn);
                 goto done;
@@ -629,30 +592,37 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
             }
             rg = pr; /* 1: a part of a multipart object, sent as a range */
         } else {
-            rg = parse_range(sl_req_header(r, "Range"), md.size, &off, &len);
+            rg = parse_range(sl_req_header(r, "Range"), md->size, &off, &len);
         }
         if (rg < 0) {
-            sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md.size);
+            sl_hdr_addf(r, "Content-Range", "bytes */%llu", (unsigned long long)md->size);
             s3_err(r, 416, "InvalidRange", "The requested range is not satisfiable (the object has %llu bytes)",
-                   (unsigned long long)md.size);
+                   (unsigned long long)md->size);
         } else {
-            add_obj_headers(r, &md);
+            add_obj_headers(r, md);
             int status = rg ? 206 : 200;
             if (rg)
                 sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
-                            (unsigned long long)(off + len - 1), (unsigned long long)md.size);
+                            (unsigned long long)(off + len - 1), (unsigned long long)md->size);
             if (r->method == SL_M_HEAD) {
                 sl_resp_head(r, status, len);
             } else {
-                sl_resp_fd(r, status, fd, off, len, NULL);
-                fd = -1;
+                if (rd->from == SL_READ_HERE)
+                    sl_store_touch(b->bid, key, klen);
+                sl_resp_fd(r, status, rd->fd, off, len, NULL);
+                rd->fd = -1;
             }
         }
     }
 done:
-    if (fd >= 0)
-        close(fd);
-    sl_objmd_free(&md);
+    sl_read_done(rd);
+}
+
+static const struct sl_read_ops get_ops = { .serve = get_serve, .fail = get_fail };
+
+static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+{
+    sl_read_req(r, b, q->key, q->klen, sl_read_flags(r, b), &get_ops);
 }
 
 /* ---- PUT object / part ---- */
@@ -993,19 +963,14 @@ static void copy_run(struct sl_req *r, void *arg)
     c.md5 = EVP_MD_CTX_new();
     EVP_DigestInit_ex(c.md5, EVP_md5(), NULL);
     struct sl_smap *s = sl_smap_get();
-    bool local = sl_obj_owned_here(s, &j->src, j->skey, j->sklen);
-    const struct sl_snode *owner = NULL;
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, "ais", j->src.name, j->skey, j->sklen);
-    if (!local)
-        owner = sl_smap_hrw_target(s, un.p, un.len);
-    sl_buf_free(&un);
+    /* the source is read where the read path serves it (cluster/read.h) */
+    bool local = sl_read_here(s, &j->src, j->skey, j->sklen);
+    const struct sl_snode *owner = local ? NULL : sl_read_target(s, &j->src, j->skey, j->sklen);
     int fd = -1;
     struct sl_objmd md;
     memset(&md, 0, sizeof(md));
     if (local) {
-        if (sl_obj_open(&j->src, j->skey, j->sklen, &fd, &md, NULL, &err) < 0) {
+        if (sl_read_obj(&j->src, j->skey, j->sklen, &fd, &md, &err) < 0) {
             if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
                 s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
             else

@@ -14,7 +14,7 @@
 #include "node.h"
 #include "prx.h"
 #include "arch.h"
-#include "reb.h"
+#include "read.h"
 #include "xact.h"
 #include "stats.h"
 #include "store.h"
@@ -124,32 +124,6 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
     add_custom_headers(r, md);
 }
 
-/* During a membership change the object may still be on its previous owner:
- * fetch it from there (never for requests that are themselves such fetches,
- * and once per request). The fetch waits on peers, so it runs on the peer
- * pool; the request is then routed again and finds the object here, or
- * answers as for any missing object. */
-static bool gfn_wanted(const struct sl_req *r, const struct sl_err *err)
-{
-    return G.role == SL_ROLE_TARGET && err->code == SL_ENOOBJ && !r->rerouted &&
-           !sl_req_header((struct sl_req *)r, "Ais-No-Gfn") && sl_reb_gfn_window();
-}
-
-struct cold;
-static struct cold *cold_new(const struct sl_bck *b, const char *name, size_t nlen);
-static void cold_free(void *arg);
-static void gfn_fetch(struct sl_req *r, void *arg);
-static bool ec_wanted(const struct sl_req *r, const struct sl_bck *b, const struct sl_err *err);
-static void ec_fetch(struct sl_req *r, void *arg);
-
-static bool try_gfn(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, const struct sl_err *err)
-{
-    if (!gfn_wanted(r, err))
-        return false;
-    sl_req_offload_peer_reroute(r, gfn_fetch, cold_free, cold_new(b, name, nlen));
-    return true;
-}
-
 /* 307 to object name of bucket bck on its owner (this node when standalone);
  * extra: more query ("&k=v") */
 static bool redirect_to_owner(struct sl_req *r, const char *bck, const char *name, size_t nlen, const char *extra)
@@ -202,161 +176,25 @@ static bool renamed_bounce(struct sl_req *r, const struct sl_err *err)
     return redirect_to_owner(r, to, name, nlen, "");
 }
 
-/* A remote-backed bucket's object, handed to a pool thread */
-struct cold {
-    struct sl_bck b;
-    char *name;
-    size_t nlen;
-};
+/* ---- GET and HEAD: the object is found by the read path (cluster/read.h);
+ * what is here is the native API's answer ---- */
 
-/* Work on object name of b for a pool thread (cold_free frees it). */
-static struct cold *cold_new(const struct sl_bck *b, const char *name, size_t nlen)
+static void read_fail(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
+                      const struct sl_err *err)
 {
-    struct cold *c = sl_xcalloc(1, sizeof(*c));
-    sl_bck_copy(&c->b, b);
-    c->name = sl_xstrndup(name, nlen);
-    c->nlen = nlen;
-    return c;
+    if (!renaming_redirect(r, b, name, nlen, err))
+        sl_resp_err(r, err);
 }
 
-static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, size_t nlen, int fd,
-                  struct sl_objmd *mdp);
-static void cold_get(struct sl_req *r, void *arg);
-static bool held_here(const struct sl_bck *b, const char *name, size_t nlen);
-static void fetch_first(struct sl_req *r, void *arg);
-static void warm_check(struct sl_req *r, void *arg);
-
-/* A GET that checks the data: ?validate-checksum=true, or the bucket's
- * checksum.validate_warm_get */
-static bool mirror_validate(struct sl_req *r, const struct sl_bck *b)
+/* Answer a GET from the object found (rd's fd and md are taken). */
+static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
 {
-    return sl_req_query_bool(r, "validate-checksum") ||
-           json_is_true(json_object_get(json_object_get(b->props, "checksum"), "validate_warm_get"));
-}
-
-/* A mirrored object (pool thread): a missing, short or (when checked)
- * corrupt main replica is restored from a healthy copy, then served. */
-static void mirror_get(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    int fd = -1;
-    struct sl_objmd md;
-    unsigned fl = mirror_validate(r, &c->b) ? SL_OPEN_VALIDATE : 0;
-    if (sl_obj_open_ex(&c->b, c->name, c->nlen, fl, &fd, &md, NULL, &err) < 0)
-        sl_resp_err(r, &err);
+    int fd = rd->fd;
+    struct sl_objmd md = rd->md;
+    if (rd->from == SL_READ_HERE)
+        sl_store_touch(b->bid, name, nlen);
     else
-        serve(r, &c->b, c->name, c->nlen, fd, &md);
-    cold_free(c);
-}
-
-/* the main replica of a mirrored object is missing or of the wrong size
- * (readers that open it themselves, archives and transforms, would repair
- * it on this thread) */
-static bool mirror_needs_repair(const struct sl_bck *b, const char *name, size_t nlen)
-{
-    int fd = -1;
-    struct sl_objmd md;
-    struct sl_err err = { 0 };
-    int rc = sl_obj_open_ex(b, name, nlen, SL_OPEN_DEFER, &fd, &md, NULL, &err);
-    if (rc == 0) {
-        close(fd);
-        sl_objmd_free(&md);
-    }
-    return rc > 0;
-}
-
-static void repair_first(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    if (sl_mirror_restore(&c->b, c->name, c->nlen, &err) < 0)
-        sl_resp_err(r, &err);
-    cold_free(c);
-}
-
-static void obj_get(struct sl_req *r)
-{
-    struct sl_err err = { 0 };
-    struct sl_bck b;
-    const char *name;
-    size_t nlen;
-    r->op = SL_OP_GET;
-    int prc = obj_prologue_pull(r, &b, &name, &nlen, &err);
-    if (prc < 0) {
-        if (prc == -1 && !renamed_bounce(r, &err))
-            sl_resp_err(r, &err);
-        return;
-    }
-    /* a transform (?etl_name=) belongs to its module; archive reads
-     * (?archpath=, ?archregx=) are answered here */
-    const struct sl_module *owner = sl_modules_get_owner(r);
-    if ((owner || sl_arch_wanted(r)) && sl_bck_remote(&b) && !r->rerouted && !sl_req_header(r, "Ais-No-Gfn") &&
-        !held_here(&b, name, nlen)) {
-        /* of an object only the remote has: fetched first (off the HTTP
-         * thread), then this GET is routed again and finds it here */
-        sl_req_offload_reroute(r, fetch_first, cold_free, cold_new(&b, name, nlen));
-        sl_bck_release(&b);
-        return;
-    }
-    if ((owner || sl_arch_wanted(r)) && !r->rerouted && mirror_needs_repair(&b, name, nlen)) {
-        /* a mirrored object whose main replica is damaged: restored first
-         * (off the HTTP thread), then this GET is routed again */
-        sl_req_offload_reroute(r, repair_first, cold_free, cold_new(&b, name, nlen));
-        sl_bck_release(&b);
-        return;
-    }
-    if (owner ? owner->obj_get(r, &b, name, nlen) : sl_arch_get(r, &b, name, nlen)) {
-        sl_bck_release(&b);
-        return;
-    }
-    int fd = -1;
-    struct sl_objmd md;
-    int orc = sl_obj_open_ex(&b, name, nlen, SL_OPEN_DEFER, &fd, &md, NULL, &err);
-    if (orc > 0 || (orc == 0 && md.ncopies > 0 && mirror_validate(r, &b))) {
-        /* a mirrored object whose main replica is damaged, or to be checked: off the HTTP thread */
-        if (orc == 0) {
-            close(fd);
-            sl_objmd_free(&md);
-        }
-        sl_req_offload(r, mirror_get, cold_free, cold_new(&b, name, nlen));
-        sl_bck_release(&b);
-        return;
-    }
-    if (orc < 0) {
-        if (ec_wanted(r, &b, &err)) {
-            /* an erasure-coded object not here: rebuilt from its slices, then routed again */
-            sl_req_offload_peer_reroute(r, ec_fetch, cold_free, cold_new(&b, name, nlen));
-        } else if (try_gfn(r, &b, name, nlen, &err)) {
-            /* routed again once the neighbours were asked */
-        } else if (err.code == SL_ENOOBJ && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
-            /* cold GET (not for a neighbour's get-from-neighbour): off the HTTP thread */
-            sl_req_offload(r, cold_get, cold_free, cold_new(&b, name, nlen));
-        } else if (!renaming_redirect(r, &b, name, nlen, &err)) {
-            sl_resp_err(r, &err);
-        }
-        sl_bck_release(&b);
-        return;
-    }
-    if (sl_bck_remote(&b) && (sl_req_query_bool(r, "latest-ver") || sl_req_query_bool(r, "latest") ||
-                              json_is_true(json_object_get(json_object_get(b.props, "versioning"),
-                                                           "validate_warm_get")))) {
-        close(fd); /* compare with the remote first, off the HTTP thread */
-        sl_objmd_free(&md);
-        sl_req_offload(r, warm_check, cold_free, cold_new(&b, name, nlen));
-        sl_bck_release(&b);
-        return;
-    }
-    serve(r, &b, name, nlen, fd, &md);
-    sl_bck_release(&b);
-}
-
-/* Answer a GET from the open object fd (closed here; md freed here). */
-static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, size_t nlen, int fd, struct sl_objmd *mdp)
-{
-    struct sl_objmd md = *mdp;
-    const struct sl_bck b = *bp;
-    sl_store_touch(b.bid, name, nlen);
+        sl_hdr_add(r, "Ais-Present", "false"); /* rebuilt for this read, not stored here */
     /* A small object is read whole, and one byte more: a file of another
      * size than the metadata's shows in what the read returns (no fstat). */
     char *small = NULL;
@@ -366,7 +204,7 @@ static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, s
         got = pread(fd, small, md.size + 1, 0);
         if (got < 0) {
             char cn[400];
-            sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
+            sl_obj_cname(cn, sizeof(cn), b, name, nlen);
             sl_resp_errf(r, SL_EIO, "t[%s]: cannot read %s: %s", G.id, cn, strerror(errno));
             goto out;
         }
@@ -376,21 +214,11 @@ static void serve(struct sl_req *r, const struct sl_bck *bp, const char *name, s
         if (small && fstat(fd, &st) < 0)
             st.st_size = (off_t)got;
         char cn[400];
-        sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
         sl_logw("%s: file size %llu differs from metadata %llu; serving what the metadata promises fails, "
                 "refusing", cn, (unsigned long long)st.st_size, (unsigned long long)md.size);
         sl_resp_errf(r, SL_EIO, "t[%s]: %s: size mismatch between data and metadata; the object is damaged", G.id, cn);
         goto out;
-    }
-    if (sl_req_query_bool(r, "validate-checksum") && md.cksum_type != SL_CK_NONE) {
-        char ck[SL_CKSUM_HEX_MAX];
-        if (sl_cksum_fd(md.cksum_type, fd, ck) < 0 || strcmp(ck, md.cksum)) {
-            char cn[400];
-            sl_obj_cname(cn, sizeof(cn), &b, name, nlen);
-            sl_resp_errf(r, SL_ECKSUM, "BAD DATA CHECKSUM: %s: stored %s(%s), data hashes to %s", cn,
-                         sl_cksum_name(md.cksum_type), md.cksum, ck);
-            goto out;
-        }
     }
     uint64_t off = 0, len = md.size;
     /* as AIStore: a Range that is not one satisfiable byte range is 416 */
@@ -440,168 +268,49 @@ out:
     sl_objmd_free(&md);
 }
 
-static void cold_free(void *arg)
+static const struct sl_read_ops get_ops = { .serve = serve, .fail = read_fail, .tee = true };
+
+/* ?etl_name=: the module that owns the query transforms what was found */
+static void module_serve(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
 {
-    struct cold *c = arg;
-    sl_bck_release(&c->b);
-    free(c->name);
-    free(c);
+    const struct sl_module *m = sl_modules_get_owner(r);
+    if (!m || !m->obj_get(r, b, name, nlen, rd))
+        serve(r, b, name, nlen, rd);
 }
 
-static bool held_here(const struct sl_bck *b, const char *name, size_t nlen)
+static const struct sl_read_ops module_ops = { .serve = module_serve, .fail = read_fail };
+
+/* ?archpath=, ?archmode=, ?archindex: a shard's members */
+static void arch_serve(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
 {
-    struct sl_objmd md;
+    sl_arch_get(r, b, name, nlen, rd->fd, &rd->md, rd->from == SL_READ_HERE);
+}
+
+static const struct sl_read_ops arch_ops = { .serve = arch_serve, .fail = read_fail };
+
+static void obj_get(struct sl_req *r)
+{
     struct sl_err err = { 0 };
-    if (sl_obj_stat(b, name, nlen, &md, NULL, &err) != 1)
-        return false;
-    sl_objmd_free(&md);
-    return true;
-}
-
-/* A transform or archive read of an object only the remote has: fetch it
- * into the store; no answer then, and the GET is routed again. */
-/* get-from-neighbour (peer pool): nothing to answer unless the neighbours
- * failed otherwise than by not having it; the request is routed again */
-static void gfn_fetch(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    if (sl_reb_gfn(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ) {
-        char cn[400];
-        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
-    }
-    cold_free(c);
-}
-
-/* An object of an erasure-coded bucket that is not here (its main target
- * lost it, or is down and the gateway sent the GET to the next target):
- * from the previous owner during a membership change, else rebuilt from
- * the slices/replicas the other targets hold (peer pool). No answer when
- * it worked (the GET is routed again and finds it) or when no target knows
- * the object (a 404 then). */
-static bool ec_wanted(const struct sl_req *r, const struct sl_bck *b, const struct sl_err *err)
-{
-    int d, p;
-    int64_t l;
-    return G.role == SL_ROLE_TARGET && err->code == SL_ENOOBJ && !r->rerouted &&
-           !sl_req_header((struct sl_req *)r, "Ais-No-Gfn") && sl_ec_props(b, &d, &p, &l);
-}
-
-static void ec_fetch(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    struct sl_ec_tmp tmp = { .fd = -1 };
-    if ((!sl_reb_gfn_window() || sl_reb_gfn(&c->b, c->name, c->nlen, &err) < 0) &&
-        sl_ec_restore(&c->b, c->name, c->nlen, &tmp, &err) < 0 && err.code != SL_ENOOBJ) {
-        char cn[400];
-        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-        sl_resp_errf(r, err.code, "%s %s: %s", r->method_str, cn, err.msg);
-    } else if (tmp.fd >= 0 && r->method == SL_M_HEAD) { /* rebuilt for this read only (see ec.h) */
-        add_obj_headers(r, &tmp.md);
-        sl_hdr_add(r, "Ais-Bucket-Name", c->b.name);
-        sl_hdr_add(r, "Ais-Bucket-Provider", c->b.provider);
-        sl_hdr_add(r, "Ais-Present", "false");
-        sl_resp_head(r, 200, tmp.md.size);
-        close(tmp.fd);
-        sl_objmd_free(&tmp.md);
-    } else if (tmp.fd >= 0) {
-        serve(r, &c->b, c->name, c->nlen, tmp.fd, &tmp.md); /* (closes the fd, frees md) */
-    }
-    cold_free(c);
-}
-
-static void fetch_first(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    if (sl_backend_fetch(&c->b, c->name, c->nlen, &err) < 0) {
-        char cn[400];
-        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
-    }
-    cold_free(c);
-}
-
-/* A GET of an object of a remote-backed bucket not held here: fetch it
- * (once, however many GETs want it), then serve it as any other. */
-static void cold_get(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    int fd = -1;
-    struct sl_objmd md;
-    bool answered = false;
-    /* a whole-object GET streams while the object is fetched; a range waits for the object */
-    int rc = sl_backend_fetch_tee(&c->b, c->name, c->nlen, sl_req_header(r, "Range") ? NULL : r, &answered, &err);
-    if (answered) {
-        cold_free(c);
+    struct sl_bck b;
+    const char *name;
+    size_t nlen;
+    r->op = SL_OP_GET;
+    int prc = obj_prologue_pull(r, &b, &name, &nlen, &err);
+    if (prc < 0) {
+        if (prc == -1 && !renamed_bounce(r, &err))
+            sl_resp_err(r, &err);
         return;
     }
-    if (rc < 0 || sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0) {
-        char cn[400];
-        sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
-    } else {
-        serve(r, &c->b, c->name, c->nlen, fd, &md);
-    }
-    cold_free(c);
-}
-
-/* HEAD of an object of a remote-backed bucket that is not held here: what
- * the remote says, with Ais-Present: false. */
-static void cold_head(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    struct sl_backend_obj o;
-    struct sl_objmd md;
-    sl_backend_wait_fetch(&c->b, c->name, c->nlen);
-    if (sl_obj_stat(&c->b, c->name, c->nlen, &md, NULL, &err) == 1) { /* a fetch just brought it */
-        add_obj_headers(r, &md);
-        sl_hdr_add(r, "Ais-Present", "true");
-        sl_resp_head(r, 200, md.size);
-        sl_objmd_free(&md);
-    } else if (sl_backend_head(&c->b, c->name, c->nlen, &o, &err) < 0) {
-        sl_resp_err(r, &err);
-    } else {
-        if (o.etag[0])
-            sl_hdr_addf(r, "ETag", "\"%s\"", o.etag);
-        if (o.mtime_ns) {
-            char tb[64];
-            sl_format_gotime(o.mtime_ns, "Mon, 02 Jan 2006 15:04:05 GMT", tb, sizeof(tb));
-            sl_hdr_add(r, "Last-Modified", tb);
-        }
-        if (o.version[0])
-            sl_hdr_add(r, "Ais-Version", o.version);
-        sl_hdr_add(r, "Ais-Bucket-Name", c->b.name);
-        sl_hdr_add(r, "Ais-Bucket-Provider", c->b.provider);
-        sl_hdr_add(r, "Ais-Present", "false");
-        sl_resp_head(r, 200, o.size > 0 ? (uint64_t)o.size : 0);
-    }
-    cold_free(c);
-}
-
-/* A cached object of a remote-backed bucket, with validate_warm_get (or
- * ?latest=true): the remote's ETag decides. Changed there: fetched again;
- * gone there: 404 (and with versioning.synchronize the copy here goes too). */
-static void warm_check(struct sl_req *r, void *arg)
-{
-    struct cold *c = arg;
-    struct sl_err err = { 0 };
-    struct sl_objmd md;
-    int fd = -1;
-    char cn[400];
-    sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
-    if (sl_backend_refresh(&c->b, c->name, c->nlen, &err) < 0) {
-        sl_resp_errf(r, err.code, "GET %s (validate_warm_get): %s", cn, err.msg);
-    } else if (sl_obj_open(&c->b, c->name, c->nlen, &fd, &md, NULL, &err) < 0) {
-        sl_resp_errf(r, err.code, "GET %s: %s", cn, err.msg);
-    } else {
-        serve(r, &c->b, c->name, c->nlen, fd, &md);
-    }
-    cold_free(c);
+    const struct sl_read_ops *ops = &get_ops;
+    if (sl_modules_get_owner(r)) /* a transform (?etl_name=) belongs to its module */
+        ops = &module_ops;
+    else if (sl_arch_wanted(r) && !sl_arch_refused(r, &b, name, nlen)) /* (refused: answered) */
+        ops = &arch_ops;
+    else if (sl_arch_wanted(r))
+        ops = NULL;
+    if (ops)
+        sl_read_req(r, &b, name, nlen, sl_read_flags(r, &b), ops);
+    sl_bck_release(&b);
 }
 
 /* Ais-Mirror-Copies / -Paths: the main replica's mountpath, then the
@@ -627,6 +336,105 @@ static void mirror_headers(struct sl_req *r, const struct sl_mpath *mp, const st
     sl_buf_free(&p);
 }
 
+/* HEAD of an object not stored here: rebuilt from EC slices for the read,
+ * or known to the remote only */
+static void head_elsewhere(struct sl_req *r, const struct sl_bck *b, struct sl_read *rd)
+{
+    if (rd->from == SL_READ_REBUILT) {
+        add_obj_headers(r, &rd->md);
+    } else {
+        const char *etag = sl_objmd_get_custom(&rd->md, "ETag");
+        if (etag)
+            sl_hdr_addf(r, "ETag", "\"%s\"", etag);
+        if (rd->md.mtime) {
+            char tb[64];
+            sl_format_gotime(rd->md.mtime, "Mon, 02 Jan 2006 15:04:05 GMT", tb, sizeof(tb));
+            sl_hdr_add(r, "Last-Modified", tb);
+        }
+        if (rd->remote_version[0])
+            sl_hdr_add(r, "Ais-Version", rd->remote_version);
+    }
+    sl_hdr_add(r, "Ais-Bucket-Name", b->name);
+    sl_hdr_add(r, "Ais-Bucket-Provider", b->provider);
+    sl_hdr_add(r, "Ais-Present", "false");
+    sl_resp_head(r, 200, rd->md.size);
+    sl_read_done(rd);
+}
+
+static void head_serve(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
+{
+    if (rd->from != SL_READ_HERE) {
+        head_elsewhere(r, b, rd);
+        return;
+    }
+    struct sl_objmd *md = &rd->md;
+    struct sl_mpath *mp = rd->mp;
+    const char *props = sl_req_query(r, "props");
+    if (props) {
+        /* V2: only what was asked */
+        char *cp = sl_xstrdup(props), *save = NULL;
+        for (char *t = strtok_r(cp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(t, "name") || !strcmp(t, "size")) {
+            } else if (!strcmp(t, "checksum")) {
+                if (md->cksum[0]) {
+                    sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md->cksum_type));
+                    sl_hdr_add(r, "Ais-Checksum-Value", md->cksum);
+                }
+            } else if (!strcmp(t, "atime")) {
+                sl_hdr_addf(r, "Ais-Atime", "%lld", (long long)md->atime);
+            } else if (!strcmp(t, "version")) {
+                if (md->version)
+                    sl_hdr_addf(r, "Ais-Version", "%llu", (unsigned long long)md->version);
+            } else if (!strcmp(t, "custom")) {
+                add_custom_headers(r, md);
+            } else if (!strcmp(t, "last-modified")) {
+                char tb[64];
+                sl_format_gotime(md->mtime, "Mon, 02 Jan 2006 15:04:05 GMT", tb, sizeof(tb));
+                sl_hdr_add(r, "Last-Modified", tb);
+            } else if (!strcmp(t, "etag")) {
+                const char *et = sl_objmd_get_custom(md, "ETag");
+                sl_hdr_addf(r, "ETag", "\"%s\"", et ? et : md->cksum);
+            } else if (!strcmp(t, "location")) {
+                sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
+            } else if (!strcmp(t, "copies")) {
+                mirror_headers(r, mp, md, false);
+            } else if (!strcmp(t, "ec")) {
+                sl_ec_head_headers(r, b, name, nlen);
+            } else if (!strcmp(t, "chunked")) {
+            } else {
+                /* t points into cp: format before freeing it */
+                struct sl_err err = { 0 };
+                sl_errf(&err, SL_EINVAL,
+                        "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
+                        "last-modified, etag, location, copies, ec, chunked)",
+                        t);
+                free(cp);
+                sl_read_done(rd);
+                sl_resp_err(r, &err);
+                return;
+            }
+        }
+        free(cp);
+        sl_hdr_add(r, "Ais-Present", "true");
+    } else {
+        add_obj_headers(r, md);
+        sl_hdr_add(r, "Ais-Bucket-Name", b->name);
+        sl_hdr_add(r, "Ais-Bucket-Provider", b->provider);
+        char *nm = sl_xstrndup(name, nlen);
+        sl_hdr_add(r, "Ais-Name", nm);
+        free(nm);
+        sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
+        mirror_headers(r, mp, md, true);
+        sl_ec_head_headers(r, b, name, nlen);
+        sl_hdr_add(r, "Ais-Present", "true");
+    }
+    sl_hdr_add(r, "Accept-Ranges", "bytes");
+    sl_resp_head(r, 200, md->size);
+    sl_read_done(rd);
+}
+
+static const struct sl_read_ops head_ops = { .serve = head_serve, .fail = read_fail };
+
 static void obj_head(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -640,91 +448,7 @@ static void obj_head(struct sl_req *r)
             sl_resp_err(r, &err);
         return;
     }
-    struct sl_objmd md;
-    struct sl_mpath *mp;
-    int rc = sl_obj_stat(&b, name, nlen, &md, &mp, &err);
-    if (rc == 0 && ec_wanted(r, &b, &err)) {
-        sl_req_offload_peer_reroute(r, ec_fetch, cold_free, cold_new(&b, name, nlen));
-        sl_bck_release(&b);
-        return;
-    }
-    if (rc == 0 && try_gfn(r, &b, name, nlen, &err)) {
-        sl_bck_release(&b);
-        return;
-    }
-    if (rc == 0 && sl_bck_remote(&b) && !sl_req_header(r, "Ais-No-Gfn")) {
-        /* not held here: ask the remote, off the HTTP thread */
-        sl_req_offload(r, cold_head, cold_free, cold_new(&b, name, nlen));
-        sl_bck_release(&b);
-        return;
-    }
-    if (rc <= 0) {
-        sl_bck_release(&b);
-        sl_resp_err(r, &err);
-        return;
-    }
-    const char *props = sl_req_query(r, "props");
-    if (props) {
-        /* V2: only what was asked */
-        char *cp = sl_xstrdup(props), *save = NULL;
-        for (char *t = strtok_r(cp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            if (!strcmp(t, "name") || !strcmp(t, "size")) {
-            } else if (!strcmp(t, "checksum")) {
-                if (md.cksum[0]) {
-                    sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md.cksum_type));
-                    sl_hdr_add(r, "Ais-Checksum-Value", md.cksum);
-                }
-            } else if (!strcmp(t, "atime")) {
-                sl_hdr_addf(r, "Ais-Atime", "%lld", (long long)md.atime);
-            } else if (!strcmp(t, "version")) {
-                if (md.version)
-                    sl_hdr_addf(r, "Ais-Version", "%llu", (unsigned long long)md.version);
-            } else if (!strcmp(t, "custom")) {
-                add_custom_headers(r, &md);
-            } else if (!strcmp(t, "last-modified")) {
-                char tb[64];
-                sl_format_gotime(md.mtime, "Mon, 02 Jan 2006 15:04:05 GMT", tb, sizeof(tb));
-                sl_hdr_add(r, "Last-Modified", tb);
-            } else if (!strcmp(t, "etag")) {
-                const char *et = sl_objmd_get_custom(&md, "ETag");
-                sl_hdr_addf(r, "ETag", "\"%s\"", et ? et : md.cksum);
-            } else if (!strcmp(t, "location")) {
-                sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
-            } else if (!strcmp(t, "copies")) {
-                mirror_headers(r, mp, &md, false);
-            } else if (!strcmp(t, "ec")) {
-                sl_ec_head_headers(r, &b, name, nlen);
-            } else if (!strcmp(t, "chunked")) {
-            } else {
-                /* t points into cp: format before freeing it */
-                sl_errf(&err, SL_EINVAL,
-                        "invalid HEAD props \"%s\" (valid: name, size, checksum, atime, version, custom, "
-                        "last-modified, etag, location, copies, ec, chunked)",
-                        t);
-                free(cp);
-                sl_objmd_free(&md);
-                sl_bck_release(&b);
-                sl_resp_err(r, &err);
-                return;
-            }
-        }
-        free(cp);
-        sl_hdr_add(r, "Ais-Present", "true");
-    } else {
-        add_obj_headers(r, &md);
-        sl_hdr_add(r, "Ais-Bucket-Name", b.name);
-        sl_hdr_add(r, "Ais-Bucket-Provider", b.provider);
-        char *nm = sl_xstrndup(name, nlen);
-        sl_hdr_add(r, "Ais-Name", nm);
-        free(nm);
-        sl_hdr_addf(r, "Ais-Location", "t[%s]:%s", G.id, mp->path);
-        mirror_headers(r, mp, &md, true);
-        sl_ec_head_headers(r, &b, name, nlen);
-        sl_hdr_add(r, "Ais-Present", "true");
-    }
-    sl_hdr_add(r, "Accept-Ranges", "bytes");
-    sl_resp_head(r, 200, md.size);
-    sl_objmd_free(&md);
+    sl_read_req(r, &b, name, nlen, sl_read_flags(r, &b), &head_ops);
     sl_bck_release(&b);
 }
 
@@ -1175,19 +899,19 @@ static void obj_put(struct sl_req *r)
 /* evict: the copy here goes (after a fetch in flight ends), the remote keeps it */
 static void evict_one(struct sl_req *r, void *arg)
 {
-    struct cold *c = arg;
+    struct sl_bobj *c = arg;
     struct sl_err err = { 0 };
     sl_backend_wait_fetch(&c->b, c->name, c->nlen);
     if (sl_obj_delete(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
-    cold_free(c);
+    sl_bobj_free(c);
 }
 
 static void delete_remote(struct sl_req *r, void *arg)
 {
-    struct cold *c = arg;
+    struct sl_bobj *c = arg;
     struct sl_err err = { 0 };
     sl_backend_wait_fetch(&c->b, c->name, c->nlen);
     if (sl_backend_delete(&c->b, c->name, c->nlen, &err) < 0) {
@@ -1199,7 +923,7 @@ static void delete_remote(struct sl_req *r, void *arg)
     } else {
         sl_resp_empty(r, 200);
     }
-    cold_free(c);
+    sl_bobj_free(c);
 }
 
 /* The body is in: on a DISK pool thread (the delete waits for its metadata
@@ -1227,13 +951,13 @@ static void delete_run(struct sl_req *r, void *arg)
         else
             sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "evict-listrange") && sl_bck_remote(&b)) { /* off the HTTP thread */
-        sl_req_offload(r, evict_one, cold_free, cold_new(&b, name, nlen));
+        sl_req_offload(r, evict_one, sl_bobj_free, sl_bobj_new(&b, name, nlen));
     } else if (!strcmp(m.action, "evict-listrange")) {
         sl_resp_errf(r, SL_EINVAL, "DELETE %s: action \"evict-listrange\" applies to remote buckets only and "
                      "%s://%s is not one (to remove the object, send DELETE without a body); nothing was deleted",
                      r->path, sl_provider_scheme(b.provider), b.name);
     } else if (!m.action[0] && sl_bck_remote(&b)) { /* at the remote, then here: off the HTTP thread */
-        sl_req_offload(r, delete_remote, cold_free, cold_new(&b, name, nlen));
+        sl_req_offload(r, delete_remote, sl_bobj_free, sl_bobj_new(&b, name, nlen));
     } else if (m.action[0]) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
                      "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);

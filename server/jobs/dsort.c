@@ -17,6 +17,7 @@
  * spec and seed give the same output on any number of targets.
  */
 #include "dsort.h"
+#include "read.h"
 #include "arch.h"
 #include "backend.h"
 #include "cluster.h"
@@ -108,7 +109,7 @@ static const struct sl_snode *owner_of(const struct sl_smap *s, const char *prov
 static int open_shard(const struct sl_bck *b, const char *name, int *fd, struct sl_err *err)
 {
     struct sl_objmd md;
-    if (sl_obj_open_cold(b, name, strlen(name), fd, &md, err) < 0) /* (a remote input's: fetched, kept) */
+    if (sl_read_obj(b, name, strlen(name), fd, &md, err) < 0) /* (a remote input's: fetched, kept) */
         return -1;
     sl_objmd_free(&md);
     return 0;

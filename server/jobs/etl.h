@@ -135,9 +135,10 @@ void sl_etl_pipe_close(struct sl_etl_pipe *p);
 uint64_t sl_etl_pipe_samples(const struct sl_etl_pipe *p);   /* samples given to the script */
 uint64_t sl_etl_pipe_dropped(const struct sl_etl_pipe *p);   /* samples the script dropped */
 
-/* Target GET with etl_name: true when handled (a response was produced or
- * the work was offloaded). */
-bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+/* Target GET with etl_name of the object the read path found (rd: taken
+ * when handled): true when handled (a response was produced or the work
+ * was offloaded). */
+bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd);
 
 /* The ETL module: /v1/etl, /v1/internal/etl/..., GET ?etl_name= */
 extern const struct sl_module sl_etl_module;

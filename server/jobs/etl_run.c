@@ -939,30 +939,34 @@ static bool inline_ok(const struct iget *g)
     return true;
 }
 
-bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
 {
     struct sl_err err = { 0 };
     if (r->method != SL_M_GET)
         return false;
     r->op = SL_OP_ETL_GET;
     if (sl_req_header(r, "Range")) {
+        sl_read_done(rd);
         sl_resp_errf(r, SL_EINVAL, "GET with etl_name: a Range request cannot be combined with a transform (the "
                      "output's size is not known in advance); read the whole transformed object");
         return true;
     }
     const char *ap = sl_req_query(r, "archpath"), *am = sl_req_query(r, "archmode");
     if ((ap && *ap) || (am && *am)) {
+        sl_read_done(rd);
         sl_resp_errf(r, SL_EINVAL, "GET with etl_name cannot be combined with archpath/archregx: transform the whole "
                      "shard (sample-mode ETL) or read the member without a transform");
         return true;
     }
     struct iget *g = sl_xcalloc(1, sizeof(*g));
-    g->fd = -1;
     sl_bck_copy(&g->b, b);
     g->name = sl_xstrndup(name, nlen);
     g->nlen = nlen;
-    if (sl_etl_acquire_list(sl_req_query(r, "etl_name"), sl_req_query(r, "etl_pipeline"), g->v, &g->n, &err) < 0 ||
-        sl_obj_open(b, name, nlen, &g->fd, &g->md, NULL, &err) < 0) {
+    g->fd = rd->fd; /* the object the read path found: g's now */
+    g->md = rd->md;
+    rd->fd = -1;
+    memset(&rd->md, 0, sizeof(rd->md));
+    if (sl_etl_acquire_list(sl_req_query(r, "etl_name"), sl_req_query(r, "etl_pipeline"), g->v, &g->n, &err) < 0) {
         iget_free(g);
         sl_resp_err(r, &err);
         return true;

@@ -31,6 +31,7 @@
 #include "opipe.h"
 #include "peer.h"
 #include "plug.h"
+#include "read.h"
 #include "spool.h"
 #include "store.h"
 
@@ -376,12 +377,12 @@ static struct ofd *opened_obj(struct opened *op, const struct sl_bck *b, const c
             *size = op->o[i].size;
             return op->o[i].of;
         }
-    struct sl_objmd md;
-    int f;
-    if (sl_obj_open(b, obj, strlen(obj), &f, &md, NULL, err) < 0)
+    struct sl_read rd;
+    if (sl_read_open(b, obj, strlen(obj), 0, NULL, &rd, err) < 0)
         return NULL;
-    *size = (int64_t)md.size;
-    sl_objmd_free(&md);
+    int f = rd.fd;
+    *size = (int64_t)rd.md.size;
+    sl_objmd_free(&rd.md);
     int k = op->no < OPENED_OBJS ? op->no++ : op->next++ % OPENED_OBJS;
     if (op->o[k].obj) {
         free(op->o[k].obj);
@@ -393,6 +394,16 @@ static struct ofd *opened_obj(struct opened *op, const struct sl_bck *b, const c
     *op->o[k].of = (struct ofd){ f, 2 }; /* the table's and the caller's */
     op->o[k].size = *size;
     return op->o[k].of;
+}
+
+/* The shard obj of b, found by the read path (a previous owner's, rebuilt
+ * from EC slices, fetched from the remote) */
+static int shard_open(const struct sl_bck *b, const char *obj, struct sl_arch_shard **out, struct sl_err *err)
+{
+    struct sl_read rd;
+    if (sl_read_open(b, obj, strlen(obj), 0, NULL, &rd, err) < 0)
+        return -1;
+    return sl_arch_shard_open_fd(b, obj, strlen(obj), rd.fd, &rd.md, rd.from == SL_READ_HERE, out, err);
 }
 
 /* Open item x of bucket b: its size in x->size, or x->code/x->err. op
@@ -417,7 +428,7 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
             sl_arch_shard_close(*cur);
             *cur = NULL;
         }
-        if (!*cur && sl_arch_shard_open(b, x->obj, strlen(x->obj), cur, &err) < 0)
+        if (!*cur && shard_open(b, x->obj, cur, &err) < 0)
             goto fail;
         if (sl_arch_shard_member(*cur, x->arch, strlen(x->arch), &s->am, &size, &err) < 0)
             goto fail;
@@ -427,7 +438,12 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
             goto fail;
         }
     } else if (x->arch) {
-        if (sl_arch_member_open(b, x->obj, strlen(x->obj), x->arch, strlen(x->arch), &s->am, &size, &err) < 0)
+        struct sl_arch_shard *sh = NULL;
+        int rc = shard_open(b, x->obj, &sh, &err);
+        if (rc == 0)
+            rc = sl_arch_shard_member(sh, x->arch, strlen(x->arch), &s->am, &size, &err);
+        sl_arch_shard_close(sh);
+        if (rc < 0)
             goto fail;
         if (size < 0) {
             sl_errf(&err, SL_EUNSUPP, "%s/%s: the format does not tell member %s's size", b->name, x->obj,
@@ -439,11 +455,12 @@ static void src_open(const struct sl_bck *b, struct item *x, struct src *s, stru
             goto fail;
         s->fd = s->shared->fd;
     } else {
-        struct sl_objmd md;
-        if (sl_obj_open(b, x->obj, strlen(x->obj), &s->fd, &md, NULL, &err) < 0)
+        struct sl_read rd;
+        if (sl_read_open(b, x->obj, strlen(x->obj), 0, NULL, &rd, &err) < 0)
             goto fail;
-        size = (int64_t)md.size;
-        sl_objmd_free(&md);
+        s->fd = rd.fd;
+        size = (int64_t)rd.md.size;
+        sl_objmd_free(&rd.md);
     }
     uint64_t start = (uint64_t)x->start, len = (uint64_t)size;
     if (x->start || x->length > 0) {
@@ -581,7 +598,7 @@ static void fetch_cold(struct moss *m, const int *idx, int n, struct sl_smap *sm
         struct item *x = &m->it[idx[k]];
         struct sl_err err = { 0 };
         const struct sl_bck *b = x->code ? NULL : bck_of(m, x, &err);
-        if (!b || !sl_bck_remote(b) || !sl_obj_owned_here(sm, b, x->obj, strlen(x->obj)))
+        if (!b || !sl_bck_remote(b) || !sl_read_here(sm, b, x->obj, strlen(x->obj)))
             continue;
         if (last && !strcmp(last, x->obj) && !strcmp(lastb, x->bck))
             continue; /* members of one shard, one after another */
@@ -646,7 +663,7 @@ static void open_local(struct moss *m, const int *idx, int n, struct src *srcs)
             srcs[k].fd = -1;
             continue;
         }
-        if (!sl_obj_owned_here(sm, b, x->obj, strlen(x->obj))) {
+        if (!sl_read_here(sm, b, x->obj, strlen(x->obj))) {
             x->code = SL_EUNAVAIL;
             x->err = sl_xasprintf("%s/%s: t[%s] does not own it under the current cluster map (a target joined or "
                                   "left): retry the batch", b->name, x->obj, G.id);
@@ -1150,11 +1167,7 @@ static int dt_start(struct dt *d, struct sl_err *err)
         }
         const struct sl_snode *t = NULL;
         if (G.role != SL_ROLE_STANDALONE) {
-            struct sl_buf un;
-            sl_buf_init(&un);
-            sl_obj_uname(&un, b->provider, b->name, x->obj, strlen(x->obj));
-            t = sl_smap_hrw_target(sm, un.p, un.len);
-            sl_buf_free(&un);
+            t = sl_read_target(sm, b, x->obj, strlen(x->obj)); /* (an EC stand-in for an owner that is down) */
             if (!t) {
                 rc = sl_errf(err, SL_EUNAVAIL, "get-batch: the cluster has no active targets");
                 break;

@@ -2,6 +2,7 @@
  * shard_plan.c: see shard_plan.h.
  */
 #include "shard_plan.h"
+#include "read.h"
 #include "arch.h"
 #include "backend.h"
 #include "cluster.h"
@@ -407,7 +408,7 @@ static int fetch_small(struct sl_plan *p, const struct sl_smap *sm, const struct
     if (!owner || !strcmp(owner->id, G.id)) {
         int fd;
         struct sl_objmd md;
-        if (sl_obj_open_cold(&p->src, o->name, o->nlen, &fd, &md, &p->err) < 0)
+        if (sl_read_obj(&p->src, o->name, o->nlen, &fd, &md, &p->err) < 0)
             return -1;
         sl_buf_reserve(out, md.size + 1);
         ssize_t n = md.size ? pread(fd, out->p, md.size, 0) : 0;

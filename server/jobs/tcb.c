@@ -12,6 +12,7 @@
  * failures are counted and listed, and the job finishes.
  */
 #include "tcb.h"
+#include "read.h"
 #include "arch.h"
 #include "backend.h"
 #include "bg.h"
@@ -468,7 +469,7 @@ static int copy_one(struct copier *c, const char *name, size_t nlen, const char 
     int fd;
     struct sl_objmd md;
     c->in_bytes = c->out_bytes = 0;
-    if (sl_obj_open_cold(c->src, name, nlen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
+    if (sl_read_obj(c->src, name, nlen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
         return -1;
     c->in_bytes = md.size;
     struct dest d;

@@ -974,7 +974,7 @@ static void member_get(struct sl_req *r, const struct sl_bck *b, const char *nam
         sl_err_wrap(&err, "GET %s?archpath", cn);
         goto fail_fd;
     }
-    if (is_plain_tar(fmt)) {
+    if (is_plain_tar(fmt) && env) {
         uint64_t off, size;
         int rc = index_lookup(env, b, name, nlen, md, archpath, al, &off, &size);
         struct sl_fmt_limits lim;
@@ -1037,22 +1037,20 @@ fail_fd:
     sl_resp_err(r, &err);
 }
 
-/* The archive read r asks for, of the shard b/name (checked: not archpath
- * with archmode, no Range). */
-static void arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+/* The archive read r asks for, of the shard b/name open as fd with md
+ * (both taken; checked: not archpath with archmode, no Range). stored: fd
+ * is b/name's file here (else rebuilt for this read: no member index). */
+static void arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, int fd,
+                     struct sl_objmd *mdp, bool stored)
 {
     const char *archpath = q_nonempty(r, "archpath"), *mime = q_nonempty(r, "archmime");
     struct sl_err err = { 0 };
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-    int fd;
-    struct sl_objmd md;
-    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, &err) < 0) {
-        sl_resp_err(r, &err);
-        return;
-    }
+    struct sl_objmd md = *mdp;
+    memset(mdp, 0, sizeof(*mdp));
     const struct sl_plug *fmt = sl_arch_format_of(name, nlen, mime, fd);
-    struct sl_md_env *env = sl_obj_md_env(b, name, nlen);
+    struct sl_md_env *env = stored ? sl_obj_md_env(b, name, nlen) : NULL;
     if (!fmt) {
         sl_errf(&err, SL_EINVAL,
                 "GET %s: not a shard this cluster can read (by %s); supported formats: %s; pass archmime= for "
@@ -1060,7 +1058,7 @@ static void arch_get(struct sl_req *r, const struct sl_bck *b, const char *name,
                 cn, mime ? "archmime" : "extension or content", sl_arch_supported());
         goto fail;
     }
-    if (is_plain_tar(fmt)) {
+    if (is_plain_tar(fmt) && env) {
         unsigned char pfx[SL_OBJ_AUX_PREFIX];
         sl_obj_aux_prefix(b->bid, name, nlen, pfx);
         if (!index_valid(env, pfx, &md) && index_fd(fmt, env, b, name, nlen, fd, &md, &err) < 0)
@@ -1073,6 +1071,11 @@ static void arch_get(struct sl_req *r, const struct sl_bck *b, const char *name,
     if (sl_req_query_bool(r, "archindex")) {
         if (!is_plain_tar(fmt)) {
             sl_errf(&err, SL_EINVAL, "GET %s?archindex: member indexes exist for plain .tar shards only", cn);
+            goto fail;
+        }
+        if (!env) {
+            sl_errf(&err, SL_EUNAVAIL, "GET %s?archindex: the shard is being rebuilt from its erasure-coded slices "
+                    "for this read and has no index here; retry when its target is back", cn);
             goto fail;
         }
         index_get(r, env, b, name, nlen, &md);
@@ -1091,19 +1094,34 @@ fail:
 
 /* A selection or the index: the work is in proportion to the shard (its
  * index built, its headers walked), so it runs off the HTTP thread. */
-static void arch_off_run(struct sl_req *r, void *arg)
+struct arch_off {
+    struct sl_bobj *o;
+    int fd;
+    struct sl_objmd md;
+    bool stored;
+};
+
+static void arch_off_free(void *arg)
 {
-    struct sl_bobj *o = arg;
-    arch_get(r, &o->b, o->name, o->nlen);
-    sl_bobj_free(o);
+    struct arch_off *a = arg;
+    sl_bobj_free(a->o);
+    if (a->fd >= 0)
+        close(a->fd);
+    sl_objmd_free(&a->md);
+    free(a);
 }
 
-bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+static void arch_off_run(struct sl_req *r, void *arg)
+{
+    struct arch_off *a = arg;
+    arch_get(r, &a->o->b, a->o->name, a->o->nlen, a->fd, &a->md, a->stored);
+    a->fd = -1;
+    arch_off_free(a);
+}
+
+bool sl_arch_refused(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
     const char *archpath = q_nonempty(r, "archpath"), *mode = q_nonempty(r, "archmode");
-    bool want_index = sl_req_query_bool(r, "archindex");
-    if (!archpath && !mode && !want_index)
-        return false; /* archregx without archmode is ignored (spec §4.3) */
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     r->op = SL_OP_ARCH_GET;
@@ -1116,12 +1134,24 @@ bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         sl_resp_errf(r, SL_EINVAL, "GET %s: Range requests are not supported together with archpath/archmode", cn);
         return true;
     }
-    if (archpath) {
-        arch_get(r, b, name, nlen);
-        return true;
+    return false;
+}
+
+void sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, int fd,
+                 struct sl_objmd *md, bool stored)
+{
+    r->op = SL_OP_ARCH_GET;
+    if (q_nonempty(r, "archpath")) {
+        arch_get(r, b, name, nlen, fd, md, stored);
+        return;
     }
-    sl_req_offload(r, arch_off_run, sl_bobj_free, sl_bobj_new(b, name, nlen));
-    return true;
+    struct arch_off *a = sl_xcalloc(1, sizeof(*a));
+    a->o = sl_bobj_new(b, name, nlen);
+    a->fd = fd;
+    a->md = *md;
+    memset(md, 0, sizeof(*md));
+    a->stored = stored;
+    sl_req_offload(r, arch_off_run, arch_off_free, a);
 }
 
 /* ---- listing shard contents ---- */
@@ -1570,17 +1600,26 @@ struct sl_arch_shard {
 int sl_arch_shard_open(const struct sl_bck *b, const char *name, size_t nlen, struct sl_arch_shard **out,
                        struct sl_err *err)
 {
+    int fd;
+    struct sl_objmd md;
+    *out = NULL;
+    if (sl_obj_open(b, name, nlen, &fd, &md, NULL, err) < 0)
+        return -1;
+    return sl_arch_shard_open_fd(b, name, nlen, fd, &md, true, out, err);
+}
+
+int sl_arch_shard_open_fd(const struct sl_bck *b, const char *name, size_t nlen, int fd, struct sl_objmd *md,
+                          bool stored, struct sl_arch_shard **out, struct sl_err *err)
+{
     *out = NULL;
     struct sl_arch_shard *s = sl_xcalloc(1, sizeof(*s));
     s->b = b;
     s->name = sl_xstrndup(name, nlen);
     s->nlen = nlen;
     sl_obj_cname(s->cname, sizeof(s->cname), b, name, nlen);
-    if (sl_obj_open(b, name, nlen, &s->fd, &s->md, NULL, err) < 0) {
-        free(s->name);
-        free(s);
-        return -1;
-    }
+    s->fd = fd;
+    s->md = *md;
+    memset(md, 0, sizeof(*md));
     s->sfd = sl_xmalloc(sizeof(*s->sfd));
     *s->sfd = (struct shared_fd){ s->fd, 1 };
     s->fmt = sl_arch_format_of(name, nlen, NULL, s->fd);
@@ -1590,7 +1629,7 @@ int sl_arch_shard_open(const struct sl_bck *b, const char *name, size_t nlen, st
         sl_arch_shard_close(s);
         return -1;
     }
-    if (is_plain_tar(s->fmt)) {
+    if (is_plain_tar(s->fmt) && stored) {
         s->env = sl_obj_md_env(b, name, nlen);
         unsigned char pfx[SL_OBJ_AUX_PREFIX];
         sl_obj_aux_prefix(b->bid, name, nlen, pfx);

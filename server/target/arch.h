@@ -36,11 +36,19 @@ const struct sl_plug *sl_arch_format_of(const char *name, size_t nlen, const cha
 struct sl_fmt_limits;
 void sl_arch_limits(struct sl_fmt_limits *lim);
 
-/* Target GET with archpath/archregx+archmode/archindex: true when handled.
- * Here and in sl_arch_put, b and name are borrowed for the call. */
-bool sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
-/* r asks for an archive read (sl_arch_get would take it). */
+/* r asks for an archive read: archpath, archmode (+ archregx) or
+ * archindex (archregx without archmode is ignored, spec §4.3). */
 bool sl_arch_wanted(const struct sl_req *r);
+/* An archive read r cannot be (archpath with archmode, a Range): answered
+ * with the error, true. Here and below, b and name are borrowed for the
+ * call. */
+bool sl_arch_refused(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+/* Target GET with archpath/archmode/archindex of the shard b/name, open as
+ * fd with md (both taken: the read path found it). stored: fd is the
+ * object's file here (else it was rebuilt for this read, and the member
+ * index is not used). */
+void sl_arch_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, int fd,
+                 struct sl_objmd *md, bool stored);
 /* Target PUT with archpath (+ Ais-Pine): true when handled. */
 bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 
@@ -98,6 +106,10 @@ int sl_arch_shard_open(const struct sl_bck *b, const char *name, size_t nlen, st
                        struct sl_err *err);
 int sl_arch_shard_member(struct sl_arch_shard *s, const char *member, size_t ml, struct sl_arch_member **out,
                          int64_t *size, struct sl_err *err);
+/* The same for a shard already open as fd with md (both taken, also on
+ * failure); stored as for sl_arch_get. */
+int sl_arch_shard_open_fd(const struct sl_bck *b, const char *name, size_t nlen, int fd, struct sl_objmd *md,
+                          bool stored, struct sl_arch_shard **out, struct sl_err *err);
 const char *sl_arch_shard_name(const struct sl_arch_shard *s);
 void sl_arch_shard_close(struct sl_arch_shard *s);
 void sl_arch_member_close(struct sl_arch_member *m);

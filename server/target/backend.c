@@ -91,21 +91,6 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
     return 0;
 }
 
-/* ---- for jobs: a remote bucket read as if it were local ---- */
-
-int sl_obj_open_cold(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
-                     struct sl_err *err)
-{
-    if (sl_obj_open(b, name, nlen, fd, md, NULL, err) == 0)
-        return 0;
-    if (err->code != SL_ENOOBJ || !sl_bck_remote(b))
-        return -1;
-    memset(err, 0, sizeof(*err));
-    if (sl_backend_fetch(b, name, nlen, err) < 0)
-        return -1;
-    return sl_obj_open(b, name, nlen, fd, md, NULL, err);
-}
-
 /* the copy here has the remote's ETag etag (any, when the remote gave none) */
 static bool held_etag_is(const struct sl_bck *b, const char *name, size_t nlen, const char *etag)
 {

@@ -79,11 +79,6 @@ int sl_backend_list_page(const struct sl_bck *b, const char *prefix, const char 
  * copy's (or nothing is held). Gone at the remote: -1 with SL_ENOOBJ (and,
  * with versioning.synchronize, the copy deleted too). */
 int sl_backend_refresh(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
-/* sl_obj_open, and for an object of a remote-backed bucket not held here,
- * a fetch first (kept, as any cold read): what jobs read their sources
- * with. Blocks on the network: pool threads only. */
-int sl_obj_open_cold(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
-                     struct sl_err *err);
 /* One page of a remote-backed bucket's names as a list page (m: prefix,
  * token, pagesize; out->token: the next page's), for sl_lso_walk; no
  * cached flags. A non-recursive listing is refused (501). */

@@ -2,6 +2,7 @@
  * shard.c: see shard.h.
  */
 #include "shard.h"
+#include "read.h"
 #include "backend.h"
 #include "log.h"
 #include "node.h"
@@ -55,7 +56,7 @@ static int add_local(struct sl_plug_writer *w, const struct sl_bck *src, const c
 {
     int fd;
     struct sl_objmd md;
-    if (sl_obj_open_cold(src, obj, olen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
+    if (sl_read_obj(src, obj, olen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
         return -1;
     int rc = sl_plug_writer_add(w, entry, elen, (int64_t)md.size, md.mtime / 1000000000LL, 0, err);
     uint64_t off = 0;
@@ -85,14 +86,8 @@ int sl_shard_add_object(struct sl_plug_writer *w, const struct sl_bck *src, cons
                         const char *entry, size_t elen, const struct sl_smap *smap, char *buf, size_t bufsz,
                         struct sl_job *job, struct sl_err *err)
 {
-    const struct sl_snode *owner = NULL;
-    if (G.role != SL_ROLE_STANDALONE) {
-        struct sl_buf un;
-        sl_buf_init(&un);
-        sl_obj_uname(&un, src->provider, src->name, obj, olen);
-        owner = sl_smap_hrw_target(smap, un.p, un.len);
-        sl_buf_free(&un);
-    }
+    /* (where the read path serves it: the owner, or an EC stand-in) */
+    const struct sl_snode *owner = G.role == SL_ROLE_STANDALONE ? NULL : sl_read_target(smap, src, obj, olen);
     if (!owner || !strcmp(owner->id, G.id))
         return add_local(w, src, obj, olen, entry, elen, buf, bufsz, job, err);
     struct sl_buf url;
@@ -125,15 +120,11 @@ void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n
     struct sl_fan *fan = sl_xcalloc((size_t)n + 1, sizeof(*fan));
     int *idx = sl_xcalloc((size_t)n + 1, sizeof(int));
     int k = 0;
-    struct sl_buf un;
-    sl_buf_init(&un);
     for (int i = 0; i < n; i++) {
         f[i].remote = false;
         if (G.role == SL_ROLE_STANDALONE)
             continue;
-        sl_buf_reset(&un);
-        sl_obj_uname(&un, src->provider, src->name, f[i].obj, f[i].olen);
-        const struct sl_snode *owner = sl_smap_hrw_target(smap, un.p, un.len);
+        const struct sl_snode *owner = sl_read_target(smap, src, f[i].obj, f[i].olen);
         if (!owner || !strcmp(owner->id, G.id))
             continue;
         f[i].remote = true;
@@ -144,7 +135,6 @@ void sl_shard_prefetch(const struct sl_bck *src, struct sl_shard_fetch *f, int n
         fan[k].method = "GET";
         idx[k++] = i;
     }
-    sl_buf_free(&un);
     if (k)
         sl_peer_fanout(fan, k, sl_conf->send_file_time_ns / 1000000);
     for (int j = 0; j < k; j++) {

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT
+ * read.c: the one read path (read.h): this target's copy, the previous
+ * owner, EC slices, the remote — for every front end alike.
+ */
+#include "read.h"
+#include "backend.h"
+#include "cksum.h"
+#include "ec.h"
+#include "log.h"
+#include "node.h"
+#include "reb.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void sl_read_done(struct sl_read *rd)
+{
+    if (rd->fd >= 0)
+        close(rd->fd);
+    rd->fd = -1;
+    sl_objmd_free(&rd->md);
+}
+
+static bool prop_true(const struct sl_bck *b, const char *section, const char *key)
+{
+    return json_is_true(json_object_get(json_object_get(b->props, section), key));
+}
+
+unsigned sl_read_flags(struct sl_req *r, const struct sl_bck *b)
+{
+    unsigned f = 0;
+    if (sl_req_header(r, "Ais-No-Gfn"))
+        f |= SL_READ_LOCAL;
+    if (r->method == SL_M_HEAD)
+        return f | SL_READ_HEAD;
+    if (sl_req_query_bool(r, "validate-checksum") || prop_true(b, "checksum", "validate_warm_get"))
+        f |= SL_READ_VALIDATE;
+    if (sl_bck_remote(b) && (sl_req_query_bool(r, "latest-ver") || sl_req_query_bool(r, "latest") ||
+                             prop_true(b, "versioning", "validate_warm_get")))
+        f |= SL_READ_LATEST;
+    return f;
+}
+
+const struct sl_snode *sl_read_target(const struct sl_smap *s, const struct sl_bck *b, const char *name,
+                                      size_t nlen)
+{
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
+    int d, p;
+    int64_t l;
+    if (t && (t->flags & SL_SNF_OFFLINE) && sl_ec_props(b, &d, &p, &l)) {
+        const struct sl_snode *list[65];
+        int n = sl_smap_hrw_list(s, un.p, un.len, list, SL_MIN(d + p + 1, 65));
+        for (int i = 1; i < n; i++)
+            if (!(list[i]->flags & SL_SNF_OFFLINE)) {
+                t = list[i];
+                break;
+            }
+    }
+    sl_buf_free(&un);
+    return t;
+}
+
+bool sl_read_here(const struct sl_smap *s, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    if (G.role == SL_ROLE_STANDALONE)
+        return true;
+    const struct sl_snode *t = sl_read_target(s, b, name, nlen);
+    return t && !strcmp(t->id, G.id);
+}
+
+/* Somewhere other than this target's copies may hold b/name */
+static bool elsewhere(const struct sl_bck *b, unsigned flags)
+{
+    int d, p;
+    int64_t l;
+    if (G.role != SL_ROLE_TARGET && !sl_bck_remote(b))
+        return false;
+    return !(flags & SL_READ_LOCAL) && (sl_reb_gfn_window() || sl_ec_props(b, &d, &p, &l) || sl_bck_remote(b));
+}
+
+static void rd_init(struct sl_read *rd)
+{
+    memset(rd, 0, sizeof(*rd));
+    rd->fd = -1;
+}
+
+int sl_read_try(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_read *rd,
+                struct sl_err *err)
+{
+    rd_init(rd);
+    if (flags & SL_READ_HEAD) {
+        int rc = sl_obj_stat(b, name, nlen, &rd->md, &rd->mp, err);
+        if (rc == 1)
+            return 0;
+        if (rc == 0 && err->code == SL_ENOOBJ && elsewhere(b, flags)) {
+            memset(err, 0, sizeof(*err));
+            return 2;
+        }
+        return -1;
+    }
+    if (flags & (SL_READ_VALIDATE | SL_READ_LATEST))
+        return (flags & SL_READ_LATEST) ? 2 : 1; /* reads the data, or asks the remote */
+    int rc = sl_obj_open_ex(b, name, nlen, SL_OPEN_DEFER, &rd->fd, &rd->md, &rd->mp, err);
+    if (rc >= 0)
+        return rc; /* 1: a mirrored object's main replica is damaged: repaired off this thread */
+    if (err->code == SL_ENOOBJ && elsewhere(b, flags)) {
+        memset(err, 0, sizeof(*err));
+        return 2;
+    }
+    return -1;
+}
+
+/* Check the open object against its checksum: 0 it matches (or has none),
+ * -1 with SL_ECKSUM */
+static int validate(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, struct sl_err *err)
+{
+    if (rd->md.cksum_type == SL_CK_NONE || !rd->md.cksum[0])
+        return 0;
+    char ck[SL_CKSUM_HEX_MAX] = "";
+    if (sl_cksum_fd(rd->md.cksum_type, rd->fd, ck) == 0 && !strcmp(ck, rd->md.cksum))
+        return 0;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    sl_logw("%s: BAD DATA CHECKSUM: stored %s(%s), data hashes to %s", cn, sl_cksum_name(rd->md.cksum_type),
+            rd->md.cksum, ck);
+    sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s on t[%s]: stored %s(%s), data hashes to %s; the object is damaged",
+            cn, G.id, sl_cksum_name(rd->md.cksum_type), rd->md.cksum, ck);
+    sl_read_done(rd);
+    return -1;
+}
+
+/* this target's copy (mirror repair included): 0, or -1 with err */
+static int open_here(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_read *rd,
+                     struct sl_err *err)
+{
+    if (flags & SL_READ_HEAD)
+        return sl_obj_stat(b, name, nlen, &rd->md, &rd->mp, err) == 1 ? 0 : -1;
+    unsigned of = (flags & SL_READ_VALIDATE) ? SL_OPEN_VALIDATE : 0;
+    if (sl_obj_open_ex(b, name, nlen, of, &rd->fd, &rd->md, &rd->mp, err) < 0)
+        return -1;
+    /* a mirrored one was checked (and repaired) by the store; the others here */
+    if ((flags & SL_READ_VALIDATE) && rd->md.ncopies == 0 && validate(b, name, nlen, rd, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* An erasure-coded object not here: rebuilt (kept when this is its main
+ * target, else into rd as REBUILT). 1 rebuilt into rd, 0 stored here (open
+ * it), -1 with err. */
+static int rebuild(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_read *rd,
+                   struct sl_err *err)
+{
+    struct sl_ec_tmp tmp = { .fd = -1 };
+    if (sl_ec_restore(b, name, nlen, &tmp, err) < 0)
+        return -1;
+    if (tmp.fd < 0)
+        return 0;
+    rd->md = tmp.md;
+    rd->from = SL_READ_REBUILT;
+    if (flags & SL_READ_HEAD)
+        close(tmp.fd);
+    else
+        rd->fd = tmp.fd;
+    return 1;
+}
+
+/* HEAD of an object only the remote has */
+static int head_remote(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, struct sl_err *err)
+{
+    sl_backend_wait_fetch(b, name, nlen);
+    if (sl_obj_stat(b, name, nlen, &rd->md, &rd->mp, err) == 1) /* a fetch just brought it */
+        return 0;
+    memset(err, 0, sizeof(*err));
+    struct sl_backend_obj o;
+    if (sl_backend_head(b, name, nlen, &o, err) < 0)
+        return -1;
+    rd->from = SL_READ_REMOTE;
+    rd->md.size = o.size > 0 ? (uint64_t)o.size : 0;
+    rd->md.mtime = o.mtime_ns;
+    if (o.etag[0])
+        sl_objmd_set_custom(&rd->md, "ETag", o.etag);
+    snprintf(rd->remote_version, sizeof(rd->remote_version), "%s", o.version);
+    return 0;
+}
+
+int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_req *tee,
+                 struct sl_read *rd, struct sl_err *err)
+{
+    rd_init(rd);
+    bool remote = sl_bck_remote(b);
+    if (remote && (flags & SL_READ_LATEST) && !(flags & SL_READ_HEAD)) {
+        /* the remote's current version first (fetched again when it changed; gone there: 404) */
+        if (sl_backend_refresh(b, name, nlen, err) < 0)
+            return -1;
+    }
+    if (open_here(b, name, nlen, flags, rd, err) == 0)
+        return 0;
+    if (err->code != SL_ENOOBJ || (flags & SL_READ_LOCAL) || (G.role != SL_ROLE_TARGET && !remote))
+        return -1;
+    int d, p;
+    int64_t l;
+    /* the previous owner, during a membership change */
+    if (G.role == SL_ROLE_TARGET && sl_reb_gfn_window()) {
+        struct sl_err ge = { 0 };
+        if (sl_reb_gfn(b, name, nlen, &ge) == 0) {
+            memset(err, 0, sizeof(*err));
+            if (open_here(b, name, nlen, flags, rd, err) == 0)
+                return 0;
+        } else if (ge.code != SL_ENOOBJ) {
+            *err = ge;
+            return -1;
+        }
+    }
+    if (G.role == SL_ROLE_TARGET && sl_ec_props(b, &d, &p, &l)) {
+        memset(err, 0, sizeof(*err));
+        int rc = rebuild(b, name, nlen, flags, rd, err);
+        if (rc != 0)
+            return rc > 0 ? 0 : -1;
+        return open_here(b, name, nlen, flags, rd, err);
+    }
+    if (remote) {
+        memset(err, 0, sizeof(*err));
+        if (flags & SL_READ_HEAD)
+            return head_remote(b, name, nlen, rd, err);
+        if (sl_backend_fetch_tee(b, name, nlen, tee, &rd->answered, err) < 0)
+            return -1;
+        if (rd->answered)
+            return 0;
+        return open_here(b, name, nlen, flags, rd, err);
+    }
+    return -1;
+}
+
+int sl_read_obj(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
+                struct sl_err *err)
+{
+    struct sl_read rd;
+    if (sl_read_open(b, name, nlen, 0, NULL, &rd, err) < 0)
+        return -1;
+    *fd = rd.fd;
+    *md = rd.md;
+    return 0;
+}
+
+/* ---- for the front ends ---- */
+
+struct rjob {
+    struct sl_bobj o;
+    unsigned flags;
+    const struct sl_read_ops *ops;
+};
+
+static void rjob_free(void *arg)
+{
+    struct rjob *j = arg;
+    sl_bck_release(&j->o.b);
+    free(j->o.name);
+    free(j);
+}
+
+static void rjob_run(struct sl_req *r, void *arg)
+{
+    struct rjob *j = arg;
+    struct sl_read rd;
+    struct sl_err err = { 0 };
+    bool tee = j->ops->tee && !(j->flags & SL_READ_HEAD) && !sl_req_header(r, "Range");
+    if (sl_read_open(&j->o.b, j->o.name, j->o.nlen, j->flags, tee ? r : NULL, &rd, &err) < 0)
+        j->ops->fail(r, &j->o.b, j->o.name, j->o.nlen, &err);
+    else if (!rd.answered)
+        j->ops->serve(r, &j->o.b, j->o.name, j->o.nlen, &rd);
+    rjob_free(j);
+}
+
+void sl_read_req(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, unsigned flags,
+                 const struct sl_read_ops *ops)
+{
+    struct sl_read rd;
+    struct sl_err err = { 0 };
+    int rc = sl_read_try(b, name, nlen, flags, &rd, &err);
+    if (rc == 0) {
+        ops->serve(r, b, name, nlen, &rd);
+        return;
+    }
+    if (rc < 0) {
+        ops->fail(r, b, name, nlen, &err);
+        return;
+    }
+    struct rjob *j = sl_xcalloc(1, sizeof(*j));
+    sl_bck_copy(&j->o.b, b);
+    j->o.name = sl_xstrndup(name, nlen);
+    j->o.nlen = nlen;
+    j->flags = flags;
+    j->ops = ops;
+    if (rc == 2)
+        sl_req_offload_peer(r, rjob_run, rjob_free, j); /* may wait on peers or the remote */
+    else
+        sl_req_offload(r, rjob_run, rjob_free, j);
+}
