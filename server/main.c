@@ -20,6 +20,9 @@
 #include "remais.h"
 #include "node.h"
 #include "store.h"
+#include "mirror.h"
+#include "resilver.h"
+#include "ec.h"
 #include "route.h"
 #include "tgt.h"
 #include "sandbox.h"
@@ -371,6 +374,10 @@ int main(int argc, char **argv)
     if (sl_is_target() && sl_store_init(c, G.id, &err) < 0) {
         goto fail;
     }
+    /* what hangs on the store (quiesced in this order when it closes) */
+    sl_store_hook(&sl_resilver_hooks);
+    sl_store_hook(&sl_mirror_hooks);
+    sl_store_hook(&sl_ec_hooks);
     sl_bmd_listen(sl_tgt_bmd_changed);
     sl_backend_set_alias_resolver(sl_remais_url); /* backend_bck ais://@ALIAS/NAME */
     if (sl_arch_init(sl_conf->plugins_dir, &err) < 0) {

@@ -606,6 +606,18 @@ void sl_ec_after_put(const struct sl_bck *b, const char *name, size_t nlen)
     enqueue(b, name, nlen, OP_PUT);
 }
 
+static void after_put(const struct sl_bck *b, const char *name, size_t nlen, int why)
+{
+    if (why == SL_STORE_NEW) /* (a main restored from a mirror copy keeps its slices) */
+        sl_ec_after_put(b, name, nlen);
+}
+
+const struct sl_store_hooks sl_ec_hooks = {
+    .name = "ec",
+    .after_put = after_put,
+    .quiesce = sl_ec_quiesce, /* (the ec-put worker reads objects) */
+};
+
 void sl_ec_after_delete(const struct sl_bck *b, const char *name, size_t nlen)
 {
     int d, p;

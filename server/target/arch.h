@@ -9,7 +9,7 @@
 #define SL_ARCH_H
 
 #include "http.h"
-#include "lso.h"
+#include "lspage.h"
 #include "meta.h"
 #include "md.h"
 #include <jansson.h>

@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COPY_BUF (1024 * 1024)
 #define PC_IDLE_NS (5LL * 1000000000LL)    /* a put-copies job with nothing to do for this long ends */
 
 static struct sl_workers wk; /* threads of this file at work, and the stop flag */
@@ -53,75 +52,6 @@ int sl_mirror_want(const struct sl_bck *b)
 }
 
 /* ---- one copy ---- */
-
-int sl_mirror_copy_work(int src, const struct sl_objmd *md, const struct sl_mpath *mp, const struct sl_bck *b,
-                        char **work, struct sl_err *err)
-{
-    char *path = sl_store_work_path(mp, b);
-    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0) {
-        int e = errno;
-        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create a work file on mountpath %s: %s", mp->path,
-                strerror(e));
-        free(path);
-        return -1;
-    }
-    struct sl_cksum ck;
-    bool check = md->cksum_type != SL_CK_NONE && md->cksum[0];
-    if (check)
-        sl_cksum_init(&ck, md->cksum_type);
-    char *buf = sl_xmalloc(COPY_BUF);
-    uint64_t off = 0;
-    int rc = 0;
-    while (off < md->size && rc == 0) {
-        if (wk.stopping) {
-            rc = sl_errf(err, SL_EUNAVAIL, "t[%s] is shutting down", G.id);
-            break;
-        }
-        ssize_t r = pread(src, buf, (size_t)SL_MIN((uint64_t)COPY_BUF, md->size - off), (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            rc = sl_errf(err, SL_EIO, "reading the object: %s", r < 0 ? strerror(errno) : "shorter than its metadata");
-            break;
-        }
-        if (check)
-            sl_cksum_update(&ck, buf, (size_t)r);
-        for (ssize_t w = 0; w < r;) {
-            ssize_t n = write(out, buf + w, (size_t)(r - w));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
-                int e = errno;
-                rc = sl_errf(err, e == ENOSPC || e == EDQUOT ? SL_ENOSPC : SL_EIO, "writing a copy on %s: %s",
-                             mp->path, strerror(e));
-                break;
-            }
-            w += n;
-        }
-        off += (uint64_t)r;
-    }
-    free(buf);
-    if (check) {
-        char got[SL_CKSUM_HEX_MAX];
-        sl_cksum_final(&ck, got);
-        if (rc == 0 && strcmp(got, md->cksum) != 0)
-            rc = sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: stored %s(%s), data hashes to %s",
-                         sl_cksum_name(md->cksum_type), md->cksum, got);
-    }
-    if (rc == 0 && sl_store_sync_data() && fsync(out) < 0)
-        rc = sl_errf(err, SL_EIO, "fsync of a copy on %s: %s", mp->path, strerror(errno));
-    close(out);
-    if (rc == 0)
-        sl_fault("mirror-before-rename");
-    if (rc < 0) {
-        unlink(path);
-        free(path);
-        return -1;
-    }
-    *work = path;
-    return 0;
-}
 
 static bool has_copy(const struct sl_objmd *md, uint64_t d)
 {
@@ -272,7 +202,7 @@ static int add_one(struct sl_mpath *main, const struct sl_bck *b, const char *na
         return 0;
     }
     char *work = NULL;
-    rc = sl_mirror_copy_work(fd, &md, dest, b, &work, err);
+    rc = sl_store_copy_work(fd, &md, dest, b, &wk.stopping, &work, err);
     close(fd);
     if (rc < 0) {
         sl_buf_free(&fqn);
@@ -457,7 +387,7 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
         if (!restored) {
             char *work = NULL;
             struct sl_err e2 = { 0 };
-            if (sl_mirror_copy_work(fd, &md, main, b, &work, &e2) == 0) {
+            if (sl_store_copy_work(fd, &md, main, b, &wk.stopping, &work, &e2) == 0) {
                 if (sl_mkdir_parents(fqn.p, 0755) == 0 && rename(work, fqn.p) == 0) {
                     restored = true;
                     sl_logw("%s: main replica %s was %s: restored from the copy on %s", cn, fqn.p,
@@ -559,6 +489,19 @@ static int burst_of(const struct sl_bck *b)
 
 static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job);
 static void *pc_worker(void *arg);
+
+static void after_put(const struct sl_bck *b, const char *name, size_t nlen, int why)
+{
+    (void)why; /* a new version and a restored main alike: the copies the bucket wants */
+    sl_mirror_after_put(b, name, nlen);
+}
+
+const struct sl_store_hooks sl_mirror_hooks = {
+    .name = "mirror",
+    .after_put = after_put,
+    .quiesce = sl_mirror_quiesce, /* (its threads copy between mountpaths) */
+    .restore = sl_mirror_restore,
+};
 
 void sl_mirror_after_put(const struct sl_bck *b, const char *name, size_t nlen)
 {

@@ -50,16 +50,13 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
 int sl_mirror_fix(const struct sl_bck *b, const char *name, size_t nlen, int want, struct sl_job *job,
                   struct sl_err *err);
 
-/* Copy md->size bytes of src into a new work file on mp, checksumming as
- * it goes: 0 and *work (the caller's: rename or unlink it, then free), or
- * -1 (SL_ECKSUM: src does not match md; nothing left behind). Gives up
- * when the mirror is quiesced. */
-int sl_mirror_copy_work(int src, const struct sl_objmd *md, const struct sl_mpath *mp, const struct sl_bck *b,
-                        char **work, struct sl_err *err);
-
 /* Start job make-n-copies (kind "make-n-copies", id given) here: every
  * object of bucket prov/bname held here gets copies replicas. */
 int sl_mirror_start(const char *id, const char *prov, const char *bname, int copies, struct sl_err *err);
+
+/* The store's hooks for mirroring (after-put, quiesce, restore): main.c
+ * registers them with sl_store_hook. */
+extern const struct sl_store_hooks sl_mirror_hooks;
 
 /* Stop the mirror's job threads and wait (up to timeout_ms) until none is
  * copying: before the store closes. Later work is refused. */

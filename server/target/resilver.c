@@ -35,6 +35,11 @@ void sl_resilver_quiesce(int64_t timeout_ms)
     sl_workers_quiesce(&wk, timeout_ms, "resilver");
 }
 
+const struct sl_store_hooks sl_resilver_hooks = {
+    .name = "resilver",
+    .quiesce = sl_resilver_quiesce, /* (it moves objects between mountpaths) */
+};
+
 struct visit {
     struct sl_job *job;
     const struct sl_bck *b;

@@ -9,6 +9,7 @@
 #define SL_RESILVER_H
 
 #include "sl.h"
+#include "store.h"
 
 /* Start job resilver here (id NULL or "": a new one; its id is copied to
  * out, NULL ok). A run still going is preempted: asked to abort, and the
@@ -18,5 +19,7 @@ int sl_resilver_start(const char *id, char *out, size_t osz, struct sl_err *err)
 /* Stop the job's thread and wait (up to timeout_ms) until it is out of the
  * store: before the store closes. Later runs are refused. */
 void sl_resilver_quiesce(int64_t timeout_ms);
+/* The store's hook for it (quiesce): main.c registers it with sl_store_hook. */
+extern const struct sl_store_hooks sl_resilver_hooks;
 
 #endif

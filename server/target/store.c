@@ -6,10 +6,7 @@
 #include "cksum.h"
 #include "jsonx.h"
 #include "log.h"
-#include "mirror.h"
-#include "ec.h"
 #include "node.h"
-#include "resilver.h"
 #include "stats.h"
 
 #include <dirent.h>
@@ -457,6 +454,79 @@ bool sl_store_put_syncs(void)
     return wp_data == SL_WP_IMMEDIATE || wp_md == SL_WP_IMMEDIATE;
 }
 
+/* ---- copying an object's bytes to a work file (mirror copies, promotion, moves) ---- */
+
+#define STORE_COPY_BUF (1024 * 1024)
+
+int sl_store_copy_work(int src, const struct sl_objmd *md, const struct sl_mpath *mp, const struct sl_bck *b,
+                       const volatile bool *stop, char **work, struct sl_err *err)
+{
+    char *path = sl_store_work_path(mp, b);
+    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        int e = errno;
+        sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create a work file on mountpath %s: %s", mp->path,
+                strerror(e));
+        free(path);
+        return -1;
+    }
+    struct sl_cksum ck;
+    bool check = md->cksum_type != SL_CK_NONE && md->cksum[0];
+    if (check)
+        sl_cksum_init(&ck, md->cksum_type);
+    char *buf = sl_xmalloc(STORE_COPY_BUF);
+    uint64_t off = 0;
+    int rc = 0;
+    while (off < md->size && rc == 0) {
+        if (stop && *stop) {
+            rc = sl_errf(err, SL_EUNAVAIL, "t[%s] is shutting down", G.id);
+            break;
+        }
+        ssize_t r = pread(src, buf, (size_t)SL_MIN((uint64_t)STORE_COPY_BUF, md->size - off), (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = sl_errf(err, SL_EIO, "reading the object: %s", r < 0 ? strerror(errno) : "shorter than its metadata");
+            break;
+        }
+        if (check)
+            sl_cksum_update(&ck, buf, (size_t)r);
+        for (ssize_t w = 0; w < r;) {
+            ssize_t n = write(out, buf + w, (size_t)(r - w));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                int e = errno;
+                rc = sl_errf(err, e == ENOSPC || e == EDQUOT ? SL_ENOSPC : SL_EIO, "writing a copy on %s: %s",
+                             mp->path, strerror(e));
+                break;
+            }
+            w += n;
+        }
+        off += (uint64_t)r;
+    }
+    free(buf);
+    if (check) {
+        char got[SL_CKSUM_HEX_MAX];
+        sl_cksum_final(&ck, got);
+        if (rc == 0 && strcmp(got, md->cksum) != 0)
+            rc = sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: stored %s(%s), data hashes to %s",
+                         sl_cksum_name(md->cksum_type), md->cksum, got);
+    }
+    if (rc == 0 && sl_store_sync_data() && fsync(out) < 0)
+        rc = sl_errf(err, SL_EIO, "fsync of a copy on %s: %s", mp->path, strerror(errno));
+    close(out);
+    if (rc == 0)
+        sl_fault("mirror-before-rename");
+    if (rc < 0) {
+        unlink(path);
+        free(path);
+        return -1;
+    }
+    *work = path;
+    return 0;
+}
+
 /* ---- the record beside a mirror copy ----
  * A copy's mountpath keeps the object's metadata too, in its aux DB under
  * "mc" + bid + sha256(name), so that the copy can become the main replica
@@ -660,11 +730,42 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
     return 0;
 }
 
+/* ---- hooks ---- */
+
+#define MAX_HOOKS 8
+static const struct sl_store_hooks *hooks[MAX_HOOKS];
+static int nhooks;
+
+void sl_store_hook(const struct sl_store_hooks *h)
+{
+    if (nhooks < MAX_HOOKS)
+        hooks[nhooks++] = h;
+    else
+        sl_loge("store: more than %d hooks; %s not registered", MAX_HOOKS, h->name);
+}
+
+static void after_put(const struct sl_bck *b, const char *name, size_t nlen, int why)
+{
+    for (int i = 0; i < nhooks; i++)
+        if (hooks[i]->after_put)
+            hooks[i]->after_put(b, name, nlen, why);
+}
+
+static int restore_main(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
+{
+    for (int i = 0; i < nhooks; i++)
+        if (hooks[i]->restore)
+            return hooks[i]->restore(b, name, nlen, err);
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    return sl_errf(err, SL_EIO, "%s: its main replica is damaged and nothing here restores it", cn);
+}
+
 void sl_store_close(bool clean)
 {
-    sl_resilver_quiesce(10000); /* (it moves objects between mountpaths) */
-    sl_mirror_quiesce(10000); /* (its threads copy between mountpaths) */
-    sl_ec_quiesce(10000);     /* (the ec-put worker reads objects) */
+    for (int i = 0; i < nhooks; i++) /* (background work that reads or moves objects) */
+        if (hooks[i]->quiesce)
+            hooks[i]->quiesce(10000);
     for (int i = 0; i < nmpaths; i++) {
         sl_md_close(mpaths[i].md);
         if (clean) {
@@ -1263,8 +1364,7 @@ static void put_published(struct sl_put *p, int had, const struct sl_objmd *old,
         unlink(ofq.p);
         sl_buf_free(&ofq);
     }
-    sl_mirror_after_put(&p->bck, p->name, p->nlen);
-    sl_ec_after_put(&p->bck, p->name, p->nlen);
+    after_put(&p->bck, p->name, p->nlen, SL_STORE_NEW);
     free(p->work_abs);
     p->work_abs = NULL; /* nothing to unlink */
     sl_put_abort(p);
@@ -1712,7 +1812,7 @@ int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsign
             sl_objmd_free(md);
             if (flags & SL_OPEN_DEFER)
                 return 1;
-            if (sl_mirror_restore(b, name, nlen, err) < 0)
+            if (restore_main(b, name, nlen, err) < 0)
                 return -1;
             continue; /* open the restored main (once) */
         }
@@ -2068,8 +2168,7 @@ int sl_obj_edit_commit(struct sl_obj_edit *e, struct sl_err *err)
     e->name = NULL;
     edit_release(e);
     if (rc == 0) {
-        sl_mirror_after_put(&b, name, nlen);
-        sl_ec_after_put(&b, name, nlen);
+        after_put(&b, name, nlen, SL_STORE_NEW);
     }
     sl_bck_release(&b);
     free(name);
@@ -2278,7 +2377,7 @@ static int work_from_first(const struct replica *reps, int n, struct sl_mpath *d
         }
         nfiles++;
         struct sl_err e = { 0 };
-        int rc = sl_mirror_copy_work(fd, reps[i].md, dst, b, work, &e);
+        int rc = sl_store_copy_work(fd, reps[i].md, dst, b, NULL, work, &e);
         close(fd);
         if (rc == 0)
             return i;
@@ -2714,8 +2813,8 @@ int sl_store_promote(const struct sl_bck *b, const char *name, size_t nlen, uint
     for (int i = 0; i < n; i++)
         sl_objmd_free(&recs[i].md);
     free(recs);
-    if (rc == 1 && (int)nc + 1 < sl_mirror_want(b))
-        sl_mirror_after_put(b, name, nlen); /* the copies it had */
+    if (rc == 1) /* the mirror makes up the copies it had (when fewer than the bucket wants) */
+        after_put(b, name, nlen, SL_STORE_RESTORED);
     return rc;
 }
 
@@ -2977,7 +3076,7 @@ static bool fsck_copies(struct sl_mpath *mp, const struct sl_bck *b, const char 
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     if (!main_there) {
         struct sl_err e = { 0 };
-        if (sl_mirror_restore(b, name, nlen, &e) == 0)
+        if (restore_main(b, name, nlen, &e) == 0)
             sl_logw("fsck %s: %s: main replica missing; restored from a mirror copy", mp->path, cn);
         else
             sl_logw("fsck %s: %s: main replica missing and not restored: %s", mp->path, cn, e.msg);

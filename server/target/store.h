@@ -111,7 +111,7 @@ int sl_obj_open(const struct sl_bck *b, const char *name, size_t nlen, int *fd, 
                 struct sl_mpath **mp, struct sl_err *err);
 /* sl_obj_open with flags. An object of a mirrored bucket whose main replica
  * is missing, has the wrong size, or (SL_OPEN_VALIDATE) fails its checksum
- * is restored from a healthy copy (sl_mirror_restore) and then opened;
+ * is restored from a healthy copy (the restore hook) and then opened;
  * with SL_OPEN_DEFER nothing is repaired and 1 is returned instead (nothing
  * to close or free): the caller repairs off its thread. Objects without
  * copies are opened as sl_obj_open does (0 / -1). */
@@ -186,6 +186,36 @@ int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen);
 int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total);
 void sl_store_seal(uint64_t bid, bool on);
 int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
+
+/* ---- what the layers above hang on the store ----
+ * The store knows neither mirroring, nor erasure coding, nor resilvering:
+ * each registers its hooks here (mirror.c, resilver.c, cluster/ec.c; main.c
+ * registers them after sl_store_init, before the start-up reconcile), and
+ * the store calls every registered hook that has the member. */
+enum { SL_STORE_NEW = 0,        /* a new version was committed here (PUT, append, edit) */
+       SL_STORE_RESTORED = 1 }; /* the main replica was rebuilt from a copy (its version unchanged) */
+struct sl_store_hooks {
+    const char *name;
+    /* after b/name was committed (why: SL_STORE_*): queue work; never
+     * blocks on I/O; runs on the committing thread */
+    void (*after_put)(const struct sl_bck *b, const char *name, size_t nlen, int why);
+    /* stop the background work that reads or writes objects and wait (up
+     * to timeout_ms): sl_store_close calls them in registration order */
+    void (*quiesce)(int64_t timeout_ms);
+    /* the main replica of b/name is missing or damaged: restore it; 0
+     * restored, -1 with err. The first registered hook that has one serves
+     * (sl_obj_open_ex, the start-up reconcile). Does I/O. */
+    int (*restore)(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+};
+/* h is static storage; at most 8; not after the node serves. */
+void sl_store_hook(const struct sl_store_hooks *h);
+
+/* Copy md->size bytes of src into a new work file on mp, checksumming as
+ * it goes: 0 and *work (the caller's: rename or unlink it, then free), or
+ * -1 (SL_ECKSUM: src does not match md; nothing left behind). Gives up
+ * with SL_EUNAVAIL when *stop becomes true (stop may be NULL). */
+int sl_store_copy_work(int src, const struct sl_objmd *md, const struct sl_mpath *mp, const struct sl_bck *b,
+                       const volatile bool *stop, char **work, struct sl_err *err);
 
 /* ---- for the mirror (mirror.c) ---- */
 /* The lock of an object's name (read: a consistent file and metadata;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * ec.h (implemented in cluster/ec.c; declared here for store.c): erasure coding across targets (spec ha-durability.md §3), with
+ * ec.h: erasure coding across targets (spec ha-durability.md §3), with
  * Intel ISA-L's Reed-Solomon (Cauchy matrix).
  *
  * Placement: HRW target list of the object's uname, D+P+1 long: the first
@@ -70,6 +70,9 @@ void sl_ec_membership_changed(void);
 
 /* Stop the worker and wait (up to timeout_ms): before the store closes. */
 void sl_ec_quiesce(int64_t timeout_ms);
+/* The store's hooks for erasure coding (after-put: a new version is
+ * queued for ec-put; quiesce): main.c registers them with sl_store_hook. */
+extern const struct sl_store_hooks sl_ec_hooks;
 
 /* The node-to-node endpoints under /v1/internal/ec/ (cluster/ec.c): true
  * when the request was one of them (answered or taken over). */
