@@ -20,8 +20,8 @@
 #include "log.h"
 #include "meta.h"
 #include "node.h"
-#include "s3.h"
 #include "sec.h"
+#include "users.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -562,15 +562,14 @@ void sl_access_init(void)
 }
 
 /* S3: the operation from method, bucket, key and sub-resource */
-int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, struct sl_err *err)
+int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, const char *key_user, struct sl_err *err)
 {
     if (!sl_auth_on() || !as_client(r))
         return 0;
-    /* no token: an access key that belongs to a user acts as that user */
-    char user[128];
+    /* no token: a verified access key that belongs to a user acts as that user */
     const char *tok = token_of(r);
-    if (!r->user && (!tok || !*tok) && sl_s3_key_user(r, user, sizeof(user)))
-        r->user = sl_authn_claims(user);
+    if (!r->user && (!tok || !*tok) && key_user && *key_user)
+        r->user = sl_users_claims(key_user);
     int m = r->method;
     if (!*bucket)
         return allow(r, SL_ACCESS_LIST_BCK, NULL, NULL, err);

@@ -30,9 +30,11 @@ bool sl_auth_on(void);
 /* The request's token, verified, into r->user; -1 with err (401). */
 int sl_access_authenticate(struct sl_req *r, struct sl_err *err);
 
-/* An S3 request on bucket ("" = the service), with or without a key: the
- * permission its method and sub-resource need. -1 with err (401/403). */
-int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, struct sl_err *err);
+/* An S3 request on bucket ("" = the service), with or without a key,
+ * once authenticated: the permission its method and sub-resource need.
+ * key_user: the user its verified SigV4 access key belongs to (NULL or ""
+ * none), who it acts as when it carries no token. -1 with err (401/403). */
+int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, const char *key_user, struct sl_err *err);
 
 /* Permission check for an operation named later (an action in a body):
  * perm bits (AIStore's apc.Access) on bucket (cname "ais://b"; NULL =
@@ -44,10 +46,5 @@ bool sl_access_check(struct sl_req *r, uint64_t perm, const char *provider, cons
  * with the admin claim (else nobody could manage the cluster after). */
 int sl_access_enabling_auth(struct sl_req *r, const json_t *partial, struct sl_err *err);
 
-/* The claims user would get at login (from the current roles), or NULL */
-json_t *sl_authn_claims(const char *user);
-
-/* AuthN endpoints (/v1/users, /v1/roles, /v1/tokens; authn.c) */
-void sl_authn_route(struct sl_req *r);
 
 #endif

@@ -21,6 +21,8 @@
  * made; see docs/security.md).
  */
 #include "access.h"
+#include "authn.h"
+#include "users.h"
 #include "auth.h"
 #include "cksum.h"
 #include "cluster.h"
@@ -37,18 +39,6 @@
 #include <string.h>
 #include <time.h>
 
-static json_t *doc_copy(void)
-{
-    json_t *d = sl_cluster_doc("authmd");
-    json_t *c = d ? json_deep_copy(d) : json_object();
-    json_decref(d);
-    static const char *const sect[] = { "users", "roles", "revoked" };
-    for (size_t i = 0; i < SL_ARRAY_SIZE(sect); i++)
-        if (!json_is_object(json_object_get(c, sect[i])))
-            json_object_set_new(c, sect[i], json_object());
-    return c;
-}
-
 static bool name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -59,15 +49,6 @@ static bool name_ok(const char *s)
               s[i] == '-' || s[i] == '_' || s[i] == '.' || s[i] == '@'))
             return false;
     return true;
-}
-
-/* the Admin role, built in */
-static json_t *role_of(json_t *d, const char *name)
-{
-    if (!strcmp(name, "Admin"))
-        return json_pack("{s:s,s:s,s:b}", "name", "Admin", "desc", "full access (built in)", "admin", 1);
-    json_t *r = json_object_get(json_object_get(d, "roles"), name);
-    return r ? json_incref(r) : NULL;
 }
 
 /* caller is an admin (or auth is off); else answered 401/403 */
@@ -184,50 +165,10 @@ static void login_free(void *arg)
     free(l);
 }
 
-/* the claims of user name: admin if any role is, cluster and bucket ACLs
- * of all its roles */
-static json_t *claims_of(json_t *d, const char *name, json_t *u, int64_t ttl_ns)
-{
-    json_t *c = json_object();
-    json_t *clusters = json_array(), *buckets = json_array();
-    bool admin = false;
-    size_t i;
-    json_t *rn;
-    json_array_foreach(json_object_get(u, "roles"), i, rn) {
-        json_t *role = json_is_string(rn) ? role_of(d, json_string_value(rn)) : NULL;
-        if (!role)
-            continue;
-        admin |= json_is_true(json_object_get(role, "admin"));
-        json_array_extend(clusters, json_object_get(role, "clusters"));
-        json_array_extend(buckets, json_object_get(role, "buckets"));
-        json_decref(role);
-    }
-    int64_t now = time(NULL);
-    char jti[17];
-    sl_rand_id(jti, 16); /* two logins in one second: two tokens (revoking one keeps the other) */
-    json_object_set_new(c, "jti", json_string(jti));
-    json_object_set_new(c, "sub", json_string(name));
-    json_object_set_new(c, "iat", json_integer(now));
-    json_object_set_new(c, "exp", json_integer(now + ttl_ns / 1000000000));
-    json_object_set_new(c, "admin", json_boolean(admin));
-    json_object_set_new(c, "clusters", clusters);
-    json_object_set_new(c, "buckets", buckets);
-    return c;
-}
-
-json_t *sl_authn_claims(const char *user)
-{
-    json_t *d = doc_copy();
-    json_t *u = json_object_get(json_object_get(d, "users"), user);
-    json_t *c = u ? claims_of(d, user, u, 60 * 1000000000LL) : NULL;
-    json_decref(d);
-    return c;
-}
-
 static void login_run(struct sl_req *r, void *arg)
 {
     struct login *l = arg;
-    json_t *d = doc_copy();
+    json_t *d = sl_users_doc();
     json_t *u = json_object_get(json_object_get(d, "users"), l->user);
     bool ok = u && sl_auth_check_password(l->pass, sl_json_str(u, "pass", ""));
     if (ok)
@@ -240,7 +181,7 @@ static void login_run(struct sl_req *r, void *arg)
         int64_t ttl = sl_conf->auth_token_ttl_ns;
         if (l->expires_in_ns > 0 && l->expires_in_ns < ttl)
             ttl = l->expires_in_ns;
-        json_t *c = claims_of(d, l->user, u, ttl < 1000000000 ? 1000000000 : ttl);
+        json_t *c = sl_users_claims_of(d, l->user, u, ttl < 1000000000 ? 1000000000 : ttl);
         struct sl_err err = { 0 };
         char *tok = sl_auth_sign(c, &err);
         json_decref(c);
@@ -318,7 +259,7 @@ static int check_roles(json_t *d, json_t *roles, struct sl_err *err)
     if (!json_is_array(roles))
         return sl_errf(err, SL_EINVAL, "\"roles\" must be an array of role names");
     json_array_foreach(roles, i, rn) {
-        json_t *role = json_is_string(rn) ? role_of(d, json_string_value(rn)) : NULL;
+        json_t *role = json_is_string(rn) ? sl_users_role(d, json_string_value(rn)) : NULL;
         if (!role)
             return sl_errf(err, SL_ENOENT, "no role %s (list them: `shale auth show role`)",
                            json_is_string(rn) ? json_string_value(rn) : "(not a string)");
@@ -367,7 +308,7 @@ static void change_run(struct sl_req *r, void *arg)
     struct change *c = arg;
     struct sl_err err = { 0 };
     pthread_mutex_lock(&change_mu);
-    json_t *d = doc_copy();
+    json_t *d = sl_users_doc();
     json_t *users = json_object_get(d, "users"), *roles = json_object_get(d, "roles");
     json_t *b = c->body;
     int status = 200;
@@ -550,7 +491,7 @@ static void start_change(struct sl_req *r)
 
 static void show(struct sl_req *r, bool users, const char *name)
 {
-    json_t *d = doc_copy();
+    json_t *d = sl_users_doc();
     json_t *out;
     if (users) {
         json_t *all = json_object_get(d, "users");
@@ -566,10 +507,10 @@ static void show(struct sl_req *r, bool users, const char *name)
         }
     } else {
         if (*name) {
-            out = role_of(d, name);
+            out = sl_users_role(d, name);
         } else {
             out = json_object();
-            json_object_set_new(out, "Admin", role_of(d, "Admin"));
+            json_object_set_new(out, "Admin", sl_users_role(d, "Admin"));
             const char *k;
             json_t *v;
             json_object_foreach(json_object_get(d, "roles"), k, v)

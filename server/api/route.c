@@ -7,6 +7,7 @@
  */
 #include "route.h"
 #include "access.h"
+#include "authn.h"
 #include "conf.h"
 #include "daemon.h"
 #include "module.h"

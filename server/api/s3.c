@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * s3.c: the S3 front end's routing, errors and XML, and the requests on
+ * s3.c: the S3 front end's routing (authenticate, authorise, then the
+ * bucket requests here or the object's target), and the requests on
  * buckets (ListBuckets, Create/Head/Delete bucket, ListObjects v1/v2,
  * location, versioning, acl, DeleteObjects). See s3.h.
  */
@@ -15,7 +16,6 @@
 #include "peer.h"
 #include "read.h"
 
-#include <expat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 
 /* a bucket handed to a pool thread (sl_bck_copy) */
 static void bck_free(void *p)
@@ -31,188 +30,6 @@ static void bck_free(void *p)
     if (p)
         sl_bck_release(p);
     free(p);
-}
-
-/* ---- XML out ---- */
-
-void s3_xml_esc(struct sl_buf *b, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '&': sl_buf_adds(b, "&amp;"); break;
-        case '<': sl_buf_adds(b, "&lt;"); break;
-        case '>': sl_buf_adds(b, "&gt;"); break;
-        case '"': sl_buf_adds(b, "&quot;"); break;
-        case '\'': sl_buf_adds(b, "&apos;"); break;
-        default:
-            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-                sl_buf_printf(b, "&#x%X;", c); /* XML 1.0 cannot carry these: use encoding-type=url */
-            else
-                sl_buf_addc(b, (char)c);
-        }
-    }
-}
-
-static void xel(struct sl_buf *b, const char *tag, const char *v)
-{
-    sl_buf_printf(b, "<%s>", tag);
-    s3_xml_esc(b, v, strlen(v));
-    sl_buf_printf(b, "</%s>", tag);
-}
-
-void s3_xml(struct sl_req *r, int status, struct sl_buf *body)
-{
-    struct sl_buf out;
-    sl_buf_init(&out);
-    sl_buf_adds(&out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    sl_buf_add(&out, body->p, body->len);
-    sl_buf_free(body);
-    size_t n = out.len;
-    sl_resp_bytes_owned(r, status, "application/xml", sl_buf_steal(&out), n);
-}
-
-void s3_err(struct sl_req *r, int status, const char *code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (r->method == SL_M_HEAD) {
-        sl_resp_head(r, status, 0);
-        return;
-    }
-    struct sl_buf b;
-    sl_buf_init(&b);
-    sl_buf_adds(&b, "<Error>");
-    xel(&b, "Code", code);
-    xel(&b, "Message", msg);
-    const char *res = r->path + (sl_req_path_is(r, "/s3") ? 3 : 0);
-    sl_buf_adds(&b, "<Resource>");
-    s3_xml_esc(&b, res, strlen(res));
-    sl_buf_adds(&b, "</Resource>");
-    xel(&b, "RequestId", r->reqid);
-    sl_buf_adds(&b, "</Error>");
-    s3_xml(r, status, &b);
-}
-
-void s3_err_sl(struct sl_req *r, const struct sl_err *e)
-{
-    static const struct {
-        int code;
-        const char *s3;
-    } m[] = { { SL_EINVAL, "InvalidArgument" },       { SL_ENOBCK, "NoSuchBucket" },
-              { SL_ENOOBJ, "NoSuchKey" },             { SL_ENOENT, "NoSuchKey" },
-              { SL_EMETHOD, "MethodNotAllowed" },     { SL_EBCKEXIST, "BucketAlreadyOwnedByYou" },
-              { SL_EEXIST, "OperationAborted" },      { SL_EBUSY, "OperationAborted" },
-              { SL_ETOOBIG, "EntityTooLarge" },       { SL_ERANGE, "InvalidRange" },
-              { SL_EFORBIDDEN, "AccessDenied" },      { SL_EUNSUPP, "NotImplemented" },
-              { SL_EUNAVAIL, "ServiceUnavailable" },  { SL_ETIMEOUT, "RequestTimeout" },
-              { SL_ENOSPC, "InsufficientStorage" } };
-    const char *code = "InternalError";
-    for (size_t i = 0; i < SL_ARRAY_SIZE(m); i++)
-        if (m[i].code == e->code)
-            code = m[i].s3;
-    s3_err(r, sl_err_status(e->code), code, "%s", e->msg);
-}
-
-void s3_iso_time(int64_t ns, char *out, size_t n)
-{
-    sl_format_gotime(ns, "2006-01-02T15:04:05.000Z07:00", out, n);
-}
-
-void s3_http_time(int64_t ns, char *out, size_t n)
-{
-    time_t t = (time_t)(ns / 1000000000LL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, n, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-}
-
-int64_t s3_parse_http_time(const char *s)
-{
-    static const char *const fmts[] = { "%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-                                        "%a %b %d %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%S" };
-    for (size_t i = 0; i < SL_ARRAY_SIZE(fmts); i++) {
-        struct tm tm;
-        memset(&tm, 0, sizeof(tm));
-        const char *e = strptime(s, fmts[i], &tm);
-        if (e && (!*e || *e == 'Z' || *e == '.'))
-            return (int64_t)timegm(&tm);
-    }
-    return -1;
-}
-
-/* ---- XML in (expat) ---- */
-
-struct xin {
-    char stack[8][64];
-    int depth;
-    struct sl_buf text;
-    bool bad;
-    void (*on_end)(void *arg, const char *parent, const char *name, const char *text);
-    void *arg;
-};
-
-static const char *local_name(const char *n)
-{
-    const char *c = strrchr(n, ' '); /* "namespace name" with the namespace separator */
-    return c ? c + 1 : n;
-}
-
-static void XMLCALL xin_start(void *ud, const XML_Char *name, const XML_Char **atts)
-{
-    (void)atts;
-    struct xin *x = ud;
-    if (x->depth >= 8) {
-        x->bad = true;
-        return;
-    }
-    snprintf(x->stack[x->depth++], 64, "%s", local_name(name));
-    x->text.len = 0;
-}
-
-static void XMLCALL xin_end(void *ud, const XML_Char *name)
-{
-    (void)name;
-    struct xin *x = ud;
-    if (x->depth <= 0 || x->depth > 8)
-        return;
-    sl_buf_addc(&x->text, 0);
-    x->text.len--;
-    x->depth--;
-    x->on_end(x->arg, x->depth ? x->stack[x->depth - 1] : "", x->stack[x->depth], x->text.p);
-    x->text.len = 0;
-}
-
-static void XMLCALL xin_chars(void *ud, const XML_Char *s, int len)
-{
-    struct xin *x = ud;
-    if (x->text.len + (size_t)len > 64 * 1024) {
-        x->bad = true;
-        return;
-    }
-    sl_buf_add(&x->text, s, (size_t)len);
-}
-
-/* Parse body; on_end gets every element's end with its parent's name and
- * its text. -1 on malformed XML. */
-int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *, const char *, const char *),
-                 void *arg)
-{
-    XML_Parser p = XML_ParserCreateNS(NULL, ' ');
-    if (!p)
-        return -1;
-    struct xin x = { .on_end = on_end, .arg = arg };
-    sl_buf_init(&x.text);
-    XML_SetUserData(p, &x);
-    XML_SetElementHandler(p, xin_start, xin_end);
-    XML_SetCharacterDataHandler(p, xin_chars);
-    int ok = XML_Parse(p, body, (int)n, 1) == XML_STATUS_OK && !x.bad;
-    XML_ParserFree(p);
-    sl_buf_free(&x.text);
-    return ok ? 0 : -1;
 }
 
 /* ---- bucket names (S3's rules, stricter than ais://) ---- */
@@ -244,18 +61,13 @@ static bool s3_bucket_name_ok(const char *s)
 
 /* ---- ListBuckets ---- */
 
-static void owner_xml(struct sl_buf *b)
-{
-    sl_buf_adds(b, "<Owner><ID>shale</ID><DisplayName>shale</DisplayName></Owner>");
-}
-
 static void list_buckets(struct sl_req *r)
 {
     struct sl_bmd *bmd = sl_bmd_get();
     struct sl_buf b;
     sl_buf_init(&b);
     sl_buf_adds(&b, "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
-    owner_xml(&b);
+    s3_owner_xml(&b);
     sl_buf_adds(&b, "<Buckets>");
     for (int i = 0; i < bmd->n; i++) {
         const struct sl_bck *k = &bmd->bcks[i];
@@ -264,26 +76,13 @@ static void list_buckets(struct sl_req *r)
         char t[64];
         s3_iso_time(k->created, t, sizeof(t));
         sl_buf_adds(&b, "<Bucket>");
-        xel(&b, "Name", k->name);
-        xel(&b, "CreationDate", t);
+        s3_xel(&b, "Name", k->name);
+        s3_xel(&b, "CreationDate", t);
         sl_buf_adds(&b, "</Bucket>");
     }
     sl_buf_adds(&b, "</Buckets></ListAllMyBucketsResult>");
     sl_bmd_put(bmd);
     s3_xml(r, 200, &b);
-}
-
-/* The one ACL there is: the owner has full control (s3cmd info and SDKs read it). */
-void s3_acl(struct sl_req *r)
-{
-    struct sl_buf x;
-    sl_buf_init(&x);
-    sl_buf_adds(&x, "<AccessControlPolicy xmlns=\"" XMLNS "\">");
-    owner_xml(&x);
-    sl_buf_adds(&x, "<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                    "xsi:type=\"CanonicalUser\"><ID>shale</ID><DisplayName>shale</DisplayName></Grantee>"
-                    "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>");
-    s3_xml(r, 200, &x);
 }
 
 /* Headers asking for what Shale does not do are refused, never ignored: a
@@ -535,11 +334,11 @@ static void list_objects(struct sl_req *r, void *arg)
         struct sl_buf b;
         sl_buf_init(&b);
         sl_buf_adds(&b, "<ListBucketResult xmlns=\"" XMLNS "\">");
-        xel(&b, "Name", bck->name);
+        s3_xel(&b, "Name", bck->name);
         xel_key(&b, "Prefix", prefix, plen, url);
         if (v2) {
             if (token)
-                xel(&b, "ContinuationToken", token);
+                s3_xel(&b, "ContinuationToken", token);
             if (start_after)
                 xel_key(&b, "StartAfter", start_after, strlen(start_after), url);
             sl_buf_printf(&b, "<KeyCount>%d</KeyCount>", nitems);
@@ -550,7 +349,7 @@ static void list_objects(struct sl_req *r, void *arg)
         if (dlen)
             xel_key(&b, "Delimiter", delim, dlen, url);
         if (url)
-            xel(&b, "EncodingType", "url");
+            s3_xel(&b, "EncodingType", "url");
         sl_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
         if (truncated && nitems) {
             const char *last = items[nitems - 1].name;
@@ -572,14 +371,14 @@ static void list_objects(struct sl_req *r, void *arg)
             }
             sl_buf_adds(&b, "<Contents>");
             xel_key(&b, "Key", it->name, strlen(it->name), url);
-            xel(&b, "LastModified", it->mtime);
+            s3_xel(&b, "LastModified", it->mtime);
             sl_buf_adds(&b, "<ETag>&quot;");
             s3_xml_esc(&b, it->etag, strlen(it->etag));
             sl_buf_adds(&b, "&quot;</ETag>");
             sl_buf_printf(&b, "<Size>%llu</Size>", (unsigned long long)it->size);
             sl_buf_adds(&b, "<StorageClass>STANDARD</StorageClass>");
             if (owner)
-                owner_xml(&b);
+                s3_owner_xml(&b);
             sl_buf_adds(&b, "</Contents>");
         }
         sl_buf_adds(&b, "</ListBucketResult>");
@@ -661,12 +460,12 @@ static void list_uploads(struct sl_req *r, void *arg)
     sl_buf_init(&b);
     sl_buf_init(&items);
     sl_buf_adds(&b, "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
-    xel(&b, "Bucket", bck->name);
-    xel(&b, "KeyMarker", km);
-    xel(&b, "UploadIdMarker", um);
-    xel(&b, "Prefix", prefix);
+    s3_xel(&b, "Bucket", bck->name);
+    s3_xel(&b, "KeyMarker", km);
+    s3_xel(&b, "UploadIdMarker", um);
+    s3_xel(&b, "Prefix", prefix);
     if (*delim)
-        xel(&b, "Delimiter", delim);
+        s3_xel(&b, "Delimiter", delim);
     sl_buf_printf(&b, "<MaxUploads>%ld</MaxUploads>", maxu);
     int shown = 0;
     bool more = false, past_um = !*um;
@@ -696,26 +495,26 @@ static void list_uploads(struct sl_req *r, void *arg)
             free(last_cp);
             last_cp = sl_xstrndup(v[i].key, (size_t)(d - v[i].key) + dlen);
             sl_buf_adds(&items, "<CommonPrefixes>");
-            xel(&items, "Prefix", last_cp);
+            s3_xel(&items, "Prefix", last_cp);
             sl_buf_adds(&items, "</CommonPrefixes>");
             continue;
         }
         char t[64];
         s3_iso_time(v[i].initiated, t, sizeof(t));
         sl_buf_adds(&items, "<Upload>");
-        xel(&items, "Key", v[i].key);
-        xel(&items, "UploadId", v[i].id);
+        s3_xel(&items, "Key", v[i].key);
+        s3_xel(&items, "UploadId", v[i].id);
         sl_buf_adds(&items, "<Initiator><ID>shale</ID><DisplayName>shale</DisplayName></Initiator>");
-        owner_xml(&items);
+        s3_owner_xml(&items);
         sl_buf_adds(&items, "<StorageClass>STANDARD</StorageClass>");
-        xel(&items, "Initiated", t);
+        s3_xel(&items, "Initiated", t);
         sl_buf_adds(&items, "</Upload>");
         lastk = v[i].key;
         lastid = v[i].id;
     }
     if (more) {
-        xel(&b, "NextKeyMarker", lastk);
-        xel(&b, "NextUploadIdMarker", lastid);
+        s3_xel(&b, "NextKeyMarker", lastk);
+        s3_xel(&b, "NextUploadIdMarker", lastid);
     }
     sl_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", more ? "true" : "false");
     if (items.len)
@@ -865,14 +664,14 @@ static void delete_objects(struct sl_req *r, void *arg)
         if (status < 300 || status == 404) {
             if (!d.quiet) {
                 sl_buf_adds(&b, "<Deleted>");
-                xel(&b, "Key", d.keys[i]);
+                s3_xel(&b, "Key", d.keys[i]);
                 sl_buf_adds(&b, "</Deleted>");
             }
         } else {
             sl_buf_adds(&b, "<Error>");
-            xel(&b, "Key", d.keys[i]);
-            xel(&b, "Code", status == 503 ? "ServiceUnavailable" : "InternalError");
-            xel(&b, "Message", msg);
+            s3_xel(&b, "Key", d.keys[i]);
+            s3_xel(&b, "Code", status == 503 ? "ServiceUnavailable" : "InternalError");
+            s3_xel(&b, "Message", msg);
             sl_buf_adds(&b, "</Error>");
         }
         sl_buf_free(&un);
@@ -1085,15 +884,16 @@ void sl_s3_route(struct sl_req *r)
         q.key = slash + 1;
         q.klen = r->path_len - (size_t)(q.key - r->path);
     }
+    /* authenticate, then authorise (with the user the verified key belongs to) */
+    struct s3auth au;
+    if (s3_auth(r, &au) < 0)
+        return;
     struct sl_err aerr = { 0 };
-    if (sl_access_s3(r, q.bucket, q.key != NULL, &aerr) < 0) {
+    if (sl_access_s3(r, q.bucket, q.key != NULL, au.user, &aerr) < 0) {
         s3_err(r, 403, "AccessDenied", "%s", aerr.msg);
         return;
     }
     if (!bl) {
-        struct s3auth au;
-        if (s3_auth(r, &au) < 0)
-            return;
         if (r->method == SL_M_GET)
             list_buckets(r);
         else
@@ -1111,8 +911,7 @@ void sl_s3_route(struct sl_req *r)
             sl_smap_put(s);
             return;
         }
-        struct s3auth au;
-        if (s3_auth(r, &au) == 0 && unsupported_hdrs(r) == 0)
+        if (unsupported_hdrs(r) == 0)
             bucket_req(r, &q);
         return;
     }
@@ -1147,8 +946,7 @@ void sl_s3_route(struct sl_req *r)
     bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId");
     if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
-        struct s3auth au;
-        if (s3_auth(r, &au) == 0 && unsupported_hdrs(r) == 0)
+        if (unsupported_hdrs(r) == 0)
             s3_obj(r, &q, &b, &au);
         sl_bck_release(&b);
         return;
@@ -1172,4 +970,16 @@ void sl_s3_route(struct sl_req *r)
         s3_forward(r, t);
     sl_smap_put(s);
     sl_bck_release(&b);
+}
+
+/* /v1/s3/...: the keys and the verification mode (s3auth.c), and a
+ * gateway gathering ListMultipartUploads from the targets */
+void sl_s3_admin(struct sl_req *r)
+{
+    if (sl_req_path_is(r, "/v1/s3/uploads") && r->method == SL_M_GET && sl_is_target()) {
+        const char *bid = sl_req_query(r, "bid");
+        sl_resp_json_new(r, 200, s3_local_uploads(bid ? strtoull(bid, NULL, 10) : 0));
+        return;
+    }
+    s3_keys_admin(r);
 }

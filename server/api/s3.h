@@ -29,13 +29,14 @@ struct s3auth {
     struct sl_s3_auth a;
     char secret[129];
     char payload[80];              /* x-amz-content-sha256 as signed */
+    char user[128];                /* the AuthN user the access key belongs to, "" none */
 };
-/* 0 the request may go on (au filled), -1 answered with the S3 error. */
+/* Authenticate: 0 the request may go on (au filled), -1 answered with the
+ * S3 error. Before anything else looks at the request (authorisation
+ * takes au->user: sl_access_s3). */
 int s3_auth(struct sl_req *r, struct s3auth *au);
-/* The AuthN user the request's SigV4 access key belongs to (verification
- * on only: the signature is then checked before the request does
- * anything): 1 with user filled, else 0 */
-int sl_s3_key_user(const struct sl_req *r, char *user, size_t cap);
+/* /v1/s3/keys and /v1/s3/verify (s3auth.c) */
+void s3_keys_admin(struct sl_req *r);
 /* A body read whole, against the integrity headers it came with
  * (x-amz-content-sha256 when a hash, Content-MD5, x-amz-checksum-*). 0, or
  * -1 answered (s3sum.c). */
@@ -76,6 +77,11 @@ void s3_err_sl(struct sl_req *r, const struct sl_err *e);
 /* 200 application/xml from a buffer that starts after the XML declaration */
 void s3_xml(struct sl_req *r, int status, struct sl_buf *body);
 void s3_xml_esc(struct sl_buf *b, const char *s, size_t n);
+/* <tag>escaped v</tag> */
+void s3_xel(struct sl_buf *b, const char *tag, const char *v);
+/* The one owner (ListBuckets, ACLs) */
+void s3_owner_xml(struct sl_buf *b);
+#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 /* GET ?acl of a bucket or an object: the owner's FULL_CONTROL */
 void s3_acl(struct sl_req *r);
 /* "2006-01-02T15:04:05.000Z" / RFC 1123 */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * s3auth.c: who may use the S3 front end. Two modes, kept with the access
  * keys in the cluster document "s3md" ({"verify": bool, "keys": {AK:
- * {"secret", "created"}}}), which the primary changes and every node
+ * {"secret", "created", "user"}}}), which the primary changes and every node
  * receives:
  *   verify off  any credentials pass (AIStore's default deployment)
  *   verify on   SigV4 (header or presigned) against the keys: the request's
@@ -18,6 +18,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "node.h"
+#include "sec.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -64,26 +65,6 @@ static bool date_to_amz(const char *d, char out[17])
     gmtime_r(&tt, &tm);
     strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
     return true;
-}
-
-int sl_s3_key_user(const struct sl_req *r, char *user, size_t cap)
-{
-    char ak[160] = "";
-    const char *authz = sl_req_header(r, "Authorization"), *qc = sl_req_query(r, "X-Amz-Credential"), *c;
-    if (authz && !strncmp(authz, "AWS4-HMAC-SHA256", 16) && (c = strstr(authz, "Credential=")))
-        snprintf(ak, sizeof(ak), "%.*s", (int)strcspn(c + 11, "/, "), c + 11);
-    else if (qc)
-        snprintf(ak, sizeof(ak), "%.*s", (int)strcspn(qc, "/"), qc);
-    if (!ak[0])
-        return 0;
-    json_t *doc = sl_cluster_doc("s3md");
-    const char *u = json_is_true(json_object_get(doc, "verify"))
-                        ? sl_json_str(json_object_get(json_object_get(doc, "keys"), ak), "user", NULL) : NULL;
-    int rc = u && *u ? 1 : 0;
-    if (rc)
-        snprintf(user, cap, "%s", u);
-    json_decref(doc);
-    return rc;
 }
 
 int s3_auth(struct sl_req *r, struct s3auth *au)
@@ -152,12 +133,18 @@ int s3_auth(struct sl_req *r, struct s3auth *au)
         goto out;
     }
     snprintf(au->payload, sizeof(au->payload), "%s", ph);
+    snprintf(au->user, sizeof(au->user), "%s", sl_json_str(k, "user", ""));
+    /* A request a gateway verified and forwarded here (a peer's signed call
+     * marked as an S3 hop) is not verified again: only parsed, for the
+     * chunk signatures its body may carry. */
+    bool verified = r->trust == SL_TRUST_PEER && sl_req_header(r, "X-Shale-S3-Hop");
     char want[SL_S3_SIG_HEX];
-    if (sl_s3_signature(&au->a, au->secret, r->method_str, raw_path, raw_query, hdr_get, r, ph, want, &err) < 0) {
+    if (!verified &&
+        sl_s3_signature(&au->a, au->secret, r->method_str, raw_path, raw_query, hdr_get, r, ph, want, &err) < 0) {
         s3_err(r, 400, "AuthorizationHeaderMalformed", "%s", err.msg);
         goto out;
     }
-    if (!sl_s3_sig_equal(want, au->a.signature)) {
+    if (!verified && !sl_s3_sig_equal(want, au->a.signature)) {
         s3_err(r, 403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature "
                "you provided. Check your key and signing method.");
         goto out;
@@ -322,14 +309,8 @@ bad:
     admin_free(job);
 }
 
-void sl_s3_admin(struct sl_req *r)
+void s3_keys_admin(struct sl_req *r)
 {
-    if (sl_req_path_is(r, "/v1/s3/uploads") && r->method == SL_M_GET && sl_is_target()) {
-        /* a gateway gathering ListMultipartUploads: this target's part */
-        const char *bid = sl_req_query(r, "bid");
-        sl_resp_json_new(r, 200, s3_local_uploads(bid ? strtoull(bid, NULL, 10) : 0));
-        return;
-    }
     bool keys = sl_req_path_is(r, "/v1/s3/keys"), verify = sl_req_path_is(r, "/v1/s3/verify");
     if (!keys && !verify) {
         sl_resp_errf(r, SL_ENOENT, "no such endpoint: %s %s (S3 administration: /v1/s3/keys, /v1/s3/verify)",

@@ -18,6 +18,7 @@ import unittest
 
 import boto3
 import botocore.config
+import botocore.exceptions
 import requests
 
 from harness import SHALED, Cluster, Node, cluster_sig, main, wait_until
@@ -531,11 +532,15 @@ class ClientAuth(unittest.TestCase):
                                     aws_secret_access_key=sk, region_name="us-east-1", config=cfg)
             bob = client("bobkey", "bob-secret-1")
             self.assertEqual(bob.get_object(Bucket="pub", Key="a")["Body"].read(), b"A")
-            for c, what in ((bob, "no PUT"), (client("bobkey", "wrong-secret"), "bad signature"),
-                            (client("loose", "loose-secret-1"), "a key of no user"),
-                            (client("made-up", "whatever1"), "unknown key")):
-                with self.assertRaises(Exception, msg=what):
+            # authenticated first, then authorised: a bad signature or an unknown key is refused as such, before
+            # the key's user's permissions are looked at (a PUT bob may not do)
+            for c, what, code in ((bob, "no PUT", "AccessDenied"),
+                                  (client("bobkey", "wrong-secret"), "bad signature", "SignatureDoesNotMatch"),
+                                  (client("loose", "loose-secret-1"), "a key of no user", "AccessDenied"),
+                                  (client("made-up", "whatever1"), "unknown key", "InvalidAccessKeyId")):
+                with self.assertRaises(botocore.exceptions.ClientError, msg=what) as cm:
                     c.put_object(Bucket="pub", Key="zz", Body=b"z")
+                self.assertEqual(cm.exception.response["Error"]["Code"], code, what)
             with self.assertRaises(Exception):
                 client("bobkey", "wrong-secret").get_object(Bucket="pub", Key="a")
             with self.assertRaises(Exception):

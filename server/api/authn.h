@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT
+ * authn.h: the cluster's own AuthN endpoints (/v1/users, /v1/roles,
+ * /v1/tokens), which change the user store (users.h). See authn.c.
+ */
+#ifndef SL_AUTHN_H
+#define SL_AUTHN_H
+
+#include "http.h"
+
+void sl_authn_route(struct sl_req *r);
+
+#endif
