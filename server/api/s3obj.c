@@ -15,6 +15,7 @@
 #include "stats.h"
 #include "store.h"
 #include "read.h"
+#include "s3chunk.h"
 #include "upload.h"
 
 #include <openssl/crypto.h>
@@ -48,23 +49,6 @@ static void hex2bin(const char *hex, unsigned char *out, size_t n)
     }
 }
 
-/* ---- aws-chunked bodies: "<hex>[;chunk-signature=..]\r\n<bytes>\r\n ... 0\r\n[trailers]\r\n" ---- */
-
-enum { CK_SIZE, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE };
-
-struct awsck {
-    int st;
-    uint64_t left;
-    char sig[SL_S3_SIG_HEX];      /* this chunk's chunk-signature */
-    char line[512];
-    size_t ll;
-    char trailer_name[64];
-    char trailer_val[160];
-    char tcanon[512];             /* the trailers as signed: "name:value\n" each */
-    size_t tcl;
-    char tsig[SL_S3_SIG_HEX];     /* x-amz-trailer-signature */
-};
-
 /* ---- a PUT or a part being written ---- */
 
 struct s3put {
@@ -74,7 +58,7 @@ struct s3put {
     int partno;
     EVP_MD_CTX *md5;
     bool chunked;                     /* aws-chunked */
-    struct awsck ck;
+    struct s3chunk ck;
     uint64_t decoded;
     int64_t expect;                   /* decoded length, -1 unknown */
     unsigned char content_md5[16];
@@ -88,9 +72,6 @@ struct s3put {
     struct s3auth au;
     EVP_MD_CTX *sha;                  /* the raw body, when the client declared its SHA-256 */
     char sha_want[65];
-    EVP_MD_CTX *csha;                 /* the current chunk, when chunks are signed */
-    char prev_sig[SL_S3_SIG_HEX];
-    bool signed_trailer;              /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, verified */
 };
 
 static void put_free(struct s3put *u)
@@ -106,8 +87,7 @@ static void put_free(struct s3put *u)
         EVP_MD_CTX_free(u->md5);
     if (u->sha)
         EVP_MD_CTX_free(u->sha);
-    if (u->csha)
-        EVP_MD_CTX_free(u->csha);
+    s3chunk_free(&u->ck);
     OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
     s3_xc_free(&u->xc);
     free(u);
@@ -142,103 +122,9 @@ static int sink(struct s3put *u, const char *p, size_t n)
     return 0;
 }
 
-/* The chunk just read (or the final empty one) against its signature. */
-static int chunk_verify(struct s3put *u)
+static int chunk_sink(void *arg, const char *p, size_t n)
 {
-    if (!u->csha)
-        return 0;
-    unsigned char d[32];
-    unsigned dn = 0;
-    EVP_DigestFinal_ex(u->csha, d, &dn);
-    EVP_DigestInit_ex(u->csha, EVP_sha256(), NULL);
-    char hex[SL_S3_SIG_HEX], want[SL_S3_SIG_HEX];
-    sl_hex(d, 32, hex);
-    sl_s3_chunk_signature(&u->au.a, u->au.secret, u->prev_sig, hex, want);
-    if (!sl_s3_sig_equal(want, u->ck.sig))
-        return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: a chunk signature does not match its "
-                        "bytes; nothing was stored");
-    memcpy(u->prev_sig, want, sizeof(want));
-    return 0;
-}
-
-/* The trailers (all of them in, in the order sent) against
- * x-amz-trailer-signature, when the client signed them. */
-static int trailer_verify(struct s3put *u)
-{
-    if (!u->signed_trailer)
-        return 0;
-    if (!u->ck.tsig[0])
-        return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER "
-                        "without an x-amz-trailer-signature; nothing was stored");
-    char want[SL_S3_SIG_HEX];
-    sl_s3_trailer_signature(&u->au.a, u->au.secret, u->prev_sig, u->ck.tcanon, u->ck.tcl, want);
-    if (!sl_s3_sig_equal(want, u->ck.tsig))
-        return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: the trailer signature does not match the "
-                        "trailers; nothing was stored");
-    return 0;
-}
-
-static int ck_line(struct s3put *u)
-{
-    struct awsck *c = &u->ck;
-    c->line[c->ll] = 0;
-    if (c->st == CK_SIZE) {
-        char *e;
-        unsigned long long sz = strtoull(c->line, &e, 16);
-        if (e == c->line || (*e && *e != ';'))
-            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: bad chunk header");
-        c->sig[0] = 0;
-        const char *cs = strstr(c->line, ";chunk-signature=");
-        if (cs)
-            snprintf(c->sig, sizeof(c->sig), "%s", cs + 17);
-        if (u->csha && !c->sig[0])
-            return put_fail(u, 403, "SignatureDoesNotMatch", "aws-chunked body: a chunk has no chunk-signature");
-        c->left = sz;
-        c->st = sz ? CK_DATA : CK_TRAILER;
-        if (!sz && chunk_verify(u) < 0)
-            return -1;
-    } else if (c->st == CK_DATA_END) {
-        if (c->ll)
-            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: chunk longer than its size");
-        if (chunk_verify(u) < 0)
-            return -1;
-        c->st = CK_SIZE;
-    } else if (c->st == CK_TRAILER) {
-        if (!c->ll) {
-            c->st = CK_DONE;
-            c->ll = 0;
-            return trailer_verify(u);
-        }
-        char *colon = strchr(c->line, ':');
-        if (!colon)
-            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: a trailer line without ':'");
-        for (char *k = c->line; k < colon; k++)
-            *k = (char)tolower((unsigned char)*k);
-        const char *v = colon + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t vl = strlen(v);
-        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-            vl--;
-        size_t nl = (size_t)(colon - c->line);
-        if (nl == 23 && !memcmp(c->line, "x-amz-trailer-signature", 23)) {
-            snprintf(c->tsig, sizeof(c->tsig), "%.*s", (int)vl, v);
-        } else {
-            if (c->tcl + nl + vl + 2 > sizeof(c->tcanon))
-                return put_fail(u, 400, "IncompleteBody", "aws-chunked body: the trailers are too long");
-            memcpy(c->tcanon + c->tcl, c->line, nl);
-            c->tcanon[c->tcl + nl] = ':';
-            memcpy(c->tcanon + c->tcl + nl + 1, v, vl);
-            c->tcanon[c->tcl + nl + 1 + vl] = '\n';
-            c->tcl += nl + vl + 2;
-            if (nl > 15 && !memcmp(c->line, "x-amz-checksum-", 15)) {
-                snprintf(c->trailer_name, sizeof(c->trailer_name), "%.*s", (int)(nl - 15), c->line + 15);
-                snprintf(c->trailer_val, sizeof(c->trailer_val), "%.*s", (int)vl, v);
-            }
-        }
-    }
-    c->ll = 0;
-    return 0;
+    return sink(arg, p, n) < 0;
 }
 
 static int body_bytes(struct s3put *u, const char *p, size_t n)
@@ -247,35 +133,8 @@ static int body_bytes(struct s3put *u, const char *p, size_t n)
         EVP_DigestUpdate(u->sha, p, n);
     if (!u->chunked)
         return sink(u, p, n);
-    struct awsck *c = &u->ck;
-    size_t i = 0;
-    while (i < n) {
-        if (c->st == CK_DONE)
-            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: bytes after the final chunk");
-        if (c->st == CK_DATA) {
-            size_t k = n - i < c->left ? n - i : (size_t)c->left;
-            if (u->csha)
-                EVP_DigestUpdate(u->csha, p + i, k);
-            if (sink(u, p + i, k) < 0)
-                return -1;
-            i += k;
-            c->left -= k;
-            if (!c->left)
-                c->st = CK_DATA_END;
-            continue;
-        }
-        char ch = p[i++];
-        if (ch == '\n') {
-            if (c->ll && c->line[c->ll - 1] == '\r')
-                c->ll--;
-            if (ck_line(u) < 0)
-                return -1;
-        } else if (c->ll + 1 >= sizeof(c->line)) {
-            return put_fail(u, 400, "IncompleteBody", "aws-chunked body: a chunk header line is too long");
-        } else {
-            c->line[c->ll++] = ch;
-        }
-    }
+    if (s3chunk_feed(&u->ck, p, n) < 0)
+        return u->ck.status ? put_fail(u, u->ck.status, u->ck.code, u->ck.msg) : -1;
     return 0;
 }
 
@@ -293,9 +152,8 @@ static int put_check(struct s3put *u, char *etag_hex)
 {
     if (u->err_status)
         return -1;
-    if (u->chunked && u->ck.st != CK_DONE)
-        return put_fail(u, 400, "IncompleteBody", "aws-chunked body ended before its final chunk; nothing was "
-                        "stored");
+    if (u->chunked && s3chunk_end(&u->ck) < 0)
+        return put_fail(u, u->ck.status, u->ck.code, u->ck.msg);
     if (u->sha) {
         unsigned char sd[32];
         unsigned sn = 0;
@@ -772,11 +630,10 @@ static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
         EVP_DigestInit_ex(u->sha, EVP_sha256(), NULL);
         snprintf(u->sha_want, sizeof(u->sha_want), "%s", sha);
     }
-    if (au->on && sha && !strncmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34)) {
-        u->csha = EVP_MD_CTX_new();
-        EVP_DigestInit_ex(u->csha, EVP_sha256(), NULL);
-        snprintf(u->prev_sig, sizeof(u->prev_sig), "%s", au->a.signature);
-        u->signed_trailer = !strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER");
+    if (u->chunked) { /* chunk signatures chained from the request's (SigV4 streaming), when verifying */
+        bool sig = au->on && sha && !strncmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34);
+        s3chunk_init(&u->ck, sig ? &u->au.a : NULL, u->au.secret,
+                     sig && !strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"), chunk_sink, u);
     }
     const char *dcl = sl_req_header(r, "x-amz-decoded-content-length");
     if (dcl) {

@@ -4,6 +4,7 @@
  */
 #include "tap.h"
 #include "sl.h"
+#include "chunked.h"
 #include "cksum.h"
 #include "conf.h"
 #include "jsonx.h"
@@ -440,8 +441,138 @@ static void t_template(void)
     sl_buf_free(&b);
 }
 
+/* ---- chunked framing ---- */
+
+struct ck_seen {
+    struct sl_buf data, exts, trailers;
+    int chunks, ends, stop_at; /* stop_at: the chunk header whose callback says stop (0: none) */
+};
+
+static int ck_data(void *arg, const char *p, size_t n)
+{
+    sl_buf_add(&((struct ck_seen *)arg)->data, p, n);
+    return 0;
+}
+
+static int ck_chunk(void *arg, uint64_t size, const char *ext, size_t el)
+{
+    struct ck_seen *s = arg;
+    s->chunks++;
+    sl_buf_printf(&s->exts, "%llu[%.*s]", (unsigned long long)size, (int)el, ext);
+    return s->stop_at && s->chunks == s->stop_at;
+}
+
+static int ck_end(void *arg)
+{
+    ((struct ck_seen *)arg)->ends++;
+    return 0;
+}
+
+static int ck_trailer(void *arg, const char *line, size_t n)
+{
+    sl_buf_printf(&((struct ck_seen *)arg)->trailers, "<%.*s>", (int)n, line);
+    return 0;
+}
+
+/* feed in in pieces of step bytes: rc of the first failure, else 0; *used total */
+static int ck_run(const char *in, size_t n, size_t step, struct ck_seen *s, struct sl_chunked *c, size_t *used,
+                  const char **why)
+{
+    struct sl_chunked_cb cb = { s, ck_data, ck_chunk, ck_end, ck_trailer };
+    sl_chunked_init(c);
+    *used = 0;
+    for (size_t off = 0; off < n; off += step) {
+        size_t k = n - off < step ? n - off : step, u;
+        if (sl_chunked_feed(c, in + off, k, &cb, &u, why) < 0) {
+            *used += u;
+            return -1;
+        }
+        *used += u;
+        if (u < k)
+            break;
+    }
+    return 0;
+}
+
+static void ck_reset(struct ck_seen *s)
+{
+    sl_buf_free(&s->data);
+    sl_buf_free(&s->exts);
+    sl_buf_free(&s->trailers);
+    memset(s, 0, sizeof(*s));
+}
+
+static void t_chunked(void)
+{
+    static const char ok[] = "5\r\nhello\r\n1a;chunk-signature=abc\r\n0123456789abcdefghijklmnop\r\n"
+                             "0;chunk-signature=fin\r\nx-amz-checksum-crc32:AAAA\r\nx-amz-trailer-signature:ts\r\n\r\n";
+    struct ck_seen s;
+    memset(&s, 0, sizeof(s));
+    struct sl_chunked c;
+    size_t used;
+    const char *why;
+    size_t steps[] = { 1, 2, 3, 7, 64, sizeof(ok) };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(steps); i++) {
+        int rc = ck_run(ok, sizeof(ok) - 1, steps[i], &s, &c, &used, &why);
+        TAP_OK(rc == 0 && sl_chunked_done(&c) && used == sizeof(ok) - 1, "chunked: whole, pieces of %zu", steps[i]);
+        TAP_OK(s.data.len == 31 && !memcmp(s.data.p, "hello0123456789abcdefghijklmnop", 31) && s.chunks == 3 &&
+                   s.ends == 2, "chunked: data and chunk ends (pieces of %zu)", steps[i]);
+        TAP_EQ_STR(s.exts.p, "5[]26[chunk-signature=abc]0[chunk-signature=fin]", "chunked: sizes and extensions");
+        TAP_EQ_STR(s.trailers.p, "<x-amz-checksum-crc32:AAAA><x-amz-trailer-signature:ts>", "chunked: trailers");
+        ck_reset(&s);
+    }
+    /* what follows the framing is not consumed */
+    static const char more[] = "3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1";
+    TAP_OK(ck_run(more, sizeof(more) - 1, sizeof(more), &s, &c, &used, &why) == 0 && sl_chunked_done(&c) &&
+               used == sizeof(more) - 1 - strlen("GET / HTTP/1.1"), "chunked: stops at the end of the framing");
+    ck_reset(&s);
+    /* malformed: each refused, with what */
+    static const struct {
+        const char *in, *why;
+    } bad[] = {
+        { "z\r\n", "not hexadecimal" },           { "\r\n", "not hexadecimal" },
+        { "3 \r\nabc\r\n0\r\n\r\n", "not hexadecimal" }, { "3\nabc\r\n", "not hexadecimal" },
+        { "3\r\nabcd\r\n", "not followed by CRLF" }, { "3\r\nabc\n0\r\n\r\n", "not followed by CRLF" },
+        { "3\rxabc", "not ended by CRLF" },       { "0\r\nx:y\rz", "not ended by CRLF" },
+        { "fffffffffffffffffff\r\n", "not hexadecimal" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(bad); i++) {
+        int rc = ck_run(bad[i].in, strlen(bad[i].in), 1, &s, &c, &used, &why);
+        TAP_OK(rc < 0 && why && strstr(why, bad[i].why), "chunked: %zu refused (%s)", i, why ? why : "-");
+        ck_reset(&s);
+    }
+    /* bounds: an extension over 1 KiB, trailers over 32 KiB */
+    struct sl_buf big;
+    sl_buf_init(&big);
+    sl_buf_adds(&big, "1;");
+    for (int i = 0; i <= SL_CHUNKED_EXT_MAX; i++) /* one byte over */
+        sl_buf_addc(&big, 'e');
+    sl_buf_adds(&big, "\r\nx\r\n0\r\n\r\n");
+    TAP_OK(ck_run(big.p, big.len, 100, &s, &c, &used, &why) < 0 && why && strstr(why, "extension"),
+           "chunked: extension over 1 KiB refused");
+    ck_reset(&s);
+    sl_buf_reset(&big);
+    sl_buf_adds(&big, "0\r\n");
+    for (int i = 0; i < 40; i++) {
+        for (int k = 0; k < 1000; k++)
+            sl_buf_addc(&big, k ? 'v' : 'k');
+        sl_buf_adds(&big, "\r\n");
+    }
+    struct sl_chunked_cb quiet = { 0 };
+    sl_chunked_init(&c);
+    TAP_OK(sl_chunked_feed(&c, big.p, big.len, &quiet, &used, &why) < 0 && why && strstr(why, "32 KiB"),
+           "chunked: trailers over 32 KiB refused (counted without a callback)");
+    sl_buf_free(&big);
+    /* a callback that says stop */
+    s.stop_at = 2;
+    TAP_OK(ck_run(ok, sizeof(ok) - 1, 5, &s, &c, &used, &why) < 0 && !why && s.chunks == 2,
+           "chunked: a callback stops it (no message of the decoder's)");
+    ck_reset(&s);
+}
+
 int main(void)
 {
+    t_chunked();
     t_template();
     t_sizes();
     t_durations();
