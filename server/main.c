@@ -27,6 +27,9 @@
 #include "tgt.h"
 #include "sandbox.h"
 #include "start.h"
+#include "reb.h"
+#include "lost.h"
+#include "vote.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -384,6 +387,10 @@ int main(int argc, char **argv)
         goto fail;
     }
 
+    /* what watches the cluster */
+    sl_cluster_hook(&sl_reb_hooks);
+    sl_cluster_hook(&sl_lost_hooks);
+    sl_cluster_hook(&sl_vote_hooks);
     if (sl_start_cluster(&err) < 0) {
         goto fail;
     }

@@ -3,6 +3,7 @@
 # Test driver: `make check` runs `tests/run.sh all`.
 #   unit         C unit tests (build/tests/test_*)
 #   integration  Python tests that start real nodes/clusters (tests/integration/test_*.py)
+#   structure    the floors of server/ from the objects (tests/structure.py)
 #   fuzz         replay the checked-in corpora through the fuzz targets (bounded time)
 # Environment: SHALE_BUILD (build dir), SHALE_SRC (source dir), TESTS="name ..." to select.
 set -u
@@ -51,7 +52,7 @@ run_one() {  # run_one RESULTS_DIR JOBS FILE: one integration file in a free lan
 }
 
 run_integration() {
-    res="$SHALE_BUILD/itest.results"
+    res="$SHALE_BUILD/itest.results.$$" # (one per run: two runs side by side keep apart)
     rm -rf "$res" && mkdir -p "$res" || return 1
     jobs=${SHALE_TEST_JOBS:-2}
     list=""
@@ -80,6 +81,7 @@ run_integration() {
             fail=1
         fi
     done
+    rm -rf "$res"
 }
 
 run_fuzz() {
@@ -98,13 +100,29 @@ run_fuzz() {
     fi
 }
 
+# the floors, from the objects (tests/structure.py): no call up a floor, no
+# call cycle between files, no source file over 1,500 lines; its self-test
+# shows that such a call and such a cycle are caught
+run_structure() {
+    if out=$("$PY" "$SHALE_SRC/tests/structure.py" --selftest 2>&1) &&
+        out="$out
+$("$PY" "$SHALE_SRC/tests/structure.py" "$SHALE_BUILD" "$SHALE_SRC" 2>&1)"; then
+        summary="$summary\nPASS structure ($(echo "$out" | tail -1 | sed 's/^structure: //'))"
+    else
+        echo "$out" | grep -v '^  selftest' | head -40
+        summary="$summary\nFAIL structure"
+        fail=1
+    fi
+}
+
 case "$what" in
     _one) shift; run_one "$@"; exit 0 ;;
-    unit) run_unit ;;
+    unit) run_unit; run_structure ;;
+    structure) run_structure ;;
     integration) run_integration ;;
     fuzz) run_fuzz ;;
-    all) run_unit; run_integration; run_fuzz ;;
-    *) echo "usage: tests/run.sh unit|integration|fuzz|all" >&2; exit 2 ;;
+    all) run_unit; run_structure; run_integration; run_fuzz ;;
+    *) echo "usage: tests/run.sh unit|structure|integration|fuzz|all" >&2; exit 2 ;;
 esac
 printf "%b\n" "$summary"
 [ $fail -eq 0 ] && echo "ALL TESTS PASSED" || echo "SOME TESTS FAILED"

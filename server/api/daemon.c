@@ -210,7 +210,7 @@ static json_t *node_status(void)
             json_array_append_new(mps, json_string(sl_store_mpath(i)->path));
         json_object_set_new(cap, "mountpaths", mps);
         json_object_set_new(o, "capacity", cap);
-        json_object_set_new(o, "rebalance", json_string(sl_rebalance_state()));
+        json_object_set_new(o, "rebalance", json_string(sl_reb_state()));
     }
     json_object_set_new(o, "tracker", sl_stats_tracker_json());
     return o;

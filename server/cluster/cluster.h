@@ -118,8 +118,6 @@ void sl_forward_to_primary(struct sl_req *r);
 /* ---- state the daemon handlers report ---- */
 int64_t sl_cluster_uptime_ns(void);
 bool sl_cluster_ready(void);
-/* a per-thread buffer, valid until this thread's next call */
-const char *sl_rebalance_state(void);
 
 /* ---- admin actions (the HTTP side is api/cluster_api.c) ---- */
 /* Merge partial (the caller's, only read) into the cluster config,
@@ -157,6 +155,41 @@ void sl_cluster_shutdown_self(const char *why);
  * POST /v1/cluster/join): the route table in api/ hands bodies to them. */
 void sl_cluster_metasync_done(struct sl_req *r);
 void sl_cluster_join_done(struct sl_req *r);
+
+/* ---- what hangs on the cluster ----
+ * The cluster's own files (metadata and metasync, membership, keepalive,
+ * start-up) call the work that watches them through these hooks: the
+ * rebalance (reb.c), the record of lost objects (lost.c) and primary
+ * elections (vote.c) register them (main.c, before sl_start_cluster).
+ * Every registered hook that has the member is called, in registration
+ * order; any member may be NULL. */
+struct sl_cluster_hooks {
+    const char *name;
+    /* the node has joined (or is the primary) and serves */
+    void (*serving)(void);
+    /* the node stops (before the keepalive and the documents go) */
+    void (*stopping)(void);
+    /* a new Smap was installed (node.h's listener: the modify lock is held) */
+    void (*smap_changed)(const struct sl_smap *old, const struct sl_smap *cur);
+    /* a target that is in the map: rebalance id was decided (RMD received) */
+    void (*rebalance)(const char *id);
+    /* the primary, after each keepalive round */
+    void (*primary_tick)(void);
+    /* the primary: target n joined, or joined again */
+    void (*joined)(const struct sl_snode *n);
+    /* the primary: target n is to leave (action) although its objects will
+     * not move away (it is offline, or no rebalance runs): 0 it may, -1
+     * with err it may not; with force it may, and what is lost is recorded */
+    int (*leaving)(const char *action, const struct sl_snode *n, bool no_rebalance, bool force, struct sl_err *err);
+    /* a listing of b is about to be merged from the targets: 0 go on, -1
+     * with err to refuse it */
+    int (*listing)(const struct sl_bck *b, struct sl_err *err);
+};
+/* h is static storage; at most 8; before sl_start_cluster. */
+void sl_cluster_hook(const struct sl_cluster_hooks *h);
+
+/* Run the listing hooks for b (fanout.c, before it merges a listing) */
+int sl_cluster_listing_check(const struct sl_bck *b, struct sl_err *err);
 
 /* Primary: bump the version of module document name ("etlmd", "planmd";
  * set in doc), persist, install and push (takes ownership of the caller's

@@ -7,7 +7,6 @@
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
-#include "lost.h"
 #include "node.h"
 #include "peer.h"
 #include "xact.h"
@@ -264,7 +263,7 @@ int sl_cluster_list_page(const struct sl_bck *b, const struct sl_lsomsg *m, stru
                      sl_provider_scheme(b->provider), b->name);
         goto out;
     }
-    if ((rc = sl_lost_check_bucket("list-objects", b->provider, b->name, b->bid, err)) < 0)
+    if ((rc = sl_cluster_listing_check(b, err)) < 0) /* (a bucket that lost objects: lost.c) */
         goto out;
     for (int i = 0; i < t.n; i++) {
         if (t.who[i]->flags & SL_SNF_OFFLINE) {

@@ -403,3 +403,66 @@ json_t *sl_lost_report(void)
     pthread_mutex_unlock(&mu);
     return out;
 }
+
+/* Decommissioning a target whose objects cannot move away (it is offline,
+ * or the rebalance is skipped) loses those that exist nowhere else: refused
+ * unless forced; forced, the loss is recorded. 0 = go ahead. (The
+ * cluster's leaving hook.) */
+static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bool force, struct sl_err *err)
+{
+    bool offline = n->flags & SL_SNF_OFFLINE;
+    if (!offline && !skip_reb)
+        return 0;
+    /* (skip_reb also stands for rebalance.enabled false) */
+    json_t *detail = NULL;
+    int64_t it = 0;
+    int64_t cnt = sl_lost_holdings(n->id, n->ctrl_url, !offline, &detail, &it);
+    int rc = 0;
+    if (cnt != 0 && !force) {
+        char *what = sl_lost_describe(detail);
+        char age[64] = "";
+        if (it)
+            snprintf(age, sizeof(age), " (its inventory of %llds ago)", (long long)((sl_now_ns() - it) / 1000000000LL));
+        rc = sl_errf(err, SL_EEXIST,
+                     "%s t[%s] refused: %s, so its objects cannot be moved away, and %s%s%s. Bring the target "
+                     "back and retry%s, or force it (\"force\": true; CLI --force): the loss is then recorded "
+                     "and listings of those buckets say so until the target's data is re-attached or the loss "
+                     "acknowledged",
+                     a, n->id, offline ? "the target is offline (it stopped answering keepalives)"
+                                       : sl_conf->rebalance_enabled ? "the rebalance is skipped (skip_rebalance)"
+                                                                    : "rebalance.enabled is false",
+                     cnt < 0 ? "how many of them exist nowhere else is unknown (this primary has no inventory "
+                               "of it: it was down since this primary started)"
+                             : "these exist nowhere else: ",
+                     cnt < 0 ? "" : what, age,
+                     offline ? "" : sl_conf->rebalance_enabled ? " without skip_rebalance"
+                                                               : " with rebalance.enabled true");
+        free(what);
+    } else if (cnt != 0) {
+        sl_lost_record(n->id, n->url, a, detail, it, cnt < 0);
+    }
+    if (rc == 0 && skip_reb)
+        sl_lost_gone(n->id); /* its slices and replicas go too, and nothing re-encodes them yet */
+    json_decref(detail);
+    return rc;
+}
+
+/* ---- the cluster's hooks ---- */
+
+static void joined(const struct sl_snode *n)
+{
+    sl_lost_rejoined(n->id, n->ctrl_url); /* a target removed by force may be back with its data */
+}
+
+static int listing(const struct sl_bck *b, struct sl_err *err)
+{
+    return sl_lost_check_bucket("list-objects", b->provider, b->name, b->bid, err);
+}
+
+const struct sl_cluster_hooks sl_lost_hooks = {
+    .name = "lost",
+    .primary_tick = sl_lost_tick,
+    .joined = joined,
+    .leaving = check_loss,
+    .listing = listing,
+};

@@ -60,4 +60,10 @@ int sl_lost_check_bucket(const char *what, const char *provider, const char *nam
 /* GET /v1/cluster?what=lost: lostmd, and on the primary the inventories. */
 json_t *sl_lost_report(void);
 
+/* The cluster's hooks (cluster.h): the primary's tick (inventories), a
+ * target that rejoined, a target leaving without its data, listings of
+ * buckets that lost objects. main.c registers them. */
+struct sl_cluster_hooks;
+extern const struct sl_cluster_hooks sl_lost_hooks;
+
 #endif

@@ -14,6 +14,8 @@
  */
 #include "reb.h"
 #include "cksum.h"
+#include "cluster.h"
+#include "jsonx.h"
 #include "ec.h"
 #include "log.h"
 #include "md.h"
@@ -786,3 +788,45 @@ int sl_reb_gfn(const struct sl_bck *b, const char *name, size_t nlen, struct sl_
     sl_smap_put(cur);
     return rc;
 }
+
+const char *sl_reb_state(void)
+{
+    static __thread char buf[128];
+    if (G.role != SL_ROLE_TARGET)
+        return "-";
+    sl_reb_describe(buf, sizeof(buf));
+    return buf;
+}
+
+/* ---- the cluster's hooks ---- */
+
+static void serving(void)
+{
+    /* a target that missed a rebalance while down runs the latest one */
+    if (G.role != SL_ROLE_TARGET)
+        return;
+    json_t *d = sl_cluster_doc("rmd");
+    if (d && sl_json_int(d, "version", 0) > 0)
+        sl_reb_start(sl_json_str(d, "id", "g0"));
+    json_decref(d);
+}
+
+static void stopping(void)
+{
+    if (G.role == SL_ROLE_TARGET)
+        sl_reb_stop();
+}
+
+static void smap_changed(const struct sl_smap *old, const struct sl_smap *cur)
+{
+    if (G.role == SL_ROLE_TARGET)
+        sl_reb_smap_changed(old, cur);
+}
+
+const struct sl_cluster_hooks sl_reb_hooks = {
+    .name = "rebalance",
+    .serving = serving,
+    .stopping = stopping,
+    .smap_changed = smap_changed,
+    .rebalance = sl_reb_start,
+};

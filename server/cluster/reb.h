@@ -23,5 +23,13 @@ int sl_reb_gfn(const struct sl_bck *b, const char *name, size_t nlen, struct sl_
 /* Is get-from-neighbour worth trying now (membership changed recently)? */
 bool sl_reb_gfn_window(void);
 void sl_reb_stop(void);
+/* "g3: running, 120 moved" on a target, "-" elsewhere: a per-thread
+ * buffer, valid until this thread's next call */
+const char *sl_reb_state(void);
+/* The cluster's hooks (cluster.h): a rebalance decided, a new Smap
+ * (get-from-neighbour's window), start (the latest one missed while down)
+ * and stop. main.c registers them. */
+struct sl_cluster_hooks;
+extern const struct sl_cluster_hooks sl_reb_hooks;
 
 #endif

@@ -326,3 +326,9 @@ bool sl_vote_route(struct sl_req *r)
     }
     return true;
 }
+
+const struct sl_cluster_hooks sl_vote_hooks = {
+    .name = "vote",
+    .serving = sl_vote_start,
+    .stopping = sl_vote_stop,
+};

@@ -26,4 +26,9 @@ bool sl_vote_route(struct sl_req *r);
 /* An election is running on this node (health ?cii flags). */
 bool sl_vote_in_progress(void);
 
+/* The cluster's hooks (cluster.h): elections run while the node serves.
+ * main.c registers them. */
+struct sl_cluster_hooks;
+extern const struct sl_cluster_hooks sl_vote_hooks;
+
 #endif

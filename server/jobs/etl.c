@@ -1019,14 +1019,3 @@ void sl_etl_route(struct sl_req *r)
                      "metrics]], POST /v1/etl/NAME/stop|start, DELETE /v1/etl/NAME)", r->method_str, r->path);
     }
 }
-
-static const char *const etl_paths[] = { "/v1/etl", NULL };
-
-const struct sl_module sl_etl_module = {
-    .name = "etl",
-    .paths = etl_paths,
-    .route = sl_etl_route,
-    .internal = sl_etl_internal,
-    .get_query = "etl_name",
-    .obj_get = sl_etl_get,
-};

@@ -1021,3 +1021,16 @@ bool sl_etl_get(struct sl_req *r, const struct sl_bck *b, const char *name, size
     sl_req_offload(r, sample_run, iget_cancel, g);
     return true;
 }
+
+/* the module: etl.c's API and the inline GET here (defined on this side, so
+ * that etl.c does not refer back to the runner that calls it) */
+static const char *const etl_paths[] = { "/v1/etl", NULL };
+
+const struct sl_module sl_etl_module = {
+    .name = "etl",
+    .paths = etl_paths,
+    .route = sl_etl_route,
+    .internal = sl_etl_internal,
+    .get_query = "etl_name",
+    .obj_get = sl_etl_get,
+};

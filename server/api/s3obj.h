@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT
+ * s3obj.h: what S3's object files share (s3meta.c below s3obj.c, s3copy.c
+ * and s3mpu.c); for them only.
+ */
+#ifndef SL_S3OBJ_H
+#define SL_S3OBJ_H
+
+#include "s3.h"
+#include "md.h"
+
+#define S3_META_MAX 2048            /* bytes of user metadata a PUT may carry */
+
+/* ---- s3meta.c ---- */
+/* The object's S3 ETag: its custom "ETag", else its checksum (borrowed) */
+const char *s3_obj_etag(const struct sl_objmd *md);
+/* n bytes from 2n hex digits */
+void s3_hex2bin(const char *hex, unsigned char *out, size_t n);
+/* custom metadata being collected (owned strings) */
+struct kvs {
+    struct sl_kv *kv;
+    int n;
+    size_t bytes;
+};
+
+void s3_kv_add(struct kvs *k, const char *name, const char *v);
+void s3_kv_free(struct kvs *k);
+/* The metadata a PUT or CreateMultipartUpload carries, into m */
+void s3_collect_meta(struct sl_req *r, struct kvs *m);
+/* If-Match / If-None-Match / If-(Un)Modified-Since (headers prefixed pfx:
+ * "" or "x-amz-copy-source-") against an object (exists) with etag and
+ * mtime: 0 go on, 412, or 304 */
+int s3_conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t mtime_ns, bool exists);
+
+/* ---- s3copy.c ---- */
+/* PUT with x-amz-copy-source src: CopyObject (upload_id NULL) or
+ * UploadPartCopy of part partno */
+void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *src,
+                    const char *upload_id, int partno);
+
+/* ---- s3mpu.c ---- */
+bool s3_upload_known(const char *id);
+/* part partno of upload id is in: its size and ETag (hex MD5) */
+void s3_upload_record_part(const char *id, int partno, uint64_t size, const char *etag);
+void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+void s3_complete_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
+void s3_abort_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
+void s3_list_parts(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
+
+#endif
