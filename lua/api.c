@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "api.h"
+#include "b64.h"
 #include "box.h"
 #include "json.h"
 
@@ -131,21 +132,14 @@ static int sl_lua_l_b64enc(lua_State *L)
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     luaL_argcheck(L, n <= (size_t)INT_MAX / 4 * 3 - 3, 1, "input too large");
-    size_t out = 4 * ((n + 2) / 3);
+    size_t out = sl_b64_encoded_len(n, 0);
     struct sl_lua_box *b = sl_lua_box_new(L);
-    if (sl_lua_box_reserve_exact(b, out) != 0)
+    if (sl_lua_box_reserve_exact(b, out + 1) != 0)
         return sl_lua_box_fail(L, b, "shale.base64.encode", "not enough memory for the output (memory limit)");
-    int w = EVP_EncodeBlock((unsigned char *)b->buf, (const unsigned char *)s, (int)n);
-    if (w < 0 || (size_t)w != out)
-        return sl_lua_box_fail(L, b, "shale.base64.encode", "encoder failed (OpenSSL)");
+    sl_b64_encode(s, n, 0, b->buf);
     lua_pushlstring(L, b->buf, out);
     sl_lua_box_release(b);
     return 1;
-}
-
-static bool sl_lua_b64_char(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
 }
 
 /* shale.base64.decode(s): standard alphabet; padding optional; ASCII
@@ -156,40 +150,14 @@ static int sl_lua_l_b64dec(lua_State *L)
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     luaL_argcheck(L, n <= (size_t)INT_MAX - 8, 1, "input too large");
-    size_t core = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v')
-            continue;
-        if (c == '=') {
-            pad++;
-        } else if (!sl_lua_b64_char(c)) {
-            return luaL_error(L, "%s: invalid character 0x%02x at offset %d", fn, c, (int)i);
-        } else if (pad) {
-            return luaL_error(L, "%s: data after '=' padding at offset %d", fn, (int)i);
-        } else {
-            core++;
-        }
-    }
-    if (core % 4 == 1)
-        return luaL_error(L, "%s: invalid length (%d base64 characters)", fn, (int)core);
-    size_t need_pad = (4 - core % 4) % 4;
-    if (pad && pad != need_pad)
-        return luaL_error(L, "%s: bad padding (%d '=' where %d expected)", fn, (int)pad, (int)need_pad);
-    size_t in_len = core + need_pad, out_max = in_len / 4 * 3;
     struct sl_lua_box *b = sl_lua_box_new(L);
-    if (sl_lua_box_reserve_exact(b, in_len + out_max + 1) != 0)
+    if (sl_lua_box_reserve_exact(b, sl_b64_decoded_max(n) + 1) != 0)
         return sl_lua_box_fail(L, b, fn, "not enough memory for the output (memory limit)");
-    char *in = b->buf, *out = b->buf + in_len;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (sl_lua_b64_char((unsigned char)s[i]))
-            in[k++] = s[i];
-    memset(in + k, '=', need_pad);
-    int w = in_len ? EVP_DecodeBlock((unsigned char *)out, (unsigned char *)in, (int)in_len) : 0;
-    if (w < 0 || (size_t)w != out_max)
-        return sl_lua_box_fail(L, b, fn, "malformed input");
-    lua_pushlstring(L, out, out_max - need_pad);
+    char why[128];
+    ssize_t w = sl_b64_decode(s, n, SL_B64_NOPAD | SL_B64_SPACE, b->buf, why, sizeof(why));
+    if (w < 0)
+        return sl_lua_box_fail(L, b, fn, why);
+    lua_pushlstring(L, b->buf, (size_t)w);
     sl_lua_box_release(b);
     return 1;
 }

@@ -6,6 +6,8 @@
 #include "cksum.h"
 
 #include <errno.h>
+#include <isa-l/crc.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +19,6 @@
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <xxhash.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <nmmintrin.h>
-#endif
 
 static EVP_MD *sha256_md;
 static EVP_MAC *hmac_alg;
@@ -112,71 +110,20 @@ const char *sl_cksum_names(void)
 
 /* ---- CRC-32C ---- */
 
-static uint32_t crc_table[8][256];
-static int crc_hw = -1;
-
-static void crc_init_table(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (int t = 1; t < 8; t++)
-        for (int i = 0; i < 256; i++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc_hw_update(uint32_t crc, const unsigned char *p, size_t n)
-{
-    uint64_t c = crc;
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c = _mm_crc32_u64(c, v);
-        p += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--)
-        c32 = _mm_crc32_u8(c32, *p++);
-    return c32;
-}
-#endif
-
+/* ISA-L's (SSE4.2/AVX-512 where the CPU has them, chosen once by the
+ * library): crc32_iscsi takes and returns the register, not the inverted
+ * value, and an int length */
 uint32_t sl_crc32c(uint32_t crc, const void *buf, size_t n)
 {
     const unsigned char *p = buf;
-    crc = ~crc;
-    if (crc_hw < 0) {
-        crc_init_table();
-        crc_hw = 0;
-#if defined(__x86_64__)
-        unsigned a, b, c, d;
-        if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2))
-            crc_hw = 1;
-#endif
+    uint32_t c = ~crc;
+    while (n) {
+        int k = n > (size_t)INT_MAX ? INT_MAX : (int)n;
+        c = crc32_iscsi((unsigned char *)p, k, c);
+        p += k;
+        n -= (size_t)k;
     }
-#if defined(__x86_64__)
-    if (crc_hw == 1)
-        return ~crc_hw_update(crc, p, n);
-#endif
-    while (n >= 8) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4);
-        memcpy(&hi, p + 4, 4);
-        lo ^= crc;
-        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
-              crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-              crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--)
-        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
-    return ~crc;
+    return ~c;
 }
 
 /* ---- streaming API ---- */

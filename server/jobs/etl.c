@@ -12,6 +12,7 @@
  * object errors; the gateway aggregates them for list/details/logs.
  */
 #include "etl.h"
+#include "b64.h"
 #include "bg.h"
 #include "cluster.h"
 #include "jsonx.h"
@@ -21,7 +22,6 @@
 #include "prx.h"
 
 #include <ctype.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -855,8 +855,8 @@ static int ask(const char *what, const char *name, const char *uuid, const char 
 
 static char *b64(const char *p, size_t n)
 {
-    char *out = sl_xmalloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)p, (int)n);
+    char *out = sl_xmalloc(sl_b64_encoded_len(n, 0) + 1);
+    sl_b64_encode(p, n, 0, out);
     return out;
 }
 

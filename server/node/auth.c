@@ -3,6 +3,7 @@
  * hashes (auth.h). The crypto is OpenSSL's; the JSON jansson's.
  */
 #include "auth.h"
+#include "b64.h"
 #include "conf.h"
 #include "jsonx.h"
 #include "sec.h"
@@ -79,50 +80,26 @@ int sl_access_parse(const char *s, uint64_t *out, struct sl_err *err)
     return rc;
 }
 
-/* ---- base64url ---- */
+/* ---- base64url (core/b64.h) ---- */
 
 static unsigned char *b64url_dec(const char *s, size_t n, size_t *outlen)
 {
-    if (n % 4 == 1)
-        return NULL;
-    size_t pn = (n + 3) / 4 * 4;
-    char *t = sl_xmalloc(pn + 1);
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '-')
-            c = '+';
-        else if (c == '_')
-            c = '/';
-        else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
-            free(t);
-            return NULL;
-        }
-        t[i] = c;
-    }
-    for (size_t i = n; i < pn; i++)
-        t[i] = '=';
-    t[pn] = 0;
-    unsigned char *o = sl_xmalloc(pn / 4 * 3 + 1);
-    int l = EVP_DecodeBlock(o, (unsigned char *)t, (int)pn);
-    free(t);
+    unsigned char *o = sl_xmalloc(sl_b64_decoded_max(n) + 1);
+    ssize_t l = sl_b64_decode(s, n, SL_B64_URL, o, NULL, 0);
     if (l < 0) {
         free(o);
         return NULL;
     }
-    *outlen = (size_t)l - (pn - n);
-    o[*outlen] = 0;
+    *outlen = (size_t)l;
+    o[l] = 0;
     return o;
 }
 
 static void b64url_enc(struct sl_buf *b, const unsigned char *p, size_t n)
 {
-    char *t = sl_xmalloc((n + 2) / 3 * 4 + 1);
-    int l = EVP_EncodeBlock((unsigned char *)t, p, (int)n);
-    while (l > 0 && t[l - 1] == '=')
-        l--;
-    for (int i = 0; i < l; i++)
-        t[i] = t[i] == '+' ? '-' : t[i] == '/' ? '_' : t[i];
-    sl_buf_add(b, t, (size_t)l);
+    char *t = sl_xmalloc(sl_b64_encoded_len(n, SL_B64_URL) + 1);
+    size_t l = sl_b64_encode(p, n, SL_B64_URL, t);
+    sl_buf_add(b, t, l);
     free(t);
 }
 

@@ -63,9 +63,9 @@ static bool b_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m)
     return true;
 }
 
-static bool b_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
+static bool b_get(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
 {
-    (void)r, (void)b, (void)name, (void)nlen;
+    (void)r, (void)b, (void)name, (void)nlen, (void)rd;
     strcpy(hit, "b.get");
     return true;
 }
