@@ -13,6 +13,7 @@
  *   POST   /v1/internal/ec/start {"id","provider","bck"}  job ec-encode here
  */
 #include "ec.h"
+#include "bqueue.h"
 #include "bg.h"
 #include "backend.h"
 #include "cksum.h"
@@ -533,69 +534,19 @@ static void delete_everywhere(const struct sl_bck *b, const char *name, size_t n
 
 enum { OP_PUT, OP_DEL };
 
-struct item {
-    struct item *next;
-    struct sl_bck b;
-    char *name;
-    size_t nlen;
-    int op;
-};
-
-struct ecb {
-    uint64_t bid;
-    struct sl_job *job;
-    int queued;
-    int64_t idle_since;
-};
-
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static struct item *q_head, *q_tail;
-static struct ecb *ecbs;
-static int necb;
-static bool q_running;
-
-static void *q_worker(void *arg);
-
-static void enqueue(const struct sl_bck *b, const char *name, size_t nlen, int op)
+static void q_work(const struct sl_bck *b, const char *name, size_t nlen, int op, struct sl_job *job)
 {
-    pthread_mutex_lock(&q_mu);
-    struct ecb *k = NULL;
-    for (int i = 0; i < necb && !k; i++)
-        if (ecbs[i].bid == b->bid)
-            k = &ecbs[i];
-    if (!k) {
-        ecbs = sl_xrealloc(ecbs, (size_t)(necb + 1) * sizeof(*ecbs));
-        k = &ecbs[necb++];
-        memset(k, 0, sizeof(*k));
-        k->bid = b->bid;
+    struct sl_err err = { 0 };
+    if (op == OP_DEL) {
+        delete_everywhere(b, name, nlen);
+    } else if (encode_one(b, name, nlen, job, false, &err) < 0) {
+        sl_logw("ec-put %s: %s", job->id, err.msg);
+        sl_job_add(&job->err_objs, 1);
     }
-    if (!k->job || k->job->end_ns || sl_job_aborting(k->job)) {
-        if (k->job && !k->job->end_ns)
-            sl_job_finish(k->job, "aborted");
-        sl_job_put(k->job);
-        k->job = sl_job_start("ec-put", NULL, b->name, "");
-    }
-    k->job->idle = false;
-    k->idle_since = 0;
-    k->queued++;
-    struct item *it = sl_xcalloc(1, sizeof(*it));
-    sl_bck_copy(&it->b, b);
-    it->name = sl_xstrndup(name, nlen);
-    it->nlen = nlen;
-    it->op = op;
-    if (q_tail)
-        q_tail->next = it;
-    else
-        q_head = it;
-    q_tail = it;
-    if (!q_running) {
-        q_running = true;
-        sl_run_detached(q_worker, NULL);
-    }
-    pthread_cond_signal(&q_cv);
-    pthread_mutex_unlock(&q_mu);
 }
+
+static const struct sl_bq_ops q_ops = { .kind = "ec-put", .idle_ns = EC_IDLE_NS, .wk = &wk, .work = q_work };
+static struct sl_bq ecq = SL_BQ_INIT(&q_ops);
 
 void sl_ec_after_put(const struct sl_bck *b, const char *name, size_t nlen)
 {
@@ -603,7 +554,7 @@ void sl_ec_after_put(const struct sl_bck *b, const char *name, size_t nlen)
     int64_t l;
     if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || wk.stopping)
         return;
-    enqueue(b, name, nlen, OP_PUT);
+    sl_bq_add(&ecq, b, name, nlen, OP_PUT);
 }
 
 static void after_put(const struct sl_bck *b, const char *name, size_t nlen, int why)
@@ -624,82 +575,7 @@ void sl_ec_after_delete(const struct sl_bck *b, const char *name, size_t nlen)
     int64_t l;
     if (G.role != SL_ROLE_TARGET || !sl_ec_props(b, &d, &p, &l) || wk.stopping)
         return;
-    enqueue(b, name, nlen, OP_DEL);
-}
-
-/* (q_mu held) end the jobs idle for long enough; true when none is left */
-static bool q_reap(int64_t now)
-{
-    for (int i = 0; i < necb;) {
-        struct ecb *k = &ecbs[i];
-        if (!k->queued) {
-            k->job->idle = true;
-            if (!k->idle_since)
-                k->idle_since = now;
-            if (now - k->idle_since >= EC_IDLE_NS || wk.stopping) {
-                if (!k->job->end_ns)
-                    sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
-                sl_job_put(k->job);
-                ecbs[i] = ecbs[--necb];
-                continue;
-            }
-        }
-        i++;
-    }
-    return necb == 0;
-}
-
-static void *q_worker(void *arg)
-{
-    (void)arg;
-    bool in = enter();
-    pthread_mutex_lock(&q_mu);
-    for (; in;) {
-        struct item *it = q_head;
-        if (it) {
-            q_head = it->next;
-            if (!q_head)
-                q_tail = NULL;
-            struct sl_job *job = NULL;
-            for (int i = 0; i < necb; i++)
-                if (ecbs[i].bid == it->b.bid)
-                    job = sl_job_get(ecbs[i].job->id);
-            pthread_mutex_unlock(&q_mu);
-            if (!wk.stopping) {
-                struct sl_err err = { 0 };
-                if (it->op == OP_DEL) {
-                    delete_everywhere(&it->b, it->name, it->nlen);
-                } else if (encode_one(&it->b, it->name, it->nlen, job, false, &err) < 0) {
-                    sl_logw("ec-put %s: %s", job ? job->id : "", err.msg);
-                    if (job)
-                        sl_job_add(&job->err_objs, 1);
-                }
-            }
-            pthread_mutex_lock(&q_mu);
-            for (int i = 0; i < necb; i++)
-                if (ecbs[i].bid == it->b.bid)
-                    ecbs[i].queued--;
-            pthread_mutex_unlock(&q_mu);
-            if (job)
-                sl_job_put(job);
-            sl_bck_release(&it->b);
-            free(it->name);
-            free(it);
-            pthread_mutex_lock(&q_mu);
-            continue;
-        }
-        if (q_reap(sl_mono_ns()) || wk.stopping)
-            break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&q_cv, &q_mu, &ts);
-    }
-    q_running = false;
-    pthread_mutex_unlock(&q_mu);
-    if (in)
-        leave();
-    return NULL;
+    sl_bq_add(&ecq, b, name, nlen, OP_DEL);
 }
 
 /* ---- restore ---- */

@@ -5,6 +5,7 @@
  * make-n-copies over a bucket). See mirror.h.
  */
 #include "mirror.h"
+#include "bqueue.h"
 #include "bg.h"
 #include "cksum.h"
 #include "conf.h"
@@ -451,36 +452,6 @@ int sl_mirror_restore(const struct sl_bck *b, const char *name, size_t nlen, str
  * the queue has drained (make-n-copies' walk), so a burst costs memory up
  * to the burst buffer and never loses a copy. */
 
-struct pc_item {
-    struct pc_item *next;
-    uint64_t bid;
-    char *name;
-    size_t nlen;
-};
-
-struct pc_bck {
-    struct sl_bck b;            /* copy (props referenced) */
-    struct sl_job *job;
-    int queued;
-    bool rescan;                /* the burst buffer overflowed: walk the bucket */
-    int64_t idle_since;         /* mono ns; 0 while busy */
-};
-
-static pthread_mutex_t pc_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pc_cv = PTHREAD_COND_INITIALIZER;
-static struct pc_item *pc_head, *pc_tail;
-static struct pc_bck *pcb;
-static int npcb;
-static bool pc_running;
-
-static struct pc_bck *pcb_find(uint64_t bid)
-{
-    for (int i = 0; i < npcb; i++)
-        if (pcb[i].b.bid == bid)
-            return &pcb[i];
-    return NULL;
-}
-
 static int burst_of(const struct sl_bck *b)
 {
     json_int_t n = json_integer_value(json_object_get(json_object_get(b->props, "mirror"), "burst_buffer"));
@@ -488,7 +459,30 @@ static int burst_of(const struct sl_bck *b)
 }
 
 static void walk_bucket(const struct sl_bck *b, int want, struct sl_job *job);
-static void *pc_worker(void *arg);
+
+static void pc_work(const struct sl_bck *b, const char *name, size_t nlen, int op, struct sl_job *job)
+{
+    (void)op;
+    struct sl_err err = { 0 };
+    if (sl_mirror_fix(b, name, nlen, sl_mirror_want(b), job, &err) < 0 && err.code != SL_ENOOBJ) {
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+        sl_logw("put-copies %s: %s: %s", job->id, cn, err.msg);
+        sl_job_add(&job->err_objs, 1);
+    }
+}
+
+static void pc_rescan(const struct sl_bck *b, struct sl_job *job)
+{
+    sl_logi("put-copies %s: more than mirror.burst_buffer=%d objects of %s were waiting: checking the whole "
+            "bucket", job->id, burst_of(b), b->name);
+    walk_bucket(b, sl_mirror_want(b), job);
+}
+
+static const struct sl_bq_ops pc_ops = {
+    .kind = "put-copies", .idle_ns = PC_IDLE_NS, .wk = &wk, .work = pc_work, .burst = burst_of, .rescan = pc_rescan,
+};
+static struct sl_bq pcq = SL_BQ_INIT(&pc_ops);
 
 static void after_put(const struct sl_bck *b, const char *name, size_t nlen, int why)
 {
@@ -507,143 +501,7 @@ void sl_mirror_after_put(const struct sl_bck *b, const char *name, size_t nlen)
 {
     if (sl_mirror_want(b) <= 1 || sl_store_nmpaths() < 2)
         return;
-    pthread_mutex_lock(&pc_mu);
-    struct pc_bck *k = pcb_find(b->bid);
-    if (!k) {
-        pcb = sl_xrealloc(pcb, (size_t)(npcb + 1) * sizeof(*pcb));
-        k = &pcb[npcb++];
-        memset(k, 0, sizeof(*k));
-        sl_bck_copy(&k->b, b);
-    }
-    if (!k->job || k->job->end_ns || sl_job_aborting(k->job)) {
-        /* (an aborted one ends here; the objects it had queued are skipped: make-n-copies makes their copies) */
-        if (k->job && !k->job->end_ns)
-            sl_job_finish(k->job, "aborted");
-        sl_job_put(k->job);
-        k->job = sl_job_start("put-copies", NULL, b->name, "");
-    } else if (k->b.props != b->props) { /* newer props (burst_buffer, copies) */
-        sl_bck_release(&k->b);
-        sl_bck_copy(&k->b, b);
-    }
-    k->job->idle = false;
-    k->idle_since = 0;
-    if (k->queued >= burst_of(b)) {
-        k->rescan = true;
-    } else {
-        struct pc_item *it = sl_xcalloc(1, sizeof(*it));
-        it->bid = b->bid;
-        it->name = sl_xstrndup(name, nlen);
-        it->nlen = nlen;
-        if (pc_tail)
-            pc_tail->next = it;
-        else
-            pc_head = it;
-        pc_tail = it;
-        k->queued++;
-    }
-    if (!pc_running) {
-        pc_running = true;
-        sl_run_detached(pc_worker, NULL);
-    }
-    pthread_cond_signal(&pc_cv);
-    pthread_mutex_unlock(&pc_mu);
-}
-
-/* (pc_mu held) end the jobs idle for long enough; true when none is left */
-static bool pc_reap(int64_t now)
-{
-    for (int i = 0; i < npcb;) {
-        struct pc_bck *k = &pcb[i];
-        if (!k->queued && !k->rescan) {
-            k->job->idle = true;
-            if (!k->idle_since)
-                k->idle_since = now;
-            if (now - k->idle_since >= PC_IDLE_NS || wk.stopping || sl_job_aborting(k->job)) {
-                if (!k->job->end_ns)
-                    sl_job_finish(k->job, sl_job_aborting(k->job) ? "aborted" : NULL);
-                sl_job_put(k->job);
-                sl_bck_release(&k->b);
-                pcb[i] = pcb[--npcb];
-                continue;
-            }
-        }
-        i++;
-    }
-    return npcb == 0;
-}
-
-static void *pc_worker(void *arg)
-{
-    (void)arg;
-    bool in = enter();
-    pthread_mutex_lock(&pc_mu);
-    for (; in;) {
-        struct pc_item *it = pc_head;
-        if (it) {
-            pc_head = it->next;
-            if (!pc_head)
-                pc_tail = NULL;
-            uint64_t bid = it->bid;
-            struct pc_bck *k = pcb_find(bid);
-            struct sl_bck b;
-            struct sl_job *job = k ? sl_job_get(k->job->id) : NULL;
-            if (job)
-                sl_bck_copy(&b, &k->b);
-            pthread_mutex_unlock(&pc_mu);
-            if (job && !sl_job_aborting(job) && !wk.stopping) {
-                struct sl_err err = { 0 };
-                if (sl_mirror_fix(&b, it->name, it->nlen, sl_mirror_want(&b), job, &err) < 0 &&
-                    err.code != SL_ENOOBJ) {
-                    char cn[400];
-                    sl_obj_cname(cn, sizeof(cn), &b, it->name, it->nlen);
-                    sl_logw("put-copies %s: %s: %s", job->id, cn, err.msg);
-                    sl_job_add(&job->err_objs, 1);
-                }
-            }
-            if (job) {
-                sl_bck_release(&b);
-                sl_job_put(job);
-            }
-            free(it->name);
-            free(it);
-            pthread_mutex_lock(&pc_mu);
-            if ((k = pcb_find(bid)) != NULL)
-                k->queued--;
-            continue;
-        }
-        /* the queue is empty: a bucket whose burst buffer overflowed is walked */
-        struct pc_bck *k = NULL;
-        for (int i = 0; i < npcb && !k; i++)
-            if (pcb[i].rescan)
-                k = &pcb[i];
-        if (k) {
-            k->rescan = false;
-            struct sl_job *job = sl_job_get(k->job->id);
-            if (!job)
-                continue;
-            struct sl_bck b;
-            sl_bck_copy(&b, &k->b);
-            pthread_mutex_unlock(&pc_mu);
-            sl_logi("put-copies %s: more than mirror.burst_buffer=%d objects of %s were waiting: checking the "
-                    "whole bucket", job->id, burst_of(&b), b.name);
-            walk_bucket(&b, sl_mirror_want(&b), job);
-            sl_bck_release(&b);
-            sl_job_put(job);
-            pthread_mutex_lock(&pc_mu);
-            continue;
-        }
-        if (pc_reap(sl_mono_ns()) || wk.stopping)
-            break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&pc_cv, &pc_mu, &ts);
-    }
-    pc_running = false;
-    pthread_mutex_unlock(&pc_mu);
-    if (in)
-        leave();
-    return NULL;
+    sl_bq_add(&pcq, b, name, nlen, 0);
 }
 
 /* ---- make-n-copies: every object of a bucket held here ---- */
