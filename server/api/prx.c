@@ -957,21 +957,17 @@ static void cluster_get_done(struct sl_req *r)
         json_t *out = json_object();
         const char *tid;
         json_t *arr;
-        json_object_foreach(per, tid, arr) {
-            json_t *sel = json_array();
-            size_t i;
-            json_t *sn;
-            json_array_foreach(arr, i, sn) {
-                if (id[0] && strcmp(sl_json_str(sn, "id", ""), id))
-                    continue;
-                if (active && sl_json_int(sn, "end_ns", 0))
-                    continue;
-                json_array_append(sel, sn);
-            }
-            if (json_array_size(sel) || by_kind)
-                json_object_set_new(out, tid, sel);
-            else
-                json_decref(sel);
+        json_object_foreach(per, tid, arr) /* ([] for a target with none, when by kind) */
+            if (by_kind)
+                json_object_set_new(out, tid, json_array());
+        struct sl_snap_it it;
+        for (sl_snaps_first(&it, per, id[0] ? id : NULL); it.sn; sl_snaps_next(&it)) {
+            if (active && sl_json_int(it.sn, "end_ns", 0))
+                continue;
+            json_t *sel = json_object_get(out, it.tid);
+            if (!sel)
+                json_object_set_new(out, it.tid, sel = json_array());
+            json_array_append(sel, it.sn);
         }
         if (!json_object_size(out))
             sl_resp_errf(r, SL_ENOENT, "no job matches (id \"%s\", kind \"%s\")", id, kind);
@@ -981,19 +977,13 @@ static void cluster_get_done(struct sl_req *r)
     } else if (!strcmp(what, "status")) {
         if (!id[0]) {
             /* kind only: the newest job of that kind */
-            const char *tid;
-            json_t *arr;
             int64_t best = 0;
-            json_object_foreach(per, tid, arr) {
-                size_t i;
-                json_t *sn;
-                json_array_foreach(arr, i, sn) {
-                    if (sl_json_int(sn, "start_ns", 0) > best) {
-                        best = sl_json_int(sn, "start_ns", 0);
-                        id = sl_json_str(sn, "id", "");
-                    }
+            struct sl_snap_it it;
+            for (sl_snaps_first(&it, per, NULL); it.sn; sl_snaps_next(&it))
+                if (sl_json_int(it.sn, "start_ns", 0) > best) {
+                    best = sl_json_int(it.sn, "start_ns", 0);
+                    id = sl_json_str(it.sn, "id", "");
                 }
-            }
         }
         json_t *st = id[0] ? sl_cluster_job_status(per, id) : NULL;
         if (!st)
@@ -1003,17 +993,9 @@ static void cluster_get_done(struct sl_req *r)
             sl_resp_json_new(r, 200, st);
     } else { /* status_all, running_all */
         json_t *ids = json_object();
-        const char *tid;
-        json_t *arr;
-        json_object_foreach(per, tid, arr) {
-            size_t i;
-            json_t *sn;
-            json_array_foreach(arr, i, sn) {
-                if (id[0] && strcmp(sl_json_str(sn, "id", ""), id))
-                    continue; /* kind was filtered by the targets */
-                json_object_set_new(ids, sl_json_str(sn, "id", ""), json_string(sl_json_str(sn, "kind", "")));
-            }
-        }
+        struct sl_snap_it it; /* (kind was filtered by the targets) */
+        for (sl_snaps_first(&it, per, id[0] ? id : NULL); it.sn; sl_snaps_next(&it))
+            json_object_set_new(ids, sl_json_str(it.sn, "id", ""), json_string(sl_json_str(it.sn, "kind", "")));
         json_t *out = json_array();
         const char *jid;
         json_t *jk;

@@ -95,6 +95,30 @@ int sl_cluster_stop_jobs(const char *id, const char *kind);
  * returned by sl_cluster_job_snaps; per is only read); NULL if no target
  * knows the id. */
 json_t *sl_cluster_job_status(json_t *per, const char *id);
+/* Every snapshot of per ({tid: [snap, ...]}, as sl_cluster_job_snaps
+ * returns it; only read) of job id (NULL: all), with its target's id:
+ *     struct sl_snap_it it;
+ *     for (sl_snaps_first(&it, per, id); it.sn; sl_snaps_next(&it))
+ *         ... it.tid, it.sn ...
+ * The pointers are per's, valid while per is. */
+struct sl_snap_it {
+    json_t *per;
+    void *oi;
+    const char *id;
+    const char *tid;
+    json_t *arr;
+    size_t i;
+    json_t *sn;
+};
+void sl_snaps_first(struct sl_snap_it *it, json_t *per, const char *id);
+void sl_snaps_next(struct sl_snap_it *it);
+/* Start a cluster job of kind: a new id (prefix "srt-"; into id), put in
+ * body (taken) as "id", then its coordinator starts it: this node when
+ * standalone (local(id, body)), else the target HRW picks for "kind/id"
+ * (POST body to its path). 0, or -1 with err. */
+int sl_cluster_job_begin(const char *kind, const char *prefix, const char *path, json_t *body,
+                         int (*local)(const char *id, const json_t *body, struct sl_err *err), char *id, size_t idlen,
+                         struct sl_err *err);
 
 /* Target: fetch the BMD from the primary; 1 if a newer one was installed.
  * On an HTTP thread it only starts the fetch in the background (0). */

@@ -184,40 +184,76 @@ int sl_cluster_stop_jobs(const char *id, const char *kind)
     return n;
 }
 
+static void snaps_settle(struct sl_snap_it *it) /* on the next matching snapshot from (oi, i) on, or sn NULL */
+{
+    for (; it->oi; it->oi = json_object_iter_next(it->per, it->oi), it->i = 0) {
+        it->tid = json_object_iter_key(it->oi);
+        it->arr = json_object_iter_value(it->oi);
+        for (; it->i < json_array_size(it->arr); it->i++) {
+            it->sn = json_array_get(it->arr, it->i);
+            if (!it->id || !strcmp(sl_json_str(it->sn, "id", ""), it->id))
+                return;
+        }
+    }
+    it->sn = NULL;
+}
+
+void sl_snaps_first(struct sl_snap_it *it, json_t *per, const char *id)
+{
+    memset(it, 0, sizeof(*it));
+    it->per = per;
+    it->id = id;
+    it->oi = per ? json_object_iter(per) : NULL;
+    snaps_settle(it);
+}
+
+void sl_snaps_next(struct sl_snap_it *it)
+{
+    it->i++;
+    snaps_settle(it);
+}
+
+int sl_cluster_job_begin(const char *kind, const char *prefix, const char *path, json_t *body,
+                         int (*local)(const char *id, const json_t *body, struct sl_err *err), char *id, size_t idlen,
+                         struct sl_err *err)
+{
+    sl_job_id(id, idlen, prefix);
+    json_object_set_new(body, "id", json_string(id));
+    if (G.role != SL_ROLE_STANDALONE)
+        return sl_cluster_to_coordinator(kind, id, path, body, err);
+    int rc = local(id, body, err);
+    json_decref(body);
+    return rc;
+}
+
 /* nl.Status aggregated over targets for one job id; NULL if unknown */
 json_t *sl_cluster_job_status(json_t *per, const char *id)
 {
-    const char *tid;
-    json_t *arr;
     bool found = false, running = false, aborted = false, failed = false;
     int64_t end = 0;
     char kind[32] = "", err[1024] = "";
     bool err_generic = false;
-    json_object_foreach(per, tid, arr) {
-        size_t i;
-        json_t *snap;
-        json_array_foreach(arr, i, snap) {
-            if (strcmp(sl_json_str(snap, "id", ""), id))
-                continue;
-            found = true;
-            snprintf(kind, sizeof(kind), "%s", sl_json_str(snap, "kind", ""));
-            int64_t e = sl_json_int(snap, "end_ns", 0);
-            if (!e)
-                running = true;
-            else if (e > end)
-                end = e;
-            if (sl_json_bool(snap, "aborted", false))
-                aborted = true;
-            else if (e && sl_json_str(snap, "err", "")[0])
-                failed = true;
-            /* the root cause wins over the "aborted" of targets that were
-             * stopped because of it */
-            const char *er = sl_json_str(snap, "err", "");
-            bool generic = !strcmp(er, "aborted");
-            if (er[0] && (!err[0] || (err_generic && !generic))) {
-                snprintf(err, sizeof(err), "t[%s]: %s", tid, er);
-                err_generic = generic;
-            }
+    struct sl_snap_it it;
+    for (sl_snaps_first(&it, per, id); it.sn; sl_snaps_next(&it)) {
+        json_t *snap = it.sn;
+        found = true;
+        snprintf(kind, sizeof(kind), "%s", sl_json_str(snap, "kind", ""));
+        int64_t e = sl_json_int(snap, "end_ns", 0);
+        if (!e)
+            running = true;
+        else if (e > end)
+            end = e;
+        if (sl_json_bool(snap, "aborted", false))
+            aborted = true;
+        else if (e && sl_json_str(snap, "err", "")[0])
+            failed = true;
+        /* the root cause wins over the "aborted" of targets that were
+         * stopped because of it */
+        const char *er = sl_json_str(snap, "err", "");
+        bool generic = !strcmp(er, "aborted");
+        if (er[0] && (!err[0] || (err_generic && !generic))) {
+            snprintf(err, sizeof(err), "t[%s]: %s", it.tid, er);
+            err_generic = generic;
         }
     }
     if (!found)

@@ -120,6 +120,12 @@ static json_t *job_info(const json_t *sn)
     return o;
 }
 
+/* standalone: the coordinator is this node */
+static int local_start(const char *id, const json_t *body, struct sl_err *err)
+{
+    return sl_dsort_coord_start(id, json_object_get(body, "spec"), err);
+}
+
 static void start_run(struct sl_req *r, void *arg)
 {
     (void)arg;
@@ -138,18 +144,11 @@ static void start_run(struct sl_req *r, void *arg)
         return;
     }
     sl_bck_release(&b);
-    json_t *spec = sl_dsort_spec_json(&s);
+    json_t *body = json_pack("{s:o}", "spec", sl_dsort_spec_json(&s));
     sl_dsort_spec_free(&s);
     char id[48];
-    sl_job_id(id, sizeof(id), "srt-");
-    if (G.role == SL_ROLE_STANDALONE) {
-        rc = sl_dsort_coord_start(id, spec, &err);
-    } else {
-        rc = sl_cluster_to_coordinator("dsort", id, "/v1/internal/dsort/start",
-                                       json_pack("{s:s,s:O}", "id", id, "spec", spec), &err);
-    }
-    json_decref(spec);
-    if (rc < 0) {
+    if (sl_cluster_job_begin("dsort", "srt-", "/v1/internal/dsort/start", body, local_start, id, sizeof(id), &err) <
+        0) {
         sl_resp_err(r, &err);
         return;
     }
@@ -170,14 +169,9 @@ static void get_run(struct sl_req *r, void *arg)
     json_t *per = sl_cluster_job_snaps(uuid && *uuid ? uuid : NULL, "dsort", false, &err);
     if (uuid && *uuid) {
         json_t *out = json_object();
-        const char *tid;
-        json_t *arr;
-        json_object_foreach(per, tid, arr) {
-            size_t i;
-            json_t *sn;
-            json_array_foreach(arr, i, sn) if (!strcmp(sl_json_str(sn, "id", ""), uuid))
-                json_object_set_new(out, tid, job_info(sn));
-        }
+        struct sl_snap_it it;
+        for (sl_snaps_first(&it, per, uuid); it.sn; sl_snaps_next(&it))
+            json_object_set_new(out, it.tid, job_info(it.sn));
         json_decref(per);
         if (err.msg[0]) { /* a partial answer could read "all finished" with a target's shards still to come */
             json_decref(out);
@@ -205,25 +199,20 @@ static void get_run(struct sl_req *r, void *arg)
         return;
     }
     json_t *byid = json_object();
-    const char *tid;
-    json_t *arr;
-    json_object_foreach(per, tid, arr) {
-        size_t i;
-        json_t *sn;
-        json_array_foreach(arr, i, sn) {
-            const char *id = sl_json_str(sn, "id", "");
-            json_t *cur = json_object_get(byid, id);
-            bool coord = json_is_true(json_object_get(json_object_get(sn, "ext"), "coordinator"));
-            bool running = sl_json_int(sn, "end_ns", 0) == 0;
-            if (!cur || coord) {
-                json_t *ji = job_info(sn);
-                if (cur && json_is_true(json_object_get(cur, "_running")))
-                    running = true;
-                json_object_set_new(ji, "_running", json_boolean(running));
-                json_object_set_new(byid, id, ji);
-            } else if (running) {
-                json_object_set_new(cur, "_running", json_true());
-            }
+    struct sl_snap_it it;
+    for (sl_snaps_first(&it, per, NULL); it.sn; sl_snaps_next(&it)) {
+        const char *id = sl_json_str(it.sn, "id", "");
+        json_t *cur = json_object_get(byid, id);
+        bool coord = json_is_true(json_object_get(json_object_get(it.sn, "ext"), "coordinator"));
+        bool running = sl_json_int(it.sn, "end_ns", 0) == 0;
+        if (!cur || coord) {
+            json_t *ji = job_info(it.sn);
+            if (cur && json_is_true(json_object_get(cur, "_running")))
+                running = true;
+            json_object_set_new(ji, "_running", json_boolean(running));
+            json_object_set_new(byid, id, ji);
+        } else if (running) {
+            json_object_set_new(cur, "_running", json_true());
         }
     }
     json_decref(per);

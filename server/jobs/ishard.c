@@ -498,6 +498,12 @@ static int coord_start(const char *id, const json_t *msg, struct sl_err *err)
     return rc;
 }
 
+/* standalone: the same path as a coordinating target's */
+static int local_start(const char *id, const json_t *body, struct sl_err *err)
+{
+    return coord_start(id, json_object_get(body, "msg"), err);
+}
+
 /* target: POST /v1/internal/ishard/plan {"id","msg"} (off the HTTP threads:
  * compiling a Lua EKM is Lua work) */
 static void internal_plan_run(struct sl_req *r, void *arg)
@@ -596,17 +602,10 @@ static void start_run(struct sl_req *r, void *arg)
         return;
     }
     char id[48];
-    sl_job_id(id, sizeof(id), "ish-");
-    json_t *body = json_pack("{s:s,s:o}", "id", id, "msg", sl_ishard_msg_json(&m));
+    json_t *body = json_pack("{s:o}", "msg", sl_ishard_msg_json(&m));
     sl_ishard_msg_free(&m);
-    if (G.role == SL_ROLE_STANDALONE) {
-        /* same path as a target's */
-        rc = coord_start(id, json_object_get(body, "msg"), &err);
-        json_decref(body);
-    } else {
-        rc = sl_cluster_to_coordinator("ishard", id, "/v1/internal/ishard/plan", body, &err);
-    }
-    if (rc < 0) {
+    if (sl_cluster_job_begin("ishard", "ish-", "/v1/internal/ishard/plan", body, local_start, id, sizeof(id), &err) <
+        0) {
         sl_resp_err(r, &err);
         return;
     }
@@ -631,34 +630,29 @@ static void status_run(struct sl_req *r, void *arg)
     char emsg[1100] = "";
     json_int_t shards_total = 0, written = 0, bytes = 0, vanished = 0, members = 0;
     json_t *van = json_array();
-    const char *tid;
-    json_t *arr;
-    json_object_foreach(per, tid, arr) {
-        size_t i;
-        json_t *sn;
-        json_array_foreach(arr, i, sn) {
-            if (strcmp(sl_json_str(sn, "id", ""), id))
-                continue;
-            found = true;
-            json_t *ext = json_object_get(sn, "ext");
-            if (json_object_get(ext, "report"))
-                report = json_incref(json_object_get(ext, "report"));
-            running |= sl_json_int(sn, "end_ns", 0) == 0;
-            aborted |= sl_json_bool(sn, "aborted", false);
-            const char *e = sl_json_str(sn, "err", "");
-            if (e[0] && (!emsg[0] || !strncmp(emsg + strcspn(emsg, ":") + 2, "aborted", 7)))
-                snprintf(emsg, sizeof(emsg), "t[%s]: %s", tid, e);
-            json_t *st = json_object_get(sn, "stats");
-            written += sl_json_int(st, "out-objs", 0);
-            bytes += sl_json_int(st, "out-bytes", 0);
-            members += sl_json_int(st, "loc-objs", 0) + sl_json_int(st, "in-objs", 0);
-            json_t *b = json_object_get(ext, "build");
-            shards_total += sl_json_int(b, "shards", 0);
-            vanished += sl_json_int(b, "vanished", 0);
-            size_t k;
-            json_t *v;
-            json_array_foreach(json_object_get(b, "vanished_objects"), k, v) json_array_append(van, v);
-        }
+    struct sl_snap_it it;
+    for (sl_snaps_first(&it, per, id); it.sn; sl_snaps_next(&it)) {
+        const char *tid = it.tid;
+        json_t *sn = it.sn;
+        found = true;
+        json_t *ext = json_object_get(sn, "ext");
+        if (json_object_get(ext, "report"))
+            report = json_incref(json_object_get(ext, "report"));
+        running |= sl_json_int(sn, "end_ns", 0) == 0;
+        aborted |= sl_json_bool(sn, "aborted", false);
+        const char *e = sl_json_str(sn, "err", "");
+        if (e[0] && (!emsg[0] || !strncmp(emsg + strcspn(emsg, ":") + 2, "aborted", 7)))
+            snprintf(emsg, sizeof(emsg), "t[%s]: %s", tid, e);
+        json_t *st = json_object_get(sn, "stats");
+        written += sl_json_int(st, "out-objs", 0);
+        bytes += sl_json_int(st, "out-bytes", 0);
+        members += sl_json_int(st, "loc-objs", 0) + sl_json_int(st, "in-objs", 0);
+        json_t *b = json_object_get(ext, "build");
+        shards_total += sl_json_int(b, "shards", 0);
+        vanished += sl_json_int(b, "vanished", 0);
+        size_t k;
+        json_t *v;
+        json_array_foreach(json_object_get(b, "vanished_objects"), k, v) json_array_append(van, v);
     }
     json_decref(per);
     if (!found) {
