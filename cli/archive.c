@@ -116,15 +116,12 @@ static int put_member(const struct uri *u, const char *shard, const char *path, 
     h = cli_auth_hdr(h);
     struct sl_buf resp;
     sl_buf_init(&resp);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    cli_tls_opts(c);
+    cli_curl_opts(c, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.p ? body.p : "");
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_sink);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
     CURLcode rc = curl_easy_perform(c);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * auth.c: `shale auth ...` (users, roles, tokens of the cluster's AuthN,
- * server/api/authn.c), as `ais auth` does, and the token every request of
- * this CLI carries: AIS_AUTHN_TOKEN, else the file AIS_AUTHN_TOKEN_FILE,
- * else ~/.config/shale/auth.token (written by `shale auth login`, 0600,
- * {"token": "..."} as AIStore's CLI writes it).
+ * server/api/authn.c), as `ais auth` does. `shale auth login` writes the
+ * token every request of this CLI carries (read by cli_token in common.c)
+ * to cli_token_path(), 0600, {"token": "..."} as AIStore's CLI writes it.
  */
 #include "cli.h"
 #include "jsonx.h"
@@ -13,41 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char *token_path(void)
-{
-    const char *f = getenv("AIS_AUTHN_TOKEN_FILE");
-    if (f && *f)
-        return sl_xstrdup(f);
-    const char *home = getenv("HOME");
-    return home && *home ? sl_xasprintf("%s/.config/shale/auth.token", home) : NULL;
-}
-
-char *cli_token(void)
-{
-    const char *t = getenv("AIS_AUTHN_TOKEN");
-    if (t && *t)
-        return sl_xstrdup(t);
-    char *p = token_path();
-    struct sl_buf b;
-    sl_buf_init(&b);
-    char *out = NULL;
-    if (p && sl_read_file(p, &b, 64 * 1024) == 0 && b.len) {
-        sl_buf_add(&b, "", 1);
-        if (b.p[0] == '{') {
-            json_t *j = json_loads(b.p, 0, NULL);
-            const char *s = json_string_value(json_object_get(j, "token"));
-            out = s ? sl_xstrdup(s) : NULL;
-            json_decref(j);
-        } else {
-            size_t n = strcspn(b.p, "\r\n ");
-            out = sl_xasprintf("%.*s", (int)n, b.p);
-        }
-    }
-    sl_buf_free(&b);
-    free(p);
-    return out;
-}
 
 int cli_save_token(const char *path, const char *tok)
 {
@@ -140,7 +104,7 @@ static int login(struct opts *o)
     cli_resp_free(&r);
     const char *tok = json_string_value(json_object_get(j, "token"));
     const char *f = opt_str(o, "file");
-    char *tp = f ? sl_xstrdup(f) : token_path();
+    char *tp = f ? sl_xstrdup(f) : cli_token_path();
     int rc = 1;
     if (tok && tp && cli_save_token(tp, tok) == 0) {
         printf("Logged in as %s; token saved to %s\n", o->argv[0], tp);
@@ -155,7 +119,7 @@ static int logout(struct opts *o)
 {
     (void)o;
     char *tok = cli_token();
-    char *tp = token_path();
+    char *tp = cli_token_path();
     int rc = 0;
     if (!tok) {
         printf("Not logged in\n");

@@ -147,18 +147,12 @@ static int bucket_rm(struct opts *o)
 
 static int list_buckets(struct opts *o)
 {
-    struct cli_resp r;
-    cli_req("GET", "/v1/buckets", NULL, NULL, 0, &r); /* every provider's */
-    if (r.status != 200) {
-        int rc = cli_fail(&r, "list buckets");
-        cli_resp_free(&r);
+    json_t *j;
+    int rc = cli_get_json("/v1/buckets", "list buckets", &j); /* every provider's */
+    if (rc)
         return rc;
-    }
-    json_t *j = cli_resp_json(&r);
     if (cli_json) {
-        char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-        printf("%s\n", s);
-        free(s);
+        cli_print_json(j);
     } else {
         struct table *t = table_new(2, "NAME", "PRESENT");
         size_t i;
@@ -175,7 +169,6 @@ static int list_buckets(struct opts *o)
         table_free(t);
     }
     json_decref(j);
-    cli_resp_free(&r);
     (void)o;
     return 0;
 }
@@ -221,9 +214,7 @@ static int bucket_summary(struct opts *o, struct uri *u)
         return rc;
     json_t *x = json_array_get(res, 0);
     if (cli_json) {
-        char *s = sl_json_dump(x, SL_JD_PRETTY, NULL);
-        printf("%s\n", s);
-        free(s);
+        cli_print_json(x);
     } else {
         json_t *oc = json_object_get(x, "ObjCount"), *os = json_object_get(x, "ObjSize"),
                *ts = json_object_get(x, "TotalSize");
@@ -335,32 +326,22 @@ static int list_objects(struct opts *o, struct uri *u)
         free(cp);
     }
     json_t *all_entries = cli_json ? json_array() : NULL;
+    char fl[32];
+    snprintf(fl, sizeof(fl), "%llu", flags);
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
     for (;;) {
-        json_t *msg = json_object();
-        char fl[32];
-        snprintf(fl, sizeof(fl), "%llu", flags);
-        json_object_set_new(msg, "props", json_string(want));
-        json_object_set_new(msg, "prefix", json_string(prefix));
-        json_object_set_new(msg, "continuation_token", json_string(token));
-        json_object_set_new(msg, "uuid", json_string(uuid));
-        json_object_set_new(msg, "flags", json_string(fl));
-        if (start_after && !page)
-            json_object_set_new(msg, "start_after", json_string(start_after));
         long long ps = psize;
         if (limit && (!ps || ps > limit - total))
             ps = limit - total;
-        json_object_set_new(msg, "pagesize", json_integer(ps));
-        struct cli_resp r;
-        char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
-        cli_act("GET", pq, "list", "", msg, &r);
-        free(pq);
-        if (r.status != 200) {
-            rc = cli_fail(&r, NULL);
-            cli_resp_free(&r);
+        json_t *msg = json_pack("{s:s,s:s,s:s,s:I}", "props", want, "prefix", prefix, "flags", fl, "pagesize",
+                                (json_int_t)ps);
+        if (start_after && !page)
+            json_object_set_new(msg, "start_after", json_string(start_after));
+        json_t *j = cli_list_page(pq, msg, &token, &uuid);
+        if (!j) {
+            rc = 1;
             break;
         }
-        json_t *j = cli_resp_json(&r);
-        cli_resp_free(&r);
         json_t *ents = json_object_get(j, "entries");
         if (!t)
             t = table_new_arr(ncols, (const char *const *)cols);
@@ -422,10 +403,6 @@ static int list_objects(struct opts *o, struct uri *u)
         }
         total += npage;
         page++;
-        free(token);
-        free(uuid);
-        token = sl_xstrdup(json_string_value(json_object_get(j, "continuation_token")) ?: "");
-        uuid = sl_xstrdup(json_string_value(json_object_get(j, "uuid")) ?: "");
         json_decref(j);
         if (paged && !cli_json) {
             table_print(t, stdout, !cli_no_headers);
@@ -443,9 +420,7 @@ static int list_objects(struct opts *o, struct uri *u)
         if (cli_json && count_only) {
             printf("%lld\n", total);
         } else if (cli_json) {
-            char *s = sl_json_dump(all_entries, SL_JD_PRETTY, NULL);
-            printf("%s\n", s);
-            free(s);
+            cli_print_json(all_entries);
         } else if (t && !count_only) {
             table_print(t, stdout, !cli_no_headers);
         }
@@ -458,6 +433,7 @@ static int list_objects(struct opts *o, struct uri *u)
     json_decref(all_entries);
     if (t)
         table_free(t);
+    free(pq);
     free(token);
     free(uuid);
     if (have_re)
@@ -519,9 +495,7 @@ static int bucket_props(struct opts *o)
             json_error_t je;
             json_t *j = json_loads(props, 0, &je);
             if (cli_json) {
-                char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-                printf("%s\n", s);
-                free(s);
+                cli_print_json(j);
             } else {
                 struct table *t = table_new(2, "PROPERTY", "VALUE");
                 const char *k, *k2;
@@ -583,10 +557,8 @@ static int bucket_props(struct opts *o)
 static int bucket_mv(int argc, char **argv)
 {
     struct opts o;
-    if (cli_opts(&o, "bucket mv", argc, argv) < 0)
+    if (cli_opts_min(&o, "bucket mv", argc, argv, 2))
         return 1;
-    if (o.argc != 2)
-        return cli_usage("bucket mv");
     int64_t tmo;
     struct uri src, dst;
     if (cli_timeout(&o, &tmo) < 0 || uri_parse(o.argv[0], &src, true) < 0)
@@ -655,10 +627,8 @@ int cmd_bucket(int argc, char **argv)
         return cmd_evict(argc - 1, argv + 1);
     if (!strcmp(verb, "summary")) {
         struct uri u;
-        if (cli_opts(&o, "bucket summary", argc - 1, argv + 1) < 0)
+        if (cli_opts_min(&o, "bucket summary", argc - 1, argv + 1, 1))
             return 1;
-        if (o.argc != 1)
-            return cli_usage("bucket summary");
         if (uri_parse(o.argv[0], &u, true) < 0)
             return 1;
         int rc = bucket_summary(&o, &u);

@@ -33,6 +33,9 @@ int opts_parse(struct opts *o, int argc, char **argv, const char *valued, const 
  * more positional arguments than the command takes, naming the first extra
  * one. Returns -1 after printing the error. */
 int cli_opts(struct opts *o, const char *path, int argc, char **argv);
+/* cli_opts, then the usage of path when there are fewer than min positional
+ * arguments: 0, or 1 after printing the error */
+int cli_opts_min(struct opts *o, const char *path, int argc, char **argv, int min);
 /* "Usage: ..." of command path to stderr, with a pointer to its --help; returns 1 */
 int cli_usage(const char *path);
 /* the full help of path ("bucket cp") to f; -1 when there is none */
@@ -41,7 +44,7 @@ int cli_help(const char *path, FILE *f);
 void cli_help_overview(FILE *f, const char *const *names, size_t n);
 /* edit distance of two short words (99 when either is over 40 characters) */
 int cli_distance(const char *a, const char *b);
-/* the command path the current flags belong to ("get"), for messages */
+/* the command path the current flags belong to ("get"), for messages (set by cli_opts) */
 extern const char *cli_cmd_path;
 const char *opt_str(const struct opts *o, const char *name);    /* NULL if absent */
 /* flag i of o is known as name from now on (an alias's canonical name) */
@@ -71,6 +74,9 @@ int cli_req(const char *method, const char *path_and_query, const char *ctype, c
 /* The same with header lines ("Name: value"; NULL-terminated list). */
 int cli_req_h(const char *method, const char *path_and_query, const char *const *hdrs, const void *body, size_t blen,
               struct cli_resp *out);
+/* A GET (hdrs may be NULL) to the node at url (scheme://host:port) instead
+ * of the endpoint, which stays as it is. */
+int cli_get_at(const char *url, const char *path_and_query, const char *const *hdrs, struct cli_resp *out);
 /* ActMsg request: {"action":action,"name":name,"value":value} (value consumed). */
 int cli_act(const char *method, const char *path_and_query, const char *action, const char *name, json_t *value,
             struct cli_resp *out);
@@ -80,6 +86,16 @@ bool cli_resp_header(const struct cli_resp *r, const char *name, char *out, size
 /* print "Error: <message>" for a failed response and return 1 */
 int cli_fail(const struct cli_resp *r, const char *what);
 json_t *cli_resp_json(const struct cli_resp *r);
+/* GET pq: 0 and *out its JSON body (new; NULL if it has none), or
+ * cli_fail(what)'s 1 (*out NULL) when the answer is not 200 */
+int cli_get_json(const char *pq, const char *what, json_t **out);
+/* j as indented JSON and a newline on stdout (--json) */
+void cli_print_json(const json_t *j);
+/* One page of a listing (GET pq with "list"): msg (the LsoMsg; consumed)
+ * gets *token and *uuid ("" for the first page), which are then replaced
+ * by the next page's ("" token: this was the last). The page (new), or NULL
+ * after printing the error. */
+json_t *cli_list_page(const char *pq, json_t *msg, char **token, char **uuid);
 /* Every entry of a listing (GET pq with "list"), page after page: fn(arg,
  * entry) for each; msg holds the LsoMsg fields (props, prefix, flags; only
  * read), the token and uuid are added. 0 at the end, fn's non-zero value
@@ -110,7 +126,7 @@ char *cli_act_id(const char *method, const char *pq, const char *action, json_t 
  * (SIZE) <where>", or for a dry run "[DRY RUN] No modifications on the
  * cluster" and "N objects (SIZE) would have been <would>"; then the objects
  * that failed as OBJECT ECODE ERROR rows (*failed of them, *shown listed).
- * Returns cli_job_wait's result. */
+ * Returns cli_job_wait's result. (job.c) */
 int cli_job_report(const char *id, int64_t tmo, bool progress, bool dry, const char *done, const char *where,
                    const char *would, uint64_t *failed, size_t *shown);
 /* OBJECT ECODE ERROR, one row per error (the first line of its message);
@@ -131,7 +147,7 @@ struct cli_verb {
     int (*fn)(struct opts *o);
     const char *path;
 };
-/* Run the verb argv[0] of group; an unknown one is one line naming the valid ones. */
+/* Run the verb argv[0] of group; an unknown one is one line naming the valid ones. (help.c) */
 int cli_run_verb(const char *group, const struct cli_verb *verbs, size_t n, int argc, char **argv, bool keep_verb);
 
 /* ---- bucket URIs ---- */
@@ -198,9 +214,12 @@ int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);
 int cmd_auth(int argc, char **argv);
 int cmd_log(int argc, char **argv);
-/* the token requests carry (auth.c): AIS_AUTHN_TOKEN, AIS_AUTHN_TOKEN_FILE,
- * ~/.config/shale/auth.token; NULL if none (free()) */
+/* the token requests carry: AIS_AUTHN_TOKEN, else the file cli_token_path
+ * names; NULL if none (free()) */
 char *cli_token(void);
+/* where the token is kept: AIS_AUTHN_TOKEN_FILE, else
+ * ~/.config/shale/auth.token; NULL without either (free()) */
+char *cli_token_path(void);
 /* h plus "Authorization: Bearer TOKEN" when there is a token */
 struct curl_slist *cli_auth_hdr(struct curl_slist *h);
 /* Write a file only its owner may read (0600; an old one is replaced);
@@ -211,8 +230,10 @@ int cli_save_token(const char *path, const char *tok);
 /* n characters [A-Za-z0-9] from the kernel's random source, NUL-terminated
  * (out holds n + 1; n at most 256); -1 if it cannot be read */
 int cli_random_text(char *out, size_t n);
-/* HTTPS: AIS_CLIENT_CA (the CA to trust), AIS_SKIP_VERIFY_CRT=true */
-void cli_tls_opts(CURL *c);
+/* What every request of the CLI sets on its handle: the url, HTTPS
+ * (AIS_CLIENT_CA: the CA to trust; AIS_SKIP_VERIFY_CRT=true), redirects
+ * followed, no signals, the user agent shale-cli/VERSION */
+void cli_curl_opts(CURL *c, const char *url);
 /* poll a job (id or kind) until it ends; 0 = finished without errors */
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress);
 

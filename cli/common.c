@@ -20,6 +20,7 @@
 
 bool cli_json;
 bool cli_no_headers;
+const char *cli_cmd_path;
 static char *endpoint;
 void cli_cleanup(void);
 
@@ -78,33 +79,42 @@ static void *opt_keep(void *p)
     return p;
 }
 
+json_t *cli_list_page(const char *pq, json_t *msg, char **token, char **uuid)
+{
+    json_object_set_new(msg, "continuation_token", json_string(*token));
+    json_object_set_new(msg, "uuid", json_string(*uuid));
+    struct cli_resp r;
+    cli_act("GET", pq, "list", "", msg, &r);
+    if (r.status != 200) {
+        cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        return NULL;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    free(*token);
+    free(*uuid);
+    *token = sl_xstrdup(sl_json_str(j, "continuation_token", ""));
+    *uuid = sl_xstrdup(sl_json_str(j, "uuid", ""));
+    return j;
+}
+
 int cli_list_each(const char *pq, const json_t *msg, int (*fn)(void *arg, const json_t *entry), void *arg)
 {
     char *token = sl_xstrdup(""), *uuid = sl_xstrdup("");
     int rc = 0;
     for (int pages = 0; rc == 0 && pages < 10000000; pages++) {
-        json_t *m = json_deep_copy(msg);
-        json_object_set_new(m, "continuation_token", json_string(token));
-        json_object_set_new(m, "uuid", json_string(uuid));
-        struct cli_resp r;
-        cli_act("GET", pq, "list", "", m, &r);
-        if (r.status != 200) {
-            rc = cli_fail(&r, NULL);
-            cli_resp_free(&r);
+        json_t *j = cli_list_page(pq, json_deep_copy(msg), &token, &uuid);
+        if (!j) {
+            rc = 1;
             break;
         }
-        json_t *j = cli_resp_json(&r);
-        cli_resp_free(&r);
         size_t i;
         json_t *e;
         json_array_foreach(json_object_get(j, "entries"), i, e) {
             if ((rc = fn(arg, e)) != 0)
                 break;
         }
-        free(token);
-        free(uuid);
-        token = sl_xstrdup(sl_json_str(j, "continuation_token", ""));
-        uuid = sl_xstrdup(sl_json_str(j, "uuid", ""));
         json_decref(j);
         if (!token[0])
             break;
@@ -206,60 +216,6 @@ char *cli_act_id(const char *method, const char *pq, const char *action, json_t 
     return id;
 }
 
-/* totals of job id over the targets: objects and bytes written, objects
- * failed, and the recorded per-object errors (a new array) */
-static void job_totals(const char *id, uint64_t *objs, uint64_t *bytes, uint64_t *failed, json_t **errors)
-{
-    *objs = *bytes = *failed = 0;
-    *errors = json_array();
-    struct cli_resp r;
-    cli_query("qryxstats", json_pack("{s:s}", "ID", id), &r);
-    json_t *j = r.status == 200 ? cli_resp_json(&r) : NULL;
-    cli_resp_free(&r);
-    const char *tid;
-    json_t *arr;
-    json_object_foreach(j, tid, arr) {
-        size_t i;
-        json_t *s;
-        json_array_foreach(arr, i, s) {
-            json_t *st = json_object_get(s, "stats");
-            *objs += (uint64_t)sl_json_int(st, "out-objs", 0);
-            *bytes += (uint64_t)sl_json_int(st, "out-bytes", 0);
-            *failed += (uint64_t)sl_json_int(st, "err-objs", 0);
-            size_t k;
-            json_t *e;
-            json_array_foreach(json_object_get(json_object_get(s, "ext"), "errors"), k, e)
-                json_array_append(*errors, e);
-        }
-    }
-    json_decref(j);
-}
-
-int cli_job_report(const char *id, int64_t tmo, bool progress, bool dry, const char *done, const char *where,
-                   const char *would, uint64_t *failed, size_t *shown)
-{
-    int rc = cli_job_wait(id, tmo, progress);
-    uint64_t objs, bytes;
-    json_t *errs;
-    job_totals(id, &objs, &bytes, failed, &errs);
-    char sz[32], cnt[32];
-    sl_format_size(bytes, sz, sizeof(sz));
-    sl_format_count(objs, cnt, sizeof(cnt));
-    if (dry) {
-        printf("[DRY RUN] No modifications on the cluster\n");
-        printf("%s object%s (%s) would have been %s\n", cnt, objs == 1 ? "" : "s", sz, would);
-    } else {
-        printf("%s %s object%s (%s) %s\n", done, cnt, objs == 1 ? "" : "s", sz, where);
-    }
-    *shown = json_array_size(errs);
-    if (*failed) {
-        printf("%llu object(s) failed:\n", (unsigned long long)*failed);
-        cli_print_obj_errors(errs, "obj");
-    }
-    json_decref(errs);
-    return rc;
-}
-
 json_t *cli_json_path(json_t *doc, const char *dotted)
 {
     char *k = sl_xstrdup(dotted), *save = NULL;
@@ -276,34 +232,6 @@ char *cli_json_path_text(json_t *doc, const char *dotted)
     if (!v)
         return sl_xstrdup("");
     return json_is_string(v) ? sl_xstrdup(json_string_value(v)) : sl_json_dump(v, 0, NULL);
-}
-
-int cli_run_verb(const char *group, const struct cli_verb *verbs, size_t n, int argc, char **argv, bool keep_verb)
-{
-    if (argc < 1)
-        return cli_usage(group);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(argv[0], verbs[i].verb))
-            continue;
-        char path[64];
-        snprintf(path, sizeof(path), "%s %s", group, argv[0]);
-        struct opts o;
-        if (cli_opts(&o, verbs[i].path ? verbs[i].path : path, argc - 1, argv + 1) < 0)
-            return 1;
-        if (keep_verb) { /* o.argv has room: it holds argc slots */
-            memmove(o.argv + 1, o.argv, (size_t)o.argc * sizeof(char *));
-            o.argv[0] = argv[0];
-            o.argc++;
-        }
-        return verbs[i].fn(&o);
-    }
-    struct sl_buf names;
-    sl_buf_init(&names);
-    for (size_t i = 0; i < n; i++)
-        sl_buf_printf(&names, "%s%s", names.len ? ", " : "", verbs[i].verb);
-    fprintf(stderr, "Error: unknown command \"%s %s\" (%s; `shale %s --help`)\n", group, argv[0], names.p, group);
-    sl_buf_free(&names);
-    return 1;
 }
 
 void cli_print_obj_errors(const json_t *errs, const char *objkey)
@@ -601,7 +529,8 @@ int cli_random_text(char *out, size_t n)
     return 0;
 }
 
-void cli_tls_opts(CURL *c)
+/* HTTPS: AIS_CLIENT_CA (the CA to trust), AIS_SKIP_VERIFY_CRT=true */
+static void tls_opts(CURL *c)
 {
     const char *ca = getenv("AIS_CLIENT_CA"), *skip = getenv("AIS_SKIP_VERIFY_CRT");
     if (skip && (!strcmp(skip, "true") || !strcmp(skip, "1"))) {
@@ -610,6 +539,50 @@ void cli_tls_opts(CURL *c)
     } else if (ca && *ca) {
         curl_easy_setopt(c, CURLOPT_CAINFO, ca);
     }
+}
+
+char *cli_token_path(void)
+{
+    const char *f = getenv("AIS_AUTHN_TOKEN_FILE");
+    if (f && *f)
+        return sl_xstrdup(f);
+    const char *home = getenv("HOME");
+    return home && *home ? sl_xasprintf("%s/.config/shale/auth.token", home) : NULL;
+}
+
+char *cli_token(void)
+{
+    const char *t = getenv("AIS_AUTHN_TOKEN");
+    if (t && *t)
+        return sl_xstrdup(t);
+    char *p = cli_token_path();
+    struct sl_buf b;
+    sl_buf_init(&b);
+    char *out = NULL;
+    if (p && sl_read_file(p, &b, 64 * 1024) == 0 && b.len) {
+        sl_buf_add(&b, "", 1);
+        if (b.p[0] == '{') {
+            json_t *j = json_loads(b.p, 0, NULL);
+            const char *s = json_string_value(json_object_get(j, "token"));
+            out = s ? sl_xstrdup(s) : NULL;
+            json_decref(j);
+        } else {
+            size_t n = strcspn(b.p, "\r\n ");
+            out = sl_xasprintf("%.*s", (int)n, b.p);
+        }
+    }
+    sl_buf_free(&b);
+    free(p);
+    return out;
+}
+
+void cli_curl_opts(CURL *c, const char *url)
+{
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    tls_opts(c);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
 }
 
 struct curl_slist *cli_auth_hdr(struct curl_slist *h)
@@ -624,8 +597,9 @@ struct curl_slist *cli_auth_hdr(struct curl_slist *h)
     return h;
 }
 
-int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const void *body, size_t blen,
-              struct cli_resp *out)
+/* one request to base (scheme://host:port) */
+static int req_at(const char *base, const char *method, const char *pq, const char *const *hdrs, const void *body,
+                  size_t blen, struct cli_resp *out)
 {
     memset(out, 0, sizeof(*out));
     CURL *c = curl_easy_init();
@@ -633,14 +607,13 @@ int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const
         snprintf(out->errmsg, sizeof(out->errmsg), "cannot initialize libcurl");
         return -1;
     }
-    char *url = sl_xasprintf("%s%s", cli_endpoint(), pq);
+    char *url = sl_xasprintf("%s%s", base, pq);
     struct curl_slist *h = NULL;
     for (int i = 0; hdrs && hdrs[i]; i++)
         h = curl_slist_append(h, hdrs[i]);
     h = curl_slist_append(h, "Expect:");
     h = cli_auth_hdr(h);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    cli_tls_opts(c);
+    cli_curl_opts(c, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -649,22 +622,19 @@ int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_buf);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &out->body);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, wr_hdr);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &out->hdrs);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     if (req_timeout_ms > 0)
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
     CURLcode rc = curl_easy_perform(c);
     int ret = 0;
     if (rc != CURLE_OK) {
         snprintf(out->errmsg, sizeof(out->errmsg), "%s %s: %s (is the cluster running? AIS_ENDPOINT=%s)", method, url,
-                 curl_easy_strerror(rc), cli_endpoint());
+                 curl_easy_strerror(rc), base);
         ret = -1;
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
@@ -674,6 +644,17 @@ int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const
     curl_easy_cleanup(c);
     free(url);
     return ret;
+}
+
+int cli_req_h(const char *method, const char *pq, const char *const *hdrs, const void *body, size_t blen,
+              struct cli_resp *out)
+{
+    return req_at(cli_endpoint(), method, pq, hdrs, body, blen, out);
+}
+
+int cli_get_at(const char *url, const char *pq, const char *const *hdrs, struct cli_resp *out)
+{
+    return req_at(url, "GET", pq, hdrs, NULL, 0, out);
 }
 
 int cli_act(const char *method, const char *pq, const char *action, const char *name, json_t *value,
@@ -731,6 +712,23 @@ json_t *cli_resp_json(const struct cli_resp *r)
 {
     json_error_t je;
     return r->body.len ? sl_json_loadb_u64(r->body.p, r->body.len, &je) : NULL;
+}
+
+int cli_get_json(const char *pq, const char *what, json_t **out)
+{
+    struct cli_resp r;
+    cli_req("GET", pq, NULL, NULL, 0, &r);
+    int rc = r.status == 200 ? 0 : cli_fail(&r, what);
+    *out = rc ? NULL : cli_resp_json(&r);
+    cli_resp_free(&r);
+    return rc;
+}
+
+void cli_print_json(const json_t *j)
+{
+    char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
+    printf("%s\n", s);
+    free(s);
 }
 
 /* ---- URIs ---- */

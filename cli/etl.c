@@ -4,9 +4,9 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "b64.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,17 +15,13 @@
 static char *b64_decode(const char *b64, size_t *n)
 {
     size_t bl = strlen(b64);
-    unsigned char *raw = sl_xmalloc(bl / 4 * 3 + 4);
-    int k = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)bl);
+    char *raw = sl_xmalloc(sl_b64_decoded_max(bl) + 1);
+    ssize_t k = sl_b64_decode(b64, bl, SL_B64_NOPAD | SL_B64_SPACE, raw, NULL, 0);
     if (k < 0)
         k = 0;
-    while (k > 0 && bl && b64[bl - 1] == '=') { /* EVP_DecodeBlock counts padding */
-        k--;
-        bl--;
-    }
     raw[k] = 0;
     *n = (size_t)k;
-    return (char *)raw;
+    return raw;
 }
 
 static int etl_init(struct opts *o)
@@ -86,41 +82,31 @@ static int etl_init(struct opts *o)
     return rc;
 }
 
-static json_t *get_json(const char *pq, int *rc)
+/* GET /v1/etl/NAME<rest> (NAME path-encoded): 0 and *out its JSON, or 1
+ * after printing the error */
+static int etl_get(const char *name, const char *rest, json_t **out)
 {
-    struct cli_resp r;
-    cli_req("GET", pq, NULL, NULL, 0, &r);
-    json_t *j = NULL;
-    if (r.status != 200)
-        *rc = cli_fail(&r, NULL);
-    else
-        j = cli_resp_json(&r);
-    cli_resp_free(&r);
-    return j;
-}
-
-static void print_json(json_t *j)
-{
-    char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-    printf("%s\n", s);
-    free(s);
+    char *en = sl_url_encode_path(name, strlen(name));
+    char *pq = sl_xasprintf("/v1/etl/%s%s", en, rest);
+    free(en);
+    int rc = cli_get_json(pq, NULL, out);
+    free(pq);
+    return rc;
 }
 
 static int etl_show_errors(struct opts *o)
 {
     if (o->argc < 3)
         return cli_usage("etl show");
-    char *en = sl_url_encode_path(o->argv[2], strlen(o->argv[2]));
-    char *pq = sl_xasprintf("/v1/etl/%s%s%s", en, o->argc > 3 ? "?uuid=" : "", o->argc > 3 ? o->argv[3] : "");
-    free(en);
-    int rc = 0;
-    json_t *j = get_json(pq, &rc);
-    free(pq);
-    if (!j)
+    char *q = sl_xasprintf("%s%s", o->argc > 3 ? "?uuid=" : "", o->argc > 3 ? o->argv[3] : "");
+    json_t *j;
+    int rc = etl_get(o->argv[2], q, &j);
+    free(q);
+    if (rc || !j)
         return rc;
     json_t *errs = json_object_get(j, "obj_errors");
     if (cli_json) {
-        print_json(errs);
+        cli_print_json(errs);
     } else if (!json_array_size(errs)) {
         printf("No errors\n");
     } else {
@@ -139,13 +125,14 @@ static int etl_show(struct opts *o)
                 "errors NAME [JOB_ID])\n", o->argv[2]);
         return 1;
     }
-    int rc = 0;
+    json_t *j;
+    int rc;
     if (o->argc < 2) {
-        json_t *j = get_json("/v1/etl", &rc);
-        if (!j)
+        rc = cli_get_json("/v1/etl", NULL, &j);
+        if (rc || !j)
             return rc;
         if (cli_json) {
-            print_json(j);
+            cli_print_json(j);
         } else if (!json_array_size(j)) {
             printf("No ETLs (initialise one with `shale etl init --name NAME --code FILE.lua`)\n");
         } else {
@@ -167,16 +154,12 @@ static int etl_show(struct opts *o)
         json_decref(j);
         return 0;
     }
-    char *en = sl_url_encode_path(o->argv[1], strlen(o->argv[1]));
-    char *pq = sl_xasprintf("/v1/etl/%s", en);
-    free(en);
-    json_t *j = get_json(pq, &rc);
-    free(pq);
-    if (!j)
+    rc = etl_get(o->argv[1], "", &j);
+    if (rc || !j)
         return rc;
     json_t *im = json_object_get(j, "init_msg");
     if (cli_json) {
-        print_json(j);
+        cli_print_json(j);
     } else {
         struct table *t = table_new(2, "PROPERTY", "VALUE");
         static const char *keys[] = { "name", "runtime", "mode", "stage", "xaction_id", "obj_timeout", "mem_limit",
@@ -211,13 +194,11 @@ static int etl_logs(struct opts *o)
         else
             snprintf(tb, sizeof(tb), "%s", tid);
     }
-    char *en = sl_url_encode_path(o->argv[1], strlen(o->argv[1]));
-    char *pq = sl_xasprintf("/v1/etl/%s/logs%s%s", en, tid ? "/" : "", tb);
-    free(en);
-    int rc = 0;
-    json_t *j = get_json(pq, &rc);
-    free(pq);
-    if (!j)
+    char *q = sl_xasprintf("/logs%s%s", tid ? "/" : "", tb);
+    json_t *j;
+    int rc = etl_get(o->argv[1], q, &j);
+    free(q);
+    if (rc || !j)
         return rc;
     size_t i;
     json_t *e;

@@ -504,8 +504,6 @@ static const struct cli_cmd cmds[] = {
       { "playground add-target --dir /tmp/pg", NULL }, NULL },
 };
 
-const char *cli_cmd_path;
-
 static const struct cli_cmd *find(const char *path)
 {
     for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++)
@@ -633,6 +631,41 @@ int cli_opts(struct opts *o, const char *path, int argc, char **argv)
         return -1;
     }
     return 0;
+}
+
+int cli_opts_min(struct opts *o, const char *path, int argc, char **argv, int min)
+{
+    if (cli_opts(o, path, argc, argv) < 0)
+        return 1;
+    return o->argc < min ? cli_usage(path) : 0;
+}
+
+int cli_run_verb(const char *group, const struct cli_verb *verbs, size_t n, int argc, char **argv, bool keep_verb)
+{
+    if (argc < 1)
+        return cli_usage(group);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(argv[0], verbs[i].verb))
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "%s %s", group, argv[0]);
+        struct opts o;
+        if (cli_opts(&o, verbs[i].path ? verbs[i].path : path, argc - 1, argv + 1) < 0)
+            return 1;
+        if (keep_verb) { /* o.argv has room: it holds argc slots */
+            memmove(o.argv + 1, o.argv, (size_t)o.argc * sizeof(char *));
+            o.argv[0] = argv[0];
+            o.argc++;
+        }
+        return verbs[i].fn(&o);
+    }
+    struct sl_buf names;
+    sl_buf_init(&names);
+    for (size_t i = 0; i < n; i++)
+        sl_buf_printf(&names, "%s%s", names.len ? ", " : "", verbs[i].verb);
+    fprintf(stderr, "Error: unknown command \"%s %s\" (%s; `shale %s --help`)\n", group, argv[0], names.p, group);
+    sl_buf_free(&names);
+    return 1;
 }
 
 /* text to f in lines of at most width columns; the first line starts at

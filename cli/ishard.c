@@ -144,15 +144,10 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
 static json_t *status(const char *id, int *rc)
 {
     char *pq = sl_xasprintf("/v1/ishard/%s", id);
-    struct cli_resp r;
-    cli_req("GET", pq, NULL, NULL, 0, &r);
+    json_t *j;
+    if (cli_get_json(pq, NULL, &j))
+        *rc = 1;
     free(pq);
-    json_t *j = NULL;
-    if (r.status != 200)
-        *rc = cli_fail(&r, NULL);
-    else
-        j = cli_resp_json(&r);
-    cli_resp_free(&r);
     return j;
 }
 
@@ -287,11 +282,8 @@ int cmd_ishard(int argc, char **argv)
         progress_free(bar);
     }
     if (st) {
-        if (cli_json) {
-            char *s = sl_json_dump(st, SL_JD_PRETTY, NULL);
-            printf("%s\n", s);
-            free(s);
-        }
+        if (cli_json)
+            cli_print_json(st);
         const char *state = sl_json_str(st, "state", "");
         json_t *rep = json_object_get(st, "report");
         if (!cli_json && json_is_object(rep) && !strcmp(state, "finished")) {

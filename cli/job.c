@@ -29,6 +29,51 @@ static json_t *query(const char *what_id, bool active_only)
     return q;
 }
 
+/* fn(arg, TID, snap) for each job snapshot of a qryxstats answer: {"TID": [snap, ...], ...} */
+static void each_snap(json_t *per_target, void (*fn)(void *arg, const char *tid, json_t *snap), void *arg)
+{
+    const char *tid;
+    json_t *arr;
+    json_object_foreach(per_target, tid, arr) {
+        for (size_t i = 0; i < json_array_size(arr); i++)
+            fn(arg, tid, json_array_get(arr, i));
+    }
+}
+
+struct rows {
+    struct table *t;
+    int n;
+};
+
+/* one row of `job show` */
+static void job_row(void *arg, const char *tid, json_t *sn)
+{
+    struct rows *rs = arg;
+    rs->n++;
+    char node[64], objs[32], bytes[32], st[32] = "", en[32] = "-";
+    snprintf(node, sizeof(node), "t[%s]", tid);
+    json_t *stats = json_object_get(sn, "stats");
+    uint64_t no = strtoull(sl_json_str(stats, "out-objs", "0"), NULL, 10) +
+                  strtoull(sl_json_str(stats, "in-objs", "0"), NULL, 10);
+    uint64_t nb = strtoull(sl_json_str(stats, "out-bytes", "0"), NULL, 10) +
+                  strtoull(sl_json_str(stats, "in-bytes", "0"), NULL, 10);
+    snprintf(objs, sizeof(objs), "%llu", (unsigned long long)no);
+    sl_format_size(nb, bytes, sizeof(bytes));
+    int64_t s0 = sl_json_int(sn, "start_ns", 0), e0 = sl_json_int(sn, "end_ns", 0);
+    sl_format_gotime(s0, "01-02 15:04:05", st, sizeof(st));
+    if (e0)
+        sl_format_gotime(e0, "01-02 15:04:05", en, sizeof(en));
+    const char *state = !e0 ? "Running" : sl_json_bool(sn, "aborted", false) ? "Aborted"
+                        : sl_json_str(sn, "err", "")[0]                   ? "Failed"
+                                                                            : "Finished";
+    const char *bck = json_string_value(json_object_get(json_object_get(sn, "bck"), "name"));
+    char bb[80] = "-";
+    if (bck && *bck)
+        snprintf(bb, sizeof(bb), "ais://%s", bck);
+    table_row(rs->t, node, sl_json_str(sn, "id", ""), sl_json_str(sn, "kind", ""), bb, objs, bytes, st, en,
+              state);
+}
+
 static int job_show(struct opts *o)
 {
     const char *sel = o->argc ? o->argv[0] : "";
@@ -54,50 +99,17 @@ static int job_show(struct opts *o)
     json_t *j = cli_resp_json(&r);
     cli_resp_free(&r);
     if (cli_json) {
-        char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-        printf("%s\n", s);
-        free(s);
+        cli_print_json(j);
         json_decref(j);
         return 0;
     }
-    struct table *t = table_new(9, "NODE", "ID", "KIND", "BUCKET", "OBJECTS", "BYTES", "START", "END", "STATE");
-    const char *tid;
-    json_t *arr;
-    int rows = 0;
-    json_object_foreach(j, tid, arr) {
-        size_t i;
-        json_t *sn;
-        json_array_foreach(arr, i, sn) {
-            rows++;
-            char node[64], objs[32], bytes[32], st[32] = "", en[32] = "-";
-            snprintf(node, sizeof(node), "t[%s]", tid);
-            json_t *stats = json_object_get(sn, "stats");
-            uint64_t no = strtoull(sl_json_str(stats, "out-objs", "0"), NULL, 10) +
-                          strtoull(sl_json_str(stats, "in-objs", "0"), NULL, 10);
-            uint64_t nb = strtoull(sl_json_str(stats, "out-bytes", "0"), NULL, 10) +
-                          strtoull(sl_json_str(stats, "in-bytes", "0"), NULL, 10);
-            snprintf(objs, sizeof(objs), "%llu", (unsigned long long)no);
-            sl_format_size(nb, bytes, sizeof(bytes));
-            int64_t s0 = sl_json_int(sn, "start_ns", 0), e0 = sl_json_int(sn, "end_ns", 0);
-            sl_format_gotime(s0, "01-02 15:04:05", st, sizeof(st));
-            if (e0)
-                sl_format_gotime(e0, "01-02 15:04:05", en, sizeof(en));
-            const char *state = !e0 ? "Running" : sl_json_bool(sn, "aborted", false) ? "Aborted"
-                                : sl_json_str(sn, "err", "")[0]                   ? "Failed"
-                                                                                    : "Finished";
-            const char *bck = json_string_value(json_object_get(json_object_get(sn, "bck"), "name"));
-            char bb[80] = "-";
-            if (bck && *bck)
-                snprintf(bb, sizeof(bb), "ais://%s", bck);
-            table_row(t, node, sl_json_str(sn, "id", ""), sl_json_str(sn, "kind", ""), bb, objs, bytes, st, en,
-                      state);
-        }
-    }
-    if (rows)
-        table_print(t, stdout, !cli_no_headers);
+    struct rows rs = { table_new(9, "NODE", "ID", "KIND", "BUCKET", "OBJECTS", "BYTES", "START", "END", "STATE"), 0 };
+    each_snap(j, job_row, &rs);
+    if (rs.n)
+        table_print(rs.t, stdout, !cli_no_headers);
     else /* a kind with no jobs: every target answered with none */
         printf("No %sjobs matching %s\n", opt_bool(o, "all") ? "" : "running ", sel);
-    table_free(t);
+    table_free(rs.t);
     json_decref(j);
     return 0;
 }
@@ -156,6 +168,57 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
     return rc;
 }
 
+/* totals of a job over the targets: objects and bytes written, objects
+ * failed, and the recorded per-object errors */
+struct totals {
+    uint64_t objs, bytes, failed;
+    json_t *errors;
+};
+
+static void add_totals(void *arg, const char *tid, json_t *s)
+{
+    struct totals *t = arg;
+    (void)tid;
+    json_t *st = json_object_get(s, "stats");
+    t->objs += (uint64_t)sl_json_int(st, "out-objs", 0);
+    t->bytes += (uint64_t)sl_json_int(st, "out-bytes", 0);
+    t->failed += (uint64_t)sl_json_int(st, "err-objs", 0);
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(s, "ext"), "errors"), k, e)
+        json_array_append(t->errors, e);
+}
+
+int cli_job_report(const char *id, int64_t tmo, bool progress, bool dry, const char *done, const char *where,
+                   const char *would, uint64_t *failed, size_t *shown)
+{
+    int rc = cli_job_wait(id, tmo, progress);
+    struct totals t = { 0, 0, 0, json_array() };
+    struct cli_resp r;
+    cli_query("qryxstats", json_pack("{s:s}", "ID", id), &r);
+    json_t *j = r.status == 200 ? cli_resp_json(&r) : NULL;
+    cli_resp_free(&r);
+    each_snap(j, add_totals, &t);
+    json_decref(j);
+    *failed = t.failed;
+    char sz[32], cnt[32];
+    sl_format_size(t.bytes, sz, sizeof(sz));
+    sl_format_count(t.objs, cnt, sizeof(cnt));
+    if (dry) {
+        printf("[DRY RUN] No modifications on the cluster\n");
+        printf("%s object%s (%s) would have been %s\n", cnt, t.objs == 1 ? "" : "s", sz, would);
+    } else {
+        printf("%s %s object%s (%s) %s\n", done, cnt, t.objs == 1 ? "" : "s", sz, where);
+    }
+    *shown = json_array_size(t.errors);
+    if (*failed) {
+        printf("%llu object(s) failed:\n", (unsigned long long)*failed);
+        cli_print_obj_errors(t.errors, "obj");
+    }
+    json_decref(t.errors);
+    return rc;
+}
+
 static int job_wait(struct opts *o)
 {
     if (o->argc < 1)
@@ -197,6 +260,18 @@ static int job_stop(struct opts *o)
     else
         printf("Stopped %s\n", o->argv[0]);
     cli_resp_free(&r);
+    return rc;
+}
+
+/* A job started: its id (NULL: it did not, the error printed) on stdout,
+ * then with --wait the wait for it; id is freed */
+static int started(const struct opts *o, char *id, int64_t tmo)
+{
+    if (!id)
+        return 1;
+    printf("%s\n", id);
+    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
+    free(id);
     return rc;
 }
 
@@ -243,10 +318,7 @@ static int dsort_start(struct opts *o)
     }
     char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
     cli_resp_free(&r);
-    printf("%s\n", id);
-    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
-    free(id);
-    return rc;
+    return started(o, id, tmo);
 }
 
 /* PUT /v1/cluster {"action": "start", "value": v} (v consumed): print the job id, then --wait for it */
@@ -257,13 +329,7 @@ static int cluster_start(const struct opts *o, json_t *v, const char *what)
         json_decref(v);
         return 1;
     }
-    char *id = cli_act_id("PUT", "/v1/cluster", "start", v, what);
-    if (!id)
-        return 1;
-    printf("%s\n", id);
-    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
-    free(id);
-    return rc;
+    return started(o, cli_act_id("PUT", "/v1/cluster", "start", v, what), tmo);
 }
 
 /* shale job start lru [ais://B ...] [--force] */
@@ -313,12 +379,7 @@ static int mirror_start(struct opts *o)
     char *id = cli_act_id("POST", pq, "make-n-copies", json_integer(n), "start mirror");
     free(pq);
     uri_free(&u);
-    if (!id)
-        return 1;
-    printf("%s\n", id);
-    int rc = opt_bool(o, "wait") ? cli_job_wait(id, tmo, opt_bool(o, "progress")) : 0;
-    free(id);
-    return rc;
+    return started(o, id, tmo);
 }
 
 static int job_start(struct opts *o)
@@ -409,10 +470,8 @@ static int remote_cluster(int argc, char **argv, bool attach)
 {
     struct opts o;
     const char *path = attach ? "cluster remote-attach" : "cluster remote-detach";
-    if (cli_opts(&o, path, argc, argv) < 0)
+    if (cli_opts_min(&o, path, argc, argv, 1))
         return 1;
-    if (o.argc != 1)
-        return cli_usage(path);
     const char *eq = strchr(o.argv[0], '=');
     if (attach && (!eq || eq == o.argv[0] || !eq[1])) {
         fprintf(stderr, "Error: \"%s\": write the remote cluster as ALIAS=URL (e.g. lake=http://10.0.0.5:8080)\n",
@@ -445,8 +504,8 @@ static int cluster_lost(int argc, char **argv)
     const char *path = clear ? "cluster lost clear" : "cluster lost";
     if (cli_opts(&o, path, argc - (clear ? 1 : 0), argv + (clear ? 1 : 0)) < 0)
         return 1;
-    struct cli_resp r;
     if (clear) {
+        struct cli_resp r;
         char *sid = o.argc ? strip_node(o.argv[0]) : sl_xstrdup("");
         cli_act("PUT", "/v1/cluster", "clear-lost", "", json_pack("{s:s}", "sid", sid), &r);
         int rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
@@ -459,14 +518,10 @@ static int cluster_lost(int argc, char **argv)
     }
     if (o.argc)
         return cli_usage(path);
-    cli_req("GET", "/v1/cluster?what=lost", NULL, NULL, 0, &r);
-    if (r.status != 200) {
-        int rc = cli_fail(&r, NULL);
-        cli_resp_free(&r);
+    json_t *j;
+    int rc = cli_get_json("/v1/cluster?what=lost", NULL, &j);
+    if (rc)
         return rc;
-    }
-    json_t *j = cli_resp_json(&r);
-    cli_resp_free(&r);
     json_t *ts = json_object_get(json_object_get(j, "lostmd"), "targets");
     if (opt_bool(&o, "json")) {
         char *s = json_dumps(ts ? ts : json_object(), JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -500,10 +555,8 @@ int cmd_cluster(int argc, char **argv)
         return cluster_lost(argc - 1, argv + 1);
     if (!strcmp(argv[0], "set-primary")) {
         struct opts so;
-        if (cli_opts(&so, "cluster set-primary", argc - 1, argv + 1) < 0)
+        if (cli_opts_min(&so, "cluster set-primary", argc - 1, argv + 1, 1))
             return 1;
-        if (so.argc != 1)
-            return cli_usage("cluster set-primary");
         char *sid = strip_node(so.argv[0]);
         char *pq = sl_xasprintf("/v1/cluster/proxy/%s", sid);
         struct cli_resp r;

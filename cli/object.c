@@ -88,8 +88,7 @@ static int put_one(CURL *c, const struct uri *u, const char *path, const char *o
     h = curl_slist_append(h, "Expect: 100-continue");
     h = cli_auth_hdr(h);
     curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    cli_tls_opts(c);
+    cli_curl_opts(c, url);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, rd_file);
     curl_easy_setopt(c, CURLOPT_READDATA, &up);
@@ -98,12 +97,9 @@ static int put_one(CURL *c, const struct uri *u, const char *path, const char *o
     if (!is_stdin)
         curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_sink);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -335,10 +331,8 @@ static void print_summary(struct batch *b)
 int cmd_put(int argc, char **argv)
 {
     struct opts o;
-    if (cli_opts(&o, "put", argc, argv) < 0)
+    if (cli_opts_min(&o, "put", argc, argv, 2))
         return 1;
-    if (o.argc != 2)
-        return cli_usage("put");
     const char *src = o.argv[0];
     struct uri u;
     if (uri_parse(o.argv[1], &u, true) < 0)
@@ -519,18 +513,14 @@ static int get_one(CURL *c, const struct uri *u, const char *obj, const char *ou
     char *url = sl_xasprintf("%s%s%s%s", cli_endpoint(), p, uri_query(u), query ? query : "");
     free(p);
     curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    cli_tls_opts(c);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    cli_curl_opts(c, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wr_down);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     struct curl_slist *all = NULL;
     for (struct curl_slist *x = hdrs; x; x = x->next)
         all = curl_slist_append(all, x->data);
     all = cli_auth_hdr(all);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, all);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "shale-cli/" SL_VERSION);
     CURLcode rc = curl_easy_perform(c);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(all);
@@ -734,10 +724,8 @@ static int get_many(struct opts *o, const struct uri *u, const char *tmpl, const
 int cmd_get(int argc, char **argv)
 {
     struct opts o;
-    if (cli_opts(&o, "get", argc, argv) < 0)
+    if (cli_opts_min(&o, "get", argc, argv, 1))
         return 1;
-    if (o.argc < 1)
-        return cli_usage("get");
     struct uri u;
     if (uri_parse(o.argv[0], &u, true) < 0)
         return 1;
@@ -870,9 +858,7 @@ static int object_show(struct opts *o)
             json_object_set_new(j, "version", json_string(ver));
             json_object_set_new(j, "location", json_string(loc));
             json_object_set_new(j, "custom", json_string(custom));
-            char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-            printf("%s\n", s);
-            free(s);
+            cli_print_json(j);
             json_decref(j);
         } else {
             struct table *t = table_new(2, "PROPERTY", "VALUE");
@@ -942,10 +928,8 @@ static int remote_job(int argc, char **argv, const char *cmd)
 {
     struct opts o;
     bool evict = !strcmp(cmd, "evict");
-    if (cli_opts(&o, cmd, argc, argv) < 0)
+    if (cli_opts_min(&o, cmd, argc, argv, 1))
         return 1;
-    if (o.argc != 1)
-        return cli_usage(cmd);
     struct uri u;
     if (uri_parse(o.argv[0], &u, true) < 0)
         return 1;
@@ -987,10 +971,8 @@ int cmd_evict(int argc, char **argv)
 int cmd_rmo(int argc, char **argv)
 {
     struct opts o;
-    if (cli_opts(&o, "rmo", argc, argv) < 0)
+    if (cli_opts_min(&o, "rmo", argc, argv, 1))
         return 1;
-    if (o.argc < 1)
-        return cli_usage("rmo");
     if (opt_str(&o, "list") || opt_str(&o, "template") || opt_str(&o, "prefix") ||
         (o.argc == 1 && strchr(o.argv[0], '{'))) {
         struct uri u;

@@ -32,35 +32,26 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* shaled beside this program, else the first one on PATH */
 static char *find_shaled(void)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = 0;
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = 0;
-            char *p = sl_xasprintf("%s/shaled", self);
-            if (access(p, X_OK) == 0)
-                return p;
-            free(p);
-        }
-    }
+    char *self = realpath("/proc/self/exe", NULL);
+    char *slash = self ? strrchr(self, '/') : NULL;
+    if (slash)
+        *slash = 0;
     const char *path = getenv("PATH");
-    if (path) {
-        char *cp = sl_xstrdup(path), *save = NULL;
-        for (char *d = strtok_r(cp, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-            char *p = sl_xasprintf("%s/shaled", d);
-            if (access(p, X_OK) == 0) {
-                free(cp);
-                return p;
-            }
+    char *dirs = sl_xasprintf("%s:%s", slash ? self : "", path ? path : "");
+    free(self);
+    char *found = NULL, *save = NULL;
+    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *p = sl_xasprintf("%s/shaled", d);
+        if (access(p, X_OK) == 0)
+            found = p;
+        else
             free(p);
-        }
-        free(cp);
     }
-    return NULL;
+    free(dirs);
+    return found;
 }
 
 static char *abs_dir(const char *d)
@@ -345,26 +336,31 @@ static int spawn_node(const char *dir, const char *shaled, json_t *node)
     return 0;
 }
 
-static bool health_ok(int port, const char *q)
+/* GET pq (with header lines hd, or NULL) from the node on port; tmo_ms: a
+ * limit on the request's time (0: none) */
+static int node_get(int port, const char *pq, const char *const *hd, long tmo_ms, struct cli_resp *r)
 {
     char ep[64];
     snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
-    char *saved = sl_xstrdup(cli_endpoint());
-    cli_set_endpoint(ep);
+    cli_set_req_timeout(tmo_ms);
+    int rc = cli_get_at(ep, pq, hd, r);
+    cli_set_req_timeout(0);
+    return rc;
+}
+
+static bool health_ok(int port, const char *q)
+{
     struct cli_resp r;
     char *pq = sl_xasprintf("/v1/health%s", q ? q : "");
-    cli_set_req_timeout(3000); /* whatever else holds the port may never answer */
-    int rc = cli_req("GET", pq, NULL, NULL, 0, &r);
-    cli_set_req_timeout(0);
+    int rc = node_get(port, pq, NULL, 3000, &r); /* whatever else holds the port may never answer */
     free(pq);
     bool ok = rc == 0 && r.status == 200;
     cli_resp_free(&r);
-    cli_set_endpoint(saved);
-    free(saved);
     return ok;
 }
 
-/* The id the node wrote to its confdir at start-up ("" if not yet). */
+/* The id the node wrote to its confdir at its first start
+ * (DIR/<name>/conf/node_id), or "" if not yet. */
 static void read_node_id(const char *dir, const char *name, char *out, size_t n)
 {
     char *f = sl_xasprintf("%s/%s/conf/node_id", dir, name);
@@ -391,10 +387,6 @@ static int node_answers(const char *dir, const char *name, int port, char *other
     other[0] = 0;
     if (!health_ok(port, NULL))
         return ANS_NONE;
-    char ep[64];
-    snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
-    char *saved = sl_xstrdup(cli_endpoint());
-    cli_set_endpoint(ep);
     struct cli_resp r;
     char id[128];
     int ans = ANS_OTHER;
@@ -410,9 +402,7 @@ static int node_answers(const char *dir, const char *name, int port, char *other
         sl_sec_header("GET", "/v1/daemon?what=snode", NULL, sig, sizeof(sig));
     free(sp);
     const char *hd[] = { sig[0] ? sig : NULL, NULL };
-    cli_set_req_timeout(3000);
-    int rc = cli_req_h("GET", "/v1/daemon?what=snode", hd, NULL, 0, &r);
-    cli_set_req_timeout(0);
+    int rc = node_get(port, "/v1/daemon?what=snode", hd, 3000, &r);
     if (rc == 0 && r.status == 200) {
         json_t *j = cli_resp_json(&r);
         const char *got = json_string_value(json_object_get(j, "daemon_id"));
@@ -424,8 +414,6 @@ static int node_answers(const char *dir, const char *name, int port, char *other
         json_decref(j);
     }
     cli_resp_free(&r);
-    cli_set_endpoint(saved);
-    free(saved);
     /* our id not written yet: our node cannot be the one answering */
     return ans;
 }
@@ -475,35 +463,13 @@ static bool is_decommissioned(json_t *node)
     return json_is_true(json_object_get(node, "decommissioned"));
 }
 
-/* The id a node was given on its first start (DIR/<name>/conf/node_id), or "". */
-static void node_id_of(const char *dir, const char *name, char *out, size_t n)
-{
-    char *f = sl_xasprintf("%s/%s/conf/node_id", dir, name);
-    struct sl_buf b;
-    sl_buf_init(&b);
-    out[0] = 0;
-    if (sl_read_file(f, &b, 128) == 0 && b.len) {
-        while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' '))
-            b.p[--b.len] = 0;
-        snprintf(out, n, "%s", b.p);
-    }
-    sl_buf_free(&b);
-    free(f);
-}
-
 static json_t *fetch_smap(int port)
 {
-    char ep[64];
-    snprintf(ep, sizeof(ep), "%s://127.0.0.1:%d", pg_scheme, port);
-    char *saved = sl_xstrdup(cli_endpoint());
-    cli_set_endpoint(ep);
     struct cli_resp r;
     json_t *j = NULL;
-    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) == 0 && r.status == 200)
+    if (node_get(port, "/v1/daemon?what=smap", NULL, 0, &r) == 0 && r.status == 200)
         j = cli_resp_json(&r);
     cli_resp_free(&r);
-    cli_set_endpoint(saved);
-    free(saved);
     return j;
 }
 
@@ -520,7 +486,7 @@ static bool check_decommissioned(const char *dir, json_t *topo, json_t *node, js
                sl_json_str(node, "id", "?"));
         return true;
     }
-    node_id_of(dir, name, id, sizeof(id));
+    read_node_id(dir, name, id, sizeof(id));
     if (!smap || !id[0] || json_object_get(json_object_get(smap, "pmap"), id) ||
         json_object_get(json_object_get(smap, "tmap"), id))
         return false;
@@ -853,23 +819,34 @@ static int stop_one(const char *dir, const char *name)
     return 1;
 }
 
-static int pg_stop(struct opts *o)
+/* The playground of --dir: its topology (new), the directory's real path in
+ * buf (PATH_MAX). NULL after printing "Usage: shale playground VERB --dir
+ * DIR" (why: the reason a named directory cannot be resolved instead), or
+ * that the directory holds no playground. */
+static json_t *pg_open(const struct opts *o, const char *verb, bool why, char *buf)
 {
     const char *d = opt_str(o, "dir");
-    if (!d || !*d) {
-        fprintf(stderr, "Usage: shale playground stop --dir DIR\n");
-        return 1;
-    }
-    char buf[PATH_MAX];
-    if (!realpath(d, buf)) {
+    bool named = d && *d, ok = named && realpath(d, buf);
+    if (!ok && named && why) {
         fprintf(stderr, "Error: %s: %s\n", d, strerror(errno));
-        return 1;
+        return NULL;
+    }
+    if (!ok) {
+        fprintf(stderr, "Usage: shale playground %s --dir DIR\n", verb);
+        return NULL;
     }
     json_t *topo = load_topology(buf);
-    if (!topo) {
+    if (!topo)
         fprintf(stderr, "Error: %s is not a playground directory (no playground.json)\n", buf);
+    return topo;
+}
+
+static int pg_stop(struct opts *o)
+{
+    char buf[PATH_MAX];
+    json_t *topo = pg_open(o, "stop", true, buf);
+    if (!topo)
         return 1;
-    }
     /* targets first, then proxies (primary last) */
     json_t *nodes = json_object_get(topo, "nodes");
     int stopped = 0;
@@ -882,17 +859,10 @@ static int pg_stop(struct opts *o)
 
 static int pg_status(struct opts *o)
 {
-    const char *d = opt_str(o, "dir");
     char buf[PATH_MAX];
-    if (!d || !realpath(d, buf)) {
-        fprintf(stderr, "Usage: shale playground status --dir DIR\n");
+    json_t *topo = pg_open(o, "status", false, buf);
+    if (!topo)
         return 1;
-    }
-    json_t *topo = load_topology(buf);
-    if (!topo) {
-        fprintf(stderr, "Error: %s is not a playground directory (no playground.json)\n", buf);
-        return 1;
-    }
     struct table *t = table_new(5, "NODE", "ROLE", "PORT", "PID", "STATUS");
     size_t i;
     json_t *n;
@@ -937,17 +907,10 @@ static bool port_free(int port)
 
 static int pg_add_target(struct opts *o)
 {
-    const char *d = opt_str(o, "dir");
     char buf[PATH_MAX];
-    if (!d || !realpath(d, buf)) {
-        fprintf(stderr, "Usage: shale playground add-target --dir DIR\n");
+    json_t *topo = pg_open(o, "add-target", false, buf);
+    if (!topo)
         return 1;
-    }
-    json_t *topo = load_topology(buf);
-    if (!topo) {
-        fprintf(stderr, "Error: %s is not a playground directory (no playground.json)\n", buf);
-        return 1;
-    }
     json_t *nodes = json_object_get(topo, "nodes");
     json_t *first = json_array_get(nodes, 0);
     if (!strcmp(json_string_value(json_object_get(first, "role")), "standalone")) {

@@ -44,15 +44,10 @@ static int key_add(struct opts *o)
 static int key_ls(struct opts *o)
 {
     (void)o;
-    struct cli_resp r;
-    cli_req("GET", "/v1/s3/keys", NULL, NULL, 0, &r);
-    if (r.status != 200) {
-        int rc = cli_fail(&r, NULL);
-        cli_resp_free(&r);
+    json_t *j;
+    int rc = cli_get_json("/v1/s3/keys", NULL, &j);
+    if (rc)
         return rc;
-    }
-    json_t *j = cli_resp_json(&r);
-    cli_resp_free(&r);
     if (cli_json) {
         char *s = json_dumps(j, JSON_INDENT(2));
         printf("%s\n", s);

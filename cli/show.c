@@ -16,25 +16,18 @@
 static json_t *node_get_id(const char *id, const char *url, const char *pq)
 {
     struct cli_resp r;
-    json_t *j = NULL;
+    int rc;
     if (id && sl_has_prefix(pq, "/v1/daemon?") && strcmp(url, cli_endpoint())) {
         char *h = sl_xasprintf("Ais-Node-Id: %s", id), *rp = sl_xasprintf("/v1/reverse%s", pq + 3);
         const char *hd[] = { h, NULL };
-        if (cli_req_h("GET", rp, hd, NULL, 0, &r) == 0 && r.status == 200)
-            j = cli_resp_json(&r);
-        cli_resp_free(&r);
+        rc = cli_req_h("GET", rp, hd, NULL, 0, &r);
         free(h);
         free(rp);
-        return j;
+    } else {
+        rc = cli_get_at(url, pq, NULL, &r);
     }
-    char *saved = sl_xstrdup(cli_endpoint()), *u = sl_xstrdup(url); /* url may be cli_endpoint() itself */
-    cli_set_endpoint(u);
-    free(u);
-    if (cli_req("GET", pq, NULL, NULL, 0, &r) == 0 && r.status == 200)
-        j = cli_resp_json(&r);
+    json_t *j = rc == 0 && r.status == 200 ? cli_resp_json(&r) : NULL;
     cli_resp_free(&r);
-    cli_set_endpoint(saved);
-    free(saved);
     return j;
 }
 
@@ -140,13 +133,6 @@ static const char *sel_url(json_t *smap, const struct node_sel *sel)
     return NULL;
 }
 
-static void print_json(json_t *j)
-{
-    char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-    printf("%s\n", s);
-    free(s);
-}
-
 /* "g4 finished" etc.: the last rebalance as the gateway reports it */
 static void rebalance_summary(char *out, size_t n)
 {
@@ -193,7 +179,7 @@ static int show_nodes(json_t *smap, bool proxies, bool targets, const struct nod
         }
     }
     if (cli_json) {
-        print_json(statuses);
+        cli_print_json(statuses);
         json_decref(statuses);
         return 0;
     }
@@ -301,7 +287,7 @@ static const char *flags_str(long long fl, char *out, size_t n)
 static int show_smap(json_t *smap)
 {
     if (cli_json) {
-        print_json(smap);
+        cli_print_json(smap);
         return 0;
     }
     const char *primary = json_string_value(json_object_get(json_object_get(smap, "proxy_si"), "daemon_id"));
@@ -336,7 +322,7 @@ static int show_smap(json_t *smap)
 static int show_bmd(json_t *bmd)
 {
     if (cli_json) {
-        print_json(bmd);
+        cli_print_json(bmd);
         return 0;
     }
     struct table *t = table_new(4, "BUCKET", "BID", "CHECKSUM", "CREATED");
@@ -401,7 +387,7 @@ static int show_stats(json_t *smap, const struct node_sel *sel)
         }
     }
     if (cli_json) {
-        print_json(all);
+        cli_print_json(all);
         json_decref(all);
         return 0;
     }
@@ -465,14 +451,10 @@ static int show_cluster(struct opts *o)
                 o->argv[0]);
         return 1;
     }
-    struct cli_resp r;
-    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) < 0 || r.status != 200) {
-        int rc = cli_fail(&r, "show cluster");
-        cli_resp_free(&r);
+    json_t *smap;
+    int rc = cli_get_json("/v1/daemon?what=smap", "show cluster", &smap);
+    if (rc)
         return rc;
-    }
-    json_t *smap = cli_resp_json(&r);
-    cli_resp_free(&r);
     struct node_sel sel = { .any = true };
     if (node && !sel_parse(smap, node, &sel)) {
         if (!view[0])
@@ -493,9 +475,8 @@ static int show_cluster(struct opts *o)
         json_decref(smap);
         return 1;
     }
-    int rc = 0;
     if (!view[0] && sel.any && cli_json) {
-        print_json(smap); /* the cluster map, as before the sub-views existed */
+        cli_print_json(smap); /* the cluster map, as before the sub-views existed */
     } else if (!view[0]) {
         /* a node: its row only (both rows for a standalone node's bare id) */
         bool p = sel.any || sel.type != 't', t = sel.any || sel.type != 'p';
@@ -536,18 +517,12 @@ static int show_cluster(struct opts *o)
 /* show remote-cluster: the attached remote clusters */
 static int show_remote(struct opts *o)
 {
-    struct cli_resp r;
-    cli_req("GET", "/v1/cluster?what=remote", NULL, NULL, 0, &r);
-    if (r.status != 200) {
-        int rc = cli_fail(&r, "show remote-cluster");
-        cli_resp_free(&r);
+    json_t *j;
+    int rc = cli_get_json("/v1/cluster?what=remote", "show remote-cluster", &j);
+    if (rc)
         return rc;
-    }
-    json_t *j = cli_resp_json(&r);
     if (cli_json) {
-        char *s = sl_json_dump(j, SL_JD_PRETTY, NULL);
-        printf("%s\n", s);
-        free(s);
+        cli_print_json(j);
     } else {
         struct table *t = table_new(5, "ALIAS", "URL", "UUID", "ONLINE", "TARGETS");
         size_t i;
@@ -563,7 +538,6 @@ static int show_remote(struct opts *o)
         table_free(t);
     }
     json_decref(j);
-    cli_resp_free(&r);
     (void)o;
     return 0;
 }
@@ -603,13 +577,8 @@ int cmd_show(int argc, char **argv)
 /* the Smap from the gateway; NULL after printing the error */
 static json_t *get_smap(void)
 {
-    struct cli_resp r;
-    json_t *smap = NULL;
-    if (cli_req("GET", "/v1/daemon?what=smap", NULL, NULL, 0, &r) < 0 || r.status != 200)
-        cli_fail(&r, NULL);
-    else
-        smap = cli_resp_json(&r);
-    cli_resp_free(&r);
+    json_t *smap;
+    cli_get_json("/v1/daemon?what=smap", NULL, &smap);
     return smap;
 }
 
@@ -681,7 +650,7 @@ static int storage_show(const struct opts *o)
         json_decref(st);
     }
     if (cli_json)
-        print_json(all);
+        cli_print_json(all);
     else if (!ntargets)
         printf("No targets in the cluster map\n");
     else
@@ -773,7 +742,7 @@ static int conf_show(json_t *conf, const char *key, const char *whose)
     if (cli_json) {
         json_t *v = key ? cli_json_path(conf, key) : conf;
         if (v)
-            print_json(v);
+            cli_print_json(v);
         else
             fprintf(stderr, "Error: no key \"%s\" in %s\n", key, whose);
         return v ? 0 : 1;
@@ -795,14 +764,8 @@ static int conf_show(json_t *conf, const char *key, const char *whose)
 
 static json_t *cluster_config(void)
 {
-    struct cli_resp r;
-    json_t *j = NULL;
-    cli_req("GET", "/v1/cluster?what=cluster_config", NULL, NULL, 0, &r);
-    if (r.status != 200)
-        cli_fail(&r, "cluster config");
-    else
-        j = cli_resp_json(&r);
-    cli_resp_free(&r);
+    json_t *j;
+    cli_get_json("/v1/cluster?what=cluster_config", "cluster config", &j);
     return j;
 }
 
