@@ -878,38 +878,31 @@ void sl_prx_buckets(struct sl_req *r)
         free(name);
         return;
     }
+    bool needs_name = r->method == SL_M_HEAD || r->method == SL_M_POST || r->method == SL_M_DELETE ||
+                      r->method == SL_M_PATCH || r->method == SL_M_PUT;
+    if (needs_name && !name[0]) {
+        sl_resp_errf(r, SL_EINVAL, "%s /v1/buckets needs a bucket name: /v1/buckets/BUCKET", r->method_str);
+        free(name);
+        return;
+    }
     switch (r->method) {
     case SL_M_GET:
         sl_req_buffer_body(r, lim, get_buckets_done);
         break;
     case SL_M_HEAD:
-        if (!name[0])
-            sl_resp_errf(r, SL_EINVAL, "HEAD /v1/buckets needs a bucket name");
-        else
-            head_bucket(r, name);
+        head_bucket(r, name);
         break;
     case SL_M_POST:
-        if (!name[0])
-            sl_resp_errf(r, SL_EINVAL, "POST /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
-        else
-            sl_req_buffer_body(r, lim, post_bucket_done);
+        sl_req_buffer_body(r, lim, post_bucket_done);
         break;
     case SL_M_DELETE:
-        if (!name[0])
-            sl_resp_errf(r, SL_EINVAL, "DELETE /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
-        else
-            sl_req_buffer_body(r, lim, delete_bucket_done);
+        sl_req_buffer_body(r, lim, delete_bucket_done);
         break;
     case SL_M_PATCH:
-        if (!name[0])
-            sl_resp_errf(r, SL_EINVAL, "PATCH /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
-        else
-            sl_req_buffer_body(r, lim, patch_bucket_done);
+        sl_req_buffer_body(r, lim, patch_bucket_done);
         break;
     case SL_M_PUT:
-        if (!name[0])
-            sl_resp_errf(r, SL_EINVAL, "PUT /v1/buckets needs a bucket name: /v1/buckets/BUCKET");
-        else if (!sl_modules_bucket_put(r, name))
+        if (!sl_modules_bucket_put(r, name))
             sl_resp_errf(r, SL_EINVAL, "PUT /v1/buckets/%s: no supported action", name);
         break;
     default:

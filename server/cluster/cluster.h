@@ -119,6 +119,11 @@ void sl_snaps_next(struct sl_snap_it *it);
 int sl_cluster_job_begin(const char *kind, const char *prefix, const char *path, json_t *body,
                          int (*local)(const char *id, const json_t *body, struct sl_err *err), char *id, size_t idlen,
                          struct sl_err *err);
+/* The coordinator's side of it (the POST to path): r's body {"id", ...}
+ * to local(id, body), answered 200 or with its error (what: "dsort start"
+ * names a body that is not an object). */
+void sl_cluster_job_begun(struct sl_req *r, int (*local)(const char *id, const json_t *body, struct sl_err *err),
+                          const char *what);
 
 /* Target: fetch the BMD from the primary; 1 if a newer one was installed.
  * On an HTTP thread it only starts the fetch in the background (0). */

@@ -45,11 +45,6 @@
 
 static struct sl_workers wk; /* threads of this file at work, and the stop flag */
 
-static bool enter(void)
-{
-    return sl_workers_enter(&wk);
-}
-
 static void leave(void)
 {
     sl_workers_leave(&wk);
@@ -937,19 +932,12 @@ static void *enc_thread(void *arg)
 {
     struct enc_arg *q = arg;
     struct sl_job *job = q->job;
-    if (!enter()) {
-        sl_job_finish(job, "aborted: the target is shutting down");
-        sl_job_put(job);
+    if (!sl_workers_enter_job(&wk, job)) {
         free(q);
         return NULL;
     }
-    struct sl_bmd *bmd = sl_bmd_get();
-    const struct sl_bck *k = sl_bmd_find(bmd, q->prov, q->bname);
     struct sl_bck b;
-    bool found = k != NULL;
-    if (found)
-        sl_bck_copy(&b, k);
-    sl_bmd_put(bmd);
+    bool found = sl_bmd_copy(q->prov, q->bname, &b);
     int64_t t0 = sl_mono_ns();
     if (!found) {
         char why[300];

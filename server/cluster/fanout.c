@@ -226,6 +226,21 @@ int sl_cluster_job_begin(const char *kind, const char *prefix, const char *path,
     return rc;
 }
 
+void sl_cluster_job_begun(struct sl_req *r, int (*local)(const char *id, const json_t *body, struct sl_err *err),
+                          const char *what)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    if (!json_is_object(j) || local(sl_json_str(j, "id", ""), j, &err) < 0) {
+        if (!err.msg[0])
+            sl_errf(&err, SL_EINVAL, "%s: bad body (expected {\"id\": ..., ...})", what);
+        sl_resp_err(r, &err);
+    } else {
+        sl_resp_empty(r, 200);
+    }
+    json_decref(j);
+}
+
 /* nl.Status aggregated over targets for one job id; NULL if unknown */
 json_t *sl_cluster_job_status(json_t *per, const char *id)
 {

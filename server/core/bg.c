@@ -4,6 +4,7 @@
  */
 #include "bg.h"
 #include "log.h"
+#include "xact.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -194,6 +195,15 @@ bool sl_workers_enter(struct sl_workers *w)
         return false;
     }
     return true;
+}
+
+bool sl_workers_enter_job(struct sl_workers *w, struct sl_job *job)
+{
+    if (sl_workers_enter(w))
+        return true;
+    sl_job_finish(job, "aborted: the target is shutting down");
+    sl_job_put(job);
+    return false;
 }
 
 void sl_workers_leave(struct sl_workers *w)

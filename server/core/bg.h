@@ -48,6 +48,10 @@ struct sl_workers {
     volatile bool stopping;
 };
 bool sl_workers_enter(struct sl_workers *w);
+/* The same for the thread of a job: when stopping, job finishes "aborted:
+ * the target is shutting down" and the caller's reference to it goes. */
+struct sl_job;
+bool sl_workers_enter_job(struct sl_workers *w, struct sl_job *job);
 void sl_workers_leave(struct sl_workers *w);
 /* Set stopping, wait up to timeout_ms for the active ones; logs (what:
  * "mirror") when some are still at work. */

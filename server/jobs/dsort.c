@@ -1376,19 +1376,15 @@ int sl_dsort_coord_start(const char *id, json_t *spec, struct sl_err *err)
     return 0;
 }
 
+int sl_dsort_start_body(const char *id, const json_t *body, struct sl_err *err)
+{
+    return sl_dsort_coord_start(id, json_object_get(body, "spec"), err);
+}
+
 /* POST /v1/internal/dsort/start {"id","spec"} */
 static void start_internal(struct sl_req *r)
 {
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
-    if (!json_is_object(j) || sl_dsort_coord_start(sl_json_str(j, "id", ""), json_object_get(j, "spec"), &err) < 0) {
-        if (!err.msg[0])
-            sl_errf(&err, SL_EINVAL, "dsort start: bad body");
-        sl_resp_err(r, &err);
-    } else {
-        sl_resp_empty(r, 200);
-    }
-    json_decref(j);
+    sl_cluster_job_begun(r, sl_dsort_start_body, "dsort start");
 }
 
 static void internal_remove(struct sl_req *r)

@@ -18,6 +18,8 @@ extern const struct sl_module sl_dsort_module;
  * 0 once the coordinator thread runs, -1 with a 400 when the spec does not
  * parse. */
 int sl_dsort_coord_start(const char *id, json_t *spec, struct sl_err *err);
+/* The same from a start body {"id", "spec"} (sl_cluster_job_begin's local start) */
+int sl_dsort_start_body(const char *id, const json_t *body, struct sl_err *err);
 /* Abort job id on every target and remove every output shard it created,
  * also where it had finished. Off the HTTP threads only. */
 void sl_dsort_abort_everywhere(const char *id);

@@ -120,12 +120,6 @@ static json_t *job_info(const json_t *sn)
     return o;
 }
 
-/* standalone: the coordinator is this node */
-static int local_start(const char *id, const json_t *body, struct sl_err *err)
-{
-    return sl_dsort_coord_start(id, json_object_get(body, "spec"), err);
-}
-
 static void start_run(struct sl_req *r, void *arg)
 {
     (void)arg;
@@ -147,7 +141,7 @@ static void start_run(struct sl_req *r, void *arg)
     json_t *body = json_pack("{s:o}", "spec", sl_dsort_spec_json(&s));
     sl_dsort_spec_free(&s);
     char id[48];
-    if (sl_cluster_job_begin("dsort", "srt-", "/v1/internal/dsort/start", body, local_start, id, sizeof(id), &err) <
+    if (sl_cluster_job_begin("dsort", "srt-", "/v1/internal/dsort/start", body, sl_dsort_start_body, id, sizeof(id), &err) <
         0) {
         sl_resp_err(r, &err);
         return;

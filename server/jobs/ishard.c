@@ -498,7 +498,8 @@ static int coord_start(const char *id, const json_t *msg, struct sl_err *err)
     return rc;
 }
 
-/* standalone: the same path as a coordinating target's */
+/* from a start body {"id", "msg"}: a coordinating target's, and this
+ * node's when standalone */
 static int local_start(const char *id, const json_t *body, struct sl_err *err)
 {
     return coord_start(id, json_object_get(body, "msg"), err);
@@ -509,16 +510,7 @@ static int local_start(const char *id, const json_t *body, struct sl_err *err)
 static void internal_plan_run(struct sl_req *r, void *arg)
 {
     (void)arg;
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
-    if (!json_is_object(j) || coord_start(sl_json_str(j, "id", ""), json_object_get(j, "msg"), &err) < 0) {
-        if (!err.msg[0])
-            sl_errf(&err, SL_EINVAL, "internal ishard: bad body");
-        sl_resp_err(r, &err);
-    } else {
-        sl_resp_empty(r, 200);
-    }
-    json_decref(j);
+    sl_cluster_job_begun(r, local_start, "internal ishard");
 }
 
 static void internal_plan_done(struct sl_req *r)

@@ -431,6 +431,16 @@ const struct sl_bck *sl_bmd_find(const struct sl_bmd *b, const char *provider, c
     return NULL;
 }
 
+bool sl_bmd_copy(const char *provider, const char *name, struct sl_bck *out)
+{
+    struct sl_bmd *bmd = sl_bmd_get();
+    const struct sl_bck *k = sl_bmd_find(bmd, provider, name);
+    if (k)
+        sl_bck_copy(out, k);
+    sl_bmd_put(bmd);
+    return k != NULL;
+}
+
 void sl_bck_copy(struct sl_bck *dst, const struct sl_bck *src)
 {
     *dst = *src;

@@ -124,6 +124,9 @@ struct sl_bmd *sl_bmd_clone(const struct sl_bmd *b);
 struct sl_bmd *sl_bmd_new(void);
 void sl_bmd_install(struct sl_bmd *b);
 const struct sl_bck *sl_bmd_find(const struct sl_bmd *b, const char *provider, const char *name);
+/* provider://name of the current BMD, copied into out (sl_bck_release):
+ * false when it has none */
+bool sl_bmd_copy(const char *provider, const char *name, struct sl_bck *out);
 /* Add a bucket built from props (NULL = defaults from config); returns the
  * added entry (inside b), or NULL with err. props_to_set stays the
  * caller's. */
