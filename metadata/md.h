@@ -4,13 +4,22 @@
  *
  *  - an object environment per mountpath: object metadata keyed so that a
  *    bucket + name prefix is one ordered key range (listing = cursor walk),
- *    plus "pending" markers that make PUT crash-safe (see obj.c);
+ *    plus "pending" markers that make PUT crash-safe (server/target/
+ *    store_put.c) and aux records (shard member indexes, mirror-copy
+ *    records); the record format is objmd.c's;
  *  - a node environment under the node's confdir: small named documents
- *    (Smap, BMD, EtlMD, config, node id, job history).
+ *    (Smap, BMD, config, RMD and the modules' documents, node id, job
+ *    history).
  *
  * LMDB has one writer per environment, so writes go through a group-commit
  * thread per object environment: many PUTs share one transaction and one
  * fsync. Readers never block.
+ *
+ * Threads: every function may be called from any thread, and an
+ * environment from many at once, except that one struct sl_md_iter is
+ * one thread's (it holds a read transaction between calls, as LMDB's
+ * cursors do) and sl_md_close is called once nothing else uses the
+ * environment.
  *
  * Key layout (objects DB): 8-byte big-endian bucket id, then the object name
  * truncated to SL_MD_KEYNAME bytes. Names longer than that share a key with

@@ -1,8 +1,18 @@
 /* SPDX-License-Identifier: MIT
  * cluster.h: the cluster floor, the contract between the handlers and jobs
- * above it (api/, jobs/) and the nodes below: membership, metasync and
- * keepalive (cluster.c), what is asked of every target at once (fanout.c),
- * bucket resolution (bck.c) and rebalance (reb.h).
+ * above it (api/, jobs/) and the nodes below: the documents and metasync
+ * (docs.c), membership (members.c), the primary's role and keepalive
+ * (primary.c), start and stop (cluster.c), what is asked of every target
+ * at once (fanout.c), bucket resolution (bck.c), and the hooks through
+ * which rebalance (reb.h), the record of lost objects (lost.h) and
+ * elections (vote.h) watch the cluster. Objects are read through read.h,
+ * erasure coded through ec.h, sent to their owners in batches through
+ * putb.h.
+ *
+ * Threads: everything here may be called from any thread but an HTTP one
+ * when it says it waits on peers (sl_tfan_run, sl_cluster_list_page, the
+ * job fan-outs, the admin actions); the hooks run on the thread of the
+ * event (a keepalive round, a metasync, a join).
  *
  * Ownership: a json_t returned here is a new reference the caller
  * decrefs; strings returned as char * are the caller's to free(). A
@@ -132,8 +142,9 @@ int sl_cluster_refresh_bmd(void);
 /* true on the primary proxy and in standalone mode */
 bool sl_is_primary(void);
 
-/* Cluster-wide documents beyond Smap/BMD/config ("rmd", and the modules'
- * "etlmd" and "planmd"): a new reference or NULL. */
+/* Cluster-wide documents beyond Smap/BMD/config: "rmd" (the rebalance),
+ * and the modules' "etlmd", "planmd", "s3md", "remais", "authmd" and
+ * "lostmd" (docs.c's table): a new reference or NULL. */
 json_t *sl_cluster_doc(const char *name);
 typedef void (*sl_doc_listener)(const json_t *doc);
 /* fn is called when a new version of module document name is installed

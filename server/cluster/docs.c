@@ -384,7 +384,7 @@ int sl_cluster_set_doc(const char *name, json_t *doc)
     return 0;
 }
 
-static const char known_docs[] = "uuid, smap, bmd, config, rmd, etlmd, planmd, s3md, remais, authmd";
+static const char known_docs[] = "uuid, smap, bmd, config, rmd, etlmd, planmd, s3md, remais, authmd, lostmd";
 
 /* A received metasync body is checked whole before any of it is applied:
  * junk, an unknown document or one that would not parse is refused and
