@@ -2,6 +2,11 @@
  * xact.h: jobs (AIStore "xactions") on one node: id, kind, counters, abort,
  * end state. Every long-running piece of work registers here; gateways
  * aggregate the snapshots of all targets (spec §10).
+ *
+ * Threads: any. The registry has its own lock; a job is shared by its
+ * workers, who count with sl_job_add (atomic) and poll abort_req; ext is
+ * changed and read under the job's lock (sl_job_set_ext, sl_job_ext_copy),
+ * and a reference (sl_job_get) keeps the job valid however it ends.
  */
 #ifndef SL_XACT_H
 #define SL_XACT_H

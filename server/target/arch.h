@@ -4,6 +4,12 @@
  * archmode=), the per-shard member index of plain tars (kept in the
  * mountpath's LMDB; one lookup = one seek), writing/appending a member
  * (PUT ?archpath= with Ais-Pine), and listing shard contents.
+ *
+ * Threads: the registry is read-only after sl_arch_init (any thread). A
+ * struct sl_arch_shard and the members opened from it are one thread's;
+ * the shard's file descriptor is shared by reference count, so members
+ * outlive the shard. Building an index reads the whole shard: never on an
+ * HTTP thread (sl_arch_get offloads what is in proportion to the shard).
  */
 #ifndef SL_ARCH_H
 #define SL_ARCH_H

@@ -2,6 +2,10 @@
  * lso.h: list-objects on a target: its local page (a k-way merge of
  * per-mountpath LMDB cursors, exact and sorted) and the walk over every page
  * of a listing. The message and page types are lspage.h's.
+ *
+ * Threads: any but an HTTP one for sl_lso_walk over the cluster's pages
+ * (it waits on peers); a local page reads LMDB only. A message or page is
+ * one thread's at a time.
  */
 #ifndef SL_LSO_H
 #define SL_LSO_H

@@ -3,6 +3,8 @@
  * entries, merging pages from several targets, and the JSON / msgpack
  * encodings clients expect (msgpack keys UUID/ContinuationToken/Entries/
  * Flags, entry keys n,cs,a,v,t,m,s,c,f). What makes a page is lso.h's.
+ *
+ * Threads: pure data; a message or page is one thread's at a time.
  */
 #ifndef SL_LSPAGE_H
 #define SL_LSPAGE_H
