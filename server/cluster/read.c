@@ -22,11 +22,6 @@ void sl_read_done(struct sl_read *rd)
     sl_objmd_free(&rd->md);
 }
 
-static bool prop_true(const struct sl_bck *b, const char *section, const char *key)
-{
-    return json_is_true(json_object_get(json_object_get(b->props, section), key));
-}
-
 unsigned sl_read_flags(struct sl_req *r, const struct sl_bck *b)
 {
     unsigned f = 0;
@@ -34,10 +29,10 @@ unsigned sl_read_flags(struct sl_req *r, const struct sl_bck *b)
         f |= SL_READ_LOCAL;
     if (r->method == SL_M_HEAD)
         return f | SL_READ_HEAD;
-    if (sl_req_query_bool(r, "validate-checksum") || prop_true(b, "checksum", "validate_warm_get"))
+    if ((b->rflags & SL_BCK_VALIDATE_GET) || sl_req_query_bool(r, "validate-checksum"))
         f |= SL_READ_VALIDATE;
-    if (sl_bck_remote(b) && (sl_req_query_bool(r, "latest-ver") || sl_req_query_bool(r, "latest") ||
-                             prop_true(b, "versioning", "validate_warm_get")))
+    if (((b->rflags & SL_BCK_LATEST_GET) || sl_req_query_bool(r, "latest-ver") || sl_req_query_bool(r, "latest")) &&
+        sl_bck_remote(b))
         f |= SL_READ_LATEST;
     return f;
 }

@@ -744,6 +744,11 @@ static void decode_bck(struct sl_bck *b)
     int t = sl_cksum_parse(json_string_value(ck));
     b->cksum_type = t < 0 ? SL_CK_XXHASH2 : t;
     b->versioning = json_is_true(json_object_get(json_object_get(b->props, "versioning"), "enabled"));
+    b->rflags = 0;
+    if (json_is_true(json_object_get(json_object_get(b->props, "checksum"), "validate_warm_get")))
+        b->rflags |= SL_BCK_VALIDATE_GET;
+    if (json_is_true(json_object_get(json_object_get(b->props, "versioning"), "validate_warm_get")))
+        b->rflags |= SL_BCK_LATEST_GET;
 }
 
 /* Validate partial against the shape of base (same keys, same JSON types),

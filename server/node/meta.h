@@ -104,8 +104,11 @@ struct sl_bck {
     int64_t created;           /* unix ns */
     int cksum_type;
     bool versioning;
+    unsigned rflags;           /* SL_BCK_*: what every read asks of props, decoded once */
     json_t *props;             /* full Bprops, immutable */
 };
+enum { SL_BCK_VALIDATE_GET = 1,  /* checksum.validate_warm_get */
+       SL_BCK_LATEST_GET = 2 };  /* versioning.validate_warm_get */
 
 struct sl_bmd {
     int refs;
