@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import requests
@@ -75,10 +74,7 @@ def main():
     for tool in ("wrk", "tar", "bsdtar"):
         if not shutil.which(tool):
             sys.exit("archive bench needs %s (apt-get install wrk tar libarchive-tools)" % tool)
-    work = tempfile.mkdtemp(prefix="shale-abench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    http_bench.LUA_PATH = os.path.join(work, "bench.lua")
-    with open(http_bench.LUA_PATH, "w") as f:
-        f.write(http_bench.WRK_LUA)
+    work = http_bench.work_dir("shale-abench-")
     nmem = int(a.tar_gib * (1 << 30) / (MEMBER + 512))
     tarpath = os.path.join(work, "big.tar")
     write_tar(tarpath, nmem, MEMBER)

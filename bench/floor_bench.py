@@ -30,7 +30,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 
 import requests
 
@@ -70,10 +69,7 @@ def main():
     for tool in ("wrk", "nginx"):
         if not shutil.which(tool):
             sys.exit("floor_bench needs %s: ./configure --install-deps --with-bench-deps" % tool)
-    work = tempfile.mkdtemp(prefix="shale-floor-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    http_bench.LUA_PATH = os.path.join(work, "bench.lua")
-    with open(http_bench.LUA_PATH, "w") as f:
-        f.write(http_bench.WRK_LUA)
+    work = http_bench.work_dir("shale-floor-")
     servers = {}
     ng = None
     try:

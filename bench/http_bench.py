@@ -23,6 +23,9 @@ import time
 import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+from harness import stop_proc  # noqa: E402
+
 BUILD = os.environ.get("SHALE_BUILD") or os.path.join(HERE, "..", "build")
 SHALED = os.path.join(BUILD, "bin", "shaled")
 CLK = os.sysconf("SC_CLK_TCK")
@@ -85,6 +88,16 @@ function request()
   return wrk.format("GET", path)
 end
 '''
+
+
+def work_dir(prefix):
+    """A new work directory under $BENCH_DIR (default /var/tmp), holding the wrk script that wrk() runs."""
+    global LUA_PATH
+    work = tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    LUA_PATH = os.path.join(work, "bench.lua")
+    with open(LUA_PATH, "w") as f:
+        f.write(WRK_LUA)
+    return work
 
 
 def ctx_switches(pids):
@@ -227,11 +240,7 @@ http {
         return [self.proc.pid] + children(self.proc.pid)
 
     def stop(self):
-        self.proc.send_signal(signal.SIGQUIT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_proc(self.proc, signal.SIGQUIT, 30)
 
 
 SIZES = [("1KiB", 1024, 2000, 64), ("128KiB", 128 * 1024, 400, 64), ("10MiB", 10 * 1024 * 1024, 24, 8)]
@@ -242,7 +251,6 @@ def fmt_rate(x):
 
 
 def main():
-    global LUA_PATH
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--big-gib", type=float, default=4)
@@ -255,10 +263,7 @@ def main():
     for tool in ("wrk", "nginx"):
         if not shutil.which(tool):
             sys.exit("bench needs %s (apt-get install %s)" % (tool, tool))
-    work = tempfile.mkdtemp(prefix="shale-bench-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    LUA_PATH = os.path.join(work, "bench.lua")
-    with open(LUA_PATH, "w") as f:
-        f.write(WRK_LUA)
+    work = work_dir("shale-bench-")
     rows = []
     fast = Shaled(work, durable=False)
     ng = Nginx(work, fast.objdir())

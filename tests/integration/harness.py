@@ -6,6 +6,7 @@ bounded in time, and every node gets its own temporary directory.
 """
 import hashlib
 import hmac
+import io
 import json
 import os
 import shutil
@@ -13,9 +14,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
+import zipfile
 
 import requests
 
@@ -65,6 +68,45 @@ def free_port_range(n, tries=200):
         if ok:
             return base
     raise RuntimeError("no free port range")
+
+
+def stop_proc(proc, sig=signal.SIGTERM, timeout=20):
+    """Send proc sig and wait up to timeout seconds for it to exit; past that, SIGKILL it."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def remove_tmp(tmp):
+    """Remove a test's temporary directory, unless SHALE_KEEP_TMP is set (then say where it is)."""
+    if os.environ.get("SHALE_KEEP_TMP"):
+        print("kept", tmp)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def make_tar(members, gz=False, mtime=0):
+    """A tar (gzip'd with gz) of (name, data) members, written by tarfile."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w") as t:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mtime = mtime
+            t.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def make_zip(members):
+    """A deflated zip of (name, data) members."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members:
+            z.writestr(name, data)
+    return buf.getvalue()
 
 
 def wait_until(fn, timeout=30, interval=0.05, what="condition"):
@@ -154,12 +196,7 @@ class Node:
 
     def stop(self, timeout=20):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+            stop_proc(self.proc, timeout=timeout)
         rc = self.proc.returncode if self.proc else None
         self.proc = None
         check_sanitizer_reports(os.path.join(self.dir, "stdout.log"))
@@ -384,22 +421,39 @@ def _zombie(pid):
         return True
 
 
+def start_cluster(obj, targets=3, proxies=1, prefix="shale-test-", **kw):
+    """Start a playground of proxies gateways and targets targets (kw: more Cluster arguments) in a new temporary
+    directory and wait until the Smap holds every target; sets obj.tmp, obj.c, obj.url and obj.s (a session), obj
+    being a test class (setUpClass) or a test (setUp). A cluster whose targets do not all join is stopped."""
+    obj.tmp = tempfile.mkdtemp(prefix=prefix)
+    obj.c = Cluster(obj.tmp, proxies=proxies, targets=targets, **kw).start()
+    obj.url = obj.c.url
+    obj.s = requests.Session()
+    try:
+        wait_until(lambda: len(obj.c.smap()["tmap"]) == targets, 30, what="%d targets in the Smap" % targets)
+    except Exception:
+        obj.c.stop()
+        raise
+    return obj.c
+
+
+def stop_cluster(obj):
+    """Stop what start_cluster started and remove its directory (see remove_tmp)."""
+    obj.c.stop()
+    remove_tmp(obj.tmp)
+
+
 class ClusterTest(unittest.TestCase):
     """Base: one playground of 1 gateway and 3 targets per test class
     (cls.c, cls.url, cls.s, cls.tmp)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=3).start()
-        cls.url = cls.c.url
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 3, 30, what="3 targets")
+        start_cluster(cls, targets=3)
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        stop_cluster(cls)
 
 
 class NodeTest(unittest.TestCase):
@@ -418,10 +472,7 @@ class NodeTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.node.stop()
-        if os.environ.get("SHALE_KEEP_TMP"):
-            print("kept", cls.tmp)
-        else:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        remove_tmp(cls.tmp)
 
     # helpers
     def act(self, method, path, action, value=None, name="", params=None, headers=None):

@@ -20,27 +20,9 @@ import zipfile
 import msgpack
 import requests
 
-from harness import BUILD, SRC, Cluster, Node, NodeTest, main, wait_until
+from harness import BUILD, SRC, Cluster, Node, NodeTest, main, make_tar, make_zip, wait_until
 
 FORMATS = [".tar", ".tgz", ".tar.gz", ".zip", ".tar.lz4"]
-
-
-def make_tar(members, gz=False):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w") as t:
-        for name, data in members:
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            t.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def make_zip(members):
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in members:
-            z.writestr(name, data)
-    return buf.getvalue()
 
 
 def tar_names(data):

@@ -27,12 +27,11 @@ import tarfile
 import tempfile
 import threading
 import unittest
-import zipfile
 
 import msgpack
 import requests
 
-from harness import Cluster, Node, heap_env, main, wait_until
+from harness import Node, heap_env, main, make_tar, make_zip, start_cluster, stop_cluster, wait_until
 
 BIG_N = 200000
 
@@ -51,24 +50,6 @@ def tar_bytes(members):
     return out.getvalue()
 
 
-def tgz_bytes(members):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as t:
-        for name, data in members:
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            t.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def zip_bytes(members):
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in members:
-            z.writestr(name, data)
-    return buf.getvalue()
-
-
 def lz4_bytes(data):
     return subprocess.run(["lz4", "-c"], input=data, capture_output=True, check=True).stdout
 
@@ -84,11 +65,7 @@ def rss_mib(pid):
 class TestBounded(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
-        cls.url = cls.c.url
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        start_cluster(cls, targets=2)
         cls.nodes = [n["name"] for n in cls.c.topology()["nodes"]]
         for b in ("big", "mix", "bad"):
             r = cls.s.post(cls.url + "/v1/buckets/" + b, json={"action": "create-bck"}, timeout=30)
@@ -100,8 +77,7 @@ class TestBounded(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        stop_cluster(cls)
 
     def lso(self, bucket, value, mp=False, session=None):
         h = {"Accept": "application/msgpack"} if mp else {}
@@ -159,8 +135,8 @@ class TestBounded(unittest.TestCase):
         members = [("d%d/s%03d.%s" % (i % 3, i, ext), b"x" * (i + 1)) for i in range(40) for ext in ("jpg",)]
         shards = {
             "s1.tar": tar_bytes(members),
-            "s2.tgz": tgz_bytes(members[:25]),
-            "s3.zip": zip_bytes(members[:17]),
+            "s2.tgz": make_tar(members[:25], gz=True),
+            "s3.zip": make_zip(members[:17]),
             "s4.tar.lz4": lz4_bytes(tar_bytes(members[:11])),
             "s1.tar.bak": b"not a shard",
         }
@@ -254,8 +230,8 @@ class TestBounded(unittest.TestCase):
         the shard for archpath, archregx, archindex and listing; nodes stay up"""
         good = [("a/%02d.txt" % i, b"hello %d" % i * 50) for i in range(30)]
         t = tar_bytes(good)
-        gz = tgz_bytes(good)
-        z = zip_bytes(good)
+        gz = make_tar(good, gz=True)
+        z = make_zip(good)
         lz = lz4_bytes(t)
         zc = bytearray(z)
         # damage every local header's compressed data

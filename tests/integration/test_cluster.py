@@ -19,7 +19,7 @@ import unittest
 import requests
 import xxhash
 
-from harness import Cluster, Node, SHALE, hrw_mix as mix, main, wait_until
+from harness import Cluster, Node, SHALE, hrw_mix as mix, main, start_cluster, stop_cluster, wait_until
 
 SEED = 1103515245
 
@@ -41,16 +41,10 @@ class ClusterTest(unittest.TestCase):
     targets = 3
 
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="shale-cl-")
-        self.c = Cluster(self.tmp, proxies=1, targets=self.targets).start()
-        self.url = self.c.url
-        self.s = requests.Session()
-        wait_until(lambda: len(self.c.smap()["tmap"]) == self.targets, 30, what="all targets in the Smap")
+        start_cluster(self, targets=self.targets, prefix="shale-cl-")
 
     def tearDown(self):
-        self.c.stop()
-        if not os.environ.get("SHALE_KEEP_TMP"):
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        stop_cluster(self)
 
     def create(self, b):
         r = self.s.post(self.url + "/v1/buckets/" + b, json={"action": "create-bck"})

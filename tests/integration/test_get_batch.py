@@ -13,18 +13,7 @@ import subprocess
 import tarfile
 import zipfile
 
-from harness import ClusterTest, NodeTest, cluster_sig, main, wait_until
-
-
-def shard(members, mtime=0):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        for name, data in members:
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mtime = mtime
-            tf.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
+from harness import ClusterTest, NodeTest, cluster_sig, main, make_tar, wait_until
 
 
 def tar_entries(data, mode="r:*"):
@@ -49,7 +38,7 @@ class GetBatchApi:
             self.objs[name] = data
             self.assertEqual(self.s.put(self.url + "/v1/objects/gb/" + name, data=data, timeout=30).status_code, 200)
         self.members = [("s%02d.jpg" % i, os.urandom(500 + i)) for i in range(10)]
-        self.s.put(self.url + "/v1/objects/gb/shard.tar", data=shard(self.members), timeout=30).raise_for_status()
+        self.s.put(self.url + "/v1/objects/gb/shard.tar", data=make_tar(self.members), timeout=30).raise_for_status()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tf:
             ti = tarfile.TarInfo("inner/a.txt")
@@ -185,7 +174,7 @@ class PlanApi:
                     continue
                 members += [(key + ".jpg", b"img %d %d " % (i, j) * (j + 1)), (key + ".cls", b"%d" % (j % 3))]
             self.plan_members.update(members)
-            self.s.put(self.url + "/v1/objects/ds/sh-%d.tar" % i, data=shard(members, mtime=1700000000),
+            self.s.put(self.url + "/v1/objects/ds/sh-%d.tar" % i, data=make_tar(members, mtime=1700000000),
                        timeout=30).raise_for_status()
 
     def batch(self, name, epoch, index):

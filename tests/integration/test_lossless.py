@@ -8,14 +8,13 @@ import random
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 
 import requests
 
-from harness import SHALE, SHALED, Cluster, main, wait_until
+from harness import SHALE, SHALED, main, start_cluster, stop_cluster, wait_until
 from test_cluster import hrw_owner
 
 
@@ -24,11 +23,7 @@ class Base(unittest.TestCase):
     env = None  # more environment for the nodes
 
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="shale-ll-")
-        self.c = Cluster(self.tmp, proxies=1, targets=self.targets, env=dict(self.env or {})).start()
-        self.url = self.c.url
-        self.s = requests.Session()
-        wait_until(lambda: len(self.c.smap()["tmap"]) == self.targets, 30, what="all targets in the Smap")
+        start_cluster(self, targets=self.targets, prefix="shale-ll-", env=dict(self.env or {}))
         self.stopped = []
 
     def tearDown(self):
@@ -37,9 +32,7 @@ class Base(unittest.TestCase):
                 os.kill(pid, signal.SIGCONT)
             except OSError:
                 pass
-        self.c.stop()
-        if not os.environ.get("SHALE_KEEP_TMP"):
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        stop_cluster(self)
 
     def create(self, b):
         r = self.s.post(self.url + "/v1/buckets/" + b, json={"action": "create-bck"})

@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-from harness import Cluster, NodeTest, main, wait_until
+from harness import NodeTest, main, start_cluster, stop_cluster, wait_until
 
 J = {"Content-Type": "application/json"}
 
@@ -501,22 +501,11 @@ class TestMirrorCluster(MirrorBase, NodeTest):
 
     @classmethod
     def setUpClass(cls):
-        import tempfile
-        import requests
-        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=2, mountpaths=2).start()
-        cls.url = cls.c.url
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        start_cluster(cls, targets=2, mountpaths=2)
 
     @classmethod
     def tearDownClass(cls):
-        import shutil
-        cls.c.stop()
-        if os.environ.get("SHALE_KEEP_TMP"):
-            print("kept", cls.tmp)
-        else:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        stop_cluster(cls)
 
     def test_cluster_mirror(self):
         r = self.s.post(self.url + "/v1/buckets/cm", headers=J, timeout=30,

@@ -6,14 +6,13 @@ lints only AIStore's own names (which predate Prometheus's conventions); labels 
 `shale log show` reads a target's log through the gateway."""
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import unittest
 
 import requests
 
-from harness import ClusterTest, free_port, main, wait_until
+from harness import ClusterTest, free_port, main, stop_proc, wait_until
 
 PROM = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -40,11 +39,7 @@ class Prometheus(ClusterTest):
 
     @classmethod
     def tearDownClass(cls):
-        cls.prom.send_signal(signal.SIGTERM)
-        try:
-            cls.prom.wait(20)
-        except subprocess.TimeoutExpired:
-            cls.prom.kill()
+        stop_proc(cls.prom)
         shutil.rmtree(cls.ptmp, ignore_errors=True)
         super().tearDownClass()
 

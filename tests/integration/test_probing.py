@@ -15,7 +15,7 @@ import unittest
 
 import requests
 
-from harness import Cluster, Node, NodeTest, SHALED, _zombie, cluster_sig, main, wait_until
+from harness import Cluster, Node, NodeTest, SHALED, _zombie, cluster_sig, main, start_cluster, stop_cluster, wait_until
 
 
 def raw_request(port, data, timeout=10):
@@ -230,15 +230,11 @@ class ProbeClusterTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
-        cls.s = requests.Session()
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        start_cluster(cls, targets=2)
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        stop_cluster(cls)
 
     def versions(self, url):
         out = {}

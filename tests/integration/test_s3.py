@@ -26,15 +26,12 @@ import concurrent.futures
 import datetime
 import hashlib
 import http.client
-import io
 import json
 import os
-import shutil
 import socket
 import struct
 import subprocess
 import tarfile
-import tempfile
 import time
 import unittest
 import xml.etree.ElementTree as ET
@@ -44,7 +41,7 @@ from urllib.parse import quote
 
 import requests
 
-from harness import Cluster, main, wait_until
+from harness import main, make_tar, start_cluster, stop_cluster
 
 try:
     import boto3
@@ -83,17 +80,6 @@ def sha256_file(path):
     return h.hexdigest()
 
 
-def tar_shard(members):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        for name, data in members:
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mtime = 1700000000
-            tf.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
-
-
 class _Resp:
     """an http.client response seen through the few attributes S3Test.err reads"""
 
@@ -124,17 +110,9 @@ class S3Test(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-test-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
-        try:
-            wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
-        except Exception:
-            cls.c.stop()
-            raise
-        cls.url = cls.c.url
+        start_cluster(cls, targets=2)
         cls.ep = cls.url + "/s3"
         cls.port = cls.c.base
-        cls.s = requests.Session()
         # the CLIs and boto3 read only files in the temp dir (never ~/.aws)
         cls.aws_cfg = os.path.join(cls.tmp, "aws-config")
         cls.aws_creds = os.path.join(cls.tmp, "aws-credentials")
@@ -156,11 +134,7 @@ class S3Test(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.stop()
-        if os.environ.get("SHALE_KEEP_TMP"):
-            print("kept", cls.tmp)
-        else:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        stop_cluster(cls)
 
     # ---- helpers ----------------------------------------------------------------------------------------------
 
@@ -1390,7 +1364,7 @@ class S3Test(unittest.TestCase):
         members = []
         for i in range(8):
             members += [("%06d.cls" % i, str(i % 3).encode()), ("%06d.jpg" % i, os.urandom(3000 + 17 * i))]
-        self.s3.put_object(Bucket=b, Key="train/shard-000000.tar", Body=tar_shard(members))
+        self.s3.put_object(Bucket=b, Key="train/shard-000000.tar", Body=make_tar(members, mtime=1700000000))
         p = subprocess.Popen([AWS, "--endpoint-url", self.ep, "s3", "cp", "--no-progress", "--only-show-errors",
                               "s3://%s/train/shard-000000.tar" % b, "-"], stdout=subprocess.PIPE, env=self.env,
                              stdin=subprocess.DEVNULL)

@@ -9,9 +9,7 @@ import datetime
 import hashlib
 import hmac
 import os
-import shutil
 import subprocess
-import tempfile
 import unittest
 import unittest.mock
 import zlib
@@ -24,7 +22,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from harness import Cluster, main, wait_until
+from harness import main, start_cluster, stop_cluster
 
 AK, SK = "trainer", "s3cr3t-value-for-tests"
 AWS = "/usr/bin/aws"
@@ -118,10 +116,7 @@ def signed_chunked_put(url, path, data, chunk, tamper_chunk=None, truncate=False
 class S3AuthTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="shale-s3auth-")
-        cls.c = Cluster(cls.tmp, proxies=1, targets=2).start()
-        cls.url = cls.c.url
-        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        start_cluster(cls, targets=2, prefix="shale-s3auth-")
         # verification on before any key would lock every client out: refused
         p = cls.c.cli("s3", "verify", "on", check=False)
         assert p.returncode != 0 and "no S3 access keys exist" in p.stderr, p.stderr
@@ -134,8 +129,7 @@ class S3AuthTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        stop_cluster(cls)
 
     def test_keys_are_listed_without_secrets(self):
         """`shale s3 key ls` and GET /v1/s3/keys name the access keys and the mode, never a secret."""

@@ -2,7 +2,10 @@
  * good.c: a well-formed sample-key test plugin ("test_good"). The loader
  * tests load it under several file names. init/fini leave a trace in the
  * environment (SL_TEST_GOOD_INIT / SL_TEST_GOOD_FINI) for the test to see.
+ * The broken test plugins include it with a name (TEST_NAME) and the one
+ * flaw they test: MISSING_KEY_FN, BAD_ABI_MAJOR, FAIL_INIT.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,12 @@ static const struct sl_host_api *host;
 
 static int plug_init(const struct sl_host_api *h, void **state, char *err, size_t errlen)
 {
+#ifdef FAIL_INIT
+    (void)h;
+    *state = NULL;
+    snprintf(err, errlen, "%s: deliberately failing init", TEST_NAME);
+    return SL_PLUG_EINVAL;
+#else
     (void)err;
     (void)errlen;
     *state = h->alloc(16);
@@ -24,12 +33,18 @@ static int plug_init(const struct sl_host_api *h, void **state, char *err, size_
     setenv("SL_TEST_GOOD_INIT", TEST_NAME, 1);
     h->log(SL_PLUG_LOG_INFO, "%s: init", TEST_NAME);
     return SL_PLUG_OK;
+#endif
 }
 
 static void plug_fini(void *state)
 {
+#ifdef FAIL_INIT
+    (void)state;
+    abort(); /* fini must not run after a failed init */
+#else
     host->free(state);
     setenv("SL_TEST_GOOD_FINI", TEST_NAME, 1);
+#endif
 }
 
 static int key_init(void *state, const char *config, void **inst, char *err, size_t errlen)

@@ -4,6 +4,7 @@
  */
 #include "tap.h"
 #include "sl.h"
+#include "b64.h"
 #include "chunked.h"
 #include "cksum.h"
 #include "conf.h"
@@ -125,7 +126,7 @@ static void t_cksum(void)
     TAP_EQ_STR(out, "ef46db3751d8e999", "xxh64 empty");
     sl_cksum_buf(SL_CK_NONE, "abc", 3, out);
     TAP_EQ_STR(out, "", "none");
-    /* streaming in odd pieces equals one-shot, incl. the crc32c table path */
+    /* streaming in odd pieces equals one-shot */
     char big[10007];
     for (size_t i = 0; i < sizeof(big); i++)
         big[i] = (char)(i * 7);
@@ -334,67 +335,61 @@ static void add_ent(struct sl_lspage *p, const char *name)
     e->nlen = strlen(name);
 }
 
+/* in[0] and in[1]: target pages of the NULL-terminated names a and b; out: empty */
+static void merge_pages(struct sl_lspage in[2], struct sl_lspage *out, const char *const *a, const char *const *b)
+{
+    sl_lspage_init(&in[0]);
+    sl_lspage_init(&in[1]);
+    sl_lspage_init(out);
+    for (; *a; a++)
+        add_ent(&in[0], *a);
+    for (; *b; b++)
+        add_ent(&in[1], *b);
+}
+
+static void merge_free(struct sl_lspage in[2], struct sl_lspage *out)
+{
+    sl_lspage_free(out);
+    sl_lspage_free(&in[0]);
+    sl_lspage_free(&in[1]);
+}
+
 static void t_merge(void)
 {
     /* target A has more beyond its page; B's later names must not be skipped */
     struct sl_lspage in[2], out;
-    sl_lspage_init(&in[0]);
-    sl_lspage_init(&in[1]);
-    sl_lspage_init(&out);
-    add_ent(&in[0], "a1");
-    add_ent(&in[0], "a2");
+    merge_pages(in, &out, (const char *[]){ "a1", "a2", NULL }, (const char *[]){ "b1", "dir/", NULL });
     in[0].token = sl_xstrdup("a2");
-    add_ent(&in[1], "b1");
-    add_ent(&in[1], "dir/");
     sl_lspage_merge(in, 2, 10, &out);
     TAP_EQ_INT(out.n, 2, "merge stops at the smallest full page's last name");
     TAP_EQ_STR(out.token, "a2", "token = last merged name");
-    sl_lspage_free(&out);
-    sl_lspage_free(&in[0]);
-    sl_lspage_free(&in[1]);
+    merge_free(in, &out);
     /* duplicates (virtual dirs) collapse, page cut at pagesize */
-    sl_lspage_init(&in[0]);
-    sl_lspage_init(&in[1]);
-    sl_lspage_init(&out);
-    add_ent(&in[0], "d/");
-    add_ent(&in[0], "x");
-    add_ent(&in[1], "d/");
-    add_ent(&in[1], "y");
-    add_ent(&in[1], "z");
+    merge_pages(in, &out, (const char *[]){ "d/", "x", NULL }, (const char *[]){ "d/", "y", "z", NULL });
     sl_lspage_merge(in, 2, 3, &out);
     TAP_EQ_INT(out.n, 3, "pagesize respected");
     TAP_OK(out.n == 3 && !strcmp(out.ents[0].name, "d/") && !strcmp(out.ents[1].name, "x") &&
                !strcmp(out.ents[2].name, "y"),
            "dup collapsed, sorted");
     TAP_EQ_STR(out.token, "y", "more remains");
-    sl_lspage_free(&out);
-    sl_lspage_free(&in[0]);
-    sl_lspage_free(&in[1]);
+    merge_free(in, &out);
     /* shard members (flag 128): after their shard, before the next object
      * even when its name sorts lower ("s.tar.bak" < "s.tar/..."); a page
      * that ends inside the shard has a token naming the member */
-    sl_lspage_init(&in[0]);
-    sl_lspage_init(&in[1]);
-    sl_lspage_init(&out);
-    add_ent(&in[0], "s.tar");
+    merge_pages(in, &out, (const char *[]){ "s.tar", "s.tar/z", "s.tar/a", "s.tar/m", NULL },
+                (const char *[]){ "a", "s.tar.bak", NULL });
     in[0].ents[0].flags = 512;
-    static const char *mem[] = { "s.tar/z", "s.tar/a", "s.tar/m" };
     for (int i = 0; i < 3; i++) {
-        add_ent(&in[0], mem[i]);
         in[0].ents[i + 1].flags = 64 | 128;
         in[0].ents[i + 1].alen = 5;
         in[0].ents[i + 1].aord = (uint64_t)i + 1;
     }
-    add_ent(&in[1], "a");
-    add_ent(&in[1], "s.tar.bak");
     sl_lspage_merge(in, 2, 4, &out);
     TAP_OK(out.n == 4 && !strcmp(out.ents[0].name, "a") && !strcmp(out.ents[1].name, "s.tar") &&
                !strcmp(out.ents[2].name, "s.tar/z") && !strcmp(out.ents[3].name, "s.tar/a"),
            "members follow their shard, in the target's order, and count toward the page");
     TAP_EQ_STR(out.token, "s.tar/./2/a", "a token inside the shard");
-    sl_lspage_free(&out);
-    sl_lspage_free(&in[0]);
-    sl_lspage_free(&in[1]);
+    merge_free(in, &out);
 }
 
 static void t_template(void)
@@ -570,9 +565,72 @@ static void t_chunked(void)
     ck_reset(&s);
 }
 
+static void t_b64(void)
+{
+    static const struct {
+        const char *raw, *std, *url;
+    } kv[] = { { "", "", "" },           { "f", "Zg==", "Zg" },         { "fo", "Zm8=", "Zm8" },
+               { "foo", "Zm9v", "Zm9v" }, { "foob", "Zm9vYg==", "Zm9vYg" }, { "\xfb\xff", "+/8=", "-_8" } };
+    char enc[64], dec[64], why[128];
+    for (size_t i = 0; i < SL_ARRAY_SIZE(kv); i++) {
+        size_t n = strlen(kv[i].raw);
+        TAP_OK(sl_b64_encode(kv[i].raw, n, 0, enc) == strlen(kv[i].std) && !strcmp(enc, kv[i].std) &&
+                   sl_b64_encoded_len(n, 0) == strlen(kv[i].std), "b64: encode \"%s\"", kv[i].std);
+        TAP_OK(sl_b64_encode(kv[i].raw, n, SL_B64_URL, enc) == strlen(kv[i].url) && !strcmp(enc, kv[i].url) &&
+                   sl_b64_encoded_len(n, SL_B64_URL) == strlen(kv[i].url), "b64: url encode \"%s\"", kv[i].url);
+        ssize_t k = sl_b64_decode(kv[i].std, strlen(kv[i].std), 0, dec, why, sizeof(why));
+        TAP_OK(k == (ssize_t)n && !memcmp(dec, kv[i].raw, n), "b64: decode \"%s\"", kv[i].std);
+        k = sl_b64_decode(kv[i].url, strlen(kv[i].url), SL_B64_URL, dec, why, sizeof(why));
+        TAP_OK(k == (ssize_t)n && !memcmp(dec, kv[i].raw, n), "b64: url decode \"%s\"", kv[i].url);
+    }
+    /* padding: required by default, optional with NOPAD, never in the URL form */
+    TAP_OK(sl_b64_decode("Zg", 2, 0, dec, why, sizeof(why)) < 0 && strstr(why, "padding"), "b64: padding required");
+    TAP_OK(sl_b64_decode("Zg", 2, SL_B64_NOPAD, dec, why, sizeof(why)) == 1, "b64: padding optional");
+    TAP_OK(sl_b64_decode("Zg=", 3, SL_B64_NOPAD, dec, why, sizeof(why)) < 0 && strstr(why, "bad padding"),
+           "b64: wrong padding refused");
+    TAP_OK(sl_b64_decode("Zg==", 4, SL_B64_URL, dec, why, sizeof(why)) < 0 && strstr(why, "0x3d"),
+           "b64: no '=' in the URL form");
+    TAP_OK(sl_b64_decode("Zg==Zg==", 8, 0, dec, why, sizeof(why)) < 0 && strstr(why, "after '='"),
+           "b64: data after padding");
+    TAP_OK(sl_b64_decode("Zm9vY", 5, SL_B64_NOPAD, dec, why, sizeof(why)) < 0 && strstr(why, "length"),
+           "b64: impossible length");
+    TAP_OK(sl_b64_decode("Zm-v", 4, 0, dec, why, sizeof(why)) < 0 && strstr(why, "offset 2"),
+           "b64: URL character in the standard form, with its offset");
+    TAP_OK(sl_b64_decode("Zm9v\nYg==", 9, 0, dec, why, sizeof(why)) < 0, "b64: whitespace refused by default");
+    TAP_OK(sl_b64_decode(" Zm9v\nYg== ", 11, SL_B64_SPACE, dec, why, sizeof(why)) == 4 && !memcmp(dec, "foob", 4),
+           "b64: whitespace skipped with SPACE");
+    /* every length round-trips, both alphabets */
+    unsigned char raw[300], back[400];
+    char e[500];
+    bool ok = true;
+    for (size_t n = 0; n < sizeof(raw); n++) {
+        raw[n] = (unsigned char)(n * 37 + 11);
+        for (unsigned f = 0; f <= SL_B64_URL; f += SL_B64_URL) {
+            size_t el = sl_b64_encode(raw, n, f, e);
+            ssize_t dl = sl_b64_decode(e, el, f, back, NULL, 0);
+            ok &= dl == (ssize_t)n && !memcmp(raw, back, n) && sl_b64_decoded_max(el) >= n;
+        }
+    }
+    TAP_OK(ok, "b64: lengths 0..299 round-trip in both alphabets");
+    /* into buffers of exactly the sizes the header promises (ASan and valgrind see a byte too many) */
+    ok = true;
+    for (size_t n = 0; n < 12; n++)
+        for (unsigned f = 0; f <= SL_B64_URL; f += SL_B64_URL) {
+            size_t el = sl_b64_encoded_len(n, f);
+            char *eb = malloc(el + 1);
+            unsigned char *db = malloc(sl_b64_decoded_max(el) ? sl_b64_decoded_max(el) : 1);
+            ok &= sl_b64_encode(raw, n, f, eb) == el && sl_b64_decode(eb, el, f, db, NULL, 0) == (ssize_t)n &&
+                  !memcmp(db, raw, n);
+            free(eb);
+            free(db);
+        }
+    TAP_OK(ok, "b64: exact buffer sizes");
+}
+
 int main(void)
 {
     t_chunked();
+    t_b64();
     t_template();
     t_sizes();
     t_durations();

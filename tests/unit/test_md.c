@@ -379,6 +379,22 @@ static void test_schema(const char *top)
     sl_log_close();
 }
 
+/* Walk it to its end and close it: the index past the last name when its names are names[k..nn) in that order,
+ * else -1. */
+static int iter_walk(struct sl_md_iter *it, char **names, int k, int nn)
+{
+    int ok = 1;
+    while (sl_md_iter_next(it) == 1) {
+        size_t l;
+        const char *n = sl_md_iter_name(it, &l);
+        if (k >= nn || l != strlen(names[k]) || memcmp(n, names[k], l))
+            ok = 0;
+        k++;
+    }
+    sl_md_iter_close(it);
+    return ok ? k : -1;
+}
+
 int main(void)
 {
     char dir[] = "/tmp/shale-md-XXXXXX";
@@ -417,31 +433,13 @@ int main(void)
 
     struct sl_md_iter *it;
     TAP_OK(sl_md_iter_open(e, 1, "", 0, NULL, 0, &it, &err) == 0, "iter open");
-    int k = 0, ok = 1;
-    while (sl_md_iter_next(it) == 1) {
-        size_t l;
-        const char *n = sl_md_iter_name(it, &l);
-        if (k >= nn || l != strlen(names[k]) || memcmp(n, names[k], l))
-            ok = 0;
-        k++;
-    }
-    sl_md_iter_close(it);
-    TAP_OK(ok && k == nn, "iteration is exact byte order across grouped long names (%d/%d)", k, nn);
+    int k = iter_walk(it, names, 0, nn);
+    TAP_OK(k == nn, "iteration is exact byte order across grouped long names (%d/%d)", k, nn);
 
     /* after = a long name inside a group */
     int idx = 4;
     TAP_OK(sl_md_iter_open(e, 1, "", 0, names[idx], strlen(names[idx]), &it, &err) == 0, "iter after");
-    k = idx + 1;
-    ok = 1;
-    while (sl_md_iter_next(it) == 1) {
-        size_t l;
-        const char *n = sl_md_iter_name(it, &l);
-        if (k >= nn || l != strlen(names[k]) || memcmp(n, names[k], l))
-            ok = 0;
-        k++;
-    }
-    sl_md_iter_close(it);
-    TAP_OK(ok && k == nn, "start after a grouped name");
+    TAP_OK(iter_walk(it, names, idx + 1, nn) == nn, "start after a grouped name");
 
     /* prefix longer than KEYNAME */
     char *pfx = sl_xasprintf("%s%s", base, "a");

@@ -7,70 +7,87 @@
 #include "test_plug_helpers.h"
 
 struct kcase {
-    const char *rule, *config, *name, *key, *ext;
+    const char *name, *key, *ext;
     uint32_t flags;
 };
 
-static const struct kcase cases[] = {
-    /* base_name */
-    { "base_name", NULL, "train/n01/x.seg.jpg", "x", "seg.jpg", 0 },
-    { "base_name", NULL, "x.jpg", "x", "jpg", 0 },
-    { "base_name", NULL, "a.b/c.d.e", "c", "d.e", 0 },
-    { "base_name", NULL, "2023-01-01T10.00.00.jpg", "2023-01-01T10", "00.00.jpg", 0 },
-    { "base_name", NULL, "dir/noext", "noext", "", SL_KEY_F_NOEXT },
-    { "base_name", NULL, "dir/.hidden", "", "hidden", SL_KEY_F_NOSTEM },
-    { "base_name", NULL, "dir/x.", "x", "", SL_KEY_F_NOEXT },
-    { "base_name", NULL, "IMG_1.JPG", "IMG_1", "JPG", 0 },
+/* each rule (with its config) and its cases, up to the first without a name */
+static const struct krule {
+    const char *rule, *config;
+    struct kcase c[9];
+} rules[] = {
+    { "base_name", NULL, {
+        { "train/n01/x.seg.jpg", "x", "seg.jpg", 0 },
+        { "x.jpg", "x", "jpg", 0 },
+        { "a.b/c.d.e", "c", "d.e", 0 },
+        { "2023-01-01T10.00.00.jpg", "2023-01-01T10", "00.00.jpg", 0 },
+        { "dir/noext", "noext", "", SL_KEY_F_NOEXT },
+        { "dir/.hidden", "", "hidden", SL_KEY_F_NOSTEM },
+        { "dir/x.", "x", "", SL_KEY_F_NOEXT },
+        { "IMG_1.JPG", "IMG_1", "JPG", 0 },
+    } },
     /* full_name (WebDataset's own key) */
-    { "full_name", NULL, "train/n01/x.seg.jpg", "train/n01/x", "seg.jpg", 0 },
-    { "full_name", NULL, "a/b/c.tar.gz", "a/b/c", "tar.gz", 0 },
-    { "full_name", NULL, "a.b/c.d.e", "a.b/c", "d.e", 0 },
-    { "full_name", NULL, "x.jpg", "x", "jpg", 0 },
-    { "full_name", NULL, "dir/noext", "dir/noext", "", SL_KEY_F_NOEXT },
-    { "full_name", NULL, ".hidden", "", "hidden", SL_KEY_F_NOSTEM },
+    { "full_name", NULL, {
+        { "train/n01/x.seg.jpg", "train/n01/x", "seg.jpg", 0 },
+        { "a/b/c.tar.gz", "a/b/c", "tar.gz", 0 },
+        { "a.b/c.d.e", "a.b/c", "d.e", 0 },
+        { "x.jpg", "x", "jpg", 0 },
+        { "dir/noext", "dir/noext", "", SL_KEY_F_NOEXT },
+        { ".hidden", "", "hidden", SL_KEY_F_NOSTEM },
+    } },
     /* collapse_all_dir: full_name key with every '/' removed */
-    { "collapse_all_dir", NULL, "train/n01/x.seg.jpg", "trainn01x", "seg.jpg", 0 },
-    { "collapse_all_dir", NULL, "/a//b/c.jpg", "abc", "jpg", 0 },
-    { "collapse_all_dir", NULL, "a.b/c.d", "a.bc", "d", 0 },
-    { "collapse_all_dir", NULL, "x.jpg", "x", "jpg", 0 },
-    { "collapse_all_dir", NULL, "d/e/noext", "denoext", "", SL_KEY_F_NOEXT },
+    { "collapse_all_dir", NULL, {
+        { "train/n01/x.seg.jpg", "trainn01x", "seg.jpg", 0 },
+        { "/a//b/c.jpg", "abc", "jpg", 0 },
+        { "a.b/c.d", "a.bc", "d", 0 },
+        { "x.jpg", "x", "jpg", 0 },
+        { "d/e/noext", "denoext", "", SL_KEY_F_NOEXT },
+    } },
     /* regex: applied to the name without extension */
-    { "regex", "^[^/]+/(.*)$", "train/n01/x.seg.jpg", "n01/x", "seg.jpg", 0 },
-    { "regex", "[0-9]+", "shard/img_0042.jpg", "0042", "jpg", 0 },
-    { "regex", "(a)|(b)", "xb.jpg", "b", "jpg", 0 },            /* group 1 did not take part: whole match */
-    { "regex", "^zzz(.*)", "train/x.jpg", "train/x", "jpg", SL_KEY_F_NOMATCH },
-    { "regex", ".*/([^/]+)$", "Annotations/n1/x.xml", "x", "xml", 0 }, /* ishard's base_file_name */
-    { "regex", "x$", "a/x.jpg", "x", "jpg", 0 },                /* anchored at the subject's end, not the name's */
-    { "regex", "jpg", "a/x.jpg", "a/x", "jpg", SL_KEY_F_NOMATCH }, /* the extension is not part of the subject */
+    { "regex", "^[^/]+/(.*)$", { { "train/n01/x.seg.jpg", "n01/x", "seg.jpg", 0 } } },
+    { "regex", "[0-9]+", { { "shard/img_0042.jpg", "0042", "jpg", 0 } } },
+    /* group 1 did not take part: whole match */
+    { "regex", "(a)|(b)", { { "xb.jpg", "b", "jpg", 0 } } },
+    { "regex", "^zzz(.*)", { { "train/x.jpg", "train/x", "jpg", SL_KEY_F_NOMATCH } } },
+    /* ishard's base_file_name */
+    { "regex", ".*/([^/]+)$", { { "Annotations/n1/x.xml", "x", "xml", 0 } } },
+    /* anchored at the subject's end, not the name's */
+    { "regex", "x$", { { "a/x.jpg", "x", "jpg", 0 } } },
+    /* the extension is not part of the subject */
+    { "regex", "jpg", { { "a/x.jpg", "a/x", "jpg", SL_KEY_F_NOMATCH } } },
 };
+
+/* one case of rule r (plugin p, NULL when it is not loaded): a TAP line */
+static void test_case(const struct sl_plug *p, const struct krule *r, const struct kcase *c)
+{
+    struct sl_plug_key *k = NULL;
+    struct sl_err err = { 0 };
+    char key[256] = "";
+    size_t klen = 99, eo = 0, el = 0, n = strlen(c->name);
+    uint32_t fl = 99;
+    int rc;
+
+    if (p == NULL || sl_plug_key_new(p, r->config, &k, &err) != 0) {
+        TAP_OK(0, "%s: instance for \"%s\": %s", r->rule, r->config ? r->config : "", err.msg);
+        return;
+    }
+    rc = sl_plug_key_apply(k, c->name, n, key, sizeof(key), &klen, &eo, &el, &fl, &err);
+    TAP_OK(rc == 0 && strcmp(key, c->key) == 0 && klen == strlen(c->key) && el == strlen(c->ext) &&
+               strncmp(c->name + eo, c->ext, el) == 0 && fl == c->flags,
+           "%s%s%s: \"%s\" -> key \"%s\" ext \"%s\" flags %u", r->rule, r->config ? " " : "",
+           r->config ? r->config : "", c->name, c->key, c->ext, c->flags);
+    if (!(rc == 0 && strcmp(key, c->key) == 0 && el == strlen(c->ext) && fl == c->flags))
+        printf("#   got rc %d key \"%s\" ext \"%.*s\" flags %u (%s)\n", rc, key, (int)el, c->name + eo, fl,
+               err.msg);
+    sl_plug_key_free(k);
+}
 
 static void test_cases(struct sl_plug_reg *reg)
 {
-    size_t i;
-
-    for (i = 0; i < SL_ARRAY_SIZE(cases); i++) {
-        const struct kcase *c = &cases[i];
-        const struct sl_plug *p = sl_plug_find(reg, SL_PLUGIN_SAMPLE_KEY, c->rule);
-        struct sl_plug_key *k = NULL;
-        struct sl_err err = { 0 };
-        char key[256] = "";
-        size_t klen = 99, eo = 0, el = 0, n = strlen(c->name);
-        uint32_t fl = 99;
-        int rc;
-
-        if (p == NULL || sl_plug_key_new(p, c->config, &k, &err) != 0) {
-            TAP_OK(0, "%s: instance for \"%s\": %s", c->rule, c->config ? c->config : "", err.msg);
-            continue;
-        }
-        rc = sl_plug_key_apply(k, c->name, n, key, sizeof(key), &klen, &eo, &el, &fl, &err);
-        TAP_OK(rc == 0 && strcmp(key, c->key) == 0 && klen == strlen(c->key) && el == strlen(c->ext) &&
-                   strncmp(c->name + eo, c->ext, el) == 0 && fl == c->flags,
-               "%s%s%s: \"%s\" -> key \"%s\" ext \"%s\" flags %u", c->rule, c->config ? " " : "",
-               c->config ? c->config : "", c->name, c->key, c->ext, c->flags);
-        if (!(rc == 0 && strcmp(key, c->key) == 0 && el == strlen(c->ext) && fl == c->flags))
-            printf("#   got rc %d key \"%s\" ext \"%.*s\" flags %u (%s)\n", rc, key, (int)el, c->name + eo, fl,
-                   err.msg);
-        sl_plug_key_free(k);
+    for (size_t r = 0; r < SL_ARRAY_SIZE(rules); r++) {
+        const struct sl_plug *p = sl_plug_find(reg, SL_PLUGIN_SAMPLE_KEY, rules[r].rule);
+        for (const struct kcase *c = rules[r].c; c->name; c++)
+            test_case(p, &rules[r], c);
     }
 }
 

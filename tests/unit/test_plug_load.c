@@ -165,18 +165,26 @@ static void test_refusals(void)
     TAP_OK(sl_plug_find(reg, 0, "test_good") != NULL && strstr(sl_plug_file(sl_plug_at(reg, 0)), "a_good.so"),
            "first file with the name wins");
     js = sl_plug_reg_json(reg);
-    expect_refused(js, "b_dup.so", "already loaded");
-    expect_refused(js, "link_in.so", "already loaded");
-    expect_refused(js, "bad_abi.so", "ABI 99.");
-    expect_refused(js, "missing_fn.so", "missing required key operation");
-    expect_refused(js, "backend_partial.so", "missing backend operation");
-    expect_refused(js, "init_fail.so", "deliberately failing init");
-    expect_refused(js, "no_entry.so", "no sl_plugin_entry symbol");
-    expect_refused(js, "entry_null.so", "needs host ABI minor 7");
-    expect_refused(js, "world_writable.so", "writable by everyone");
-    expect_refused(js, "group_writable.so", "writable by its group");
-    expect_refused(js, "link_out.so", "outside the plugin directory");
-    expect_refused(js, "dangling.so", "realpath failed");
+    /* each file refused, with a part of its reason */
+    struct refusal {
+        const char *file, *reason;
+    };
+    static const struct refusal refused[] = {
+        { "b_dup.so", "already loaded" },
+        { "link_in.so", "already loaded" },
+        { "bad_abi.so", "ABI 99." },
+        { "missing_fn.so", "missing required key operation" },
+        { "backend_partial.so", "missing backend operation" },
+        { "init_fail.so", "deliberately failing init" },
+        { "no_entry.so", "no sl_plugin_entry symbol" },
+        { "entry_null.so", "needs host ABI minor 7" },
+        { "world_writable.so", "writable by everyone" },
+        { "group_writable.so", "writable by its group" },
+        { "link_out.so", "outside the plugin directory" },
+        { "dangling.so", "realpath failed" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(refused); i++)
+        expect_refused(js, refused[i].file, refused[i].reason);
     if (root)
         expect_refused(js, "not_owned.so", "owned by uid 65534");
     else

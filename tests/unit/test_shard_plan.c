@@ -59,6 +59,24 @@ static void plan_done(struct sl_ishard_msg *m, struct sl_plan *p)
     sl_ishard_msg_free(m);
 }
 
+/* plan_run that must succeed: a TAP line "what: the planner's error" */
+static void plan_ok(const char *what, const char *msg, const struct obj *objs, int n, struct sl_ishard_msg *m,
+                    struct sl_plan *p)
+{
+    int rc = plan_run(msg, objs, n, m, p);
+    TAP_OK(rc == 0, "%s: %s", what, p->err.msg);
+}
+
+/* plan_run that must fail with an error holding part: a TAP line "what: the error" */
+static void plan_refused(const char *what, const char *msg, const struct obj *objs, int n, const char *part)
+{
+    struct sl_ishard_msg m;
+    struct sl_plan p;
+    int rc = plan_run(msg, objs, n, &m, &p);
+    TAP_OK(rc < 0 && strstr(p.err.msg, part), "%s: %s", what, p.err.msg);
+    plan_done(&m, &p);
+}
+
 /* the sample key (up to the first dot of the basename) of a member name */
 static size_t key_len(const char *s)
 {
@@ -110,10 +128,10 @@ static void test_samples_and_sizes(void)
     };
     struct sl_ishard_msg m;
     struct sl_plan p;
-    int rc = plan_run("{\"src_bck\":\"ais://raw\",\"dst_bck\":\"ais://sh\",\"shard_size\":\"6KiB\","
-                      "\"shard_template\":\"shard-{000..099}\"}",
-                      o, 12, &m, &p);
-    TAP_OK(rc == 0, "plan by size: %s", p.err.msg);
+    plan_ok("plan by size",
+            "{\"src_bck\":\"ais://raw\",\"dst_bck\":\"ais://sh\",\"shard_size\":\"6KiB\","
+            "\"shard_template\":\"shard-{000..099}\"}",
+            o, 12, &m, &p);
     TAP_EQ_INT(p.ns, 5, "samples: one per key");
     TAP_EQ_INT((int)p.skipped_noext, 2, "no extension / leading dot skipped");
     TAP_OK(json_array_size(p.warnings) >= 2, "and warned about");
@@ -127,19 +145,17 @@ static void test_samples_and_sizes(void)
     TAP_OK(under, "a shard overfills by at most its last sample");
     plan_done(&m, &p);
 
-    rc = plan_run("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":2,\"shard_template\":\"s-%02d\"}", o, 12,
-                  &m, &p);
-    TAP_OK(rc == 0, "plan by count: %s", p.err.msg);
+    plan_ok("plan by count", "{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":2,\"shard_template\":\"s-%02d\"}",
+            o, 12, &m, &p);
     TAP_EQ_INT(p.nsh, 3, "5 samples, 2 per shard -> 3 shards");
     TAP_EQ_INT(p.sh[2].count, 1, "the last shard holds the rest");
     TAP_EQ_STR(p.sh[2].name, "s-02.tar", "printf template");
     check_shards(&p, "by count");
     plan_done(&m, &p);
 
-    rc = plan_run("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":1,\"shard_template\":\"s-{0..2}\"}", o, 12,
-                  &m, &p);
-    TAP_OK(rc < 0 && strstr(p.err.msg, "yields 3 names"), "a template too small for the shards: %s", p.err.msg);
-    plan_done(&m, &p);
+    plan_refused("a template too small for the shards",
+                 "{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"shard_size\":1,\"shard_template\":\"s-{0..2}\"}", o, 12,
+                 "yields 3 names");
 }
 
 static void order_of(const char *msg, const struct obj *o, int n, char *out, size_t cap)
@@ -186,19 +202,18 @@ static void test_policy(void)
     };
     struct sl_ishard_msg m;
     struct sl_plan p;
-    int rc = plan_run("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"sample_exts\":[\"jpg\",\"cls\"],"
-                      "\"missing_extension_action\":\"exclude\"}",
-                      o, 5, &m, &p);
-    TAP_OK(rc == 0, "exclude: %s", p.err.msg);
+    plan_ok("exclude",
+            "{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"sample_exts\":[\"jpg\",\"cls\"],"
+            "\"missing_extension_action\":\"exclude\"}",
+            o, 5, &m, &p);
     TAP_EQ_INT((int)p.excluded, 1, "the sample without .cls is excluded");
     TAP_EQ_INT(check_shards(&p, "exclude"), 4, "the other two samples are whole");
     plan_done(&m, &p);
 
-    rc = plan_run("{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"sample_exts\":\"jpg,cls\","
-                  "\"missing_extension_action\":\"abort\"}",
-                  o, 5, &m, &p);
-    TAP_OK(rc < 0 && strstr(p.err.msg, "2"), "abort names the incomplete sample: %s", p.err.msg);
-    plan_done(&m, &p);
+    plan_refused("abort names the incomplete sample",
+                 "{\"src_bck\":\"raw\",\"dst_bck\":\"sh\",\"sample_exts\":\"jpg,cls\","
+                 "\"missing_extension_action\":\"abort\"}",
+                 o, 5, "2");
 }
 
 static void test_shards_as_input(void)
