@@ -1,14 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Regenerate the checked-in seed corpus (tests/fuzz/corpus/<target>/): small
-# archives made by GNU tar, gzip, lz4 and Python's zipfile, covering the
-# header kinds the readers must handle. Run by hand when the seeds should
-# change; the fuzz run never writes into the source tree.
+# Regenerate the checked-in seed corpus (tests/fuzz/corpus/<target>/).
+#   formats  small archives made by GNU tar, gzip, lz4 and Python's zipfile,
+#            covering the header kinds the readers must handle
+#   parsers  the server parsers' inputs, written by Python: well-formed ones
+#            (signed aws-chunked bodies signed here as a client would) and
+#            edge and malformed ones
+# Usage: gen_corpus.sh [formats] [parsers] (default both). Run by hand when
+# the seeds should change; the fuzz run never writes into the source tree.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/corpus"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+groups=${*:-formats parsers}
+case " $groups " in *" parsers "*) python3 "$here/gen_seeds.py" "$out" ;; esac
+case " $groups " in *" formats "*) ;; *) exit 0 ;; esac
 src="$tmp/src"
 mkdir -p "$src/d" "$out/tar" "$out/tgz" "$out/zip" "$out/tarlz4"
 printf 'hello' > "$src/a.txt"
