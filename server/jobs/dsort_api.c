@@ -5,6 +5,7 @@
  * The work itself is dsort.c.
  */
 #include "dsort.h"
+#include "rxguard.h"
 #include "cluster.h"
 #include "dsort_spec.h"
 #include "jsonx.h"
@@ -187,9 +188,10 @@ static void get_run(struct sl_req *r, void *arg)
     bool only_active = sl_req_query_bool(r, "only_active");
     regex_t re;
     bool have_re = re_s && *re_s;
-    if (have_re && regcomp(&re, re_s, REG_EXTENDED | REG_NOSUB)) {
+    struct sl_err rerr = { 0 };
+    if (have_re && sl_regcomp(&re, re_s, REG_EXTENDED | REG_NOSUB, "GET /v1/sort?regex", &rerr) < 0) {
         json_decref(per);
-        sl_resp_errf(r, SL_EINVAL, "GET /v1/sort: invalid regex \"%s\"", re_s);
+        sl_resp_err(r, &rerr);
         return;
     }
     json_t *byid = json_object();

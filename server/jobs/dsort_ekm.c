@@ -2,6 +2,7 @@
  * dsort_ekm.c: see dsort_ekm.h.
  */
 #include "dsort_ekm.h"
+#include "rxguard.h"
 #include "dsort_spec.h"
 
 #include <stdio.h>
@@ -15,12 +16,9 @@ static int add_rule(struct sl_dsort_ekm *e, const char *tmpl, size_t tl, const c
     struct sl_dsort_ekm_rule *r = &e->v[e->n];
     r->tmpl = sl_xstrndup(tmpl, tl);
     r->pat = sl_xstrndup(pat, pl);
-    int rc = regcomp(&r->re, r->pat, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-        char msg[256];
-        regerror(rc, &r->re, msg, sizeof(msg));
-        sl_errf(err, SL_EINVAL, "dsort: EKM %s: regex \"%s\" (for %s) does not compile: %s", where, r->pat, r->tmpl,
-                msg);
+    char what[400];
+    snprintf(what, sizeof(what), "dsort: EKM %.100s (the rule for %.200s)", where, r->tmpl);
+    if (sl_regcomp(&r->re, r->pat, REG_EXTENDED | REG_NOSUB, what, err) < 0) {
         free(r->tmpl);
         free(r->pat);
         return -1;

@@ -2,6 +2,7 @@
  * ishard_msg.c: see ishard_msg.h.
  */
 #include "ishard_msg.h"
+#include "rxguard.h"
 #include "arch.h"
 #include "sandbox.h"
 #include "template.h"
@@ -164,12 +165,9 @@ int sl_ekm_compile(const json_t *ekm, struct sl_ekm_rule **out, int *n, struct s
                 json_decref(one);
                 goto fail;
             }
-            int rc = regcomp(&x->re[x->nre], json_string_value(p), REG_EXTENDED | REG_NOSUB);
-            if (rc) {
-                char eb[200];
-                regerror(rc, &x->re[x->nre], eb, sizeof(eb));
-                sl_errf(err, SL_EINVAL, "ishard: EKM \"%s\": invalid regular expression \"%s\": %s", t,
-                        json_string_value(p), eb);
+            char what[300];
+            snprintf(what, sizeof(what), "ishard: EKM \"%.200s\"", t);
+            if (sl_regcomp(&x->re[x->nre], json_string_value(p), REG_EXTENDED | REG_NOSUB, what, err) < 0) {
                 json_decref(one);
                 goto fail;
             }
@@ -300,6 +298,9 @@ int sl_ishard_msg_parse(const json_t *v, struct sl_ishard_msg *m, struct sl_err 
     m->pattern = sl_xstrdup(sl_json_str(v, "sample_key_pattern", "base_name"));
     const char *cfg;
     const struct sl_plug *rule = sl_plan_key_rule(m->pattern, &cfg);
+    if (rule && cfg && !strcmp(sl_plug_name(rule), "regex") &&
+        sl_regex_guard(cfg, "ishard: sample_key_pattern", err) < 0) /* (the plugin compiles it) */
+        return -1;
     struct sl_plug_key *k = NULL;
     struct sl_err e2 = { 0 };
     if (!rule || sl_plug_key_new(rule, cfg, &k, &e2) < 0) {

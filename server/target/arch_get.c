@@ -5,6 +5,7 @@
  * callers that copy members elsewhere (sl_arch_shard_*, sl_arch_member_*).
  */
 #include "arch_int.h"
+#include "rxguard.h"
 #include "jsonx.h"
 #include "log.h"
 #include "stats.h"
@@ -158,13 +159,10 @@ int sl_arch_match_new(const char *mode, const char *pattern, struct sl_arch_matc
     x->pat = sl_xstrdup(pattern ? pattern : "");
     x->plen = strlen(x->pat);
     if (m == M_REGEXP) {
-        int rc = regcomp(&x->re, x->pat, REG_EXTENDED | REG_NOSUB);
-        if (rc) {
-            char msg[256];
-            regerror(rc, &x->re, msg, sizeof(msg));
+        if (sl_regcomp(&x->re, x->pat, REG_EXTENDED | REG_NOSUB, "archregx", err) < 0) {
             free(x->pat);
             free(x);
-            return sl_errf(err, SL_EINVAL, "archregx \"%s\" is not a valid regular expression: %s", pattern, msg);
+            return -1;
         }
     }
     *out = x;

@@ -111,24 +111,6 @@ bool fz_same_text(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
-bool fz_regex_bomb(const char *t, size_t n)
-{
-    int reps = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (t[i] == '*' || t[i] == '+' || t[i] == '?' || (t[i] == '{' && i + 1 < n && t[i + 1] >= '0' &&
-                                                          t[i + 1] <= '9'))
-            reps++; /* (not a JSON object's brace) */
-        if (t[i] == '{' || t[i] == ',') {
-            unsigned v = 0;
-            for (size_t k = i + 1; k < n && t[k] >= '0' && t[k] <= '9' && v <= 20; k++)
-                v = v * 10 + (unsigned)(t[k] - '0');
-            if (v > 20)
-                return true;
-        }
-    }
-    return reps > 3;
-}
-
 void fz_digest_add(struct fz_digest *d, const void *p, size_t n)
 {
     const unsigned char *b = p;

@@ -88,15 +88,6 @@ bool fz_same_text(const char *a, const char *b);
         release(&(s));                                                                                             \
     } while (0)
 
-/* Would regcomp blow up on regexes in t[0..n)? glibc's copies a repeated
- * subexpression once per repetition and per stacked operator, so its
- * memory grows exponentially with them ("a" and 20 '+' take 700 MB,
- * "(a{0,1000}){0,1000}" more than the fuzzers' 2 GB). Every regcomp of a
- * client's pattern in the server has this (found by fuzz_ekm, reported,
- * not fixed here); until the server bounds its patterns, the harnesses
- * leave out inputs with more than 3 repetition operators or a bound over
- * 20. */
-bool fz_regex_bomb(const char *t, size_t n);
 
 /* A digest of what a parser handed on, to compare two runs over the same
  * bytes (whole and in pieces). */

@@ -122,6 +122,14 @@ class TestArchive(NodeTest):
             self.assertIn("wdskey", r.json()["message"])
             r = self.get("dst", shard, params={"archregx": "(", "archmode": "regexp"})
             self.assertEqual(r.status_code, 400)
+            # a pattern whose compilation would take gigabytes and minutes (stacked or nested repetition) is
+            # refused at once, and the node goes on serving
+            for bomb in ("a" + "+" * 40, "(a{0,1000}){0,1000}", "((((a{9}){9}){9}){9}){9}"):
+                r = self.s.get("%s/v1/objects/dst/%s" % (self.url, shard), params={"archregx": bomb,
+                               "archmode": "regexp"}, timeout=10)
+                self.assertEqual(r.status_code, 400, (bomb, r.text[:200]))
+                self.assertIn("archregx", r.json()["message"])
+            self.assertEqual(self.s.get(self.url + "/v1/health", timeout=5).status_code, 200)
             r = self.get("dst", shard, params={"archpath": names[0], "archmode": "prefix", "archregx": "x"})
             self.assertEqual(r.status_code, 400)
         # WebDataset key rule: the key ends at the first dot of the basename

@@ -296,7 +296,7 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
         self.assertIn('"s05"', st["err"])
         self.assertEqual(self.names("lab-bad"), [])
         # bad EKMs are a 400 at once
-        for msg, want in (({"ekm": "{not json"}, "does not parse"), ({"ekm": {"x-%d": ["("]}}, "invalid regular"),
+        for msg, want in (({"ekm": "{not json"}, "does not parse"), ({"ekm": {"x-%d": ["("]}}, "not a valid regular expression"),
                           ({"ekm_lua": "function shard_for(k) return 'x-%d' end\nlocal = 1"}, "line 2"),
                           ({"ekm_lua": "function other() end"}, "shard_for")):
             r = self.start(src_bck="ais://lab", dst_bck="ais://lab-x", **msg)

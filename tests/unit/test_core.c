@@ -5,6 +5,7 @@
 #include "tap.h"
 #include "sl.h"
 #include "b64.h"
+#include "rxguard.h"
 #include "chunked.h"
 #include "cksum.h"
 #include "conf.h"
@@ -627,9 +628,48 @@ static void t_b64(void)
     TAP_OK(ok, "b64: exact buffer sizes");
 }
 
+static void t_rxguard(void)
+{
+    struct sl_err err;
+    static const char *const ok[] = { "^train/[a-z]+_[0-9]{3}\\.jpg$", "(cat|dog)s?", "[[:alpha:]]+[]x]*", "a{2}b{3}",
+                                      "\\++", "(ab){1,255}", "x{,3}", "((a|b)c)*d", "" };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(ok); i++) {
+        memset(&err, 0, sizeof(err));
+        TAP_OK(sl_regex_guard(ok[i], "t", &err) == 0, "rxguard: \"%s\" passes (%s)", ok[i], err.msg);
+    }
+    static const struct {
+        const char *pat, *why;
+    } bad[] = { { "a++++++++++++++++++++", "repeats a repetition" },
+                { "a*+", "repeats a repetition" },
+                { "(a{0,1000}){0,1000}", "bound of 1000" },
+                { "(a{0,200}){0,200}", "expands to more than" },
+                { "((((a{9}){9}){9}){9}){9}", "expands to more than" },
+                { "x{300}", "bound of 300" },
+                { "a{,1000}", "bound of 1000" },
+                { "a{,9}{,9}", "repeats a repetition" },
+                { "a{99999999999999999999,}", "repetition bound" } };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(bad); i++) {
+        memset(&err, 0, sizeof(err));
+        TAP_OK(sl_regex_guard(bad[i].pat, "t", &err) < 0 && strstr(err.msg, bad[i].why) && err.code == SL_EINVAL,
+               "rxguard: \"%s\" refused (%s)", bad[i].pat, err.msg);
+    }
+    char big[SL_REGEX_LEN_MAX + 2];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    TAP_OK(sl_regex_guard(big, "t", &err) < 0 && strstr(err.msg, "at most"), "rxguard: a pattern over 1 KiB");
+    regex_t re;
+    memset(&err, 0, sizeof(err));
+    TAP_OK(sl_regcomp(&re, "(", REG_EXTENDED, "t", &err) < 0 && strstr(err.msg, "not a valid regular expression"),
+           "rxguard: regcomp's own refusal: %s", err.msg);
+    TAP_OK(sl_regcomp(&re, "^a[0-9]+$", REG_EXTENDED | REG_NOSUB, "t", &err) == 0 && regexec(&re, "a12", 0, NULL, 0) == 0,
+           "rxguard: compiles what passes");
+    regfree(&re);
+}
+
 int main(void)
 {
     t_chunked();
+    t_rxguard();
     t_b64();
     t_template();
     t_sizes();
