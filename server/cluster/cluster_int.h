@@ -12,6 +12,7 @@
 #define SL_CLUSTER_INT_H
 
 #include "cluster.h"
+#include "conf.h"
 #include "meta.h"
 #include <pthread.h>
 
@@ -34,6 +35,8 @@ json_t *sl_cl_fetch_doc(const char *ctrl_url, const char *what);
 /* take the Smap (and the BMD: buckets made meanwhile) of the node at ctrl_url */
 void sl_cl_adopt_smap_from(const char *ctrl_url);
 void sl_cl_set_rmd(json_t *d);
+/* install nc (taken) as this node's config, its log level, and keep it */
+void sl_cl_config_install(struct sl_config *nc);
 /* received documents, applied one set at a time: -1 with err on a foreign cluster */
 int sl_cl_apply_docs(json_t *docs, struct sl_err *err);
 void sl_cl_docs_load(void);            /* what the node kept, at start */

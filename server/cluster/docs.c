@@ -298,11 +298,7 @@ static int apply_docs_locked(json_t *docs, struct sl_err *err)
         struct sl_config *nc = sl_config_with_cluster(sl_conf, c, err);
         json_decref(c);
         if (nc) {
-            sl_config_install(nc);
-            sl_log_set_level(nc->log_level);
-            json_t *cj = sl_config_cluster_json(nc);
-            sl_node_save_doc("config", cj);
-            json_decref(cj);
+            sl_cl_config_install(nc);
             sl_logi("config v%lld received", (long long)nc->config_version);
         } else {
             sl_logw("received config ignored: %s", err->msg);
@@ -600,6 +596,15 @@ void sl_cl_adopt_smap_from(const char *ctrl_url)
     json_decref(j);
 }
 
+
+void sl_cl_config_install(struct sl_config *nc)
+{
+    sl_config_install(nc);
+    sl_log_set_level(nc->log_level);
+    json_t *cj = sl_config_cluster_json(nc);
+    sl_node_save_doc("config", cj);
+    json_decref(cj);
+}
 
 /* ---- start and stop ---- */
 

@@ -276,11 +276,7 @@ int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err)
     struct sl_config *nc = sl_config_update(sl_conf, partial, restart, err);
     if (!nc)
         return -1;
-    sl_config_install(nc);
-    sl_log_set_level(nc->log_level);
-    json_t *cj = sl_config_cluster_json(nc);
-    sl_node_save_doc("config", cj);
-    json_decref(cj);
+    sl_cl_config_install(nc);
     sl_logi("cluster config updated to version %lld", (long long)nc->config_version);
     if (sl_cl_primary())
         sl_cl_push_one("config", sl_cl_config_doc());
