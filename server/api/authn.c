@@ -14,8 +14,10 @@
  * ({"users": {NAME: {"pass", "roles"}}, "roles": {NAME: Role}, "revoked":
  * {sha256(token): exp}}): the primary changes it, metasync gives it to every
  * node, so any gateway logs users in. Passwords are PBKDF2 hashes; logins
- * (slow on purpose) run off the HTTP threads and are rate-limited per user
- * and per address (auth.login_attempts a minute). Role "Admin" is built in.
+ * (slow on purpose) run off the HTTP threads and are rate-limited per source
+ * address: auth.login_attempts failures a minute for one user from it, four
+ * times that for all users (never per user alone: anyone could lock a user
+ * out). Role "Admin" is built in.
  * Managing users needs the admin permission when auth is on; with auth off
  * the cluster is open and so are these (that is how the first admin is
  * made; see docs/security.md).
@@ -111,19 +113,23 @@ static int *rl_slot(struct rl_ent *t, size_t n, const char *key, int64_t minute)
     return &victim->fails;
 }
 
-/* the counters of user and addr this minute (call with rl_mu held) */
+/* the counters of user from addr, and of addr, this minute (call with
+ * rl_mu held). A user's failures count per source address: guesses from
+ * one address cannot lock the user out of logging in from another. */
 static void rl_pair(const char *user, const char *addr, int **fu, int **fa)
 {
     int64_t minute = time(NULL) / 60;
-    char ka[72];
+    char ka[72], ku[72];
     snprintf(ka, sizeof(ka), "%.*s", (int)strcspn(addr, ":"), addr);
-    *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), user, minute);
+    snprintf(ku, sizeof(ku), "%.40s@%.30s", user, ka);
+    *fu = rl_slot(rl_users, SL_ARRAY_SIZE(rl_users), ku, minute);
     *fa = rl_slot(rl_addrs, SL_ARRAY_SIZE(rl_addrs), ka, minute);
 }
 
-/* A login attempt: true (and nothing counted) when user or address failed
- * too often this minute; else the attempt counts as a failure until
- * rl_success takes it back, so parallel guesses count too. */
+/* A login attempt: true (and nothing counted) when the user failed too
+ * often from this address this minute, or the address did (for any user);
+ * else the attempt counts as a failure until rl_success takes it back, so
+ * parallel guesses count too. */
 static bool rl_attempt(const char *user, const char *addr)
 {
     int *fu, *fa;
@@ -217,8 +223,8 @@ static void login_body(struct sl_req *r)
         json_decref(j);
         sl_logw("authn: login as \"%s\" from %s refused: too many failures this minute", name,
                 sl_req_remote(r));
-        sl_resp_errf(r, SL_ETOOMANY, "too many failed logins for user \"%s\" or from this address: wait a minute "
-                     "and try again", name);
+        sl_resp_errf(r, SL_ETOOMANY, "too many failed logins from this address (for user \"%s\" or for any): wait a "
+                     "minute and try again", name);
         return;
     }
     struct login *l = sl_xcalloc(1, sizeof(*l));

@@ -24,6 +24,18 @@ import requests
 from harness import SHALED, Cluster, Node, cluster_sig, main, wait_until
 
 
+class SourceAdapter(requests.adapters.HTTPAdapter):
+    """connections from another loopback address (a second client host, as far as the node can tell)"""
+
+    def __init__(self, source, **kw):
+        self.source = source
+        super().__init__(**kw)
+
+    def init_poolmanager(self, *a, **kw):
+        kw["source_address"] = (self.source, 0)
+        super().init_poolmanager(*a, **kw)
+
+
 def b64u(b):
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
@@ -473,6 +485,12 @@ class ClientAuth(unittest.TestCase):
         r = requests.post(self.url + "/v1/users/dave", json={"password": "right"})
         self.assertEqual(r.status_code, 429)  # the right password too, until the minute is over
         self.assertIn("failed login", self.c.log("p0"))
+        # ... from that address: dave logs in from another (loopback 127.0.0.2), whoever guessed from the first
+        other = requests.Session()
+        other.mount("http://", SourceAdapter("127.0.0.2"))
+        r = other.post(self.url + "/v1/users/dave", json={"password": "right"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertIn("token", r.json())
 
     def test_cli(self):
         env = dict(os.environ, AIS_ENDPOINT=self.url, HOME=os.path.join(self.tmp, "home"))
