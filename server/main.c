@@ -417,7 +417,8 @@ int main(int argc, char **argv)
     if (G.stopping) /* a stop came during the start: stop, cleanly */
         goto stop;
     if (sl_http_start(sl_route, bind, c->port, workers, sl_conf->http_conn_timeout_s,
-                      sl_conf->http_header_timeout_s, (unsigned)sl_conf->http_max_conns_per_ip,
+                      sl_conf->http_header_timeout_s, (unsigned)sl_conf->http_max_conns,
+                      (unsigned)sl_conf->http_max_conns_per_ip,
                       (size_t)sl_conf->http_max_header, &err) < 0) {
         goto fail;
     }

@@ -123,9 +123,13 @@ static const struct key schema[] = {
     { "net.http.header_timeout", T_DUR, "10s", F_RESTART, NULL,
       "a connection that sends nothing for this long before its request header is complete is closed (idle or "
       "stalled clients that never finish a request); once a header is in, net.http.idle_conn_time applies" },
-    { "net.http.max_conns_per_ip", T_INT, "0", F_RESTART, NULL,
+    { "net.http.max_conns_per_ip", T_INT, "1024", F_RESTART, NULL,
       "connections one client address may hold open at once; more are closed at once (0 = no limit; the nodes of "
       "a cluster on one host share 127.0.0.1 with their clients)" },
+    { "net.http.max_conns", T_INT, "8192", F_RESTART, NULL,
+      "connections the node holds open at once; at the limit the one that waited the longest (for its first "
+      "request, or between requests) is closed to make room, and a new one is refused only when every one is in "
+      "a request" },
     { "net.http.idle_conns", T_INT, "256", F_NOOP, NULL, NULL },
     { "net.http.workers", T_INT, "0", F_RESTART, NULL, "HTTP poll loops, one thread each (0 = one per core, at least 2; at most 256)" },
     { "net.http.max_header_size", T_SIZE, "16KiB", F_RESTART, NULL, NULL },
@@ -617,6 +621,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     int64_t hto = gd(doc, "net.http.header_timeout"), ito = gd(doc, "net.http.idle_conn_time");
     c->http_header_timeout_s = (int)(hto / 1000000000LL);
     c->http_max_conns_per_ip = gi(doc, "net.http.max_conns_per_ip");
+    c->http_max_conns = gi(doc, "net.http.max_conns");
     c->http_max_body_json = gz(doc, "net.http.max_json_body");
     c->plugins_dir = sl_xstrdup(gs(doc, "plugins.dir"));
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
@@ -733,9 +738,15 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
         sl_config_free(c);
         return NULL;
     }
-    if (c->http_max_conns_per_ip < 0 || c->http_max_conns_per_ip > 8192) {
-        sl_errf(err, SL_EINVAL, "net.http.max_conns_per_ip must be 0 (no limit) to 8192, a node's connection limit "
-                "(got %lld)", (long long)c->http_max_conns_per_ip);
+    if (c->http_max_conns < 16 || c->http_max_conns > 65536) {
+        sl_errf(err, SL_EINVAL, "net.http.max_conns must be 16 to 65536 (got %lld)", (long long)c->http_max_conns);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->http_max_conns_per_ip < 0 || c->http_max_conns_per_ip > 65536) {
+        sl_errf(err, SL_EINVAL, "net.http.max_conns_per_ip must be 0 (no limit) to 65536 (net.http.max_conns, the "
+                "node's limit, is reached first when lower; got %lld)", (long long)c->http_max_conns_per_ip);
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -65,6 +65,7 @@ struct sl_config {
     uint64_t http_max_header;     /* net.http.max_header_size */
     int http_header_timeout_s;    /* net.http.header_timeout (seconds) */
     int64_t http_max_conns_per_ip; /* net.http.max_conns_per_ip (0: no limit) */
+    int64_t http_max_conns;       /* net.http.max_conns */
     uint64_t http_max_body_json;  /* net.http.max_json_body */
     char *plugins_dir;            /* plugins.dir */
     char *promote_dir;            /* promote.dir */

@@ -28,6 +28,13 @@ static sl_router_fn router;
 static size_t max_header; /* net.http.max_header_size at start; 0 = no check */
 static unsigned idle_timeout_s, hdr_timeout_s; /* net.http.idle_conn_time, header_timeout at start */
 
+/* the connection's socket (accept.c keeps its phase by it) */
+static int conn_fd(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
 void sl_http_set_node(const char *n)
 {
     snprintf(node_name, sizeof(node_name), "%s", n);
@@ -1001,6 +1008,7 @@ static enum MHD_Result ahc(void *cls, struct MHD_Connection *c, const char *url,
          * requests) the connection may idle net.http.idle_conn_time */
         if (idle_timeout_s != hdr_timeout_s)
             MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, idle_timeout_s);
+        sl_accept_request(conn_fd(c), true); /* (not a slow client's: accept.c sheds those) */
         r->method_str = method;
         r->method = method_of(method);
         parse_uri(r);
@@ -1107,6 +1115,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     if (!r)
         return;
     *con_cls = NULL;
+    if (r->method_str)
+        sl_accept_request(conn_fd(c), false); /* between requests now */
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && r->responded;
     if (r->on_cleanup)
         r->on_cleanup(r, ok);
@@ -1250,7 +1260,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, 
         tls_conn_started(c);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        sl_accept_closed((unsigned)(uintptr_t)cls, ci ? ci->client_addr : NULL);
+        sl_accept_closed((unsigned)(uintptr_t)cls, ci ? ci->client_addr : NULL, conn_fd(c));
     }
 }
 
@@ -1267,7 +1277,7 @@ static struct MHD_Daemon *mhd[256];
 static unsigned nmhd;
 
 int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers, int conn_timeout_s,
-                  int header_timeout_s, unsigned max_per_ip, size_t max_hdr, struct sl_err *err)
+                  int header_timeout_s, unsigned max_conns, unsigned max_per_ip, size_t max_hdr, struct sl_err *err)
 {
     /* MHD clears this per-connection pool for every request, so it stays
      * small; it must hold a header somewhat over the limit so that the 431
@@ -1315,7 +1325,7 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
                                      /* until a header is in (ahc raises it to conn_timeout_s) */
                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)header_timeout_s,
                                      MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem_limit,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)SL_HTTP_MAX_CONNS,
+                                     MHD_OPTION_CONNECTION_LIMIT, max_conns,
                                      MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, NULL,
                                      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
                                      MHD_OPTION_NOTIFY_CONNECTION, conn_notify, (void *)(uintptr_t)nmhd,
@@ -1328,7 +1338,10 @@ int sl_http_start(sl_router_fn rt, const char *bind_addr, int port, int workers,
             return -1;
         }
     }
-    if (sl_accept_start(mhd, nmhd, SL_HTTP_MAX_CONNS, max_per_ip, err) < 0) {
+    struct sl_accept_limits lim = { .max_conns = max_conns, .max_per_ip = max_per_ip,
+                                    .header_timeout_s = (unsigned)header_timeout_s,
+                                    .idle_timeout_s = (unsigned)conn_timeout_s };
+    if (sl_accept_start(mhd, nmhd, &lim, err) < 0) {
         sl_http_stop();
         return -1;
     }

@@ -110,13 +110,15 @@ typedef void (*sl_router_fn)(struct sl_req *r);
 /* Start listening. bind_addr NULL/"" = all interfaces. Requests whose
  * request line and header fields exceed max_header bytes get 431 (0 = no
  * limit beyond libmicrohttpd's connection pool). */
-/* conn_timeout_s: a connection idle this long after a request header came
- * is closed; header_timeout_s: one idle this long before its (first) header
- * is complete; max_per_ip: connections one address may have (0: no limit). */
-/* connections a node holds open at once; one more is closed when accepted */
-#define SL_HTTP_MAX_CONNS 8192
+/* conn_timeout_s: a connection idle this long after a request header came,
+ * or between requests however it trickles, is closed; header_timeout_s: one
+ * whose first header is not in by this long after the accept; max_conns:
+ * connections the node holds at once (at the limit the one that waited the
+ * longest makes room, accept.h); max_per_ip: connections one address may
+ * have (0: no limit). */
 int sl_http_start(sl_router_fn router, const char *bind_addr, int port, int workers, int conn_timeout_s,
-                  int header_timeout_s, unsigned max_per_ip, size_t max_header, struct sl_err *err);
+                  int header_timeout_s, unsigned max_conns, unsigned max_per_ip, size_t max_header,
+                  struct sl_err *err);
 void sl_http_stop(void);
 /* Serve HTTPS with this certificate (chain) and key, PEM files: before
  * sl_http_start to turn TLS on, and again at any time to replace them (the

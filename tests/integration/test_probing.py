@@ -510,6 +510,80 @@ class ConnLimitsTest(NodeTest):
             for so in socks:
                 so.close()
 
+    def test_trickled_header_is_cut(self):
+        """a client that trickles its first request's header (a byte every half second) is closed once
+        net.http.header_timeout (2 s) has passed since it connected: libmicrohttpd's own timeout counts idle
+        time only, and the trickle reset it for ever"""
+        so = socket.create_connection(("127.0.0.1", self.node.port), timeout=10)
+        t0 = time.time()
+        closed_at = None
+        try:
+            so.sendall(b"GET /v1/health HTTP/1.1\r\nX-Slow: ")
+            for _ in range(20):  # 10 s at the most
+                time.sleep(0.5)
+                try:
+                    so.sendall(b"a")
+                    so.settimeout(0.01)
+                    if so.recv(100) == b"":
+                        closed_at = time.time()
+                        break
+                except socket.timeout:
+                    continue
+                except (ConnectionResetError, BrokenPipeError, OSError):
+                    closed_at = time.time()
+                    break
+        finally:
+            so.close()
+        self.assertIsNotNone(closed_at, "a trickled header kept its connection open for 10 s")
+        self.assertGreater(closed_at - t0, 1.5, "closed before net.http.header_timeout")
+        self.assertLess(closed_at - t0, 6, "closed too long after net.http.header_timeout")
+        self.assertIn("first request's header did not come within", self.node.log())
+
+    def test_default_per_ip_limit(self):
+        cfg = self.s.get(self.url + "/v1/daemon", params={"what": "config"}, timeout=10).json()
+        self.assertEqual(cfg["net"]["http"]["max_conns_per_ip"], 1024, "a per-address limit is on by default")
+        self.assertEqual(cfg["net"]["http"]["max_conns"], 8192)
+
+    def test_waiting_connections_make_room(self):
+        """at the node's connection limit (net.http.max_conns 32), connections that wait (here: 32 from another
+        address that never send a byte) are closed, the one that waited longest first, to make room for a new
+        client, instead of the new client being refused"""
+        node = type(self.node)(self.tmp, name="room", extra_config={"net": {"http": {"max_conns": 32}}}).start()
+        socks = []
+        try:
+            for _ in range(32):
+                so = socket.socket()
+                so.bind(("127.0.0.2", 0))
+                so.settimeout(10)
+                so.connect(("127.0.0.1", node.port))
+                socks.append(so)
+            wait_until(lambda: sum(int(line.rsplit(" ", 1)[1]) for line in requests.get(
+                node.url + "/metrics", timeout=10).text.splitlines() if line.startswith("shale_http_connections{"))
+                >= 32, 10, what="the 32 idle connections counted")
+            served = 0
+            for _ in range(5):  # each new client takes the place of a waiting one
+                r = requests.get(node.url + "/v1/health", timeout=5, headers={"Connection": "close"})
+                served += r.status_code == 200
+            self.assertEqual(served, 5, "new clients refused at the limit while others only waited")
+
+            def dropped():
+                n = 0
+                for so in socks:
+                    so.settimeout(0.01)
+                    try:
+                        n += so.recv(10) == b""
+                    except socket.timeout:
+                        pass
+                    except OSError:
+                        n += 1
+                return n
+            self.assertGreaterEqual(wait_until(dropped, 10, what="waiting connections closed"), 1)
+            self.assertIn("to make room at the node's connection limit", node.log())
+        finally:
+            for so in socks:
+                so.close()
+            node.stop()
+
     def test_per_ip_cap(self):
         node = type(self.node)(self.tmp, name="cap", extra_config={"net": {"http": {"max_conns_per_ip": 20}}}).start()
         socks = []
