@@ -29,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -266,8 +267,17 @@ static void get_fail(struct sl_req *r, const struct sl_bck *b, const char *key, 
         s3_err_sl(r, err);
 }
 
+static const struct sl_read_ops get_ops;
+
 static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen, struct sl_read *rd)
 {
+    struct stat st;
+    if (r->method != SL_M_HEAD && !rd->checked && fstat(rd->fd, &st) == 0 && (uint64_t)st.st_size != rd->md.size) {
+        /* the file is not what the metadata says: again on a pool thread, repaired or refused */
+        sl_read_done(rd);
+        sl_read_again(r, b, key, klen, sl_read_flags(r, b), &get_ops);
+        return;
+    }
     const char *etag = s3_obj_etag(&rd->md);
     struct sl_objmd *md = &rd->md;
     int c = s3_conditions(r, "", etag, md->mtime, true);
@@ -319,7 +329,7 @@ done:
     sl_read_done(rd);
 }
 
-static const struct sl_read_ops get_ops = { .serve = get_serve, .fail = get_fail };
+static const struct sl_read_ops get_ops = { .serve = get_serve, .fail = get_fail, .checks_size = true };
 
 static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
 {

@@ -186,6 +186,8 @@ static void read_fail(struct sl_req *r, const struct sl_bck *b, const char *name
         sl_resp_err(r, err);
 }
 
+static const struct sl_read_ops get_ops;
+
 /* Answer a GET from the object found (rd's fd and md are taken). */
 static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)
 {
@@ -210,6 +212,15 @@ static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, si
         }
     }
     struct stat st;
+    if (!rd->checked && (small ? (uint64_t)got != md.size : fstat(fd, &st) == 0 && (uint64_t)st.st_size != md.size)) {
+        /* the file is not what the metadata says: read again on a pool thread, which repairs it where the
+         * cluster holds it (EC slices, the remote) or refuses it */
+        free(small);
+        close(fd);
+        sl_objmd_free(&md);
+        sl_read_again(r, b, name, nlen, sl_read_flags(r, b), &get_ops);
+        return;
+    }
     if (small ? (uint64_t)got != md.size : fstat(fd, &st) == 0 && (uint64_t)st.st_size != md.size) {
         if (small && fstat(fd, &st) < 0)
             st.st_size = (off_t)got;
@@ -268,7 +279,7 @@ out:
     sl_objmd_free(&md);
 }
 
-static const struct sl_read_ops get_ops = { .serve = serve, .fail = read_fail, .tee = true };
+static const struct sl_read_ops get_ops = { .serve = serve, .fail = read_fail, .tee = true, .checks_size = true };
 
 /* ?etl_name=: the module that owns the query transforms what was found */
 static void module_serve(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd)

@@ -710,11 +710,18 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
     int rc = -1;
     struct sl_objmd om;
     struct sl_err e2 = { 0 };
-    if (sl_obj_stat(b, name, nlen, &om, NULL, &e2) == 1) { /* another rebuild (or a PUT) just brought it */
+    int hfd = -1;
+    if (sl_obj_open_ex(b, name, nlen, SL_OPEN_DEFER, &hfd, &om, NULL, &e2) == 0) {
+        /* another rebuild (or a PUT) just brought it; not a stale record of a file gone or damaged */
+        struct stat st;
+        bool whole = fstat(hfd, &st) == 0 && (uint64_t)st.st_size == om.size;
+        close(hfd);
         sl_objmd_free(&om);
-        rs_leave(key);
-        free(key);
-        return 0;
+        if (whole) {
+            rs_leave(key);
+            free(key);
+            return 0;
+        }
     }
     int64_t t0 = sl_mono_ns();
     char *nm = sl_xstrndup(name, nlen);

@@ -9,9 +9,13 @@
 #include "log.h"
 #include "node.h"
 #include "reb.h"
+#include "stats.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void sl_read_done(struct sl_read *rd)
@@ -109,28 +113,52 @@ int sl_read_try(const struct sl_bck *b, const char *name, size_t nlen, unsigned 
     return -1;
 }
 
-/* Check the open object against its checksum: 0 it matches (or has none),
- * -1 with SL_ECKSUM */
-static int validate(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, struct sl_err *err)
+/* The copy open in rd is damaged (why: the check that failed): logged,
+ * counted, rd released, err says so (SL_ECKSUM); its mtime into *dmtime,
+ * for a repair that must not drop a newer version. */
+static int damaged(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, int64_t *dmtime,
+                   struct sl_err *err, const char *fmt, ...) SL_PRINTF(7, 8);
+static int damaged(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, int64_t *dmtime,
+                   struct sl_err *err, const char *fmt, ...)
 {
-    if (rd->md.cksum_type == SL_CK_NONE || !rd->md.cksum[0])
-        return 0;
-    char ck[SL_CKSUM_HEX_MAX] = "";
-    if (sl_cksum_fd(rd->md.cksum_type, rd->fd, ck) == 0 && !strcmp(ck, rd->md.cksum))
-        return 0;
-    char cn[400];
+    char why[400], cn[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
-    sl_logw("%s: BAD DATA CHECKSUM: stored %s(%s), data hashes to %s", cn, sl_cksum_name(rd->md.cksum_type),
-            rd->md.cksum, ck);
-    sl_errf(err, SL_ECKSUM, "BAD DATA CHECKSUM: %s on t[%s]: stored %s(%s), data hashes to %s; the object is damaged",
-            cn, G.id, sl_cksum_name(rd->md.cksum_type), rd->md.cksum, ck);
+    sl_logw("%s: %s: the copy here is damaged", cn, why);
+    sl_stats_add("err_cksum_n", 1);
+    sl_errf(err, SL_ECKSUM, "%s on t[%s]: %s; the object is damaged", cn, G.id, why);
+    if (dmtime)
+        *dmtime = rd->md.mtime;
     sl_read_done(rd);
     return -1;
 }
 
-/* this target's copy (mirror repair included): 0, or -1 with err */
+/* Check the open object: its file the size its metadata says (always), its
+ * bytes against its checksum (validate). 0, or -1 damaged. */
+static int check(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, bool validate,
+                 int64_t *dmtime, struct sl_err *err)
+{
+    struct stat st;
+    if (fstat(rd->fd, &st) == 0 && (uint64_t)st.st_size != rd->md.size)
+        return damaged(b, name, nlen, rd, dmtime, err, "size mismatch between data and metadata (the file has %llu "
+                       "bytes, the metadata %llu)", (unsigned long long)st.st_size, (unsigned long long)rd->md.size);
+    rd->checked = true;
+    if (!validate || rd->md.cksum_type == SL_CK_NONE || !rd->md.cksum[0])
+        return 0;
+    char ck[SL_CKSUM_HEX_MAX] = "";
+    if (sl_cksum_fd(rd->md.cksum_type, rd->fd, ck) == 0 && !strcmp(ck, rd->md.cksum))
+        return 0;
+    return damaged(b, name, nlen, rd, dmtime, err, "BAD DATA CHECKSUM: stored %s(%s), data hashes to %s",
+                   sl_cksum_name(rd->md.cksum_type), rd->md.cksum, ck);
+}
+
+/* this target's copy (mirror repair included), checked: 0, or -1 with err
+ * (SL_ECKSUM: damaged, its mtime in *dmtime) */
 static int open_here(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_read *rd,
-                     struct sl_err *err)
+                     int64_t *dmtime, struct sl_err *err)
 {
     if (flags & SL_READ_HEAD)
         return sl_obj_stat(b, name, nlen, &rd->md, &rd->mp, err) == 1 ? 0 : -1;
@@ -138,9 +166,7 @@ static int open_here(const struct sl_bck *b, const char *name, size_t nlen, unsi
     if (sl_obj_open_ex(b, name, nlen, of, &rd->fd, &rd->md, &rd->mp, err) < 0)
         return -1;
     /* a mirrored one was checked (and repaired) by the store; the others here */
-    if ((flags & SL_READ_VALIDATE) && rd->md.ncopies == 0 && validate(b, name, nlen, rd, err) < 0)
-        return -1;
-    return 0;
+    return check(b, name, nlen, rd, (flags & SL_READ_VALIDATE) && rd->md.ncopies == 0, dmtime, err);
 }
 
 /* An erasure-coded object not here: rebuilt (kept when this is its main
@@ -156,6 +182,7 @@ static int rebuild(const struct sl_bck *b, const char *name, size_t nlen, unsign
         return 0;
     rd->md = tmp.md;
     rd->from = SL_READ_REBUILT;
+    rd->checked = true;
     if (flags & SL_READ_HEAD)
         close(tmp.fd);
     else
@@ -182,40 +209,64 @@ static int head_remote(const struct sl_bck *b, const char *name, size_t nlen, st
     return 0;
 }
 
+/* The copy here is damaged (err says how) and the cluster may hold a good
+ * one: drop this one, unless it changed since (a newer version was
+ * written), so that the rebuild or the fetch makes it again. false when
+ * there is nothing to make it from, or the copy changed meanwhile. */
+static bool drop_damaged(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int64_t mtime,
+                         bool remote, bool ec)
+{
+    if ((flags & (SL_READ_LOCAL | SL_READ_HEAD)) || (!remote && !ec))
+        return false;
+    struct sl_err e2 = { 0 };
+    if (sl_obj_delete_if(b, name, nlen, mtime, &e2) != 0) /* (1: written again since; -1: could not) */
+        return false;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    sl_logi("%s: the damaged copy here is dropped, to be made again from %s", cn,
+            ec ? "its erasure-coded slices" : "the remote");
+    return true;
+}
+
 int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_req *tee,
                  struct sl_read *rd, struct sl_err *err)
 {
     rd_init(rd);
     bool remote = sl_bck_remote(b);
+    int d, p;
+    int64_t l, dmtime = 0;
+    bool ec = G.role == SL_ROLE_TARGET && sl_ec_props(b, &d, &p, &l);
     if (remote && (flags & SL_READ_LATEST) && !(flags & SL_READ_HEAD)) {
         /* the remote's current version first (fetched again when it changed; gone there: 404) */
         if (sl_backend_refresh(b, name, nlen, err) < 0)
             return -1;
     }
-    if (open_here(b, name, nlen, flags, rd, err) == 0)
+    if (open_here(b, name, nlen, flags, rd, &dmtime, err) == 0)
         return 0;
+    if (err->code == SL_ECKSUM && drop_damaged(b, name, nlen, flags, dmtime, remote, ec)) {
+        memset(err, 0, sizeof(*err));
+        sl_errf(err, SL_ENOOBJ, "dropped as damaged");
+    }
     if (err->code != SL_ENOOBJ || (flags & SL_READ_LOCAL) || (G.role != SL_ROLE_TARGET && !remote))
         return -1;
-    int d, p;
-    int64_t l;
     /* the previous owner, during a membership change */
     if (G.role == SL_ROLE_TARGET && sl_reb_gfn_window()) {
         struct sl_err ge = { 0 };
         if (sl_reb_gfn(b, name, nlen, &ge) == 0) {
             memset(err, 0, sizeof(*err));
-            if (open_here(b, name, nlen, flags, rd, err) == 0)
+            if (open_here(b, name, nlen, flags, rd, NULL, err) == 0)
                 return 0;
         } else if (ge.code != SL_ENOOBJ) {
             *err = ge;
             return -1;
         }
     }
-    if (G.role == SL_ROLE_TARGET && sl_ec_props(b, &d, &p, &l)) {
+    if (ec) {
         memset(err, 0, sizeof(*err));
         int rc = rebuild(b, name, nlen, flags, rd, err);
         if (rc != 0)
             return rc > 0 ? 0 : -1;
-        return open_here(b, name, nlen, flags, rd, err);
+        return open_here(b, name, nlen, flags, rd, NULL, err);
     }
     if (remote) {
         memset(err, 0, sizeof(*err));
@@ -225,7 +276,7 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
             return -1;
         if (rd->answered)
             return 0;
-        return open_here(b, name, nlen, flags, rd, err);
+        return open_here(b, name, nlen, flags, rd, NULL, err);
     }
     return -1;
 }
@@ -270,12 +321,37 @@ static void rjob_run(struct sl_req *r, void *arg)
     rjob_free(j);
 }
 
+static void offload(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, unsigned flags,
+                    const struct sl_read_ops *ops, bool peers)
+{
+    struct rjob *j = sl_xcalloc(1, sizeof(*j));
+    sl_bck_copy(&j->o.b, b);
+    j->o.name = sl_xstrndup(name, nlen);
+    j->o.nlen = nlen;
+    j->flags = flags;
+    j->ops = ops;
+    if (peers)
+        sl_req_offload_peer(r, rjob_run, rjob_free, j); /* may wait on peers or the remote */
+    else
+        sl_req_offload(r, rjob_run, rjob_free, j);
+}
+
 void sl_read_req(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, unsigned flags,
                  const struct sl_read_ops *ops)
 {
     struct sl_read rd;
     struct sl_err err = { 0 };
     int rc = sl_read_try(b, name, nlen, flags, &rd, &err);
+    if (rc == 0 && !ops->checks_size && !(flags & SL_READ_HEAD)) {
+        /* a reader that takes the file as it is (archive members, transforms): its size checked here */
+        struct stat st;
+        if (fstat(rd.fd, &st) == 0 && (uint64_t)st.st_size != rd.md.size) {
+            sl_read_done(&rd);
+            rc = 2; /* (on the pool: checked, repaired or refused) */
+        } else {
+            rd.checked = true;
+        }
+    }
     if (rc == 0) {
         ops->serve(r, b, name, nlen, &rd);
         return;
@@ -284,14 +360,11 @@ void sl_read_req(struct sl_req *r, const struct sl_bck *b, const char *name, siz
         ops->fail(r, b, name, nlen, &err);
         return;
     }
-    struct rjob *j = sl_xcalloc(1, sizeof(*j));
-    sl_bck_copy(&j->o.b, b);
-    j->o.name = sl_xstrndup(name, nlen);
-    j->o.nlen = nlen;
-    j->flags = flags;
-    j->ops = ops;
-    if (rc == 2)
-        sl_req_offload_peer(r, rjob_run, rjob_free, j); /* may wait on peers or the remote */
-    else
-        sl_req_offload(r, rjob_run, rjob_free, j);
+    offload(r, b, name, nlen, flags, ops, rc == 2);
+}
+
+void sl_read_again(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, unsigned flags,
+                   const struct sl_read_ops *ops)
+{
+    offload(r, b, name, nlen, flags, ops, true);
 }

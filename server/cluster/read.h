@@ -6,9 +6,13 @@
  * state the cluster is in. The sources, in order:
  *
  *   1. this target's copy: the main replica, or for a mirrored bucket a
- *      healthy copy that restores the main (store.c, mirror.c); checked
- *      against its checksum when asked (validate-checksum or the bucket's
- *      checksum.validate_warm_get)
+ *      healthy copy that restores the main (store.c, mirror.c); its file
+ *      checked against the metadata's size, and its bytes against its
+ *      checksum when asked (validate-checksum or the bucket's
+ *      checksum.validate_warm_get). A damaged copy is never served: in an
+ *      erasure-coded or remote-backed bucket it is dropped and made again
+ *      below, else the read fails saying the object is damaged (counted,
+ *      err_cksum_n)
  *   2. during a membership change, the object's previous owner and the
  *      other targets (get-from-neighbour, reb.c): fetched and kept here
  *   3. an erasure-coded bucket: rebuilt from the slices or replicas the
@@ -48,6 +52,8 @@ struct sl_read {
     int from;                       /* SL_READ_HERE, _REBUILT (for this read only), _REMOTE (HEAD, not held) */
     char remote_version[80];        /* REMOTE: the remote's version, "" none */
     bool answered;                  /* a streamed cold GET answered the request itself (sl_read_req's tee) */
+    bool checked;                   /* the file is the metadata's size (a pool thread's read checks it; the
+                                     * HTTP thread's leaves it to the front end: sl_read_again) */
 };
 
 void sl_read_done(struct sl_read *rd);
@@ -92,10 +98,16 @@ struct sl_read_ops {
     void (*serve)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd);
     void (*fail)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, const struct sl_err *err);
     bool tee;                       /* a whole-object cold GET may stream (the native answer's headers) */
+    bool checks_size;               /* serve checks an unchecked rd's size itself (else sl_read_req does) */
 };
 /* Find b/name for r and call ops: at once when it is here, else on a pool
  * thread (the peer pool when peers or the remote may be asked). */
 void sl_read_req(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, unsigned flags,
                  const struct sl_read_ops *ops);
+/* A front end handed an object by the HTTP thread (rd->checked false)
+ * found its file of another size than its metadata: the same read again on
+ * a pool thread, where the copy is checked, and repaired or refused. */
+void sl_read_again(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, unsigned flags,
+                   const struct sl_read_ops *ops);
 
 #endif

@@ -318,7 +318,8 @@ class TestReadPath(unittest.TestCase):
                     r = self.s.get("%s/v1/objects/sz/%s" % (self.node.url, name), headers={"Range": rng} if rng else {})
                     self.assertEqual(r.status_code, 500, (name, rng, r.status_code, r.content[:100]))
                     self.assertIn("size mismatch between data and metadata", r.text)
-                self.assertIn("file size %d differs from metadata %d" % (size + delta, size), self.node.log())
+                self.assertIn("%s: size mismatch between data and metadata (the file has %d bytes, the metadata %d): the copy "
+                              "here is damaged" % (name, size + delta, size), self.node.log())
 
     def test_rotted_bytes_are_not_served_when_checked(self):
         """checksum.validate_warm_get (or ?validate-checksum) on a plain bucket: a flipped byte is an error that

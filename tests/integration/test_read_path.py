@@ -7,9 +7,11 @@ where a plain local read finds it, and every read must return exactly what was w
 * rebalance: a target joins, and the objects it now owns are read before the rebalance moves them (the
   rebalance held back with rebalance.enabled=false), and after; another joins, and reads go on while the
   rebalance runs, and after it;
-* erasure coding (2+1, objects both replicated and sliced) with a target killed: its objects are rebuilt;
+* erasure coding (2+1, objects both replicated and sliced) with the main copies damaged on disk (cut, grown,
+  removed): rebuilt from the slices; then with a target killed: its objects are rebuilt;
 * mirror (2 copies on 2 mountpaths) with main replicas deleted or truncated on disk: served from the copy;
-* a bucket backed by a remote S3 store (a second cluster's /s3): cold, warm, and cold again after evict.
+* a bucket backed by a remote S3 store (a second cluster's /s3): cold, warm, the cached copies damaged on
+  disk (fetched again), and cold again after evict.
 
 Every object is a small tar shard, so the same object serves all the front ends. The reads of an object go
 through the front ends in a rotated order, so that each front end is the first to touch (and so the one to
@@ -432,6 +434,20 @@ class ReadPathBase(unittest.TestCase):
     def offline(self, c, tid):
         return c.smap()["tmap"][tid].get("flags", 0) & OFFLINE
 
+    def damage_copies(self, c, b, shards):
+        """the copy each target serves of every object, damaged on its disk: cut in two, grown by a few bytes,
+        or its file removed (its metadata kept), in turn"""
+        for i, o in enumerate(shards):
+            fs = glob.glob(os.path.join(glob.escape(c.dir), "t*", "mp*", "@ais", b, "%ob", glob.escape(o.name)))
+            self.assertEqual(len(fs), 1, (o.name, fs))
+            if i % 3 == 0:
+                os.truncate(fs[0], len(o.data) // 2)
+            elif i % 3 == 1:
+                with open(fs[0], "ab") as f:
+                    f.write(b"rot")
+            else:
+                os.unlink(fs[0])
+
     def tid_of(self, c, name):
         return requests.get(c.node_url(name) + "/v1/daemon?what=snode", timeout=10).json()["daemon_id"]
 
@@ -559,6 +575,9 @@ class TestReadECTargetDown(ReadPathBase):
         self.etl_init(c)  # (refused while a target is down)
         rd = Reader(c.url, "ec")
         self.read(rd, shards, "all-up")
+        # the main copies damaged on disk: rebuilt from the slices by whichever front end reads them first
+        self.damage_copies(c, "ec", shards)
+        self.read(rd, shards, "damaged", rot=3)
         smap = c.smap()
         per = collections.defaultdict(list)
         for o in shards:
@@ -660,6 +679,9 @@ class TestReadRemoteBacked(ReadPathBase):
         rd = Reader(c.url, "cache")
         self.read(rd, shards, "cold")
         self.read(rd, shards, "warm", rot=2)
+        # the cached copies damaged on disk: fetched again from the remote by whichever front end reads them first
+        self.damage_copies(c, "cache", shards)
+        self.read(rd, shards, "damaged", rot=4)
         r = self.s.delete(c.url + "/v1/buckets/cache", json={"action": "evict-listrange",
                                                              "value": {"template": "rm-"}}, timeout=60)
         self.assertEqual(r.status_code, 200, r.text)
