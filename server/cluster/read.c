@@ -133,6 +133,7 @@ static int damaged(const struct sl_bck *b, const char *name, size_t nlen, struct
     if (dmtime)
         *dmtime = rd->md.mtime;
     sl_read_done(rd);
+    sl_fault("read-damaged"); /* (test_ec: readers side by side, each found it damaged) */
     return -1;
 }
 
@@ -211,21 +212,26 @@ static int head_remote(const struct sl_bck *b, const char *name, size_t nlen, st
 
 /* The copy here is damaged (err says how) and the cluster may hold a good
  * one: drop this one, unless it changed since (a newer version was
- * written), so that the rebuild or the fetch makes it again. false when
- * there is nothing to make it from, or the copy changed meanwhile. */
-static bool drop_damaged(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int64_t mtime,
-                         bool remote, bool ec)
+ * written, or a reader beside this one made it again), so that the rebuild
+ * or the fetch makes it again. 0 dropped (or another reader dropped it
+ * first), 1 changed since (open it again), -1 nothing to make it from or
+ * the drop failed. */
+static int drop_damaged(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int64_t mtime,
+                        bool remote, bool ec)
 {
     if ((flags & (SL_READ_LOCAL | SL_READ_HEAD)) || (!remote && !ec))
-        return false;
+        return -1;
     struct sl_err e2 = { 0 };
-    if (sl_obj_delete_if(b, name, nlen, mtime, &e2) != 0) /* (1: written again since; -1: could not) */
-        return false;
+    int rc = sl_obj_delete_if(b, name, nlen, mtime, &e2);
+    if (rc == 1)
+        return 1;
+    if (rc < 0)
+        return e2.code == SL_ENOOBJ ? 0 : -1;
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
     sl_logi("%s: the damaged copy here is dropped, to be made again from %s", cn,
             ec ? "its erasure-coded slices" : "the remote");
-    return true;
+    return 0;
 }
 
 int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_req *tee,
@@ -243,9 +249,19 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
     }
     if (open_here(b, name, nlen, flags, rd, &dmtime, err) == 0)
         return 0;
-    if (err->code == SL_ECKSUM && drop_damaged(b, name, nlen, flags, dmtime, remote, ec)) {
-        memset(err, 0, sizeof(*err));
-        sl_errf(err, SL_ENOOBJ, "dropped as damaged");
+    if (err->code == SL_ECKSUM) {
+        int dr = drop_damaged(b, name, nlen, flags, dmtime, remote, ec);
+        if (dr == 1) { /* made again (or written) since it was opened here */
+            memset(err, 0, sizeof(*err));
+            if (open_here(b, name, nlen, flags, rd, &dmtime, err) == 0)
+                return 0;
+            if (err->code == SL_ECKSUM)
+                dr = drop_damaged(b, name, nlen, flags, dmtime, remote, ec);
+        }
+        if (dr == 0) {
+            memset(err, 0, sizeof(*err));
+            sl_errf(err, SL_ENOOBJ, "dropped as damaged");
+        }
     }
     if (err->code != SL_ENOOBJ || (flags & SL_READ_LOCAL) || (G.role != SL_ROLE_TARGET && !remote))
         return -1;
@@ -262,11 +278,18 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
         }
     }
     if (ec) {
-        memset(err, 0, sizeof(*err));
-        int rc = rebuild(b, name, nlen, flags, rd, err);
-        if (rc != 0)
-            return rc > 0 ? 0 : -1;
-        return open_here(b, name, nlen, flags, rd, NULL, err);
+        /* (a reader beside this one that found the damaged copy before it
+         * was made again may drop what was rebuilt: rebuilt once more) */
+        for (int i = 0;; i++) {
+            memset(err, 0, sizeof(*err));
+            int rc = rebuild(b, name, nlen, flags, rd, err);
+            if (rc != 0)
+                return rc > 0 ? 0 : -1;
+            if (open_here(b, name, nlen, flags, rd, NULL, err) == 0)
+                return 0;
+            if (i == 2 || err->code != SL_ENOOBJ)
+                return -1;
+        }
     }
     if (remote) {
         memset(err, 0, sizeof(*err));

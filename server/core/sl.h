@@ -182,7 +182,8 @@ int sl_fsync_dir(const char *path);
 /* Fault injection for crash tests: SHALE_FAULT=<point>[,<point>...] in the
  * environment makes the process _exit(137) (as if SIGKILLed) when it reaches
  * that point. Points: put-after-write, put-after-commit, delete-after-unlink,
- * append-before-commit. */
+ * append-before-commit (docs/testing.md lists them all). <point>@<ms> pauses
+ * the thread that reaches it for ms milliseconds instead (at most 60 s). */
 void sl_fault_init(void);
 void sl_fault(const char *point);
 

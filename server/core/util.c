@@ -853,6 +853,13 @@ void sl_fault(const char *point)
         fprintf(stderr, "shaled: SHALE_FAULT=%s reached: exiting as if killed\n", point);
         _exit(137);
     }
+    snprintf(needle, sizeof(needle), ",%s@", point); /* POINT@MS: a pause there, for a race a test makes sure of */
+    const char *at = strstr(fault_points, needle);
+    if (at) {
+        long ms = strtol(at + strlen(needle), NULL, 10);
+        if (ms > 0 && ms <= 60000)
+            usleep((useconds_t)ms * 1000);
+    }
 }
 
 int sl_pick_name(const char *who, const char *what, const char *v, const char *const *names, int n, int *out,

@@ -83,7 +83,9 @@ void fuzz_one(const uint8_t *data, size_t size)
     FZ_CHECK(a.rc == 0 || a.rc == -1);
     FZ_CHECK(a.rc == 0 || a.why != NULL); /* (no callback here stops it) */
     FZ_CHECK(a.h.got <= n);
-    FZ_CHECK(a.h.head_done == b.h.head_done && sl_h1_done(&a.h) == sl_h1_done(&b.h));
+    /* (after a refusal the state is not looked at: the transport drops the
+     * connection, and the pieces may have passed on more of the body first) */
+    FZ_CHECK(a.h.head_done == b.h.head_done && (a.rc || sl_h1_done(&a.h) == sl_h1_done(&b.h)));
     FZ_CHECK(a.rc || (a.h.got == b.h.got && a.h.got == a.body.n));
     if (a.rc == 0 && a.h.head_done) {
         const struct sl_h1 *h = &a.h;

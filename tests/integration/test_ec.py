@@ -21,9 +21,11 @@ SIZES = [0, 1, 17, 4095, 4096, 4097, 65537, 100003, 1024 * 1024 + 3, 3 * 1024 * 
 
 
 class ECTest(unittest.TestCase):
+    node_env = None  # more environment for the nodes
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="shale-ec-")
-        self.c = Cluster(self.tmp, proxies=1, targets=4).start()
+        self.c = Cluster(self.tmp, proxies=1, targets=4, env=self.node_env).start()
         self.url = self.c.url
         self.s = requests.Session()
         wait_until(lambda: len(self.c.smap()["tmap"]) == 4, 30, what="4 targets in the Smap")
@@ -354,19 +356,23 @@ class TestECRepair(ECTest):
                        what="%s made again on its main target" % n)
             with open(main_file[n], "rb") as fh:
                 self.assertEqual(fh.read(), data[n], n)
-        # damaged again, read by 30 clients at once: every one gets the object
+        # damaged again, read by 30 clients at once: every one gets the object (readers that found the damaged
+        # copy while another made it again, or dropped it, included); four times over
         n = names[-1]
-        with open(main_file[n], "r+b") as fh:
-            fh.truncate(12345)
         import concurrent.futures
 
         def get(i):
             path = ("/s3/er/" if i % 2 else "/v1/objects/er/") + n
             r = requests.get(self.url + path, timeout=60)
-            return r.status_code, hashlib.sha256(r.content).hexdigest()
-        with concurrent.futures.ThreadPoolExecutor(30) as ex:
-            got = list(ex.map(get, range(30)))
-        self.assertEqual(set(got), {(200, hashlib.sha256(data[n]).hexdigest())}, got)
+            return r.status_code, hashlib.sha256(r.content).hexdigest() if r.status_code == 200 else r.text[:300]
+        for rnd in range(4):
+            wait_until(lambda: os.path.isfile(main_file[n]) and os.path.getsize(main_file[n]) == len(data[n]), 30,
+                       what="%s made again on its main target" % n)
+            with open(main_file[n], "r+b") as fh:
+                fh.truncate(12345 + rnd)
+            with concurrent.futures.ThreadPoolExecutor(30) as ex:
+                got = list(ex.map(get, range(30)))
+            self.assertEqual(set(got), {(200, hashlib.sha256(data[n]).hexdigest())}, "round %d: %s" % (rnd, got))
         self.check_all("er", data)
         # each repair was logged and counted where it happened
         targets = [t["name"] for t in self.c.topology()["nodes"] if t["role"] == "target"]
@@ -376,6 +382,36 @@ class TestECRepair(ECTest):
             "tracker"].get("err_cksum_n", {"v": "0"})["v"]) for t in targets)
         # 5 damaged files (the removed one is metadata without a file, not damage), and the last one again
         self.assertGreaterEqual(counted, 6)
+
+
+class TestECRepairRace(ECTest):
+    node_env = {"SHALE_FAULT": "read-damaged@400"}  # each read that finds the copy damaged waits 0.4 s first
+
+    def test_readers_side_by_side_find_it_damaged(self):
+        """12 reads at once, native and S3, all find the main copy damaged before any of them drops it: the
+        first drops it and rebuilds it, the others find it gone or made again; every one gets the object (the
+        build before answered 500 "the object is damaged" to those whose drop found nothing left to drop)"""
+        self.create("er", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
+        data = self.put_all("er", [1 << 20])
+        n = list(data)[0]
+        wait_until(lambda: self.encoded("er", n), 30, what="%s encoded" % n)
+        main_name = self.name_by_id(hrw_owner(self.c.smap(), "er", n)["daemon_id"])
+        f = os.path.join(self.c.dir, main_name, "mp1", "@ais", "er", "%ob", n)
+        import concurrent.futures
+
+        def get(i):
+            path = ("/s3/er/" if i % 2 else "/v1/objects/er/") + n
+            r = requests.get(self.url + path, timeout=60)
+            return r.status_code, hashlib.sha256(r.content).hexdigest() if r.status_code == 200 else r.text[:300]
+        for rnd in range(2):
+            wait_until(lambda: os.path.isfile(f) and os.path.getsize(f) == len(data[n]), 30, what="main copy whole")
+            with open(f, "r+b") as fh:
+                fh.truncate(1000 + rnd)
+            with concurrent.futures.ThreadPoolExecutor(12) as ex:
+                got = list(ex.map(get, range(12)))
+            self.assertEqual(set(got), {(200, hashlib.sha256(data[n]).hexdigest())}, "round %d: %s" % (rnd, got))
+        # more than one reader found it damaged: the race was run
+        self.assertGreater(self.c.log(main_name).count("the copy here is damaged"), 2)
 
 
 class TestECMountpaths(ECTest):
