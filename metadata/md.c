@@ -598,6 +598,13 @@ static int apply_op(struct sl_md_env *e, MDB_txn *txn, const struct sl_md_op *op
  * after it waits. (Re-applying the whole list instead never ended when more
  * than DEL_BATCH keys under the prefix were put after the deletion: each
  * round deleted a batch of them and put them back.) */
+static uint64_t obj_changes; /* committed transactions that changed objects' records, every env */
+
+uint64_t sl_md_obj_changes(void)
+{
+    return __atomic_load_n(&obj_changes, __ATOMIC_ACQUIRE);
+}
+
 static int run_reqs(struct sl_md_env *e, struct md_req *list, bool single)
 {
     struct md_req *r0 = list; /* where the next transaction starts */
@@ -605,12 +612,15 @@ static int run_reqs(struct sl_md_env *e, struct md_req *list, bool single)
     for (;;) {
         MDB_txn *txn;
         int more = 0;
+        bool objs = false;
         int rc = mdb_txn_begin(e->env, NULL, 0, &txn);
         if (rc)
             return rc;
         int i = i0;
         for (struct md_req *r = r0; r && !rc && !more; r = single ? NULL : r->next, i = 0) {
             for (; i < r->nops && !rc && !more; i++) {
+                int k = r->ops[i].kind;
+                objs |= k == SL_MD_PUT_OBJ || k == SL_MD_DEL_OBJ || k == SL_MD_DEL_BUCKET;
                 rc = apply_op(e, txn, &r->ops[i], &more);
                 if (more) {
                     r0 = r;
@@ -623,6 +633,8 @@ static int run_reqs(struct sl_md_env *e, struct md_req *list, bool single)
             return rc;
         }
         rc = mdb_txn_commit(txn);
+        if (!rc && objs)
+            __atomic_add_fetch(&obj_changes, 1, __ATOMIC_RELEASE); /* (after the commit: a reader sees it first) */
         if (rc || !more)
             return rc;
     }

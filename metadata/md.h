@@ -172,6 +172,11 @@ struct sl_md_op {
 /* Submit ops; with wait, block until committed (durable per sync policy).
  * Without wait, fire and forget (ops are copied). */
 int sl_md_commit(struct sl_md_env *env, const struct sl_md_op *ops, int nops, bool wait, struct sl_err *err);
+/* How many committed transactions, in every env of this process, changed
+ * objects' records (a put, a delete, a bucket's objects dropped): counted
+ * once the commit is visible to readers. Taken before a count of the
+ * objects, an equal value later says the count still holds. */
+uint64_t sl_md_obj_changes(void);
 /* Fire and forget without waking the committer: the ops go in with the next
  * commit, or on their own within 50 ms. For what may be lost in a crash (a
  * pending marker's removal: the restart's fsck drops a marker whose work is

@@ -10,6 +10,7 @@
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
+#include "lost.h"
 #include "node.h"
 #include "reb.h"
 #include "stats.h"
@@ -99,6 +100,11 @@ json_t *sl_node_state_info(void)
     json_object_set_new(o, "config", cf);
     json_object_set_new(o, "etlmd", doc_version_json("etlmd"));
     json_object_set_new(o, "flags", json_integer((json_int_t)node_state_flags(s)));
+    if (G.role == SL_ROLE_TARGET) {
+        char tok[64];
+        sl_lost_token(tok, sizeof(tok)); /* (the primary's inventory of this target holds while it is the same) */
+        json_object_set_new(o, "holdings", json_string(tok));
+    }
     sl_smap_put(s);
     sl_bmd_put(b);
     return o;

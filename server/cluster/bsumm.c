@@ -8,6 +8,7 @@
 #include "ec.h"
 #include "jsonx.h"
 #include "log.h"
+#include "lost.h"
 #include "lso.h"
 #include "node.h"
 #include "store.h"
@@ -110,8 +111,12 @@ static void internal_run(struct sl_req *r, void *arg)
     (void)arg;
     struct sl_err err = { 0 };
     const char *b = sl_req_query(r, "bck"), *p = sl_req_query(r, "prefix"), *ec = sl_req_query(r, "ec");
-    bool wec = ec && !strcmp(ec, "1");
+    bool wec = ec && !strcmp(ec, "1"), wseq = sl_req_query_bool(r, "seq");
+    char tok[64];
+    sl_lost_token(tok, sizeof(tok)); /* (before the count: a change during it makes the token older) */
     json_t *j = b && *b ? count_here(b, p ? p : "", wec, &err) : count_all(p ? p : "", wec, &err);
+    if (j && wseq)
+        j = json_pack("{s:s,s:o}", "seq", tok, "buckets", j);
     if (j)
         sl_resp_json_new(r, 200, j);
     else

@@ -217,6 +217,9 @@ struct sl_cluster_hooks {
     void (*primary_tick)(void);
     /* the primary: target n joined, or joined again */
     void (*joined)(const struct sl_snode *n);
+    /* the primary: node n answered a keepalive with cii (its health ?cii
+     * JSON, only read during the call) */
+    void (*alive)(const struct sl_snode *n, const json_t *cii);
     /* the primary: target n is to leave (action) although its objects will
      * not move away (it is offline, or no rebalance runs): 0 it may, -1
      * with err it may not; with force it may, and what is lost is recorded */

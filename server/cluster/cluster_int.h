@@ -48,6 +48,7 @@ void sl_cl_stopping(void);
 void sl_cl_smap_changed(const struct sl_smap *old, const struct sl_smap *cur);
 void sl_cl_primary_tick(void);
 void sl_cl_joined(const struct sl_snode *n);
+void sl_cl_alive(const struct sl_snode *n, const json_t *cii);
 int sl_cl_leaving(const char *action, const struct sl_snode *n, bool no_rebalance, bool force, struct sl_err *err);
 
 /* ---- members.c ---- */

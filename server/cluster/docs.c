@@ -77,6 +77,13 @@ void sl_cl_joined(const struct sl_snode *n)
             hooks[i]->joined(n);
 }
 
+void sl_cl_alive(const struct sl_snode *n, const json_t *cii)
+{
+    for (int i = 0; i < nhooks; i++)
+        if (hooks[i]->alive)
+            hooks[i]->alive(n, cii);
+}
+
 int sl_cl_leaving(const char *action, const struct sl_snode *n, bool no_rebalance, bool force, struct sl_err *err)
 {
     for (int i = 0; i < nhooks; i++)

@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "jsonx.h"
 #include "log.h"
+#include "md.h"
 #include "node.h"
 #include "peer.h"
 #include "bg.h"
@@ -20,12 +21,36 @@
 #include <string.h>
 
 #define INV_MIN_NS (20LL * 1000000000LL)
-#define INV_PATH "/v1/internal/bsumm?bck=&prefix=&ec=1"
+#define INV_PATH "/v1/internal/bsumm?bck=&prefix=&ec=1&seq=1"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static json_t *inv;             /* {TID: {"time": unix ns, "buckets": {NAME: {"n","bytes",...}}}} */
+static json_t *inv;             /* {TID: {"time": unix ns, "seq": token, "buckets": {NAME: {"n","bytes",...}}}} */
+static json_t *seen;            /* {TID: the holdings token of its last keepalive answer} */
 static int64_t inv_last_mono;
 static bool inv_running;
+
+void sl_lost_token(char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld.%llu", (long long)G.start_ns, (unsigned long long)sl_md_obj_changes());
+}
+
+/* Whether target tid's objects may have changed since its inventory's token
+ * inv_seq, by the token its last keepalive answer carried: a newer count of
+ * changes in the same run, or a run started after the inventory. */
+static bool changed_since(const char *tid, const char *inv_seq)
+{
+    long long ib = 0, sb = 0;
+    unsigned long long ic = 0, sc = 0;
+    pthread_mutex_lock(&mu);
+    const char *tok = seen ? json_string_value(json_object_get(seen, tid)) : NULL;
+    bool have = tok && sscanf(tok, "%lld.%llu", &sb, &sc) == 2;
+    pthread_mutex_unlock(&mu);
+    if (!inv_seq || sscanf(inv_seq, "%lld.%llu", &ib, &ic) != 2)
+        return true; /* (an inventory without a token: from a target of an older version) */
+    if (!have || sb < ib)
+        return false; /* nothing newer heard from it than the inventory */
+    return sb > ib || sc > ic;
+}
 
 /* the current rebalance's version (RMD): a target removed without a
  * rebalance stays "gone" until the next one */
@@ -134,15 +159,18 @@ static void inv_collect(void *arg)
             continue; /* the last good one stays */
         json_error_t je;
         json_t *j = json_loadb(t.f[i].resp.body.p, t.f[i].resp.body.len, 0, &je);
-        if (!json_is_object(j)) {
+        json_t *bk = json_object_get(j, "buckets");
+        if (!json_is_object(bk)) {
             json_decref(j);
             continue;
         }
         pthread_mutex_lock(&mu);
         if (!inv)
             inv = json_object();
-        json_object_set_new(inv, t.who[i]->id, json_pack("{s:I,s:o}", "time", (json_int_t)now, "buckets", j));
+        json_object_set_new(inv, t.who[i]->id, json_pack("{s:I,s:s,s:O}", "time", (json_int_t)now, "seq",
+                                                         sl_json_str(j, "seq", ""), "buckets", bk));
         pthread_mutex_unlock(&mu);
+        json_decref(j);
     }
     sl_tfan_free(&t);
     pthread_mutex_lock(&mu);
@@ -166,30 +194,43 @@ void sl_lost_tick(void)
 }
 
 static int64_t holdings(const char *tid, const char *ctrl_url, bool ask_now, bool raw, json_t **detail,
-                        int64_t *inv_time)
+                        int64_t *inv_time, bool *stale)
 {
     json_t *counts = NULL;
     *inv_time = 0;
+    if (stale)
+        *stale = false;
     if (ask_now) {
         char *url = sl_xasprintf("%s" INV_PATH, ctrl_url);
         struct sl_peer_resp pr;
         if (sl_peer_call("GET", url, NULL, 0, NULL, 0, sl_conf->send_file_time_ns / 1000000, &pr) == 0 &&
             pr.status == 200) {
             json_error_t je;
-            counts = json_loadb(pr.body.p, pr.body.len, 0, &je);
+            json_t *j = json_loadb(pr.body.p, pr.body.len, 0, &je);
+            counts = json_is_object(json_object_get(j, "buckets")) ? json_incref(json_object_get(j, "buckets")) : NULL;
+            json_decref(j);
             *inv_time = sl_now_ns();
         }
         sl_peer_resp_free(&pr);
         free(url);
     }
+    char seq[64] = "";
     if (!counts) {
         pthread_mutex_lock(&mu);
         json_t *e = inv ? json_object_get(inv, tid) : NULL;
         if (e) {
             counts = json_incref(json_object_get(e, "buckets"));
             *inv_time = sl_json_int(e, "time", 0);
+            snprintf(seq, sizeof(seq), "%s", sl_json_str(e, "seq", ""));
         }
         pthread_mutex_unlock(&mu);
+        if (counts && !raw && changed_since(tid, seq)) {
+            /* objects were written or deleted there after the count: what it holds now is unknown */
+            json_decref(counts);
+            counts = NULL;
+            if (stale)
+                *stale = true;
+        }
     }
     if (!counts) {
         /* no inventory: unknown, unless there is no bucket that could lose objects */
@@ -209,9 +250,10 @@ static int64_t holdings(const char *tid, const char *ctrl_url, bool ask_now, boo
     return total;
 }
 
-int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time)
+int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time,
+                         bool *stale)
 {
-    return holdings(tid, ctrl_url, ask_now, false, detail, inv_time);
+    return holdings(tid, ctrl_url, ask_now, false, detail, inv_time, stale);
 }
 
 char *sl_lost_describe(const json_t *detail)
@@ -331,7 +373,7 @@ void sl_lost_rejoined(const char *tid, const char *ctrl_url)
     }
     json_t *have = NULL;
     int64_t it = 0;
-    holdings(tid, ctrl_url, true, true, &have, &it);
+    holdings(tid, ctrl_url, true, true, &have, &it, NULL);
     json_t *bk = json_object_get(rec, "buckets");
     const char *name;
     json_t *c;
@@ -416,7 +458,8 @@ static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bo
     /* (skip_reb also stands for rebalance.enabled false) */
     json_t *detail = NULL;
     int64_t it = 0;
-    int64_t cnt = sl_lost_holdings(n->id, n->ctrl_url, !offline, &detail, &it);
+    bool stale = false;
+    int64_t cnt = sl_lost_holdings(n->id, n->ctrl_url, !offline, &detail, &it, &stale);
     int rc = 0;
     if (cnt != 0 && !force) {
         char *what = sl_lost_describe(detail);
@@ -428,12 +471,14 @@ static int check_loss(const char *a, const struct sl_snode *n, bool skip_reb, bo
                      "back and retry%s, or force it (\"force\": true; CLI --force): the loss is then recorded "
                      "and listings of those buckets say so until the target's data is re-attached or the loss "
                      "acknowledged",
-                     a, n->id, offline ? "the target is offline (it stopped answering keepalives)"
+                     a, n->id, offline ? "the target is offline (it does not answer)"
                                        : sl_conf->rebalance_enabled ? "the rebalance is skipped (skip_rebalance)"
                                                                     : "rebalance.enabled is false",
-                     cnt < 0 ? "how many of them exist nowhere else is unknown (this primary has no inventory "
-                               "of it: it was down since this primary started)"
-                             : "these exist nowhere else: ",
+                     cnt >= 0 ? "these exist nowhere else: "
+                     : stale  ? "how many of them exist nowhere else is unknown (objects were written or deleted "
+                                "there after its last inventory was counted)"
+                              : "how many of them exist nowhere else is unknown (this primary has no inventory "
+                                "of it: it was down since this primary started)",
                      cnt < 0 ? "" : what, age,
                      offline ? "" : sl_conf->rebalance_enabled ? " without skip_rebalance"
                                                                : " with rebalance.enabled true");
@@ -454,6 +499,18 @@ static void joined(const struct sl_snode *n)
     sl_lost_rejoined(n->id, n->ctrl_url); /* a target removed by force may be back with its data */
 }
 
+static void alive(const struct sl_snode *n, const json_t *cii)
+{
+    const char *tok = json_string_value(json_object_get(cii, "holdings"));
+    if (n->type != SL_NODE_TARGET || !tok)
+        return;
+    pthread_mutex_lock(&mu);
+    if (!seen)
+        seen = json_object();
+    json_object_set_new(seen, n->id, json_string(tok));
+    pthread_mutex_unlock(&mu);
+}
+
 static int listing(const struct sl_bck *b, struct sl_err *err)
 {
     return sl_lost_check_bucket("list-objects", b->provider, b->name, b->bid, err);
@@ -463,6 +520,7 @@ const struct sl_cluster_hooks sl_lost_hooks = {
     .name = "lost",
     .primary_tick = sl_lost_tick,
     .joined = joined,
+    .alive = alive,
     .leaving = check_loss,
     .listing = listing,
 };

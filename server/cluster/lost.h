@@ -33,10 +33,20 @@ void sl_lost_tick(void);
 
 /* Primary: what only target tid holds (ais:// buckets without a backend;
  * erasure-coded ones as above):
- * asked now when the target answers (ask_now), else the last inventory.
- * Returns the number of such objects, -1 when unknown (no inventory);
+ * asked now when the target answers (ask_now), else the last inventory —
+ * unless the target's keepalive answers said its objects changed after
+ * that inventory was counted (*stale set; stale may be NULL). Returns the
+ * number of such objects, -1 when unknown (no inventory, or a stale one);
  * *detail (new reference) is the "buckets" object, *inv_time its time. */
-int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time);
+int64_t sl_lost_holdings(const char *tid, const char *ctrl_url, bool ask_now, json_t **detail, int64_t *inv_time,
+                         bool *stale);
+
+/* A target: its holdings token, "RUN.CHANGES" (this process's start time,
+ * its committed object changes, md.h): sent in its keepalive answers
+ * (health ?cii, "holdings") and with its inventory (bsumm ?seq=1), taken
+ * before the count. An inventory holds while the keepalives' token is the
+ * same. */
+void sl_lost_token(char *buf, size_t n);
 
 /* "3 objects (1.2 KiB) in ais://a, 5 objects (...) in ais://b" */
 char *sl_lost_describe(const json_t *detail);

@@ -23,6 +23,7 @@ struct pend {
     char reb[32];
     bool decommission;
     bool no_shutdown;
+    bool moves;                 /* it answered: its objects move away, and its own rebalance must end well */
 };
 static pthread_mutex_t pmu = PTHREAD_MUTEX_INITIALIZER;
 static struct pend pending[32];
@@ -223,7 +224,7 @@ int sl_cl_edit_flags(struct sl_smap *s, void *arg, struct sl_err *err)
     return changed ? 0 : 1;
 }
 
-static void add_pending(const char *id, const char *reb, bool decomm, bool no_shutdown)
+static void add_pending(const char *id, const char *reb, bool decomm, bool no_shutdown, bool moves)
 {
     pthread_mutex_lock(&pmu);
     if (npending < (int)SL_ARRAY_SIZE(pending)) {
@@ -232,8 +233,22 @@ static void add_pending(const char *id, const char *reb, bool decomm, bool no_sh
         snprintf(p->reb, sizeof(p->reb), "%s", reb ? reb : "");
         p->decommission = decomm;
         p->no_shutdown = no_shutdown;
+        p->moves = moves;
     }
-    pthread_mutex_unlock(&sl_cl_mu);
+    pthread_mutex_unlock(&pmu);
+}
+
+/* Whether node n answers now (its health, within a keepalive's time): the
+ * map's flags lag a kill by up to keepalive_factor rounds. */
+static bool answers(const struct sl_snode *n)
+{
+    char *url = sl_xasprintf("%s/v1/health", n->ctrl_url);
+    struct sl_peer_resp r;
+    int64_t ms = sl_conf->max_keepalive_ns / 1000000;
+    bool ok = sl_peer_call("GET", url, NULL, 0, NULL, 0, ms > 0 ? ms : 2000, &r) == 0 && r.status == 200;
+    sl_peer_resp_free(&r);
+    free(url);
+    return ok;
 }
 
 static void ask_shutdown(const struct sl_snode *n)
@@ -305,9 +320,16 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
         ask_shutdown(&ncopy);
         return 0;
     }
-    /* without a rebalance (skipped, or rebalance.enabled false) nothing moves away */
-    if (is_target && !strcmp(a, "decommission-node") && ((ncopy.flags & SL_SNF_OFFLINE) || skip_reb ||
-                                                         !sl_conf->rebalance_enabled) &&
+    /* a target flagged online may have died since the last keepalive: asked now. One that does not
+     * answer cannot send its objects away; without a rebalance (skipped, or rebalance.enabled false)
+     * nothing moves away either */
+    bool leaving = is_target && (!strcmp(a, "decommission-node") || !strcmp(a, "start-maintenance"));
+    if (leaving && !(ncopy.flags & SL_SNF_OFFLINE) && !answers(&ncopy)) {
+        sl_logw("%s %s: the target does not answer (the cluster map still has it online)", a, sid);
+        ncopy.flags |= SL_SNF_OFFLINE;
+    }
+    bool moves = leaving && !(ncopy.flags & SL_SNF_OFFLINE) && !skip_reb && sl_conf->rebalance_enabled;
+    if (is_target && !strcmp(a, "decommission-node") && !moves &&
         sl_cl_leaving(a, &ncopy, skip_reb || !sl_conf->rebalance_enabled, force, err) < 0)
         return -1;
     if (sl_smap_modify(sl_cl_edit_flags, &fa, err) < 0)
@@ -319,7 +341,7 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
     if (decomm && (!reb || !is_target))
         remove_node(sid, no_shutdown);
     else if (decomm || !strcmp(a, "start-maintenance"))
-        add_pending(sid, reb, decomm, no_shutdown);
+        add_pending(sid, reb, decomm, no_shutdown, moves);
     sl_logi("%s %s%s%s", a, sid, reb ? ", rebalance " : "", reb ? reb : "");
     *reb_out = reb;
     return 0;
@@ -329,11 +351,11 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
 
 void sl_cl_finish_pending(void)
 {
-    pthread_mutex_lock(&sl_cl_mu);
+    pthread_mutex_lock(&pmu);
     int n = npending;
     struct pend local[32];
     memcpy(local, pending, sizeof(local));
-    pthread_mutex_unlock(&sl_cl_mu);
+    pthread_mutex_unlock(&pmu);
     for (int i = 0; i < n; i++) {
         struct pend *p = &local[i];
         bool done = true, failed = false;
@@ -348,11 +370,11 @@ void sl_cl_finish_pending(void)
                 json_t *d = sl_cluster_doc("rmd");
                 const char *latest = sl_json_str(d, "id", "");
                 if (latest[0] && strcmp(latest, p->reb)) {
-                    pthread_mutex_lock(&sl_cl_mu);
+                    pthread_mutex_lock(&pmu);
                     for (int j = 0; j < npending; j++)
                         if (!strcmp(pending[j].id, p->id))
                             snprintf(pending[j].reb, sizeof(pending[j].reb), "%s", latest);
-                    pthread_mutex_unlock(&sl_cl_mu);
+                    pthread_mutex_unlock(&pmu);
                     done = false;
                 } else {
                     failed = true;
@@ -362,6 +384,23 @@ void sl_cl_finish_pending(void)
             } else if (done && sl_json_str(st, "err", "")[0]) {
                 failed = true;
                 snprintf(why, sizeof(why), "rebalance %s ended with errors: %.500s", p->reb, sl_json_str(st, "err", ""));
+            } else if (done && p->moves) {
+                /* the leaving target's own part (sending its objects away) must have ended: the others
+                 * end theirs without it when it stops answering */
+                bool own = false;
+                struct sl_snap_it it;
+                for (sl_snaps_first(&it, per, p->reb); it.sn; sl_snaps_next(&it))
+                    own |= !strcmp(it.tid, p->id) && sl_json_int(it.sn, "end_ns", 0) != 0;
+                struct sl_snode cur;
+                bool off = sl_cl_find_node(p->id, &cur) && (cur.flags & SL_SNF_OFFLINE);
+                if (!own && off) {
+                    failed = true;
+                    snprintf(why, sizeof(why), "the target stopped answering before its objects moved away "
+                             "(rebalance %s); objects may exist only there. Bring it back, or decommission it "
+                             "again: that checks what would be lost", p->reb);
+                } else if (!own) {
+                    done = false; /* (not asked yet, or answering late: the next round) */
+                }
             }
             json_decref(st);
             json_decref(per);
@@ -375,9 +414,11 @@ void sl_cl_finish_pending(void)
                     p->id, why);
         } else if (p->decommission)
             remove_node(p->id, p->no_shutdown);
+        else if (failed)
+            sl_logw("maintenance of %s: %s", p->id, why);
         else
             sl_logi("maintenance of %s: data moved away (rebalance %s done)", p->id, p->reb);
-        pthread_mutex_lock(&sl_cl_mu);
+        pthread_mutex_lock(&pmu);
         for (int j = 0; j < npending; j++) {
             if (!strcmp(pending[j].id, p->id)) {
                 memmove(&pending[j], &pending[j + 1], (size_t)(npending - j - 1) * sizeof(pending[0]));
@@ -385,7 +426,7 @@ void sl_cl_finish_pending(void)
                 break;
             }
         }
-        pthread_mutex_unlock(&sl_cl_mu);
+        pthread_mutex_unlock(&pmu);
     }
 }
 

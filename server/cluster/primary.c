@@ -131,6 +131,13 @@ static void *keepalive(void *arg)
         char *deposer = newer_primary_in(f, who, n, s);
         for (int i = 0; i < n; i++) {
             bool ok = f[i].ok && f[i].resp.status == 200;
+            if (ok) {
+                json_error_t je;
+                json_t *ci = json_loadb(f[i].resp.body.p, f[i].resp.body.len, 0, &je);
+                if (ci)
+                    sl_cl_alive(who[i], ci);
+                json_decref(ci);
+            }
             int k;
             for (k = 0; k < nst; k++)
                 if (!strcmp(st[k].id, who[i]->id))

@@ -305,6 +305,84 @@ class TestNoSilentLoss(LossBase):
             self.stop_proc(proc)
 
 
+class TestDecommissionAgainstTruth(LossBase):
+    """A dead target's decommission is checked against what is true at the time of the request, not against
+    the cluster map's flags or a count taken earlier."""
+
+    def inventoried_after(self, t_ns, tids):
+        def ok():
+            inv = self.lost().get("inventory", {})
+            return all(inv.get(t, {}).get("time", 0) > t_ns for t in tids)
+        wait_until(ok, 60, interval=0.3, what="inventories after %d" % t_ns)
+
+    def test_right_after_the_kill(self):
+        """sent before the keepalives flag the dead target offline, the decommission is refused as for an
+        offline one (the build before answered 200, and its objects were gone)"""
+        self.create("dk")
+        data = self.fill("dk", 60)
+        t_filled = time.time_ns()
+        smap = self.c.smap()
+        per = {}
+        for n in data:
+            per.setdefault(hrw_owner(smap, "dk", n)["daemon_id"], []).append(n)
+        self.inventoried_after(t_filled, smap["tmap"])
+        victim = max(per, key=lambda t: len(per[t]))
+        self.c.kill9(self.name_of(victim))
+        self.assertFalse(self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), "flagged offline already")
+        r = self.decommission(victim)
+        self.assertEqual(r.status_code, 409, r.text)
+        msg = r.json()["message"]
+        self.assertIn("the target is offline (it does not answer)", msg)
+        self.assertIn("these exist nowhere else: %d in ais://dk " % len(per[victim]), msg)
+        self.assertIn(victim, self.c.smap()["tmap"])
+        self.assertIn("does not answer (the cluster map still has it online)", self.c.log("p0"))
+        # nothing else changed: the rest reads, the listing is whole but for the dead target's share
+        wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
+        for t, names in per.items():
+            if t != victim:
+                for n in names[:5]:
+                    self.assertEqual(self.s.get(self.url + "/v1/objects/dk/" + n).status_code, 200)
+        self.assertEqual(self.lost()["lostmd"]["targets"], {})
+
+    def test_objects_written_after_the_inventory(self):
+        """the last inventory was counted before a new bucket got objects on the target: what the target
+        holds is unknown, so its decommission is refused (the build before went by the stale count, which
+        had nothing for the new bucket, and answered 200)"""
+        self.create("old")  # (empty: by the last count the victim holds nothing that would be lost)
+        smap = self.c.smap()
+        t_filled = time.time_ns()
+        self.inventoried_after(t_filled, smap["tmap"])
+        # a new bucket and objects in it, the victim's share known
+        self.create("fresh")
+        data = self.fill("fresh", 30)
+        per = {}
+        for n in data:
+            per.setdefault(hrw_owner(smap, "fresh", n)["daemon_id"], []).append(n)
+        victim = max(per, key=lambda t: len(per[t]))
+        inv = self.lost()["inventory"][victim]
+        self.assertNotIn("fresh", inv["buckets"])  # (the next inventory is 20 s after the last)
+        time.sleep(3)  # (a keepalive round after the PUTs: its answer carries the changes)
+        self.c.kill9(self.name_of(victim))
+        wait_until(lambda: self.c.smap()["tmap"][victim].get("flags", 0) & (1 << 16), 30, what="victim offline")
+        self.assertNotIn("fresh", self.lost()["inventory"][victim]["buckets"])
+        r = self.decommission(victim)
+        self.assertEqual(r.status_code, 409, r.text)
+        msg = r.json()["message"]
+        self.assertIn("objects were written or deleted there after its last inventory was counted", msg)
+        self.assertIn(victim, self.c.smap()["tmap"])
+        # forced: every bucket it may hold objects of is recorded, count unknown, and says so when listed
+        r = self.decommission(victim, force=True, no_shutdown=True)
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: victim not in self.c.smap()["tmap"], 60, what="victim removed")
+        rec = self.lost()["lostmd"]["targets"][victim]
+        self.assertTrue(rec["unknown"])
+        self.assertEqual(rec["buckets"]["fresh"]["n"], -1)
+        r = self.list_names("fresh")
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertIn("an unknown number of objects of this bucket existed only on target t[%s]" % victim,
+                      r.json()["message"])
+
+
 class TestECNoSilentLoss(LossBase):
     """Erasure-coded buckets: what a target holds that was never encoded, and everything it holds once
     more targets are gone than the bucket survives, is not dropped silently either."""
