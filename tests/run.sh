@@ -35,7 +35,7 @@ run_unit() {
 # first so that the lanes end together. Each running file holds a lane number k and gets the k-th slice of
 # the test port range (SHALE_TEST_PORT_SLICE=k/N, read by harness.free_port_range), so two files never
 # pick the same ports.
-SLOW_FIRST="test_cluster test_rebalance_batch test_ec test_lossless test_failover test_bounded test_etl
+SLOW_FIRST="test_cluster test_rebalance_batch test_ec test_lossless test_failover test_partition test_bounded test_etl
  test_ops test_s3 test_resilver test_security"
 
 run_one() {  # run_one RESULTS_DIR JOBS FILE: one integration file in a free lane

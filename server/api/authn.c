@@ -313,6 +313,10 @@ static void change_run(struct sl_req *r, void *arg)
 {
     struct change *c = arg;
     struct sl_err err = { 0 };
+    if (sl_cluster_fence(&err) < 0) { /* (a primary cut off from the majority changes nothing) */
+        sl_resp_err(r, &err);
+        return;
+    }
     pthread_mutex_lock(&change_mu);
     json_t *d = sl_users_doc();
     json_t *users = json_object_get(d, "users"), *roles = json_object_get(d, "roles");

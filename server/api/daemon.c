@@ -87,6 +87,7 @@ json_t *sl_node_state_info(void)
     char v[32];
     snprintf(v, sizeof(v), "%lld", (long long)s->version);
     json_object_set_new(sm, "version", json_string(v));
+    json_object_set_new(sm, "term", json_integer(s->term));
     json_object_set_new(o, "smap", sm);
     json_t *bm = json_object();
     json_object_set_new(bm, "uuid", json_string(b->uuid));

@@ -214,6 +214,11 @@ static pthread_mutex_t admin_mu = PTHREAD_MUTEX_INITIALIZER;
 static void admin_run(struct sl_req *r, void *arg)
 {
     struct admin_job *j = arg;
+    struct sl_err ferr = { 0 };
+    if (sl_cluster_fence(&ferr) < 0) { /* (a primary cut off from the majority changes nothing) */
+        sl_resp_err(r, &ferr);
+        return;
+    }
     pthread_mutex_lock(&admin_mu);
     json_t *d = doc_copy();
     json_t *keys = json_object_get(d, "keys");

@@ -201,8 +201,10 @@ static int join(struct sl_err *err)
     /* newer than the primary's (it restarted with older ones after a
      * failover): the primary catches up (sl_cluster_join_done) */
     json_object_set_new(body, "smap_version", json_integer(s->version));
+    json_object_set_new(body, "smap_term", json_integer(s->term));
     struct sl_bmd *bm = sl_bmd_get();
     json_object_set_new(body, "bmd_version", json_integer(bm->version));
+    json_object_set_new(body, "bmd_term", json_integer(bm->term));
     sl_bmd_put(bm);
     sl_smap_put(s);
     size_t len;

@@ -172,16 +172,20 @@ int sl_cluster_member_action(const char *action, const char *sid, bool skip_reb,
 /* Primary: make gateway id the primary (PUT /v1/cluster/proxy/ID): the
  * Smap names it, every node gets it, this one steps down. */
 int sl_cluster_set_primary(const char *id, struct sl_err *err);
-/* This gateway won the election after primary old (vote.c): the Smap names
- * it primary and flags old offline, pushed to every node. */
-void sl_cluster_take_over(const char *old);
+/* This gateway won the election for term after primary old (vote.c): the
+ * Smap names it primary, flags old offline and carries term, pushed to
+ * every node. */
+void sl_cluster_take_over(const char *old, int64_t term);
 /* The Smap names this gateway primary but it does not act as one (a
  * set-primary whose push it missed): take the role. */
 void sl_cluster_assume_primary(void);
-/* Primary, before it changes cluster metadata: asks the other gateways for
- * their Smap version; if one has a newer map naming another primary (this
- * one was paused or cut off and was replaced), adopts it (steps down) and
- * returns -1 (503). 0 otherwise, and on every other node. */
+/* Primary, before it changes cluster metadata: asks every other gateway of
+ * the map for its Smap term and version. If one has a newer map naming
+ * another primary (this one was paused or cut off and was replaced), adopts
+ * it (steps down) and returns -1 (503); if fewer than a majority of the
+ * map's gateways (this one counted) answer, returns -1 (503: a change
+ * needs a majority, and this primary may be cut off from it). 0 otherwise,
+ * and on every other node. */
 int sl_cluster_fence(struct sl_err *err);
 /* Sleep one keepalive interval (keepalivetracker.target.interval, at least
  * 200 ms), less when *stop turns true; returns the interval in ms. */

@@ -184,6 +184,7 @@ json_t *sl_cl_all_docs(void)
     struct sl_smap *s = sl_smap_get();
     struct sl_bmd *b = sl_bmd_get();
     json_object_set_new(o, "uuid", json_string(s->uuid));
+    json_object_set_new(o, "term", json_integer(s->term));
     json_object_set_new(o, "smap", sl_smap_json(s));
     json_object_set_new(o, "bmd", sl_bmd_json(b));
     json_object_set_new(o, "config", sl_cl_config_doc());
@@ -243,6 +244,7 @@ void sl_cl_push_one(const char *name, json_t *doc)
     json_t *o = json_object();
     struct sl_smap *s = sl_smap_get();
     json_object_set_new(o, "uuid", json_string(s->uuid));
+    json_object_set_new(o, "term", json_integer(s->term));
     sl_smap_put(s);
     json_object_set_new(o, name, doc);
     sl_cl_push(o);
@@ -398,7 +400,14 @@ static int check_docs(json_t *docs, struct sl_err *err)
     struct sl_smap *cur = sl_smap_get();
     char uuid[sizeof(cur->uuid)];
     snprintf(uuid, sizeof(uuid), "%s", cur->uuid);
+    int64_t term = cur->term;
     sl_smap_put(cur);
+    json_t *tj = json_object_get(docs, "term");
+    if (json_is_integer(tj) && json_integer_value(tj) < term)
+        /* a primary the majority replaced (cut off, or paused) that has not heard yet */
+        return sl_errf(err, SL_EEXIST, "metasync from a primary of term %lld refused: this node is at term %lld (a "
+                       "majority of the gateways elected another primary since); nothing was applied",
+                       (long long)json_integer_value(tj), (long long)term);
     int n = 0;
     const char *k;
     json_t *d;
@@ -406,6 +415,11 @@ static int check_docs(json_t *docs, struct sl_err *err)
         if (!strcmp(k, "uuid")) {
             if (!json_is_string(d))
                 return sl_errf(err, SL_EINVAL, "metasync: \"uuid\" must be a string");
+            continue;
+        }
+        if (!strcmp(k, "term")) { /* the sender's term (its map's) */
+            if (!json_is_integer(d) || json_integer_value(d) < 0)
+                return sl_errf(err, SL_EINVAL, "metasync: \"term\" must be a non-negative integer");
             continue;
         }
         n++;

@@ -84,9 +84,11 @@ static int edit_join(struct sl_smap *s, void *arg, struct sl_err *err)
 static int edit_version_past(struct sl_smap *s, void *arg, struct sl_err *err)
 {
     (void)err;
-    int64_t v = *(int64_t *)arg;
-    if (s->version < v)
-        s->version = v; /* sl_smap_modify adds one */
+    const int64_t *tv = arg; /* term, version */
+    if (s->term < tv[0])
+        s->term = tv[0];
+    if (s->version < tv[1])
+        s->version = tv[1]; /* sl_smap_modify adds one */
     return 0;
 }
 
@@ -98,10 +100,11 @@ static int edit_version_past(struct sl_smap *s, void *arg, struct sl_err *err)
 static void catch_up(const json_t *j, const struct sl_snode *n)
 {
     int64_t jsv = sl_json_int(j, "smap_version", 0), jbv = sl_json_int(j, "bmd_version", 0);
+    int64_t jst = sl_json_int(j, "smap_term", 0), jbt = sl_json_int(j, "bmd_term", 0);
     struct sl_bmd *bm = sl_bmd_get();
-    int64_t mybv = bm->version;
+    int64_t mybv = bm->version, mybt = bm->term;
     sl_bmd_put(bm);
-    if (jbv > mybv) {
+    if (sl_md_newer(jbt, jbv, mybt, mybv)) {
         json_t *d = sl_cl_fetch_doc(n->ctrl_url, "bmd");
         struct sl_err e2;
         struct sl_bmd *b = d ? sl_bmd_from_json(d, &e2) : NULL;
@@ -111,13 +114,14 @@ static void catch_up(const json_t *j, const struct sl_snode *n)
         json_decref(d);
     }
     struct sl_smap *s = sl_smap_get();
-    int64_t mysv = s->version;
+    int64_t mysv = s->version, myst = s->term;
     sl_smap_put(s);
-    if (jsv >= mysv) {
+    if (jsv >= mysv || jst > myst) {
         struct sl_err e2 = { 0 };
-        sl_logw("join: %s has a newer cluster map (v%lld, this primary v%lld): numbering this one past it", n->id,
-                (long long)jsv, (long long)mysv);
-        sl_smap_modify(edit_version_past, &jsv, &e2);
+        int64_t tv[2] = { jst, jsv };
+        sl_logw("join: %s has a newer cluster map (term %lld v%lld, this primary term %lld v%lld): numbering this "
+                "one past it", n->id, (long long)jst, (long long)jsv, (long long)myst, (long long)mysv);
+        sl_smap_modify(edit_version_past, tv, &e2);
     }
 }
 

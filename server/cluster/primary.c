@@ -55,7 +55,8 @@ static char *newer_primary_in(const struct sl_fan *f, const struct sl_snode *con
         json_t *ci = json_loadb(f[i].resp.body.p, f[i].resp.body.len, 0, &je);
         json_t *sm = json_object_get(ci, "smap");
         const char *pid = sl_json_str(json_object_get(sm, "Primary"), "id", "");
-        bool newer = sm && !strcmp(sl_json_str(sm, "uuid", ""), s->uuid) && sl_json_int(sm, "version", 0) > s->version &&
+        bool newer = sm && !strcmp(sl_json_str(sm, "uuid", ""), s->uuid) &&
+                     sl_md_newer(sl_json_int(sm, "term", 0), sl_json_int(sm, "version", 0), s->term, s->version) &&
                      pid[0] && strcmp(pid, G.id);
         json_decref(ci);
         if (newer)
@@ -73,20 +74,34 @@ int sl_cluster_fence(struct sl_err *err)
     struct sl_smap *s = sl_smap_get();
     struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
     const struct sl_snode **who = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*who));
-    int n = 0;
+    int n = 0, gws = sl_smap_count(s, SL_NODE_PROXY, false);
     for (int i = 0; i < s->nnodes; i++) {
         const struct sl_snode *nd = &s->nodes[i];
-        if (nd->type != SL_NODE_PROXY || !strcmp(nd->id, G.id) || (nd->flags & SL_SNF_OFFLINE))
+        if (nd->type != SL_NODE_PROXY || !strcmp(nd->id, G.id))
             continue;
+        /* (those flagged offline too: a majority is of the map's gateways, not of those this one sees) */
         f[n] = (struct sl_fan){ .url = sl_xasprintf("%s/v1/health?cii=true", nd->ctrl_url), .method = "GET" };
         who[n++] = nd;
     }
-    sl_peer_fanout(f, n, 0);
+    int64_t ms = sl_conf->max_keepalive_ns / 1000000;
+    sl_peer_fanout(f, n, ms > 0 ? ms : 2000);
     char *deposer = newer_primary_in(f, who, n, s);
+    int answered = 1;
+    for (int i = 0; i < n; i++)
+        answered += f[i].ok && f[i].resp.status == 200;
     sl_peer_fanout_free_urls(f, n);
     free(f);
     free(who);
     sl_smap_put(s);
+    if (!deposer && answered * 2 <= gws) {
+        sl_logw("%s: a cluster metadata change refused: %d of the %d gateways answer, not a majority", G.name,
+                answered, gws);
+        return sl_errf(err, SL_EUNAVAIL, "%s (the primary) reaches %d of the cluster's %d gateways (itself counted); "
+                       "a change of cluster metadata needs a majority (%d), and this gateway may be cut off from the "
+                       "others by a network failure; nothing was changed. Retry when the network heals, or through a "
+                       "gateway on the majority's side (it elects a primary of its own)", G.name, answered, gws,
+                       gws / 2 + 1);
+    }
     if (!deposer)
         return 0;
     sl_logw("%s: another gateway was elected primary meanwhile (it was paused or cut off): stepping down", G.name);
@@ -110,6 +125,7 @@ static void *keepalive(void *arg)
 {
     struct ka *st = NULL;
     int nst = 0;
+    bool had_quorum = true;
     sl_peer_abort_on(&ka_stop); /* a stop does not wait for a node that does not answer */
     while (!ka_stop) {
         sl_keepalive_wait(&ka_stop);
@@ -129,7 +145,19 @@ static void *keepalive(void *arg)
         }
         sl_peer_fanout(f, n, sl_conf->max_keepalive_ns / 1000000);
         char *deposer = newer_primary_in(f, who, n, s);
-        for (int i = 0; i < n; i++) {
+        /* cut off from the majority of the gateways, this primary changes nothing (the majority may
+         * elect another): no node flagged offline or online until it reaches them again */
+        int gws = sl_smap_count(s, SL_NODE_PROXY, false), gw_ok = 1;
+        for (int i = 0; i < n; i++)
+            gw_ok += who[i]->type == SL_NODE_PROXY && f[i].ok && f[i].resp.status == 200;
+        bool quorum = gw_ok * 2 > gws;
+        if (quorum && !had_quorum)
+            sl_logi("%s reaches a majority of the gateways again (%d of %d)", G.name, gw_ok, gws);
+        else if (!quorum && had_quorum)
+            sl_logw("%s reaches %d of the %d gateways, not a majority: no node is flagged offline or online, and "
+                    "cluster metadata changes are refused, until it does", G.name, gw_ok, gws);
+        had_quorum = quorum;
+        for (int i = 0; i < n && quorum; i++) {
             bool ok = f[i].ok && f[i].resp.status == 200;
             if (ok) {
                 json_error_t je;
@@ -175,8 +203,10 @@ static void *keepalive(void *arg)
             free(deposer);
             continue;
         }
-        sl_cl_finish_pending();
-        sl_cl_primary_tick();
+        if (quorum) { /* (the decommission watcher and the hooks change the map and documents too) */
+            sl_cl_finish_pending();
+            sl_cl_primary_tick();
+        }
     }
     free(st);
     return NULL;
@@ -219,22 +249,30 @@ void sl_cluster_assume_primary(void)
     sl_cl_become_primary(NULL);
 }
 
+struct take_over {
+    const char *old;
+    int64_t term;
+};
+
 static int edit_take_over(struct sl_smap *s, void *arg, struct sl_err *err)
 {
     (void)err;
-    const char *old = arg;
+    const struct take_over *t = arg;
+    const char *old = t->old;
     snprintf(s->primary, sizeof(s->primary), "%s", G.id);
+    s->term = SL_MAX(s->term, t->term);
     for (int i = 0; i < s->nnodes; i++)
         if (!strcmp(s->nodes[i].id, old))
             s->nodes[i].flags |= SL_SNF_OFFLINE;
     return 0;
 }
 
-void sl_cluster_take_over(const char *old)
+void sl_cluster_take_over(const char *old, int64_t term)
 {
     sl_cl_set_primary(true);
     struct sl_err err = { 0 };
-    if (sl_smap_modify(edit_take_over, (void *)old, &err) < 0) /* pushed to every node (on_smap) */
+    struct take_over t = { old, term };
+    if (sl_smap_modify(edit_take_over, &t, &err) < 0) /* pushed to every node (on_smap) */
         sl_loge("take over from %s: %s", old, err.msg);
     sl_cl_set_primary(false);
     sl_cl_become_primary(NULL);
@@ -302,7 +340,8 @@ char *sl_cl_primary_elsewhere(void)
             struct sl_err e2;
             struct sl_smap *o = j ? sl_smap_from_json(j, &e2) : NULL;
             const struct sl_snode *op = o ? sl_smap_primary(o) : NULL;
-            if (o && op && !strcmp(o->uuid, s->uuid) && o->version > s->version && strcmp(o->primary, G.id))
+            if (o && op && !strcmp(o->uuid, s->uuid) && sl_md_newer(o->term, o->version, s->term, s->version) &&
+                strcmp(o->primary, G.id))
                 found = sl_xstrdup(op->ctrl_url);
             if (o)
                 sl_smap_put(o);

@@ -6,10 +6,15 @@
  *     first; the first that answers is the candidate. If that is this node,
  *     it runs the election; otherwise it leaves it to that one;
  *  3. the candidate pings the primary once more, then asks every other node
- *     (GET /v1/vote/proxy); won with more yes than no (errors are no);
+ *     (GET /v1/vote/proxy) for term T + 1 (T: its map's term). A voter says
+ *     yes once per term, for a term above its own map's; the election is won
+ *     with a majority of the map's gateways (the candidate counted), never
+ *     by targets or by fewer gateways than half: the side of a partition
+ *     without a majority elects nobody;
  *  4. it tells every node (PUT /v1/vote/result) and takes over: the Smap
- *     names it primary and flags the old one offline, a new version that
- *     every node accepts (cluster.c sl_cluster_take_over).
+ *     names it primary, flags the old one offline and carries term T + 1, a
+ *     map every node takes over any of an older term, whatever its version
+ *     (primary.c sl_cluster_take_over).
  */
 #include "vote.h"
 #include "cluster.h"
@@ -28,6 +33,9 @@ static int64_t heard_mono;          /* last verified call from the current prima
 static pthread_t thr;
 static volatile bool stop_flag, live;
 static volatile bool electing;
+static pthread_mutex_t vmu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t voted_term;           /* the highest term this node voted in, and for whom */
+static char voted_for[48];
 
 void sl_vote_heard(const char *sender)
 {
@@ -90,7 +98,7 @@ static int64_t ping_ms(void)
 /* one request to every node but this one, the old primary and those
  * flagged offline (f, urls: s->nnodes slots; urls are the caller's to free) */
 static int to_voters(const struct sl_smap *s, const char *old, const char *method, const char *path,
-                     const char *body, size_t blen, struct sl_fan *f, char **urls)
+                     const char *body, size_t blen, struct sl_fan *f, char **urls, bool *gw)
 {
     int n = 0;
     for (int i = 0; i < s->nnodes; i++) {
@@ -99,9 +107,32 @@ static int to_voters(const struct sl_smap *s, const char *old, const char *metho
             continue;
         urls[n] = sl_xasprintf("%s%s", nd->ctrl_url, path);
         f[n] = (struct sl_fan){ .url = urls[n], .method = method, .body = body, .blen = blen };
+        if (gw)
+            gw[n] = nd->type == SL_NODE_PROXY;
         n++;
     }
     return n;
+}
+
+/* This node votes in term t for cand: once per term, and only for a term
+ * above its map's. NULL (yes), or why not (into buf). */
+static const char *vote_term(const struct sl_smap *s, int64_t t, const char *cand, char *buf, size_t bsz)
+{
+    pthread_mutex_lock(&vmu);
+    const char *why = NULL;
+    if (t <= s->term) {
+        snprintf(buf, bsz, "the election is for term %lld, and this node's cluster map is of term %lld already",
+                 (long long)t, (long long)s->term);
+        why = buf;
+    } else if (t < voted_term || (t == voted_term && strcmp(voted_for, cand))) {
+        snprintf(buf, bsz, "this node voted for %s in term %lld", voted_for, (long long)voted_term);
+        why = buf;
+    } else {
+        voted_term = t;
+        snprintf(voted_for, sizeof(voted_for), "%s", cand);
+    }
+    pthread_mutex_unlock(&vmu);
+    return why;
 }
 
 static void elect(struct sl_smap *s, const char *old)
@@ -113,23 +144,33 @@ static void elect(struct sl_smap *s, const char *old)
         electing = false;
         return;
     }
-    json_t *rec = json_pack("{s:s,s:s,s:I}", "candidate", G.id, "primary", old, "smap_version",
-                            (json_int_t)s->version);
+    int64_t term = SL_MAX(s->term, voted_term) + 1;
+    char buf[200];
+    const char *self_no = vote_term(s, term, G.id, buf, sizeof(buf)); /* (its own vote first) */
+    if (self_no) {
+        sl_logi("election: not electing: %s", self_no);
+        electing = false;
+        return;
+    }
+    json_t *rec = json_pack("{s:s,s:s,s:I,s:I}", "candidate", G.id, "primary", old, "smap_version",
+                            (json_int_t)s->version, "term", (json_int_t)term);
     size_t blen;
     char *body = sl_json_dump(rec, 0, &blen);
     json_decref(rec);
     struct sl_fan *f = sl_xcalloc((size_t)s->nnodes + 1, sizeof(*f));
     char **urls = sl_xcalloc((size_t)s->nnodes + 1, sizeof(char *));
-    int n = to_voters(s, old, "GET", "/v1/vote/proxy", body, blen, f, urls);
+    bool *gw = sl_xcalloc((size_t)s->nnodes + 1, sizeof(bool));
+    int n = to_voters(s, old, "GET", "/v1/vote/proxy", body, blen, f, urls, gw);
     sl_peer_fanout(f, n, ping_ms() * 3);
-    int yes = 0, no = 0;
+    int yes = 0, no = 0, gw_yes = 1, gws = sl_smap_count(s, SL_NODE_PROXY, false);
     for (int i = 0; i < n; i++) {
         json_error_t je;
         json_t *j = f[i].ok && f[i].resp.status == 200 ? json_loadb(f[i].resp.body.p, f[i].resp.body.len, 0, &je)
                                                          : NULL;
-        if (json_is_true(json_object_get(j, "vote")))
+        if (json_is_true(json_object_get(j, "vote"))) {
             yes++;
-        else {
+            gw_yes += gw[i];
+        } else {
             no++;
             sl_logi("election: %s votes no: %s", urls[i],
                     j ? sl_json_str(j, "why", "?") : f[i].ok ? f[i].resp.err : "no answer");
@@ -139,16 +180,18 @@ static void elect(struct sl_smap *s, const char *old)
     sl_peer_fanout_free(f, n);
     for (int i = 0; i < n; i++)
         free(urls[i]);
-    bool won = yes > no || (yes == 0 && no == 0);
-    sl_logi("election for the primary after %s: %d yes, %d no: %s", old, yes, no, won ? "won" : "lost");
+    bool won = gw_yes * 2 > gws;
+    sl_logi("election for the primary after %s, term %lld: %d yes, %d no; %d of the %d gateways: %s", old,
+            (long long)term, yes, no, gw_yes, gws, won ? "won" : "lost (a majority of the gateways is needed)");
     if (won) {
-        n = to_voters(s, old, "PUT", "/v1/vote/result", body, blen, f, urls);
+        n = to_voters(s, old, "PUT", "/v1/vote/result", body, blen, f, urls, NULL);
         sl_peer_fanout(f, n, ping_ms());
         sl_peer_fanout_free(f, n);
         for (int i = 0; i < n; i++)
             free(urls[i]);
-        sl_cluster_take_over(old);
+        sl_cluster_take_over(old, term);
     }
+    free(gw);
     free(urls);
     free(f);
     free(body);
@@ -276,6 +319,8 @@ static void vote_run(struct sl_req *r, void *arg)
         }
         free(c);
     }
+    if (!why && json_object_get(j, "term")) /* (last: a vote given counts for its term) */
+        why = vote_term(s, sl_json_int(j, "term", 0), cand, buf, sizeof(buf));
     if (why)
         sl_logi("vote for %s after %s: no (%s)", cand, old, why);
     else

@@ -3,10 +3,12 @@
  * the primary last called it (its keepalive probes); every other gateway
  * also watches the primary. When the primary stops answering, the electable
  * gateway with the highest id digest (the HRW candidate) asks every node for
- * its vote, and with a majority of those that answer tells them the result
- * and takes over (cluster.c sl_cluster_take_over). Voters say yes only when
- * they too have not heard from the primary lately and the candidate is their
- * own choice (every gateway ranked above it is down).
+ * its vote in a new term, and with the yes of a majority of the map's
+ * gateways tells them the result and takes over (primary.c
+ * sl_cluster_take_over). Voters say yes only when they too have not heard
+ * from the primary lately, the candidate is their own choice (every gateway
+ * ranked above it is down), the term is above their map's, and they have
+ * not voted for another in that term.
  */
 #ifndef SL_VOTE_H
 #define SL_VOTE_H

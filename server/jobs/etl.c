@@ -670,6 +670,10 @@ static void init_run(struct sl_req *r, void *arg)
 {
     (void)arg;
     struct sl_err err = { 0 };
+    if (sl_cluster_fence(&err) < 0) { /* (a primary cut off from the majority changes nothing) */
+        sl_resp_err(r, &err);
+        return;
+    }
     json_t *j = sl_req_body_json(r, &err);
     json_t *m = j ? init_msg_parse(j, &err) : NULL;
     json_decref(j);
@@ -741,6 +745,11 @@ out:
 static void edit_run(struct sl_req *r, void *arg)
 {
     const char *op = arg;
+    struct sl_err ferr = { 0 };
+    if (sl_cluster_fence(&ferr) < 0) { /* (a primary cut off from the majority changes nothing) */
+        sl_resp_err(r, &ferr);
+        return;
+    }
     const char *p = r->path + strlen("/v1/etl/");
     char *name = sl_xstrndup(p, strcspn(p, "/"));
     pthread_mutex_lock(&mdmu);
@@ -982,7 +991,7 @@ static void edit_done(struct sl_req *r)
     const char *p = r->path + strlen("/v1/etl/");
     const char *slash = strchr(p, '/');
     const char *op = r->method == SL_M_DELETE ? "delete" : slash && !strcmp(slash, "/stop") ? "stop" : "start";
-    edit_run(r, (void *)op);
+    sl_req_offload(r, edit_run, NULL, (void *)op); /* (the change goes to every node) */
 }
 
 void sl_etl_route(struct sl_req *r)

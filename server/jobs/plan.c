@@ -424,6 +424,10 @@ static void create_run(struct sl_req *r, void *arg)
 {
     (void)arg;
     struct sl_err err = { 0 };
+    if (sl_cluster_fence(&err) < 0) { /* (a primary cut off from the majority changes nothing) */
+        sl_resp_err(r, &err);
+        return;
+    }
     json_t *j = sl_req_body_json(r, &err), *shards = NULL, *counts = NULL, *old = NULL;
     struct sl_bck b;
     bool have_b = false;
@@ -538,6 +542,11 @@ out:
 static void delete_run(struct sl_req *r, void *arg)
 {
     char *name = arg;
+    struct sl_err ferr = { 0 };
+    if (sl_cluster_fence(&ferr) < 0) { /* (a primary cut off from the majority changes nothing) */
+        sl_resp_err(r, &ferr);
+        return;
+    }
     json_t *doc = sl_cluster_doc("planmd");
     if (!json_object_get(json_object_get(doc, "plans"), name)) {
         sl_resp_errf(r, SL_ENOENT, "plan \"%s\" does not exist (list them with GET /v1/ml/plan)", name);

@@ -255,6 +255,7 @@ json_t *sl_smap_json(const struct sl_smap *s)
     char v[32];
     snprintf(v, sizeof(v), "%lld", (long long)s->version);
     json_object_set_new(o, "version", json_string(v));
+    json_object_set_new(o, "term", json_integer(s->term));
     return o;
 }
 
@@ -275,6 +276,7 @@ struct sl_smap *sl_smap_from_json(json_t *j, struct sl_err *err)
     }
     struct sl_smap *s = sl_smap_new();
     s->version = json_i64ish(json_object_get(j, "version"));
+    s->term = json_i64ish(json_object_get(j, "term"));
     snprintf(s->uuid, sizeof(s->uuid), "%s", json_string_value(json_object_get(j, "uuid")) ?: "");
     snprintf(s->creation_time, sizeof(s->creation_time), "%s",
              json_string_value(json_object_get(j, "creation_time")) ?: "");
@@ -950,6 +952,7 @@ json_t *sl_bmd_json(const struct sl_bmd *b)
     char v[32];
     snprintf(v, sizeof(v), "%lld", (long long)b->version);
     json_object_set_new(o, "version", json_string(v));
+    json_object_set_new(o, "term", json_integer(b->term));
     return o;
 }
 
@@ -961,6 +964,7 @@ struct sl_bmd *sl_bmd_from_json(json_t *j, struct sl_err *err)
     }
     struct sl_bmd *b = sl_bmd_new();
     b->version = json_i64ish(json_object_get(j, "version"));
+    b->term = json_i64ish(json_object_get(j, "term"));
     snprintf(b->uuid, sizeof(b->uuid), "%s", json_string_value(json_object_get(j, "uuid")) ?: "");
     const char *prov, *nsk, *name;
     json_t *pm, *ns, *props;

@@ -52,6 +52,7 @@ struct sl_snode {
 struct sl_smap {
     int refs;
     int64_t version;
+    int64_t term;                /* raised only by an election a majority of gateways won */
     char uuid[48];
     char primary[48];
     char creation_time[32];
@@ -62,6 +63,14 @@ struct sl_smap {
 /* new reference to the current Smap (before the first install, to a new
  * empty one) */
 struct sl_smap *sl_smap_get(void);
+/* Whether a cluster document of (term, version) replaces one of (cterm,
+ * cversion): a newer term always does (the majority elected its primary;
+ * what the other side made meanwhile was never committed), else a newer
+ * version of the same term. */
+static inline bool sl_md_newer(int64_t term, int64_t version, int64_t cterm, int64_t cversion)
+{
+    return term != cterm ? term > cterm : version > cversion;
+}
 void sl_smap_put(struct sl_smap *s);          /* the last put frees s; NULL ok */
 struct sl_smap *sl_smap_clone(const struct sl_smap *s);   /* refs = 1 */
 struct sl_smap *sl_smap_new(void);                        /* empty, refs = 1 */
@@ -113,6 +122,7 @@ enum { SL_BCK_VALIDATE_GET = 1,  /* checksum.validate_warm_get */
 struct sl_bmd {
     int refs;
     int64_t version;
+    int64_t term;                /* the term of the primary that made this version */
     char uuid[48];
     int n;
     struct sl_bck *bcks;

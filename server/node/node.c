@@ -146,6 +146,9 @@ int sl_bmd_modify(sl_bmd_edit_fn fn, void *arg, struct sl_err *err)
         return rc;
     }
     nb->version++;
+    struct sl_smap *sm = sl_smap_get();
+    nb->term = SL_MAX(nb->term, sm->term); /* (made under this primary's term) */
+    sl_smap_put(sm);
     install_bmd(nb);
     pthread_mutex_unlock(&modify_mu);
     return 0;
@@ -155,7 +158,7 @@ int sl_bmd_receive(struct sl_bmd *nb)
 {
     pthread_mutex_lock(&modify_mu);
     struct sl_bmd *cur = sl_bmd_get();
-    bool newer = nb->version > cur->version;
+    bool newer = sl_md_newer(nb->term, nb->version, cur->term, cur->version);
     sl_bmd_put(cur);
     if (!newer) {
         pthread_mutex_unlock(&modify_mu);
@@ -208,7 +211,7 @@ int sl_smap_receive(struct sl_smap *ns)
 {
     pthread_mutex_lock(&modify_mu);
     struct sl_smap *cur = sl_smap_get();
-    bool newer = ns->version > cur->version;
+    bool newer = sl_md_newer(ns->term, ns->version, cur->term, cur->version);
     sl_smap_put(cur);
     if (!newer) {
         pthread_mutex_unlock(&modify_mu);

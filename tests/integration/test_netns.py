@@ -31,6 +31,46 @@ def have_netns():
     return True
 
 
+def lab_up(br, subnet, names, host_if):
+    """A bridge br at subnet.1/24 and one namespace per name, joined to it by a veth pair (host_if + index
+    on the host's side, eth0 inside) with the address subnet.(10 + index)."""
+    sh("ip", "link", "add", br, "type", "bridge")
+    sh("ip", "addr", "add", subnet + ".1/24", "dev", br)
+    sh("ip", "link", "set", br, "up")
+    for i, ns in enumerate(names):
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", "%s%d" % (host_if, i), "type", "veth", "peer", "name", "eth0", "netns", ns)
+        sh("ip", "link", "set", "%s%d" % (host_if, i), "master", br)
+        sh("ip", "link", "set", "%s%d" % (host_if, i), "up")
+        sh("ip", "netns", "exec", ns, "ip", "addr", "add", "%s.%d/24" % (subnet, 10 + i), "dev", "eth0")
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+
+
+def start_in_ns(ns, d, cfg, role, secret_from=None):
+    """shaled in namespace ns with config cfg (a target gets d/mp1), its output in d/stdout.log (appended);
+    the cluster secret copied from the node directory secret_from (the first node makes it)."""
+    if role == "target":
+        cfg["fspaths"] = [d + "/mp1"]
+    with open(d + "/shale.json", "w") as f:
+        json.dump(cfg, f)
+    if secret_from:
+        shutil.copy2(os.path.join(secret_from, "cluster.secret"), d + "/cluster.secret")
+    out = open(d + "/stdout.log", "ab")
+    p = subprocess.Popen(["ip", "netns", "exec", ns, SHALED, "--config", d + "/shale.json", "--role", role],
+                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    out.close()
+    return p
+
+
+def lab_down(br, names, host_if):
+    """What lab_up made, removed (whatever of it exists)."""
+    for i, ns in enumerate(names):
+        sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", "%s%d" % (host_if, i), check=False)
+    sh("ip", "link", "del", br, check=False)
+
+
 @unittest.skipUnless(have_netns(), "needs root and ip netns")
 class TestNetns(unittest.TestCase):
     N = 4  # 1 proxy + 3 targets, each in its own namespace
@@ -42,18 +82,7 @@ class TestNetns(unittest.TestCase):
         self.ns = ["sln%s_%d" % (self.tag, i) for i in range(self.N)]
         self.procs = []
         self.tmp = tempfile.mkdtemp(prefix="shale-netns-")
-        sh("ip", "link", "add", self.br, "type", "bridge")
-        sh("ip", "addr", "add", self.subnet + ".1/24", "dev", self.br)
-        sh("ip", "link", "set", self.br, "up")
-        for i, ns in enumerate(self.ns):
-            host_if = "slv%s%d" % (self.tag, i)
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh("ip", "link", "set", host_if, "master", self.br)
-            sh("ip", "link", "set", host_if, "up")
-            sh("ip", "netns", "exec", ns, "ip", "addr", "add", "%s.%d/24" % (self.subnet, 10 + i), "dev", "eth0")
-            sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
-            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        lab_up(self.br, self.subnet, self.ns, "slv" + self.tag)
 
     def tearDown(self):
         for p in self.procs:
@@ -63,10 +92,7 @@ class TestNetns(unittest.TestCase):
                     p.wait(20)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        for i, ns in enumerate(self.ns):
-            sh("ip", "netns", "del", ns, check=False)
-            sh("ip", "link", "del", "slv%s%d" % (self.tag, i), check=False)
-        sh("ip", "link", "del", self.br, check=False)
+        lab_down(self.br, self.ns, "slv" + self.tag)
         for i in range(self.N):
             check_sanitizer_reports(os.path.join(self.tmp, "n%d" % i, "stdout.log"))
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -77,17 +103,8 @@ class TestNetns(unittest.TestCase):
         cfg = {"confdir": d + "/conf", "log_dir": d + "/log", "host_net": {"port": 8080},
                "proxy": {"primary_url": primary},
                "keepalivetracker": {"target": {"interval": "2s"}}}
-        if role == "target":
-            cfg["fspaths"] = [d + "/mp1"]
-        with open(d + "/shale.json", "w") as f:
-            json.dump(cfg, f)
-        if i > 0:  # the primary (n0) created the cluster secret at its first start
-            shutil.copy2(os.path.join(self.tmp, "n0", "cluster.secret"), d + "/cluster.secret")
-        out = open(d + "/stdout.log", "wb")
         # no --bind and no hostname: the node must find and advertise its own address
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns[i], SHALED, "--config", d + "/shale.json", "--role",
-                              role], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        out.close()
+        p = start_in_ns(self.ns[i], d, cfg, role, os.path.join(self.tmp, "n0") if i > 0 else None)
         self.procs.append(p)
         return p
 
