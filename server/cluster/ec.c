@@ -441,6 +441,10 @@ static int encode_one(const struct sl_bck *b, const char *name, size_t nlen, str
     for (int i = 0; i < nsend; i++) {
         json_t *m = meta_new(&md, name, nlen, d, p, copy ? 0 : i + 1, copy, ss);
         json_object_set(m, "nodes", nodes);
+        /* each slice's (replica's) own checksum: a rebuild leaves out one that rotted */
+        char sck[17];
+        snprintf(sck, sizeof(sck), "%016llx", (unsigned long long)sl_xxh64(copy ? buf : sl[i], (size_t)ss, 0));
+        json_object_set_new(m, "slice_cksum", json_string(sck));
         char *mj = json_dumps(m, JSON_COMPACT), *emj = sl_url_encode_query(mj);
         char *extra = sl_xasprintf("&meta=%s", emj);
         f[i].url = slice_url(list[i + 1]->data_url, b, name, nlen, extra);
@@ -618,7 +622,41 @@ struct piece {
     json_t *meta;
     const unsigned char *data;
     size_t len;
+    const char *from;            /* the target it came from */
 };
+
+/* A slice or replica whose own checksum (slice_cksum, in the metadata of
+ * those encoded since it was added) does not match its bytes: logged and
+ * left out of the rebuild. */
+static bool piece_damaged(const struct piece *pc, const char *cn)
+{
+    const char *want = sl_json_str(pc->meta, "slice_cksum", "");
+    if (!want[0])
+        return false;
+    char got[17];
+    snprintf(got, sizeof(got), "%016llx", (unsigned long long)sl_xxh64(pc->data, pc->len, 0));
+    if (!strcmp(got, want))
+        return false;
+    sl_logw("ec: %s: %s %lld on t[%s] is damaged (xxhash %s, its metadata says %s): left out of the rebuild", cn,
+            sl_json_int(pc->meta, "slice_id", 0) ? "slice" : "replica", (long long)sl_json_int(pc->meta, "slice_id", 0),
+            pc->from, got, want);
+    sl_stats_add("err_cksum_n", 1);
+    return true;
+}
+
+/* Next combination of k of n indexes (c[0] < ... < c[k-1]); false after the last. */
+static bool next_combo(int *c, int k, int n)
+{
+    int i = k - 1;
+    while (i >= 0 && c[i] == n - k + i)
+        i--;
+    if (i < 0)
+        return false;
+    c[i]++;
+    for (int j = i + 1; j < k; j++)
+        c[j] = c[j - 1] + 1;
+    return true;
+}
 
 /* parse "JSON\nbytes" */
 static bool piece_parse(const struct sl_buf *body, struct piece *pc)
@@ -733,8 +771,10 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
     int np = 0, asked = t.n + 1;
     struct piece *pcs = sl_xcalloc((size_t)t.n + 1, sizeof(*pcs));
     for (int i = 0; i < t.n; i++)
-        if (t.f[i].ok && t.f[i].resp.status == 200 && piece_parse(&t.f[i].resp.body, &pcs[np]))
+        if (t.f[i].ok && t.f[i].resp.status == 200 && piece_parse(&t.f[i].resp.body, &pcs[np])) {
+            pcs[np].from = t.who[i]->id;
             np++;
+        }
     /* and a slice of it here */
     struct sl_buf lp, ld;
     sl_buf_init(&lp);
@@ -747,6 +787,7 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
         pcs[np].meta = lm;
         pcs[np].data = (const unsigned char *)(lbody.p ? lbody.p : "");
         pcs[np].len = lbody.len;
+        pcs[np].from = G.id;
         np++;
         lm = NULL;
     }
@@ -756,11 +797,12 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
     for (int i = 0; i < np; i++)
         gen = SL_MAX(gen, sl_json_int(pcs[i].meta, "generation", 0));
     const json_t *m0 = NULL;
-    int d = 0, p = 0, have = 0;
+    int d = 0, p = 0, have = 0, nrep = 0, bad = 0;
+    bool from_rep = false;
     uint64_t size = 0, ss = 0;
     int ids[64];
     unsigned char *src[64];
-    const struct piece *replica = NULL;
+    const struct piece *reps[65];
     bool seen[65] = { false };
     for (int i = 0; i < np; i++) {
         const json_t *m = pcs[i].meta;
@@ -776,9 +818,13 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
         if (strcmp(sl_json_str(m, "obj_cksum", ""), sl_json_str(m0, "obj_cksum", "")))
             continue;
         int id = (int)sl_json_int(m, "slice_id", -1);
-        if (id == 0 && pcs[i].len == size) {
-            replica = &pcs[i];
-        } else if (id >= 1 && id <= d + p && id <= 64 && !seen[id] && pcs[i].len == ss && have < d && have < 64) {
+        bool rep = id == 0 && pcs[i].len == size;
+        bool sli = id >= 1 && id <= d + p && id <= 64 && !seen[id] && pcs[i].len == ss && have < 64;
+        if ((rep || sli) && piece_damaged(&pcs[i], cn)) {
+            bad++;
+        } else if (rep && nrep < 65) {
+            reps[nrep++] = &pcs[i];
+        } else if (sli) {
             seen[id] = true;
             ids[have] = id;
             src[have++] = (unsigned char *)pcs[i].data;
@@ -787,27 +833,70 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
     if (!m0) {
         rc = sl_errf(err, SL_ENOOBJ, "%s does not exist (no EC slices or replicas of it on the %d target(s) that "
                      "answered)", cn, asked);
-    } else if (replica) {
-        rc = store_rebuilt(b, name, nlen, m0, replica->data, size, tmp, err);
-    } else if (d < 1 || have < d) {
-        rc = sl_errf(err, SL_EIO, "%s is lost: it was erasure coded as D = %d data and P = %d parity slices, and "
-                     "only %d slice(s) were found on the %d target(s) that answered (%d needed to rebuild it); bring "
-                     "back the targets that are down", cn, d, p, have, asked, d);
     } else {
-        unsigned char *out = sl_xcalloc((size_t)d, (size_t)(ss ? ss : 1));
-        unsigned char *optr[64];
-        for (int i = 0; i < d; i++)
-            optr[i] = out + (size_t)i * ss;
-        if (rs_decode(d, p, ss, ids, src, optr) < 0)
-            rc = sl_errf(err, SL_EINTERNAL, "%s: the EC decode matrix is singular (slices %d...)", cn, ids[0]);
-        else
-            rc = store_rebuilt(b, name, nlen, m0, out, size, tmp, err);
-        free(out);
+        /* a replica first, then D of the slices, every combination of D in turn (up to 256, 16 of an
+         * object over 64 MiB) until one
+         * rebuilds the object's checksum: a slice that rotted without a checksum of its own is left out so */
+        bool tried = false;
+        for (int i = 0; i < nrep && (!tried || err->code == SL_ECKSUM); i++, tried = true) {
+            memset(err, 0, sizeof(*err));
+            rc = store_rebuilt(b, name, nlen, m0, reps[i]->data, size, tmp, err);
+            if (rc == 0) {
+                from_rep = true;
+                break;
+            }
+        }
+        if (rc != 0 && (!tried || err->code == SL_ECKSUM) && d >= 1 && have >= d) {
+            unsigned char *out = sl_xcalloc((size_t)d, (size_t)(ss ? ss : 1));
+            for (int i = 1; i < have; i++) /* (slice ids in order: the data slices first) */
+                for (int j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+                    int ti = ids[j];
+                    unsigned char *ts = src[j];
+                    ids[j] = ids[j - 1];
+                    src[j] = src[j - 1];
+                    ids[j - 1] = ti;
+                    src[j - 1] = ts;
+                }
+            unsigned char *optr[64], *csrc[64];
+            int c[64], cids[64], tries = 0;
+            for (int i = 0; i < d; i++) {
+                optr[i] = out + (size_t)i * ss;
+                c[i] = i;
+            }
+            do {
+                for (int i = 0; i < d; i++) {
+                    cids[i] = ids[c[i]];
+                    csrc[i] = src[c[i]];
+                }
+                memset(err, 0, sizeof(*err));
+                if (rs_decode(d, p, ss, cids, csrc, optr) < 0)
+                    rc = sl_errf(err, SL_EINTERNAL, "%s: the EC decode matrix is singular (slices %d...)", cn,
+                                 cids[0]);
+                else
+                    rc = store_rebuilt(b, name, nlen, m0, out, size, tmp, err);
+                if (rc == 0 && tries > 0) {
+                    char used[200] = "";
+                    for (int i = 0, o = 0; i < d && o < (int)sizeof(used) - 8; i++)
+                        o += snprintf(used + o, sizeof(used) - (size_t)o, "%s%d", i ? ", " : "", cids[i]);
+                    sl_logw("ec: %s: rebuilt from slices %s, after %d set(s) of D = %d that did not rebuild it (a "
+                            "slice without a checksum of its own is damaged)", cn, used, tries, d);
+                }
+                tries++;
+            } while (rc != 0 && err->code == SL_ECKSUM && tries < (size > (64u << 20) ? 16 : 256) &&
+                     next_combo(c, d, have)); /* (each try decodes the whole object in memory) */
+            free(out);
+            tried = true;
+        }
+        if (!tried)
+            rc = sl_errf(err, SL_EIO, "%s is lost: it was erasure coded as D = %d data and P = %d parity slices, and "
+                         "only %d slice(s) were found on the %d target(s) that answered (%d needed to rebuild it%s); "
+                         "bring back the targets that are down", cn, d, p, have, asked, d,
+                         bad ? ", some damaged ones left out" : "");
     }
     if (rc == 0) {
         sl_stats_add("ec_restore_objs", 1);
         sl_logi("ec: rebuilt %s (%llu bytes) from %s in %.1f ms%s", cn, (unsigned long long)size,
-                replica ? "a replica" : "slices", (double)(sl_mono_ns() - t0) / 1e6,
+                from_rep ? "a replica" : "slices", (double)(sl_mono_ns() - t0) / 1e6,
                 tmp ? " for one read (this target stands in for its main target, which is down: not stored)" : "");
     }
     for (int i = 0; i < np; i++)

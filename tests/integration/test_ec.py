@@ -384,6 +384,53 @@ class TestECRepair(ECTest):
         self.assertGreaterEqual(counted, 6)
 
 
+class TestECSliceRot(ECTest):
+    def test_main_missing_and_a_slice_rotted(self):
+        """the main copy's file is gone and one of the other targets' slices has a flipped byte: the rebuild
+        leaves the rotted slice out (its own checksum, in its metadata, does not match) and reads right from
+        the other two; a slice whose metadata has no checksum of its own (encoded before there was one) is
+        found by trying the other combinations of D slices against the object's checksum (the build before
+        answered 500: the first D slices it found rebuilt an object with the wrong checksum)"""
+        import json
+        self.create("rot", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
+        data = self.put_all("rot", [100003, 65537, 300001])
+        for name in data:
+            wait_until(lambda: self.encoded("rot", name), 30, what="%s encoded" % name)
+        smap = self.c.smap()
+        names = sorted(data)
+        for k, n in enumerate(names):
+            main_name = self.name_by_id(hrw_owner(smap, "rot", n)["daemon_id"])
+            os.unlink(os.path.join(self.c.dir, main_name, "mp1", "@ais", "rot", "%ob", n))
+            h = hashlib.sha256(n.encode()).hexdigest()
+            holders = [t for t in self.slice_holders("rot", n) if t != main_name]
+            self.assertEqual(len(holders), D + P, holders)
+            def meta_of(t):
+                mf = glob.glob(os.path.join(self.c.dir, t, "**", "@ais", "rot", "%mt", h), recursive=True)[0]
+                with open(mf) as fh:
+                    return mf, json.load(fh)
+            # (a data slice, the first one a rebuild tries: slices go in the order of their ids)
+            victim = [t for t in holders if meta_of(t)[1]["slice_id"] == 1][0] if k == 2 else holders[k]
+            sf = glob.glob(os.path.join(self.c.dir, victim, "**", "@ais", "rot", "%ec", h), recursive=True)[0]
+            with open(sf, "r+b") as fh:
+                fh.seek(100)
+                b = fh.read(1)
+                fh.seek(100)
+                fh.write(bytes([b[0] ^ 0xff]))
+            if k == 2:  # its metadata without a checksum of its own
+                mf, m = meta_of(victim)
+                m.pop("slice_cksum", None)
+                with open(mf, "w") as fh:
+                    json.dump(m, fh)
+        for i, n in enumerate(names):
+            path = ("/s3/rot/" if i % 2 else "/v1/objects/rot/") + n
+            r = self.s.get(self.url + path, timeout=60)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (n, r.text[:300]))
+            self.assertEqual(r.content, data[n], n)
+        logs = "".join(self.c.log(t["name"]) for t in self.c.topology()["nodes"] if t["role"] == "target")
+        self.assertEqual(logs.count("left out of the rebuild"), 2, logs[-3000:])
+        self.assertIn("rebuilt from slices 2, 3, after 2 set(s) of D = 2 that did not rebuild it", logs)
+
+
 class TestECRepairRace(ECTest):
     node_env = {"SHALE_FAULT": "read-damaged@400"}  # each read that finds the copy damaged waits 0.4 s first
 
