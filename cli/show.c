@@ -609,6 +609,8 @@ static int storage_show(const struct opts *o)
     }
     json_t *all = json_object();
     struct table *t = table_new(6, "TARGET", "MOUNTPATH", "USED", "AVAIL", "TOTAL", "USED(%)");
+    struct sl_buf notes;
+    sl_buf_init(&notes);
     const char *id;
     json_t *sn;
     int ntargets = 0;
@@ -644,9 +646,23 @@ static int storage_show(const struct opts *o)
         }
         if (!json_array_size(mps))
             table_row(t, name, "-", u, a, tt, pct);
-        json_object_set_new(all, name, json_pack("{s:O,s:I,s:I,s:I,s:f}", "mountpaths", mps, "used", (json_int_t)used,
+        json_t *mst = json_object_get(cap, "mountpath_state");
+        json_object_set_new(all, name, json_pack("{s:O,s:I,s:I,s:I,s:f,s:O}", "mountpaths", mps, "used", (json_int_t)used,
                                                  "avail", (json_int_t)avail, "total", (json_int_t)total, "used_pct",
-                                                 total ? 100.0 * (double)used / (double)total : 0.0));
+                                                 total ? 100.0 * (double)used / (double)total : 0.0, "state",
+                                                 mst ? mst : json_object()));
+        const char *mk;
+        json_t *mv;
+        json_object_foreach(mst, mk, mv) { /* (a disk replaced or lost: said under the table) */
+            const char *v = json_string_value(mv);
+            if (v && strcmp(v, "ok"))
+                sl_buf_printf(&notes, "%s %s: %s\n", name, mk,
+                              !strcmp(v, "emptied") ? "found without its contents at start (a replaced disk): "
+                                                      "resilvered from the mirror copies on the other mountpaths"
+                              : !strcmp(v, "vanished") ? "lost its contents while the target runs: restart the "
+                                                         "target with the new disk mounted"
+                                                       : v);
+        }
         json_decref(st);
     }
     if (cli_json)
@@ -655,6 +671,9 @@ static int storage_show(const struct opts *o)
         printf("No targets in the cluster map\n");
     else
         table_print(t, stdout, !cli_no_headers);
+    if (!cli_json && notes.len)
+        printf("\n%s", notes.p);
+    sl_buf_free(&notes);
     table_free(t);
     json_decref(all);
     json_decref(smap);

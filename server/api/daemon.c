@@ -212,10 +212,13 @@ static json_t *node_status(void)
         json_object_set_new(cap, "used", sl_json_u64(used));
         json_object_set_new(cap, "total", sl_json_u64(total));
         json_object_set_new(cap, "num_disks", json_integer(sl_store_nmpaths()));
-        json_t *mps = json_array();
-        for (int i = 0; i < sl_store_nmpaths(); i++)
+        json_t *mps = json_array(), *mst = json_object();
+        for (int i = 0; i < sl_store_nmpaths(); i++) {
             json_array_append_new(mps, json_string(sl_store_mpath(i)->path));
+            json_object_set_new(mst, sl_store_mpath(i)->path, json_string(sl_store_mpath_state(sl_store_mpath(i))));
+        }
         json_object_set_new(cap, "mountpaths", mps);
+        json_object_set_new(cap, "mountpath_state", mst); /* (Shale's: ok, emptied, vanished) */
         json_object_set_new(o, "capacity", cap);
         json_object_set_new(o, "rebalance", json_string(sl_reb_state()));
     }

@@ -7,10 +7,13 @@
  * The gateway starts it on every target that is not offline, or on the one
  * named, with POST /v1/internal/resilver/start {"id"}. A target also starts
  * it by itself once it serves, when its mountpaths differ from those of the
- * last completed resilver, or fsck found objects on the wrong mountpath
- * (sl_store_resilver_pending).
+ * last completed resilver, fsck found objects on the wrong mountpath, or a
+ * mountpath of the last run came back without its contents (a replaced
+ * disk: sl_store_resilver_pending). While it serves, a watcher checks every
+ * 5 s that each mountpath still has its contents (sl_store_mpath_check).
  */
 #include "resilver_job.h"
+#include "bg.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -18,9 +21,11 @@
 #include "resilver.h"
 #include "store.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct rq {
     char id[40];
@@ -122,11 +127,32 @@ static bool resilver_cluster_start(struct sl_req *r, const char *kind, const jso
     return true;
 }
 
+static void *mpath_watch(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        for (int i = 0; i < 5; i++) {
+            if (sl_bg_stopping())
+                return NULL;
+            sleep(1);
+        }
+        sl_store_mpath_check();
+    }
+    return NULL;
+}
+
 static void resilver_start(void)
 {
     char id[64];
     struct sl_err err = { 0 };
-    if (!sl_is_target() || !sl_store_resilver_pending())
+    if (!sl_is_target())
+        return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, mpath_watch, NULL) == 0)
+        pthread_detach(t);
+    else
+        sl_logw("resilver: cannot start the mountpath watcher; a disk lost while the target runs goes unnoticed");
+    if (!sl_store_resilver_pending())
         return;
     if (sl_resilver_start(NULL, id, sizeof(id), &err) < 0)
         sl_logw("resilver: not started: %s", err.msg);

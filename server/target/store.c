@@ -10,6 +10,7 @@
 #include "store_int.h"
 #include "cksum.h"
 #include "log.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -542,6 +543,7 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
         char *idf = sl_xasprintf("%s/.shale/daemon_id", mp->path);
         struct sl_buf b;
         sl_buf_init(&b);
+        mp->fresh = access(idf, F_OK) != 0;
         if (sl_read_file(idf, &b, 256) == 0 && b.len && strcmp(b.p, node_id) != 0) {
             sl_errf(err, SL_EINVAL,
                     "mountpath %s belongs to node %s (see %s), not to this node %s; use another directory or "
@@ -678,6 +680,36 @@ int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen)
     size_t i = (size_t)(h & (TOUCH_SLOTS - 1));
     int64_t ns = __atomic_load_n(&touched[i].ns, __ATOMIC_RELAXED);
     return __atomic_load_n(&touched[i].tag, __ATOMIC_RELAXED) == h ? ns : 0;
+}
+
+int sl_store_mpath_check(void)
+{
+    int n = 0;
+    for (int i = 0; i < store_nmpaths; i++) {
+        struct sl_mpath *mp = &store_mpaths[i];
+        if (__atomic_load_n(&mp->vanished, __ATOMIC_RELAXED)) {
+            n++;
+            continue;
+        }
+        char *idf = sl_xasprintf("%s/.shale/daemon_id", mp->path);
+        bool gone = access(idf, F_OK) != 0 && errno == ENOENT;
+        free(idf);
+        if (!gone)
+            continue;
+        __atomic_store_n(&mp->vanished, true, __ATOMIC_RELAXED);
+        n++;
+        sl_stats_add("mpath_vanished_n", 1);
+        sl_loge("t[%s]: mountpath %s lost its contents while this target runs (.shale/daemon_id is gone: its disk "
+                "failed or was replaced, or another filesystem was mounted over it); reads of its objects look on the "
+                "other mountpaths' mirror copies where their bucket has them. Restart the target (with the new disk "
+                "mounted): at start it finds the mountpath empty and resilvers", store_node, mp->path);
+    }
+    return n;
+}
+
+const char *sl_store_mpath_state(const struct sl_mpath *mp)
+{
+    return __atomic_load_n(&mp->vanished, __ATOMIC_RELAXED) ? "vanished" : mp->emptied ? "emptied" : "ok";
 }
 
 int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)

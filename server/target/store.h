@@ -30,6 +30,9 @@ struct sl_mpath {
     uint64_t digest;
     struct sl_md_env *md;
     int idx;
+    bool fresh;                  /* it had no .shale/daemon_id at start: new, or its contents vanished */
+    bool emptied;                /* a mountpath of the last run found without its contents (a replaced disk) */
+    bool vanished;               /* its .shale/daemon_id went away while this target runs */
 };
 
 /* The mountpaths and their LMDB environments: every struct sl_mpath and
@@ -184,6 +187,14 @@ void sl_store_touch(uint64_t bid, const char *name, size_t nlen);
 int64_t sl_store_last_read(uint64_t bid, const char *name, size_t nlen);
 /* Bytes used and in total on the filesystem of mountpath i; -1 if unknown. */
 int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total);
+/* Whether each mountpath still has its .shale/daemon_id (a stat each):
+ * one that lost it while the target runs (its disk went, or another was
+ * mounted over it) is flagged vanished, logged and counted once. The number
+ * flagged so. Off the HTTP threads. */
+int sl_store_mpath_check(void);
+/* "ok", "emptied" (found without its contents at start: resilvered) or
+ * "vanished" (see above). */
+const char *sl_store_mpath_state(const struct sl_mpath *mp);
 void sl_store_seal(uint64_t bid, bool on);
 int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
 

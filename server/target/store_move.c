@@ -373,7 +373,28 @@ void store_resilver_check(int nmis)
     json_t *now = mpath_set(), *rec = sl_node_load_doc(MPATHS_DOC);
     json_t *was = json_object_get(rec, "paths");
     bool changed = was && !json_equal(was, now);
-    bool pending = json_is_true(json_object_get(rec, "pending")) || changed || nmis > 0;
+    /* a mountpath of the last run without its contents: its disk was replaced (or is not mounted), and
+     * what it held is to be found in the mirror copies and slices elsewhere */
+    int emptied = 0;
+    for (int i = 0; i < store_nmpaths; i++) {
+        struct sl_mpath *mp = &store_mpaths[i];
+        size_t j;
+        json_t *v;
+        bool known = false;
+        json_array_foreach(was, j, v)
+            known |= !strcmp(json_string_value(v) ?: "", mp->path);
+        if (!mp->fresh || !known)
+            continue;
+        mp->emptied = true;
+        emptied++;
+        sl_stats_add("mpath_emptied_n", 1);
+        sl_logw("t[%s]: mountpath %s was one of this target's and has none of its contents now (no "
+                ".shale/daemon_id: a replaced disk, or a filesystem not mounted there): resilver restores what it held "
+                "from the mirror copies on the other mountpaths; erasure-coded objects are rebuilt from their slices "
+                "when read. If the disk is only not mounted, stop the target, mount it and start it again",
+                store_node, mp->path);
+    }
+    bool pending = json_is_true(json_object_get(rec, "pending")) || changed || nmis > 0 || emptied > 0;
     if (changed) {
         char *w = sl_json_dump(was, 0, NULL), *n = sl_json_dump(now, 0, NULL);
         sl_logi("t[%s]: the mountpaths changed since the last run (were %s, now %s): resilver moves the objects to "
@@ -386,7 +407,7 @@ void store_resilver_check(int nmis)
     } else if (pending) {
         sl_logi("t[%s]: the last resilver did not complete: it runs again", store_node);
     }
-    if (!rec || changed || nmis)
+    if (!rec || changed || nmis || emptied)
         resilver_record(pending, removed_paths(rec, was));
     misplaced = pending;
     json_decref(now);

@@ -346,6 +346,52 @@ class ResilverTest(unittest.TestCase):
         self.node.restart()
         self.check_md(lost[:20])
 
+    def test_replaced_empty_disk(self):
+        """a mountpath's disk is replaced by an empty one (the directory is there, its contents are not; fspaths
+        unchanged): at start the target notices, says so, resilvers by itself, and every object of the mirrored
+        bucket reads back with 2 replicas, listed once; shown in node_status, `shale storage` and /metrics (the
+        build before noticed nothing: the objects whose main was there answered 404 until an operator ran
+        `shale storage resilver`)"""
+        self.start(self.mps)
+        self.populate_md()
+        self.node.stop()
+        lost = [n for n in self.md if hrw_mpath(self.mps, "md", n) == self.mps[2]]
+        self.assertGreater(len(lost), 30)
+        shutil.rmtree(self.mps[2])
+        os.makedirs(self.mps[2])  # (the new disk, mounted where the old one was)
+        self.start(self.mps)
+        j = self.wait_resilver()
+        self.assertGreaterEqual(int(j["in-objs"]), 1, j)
+        self.assertIn("has none of its contents now", self.node.log())
+        for name in self.md:
+            md5, ck, ver, custom = self.md[name]
+            r = self.s.get(self.url + "/v1/objects/md/" + name, timeout=30)
+            self.assertEqual(r.status_code, 200, "%s: %s" % (name, r.text))
+            self.assertEqual(hashlib.md5(r.content).hexdigest(), md5, name)
+            n, paths = self.copies("md", name)
+            self.assertEqual((n, len(set(paths))), (2, 2), name)
+            self.assertEqual(paths[0], hrw_mpath(self.mps, "md", name))
+        self.assertEqual(sorted(self.listed("md")), sorted(self.md))
+        st = self.s.get(self.url + "/v1/daemon?what=node_status", timeout=10).json()["capacity"]
+        self.assertEqual(st["mountpath_state"], {self.mps[0]: "ok", self.mps[1]: "ok", self.mps[2]: "emptied"})
+        metrics = [ln for ln in self.s.get(self.url + "/metrics", timeout=10).text.splitlines() if "emptied" in ln]
+        self.assertEqual(len(metrics), 3, metrics)  # HELP, TYPE and the value
+        self.assertRegex(metrics[2], r'^ais_target_mpath_emptied_n\{node_id="[^"]+"\} 1$')
+        # while it runs, another mountpath loses its contents: noticed within the watcher's 5 s, and said
+        idf = os.path.join(self.mps[1], ".shale", "daemon_id")
+        os.rename(idf, idf + ".away")
+        try:
+            wait_until(lambda: self.s.get(self.url + "/v1/daemon?what=node_status", timeout=10).json()["capacity"][
+                "mountpath_state"][self.mps[1]] == "vanished", 20, interval=0.5, what="the lost mountpath noticed")
+            self.assertIn("lost its contents while this target runs", self.node.log())
+            env = dict(os.environ, AIS_ENDPOINT=self.url)
+            p = subprocess.run([SHALE, "storage"], env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("%s: found without its contents at start" % self.mps[2], p.stdout)
+            self.assertIn("%s: lost its contents while the target runs" % self.mps[1], p.stdout)
+        finally:
+            os.rename(idf + ".away", idf)
+
     def test_lost_mountpath_deleted_stay_deleted(self):
         """objects deleted before the disk was lost do not come back from what their copies left, nor do those
         deleted while the resilver runs (before or after their copy was promoted); the others survive"""
