@@ -838,8 +838,9 @@ int sl_ec_restore(const struct sl_bck *b, const char *name, size_t nlen, struct 
          * object over 64 MiB) until one
          * rebuilds the object's checksum: a slice that rotted without a checksum of its own is left out so */
         bool tried = false;
-        for (int i = 0; i < nrep && (!tried || err->code == SL_ECKSUM); i++, tried = true) {
+        for (int i = 0; i < nrep && (!tried || err->code == SL_ECKSUM); i++) {
             memset(err, 0, sizeof(*err));
+            tried = true;
             rc = store_rebuilt(b, name, nlen, m0, reps[i]->data, size, tmp, err);
             if (rc == 0) {
                 from_rep = true;
