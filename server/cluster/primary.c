@@ -65,6 +65,20 @@ static char *newer_primary_in(const struct sl_fan *f, const struct sl_snode *con
     return NULL;
 }
 
+/* A node's cii names an older Smap or BMD than this primary's (it missed
+ * a push) */
+static bool behind_of(const json_t *ci, const struct sl_smap *s)
+{
+    const json_t *sm = json_object_get(ci, "smap"), *bm = json_object_get(ci, "bmd");
+    if (!sm || !bm)
+        return false;
+    struct sl_bmd *b = sl_bmd_get();
+    bool old = sl_md_newer(s->term, s->version, sl_json_int(sm, "term", 0), sl_json_int(sm, "version", 0)) ||
+               b->version > sl_json_int(bm, "version", 0);
+    sl_bmd_put(b);
+    return old;
+}
+
 int sl_cluster_fence(struct sl_err *err)
 {
     if (!sl_cl_primary() || G.role == SL_ROLE_STANDALONE)
@@ -159,12 +173,18 @@ static void *keepalive(void *arg)
         had_quorum = quorum;
         for (int i = 0; i < n && quorum; i++) {
             bool ok = f[i].ok && f[i].resp.status == 200;
+            bool behind = false;
             if (ok) {
                 json_error_t je;
                 json_t *ci = json_loadb(f[i].resp.body.p, f[i].resp.body.len, 0, &je);
                 if (ci)
                     sl_cl_alive(who[i], ci);
+                behind = ci && !(who[i]->flags & SL_SNF_OFFLINE) && behind_of(ci, s);
                 json_decref(ci);
+            }
+            if (behind) { /* it missed a push (a link that failed for a moment): every document again */
+                sl_logi("node %s has older cluster metadata than this primary's: pushing it again", who[i]->id);
+                sl_cl_push_to(who[i]->ctrl_url);
             }
             int k;
             for (k = 0; k < nst; k++)
