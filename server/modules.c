@@ -19,6 +19,7 @@
 #include "plan.h"
 #include "promote.h"
 #include "resilver_job.h"
+#include "scrub.h"
 #include "tcb.h"
 
 const struct sl_module *const sl_modules[] = {
@@ -36,5 +37,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_mirror_module,
     &sl_ec_module,
     &sl_resilver_module,
+    &sl_scrub_module,
     NULL,
 };

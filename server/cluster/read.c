@@ -104,6 +104,10 @@ int sl_read_try(const struct sl_bck *b, const char *name, size_t nlen, unsigned 
     if (flags & (SL_READ_VALIDATE | SL_READ_LATEST))
         return (flags & SL_READ_LATEST) ? 2 : 1; /* reads the data, or asks the remote */
     int rc = sl_obj_open_ex(b, name, nlen, SL_OPEN_DEFER, &rd->fd, &rd->md, &rd->mp, err);
+    if (rc == 0 && rd->md.ncustom && sl_objmd_get_custom(&rd->md, SL_DAMAGED_KEY)) {
+        sl_read_done(rd); /* (recorded as damaged: made again, or refused, on the pool) */
+        return 1;
+    }
     if (rc >= 0)
         return rc; /* 1: a mirrored object's main replica is damaged: repaired off this thread */
     if (err->code == SL_ENOOBJ && elsewhere(b, flags)) {
@@ -142,6 +146,12 @@ static int damaged(const struct sl_bck *b, const char *name, size_t nlen, struct
 static int check(const struct sl_bck *b, const char *name, size_t nlen, struct sl_read *rd, bool validate,
                  int64_t *dmtime, struct sl_err *err)
 {
+    const char *rec = sl_objmd_get_custom(&rd->md, SL_DAMAGED_KEY);
+    if (rec) {
+        char why[SL_CUSTOM_MD_MAX_VALUE + 1];
+        snprintf(why, sizeof(why), "%s", rec);
+        return damaged(b, name, nlen, rd, dmtime, err, "recorded as damaged: %s; PUT it again, or delete it", why);
+    }
     struct stat st;
     if (fstat(rd->fd, &st) == 0 && (uint64_t)st.st_size != rd->md.size)
         return damaged(b, name, nlen, rd, dmtime, err, "size mismatch between data and metadata (the file has %llu "
@@ -261,6 +271,13 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
         if (dr == 0) {
             memset(err, 0, sizeof(*err));
             sl_errf(err, SL_ENOOBJ, "dropped as damaged");
+            rd->repaired = true; /* (once made again below) */
+        } else if (dr < 0 && !(flags & SL_READ_HEAD) && !strstr(err->msg, "recorded as damaged")) {
+            /* nothing here makes it again: recorded, so that no later read serves it, checked or not */
+            struct sl_err e2 = { 0 };
+            const char *why = strstr(err->msg, ": ");
+            if (sl_obj_mark_damaged(b, name, nlen, dmtime, why ? why + 2 : err->msg, &e2) < 0)
+                sl_logw("recording the damage: %s", e2.msg);
         }
     }
     if (err->code != SL_ENOOBJ || (flags & SL_READ_LOCAL) || (G.role != SL_ROLE_TARGET && !remote))

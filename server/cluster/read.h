@@ -12,7 +12,8 @@
  *      checksum.validate_warm_get). A damaged copy is never served: in an
  *      erasure-coded or remote-backed bucket it is dropped and made again
  *      below, else the read fails saying the object is damaged (counted,
- *      err_cksum_n)
+ *      err_cksum_n) and the damage is recorded in its metadata
+ *      (SL_DAMAGED_KEY): no later read serves it, checked or not
  *   2. during a membership change, the object's previous owner and the
  *      other targets (get-from-neighbour, reb.c): fetched and kept here
  *   3. an erasure-coded bucket: rebuilt from the slices or replicas the
@@ -54,6 +55,7 @@ struct sl_read {
     bool answered;                  /* a streamed cold GET answered the request itself (sl_read_req's tee) */
     bool checked;                   /* the file is the metadata's size (a pool thread's read checks it; the
                                      * HTTP thread's leaves it to the front end: sl_read_again) */
+    bool repaired;                  /* the copy here was damaged, dropped and made again for this read */
 };
 
 void sl_read_done(struct sl_read *rd);

@@ -107,6 +107,8 @@ static const struct key schema[] = {
     { "space.lowwm", T_PCT, "75", 0, NULL, "LRU eviction frees space down to this percent of a mountpath" },
     { "space.highwm", T_PCT, "90", 0, NULL, "above this percent of a mountpath, LRU eviction starts by itself" },
     { "lru.capacity_upd_time", T_DUR, "10m", 0, NULL, "how often a target checks its mountpaths against space.highwm" },
+    { "scrub.interval", T_DUR, "0s", 0, NULL,
+      "how often each target checks every object's bytes against its checksum (job scrub); 0s: only when started" },
     { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
 
     { "net.http.use_https", T_BOOL, "false", F_RESTART, NULL,
@@ -606,6 +608,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->space_low_pct = (int)gi(doc, "space.lowwm");
     c->space_high_pct = (int)gi(doc, "space.highwm");
     c->lru_capacity_upd_ns = gd(doc, "lru.capacity_upd_time");
+    c->scrub_interval_ns = gd(doc, "scrub.interval");
     c->mirror_enabled = gb(doc, "mirror.enabled");
     long long mc = gi(doc, "mirror.copies"), mb = gi(doc, "mirror.burst_buffer");
     c->mirror_copies = mc == 0 ? 2 : mc < 0 || mc > 32 ? -1 : (int)mc;
@@ -678,6 +681,12 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     if (ecd < 1 || ecd > 32 || ecp < 1 || ecp > 32 || ecl < 0) {
         sl_errf(err, SL_EINVAL, "invalid ec config: data_slices %lld, parity_slices %lld, objsize_limit %lld "
                 "(data_slices and parity_slices: 1-32; objsize_limit: bytes, 0 or more)", ecd, ecp, ecl);
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->scrub_interval_ns != 0 && c->scrub_interval_ns < 1000000000LL) {
+        sl_errf(err, SL_EINVAL, "scrub.interval must be 0s (off) or at least 1s");
         c->root = NULL;
         sl_config_free(c);
         return NULL;

@@ -280,7 +280,7 @@ static const char *const kinds[] = {
     "rebalance", "resilver", "lru", "cleanup-store", "copy-bck", "copy-listrange", "etl-bck", "etl-listrange",
     "archive", "delete-listrange", "evict-listrange", "evict-remote-bck", "prefetch-listrange", "make-n-copies",
     "put-copies", "ec-encode", "ec-get", "ec-put", "ec-resp", "rechunk", "blob-download", "download", "dsort",
-    "get-batch", "list", "summary", "promote", "move-bck", "load-lom-cache", "election", "ishard",
+    "get-batch", "list", "summary", "promote", "move-bck", "load-lom-cache", "election", "ishard", "scrub",
 };
 
 bool sl_job_kind_known(const char *kind)

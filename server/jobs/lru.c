@@ -20,6 +20,7 @@
  * starts the job by itself above space.highwm.
  */
 #include "lru.h"
+#include "bcklist.h"
 #include "bg.h"
 #include "cluster.h"
 #include "conf.h"
@@ -65,16 +66,7 @@ static int cand_cmp(const void *a, const void *b)
 
 static bool wanted(const struct lru_req *q, const struct sl_bck *b)
 {
-    bool named = !q->bcks;
-    size_t i;
-    json_t *v;
-    char pn[SL_MAX_BCKNAME + 16];
-    snprintf(pn, sizeof(pn), "%s/%s", b->provider, b->name);
-    json_array_foreach(q->bcks, i, v) /* "ais/NAME", "aws/NAME" (an older primary's: "NAME", an ais:// one) */
-        if (!strcmp(json_string_value(v), pn) ||
-            (!strcmp(b->provider, "ais") && !strcmp(json_string_value(v), b->name)))
-            named = true;
-    if (!named)
+    if (!sl_bcklist_has(q->bcks, b))
         return false;
     json_t *lru = json_object_get(b->props, "lru");
     return q->force || json_is_true(json_object_get(lru, "enabled"));
@@ -196,36 +188,9 @@ static int start_here(struct lru_req *q, struct sl_err *err)
 /* {"Buckets": [Bck...]} or {"Bck": Bck}, {"Force"} -> q (names checked) */
 static int req_parse(const json_t *v, struct lru_req *q, struct sl_err *err)
 {
-    json_t *list = sl_json_get(v, "buckets"), *one = sl_json_get(v, "bck");
-    if (one && !json_is_null(one) && (!list || json_is_null(list))) {
-        list = json_array();
-        json_array_append(list, one);
-    } else {
-        json_incref(list);
-    }
-    if (list && !json_is_null(list) && !json_is_array(list)) {
-        json_decref(list);
-        return sl_errf(err, SL_EINVAL, "start lru: \"Buckets\" must be a list of buckets [{\"name\": ...}]");
-    }
-    size_t i;
-    json_t *b;
-    json_array_foreach(list, i, b) {
-        const char *name = json_is_string(b) ? json_string_value(b) : sl_json_str(b, "name", "");
-        const char *prov = json_is_string(b) ? "ais" : sl_json_str(b, "provider", "ais");
-        struct sl_bck bk;
-        if (sl_bck_resolve(name, prov, NULL, &bk, err) < 0) {
-            json_decref(list);
-            json_decref(q->bcks);
-            return -1;
-        }
-        if (!q->bcks)
-            q->bcks = json_array();
-        json_array_append_new(q->bcks, json_sprintf("%s/%s", bk.provider, bk.name));
-        sl_bck_release(&bk);
-    }
-    json_decref(list);
-    json_t *f = sl_json_get(v, "force");
-    q->force = json_is_true(f);
+    if (sl_bcklist_parse(v, "start lru", &q->bcks, err) < 0)
+        return -1;
+    q->force = json_is_true(sl_json_get(v, "force"));
     return 0;
 }
 

@@ -138,6 +138,14 @@ void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_
  * kept (written again since), -1 err. */
 int sl_obj_delete_if(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, struct sl_err *err);
 /* Merge (or replace) custom metadata. */
+/* The custom metadata key under which a damaged object (one nothing here
+ * can make again) is recorded: its value says what was found and when. */
+#define SL_DAMAGED_KEY "shale-damaged"
+/* Record b/name as damaged (why) if it is still the version last written at
+ * mtime and not recorded yet: 0 recorded, 1 not (changed, or recorded
+ * already), -1 with err. The mtime and version stay. */
+int sl_obj_mark_damaged(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, const char *why,
+                        struct sl_err *err);
 int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
                       bool replace, struct sl_err *err);
 

@@ -347,6 +347,38 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     return rc;
 }
 
+int sl_obj_mark_damaged(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, const char *why,
+                        struct sl_err *err)
+{
+    struct sl_mpath *mp;
+    pthread_rwlock_t *lk = write_lock(b, name, nlen, &mp, err);
+    if (!lk)
+        return -1;
+    struct sl_objmd md;
+    int rc = store_md_get_any(b, name, nlen, &mp, &md, err);
+    if (rc <= 0) {
+        write_unlock(b, lk);
+        return rc < 0 ? -1 : 1;
+    }
+    rc = 1;
+    if (md.mtime == mtime && !sl_objmd_get_custom(&md, SL_DAMAGED_KEY)) {
+        char v[SL_CUSTOM_MD_MAX_VALUE + 1], ts[40];
+        sl_format_gotime(sl_now_ns(), "2006-01-02T15:04:05Z07:00", ts, sizeof(ts));
+        snprintf(v, sizeof(v), "%s (found %s)", why, ts);
+        for (char *p = v; *p; p++) /* (no control characters in custom metadata) */
+            if ((unsigned char)*p < 0x20)
+                *p = ' ';
+        sl_objmd_set_custom(&md, SL_DAMAGED_KEY, v);
+        struct sl_md_op op = { .kind = SL_MD_PUT_OBJ, .bid = b->bid, .name = name, .nlen = nlen, .md = &md };
+        rc = sl_md_commit(mp->md, &op, 1, true, err);
+        if (rc == 0)
+            store_copies_rerecord(b, name, nlen, &md);
+    }
+    write_unlock(b, lk);
+    sl_objmd_free(&md);
+    return rc;
+}
+
 /* ---- in-place edits ---- */
 
 int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, struct sl_obj_edit *e,

@@ -431,6 +431,91 @@ class TestECSliceRot(ECTest):
         self.assertIn("rebuilt from slices 2, 3, after 2 set(s) of D = 2 that did not rebuild it", logs)
 
 
+class TestScrub(ECTest):
+    def scrub(self, value=None):
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "start", "value": dict(
+            {"Kind": "scrub"}, **(value or {}))}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        jid = r.text
+        out = {}
+
+        def done():
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "qryxstats"}, json={"ID": jid}, timeout=30)
+            js = [j for arr in r.json().values() for j in (arr or [])]
+            out["j"] = js
+            return len(js) == 4 and all(j["end_ns"] for j in js)
+        wait_until(done, 60, interval=0.3, what="scrub %s on every target" % jid)
+        tot = {}
+        for j in out["j"]:
+            self.assertFalse(j.get("err"), j)
+            for k in ("loc-objs", "in-objs", "err-objs"):
+                tot[k] = tot.get(k, 0) + int(j["stats"].get(k, 0))
+        return tot
+
+    def test_scrub_checks_every_object(self):
+        """job scrub reads every object of every bucket on every target with the checksum check: a flipped byte
+        in an erasure-coded object's main copy is made again from its slices, one in a plain bucket is recorded
+        as damaged (its reads refuse it from then on, checked or not); counted per job; a bucket can be named;
+        scrub.interval makes the targets run it by themselves"""
+        self.create("sp")
+        self.create("se", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
+        sizes = [1000, 3000, 100003, 65537, 200000, 7000]
+        dp = self.put_all("sp", sizes)
+        de = self.put_all("se", sizes)
+        for name in de:
+            wait_until(lambda: self.encoded("se", name), 30, what="%s encoded" % name)
+        smap = self.c.smap()
+
+        def flip(b, n, size):
+            f = os.path.join(self.c.dir, self.name_by_id(hrw_owner(smap, b, n)["daemon_id"]), "mp1", "@ais", b,
+                             "%ob", n)
+            with open(f, "r+b") as fh:
+                fh.seek(size // 3)
+                c = fh.read(1)
+                fh.seek(size // 3)
+                fh.write(bytes([c[0] ^ 0x5a]))
+            return f
+        bad_p = sorted(dp)[2:4]
+        bad_e = sorted(de)[1:3]
+        for n in bad_p:
+            flip("sp", n, len(dp[n]))
+        files_e = {n: flip("se", n, len(de[n])) for n in bad_e}
+        tot = self.scrub()
+        self.assertEqual(tot, {"loc-objs": 12 - len(bad_p), "in-objs": 2, "err-objs": 2}, tot)
+        for n, f in files_e.items():  # made again on its disk
+            wait_until(lambda: open(f, "rb").read() == de[n], 30, what="%s made again" % n)
+        for n, d in de.items():
+            r = self.s.get(self.url + "/v1/objects/se/" + n, timeout=30)
+            self.assertEqual((r.status_code, r.content == d), (200, True), n)
+        for n, d in dp.items():
+            r = self.s.get(self.url + "/v1/objects/sp/" + n, timeout=30)  # (not checked by this read)
+            if n in bad_p:
+                self.assertEqual(r.status_code, 500, n)
+                self.assertIn("recorded as damaged: BAD DATA CHECKSUM", r.json()["message"])
+            else:
+                self.assertEqual((r.status_code, r.content == d), (200, True), n)
+        # one bucket named: only its objects
+        tot = self.scrub({"Bck": {"name": "se", "provider": "ais"}})
+        self.assertEqual(tot, {"loc-objs": 6, "in-objs": 0, "err-objs": 0}, tot)
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "start", "value": {"Kind": "scrub", "Bck": {
+            "name": "nosuch"}}}, timeout=30)
+        self.assertEqual(r.status_code, 404, r.text)
+        # by themselves, every scrub.interval
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {"scrub": {
+            "interval": "500ms"}}}, timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("scrub.interval must be 0s (off) or at least 1s", r.text)
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {"scrub": {
+            "interval": "2s"}}}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        targets = [t["name"] for t in self.c.topology()["nodes"] if t["role"] == "target"]
+        wait_until(lambda: all("started by the target itself (scrub.interval)" in self.c.log(t) for t in targets), 30,
+                   interval=0.5, what="every target scrubbing by itself")
+        r = self.s.put(self.url + "/v1/cluster", json={"action": "set-config", "value": {"scrub": {
+            "interval": "0s"}}}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+
+
 class TestECRepairRace(ECTest):
     node_env = {"SHALE_FAULT": "read-damaged@400"}  # each read that finds the copy damaged waits 0.4 s first
 
