@@ -393,13 +393,16 @@ static int node_answers(const char *dir, const char *name, int port, char *other
     read_node_id(dir, name, id, sizeof(id));
     /* signed as the cluster's nodes sign (a target with auth on takes
      * nothing else): the playground holds the cluster secret */
-    char sig[256] = "";
+    char sig[SL_SEC_HDR_MAX] = "";
     char *sp = sl_xasprintf("%s/%s/cluster.secret", dir, name);
     struct sl_err se = { 0 };
     if (!G.id[0])
         snprintf(G.id, sizeof(G.id), "playground"); /* (the signer's name) */
-    if (access(sp, R_OK) == 0 && (sl_sec_on() || sl_sec_init(sp, false, &se) == 0))
-        sl_sec_header("GET", "/v1/daemon?what=snode", NULL, sig, sizeof(sig));
+    if (access(sp, R_OK) == 0 && (sl_sec_on() || sl_sec_init(sp, false, &se) == 0)) {
+        char u[80]; /* (signed for the node at that address) */
+        snprintf(u, sizeof(u), "http://127.0.0.1:%d/v1/daemon?what=snode", port);
+        sl_sec_header("GET", u, NULL, sig, sizeof(sig));
+    }
     free(sp);
     const char *hd[] = { sig[0] ? sig : NULL, NULL };
     int rc = node_get(port, "/v1/daemon?what=snode", hd, 3000, &r);

@@ -381,7 +381,7 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     } else {
         sl_req_headers_each(r, add_hdr, &h);
     }
-    char sig[256];
+    char sig[SL_SEC_HDR_MAX];
     sl_sec_header(f->method, f->url, NULL, sig, sizeof(sig)); /* (a streamed body: not bound) */
     for (int i = 0; o->hdrs && o->hdrs[i]; i++)
         add_line(&h, o->hdrs[i]);

@@ -126,7 +126,7 @@ static size_t wr_buf(char *p, size_t sz, size_t n, void *ud)
 static struct curl_slist *sign(struct curl_slist *l, const char *method, const char *url, const void *body,
                                size_t blen)
 {
-    char sig[256], bh[SL_CKSUM_HEX_MAX], bl[160];
+    char sig[SL_SEC_HDR_MAX], bh[SL_CKSUM_HEX_MAX], bl[160];
     if (body)
         sl_cksum_buf(SL_CK_SHA256, body, blen, bh);
     sl_sec_header(method, url, body ? bh : NULL, sig, sizeof(sig));

@@ -238,6 +238,44 @@ static int64_t ttl_s(void)
     return t > 0 ? t : 60;
 }
 
+/* the authority (host:port) of an absolute URL: its length, 0 for a request target */
+static size_t authority(const char *url, const char **a)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return 0;
+    *a = p + 3;
+    return strcspn(*a, "/?#");
+}
+
+static bool same_authority(const char *url, const char *a, size_t al)
+{
+    const char *u;
+    size_t ul = authority(url, &u);
+    return ul && ul == al && !strncmp(u, a, al);
+}
+
+/* Who a call to url is for: the id of the node of the cluster map that
+ * the URL's authority is one of (public, control or data), else
+ * "@authority" (a joiner's primary_url, a node not in the map yet). */
+static void dest_of(const char *url, char *out, size_t n)
+{
+    const char *a = "";
+    size_t al = authority(url, &a);
+    struct sl_smap *s = sl_smap_get();
+    for (int i = 0; i < s->nnodes && al; i++) {
+        const struct sl_snode *nd = &s->nodes[i];
+        if (same_authority(nd->url, a, al) || same_authority(nd->ctrl_url, a, al) ||
+            same_authority(nd->data_url, a, al)) {
+            snprintf(out, n, "%s", nd->id);
+            sl_smap_put(s);
+            return;
+        }
+    }
+    sl_smap_put(s);
+    snprintf(out, n, "@%.*s", (int)SL_MIN(al, n - 2), a);
+}
+
 void sl_sec_header(const char *method, const char *url, const char *body_hash, char *out, size_t cap)
 {
     if (!have_secret) {
@@ -245,13 +283,14 @@ void sl_sec_header(const char *method, const char *url, const char *body_hash, c
             out[0] = 0;
         return;
     }
-    char nc[17], extra[200], sig[SIG_HEX + 1];
+    char nc[17], extra[600], sig[SIG_HEX + 1], dest[300];
     nonce(nc);
+    dest_of(url, dest, sizeof(dest));
     long long exp = (long long)(sl_now_ns() / 1000000000) + ttl_s();
-    snprintf(extra, sizeof(extra), "%s\n%lld\n%s\n%s", G.id, exp, nc, body_hash ? body_hash : "");
+    snprintf(extra, sizeof(extra), "%s\n%lld\n%s\n%s\n%s", G.id, exp, nc, body_hash ? body_hash : "", dest);
     const char *t = target_of(url);
     sig_hex("h", method, t, strlen(t), extra, sig);
-    snprintf(out, cap, SL_SEC_HDR ": %s %lld %s %s", G.id, exp, nc, sig);
+    snprintf(out, cap, SL_SEC_HDR ": %s %lld %s %s %s", G.id, exp, nc, sig, dest);
 }
 
 void sl_sec_sign_url(struct sl_buf *url, const char *method)
@@ -347,18 +386,39 @@ int sl_sec_verify(struct sl_req *r, struct sl_err *err)
         return 0;
     const char *h = sl_req_header(r, SL_SEC_HDR);
     if (h) {
-        char id[64], nc[40], sig[80];
+        char id[64], nc[40], sig[80], dest[300];
         long long exp;
-        if (sscanf(h, "%63s %lld %39s %79s", id, &exp, nc, sig) != 4)
+        int nf = sscanf(h, "%63s %lld %39s %79s %299s", id, &exp, nc, sig, dest);
+        if (nf == 4)
+            return bad(err, r, "cluster signature names no receiver (a node of an older version: a call is signed "
+                               "for the node it goes to)");
+        if (nf != 5)
             return bad(err, r, "malformed " SL_SEC_HDR " header");
-        char extra[240], want[SIG_HEX + 1];
+        char extra[600], want[SIG_HEX + 1];
         const char *bh = sl_req_header(r, SL_SEC_BODY_HDR);
         if (bh && strlen(bh) != 64)
             return bad(err, r, "malformed " SL_SEC_BODY_HDR " header");
-        snprintf(extra, sizeof(extra), "%s\n%lld\n%s\n%s", id, exp, nc, bh ? bh : "");
+        snprintf(extra, sizeof(extra), "%s\n%lld\n%s\n%s\n%s", id, exp, nc, bh ? bh : "", dest);
         sig_hex("h", r->method_str, r->raw_uri, strlen(r->raw_uri), extra, want);
         if (check_sig(sig, exp, err, r, want) < 0)
             return -1;
+        /* for this node: its id, or one of its own addresses (a join may name the primary by another name,
+         * the Host the joiner was configured with) */
+        const struct sl_snode *me = &G.self;
+        size_t dl = strlen(dest) - 1;
+        const char *host = sl_req_header(r, "Host");
+        bool mine = !strcmp(dest, G.id) ||
+                    (dest[0] == '@' && dl && (same_authority(me->url, dest + 1, dl) ||
+                                              same_authority(me->ctrl_url, dest + 1, dl) ||
+                                              same_authority(me->data_url, dest + 1, dl) ||
+                                              (host && !strcmp(host, dest + 1) && r->path &&
+                                               !strcmp(r->path, "/v1/cluster/join"))));
+        if (!mine) {
+            char why[400];
+            snprintf(why, sizeof(why), "cluster signature is for another node (%.200s), not this one (%s): a call "
+                     "captured on its way there and replayed here", dest, G.id);
+            return bad(err, r, why);
+        }
         if (bh) /* the engine checks the body against it (http.c) */
             snprintf(r->want_bh, sizeof(r->want_bh), "%s", bh);
         r->trust = SL_TRUST_PEER;

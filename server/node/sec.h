@@ -3,11 +3,14 @@
  * holds the same secret (file cluster.secret, mode 0600, beside the node's
  * config; the primary creates it at first start, the others are given a
  * copy). With it a node signs
- *   its calls to peers      header Ais-Cluster-Auth: ID EXP NONCE SIG
+ *   its calls to peers      header Ais-Cluster-Auth: ID EXP NONCE SIG DEST
  *   the redirects it sends  query  ...&x=EXP.NONCE&u=SIG (last)
  * SIG = HMAC-SHA256(secret, kind, method, request target, ...), EXP a unix
- * time auth.intra_cluster.ttl ahead. A receiver takes each signature once
- * (a replayed one is refused) and only before EXP.
+ * time auth.intra_cluster.ttl ahead, DEST who a call is for (the node id
+ * the URL's address has in the cluster map, else @host:port). A receiver
+ * takes each signature once (a replayed one is refused), only before EXP,
+ * and a call only when DEST is itself (a call captured on its way to one
+ * node and replayed at another is refused).
  */
 #ifndef SL_SEC_H
 #define SL_SEC_H
@@ -31,6 +34,7 @@ const char *sl_sec_path(void);
  * SL_SEC_BODY_HDR: the receiver takes only that body. */
 #define SL_SEC_BODY_HDR "Ais-Cluster-Body"
 void sl_sec_header(const char *method, const char *url, const char *body_hash, char *out, size_t cap);
+#define SL_SEC_HDR_MAX 640 /* cap enough for any header sl_sec_header writes */
 /* Append &x=..&u=.. to url (a redirect the client will follow with
  * method). Nothing without a secret. */
 void sl_sec_sign_url(struct sl_buf *url, const char *method);

@@ -278,19 +278,21 @@ def check_sanitizer_reports(path):
             raise AssertionError("sanitizer report in %s:\n%s" % (path, text[max(0, i - 200):i + 3000]))
 
 
-def cluster_sig(secret_path, method, url, node_id="test", ttl=60, exp=None, nonce=None, body=None):
+def cluster_sig(secret_path, method, url, node_id="test", ttl=60, exp=None, nonce=None, body=None, dest=None):
     """The Ais-Cluster-Auth header (and Ais-Cluster-Body for a body) a node of the cluster whose secret is at
     secret_path puts on method url (server/node/sec.c): what tests use to call intra-cluster endpoints, and to
-    forge bad ones."""
+    forge bad ones. dest: who it is for (a node id, or by default "@host:port" of url)."""
     with open(secret_path) as f:
         secret = bytes.fromhex(f.read().strip())
     target = url[url.index("/", url.index("://") + 3):] if "://" in url else url
     exp = int(time.time()) + ttl if exp is None else exp
     nonce = nonce or os.urandom(8).hex()
     bh = hashlib.sha256(body).hexdigest() if body is not None else ""
-    msg = "h\n%s\n%s\n%s\n%d\n%s\n%s" % (method, target, node_id, exp, nonce, bh)
+    if dest is None:
+        dest = "@" + url.split("://", 1)[1].split("/", 1)[0] if "://" in url else "@"
+    msg = "h\n%s\n%s\n%s\n%d\n%s\n%s\n%s" % (method, target, node_id, exp, nonce, bh, dest)
     sig = hmac.new(secret, msg.encode(), hashlib.sha256).hexdigest()[:32]
-    h = {"Ais-Cluster-Auth": "%s %d %s %s" % (node_id, exp, nonce, sig)}
+    h = {"Ais-Cluster-Auth": "%s %d %s %s %s" % (node_id, exp, nonce, sig, dest)}
     if bh:
         h["Ais-Cluster-Body"] = bh
     return h

@@ -116,6 +116,29 @@ class IntraCluster(unittest.TestCase):
         self.assertEqual(r.status_code, 401, r.text)
         self.assertIn("not the one", r.json()["message"])
 
+    def test_signed_call_replayed_at_another_node(self):
+        """a call signed for one node (its id, or its address) and captured on its way there is refused by every
+        other node, even one that never saw it: the signature names its receiver (the build before took it at
+        t1, which had not seen it yet)"""
+        t1 = self.c.node_url("t1")
+        smap = self.c.smap()
+        ids = {sn["public_net"]["direct_url"].rstrip("/"): sid for sid, sn in smap["tmap"].items()}
+        doc = json.dumps({}).encode()
+        for dest in (None, ids[self.t0.rstrip("/")]):  # by address, and by node id as the nodes sign
+            h = cluster_sig(self.secret, "PUT", self.t0 + "/v1/metasync", body=doc, dest=dest)
+            r = self.s.put(t1 + "/v1/metasync", data=doc, headers=h)  # replayed where it was not going
+            self.assertEqual(r.status_code, 401, r.text)
+            self.assertIn("cluster signature is for another node", r.json()["message"])
+            r = self.s.put(self.t0 + "/v1/metasync", data=doc, headers=h)  # where it was going: taken
+            self.assertNotEqual(r.status_code, 401, r.text)
+        # a header without a receiver (an older node's) is refused, saying why
+        h = cluster_sig(self.secret, "GET", t1 + "/v1/internal/jobs?id=&kind=&active=false")
+        parts = h["Ais-Cluster-Auth"].split()
+        r = self.s.get(t1 + "/v1/internal/jobs?id=&kind=&active=false",
+                       headers={"Ais-Cluster-Auth": " ".join(parts[:4])})
+        self.assertEqual(r.status_code, 401, r.text)
+        self.assertIn("names no receiver", r.json()["message"])
+
     def test_signed_call_once(self):
         """a correctly signed intra-cluster call passes (so the refusals above are about the signature), once:
         the same header again is a replay"""
