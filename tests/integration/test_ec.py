@@ -521,8 +521,9 @@ class TestECRepairRace(ECTest):
 
     def test_readers_side_by_side_find_it_damaged(self):
         """12 reads at once, native and S3, all find the main copy damaged before any of them drops it: the
-        first drops it and rebuilds it, the others find it gone or made again; every one gets the object (the
-        build before answered 500 "the object is damaged" to those whose drop found nothing left to drop)"""
+        first drops it and rebuilds it, the others find it gone or made again; then the same with its file
+        removed and its metadata kept: every one gets the object (the build before answered 500 "the object is
+        damaged" to those whose drop found nothing left to drop)"""
         self.create("er", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
         data = self.put_all("er", [1 << 20])
         n = list(data)[0]
@@ -535,10 +536,13 @@ class TestECRepairRace(ECTest):
             path = ("/s3/er/" if i % 2 else "/v1/objects/er/") + n
             r = requests.get(self.url + path, timeout=60)
             return r.status_code, hashlib.sha256(r.content).hexdigest() if r.status_code == 200 else r.text[:300]
-        for rnd in range(2):
+        for rnd in range(3):
             wait_until(lambda: os.path.isfile(f) and os.path.getsize(f) == len(data[n]), 30, what="main copy whole")
-            with open(f, "r+b") as fh:
-                fh.truncate(1000 + rnd)
+            if rnd == 2:  # the file gone, its metadata kept: no reader may answer 404
+                os.unlink(f)
+            else:
+                with open(f, "r+b") as fh:
+                    fh.truncate(1000 + rnd)
             with concurrent.futures.ThreadPoolExecutor(12) as ex:
                 got = list(ex.map(get, range(12)))
             self.assertEqual(set(got), {(200, hashlib.sha256(data[n]).hexdigest())}, "round %d: %s" % (rnd, got))
