@@ -114,11 +114,30 @@ static int to_voters(const struct sl_smap *s, const char *old, const char *metho
     return n;
 }
 
+/* The vote given last, kept in the node metadata ("vote") before it is
+ * answered: a gateway restarted in the middle of an election does not vote
+ * twice in one term. */
+static bool vote_loaded;
+
+static void vote_load(void) /* (vmu held) */
+{
+    if (vote_loaded)
+        return;
+    vote_loaded = true;
+    json_t *d = sl_node_load_doc("vote");
+    if (d) {
+        voted_term = sl_json_int(d, "term", 0);
+        snprintf(voted_for, sizeof(voted_for), "%s", sl_json_str(d, "for", ""));
+    }
+    json_decref(d);
+}
+
 /* This node votes in term t for cand: once per term, and only for a term
  * above its map's. NULL (yes), or why not (into buf). */
 static const char *vote_term(const struct sl_smap *s, int64_t t, const char *cand, char *buf, size_t bsz)
 {
     pthread_mutex_lock(&vmu);
+    vote_load();
     const char *why = NULL;
     if (t <= s->term) {
         snprintf(buf, bsz, "the election is for term %lld, and this node's cluster map is of term %lld already",
@@ -128,8 +147,15 @@ static const char *vote_term(const struct sl_smap *s, int64_t t, const char *can
         snprintf(buf, bsz, "this node voted for %s in term %lld", voted_for, (long long)voted_term);
         why = buf;
     } else {
-        voted_term = t;
-        snprintf(voted_for, sizeof(voted_for), "%s", cand);
+        json_t *d = json_pack("{s:I,s:s}", "term", (json_int_t)t, "for", cand);
+        if (sl_node_save_doc("vote", d) < 0) { /* (a vote that may be forgotten is not given) */
+            snprintf(buf, bsz, "this node cannot record its vote in its metadata");
+            why = buf;
+        } else {
+            voted_term = t;
+            snprintf(voted_for, sizeof(voted_for), "%s", cand);
+        }
+        json_decref(d);
     }
     pthread_mutex_unlock(&vmu);
     return why;
@@ -144,7 +170,10 @@ static void elect(struct sl_smap *s, const char *old)
         electing = false;
         return;
     }
+    pthread_mutex_lock(&vmu);
+    vote_load();
     int64_t term = SL_MAX(s->term, voted_term) + 1;
+    pthread_mutex_unlock(&vmu);
     char buf[200];
     const char *self_no = vote_term(s, term, G.id, buf, sizeof(buf)); /* (its own vote first) */
     if (self_no) {
