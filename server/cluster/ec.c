@@ -9,7 +9,9 @@
  *          "\n", the slice (or, from a target holding the object itself, the
  *          whole object as a replica); 404 none here
  *   DELETE /v1/internal/ec/slice?provider=&bck=&obj=
- *   POST   /v1/internal/ec/ensure?provider=&bck=&obj=  rebuild here if missing
+ *   POST   /v1/internal/ec/ensure?provider=&bck=&obj=[&reencode=1]
+ *                                                    rebuild here if missing (and encode it again:
+ *                                                    a slice of it elsewhere was damaged)
  *   POST   /v1/internal/ec/start {"id","provider","bck"}  job ec-encode here
  */
 #include "ec.h"
@@ -935,21 +937,93 @@ void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *na
 
 /* ---- ec-encode: a walk over a bucket ---- */
 
-/* ask t to rebuild b/name (it is the object's main target) */
-static void ensure_at(const struct sl_snode *t, const struct sl_bck *b, const char *name, size_t nlen)
+/* ask t to rebuild b/name (it is the object's main target), and with
+ * reencode to encode it again: false when it did not */
+static bool ensure_at_ex(const struct sl_snode *t, const struct sl_bck *b, const char *name, size_t nlen,
+                         bool reencode)
 {
     char *nm = sl_xstrndup(name, nlen);
     char *eo = sl_url_encode_query(nm), *eb = sl_url_encode_query(b->name);
-    char *u = sl_xasprintf("%s/v1/internal/ec/ensure?provider=%s&bck=%s&obj=%s", t->ctrl_url, b->provider, eb, eo);
+    char *u = sl_xasprintf("%s/v1/internal/ec/ensure?provider=%s&bck=%s&obj=%s%s", t->ctrl_url, b->provider, eb, eo,
+                           reencode ? "&reencode=1" : "");
     struct sl_peer_resp pr;
-    if (sl_peer_call("POST", u, NULL, 0, NULL, 0, sl_conf->send_file_time_ns / 1000000, &pr) < 0 ||
-        pr.status != 200)
-        sl_logw("ec: asking t[%s] to rebuild %s/%s failed: %s", t->id, b->name, nm, pr.err);
+    bool ok = sl_peer_call("POST", u, NULL, 0, NULL, 0, sl_conf->send_file_time_ns / 1000000, &pr) == 0 &&
+              pr.status == 200;
+    if (!ok)
+        sl_logw("ec: asking t[%s] to %s %s/%s failed: %s", t->id, reencode ? "encode again" : "rebuild", b->name, nm,
+                pr.err);
     sl_peer_resp_free(&pr);
     free(u);
     free(nm);
     free(eo);
     free(eb);
+    return ok;
+}
+
+static void ensure_at(const struct sl_snode *t, const struct sl_bck *b, const char *name, size_t nlen)
+{
+    ensure_at_ex(t, b, name, nlen, false);
+}
+
+int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job)
+{
+    int d, p, bad = 0;
+    int64_t l;
+    if (!sl_ec_props(b, &d, &p, &l))
+        return 0;
+    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
+        struct sl_mpath *mp = sl_store_mpath(m);
+        char *dir = sl_xasprintf("%s/@%s/%s/%%mt", mp->path, b->provider, b->name);
+        DIR *dh = opendir(dir);
+        struct dirent *de;
+        while (dh && (de = readdir(dh)) && !sl_job_aborting(job) && !wk.stopping) {
+            if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
+                continue;
+            char *path = sl_xasprintf("%s/%s", dir, de->d_name);
+            json_t *mj = read_meta_file(path);
+            free(path);
+            const char *nm = sl_json_str(mj, "name", NULL), *want = sl_json_str(mj, "slice_cksum", "");
+            if (!mj || !nm || json_is_true(json_object_get(mj, "main")) || !want[0]) {
+                json_decref(mj); /* (a main's metafile, or a slice from before slice checksums) */
+                continue;
+            }
+            char *dp = sl_xasprintf("%s/@%s/%s/%%ec/%s", mp->path, b->provider, b->name, de->d_name);
+            struct sl_buf data;
+            sl_buf_init(&data);
+            int rrc = sl_read_file(dp, &data, EC_MAX_OBJ + 1);
+            free(dp);
+            char got[17] = "";
+            if (rrc == 0)
+                snprintf(got, sizeof(got), "%016llx", (unsigned long long)sl_xxh64(data.p ? data.p : "", data.len, 0));
+            sl_buf_free(&data);
+            sl_job_add(&job->out_objs, 1);
+            if (rrc == 0 && !strcmp(got, want)) {
+                json_decref(mj);
+                continue;
+            }
+            char cn[400];
+            sl_obj_cname(cn, sizeof(cn), b, nm, strlen(nm));
+            bad++;
+            sl_job_add(&job->err_objs, 1);
+            sl_stats_add("err_cksum_n", 1);
+            struct sl_smap *s = sl_smap_get();
+            const struct sl_snode *list[1];
+            int n = placement(s, b, nm, strlen(nm), list, 1);
+            bool ask = n == 1 && strcmp(list[0]->id, G.id) && !(list[0]->flags & SL_SNF_OFFLINE);
+            sl_logw("ec: %s: %s %lld here is damaged (%s%s, its metadata says %s)%s", cn,
+                    sl_json_int(mj, "slice_id", 0) ? "slice" : "replica", (long long)sl_json_int(mj, "slice_id", 0),
+                    rrc ? "unreadable" : "xxhash ", got, want,
+                    ask ? ": its main target encodes it again" : ": its main target is not up to encode it again");
+            if (ask && ensure_at_ex(list[0], b, nm, strlen(nm), true))
+                sl_job_add(&job->in_objs, 1);
+            sl_smap_put(s);
+            json_decref(mj);
+        }
+        if (dh)
+            closedir(dh);
+        free(dir);
+    }
+    return bad;
 }
 
 struct walk_ctx {
@@ -1216,7 +1290,11 @@ static void ensure_run(struct sl_req *r, void *arg)
 {
     struct slice_req *q = arg;
     struct sl_err err = { 0 };
+    const char *re = sl_req_query(r, "reencode");
     if (sl_ec_restore(&q->b, q->name, q->nlen, NULL, &err) < 0 && err.code != SL_ENOOBJ)
+        sl_resp_err(r, &err);
+    else if (re && !strcmp(re, "1") && err.code != SL_ENOOBJ && encode_one(&q->b, q->name, q->nlen, NULL, false,
+                                                                          &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);

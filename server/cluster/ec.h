@@ -59,6 +59,14 @@ bool sl_ec_unprotected(const struct sl_bck *b, const char *name, size_t nlen);
 /* HEAD: Ais-Ec-* headers from the local metafile, if any (a small read). */
 void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 
+/* Job scrub's part in an erasure-coded bucket: every slice and replica
+ * held here is checked against its own checksum (slice_cksum); a damaged
+ * one is logged and counted (job err-objs, err_cksum_n) and its object's
+ * main target asked to encode it again (in-objs when it did). Slices
+ * checked count in out-objs. The number damaged. */
+struct sl_job;
+int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job);
+
 /* Start job kind (ec-encode) id here over bucket prov/bname: every object
  * whose main replica is here is (re-)encoded when its slices are not where
  * the current map puts them; every slice held here whose object's main

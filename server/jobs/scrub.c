@@ -13,8 +13,11 @@
  * a remote-backed bucket fetched again; in any other bucket it stays and is
  * logged ("... the copy here is damaged") and counted (err_cksum_n, and the
  * job's err-objs), so that the next read is refused as damaged rather than
- * served. Stats: loc-objs / loc-bytes checked, in-objs made again,
- * err-objs damaged and not made again. One run per target at a time.
+ * served. In an erasure-coded bucket the slices and replicas held here are
+ * checked too, against their own checksums, and a damaged one is encoded
+ * again by its object's main target (ec.c sl_ec_scrub_slices). Stats:
+ * loc-objs / loc-bytes objects checked, out-objs slices checked, in-objs
+ * made again, err-objs damaged. One run per target at a time.
  *
  * scrub.interval (0: off) makes each target start a run over every bucket
  * by itself that long after its last one started.
@@ -24,6 +27,7 @@
 #include "bg.h"
 #include "cluster.h"
 #include "conf.h"
+#include "ec.h"
 #include "jsonx.h"
 #include "log.h"
 #include "node.h"
@@ -89,12 +93,15 @@ static void *scrub_thread(void *arg)
                 sl_logw("scrub %s: %s://%s on %s: %s", job->id, sl_provider_scheme(b->provider), b->name,
                         sl_store_mpath(i)->path, err.msg);
         }
+        sl_ec_scrub_slices(b, job); /* (the slices and replicas held here, of an erasure-coded bucket) */
     }
     sl_bmd_put(bmd);
-    sl_logi("scrub %s: %lld object(s) checked (%lld bytes) in %.1f s: %lld made again, %lld damaged", job->id,
-            (long long)__atomic_load_n(&job->loc_objs, __ATOMIC_RELAXED), (long long)__atomic_load_n(&job->loc_bytes, __ATOMIC_RELAXED),
-            (double)(sl_mono_ns() - t0) / 1e9, (long long)__atomic_load_n(&job->in_objs, __ATOMIC_RELAXED),
-            (long long)__atomic_load_n(&job->err_objs, __ATOMIC_RELAXED));
+    sl_logi("scrub %s: %llu object(s) checked (%llu bytes) and %llu EC slice(s) in %.1f s: %llu made again, %llu "
+            "damaged", job->id, (unsigned long long)__atomic_load_n(&job->loc_objs, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&job->loc_bytes, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&job->out_objs, __ATOMIC_RELAXED), (double)(sl_mono_ns() - t0) / 1e9,
+            (unsigned long long)__atomic_load_n(&job->in_objs, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&job->err_objs, __ATOMIC_RELAXED));
     sl_job_finish(job, sl_job_aborting(job) ? "aborted" : NULL);
     sl_job_put(job);
     pthread_mutex_lock(&run_mu);

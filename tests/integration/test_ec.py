@@ -448,7 +448,7 @@ class TestScrub(ECTest):
         tot = {}
         for j in out["j"]:
             self.assertFalse(j.get("err"), j)
-            for k in ("loc-objs", "in-objs", "err-objs"):
+            for k in ("loc-objs", "out-objs", "in-objs", "err-objs"):
                 tot[k] = tot.get(k, 0) + int(j["stats"].get(k, 0))
         return tot
 
@@ -481,7 +481,8 @@ class TestScrub(ECTest):
             flip("sp", n, len(dp[n]))
         files_e = {n: flip("se", n, len(de[n])) for n in bad_e}
         tot = self.scrub()
-        self.assertEqual(tot, {"loc-objs": 12 - len(bad_p), "in-objs": 2, "err-objs": 2}, tot)
+        # (out-objs: the slices and replicas held: 4 objects of 3 slices, 2 of 1 replica)
+        self.assertEqual(tot, {"loc-objs": 12 - len(bad_p), "out-objs": 14, "in-objs": 2, "err-objs": 2}, tot)
         for n, f in files_e.items():  # made again on its disk
             wait_until(lambda: open(f, "rb").read() == de[n], 30, what="%s made again" % n)
         for n, d in de.items():
@@ -494,9 +495,30 @@ class TestScrub(ECTest):
                 self.assertIn("recorded as damaged: BAD DATA CHECKSUM", r.json()["message"])
             else:
                 self.assertEqual((r.status_code, r.content == d), (200, True), n)
+        # a slice on another target rots: checked against its own checksum, and its object encoded again;
         # one bucket named: only its objects
+        import json
+        import xxhash
+        n = sorted(de)[4]
+        h = hashlib.sha256(n.encode()).hexdigest()
+        main_name = self.name_by_id(hrw_owner(smap, "se", n)["daemon_id"])
+        holder = [t for t in self.slice_holders("se", n) if t != main_name][0]
+        sf = glob.glob(os.path.join(self.c.dir, holder, "**", "@ais", "se", "%ec", h), recursive=True)[0]
+        mf = glob.glob(os.path.join(self.c.dir, holder, "**", "@ais", "se", "%mt", h), recursive=True)[0]
+        with open(sf, "r+b") as fh:
+            c = fh.read(1)
+            fh.seek(0)
+            fh.write(bytes([c[0] ^ 1]))
         tot = self.scrub({"Bck": {"name": "se", "provider": "ais"}})
-        self.assertEqual(tot, {"loc-objs": 6, "in-objs": 0, "err-objs": 0}, tot)
+        self.assertEqual(tot, {"loc-objs": 6, "out-objs": 14, "in-objs": 1, "err-objs": 1}, tot)
+        self.assertIn("here is damaged (xxhash", self.c.log(holder))
+
+        def slice_whole():
+            with open(sf, "rb") as fh, open(mf) as fm:
+                return "%016x" % xxhash.xxh64(fh.read()).intdigest() == json.load(fm)["slice_cksum"]
+        wait_until(slice_whole, 30, what="the slice encoded again")
+        tot = self.scrub({"Bck": {"name": "se", "provider": "ais"}})
+        self.assertEqual(tot, {"loc-objs": 6, "out-objs": 14, "in-objs": 0, "err-objs": 0}, tot)
         r = self.s.put(self.url + "/v1/cluster", json={"action": "start", "value": {"Kind": "scrub", "Bck": {
             "name": "nosuch"}}}, timeout=30)
         self.assertEqual(r.status_code, 404, r.text)
