@@ -965,12 +965,12 @@ static void ensure_at(const struct sl_snode *t, const struct sl_bck *b, const ch
     ensure_at_ex(t, b, name, nlen, false);
 }
 
-int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job)
+/* Every slice's or replica's metafile of b held here (not the main's):
+ * fn(arg, mp, h, meta) with the file name h (sha256 of the object's name)
+ * and the parsed metafile (fn's to keep or release), until job is aborted. */
+typedef void (*slice_visit_fn)(void *arg, struct sl_mpath *mp, const char *h, json_t *meta);
+static void walk_slices(const struct sl_bck *b, struct sl_job *job, slice_visit_fn fn, void *arg)
 {
-    int d, p, bad = 0;
-    int64_t l;
-    if (!sl_ec_props(b, &d, &p, &l))
-        return 0;
     for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
         char *dir = sl_xasprintf("%s/@%s/%s/%%mt", mp->path, b->provider, b->name);
@@ -982,48 +982,75 @@ int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job)
             char *path = sl_xasprintf("%s/%s", dir, de->d_name);
             json_t *mj = read_meta_file(path);
             free(path);
-            const char *nm = sl_json_str(mj, "name", NULL), *want = sl_json_str(mj, "slice_cksum", "");
-            if (!mj || !nm || json_is_true(json_object_get(mj, "main")) || !want[0]) {
-                json_decref(mj); /* (a main's metafile, or a slice from before slice checksums) */
-                continue;
-            }
-            char *dp = sl_xasprintf("%s/@%s/%s/%%ec/%s", mp->path, b->provider, b->name, de->d_name);
-            struct sl_buf data;
-            sl_buf_init(&data);
-            int rrc = sl_read_file(dp, &data, EC_MAX_OBJ + 1);
-            free(dp);
-            char got[17] = "";
-            if (rrc == 0)
-                snprintf(got, sizeof(got), "%016llx", (unsigned long long)sl_xxh64(data.p ? data.p : "", data.len, 0));
-            sl_buf_free(&data);
-            sl_job_add(&job->out_objs, 1);
-            if (rrc == 0 && !strcmp(got, want)) {
+            if (mj && sl_json_str(mj, "name", NULL) && !json_is_true(json_object_get(mj, "main")))
+                fn(arg, mp, de->d_name, mj);
+            else
                 json_decref(mj);
-                continue;
-            }
-            char cn[400];
-            sl_obj_cname(cn, sizeof(cn), b, nm, strlen(nm));
-            bad++;
-            sl_job_add(&job->err_objs, 1);
-            sl_stats_add("err_cksum_n", 1);
-            struct sl_smap *s = sl_smap_get();
-            const struct sl_snode *list[1];
-            int n = placement(s, b, nm, strlen(nm), list, 1);
-            bool ask = n == 1 && strcmp(list[0]->id, G.id) && !(list[0]->flags & SL_SNF_OFFLINE);
-            sl_logw("ec: %s: %s %lld here is damaged (%s%s, its metadata says %s)%s", cn,
-                    sl_json_int(mj, "slice_id", 0) ? "slice" : "replica", (long long)sl_json_int(mj, "slice_id", 0),
-                    rrc ? "unreadable" : "xxhash ", got, want,
-                    ask ? ": its main target encodes it again" : ": its main target is not up to encode it again");
-            if (ask && ensure_at_ex(list[0], b, nm, strlen(nm), true))
-                sl_job_add(&job->in_objs, 1);
-            sl_smap_put(s);
-            json_decref(mj);
         }
         if (dh)
             closedir(dh);
         free(dir);
     }
-    return bad;
+}
+
+struct scrub_ctx {
+    const struct sl_bck *b;
+    struct sl_job *job;
+    int bad;
+};
+
+static void scrub_slice(void *arg, struct sl_mpath *mp, const char *h, json_t *mj)
+{
+    struct scrub_ctx *x = arg;
+    const struct sl_bck *b = x->b;
+    struct sl_job *job = x->job;
+    const char *nm = sl_json_str(mj, "name", ""), *want = sl_json_str(mj, "slice_cksum", "");
+    if (!want[0]) { /* (a slice from before slice checksums) */
+        json_decref(mj);
+        return;
+    }
+    char *dp = sl_xasprintf("%s/@%s/%s/%%ec/%s", mp->path, b->provider, b->name, h);
+    struct sl_buf data;
+    sl_buf_init(&data);
+    int rrc = sl_read_file(dp, &data, EC_MAX_OBJ + 1);
+    free(dp);
+    char got[17] = "";
+    if (rrc == 0)
+        snprintf(got, sizeof(got), "%016llx", (unsigned long long)sl_xxh64(data.p ? data.p : "", data.len, 0));
+    sl_buf_free(&data);
+    sl_job_add(&job->out_objs, 1);
+    if (rrc == 0 && !strcmp(got, want)) {
+        json_decref(mj);
+        return;
+    }
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, nm, strlen(nm));
+    x->bad++;
+    sl_job_add(&job->err_objs, 1);
+    sl_stats_add("err_cksum_n", 1);
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *list[1];
+    int n = placement(s, b, nm, strlen(nm), list, 1);
+    bool ask = n == 1 && strcmp(list[0]->id, G.id) && !(list[0]->flags & SL_SNF_OFFLINE);
+    sl_logw("ec: %s: %s %lld here is damaged (%s%s, its metadata says %s)%s", cn,
+            sl_json_int(mj, "slice_id", 0) ? "slice" : "replica", (long long)sl_json_int(mj, "slice_id", 0),
+            rrc ? "unreadable" : "xxhash ", got, want,
+            ask ? ": its main target encodes it again" : ": its main target is not up to encode it again");
+    if (ask && ensure_at_ex(list[0], b, nm, strlen(nm), true))
+        sl_job_add(&job->in_objs, 1);
+    sl_smap_put(s);
+    json_decref(mj);
+}
+
+int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job)
+{
+    int d, p;
+    int64_t l;
+    if (!sl_ec_props(b, &d, &p, &l))
+        return 0;
+    struct scrub_ctx x = { b, job, 0 };
+    walk_slices(b, job, scrub_slice, &x);
+    return x.bad;
 }
 
 struct walk_ctx {
@@ -1044,6 +1071,36 @@ static bool encode_visit(void *arg, const char *name, size_t nlen)
     return false;
 }
 
+/* a slice held here: its object's main target (by the current map) gets
+ * it rebuilt if it lacks it (this target, when it is the main one) */
+static void ensure_main(void *arg, struct sl_mpath *mp, const char *h, json_t *mj)
+{
+    struct walk_ctx *w = arg;
+    struct sl_job *job = w->job;
+    const struct sl_bck *b = w->b;
+    (void)mp;
+    (void)h;
+    const char *nm = sl_json_str(mj, "name", "");
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *list[1];
+    int n = placement(s, b, nm, strlen(nm), list, 1);
+    if (n == 1 && strcmp(list[0]->id, G.id)) {
+        if (!(list[0]->flags & SL_SNF_OFFLINE))
+            ensure_at(list[0], b, nm, strlen(nm));
+    } else if (n == 1) {
+        struct sl_objmd om;
+        struct sl_err e = { 0 };
+        if (sl_obj_stat(b, nm, strlen(nm), &om, NULL, &e) == 1)
+            sl_objmd_free(&om);
+        else if (sl_ec_restore(b, nm, strlen(nm), NULL, &e) < 0 && e.code != SL_ENOOBJ) {
+            sl_logw("%s %s: %s", job->kind, job->id, e.msg);
+            sl_job_add(&job->err_objs, 1);
+        }
+    }
+    sl_smap_put(s);
+    json_decref(mj);
+}
+
 static void walk_encode(const struct sl_bck *b, struct sl_job *job)
 {
     /* 1. main replicas here: encoded where the current map wants them */
@@ -1054,43 +1111,7 @@ static void walk_encode(const struct sl_bck *b, struct sl_job *job)
             sl_logw("%s %s: %s", job->kind, job->id, err.msg);
     }
     /* 2. slices here whose object's main target lacks the object */
-    for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
-        struct sl_mpath *mp = sl_store_mpath(m);
-        char *dir = sl_xasprintf("%s/@%s/%s/%%mt", mp->path, b->provider, b->name);
-        DIR *dh = opendir(dir);
-        struct dirent *de;
-        while (dh && (de = readdir(dh)) && !sl_job_aborting(job) && !wk.stopping) {
-            if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
-                continue;
-            char *path = sl_xasprintf("%s/%s", dir, de->d_name);
-            json_t *mj = read_meta_file(path);
-            free(path);
-            const char *nm = sl_json_str(mj, "name", NULL);
-            if (mj && nm && !json_is_true(json_object_get(mj, "main"))) {
-                struct sl_smap *s = sl_smap_get();
-                const struct sl_snode *list[1];
-                int n = placement(s, b, nm, strlen(nm), list, 1);
-                if (n == 1 && strcmp(list[0]->id, G.id)) {
-                    if (!(list[0]->flags & SL_SNF_OFFLINE))
-                        ensure_at(list[0], b, nm, strlen(nm));
-                } else if (n == 1) {
-                    struct sl_objmd om;
-                    struct sl_err e = { 0 };
-                    if (sl_obj_stat(b, nm, strlen(nm), &om, NULL, &e) == 1)
-                        sl_objmd_free(&om);
-                    else if (sl_ec_restore(b, nm, strlen(nm), NULL, &e) < 0 && e.code != SL_ENOOBJ) {
-                        sl_logw("%s %s: %s", job->kind, job->id, e.msg);
-                        sl_job_add(&job->err_objs, 1);
-                    }
-                }
-                sl_smap_put(s);
-            }
-            json_decref(mj);
-        }
-        if (dh)
-            closedir(dh);
-        free(dir);
-    }
+    walk_slices(b, job, ensure_main, &w);
 }
 
 struct enc_arg {
