@@ -421,7 +421,10 @@ int sl_parse_size(const char *s, uint64_t *out)
         if (strcasecmp(end, units[i].u) == 0 &&
             (strcmp(units[i].u, "") != 0 || *end == 0)) {
             /* case-insensitive, except that "kb"/"KB" both mean SI */
-            *out = (uint64_t)(v * (double)units[i].mul + 0.5);
+            double d = v * (double)units[i].mul + 0.5;
+            if (!(d >= 0 && d < 18446744073709551616.0)) /* (NaN, or past 2^64: not a size) */
+                return -1;
+            *out = (uint64_t)d;
             return 0;
         }
     }

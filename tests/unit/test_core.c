@@ -26,6 +26,9 @@ static void t_sizes(void)
     TAP_OK(sl_parse_size("10KB", &v) == 0 && v == 10000, "parse 10KB (SI)");
     TAP_OK(sl_parse_size("4096", &v) == 0 && v == 4096, "parse plain");
     TAP_OK(sl_parse_size("512 MiB", &v) == 0 && v == 512 * SL_MIB, "parse with space");
+    TAP_OK(sl_parse_size("1.2e85", &v) < 0, "a size past 2^64 is refused (found by fuzz/dsort_spec)");
+    TAP_OK(sl_parse_size("20000000TiB", &v) < 0, "a size past 2^64 with a unit is refused");
+    TAP_OK(sl_parse_size("nan", &v) < 0 && sl_parse_size("inf", &v) < 0, "NaN and infinity are not sizes");
     TAP_OK(sl_parse_size("abc", &v) < 0, "reject abc");
     TAP_OK(sl_parse_size("-1", &v) < 0, "reject negative");
     TAP_OK(sl_parse_size("5XB", &v) < 0, "reject unknown unit");
