@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * api.c: the shale table scripts see (log, hashes, base64, gzip, string
- * helpers; shale.json lives in json.c) and the log sink under shale.log.
+ * helpers; shale.json lives in json.c, shale.image and shale.audio in
+ * image.c and audio.c) and the log sink under shale.log.
  * C buffers live in boxes (box.c), so a Lua error cannot leak them.
  *
  * Every function here checks all its arguments before it acquires anything,
@@ -20,6 +21,7 @@
 #include "b64.h"
 #include "box.h"
 #include "json.h"
+#include "media.h"
 
 #define SL_LUA_ZCHUNK (1u << 20)    /* zlib input/output step (deadline checks) */
 
@@ -403,4 +405,8 @@ void sl_lua_open_shale(lua_State *L)
 
     sl_lua_open_json(L);                                        /* [.. shale json] */
     lua_setfield(L, top + 1, "json");
+    sl_lua_open_image(L);                                       /* [.. shale image] */
+    lua_setfield(L, top + 1, "image");
+    sl_lua_open_audio(L);                                       /* [.. shale audio] */
+    lua_setfield(L, top + 1, "audio");
 }

@@ -17,6 +17,41 @@
 #define SL_LUA_CSTACK_MAX (1u << 20)       /* C stack a call may use below its entry */
 #define SL_LUA_CSTACK_GUARD (128u * 1024)  /* never closer than this to the stack end */
 
+/* ---- the call's random generator (xoshiro256**) ---- */
+
+static uint64_t sl_lua_splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void sl_lua_rng_seed(uint64_t s[4], uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        s[i] = sl_lua_splitmix64(&seed);
+}
+
+uint64_t sl_lua_rng_next(uint64_t s[4])
+{
+    uint64_t r = s[1] * 5, t = s[1] << 17;
+    r = ((r << 7) | (r >> 57)) * 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return r;
+}
+
+double sl_lua_rand01(lua_State *L)
+{
+    struct sl_lua_ctx *c = sl_lua_S(L)->call;
+    return c ? (double)(sl_lua_rng_next(c->rng) >> 11) * 0x1.0p-53 : 0.0;
+}
+
 /* ---- memory ------------------------------------------------------------ */
 
 /* LuaJIT never runs an emergency GC, so garbage not yet collected counts

@@ -177,6 +177,17 @@ int sl_lua_raise_timeout(lua_State *L);
  */
 void sl_lua_checkpoint(lua_State *L);
 
+/* ---- the call's random generator --------------------------------------- */
+
+/** Seed a xoshiro256** state from one 64-bit value (splitmix64). */
+void sl_lua_rng_seed(uint64_t s[4], uint64_t seed);
+/** Next 64 random bits of the state. Never raises. */
+uint64_t sl_lua_rng_next(uint64_t s[4]);
+/** A uniform double in [0, 1) from the running call's generator (the one
+ * math.random draws from, seeded by sl_lua_limits.seed); 0 outside a call.
+ * Never raises. */
+double sl_lua_rand01(lua_State *L);
+
 /* ---- freezing -------------------------------------------------------------- */
 
 /** Make the table at idx read-only: push a proxy whose __index is the

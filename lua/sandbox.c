@@ -89,33 +89,6 @@ static const char sl_lua_pcall_src[] =
 
 /* ---- deterministic math.random ----------------------------------------- */
 
-static uint64_t sl_lua_splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static void sl_lua_rng_seed(uint64_t s[4], uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        s[i] = sl_lua_splitmix64(&seed);
-}
-
-static uint64_t sl_lua_rng_next(uint64_t s[4])
-{
-    uint64_t r = s[1] * 5, t = s[1] << 17;
-    r = ((r << 7) | (r >> 57)) * 9;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = (s[3] << 45) | (s[3] >> 19);
-    return r;
-}
-
 /* math.random([m [, n]]): same contract as Lua 5.1, but the sequence depends
  * only on the call's seed. [args] -> [number]. May raise. */
 static int sl_lua_math_random(lua_State *L)
