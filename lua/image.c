@@ -63,6 +63,17 @@ static int fail(lua_State *L, const char *fn, int rc, const char *msg)
     return luaL_error(L, "shale.image.%s: %s", fn, msg);
 }
 
+/* Raise for input that does not decode. The message ends with "(the
+ * N-byte input)", which the ETL's sample mode uses to name the member. */
+static int fail_input(lua_State *L, const char *fn, int rc, const char *msg, size_t n)
+{
+    if (rc == SL_IMG_ETIME)
+        return sl_lua_raise_timeout(L);
+    if (rc == SL_IMG_ENOMEM)
+        sl_lua_S(L)->refused = true;
+    return luaL_error(L, "shale.image.%s: %s (the %d-byte input)", fn, msg, (int)SL_MIN(n, (size_t)INT32_MAX));
+}
+
 /* Oriented size of a pending JPEG. */
 static void oriented(const struct limg *u, int *w, int *h)
 {
@@ -117,7 +128,8 @@ static void realise(lua_State *L, int idx, struct limg *u, const char *fn, int m
     }
     lua_pop(L, 2);
     if (rc) {
-        fail(L, fn, rc, msg);
+        (void)fn;
+        fail_input(L, "decode", rc, msg, n);  /* the decoding is decode()'s, whichever operation ran it */
         return;
     }
     u->pending = false;
@@ -241,7 +253,7 @@ static int l_decode(lua_State *L)
     char msg[400];
     int rc = sl_img_probe(p, n, &u->info, msg, sizeof(msg));
     if (rc)
-        return fail(L, "decode", rc, msg);
+        return fail_input(L, "decode", rc, msg, n);
     int top = lua_gettop(L);
     if (u->info.fmt == SL_IMG_JPEG) {
         u->pending = true;
@@ -260,7 +272,7 @@ static int l_decode(lua_State *L)
             snprintf(msg, sizeof(msg), "the header announces %d x %d pixels, which need %s to decode; the call's "
                      "memory limit leaves %s (raise the ETL's mem_limit for images this large)", w, h,
                      sl_img_size_str(need, a, sizeof(a)), sl_img_size_str(room > 0 ? room : 0, b, sizeof(b)));
-            return fail(L, "decode", SL_IMG_ENOMEM, msg);
+            return fail_input(L, "decode", SL_IMG_ENOMEM, msg, n);
         }
         return 1;
     }
@@ -269,7 +281,7 @@ static int l_decode(lua_State *L)
         lua_gc(L, LUA_GCCOLLECT, 0);
         rc = sl_img_decode(&u->im, p, n, &u->info, &u->dopts, msg, sizeof(msg));
     }
-    return done(L, "decode", rc, msg);
+    return rc ? fail_input(L, "decode", rc, msg, n) : 1;
 }
 
 static int l_info(lua_State *L)
@@ -830,7 +842,8 @@ static int l_tensor(lua_State *L)
     check(L, 1, fn);
     static const char *const keys[] = { "dtype", "layout", "mean", "std", NULL };
     known_keys(L, 2, fn, keys);
-    bool f32 = true, chw = true;
+    bool f32 = true;
+    enum sl_img_layout layout = SL_IMG_CHW;
     double mean[4] = { 0 }, std[4] = { 1, 1, 1, 1 };
     int nm = 0;
     struct sl_img *s = pixels(L, 1, fn, 0, 0);
@@ -845,9 +858,11 @@ static int l_tensor(lua_State *L)
         lua_getfield(L, 2, "layout");
         const char *l = lua_isnil(L, -1) ? "CHW" : luaL_checkstring(L, -1);
         if (!strcmp(l, "HWC"))
-            chw = false;
+            layout = SL_IMG_HWC;
+        else if (!strcmp(l, "HW"))
+            layout = SL_IMG_HW;
         else if (strcmp(l, "CHW"))
-            return luaL_error(L, "shale.image.tensor: unknown layout \"%s\" (CHW, HWC)", l);
+            return luaL_error(L, "shale.image.tensor: unknown layout \"%s\" (CHW, HWC, HW)", l);
         lua_pop(L, 1);
         nm = num_list(L, 2, "mean", mean, s->bands);
         int ns = num_list(L, 2, "std", std, s->bands);
@@ -876,10 +891,10 @@ static int l_tensor(lua_State *L)
     unsigned char *o;
     size_t len, cap;
     char msg[400];
-    int rc = sl_img_tensor(s, f32, chw, mean, std, nm, &o, &len, &cap, msg, sizeof(msg));
+    int rc = sl_img_tensor(s, f32, layout, mean, std, nm, &o, &len, &cap, msg, sizeof(msg));
     if (rc == SL_IMG_ENOMEM) {
         lua_gc(L, LUA_GCCOLLECT, 0);
-        rc = sl_img_tensor(s, f32, chw, mean, std, nm, &o, &len, &cap, msg, sizeof(msg));
+        rc = sl_img_tensor(s, f32, layout, mean, std, nm, &o, &len, &cap, msg, sizeof(msg));
     }
     if (rc)
         return fail(L, fn, rc, msg);

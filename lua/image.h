@@ -109,9 +109,11 @@ int sl_img_enhance(struct sl_img *dst, const struct sl_img *src, enum sl_img_enh
                    size_t msz);
 
 /** The pixels as a .npy array: float32 (px/255, then (x - mean) / std per
- * band when nmean > 0) or uint8; CHW or HWC. *out is a charged scratch
+ * band when nmean > 0) or uint8; CHW, HWC or (one band) HW. *out is a charged scratch
  * buffer of *cap bytes, *outlen used. */
-int sl_img_tensor(const struct sl_img *im, bool f32, bool chw, const double *mean, const double *std, int nmean,
-                  unsigned char **out, size_t *outlen, size_t *cap, char *msg, size_t msz);
+enum sl_img_layout { SL_IMG_CHW, SL_IMG_HWC, SL_IMG_HW };
+int sl_img_tensor(const struct sl_img *im, bool f32, enum sl_img_layout layout, const double *mean,
+                  const double *std, int nmean, unsigned char **out, size_t *outlen, size_t *cap, char *msg,
+                  size_t msz);
 
 #endif

@@ -214,6 +214,8 @@ static int probe(const unsigned char *p, size_t n, struct sl_img_info *info, cha
         if (n > (size_t)UINT32_MAX / 2 ||
             tjDecompressHeader3(t->tjd, p, (unsigned long)n, &w, &h, &ss, &cs) != 0) {
             snprintf(msg, msz, "not a valid JPEG: %s", tjGetErrorStr2(t->tjd));
+            tjDestroy(t->tjd);      /* a failed call can leave the handle unusable */
+            t->tjd = NULL;
             return SL_IMG_EINVAL;
         }
         info->w = w;
@@ -363,6 +365,8 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
                        const struct sl_img_dopts *o, char *msg, size_t msz)
 {
     struct sl_img_tls *t = sl_img_tls();
+    if (t && !t->tjd)
+        t->tjd = tjInitDecompress();
     if (!t || !t->tjd) {
         snprintf(msg, msz, "cannot start the JPEG decoder (out of memory)");
         return SL_IMG_ENOMEM;
@@ -395,6 +399,8 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
     if (tjDecompress2(t->tjd, p, (unsigned long)n, buf, w, 0, h, pf, o->lenient ? 0 : TJFLAG_STOPONWARNING) != 0 &&
         !(o->lenient && tjGetErrorCode(t->tjd) == TJERR_WARNING)) {
         snprintf(msg, msz, "corrupt or truncated JPEG: %s", tjGetErrorStr2(t->tjd));
+        tjDestroy(t->tjd);
+        t->tjd = NULL;
         sl_img_scratch_free(im->S, buf, sz);
         return SL_IMG_EINVAL;
     }
@@ -421,7 +427,12 @@ static int decode_png(struct sl_img *im, const unsigned char *p, size_t n, const
         png_image_free(&pi);
         return SL_IMG_EINVAL;
     }
-    pi.format = ps == 1 ? PNG_FORMAT_GRAY : ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
+    /* A 16-bit file read into 8 bits would be taken as linear light and
+     * gamma-encoded; read its samples as they are (16-bit "linear", which
+     * libpng leaves alone) and keep the high part, as PIL and OpenCV do. */
+    bool wide = (pi.format & PNG_FORMAT_FLAG_LINEAR) != 0;
+    pi.format = (ps == 1 ? PNG_FORMAT_GRAY : ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) |
+                (wide ? PNG_FORMAT_FLAG_LINEAR : 0);
     size_t sz = PNG_IMAGE_SIZE(pi);
     unsigned char *buf = sl_img_scratch(im->S, sz);
     if (!buf) {
@@ -439,6 +450,18 @@ static int decode_png(struct sl_img *im, const unsigned char *p, size_t n, const
         return SL_IMG_EINVAL;
     }
     png_image_free(&pi);
+    if (wide) {     /* to 8 bits in place (linear RGBA comes premultiplied: undo it) */
+        const uint16_t *w16 = (const uint16_t *)buf;
+        for (size_t i = 0, np = (size_t)info->w * info->h; i < np; i++) {
+            unsigned a = ps == 4 ? w16[i * 4 + 3] : 65535;
+            for (int k = 0; k < ps; k++) {
+                unsigned v = w16[i * ps + k];
+                if (ps == 4 && k < 3)
+                    v = a ? (unsigned)SL_MIN((uint64_t)v * 65535 / a, 65535) : 0;
+                buf[i * ps + k] = (unsigned char)((v + 128) / 257);
+            }
+        }
+    }
     rc = sl_img_alloc(im, info->w, info->h, bands, msg, msz);
     if (!rc)
         rc = planarise(im, buf, ps, false);
@@ -710,6 +733,8 @@ int sl_img_encode(const struct sl_img *im, enum sl_img_fmt fmt, int quality, uns
         } else if (tjCompress2(t->tjc, il, im->w, 0, im->h, ps == 1 ? TJPF_GRAY : TJPF_RGB, &o, &len, ss, quality,
                                TJFLAG_NOREALLOC) != 0) {
             snprintf(msg, msz, "JPEG encoding failed: %s", tjGetErrorStr2(t->tjc));
+            tjDestroy(t->tjc);
+            t->tjc = NULL;
             sl_img_scratch_free(S, o, bound);
             rc = SL_IMG_EINVAL;
         } else {

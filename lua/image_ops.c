@@ -350,18 +350,29 @@ int sl_img_enhance(struct sl_img *dst, const struct sl_img *src, enum sl_img_enh
 
 /* ---- tensors ---- */
 
-int sl_img_tensor(const struct sl_img *im, bool f32, bool chw, const double *mean, const double *std, int nmean,
-                  unsigned char **out, size_t *outlen, size_t *cap, char *msg, size_t msz)
+int sl_img_tensor(const struct sl_img *im, bool f32, enum sl_img_layout layout, const double *mean,
+                  const double *std, int nmean, unsigned char **out, size_t *outlen, size_t *cap, char *msg,
+                  size_t msz)
 {
     size_t np = plane(im), B = (size_t)im->bands;
     size_t shape[3] = { B, (size_t)im->h, (size_t)im->w };
-    if (!chw) {
+    int ndim = 3;
+    bool chw = layout != SL_IMG_HWC;
+    if (layout == SL_IMG_HWC) {
         shape[0] = (size_t)im->h;
         shape[1] = (size_t)im->w;
         shape[2] = B;
+    } else if (layout == SL_IMG_HW) {
+        if (B != 1) {
+            snprintf(msg, msz, "layout HW is for one-band images; this one has %zu bands (use CHW or HWC)", B);
+            return SL_IMG_EINVAL;
+        }
+        shape[0] = (size_t)im->h;
+        shape[1] = (size_t)im->w;
+        ndim = 2;
     }
     char hdr[SL_NPY_HDR_MAX];
-    size_t hl = sl_npy_header(hdr, f32 ? SL_NPY_F32 : SL_NPY_U8, shape, 3);
+    size_t hl = sl_npy_header(hdr, f32 ? SL_NPY_F32 : SL_NPY_U8, shape, ndim);
     size_t n = hl + np * B * (f32 ? 4 : 1);
     unsigned char *o = sl_img_scratch(im->S, n);
     if (!o) {

@@ -116,6 +116,17 @@ static int limits_of(const json_t *m, struct sl_lua_limits *lim, struct sl_err *
     } else {
         lim->max_output = lim->mem_limit;
     }
+    /* the base of every call's random seed (etl_run.c mixes in the
+     * sample's key and the request's etl_args) */
+    json_t *sd = json_object_get(m, "seed");
+    if (sd && !json_is_null(sd)) {
+        if (!json_is_integer(sd) || json_integer_value(sd) < 0)
+            return sl_errf(err, SL_EINVAL, "invalid \"seed\": give a whole number >= 0 (the random operations of "
+                           "shale.image and math.random draw from it, mixed with each sample's key and etl_args)");
+        lim->seed = (uint64_t)json_integer_value(sd);
+    } else {
+        lim->seed = 0;
+    }
     return 0;
 }
 
@@ -159,12 +170,13 @@ static json_t *init_msg_parse(const json_t *in, struct sl_err *err)
     /* our fields, plus AIStore's ETLSpecMsg ones that clients send and that
      * mean nothing for Lua (accepted and ignored) */
     static const char *const known[] = { "name", "runtime", "code", "mode", "obj_timeout", "mem_limit", "max_output",
+                                         "seed",
                                          "communication", "init_timeout", "support_direct_put", "env",
                                          "resources", "arg_type", "dependencies", "transform_url", "id" };
     const char *key = sl_json_unknown_key(in, known, SL_ARRAY_SIZE(known));
     if (key) {
         sl_errf(err, SL_EINVAL, "ETL init: unknown field \"%s\" (Shale's are name, runtime, code, mode, "
-                "obj_timeout, mem_limit, max_output)", key);
+                "obj_timeout, mem_limit, max_output, seed)", key);
         return NULL;
     }
     json_t *nm = sl_json_get(in, "name");
@@ -206,6 +218,7 @@ static json_t *init_msg_parse(const json_t *in, struct sl_err *err)
     json_object_set_new(o, "obj_timeout", json_string(to));
     json_object_set_new(o, "mem_limit", json_string(ml));
     json_object_set_new(o, "max_output", json_string(mo));
+    json_object_set_new(o, "seed", json_integer((json_int_t)lim.seed));
     return o;
 }
 
@@ -476,6 +489,7 @@ static json_t *stats_json(const struct sl_etl *e)
     json_object_set_new(o, "cpu_ns", json_integer((json_int_t)__atomic_load_n(&e->cpu_ns, __ATOMIC_RELAXED)));
     json_object_set_new(o, "calls", json_integer((json_int_t)__atomic_load_n(&e->calls, __ATOMIC_RELAXED)));
     json_object_set_new(o, "mem_limit", json_integer((json_int_t)e->lim.mem_limit));
+    json_object_set_new(o, "seed", json_integer((json_int_t)e->lim.seed));
     json_object_set_new(o, "stage", json_string(e->running ? "Running" : "Aborted"));
     return o;
 }

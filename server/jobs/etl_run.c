@@ -16,6 +16,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <xxhash.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,12 +100,47 @@ void sl_etl_args_val(const char *a, struct sl_lua_val *out)
 /* ---- one call ---- */
 
 
+/* ---- seeds ---- */
+
+/* A hash of a value's content (type tags, bytes, table entries in order). */
+static uint64_t val_hash(const struct sl_lua_val *v, uint64_t h, int depth)
+{
+    unsigned char t = (unsigned char)v->type;
+    h = XXH64(&t, 1, h);
+    switch (v->type) {
+    case SL_LUA_STR:
+        return XXH64(v->s.p, v->s.len, h);
+    case SL_LUA_NUM:
+        return XXH64(&v->n, sizeof(v->n), h);
+    case SL_LUA_BOOL:
+        t = v->b ? 1 : 0;
+        return XXH64(&t, 1, h);
+    case SL_LUA_TABLE:
+        for (size_t i = 0; i < v->t.n && depth < 32; i++)
+            h = val_hash(&v->t.kv[i].v, val_hash(&v->t.kv[i].k, h, depth + 1), depth + 1);
+        return h;
+    default:
+        return h;
+    }
+}
+
+/* The seed of one call: the ETL's seed, the object's name or the sample's
+ * key, and the request's etl_args. The same epoch (etl_args) gives the same
+ * random crops on any target and any rerun; another epoch, other crops. */
+static uint64_t call_seed(const char *key, size_t klen, const struct sl_lua_val *ctx)
+{
+    const struct sl_lua_val *a = ctx ? sl_lua_table_get(ctx, "args") : NULL;
+    uint64_t h = XXH64(key, klen, 0x5348414c45ULL);
+    return a ? val_hash(a, h, 0) : h;
+}
+
 /* budget_ns > 0: a shorter wall-time budget than the ETL's own (inline try) */
 static int call_budget(struct sl_etl *e, const char *cname, const struct sl_lua_val *args, int nargs,
-                       int64_t budget_ns, struct sl_lua_val *res, struct sl_err *err)
+                       int64_t budget_ns, uint64_t seed, struct sl_lua_val *res, struct sl_err *err)
 {
     struct sl_etl_logctx lc = { e, cname };
     struct sl_lua_limits lim = e->lim;
+    lim.seed = XXH64(&seed, sizeof(seed), e->lim.seed);
     if (budget_ns > 0 && budget_ns < lim.timeout_ns)
         lim.timeout_ns = budget_ns;
     int64_t c0 = sl_mono_ns(); /* busy time (vDSO); a CPU clock costs a system call */
@@ -123,10 +159,10 @@ static int call_budget(struct sl_etl *e, const char *cname, const struct sl_lua_
     return rc;
 }
 
-static int call(struct sl_etl *e, const char *cname, const struct sl_lua_val *args, int nargs,
+static int call(struct sl_etl *e, const char *cname, const struct sl_lua_val *args, int nargs, uint64_t seed,
                 struct sl_lua_val *res, struct sl_err *err)
 {
-    return call_budget(e, cname, args, nargs, 0, res, err);
+    return call_budget(e, cname, args, nargs, 0, seed, res, err);
 }
 
 /* Owned deep copy of a value (args are small: depth and size bounded by
@@ -206,7 +242,7 @@ static int run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const cha
         struct sl_etl *e = v[i];
         struct sl_lua_val a[2] = { sl_lua_str_ref(cur, curlen), ctx };
         struct sl_lua_val res = sl_lua_nil();
-        if (call_budget(e, cn, a, 2, budget_ns, &res, err) < 0) {
+        if (call_budget(e, cn, a, 2, budget_ns, call_seed(name, nlen, &ctx), &res, err) < 0) {
             if (budget_ns > 0 && err->code == SL_ETIMEOUT && budget_ns < e->lim.timeout_ns) {
                 e->slow = true;
                 rc = 1;
@@ -509,6 +545,44 @@ static int write_field(struct sl_etl_pipe *p, struct sl_etl *e, const char *key,
     return rc;
 }
 
+/* A decoder's error (shale.image / shale.audio) ends with "(the N-byte
+ * input)": when exactly one member of the sample has N bytes, name it, so
+ * that the error says which file of which shard is bad. */
+static void name_member(const struct sl_etl_pipe *p, struct sl_err *err)
+{
+    const char *t = strstr(err->msg, "-byte input)");
+    const char *d = strstr(err->msg, ".decode: ");
+    if (!t || !d)
+        return;
+    const char *q = t;
+    while (q > err->msg && q[-1] >= '0' && q[-1] <= '9')
+        q--;
+    if (q == t || q - err->msg < 5 || strncmp(q - 5, "(the ", 5))
+        return;
+    size_t n = strtoull(q, NULL, 10);
+    int hit = -1;
+    for (int i = 0; i < p->nm; i++) {
+        if (p->m[i].len != n)
+            continue;
+        if (hit >= 0)
+            return;     /* two members of that size: do not guess */
+        hit = i;
+    }
+    if (hit < 0)
+        return;
+    char head[320];
+    int hl = snprintf(head, sizeof(head), "member \"%.*s.%.*s\": ", (int)SL_MIN(p->klen, 200), p->key,
+                      (int)SL_MIN(p->m[hit].elen, 100), p->m[hit].ext);
+    size_t ml = strlen(err->msg), room = sizeof(err->msg) - 1;
+    if (hl <= 0 || (size_t)hl >= room)
+        return;
+    if (ml > room - (size_t)hl)
+        ml = room - (size_t)hl;
+    memmove(err->msg + hl, err->msg, ml);
+    memcpy(err->msg, head, (size_t)hl);
+    err->msg[hl + ml] = 0;
+}
+
 /* Run the pipeline on the collected sample and write the result. */
 static int process(struct sl_etl_pipe *p, struct sl_err *err)
 {
@@ -529,7 +603,9 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
         struct sl_etl *e = p->v[i];
         struct sl_lua_val a[2] = { s, p->ctx };
         struct sl_lua_val res = sl_lua_nil();
-        if (call(e, objn, a, 2, &res, err) < 0) {
+        if (call(e, objn, a, 2, call_seed(p->key, p->klen, &p->ctx), &res, err) < 0) {
+            if (i == 0)
+                name_member(p, err);
             sl_err_wrap(err, "etl %s: %s: sample \"%.*s\"", e->name, p->cn, (int)SL_MIN(p->klen, 200), p->key);
             sl_etl_record_error(e, p->job, p->cn, sl_etl_ecode(err), err->msg);
             p->recorded = true;

@@ -160,6 +160,10 @@ static void test_tensor(void)
     /* CHW uint8: all of band 0 first */
     EVAL_TRUE("(function() local t = shale.image.new(5, 4, 3, {1, 2, 3}):tensor{dtype = 'uint8'} "
               "local h = #t - 60 return t:byte(h + 20) == 1 and t:byte(h + 21) == 2 end)()");
+    EVAL_TRUE("(function() local t = shale.image.new(5, 4, 1, 7):tensor{dtype = 'uint8', layout = 'HW'} "
+              "return t:find(\"'shape': (4, 5)\", 1, true) ~= nil and t:byte(#t) == 7 end)()");
+    EVAL_ERR("shale.image.new(5, 4):tensor{layout = 'HW'}", "layout HW is for one-band images");
+    EVAL_ERR("shale.image.decode('\\255\\216\\255 not really')", "-byte input)");
     EVAL_ERR("shale.image.new(2, 2):tensor{dtype = 'uint8', mean = {0.5, 0.5, 0.5}}", "apply to float32");
     EVAL_ERR("shale.image.new(2, 2):tensor{mean = {0.5, 0.5}}", "mean has 2 values");
     EVAL_ERR("shale.image.new(2, 2):tensor{std = 0}", "std must be > 0");
