@@ -62,6 +62,17 @@ static int etl_init(struct opts *o)
         if (v)
             json_object_set_new(msg, fl[i][1], json_string(v));
     }
+    const char *seed = opt_str(o, "seed");
+    if (seed) {
+        char *end;
+        unsigned long long v = strtoull(seed, &end, 10);
+        if (!*seed || *end || seed[0] == '-' || v > INT64_MAX) {
+            fprintf(stderr, "Error: --seed %s: give a whole number from 0 to %lld\n", seed, (long long)INT64_MAX);
+            json_decref(msg);
+            return 1;
+        }
+        json_object_set_new(msg, "seed", json_integer((json_int_t)v));
+    }
     size_t blen;
     char *body = sl_json_dump(msg, 0, &blen);
     char *name = sl_xstrdup(sl_json_str(msg, "name", ""));

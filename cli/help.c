@@ -266,7 +266,9 @@ static const struct cli_cmd cmds[] = {
         { "--mode M", "object (whole objects) or sample (WebDataset samples of shards)", "object" },
         { "--obj-timeout DURATION", "how long one object (or sample) may take, up to 1h", "45s" },
         { "--mem-limit SIZE", "memory one call may hold (1MiB to 4GiB)", "64MiB" },
-        { "--max-output SIZE", "largest output of one object", "= --mem-limit" }),
+        { "--max-output SIZE", "largest output of one object", "= --mem-limit" },
+        { "--seed N", "the random seed of every call (math.random, shale.image's random ops), mixed with the "
+                      "sample's key and the request's etl_args", "0" }),
       0, 0, { "etl init --name up --code upper.lua", "etl init -f etl.yaml" }, NULL },
     { "etl show", "etl show [NAME] [--json]\n"
                   "etl show errors NAME [JOB_ID]",

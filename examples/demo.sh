@@ -3,8 +3,9 @@
 # The demo pipeline (`make demo`): a local cluster (1 gateway + 3 targets),
 # a small Oxford-IIIT-Pets-like dataset uploaded as raw files, sharded into
 # WebDataset shards by ishard, shuffled across shards by dsort, labelled with
-# a sample-mode Lua ETL (classes from annotations/list.txt), and read back the
-# way a training loop does.
+# a sample-mode Lua ETL (classes from annotations/list.txt), read back the
+# way a training loop does, and read again through the image ETL that makes
+# normalised tensors on the targets.
 #   DEMO_DIR (default /tmp/shale-demo)   DEMO_PORT (default 8080)
 set -eu
 B=${SHALE_BUILD:-$(cd "$(dirname "$0")/.." && pwd)/build}
@@ -67,6 +68,11 @@ PYEOF
 
 step "read it back like a training loop (WebDataset grouping over HTTP)"
 $PY "$SRC/examples/read_shards.py" "$AIS_ENDPOINT" pets-train --batch 8
+
+step "preprocess on the targets: decode, Resize(256), CenterCrop(224), normalise (examples/etl/pets_preprocess.lua)"
+"$SHALE" etl rm pets-preprocess >/dev/null 2>&1 || true
+"$SHALE" etl init --name pets-preprocess --code "$SRC/examples/etl/pets_preprocess.lua" --mode sample
+$PY "$SRC/examples/read_shards.py" "$AIS_ENDPOINT" pets-train --batch 8 --etl pets-preprocess
 
 step "an epoch plan: the cluster fixes every epoch's order; readers ask for batches by index"
 curl -s -X DELETE "$AIS_ENDPOINT/v1/ml/plan/pets" >/dev/null 2>&1 || true

@@ -7,7 +7,11 @@ name up to the first dot of the basename, adjacent members), decode `cls`
 and yield samples. With PyTorch installed (Debian: python3-torch) the same
 iterator feeds a torch DataLoader with two workers that split the shards.
 
-usage: read_shards.py ENDPOINT BUCKET [--prefix P] [--batch N]
+With --etl NAME the shards stream through that ETL on the targets (inline),
+and the DataLoader batches the tensors it made (.npy, as webdataset decodes
+them).
+
+usage: read_shards.py ENDPOINT BUCKET [--prefix P] [--batch N] [--etl NAME]
 """
 import argparse
 import collections
@@ -33,9 +37,12 @@ def shard_names(endpoint, bucket, prefix=""):
             return names
 
 
-def samples(endpoint, bucket, shards):
+def samples(endpoint, bucket, shards, etl=None):
+    """etl: the name of an ETL the targets run on each shard as it streams (?etl_name=)"""
+    params = {"etl_name": etl} if etl else None
     for name in shards:
-        with requests.get("%s/v1/objects/%s/%s" % (endpoint, bucket, name), stream=True, timeout=300) as r:
+        with requests.get("%s/v1/objects/%s/%s" % (endpoint, bucket, name), params=params, stream=True,
+                          timeout=300) as r:
             r.raise_for_status()
             cur = None
             with tarfile.open(fileobj=r.raw, mode="r|*") as t:      # streaming, as webdataset does
@@ -57,9 +64,15 @@ def samples(endpoint, bucket, shards):
 
 
 def decode(s):
+    """as webdataset's default decoders: cls as an int, .npy through numpy.load"""
     out = dict(s)
     if "cls" in out:
         out["cls"] = int(out["cls"])
+    for k in list(out):
+        if k.endswith("npy"):
+            import io
+            import numpy
+            out[k] = numpy.load(io.BytesIO(out[k]), allow_pickle=False)
     return out
 
 
@@ -69,12 +82,32 @@ def main():
     ap.add_argument("bucket")
     ap.add_argument("--prefix", default="")
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--etl", help="read through this ETL (inline, on the targets), e.g. pets-preprocess")
     a = ap.parse_args()
     shards = shard_names(a.endpoint, a.bucket, a.prefix)
-    print("%d shards in ais://%s" % (len(shards), a.bucket))
+    print("%d shards in ais://%s%s" % (len(shards), a.bucket, " through etl %s" % a.etl if a.etl else ""))
     try:
         import torch
         from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+        if a.etl:   # tensors made on the targets: batch them as a training loop would
+            class Tensors(IterableDataset):
+                def __iter__(self):
+                    wi = get_worker_info()
+                    mine = shards if wi is None else shards[wi.id::wi.num_workers]
+                    for s in samples(a.endpoint, a.bucket, mine, a.etl):
+                        s = decode(s)
+                        yield (torch.from_numpy(s["npy"]), torch.from_numpy(s["trimap.npy"]),
+                               torch.tensor(s.get("cls", -1)))
+            n = 0
+            for i, (img, tri, cls) in enumerate(DataLoader(Tensors(), batch_size=a.batch, num_workers=2)):
+                if i == 0:
+                    print("first batch: image %s %s (mean %.3f), trimap %s %s (classes %s), cls %s" %
+                          (tuple(img.shape), img.dtype, float(img.mean()), tuple(tri.shape), tri.dtype,
+                           sorted(set(tri.unique().tolist())), cls.tolist()))
+                n += len(cls)
+            print("torch DataLoader (2 workers): %d samples of normalised 3 x 224 x 224 tensors" % n)
+            return
 
         class Shards(IterableDataset):
             def __iter__(self):

@@ -13,7 +13,8 @@
 --              T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
 --
 -- A sample that holds a plain .jpg (the shorter WebDataset spelling) gets
--- the same treatment as .npy.
+-- the same treatment as .npy, and a .png beside it is taken as its trimap
+-- (the samples examples/demo.sh shards with ishard).
 --
 -- Set it up:   shale etl init pets-preprocess examples/etl/pets_preprocess.lua --mode sample
 -- Read through it:   curl 'http://GATEWAY/v1/objects/pets/shard-000.tar?etl_name=pets-preprocess'
@@ -41,6 +42,10 @@ function transform_sample(s, ctx)
     if s.jpg then
         s.npy = image_tensor(s.jpg)
         s.jpg = nil
+        if s.png then       -- image.jpg + trimap.png named by extension only (as ishard makes them)
+            s["trimap.npy"] = class_map(s.png)
+            s.png = nil
+        end
     end
     if s["trimap.png"] then
         s["trimap.npy"] = class_map(s["trimap.png"])

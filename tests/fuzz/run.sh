@@ -4,8 +4,9 @@
 # $FUZZ_CC -fsanitize=fuzzer,address,undefined.
 #   tar tgz zip tarlz4   the shard-format readers: tests/fuzz/fuzz_<t>.c
 #                        with the format's own sources (formats/)
-#   h1 chunked s3chunk s3sig uri dsort_spec ishard_msg ekm
-#                        the server's parsers: tests/fuzz/fuzz_<t>.c and
+#   h1 chunked s3chunk s3sig uri dsort_spec ishard_msg ekm image audio
+#                        the server's parsers (image, audio: shale.image's and
+#                        shale.audio's decoders through the Lua sandbox): tests/fuzz/fuzz_<t>.c and
 #                        fuzz_node.c (fuzz_node.h) linked with the node's
 #                        sources, compiled for fuzzing once, and again when
 #                        they change, into $SHALE_BUILD/fuzz/libnode.a
@@ -35,18 +36,19 @@ self="$SHALE_SRC/tests/fuzz/run.sh"
 out="$SHALE_BUILD/fuzz"
 jobs=${FUZZ_JOBS:-2}
 formats="tar tgz zip tarlz4"
-parsers="h1 chunked s3chunk s3sig uri dsort_spec ishard_msg ekm"
+parsers="h1 chunked s3chunk s3sig uri dsort_spec ishard_msg ekm image audio"
 cflags="-g -O1 -std=gnu11 -Wall -fno-sanitize-recover=undefined -fno-omit-frame-pointer -D_GNU_SOURCE"
 arch_cflags=$(pkg-config --cflags libarchive 2>/dev/null)
 arch_libs=$(pkg-config --libs libarchive 2>/dev/null || echo -larchive)
 # the node's libraries, as configure finds them (Makefile.in DEP_LIBS)
 pcs="luajit libmicrohttpd libarchive lmdb jansson libcurl libcrypto libxxhash msgpack liblz4 zlib expat gnutls
- yaml-0.1 libisal"
+ yaml-0.1 libisal libturbojpeg libpng libwebp libtiff-4 libswscale libavutil libexif sndfile samplerate"
 # shellcheck disable=SC2086
 node_cflags=$(pkg-config --cflags $pcs 2>/dev/null || echo -I/usr/include/luajit-2.1)
 # shellcheck disable=SC2086
 node_libs="$(pkg-config --libs $pcs 2>/dev/null || echo -lluajit-5.1 -lmicrohttpd -larchive -llmdb -ljansson -lcurl \
- -lcrypto -lxxhash -lmsgpackc -llz4 -lz -lexpat -lgnutls -lyaml -lisal) -lpthread -ldl -lm"
+ -lcrypto -lxxhash -lmsgpackc -llz4 -lz -lexpat -lgnutls -lyaml -lisal -lturbojpeg -lpng16 -lwebp -ltiff -lswscale \
+ -lavutil -lexif -lsndfile -lsamplerate) -lgif -lpthread -ldl -lm"
 for d in server/core server/http server/node server/target server/cluster server/api server/jobs server metadata \
     plugins lua; do
     node_cflags="$node_cflags -I$SHALE_SRC/$d"

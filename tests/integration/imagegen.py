@@ -21,14 +21,14 @@ def photo(rng, w, h, quality=90):
     base = rng.random((h // 16 + 2, w // 16 + 2, 3)) * 255
     im = Image.fromarray(base.astype(np.uint8)).resize((w, h), Image.BICUBIC)
     a = np.asarray(im).astype(np.float32)
-    a += rng.normal(0, 6, (h, w, 1)) + rng.normal(0, 4, (h, w, 3))
+    a += rng.normal(0, 12, (h, w, 1)) + rng.normal(0, 10, (h, w, 3))   # ~95 KB at Pets sizes, as the real ones
     im = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
     d = ImageDraw.Draw(im)
     for _ in range(6):
         x0, y0 = int(rng.integers(0, w - 20)), int(rng.integers(0, h - 20))
         x1, y1 = x0 + int(rng.integers(10, w // 2)), y0 + int(rng.integers(10, h // 2))
         d.ellipse([x0, y0, x1, y1], fill=tuple(int(v) for v in rng.integers(0, 255, 3)))
-    im = im.filter(ImageFilter.GaussianBlur(0.5))
+    im = im.filter(ImageFilter.GaussianBlur(0.4))
     b = io.BytesIO()
     im.save(b, "JPEG", quality=quality)
     return b.getvalue()
