@@ -345,6 +345,10 @@ static int l_new(lua_State *L)
     struct limg *u = push_new(L);
     char msg[400];
     int rc = sl_img_alloc(&u->im, w, h, bands, msg, sizeof(msg));
+    if (rc == SL_IMG_ENOMEM) {
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        rc = sl_img_alloc(&u->im, w, h, bands, msg, sizeof(msg));
+    }
     if (rc)
         return fail(L, "new", rc, msg);
     for (int k = 0; k < bands; k++)

@@ -220,6 +220,39 @@ static void test_refusals(void)
     EVAL_ERR("(function() shale.image.decode = nil end)()", "read-only");
 }
 
+/* A call of image operations ends at its deadline (checked between
+ * operations and rows), and images kept past the memory cap end it with a
+ * memory error, not a crash; a later call in the same thread works. */
+static void test_limits(void)
+{
+    struct sl_lua_limits lim;
+    sl_lua_limits_default(&lim);
+    lim.timeout_ns = 300 * 1000000LL;
+    struct sl_err err = { 0 };
+    struct sl_lua_val r = sl_lua_nil();
+    const char *spin = "local im = shale.image.new(1500, 1500)\n"
+                       "while true do im = im:resize(1499, 1501):rot90() end\n";
+    int64_t t0 = sl_mono_ns();
+    int rc = sl_lua_call("spin", spin, strlen(spin), NULL, NULL, 0, &lim, NULL, NULL, &r, &err);
+    double s = (double)(sl_mono_ns() - t0) / 1e9;
+    TAP_OK(rc != 0 && err.code == SL_ETIMEOUT, "a loop of resizes ends by its 300 ms deadline (%s)", err.msg);
+    TAP_OK(s < 2.0, "... within 2 s (%.2f s)", s);
+    sl_lua_limits_default(&lim);
+    lim.mem_limit = 32u << 20;
+    const char *hoard = "local t = {}\nfor i = 1, 1000 do t[i] = shale.image.new(1000, 1000) end\n";
+    memset(&err, 0, sizeof(err));
+    rc = sl_lua_call("hoard", hoard, strlen(hoard), NULL, NULL, 0, &lim, NULL, NULL, &r, &err);
+    TAP_OK(rc != 0 && err.code == SL_ETOOBIG && strstr(err.msg, "memory limit"), "images past the cap: %s",
+           err.msg);
+    /* garbage images are collected before a refusal: 200 images of 3 MB one after another fit in 32 MiB */
+    const char *churn = "for i = 1, 200 do local im = shale.image.new(1000, 1000) end return 'ok'\n";
+    memset(&err, 0, sizeof(err));
+    rc = sl_lua_call("churn", churn, strlen(churn), NULL, NULL, 0, &lim, NULL, NULL, &r, &err);
+    TAP_OK(rc == 0, "200 short-lived 3 MB images in a 32 MiB call (%s)", rc ? err.msg : "ok");
+    sl_lua_val_free(&r);
+    EVAL_TRUE("shale.image.new(10, 10):resize(5, 5).width == 5");
+}
+
 int main(void)
 {
     test_codecs();
@@ -228,5 +261,6 @@ int main(void)
     test_tensor();
     test_random();
     test_refusals();
+    test_limits();
     return tap_done();
 }
