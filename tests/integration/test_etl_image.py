@@ -10,7 +10,9 @@ same crops on either target, another epoch other crops), odd but valid
 inputs (16-bit, CMYK, alpha, grey, GIF, TIFF, WebP, EXIF orientation) and
 bad ones (corrupt, truncated, empty, pixel bomb, unsupported format): each
 bad sample fails naming shard, member and reason, nothing partial is
-stored, and the targets keep serving."""
+stored, and the targets keep serving; and shale.audio: WAV, FLAC and Ogg
+to mono 16 kHz one-second tensors (amplitude and pitch checked), a broken
+FLAC named in the job's errors."""
 import io
 import json
 import os
@@ -305,6 +307,57 @@ class ImageEtlTest(unittest.TestCase, EtlApi):
         r = self.etl_get("bad", "fine.tar", "pets-bad")
         self.assertEqual(r.status_code, 200)
         self.rm("pets-bad")
+
+    def test_audio_to_tensors_and_broken_audio(self):
+        import soundfile
+        rate = 22050
+        t = np.arange(rate) / rate
+        tone = (0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+
+        def enc(data, fmt, sub):
+            b = io.BytesIO()
+            soundfile.write(b, data, rate, format=fmt, subtype=sub)
+            return b.getvalue()
+        stereo = np.stack([tone, -tone * 0.5], axis=1)
+        good = [("a_wav", [("wav", enc(tone, "WAV", "PCM_16")), ("cls", b"1")]),
+                ("a_flac", [("flac", enc(stereo, "FLAC", "PCM_16")), ("cls", b"2")]),
+                ("a_ogg", [("ogg", enc(tone, "OGG", "VORBIS")), ("cls", b"3")])]
+        flac = enc(tone, "FLAC", "PCM_16")
+        broken = [("a_broken", [("flac", flac[:len(flac) // 3] + os.urandom(200)), ("cls", b"4")])]
+        self.s.put(self.url + "/v1/objects/odd/speech.tar", data=imagegen.tar_of(good), timeout=60)
+        self.s.put(self.url + "/v1/objects/odd/speech-bad.tar", data=imagegen.tar_of(good + broken), timeout=60)
+        code = """
+function transform_sample(s, ctx)
+    local a = shale.audio.decode(s.wav or s.flac or s.ogg)
+    a = a:mono():resample(16000):fit(16000)
+    s.wav, s.flac, s.ogg = nil, nil, nil
+    s.npy = a:tensor{}
+    return s
+end
+"""
+        self.init_ok("speech-prep", code, mode="sample")
+        r = self.etl_get("odd", "speech.tar", "speech-prep")
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        got = wds_samples(read_shard("tar", r.content))
+        self.assertEqual([g["__key__"] for g in got], ["a_wav", "a_flac", "a_ogg"])
+        for g in got:
+            x = npy(g["npy"])
+            self.assertEqual((x.shape, x.dtype), ((1, 16000), np.float32), g["__key__"])
+            # a 440 Hz tone at amplitude 0.5 (stereo: the mean of 0.5 and -0.25 = 0.125)
+            want = 0.125 if g["__key__"] == "a_flac" else 0.5
+            self.assertAlmostEqual(float(np.abs(x[0, 2000:14000]).max()), want, delta=0.05 * want + 0.01)
+            spec = np.abs(np.fft.rfft(x[0]))
+            self.assertAlmostEqual(float(np.argmax(spec)), 440, delta=2)
+        job = self.start_job("odd", "etl-listrange", {"id": "speech-prep", "objnames": ["speech-bad.tar"],
+                                                      "coer": True, "tobck": {"name": "speech-out"}})
+        self.assertEqual(self.wait_job(job, timeout=120)["err"], "")
+        errs = self.s.get(self.url + "/v1/etl/speech-prep", params={"uuid": job}, timeout=30).json()["obj_errors"]
+        self.assertEqual(len(errs), 1, errs)
+        self.assertEqual(errs[0]["obj_name"], "ais://odd/speech-bad.tar")
+        self.assertIn('member "a_broken.flac"', errs[0]["msg"])
+        self.assertIn("shale.audio.decode", errs[0]["msg"])
+        self.assertEqual(self.bucket_names("speech-out"), [])
+        self.rm("speech-prep")
 
 
 if __name__ == "__main__":
