@@ -253,8 +253,8 @@ def main():
               (med["shale"], med["pil"], med["shale"] / med["pil"],
                ", ".join("%.2fx" % (x / y) for x, y in zip(rows["shale"], rows["pil"]))))
         dd = sorted(rows["dd"])[len(rows["dd"]) // 2]
-        print("  of Shale's CPU per image, %.2f ms is the kernel writing the output (%.0f KB of float32 per image) "
-              "into the page cache, as dd of the same volume costs %.2f ms per image" %
+        print("  Shale's CPU per image %.2f ms; writing its output (%.0f KB of float32 per image) into the page cache "
+              "costs about %.2f ms of it (dd of the same volume, fsync'd)" %
               (1e3 / med["shale"], 3 * 224 * 224 * 4 / 1000, 1e3 * dd / a.images))
         print("inline (streamed to the trainer, not stored), images per node CPU-second: %.0f: %.2fx PIL+torchvision"
               % (med["inline_cpu"], med["inline_cpu"] / med["pil"]))

@@ -29,6 +29,7 @@ floor     | wrk nginx            | the floor: six client shapes vs nginx, CPU an
 cluster   | nginx cc             | 1 KiB GET via gateway/direct vs nginx; rebalance, small and large (~15 min)
 archive   | wrk tar bsdtar       | a member of a 1 GiB tar vs a GET; archive job vs GNU tar, bsdtar (~5 min)
 etl       | wrk                  | Lua ETL inline vs GET, sample mode on a shard, etl-bck vs copy-bck (~8 min)
+etl_image | curl dd py:torchvision | image ETL (decode, resize, crop, normalise) vs PIL+torchvision per CPU-second (~3 min)
 ishard    | tar cc               | ishard of 100k small files vs GNU tar; an epoch as objects vs shards (~15 min)
 dsort     | dd                   | dsort of 2 GiB of shards vs cat+dd and a Python reshuffle; RSS (~15 min)
 get_batch |                      | get-batch of small objects and of tar members vs serial GETs (~3 min)
