@@ -42,18 +42,9 @@ os.environ.setdefault("SHALE_BUILD", os.path.join(HERE, "..", "build"))
 from harness import Cluster, wait_until  # noqa: E402
 import imagegen  # noqa: E402
 sys.path.insert(0, HERE)
-from http_bench import cpu_seconds  # noqa: E402
+from http_bench import cpu_seconds, status_kib  # noqa: E402
 
 BUILD = os.environ["SHALE_BUILD"]
-CONTRACT = """
-function transform_sample(s, ctx)
-    local img = shale.image.decode(s.jpg)
-    img = img:resize_short(256):center_crop(224, 224)
-    s.jpg = nil
-    s.npy = img:tensor{mean = {0.485, 0.456, 0.406}, std = {0.229, 0.224, 0.225}}   -- float32, 3x224x224
-    return s
-end
-"""
 MEM_LIMIT = 64 << 20
 
 
@@ -63,14 +54,6 @@ def node_pids(c):
 
 def target_pids(c):
     return [c.pid(n["name"]) for n in c.topology()["nodes"] if n["role"] == "target"]
-
-
-def vm_hwm_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def post(s, url, path, value, params=None):
@@ -207,9 +190,9 @@ def main():
             files.append(path)
         script = os.path.join(tmp, "contract.lua")
         with open(script, "w") as f:
-            f.write(CONTRACT)
-        s.put(c.url + "/v1/etl", json={"name": "contract", "runtime": "lua", "code": CONTRACT, "mode": "sample",
-                                       "mem_limit": "64MiB"}, timeout=120).raise_for_status()
+            f.write(imagegen.CONTRACT)
+        s.put(c.url + "/v1/etl", json={"name": "contract", "runtime": "lua", "code": imagegen.CONTRACT,
+                                       "mode": "sample", "mem_limit": "64MiB"}, timeout=120).raise_for_status()
         tf, _ = imagegen.reference()
         print("%d JPEGs (mean %.0f KB, Pets sizes) in %d shards; 1 gateway + 1 target; %d rounds, alternating" %
               (a.images, total / a.images / 1000, len(shards), a.rounds))
@@ -246,7 +229,7 @@ def main():
             rows["dd"].append(cpu)
             print("%-6d %-34s %10.2f %10.2f %12s   the etl-bck's output volume, written by dd" %
                   (rnd, "dd of %d MB" % (a.images * 0.6), t, cpu, ""))
-        hwm = max(vm_hwm_kib(p) for p in target_pids(c)) / 1024
+        hwm = max(status_kib(p, "VmHWM") for p in target_pids(c)) / 1024
         med = {k: sorted(v)[len(v) // 2] for k, v in rows.items()}
         print()
         print("offline, images per CPU-second: Shale %.0f, PIL+torchvision %.0f: %.2fx (every round: %s)" %

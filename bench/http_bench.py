@@ -52,12 +52,17 @@ def cpu_seconds(pids):
     return t
 
 
-def rss_kib(pid):
+def status_kib(pid, field):
+    """a KiB field of /proc/PID/status (VmRSS, VmHWM: the peak)"""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kib(pid):
+    return status_kib(pid, "VmRSS")
 
 
 def children(pid):

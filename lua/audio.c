@@ -2,7 +2,7 @@
  * audio.c: shale.audio, the sample helpers of the sandbox: decoding from a
  * Lua string through libsndfile's virtual I/O (never a file name), mixing
  * to mono, resampling on libsamplerate, slicing, padding, gain, .npy
- * tensors (npy.c) and encoding back to WAV, FLAC or Ogg Vorbis. See
+ * tensors (media.c) and encoding back to WAV, FLAC or Ogg Vorbis. See
  * media.h.
  *
  * Who owns what: an audio object (userdata "shale.audio") owns its sample
@@ -341,31 +341,6 @@ static int au_opt(lua_State *L, int idx, const char *key)
     return lua_type(L, -1);
 }
 
-/* Refuse keys of the options table at idx other than keys (NULL-ended):
- * a misspelt option that did nothing would be a silent defect. May raise. */
-static void au_known(lua_State *L, int idx, const char *fn, const char *const *keys)
-{
-    if (lua_isnoneornil(L, idx))
-        return;
-    luaL_checktype(L, idx, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        bool ok = false;
-        if (lua_type(L, -2) == LUA_TSTRING)
-            for (int i = 0; keys[i] && !ok; i++)
-                ok = !strcmp(lua_tostring(L, -2), keys[i]);
-        if (!ok) {
-            char list[120] = "";
-            for (int i = 0; keys[i]; i++)
-                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", keys[i]);
-            luaL_error(L, "%s: unknown option %s%s%s (options: %s)", fn, lua_type(L, -2) == LUA_TSTRING ? "\"" : "",
-                       lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2),
-                       lua_type(L, -2) == LUA_TSTRING ? "\"" : "", list);
-        }
-        lua_pop(L, 1);
-    }
-}
-
 /* An optional string option among choices (NULL-terminated); index of the
  * choice, def when absent. May raise. */
 static int au_optchoice(lua_State *L, int idx, const char *fn, const char *key, const char *const *choices, int def)
@@ -481,7 +456,7 @@ static int au_l_decode(lua_State *L)
     bool mono = false, lenient = false;
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
-        au_known(L, 2, fn, keys);
+        sl_lua_opts_known(L, 2, "", fn, keys);
         au_opt(L, 2, "mono");
         mono = lua_toboolean(L, -1);
         au_opt(L, 2, "lenient");
@@ -764,7 +739,7 @@ static int au_l_tensor(lua_State *L)
     static const char *const layouts[] = { "CT", "TC", NULL };
     static const char *const keys[] = { "dtype", "layout", NULL };
     struct au *a = au_self(L, fn);
-    au_known(L, 2, fn, keys);
+    sl_lua_opts_known(L, 2, "", fn, keys);
     int i16 = au_optchoice(L, 2, fn, "dtype", dtypes, 0);
     int tc = au_optchoice(L, 2, fn, "layout", layouts, 0);
     lua_settop(L, 2);
@@ -814,7 +789,7 @@ static int au_l_encode(lua_State *L)
     int f = luaL_checkoption(L, 2, NULL, fmts);
     double quality = -1;
     static const char *const pkeys[] = { "subtype", NULL }, *const okeys[] = { "subtype", "quality", NULL };
-    au_known(L, 3, fn, f == 2 ? okeys : pkeys);     /* quality is Vorbis's only */
+    sl_lua_opts_known(L, 3, "", fn, f == 2 ? okeys : pkeys);     /* quality is Vorbis's only */
     if (!lua_isnoneornil(L, 3)) {
         luaL_checktype(L, 3, LUA_TTABLE);
         int t = au_opt(L, 3, "quality");

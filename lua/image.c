@@ -177,31 +177,9 @@ static enum sl_img_kernel kernel_arg(lua_State *L, int idx, const char *fn)
     return SL_IMG_BILINEAR;
 }
 
-/* Refuse unknown keys of an options table (a setting that does nothing is
- * a defect, so a misspelt one is an error). */
 static void known_keys(lua_State *L, int idx, const char *fn, const char *const *keys)
 {
-    if (lua_isnoneornil(L, idx))
-        return;
-    luaL_checktype(L, idx, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        bool ok = false;
-        if (lua_type(L, -2) == LUA_TSTRING)
-            for (int i = 0; keys[i] && !ok; i++)
-                ok = !strcmp(lua_tostring(L, -2), keys[i]);
-        if (!ok) {
-            char list[200] = "";
-            for (int i = 0; keys[i]; i++)
-                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", keys[i]);
-            lua_pop(L, 1);
-            if (lua_type(L, -1) == LUA_TSTRING)
-                luaL_error(L, "shale.image.%s: unknown option \"%s\" (options: %s)", fn, lua_tostring(L, -1), list);
-            luaL_error(L, "shale.image.%s: option keys are names, got a %s key (options: %s)", fn,
-                       luaL_typename(L, -1), list);
-        }
-        lua_pop(L, 1);
-    }
+    sl_lua_opts_known(L, idx, "shale.image.", fn, keys);
 }
 
 static bool opt_bool(lua_State *L, int idx, const char *key, bool dflt)

@@ -183,6 +183,19 @@ static TIFF *tiff_open(struct tmem *m, size_t max_alloc)
 
 static int probe(const unsigned char *p, size_t n, struct sl_img_info *info, char *msg, size_t msz);
 
+/* libpng's simplified reader on the bytes: 0, or -1 with the message said
+ * (nothing to free then). */
+static int png_open(png_image *pi, const unsigned char *p, size_t n, char *msg, size_t msz)
+{
+    memset(pi, 0, sizeof(*pi));
+    pi->version = PNG_IMAGE_VERSION;
+    if (png_image_begin_read_from_memory(pi, p, n))
+        return 0;
+    snprintf(msg, msz, "not a valid PNG: %s", pi->message);
+    png_image_free(pi);
+    return -1;
+}
+
 int sl_img_probe(const unsigned char *p, size_t n, struct sl_img_info *info, char *msg, size_t msz)
 {
     int rc = probe(p, n, info, msg, msz);
@@ -227,13 +240,8 @@ static int probe(const unsigned char *p, size_t n, struct sl_img_info *info, cha
     }
     case SL_IMG_PNG: {
         png_image im;
-        memset(&im, 0, sizeof(im));
-        im.version = PNG_IMAGE_VERSION;
-        if (!png_image_begin_read_from_memory(&im, p, n)) {
-            snprintf(msg, msz, "not a valid PNG: %s", im.message);
-            png_image_free(&im);
+        if (png_open(&im, p, n, msg, msz))
             return SL_IMG_EINVAL;
-        }
         info->w = (int)SL_MIN(im.width, (png_uint_32)INT32_MAX);
         info->h = (int)SL_MIN(im.height, (png_uint_32)INT32_MAX);
         info->bands = (im.format & PNG_FORMAT_FLAG_ALPHA) ? 4 : (im.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1;
@@ -379,6 +387,27 @@ static int planarise(struct sl_img *im, const unsigned char *src, int ps, bool c
     return SL_IMG_OK;
 }
 
+/* The last step of every decoder: the image's planes from the decoder's
+ * interleaved buffer, which is then given back (it was sz bytes). */
+static int finish(struct sl_img *im, int w, int h, int bands, unsigned char *buf, size_t sz, int ps, bool cmyk,
+                  char *msg, size_t msz)
+{
+    int rc = sl_img_alloc(im, w, h, bands, msg, msz);
+    if (!rc)
+        rc = planarise(im, buf, ps, cmyk);
+    sl_img_scratch_free(im->S, buf, sz);
+    return rc;
+}
+
+/* The decoder's interleaved buffer, or NULL with the message said. */
+static unsigned char *scratch(struct sl_img *im, size_t sz, int w, int h, char *msg, size_t msz)
+{
+    unsigned char *buf = sl_img_scratch(im->S, sz);
+    if (!buf)
+        snprintf(msg, msz, "not enough memory to decode %d x %d pixels (memory limit)", w, h);
+    return buf;
+}
+
 static int out_bands(const struct sl_img_dopts *o, int native)
 {
     if (o->grey)
@@ -416,11 +445,9 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
     if (rc)
         return rc;
     size_t sz = (size_t)w * h * ps;
-    unsigned char *buf = sl_img_scratch(im->S, sz);
-    if (!buf) {
-        snprintf(msg, msz, "not enough memory to decode %d x %d pixels (memory limit)", w, h);
+    unsigned char *buf = scratch(im, sz, w, h, msg, msz);
+    if (!buf)
         return SL_IMG_ENOMEM;
-    }
     if (tjDecompress2(t->tjd, p, (unsigned long)n, buf, w, 0, h, pf, o->lenient ? 0 : TJFLAG_STOPONWARNING) != 0 &&
         !(o->lenient && tjGetErrorCode(t->tjd) == TJERR_WARNING)) {
         snprintf(msg, msz, "corrupt or truncated JPEG: %s", tjGetErrorStr2(t->tjd));
@@ -429,11 +456,7 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
         sl_img_scratch_free(im->S, buf, sz);
         return SL_IMG_EINVAL;
     }
-    rc = sl_img_alloc(im, w, h, bands, msg, msz);
-    if (!rc)
-        rc = planarise(im, buf, ps, info->cmyk);
-    sl_img_scratch_free(im->S, buf, sz);
-    return rc;
+    return finish(im, w, h, bands, buf, sz, ps, info->cmyk, msg, msz);
 }
 
 static int decode_png(struct sl_img *im, const unsigned char *p, size_t n, const struct sl_img_info *info,
@@ -445,13 +468,8 @@ static int decode_png(struct sl_img *im, const unsigned char *p, size_t n, const
     if (rc)
         return rc;
     png_image pi;
-    memset(&pi, 0, sizeof(pi));
-    pi.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&pi, p, n)) {
-        snprintf(msg, msz, "not a valid PNG: %s", pi.message);
-        png_image_free(&pi);
+    if (png_open(&pi, p, n, msg, msz))
         return SL_IMG_EINVAL;
-    }
     /* A 16-bit file read into 8 bits would be taken as linear light and
      * gamma-encoded; read its samples as they are (16-bit "linear", which
      * libpng leaves alone) and keep the high part, as PIL and OpenCV do. */
@@ -487,11 +505,7 @@ static int decode_png(struct sl_img *im, const unsigned char *p, size_t n, const
             }
         }
     }
-    rc = sl_img_alloc(im, info->w, info->h, bands, msg, msz);
-    if (!rc)
-        rc = planarise(im, buf, ps, false);
-    sl_img_scratch_free(im->S, buf, sz);
-    return rc;
+    return finish(im, info->w, info->h, bands, buf, sz, ps, false, msg, msz);
 }
 
 static int decode_webp(struct sl_img *im, const unsigned char *p, size_t n, const struct sl_img_info *info,
@@ -503,22 +517,16 @@ static int decode_webp(struct sl_img *im, const unsigned char *p, size_t n, cons
     if (rc)
         return rc;
     size_t stride = (size_t)info->w * ps, sz = stride * info->h;
-    unsigned char *buf = sl_img_scratch(im->S, sz);
-    if (!buf) {
-        snprintf(msg, msz, "not enough memory to decode %d x %d pixels (memory limit)", info->w, info->h);
+    unsigned char *buf = scratch(im, sz, info->w, info->h, msg, msz);
+    if (!buf)
         return SL_IMG_ENOMEM;
-    }
     uint8_t *ok = ps == 4 ? WebPDecodeRGBAInto(p, n, buf, sz, (int)stride) : WebPDecodeRGBInto(p, n, buf, sz, (int)stride);
     if (!ok) {
         snprintf(msg, msz, "corrupt or truncated WebP (libwebp could not decode it)");
         sl_img_scratch_free(im->S, buf, sz);
         return SL_IMG_EINVAL;
     }
-    rc = sl_img_alloc(im, info->w, info->h, bands, msg, msz);
-    if (!rc)
-        rc = planarise(im, buf, ps, false);
-    sl_img_scratch_free(im->S, buf, sz);
-    return rc;
+    return finish(im, info->w, info->h, bands, buf, sz, ps, false, msg, msz);
 }
 
 struct gmem {
@@ -677,11 +685,7 @@ static int decode_tiff(struct sl_img *im, const unsigned char *p, size_t n, cons
         b[4 * i + 2] = (unsigned char)TIFFGetB(v);
         b[4 * i + 3] = (unsigned char)TIFFGetA(v);
     }
-    rc = sl_img_alloc(im, info->w, info->h, bands, msg, msz);
-    if (!rc)
-        rc = planarise(im, b, 4, false);
-    sl_img_scratch_free(S, ras, sz);
-    return rc;
+    return finish(im, info->w, info->h, bands, b, sz, 4, false, msg, msz);
 }
 
 int sl_img_decode(struct sl_img *out, const unsigned char *p, size_t n, const struct sl_img_info *info,

@@ -4,8 +4,8 @@
  * image.c (the Lua face of images), image_codec.c (decoders and encoders,
  * on TurboJPEG, libpng, libwebp, giflib, libtiff and libexif), image_ops.c
  * (geometry and colour, resampling on libswscale), image_buf.c (charged
- * buffers, per-thread state), audio.c (libsndfile,
- * libsamplerate) and npy.c (the .npy writer both use). They call budget.c
+ * buffers, per-thread state), audio.c (libsndfile, libsamplerate) and
+ * media.c (the .npy writer and the option check both use). They call budget.c
  * and box.c only.
  *
  * Every byte of pixels or samples is charged to the call's memory cap
@@ -26,6 +26,12 @@
 void sl_lua_open_image(lua_State *L);
 /** Push the shale.audio table (read-only proxy). [..] -> [.. audio]. May raise. */
 void sl_lua_open_audio(lua_State *L);
+
+/** Refuse the keys of the options table at idx (none or nil: nothing to
+ * check) that are not in keys (NULL-ended): "<prefix><fn>: unknown option
+ * "x" (options: ...)". A misspelt option that did nothing would be a
+ * silent defect. [..] -> [..]. May raise. */
+void sl_lua_opts_known(lua_State *L, int idx, const char *prefix, const char *fn, const char *const *keys);
 
 /* ---- .npy ---------------------------------------------------------------- */
 

@@ -10,6 +10,16 @@ import tarfile
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+# The issue's contract: this script must work unchanged (tests and bench/etl_image_bench.py run it)
+CONTRACT = """
+function transform_sample(s, ctx)
+    local img = shale.image.decode(s.jpg)
+    img = img:resize_short(256):center_crop(224, 224)
+    s.jpg = nil
+    s.npy = img:tensor{mean = {0.485, 0.456, 0.406}, std = {0.229, 0.224, 0.225}}   -- float32, 3x224x224
+    return s
+end
+"""
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
 # Oxford-IIIT Pets sizes are mostly 500 x 375 / 375 x 500, some larger

@@ -24,21 +24,11 @@ import numpy as np
 import requests
 from PIL import Image
 
-from harness import main, start_cluster, stop_cluster, wait_until
+from harness import main, start_cluster, stop_cluster
 from test_etl import EXAMPLES, EtlApi, read_shard, wds_samples
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import imagegen  # noqa: E402
-
-CONTRACT = """
-function transform_sample(s, ctx)
-    local img = shale.image.decode(s.jpg)
-    img = img:resize_short(256):center_crop(224, 224)
-    s.jpg = nil
-    s.npy = img:tensor{mean = {0.485, 0.456, 0.406}, std = {0.229, 0.224, 0.225}}   -- float32, 3x224x224
-    return s
-end
-"""
 
 AUGMENT = """
 function transform_sample(s, ctx)
@@ -175,7 +165,7 @@ class ImageEtlTest(unittest.TestCase, EtlApi):
         self.rm("pets-offline")
 
     def test_contract_script_unchanged(self):
-        self.init_ok("contract", CONTRACT, mode="sample")
+        self.init_ok("contract", imagegen.CONTRACT, mode="sample")
         part = [(k, [("jpg", dict(f)["image.jpg"]), ("cls", dict(f)["cls"])]) for k, f in self.samples[:3]]
         self.s.put(self.url + "/v1/objects/odd/plain.tar", data=imagegen.tar_of(part), timeout=60)
         r = self.etl_get("odd", "plain.tar", "contract")

@@ -15,47 +15,7 @@
 #include "sandbox.h"
 #include "tap.h"
 
-static struct sl_err last_err;
-
-/* Evaluate `return <expr>`; the result as text (tostring of non-strings,
- * "ERR: <first line of message>" on failure). */
-static const char *eval(const char *expr)
-{
-    static char out[8192];
-    char src[8192];
-    struct sl_lua_val r;
-    snprintf(src, sizeof(src), "local r = (%s)\nif type(r) ~= 'string' then r = tostring(r) end\nreturn r", expr);
-    if (sl_lua_call("api", src, strlen(src), NULL, NULL, 0, NULL, NULL, NULL, &r, &last_err) != 0) {
-        snprintf(out, sizeof(out), "ERR: %.*s", (int)strcspn(last_err.msg, "\n"), last_err.msg);
-        return out;
-    }
-    snprintf(out, sizeof(out), "%.*s", (int)r.s.len, r.s.p);
-    sl_lua_val_free(&r);
-    return out;
-}
-
-/* The expression on one line, for the TAP description. */
-static const char *flat(const char *expr)
-{
-    static char buf[4][300];
-    static int k;
-    char *b = buf[k++ & 3];
-    snprintf(b, sizeof(buf[0]), "%s", expr);
-    for (char *p = b; *p; p++)
-        if (*p == '\n')
-            *p = ' ';
-    return b;
-}
-
-#define EVAL_EQ(expr, want) TAP_EQ_STR(eval(expr), want, "%s", flat(expr))
-#define EVAL_TRUE(expr) TAP_EQ_STR(eval(expr), "true", "%s", flat(expr))
-#define EVAL_ERR(expr, sub)                                                                                         \
-    do {                                                                                                            \
-        const char *got_ = eval(expr);                                                                              \
-        TAP_OK(strncmp(got_, "ERR: ", 5) == 0 && strstr(got_, sub) != NULL, "%s fails with '%s'", flat(expr), sub);      \
-        if (!strstr(got_, sub))                                                                                     \
-            printf("#   got: %s\n", got_);                                                                          \
-    } while (0)
+#include "lua_eval.h"
 
 static void test_codecs(void)
 {
