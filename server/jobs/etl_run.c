@@ -16,12 +16,13 @@
 #include "store.h"
 
 #include <errno.h>
-#include <xxhash.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #define CHUNK (256 * 1024)
 #define STREAM_HIGH (2 * 1024 * 1024)   /* produce ahead at most this much */
@@ -97,10 +98,7 @@ void sl_etl_args_val(const char *a, struct sl_lua_val *out)
     sl_lua_str_dup(out, a, strlen(a));
 }
 
-/* ---- one call ---- */
-
-
-/* ---- seeds ---- */
+/* ---- one call: its seed ---- */
 
 /* A hash of a value's content (type tags, bytes, table entries in order). */
 static uint64_t val_hash(const struct sl_lua_val *v, uint64_t h, int depth)
