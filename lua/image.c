@@ -374,9 +374,9 @@ static int l_resize_short(lua_State *L)
     if (w > SL_IMG_MAX_SIDE || h > SL_IMG_MAX_SIDE)
         return luaL_error(L, "shale.image.resize_short: the result would be %d x %d, larger than %d on a side", w, h,
                           SL_IMG_MAX_SIDE);
+    /* (the size comes from the full picture, as torchvision's, also when
+     * shrink-on-load decodes a smaller one) */
     struct sl_img *s = pixels(L, 1, "resize_short", w, h);
-    if (s->w != width_of(src) || s->h != height_of(src))
-        short_size(s->w, s->h, n, &w, &h);  /* unchanged for shrink-on-load but computed from what was decoded */
     struct limg *u = push_new(L);
     RUN(L, "resize_short", sl_img_resize(&u->im, s, w, h, k, msg, sizeof(msg)));
 }

@@ -448,8 +448,13 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
     unsigned char *buf = scratch(im, sz, w, h, msg, msz);
     if (!buf)
         return SL_IMG_ENOMEM;
-    if (tjDecompress2(t->tjd, p, (unsigned long)n, buf, w, 0, h, pf, o->lenient ? 0 : TJFLAG_STOPONWARNING) != 0 &&
-        !(o->lenient && tjGetErrorCode(t->tjd) == TJERR_WARNING)) {
+    /* libjpeg's warnings: data cut short ("Premature end of JPEG file") fails
+     * unless lenient, as PIL's "image file is truncated" does; the others
+     * (extraneous bytes before a marker, and the like) decode, as in PIL */
+    bool bad = tjDecompress2(t->tjd, p, (unsigned long)n, buf, w, 0, h, pf, 0) != 0;
+    if (bad && tjGetErrorCode(t->tjd) == TJERR_WARNING)
+        bad = !o->lenient && strstr(tjGetErrorStr2(t->tjd), "Premature end") != NULL;
+    if (bad) {
         snprintf(msg, msz, "corrupt or truncated JPEG: %s", tjGetErrorStr2(t->tjd));
         tjDestroy(t->tjd);
         t->tjd = NULL;

@@ -162,6 +162,10 @@ static void test_refusals(void)
              "corrupt or truncated JPEG");
     EVAL_TRUE("(function() local b = (shale.image.new(64, 64, 3, {1, 2, 3}):pad(3, 3, 3, 3, {fill = 200}))"
               ":encode('jpeg') return shale.image.decode(b:sub(1, #b - 200), {lenient = true}).width == 70 end)()");
+    /* a warning that is not a truncation (stray bytes before the end marker) decodes, as in PIL */
+    EVAL_TRUE("(function() local b = shale.image.new(16, 16, 3, {9, 9, 9}):encode('jpeg') "
+              "local r = shale.image.decode(b:sub(1, #b - 2) .. 'xy' .. b:sub(#b - 1)):get(3, 3) "
+              "return math.abs(r - 9) <= 2 end)()");
     EVAL_ERR("(function() local b = shale.image.new(64, 64):encode('png') "
              "return shale.image.decode(b:sub(1, #b - 20)) end)()", "PNG");
     /* a PNG header announcing 60000 x 60000 pixels: refused before decoding */
