@@ -350,6 +350,19 @@ static void redirect_checked_body(struct sl_req *r)
     redirect_object(r);
 }
 
+/* How long a gateway waits for the first byte of a body that the client
+ * announced (Content-Length, no Expect) before it answers the redirect from
+ * the headers alone: clients that send at once are well inside it */
+#define BODY_WAIT_MS 50
+
+/* On the peer pool: whether the body starts to arrive (sl_req_body_coming
+ * marks it); the request is routed again at its headers either way. */
+static void wait_for_body(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    sl_req_body_coming(r, BODY_WAIT_MS);
+}
+
 /* POST /v1/objects/BUCKET (promote, blob-download): the object, if any, is
  * named in the body, not in the path */
 static bool bucket_level_post(const struct sl_req *r)
@@ -388,9 +401,19 @@ void sl_route_objects(struct sl_req *r)
             return;
         }
         if (r->content_length > 0 && r->content_length <= drain && !expect) {
-            r->body_mode = SL_BODY_DISCARD;
-            r->on_done = redirect_after_body;
-            return;
+            /* ... but only a body that is on its way: a client that sent
+             * its headers and waits for the redirect before sending (the
+             * AIStore SDK's writer over TLS) is answered from the headers,
+             * after at most BODY_WAIT_MS without a byte of it */
+            if (!r->rerouted && !sl_req_body_coming(r, 0)) {
+                sl_req_offload_peer_reroute(r, wait_for_body, NULL, NULL);
+                return;
+            }
+            if (r->body_coming) {
+                r->body_mode = SL_BODY_DISCARD;
+                r->on_done = redirect_after_body;
+                return;
+            }
         }
         redirect_object(r);
         return;

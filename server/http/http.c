@@ -18,7 +18,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -604,6 +606,22 @@ static void offload_reroute(struct sl_req *r, int pool, sl_offload_fn fn, void (
     r->reroute = true;
     r->reroute_hdrs = r->in_headers;
     offload_to(r, pool, fn, cancel, arg);
+}
+
+bool sl_req_body_coming(struct sl_req *r, int wait_ms)
+{
+    int fd = conn_fd((struct MHD_Connection *)r->conn);
+    if (fd < 0)
+        return r->body_coming = true;   /* cannot tell: assume it is (the safe side) */
+    int n = 0;
+    if (ioctl(fd, FIONREAD, &n) == 0 && n > 0)
+        return r->body_coming = true;
+    if (wait_ms > 0) {
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        if (poll(&pf, 1, wait_ms) > 0)
+            return r->body_coming = true;   /* data, or the peer closed: either way not waiting for us */
+    }
+    return false;
 }
 
 void sl_req_defer(struct sl_req *r)

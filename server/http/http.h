@@ -74,6 +74,7 @@ struct sl_req {
     bool failed;                /* err holds the response */
     bool deferred;              /* bodiless: routed on the final call */
     bool in_headers;            /* routing on the first call, body not read yet */
+    bool body_coming;           /* sl_req_body_coming(): bytes of the body arrived (or are buffered) */
     struct sl_err err;
 
     /* work handed to the background pool (sl_req_offload) */
@@ -227,6 +228,13 @@ void sl_req_offload_peer(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void
 /* On the pool for a request's waits on the local disk (bg.h SL_POOL_DISK). */
 void sl_req_offload_disk(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
 void sl_req_offload_peer_reroute(struct sl_req *r, sl_offload_fn fn, void (*cancel)(void *arg), void *arg);
+/* Whether the client is sending the body of a request routed at its headers:
+ * bytes wait on its socket now, or arrive within wait_ms. Blocks up to
+ * wait_ms (call it off the HTTP threads, e.g. in an offloaded fn, with
+ * wait_ms 0 on them). Sets r->body_coming when it returns true. A client
+ * that sent "Content-Length: N" and waits for an answer before sending
+ * (as AIStore's Python SDK does over TLS) gives false. */
+bool sl_req_body_coming(struct sl_req *r, int wait_ms);
 /* true on the HTTP threads, where nothing may wait on a peer or a disk-heavy task */
 bool sl_http_thread(void);
 
