@@ -100,16 +100,18 @@ static json_t *job_info(const json_t *sn)
                           "shard_creation", sc, "description", sl_json_str(ext, "description", ""), "warnings",
                           warn ? json_incref(warn) : json_array(), "errors", errs, "aborted", aborted, "archived",
                           false);
-    char a[64], b[64], c3[64], d[64], e[64];
+    char a[64], b[64];
     t_str(sl_json_int(sn, "start_ns", 0), a, sizeof(a));
     t_str(sl_json_int(sn, "end_ns", 0), b, sizeof(b));
-    t_str(sl_json_int(so, "started_ns", 0), c3, sizeof(c3));
-    t_str(sl_json_int(cr, "started_ns", 0), d, sizeof(d));
-    t_str(sl_json_int(cr, "end_ns", 0), e, sizeof(e));
-    json_t *o = json_pack("{s:s,s:O,s:O,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:b}", "id", sl_json_str(sn, "id", ""),
+    /* AIStore's JobInfo names the three phases' durations oddly
+     * (ExtractedDuration is "started_meta_sorting", ...) and sends them as
+     * integer nanoseconds (Go's time.Duration): the SDK parses them so */
+    json_int_t d_ex = sl_json_int(le, "elapsed", 0), d_so = sl_json_int(ms, "elapsed", 0),
+               d_cr = sl_json_int(sc, "elapsed", 0);
+    json_t *o = json_pack("{s:s,s:O,s:O,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:b,s:b}", "id", sl_json_str(sn, "id", ""),
                           "src-bck", json_object_get(sn, "src-bck"), "dst-bck", json_object_get(sn, "dst-bck"),
-                          "started_time", a, "finish_time", b, "started_meta_sorting", c3, "started_shard_creation",
-                          d, "finished_shard_creation", e, "loc-objs",
+                          "started_time", a, "finish_time", b, "started_meta_sorting", d_ex, "started_shard_creation",
+                          d_so, "finished_shard_creation", d_cr, "loc-objs",
                           ctr_str((uint64_t)sl_json_int(st, "out-objs", 0)),
                           "loc-bytes", ctr_str((uint64_t)sl_json_int(st, "out-bytes", 0)), "Metrics", m, "aborted",
                           aborted, "archived", false);

@@ -2,6 +2,7 @@
  * dsort_rec.c: see dsort_rec.h.
  */
 #include "dsort_rec.h"
+#include "arch.h"
 #include "sandbox.h"
 #include "shard_plan.h"
 #include "template.h"
@@ -366,6 +367,18 @@ int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s,
 }
 
 /* pack the records idx[0..n) (in order) under template tmpl, appending to *o */
+/* What a record takes in an output shard of extension ext: its members'
+ * headers and padding with their data, as ishard counts (so that
+ * output_shard_size is the size of the shards written, not of the data
+ * in them). */
+static uint64_t rec_cost(const struct sl_dsort_rec *x, const char *ext)
+{
+    uint64_t c = 0;
+    for (int i = 0; i < x->nm; i++)
+        c += sl_arch_member_bytes(ext, strlen(x->m[i].name), x->m[i].size);
+    return c;
+}
+
 static int pack_family(const struct sl_dsort_recs *r, const int *idx, size_t n, const char *tmpl, uint64_t limit,
                        const struct sl_dsort_spec *s, struct sl_dsort_out **o, size_t *no, size_t *cap,
                        struct sl_strmap *names, struct sl_err *err)
@@ -377,9 +390,9 @@ static int pack_family(const struct sl_dsort_recs *r, const int *idx, size_t n, 
     if (!limit) { /* spread evenly over the names */
         uint64_t total = 0;
         for (size_t i = 0; i < n; i++)
-            total += r->v[idx[i]].bytes;
+            total += rec_cost(&r->v[idx[i]], s->out_ext);
         limit = count && count != UINT64_MAX ? (total + count - 1) / count : total;
-        limit = limit ? limit : 1;
+        limit = (limit ? limit : 1) + sl_arch_end_bytes(s->out_ext);   /* (each shard starts with its end's) */
     }
     struct sl_buf b;
     sl_buf_init(&b);
@@ -398,8 +411,10 @@ static int pack_family(const struct sl_dsort_recs *r, const int *idx, size_t n, 
         struct sl_dsort_out *h = &(*o)[(*no)++];
         memset(h, 0, sizeof(*h));
         size_t first = i;
-        while (i < n && h->bytes < limit)
-            h->bytes += r->v[idx[i++]].bytes;
+        h->bytes = sl_arch_end_bytes(s->out_ext);
+        do      /* at least one record, however large */
+            h->bytes += rec_cost(&r->v[idx[i++]], s->out_ext);
+        while (i < n && h->bytes < limit);
         h->count = i - first;
         h->rec = sl_xmalloc(h->count * sizeof(int));
         memcpy(h->rec, idx + first, h->count * sizeof(int));

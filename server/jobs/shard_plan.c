@@ -127,11 +127,6 @@ void sl_plan_free(struct sl_plan *p)
     json_decref(p->warnings);
 }
 
-static uint64_t tar_bytes(size_t namelen, uint64_t size)
-{
-    return 512 + (namelen > 99 ? 1024 : 0) + (size + 511) / 512 * 512;
-}
-
 /* 1. the source listing */
 static int plan_list_ent(void *arg, const struct sl_lsent *e)
 {
@@ -383,7 +378,7 @@ int sl_plan_policy(struct sl_plan *p)
         uint64_t b = 0;
         for (int a = 0; a < s->nm; a++) {
             const struct sl_plan_obj *o = &p->o[s->m[a]];
-            b += tar_bytes(s->rename ? s->klen + 1 + o->ext_len : o->nlen, o->size);
+            b += sl_arch_member_bytes(".tar", s->rename ? s->klen + 1 + o->ext_len : o->nlen, o->size);
         }
         s->bytes = b;
     }
@@ -596,7 +591,7 @@ static void emit_shard(struct sl_plan *p, int family, int first, int count, uint
     h->family = family;
     h->first = first;
     h->count = count;
-    h->bytes = bytes + 1024; /* end-of-archive blocks */
+    h->bytes = bytes + sl_arch_end_bytes(".tar"); /* end-of-archive blocks */
 }
 
 static void order_push(struct sl_plan *p, int si)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -617,4 +618,22 @@ json_t *sl_arch_index_json(const struct sl_bck *b, const char *name, size_t nlen
     close(fd);
     sl_objmd_free(&md);
     return arr;
+}
+
+static bool is_zip(const char *ext)
+{
+    size_t n = ext ? strlen(ext) : 0;
+    return n >= 4 && !strcasecmp(ext + n - 4, ".zip");
+}
+
+uint64_t sl_arch_member_bytes(const char *ext, size_t namelen, uint64_t size)
+{
+    if (is_zip(ext))
+        return 30 + namelen + size + 16 + 46 + namelen;
+    return 512 + (namelen > 99 ? 1024 : 0) + (size + 511) / 512 * 512;
+}
+
+uint64_t sl_arch_end_bytes(const char *ext)
+{
+    return is_zip(ext) ? 22 : 1024;
 }

@@ -41,6 +41,13 @@ const struct sl_plug *sl_arch_format_of(const char *name, size_t nlen, const cha
 /* Reader limits from the configuration (arch.*) for reading a whole shard. */
 struct sl_fmt_limits;
 void sl_arch_limits(struct sl_fmt_limits *lim);
+/* Bytes one member of namelen and size takes in a shard of extension ext
+ * (".zip": local header, data descriptor and central entry; anything else:
+ * a tar stream's header, a long name's extra headers, the padded data,
+ * uncompressed for .tgz and .tar.lz4), and what a shard adds at its end.
+ * What ishard and dsort count against a shard size. */
+uint64_t sl_arch_member_bytes(const char *ext, size_t namelen, uint64_t size);
+uint64_t sl_arch_end_bytes(const char *ext);
 
 /* r asks for an archive read: archpath, archmode (+ archregx) or
  * archindex (archregx without archmode is ignored, spec §4.3). */

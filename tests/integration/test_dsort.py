@@ -117,6 +117,14 @@ class DsortOnOneNode(NodeTest, DsortApi):
             m = tinfo["Metrics"]
             self.assertFalse(m["aborted"], m["errors"])
             self.assertEqual(m["description"], "shuffle image samples")
+            # the phases' durations as AIStore sends them (the SDK's JobInfo parses integers): nanoseconds,
+            # each the phase's elapsed
+            for k, ph in (("started_meta_sorting", "local_extraction"), ("started_shard_creation", "meta_sorting"),
+                          ("finished_shard_creation", "shard_creation")):
+                self.assertIsInstance(tinfo[k], int, (k, tinfo[k]))
+                self.assertEqual(tinfo[k], m[ph]["elapsed"], k)
+                self.assertGreaterEqual(tinfo[k], 0)
+            self.assertGreater(tinfo["started_meta_sorting"] + tinfo["finished_shard_creation"], 0)
         shards = self.output("images", "shuffled-shard-")
         self.assertGreater(len(shards), 2)
         order = self.check_records(shards)
@@ -200,7 +208,7 @@ class DsortOnOneNode(NodeTest, DsortApi):
         """External key maps: JSON from an ais:// object, text over http with a missing key, and Lua."""
         ekm = {"fam-low-%d": ["k0[0-2]-"], "fam-high-{0..9}": ["k0[3-5]-"]}
         self.assertEqual(self.put("images", "ekm.json", json.dumps(ekm).encode()).status_code, 200)
-        base = {"input_bck": "images", "input_format": "samples-{00..05}", "output_shard_size": "16KiB",
+        base = {"input_bck": "images", "input_format": "samples-{00..05}", "output_shard_size": "48KiB",
                 "algorithm": {"kind": "alphanumeric"}}
         r = self.post_sort(dict(base, ekm_file="ais://images/ekm.json"))
         self.assertEqual(r.status_code, 200, r.text)

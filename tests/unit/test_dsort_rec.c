@@ -301,12 +301,15 @@ static void test_shuffle_and_pack(void)
     TAP_OK(strcmp(k1, k3) != 0, "another seed, another order");
     TAP_OK(strncmp(k1, "s00-r00,s00-r01,s00-r02", 23) != 0, "a shuffle is not the input order");
 
-    /* pack: 40 records of 100..103 bytes */
+    /* pack: 40 records of one 100..103-byte member; counted as written in a
+     * tar (a 512-byte header and the data padded to 512: 1024 each, and the
+     * 1024 bytes that end a tar), as ishard counts */
     struct sl_dsort_out *out;
     size_t n;
-    s.shard_size = 1000;
+    s.shard_size = 11 * 1024;
     TAP_OK(sl_dsort_pack(&r1, o1, &s, &out, &n, &err) == 0, "pack: %s", err.msg);
-    TAP_EQ_INT((int)n, 4, "1000-byte shards of ~100-byte records: 4 shards of 10");
+    TAP_EQ_INT((int)n, 4, "11 KiB shards of ~100-byte records (1 KiB each in a tar): 4 shards of 10");
+    TAP_EQ_INT((int)out[0].bytes, 11 * 1024, "a shard's bytes are what the tar will hold");
     TAP_EQ_STR(out[0].name, "out-00.tar", "named from the template, with the output extension");
     size_t total = 0;
     bool full = true;
@@ -316,6 +319,10 @@ static void test_shuffle_and_pack(void)
             full = false;
     }
     TAP_OK(total == 40 && full, "every record once; every shard but the last reaches the size");
+    sl_dsort_outs_free(out, n);
+    s.shard_size = 1000;    /* smaller than one record as written: one record a shard */
+    TAP_OK(sl_dsort_pack(&r1, o1, &s, &out, &n, &err) == 0 && n == 40 && out[0].count == 1,
+           "a shard size below one record's: a record a shard (%zu shards)", n);
     sl_dsort_outs_free(out, n);
     s.shard_size = 0;
     s.out_format = "even-{0..3}";
