@@ -141,6 +141,33 @@ class DsortOnOneNode(NodeTest, DsortApi):
         self.assertEqual(self.s.delete(self.url + "/v1/sort", params={"uuid": jid}).status_code, 200)
         self.assertEqual(self.s.get(self.url + "/v1/sort", params={"uuid": jid}).status_code, 404)
 
+    def test_shard_size_counts_what_is_written(self):
+        """Records of three tiny members (the cls-like case): output_shard_size is the size of the tar
+        written, headers and padding included (each member takes 1 KiB there for 20 bytes of data), so
+        30 KB shards are 30-35 KB, not 30 KB of data (~1.5 MB of tar, as before)."""
+        self.create_bucket("tiny")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+            for j in range(200):
+                for ext in ("cls", "txt", "json"):
+                    data = b"%03d-%s-0123456789" % (j, ext.encode())
+                    ti = tarfile.TarInfo("t%03d.%s" % (j, ext))
+                    ti.size = len(data)
+                    tf.addfile(ti, io.BytesIO(data))
+        self.assertEqual(self.put("tiny", "in-0.tar", buf.getvalue()).status_code, 200)
+        r = self.post_sort({"input_bck": "tiny", "input_format": "in-{0..0}", "output_format": "out-{000..999}",
+                            "output_shard_size": "30KB", "algorithm": {"kind": "alphanumeric"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        info = self.wait_sort(r.text)
+        self.assertFalse(list(info.values())[0]["Metrics"]["aborted"], info)
+        shards = self.output("tiny", "out-")
+        sizes = [len(shards[n]) for n in sorted(shards)]
+        self.assertGreater(len(sizes), 10, sizes)
+        for sz in sizes[:-1]:
+            self.assertGreaterEqual(sz, 30000, sizes)
+            self.assertLessEqual(sz, 30000 + 3 * 1024 + 10240, sizes)  # one record over, GNU tar's record padding
+        self.assertEqual(sum(len(members_of(b)) for b in shards.values()), 600)
+
     def test_alphanumeric_decreasing_tgz_out(self):
         spec = {"input_bck": {"name": "images", "provider": "ais"}, "input_format": {"template": "samples-{00..05}"},
                 "input_extension": ".tar", "output_bck": {"name": "sorted"}, "output_format": "out-{0..99}",
