@@ -242,6 +242,20 @@ void sl_cluster_job_begun(struct sl_req *r, int (*local)(const char *id, const j
 }
 
 /* nl.Status aggregated over targets for one job id; NULL if unknown */
+/* A bucket rename whose copy job is id still marked in this node's BMD
+ * (jobs/mvb.c: the mark goes when the rename is committed). */
+static bool rename_pending(const char *id)
+{
+    struct sl_bmd *b = sl_bmd_get();
+    bool pending = false;
+    for (int i = 0; b && i < b->n && !pending; i++) {
+        const char *j = json_string_value(json_object_get(b->bcks[i].props, "renaming_job"));
+        pending = j && !strcmp(j, id);
+    }
+    sl_bmd_put(b);
+    return pending;
+}
+
 json_t *sl_cluster_job_status(json_t *per, const char *id)
 {
     bool found = false, running = false, aborted = false, failed = false;
@@ -273,6 +287,8 @@ json_t *sl_cluster_job_status(json_t *per, const char *id)
     }
     if (!found)
         return NULL;
+    if (!running && !strcmp(kind, "move-bck") && rename_pending(id))
+        running = true;     /* copied everywhere, but not committed yet */
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string(kind));
     json_object_set_new(o, "uuid", json_string(id));

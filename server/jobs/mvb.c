@@ -18,7 +18,9 @@
  *      under another kind).
  *   4. When every target the copy started on has finished, under the same
  *      cluster map, FROM is removed from the BMD (its targets delete its
- *      data) and TO loses its mark. If the copy fails, a target leaves or
+ *      data) and TO loses its marks. Until then the job is reported as
+ *      running (TO's "renaming_job" mark), so a client that waits for it
+ *      sees it finish only once the rename is committed. If the copy fails, a target leaves or
  *      joins, or one stays silent for MISSING_NS, TO is removed and FROM
  *      unmarked: nothing changed.
  *
@@ -126,15 +128,18 @@ static int edit_begin(struct sl_bmd *b, void *arg, struct sl_err *err)
         return sl_errf(err, SL_ENOBCK, "bucket \"ais://%s\" does not exist", m->from);
     struct sl_bck *t = bmd_bck(b, m->to);
     const char *mark = json_string_value(json_object_get(f->props, "renamed"));
-    if (mark && !strcmp(mark, m->to) && t)
-        return 0; /* resumed */
+    if (mark && !strcmp(mark, m->to) && t) {
+        set_mark(t, "renaming_job", m->id); /* resumed, by a new copy job */
+        return 0;
+    }
     if (mark && strcmp(mark, m->to))
         return sl_errf(err, SL_EBUSY, "ais://%s is already being renamed to ais://%s", m->from, mark);
     if (t)
         return sl_errf(err, SL_EBCKEXIST, "bucket \"ais://%s\" already exists", m->to);
     /* (marked for TO while TO is gone: start over) */
     json_t *props = json_deep_copy(f->props);
-    static const char *const own[] = { "bid", "created", "renamed", "renaming_from", "name", "provider" };
+    static const char *const own[] = { "bid", "created", "renamed", "renaming_from", "renaming_job", "name",
+                                       "provider" };
     for (size_t i = 0; i < SL_ARRAY_SIZE(own); i++)
         json_object_del(props, own[i]);
     const struct sl_bck *added = sl_bmd_add(b, "ais", m->to, props, err);
@@ -144,6 +149,9 @@ static int edit_begin(struct sl_bmd *b, void *arg, struct sl_err *err)
     f = bmd_bck(b, m->from); /* the add may have moved the array */
     set_mark(f, "renamed", m->to);
     set_mark(bmd_bck(b, m->to), "renaming_from", m->from);
+    /* the job is not finished while this mark is in the BMD, whatever its
+     * targets say (fanout.c sl_cluster_job_status) */
+    set_mark(bmd_bck(b, m->to), "renaming_job", m->id);
     return 0;
 }
 
@@ -153,8 +161,10 @@ static int edit_done(struct sl_bmd *b, void *arg, struct sl_err *err)
     (void)err;
     const struct mv *m = arg;
     struct sl_bck *t = bmd_bck(b, m->to);
-    if (t)
+    if (t) {
         set_mark(t, "renaming_from", NULL);
+        set_mark(t, "renaming_job", NULL);
+    }
     if (bmd_bck(b, m->from))
         sl_bmd_remove(b, "ais", m->from);
     return 0;

@@ -327,8 +327,17 @@ class MoveBucket:
         self.assertIn(r.status_code, (409, 404), r.text)
         if r.status_code == 409:
             self.assertIn("being renamed", r.json()["message"])
+        def finished():
+            st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
+            return st.status_code == 200 and st.json()["end_time"] != 0
         try:
-            wait_until(lambda: self.props(src) is None, 120, what="ais://%s gone" % src)
+            # finished means committed: the moment the job reports its end, the old name is gone (AIStore's
+            # wait() returned about 0.25 s early, while the old name still answered HEAD 200 and DELETE 409)
+            wait_until(finished, 120, interval=0.02, what="move-bck %s finished" % jid)
+            self.assertIsNone(self.props(src), "the rename reported finished before it was committed")
+            r = self.s.delete(self.url + "/v1/buckets/" + src, headers=J, timeout=30,
+                              data=json.dumps({"action": "destroy-bck"}))
+            self.assertEqual(r.status_code, 404, r.text)
         finally:
             time.sleep(0.3)
             stop.set()
