@@ -171,4 +171,5 @@ const struct sl_module sl_moss_module = {
     .paths = moss_paths,
     .route = moss_route,
     .internal = moss_internal_route,
+    .start = moss_watch_start,
 };

@@ -4,6 +4,7 @@
  * in request order (streamed, or multipart); sl_moss_serve.
  */
 #include "moss_int.h"
+#include "bg.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct sl_spool_budget recv_budget;
 
@@ -77,10 +79,11 @@ static void entry_name(const struct moss *m, const struct item *x, struct sl_buf
 /* the job                                                            */
 /* ------------------------------------------------------------------ */
 
-/* As AIStore's, get-batch is a demand job: one per target serves every
- * request (id gbt-...), idle between them, and a new one starts after
- * GB_IDLE_NS without requests. */
-#define GB_IDLE_NS (300LL * 1000000000LL)
+/* As AIStore's, get-batch is a demand job: one per target serves the
+ * requests that come together (id gbt-...), idle between them; after
+ * GB_IDLE_NS without requests it finishes (the watcher below), and the next
+ * request starts a new one. */
+#define GB_IDLE_NS (10LL * 1000000000LL)
 static pthread_mutex_t gb_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sl_job *gb_job;
 static int gb_busy;
@@ -116,6 +119,32 @@ static void gb_leave(struct sl_job *j)
             j->idle = true;
     }
     pthread_mutex_unlock(&gb_mu);
+}
+
+/* Finish the job once it has been idle GB_IDLE_NS, so that it shows as
+ * finished, not as running forever. */
+static void *gb_watch(void *arg)
+{
+    (void)arg;
+    while (!sl_bg_stopping()) {
+        sleep(1);
+        pthread_mutex_lock(&gb_mu);
+        if (gb_job && !gb_busy && !gb_job->end_ns && sl_now_ns() - gb_last_ns > GB_IDLE_NS)
+            sl_job_finish(gb_job, NULL);
+        pthread_mutex_unlock(&gb_mu);
+    }
+    return NULL;
+}
+
+void moss_watch_start(void)
+{
+    pthread_t t;
+    if (!sl_is_target() && G.role != SL_ROLE_STANDALONE)
+        return;
+    if (pthread_create(&t, NULL, gb_watch, NULL) == 0)
+        pthread_detach(t);
+    else
+        sl_logw("get-batch: cannot start the idle watcher; idle jobs finish only when the next request comes");
 }
 
 static int64_t peer_timeout_ms(void)

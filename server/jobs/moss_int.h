@@ -92,5 +92,7 @@ void moss_src_close(struct src *s);
 
 void moss_pull_done(struct sl_req *r);
 void moss_dt_run(struct sl_req *r, void *arg);
+/* The module's start: the watcher that finishes an idle get-batch job. */
+void moss_watch_start(void);
 
 #endif

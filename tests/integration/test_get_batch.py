@@ -308,6 +308,17 @@ class GetBatchCluster(ClusterTest, GetBatchApi, PlanApi):
         p = self.c.cli("job", "show", "dsort", check=False)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("No running jobs", p.stdout)
+        # ten seconds without requests: each job finishes (not "Running" forever), and the next request
+        # starts a new one
+        ids = {sn["id"] for sn in snaps}
+        st = lambda jid: self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"id": jid},
+                                    timeout=30).json()
+        wait_until(lambda: all(st(j)["end_time"] != 0 for j in ids), 40, interval=0.5, what="idle get-batch jobs end")
+        self.check_stream()
+        again = {sn["id"] for arr in q({"kind": "get-batch"}).json().values() for sn in arr
+                 if sn.get("end-time", "0001").startswith("0001")}
+        self.assertTrue(again, "no get-batch job runs after a new request")
+        self.assertFalse(again & ids, "the old jobs served the new request")
 
     def test_multipart_and_formats(self):
         self.check_multipart()
