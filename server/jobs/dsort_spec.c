@@ -148,9 +148,11 @@ static int parse_size(const json_t *v, const char *what, uint64_t *out, struct s
         return 0;
     }
     const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-    if (!s || sl_parse_size(s, out) < 0 || !*out)
+    /* (at most 2^63 - 1: the spec is written back as a JSON integer) */
+    if (!s || sl_parse_size(s, out) < 0 || !*out || *out > (uint64_t)INT64_MAX)
         return sl_errf(err, SL_EINVAL, "dsort: invalid %s %s%s%s: give a positive size such as \"10MiB\", "
-                       "\"500KB\" or \"1048576\"", what, s ? "\"" : "", s ? s : "(not a string)", s ? "\"" : "");
+                       "\"500KB\" or \"1048576\" (at most 8 EiB)", what, s ? "\"" : "", s ? s : "(not a string)",
+                       s ? "\"" : "");
     return 0;
 }
 

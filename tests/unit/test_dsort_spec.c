@@ -158,6 +158,9 @@ static void test_refusals(void)
             "supported: ", "unknown extension lists the supported ones");
     refused("{\"input_bck\": \"src\", \"output_format\": \"o-{0..9}\", \"output_shard_size\": \"100XB\"}", SL_EINVAL,
             "100XB", "a size like 100XB");
+    /* past 2^63 - 1 it could not be written back as the JSON integer it is stored as (fuzz/dsort_spec) */
+    refused("{\"input_bck\": \"src\", \"output_format\": \"o-{0..9}\", \"output_shard_size\": "
+            "\"16397105843297379214\"}", SL_EINVAL, "at most 8 EiB", "a size past 2^63");
     refused("{\"input_bck\": \"src\", \"output_format\": \"o-%d\"}", SL_EINVAL, "output_shard_size",
             "an unbounded output format needs a shard size");
     refused("{\"input_bck\": \"src\", \"output_format\": \"fixed\"}", SL_EINVAL, "no counter or range",
