@@ -67,11 +67,9 @@ static int fail(lua_State *L, const char *fn, int rc, const char *msg)
  * N-byte input)", which the ETL's sample mode uses to name the member. */
 static int fail_input(lua_State *L, const char *fn, int rc, const char *msg, size_t n)
 {
-    if (rc == SL_IMG_ETIME)
-        return sl_lua_raise_timeout(L);
-    if (rc == SL_IMG_ENOMEM)
-        sl_lua_S(L)->refused = true;
-    return luaL_error(L, "shale.image.%s: %s (the %d-byte input)", fn, msg, (int)SL_MIN(n, (size_t)INT32_MAX));
+    char m[480];
+    snprintf(m, sizeof(m), "%s (the %zu-byte input)", msg, n);
+    return fail(L, fn, rc, m);
 }
 
 /* Oriented size of a pending JPEG. */
@@ -102,7 +100,7 @@ static int height_of(const struct limg *u)
 
 /* Decode a pending JPEG (min_w x min_h: the smallest size the next step
  * needs, oriented; 0 for full size). idx: the userdata's stack index. */
-static void realise(lua_State *L, int idx, struct limg *u, const char *fn, int min_w, int min_h)
+static void realise(lua_State *L, int idx, struct limg *u, int min_w, int min_h)
 {
     if (!u->pending)
         return;
@@ -128,7 +126,6 @@ static void realise(lua_State *L, int idx, struct limg *u, const char *fn, int m
     }
     lua_pop(L, 2);
     if (rc) {
-        (void)fn;
         fail_input(L, "decode", rc, msg, n);  /* the decoding is decode()'s, whichever operation ran it */
         return;
     }
@@ -149,7 +146,7 @@ static struct limg *check(lua_State *L, int idx, const char *fn)
 static struct sl_img *pixels(lua_State *L, int idx, const char *fn, int min_w, int min_h)
 {
     struct limg *u = check(L, idx, fn);
-    realise(L, idx, u, fn, min_w, min_h);
+    realise(L, idx, u, min_w, min_h);
     return &u->im;
 }
 
@@ -241,17 +238,9 @@ static int l_decode(lua_State *L)
         lua_rawseti(L, -2, 1);
         lua_setfenv(L, top);
         /* the size check happens now, not at the first operation */
-        int w = u->info.w, h = u->info.h;
-        struct sl_lua_state *S = u->im.S;
-        double need = (double)w * h * (u->dopts.grey ? 1 : 3) * 2;
-        double room = S->cap == SIZE_MAX ? 1e30 : (double)S->cap - (double)(S->live + S->ext);
-        if (need > room) {
-            char a[32], b[32];
-            snprintf(msg, sizeof(msg), "the header announces %d x %d pixels, which need %s to decode; the call's "
-                     "memory limit leaves %s (raise the ETL's mem_limit for images this large)", w, h,
-                     sl_img_size_str(need, a, sizeof(a)), sl_img_size_str(room > 0 ? room : 0, b, sizeof(b)));
-            return fail_input(L, "decode", SL_IMG_ENOMEM, msg, n);
-        }
+        int bands = u->dopts.grey ? 1 : 3;
+        if ((rc = sl_img_fits(&u->im, u->info.w, u->info.h, bands, bands, msg, sizeof(msg))) != 0)
+            return fail_input(L, "decode", rc, msg, n);
         return 1;
     }
     rc = sl_img_decode(&u->im, p, n, &u->info, &u->dopts, msg, sizeof(msg));

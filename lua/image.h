@@ -67,6 +67,11 @@ void sl_img_free(struct sl_img *im);
  * so a stream of images does not fault in fresh pages each time). */
 void *sl_img_scratch(struct sl_lua_state *S, size_t n);
 void sl_img_scratch_free(struct sl_lua_state *S, void *p, size_t n);
+/** Whether w x h pixels of `bands` bands, plus a decoder's buffer of
+ * `extra` bytes a pixel, fit in what the call's memory limit leaves (im->S);
+ * refuses before anything is allocated: SL_IMG_EINVAL for an impossible
+ * size, SL_IMG_ENOMEM with "the header announces ..." (image_codec.c). */
+int sl_img_fits(const struct sl_img *im, int w, int h, int bands, int extra, char *msg, size_t msz);
 /** Human form of n bytes ("1.5 GiB") into buf. */
 const char *sl_img_size_str(double n, char *buf, size_t sz);
 

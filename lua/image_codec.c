@@ -26,7 +26,7 @@
 
 /* Refuse a decode whose pixels (plus the decoder's own buffer of `extra`
  * bytes per pixel) cannot fit: before anything is allocated. */
-static int fits(const struct sl_img *im, int w, int h, int bands, int extra, char *msg, size_t msz)
+int sl_img_fits(const struct sl_img *im, int w, int h, int bands, int extra, char *msg, size_t msz)
 {
     struct sl_lua_state *S = im->S;
     double need = (double)w * h * (bands + extra);
@@ -44,6 +44,30 @@ static int fits(const struct sl_img *im, int w, int h, int bands, int extra, cha
         return SL_IMG_ENOMEM;
     }
     return SL_IMG_OK;
+}
+
+/* ---- TurboJPEG handles ---- */
+
+/* This thread's decompressor, made on first use; NULL with the message
+ * said (out of memory). */
+static tjhandle tj_decompressor(char *msg, size_t msz)
+{
+    struct sl_img_tls *t = sl_img_tls();
+    if (t && !t->tjd)
+        t->tjd = tjInitDecompress();
+    if (!t || !t->tjd) {
+        snprintf(msg, msz, "cannot start the JPEG decoder (out of memory)");
+        return NULL;
+    }
+    return t->tjd;
+}
+
+/* After a failed call: a fresh handle next time (the failure can leave
+ * this one unusable). */
+static void tj_drop(void **h)
+{
+    tjDestroy(*h);
+    *h = NULL;
 }
 
 /* ---- format detection and headers ---- */
@@ -216,19 +240,13 @@ static int probe(const unsigned char *p, size_t n, struct sl_img_info *info, cha
     info->fmt = sniff(p, n);
     switch (info->fmt) {
     case SL_IMG_JPEG: {
-        struct sl_img_tls *t = sl_img_tls();
-        if (t && !t->tjd)
-            t->tjd = tjInitDecompress();
-        if (!t || !t->tjd) {
-            snprintf(msg, msz, "cannot start the JPEG decoder (out of memory)");
+        tjhandle tj = tj_decompressor(msg, msz);
+        if (!tj)
             return SL_IMG_ENOMEM;
-        }
         int w = 0, h = 0, ss = 0, cs = 0;
-        if (n > (size_t)UINT32_MAX / 2 ||
-            tjDecompressHeader3(t->tjd, p, (unsigned long)n, &w, &h, &ss, &cs) != 0) {
-            snprintf(msg, msz, "not a valid JPEG: %s", tjGetErrorStr2(t->tjd));
-            tjDestroy(t->tjd);      /* a failed call can leave the handle unusable */
-            t->tjd = NULL;
+        if (n > (size_t)UINT32_MAX / 2 || tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &ss, &cs) != 0) {
+            snprintf(msg, msz, "not a valid JPEG: %s", tjGetErrorStr2(tj));
+            tj_drop(&sl_img_tls()->tjd);
             return SL_IMG_EINVAL;
         }
         info->w = w;
@@ -418,13 +436,9 @@ static int out_bands(const struct sl_img_dopts *o, int native)
 static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, const struct sl_img_info *info,
                        const struct sl_img_dopts *o, char *msg, size_t msz)
 {
-    struct sl_img_tls *t = sl_img_tls();
-    if (t && !t->tjd)
-        t->tjd = tjInitDecompress();
-    if (!t || !t->tjd) {
-        snprintf(msg, msz, "cannot start the JPEG decoder (out of memory)");
+    tjhandle tj = tj_decompressor(msg, msz);
+    if (!tj)
         return SL_IMG_ENOMEM;
-    }
     int w = info->w, h = info->h;
     /* shrink on load: the DCT scales SIMD makes fast (1/2, 1/4, 1/8),
      * keeping twice the requested size so the resampler still filters */
@@ -441,7 +455,7 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
     int bands = out_bands(o, 3);
     int pf = info->cmyk ? TJPF_CMYK : (info->bands == 1 || bands == 1) ? TJPF_GRAY : TJPF_RGB;
     int ps = tjPixelSize[pf];
-    int rc = fits(im, w, h, bands, ps, msg, msz);
+    int rc = sl_img_fits(im, w, h, bands, ps, msg, msz);
     if (rc)
         return rc;
     size_t sz = (size_t)w * h * ps;
@@ -451,13 +465,12 @@ static int decode_jpeg(struct sl_img *im, const unsigned char *p, size_t n, cons
     /* libjpeg's warnings: data cut short ("Premature end of JPEG file") fails
      * unless lenient, as PIL's "image file is truncated" does; the others
      * (extraneous bytes before a marker, and the like) decode, as in PIL */
-    bool bad = tjDecompress2(t->tjd, p, (unsigned long)n, buf, w, 0, h, pf, 0) != 0;
-    if (bad && tjGetErrorCode(t->tjd) == TJERR_WARNING)
-        bad = !o->lenient && strstr(tjGetErrorStr2(t->tjd), "Premature end") != NULL;
+    bool bad = tjDecompress2(tj, p, (unsigned long)n, buf, w, 0, h, pf, 0) != 0;
+    if (bad && tjGetErrorCode(tj) == TJERR_WARNING)
+        bad = !o->lenient && strstr(tjGetErrorStr2(tj), "Premature end") != NULL;
     if (bad) {
-        snprintf(msg, msz, "corrupt or truncated JPEG: %s", tjGetErrorStr2(t->tjd));
-        tjDestroy(t->tjd);
-        t->tjd = NULL;
+        snprintf(msg, msz, "corrupt or truncated JPEG: %s", tjGetErrorStr2(tj));
+        tj_drop(&sl_img_tls()->tjd);
         sl_img_scratch_free(im->S, buf, sz);
         return SL_IMG_EINVAL;
     }
@@ -469,7 +482,7 @@ static int decode_png(struct sl_img *im, const unsigned char *p, size_t n, const
 {
     int bands = out_bands(o, info->bands);
     int ps = bands == 1 ? 1 : info->bands == 4 ? 4 : 3;
-    int rc = fits(im, info->w, info->h, bands, ps, msg, msz);
+    int rc = sl_img_fits(im, info->w, info->h, bands, ps, msg, msz);
     if (rc)
         return rc;
     png_image pi;
@@ -518,7 +531,7 @@ static int decode_webp(struct sl_img *im, const unsigned char *p, size_t n, cons
 {
     int bands = out_bands(o, info->bands);
     int ps = info->bands == 4 ? 4 : 3;
-    int rc = fits(im, info->w, info->h, bands, ps, msg, msz);
+    int rc = sl_img_fits(im, info->w, info->h, bands, ps, msg, msz);
     if (rc)
         return rc;
     size_t stride = (size_t)info->w * ps, sz = stride * info->h;
@@ -554,7 +567,7 @@ static int decode_gif(struct sl_img *im, const unsigned char *p, size_t n, const
                       const struct sl_img_dopts *o, char *msg, size_t msz)
 {
     int bands = out_bands(o, 4);  /* a transparent index gives alpha */
-    int rc = fits(im, info->w, info->h, bands, 4, msg, msz);
+    int rc = sl_img_fits(im, info->w, info->h, bands, 4, msg, msz);
     if (rc)
         return rc;
     struct gmem m = { p, n, 0 };
@@ -600,7 +613,7 @@ static int decode_gif(struct sl_img *im, const unsigned char *p, size_t n, const
             W = d->Width;
             H = d->Height;
         }
-        if (!cm || d->Width <= 0 || d->Height <= 0 || (rc = fits(im, W, H, bands, 4, msg, msz)) != 0) {
+        if (!cm || d->Width <= 0 || d->Height <= 0 || (rc = sl_img_fits(im, W, H, bands, 4, msg, msz)) != 0) {
             if (!cm || d->Width <= 0 || d->Height <= 0)
                 snprintf(msg, msz, "corrupt GIF: its first frame has no colour map or no size");
             rc = rc ? rc : SL_IMG_EINVAL;
@@ -655,7 +668,7 @@ static int decode_tiff(struct sl_img *im, const unsigned char *p, size_t n, cons
                        const struct sl_img_dopts *o, char *msg, size_t msz)
 {
     int bands = out_bands(o, info->bands);
-    int rc = fits(im, info->w, info->h, bands, 4, msg, msz);
+    int rc = sl_img_fits(im, info->w, info->h, bands, 4, msg, msz);
     if (rc)
         return rc;
     struct sl_lua_state *S = im->S;
@@ -767,8 +780,7 @@ int sl_img_encode(const struct sl_img *im, enum sl_img_fmt fmt, int quality, uns
         } else if (tjCompress2(t->tjc, il, im->w, 0, im->h, ps == 1 ? TJPF_GRAY : TJPF_RGB, &o, &len, ss, quality,
                                TJFLAG_NOREALLOC) != 0) {
             snprintf(msg, msz, "JPEG encoding failed: %s", tjGetErrorStr2(t->tjc));
-            tjDestroy(t->tjc);
-            t->tjc = NULL;
+            tj_drop(&t->tjc);
             sl_img_scratch_free(S, o, bound);
             rc = SL_IMG_EINVAL;
         } else {
