@@ -241,7 +241,6 @@ void sl_cluster_job_begun(struct sl_req *r, int (*local)(const char *id, const j
     json_decref(j);
 }
 
-/* nl.Status aggregated over targets for one job id; NULL if unknown */
 /* A bucket rename whose copy job is id still marked in this node's BMD
  * (jobs/mvb.c: the mark goes when the rename is committed). */
 static bool rename_pending(const char *id)
@@ -256,6 +255,7 @@ static bool rename_pending(const char *id)
     return pending;
 }
 
+/* nl.Status aggregated over targets for one job id; NULL if unknown */
 json_t *sl_cluster_job_status(json_t *per, const char *id)
 {
     bool found = false, running = false, aborted = false, failed = false;

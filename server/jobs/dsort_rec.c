@@ -366,7 +366,6 @@ int sl_dsort_order(const struct sl_dsort_recs *r, const struct sl_dsort_spec *s,
     return 0;
 }
 
-/* pack the records idx[0..n) (in order) under template tmpl, appending to *o */
 /* What a record takes in an output shard of extension ext: its members'
  * headers and padding with their data, as ishard counts (so that
  * output_shard_size is the size of the shards written, not of the data
@@ -379,6 +378,7 @@ static uint64_t rec_cost(const struct sl_dsort_rec *x, const char *ext)
     return c;
 }
 
+/* pack the records idx[0..n) (in order) under template tmpl, appending to *o */
 static int pack_family(const struct sl_dsort_recs *r, const int *idx, size_t n, const char *tmpl, uint64_t limit,
                        const struct sl_dsort_spec *s, struct sl_dsort_out **o, size_t *no, size_t *cap,
                        struct sl_strmap *names, struct sl_err *err)

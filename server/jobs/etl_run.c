@@ -236,11 +236,12 @@ static int run_bytes(struct sl_etl **v, int n, const struct sl_bck *b, const cha
     size_t curlen = len;
     char *owned = NULL;
     int rc = 0;
+    uint64_t seed = call_seed(name, nlen, &ctx);   /* (each stage mixes in its own ETL's seed) */
     for (int i = 0; i < n; i++) {
         struct sl_etl *e = v[i];
         struct sl_lua_val a[2] = { sl_lua_str_ref(cur, curlen), ctx };
         struct sl_lua_val res = sl_lua_nil();
-        if (call_budget(e, cn, a, 2, budget_ns, call_seed(name, nlen, &ctx), &res, err) < 0) {
+        if (call_budget(e, cn, a, 2, budget_ns, seed, &res, err) < 0) {
             if (budget_ns > 0 && err->code == SL_ETIMEOUT && budget_ns < e->lim.timeout_ns) {
                 e->slow = true;
                 rc = 1;
@@ -597,11 +598,12 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
     snprintf(objn, sizeof(objn), "%s [sample %.*s]", p->cn, (int)SL_MIN(p->klen, 150), p->key);
     int rc = 0;
     size_t inbytes = p->bytes;
+    uint64_t seed = call_seed(p->key, p->klen, &p->ctx);
     for (int i = 0; i < p->n && s.type == SL_LUA_TABLE; i++) {
         struct sl_etl *e = p->v[i];
         struct sl_lua_val a[2] = { s, p->ctx };
         struct sl_lua_val res = sl_lua_nil();
-        if (call(e, objn, a, 2, call_seed(p->key, p->klen, &p->ctx), &res, err) < 0) {
+        if (call(e, objn, a, 2, seed, &res, err) < 0) {
             if (i == 0)
                 name_member(p, err);
             sl_err_wrap(err, "etl %s: %s: sample \"%.*s\"", e->name, p->cn, (int)SL_MIN(p->klen, 200), p->key);

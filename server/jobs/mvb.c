@@ -20,9 +20,9 @@
  *      cluster map, FROM is removed from the BMD (its targets delete its
  *      data) and TO loses its marks. Until then the job is reported as
  *      running (TO's "renaming_job" mark), so a client that waits for it
- *      sees it finish only once the rename is committed. If the copy fails, a target leaves or
- *      joins, or one stays silent for MISSING_NS, TO is removed and FROM
- *      unmarked: nothing changed.
+ *      sees it finish only once the rename is committed. If the copy
+ *      fails, a target leaves or joins, or one stays silent for
+ *      MISSING_NS, TO is removed and FROM unmarked: nothing changed.
  *
  * The primary gateway runs and watches renames. One that starts and finds
  * a bucket marked (it restarted mid-rename) resumes it with a new copy.
