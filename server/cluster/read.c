@@ -285,6 +285,7 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
     /* the previous owner, during a membership change */
     if (G.role == SL_ROLE_TARGET && sl_reb_gfn_window()) {
         struct sl_err ge = { 0 };
+        sl_fault("read-before-gfn"); /* (test_cluster: the rebalance moves it meanwhile) */
         if (sl_reb_gfn(b, name, nlen, &ge) == 0) {
             memset(err, 0, sizeof(*err));
             if (open_here(b, name, nlen, flags, rd, NULL, err) == 0)
@@ -292,6 +293,19 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
         } else if (ge.code != SL_ENOOBJ) {
             *err = ge;
             return -1;
+        } else {
+            /* a rebalance that sent it here and dropped it there between
+             * this target's look and its neighbours' answers: here now */
+            memset(err, 0, sizeof(*err));
+            if (open_here(b, name, nlen, flags, rd, NULL, err) == 0) {
+                char cn[400];
+                sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+                sl_logi("%s: came by the rebalance while the neighbours were asked for it", cn);
+                return 0;
+            }
+            if (err->code != SL_ENOOBJ)
+                return -1;
+            *err = ge;
         }
     }
     if (ec) {

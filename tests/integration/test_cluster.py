@@ -393,6 +393,56 @@ class TestRebalance(ClusterTest):
         self.assertEqual(self.job_status("nonexistent-job").status_code, 404)
 
 
+class TestRebalanceReadRace(ClusterTest):
+    reader = TestRebalance.reader
+
+    def setUp(self):
+        # each read that misses here while a rebalance runs waits 0.3 s before asking its neighbours
+        start_cluster(self, targets=self.targets, prefix="shale-cl-", env={"SHALE_FAULT": "read-before-gfn@300"})
+
+    def test_object_moved_while_neighbours_asked(self):
+        """reads during the rebalance after a target joins: the new owner misses an object, and the rebalance
+        sends it there (its sender dropping its own copy) before the neighbours are asked; the object is here
+        now, and served (the build before answered 404 "does not exist", as a CI run of
+        test_add_and_decommission once did). Made certain after the rebalance: an object the new target owns
+        is written while a read of it waits between its look here and the neighbours' answers."""
+        self.create("rb")
+        data = self.fill("rb", 300)
+        stop, failures = threading.Event(), []
+        readers = [threading.Thread(target=self.reader, args=(data, stop, failures)) for _ in range(6)]
+        for t in readers:
+            t.start()
+        try:
+            self.c.cli("playground", "add-target", "--dir", self.c.dir)
+            wait_until(lambda: len(self.c.smap()["tmap"]) == 4, 30, what="4 targets")
+            r = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"Kind": "rebalance"})
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertEqual(self.wait_job(r.json()["uuid"])["err"], "")
+        finally:
+            stop.set()
+            for t in readers:
+                t.join(60)
+        self.assertEqual(failures, [], failures[:5])
+        smap = self.c.smap()
+        newt = [tid for tid in smap["tmap"] if self.target_name_by_id(tid) == "t3"][0]
+        name = [n for n in ("late/%d" % i for i in range(1000)) if hrw_owner(smap, "rb", n)["daemon_id"] == newt][0]
+        got = {}
+
+        def get():
+            r = requests.get(self.url + "/v1/objects/rb/" + name, timeout=30)
+            got["r"] = (r.status_code, r.content if r.status_code == 200 else r.text[:300])
+        t = threading.Thread(target=get)
+        t.start()
+        time.sleep(0.1)  # the read has missed it on t3 and waits 0.3 s before asking the others
+        r = self.s.put(self.url + "/v1/objects/rb/" + name, data=b"arrived meanwhile")
+        self.assertEqual(r.status_code, 200, r.text)
+        t.join(30)
+        self.assertEqual(got["r"], (200, b"arrived meanwhile"))
+        self.assertIn("ais://rb/%s: came by the rebalance while the neighbours were asked for it" % name,
+                      self.c.log("t3"))
+        self.check_all("rb", data)
+
+
 class TestMetadata(ClusterTest):
     def test_restart_with_older_metadata_catches_up(self):
         self.create("m1")
