@@ -80,6 +80,12 @@ struct sl_objmd {
      * copies keep the old 10-element form and older builds read both. */
     int ncopies;
     uint64_t copies[SL_OBJ_MAX_COPIES];
+    /* a multipart upload's layout (HEAD props=chunked, list flag 8192): its
+     * parts' count and the largest; 0 for an object written whole. Stored as
+     * a 12th element (the 11th, copies, then written even when empty) only
+     * when nchunks > 0. */
+    uint32_t nchunks;
+    uint64_t chunk_max;
 };
 
 #define SL_OBJ_F_ARCHIDX 1          /* shard has a member index (issue: formats) */

@@ -114,7 +114,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 
 void sl_md_pack_rec(msgpack_packer *pk, const char *suffix, size_t slen, const struct sl_objmd *m)
 {
-    msgpack_pack_array(pk, m->ncopies > 0 ? 11 : 10);
+    msgpack_pack_array(pk, m->nchunks > 0 ? 12 : m->ncopies > 0 ? 11 : 10);
     msgpack_pack_bin(pk, slen);
     msgpack_pack_bin_body(pk, suffix, slen);
     msgpack_pack_uint64(pk, m->size);
@@ -130,11 +130,16 @@ void sl_md_pack_rec(msgpack_packer *pk, const char *suffix, size_t slen, const s
         pack_str(pk, m->custom[i].k);
         pack_str(pk, m->custom[i].v);
     }
-    if (m->ncopies > 0) {
+    if (m->ncopies > 0 || m->nchunks > 0) {
         int n = m->ncopies < SL_OBJ_MAX_COPIES ? m->ncopies : SL_OBJ_MAX_COPIES;
         msgpack_pack_array(pk, (size_t)n);
         for (int i = 0; i < n; i++)
             msgpack_pack_uint64(pk, m->copies[i]);
+    }
+    if (m->nchunks > 0) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint32(pk, m->nchunks);
+        msgpack_pack_uint64(pk, m->chunk_max);
     }
 }
 
@@ -198,6 +203,10 @@ int sl_md_unpack_rec(const msgpack_object *r, const char **suffix, size_t *slen,
         uint32_t n = a[10].via.array.size;
         for (uint32_t i = 0; i < n && m->ncopies < SL_OBJ_MAX_COPIES; i++)
             m->copies[m->ncopies++] = obj_u64(&a[10].via.array.ptr[i]);
+    }
+    if (r->via.array.size > 11 && a[11].type == MSGPACK_OBJECT_ARRAY && a[11].via.array.size >= 2) {
+        m->nchunks = (uint32_t)obj_u64(&a[11].via.array.ptr[0]);
+        m->chunk_max = obj_u64(&a[11].via.array.ptr[1]);
     }
     return 0;
 }

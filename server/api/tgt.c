@@ -412,6 +412,10 @@ static void head_serve(struct sl_req *r, const struct sl_bck *b, const char *nam
             } else if (!strcmp(t, "ec")) {
                 sl_ec_head_headers(r, b, name, nlen);
             } else if (!strcmp(t, "chunked")) {
+                if (md->nchunks) { /* a multipart upload's: written whole, none */
+                    sl_hdr_addf(r, "Ais-Chunks-Count", "%u", md->nchunks);
+                    sl_hdr_add_u64(r, "Ais-Chunks-Max-Chunk-Size", md->chunk_max);
+                }
             } else {
                 /* t points into cp: format before freeing it */
                 struct sl_err err = { 0 };
@@ -754,11 +758,69 @@ static void part_done(struct sl_req *r)
     sl_req_offload_disk(r, part_run, NULL, NULL);
 }
 
+static void part_append_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct up_ctx *c = r->ctx;
+    struct sl_err err = { 0 };
+    struct sl_mpt_part *p = c->part;
+    char h[256];
+    sl_mpt_part_handle(p, h, sizeof(h));
+    c->part = NULL;
+    if (sl_mpt_part_end(p, true, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_hdr_add(r, "Ais-Append-Handle", h);
+    sl_resp_empty(r, 200);
+}
+
+static void part_append_done(struct sl_req *r)
+{
+    sl_req_offload_disk(r, part_append_run, NULL, NULL);
+}
+
+/* append_type= on a part of a multipart upload (the SDK's file writer on
+ * add_part(n)): appends go to the part, flush checks the handle */
+static void part_append(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, const char *at,
+                        const char *up)
+{
+    struct sl_err err = { 0 };
+    const char *h = sl_req_query(r, "append_handle"), *pn = sl_req_query(r, "partNumber");
+    if (!strcmp(at, "flush")) {
+        if (!h || !*h)
+            sl_resp_errf(r, SL_EINVAL, "failed to finalize append-file operation: empty source (flush needs the "
+                         "append_handle the last append returned)");
+        else if (sl_mpt_part_flush(b, name, nlen, up, pn, h, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
+        return;
+    }
+    struct up_ctx *c = up_ctx_new(r, b, name, nlen);
+    if (sl_mpt_part_append(b, name, nlen, up, pn, r->content_length, &c->part, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    char want[256];
+    sl_mpt_part_handle(c->part, want, sizeof(want));
+    if (h && *h && strcmp(h, want)) {
+        sl_resp_errf(r, SL_EINVAL, "invalid APPEND handle \"%s\" for part %s of upload \"%s\" (expected \"%s\", "
+                     "the one the last append to it returned, or none for the first)", h, pn, up, want);
+        return; /* (up_cleanup ends the append: the part keeps what it held) */
+    }
+    sl_req_stream_body(r, part_data, part_append_done);
+}
+
 /* true when the PUT is an append, a flush or a multipart part */
 static bool upload_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
     struct sl_err err = { 0 };
     const char *at = sl_req_query(r, "append_type"), *up = sl_req_query(r, "uploadId");
+    if (at && up && (!strcmp(at, "append") || !strcmp(at, "flush"))) {
+        part_append(r, b, name, nlen, at, up);
+        return true;
+    }
     if (at) {
         const char *h = sl_req_query(r, "append_handle");
         if (strcmp(at, "append") && strcmp(at, "flush")) {
@@ -861,6 +923,9 @@ static void obj_put(struct sl_req *r)
         const char *v = sl_req_header(r, "Ais-Version"), *at = sl_req_header(r, "Ais-Atime");
         c->preserve.version = v ? strtoull(v, NULL, 10) : 0;
         c->preserve.atime = at ? strtoll(at, NULL, 10) : 0;
+        const char *nch = sl_req_header(r, "Ais-Chunks-Count"), *chm = sl_req_header(r, "Ais-Chunks-Max-Chunk-Size");
+        c->preserve.nchunks = nch ? (uint32_t)strtoul(nch, NULL, 10) : 0;
+        c->preserve.chunk_max = chm ? strtoull(chm, NULL, 10) : 0;
         if (ctype == c->b.cksum_type && ckv) {
             c->preserve.cksum_type = ctype;
             snprintf(c->preserve.cksum, sizeof(c->preserve.cksum), "%s", ckv);

@@ -155,9 +155,9 @@ static void send_one(struct batch *bt, struct item *it)
     sl_buf_init(&url);
     sl_peer_obj_url(&url, it->owner->data_url, it->b.name, it->b.provider, it->name, it->nlen);
     sl_peer_add_redirect_marks(&url, G.id);
-    struct sl_peer_hdr h[8 + 16];
+    struct sl_peer_hdr h[8 + SL_CUSTOM_MD_MAX_N];
     int nh = 0;
-    char ver[32], at[32];
+    char ver[32], at[32], nch[16], chm[32];
     h[nh++] = (struct sl_peer_hdr){ "Ais-Rebalance", bt->job->id };
     if (md.cksum_type != SL_CK_NONE && md.cksum[0]) {
         h[nh++] = (struct sl_peer_hdr){ "Ais-Checksum-Type", sl_cksum_name(md.cksum_type) };
@@ -167,9 +167,15 @@ static void send_one(struct batch *bt, struct item *it)
     snprintf(at, sizeof(at), "%lld", (long long)md.atime);
     h[nh++] = (struct sl_peer_hdr){ "Ais-Version", ver };
     h[nh++] = (struct sl_peer_hdr){ "Ais-Atime", at };
-    char *kvs[16];
+    if (md.nchunks) {
+        snprintf(nch, sizeof(nch), "%u", md.nchunks);
+        snprintf(chm, sizeof(chm), "%llu", (unsigned long long)md.chunk_max);
+        h[nh++] = (struct sl_peer_hdr){ "Ais-Chunks-Count", nch };
+        h[nh++] = (struct sl_peer_hdr){ "Ais-Chunks-Max-Chunk-Size", chm };
+    }
+    char *kvs[SL_CUSTOM_MD_MAX_N];
     int nkv = 0;
-    for (int i = 0; i < md.ncustom && nkv < 16; i++) {
+    for (int i = 0; i < md.ncustom && nkv < SL_CUSTOM_MD_MAX_N; i++) {
         kvs[nkv] = sl_xasprintf("%s=%s", md.custom[i].k, md.custom[i].v);
         h[nh++] = (struct sl_peer_hdr){ "Ais-Custom-Md", kvs[nkv] };
         nkv++;

@@ -66,7 +66,7 @@ static void fill_entry(struct sl_lsent *e, const char *name, size_t nlen, const 
     if (p & SL_LP_COPIES)
         e->copies = 1 + md->ncopies;
     if (!(m->flags & SL_LSO_NAME_ONLY))
-        e->flags = SL_ENT_CACHED;
+        e->flags = SL_ENT_CACHED | (md->nchunks ? SL_ENT_CHUNKED : 0);
 }
 
 /* A token inside a shard (sl_lsent_token): "<shard>/./<ordinal>/<member>".

@@ -27,6 +27,7 @@
 #define SL_ENT_IN_ARCH 128
 #define SL_ENT_DIR 256
 #define SL_ENT_IS_ARCH 512
+#define SL_ENT_CHUNKED 8192
 
 /* props bits */
 enum {

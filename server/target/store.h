@@ -94,6 +94,9 @@ uint64_t sl_put_size(const struct sl_put *p);
 /* Set (or replace) a custom key of the object before commit: what is
  * known only once the body is in (an S3 PUT's MD5 ETag). */
 void sl_put_set_custom(struct sl_put *p, const char *k, const char *v);
+/* The object is the n parts (the largest max bytes) of a multipart upload:
+ * recorded with it (sl_objmd nchunks, chunk_max). */
+void sl_put_set_chunks(struct sl_put *p, uint32_t n, uint64_t max);
 /* Work file of an in-flight PUT (for writers that need to seek or read
  * back: it is open read-write). The fd belongs to p (do not close it)
  * until commit or abort. */

@@ -33,6 +33,8 @@ struct sl_put {
     int ncustom;
     struct sl_objmd preserve;
     bool have_preserve, keep_custom;
+    uint32_t nchunks;        /* sl_put_set_chunks */
+    uint64_t chunk_max;
     char *wbuf;              /* small writes gather here (PUT_WBUF bytes) */
     size_t wlen;
     bool gated;              /* counted in the bucket's writes in flight */
@@ -180,6 +182,12 @@ int sl_put_fd(struct sl_put *p)
 void sl_put_set_custom(struct sl_put *p, const char *k, const char *v)
 {
     sl_kv_set(&p->custom, &p->ncustom, k, v);
+}
+
+void sl_put_set_chunks(struct sl_put *p, uint32_t n, uint64_t max)
+{
+    p->nchunks = n;
+    p->chunk_max = max;
 }
 
 uint64_t sl_put_size(const struct sl_put *p)
@@ -356,6 +364,8 @@ static void put_new_md(struct sl_put *p, int had, const struct sl_objmd *old, co
         md->mtime = p->preserve.mtime ? p->preserve.mtime : now;
         for (int i = 0; i < p->preserve.ncustom; i++)
             sl_objmd_set_custom(md, p->preserve.custom[i].k, p->preserve.custom[i].v);
+        md->nchunks = p->preserve.nchunks;
+        md->chunk_max = p->preserve.chunk_max;
     } else {
         md->version = p->bck.versioning ? (had == 1 ? old->version + 1 : 1) : 0;
         if (had == 1 && p->keep_custom)
@@ -364,6 +374,10 @@ static void put_new_md(struct sl_put *p, int had, const struct sl_objmd *old, co
     }
     for (int i = 0; i < p->ncustom; i++)
         sl_objmd_set_custom(md, p->custom[i].k, p->custom[i].v);
+    if (p->nchunks) {
+        md->nchunks = p->nchunks;
+        md->chunk_max = p->chunk_max;
+    }
 }
 
 /* Move the work file onto fqn once ops (the metadata, the pending marker)

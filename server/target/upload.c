@@ -288,6 +288,7 @@ struct part {
     int no;
     int fd;                     /* -1: placed in the work file */
     uint64_t size;
+    bool appending;             /* an append to it is under way (its fd is the append's) */
 };
 
 struct mpt {
@@ -384,6 +385,9 @@ struct sl_mpt_part {
     int no;
     int fd;                     /* the work file's (placed) or a temporary file */
     bool placed;
+    bool append;                /* sl_mpt_part_append: size starts at what the part held */
+    uint64_t had;               /* (append) what it held */
+    bool open_len;              /* (append) no Content-Length: every byte that comes */
     uint64_t base;              /* where the part starts in fd */
     uint64_t size, want;
     char *buf;
@@ -405,6 +409,12 @@ int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, con
     pthread_mutex_lock(&mu);
     struct mpt *m = mpt_find(b, name, nlen, id, err);
     bool placed = false;
+    for (int i = 0; m && i < m->nparts; i++)
+        if (m->parts[i].no == no && m->parts[i].appending) {
+            sl_errf(err, SL_EBUSY, "%s/%.*s: part %ld of upload \"%s\" is being appended to by another request",
+                    b->name, (int)SL_MIN(nlen, 200), name, no, id);
+            m = NULL;
+        }
     if (m) {
         m->busy++;
         if (!m->slot)
@@ -469,14 +479,116 @@ int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct 
     return 0;
 }
 
+int sl_mpt_part_append(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                       int64_t size, struct sl_mpt_part **out, struct sl_err *err)
+{
+    *out = NULL;
+    char *end;
+    long no = partno ? strtol(partno, &end, 10) : 0;
+    if (!partno || !*partno || *end || no < 1 || no > MAX_PARTS)
+        return sl_errf(err, SL_EINVAL, "%s/%.*s: invalid part number \"%s\" for upload \"%s\" (1 to %d)", b->name,
+                       (int)SL_MIN(nlen, 200), name, partno ? partno : "", id, MAX_PARTS);
+    pthread_mutex_lock(&mu);
+    struct mpt *m = mpt_find(b, name, nlen, id, err);
+    if (!m) {
+        pthread_mutex_unlock(&mu);
+        return -1;
+    }
+    int i = 0;
+    while (i < m->nparts && m->parts[i].no != no)
+        i++;
+    if (i < m->nparts && m->parts[i].appending) {
+        pthread_mutex_unlock(&mu);
+        return sl_errf(err, SL_EBUSY, "%s/%.*s: part %ld of upload \"%s\" is being appended to by another request; "
+                       "send the appends one after another", b->name, (int)SL_MIN(nlen, 200), name, no, id);
+    }
+    if (i == m->nparts) {
+        m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
+        m->parts[m->nparts++] = (struct part){ (int)no, -2, 0, false }; /* its file: below */
+    }
+    struct part held = m->parts[i];
+    m->parts[i].appending = true;
+    m->busy++;
+    pthread_mutex_unlock(&mu);
+    struct sl_mpt_part *p = sl_xcalloc(1, sizeof(*p));
+    *p = (struct sl_mpt_part){ .m = m, .no = (int)no, .fd = held.fd, .append = true, .had = held.size,
+                               .size = held.size, .open_len = size < 0,
+                               .want = size < 0 ? UINT64_MAX : held.size + (uint64_t)size };
+    if (held.fd < 0) {
+        /* new, or placed in the work file: it goes on in a file of its own */
+        int rc = (p->fd = sl_store_tmpfd(err)) < 0 ? -1 : 0;
+        char *buf = rc == 0 && held.size ? sl_xmalloc(1024 * 1024) : NULL;
+        int wfd = held.fd == -1 ? sl_put_fd(m->p) : -1;
+        for (uint64_t done = 0; rc == 0 && done < held.size;) {
+            ssize_t r = pread(wfd, buf, (size_t)SL_MIN((uint64_t)1024 * 1024, held.size - done),
+                              (off_t)((uint64_t)(no - 1) * m->slot + done));
+            if (r <= 0 || pwrite(p->fd, buf, (size_t)r, (off_t)done) != r)
+                rc = sl_errf(err, SL_EIO, "part %ld: moving it out of the work file: %s", no,
+                             r < 0 || r > 0 ? strerror(errno) : "short file");
+            done += r > 0 ? (uint64_t)r : 0;
+        }
+        free(buf);
+        if (rc < 0) {
+            pthread_mutex_lock(&mu);
+            for (i = 0; m->parts[i].no != no; i++) /* (others may have come and gone meanwhile) */
+                ;
+            m->parts[i].appending = false;
+            if (held.fd == -2) { /* (the slot made above: gone again) */
+                memmove(&m->parts[i], &m->parts[i + 1], (size_t)(m->nparts - i - 1) * sizeof(*m->parts));
+                m->nparts--;
+            }
+            m->busy--;
+            pthread_mutex_unlock(&mu);
+            if (p->fd >= 0)
+                close(p->fd);
+            free(p);
+            return -1;
+        }
+    }
+    p->buf = sl_xmalloc(PART_BUF);
+    *out = p;
+    return 0;
+}
+
+void sl_mpt_part_handle(const struct sl_mpt_part *p, char *out, size_t n)
+{
+    snprintf(out, n, "%s|mpt|%s|%d", G.id, p->m->id, p->no);
+}
+
+int sl_mpt_part_flush(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                      const char *handle, struct sl_err *err)
+{
+    char want[160];
+    pthread_mutex_lock(&mu);
+    struct mpt *m = mpt_find(b, name, nlen, id, err);
+    int rc = m ? 0 : -1;
+    if (m) {
+        snprintf(want, sizeof(want), "%s|mpt|%s|%s", G.id, m->id, partno ? partno : "");
+        int i = 0;
+        while (i < m->nparts && (!partno || m->parts[i].no != atoi(partno)))
+            i++;
+        if (strcmp(handle, want))
+            rc = sl_errf(err, SL_EINVAL, "%s/%.*s: append handle \"%s\" is not part %s of upload \"%s\" (expected "
+                         "the handle the last append to that part returned)", b->name, (int)SL_MIN(nlen, 200), name,
+                         handle, partno ? partno : "", id);
+        else if (i == m->nparts || !m->parts[i].size)
+            rc = sl_errf(err, SL_EINVAL, "%s/%.*s: part %s of upload \"%s\" holds no bytes: append some first",
+                         b->name, (int)SL_MIN(nlen, 200), name, partno, id);
+        else
+            m->used_s = sl_now_ns() / 1000000000;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
 {
     int rc = 0;
     if (ok && p->blen)
         rc = part_flush(p, err);
-    if (ok && rc == 0 && p->size != p->want)
+    if (ok && rc == 0 && !p->open_len && p->size != p->want)
         rc = sl_errf(err, SL_EINVAL, "part %d: received %llu bytes, Content-Length promised %llu; the part was not "
-                     "kept", p->no, (unsigned long long)p->size, (unsigned long long)p->want);
+                     "kept", p->no, (unsigned long long)(p->size - p->had), (unsigned long long)(p->want - p->had));
     pthread_mutex_lock(&mu);
     struct mpt *m = p->m;
     m->busy--;
@@ -484,14 +596,26 @@ int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
     int i = 0;
     while (i < m->nparts && m->parts[i].no != p->no)
         i++;
-    if (ok && rc == 0) {
+    if (p->append) {
+        /* the part's file is the append's: back with what it holds now (a
+         * failed append's bytes past the old end are never read) */
+        m->parts[i].appending = false;
+        m->parts[i].fd = p->fd;
+        m->parts[i].size = ok && rc == 0 ? p->size : p->had;
+        p->fd = -1;
+        if (!m->parts[i].size) { /* a first append that failed: no part */
+            close(m->parts[i].fd);
+            memmove(&m->parts[i], &m->parts[i + 1], (size_t)(m->nparts - i - 1) * sizeof(*m->parts));
+            m->nparts--;
+        }
+    } else if (ok && rc == 0) {
         if (i == m->nparts) {
             m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
             m->nparts++;
         } else if (m->parts[i].fd >= 0) {
             close(m->parts[i].fd); /* sent again: the new one wins */
         }
-        m->parts[i] = (struct part){ p->no, p->placed ? -1 : p->fd, p->size };
+        m->parts[i] = (struct part){ p->no, p->placed ? -1 : p->fd, p->size, false };
         if (!p->placed)
             p->fd = -1;
     } else if (p->placed && i < m->nparts && m->parts[i].fd < 0) {
@@ -550,8 +674,8 @@ static bool all_placed(const struct mpt *m)
 }
 
 /* the parts in order into a new work file */
-static int copy_parts(const struct sl_bck *b, const char *name, size_t nlen, struct mpt *m, struct sl_objmd *out,
-                      struct sl_err *err)
+static int copy_parts(const struct sl_bck *b, const char *name, size_t nlen, struct mpt *m, uint64_t max,
+                      struct sl_objmd *out, struct sl_err *err)
 {
     struct sl_put *p = NULL;
     struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
@@ -574,6 +698,7 @@ static int copy_parts(const struct sl_bck *b, const char *name, size_t nlen, str
     }
     free(buf);
     if (rc == 0) {
+        sl_put_set_chunks(p, (uint32_t)m->nparts, max);
         rc = sl_put_commit(p, out, err);
         p = NULL;
     }
@@ -624,7 +749,11 @@ int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const
         pthread_mutex_unlock(&mu);
         return -1;
     }
+    uint64_t max = 0;
+    for (int i = 0; i < m->nparts; i++)
+        max = SL_MAX(max, m->parts[i].size);
     if (all_placed(m)) {
+        sl_put_set_chunks(m->p, (uint32_t)m->nparts, max);
         uint64_t total = (uint64_t)(m->nparts - 1) * m->slot + m->parts[m->nparts - 1].size;
         struct sl_put *p = m->p;
         rc = sl_put_adopt(p, total, err);
@@ -633,7 +762,7 @@ int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const
             rc = sl_put_commit(p, out, err);
         }
     } else {
-        rc = copy_parts(b, name, nlen, m, out, err);
+        rc = copy_parts(b, name, nlen, m, max, out, err);
     }
     mpt_remove(m);
     return rc;

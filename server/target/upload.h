@@ -53,6 +53,18 @@ int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, con
                       int64_t size, struct sl_mpt_part **out, struct sl_err *err);
 int sl_mpt_part_write(struct sl_mpt_part *p, const void *data, size_t n, struct sl_err *err);
 int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err);
+/* An append to part partno (the SDK's file writer on a part: PUT
+ * ?uploadId=&partNumber=&append_type=append): the body, of size bytes (-1:
+ * not known), goes after what the part holds (an absent part starts empty);
+ * written and ended as above. 409 while another append to the part runs. */
+int sl_mpt_part_append(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                       int64_t size, struct sl_mpt_part **out, struct sl_err *err);
+/* The handle an append to a part hands back: "<target id>|mpt|<id>|<part>". */
+void sl_mpt_part_handle(const struct sl_mpt_part *p, char *out, size_t n);
+/* append_type=flush on a part: 0 when handle names part partno of upload
+ * id and the part holds bytes (its appends are in already); else 400/404. */
+int sl_mpt_part_flush(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                      const char *handle, struct sl_err *err);
 /* parts: the mpt-complete value, [{"part-number": N, "etag": ""}, ...] */
 int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const json_t *parts,
                     struct sl_objmd *out, struct sl_err *err);

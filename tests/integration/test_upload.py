@@ -139,6 +139,61 @@ class UploadApi:
         r = self.mpt("gone.bin", "mpt-abort", {"uploadId": "bad id!"}, method="DELETE")
         self.assertEqual(r.status_code, 400, r.text)
 
+    def check_part_writer(self):
+        """mpu.add_part(n).as_file() (the SDK's file writer on a part): its appends go to the part, not to the
+        object (the build before appended them to the object); HEAD props=chunked and the listing's chunked
+        flag show the parts"""
+        self.s.post(self.url + "/v1/buckets/up", json={"action": "create-bck"}, timeout=30)
+        self.assertEqual(self.s.put(self.obj("pw.bin"), data=b"old object", timeout=30).status_code, 200)
+        uid = self.mpt("pw.bin", "mpt-upload").text
+        p1, more, p3 = os.urandom(70000), [os.urandom(5000), os.urandom(3)], os.urandom(1234)
+        part = {"uploadId": uid}
+
+        def put_part(n, data):
+            r = self.s.put(self.obj("pw.bin"), data=data, params=dict(part, partNumber=n), headers=J, timeout=60)
+            self.assertEqual(r.status_code, 200, r.text)
+
+        def part_file(n, chunks, handle=""):
+            """ObjectFileWriter on ObjectWriter(params={uploadId, partNumber}), in mode a"""
+            for c in chunks:
+                r = self.s.put(self.obj("pw.bin"), data=c, headers=J, timeout=60, params=dict(
+                    part, partNumber=n, append_type="append", append_handle=handle))
+                self.assertEqual(r.status_code, 200, r.text)
+                handle = r.headers["Ais-Append-Handle"]
+                self.assertEqual(len(handle.split("|")), 4, handle)
+            r = self.s.put(self.obj("pw.bin"), data=b"", headers=J, timeout=60, params=dict(
+                part, partNumber=n, append_type="flush", append_handle=handle))
+            self.assertEqual(r.status_code, 200, r.text)
+            return handle
+        put_part(1, p1)
+        h1 = part_file(1, [b"+one"])  # after what part 1 held (placed in the work file)
+        part_file(2, more)
+        put_part(3, p3)
+        # another part's handle, a flush of a part with nothing in it: refused, nothing changes
+        r = self.s.put(self.obj("pw.bin"), data=b"zz", headers=J, params=dict(
+            part, partNumber=2, append_type="append", append_handle=h1))
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.s.put(self.obj("pw.bin"), data=b"", headers=J, params=dict(
+            part, partNumber=4, append_type="flush", append_handle=h1))
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.s.put(self.obj("pw.bin"), data=b"zz", headers=J, params=dict(
+            uploadId="nosuchid", partNumber=1, append_type="append", append_handle=""))
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertEqual(self.s.get(self.obj("pw.bin")).content, b"old object", "parts invisible before complete")
+        r = self.mpt("pw.bin", "mpt-complete", part, [{"part-number": n, "etag": ""} for n in (1, 2, 3)])
+        self.assertEqual(r.status_code, 200, r.text)
+        want = p1 + b"+one" + b"".join(more) + p3
+        self.assertEqual(self.s.get(self.obj("pw.bin")).content, want)
+        h = self.s.head(self.obj("pw.bin"), params={"props": "name,size,chunked"}, allow_redirects=True).headers
+        self.assertEqual((h.get("Ais-Chunks-Count"), h.get("Ais-Chunks-Max-Chunk-Size")), ("3", str(len(p1) + 4)))
+        r = self.s.get(self.url + "/v1/buckets/up", json={"action": "list", "value": {
+            "props": "name,size,chunked", "prefix": "pw.bin"}})
+        self.assertEqual([(e["name"], e.get("flags", 0) & 8192) for e in r.json()["entries"]], [("pw.bin", 8192)])
+        # written whole again: no chunks
+        self.assertEqual(self.s.put(self.obj("pw.bin"), data=b"whole", timeout=30).status_code, 200)
+        h = self.s.head(self.obj("pw.bin"), params={"props": "name,size,chunked"}, allow_redirects=True).headers
+        self.assertNotIn("Ais-Chunks-Count", h)
+
 
 class UploadCluster(ClusterTest, UploadApi):
     def test_append(self):
@@ -147,11 +202,15 @@ class UploadCluster(ClusterTest, UploadApi):
     def test_multipart(self):
         self.check_multipart()
 
+    def test_part_file_writer(self):
+        self.check_part_writer()
+
 
 class UploadStandalone(NodeTest, UploadApi):
     def test_append_and_multipart(self):
         self.check_append()
         self.check_multipart()
+        self.check_part_writer()
 
 
 if __name__ == "__main__":

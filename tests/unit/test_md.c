@@ -499,6 +499,25 @@ int main(void)
     sl_md_commit(e, &mo, 1, true, &err);
     TAP_OK(sl_md_obj_get(e, 4, "mc", 2, &m, &err) == 1 && m.ncopies == 0 && m.size == 6, "copies dropped");
     sl_objmd_free(&m);
+    /* a multipart upload's chunks: a 12th element (the 11th then an empty copies array) */
+    mc.nchunks = 3;
+    mc.chunk_max = 70004;
+    sl_md_commit(e, &mo, 1, true, &err);
+    TAP_OK(sl_md_obj_get(e, 4, "mc", 2, &m, &err) == 1 && m.nchunks == 3 && m.chunk_max == 70004 &&
+               m.ncopies == 0 && m.size == 6,
+           "chunks round trip without copies");
+    sl_objmd_free(&m);
+    mc.ncopies = 1;
+    sl_md_commit(e, &mo, 1, true, &err);
+    TAP_OK(sl_md_obj_get(e, 4, "mc", 2, &m, &err) == 1 && m.nchunks == 3 && m.ncopies == 1 &&
+               m.copies[0] == 0x1122334455667788ULL,
+           "chunks round trip with copies");
+    sl_objmd_free(&m);
+    mc.ncopies = 0;
+    mc.nchunks = 0;
+    sl_md_commit(e, &mo, 1, true, &err);
+    TAP_OK(sl_md_obj_get(e, 4, "mc", 2, &m, &err) == 1 && m.nchunks == 0 && m.chunk_max == 0, "chunks dropped");
+    sl_objmd_free(&m);
 
     /* group commit: concurrent writers */
     run_writers(e, writer);
