@@ -61,6 +61,8 @@ static json_t *record_json(const char *name, size_t nlen, const struct sl_objmd 
         json_object_set_new(j, "cksum_type", json_string(sl_cksum_name(md->cksum_type)));
         json_object_set_new(j, "cksum_value", json_string(md->cksum));
     }
+    if (md->nchunks)
+        json_object_set_new(j, "chunks", json_pack("[I,I]", (json_int_t)md->nchunks, (json_int_t)md->chunk_max));
     return j;
 }
 
@@ -231,6 +233,9 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, co
     if (!fresh) {
         pre.version = (uint64_t)json_integer_value(json_object_get(x->meta, "version"));
         pre.atime = json_integer_value(json_object_get(x->meta, "atime"));
+        json_t *ch = json_object_get(x->meta, "chunks"); /* (a multipart upload's parts: sl_objmd nchunks) */
+        pre.nchunks = (uint32_t)json_integer_value(json_array_get(ch, 0));
+        pre.chunk_max = (uint64_t)json_integer_value(json_array_get(ch, 1));
         if (ctype == b->cksum_type) {
             pre.cksum_type = ctype;
             snprintf(pre.cksum, sizeof(pre.cksum), "%s", ckv);

@@ -408,6 +408,19 @@ class TestRebalanceReadRace(ClusterTest):
         is written while a read of it waits between its look here and the neighbours' answers."""
         self.create("rb")
         data = self.fill("rb", 300)
+        # what travels with a moved object: 20 custom keys (the build before sent 16), a multipart upload's parts
+        custom = {"k%02d" % i: "v%d" % i for i in range(20)}
+        for i in range(30):
+            r = self.s.patch(self.url + "/v1/objects/rb/o/%05d" % i, json={"value": custom})
+            self.assertEqual(r.status_code, 200, r.text)
+            uid = self.s.post(self.url + "/v1/objects/rb/mpu/%d" % i, json={"action": "mpt-upload"}).text
+            for n, part in ((1, b"a" * 1000), (2, b"b" * 10)):
+                r = self.s.put(self.url + "/v1/objects/rb/mpu/%d" % i, data=part, params={"uploadId": uid,
+                                                                                         "partNumber": n})
+                self.assertEqual(r.status_code, 200, r.text)
+            r = self.s.post(self.url + "/v1/objects/rb/mpu/%d" % i, params={"uploadId": uid}, json={
+                "action": "mpt-complete", "value": [{"part-number": 1, "etag": ""}, {"part-number": 2, "etag": ""}]})
+            self.assertEqual(r.status_code, 200, r.text)
         stop, failures = threading.Event(), []
         readers = [threading.Thread(target=self.reader, args=(data, stop, failures)) for _ in range(6)]
         for t in readers:
@@ -425,6 +438,20 @@ class TestRebalanceReadRace(ClusterTest):
         self.assertEqual(failures, [], failures[:5])
         smap = self.c.smap()
         newt = [tid for tid in smap["tmap"] if self.target_name_by_id(tid) == "t3"][0]
+        direct = smap["tmap"][newt]["public_net"]["direct_url"] + "/v1/objects/rb/"
+        moved = [i for i in range(30) if hrw_owner(smap, "rb", "o/%05d" % i)["daemon_id"] == newt]
+        self.assertTrue(moved)
+        for i in moved:
+            r = self.s.head(direct + "o/%05d" % i, headers={"Ais-No-Gfn": "true"})
+            self.assertEqual(r.status_code, 200, i)
+            self.assertEqual(len([k for k in r.headers["Ais-Custom-Md"].split(",") if k.strip().startswith("k")]),
+                             20, r.headers["Ais-Custom-Md"])
+        moved = [i for i in range(30) if hrw_owner(smap, "rb", "mpu/%d" % i)["daemon_id"] == newt]
+        self.assertTrue(moved)
+        for i in moved:
+            r = self.s.head(direct + "mpu/%d" % i, params={"props": "name,size,chunked"}, headers={"Ais-No-Gfn": "true"})
+            self.assertEqual((r.status_code, r.headers.get("Ais-Chunks-Count"), r.headers.get(
+                "Ais-Chunks-Max-Chunk-Size")), (200, "2", "1000"), i)
         name = [n for n in ("late/%d" % i for i in range(1000)) if hrw_owner(smap, "rb", n)["daemon_id"] == newt][0]
         got = {}
 
