@@ -13,6 +13,7 @@
 #include "ishard.h"
 #include "lrit.h"
 #include "lru.h"
+#include "cleanup.h"
 #include "mirror_job.h"
 #include "moss.h"
 #include "mvb.h"
@@ -34,6 +35,7 @@ const struct sl_module *const sl_modules[] = {
     &sl_promote_module,
     &sl_mvb_module,
     &sl_lru_module,
+    &sl_cleanup_module,
     &sl_mirror_module,
     &sl_ec_module,
     &sl_resilver_module,

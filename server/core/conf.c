@@ -107,6 +107,8 @@ static const struct key schema[] = {
     { "space.lowwm", T_PCT, "75", 0, NULL, "LRU eviction frees space down to this percent of a mountpath" },
     { "space.highwm", T_PCT, "90", 0, NULL, "above this percent of a mountpath, LRU eviction starts by itself" },
     { "lru.capacity_upd_time", T_DUR, "10m", 0, NULL, "how often a target checks its mountpaths against space.highwm" },
+    { "space.dont_cleanup_time", T_DUR, "30m", 0, NULL,
+      "job cleanup-store removes a work file only when nobody wrote it for this long (and none holds it open)" },
     { "scrub.interval", T_DUR, "0s", 0, NULL,
       "how often each target checks every object's bytes against its checksum (job scrub); 0s: only when started" },
     { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
@@ -608,6 +610,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->space_low_pct = (int)gi(doc, "space.lowwm");
     c->space_high_pct = (int)gi(doc, "space.highwm");
     c->lru_capacity_upd_ns = gd(doc, "lru.capacity_upd_time");
+    c->space_dont_cleanup_ns = gd(doc, "space.dont_cleanup_time");
     c->scrub_interval_ns = gd(doc, "scrub.interval");
     c->mirror_enabled = gb(doc, "mirror.enabled");
     long long mc = gi(doc, "mirror.copies"), mb = gi(doc, "mirror.burst_buffer");

@@ -54,6 +54,7 @@ struct sl_config {
     int space_low_pct;            /* space.lowwm */
     int space_high_pct;           /* space.highwm */
     int64_t lru_capacity_upd_ns;  /* lru.capacity_upd_time */
+    int64_t space_dont_cleanup_ns; /* space.dont_cleanup_time */
     int64_t scrub_interval_ns;    /* scrub.interval (0: off) */
     bool mirror_enabled;          /* mirror.*: the defaults of new buckets' mirror props */
     int mirror_copies;            /* (0 in the file: 2) */
