@@ -3,10 +3,13 @@
 serve: the request bodies are the ones AIStore's Python SDK (aistore.sdk.authn) and Go api/authn send, the
 answers are checked as the SDK parses them; the tokens are then used on the cluster with exactly the permissions
 the roles grant, and a revoked one is refused by the cluster's gateways."""
+import base64
+import http.server
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import unittest
 
@@ -350,6 +353,46 @@ class AuthnAPI(unittest.TestCase):
         r = self.sess(tok).get(self.url + "/v1/users/Test-User-t1")
         self.assertEqual(r.status_code, 401, r.text)
         self.assertIn("revoked", r.text)
+
+    def test_other_cluster_handshake_and_revoke_push(self):
+        """another registered cluster (here a stand-in that records what it is sent) is asked whether it takes
+        this AuthN's token when registered, and told of a revocation before the revoke is answered"""
+        seen = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                seen.append((self.command, self.path, self.headers.get("Authorization", ""),
+                             self.rfile.read(n).decode()))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            do_POST = do_DELETE = answer
+
+            def log_message(self, *a):
+                pass
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            other = "http://127.0.0.1:%d" % srv.server_address[1]
+            r = self.adm.post(self.url + "/v1/clusters", json={"id": "RemoteCluster1", "alias": "remote",
+                                                                "urls": [other + "/"]})
+            self.assertEqual((r.status_code, r.text), (200, ""))
+            self.assertEqual(requests.get(self.url + "/v1/clusters/remote").json()["clusters"]["RemoteCluster1"]
+                             ["urls"], [other])
+            self.assertEqual([x[:2] for x in seen], [("POST", "/v1/tokens")])
+            claims = json.loads(base64.urlsafe_b64decode(seen[0][2].split(".")[1] + "=="))
+            self.assertEqual((claims["sub"], claims["admin"], claims["aud"]), ("AuthN", True, ["RemoteCluster1"]))
+            self.add_user("Test-User-o1", "12345", None)
+            tok = self.login("Test-User-o1", "12345")
+            self.assertEqual(requests.delete(self.url + "/v1/tokens", json={"token": tok}).status_code, 200)
+            self.assertEqual(seen[1][:2], ("DELETE", "/v1/tokens"))
+            self.assertEqual(json.loads(seen[1][3]), {"tokens": [tok], "version": "0"})
+            self.assertTrue(seen[1][2].startswith("Bearer "))
+        finally:
+            self.adm.delete(self.url + "/v1/clusters/remote")
+            srv.shutdown()
+            srv.server_close()
 
 
 if __name__ == "__main__":
