@@ -95,7 +95,9 @@ static int login(struct opts *o)
     char *path = sl_xasprintf("/v1/users/%s", e);
     free(e);
     struct cli_resp r;
-    send_json("POST", path, json_pack("{s:s,s:I}", "password", pass, "expires_in", (json_int_t)exp), &r);
+    /* (expires_in null: the default, as AIStore's CLI sends it) */
+    send_json("POST", path, json_pack("{s:s,s:o}", "password", pass, "expires_in",
+                                      exp ? json_integer((json_int_t)exp) : json_null()), &r);
     free(path);
     free(pass);
     if (r.status != 200)
@@ -158,7 +160,7 @@ static int user_set(struct opts *o, bool add)
             json_decref(b);
             return 1;
         }
-        json_object_set_new(b, "password", json_string(pass));
+        json_object_set_new(b, "pass", json_string(pass)); /* (AIStore's key) */
         free(pass);
     }
     if (add || o->argc > 1)
@@ -276,10 +278,20 @@ static int show(struct opts *o, bool users)
         json_decref(j);
         return 0;
     }
-    json_t *all = j;
-    if (o->argc) {
-        all = json_object();
+    /* users: {NAME: {"id", "roles": [role objects]}} (one: the user);
+     * roles: a list (one: the role), as AIStore's AuthN sends them */
+    json_t *all = json_object();
+    if (users && o->argc)
         json_object_set(all, o->argv[0], j);
+    else if (users)
+        json_object_update(all, j);
+    else if (o->argc)
+        json_object_set(all, o->argv[0], j);
+    else {
+        size_t i;
+        json_t *x;
+        json_array_foreach(j, i, x)
+            json_object_set(all, sl_json_str(x, "name", "?"), x);
     }
     if (!cli_no_headers)
         printf(users ? "NAME\tROLES\n" : "ROLE\tDESCRIPTION\tADMIN\n");
@@ -290,16 +302,17 @@ static int show(struct opts *o, bool users)
             printf("%s\t", k);
             size_t i;
             json_t *rn;
-            json_array_foreach(json_object_get(v, "roles"), i, rn)
-                printf("%s%s", i ? "," : "", json_string_value(rn) ? json_string_value(rn) : "?");
+            json_array_foreach(json_object_get(v, "roles"), i, rn) {
+                const char *n = json_is_string(rn) ? json_string_value(rn) : sl_json_str(rn, "name", "?");
+                printf("%s%s", i ? "," : "", n);
+            }
             printf("\n");
         } else {
             printf("%s\t%s\t%s\n", k, sl_json_str(v, "desc", ""),
                    json_is_true(json_object_get(v, "admin")) ? "yes" : "no");
         }
     }
-    if (all != j)
-        json_decref(all);
+    json_decref(all);
     json_decref(j);
     return 0;
 }

@@ -44,7 +44,8 @@ static bool open_to_all(const struct sl_req *r)
 
 static bool is_authn(const struct sl_req *r)
 {
-    return sl_req_path_is(r, "/v1/users") || sl_req_path_is(r, "/v1/roles") || sl_req_path_is(r, "/v1/tokens");
+    return sl_req_path_is(r, "/v1/users") || sl_req_path_is(r, "/v1/roles") || sl_req_path_is(r, "/v1/tokens") ||
+           sl_req_path_is(r, "/v1/clusters");
 }
 
 static bool refuse(struct sl_req *r, int code, const char *why)

@@ -179,7 +179,8 @@ void sl_route(struct sl_req *r)
         sl_s3_route(r);
     } else if (sl_req_path_is(r, "/v1/s3")) {
         sl_s3_admin(r);
-    } else if (sl_req_path_is(r, "/v1/users") || sl_req_path_is(r, "/v1/roles") || sl_req_path_is(r, "/v1/tokens")) {
+    } else if (sl_req_path_is(r, "/v1/users") || sl_req_path_is(r, "/v1/roles") || sl_req_path_is(r, "/v1/tokens") ||
+               sl_req_path_is(r, "/v1/clusters")) {
         sl_authn_route(r);
     } else if (sl_prx_first_access(r)) {
         /* a remote bucket seen for the first time: added, then routed again */

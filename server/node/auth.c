@@ -267,12 +267,18 @@ static uint64_t perm_of(const json_t *acl)
     return s ? strtoull(s, NULL, 10) : 0;
 }
 
+/* As AIStore's gateways decide (cmd/authn/tok/token.go CheckPermissions):
+ * the admin claim; else the bucket's ACLs (name, provider, namespace uuid
+ * this cluster's or none), if any; else the ACLs naming this cluster; else
+ * those with id "" (any cluster). Entries that match alike are ORed. */
 bool sl_auth_allows(const json_t *claims, uint64_t perm, const char *provider, const char *bck, const char *uuid)
 {
     if (json_is_true(json_object_get(claims, "admin")))
         return true;
     size_t i;
     json_t *a;
+    uint64_t got = 0;
+    bool found = false;
     if (bck) {
         json_array_foreach(json_object_get(claims, "buckets"), i, a) {
             json_t *b = json_object_get(a, "bck");
@@ -283,16 +289,23 @@ bool sl_auth_allows(const json_t *claims, uint64_t perm, const char *provider, c
                 continue;
             if (u && *u && uuid && strcmp(u, uuid))
                 continue;
-            return (perm_of(a) & perm) == perm;
+            got |= perm_of(a);
+            found = true;
+        }
+        if (found)
+            return (got & perm) == perm;
+    }
+    for (int any = 0; any < 2 && !found; any++) {
+        json_array_foreach(json_object_get(claims, "clusters"), i, a) {
+            const char *id = json_string_value(json_object_get(a, "id"));
+            bool blank = !id || !*id;
+            if (any ? !blank : (blank || !uuid || strcmp(id, uuid)))
+                continue;
+            got |= perm_of(a);
+            found = true;
         }
     }
-    json_array_foreach(json_object_get(claims, "clusters"), i, a) {
-        const char *id = json_string_value(json_object_get(a, "id"));
-        if (id && *id && uuid && strcmp(id, uuid))
-            continue;
-        return (perm_of(a) & perm) == perm;
-    }
-    return false;
+    return found && (got & perm) == perm;
 }
 
 char *sl_auth_sign(const json_t *claims, struct sl_err *err)

@@ -262,6 +262,12 @@ int sl_peer_call_foreign(const char *method, const char *url, int64_t timeout_ms
     return call(true, method, url, NULL, 0, NULL, 0, timeout_ms, r);
 }
 
+int sl_peer_call_foreign_body(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs,
+                              const char *json, int64_t timeout_ms, struct sl_peer_resp *r)
+{
+    return call(true, method, url, hdrs, nhdrs, json, json ? strlen(json) : 0, timeout_ms, r);
+}
+
 int sl_peer_json(const char *method, const char *url, json_t *body, int64_t timeout_ms, struct sl_peer_resp *r)
 {
     size_t len = 0;

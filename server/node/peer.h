@@ -41,6 +41,9 @@ int sl_peer_call(const char *method, const char *url, const struct sl_peer_hdr *
                  size_t blen, int64_t timeout_ms, struct sl_peer_resp *r);
 /* The same to a node of another cluster (a remote AIS): unsigned. */
 int sl_peer_call_foreign(const char *method, const char *url, int64_t timeout_ms, struct sl_peer_resp *r);
+/* The same with headers and a JSON body (may be NULL). */
+int sl_peer_call_foreign_body(const char *method, const char *url, const struct sl_peer_hdr *hdrs, int nhdrs,
+                              const char *json, int64_t timeout_ms, struct sl_peer_resp *r);
 /* JSON body helper (consumes body: the caller's reference is released,
  * also on failure). */
 int sl_peer_json(const char *method, const char *url, json_t *body, int64_t timeout_ms, struct sl_peer_resp *r);

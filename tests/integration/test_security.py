@@ -360,13 +360,17 @@ class ClientAuth(unittest.TestCase):
                                    ("POST", "/v1/buckets/pub?bck_to=ais/@%23/pubcopy/", {"action": "copy-bck"}),
                                    ("PATCH", "/v1/buckets/pub", {"action": "set-bprops", "value": {}}),
                                    ("PUT", "/v1/cluster", {"action": "set-config", "value": {}}),
-                                   ("POST", "/v1/etl", {"name": "x"}),
-                                   ("GET", "/v1/users", None)):
+                                   ("POST", "/v1/etl", {"name": "x"})):
             kw = {"json": body} if isinstance(body, dict) else {"data": body}
             for base in (self.url, self.p1):  # the primary, and a gateway that forwards to it
                 r = bob.request(method, base + path, allow_redirects=False, **kw)
                 self.assertEqual(r.status_code, 403, (method, path, base, r.text))
                 self.assertIn('user \\"bob\\" lacks', r.text)
+        # AuthN's own routes answer 401, as AIStore's AuthN does (403 is for its built-ins only)
+        for base in (self.url, self.p1):
+            r = bob.get(base + "/v1/users")
+            self.assertEqual(r.status_code, 401, (base, r.text))
+            self.assertIn('user \\"bob\\" lacks ADMIN', r.text)
         # easy URLs are checked as their /v1 form, also with S3 at the root or virtual-hosted
         self.assertEqual(bob.get(self.url + "/ais/pub/a").content, b"A")
         self.assertEqual(bob.get(self.url + "/ais/priv/s", allow_redirects=False).status_code, 403)
@@ -490,7 +494,7 @@ class ClientAuth(unittest.TestCase):
         r = s.put(self.url + "/v1/users/carol", json={"password": "c2"})
         self.assertEqual(r.status_code, 200, r.text)
         r = s.put(self.url + "/v1/users/carol", json={"roles": ["Admin"]})
-        self.assertEqual(r.status_code, 403, r.text)
+        self.assertEqual(r.status_code, 401, r.text)  # (AuthN's refusals are 401, as AIStore's)
         r = requests.post(self.url + "/v1/users/carol", json={"password": "c1"})
         self.assertEqual(r.status_code, 401)
         self.assertEqual(s.delete(self.url + "/v1/tokens", json={"token": tok}).status_code, 200)
