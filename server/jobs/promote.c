@@ -119,7 +119,8 @@ static int allowed(const char *p, struct sl_err *err)
                        "directory files are promoted from)", G.name);
     if (!under(p, dir))
         return sl_errf(err, SL_EINVAL, "invalid promote source \"%s\": must be under %s (configuration "
-                       "promote.dir)", p, dir);
+                       "promote.dir; to promote from another directory, such as AIStore's /var/lib/ais/promote, "
+                       "set it: shale config cluster promote.dir=DIR)", p, dir);
     return 0;
 }
 
