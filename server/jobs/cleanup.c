@@ -21,7 +21,6 @@
 #include "bcklist.h"
 #include "cluster.h"
 #include "conf.h"
-#include "jsonx.h"
 #include "log.h"
 #include "module.h"
 #include "node.h"
@@ -31,22 +30,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "md.h"
 
-struct cleanup_req {
-    char id[40];
-    json_t *bcks;               /* names, or NULL: every bucket */
-};
-
-static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool running;
 
 /* ---- work files ---- */
 
@@ -122,127 +112,28 @@ static void clean_work(struct sl_job *job, struct sl_mpath *mp, const struct sl_
     free(wk);
 }
 
-static void *cleanup_thread(void *arg)
+static void cleanup_run(struct sl_job *job, const struct sl_bljob_req *q)
 {
-    struct cleanup_req *q = arg;
-    struct sl_job *job = sl_job_start("cleanup-store", q->id, "", "");
     struct sl_bmd *bmd = sl_bmd_get();
-    for (int i = 0; i < sl_store_nmpaths() && !sl_job_aborting(job); i++) {
-        struct sl_mpath *mp = sl_store_mpath(i);
-        for (int k = 0; k < bmd->n && !sl_job_aborting(job); k++) {
-            const struct sl_bck *b = &bmd->bcks[k];
-            if (!sl_bcklist_has(q->bcks, b))
-                continue;
-            clean_work(job, mp, b);
-        }
-    }
+    for (int i = 0; i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
+        for (int k = 0; k < bmd->n && !sl_job_aborting(job); k++)
+            if (sl_bcklist_has(q->bcks, &bmd->bcks[k]))
+                clean_work(job, sl_store_mpath(i), &bmd->bcks[k]);
     sl_bmd_put(bmd);
     sl_logi("cleanup-store %s: %llu work file(s) removed (%llu bytes)", job->id, (unsigned long long)job->out_objs,
             (unsigned long long)job->out_bytes);
-    sl_job_finish(job, sl_job_aborting(job) ? "aborted" : NULL);
-    sl_job_put(job);
-    pthread_mutex_lock(&run_mu);
-    running = false;
-    pthread_mutex_unlock(&run_mu);
-    json_decref(q->bcks);
-    free(q);
-    return NULL;
 }
 
-/* start job q here (takes q); refused while one runs */
-static int start_here(struct cleanup_req *q, struct sl_err *err)
-{
-    pthread_mutex_lock(&run_mu);
-    bool busy = running;
-    running = true;
-    pthread_mutex_unlock(&run_mu);
-    if (busy) {
-        json_decref(q->bcks);
-        free(q);
-        return sl_errf(err, SL_EBUSY, "t[%s]: a cleanup-store job is running already", G.id);
-    }
-    sl_run_detached(cleanup_thread, q);
-    return 0;
-}
-
-/* target: POST /v1/internal/cleanup/start {"id", "buckets"} */
-static void internal_start(struct sl_req *r)
-{
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
-    if (!json_is_object(j)) {
-        sl_resp_errf(r, SL_EINVAL, "cleanup-store start: bad body");
-        json_decref(j);
-        return;
-    }
-    struct cleanup_req *q = sl_xcalloc(1, sizeof(*q));
-    snprintf(q->id, sizeof(q->id), "%s", sl_json_str(j, "id", ""));
-    json_t *b = json_object_get(j, "buckets");
-    q->bcks = json_is_array(b) ? json_incref(b) : NULL;
-    json_decref(j);
-    if (start_here(q, &err) < 0)
-        sl_resp_err(r, &err);
-    else
-        sl_resp_empty(r, 200);
-}
+static struct sl_bljob cleanup_job = SL_BLJOB_INIT("cleanup-store", "/v1/internal/cleanup/start", "", cleanup_run);
 
 static bool cleanup_internal(struct sl_req *r)
 {
-    if (strcmp(r->path, "/v1/internal/cleanup/start"))
-        return false;
-    if (r->method != SL_M_POST)
-        sl_resp_method_not_allowed(r, "POST");
-    else
-        sl_req_buffer_body(r, 1024 * 1024, internal_start);
-    return true;
-}
-
-/* the gateway: every target that is up starts it */
-static void start_run(struct sl_req *r, void *arg)
-{
-    struct cleanup_req *q = arg;
-    struct sl_err err = { 0 };
-    char id[40];
-    snprintf(id, sizeof(id), "%s", q->id);
-    if (G.role == SL_ROLE_STANDALONE) {
-        if (start_here(q, &err) < 0)
-            sl_resp_err(r, &err);
-        else
-            sl_resp_text(r, 200, id);
-        return;
-    }
-    json_t *body = json_pack("{s:s,s:O?}", "id", q->id, "buckets", q->bcks);
-    if (sl_tfan_start_job(SL_TF_SKIP_OFFLINE, "/v1/internal/cleanup/start", body, "start cleanup-store", id, &err) <
-        0)
-        sl_resp_err(r, &err);
-    else
-        sl_resp_text(r, 200, id);
-    json_decref(body);
-    json_decref(q->bcks);
-    free(q);
-}
-
-static void req_free(void *arg)
-{
-    struct cleanup_req *q = arg;
-    json_decref(q->bcks);
-    free(q);
+    return sl_bljob_internal(&cleanup_job, r);
 }
 
 static bool cleanup_cluster_start(struct sl_req *r, const char *kind, const json_t *value)
 {
-    if (strcmp(kind, "cleanup-store"))
-        return false;
-    struct sl_err err = { 0 };
-    struct cleanup_req *q = sl_xcalloc(1, sizeof(*q));
-    if (sl_bcklist_parse(value, "start cleanup-store", &q->bcks, &err) < 0) {
-        free(q);
-        sl_resp_err(r, &err);
-        return true;
-    }
-    sl_job_id(q->id, sizeof(q->id), "");
-    sl_req_offload(r, start_run, req_free, q);
-    return true;
+    return sl_bljob_cluster_start(&cleanup_job, r, kind, value);
 }
 
 const struct sl_module sl_cleanup_module = {

@@ -40,12 +40,6 @@
 
 #include "md.h"
 
-struct lru_req {
-    char id[40];
-    json_t *bcks;               /* names, or NULL: every bucket */
-    bool force;
-};
-
 struct cand {
     int64_t atime;
     int64_t mtime;              /* as scanned: deleted only if still so */
@@ -55,16 +49,13 @@ struct cand {
     size_t nlen;
 };
 
-static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool running;
-
 static int cand_cmp(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
     return x->atime < y->atime ? -1 : x->atime > y->atime;
 }
 
-static bool wanted(const struct lru_req *q, const struct sl_bck *b)
+static bool wanted(const struct sl_bljob_req *q, const struct sl_bck *b)
 {
     if (!sl_bcklist_has(q->bcks, b))
         return false;
@@ -82,7 +73,7 @@ static int64_t dont_evict_ns(const struct sl_bck *b)
 }
 
 /* free mountpath i down to lowwm (if it is above highwm) */
-static void evict_mpath(struct sl_job *job, const struct lru_req *q, const struct sl_bmd *bmd, int i)
+static void evict_mpath(struct sl_job *job, const struct sl_bljob_req *q, const struct sl_bmd *bmd, int i)
 {
     uint64_t used, total;
     if (sl_store_mpath_usage(i, &used, &total) < 0 || !total)
@@ -151,128 +142,24 @@ static void evict_mpath(struct sl_job *job, const struct lru_req *q, const struc
             (unsigned long long)want);
 }
 
-static void *lru_thread(void *arg)
+static void lru_run(struct sl_job *job, const struct sl_bljob_req *q)
 {
-    struct lru_req *q = arg;
-    struct sl_job *job = sl_job_start("lru", q->id, "", "");
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
         evict_mpath(job, q, bmd, i);
     sl_bmd_put(bmd);
-    sl_job_finish(job, sl_job_aborting(job) ? "aborted" : NULL);
-    sl_job_put(job);
-    pthread_mutex_lock(&run_mu);
-    running = false;
-    pthread_mutex_unlock(&run_mu);
-    json_decref(q->bcks);
-    free(q);
-    return NULL;
 }
 
-/* start job q here (takes q); refused while one runs */
-static int start_here(struct lru_req *q, struct sl_err *err)
-{
-    pthread_mutex_lock(&run_mu);
-    bool busy = running;
-    running = true;
-    pthread_mutex_unlock(&run_mu);
-    if (busy) {
-        json_decref(q->bcks);
-        free(q);
-        return sl_errf(err, SL_EBUSY, "t[%s]: an lru job is running already", G.id);
-    }
-    sl_run_detached(lru_thread, q);
-    return 0;
-}
-
-/* {"Buckets": [Bck...]} or {"Bck": Bck}, {"Force"} -> q (names checked) */
-static int req_parse(const json_t *v, struct lru_req *q, struct sl_err *err)
-{
-    if (sl_bcklist_parse(v, "start lru", &q->bcks, err) < 0)
-        return -1;
-    q->force = json_is_true(sl_json_get(v, "force"));
-    return 0;
-}
-
-/* target: POST /v1/internal/lru/start {"id", "buckets", "force"} */
-static void internal_start(struct sl_req *r)
-{
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
-    struct lru_req *q = sl_xcalloc(1, sizeof(*q));
-    if (!json_is_object(j)) {
-        sl_resp_errf(r, SL_EINVAL, "lru start: bad body");
-        free(q);
-        json_decref(j);
-        return;
-    }
-    snprintf(q->id, sizeof(q->id), "%s", sl_json_str(j, "id", ""));
-    json_t *b = json_object_get(j, "buckets");
-    q->bcks = json_is_array(b) ? json_incref(b) : NULL;
-    q->force = json_is_true(json_object_get(j, "force"));
-    json_decref(j);
-    if (start_here(q, &err) < 0)
-        sl_resp_err(r, &err);
-    else
-        sl_resp_empty(r, 200);
-}
+static struct sl_bljob lru_job = SL_BLJOB_INIT("lru", "/v1/internal/lru/start", "", lru_run);
 
 static bool lru_internal(struct sl_req *r)
 {
-    if (strcmp(r->path, "/v1/internal/lru/start"))
-        return false;
-    if (r->method != SL_M_POST)
-        sl_resp_method_not_allowed(r, "POST");
-    else
-        sl_req_buffer_body(r, 1024 * 1024, internal_start);
-    return true;
-}
-
-/* the gateway: every target starts the job */
-static void start_run(struct sl_req *r, void *arg)
-{
-    struct lru_req *q = arg;
-    struct sl_err err = { 0 };
-    char id[40];
-    snprintf(id, sizeof(id), "%s", q->id);
-    if (G.role == SL_ROLE_STANDALONE) {
-        if (start_here(q, &err) < 0)
-            sl_resp_err(r, &err);
-        else
-            sl_resp_text(r, 200, id);
-        return;
-    }
-    json_t *body = json_pack("{s:s,s:O?,s:b}", "id", q->id, "buckets", q->bcks, "force", q->force);
-    if (sl_tfan_start_job(SL_TF_SKIP_OFFLINE, "/v1/internal/lru/start", body, "start lru", id, &err) < 0)
-        sl_resp_err(r, &err);
-    else
-        sl_resp_text(r, 200, id);
-    json_decref(body);
-    json_decref(q->bcks);
-    free(q);
-}
-
-static void req_free(void *arg)
-{
-    struct lru_req *q = arg;
-    json_decref(q->bcks);
-    free(q);
+    return sl_bljob_internal(&lru_job, r);
 }
 
 static bool lru_cluster_start(struct sl_req *r, const char *kind, const json_t *value)
 {
-    if (strcmp(kind, "lru"))
-        return false;
-    struct sl_err err = { 0 };
-    struct lru_req *q = sl_xcalloc(1, sizeof(*q));
-    if (req_parse(value, q, &err) < 0) {
-        free(q);
-        sl_resp_err(r, &err);
-        return true;
-    }
-    sl_job_id(q->id, sizeof(q->id), "");
-    sl_req_offload(r, start_run, req_free, q);
-    return true;
+    return sl_bljob_cluster_start(&lru_job, r, kind, value);
 }
 
 /* ---- a target's own check, every lru.capacity_upd_time ---- */
@@ -297,12 +184,9 @@ static void *watch_thread(void *arg)
         }
         if (!over)
             continue;
-        struct lru_req *q = sl_xcalloc(1, sizeof(*q));
-        sl_job_id(q->id, sizeof(q->id), "");
         char id[40];
-        snprintf(id, sizeof(id), "%s", q->id);
         struct sl_err err = { 0 };
-        if (start_here(q, &err) == 0)
+        if (sl_bljob_start_here(&lru_job, NULL, NULL, false, id, &err) == 0)
             sl_logi("lru %s: a mountpath is above space.highwm (%d%%): evicting", id, sl_conf->space_high_pct);
     }
     return NULL;

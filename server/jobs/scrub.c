@@ -41,15 +41,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct scrub_req {
-    char id[40];
-    json_t *bcks;               /* "provider/name" strings, or NULL: every bucket */
-};
-
-static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool running;
-static int64_t last_start;      /* sl_mono_ns() of the last run started here */
-
 struct walk {
     struct sl_job *job;
     const struct sl_bck *b;
@@ -76,10 +67,8 @@ static bool check_one(void *arg, const char *name, size_t nlen)
     return false;
 }
 
-static void *scrub_thread(void *arg)
+static void scrub_run(struct sl_job *job, const struct sl_bljob_req *q)
 {
-    struct scrub_req *q = arg;
-    struct sl_job *job = sl_job_start("scrub", q->id, "", "");
     struct sl_bmd *bmd = sl_bmd_get();
     int64_t t0 = sl_mono_ns();
     for (int k = 0; k < bmd->n && !sl_job_aborting(job); k++) {
@@ -102,112 +91,19 @@ static void *scrub_thread(void *arg)
             (unsigned long long)__atomic_load_n(&job->out_objs, __ATOMIC_RELAXED), (double)(sl_mono_ns() - t0) / 1e9,
             (unsigned long long)__atomic_load_n(&job->in_objs, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&job->err_objs, __ATOMIC_RELAXED));
-    sl_job_finish(job, sl_job_aborting(job) ? "aborted" : NULL);
-    sl_job_put(job);
-    pthread_mutex_lock(&run_mu);
-    running = false;
-    pthread_mutex_unlock(&run_mu);
-    json_decref(q->bcks);
-    free(q);
-    return NULL;
 }
 
-/* start job q here (takes q); refused while one runs */
-static int start_here(struct scrub_req *q, struct sl_err *err)
-{
-    pthread_mutex_lock(&run_mu);
-    bool busy = running;
-    running = true;
-    if (!busy)
-        last_start = sl_mono_ns();
-    pthread_mutex_unlock(&run_mu);
-    if (busy) {
-        json_decref(q->bcks);
-        free(q);
-        return sl_errf(err, SL_EBUSY, "t[%s]: a scrub job is running already (stop it with `shale job stop scrub`)",
-                       G.id);
-    }
-    sl_run_detached(scrub_thread, q);
-    return 0;
-}
-
-/* target: POST /v1/internal/scrub/start {"id", "buckets"} */
-static void internal_start(struct sl_req *r)
-{
-    struct sl_err err = { 0 };
-    json_t *j = sl_req_body_json(r, &err);
-    if (!json_is_object(j)) {
-        sl_resp_errf(r, SL_EINVAL, "scrub start: the body must be {\"id\": ..., \"buckets\": [...]}");
-        json_decref(j);
-        return;
-    }
-    struct scrub_req *q = sl_xcalloc(1, sizeof(*q));
-    snprintf(q->id, sizeof(q->id), "%s", sl_json_str(j, "id", ""));
-    json_t *b = json_object_get(j, "buckets");
-    q->bcks = json_is_array(b) ? json_incref(b) : NULL;
-    json_decref(j);
-    if (start_here(q, &err) < 0)
-        sl_resp_err(r, &err);
-    else
-        sl_resp_empty(r, 200);
-}
+static struct sl_bljob scrub_job = SL_BLJOB_INIT("scrub", "/v1/internal/scrub/start",
+                                                 " (stop it with `shale job stop scrub`)", scrub_run);
 
 static bool scrub_internal(struct sl_req *r)
 {
-    if (strcmp(r->path, "/v1/internal/scrub/start"))
-        return false;
-    if (r->method != SL_M_POST)
-        sl_resp_method_not_allowed(r, "POST");
-    else
-        sl_req_buffer_body(r, 1024 * 1024, internal_start);
-    return true;
-}
-
-/* the gateway: every target that is not offline starts the job */
-static void start_run(struct sl_req *r, void *arg)
-{
-    struct scrub_req *q = arg;
-    struct sl_err err = { 0 };
-    char id[40];
-    snprintf(id, sizeof(id), "%s", q->id);
-    if (G.role == SL_ROLE_STANDALONE) {
-        if (start_here(q, &err) < 0)
-            sl_resp_err(r, &err);
-        else
-            sl_resp_text(r, 200, id);
-        return;
-    }
-    json_t *body = json_pack("{s:s,s:O?}", "id", q->id, "buckets", q->bcks);
-    if (sl_tfan_start_job(SL_TF_SKIP_OFFLINE, "/v1/internal/scrub/start", body, "start scrub", id, &err) < 0)
-        sl_resp_err(r, &err);
-    else
-        sl_resp_text(r, 200, id);
-    json_decref(body);
-    json_decref(q->bcks);
-    free(q);
-}
-
-static void req_free(void *arg)
-{
-    struct scrub_req *q = arg;
-    json_decref(q->bcks);
-    free(q);
+    return sl_bljob_internal(&scrub_job, r);
 }
 
 static bool scrub_cluster_start(struct sl_req *r, const char *kind, const json_t *value)
 {
-    if (strcmp(kind, "scrub"))
-        return false;
-    struct sl_err err = { 0 };
-    struct scrub_req *q = sl_xcalloc(1, sizeof(*q));
-    if (sl_bcklist_parse(value, "start scrub", &q->bcks, &err) < 0) {
-        free(q);
-        sl_resp_err(r, &err);
-        return true;
-    }
-    sl_job_id(q->id, sizeof(q->id), "");
-    sl_req_offload(r, start_run, req_free, q);
-    return true;
+    return sl_bljob_cluster_start(&scrub_job, r, kind, value);
 }
 
 /* ---- a target's own runs, every scrub.interval ---- */
@@ -219,18 +115,12 @@ static void *watch_thread(void *arg)
         sleep(1);
         if (sl_bg_stopping())
             return NULL;
-        int64_t iv = sl_conf->scrub_interval_ns;
-        pthread_mutex_lock(&run_mu);
-        bool due = iv > 0 && !running && sl_mono_ns() - last_start >= iv;
-        pthread_mutex_unlock(&run_mu);
-        if (!due)
+        int64_t iv = sl_conf->scrub_interval_ns, last;
+        if (iv <= 0 || sl_bljob_running(&scrub_job, &last) || sl_mono_ns() - last < iv)
             continue;
-        struct scrub_req *q = sl_xcalloc(1, sizeof(*q));
-        sl_job_id(q->id, sizeof(q->id), "");
         char id[40];
-        snprintf(id, sizeof(id), "%s", q->id);
         struct sl_err err = { 0 };
-        if (start_here(q, &err) == 0)
+        if (sl_bljob_start_here(&scrub_job, NULL, NULL, false, id, &err) == 0)
             sl_logi("scrub %s: started by the target itself (scrub.interval)", id);
     }
     return NULL;
@@ -241,7 +131,9 @@ static void scrub_start(void)
     pthread_t t;
     if (!sl_is_target())
         return;
-    last_start = sl_mono_ns(); /* (the first run one interval after the start) */
+    pthread_mutex_lock(&scrub_job.mu);
+    scrub_job.last_start = sl_mono_ns(); /* (the first run one interval after the start) */
+    pthread_mutex_unlock(&scrub_job.mu);
     if (pthread_create(&t, NULL, watch_thread, NULL) == 0)
         pthread_detach(t);
     else
