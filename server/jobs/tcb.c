@@ -508,6 +508,8 @@ struct tjob {
     int qh, qn;
     bool qend;
     json_t *errors;             /* first MAX_LISTED_ERRORS {obj, msg, ecode} */
+    bool range;                 /* the names are a template's range (set before the first is queued) */
+    uint64_t skipped;           /* names of the range the source does not have: skipped, as AIStore's */
     char first_err[1024];
     bool self_failed; /* under mu: this target's object error stopped the job */
 };
@@ -670,8 +672,14 @@ static void *worker(void *arg)
         }
         char *dn = dst_name(&t->m, name);
         int rc = copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
-        if (rc <= 0)
+        if (rc < 0 && err.code == SL_ENOOBJ && t->range) {
+            /* a range may name more than the source has */
+            sl_job_add(&t->skipped, 1);
+            sl_logd("%s %s: %s skipped: not in %s://%s", t->job->kind, t->job->id, name,
+                    sl_provider_scheme(t->src.provider), t->src.name);
+        } else if (rc <= 0) {
             object_done(t, name, c.in_bytes, c.out_bytes, rc < 0 ? &err : NULL);
+        }
         free(dn);
         free(name);
     }
@@ -775,6 +783,7 @@ static int feed(struct tjob *t, struct sl_err *err)
         } else {
             struct sl_buf b;
             sl_buf_init(&b);
+            t->range = true;
             for (uint64_t i = 0; i < sl_tmpl_count(tp) && !sl_job_aborting(t->job); i++) {
                 sl_tmpl_at(tp, i, &b);
                 if (sl_obj_owned_here(s, &t->src, b.p, b.len) && !q_push(t, sl_xstrndup(b.p, b.len)))
@@ -820,13 +829,15 @@ static void *tjob_main(void *arg)
     json_t *ext = json_object();
     json_object_set_new(ext, "errors", json_incref(t->errors));
     json_object_set_new(ext, "failed", json_integer((json_int_t)t->job->err_objs));
+    json_object_set_new(ext, "skipped_missing", json_integer((json_int_t)t->skipped));
     json_object_set_new(ext, "dry_run", json_boolean(t->m.dry_run));
     if (t->netl)
         json_object_set_new(ext, "etl", json_string(t->etl[0]->name));
     sl_job_set_ext(t->job, ext);
-    sl_logi("%s %s: %s (%llu objects, %llu bytes in, %llu out, %llu failed)", t->job->kind, t->job->id,
-            msg[0] ? msg : "done", (unsigned long long)t->job->loc_objs, (unsigned long long)t->job->loc_bytes,
-            (unsigned long long)t->job->out_bytes, (unsigned long long)t->job->err_objs);
+    sl_logi("%s %s: %s (%llu objects, %llu bytes in, %llu out, %llu failed, %llu not in the source skipped)",
+            t->job->kind, t->job->id, msg[0] ? msg : "done", (unsigned long long)t->job->loc_objs,
+            (unsigned long long)t->job->loc_bytes, (unsigned long long)t->job->out_bytes,
+            (unsigned long long)t->job->err_objs, (unsigned long long)t->skipped);
     if (t->self_failed)
         sl_job_fail(t->job, msg);
     else
