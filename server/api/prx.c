@@ -513,6 +513,7 @@ static void delete_bucket_done(struct sl_req *r)
     }
     const char *prov = "ais";
     bool destroy = !strcmp(m.action, "destroy-bck"), evict = !strcmp(m.action, "evict-remote-bck");
+    int keep = 0;
     if (!m.action[0]) {
         /* a bare DELETE never destroys a bucket: AIStore's needs the action too */
         sl_resp_errf(r, SL_EINVAL, "DELETE /v1/buckets/%s: missing \"action\": send {\"action\": \"destroy-bck\"} to "
@@ -528,11 +529,14 @@ static void delete_bucket_done(struct sl_req *r)
         else if (evict && !strcmp(prov, "ais"))
             sl_resp_errf(r, SL_EINVAL, "evict-remote-bck applies to remote buckets (s3://%s), not to ais://%s; "
                          "nothing was done", name, name);
-        else if (evict && sl_req_query_bool(r, "keep_bck_md"))
-            sl_resp_errf(r, SL_EUNSUPP, "evict-remote-bck with keep_bck_md=true is not supported here: evict the "
-                         "objects with evict-listrange (shale evict %s://%s --prefix \"\") to keep the bucket and "
-                         "its props; nothing was done", sl_provider_scheme(prov), name);
-        else
+        else if (evict && (keep = query_flag(r, "keep_bck_md", &err)) < 0)
+            sl_resp_err(r, &err);
+        else if (evict && keep && !sl_modules_bucket_delete(r, name, &m))
+            /* keep_bck_md: the bucket and its props stay, an evict-listrange job of the whole bucket drops the
+             * copies (lrit.c) */
+            sl_resp_errf(r, SL_EINTERNAL, "evict-remote-bck with keep_bck_md=true: the list-range module is not "
+                         "loaded; nothing was done");
+        else if (!keep)
             bmd_offload(r, BMD_DESTROY, prov, name, NULL, false);
     } else if (!sl_modules_bucket_delete(r, name, &m)) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck, "

@@ -187,6 +187,7 @@ class RemoteMigrateTest(unittest.TestCase):
         self.remote_bucket("keepmd", objs)
         for k in objs:
             self.assertEqual(self.get("keepmd", k).content, objs[k])
+            wait_until(lambda: self.cached("keepmd", k), 10, what="%s kept" % k)
         r = self.s.patch(self.url + "/v1/buckets/keepmd", params={"provider": "aws"}, timeout=60,
                          json={"action": "set-bprops", "value": {"lru": {"enabled": False}}})
         self.assertEqual(r.status_code, 200, r.text)
@@ -194,7 +195,8 @@ class RemoteMigrateTest(unittest.TestCase):
                           json={"action": "evict-remote-bck"}, timeout=60)
         self.assertEqual(r.status_code, 200, r.text)
         if r.text:
-            self.assertEqual(self.job_done(r.text)["err"], "")
+            st = self.job_done(r.text)
+            self.assertEqual(st["err"], "", st)
         wait_until(lambda: not any(self.cached("keepmd", k) for k in objs), 30, what="copies gone")
         bl = self.s.get(self.url + "/v1/buckets", params={"provider": "aws"}, timeout=30).json()
         self.assertIn("keepmd", [b["name"] for b in bl])
