@@ -499,9 +499,10 @@ static bool lrit_bucket_delete(struct sl_req *r, const char *bucket, struct sl_a
         return start_kind(r, bucket, m, LR_EVICT);
     if (!strcmp(m->action, "delete-listrange"))
         return start_kind(r, bucket, m, LR_DELETE);
-    if (!strcmp(m->action, "evict-remote-bck") && sl_req_query_bool(r, "keep_bck_md")) {
-        /* (the gateway checked the bucket and the flag) AIStore's keep_bck_md: the bucket stays in the BMD
-         * with its props; every copy of it goes, as an evict-listrange job of the whole bucket */
+    if (!strcmp(m->action, "evict-remote-bck") && sl_req_query(r, "keep_bck_md")) {
+        /* (the gateway hands it here only with keep_bck_md true, in Go's spellings: it checked the bucket and
+         * the flag) AIStore's keep_bck_md: the bucket stays in the BMD with its props; every copy of it goes,
+         * as an evict-listrange job of the whole bucket */
         m->value = NULL; /* (borrowed from m->root) */
         return start_kind(r, bucket, m, LR_EVICT);
     }

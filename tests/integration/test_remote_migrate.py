@@ -191,7 +191,7 @@ class RemoteMigrateTest(unittest.TestCase):
         r = self.s.patch(self.url + "/v1/buckets/keepmd", params={"provider": "aws"}, timeout=60,
                          json={"action": "set-bprops", "value": {"lru": {"enabled": False}}})
         self.assertEqual(r.status_code, 200, r.text)
-        r = self.s.delete(self.url + "/v1/buckets/keepmd", params={"provider": "aws", "keep_bck_md": "true"},
+        r = self.s.delete(self.url + "/v1/buckets/keepmd", params={"provider": "aws", "keep_bck_md": "True"},
                           json={"action": "evict-remote-bck"}, timeout=60)
         self.assertEqual(r.status_code, 200, r.text)
         if r.text:
