@@ -483,6 +483,24 @@ static void post_bucket_done(struct sl_req *r)
     free(name);
 }
 
+/* a query flag as Go's strconv.ParseBool reads it (AIStore's clients send
+ * "true", "True", "1"...): 1, 0, or -1 (err set) for anything else */
+static int query_flag(const struct sl_req *r, const char *key, struct sl_err *err)
+{
+    static const char *const yes[] = { "1", "t", "T", "true", "True", "TRUE" };
+    static const char *const no[] = { "0", "f", "F", "false", "False", "FALSE", "" };
+    const char *v = sl_req_query(r, key);
+    if (!v)
+        return 0;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(yes); i++)
+        if (!strcmp(v, yes[i]))
+            return 1;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(no); i++)
+        if (!strcmp(v, no[i]))
+            return 0;
+    return sl_errf(err, SL_EINVAL, "query %s=\"%.64s\": expected true or false; nothing was done", key, v);
+}
+
 static void delete_bucket_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -495,6 +513,7 @@ static void delete_bucket_done(struct sl_req *r)
     }
     const char *prov = "ais";
     bool destroy = !strcmp(m.action, "destroy-bck"), evict = !strcmp(m.action, "evict-remote-bck");
+    int keep = 0;
     if (!m.action[0]) {
         /* a bare DELETE never destroys a bucket: AIStore's needs the action too */
         sl_resp_errf(r, SL_EINVAL, "DELETE /v1/buckets/%s: missing \"action\": send {\"action\": \"destroy-bck\"} to "
@@ -510,11 +529,14 @@ static void delete_bucket_done(struct sl_req *r)
         else if (evict && !strcmp(prov, "ais"))
             sl_resp_errf(r, SL_EINVAL, "evict-remote-bck applies to remote buckets (s3://%s), not to ais://%s; "
                          "nothing was done", name, name);
-        else if (evict && sl_req_query_bool(r, "keep_bck_md"))
-            sl_resp_errf(r, SL_EUNSUPP, "evict-remote-bck with keep_bck_md=true is not supported here: evict the "
-                         "objects with evict-listrange (shale evict %s://%s --prefix \"\") to keep the bucket and "
-                         "its props; nothing was done", sl_provider_scheme(prov), name);
-        else
+        else if (evict && (keep = query_flag(r, "keep_bck_md", &err)) < 0)
+            sl_resp_err(r, &err);
+        else if (evict && keep && !sl_modules_bucket_delete(r, name, &m))
+            /* keep_bck_md: the bucket and its props stay, an evict-listrange job of the whole bucket drops the
+             * copies (lrit.c) */
+            sl_resp_errf(r, SL_EINTERNAL, "evict-remote-bck with keep_bck_md=true: the list-range module is not "
+                         "loaded; nothing was done");
+        else if (!keep)
             bmd_offload(r, BMD_DESTROY, prov, name, NULL, false);
     } else if (!sl_modules_bucket_delete(r, name, &m)) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE /v1/buckets/%s (valid: destroy-bck, "
@@ -567,7 +589,10 @@ static void head_summary(struct sl_req *r, const struct sl_bck *b)
             p++;
         const char *slash = strchr(p, '/');
         char id[32];
-        if (sl_bsumm_start(b->name, slash ? slash + 1 : "", id, sizeof(id), &err) < 0) {
+        /* bsumm_remote=true: the remote's objects too (AIStore: cached = !bsumm_remote) */
+        int all = query_flag(r, "bsumm_remote", &err);
+        if (all < 0 ||
+            sl_bsumm_start(b->name, b->provider, slash ? slash + 1 : "", !all, id, sizeof(id), &err) < 0) {
             sl_resp_err(r, &err);
             return;
         }
@@ -624,7 +649,13 @@ static void summary_action(struct sl_req *r, const char *name, const json_t *v)
     const char *uuid = sl_json_str(v, "uuid", "");
     if (!uuid[0]) {
         char id[32];
-        if (sl_bsumm_start(one ? b.name : "", sl_json_str(v, "prefix", ""), id, sizeof(id), &err) < 0)
+        /* cached (BsummCtrlMsg, default false as Go's zero value): only what the cluster holds of a remote
+         * bucket; else its remote is listed too */
+        json_t *c = json_object_get(v, "cached");
+        if (c && !json_is_boolean(c))
+            sl_errf(&err, SL_EINVAL, "summary-bck: \"cached\" must be true or false");
+        if (err.msg[0] || sl_bsumm_start(one ? b.name : "", one ? b.provider : "ais", sl_json_str(v, "prefix", ""),
+                                          json_is_true(c), id, sizeof(id), &err) < 0)
             sl_resp_err(r, &err);
         else
             sl_resp_bytes(r, 202, "text/plain", id, strlen(id));

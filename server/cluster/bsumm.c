@@ -4,6 +4,7 @@
  * adds the counts up in the background, and the client polls by id.
  */
 #include "bsumm.h"
+#include "backend.h"
 #include "cluster.h"
 #include "ec.h"
 #include "jsonx.h"
@@ -55,10 +56,10 @@ static int local_page(const struct sl_bck *b, const struct sl_lsomsg *m, struct 
 
 /* with ec: an erasure-coded bucket's counts have "unprotected_n" and
  * "unprotected_bytes" too (sl_ec_unprotected: one metafile read per object) */
-static json_t *count_here(const char *bucket, const char *prefix, bool ec, struct sl_err *err)
+static json_t *count_here(const char *bucket, const char *prov, const char *prefix, bool ec, struct sl_err *err)
 {
     struct sl_bck b;
-    if (sl_bck_resolve(bucket, "ais", NULL, &b, err) < 0)
+    if (sl_bck_resolve(bucket, prov && *prov ? prov : "ais", NULL, &b, err) < 0)
         return NULL;
     struct here h = { 0 };
     int d, p;
@@ -89,7 +90,7 @@ static json_t *count_all(const char *prefix, bool ec, struct sl_err *err)
     for (int i = 0; i < bmd->n && all; i++) {
         if (strcmp(bmd->bcks[i].provider, "ais"))
             continue;
-        json_t *j = count_here(bmd->bcks[i].name, prefix, ec, err);
+        json_t *j = count_here(bmd->bcks[i].name, "ais", prefix, ec, err);
         if (!j && err->code == SL_ENOBCK) {
             err->msg[0] = 0; /* destroyed meanwhile */
             err->code = 0;
@@ -111,10 +112,11 @@ static void internal_run(struct sl_req *r, void *arg)
     (void)arg;
     struct sl_err err = { 0 };
     const char *b = sl_req_query(r, "bck"), *p = sl_req_query(r, "prefix"), *ec = sl_req_query(r, "ec");
+    const char *prov = sl_req_query(r, "provider");
     bool wec = ec && !strcmp(ec, "1"), wseq = sl_req_query_bool(r, "seq");
     char tok[64];
     sl_lost_token(tok, sizeof(tok)); /* (before the count: a change during it makes the token older) */
-    json_t *j = b && *b ? count_here(b, p ? p : "", wec, &err) : count_all(p ? p : "", wec, &err);
+    json_t *j = b && *b ? count_here(b, prov, p ? p : "", wec, &err) : count_all(p ? p : "", wec, &err);
     if (j && wseq)
         j = json_pack("{s:s,s:o}", "seq", tok, "buckets", j);
     if (j)
@@ -133,6 +135,8 @@ void sl_bsumm_internal(struct sl_req *r)
 struct summ {
     char id[32];
     char bck[SL_MAX_BCKNAME + 1];   /* "": every bucket */
+    char prov[8];               /* bck's provider: "ais", "aws", ... */
+    bool cached;                /* a remote-backed bck: only what the cluster holds (else the remote is listed) */
     char *prefix;
     bool done;
     json_t *result;             /* [BsummResult...], one per bucket, when done */
@@ -144,21 +148,32 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct summ *summs[KEEP];
 static int next_slot;
 
-static json_t *result_json(const char *bck, const struct count *c)
+/* what a listing of the remote found (summ.cached false): every object,
+ * and how many of them the cluster holds */
+struct remote_count {
+    bool listed;
+    struct count all;
+};
+
+static json_t *result_json(const char *bck, const char *prov, const struct count *c, const struct remote_count *rc)
 {
     uint64_t used = 0, total = 0;
     if (G.role == SL_ROLE_STANDALONE)
         sl_store_capacity(&used, &total);
-    char n[24], b[24], t[24];
+    char n[24], b[24], t[24], rn[24], rb[24];
     snprintf(n, sizeof(n), "%llu", (unsigned long long)c->n);
     snprintf(b, sizeof(b), "%llu", (unsigned long long)c->bytes);
     snprintf(t, sizeof(t), "%llu", (unsigned long long)total);
+    snprintf(rn, sizeof(rn), "%llu", (unsigned long long)(rc && rc->listed ? rc->all.n : 0));
+    snprintf(rb, sizeof(rb), "%llu", (unsigned long long)(rc && rc->listed ? rc->all.bytes : 0));
+    /* object sizes: of what was counted, the remote's objects when it was listed (as AIStore's) */
+    const struct count *sz = rc && rc->listed ? &rc->all : c;
     return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s},s:{s:I,s:I,s:I},s:{s:s,s:s,s:s,s:s},s:I,s:b}",
-                     "name", bck, "provider", "ais", "namespace", "uuid", "", "name", "", "ObjCount",
-                     "obj_count_present", n, "obj_count_remote", "0", "ObjSize",
-                     "obj_min_size", (json_int_t)c->min, "obj_avg_size", (json_int_t)(c->n ? c->bytes / c->n : 0),
-                     "obj_max_size", (json_int_t)c->max, "TotalSize", "size_on_disk", b, "size_all_present_objs", b,
-                     "size_all_remote_objs", "0", "total_disks_size", t, "used_pct",
+                     "name", bck, "provider", prov, "namespace", "uuid", "", "name", "", "ObjCount",
+                     "obj_count_present", n, "obj_count_remote", rn, "ObjSize",
+                     "obj_min_size", (json_int_t)sz->min, "obj_avg_size", (json_int_t)(sz->n ? sz->bytes / sz->n : 0),
+                     "obj_max_size", (json_int_t)sz->max, "TotalSize", "size_on_disk", b, "size_all_present_objs", b,
+                     "size_all_remote_objs", rb, "total_disks_size", t, "used_pct",
                      (json_int_t)(total ? c->bytes * 100 / total : 0), "is_present", true);
 }
 
@@ -214,29 +229,61 @@ static void tally_add(struct tally *t, const struct summ *s, const json_t *j)
         add(tally_get(t, name), v);
 }
 
+static int remote_ent(void *arg, const struct sl_lsent *e)
+{
+    struct count *c = arg;
+    c->n++;
+    c->bytes += e->size;
+    c->min = c->n == 1 || e->size < c->min ? e->size : c->min;
+    c->max = e->size > c->max ? e->size : c->max;
+    return 0;
+}
+
+/* a remote-backed bucket, not cached only: list the remote (from here, the
+ * gateway, a page at a time) and count what it holds */
+static int count_remote(const struct summ *s, struct remote_count *rc, struct sl_err *err)
+{
+    struct sl_bck b;
+    if (sl_bck_resolve(s->bck, s->prov, NULL, &b, err) < 0)
+        return -1;
+    int r = 0;
+    if (sl_bck_remote(&b)) {
+        struct sl_lsomsg lm;
+        sl_lsomsg_names(&lm, s->prefix, true, 0, 1000);
+        r = sl_lso_walk(sl_backend_lso_page, &b, &lm, NULL, remote_ent, &rc->all, err);
+        sl_lsomsg_free(&lm);
+        rc->listed = r == 0;
+    }
+    sl_bck_release(&b);
+    return r;
+}
+
 static void *run(void *arg)
 {
     struct summ *s = arg;
     struct sl_err err = { 0 };
     struct tally tl = { 0 };
+    struct remote_count rc = { 0 };
     if (s->bck[0])
         tally_get(&tl, s->bck); /* there even when empty */
     if (G.role == SL_ROLE_STANDALONE) {
-        json_t *j = s->bck[0] ? count_here(s->bck, s->prefix, false, &err) : count_all(s->prefix, false, &err);
+        json_t *j = s->bck[0] ? count_here(s->bck, s->prov, s->prefix, false, &err)
+                               : count_all(s->prefix, false, &err);
         if (j)
             tally_add(&tl, s, j);
         json_decref(j);
     } else {
         char *eb = sl_url_encode_query(s->bck), *ep = sl_url_encode_query(s->prefix);
         struct sl_tfan t;
-        sl_tfan_init(&t, 0, "GET", "/v1/internal/bsumm?bck=%s&prefix=%s", eb, ep);
+        sl_tfan_init(&t, 0, "GET", "/v1/internal/bsumm?bck=%s&provider=%s&prefix=%s", eb, s->prov, ep);
         free(eb);
         free(ep);
         sl_tfan_run(&t, sl_conf->send_file_time_ns / 1000000);
         for (int i = 0; i < t.n && !err.msg[0]; i++) {
             if (!t.f[i].ok || t.f[i].resp.status != 200) {
                 sl_errf(&err, t.f[i].ok ? sl_code_from_status((int)t.f[i].resp.status) : SL_EUNAVAIL,
-                        "summary of %s%s: t[%s]: %s", s->bck[0] ? "ais://" : "every bucket", s->bck, t.who[i]->id,
+                        "summary of %s%s%s: t[%s]: %s", s->bck[0] ? sl_provider_scheme(s->prov) : "every bucket",
+                        s->bck[0] ? "://" : "", s->bck, t.who[i]->id,
                         t.f[i].ok ? t.f[i].resp.err : "no answer");
                 break;
             }
@@ -248,6 +295,8 @@ static void *run(void *arg)
         }
         sl_tfan_free(&t);
     }
+    if (!err.msg[0] && s->bck[0] && !s->cached)
+        count_remote(s, &rc, &err);
     pthread_mutex_lock(&mu);
     if (err.msg[0]) {
         snprintf(s->err, sizeof(s->err), "%.590s", err.msg);
@@ -257,7 +306,8 @@ static void *run(void *arg)
         if (tl.n)
             qsort(tl.v, tl.n, sizeof(*tl.v), bcount_cmp);
         for (size_t i = 0; i < tl.n; i++)
-            json_array_append_new(s->result, result_json(tl.v[i].name, &tl.v[i].c));
+            json_array_append_new(s->result, result_json(tl.v[i].name, s->bck[0] ? s->prov : "ais", &tl.v[i].c,
+                                                          s->bck[0] ? &rc : NULL));
     }
     s->done = true;
     bool kept = false;
@@ -275,11 +325,14 @@ static void *run(void *arg)
     return NULL;
 }
 
-int sl_bsumm_start(const char *bck, const char *prefix, char *id, size_t n, struct sl_err *err)
+int sl_bsumm_start(const char *bck, const char *prov, const char *prefix, bool cached, char *id, size_t n,
+                   struct sl_err *err)
 {
     struct summ *s = sl_xcalloc(1, sizeof(*s));
     sl_job_id(s->id, sizeof(s->id), "");
     snprintf(s->bck, sizeof(s->bck), "%s", bck);
+    snprintf(s->prov, sizeof(s->prov), "%s", prov && *prov ? prov : "ais");
+    s->cached = cached;
     s->prefix = sl_xstrdup(prefix ? prefix : "");
     pthread_mutex_lock(&mu);
     struct summ *old = summs[next_slot];

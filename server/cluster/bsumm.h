@@ -9,13 +9,17 @@
 #include "http.h"
 #include <jansson.h>
 
-/* Start a summary of ais://bck under prefix ("": of every ais:// bucket):
- * its id in id[0..n). */
-int sl_bsumm_start(const char *bck, const char *prefix, char *id, size_t n, struct sl_err *err);
+/* Start a summary of bck (provider prov: "ais", "aws", ...) under prefix
+ * (bck "": of every ais:// bucket): its id in id[0..n). A remote-backed
+ * bucket's summary counts what the cluster holds and, unless cached, lists
+ * the remote too (obj_count_remote, size_all_remote_objs: AIStore's
+ * summary with cached=false / bsumm_remote=true). */
+int sl_bsumm_start(const char *bck, const char *prov, const char *prefix, bool cached, char *id, size_t n,
+                   struct sl_err *err);
 /* 0 still running, 1 done (*result: a new array of BsummResult, one per
  * bucket, by name), -1 failed or unknown (err) */
 int sl_bsumm_poll(const char *id, json_t **result, struct sl_err *err);
-/* Targets: GET /v1/internal/bsumm?bck=&prefix=[&ec=1] -> {"n","bytes","min",
+/* Targets: GET /v1/internal/bsumm?bck=&provider=&prefix=[&ec=1] -> {"n","bytes","min",
  * "max"} (bck empty: {NAME: {...}} for every ais:// bucket). With ec=1 (the
  * primary's inventories, lost.h) an erasure-coded bucket's counts also have
  * "unprotected_n"/"unprotected_bytes": its objects here that are not

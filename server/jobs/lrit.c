@@ -146,6 +146,8 @@ struct run {
     pthread_mutex_t mu;
     json_t *missing;
     uint64_t nmissing;
+    bool range;                 /* the names are a template's range: one the bucket lacks is skipped */
+    uint64_t nskipped;          /* (of them, as AIStore's) */
     char err[512];
 };
 
@@ -214,6 +216,7 @@ static int share(struct run *u, struct sl_err *err)
         if (t && sl_tmpl_is_range(t)) {
             struct sl_buf nb;
             sl_buf_init(&nb);
+            u->range = true;
             for (uint64_t i = 0; i < sl_tmpl_count(t); i++) {
                 sl_tmpl_at(t, i, &nb);
                 if (sl_obj_owned_here(sm, &u->b, nb.p, nb.len))
@@ -297,6 +300,13 @@ static void *worker(void *arg)
             continue;
         }
         pthread_mutex_lock(&u->mu);
+        if (err.code == SL_ENOOBJ && u->range) { /* a range may name more than the bucket has */
+            u->nskipped++;
+            pthread_mutex_unlock(&u->mu);
+            sl_logd("%s %s: %s skipped: not in %s://%s", lr_kinds[u->l->kind], u->l->id, nm,
+                    sl_provider_scheme(u->b.provider), u->b.name);
+            continue;
+        }
         if (err.code == SL_ENOOBJ) {
             u->nmissing++;
             if (json_array_size(u->missing) < MAX_MISSING)
@@ -334,8 +344,11 @@ static void *run_thread(void *arg)
                  u->nmissing > MAX_MISSING ? ", ..." : "");
         free(m);
     }
-    sl_logi("%s %s: %llu object(s) of %s done here%s%s", lr_kinds[u->l->kind], u->l->id,
-            (unsigned long long)u->job->loc_objs, u->b.name, u->err[0] ? ": " : "", u->err);
+    sl_logi("%s %s: %llu object(s) of %s done here, %llu name(s) of the range not in the bucket skipped%s%s",
+            lr_kinds[u->l->kind], u->l->id, (unsigned long long)u->job->loc_objs, u->b.name,
+            (unsigned long long)u->nskipped, u->err[0] ? ": " : "", u->err);
+    if (u->range)
+        sl_job_set_ext(u->job, json_pack("{s:I}", "skipped_missing", (json_int_t)u->nskipped));
     if (u->err[0])
         sl_job_fail(u->job, u->err);
     else
@@ -486,6 +499,13 @@ static bool lrit_bucket_delete(struct sl_req *r, const char *bucket, struct sl_a
         return start_kind(r, bucket, m, LR_EVICT);
     if (!strcmp(m->action, "delete-listrange"))
         return start_kind(r, bucket, m, LR_DELETE);
+    if (!strcmp(m->action, "evict-remote-bck") && sl_req_query(r, "keep_bck_md")) {
+        /* (the gateway hands it here only with keep_bck_md true, in Go's spellings: it checked the bucket and
+         * the flag) AIStore's keep_bck_md: the bucket stays in the BMD with its props; every copy of it goes,
+         * as an evict-listrange job of the whole bucket */
+        m->value = NULL; /* (borrowed from m->root) */
+        return start_kind(r, bucket, m, LR_EVICT);
+    }
     return false;
 }
 

@@ -76,6 +76,9 @@ struct tmsg {
     char **objnames;
     size_t nobj;
     bool has_list, dry_run, coer, nonrecurs;
+    bool latest;                /* latest-ver: a held copy of a remote source is checked against the remote */
+    bool sync;                  /* synchronize: latest, and what the remote no longer has goes from the
+                                 * destination (and the source's copies) */
     int workers;
 };
 
@@ -508,6 +511,10 @@ struct tjob {
     int qh, qn;
     bool qend;
     json_t *errors;             /* first MAX_LISTED_ERRORS {obj, msg, ecode} */
+    bool range;                 /* the names are a template's range (set before the first is queued) */
+    uint64_t skipped;           /* names of the range the source does not have: skipped, as AIStore's */
+    uint64_t deleted;           /* synchronize: destination objects deleted, gone at the remote */
+    char *listed;               /* the prefix whose names were listed (a whole bucket: ""), or NULL */
     char first_err[1024];
     bool self_failed; /* under mu: this target's object error stopped the job */
 };
@@ -521,6 +528,7 @@ static void tjob_free(struct tjob *t)
     sl_bck_release(&t->src);
     sl_bck_release(&t->dst);
     tmsg_free(&t->m);
+    free(t->listed);
     json_decref(t->errors);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->can_put);
@@ -636,6 +644,65 @@ static struct sl_putb_dests *copier_batches(struct tjob *t, bool rename)
                              n < 8 ? 8 : n > BATCH_OBJS_MAX ? BATCH_OBJS_MAX : n, BATCH_BYTES, batch_done, t);
 }
 
+/* Delete name of b where it lives: here, or at its owner (a target DELETE;
+ * evict: only the copy, the remote is not asked). Not there is fine. */
+static int drop_obj(const struct sl_bck *b, const char *name, bool evict, struct sl_err *err)
+{
+    size_t nlen = strlen(name);
+    bool here = G.role == SL_ROLE_STANDALONE;
+    char url_base[512] = "";
+    if (!here) {
+        struct sl_smap *s = sl_smap_get();
+        struct sl_buf un;
+        sl_buf_init(&un);
+        sl_obj_uname(&un, b->provider, b->name, name, nlen);
+        const struct sl_snode *o = sl_smap_hrw_target(s, un.p, un.len);
+        sl_buf_free(&un);
+        if (o && strcmp(o->id, G.id))
+            snprintf(url_base, sizeof(url_base), "%s", o->data_url);
+        here = o && !url_base[0];
+        sl_smap_put(s);
+        if (!here && !url_base[0])
+            return sl_errf(err, SL_EUNAVAIL, "the cluster has no active targets");
+    }
+    if (here) {
+        sl_backend_wait_fetch(b, name, nlen);
+        if (sl_obj_delete(b, name, nlen, err) < 0 && err->code != SL_ENOOBJ)
+            return -1;
+        err->msg[0] = 0;
+        err->code = 0;
+        return 0;
+    }
+    struct sl_buf url;
+    sl_buf_init(&url);
+    sl_peer_obj_url(&url, url_base, b->name, b->provider, name, nlen);
+    sl_peer_add_redirect_marks(&url, G.id);
+    static const char ev[] = "{\"action\":\"evict-listrange\"}";
+    struct sl_peer_hdr h = { "Content-Type", "application/json" };
+    struct sl_peer_resp pr;
+    int prc = sl_peer_call("DELETE", url.p, evict ? &h : NULL, evict ? 1 : 0, evict ? ev : NULL,
+                           evict ? sizeof(ev) - 1 : 0, 0, &pr);
+    int rc = 0;
+    if (prc < 0 || (pr.status != 200 && pr.status != 404))
+        rc = sl_errf(err, pr.status ? sl_code_from_status((int)pr.status) : SL_EUNAVAIL, "deleting %s: %s", url.p,
+                     pr.err[0] ? pr.err : "failed");
+    sl_peer_resp_free(&pr);
+    sl_buf_free(&url);
+    return rc;
+}
+
+/* synchronize: name is gone at the remote; its copy in the destination
+ * (dn) and the source's cached copy go */
+static int sync_drop(struct tjob *t, const char *name, const char *dn, struct sl_err *err)
+{
+    if (drop_obj(&t->dst, dn, false, err) < 0 || drop_obj(&t->src, name, true, err) < 0)
+        return -1;
+    sl_job_add(&t->deleted, 1);
+    sl_logi("%s %s: %s gone at %s://%s: deleted from ais://%s (synchronize)", t->job->kind, t->job->id, name,
+            sl_provider_scheme(t->src.provider), t->src.name, t->dst.name);
+    return 0;
+}
+
 static void *worker(void *arg)
 {
     struct tjob *t = arg;
@@ -669,9 +736,24 @@ static void *worker(void *arg)
             break;
         }
         char *dn = dst_name(&t->m, name);
-        int rc = copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
-        if (rc <= 0)
+        int rc = 0;
+        if (t->m.latest && sl_backend_refresh(&t->src, name, strlen(name), &err) < 0) /* the remote's version */
+            rc = -1;
+        if (rc == 0)
+            rc = copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
+        if (rc < 0 && err.code == SL_ENOOBJ && t->m.sync) {
+            /* gone at the remote: gone from the destination, and the source's copy goes too */
+            struct sl_err e2 = { 0 };
+            if (!t->m.dry_run && (sync_drop(t, name, dn, &e2) < 0))
+                object_done(t, name, 0, 0, &e2);
+        } else if (rc < 0 && err.code == SL_ENOOBJ && t->range) {
+            /* a range may name more than the source has */
+            sl_job_add(&t->skipped, 1);
+            sl_logd("%s %s: %s skipped: not in %s://%s", t->job->kind, t->job->id, name,
+                    sl_provider_scheme(t->src.provider), t->src.name);
+        } else if (rc <= 0) {
             object_done(t, name, c.in_bytes, c.out_bytes, rc < 0 ? &err : NULL);
+        }
         free(dn);
         free(name);
     }
@@ -740,6 +822,8 @@ static int feed_remote(struct tjob *t, const char *prefix, struct sl_err *err)
 /* Walk this target's own objects under prefix (a remote source: the remote's). */
 static int feed_prefix(struct tjob *t, const char *prefix, struct sl_err *err)
 {
+    free(t->listed);
+    t->listed = sl_xstrdup(prefix);
     if (sl_bck_remote(&t->src))
         return feed_remote(t, prefix, err);
     struct sl_lsomsg lm;
@@ -775,6 +859,7 @@ static int feed(struct tjob *t, struct sl_err *err)
         } else {
             struct sl_buf b;
             sl_buf_init(&b);
+            t->range = true;
             for (uint64_t i = 0; i < sl_tmpl_count(tp) && !sl_job_aborting(t->job); i++) {
                 sl_tmpl_at(tp, i, &b);
                 if (sl_obj_owned_here(s, &t->src, b.p, b.len) && !q_push(t, sl_xstrndup(b.p, b.len)))
@@ -786,6 +871,52 @@ static int feed(struct tjob *t, struct sl_err *err)
     }
     if (s)
         sl_smap_put(s);
+    return rc;
+}
+
+struct names {
+    char **v;
+    size_t n, cap;
+    struct sl_smap *s;
+    const struct sl_bck *b;
+};
+
+static int names_ent(void *arg, const struct sl_lsent *e)
+{
+    struct names *nm = arg;
+    if (!sl_obj_owned_here(nm->s, nm->b, e->name, e->nlen))
+        return 0;
+    if (nm->n == nm->cap) {
+        nm->cap = nm->cap ? nm->cap * 2 : 256;
+        nm->v = sl_xrealloc(nm->v, nm->cap * sizeof(char *));
+    }
+    nm->v[nm->n++] = sl_xstrndup(e->name, e->nlen);
+    return 0;
+}
+
+/* synchronize of a listed source (a whole bucket, a prefix): the
+ * destination's objects under the prefix that this target owns, each
+ * asked at the remote (HEAD); gone there, they go (sync_drop). The
+ * listing that fed the copy only names what the remote has. */
+static int prune(struct tjob *t, struct sl_err *err)
+{
+    struct names nm = { .s = sl_smap_get(), .b = &t->dst };
+    struct sl_lsomsg lm;
+    sl_lsomsg_names(&lm, t->listed, false, 0, 1000);
+    int rc = sl_lso_walk(local_page, &t->dst, &lm, t->job, names_ent, &nm, err);
+    sl_lsomsg_free(&lm);
+    sl_smap_put(nm.s);
+    for (size_t i = 0; rc == 0 && i < nm.n && !sl_job_aborting(t->job); i++) {
+        struct sl_backend_obj o;
+        struct sl_err e = { 0 };
+        if (sl_backend_head(&t->src, nm.v[i], strlen(nm.v[i]), &o, &e) == 0)
+            continue;
+        if (e.code != SL_ENOOBJ || (!t->m.dry_run && sync_drop(t, nm.v[i], nm.v[i], &e) < 0))
+            fail_object(t, nm.v[i], &e);
+    }
+    for (size_t i = 0; i < nm.n; i++)
+        free(nm.v[i]);
+    free(nm.v);
     return rc;
 }
 
@@ -810,6 +941,8 @@ static void *tjob_main(void *arg)
     pthread_mutex_unlock(&t->mu);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+    if (rc == 0 && t->m.sync && t->listed && !t->first_err[0] && !sl_job_aborting(t->job))
+        rc = prune(t, &err);
     char msg[1200] = "";
     if (rc < 0)
         snprintf(msg, sizeof(msg), "%s", err.msg);
@@ -820,13 +953,16 @@ static void *tjob_main(void *arg)
     json_t *ext = json_object();
     json_object_set_new(ext, "errors", json_incref(t->errors));
     json_object_set_new(ext, "failed", json_integer((json_int_t)t->job->err_objs));
+    json_object_set_new(ext, "skipped_missing", json_integer((json_int_t)t->skipped));
+    json_object_set_new(ext, "sync_deleted", json_integer((json_int_t)t->deleted));
     json_object_set_new(ext, "dry_run", json_boolean(t->m.dry_run));
     if (t->netl)
         json_object_set_new(ext, "etl", json_string(t->etl[0]->name));
     sl_job_set_ext(t->job, ext);
-    sl_logi("%s %s: %s (%llu objects, %llu bytes in, %llu out, %llu failed)", t->job->kind, t->job->id,
-            msg[0] ? msg : "done", (unsigned long long)t->job->loc_objs, (unsigned long long)t->job->loc_bytes,
-            (unsigned long long)t->job->out_bytes, (unsigned long long)t->job->err_objs);
+    sl_logi("%s %s: %s (%llu objects, %llu bytes in, %llu out, %llu failed, %llu not in the source skipped)",
+            t->job->kind, t->job->id, msg[0] ? msg : "done", (unsigned long long)t->job->loc_objs,
+            (unsigned long long)t->job->loc_bytes, (unsigned long long)t->job->out_bytes,
+            (unsigned long long)t->job->err_objs, (unsigned long long)t->skipped);
     if (t->self_failed)
         sl_job_fail(t->job, msg);
     else
@@ -895,8 +1031,16 @@ static int tmsg_parse(const json_t *v, bool is_list, struct tmsg *m, struct sl_e
         m->workers = (int)nw;
     if (m->workers > MAX_WORKERS)
         m->workers = MAX_WORKERS;
-    if (sl_json_bool(v, "synchronize", false) && m->prepend[0])
+    json_t *lv = sl_json_get(v, "latest-ver"), *sy = sl_json_get(v, "synchronize");
+    if ((lv && !json_is_boolean(lv) && !json_is_null(lv)) || (sy && !json_is_boolean(sy) && !json_is_null(sy)))
+        return sl_errf(err, SL_EINVAL, "\"latest-ver\" and \"synchronize\" must be true or false");
+    m->sync = json_is_true(sy);
+    m->latest = json_is_true(lv) || m->sync; /* (AIStore's synchronize implies latest-ver) */
+    if (m->sync && m->prepend[0])
         return sl_errf(err, SL_EINVAL, "\"synchronize\" cannot be combined with \"prepend\"");
+    if (m->sync && m->ext)
+        return sl_errf(err, SL_EINVAL, "\"synchronize\" cannot be combined with \"ext\" (a destination name "
+                       "would not tell which source object it is a copy of)");
     if (is_list) {
         if (sl_listrange_parse(v, true, &m->objnames, &m->nobj, &m->template_, err) < 0)
             return -1;
@@ -921,6 +1065,8 @@ static json_t *tmsg_json(const struct tmsg *m)
     json_object_set_new(o, "dry_run", json_boolean(m->dry_run));
     json_object_set_new(o, "coer", json_boolean(m->coer));
     json_object_set_new(o, "non-recurs", json_boolean(m->nonrecurs));
+    json_object_set_new(o, "latest-ver", json_boolean(m->latest));
+    json_object_set_new(o, "synchronize", json_boolean(m->sync));
     json_object_set_new(o, "num-workers", json_integer(m->workers));
     if (m->pipeline && m->pipeline[0]) {
         json_t *a = json_array();
@@ -1140,6 +1286,12 @@ static void start_run(struct sl_req *r, void *arg)
     if (sl_bck_resolve_add(g->src, g->sprov, &sb, &err) < 0) /* (a remote source seen first: added) */
         goto fail;
     have_sb = true;
+    if ((m.latest || m.sync) && !sl_bck_remote(&sb)) {
+        sl_errf(&err, SL_EINVAL, "%s: \"%s\" applies to a source with a remote bucket behind it, and %s://%s has "
+                "none (its objects here are the only version); nothing was done", action,
+                m.sync ? "synchronize" : "latest-ver", sl_provider_scheme(sb.provider), sb.name);
+        goto fail;
+    }
     if (is_list) {
         json_t *tb = sl_json_get(v, "tobck");
         if (!json_is_object(tb) || !sl_json_str(tb, "name", "")[0]) {
