@@ -14,6 +14,7 @@
 #include "lrit.h"
 #include "lru.h"
 #include "cleanup.h"
+#include "blob.h"
 #include "mirror_job.h"
 #include "moss.h"
 #include "mvb.h"
@@ -36,6 +37,7 @@ const struct sl_module *const sl_modules[] = {
     &sl_mvb_module,
     &sl_lru_module,
     &sl_cleanup_module,
+    &sl_blob_module,
     &sl_mirror_module,
     &sl_ec_module,
     &sl_resilver_module,

@@ -243,28 +243,15 @@ static void internal_lso_done(struct sl_req *r)
 /* A read whose owner is offline goes where the read path can serve it
  * (sl_read_target: for an erasure-coded bucket, the next target of the
  * object's HRW list that is up, which rebuilds it from the slices). */
-static void redirect_object(struct sl_req *r)
+void sl_route_redirect_obj(struct sl_req *r, const char *bucket, const char *name, size_t nlen)
 {
     struct sl_err err = { 0 };
-    char *bucket = NULL;
-    const char *name;
-    size_t nlen;
     r->op = SL_OP_REDIRECT;
-    if (r->path_bad) {
-        sl_resp_errf(r, SL_EINVAL, "%s: the URL contains a NUL byte (%%00)", r->method_str);
-        return;
-    }
-    if (sl_req_obj_path(r, &bucket, &name, &nlen, &err) < 0) {
-        sl_resp_err(r, &err);
-        return;
-    }
     struct sl_bck b;
     if (sl_bck_resolve(bucket, sl_req_query(r, "provider"), sl_req_query(r, "namespace"), &b, &err) < 0) {
-        free(bucket);
         sl_resp_err(r, &err);
         return;
     }
-    free(bucket);
     struct sl_smap *s = sl_smap_get();
     struct sl_buf un;
     sl_buf_init(&un);
@@ -329,6 +316,25 @@ static void redirect_object(struct sl_req *r)
     }
     sl_smap_put(s);
     sl_bck_release(&b);
+}
+
+static void redirect_object(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    char *bucket = NULL;
+    const char *name;
+    size_t nlen;
+    r->op = SL_OP_REDIRECT;
+    if (r->path_bad) {
+        sl_resp_errf(r, SL_EINVAL, "%s: the URL contains a NUL byte (%%00)", r->method_str);
+        return;
+    }
+    if (sl_req_obj_path(r, &bucket, &name, &nlen, &err) < 0) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    sl_route_redirect_obj(r, bucket, name, nlen);
+    free(bucket);
 }
 
 static void redirect_after_body(struct sl_req *r)

@@ -113,6 +113,17 @@ bool sl_modules_objects_post(struct sl_req *r, const char *bucket, struct sl_act
     return false;
 }
 
+bool sl_modules_object_post(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
+                            struct sl_actmsg *msg)
+{
+    const struct sl_module *m;
+    FOR_MODULES(m) {
+        if (m->object_post && m->object_post(r, b, name, nlen, msg))
+            return true;
+    }
+    return false;
+}
+
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket)
 {
     const struct sl_module *m;

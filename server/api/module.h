@@ -42,6 +42,10 @@ struct sl_module {
     /* POST /v1/objects/B {"action": ...} (no object in the path: promote):
      * true when the action was this module's. */
     bool (*objects_post)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+    /* POST /v1/objects/B/O {"action": ...} on the target that owns it
+     * (blob-download): true when the action was this module's. */
+    bool (*object_post)(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
+                        struct sl_actmsg *m);
     /* PUT /v1/cluster {"action": "start", "value": {"Kind": kind, ...}}:
      * true when the kind was this module's. */
     bool (*cluster_start)(struct sl_req *r, const char *kind, const json_t *value);
@@ -70,6 +74,8 @@ bool sl_modules_route(struct sl_req *r);
 bool sl_modules_bucket_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
 bool sl_modules_bucket_put(struct sl_req *r, const char *bucket);
 bool sl_modules_objects_post(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+bool sl_modules_object_post(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
+                            struct sl_actmsg *m);
 bool sl_modules_cluster_start(struct sl_req *r, const char *kind, const json_t *value);
 /* ", a, b": the kinds modules start (static storage) */
 const char *sl_modules_start_kinds(void);

@@ -487,18 +487,11 @@ static void post_bucket_done(struct sl_req *r)
  * "true", "True", "1"...): 1, 0, or -1 (err set) for anything else */
 static int query_flag(const struct sl_req *r, const char *key, struct sl_err *err)
 {
-    static const char *const yes[] = { "1", "t", "T", "true", "True", "TRUE" };
-    static const char *const no[] = { "0", "f", "F", "false", "False", "FALSE", "" };
     const char *v = sl_req_query(r, key);
-    if (!v)
-        return 0;
-    for (size_t i = 0; i < SL_ARRAY_SIZE(yes); i++)
-        if (!strcmp(v, yes[i]))
-            return 1;
-    for (size_t i = 0; i < SL_ARRAY_SIZE(no); i++)
-        if (!strcmp(v, no[i]))
-            return 0;
-    return sl_errf(err, SL_EINVAL, "query %s=\"%.64s\": expected true or false; nothing was done", key, v);
+    bool on = false;
+    if (v && sl_parse_bool(v, &on) < 0)
+        return sl_errf(err, SL_EINVAL, "query %s=\"%.64s\": expected true or false; nothing was done", key, v);
+    return on;
 }
 
 static void delete_bucket_done(struct sl_req *r)

@@ -13,6 +13,10 @@ void sl_route(struct sl_req *r);
 /* cluster_api.c: what a gateway, a target or a standalone node does with
  * each group of endpoints */
 void sl_route_objects(struct sl_req *r);
+/* The gateway's 307 of r (its query, and its body when read) to the owner
+ * of bucket/name, at its object URL (bucket-level POSTs that name their
+ * object in the body: blob-download). */
+void sl_route_redirect_obj(struct sl_req *r, const char *bucket, const char *name, size_t nlen);
 void sl_route_buckets(struct sl_req *r);
 void sl_route_daemon_other(struct sl_req *r);
 void sl_route_cluster(struct sl_req *r);

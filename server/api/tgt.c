@@ -1154,6 +1154,22 @@ static void post_done(struct sl_req *r)
         sl_actmsg_free(&m);
         return;
     }
+    if (*bk && slash && slash[1]) {
+        struct sl_bck b;
+        const char *name;
+        size_t nlen;
+        if (obj_prologue(r, &b, &name, &nlen, &err) < 0) {
+            sl_actmsg_free(&m);
+            sl_resp_err(r, &err);
+            return;
+        }
+        bool taken = sl_modules_object_post(r, &b, name, nlen, &m);
+        sl_bck_release(&b);
+        if (taken) {
+            sl_actmsg_free(&m);
+            return;
+        }
+    }
     bool known = false;
     for (size_t i = 0; i < SL_ARRAY_SIZE(obj_post_actions); i++)
         if (!strcmp(m.action, obj_post_actions[i]))
@@ -1163,10 +1179,11 @@ static void post_done(struct sl_req *r)
                      m.action);
     else if (!m.action[0])
         sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
-                     "; this build serves promote, mpt-upload and mpt-complete)", r->path);
+                     "; this build serves promote, blob-download, mpt-upload and mpt-complete)", r->path);
     else
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
-                     OBJ_POST_ACTIONS "; this build serves promote, mpt-upload and mpt-complete)", m.action, r->path);
+                     OBJ_POST_ACTIONS "; this build serves promote, blob-download, mpt-upload and mpt-complete)",
+                     m.action, r->path);
     sl_actmsg_free(&m);
 }
 

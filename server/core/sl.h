@@ -128,6 +128,10 @@ void sl_format_gotime(int64_t ns, const char *layout, char *out, size_t n);
 
 /* Sizes: "10MiB", "1.5GB", "4096" -> bytes (IEC and SI suffixes). */
 int sl_parse_size(const char *s, uint64_t *out);
+/* A boolean as Go's strconv.ParseBool reads it (AIStore's clients send
+ * "true", "True", "1", ...; "" is false here): 0 with *out, -1 for anything
+ * else. */
+int sl_parse_bool(const char *s, bool *out);
 /* IEC, two decimals, no space: "16.00KiB"; under 1 KiB "561B". */
 void sl_format_size(uint64_t n, char *out, size_t sz);
 /* Same with a space: "63.00 MiB" (progress bars). */

@@ -865,6 +865,19 @@ void sl_fault(const char *point)
     }
 }
 
+int sl_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = { "1", "t", "T", "true", "True", "TRUE" };
+    static const char *const no[] = { "0", "f", "F", "false", "False", "FALSE", "" };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(yes); i++)
+        if (!strcmp(s, yes[i]))
+            return *out = true, 0;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(no); i++)
+        if (!strcmp(s, no[i]))
+            return *out = false, 0;
+    return -1;
+}
+
 int sl_pick_name(const char *who, const char *what, const char *v, const char *const *names, int n, int *out,
                  struct sl_err *err)
 {

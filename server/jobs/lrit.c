@@ -52,6 +52,11 @@ struct lr {
     bool latest;                /* prefetch: held copies are checked against the remote's version */
     bool add_first;             /* prefetch of a remote bucket not in the BMD yet: add it at the start */
     int workers;
+    /* prefetch: an object of blob_threshold bytes or more (0: none) is fetched as a blob download, in
+     * ranges of blob_chunk (0: backend.blob_chunk), blob_workers at a time (0: backend.blob_workers);
+     * a smaller one in one stream */
+    int64_t blob_threshold, blob_chunk;
+    int blob_workers;
 };
 
 static void lr_free(struct lr *l)
@@ -68,11 +73,27 @@ static int lr_parse(const json_t *v, struct lr *l, struct sl_err *err)
         return sl_errf(err, SL_EINVAL, "%s: \"value\" must be an object {\"objnames\": [...]} or "
                        "{\"template\": \"obj-{000..099}\"} (neither: the whole bucket)", what);
     static const char *const known[] = { "objnames", "template", "coer", "num-workers", "non-recurs",
-                                         "latest-ver" };
+                                         "latest-ver", "blob-threshold", "blob-chunk-size", "blob-num-workers" };
     const char *k = sl_json_unknown_key_exact(v, known, SL_ARRAY_SIZE(known));
-    if (k)
+    if (k || (l->kind != LR_PREFETCH && (json_object_get(v, "blob-threshold") || json_object_get(v, "blob-chunk-size") ||
+                                         json_object_get(v, "blob-num-workers"))))
         return sl_errf(err, SL_EINVAL, "%s: unknown field \"%s\" (valid: objnames, template, coer, "
-                       "num-workers, non-recurs%s)", what, k, l->kind == LR_PREFETCH ? ", latest-ver" : "");
+                       "num-workers, non-recurs%s)", what, k ? k : "blob-*", l->kind == LR_PREFETCH ?
+                       ", latest-ver, blob-threshold, blob-chunk-size, blob-num-workers" : "");
+    json_t *bt = json_object_get(v, "blob-threshold"), *bc = json_object_get(v, "blob-chunk-size"),
+           *bw = json_object_get(v, "blob-num-workers");
+    if ((bt && !json_is_null(bt) && (!json_is_integer(bt) || json_integer_value(bt) < 0)) ||
+        (bc && !json_is_null(bc) && (!json_is_integer(bc) || (json_integer_value(bc) &&
+                                                             (json_integer_value(bc) < SL_BLOB_CHUNK_MIN ||
+                                                              json_integer_value(bc) > SL_BLOB_CHUNK_MAX)))) ||
+        (bw && !json_is_null(bw) && (!json_is_integer(bw) || json_integer_value(bw) < 0 ||
+                                     json_integer_value(bw) > SL_BLOB_WORKERS_MAX)))
+        return sl_errf(err, SL_EINVAL, "%s: \"blob-threshold\" is a number of bytes (0: no blob downloads), "
+                       "\"blob-chunk-size\" 0 or 64KiB to 2GiB in bytes, \"blob-num-workers\" 0 to %d", what,
+                       SL_BLOB_WORKERS_MAX);
+    l->blob_threshold = bt ? json_integer_value(bt) : 0;
+    l->blob_chunk = bc ? json_integer_value(bc) : 0;
+    l->blob_workers = bw ? (int)json_integer_value(bw) : 0;
     json_t *lv = json_object_get(v, "latest-ver");
     if (lv && !json_is_null(lv) && (!json_is_boolean(lv) || (json_is_true(lv) && l->kind != LR_PREFETCH)))
         return sl_errf(err, SL_EINVAL, "%s: \"latest-ver\" is %s", what,
@@ -126,6 +147,11 @@ static json_t *lr_json(const struct lr *l)
 {
     json_t *o = json_pack("{s:b,s:b,s:i,s:b}", "coer", l->coer, "non-recurs", l->non_recurs, "num-workers",
                           l->workers, "latest-ver", l->latest);
+    if (l->blob_threshold) {
+        json_object_set_new(o, "blob-threshold", json_integer(l->blob_threshold));
+        json_object_set_new(o, "blob-chunk-size", json_integer(l->blob_chunk));
+        json_object_set_new(o, "blob-num-workers", json_integer(l->blob_workers));
+    }
     if (l->names)
         json_object_set(o, "objnames", l->names);
     if (l->tmpl)
@@ -148,6 +174,7 @@ struct run {
     uint64_t nmissing;
     bool range;                 /* the names are a template's range: one the bucket lacks is skipped */
     uint64_t nskipped;          /* (of them, as AIStore's) */
+    uint64_t nblob;             /* prefetch: objects fetched as blob downloads (blob_threshold) */
     char err[512];
 };
 
@@ -252,6 +279,25 @@ static int share(struct run *u, struct sl_err *err)
     return rc;
 }
 
+/* prefetch: name fetched, as a blob download when it is blob_threshold bytes or more */
+static int prefetch_one(struct run *u, const char *nm, size_t nl, struct sl_err *err)
+{
+    if (!u->l->blob_threshold)
+        return sl_backend_fetch(&u->b, nm, nl, err);
+    struct sl_backend_obj o;
+    if (sl_backend_head(&u->b, nm, nl, &o, err) < 0)
+        return -1;
+    struct sl_fetch_opts fo = { .workers = 1 };
+    if (o.size >= u->l->blob_threshold) {
+        fo.chunk = u->l->blob_chunk;
+        fo.workers = u->l->blob_workers ? u->l->blob_workers : (sl_conf->blob_workers > 1 ? sl_conf->blob_workers : 4);
+        pthread_mutex_lock(&u->mu);
+        u->nblob++;
+        pthread_mutex_unlock(&u->mu);
+    }
+    return sl_backend_fetch_opts(&u->b, nm, nl, &fo, err);
+}
+
 static void *worker(void *arg)
 {
     struct run *u = arg;
@@ -275,7 +321,7 @@ static void *worker(void *arg)
             rc = sl_obj_stat(&u->b, nm, nl, &md, NULL, &err);
             if (rc == 1)
                 sl_objmd_free(&md);
-            else if (rc == 0 && (rc = sl_backend_fetch(&u->b, nm, nl, &err)) == 0)
+            else if (rc == 0 && (rc = prefetch_one(u, nm, nl, &err)) == 0)
                 rc = 1;
             if (rc == 1) {
                 sl_job_add(&u->job->loc_objs, 1);
@@ -347,8 +393,14 @@ static void *run_thread(void *arg)
     sl_logi("%s %s: %llu object(s) of %s done here, %llu name(s) of the range not in the bucket skipped%s%s",
             lr_kinds[u->l->kind], u->l->id, (unsigned long long)u->job->loc_objs, u->b.name,
             (unsigned long long)u->nskipped, u->err[0] ? ": " : "", u->err);
-    if (u->range)
-        sl_job_set_ext(u->job, json_pack("{s:I}", "skipped_missing", (json_int_t)u->nskipped));
+    if (u->range || u->l->blob_threshold) {
+        json_t *ext = json_object();
+        if (u->range)
+            json_object_set_new(ext, "skipped_missing", json_integer((json_int_t)u->nskipped));
+        if (u->l->blob_threshold)
+            json_object_set_new(ext, "blob_downloads", json_integer((json_int_t)u->nblob));
+        sl_job_set_ext(u->job, ext);
+    }
     if (u->err[0])
         sl_job_fail(u->job, u->err);
     else

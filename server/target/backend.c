@@ -247,6 +247,7 @@ struct tee {
     char *name;
     size_t nlen;
     struct inflight *f;
+    struct sl_fetch_opts fo;
     int rc;
     struct sl_err err;
 };
@@ -277,6 +278,7 @@ struct sinkctx {
     struct sl_opipe *op;        /* the client's body; NULL once it left (the fetch goes on for the cache) */
     bool asked;                 /* the answer was asked for */
     bool ranged;                /* the body is written at offsets (pos), checksummed at the end (sl_put_adopt) */
+    uint64_t *progress;         /* sl_fetch_opts */
     int64_t pos;
     int64_t summed;             /* ranged: bytes [0, summed) went to sl_put_sum in order (a stream reads them) */
 };
@@ -346,6 +348,8 @@ static int sink(void *ctx, const void *data, size_t n)
         sl_opipe_close(s->op, true);
         s->op = NULL;
     }
+    if (s->progress)
+        __atomic_add_fetch(s->progress, (uint64_t)n, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -379,6 +383,7 @@ struct blob {
     bool failed;
     struct sl_err err;          /* the first failure */
     char etag[80];              /* every range must come from this version */
+    uint64_t *progress;         /* sl_fetch_opts */
 };
 
 struct rangesink {
@@ -386,6 +391,7 @@ struct rangesink {
     int64_t off, end;
     int werr;
     bool over;                  /* more bytes came than asked for */
+    uint64_t *progress;
 };
 
 static int range_sink(void *ctx, const void *data, size_t n)
@@ -399,6 +405,8 @@ static int range_sink(void *ctx, const void *data, size_t n)
     if (rs->werr)
         return 1;
     rs->off += (int64_t)n;
+    if (rs->progress)
+        __atomic_add_fetch(rs->progress, (uint64_t)n, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -416,7 +424,7 @@ static void *blob_worker(void *arg)
         struct sl_backend_obj o;
         memset(&o, 0, sizeof(o));
         SL_ABI_SET(&o);
-        struct rangesink rs = { .fd = bl->fd, .off = off, .end = off + len };
+        struct rangesink rs = { .fd = bl->fd, .off = off, .end = off + len, .progress = bl->progress };
         char msg[1024] = "";
         int status = 0;
         int rc = bl->rm->ops->get_object(sl_plug_state(bl->rm->plug), &bl->rm->rb, bl->nm, bl->nlen, off, len,
@@ -490,7 +498,8 @@ static void blob_stream(struct blob *bl, struct sinkctx *s)
 static int fetch_rest(const struct remote *rm, const char *nm, size_t nlen, struct sinkctx *s,
                       const struct sl_backend_obj *o, int64_t chunk, int workers, struct sl_err *err)
 {
-    struct blob bl = { .rm = rm, .nm = nm, .nlen = nlen, .fd = sl_put_fd(s->p), .size = o->size, .chunk = chunk };
+    struct blob bl = { .rm = rm, .nm = nm, .nlen = nlen, .fd = sl_put_fd(s->p), .size = o->size, .chunk = chunk,
+                       .progress = s->progress };
     pthread_mutex_init(&bl.mu, NULL);
     pthread_cond_init(&bl.cv, NULL);
     bl.n = (int)((o->size + chunk - 1) / chunk);
@@ -527,17 +536,19 @@ static int fetch_rest(const struct remote *rm, const char *nm, size_t nlen, stru
  * after the first byte cuts that answer off). With backend.blob_workers
  * > 1 the first request asks for one chunk (backend.blob_chunk): a small
  * object comes whole, and a bigger one is fetched on in parallel ranges. */
-static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct tee *tee, struct sl_err *err)
+static int fetch(const struct sl_bck *b, const char *name, size_t nlen, struct tee *tee,
+                 const struct sl_fetch_opts *fo, struct sl_err *err)
 {
     struct remote rm;
     if (remote_of(b, &rm, err) < 0)
         return -1;
-    int64_t chunk = (int64_t)sl_conf->blob_chunk;
-    int workers = sl_conf->blob_workers;
+    int64_t chunk = fo && fo->chunk > 0 ? fo->chunk : (int64_t)sl_conf->blob_chunk;
+    int workers = fo && fo->workers > 0 ? fo->workers : sl_conf->blob_workers;
     struct sl_backend_obj o;
     memset(&o, 0, sizeof(o));
     SL_ABI_SET(&o);
-    struct sinkctx s = { .err = err, .b = b, .name = name, .nlen = nlen, .o = &o, .tee = tee, .ranged = workers > 1 };
+    struct sinkctx s = { .err = err, .b = b, .name = name, .nlen = nlen, .o = &o, .tee = tee, .ranged = workers > 1,
+                         .progress = fo ? fo->progress : NULL };
     char msg[1024] = "";
     int status = 0;
     char *nm = sl_xstrndup(name, nlen);
@@ -626,7 +637,7 @@ static void *tee_main(void *arg)
 {
     struct tee *t = arg;
     struct sl_err err = { 0 };
-    int rc = fetch(&t->b, t->name, t->nlen, t, &err);
+    int rc = fetch(&t->b, t->name, t->nlen, t, &t->fo, &err);
     if (t->f)
         inflight_end(t->f);
     pthread_mutex_lock(&t->mu);
@@ -646,10 +657,10 @@ static void *tee_main(void *arg)
 /* Run the fetch (this thread registered as its fetcher in f, or NULL) with
  * r answered as the bytes come, when r is not NULL. */
 static int run_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct inflight *f, struct sl_req *r,
-                     bool *answered, struct sl_err *err)
+                     const struct sl_fetch_opts *fo, bool *answered, struct sl_err *err)
 {
     if (!r) {
-        int rc = fetch(b, name, nlen, NULL, err);
+        int rc = fetch(b, name, nlen, NULL, fo, err);
         if (f)
             inflight_end(f);
         return rc;
@@ -662,6 +673,8 @@ static int run_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
     t->name = sl_xstrndup(name, nlen);
     t->nlen = nlen;
     t->f = f;
+    if (fo)
+        t->fo = *fo;
     pthread_t th;
     pthread_attr_t at;
     pthread_attr_init(&at);
@@ -671,7 +684,7 @@ static int run_fetch(const struct sl_bck *b, const char *name, size_t nlen, stru
         t->refs = 1;
         t->f = NULL;
         tee_unref(t);
-        return run_fetch(b, name, nlen, f, NULL, answered, err);
+        return run_fetch(b, name, nlen, f, NULL, fo, answered, err);
     }
     pthread_attr_destroy(&at);
     pthread_mutex_lock(&t->mu);
@@ -725,13 +738,60 @@ void sl_backend_wait_fetch(const struct sl_bck *b, const char *name, size_t nlen
     pthread_mutex_unlock(&fl_mu);
 }
 
+int sl_backend_blob_headers(struct sl_req *r, struct sl_fetch_opts *o, struct sl_err *err)
+{
+    memset(o, 0, sizeof(*o));
+    const char *bd = r ? sl_req_header(r, "Ais-Blob-Download") : NULL;
+    if (!bd || !*bd)
+        return 0;
+    bool on;
+    if (sl_parse_bool(bd, &on) < 0)
+        return sl_errf(err, SL_EINVAL, "Ais-Blob-Download \"%s\": true or false", bd);
+    if (!on)
+        return 0;
+    const char *c = sl_req_header(r, "Ais-Blob-Chunk"), *w = sl_req_header(r, "Ais-Blob-Workers");
+    uint64_t cs = 0;
+    if (c && *c && (sl_parse_size(c, &cs) < 0 || (cs && (cs < SL_BLOB_CHUNK_MIN || cs > SL_BLOB_CHUNK_MAX))))
+        return sl_errf(err, SL_EINVAL, "Ais-Blob-Chunk \"%s\": a size from 64KiB to 2GiB (or 0: backend.blob_chunk)",
+                       c);
+    char *end = NULL;
+    long nw = w && *w ? strtol(w, &end, 10) : 0;
+    if (w && *w && (*end || nw < 0 || nw > SL_BLOB_WORKERS_MAX))
+        return sl_errf(err, SL_EINVAL, "Ais-Blob-Workers \"%s\": 0 (backend.blob_workers) to %d", w,
+                       SL_BLOB_WORKERS_MAX);
+    o->chunk = (int64_t)cs;
+    o->workers = nw ? (int)nw : (sl_conf->blob_workers > 1 ? sl_conf->blob_workers : 4); /* a blob download is ranged */
+    return 0;
+}
+
 int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err)
 {
-    return sl_backend_fetch_tee(b, name, nlen, NULL, NULL, err);
+    return sl_backend_fetch_opts(b, name, nlen, NULL, err);
+}
+
+static int fetch_one(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r,
+                     const struct sl_fetch_opts *fo, bool *answered, struct sl_err *err);
+
+int sl_backend_fetch_opts(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_fetch_opts *o,
+                          struct sl_err *err)
+{
+    return fetch_one(b, name, nlen, NULL, o, NULL, err);
 }
 
 int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r, bool *answered,
                          struct sl_err *err)
+{
+    struct sl_fetch_opts o;
+    if (sl_backend_blob_headers(r, &o, err) < 0) {
+        if (answered)
+            *answered = false;
+        return -1;
+    }
+    return fetch_one(b, name, nlen, r, o.workers ? &o : NULL, answered, err);
+}
+
+static int fetch_one(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r,
+                     const struct sl_fetch_opts *fo, bool *answered, struct sl_err *err)
 {
     bool dummy;
     if (!answered)
@@ -746,7 +806,7 @@ int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, 
             sl_objmd_free(&md);
             return 0;
         }
-        return rc < 0 ? -1 : run_fetch(b, name, nlen, NULL, r, answered, err); /* its fetch failed: try ourselves */
+        return rc < 0 ? -1 : run_fetch(b, name, nlen, NULL, r, fo, answered, err); /* its fetch failed: try ourselves */
     }
     struct inflight *f = sl_xcalloc(1, sizeof(*f));
     f->bid = b->bid;
@@ -756,7 +816,7 @@ int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, 
     f->next = fl_head;
     fl_head = f;
     pthread_mutex_unlock(&fl_mu);
-    return run_fetch(b, name, nlen, f, r, answered, err);
+    return run_fetch(b, name, nlen, f, r, fo, answered, err);
 }
 
 int sl_backend_head(const struct sl_bck *b, const char *name, size_t nlen, struct sl_backend_obj *o,

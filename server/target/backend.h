@@ -44,11 +44,28 @@ int sl_backend_check_props(const json_t *props, struct sl_err *err);
 
 /* Fetch object name of b from its remote into the store (cold GET). */
 int sl_backend_fetch(const struct sl_bck *b, const char *name, size_t nlen, struct sl_err *err);
+/* How a fetch goes: AIStore's blob download (its chunk-size and
+ * num-workers), and the bytes fetched so far, for a job's stats. */
+struct sl_fetch_opts {
+    int64_t chunk;              /* bytes a range; 0: backend.blob_chunk */
+    int workers;                /* ranges at a time; 0: backend.blob_workers; 1: one stream, no ranges */
+    uint64_t *progress;         /* not NULL: the bytes written here are added to it as they come */
+};
+#define SL_BLOB_CHUNK_MIN (64 * 1024LL)
+#define SL_BLOB_CHUNK_MAX (2048 * 1024 * 1024LL)
+#define SL_BLOB_WORKERS_MAX 64
+int sl_backend_fetch_opts(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_fetch_opts *o,
+                          struct sl_err *err);
+/* The options a request's Ais-Blob-Download: true, Ais-Blob-Chunk (a size)
+ * and Ais-Blob-Workers ask for; 0 with o zeroed when it asks for none, -1
+ * with err (400) for a bad value. */
+struct sl_req;
+int sl_backend_blob_headers(struct sl_req *r, struct sl_fetch_opts *o, struct sl_err *err);
 /* The same, answering r (a whole-object GET) as the bytes arrive: the
  * client does not wait for the whole fetch. *answered says whether r got
  * its answer (then a failure after the first byte cut it off); when not,
- * the caller answers (from the store, or with err). */
-struct sl_req;
+ * the caller answers (from the store, or with err). r's blob headers
+ * (sl_backend_blob_headers) are taken. */
 int sl_backend_fetch_tee(const struct sl_bck *b, const char *name, size_t nlen, struct sl_req *r, bool *answered,
                          struct sl_err *err);
 /* Wait until a fetch of name in flight (if any) has ended: a streaming

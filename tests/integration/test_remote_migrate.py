@@ -263,5 +263,108 @@ class RemoteMigrateTest(unittest.TestCase):
         self.assertEqual(r.status_code, 400, r.text)
 
 
+    # ---- blob download ----
+
+    def remote_gets(self):
+        """GETs the remote's target has served (each range is one)"""
+        tr = self.s.get(self.remote.node_url("t0") + "/v1/daemon", params={"what": "node_status"},
+                        timeout=10).json()["tracker"]
+        return int(tr.get("get.n", {"v": "0"})["v"])
+
+    def xstats(self, jid):
+        r = self.s.get(self.url + "/v1/cluster", params={"what": "qryxstats"}, json={"ID": jid})
+        self.assertEqual(r.status_code, 200, r.text)
+        return [sn for arr in r.json().values() for sn in arr]
+
+    def test_blob_download(self):
+        """SDK Object.blob_download(): POST /v1/objects/B {"action": "blob-download", "name": O, "value": BlobMsg}
+        (and the object in the path): a job on the owner fetches it in ranges of chunk-size, num-workers at a
+        time; latest-ver fetches a changed one again; bad requests are 400 and start nothing (the build before
+        answered 501)"""
+        big = os.urandom(1 << 20)
+        self.remote_bucket("blob", {"big": big, "big2": big[::-1], "small": b"s" * 1000})
+        g0 = self.remote_gets()
+        r = self.s.post(self.url + "/v1/objects/blob", params={"provider": "aws"}, json={
+            "action": "blob-download", "name": "big", "value": {"latest-ver": False, "chunk-size": 262144,
+                                                                "num-workers": 3}})
+        self.assertEqual(r.status_code, 200, r.text)
+        st = self.job_done(r.text)
+        self.assertEqual((st["kind"], st["err"]), ("blob-download", ""))
+        sn = [x for x in self.xstats(r.text) if int(x["stats"]["in-objs"])]
+        self.assertEqual([(int(x["stats"]["in-objs"]), int(x["stats"]["in-bytes"])) for x in sn], [(1, len(big))])
+        self.assertEqual(self.remote_gets() - g0, 4, "4 ranges of 256 KiB")
+        self.assertTrue(self.cached("blob", "big"))
+        self.assertEqual(self.get("blob", "big").content, big)
+        # the object in the path; the defaults (backend.blob_chunk 8 MiB: one range)
+        r = self.s.post(self.url + "/v1/objects/blob/big2", params={"provider": "aws"}, json={
+            "action": "blob-download", "value": {"latest-ver": False}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertTrue(self.cached("blob", "big2"))
+        # held already: left; with latest-ver, a copy changed at the remote is fetched again
+        self.rs3.put_object(Bucket="blob", Key="big", Body=b"changed")
+        r = self.s.post(self.url + "/v1/objects/blob", params={"provider": "aws"}, json={
+            "action": "blob-download", "name": "big", "value": {"latest-ver": False}})
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertEqual(self.get("blob", "big").content, big)
+        r = self.s.post(self.url + "/v1/objects/blob", params={"provider": "aws"}, json={
+            "action": "blob-download", "name": "big", "value": {"latest-ver": True}})
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertEqual(self.get("blob", "big").content, b"changed")
+        # gone at the remote: the job fails naming it
+        r = self.s.post(self.url + "/v1/objects/blob", params={"provider": "aws"}, json={
+            "action": "blob-download", "name": "nosuch", "value": {"latest-ver": False}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertIn("nosuch", self.job_done(r.text)["err"])
+        # refused: an ais:// bucket, bad values, an unknown field, no name
+        self.s.post(self.url + "/v1/buckets/plain", json={"action": "create-bck"})
+        for params, body in (({}, {"action": "blob-download", "name": "x", "value": {"latest-ver": False}}),
+                             ({"provider": "aws"}, {"action": "blob-download", "name": "small",
+                                                    "value": {"chunk-size": 100}}),
+                             ({"provider": "aws"}, {"action": "blob-download", "name": "small",
+                                                    "value": {"num-workers": 1000}}),
+                             ({"provider": "aws"}, {"action": "blob-download", "name": "small",
+                                                    "value": {"chunksize": 1}}),
+                             ({"provider": "aws"}, {"action": "blob-download", "value": {}})):
+            b = "plain" if not params else "blob"
+            r = self.s.post(self.url + "/v1/objects/" + b, params=params, json=body)
+            self.assertEqual(r.status_code, 400, (body, r.text))
+        self.assertFalse(self.cached("blob", "small"))
+
+    def test_get_with_blob_headers(self):
+        """a cold GET with Ais-Blob-Download: true, Ais-Blob-Chunk, Ais-Blob-Workers fetches in those ranges"""
+        data = os.urandom(600000)
+        self.remote_bucket("blobget", {"o": data})
+        g0 = self.remote_gets()
+        r = self.s.get(self.url + "/v1/objects/blobget/o", params={"provider": "aws"}, timeout=60, headers={
+            "Ais-Blob-Download": "true", "Ais-Blob-Chunk": "128KiB", "Ais-Blob-Workers": "2"})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.content, data)
+        self.assertEqual(self.remote_gets() - g0, 5, "5 ranges of 128 KiB")
+        r = self.s.get(self.url + "/v1/objects/blobget/o2", params={"provider": "aws"}, timeout=60, headers={
+            "Ais-Blob-Download": "true", "Ais-Blob-Chunk": "1KiB"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("Ais-Blob-Chunk", r.text)
+
+    def test_prefetch_blob_threshold(self):
+        """prefetch with blob-threshold: objects at or above it come as blob downloads (ranges of
+        blob-chunk-size), smaller ones in one GET each (the build before refused the field)"""
+        self.remote_bucket("pfb", {"big": os.urandom(700000), "small1": b"1" * 5000, "small2": b"2" * 5000})
+        g0 = self.remote_gets()
+        r = self.s.post(self.url + "/v1/buckets/pfb", params={"provider": "aws"}, json={
+            "action": "prefetch-listrange", "value": {"objnames": ["big", "small1", "small2"], "coer": False,
+                                                      "latest-ver": False, "blob-threshold": 500000,
+                                                      "blob-chunk-size": 262144, "blob-num-workers": 2}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertEqual(sum(int(x.get("ext", {}).get("blob_downloads", 0)) for x in self.xstats(r.text)), 1)
+        # 3 ranges of big, 2 small ones, and a HEAD each (not a GET)
+        self.assertEqual(self.remote_gets() - g0, 5)
+        for n in ("big", "small1", "small2"):
+            self.assertTrue(self.cached("pfb", n), n)
+        r = self.s.post(self.url + "/v1/buckets/pfb", params={"provider": "aws"}, json={
+            "action": "evict-listrange", "value": {"objnames": ["big"], "blob-threshold": 1}})
+        self.assertEqual(r.status_code, 400, r.text)
+
 if __name__ == "__main__":
     main()
