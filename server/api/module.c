@@ -10,7 +10,8 @@
 static const struct sl_module *const *modules;
 static char post_actions[512];
 static char delete_actions[256];
-static char start_kinds[128];
+static char get_actions[128];
+static char start_kinds[256];
 
 #define FOR_MODULES(m) for (const struct sl_module *const *mp_ = modules; mp_ && (m = *mp_) != NULL; mp_++)
 
@@ -18,9 +19,10 @@ void sl_modules_install(const struct sl_module *const *mods)
 {
     modules = mods;
     const struct sl_module *m;
-    size_t n = 0, nd = 0;
+    size_t n = 0, nd = 0, ng = 0;
     post_actions[0] = 0;
     delete_actions[0] = 0;
+    get_actions[0] = 0;
     start_kinds[0] = 0;
     size_t ns = 0;
     FOR_MODULES(m) {
@@ -30,7 +32,24 @@ void sl_modules_install(const struct sl_module *const *mods)
             n += (size_t)snprintf(post_actions + n, sizeof(post_actions) - n, "%s", m->post_actions);
         if (m->delete_actions && nd < sizeof(delete_actions))
             nd += (size_t)snprintf(delete_actions + nd, sizeof(delete_actions) - nd, "%s", m->delete_actions);
+        if (m->get_actions && ng < sizeof(get_actions))
+            ng += (size_t)snprintf(get_actions + ng, sizeof(get_actions) - ng, "%s", m->get_actions);
     }
+}
+
+const char *sl_modules_get_actions(void)
+{
+    return get_actions;
+}
+
+bool sl_modules_bucket_get(struct sl_req *r, const char *bucket, struct sl_actmsg *msg)
+{
+    const struct sl_module *m;
+    FOR_MODULES(m) {
+        if (m->bucket_get && m->bucket_get(r, bucket, msg))
+            return true;
+    }
+    return false;
 }
 
 const char *sl_modules_delete_actions(void)

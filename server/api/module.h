@@ -39,6 +39,10 @@ struct sl_module {
      * same, delete_actions for the messages. */
     bool (*bucket_delete)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
     const char *delete_actions;
+    /* GET /v1/buckets/B {"action": ...} (other than list and summary-bck):
+     * the same, get_actions for the messages. */
+    bool (*bucket_get)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+    const char *get_actions;
     /* POST /v1/objects/B {"action": ...} (no object in the path: promote):
      * true when the action was this module's. */
     bool (*objects_post)(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
@@ -82,6 +86,9 @@ const char *sl_modules_start_kinds(void);
 /* Call every module's start hook (main.c, once the node serves). */
 void sl_modules_start(void);
 bool sl_modules_bucket_delete(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+bool sl_modules_bucket_get(struct sl_req *r, const char *bucket, struct sl_actmsg *m);
+/* ", a, b": the bucket GET actions modules serve (static storage) */
+const char *sl_modules_get_actions(void);
 /* The module whose get_query the request carries (static), or NULL. */
 const struct sl_module *sl_modules_get_owner(const struct sl_req *r);
 bool sl_modules_obj_put(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);

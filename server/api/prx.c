@@ -831,7 +831,29 @@ static void list_objects(struct sl_req *r, const char *name, const json_t *value
      * use keep no-dirs. */
     if (m.flags & SL_LSO_NO_RECURSION)
         m.flags &= ~(uint64_t)SL_LSO_NO_DIRS;
-    if (sl_bck_remote(&b) && !(m.flags & SL_LSO_CACHED)) { /* the remote's names: off the HTTP thread */
+    if (m.flags & SL_LSO_NBI) {
+        /* from the bucket's inventory (Ais-Inv-Name: which), merged from every target like an ais:// listing */
+        const uint64_t bad = SL_LSO_CACHED | SL_LSO_MISSING | SL_LSO_DELETED | SL_LSO_ARCH_DIR | SL_LSO_NO_RECURSION |
+                             4096 /* diff */ | 512 /* not cached */ | 1024 /* only remote props */;
+        const char *why = !sl_bck_remote(&b) ? "is for remote buckets (an ais:// bucket is listed from its own "
+                                               "metadata)"
+                          : (m.flags & bad) ? "takes none of the flags cached, not-cached, missing, deleted, "
+                                              "arch-dir, no-recursion, diff, only-remote-props"
+                          : m.start_after[0] ? "does not take start_after (use prefix and the continuation token)"
+                                             : NULL;
+        if (why) {
+            sl_resp_errf(r, SL_EINVAL, "listing %s://%s from its inventory (flag 32768) %s",
+                         sl_provider_scheme(b.provider), b.name, why);
+            sl_lsomsg_free(&m);
+            sl_bck_release(&b);
+            return;
+        }
+        const char *inv = sl_req_header(r, "Ais-Inv-Name");
+        if (inv && *inv) {
+            free(m.inv_name);
+            m.inv_name = sl_xstrdup(inv);
+        }
+    } else if (sl_bck_remote(&b) && !(m.flags & SL_LSO_CACHED)) { /* the remote's names: off the HTTP thread */
         if (m.flags & SL_LSO_NO_RECURSION) {
             sl_resp_errf(r, SL_EUNSUPP, "listing %s://%s non-recursively is not supported for a remote-backed "
                          "bucket yet; list recursively, or only what the cluster holds (flag cached)",
@@ -884,9 +906,9 @@ static void get_buckets_done(struct sl_req *r)
             sl_resp_errf(r, SL_EINVAL, "list-objects needs a bucket: GET /v1/buckets/BUCKET");
         else
             list_objects(r, name, m.value);
-    } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for GET /v1/buckets%s%s (valid: list, summary-bck)", m.action,
-                     name[0] ? "/" : "", name);
+    } else if (!sl_modules_bucket_get(r, name, &m)) {
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for GET /v1/buckets%s%s (valid: list, summary-bck%s)",
+                     m.action, name[0] ? "/" : "", name, sl_modules_get_actions());
     }
     sl_actmsg_free(&m);
     free(name);

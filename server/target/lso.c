@@ -8,6 +8,7 @@
 #include "md.h"
 #include "store.h"
 #include "arch.h"
+#include "inv.h"
 #include "xact.h"
 
 #include <stdio.h>
@@ -146,6 +147,8 @@ static int one_of_dups(const struct sl_bck *b, struct sl_md_iter **its, int *hav
 int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const char *node_id, struct sl_lspage *out,
                       struct sl_err *err)
 {
+    if (m->flags & SL_LSO_NBI)
+        return sl_inv_page(b, m, out, err);
     int nmp = sl_store_nmpaths();
     struct sl_md_iter **its = sl_xcalloc((size_t)(nmp ? nmp : 1), sizeof(*its));
     int *have = sl_xcalloc((size_t)(nmp ? nmp : 1), sizeof(int));

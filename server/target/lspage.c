@@ -34,7 +34,7 @@ int sl_lsomsg_parse(const json_t *v, struct sl_lsomsg *m, int default_pagesize, 
         return sl_errf(err, SL_EINVAL, "list-objects: \"value\" must be an LsoMsg object");
     /* type checks on the fields clients send */
     static const char *strs[] = { "uuid", "props", "time_format", "prefix", "start_after", "continuation_token",
-                                  "target" };
+                                  "target", "inv_name" };
     for (size_t i = 0; v && i < SL_ARRAY_SIZE(strs); i++) {
         json_t *f = sl_json_get(v, strs[i]);
         if (f && !json_is_string(f) && !json_is_null(f))
@@ -46,6 +46,7 @@ int sl_lsomsg_parse(const json_t *v, struct sl_lsomsg *m, int default_pagesize, 
     m->prefix = dupstr(v, "prefix");
     m->start_after = dupstr(v, "start_after");
     m->token = dupstr(v, "continuation_token");
+    m->inv_name = dupstr(v, "inv_name");
     json_t *fl = sl_json_get(v, "flags");
     if (json_is_string(fl)) {
         char *end;
@@ -111,6 +112,7 @@ void sl_lsomsg_names(struct sl_lsomsg *m, const char *prefix, bool sizes, uint64
     m->prefix = sl_xstrdup(prefix ? prefix : "");
     m->start_after = sl_xstrdup("");
     m->token = sl_xstrdup("");
+    m->inv_name = sl_xstrdup("");
     m->flags = (sizes ? SL_LSO_NAME_SIZE : SL_LSO_NAME_ONLY) | extra_flags;
     m->pagesize = pagesize;
 }
@@ -123,6 +125,7 @@ void sl_lsomsg_free(struct sl_lsomsg *m)
     free(m->prefix);
     free(m->start_after);
     free(m->token);
+    free(m->inv_name);
     memset(m, 0, sizeof(*m));
 }
 
@@ -137,6 +140,8 @@ json_t *sl_lsomsg_json(const struct sl_lsomsg *m)
     json_object_set_new(o, "prefix", json_string(m->prefix));
     json_object_set_new(o, "start_after", json_string(m->start_after));
     json_object_set_new(o, "continuation_token", json_string(m->token));
+    if (m->inv_name && m->inv_name[0])
+        json_object_set_new(o, "inv_name", json_string(m->inv_name));
     json_object_set_new(o, "flags", json_string(fl));
     json_object_set_new(o, "pagesize", json_integer(m->pagesize));
     return o;

@@ -21,6 +21,7 @@
 #define SL_LSO_NAME_SIZE 32
 #define SL_LSO_NO_RECURSION 2048
 #define SL_LSO_NO_DIRS 8192
+#define SL_LSO_NBI 32768            /* from the bucket's inventory (inv.h) */
 
 /* entry flags */
 #define SL_ENT_CACHED 64
@@ -45,6 +46,7 @@ struct sl_lsomsg {
     char *prefix;
     char *start_after;
     char *token;
+    char *inv_name;                 /* with SL_LSO_NBI: the inventory's (Ais-Inv-Name); "" any */
     uint64_t flags;
     int pagesize;
 };

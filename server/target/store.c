@@ -735,6 +735,26 @@ void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned cha
     memcpy(out + 10, d, 16);
 }
 
+void sl_inv_key_bck(char out[SL_INV_KEY_BCK], char tag, uint64_t bid)
+{
+    out[0] = 'n';
+    out[1] = tag;
+    for (int i = 0; i < 8; i++)
+        out[2 + i] = (char)(unsigned char)(bid >> (56 - 8 * i));
+}
+
+int sl_inv_drop(struct sl_md_env *env, uint64_t bid, struct sl_err *err)
+{
+    char kb[SL_INV_KEY_BCK], km[SL_INV_KEY_BCK];
+    sl_inv_key_bck(kb, 'b', bid);
+    sl_inv_key_bck(km, 'M', bid);
+    struct sl_md_op ops[2] = {
+        { .kind = SL_MD_DEL_AUX_PREFIX, .key = kb, .klen = SL_INV_KEY_BCK },
+        { .kind = SL_MD_DEL_AUX, .key = km, .klen = SL_INV_KEY_BCK },
+    };
+    return sl_md_commit(env, ops, 2, true, err);
+}
+
 struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen)
 {
     struct sl_mpath *mp = store_locate(b, name, nlen);

@@ -183,6 +183,13 @@ void sl_obj_edit_abort(struct sl_obj_edit *e);
  * bytes of sha256(name); SL_OBJ_AUX_PREFIX bytes. */
 #define SL_OBJ_AUX_PREFIX 26
 void sl_obj_aux_prefix(uint64_t bid, const char *name, size_t nlen, unsigned char out[SL_OBJ_AUX_PREFIX]);
+/* Aux-key prefix of bucket bid's inventory (inv.h): "nb" + bid for its
+ * names (tag 'b'), "nM" + bid for its metadata (tag 'M'); dropped with the
+ * bucket. */
+#define SL_INV_KEY_BCK 10
+void sl_inv_key_bck(char out[SL_INV_KEY_BCK], char tag, uint64_t bid);
+/* Drop bucket bid's inventory records from env (waited). */
+int sl_inv_drop(struct sl_md_env *env, uint64_t bid, struct sl_err *err);
 /* The LMDB environment holding an object's metadata (its mountpath's;
  * NULL without mountpaths). */
 struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen);

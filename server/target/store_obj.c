@@ -533,6 +533,8 @@ int sl_store_destroy_bucket(const struct sl_bck *b, struct sl_err *err)
         };
         if (sl_md_commit(mp->md, ops, 2, true, err) < 0)
             rc = -1;
+        if (i == 0 && sl_inv_drop(mp->md, b->bid, err) < 0) /* (its inventory, if any: inv.h) */
+            rc = -1;
         char *dir = sl_xasprintf("%s/@%s/%s", mp->path, b->provider, b->name);
         char rid[16];
         sl_rand_id(rid, 8);

@@ -366,5 +366,91 @@ class RemoteMigrateTest(unittest.TestCase):
             "action": "evict-listrange", "value": {"objnames": ["big"], "blob-threshold": 1}})
         self.assertEqual(r.status_code, 400, r.text)
 
+    # ---- native bucket inventory ----
+
+    def nbi_list(self, bucket, inv="", pagesize=7, extra_flags=0):
+        """`ais ls s3://B --inventory [--inv-name INV]`: flag 32768, paged; (names, sizes, cached) or a response"""
+        out, tok, uuid = [], "", ""
+        for _ in range(100):
+            r = self.s.get(self.url + "/v1/buckets/" + bucket, params={"provider": "aws"}, timeout=60,
+                           headers={"Ais-Inv-Name": inv} if inv else {},
+                           json={"action": "list", "value": {"props": "name,size", "flags": str(32768 | extra_flags),
+                                                             "pagesize": pagesize, "continuation_token": tok,
+                                                             "uuid": uuid}})
+            if r.status_code != 200:
+                return r
+            j = r.json()
+            out += [(e["name"], int(e["size"]), bool(e.get("flags", 0) & 64)) for e in j["entries"] or []]
+            tok, uuid = j["continuation_token"], j["uuid"]
+            if not tok:
+                return out
+        raise AssertionError("listing did not end")
+
+    def test_inventory(self):
+        """create-inventory / show-inventory / destroy-inventory and `ls --inventory` (flag 32768,
+        Ais-Inv-Name) as AIStore's Go API and CLI send them: the listing is the snapshot, never the remote's
+        current names, paged and merged from both targets, with cached from the cluster (the build before had
+        none of it)"""
+        objs = {"d/%02d" % i: os.urandom(100 + i) for i in range(30)}
+        objs.update({"e/%d" % i: b"e" * i for i in range(1, 6)})
+        self.remote_bucket("invb", objs)
+        r = self.s.post(self.url + "/v1/buckets/invb", params={"provider": "aws"}, json={
+            "action": "create-inventory", "value": {"name": "snap1", "prefix": "d/"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertTrue(r.text.startswith("inv-"), r.text)
+        st = self.job_done(r.text)
+        self.assertEqual((st["kind"], st["err"]), ("create-inventory", ""))
+        per = [int(x["stats"]["loc-objs"]) for x in self.xstats(r.text)]
+        self.assertEqual((len(per), sum(per)), (2, 30))
+        info = self.s.get(self.url + "/v1/buckets/invb", params={"provider": "aws"},
+                          json={"action": "show-inventory", "name": ""}).json()
+        self.assertEqual(list(info), ["snap1"])
+        i = info["snap1"]
+        self.assertEqual((i["name"], i["obj_name"], i["prefix"], i["ntotal"]), ("snap1", "aws/@#/invb/snap1", "d/", 30))
+        self.assertTrue(0 < i["started"] <= i["finished"], i)
+        want = [(n, len(v), False) for n, v in sorted(objs.items()) if n.startswith("d/")]
+        self.assertEqual(self.nbi_list("invb", "snap1"), want)
+        self.assertEqual(self.nbi_list("invb", pagesize=1000), want)
+        # cached from the cluster now; a name added at the remote is not in the snapshot
+        self.assertEqual(self.get("invb", "d/03").status_code, 200)
+        self.rs3.put_object(Bucket="invb", Key="d/new", Body=b"later")
+        got = self.nbi_list("invb", "snap1")
+        self.assertEqual([n for n, _, c in got if c], ["d/03"])
+        self.assertNotIn("d/new", [n for n, _, _ in got])
+        # one a bucket: again without force is 409 and changes nothing; with force, the whole bucket now
+        r = self.s.post(self.url + "/v1/buckets/invb", params={"provider": "aws"}, json={
+            "action": "create-inventory", "value": {"name": "snap2"}})
+        self.assertEqual(r.status_code, 409, r.text)
+        self.assertEqual(len(self.nbi_list("invb", "snap1")), 30)
+        r = self.s.post(self.url + "/v1/buckets/invb", params={"provider": "aws"}, json={
+            "action": "create-inventory", "value": {"name": "snap2", "force": True}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.job_done(r.text)["err"], "")
+        self.assertEqual(len(self.nbi_list("invb", "snap2")), 36)
+        r = self.nbi_list("invb", "snap1")
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertIn("no inventory", r.text)
+        # refused: an ais:// bucket, bad flags, start_after, listing flags that make no sense from a snapshot
+        self.s.post(self.url + "/v1/buckets/plain2", json={"action": "create-bck"})
+        r = self.s.post(self.url + "/v1/buckets/plain2", json={"action": "create-inventory", "value": {}})
+        self.assertEqual(r.status_code, 400, r.text)
+        for v in ({"flags": "1"}, {"start_after": "d/05"}, {"props": "name,checksum"}, {"name": "bad name!"},
+                  {"names_per_chunk": 100}):
+            r = self.s.post(self.url + "/v1/buckets/invb", params={"provider": "aws"}, json={
+                "action": "create-inventory", "value": dict(v, force=True)})
+            self.assertEqual(r.status_code, 400, (v, r.text))
+        r = self.nbi_list("invb", extra_flags=2048)
+        self.assertEqual(r.status_code, 400, r.text)
+        # destroy: gone everywhere; again is 404
+        r = self.s.delete(self.url + "/v1/buckets/invb", params={"provider": "aws"},
+                          json={"action": "destroy-inventory", "name": "snap2"})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.s.get(self.url + "/v1/buckets/invb", params={"provider": "aws"},
+                                    json={"action": "show-inventory"}).json(), {})
+        self.assertEqual(self.nbi_list("invb").status_code, 404)
+        r = self.s.delete(self.url + "/v1/buckets/invb", params={"provider": "aws"},
+                          json={"action": "destroy-inventory"})
+        self.assertEqual(r.status_code, 404, r.text)
+
 if __name__ == "__main__":
     main()
