@@ -371,8 +371,10 @@ static struct mpt *mpt_find(const struct sl_bck *b, const char *name, size_t nle
     while (m && strcmp(m->id, id))
         m = m->next;
     if (!m || !same_obj(&m->b, m->name, m->nlen, b, name, nlen) || m->ending) {
-        sl_errf(err, SL_ENOENT, "%s/%.*s: multipart upload \"%s\" not found (completed, aborted, expired after %d s, "
-                "or the target restarted)", b->name, (int)SL_MIN(nlen, 200), name, id, UPLOAD_IDLE_S);
+        char cn[400];
+        sl_obj_cname(cn, sizeof(cn), b, name, nlen); /* (AIStore's: the object's ais://b/o, which SDKs parse) */
+        sl_errf(err, SL_ENOENT, "%s: multipart upload \"%s\" not found (completed, aborted, expired after %d s, or "
+                "the target restarted)", cn, id, UPLOAD_IDLE_S);
         return NULL;
     }
     return m;
