@@ -436,10 +436,13 @@ class TestObjects(NodeTest):
             self.assertIn('"frob"', msg)
             for a in ("rename-obj", "promote", "blob-download", "mpt-upload"):
                 self.assertIn(a, msg)
-            for a in ("blob-download", "rename-obj"):
-                r = self.act("POST", path, a)
-                self.assertEqual(r.status_code, 501, (path, a, r.text))
-                self.assertIn('"%s" is not supported' % a, r.json()["message"])
+            r = self.act("POST", path, "rename-obj")
+            self.assertEqual(r.status_code, 501, (path, r.text))
+            self.assertIn('"rename-obj" is not supported', r.json()["message"])
+            # blob-download: remote buckets only (test_remote_migrate), the object in the path or in "name"
+            r = self.act("POST", path, "blob-download", name="post/a.bin")
+            self.assertEqual(r.status_code, 400, (path, r.text))
+            self.assertIn("has no remote behind it", r.json()["message"])
             # promote is served on the bucket (test_ops.py); on an object it says where to send it, and
             # without a source path it says what is missing
             r = self.act("POST", path, "promote")

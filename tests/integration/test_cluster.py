@@ -132,7 +132,12 @@ class TestPlacement(ClusterTest):
         self.assertEqual(r.status_code, 400, r.text)
         self.assertIn("blob-download", r.json()["message"])
         r = self.s.post(self.url + "/v1/objects/pl", json={"action": "blob-download"})
-        self.assertEqual(r.status_code, 501, r.text)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn('goes in "name"', r.json()["message"])
+        # with the name: the gateway sends it (and its body) to the owner, which says why not here
+        r = self.s.post(self.url + "/v1/objects/pl", json={"action": "blob-download", "name": name})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("has no remote behind it", r.json()["message"])
         r = self.s.post(self.url + "/v1/objects/pl", json={"action": "promote"})  # served: test_ops.py
         self.assertEqual(r.status_code, 400, r.text)
         self.assertIn("source path", r.json()["message"])
