@@ -40,6 +40,9 @@ int cli_opts_min(struct opts *o, const char *path, int argc, char **argv, int mi
 int cli_usage(const char *path);
 /* the full help of path ("bucket cp") to f; -1 when there is none */
 int cli_help(const char *path, FILE *f);
+/* 1 when group (a command with subcommands: "bucket") has none named word
+ * (near: the closest, or ""); 0 when it has, or is no group. */
+int cli_help_unknown_sub(const char *group, const char *word, char *near, size_t n);
 /* one line per command: "  name  description" (the commands of the top-level help) */
 void cli_help_overview(FILE *f, const char *const *names, size_t n);
 /* edit distance of two short words (99 when either is over 40 characters) */

@@ -352,7 +352,10 @@ static const struct cli_cmd cmds[] = {
       { NULL, NULL }, "job start" },
     { "dsort", "dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
       "Start a dsort job (shuffle or re-shard shards) from its spec in JSON or YAML; SRC and DST replace its buckets.",
-      NOF, 0, 0, { NULL, NULL }, "job start" },
+      F({ "-f, --file SPEC", "the dsort spec, JSON or YAML (- = stdin)", "none" },
+        { "--progress", "with --wait: print a dot while the job runs", "false" },
+        { "-v, --verbose", "print the spec as sent (on stderr) first", "false" }),
+      CF_WAIT, 2, { "dsort ais://shards ais://sorted -f spec.json --wait", "dsort -f spec.yaml" }, NULL },
     { "wait", "wait ID|KIND [--timeout DURATION] [--progress]", NULL, NOF, 0, 0, { NULL, NULL }, "job wait" },
     { "stop", "stop ID|KIND", NULL, NOF, 0, 0, { NULL, NULL }, "job stop" },
     { "ml", "ml get-batch ...", "Machine-learning helpers: many objects, members and ranges as one archive.", NOF, 0,
@@ -850,4 +853,26 @@ int cmd_search(int argc, char **argv)
         fprintf(stderr, "Error: no command or flag mentions \"%s\" (`shale --help` lists the commands)\n", s.word);
     table_free(s.t);
     return s.hits ? 0 : 1;
+}
+
+int cli_help_unknown_sub(const char *group, const char *word, char *near, size_t n)
+{
+    size_t gl = strlen(group);
+    bool is_group = false;
+    int bd = 3;
+    near[0] = 0;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++) {
+        const char *p = cmds[i].path;
+        if (strncmp(p, group, gl) || p[gl] != ' ' || strchr(p + gl + 1, ' '))
+            continue;
+        is_group = true;
+        if (!strcmp(p + gl + 1, word))
+            return 0;
+        int d = cli_distance(word, p + gl + 1);
+        if (d < bd && d <= (int)strlen(p + gl + 1) / 2) {
+            bd = d;
+            snprintf(near, n, "%s", p);
+        }
+    }
+    return is_group;
 }

@@ -117,8 +117,21 @@ int main(int argc, char **argv)
         printf("shale %s (%s)\n", SL_VERSION, SL_GITREV);
         return 0;
     }
-    if (help_asked(argc, argv) && print_help(argc, argv, 1) == 0)
-        return 0;
+    if (help_asked(argc, argv)) {
+        /* `shale bucket frob --help`: an error, not the group's help */
+        char near[96];
+        if (argc > 2 && argv[2][0] != '-' && cli_help_unknown_sub(argv[1], argv[2], near, sizeof(near))) {
+            if (near[0])
+                fprintf(stderr, "Error: unknown command \"%s %s\": did you mean \"%s\"? (`shale %s --help` lists "
+                        "them)\n", argv[1], argv[2], near, argv[1]);
+            else
+                fprintf(stderr, "Error: unknown command \"%s %s\" (`shale %s --help` lists them)\n", argv[1],
+                        argv[2], argv[1]);
+            return 1;
+        }
+        if (print_help(argc, argv, 1) == 0)
+            return 0;
+    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = -1;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
