@@ -632,7 +632,18 @@ static int req_at(const char *base, const char *method, const char *pq, const ch
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req_timeout_ms);
     CURLcode rc = curl_easy_perform(c);
     int ret = 0;
-    if (rc != CURLE_OK) {
+    if (rc == CURLE_SSL_CACERT_BADFILE) {
+        const char *ca = getenv("AIS_CLIENT_CA");
+        snprintf(out->errmsg, sizeof(out->errmsg), "%s %s: the CA certificate to trust cannot be read (AIS_CLIENT_CA=%s%s"
+                 "): point AIS_CLIENT_CA at the cluster's CA file (a playground's: DIR/tls/ca.crt)", method, url,
+                 ca ? ca : "", ca && access(ca, R_OK) < 0 ? ": no such readable file" : "");
+        ret = -1;
+    } else if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+        snprintf(out->errmsg, sizeof(out->errmsg), "%s %s: %s: the node's certificate is not trusted here (set "
+                 "AIS_CLIENT_CA to the CA that signed it, or AIS_SKIP_VERIFY_CRT=true for a test cluster)", method,
+                 url, curl_easy_strerror(rc));
+        ret = -1;
+    } else if (rc != CURLE_OK) {
         snprintf(out->errmsg, sizeof(out->errmsg), "%s %s: %s (is the cluster running? AIS_ENDPOINT=%s)", method, url,
                  curl_easy_strerror(rc), base);
         ret = -1;
@@ -701,6 +712,9 @@ bool cli_resp_header(const struct cli_resp *r, const char *name, char *out, size
 
 int cli_fail(const struct cli_resp *r, const char *what)
 {
+    size_t wl = what ? strlen(what) : 0;
+    if (wl && !strncmp(r->errmsg, what, wl) && r->errmsg[wl] == ':') /* (the server named it already) */
+        what = NULL;
     if (what && *what)
         fprintf(stderr, "Error: %s: %s\n", what, r->errmsg[0] ? r->errmsg : "failed");
     else

@@ -58,6 +58,20 @@ static int add_prefix(json_t *in, const char *bucket, const char *prefix)
     return rc;
 }
 
+/* the length of the shard's name when name is "SHARD.EXT/MEMBER" (EXT one of
+ * the archive formats), else 0 */
+static size_t shard_len(const char *name)
+{
+    static const char *const ext[] = { ".tar/", ".tgz/", ".tar.gz/", ".zip/", ".tar.lz4/" };
+    size_t best = 0;
+    for (size_t i = 0; i < SL_ARRAY_SIZE(ext); i++) {
+        const char *p = strstr(name, ext[i]);
+        if (p && p[strlen(ext[i])] && (!best || (size_t)(p - name) + strlen(ext[i]) - 1 < best))
+            best = (size_t)(p - name) + strlen(ext[i]) - 1;
+    }
+    return best;
+}
+
 static int get_batch(struct opts *o)
 {
     if (o->argc < 2)
@@ -86,8 +100,14 @@ static int get_batch(struct opts *o)
         }
         if (!bucket)
             bucket = sl_xstrdup(u.bucket);
-        if (u.obj && *u.obj)
-            json_array_append_new(in, json_pack("{s:s,s:s}", "bucket", u.bucket, "objname", u.obj));
+        if (u.obj && *u.obj) {
+            /* ais://B/shard.tar/member.jpg: a shard's member (AIStore's CLI splits at the shard) */
+            size_t sl = shard_len(u.obj);
+            json_t *e = json_pack("{s:s,s:s%}", "bucket", u.bucket, "objname", u.obj, sl ? sl : strlen(u.obj));
+            if (sl)
+                json_object_set_new(e, "archpath", json_string(u.obj + sl + 1));
+            json_array_append_new(in, e);
+        }
         uri_free(&u);
     }
     const char *list = opt_str(o, "list"), *tmpl = opt_str(o, "template");
@@ -148,6 +168,13 @@ static int get_batch(struct opts *o)
     free(path);
     free(body);
     if (rc < 0 || r.status != 200) {
+        /* the server's words name the request's field: here it is a flag */
+        char *at = strstr(r.errmsg, "set \"coer\": true");
+        if (at) {
+            char *rest = sl_xstrdup(at + strlen("set \"coer\": true"));
+            snprintf(at, sizeof(r.errmsg) - (size_t)(at - r.errmsg), "add --cont-on-err%s", rest);
+            free(rest);
+        }
         rc = cli_fail(&r, "get-batch");
         cli_resp_free(&r);
         return rc;
