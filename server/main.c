@@ -280,6 +280,17 @@ int main(int argc, char **argv)
         sl_config_free(c);
         return 2;
     }
+    if (check_only && c->use_https && sl_http_tls_load(c->server_crt, c->server_key, &err) < 0) {
+        /* (what the start would find: the files, PEM, and the key the certificate's) */
+        fprintf(stderr, "shaled: %s\n", err.msg);
+        sl_config_free(c);
+        return 2;
+    }
+    if (check_only && c->client_ca_tls[0] && access(c->client_ca_tls, R_OK) < 0) {
+        fprintf(stderr, "shaled: cannot read %s (net.http.client_ca_tls): %s\n", c->client_ca_tls, strerror(errno));
+        sl_config_free(c);
+        return 2;
+    }
     if (check_only) {
         printf("configuration OK\n");
         sl_config_free(c);

@@ -4,6 +4,7 @@ errors, bad input. Every test talks to a real shaled on a loopback port."""
 import hashlib
 import json
 import os
+import tempfile
 import socket
 import threading
 import time
@@ -633,6 +634,37 @@ class TestListing(NodeTest):
 
 
 class TestConfig(NodeTest):
+    def test_check_config_reads_the_certificates(self):
+        """--check-config with use_https reads the certificate and key as the start would (it said
+        "configuration OK" with the files missing)"""
+        import subprocess
+        d = tempfile.mkdtemp(prefix="shale-chk-", dir=self.tmp)
+        crt, key, key2 = (os.path.join(d, n) for n in ("n.crt", "n.key", "other.key"))
+        for k, c in ((key, crt), (key2, None)):
+            args = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", k, "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-out", c or os.path.join(d, "other.crt")]
+            subprocess.run(args, check=True, capture_output=True)
+
+        def check(c, k, ca=""):
+            sets = ["net.http.use_https=true", "net.http.server_crt=" + c, "net.http.server_key=" + k]
+            if ca:
+                sets.append("net.http.client_ca_tls=" + ca)
+            cmd = [SHALED, "--check-config", "--fspath", d]
+            for s in sets:
+                cmd += ["--set", s]
+            return subprocess.run(cmd, capture_output=True, text=True)
+        r = check(crt, key)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "configuration OK"), r.stderr)
+        r = check(os.path.join(d, "missing.crt"), key)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read the certificate %s/missing.crt (net.http.server_crt)" % d, r.stderr)
+        r = check(crt, key2)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("does not belong to certificate", r.stderr)
+        r = check(crt, key, ca=os.path.join(d, "no-ca.pem"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("net.http.client_ca_tls", r.stderr)
+
     def test_unknown_key_rejected(self):
         p = os.path.join(self.tmp, "bad.json")
         with open(p, "w") as f:
