@@ -93,7 +93,8 @@ static void print_report(const json_t *rep, const json_t *progress, bool dry)
            sl_json_str(rep, "src_prefix", "")[0] ? "/" : "", sl_json_str(rep, "src_prefix", ""), cnt, sz,
            sl_json_str(lst, "at", ""));
     sl_format_count((uint64_t)sl_json_int(rep, "samples", 0), cnt, sizeof(cnt));
-    sl_format_size((uint64_t)sl_json_int(rep, "bytes", 0), sz, sizeof(sz));
+    /* the members' bytes ("bytes" is the planned tars', headers and padding included) */
+    sl_format_size((uint64_t)sl_json_int(rep, "member_bytes", sl_json_int(rep, "bytes", 0)), sz, sizeof(sz));
     long long nsh = (long long)sl_json_int(rep, "shards", 0);
     const char *ss = sl_json_int(rep, "samples", 0) == 1 ? "" : "s", *hs = nsh == 1 ? "" : "s";
     const char *dst = sl_json_str(rep, "dst", "");

@@ -839,14 +839,20 @@ json_t *sl_plan_report(struct sl_plan *p)
     json_object_set_new(r, "listed", json_pack("{s:I,s:I,s:s}", "objects", (json_int_t)p->no, "bytes",
                                                (json_int_t)p->listed_bytes, "at", p->listed_at));
     int nsmp = 0;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, members = 0;
     for (int i = 0; i < p->nsh; i++) {
         nsmp += p->sh[i].count;
         bytes += p->sh[i].bytes;
+        for (int k = p->sh[i].first; k < p->sh[i].first + p->sh[i].count; k++) {
+            const struct sl_plan_sample *s = &p->s[p->order[k]];
+            for (int a = 0; a < s->nm; a++)
+                members += p->o[s->m[a]].size;
+        }
     }
     json_object_set_new(r, "samples", json_integer(nsmp));
     json_object_set_new(r, "shards", json_integer(p->nsh));
-    json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));
+    json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));             /* the tars, as planned */
+    json_object_set_new(r, "member_bytes", json_integer((json_int_t)members));    /* what they hold */
     json_object_set_new(r, "skipped", json_pack("{s:I,s:I,s:I,s:I}", "no_extension", (json_int_t)p->skipped_noext,
                                                 "excluded_samples", (json_int_t)p->excluded, "ekm_unmatched",
                                                 (json_int_t)p->ekm_unmatched, "collision_samples",

@@ -433,6 +433,16 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("Wrote 24 samples in 3 shards", p.stdout)
         self.assertRegex(p.stdout, r"in 3 shards \([0-9.]+KiB; member data [0-9.]+KiB\)")
+        # member data is what the shards hold (it was the planned tars' size, headers and padding included)
+        import io
+        import re
+        import tarfile
+        held = 0
+        for e in self.s.get(self.url + "/v1/buckets/cli-out", json={"action": "list", "value": {}}).json()["entries"]:
+            with tarfile.open(fileobj=io.BytesIO(self.s.get(self.url + "/v1/objects/cli-out/" + e["name"]).content)) as t:
+                held += sum(m.size for m in t.getmembers())
+        said = float(re.search(r"member data ([0-9.]+)KiB", p.stdout).group(1))
+        self.assertAlmostEqual(said, held / 1024, delta=0.01, msg=p.stdout)
         # a flag value that starts with '-' is passed as given
         p = subprocess.run([SHALE, "ishard", "--src-bck", "ais://raw/images/", "--dst-bck", "ais://cli-dash",
                             "--shard-template", "-x-%d", "--shard-size", "100", "--dry-run"],
