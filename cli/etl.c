@@ -147,17 +147,20 @@ static int etl_show(struct opts *o)
         } else if (!json_array_size(j)) {
             printf("No ETLs (initialise one with `shale etl init --name NAME --code FILE.lua`)\n");
         } else {
-            struct table *t = table_new(8, "NAME", "MODE", "STAGE", "JOB ID", "OBJECTS", "IN", "OUT", "ERRORS");
+            struct table *t = table_new(9, "NAME", "MODE", "STAGE", "JOB ID", "OBJECTS", "SAMPLES", "IN", "OUT",
+                                        "ERRORS");
             size_t i;
             json_t *e;
             json_array_foreach(j, i, e) {
-                char oc[32], in[32], out[32], ec[32];
+                char oc[32], sc[32] = "-", in[32], out[32], ec[32];
                 sl_format_count((uint64_t)sl_json_int(e, "obj_count", 0), oc, sizeof(oc));
+                if (json_object_get(e, "sample_count")) /* (sample mode: OBJECTS are the shards) */
+                    sl_format_count((uint64_t)sl_json_int(e, "sample_count", 0), sc, sizeof(sc));
                 sl_format_size((uint64_t)sl_json_int(e, "in_bytes", 0), in, sizeof(in));
                 sl_format_size((uint64_t)sl_json_int(e, "out_bytes", 0), out, sizeof(out));
                 sl_format_count((uint64_t)sl_json_int(e, "err_count", 0), ec, sizeof(ec));
                 table_row(t, sl_json_str(e, "id", ""), sl_json_str(e, "mode", ""), sl_json_str(e, "stage", ""),
-                          sl_json_str(e, "xaction_id", ""), oc, in, out, ec);
+                          sl_json_str(e, "xaction_id", ""), oc, sc, in, out, ec);
             }
             table_print(t, stdout, !cli_no_headers);
             table_free(t);

@@ -483,6 +483,9 @@ static json_t *stats_json(const struct sl_etl *e)
 {
     json_t *o = json_object();
     json_object_set_new(o, "obj_count", json_integer((json_int_t)__atomic_load_n(&e->obj_count, __ATOMIC_RELAXED)));
+    if (e->mode == SL_ETL_SAMPLE)
+        json_object_set_new(o, "sample_count",
+                            json_integer((json_int_t)__atomic_load_n(&e->sample_count, __ATOMIC_RELAXED)));
     json_object_set_new(o, "in_bytes", json_integer((json_int_t)__atomic_load_n(&e->in_bytes, __ATOMIC_RELAXED)));
     json_object_set_new(o, "out_bytes", json_integer((json_int_t)__atomic_load_n(&e->out_bytes, __ATOMIC_RELAXED)));
     json_object_set_new(o, "err_count", json_integer((json_int_t)__atomic_load_n(&e->err_count, __ATOMIC_RELAXED)));
@@ -800,17 +803,22 @@ out:
 static json_t *sum_stats(struct fan *x, const char *name)
 {
     json_t *tot = json_object();
-    json_int_t oc = 0, ib = 0, ob = 0, ec = 0;
+    json_int_t oc = 0, ib = 0, ob = 0, ec = 0, sc = 0;
+    bool samples = false;
     for (int i = 0; i < x->n; i++) {
         json_t *j = json_loadb(x->f[i].resp.body.p ? x->f[i].resp.body.p : "{}", x->f[i].resp.body.len, 0, NULL);
         json_t *s = json_object_get(j, name);
         oc += sl_json_int(s, "obj_count", 0);
+        sc += sl_json_int(s, "sample_count", 0);
+        samples |= json_object_get(s, "sample_count") != NULL;
         ib += sl_json_int(s, "in_bytes", 0);
         ob += sl_json_int(s, "out_bytes", 0);
         ec += sl_json_int(s, "err_count", 0);
         json_decref(j);
     }
     json_object_set_new(tot, "obj_count", json_integer(oc));
+    if (samples)
+        json_object_set_new(tot, "sample_count", json_integer(sc));
     json_object_set_new(tot, "in_bytes", json_integer(ib));
     json_object_set_new(tot, "out_bytes", json_integer(ob));
     json_object_set_new(tot, "err_count", json_integer(ec));

@@ -57,6 +57,7 @@ struct sl_etl {
 
     /* counters (relaxed atomics) */
     uint64_t obj_count, in_bytes, out_bytes, err_count, cpu_ns, calls;
+    uint64_t sample_count;          /* sample mode: samples transformed (obj_count: shards done) */
 
     pthread_mutex_t mu;             /* log and errs */
     struct sl_buf log;              /* recent script output, oldest dropped */

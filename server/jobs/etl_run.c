@@ -623,7 +623,7 @@ static int process(struct sl_etl_pipe *p, struct sl_err *err)
             rc = -1;
             break;
         }
-        __atomic_add_fetch(&e->obj_count, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&e->sample_count, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&e->in_bytes, inbytes, __ATOMIC_RELAXED);
         sl_lua_val_free(&s);  /* borrowed refs (first stage) or the previous stage's output */
         s = res;
@@ -737,6 +737,8 @@ static int pipe_step(struct sl_etl_pipe *p, struct sl_err *err)
             if (sl_plug_writer_finish(p->w, err) < 0)
                 return -1;
             p->finished = true;
+            for (int i = 0; i < p->n; i++) /* (a shard: one object; its samples are counted as they go) */
+                __atomic_add_fetch(&p->v[i]->obj_count, 1, __ATOMIC_RELAXED);
             return 0;
         }
         struct sl_wds_split sp;

@@ -297,6 +297,12 @@ class StandaloneEtlTest(NodeTest, EtlApi):
                 self.assertNotIn("jpg", s)
                 self.assertEqual(s["seg.png"], b"P%d" % i)
                 self.assertEqual(s["txt"], ("key=train/s%02d index=%d" % (i, i)).encode())
+        # three shards of 12 samples: OBJECTS counts the shards, SAMPLES the samples (OBJECTS counted samples)
+        lst = {e["id"]: e for e in self.s.get(self.url + "/v1/etl", timeout=30).json()}
+        self.assertEqual((lst["sample-x"]["obj_count"], lst["sample-x"]["sample_count"]), (3, 36), lst["sample-x"])
+        p = subprocess.run([SHALE, "etl", "show"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, AIS_ENDPOINT=self.url))
+        self.assertRegex(p.stdout, r"(?m)^sample-x\s+sample\s+\S+\s+\S+\s+3\s+36\s", p.stdout)
         # not a shard
         r = self.etl_get("src", "a.txt", "sample-x")
         self.assertEqual(r.status_code, 400)
