@@ -537,10 +537,19 @@ static int get_one(CURL *c, const struct uri *u, const char *obj, const char *ou
         json_decref(j);
         ret = -1;
     } else if (rc != CURLE_OK) {
-        if (d.opened && !d.to_stdout && !d.out)
+        const char *etl = query ? strstr(query, "etl_name=") : NULL;
+        if (d.opened && !d.to_stdout && !d.out) {
             snprintf(err, errn, "cannot create %s: %s", out, strerror(errno));
-        else
+        } else if (etl && (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR)) {
+            /* an inline transform failed after its answer began: the node cut it off, and recorded why */
+            etl += strlen("etl_name=");
+            size_t el = strcspn(etl, "&");
+            snprintf(err, errn, "GET %s: the answer was cut off after %llu bytes: the transform %.*s failed "
+                     "mid-object (`shale etl show errors %.*s` says why)", url, (unsigned long long)d.n, (int)el,
+                     etl, (int)el, etl);
+        } else {
             snprintf(err, errn, "GET %s: %s", url, curl_easy_strerror(rc));
+        }
         ret = -1;
     } else if (!d.opened && !d.to_stdout) {
         FILE *f = fopen(out, "wb"); /* an empty object */

@@ -39,6 +39,28 @@ class TestCLIErrors(ClusterTest):
             got = [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
         self.assertEqual([d for _, d in got], [b"7", b"abc"], got)
 
+    def test_etl_cut_off_mid_shard(self):
+        """an inline sample-mode ETL that fails at the 150th sample, after the answer began: the CLI says the
+        transform failed and where to look (it said curl's "Transferred a partial file")"""
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/ec", json={"action": "create-bck"}).status_code, 200)
+        bio = io.BytesIO()
+        with tarfile.open(fileobj=bio, mode="w") as t:
+            for i in range(200):
+                d = os.urandom(20000)
+                ti = tarfile.TarInfo("s%03d.bin" % i)
+                ti.size = len(d)
+                t.addfile(ti, io.BytesIO(d))
+        self.assertEqual(self.s.put(self.url + "/v1/objects/ec/big.tar", data=bio.getvalue()).status_code, 200)
+        code = ("function transform_sample(s)\n  if s.__key__ == 's150' then error('bad sample') end\n"
+                "  return s\nend\n")
+        r = self.s.put(self.url + "/v1/etl", json={"name": "cut-off", "runtime": "lua", "code": code, "mode": "sample"})
+        self.assertEqual(r.status_code, 200, r.text)
+        out = os.path.join(tempfile.mkdtemp(prefix="shale-clierr-"), "o.tar")
+        p = self.shale("object", "get", "ais://ec/big.tar", out, "--etl-name", "cut-off")
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("the transform cut-off failed mid-object (`shale etl show errors cut-off` says why)", p.stderr)
+        self.assertNotIn("Transferred a partial file", p.stderr)
+
     def test_unreadable_ca(self):
         p = self.shale("ls", "ais://gb", env={"AIS_ENDPOINT": self.url.replace("http://", "https://"),
                                              "AIS_CLIENT_CA": "/nonexistent/ca.pem"})
