@@ -420,7 +420,7 @@ static int etl_bucket(struct opts *o)
     snprintf(would, sizeof(would), "put into bucket ais://%s", dst.bucket);
     uint64_t failed;
     size_t shown;
-    rc = cli_job_report(id, tmo, false, dry, "Transformed", where, would, &failed, &shown);
+    rc = cli_job_report(id, tmo, opt_bool(o, "progress"), dry, "Transformed", where, would, &failed, &shown);
     if (failed > shown)
         printf("(first %zu shown; all: shale etl show errors %s %s)\n", shown, o->argv[1], id);
     if (failed && !rc)

@@ -114,10 +114,126 @@ static int job_show(struct opts *o)
     return 0;
 }
 
+/* a snapshot's work: what it sent and received (out + in), else what it did in place (loc) */
+static void snap_work(json_t *stats, uint64_t *objs, uint64_t *bytes)
+{
+    uint64_t o = strtoull(sl_json_str(stats, "out-objs", "0"), NULL, 10) +
+                 strtoull(sl_json_str(stats, "in-objs", "0"), NULL, 10);
+    uint64_t b = strtoull(sl_json_str(stats, "out-bytes", "0"), NULL, 10) +
+                 strtoull(sl_json_str(stats, "in-bytes", "0"), NULL, 10);
+    if (!o && !b) {
+        o = strtoull(sl_json_str(stats, "loc-objs", "0"), NULL, 10);
+        b = strtoull(sl_json_str(stats, "loc-bytes", "0"), NULL, 10);
+    }
+    *objs += o;
+    *bytes += b;
+}
+
+struct sums {
+    uint64_t objs, bytes, errs;
+    int nodes;
+    struct table *t;            /* rows per node, when not NULL */
+};
+
+static void sum_snap(void *arg, const char *tid, json_t *sn)
+{
+    struct sums *s = arg;
+    uint64_t o = 0, b = 0;
+    json_t *stats = json_object_get(sn, "stats");
+    snap_work(stats, &o, &b);
+    uint64_t e = strtoull(sl_json_str(stats, "err-objs", "0"), NULL, 10);
+    s->objs += o;
+    s->bytes += b;
+    s->errs += e;
+    s->nodes++;
+    if (s->t) {
+        char node[64], oc[32], bc[32], ec[32];
+        snprintf(node, sizeof(node), "t[%s]", tid);
+        sl_format_count(o, oc, sizeof(oc));
+        sl_format_size(b, bc, sizeof(bc));
+        sl_format_count(e, ec, sizeof(ec));
+        table_row(s->t, node, oc, bc, ec);
+    }
+}
+
+/* the job's counters summed over the nodes (rows: per node too); 0 when they answered */
+static int job_sums(const char *id, struct sums *s)
+{
+    struct cli_resp r;
+    cli_query("qryxstats", query(id, false), &r);
+    int rc = -1;
+    if (r.status == 200) {
+        json_t *j = cli_resp_json(&r);
+        each_snap(j, sum_snap, s);
+        json_decref(j);
+        rc = 0;
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
+/* one progress line: objects, bytes, their rates; redrawn in place on a terminal, a line every 2 s
+ * otherwise */
+struct jprog {
+    int64_t t0, last;
+    bool tty;
+};
+
+static void job_progress(const char *kind, const char *id, struct jprog *p, bool final)
+{
+    int64_t now = sl_mono_ns();
+    if (!final && now - p->last < (p->tty ? 250000000LL : 2000000000LL))
+        return;
+    p->last = now;
+    struct sums s = { 0 };
+    if (job_sums(id, &s) < 0)
+        return;
+    double el = (double)(now - p->t0) / 1e9;
+    char oc[32], bc[32], rate[32] = "-";
+    sl_format_count(s.objs, oc, sizeof(oc));
+    sl_format_size(s.bytes, bc, sizeof(bc));
+    if (el > 0.5 && s.bytes)
+        sl_format_size((uint64_t)((double)s.bytes / el), rate, sizeof(rate));
+    char errs[48] = "";
+    if (s.errs)
+        snprintf(errs, sizeof(errs), "  errors: %llu", (unsigned long long)s.errs);
+    fprintf(stderr, "%s%s[%s]  %s objects  %s  %s/s  %.1fs%s%s", p->tty ? "\r\033[K" : "", kind, id, oc, bc, rate, el,
+            errs, p->tty && !final ? "" : "\n");
+    fflush(stderr);
+}
+
+/* at the end: what each node did, and the total */
+static void job_summary(const char *id)
+{
+    struct sums s = { 0 };
+    s.t = table_new(4, "NODE", "OBJECTS", "BYTES", "ERRORS");
+    if (job_sums(id, &s) == 0 && s.nodes > 0) {
+        char oc[32], bc[32], ec[32];
+        sl_format_count(s.objs, oc, sizeof(oc));
+        sl_format_size(s.bytes, bc, sizeof(bc));
+        sl_format_count(s.errs, ec, sizeof(ec));
+        if (s.nodes > 1)
+            table_row(s.t, "TOTAL", oc, bc, ec);
+        table_print(s.t, stdout, !cli_no_headers);
+    }
+    table_free(s.t);
+}
+
 /* Poll until done; returns 0 finished, 1 failed/aborted/timeout. */
+static int wait_job_until(const char *sel, int64_t timeout_ns, bool progress, bool summary);
+
 int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
 {
+    return wait_job_until(sel, timeout_ns, progress, true);
+}
+
+/* summary: the per-node table at the end (cli_job_report prints its own) */
+static int wait_job_until(const char *sel, int64_t timeout_ns, bool progress, bool summary)
+{
     int64_t deadline = sl_mono_ns() + timeout_ns;
+    struct jprog jp = { sl_mono_ns(), 0, isatty(2) != 0 };
+    progress = progress || jp.tty; /* (on a terminal: always) */
+    char kind[64] = "", id[64] = "";
     json_t *q = query(sel, false);
     size_t len;
     char *body = sl_json_dump(q, 0, &len);
@@ -129,7 +245,11 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
         cli_req("GET", "/v1/cluster?what=status", "application/json", body, len, &r);
         if (r.status == 200) {
             json_t *j = cli_resp_json(&r);
+            snprintf(kind, sizeof(kind), "%s", sl_json_str(j, "kind", ""));
+            snprintf(id, sizeof(id), "%s", sl_json_str(j, "uuid", sel));
             if (sl_json_int(j, "end_time", 0)) {
+                if (progress)
+                    job_progress(kind, id, &jp, true);
                 const char *err = sl_json_str(j, "err", "");
                 if (sl_json_bool(j, "aborted", false))
                     fprintf(stderr, "Error: job %s was aborted%s%s\n", sl_json_str(j, "uuid", sel), err[0] ? ": " : "",
@@ -137,7 +257,9 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
                 else if (err[0])
                     fprintf(stderr, "Error: job %s failed: %s\n", sl_json_str(j, "uuid", sel), err);
                 else {
-                    printf("Job %s[%s] finished\n", sl_json_str(j, "kind", ""), sl_json_str(j, "uuid", sel));
+                    printf("Job %s[%s] finished in %.1fs\n", kind, id, (double)(sl_mono_ns() - jp.t0) / 1e9);
+                    if (summary)
+                        job_summary(id);
                     rc = 0;
                 }
                 json_decref(j);
@@ -145,7 +267,7 @@ int cli_job_wait(const char *sel, int64_t timeout_ns, bool progress)
                 break;
             }
             if (progress)
-                fprintf(stderr, ".");
+                job_progress(kind, id, &jp, false);
             json_decref(j);
         } else if (r.status == 404 && sl_mono_ns() > first_404 + 2000000000LL && !looks_like_kind(sel)) {
             /* a job that no target has heard of for 2 s will not appear */
@@ -192,7 +314,7 @@ static void add_totals(void *arg, const char *tid, json_t *s)
 int cli_job_report(const char *id, int64_t tmo, bool progress, bool dry, const char *done, const char *where,
                    const char *would, uint64_t *failed, size_t *shown)
 {
-    int rc = cli_job_wait(id, tmo, progress);
+    int rc = wait_job_until(id, tmo, progress, false);
     struct totals t = { 0, 0, 0, json_array() };
     struct cli_resp r;
     cli_query("qryxstats", json_pack("{s:s}", "ID", id), &r);

@@ -61,6 +61,20 @@ class TestCLIErrors(ClusterTest):
         self.assertIn("the transform cut-off failed mid-object (`shale etl show errors cut-off` says why)", p.stderr)
         self.assertNotIn("Transferred a partial file", p.stderr)
 
+    def test_wait_shows_progress_and_a_summary(self):
+        """--wait --progress on a long job: lines of objects, bytes and rate (it printed dots), then what each
+        node did and the total (it printed "finished" only)"""
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/mv1", json={"action": "create-bck"}).status_code, 200)
+        for i in range(30):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/mv1/o%02d" % i, data=b"x" * 1000).status_code, 200)
+        p = self.shale("bucket", "mv", "ais://mv1", "ais://mv2", "--wait", "--progress")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"move-bck\[\S+\]  \d+ objects  [0-9.]+\s*[KM]?i?B", p.stderr)
+        self.assertNotIn("...", p.stderr)
+        self.assertRegex(p.stdout, r"Job move-bck\[\S+\] finished in [0-9.]+s")
+        self.assertRegex(p.stdout, r"(?m)^NODE\s+OBJECTS\s+BYTES\s+ERRORS$")
+        self.assertRegex(p.stdout, r"(?m)^TOTAL\s+30\s", p.stdout)
+
     def test_unreadable_ca(self):
         p = self.shale("ls", "ais://gb", env={"AIS_ENDPOINT": self.url.replace("http://", "https://"),
                                              "AIS_CLIENT_CA": "/nonexistent/ca.pem"})
