@@ -51,12 +51,23 @@ class Deploy(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
 
     def test_sample_configs(self):
+        # the samples name /etc/shale/tls/{node.crt,node.key,ca.crt}: --check-config reads them as the start
+        # would, so here they are made and the paths pointed at them; without them it says which is missing
+        crt, key = os.path.join(self.tmp, "node.crt"), os.path.join(self.tmp, "node.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-days", "1",
+                        "-subj", "/CN=10.0.0.1", "-out", crt], check=True, capture_output=True)
+        tls = ["--set", "net.http.server_crt=" + crt, "--set", "net.http.server_key=" + key,
+               "--set", "net.http.client_ca_tls=" + crt]
         for role, local in (("proxy", "proxy.json"), ("target", "target-t1.json")):
-            p = subprocess.run([SHALED, "--check-config", "--config", os.path.join(DEPLOY, "shale.json"),
-                                "--local-config", os.path.join(DEPLOY, local), "--role", role],
-                               capture_output=True, text=True, timeout=30)
+            base = [SHALED, "--check-config", "--config", os.path.join(DEPLOY, "shale.json"),
+                    "--local-config", os.path.join(DEPLOY, local), "--role", role]
+            p = subprocess.run(base + tls, capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertIn("configuration OK", p.stdout)
+            if not os.path.exists("/etc/shale/tls/node.crt"):
+                p = subprocess.run(base, capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, p.stdout)
+                self.assertIn("/etc/shale/tls/node.crt (net.http.server_crt)", p.stderr)
         # the units name the files the samples are
         with open(os.path.join(DEPLOY, "shale-target@.service")) as f:
             self.assertIn("/etc/shale/target-%i.json", f.read())
