@@ -115,9 +115,11 @@ static int internal_bck(struct sl_req *r, struct sl_bck *b, struct sl_err *err)
     return sl_bck_resolve(bn ? bn : "", sl_req_query(r, "provider"), NULL, b, err);
 }
 
-/* POST /v1/internal/nbi/start?bck=&provider= {"id", "name", "prefix", "force"} */
-static void internal_start(struct sl_req *r)
+/* POST /v1/internal/nbi/start?bck=&provider= {"id", "name", "prefix", "force"}: on a DISK pool thread
+ * (the inventory's metadata is read first) */
+static void internal_start(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     json_t *j = sl_req_body_json(r, &err);
     struct nbi_req *q = sl_xcalloc(1, sizeof(*q));
@@ -145,6 +147,11 @@ static void internal_start(struct sl_req *r)
     json_decref(had);
     sl_run_detached(nbi_thread, q);
     sl_resp_empty(r, 200);
+}
+
+static void internal_start_body(struct sl_req *r)
+{
+    sl_req_offload_disk(r, internal_start, NULL, NULL);
 }
 
 static void internal_run(struct sl_req *r, void *arg)
@@ -178,7 +185,7 @@ static bool nbi_internal(struct sl_req *r)
         if (r->method != SL_M_POST)
             sl_resp_method_not_allowed(r, "POST");
         else
-            sl_req_buffer_body(r, 64 * 1024, internal_start);
+            sl_req_buffer_body(r, 64 * 1024, internal_start_body);
         return true;
     }
     if (strcmp(r->path, "/v1/internal/nbi"))

@@ -396,15 +396,25 @@ struct sl_mpt_part {
     size_t blen;
 };
 
-int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
-                      int64_t size, struct sl_mpt_part **out, struct sl_err *err)
+/* partno as a number 1..MAX_PARTS; -1 with err (400) otherwise */
+static long part_no(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                    struct sl_err *err)
 {
-    *out = NULL;
     char *end;
     long no = partno ? strtol(partno, &end, 10) : 0;
     if (!partno || !*partno || *end || no < 1 || no > MAX_PARTS)
         return sl_errf(err, SL_EINVAL, "%s/%.*s: invalid part number \"%s\" for upload \"%s\" (1 to %d)", b->name,
                        (int)SL_MIN(nlen, 200), name, partno ? partno : "", id, MAX_PARTS);
+    return no;
+}
+
+int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
+                      int64_t size, struct sl_mpt_part **out, struct sl_err *err)
+{
+    *out = NULL;
+    long no = part_no(b, name, nlen, id, partno, err);
+    if (no < 0)
+        return -1;
     if (size <= 0)
         return sl_errf(err, SL_EINVAL, "%s/%.*s: put-part invalid size (%lld): a part needs a Content-Length and at "
                        "least one byte", b->name, (int)SL_MIN(nlen, 200), name, (long long)size);
@@ -485,11 +495,9 @@ int sl_mpt_part_append(const struct sl_bck *b, const char *name, size_t nlen, co
                        int64_t size, struct sl_mpt_part **out, struct sl_err *err)
 {
     *out = NULL;
-    char *end;
-    long no = partno ? strtol(partno, &end, 10) : 0;
-    if (!partno || !*partno || *end || no < 1 || no > MAX_PARTS)
-        return sl_errf(err, SL_EINVAL, "%s/%.*s: invalid part number \"%s\" for upload \"%s\" (1 to %d)", b->name,
-                       (int)SL_MIN(nlen, 200), name, partno ? partno : "", id, MAX_PARTS);
+    long no = part_no(b, name, nlen, id, partno, err);
+    if (no < 0)
+        return -1;
     pthread_mutex_lock(&mu);
     struct mpt *m = mpt_find(b, name, nlen, id, err);
     if (!m) {
