@@ -221,14 +221,17 @@ struct lsitem {
 static void list_objects(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;
-    bool v2 = sl_req_query(r, "list-type") && !strcmp(sl_req_query(r, "list-type"), "2");
+    /* ?versions (ListObjectVersions): a Shale bucket keeps one version of each object, the "null" one, so each
+     * object is listed once as its latest version; paged by key-marker (version-id-marker can only be null) */
+    bool vers = sl_req_query(r, "versions") != NULL;
+    bool v2 = !vers && sl_req_query(r, "list-type") && !strcmp(sl_req_query(r, "list-type"), "2");
     const char *prefix = sl_req_query(r, "prefix") ? sl_req_query(r, "prefix") : "";
     const char *delim = sl_req_query(r, "delimiter") ? sl_req_query(r, "delimiter") : "";
     const char *mk = sl_req_query(r, "max-keys");
     const char *enc = sl_req_query(r, "encoding-type");
     bool url = enc && !strcmp(enc, "url");
     bool owner = !v2 || (sl_req_query(r, "fetch-owner") && !strcmp(sl_req_query(r, "fetch-owner"), "true"));
-    const char *marker = v2 ? NULL : sl_req_query(r, "marker");
+    const char *marker = v2 ? NULL : sl_req_query(r, vers ? "key-marker" : "marker");
     const char *start_after = v2 ? sl_req_query(r, "start-after") : NULL;
     const char *token = v2 ? sl_req_query(r, "continuation-token") : NULL;
     long maxk = 1000;
@@ -333,7 +336,8 @@ static void list_objects(struct sl_req *r, void *arg)
     } else {
         struct sl_buf b;
         sl_buf_init(&b);
-        sl_buf_adds(&b, "<ListBucketResult xmlns=\"" XMLNS "\">");
+        const char *root = vers ? "ListVersionsResult" : "ListBucketResult";
+        sl_buf_printf(&b, "<%s xmlns=\"" XMLNS "\">", root);
         s3_xel(&b, "Name", bck->name);
         xel_key(&b, "Prefix", prefix, plen, url);
         if (v2) {
@@ -342,6 +346,9 @@ static void list_objects(struct sl_req *r, void *arg)
             if (start_after)
                 xel_key(&b, "StartAfter", start_after, strlen(start_after), url);
             sl_buf_printf(&b, "<KeyCount>%d</KeyCount>", nitems);
+        } else if (vers) {
+            xel_key(&b, "KeyMarker", marker ? marker : "", marker ? strlen(marker) : 0, url);
+            s3_xel(&b, "VersionIdMarker", sl_req_query(r, "version-id-marker") ? sl_req_query(r, "version-id-marker") : "");
         } else {
             xel_key(&b, "Marker", marker ? marker : "", marker ? strlen(marker) : 0, url);
         }
@@ -357,6 +364,9 @@ static void list_objects(struct sl_req *r, void *arg)
                 sl_buf_adds(&b, "<NextContinuationToken>");
                 hexenc(&b, last, strlen(last));
                 sl_buf_adds(&b, "</NextContinuationToken>");
+            } else if (vers) {
+                xel_key(&b, "NextKeyMarker", last, strlen(last), url);
+                s3_xel(&b, "NextVersionIdMarker", "null");
             } else if (dlen) {
                 xel_key(&b, "NextMarker", last, strlen(last), url);
             }
@@ -369,19 +379,21 @@ static void list_objects(struct sl_req *r, void *arg)
                 sl_buf_adds(&b, "</CommonPrefixes>");
                 continue;
             }
-            sl_buf_adds(&b, "<Contents>");
+            sl_buf_adds(&b, vers ? "<Version>" : "<Contents>");
             xel_key(&b, "Key", it->name, strlen(it->name), url);
+            if (vers)
+                sl_buf_adds(&b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
             s3_xel(&b, "LastModified", it->mtime);
             sl_buf_adds(&b, "<ETag>&quot;");
             s3_xml_esc(&b, it->etag, strlen(it->etag));
             sl_buf_adds(&b, "&quot;</ETag>");
             sl_buf_printf(&b, "<Size>%llu</Size>", (unsigned long long)it->size);
             sl_buf_adds(&b, "<StorageClass>STANDARD</StorageClass>");
-            if (owner)
+            if (owner || vers)
                 s3_owner_xml(&b);
-            sl_buf_adds(&b, "</Contents>");
+            sl_buf_adds(&b, vers ? "</Version>" : "</Contents>");
         }
-        sl_buf_adds(&b, "</ListBucketResult>");
+        sl_buf_printf(&b, "</%s>", root);
         s3_xml(r, 200, &b);
     }
     for (int i = 0; i < nitems; i++)
@@ -740,7 +752,7 @@ static void put_versioning_body(struct sl_req *r)
 /* ---- dispatch ---- */
 
 static const char *const unsupported[] = { "lifecycle", "cors", "policy", "tagging", "website", "replication",
-                                           "encryption", "object-lock", "notification", "versions", "logging",
+                                           "encryption", "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls", "publicAccessBlock",
                                            "policyStatus", "retention", "legal-hold", "restore", "select",
@@ -781,6 +793,10 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
     const char *sub = unsupported_sub(r);
     if (sub) {
         s3_err(r, 501, "NotImplemented", "?%s is not implemented by this Shale S3 front end", sub);
+        return;
+    }
+    if (sl_req_query(r, "versions") && r->method != SL_M_GET) {
+        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?versions: GET lists the versions", r->method_str);
         return;
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning")) {

@@ -587,6 +587,29 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
 
 /* ---- dispatch ---- */
 
+/* Object sub-resources not built: answered 501 for every method, never the object's bytes (GET ?attributes
+ * returned them) nor its deletion (DELETE ?tagging deleted the object). */
+static const char *const obj_unsupported[] = { "tagging", "retention", "legal-hold", "attributes", "restore",
+                                               "select", "torrent", NULL };
+
+static bool obj_sub_refused(struct sl_req *r)
+{
+    for (int i = 0; obj_unsupported[i]; i++)
+        if (sl_req_query(r, obj_unsupported[i])) {
+            s3_err(r, 501, "NotImplemented", "?%s on an object is not implemented by this Shale S3 front end "
+                   "(docs/s3.md lists what is); nothing was read or changed", obj_unsupported[i]);
+            return true;
+        }
+    /* the null version is the object itself: Shale's buckets keep one version */
+    const char *v = sl_req_query(r, "versionId");
+    if (v && strcmp(v, "null")) {
+        s3_err(r, 501, "NotImplemented", "versionId \"%s\": object versions are not implemented by this Shale S3 "
+               "front end (each object has one version, \"null\"); nothing was read or changed", v);
+        return true;
+    }
+    return false;
+}
+
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au)
 {
     struct sl_err err = { 0 };
@@ -594,6 +617,8 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
         s3_err(r, 400, "InvalidArgument", "%s", err.msg);
         return;
     }
+    if (obj_sub_refused(r))
+        return;
     const char *id = sl_req_query(r, "uploadId");
     switch (r->method) {
     case SL_M_GET:
@@ -605,13 +630,11 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
                 s3_list_parts(r, q, b, id);
             return;
         }
-        if (sl_req_query(r, "acl") && r->method == SL_M_GET) {
-            s3_acl(r);
-            return;
-        }
-        if (sl_req_query(r, "acl") || sl_req_query(r, "tagging") || sl_req_query(r, "versionId")) {
-            s3_err(r, 501, "NotImplemented", "this object sub-resource is not implemented by this Shale S3 front "
-                   "end");
+        if (sl_req_query(r, "acl")) {
+            if (r->method == SL_M_GET)
+                s3_acl(r);
+            else
+                s3_err(r, 405, "MethodNotAllowed", "HEAD with ?acl is not allowed: GET it");
             return;
         }
         r->op = r->method == SL_M_HEAD ? SL_OP_HEAD : SL_OP_GET; /* counted as native GETs and HEADs are */
@@ -622,9 +645,6 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
             put_part(r, q, b, id, au);
         else if (sl_req_query(r, "acl"))
             sl_resp_empty(r, 200);
-        else if (sl_req_query(r, "tagging") || sl_req_query(r, "retention") || sl_req_query(r, "legal-hold"))
-            s3_err(r, 501, "NotImplemented", "this object sub-resource is not implemented by this Shale S3 front "
-                   "end");
         else {
             r->op = SL_OP_PUT;
             put_obj(r, q, b, au);

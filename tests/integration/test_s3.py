@@ -300,6 +300,50 @@ class S3Test(unittest.TestCase):
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
         self.client_err(lambda: self.s3.get_bucket_tagging(Bucket=b), 501, "NotImplemented")
 
+    def test_object_subresources_and_versions(self):
+        """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes
+        returned them with 200) nor its deletion (DELETE ?tagging deleted it); ListObjectVersions lists each
+        object once as its one version "null" (it was 501, so `rclone purge` failed); versionId=null is the
+        object itself, any other versionId is 501 and changes nothing"""
+        b = self.bucket("bkt-osub")
+        for i in range(5):
+            self.s3.put_object(Bucket=b, Key="d/k%d" % i, Body=b"v%d" % i)
+        for sub in ("attributes", "retention", "legal-hold", "tagging", "torrent"):
+            for m in ("GET", "HEAD", "PUT", "DELETE"):
+                r = self.req(m, "/%s/d/k0" % b, params={sub: ""}, data=b"<x/>" if m == "PUT" else None)
+                self.assertEqual(r.status_code, 501, "%s ?%s: %s" % (m, sub, r.text))
+                if m != "HEAD":
+                    self.assertNotIn(b"v0", r.content)
+                    self.assertIn(b"NotImplemented", r.content)
+        self.assertEqual(self.get_bytes(b, "d/k0"), b"v0")  # nothing deleted or overwritten
+        vs = self.s3.list_object_versions(Bucket=b, Prefix="d/")
+        self.assertEqual([(v["Key"], v["VersionId"], v["IsLatest"], v["Size"]) for v in vs["Versions"]],
+                         [("d/k%d" % i, "null", True, 2) for i in range(5)])
+        self.assertFalse(vs["IsTruncated"])
+        page = self.s3.list_object_versions(Bucket=b, Prefix="d/", MaxKeys=2, KeyMarker="d/k0")
+        self.assertEqual([v["Key"] for v in page["Versions"]], ["d/k1", "d/k2"])
+        self.assertTrue(page["IsTruncated"])
+        self.assertEqual((page["NextKeyMarker"], page["NextVersionIdMarker"]), ("d/k2", "null"))
+        self.err(self.req("PUT", "/" + b, params={"versions": ""}, data=b"<x/>"), 405, "MethodNotAllowed")
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="d/k1", VersionId="null")["Body"].read(), b"v1")
+        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="d/k1", VersionId="3HL4kqtJlcpXroDTDmJ"), 501,
+                        "NotImplemented")
+        self.client_err(lambda: self.s3.delete_object(Bucket=b, Key="d/k1", VersionId="3HL4kqtJlcpXroDTDmJ"), 501,
+                        "NotImplemented")
+        self.assertEqual(self.get_bytes(b, "d/k1"), b"v1")
+        self.s3.delete_object(Bucket=b, Key="d/k1", VersionId="null")
+        self.assertTrue(self.absent(b, "d/k1"))
+        if os.access(RCLONE, os.X_OK):
+            cfg = os.path.join(self.tmp, "rclone-purge.conf")
+            with open(cfg, "w") as f:
+                f.write("[shale]\ntype = s3\nprovider = Other\naccess_key_id = %s\nsecret_access_key = %s\n"
+                        "endpoint = %s\nforce_path_style = true\nregion = us-east-1\n" % (AK, SK, self.ep))
+            p = subprocess.run([RCLONE, "--config", cfg, "--retries", "1", "--low-level-retries", "2", "purge",
+                                "shale:%s" % b], capture_output=True, timeout=120, env=self.env,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(self.req("HEAD", "/" + b).status_code, 404)
+
     # ---- native interop ---------------------------------------------------------------------------------------
 
     def test_native_interop(self):
