@@ -501,8 +501,10 @@ static void queue(struct sl_req *r, int status, struct MHD_Response *resp)
         MHD_destroy_response(resp);
         return;
     }
+    /* libmicrohttpd refuses an empty value; one space is the same field on the wire (clients strip it), so an
+     * empty x-amz-meta-* or custom value comes back as sent */
     for (struct sl_hdr *h = r->hdrs; h; h = h->next)
-        MHD_add_response_header(resp, h->k, h->v);
+        MHD_add_response_header(resp, h->k, h->v[0] ? h->v : " ");
     MHD_add_response_header(resp, "X-Request-Id", r->reqid);
     r->responded = true;
     r->status = status;

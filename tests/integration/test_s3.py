@@ -304,7 +304,7 @@ class S3Test(unittest.TestCase):
         """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes
         returned them with 200) nor its deletion (DELETE ?tagging deleted it); ListObjectVersions lists each
         object once as its one version "null" (it was 501, so `rclone purge` failed); versionId=null is the
-        object itself, any other versionId is 501 and changes nothing"""
+        object itself, any other versionId is 501 and changes nothing; empty and UTF-8 x-amz-meta-* values round-trip"""
         b = self.bucket("bkt-osub")
         for i in range(5):
             self.s3.put_object(Bucket=b, Key="d/k%d" % i, Body=b"v%d" % i)
@@ -333,6 +333,12 @@ class S3Test(unittest.TestCase):
         self.assertEqual(self.get_bytes(b, "d/k1"), b"v1")
         self.s3.delete_object(Bucket=b, Key="d/k1", VersionId="null")
         self.assertTrue(self.absent(b, "d/k1"))
+        # user metadata: an empty value and UTF-8 bytes come back as sent (the empty one was dropped)
+        uni = "caf\u00e9 \u2713".encode()
+        r = self.req("PUT", "/%s/meta" % b, data=b"m", headers={"x-amz-meta-empty": "", "x-amz-meta-uni": uni})
+        self.assertEqual(r.status_code, 200, r.text)
+        md = self.s3.head_object(Bucket=b, Key="meta")["Metadata"]
+        self.assertEqual(md, {"empty": "", "uni": uni.decode("latin-1")})
         if os.access(RCLONE, os.X_OK):
             cfg = os.path.join(self.tmp, "rclone-purge.conf")
             with open(cfg, "w") as f:
