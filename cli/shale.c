@@ -40,6 +40,7 @@ static const struct {
     { "ishard", cmd_ishard }, { "job", cmd_job }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },
     { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "log", cmd_log },
+    { "completion", cmd_completion }, { "version", cmd_version },
 };
 
 /* --help or -h anywhere before "--" */
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    if (!strcmp(argv[1], "--version")) {
         printf("shale %s (%s)\n", SL_VERSION, SL_GITREV);
         return 0;
     }
