@@ -58,9 +58,19 @@ class TestCompletion(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="shale-zsh-")
         with open(os.path.join(d, "_shale"), "w") as f:
             f.write(p.stdout)
-        r = subprocess.run(["zsh", "-n", os.path.join(d, "_shale")], capture_output=True, text=True, timeout=30)
+        f = os.path.join(d, "_shale")
+        r = subprocess.run(["zsh", "-n", f], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # loaded by compinit: registered for shale, and its tables are the CLI's
+        r = subprocess.run(["zsh", "-fc", "autoload -U compinit; compinit -u -d %s/zcd; source %s; "
+                            "echo ${_comps[shale]}; _shale_subs bucket; _shale_flags 'ml plan create'" % (d, f)],
+                           capture_output=True, text=True, timeout=30)
         shutil.rmtree(d)
         self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "_shale")
+        self.assertIn("mv", lines[1].split())
+        self.assertIn("--batch-size", lines[2].split())
 
     def test_bad_shell(self):
         p = subprocess.run([SHALE, "completion", "fish"], capture_output=True, text=True, timeout=30)
