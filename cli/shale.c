@@ -130,6 +130,15 @@ int main(int argc, char **argv)
                         argv[2], argv[1]);
             return 1;
         }
+        /* the same one level down: `shale ml plan frob --help` */
+        char group[128];
+        if (argc > 3 && argv[2][0] != '-' && argv[3][0] != '-' &&
+            snprintf(group, sizeof(group), "%s %s", argv[1], argv[2]) < (int)sizeof(group) &&
+            cli_help_unknown_sub(group, argv[3], near, sizeof(near))) {
+            fprintf(stderr, "Error: unknown command \"%s %s\"%s%s%s (`shale %s --help` lists them)\n", group,
+                    argv[3], near[0] ? ": did you mean \"" : "", near, near[0] ? "\"?" : "", group);
+            return 1;
+        }
         if (print_help(argc, argv, 1) == 0)
             return 0;
     }
