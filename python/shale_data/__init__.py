@@ -81,7 +81,8 @@ class _PlanDataset:
     url: the gateway (AIS_ENDPOINT); plan: the plan's name.
     mode: "batch" yields {"epoch", "index", "samples": [sample, ...]} per
     batch; "sample" yields each sample, with "__epoch__" and "__index__"
-    (its batch) added.
+    (its batch) added; "tar" yields {"epoch", "index", "tar": bytes}, the
+    batch API's answer as it is.
     rank, world_size: this process's place in DDP (default: torch.distributed
     when initialised, else 0 of 1).
     epoch, batch: where to start (as load_state_dict sets them).
@@ -89,8 +90,8 @@ class _PlanDataset:
 
     def __init__(self, url, plan, mode="batch", rank=None, world_size=None, epoch=0, batch=0, epochs=None,
                  timeout=120):
-        if mode not in ("batch", "sample"):
-            raise ValueError("shale_data: mode must be \"batch\" or \"sample\", not %r" % (mode,))
+        if mode not in ("batch", "sample", "tar"):
+            raise ValueError("shale_data: mode must be \"batch\", \"sample\" or \"tar\", not %r" % (mode,))
         if epoch < 0 or batch < 0:
             raise ValueError("shale_data: epoch and batch must be >= 0 (got %r, %r)" % (epoch, batch))
         super().__init__()
@@ -175,8 +176,12 @@ class _PlanDataset:
         while self.epoch < last:
             epoch, start = self.epoch, self.batch
             for index in range(start + me, total, readers):
-                samples = samples_of(self.fetch(s, epoch, index))
+                raw = self.fetch(s, epoch, index)
                 self.batch = index + 1
+                if self.mode == "tar":
+                    yield {"epoch": epoch, "index": index, "tar": raw}
+                    continue
+                samples = samples_of(raw)
                 if self.mode == "batch":
                     yield {"epoch": epoch, "index": index, "samples": samples}
                 else:

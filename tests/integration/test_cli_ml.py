@@ -229,11 +229,13 @@ def run(state=None, epochs=None, mode="batch", workers=2):
         for it in DataLoader(ds, batch_size=None, num_workers=workers):
             if mode == "batch":
                 out.append([rank, it["epoch"], it["index"], [s["__key__"] for s in it["samples"]]])
+            elif mode == "tar":
+                out.append([rank, it["epoch"], it["index"], [len(it["tar"])]])
             else:
                 out.append([rank, it["__epoch__"], it["__index__"], [it["__key__"]]])
     return out
 res = {"two_epochs": run(epochs=2), "resumed": run({"epoch": 1, "batch": 5}, epochs=2),
-       "samples": run(mode="sample")}
+       "samples": run(mode="sample"), "tar": run(mode="tar", workers=0)}
 ds = PlanDataset(url, "pd", rank=1, world_size=2)
 it = iter(ds); next(it)
 res["state"] = ds.state_dict()
@@ -265,6 +267,11 @@ print(json.dumps(res))
         # sample mode: the 60 samples of epoch 0, once each
         self.assertEqual(sorted(k for _, _, _, [k] in res["samples"]),
                          sorted(k for _, ep, _, ks in full if ep == 0 for k in ks))
+        # tar mode: the batch API's bytes as they are
+        self.assertEqual(sorted(i for _, _, i, _ in res["tar"]), list(range(8)))
+        self.assertEqual([n for _, _, i, [n] in res["tar"] if i == 2][0],
+                         len(self.s.get(self.url + "/v1/ml/plan/pd/batch", params={"epoch": 0, "index": 2},
+                                        timeout=60).content))
         # rank 1 of 2, one reader: first batch 1, so the next position is (0, 2)
         self.assertEqual((res["state"]["epoch"], res["state"]["batch"]), (0, 2))
         self.assertEqual(res["len"], 4)
