@@ -276,6 +276,30 @@ print(json.dumps(res))
         self.assertEqual((res["state"]["epoch"], res["state"]["batch"]), (0, 2))
         self.assertEqual(res["len"], 4)
 
+    def test_3b_torch_distributed(self):
+        """no rank arguments: the rank and world size are torch.distributed's (2 processes, gloo)"""
+        self.ok("ml", "plan", "create", "pdd", "ais://ds", "--template", "sh-{0..5}.tar", "--batch-size", "8")
+        d = tempfile.mkdtemp(prefix="shale-dist-")
+        code = ("import sys, json; sys.path.insert(0, %r)\n"
+                "import torch.distributed as dist\n"
+                "dist.init_process_group('gloo', init_method='file://%s/rdv', rank=int(sys.argv[1]), world_size=2)\n"
+                "from shale_data import PlanDataset\n"
+                "from torch.utils.data import DataLoader\n"
+                "ds = PlanDataset(%r, 'pdd')\n"
+                "print(json.dumps([ds.world(), [it['index'] for it in DataLoader(ds, batch_size=None, "
+                "num_workers=2)]]))\n"
+                "dist.destroy_process_group()\n") % (PYDIR, d, self.url)
+        procs = [subprocess.Popen([PY, "-c", code, str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for r in (0, 1)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        shutil.rmtree(d, ignore_errors=True)
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err)
+        got = [json.loads(out) for out, _ in outs]
+        self.assertEqual([w for w, _ in got], [[0, 2], [1, 2]])
+        self.assertEqual(sorted(got[0][1] + got[1][1]), list(range(8)))
+        self.assertFalse(set(got[0][1]) & set(got[1][1]))
+
     def test_4_version(self):
         out = self.ok("version").splitlines()
         self.assertTrue(out[0].startswith("shale version "), out)
