@@ -45,6 +45,14 @@ int cli_help(const char *path, FILE *f);
 int cli_help_unknown_sub(const char *group, const char *word, char *near, size_t n);
 /* one line per command: "  name  description" (the commands of the top-level help) */
 void cli_help_overview(FILE *f, const char *const *names, size_t n);
+/* every command path of the help table ("bucket cp"), in table order, to fn */
+void cli_help_paths(void (*fn)(void *arg, const char *path), void *arg);
+/* every spelling of every flag path takes ("--prefix", "-f"), to fn; -1 when path has no entry */
+int cli_help_flags(const char *path, void (*fn)(void *arg, const char *flag), void *arg);
+/* `shale completion bash|zsh` (completion.c) */
+int cmd_completion(int argc, char **argv);
+/* `shale version` (completion.c) */
+int cmd_version(int argc, char **argv);
 /* edit distance of two short words (99 when either is over 40 characters) */
 int cli_distance(const char *a, const char *b);
 /* the command path the current flags belong to ("get"), for messages (set by cli_opts) */

@@ -210,6 +210,13 @@ static const struct cli_cmd cmds[] = {
     { "search", "search WORD",
       "List the commands and flags whose name or description contains WORD.", NOF, CF_NOHDR, 1,
       { "search copy", "search mountpath" }, NULL },
+    { "completion", "completion bash|zsh",
+      "Print a shell completion script for bash or zsh, made from this help table (make install puts both in "
+      "place).", NOF, 0, 1,
+      { "completion bash > /usr/share/bash-completion/completions/shale", "source <(shale completion bash)" }, NULL },
+    { "version", "version [--json]",
+      "Print the CLI's version and, when the cluster (AIS_ENDPOINT) answers, the cluster's.", NOF, CF_JSON, 0,
+      { "version", "version --json" }, NULL },
     /* ---- shards ---- */
     { "archive", "archive put|get|ls|bucket|gen-shards ...",
       "Shards (.tar, .tgz, .tar.gz, .zip, .tar.lz4): add members, read them, list them, build shards from objects.",
@@ -360,8 +367,10 @@ static const struct cli_cmd cmds[] = {
       CF_WAIT, 2, { "dsort ais://shards ais://sorted -f spec.json --wait", "dsort -f spec.yaml" }, NULL },
     { "wait", "wait ID|KIND [--timeout DURATION] [--progress]", NULL, NOF, 0, 0, { NULL, NULL }, "job wait" },
     { "stop", "stop ID|KIND", NULL, NOF, 0, 0, { NULL, NULL }, "job stop" },
-    { "ml", "ml get-batch ...", "Machine-learning helpers: many objects, members and ranges as one archive.", NOF, 0,
-      -1, { "ml get-batch ais://imgs batch.tar --template 'x-{0..63}.jpg'", NULL }, NULL },
+    { "ml", "ml get-batch ... | ml plan create|ls|show|rm|batch ...",
+      "Machine-learning helpers: many objects, members and ranges as one archive; epoch plans.", NOF, 0,
+      -1, { "ml get-batch ais://imgs batch.tar --template 'x-{0..63}.jpg'",
+            "ml plan create train ais://shards --prefix train- --batch-size 256" }, NULL },
     { "ml get-batch", "ml get-batch ais://BUCKET[/OBJ] ... OUT.tar|OUT.tgz|OUT.tar.lz4|OUT.zip|- [FLAGS]",
       "Fetch many objects (or shard members) as one archive, in the order given (get-batch).",
       F({ "--spec, -f REQ", "the request (a MossReq) as JSON or YAML (- = stdin)", "none" },
@@ -371,6 +380,36 @@ static const struct cli_cmd cmds[] = {
         { "--nv", "print nothing on success", "false" }),
       CF_SEL | CF_YES, -1, { "ml get-batch ais://imgs batch.tar --list 'a.jpg,b.jpg'",
                              "ml get-batch ais://imgs - --prefix train/ --omit-src-bck > train.tar" }, NULL },
+    { "ml plan", "ml plan create|ls|show|rm|batch ...",
+      "Epoch plans: the cluster fixes one shuffled order of a set of shards' samples for every epoch, served as "
+      "numbered batches (docs/get-batch.md, section 6).", NOF, 0, -1,
+      { "ml plan ls", "ml plan batch train b.tar --epoch 0 --index 17" }, NULL },
+    { "ml plan create", "ml plan create NAME ais://BUCKET --template 'T' | --prefix P --batch-size N [FLAGS]",
+      "Make an epoch plan over plain-tar shards (PUT /v1/ml/plan): the shards a template names or every .tar "
+      "under a prefix.",
+      F({ "--template 'T'", "the shards, a brace range such as 'shard-{0000..0999}.tar' (field template)", "none" },
+        { "--prefix P", "every .tar shard whose name starts with P (field prefix)", "none" },
+        { "--batch-size N", "samples per batch, required (field batch_size)", "none" },
+        { "--seed N", "the shuffle's seed, a non-negative integer (field seed)", "drawn by the cluster" },
+        { "--drop-last", "leave out the last, short batch (field drop_last)", "false" },
+        { "--shuffle-block N", "shards per shuffle block (field shuffle_block)", "4" }),
+      CF_JSON, 2, { "ml plan create train ais://shards --prefix train- --batch-size 256 --seed 7",
+                    "ml plan create val ais://shards --template 'val-{00..09}.tar' --batch-size 64 --drop-last" },
+      NULL },
+    { "ml plan ls", "ml plan ls [--json] [-H]", "List the epoch plans (GET /v1/ml/plan).", NOF, CF_JSON | CF_NOHDR,
+      0, { "ml plan ls", "ml plan ls --json" }, NULL },
+    { "ml plan show", "ml plan show NAME [--json]",
+      "Show one epoch plan: its bucket, shards, batch size, seed and counts (GET /v1/ml/plan/NAME).", NOF,
+      CF_JSON | CF_NOHDR, 1, { "ml plan show train", "ml plan show train --json" }, NULL },
+    { "ml plan rm", "ml plan rm NAME [NAME ...] [--ignore-error]", "Remove epoch plans (DELETE /v1/ml/plan/NAME).",
+      F({ "--ignore-error", "a plan that does not exist is not an error", "false" }), 0, -1,
+      { "ml plan rm train", "ml plan rm a b --ignore-error" }, NULL },
+    { "ml plan batch", "ml plan batch NAME OUT.tar|- --epoch E --index I",
+      "Fetch batch I of epoch E of a plan as one tar of its samples in order (GET /v1/ml/plan/NAME/batch).",
+      F({ "--epoch E", "the epoch, 0 or more (required)", "none" },
+        { "--index I", "the batch, 0 to batches-1 (required)", "none" }),
+      0, 2, { "ml plan batch train b17.tar --epoch 3 --index 17", "ml plan batch train - --epoch 0 --index 0 | tar t" },
+      NULL },
     /* ---- cluster membership and local clusters ---- */
     { "cluster", "cluster maintenance start|stop NODE | cluster decommission NODE | cluster lost [clear] | "
                  "cluster set-primary NODE | "
@@ -877,4 +916,40 @@ int cli_help_unknown_sub(const char *group, const char *word, char *near, size_t
         }
     }
     return is_group;
+}
+
+/* ---- for shell completion (completion.c) ---- */
+
+void cli_help_paths(void (*fn)(void *arg, const char *path), void *arg)
+{
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++)
+        fn(arg, cmds[i].path);
+}
+
+struct flag_cb {
+    void (*fn)(void *arg, const char *flag);
+    void *arg;
+};
+
+static void flag_cb(const struct cli_flag *f, void *arg)
+{
+    struct flag_cb *cb = arg;
+    char nm[4][40], full[48];
+    bool valued;
+    const char *canon;
+    int n = flag_names(f->spec, nm, &valued, &canon);
+    for (int i = 0; i < n; i++) {
+        snprintf(full, sizeof(full), "%s%s", strlen(nm[i]) > 1 ? "--" : "-", nm[i]);
+        cb->fn(cb->arg, full);
+    }
+}
+
+int cli_help_flags(const char *path, void (*fn)(void *arg, const char *flag), void *arg)
+{
+    const struct cli_cmd *c = resolve(find(path));
+    if (!c)
+        return -1;
+    struct flag_cb cb = { fn, arg };
+    each_flag(c, flag_cb, &cb);
+    return 0;
 }

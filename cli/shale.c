@@ -40,6 +40,7 @@ static const struct {
     { "ishard", cmd_ishard }, { "job", cmd_job }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },
     { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "log", cmd_log },
+    { "completion", cmd_completion }, { "version", cmd_version },
 };
 
 /* --help or -h anywhere before "--" */
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    if (!strcmp(argv[1], "--version")) {
         printf("shale %s (%s)\n", SL_VERSION, SL_GITREV);
         return 0;
     }
@@ -127,6 +128,15 @@ int main(int argc, char **argv)
             else
                 fprintf(stderr, "Error: unknown command \"%s %s\" (`shale %s --help` lists them)\n", argv[1],
                         argv[2], argv[1]);
+            return 1;
+        }
+        /* the same one level down: `shale ml plan frob --help` */
+        char group[128];
+        if (argc > 3 && argv[2][0] != '-' && argv[3][0] != '-' &&
+            snprintf(group, sizeof(group), "%s %s", argv[1], argv[2]) < (int)sizeof(group) &&
+            cli_help_unknown_sub(group, argv[3], near, sizeof(near))) {
+            fprintf(stderr, "Error: unknown command \"%s %s\"%s%s%s (`shale %s --help` lists them)\n", group,
+                    argv[3], near[0] ? ": did you mean \"" : "", near, near[0] ? "\"?" : "", group);
             return 1;
         }
         if (print_help(argc, argv, 1) == 0)
