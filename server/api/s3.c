@@ -59,29 +59,82 @@ static bool s3_bucket_name_ok(const char *s)
     return true;
 }
 
-/* ---- ListBuckets ---- */
+/* ---- ListBuckets ----
+ * Sorted by name; paged as S3 pages it: max-buckets (1..10000), prefix, and continuation-token (the last name
+ * of the page before, hex-encoded) answered with the next page's ContinuationToken. */
+
+static void hexenc(struct sl_buf *b, const char *s, size_t n);
+static int hexdec(const char *s, struct sl_buf *out);
+
+static int bname_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 static void list_buckets(struct sl_req *r)
 {
+    const char *mb = sl_req_query(r, "max-buckets"), *prefix = sl_req_query(r, "prefix");
+    const char *tok = sl_req_query(r, "continuation-token");
+    long max = 10000;
+    if (mb) {
+        char *e;
+        max = strtol(mb, &e, 10);
+        if (!*mb || *e || max < 1 || max > 10000) {
+            s3_err(r, 400, "InvalidArgument", "max-buckets: \"%s\" is not an integer from 1 to 10000", mb);
+            return;
+        }
+    }
+    struct sl_buf after;
+    sl_buf_init(&after);
+    if (tok && *tok && hexdec(tok, &after) < 0) {
+        sl_buf_free(&after);
+        s3_err(r, 400, "InvalidArgument", "The continuation token provided is incorrect");
+        return;
+    }
+    const char *cur = after.p ? after.p : "";
     struct sl_bmd *bmd = sl_bmd_get();
+    const char **names = sl_xcalloc((size_t)bmd->n + 1, sizeof(*names));
+    const struct sl_bck **bk = sl_xcalloc((size_t)bmd->n + 1, sizeof(*bk));
+    int n = 0;
+    for (int i = 0; i < bmd->n; i++) {
+        const struct sl_bck *k = &bmd->bcks[i];
+        if (strcmp(k->provider, "ais") || (prefix && strncmp(k->name, prefix, strlen(prefix))) ||
+            strcmp(k->name, cur) <= 0)
+            continue;
+        names[n++] = k->name;
+    }
+    qsort(names, (size_t)n, sizeof(*names), bname_cmp);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < bmd->n; j++)
+            if (bmd->bcks[j].name == names[i])
+                bk[i] = &bmd->bcks[j];
     struct sl_buf b;
     sl_buf_init(&b);
     sl_buf_adds(&b, "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
     s3_owner_xml(&b);
     sl_buf_adds(&b, "<Buckets>");
-    for (int i = 0; i < bmd->n; i++) {
-        const struct sl_bck *k = &bmd->bcks[i];
-        if (strcmp(k->provider, "ais"))
-            continue;
+    int shown = n < max ? n : (int)max;
+    for (int i = 0; i < shown; i++) {
         char t[64];
-        s3_iso_time(k->created, t, sizeof(t));
+        s3_iso_time(bk[i]->created, t, sizeof(t));
         sl_buf_adds(&b, "<Bucket>");
-        s3_xel(&b, "Name", k->name);
+        s3_xel(&b, "Name", bk[i]->name);
         s3_xel(&b, "CreationDate", t);
         sl_buf_adds(&b, "</Bucket>");
     }
-    sl_buf_adds(&b, "</Buckets></ListAllMyBucketsResult>");
+    sl_buf_adds(&b, "</Buckets>");
+    if (shown < n) {
+        sl_buf_adds(&b, "<ContinuationToken>");
+        hexenc(&b, bk[shown - 1]->name, strlen(bk[shown - 1]->name));
+        sl_buf_adds(&b, "</ContinuationToken>");
+    }
+    if (prefix)
+        s3_xel(&b, "Prefix", prefix);
+    sl_buf_adds(&b, "</ListAllMyBucketsResult>");
     sl_bmd_put(bmd);
+    free(names);
+    free(bk);
+    sl_buf_free(&after);
     s3_xml(r, 200, &b);
 }
 

@@ -300,6 +300,32 @@ class S3Test(unittest.TestCase):
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
         self.client_err(lambda: self.s3.get_bucket_tagging(Bucket=b), 501, "NotImplemented")
 
+    def test_list_buckets_paged(self):
+        """ListBuckets is sorted by name and pages as S3 does: max-buckets, prefix, continuation-token (it
+        ignored all three and answered every bucket at once)"""
+        want = ["bkt-pg-%s" % c for c in "edcba"]
+        for b in want:
+            self.bucket(b)
+        got, tok = [], None
+        for _ in range(10):
+            params = {"max-buckets": "2", "prefix": "bkt-pg-"}
+            if tok:
+                params["continuation-token"] = tok
+            x = self.xml(self.req("GET", "/", params=params))
+            names = [e.findtext(NS + "Name") for e in x.iter(NS + "Bucket")]
+            self.assertLessEqual(len(names), 2)
+            self.assertEqual(x.findtext(NS + "Prefix"), "bkt-pg-")
+            got += names
+            tok = x.findtext(NS + "ContinuationToken")
+            if not tok:
+                break
+        self.assertEqual(got, sorted(want))
+        for bad in ("0", "10001", "x"):
+            self.err(self.req("GET", "/", params={"max-buckets": bad}), 400, "InvalidArgument")
+        self.err(self.req("GET", "/", params={"continuation-token": "zz"}), 400, "InvalidArgument")
+        every = [b["Name"] for b in self.s3.list_buckets()["Buckets"]]
+        self.assertEqual(every, sorted(every))
+
     def test_object_subresources_and_versions(self):
         """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes
         returned them with 200) nor its deletion (DELETE ?tagging deleted it); ListObjectVersions lists each
