@@ -102,9 +102,35 @@ static void usage(FILE *f)
                "Endpoint: AIS_ENDPOINT (default http://localhost:8080).\n");
 }
 
+/* `shale bucket frob --help`, `shale help bucket frob`, `shale ml plan frob --help`: an error naming the
+ * closest command, not the group's help (1: said so) */
+static int help_unknown(int argc, char **argv, int first)
+{
+    char near[96], group[128];
+    const char *g = argv[first];
+    for (int lvl = 0; lvl < 2; lvl++) {
+        int w = first + 1 + lvl;
+        if (argc <= w || argv[w][0] == '-' || argv[w - 1][0] == '-')
+            return 0;
+        if (lvl == 1) {
+            if (snprintf(group, sizeof(group), "%s %s", argv[first], argv[first + 1]) >= (int)sizeof(group))
+                return 0;
+            g = group;
+        }
+        if (cli_help_unknown_sub(g, argv[w], near, sizeof(near))) {
+            fprintf(stderr, "Error: unknown command \"%s %s\"%s%s%s (`shale %s --help` lists them)\n", g, argv[w],
+                    near[0] ? ": did you mean \"" : "", near, near[0] ? "\"?" : "", g);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2 && !strcmp(argv[1], "help")) {
+        if (help_unknown(argc, argv, 2))
+            return 1;
         if (print_help(argc, argv, 2) == 0)
             return 0;
         fprintf(stderr, "Error: no command \"%s\" (`shale --help` lists them)\n", argv[2]);
@@ -119,26 +145,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (help_asked(argc, argv)) {
-        /* `shale bucket frob --help`: an error, not the group's help */
-        char near[96];
-        if (argc > 2 && argv[2][0] != '-' && cli_help_unknown_sub(argv[1], argv[2], near, sizeof(near))) {
-            if (near[0])
-                fprintf(stderr, "Error: unknown command \"%s %s\": did you mean \"%s\"? (`shale %s --help` lists "
-                        "them)\n", argv[1], argv[2], near, argv[1]);
-            else
-                fprintf(stderr, "Error: unknown command \"%s %s\" (`shale %s --help` lists them)\n", argv[1],
-                        argv[2], argv[1]);
+        if (help_unknown(argc, argv, 1))
             return 1;
-        }
-        /* the same one level down: `shale ml plan frob --help` */
-        char group[128];
-        if (argc > 3 && argv[2][0] != '-' && argv[3][0] != '-' &&
-            snprintf(group, sizeof(group), "%s %s", argv[1], argv[2]) < (int)sizeof(group) &&
-            cli_help_unknown_sub(group, argv[3], near, sizeof(near))) {
-            fprintf(stderr, "Error: unknown command \"%s %s\"%s%s%s (`shale %s --help` lists them)\n", group,
-                    argv[3], near[0] ? ": did you mean \"" : "", near, near[0] ? "\"?" : "", group);
-            return 1;
-        }
         if (print_help(argc, argv, 1) == 0)
             return 0;
     }

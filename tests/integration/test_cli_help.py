@@ -21,8 +21,16 @@ class TestHelp(unittest.TestCase):
         p = shale("bucket", "frob", "--help")
         self.assertEqual(p.returncode, 1)
         self.assertIn('unknown command "bucket frob" (`shale bucket --help` lists them)', p.stderr)
+        # `shale help GROUP NOSUCH` the same (it printed the group's help and exit 0)
+        p = shale("help", "bucket", "crate")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn('unknown command "bucket crate": did you mean "bucket create"?', p.stderr)
+        p = shale("help", "ml", "plan", "frob")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn('unknown command "ml plan frob"', p.stderr)
         # what is not a group takes positional arguments as before; a real subcommand shows its help
-        for args in (("ls", "ais://b", "--help"), ("bucket", "create", "--help"), ("bucket", "--help")):
+        for args in (("ls", "ais://b", "--help"), ("bucket", "create", "--help"), ("bucket", "--help"),
+                     ("help", "bucket", "create"), ("help", "ml", "plan", "create")):
             p = shale(*args)
             self.assertEqual(p.returncode, 0, (args, p.stderr))
             self.assertTrue(p.stdout.startswith("Usage: shale "), (args, p.stdout[:80]))
