@@ -4,20 +4,17 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "xact.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* A job is named by id ("g4", "tco-...") or by kind ("rebalance"). */
+/* A job is named by id ("g4", "tco-...") or by kind ("rebalance"): every
+ * kind the server runs and AIStore's display names of them (server/core/xact.c). */
 static bool looks_like_kind(const char *s)
 {
-    static const char *kinds[] = { "rebalance", "archive", "copy-bck", "etl-bck", "etl-listrange", "copy-listrange",
-                                   "ishard", "dsort", "copy-bucket", "etl-bucket", "etl-objects", "delete-listrange" };
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (!strcmp(s, kinds[i]))
-            return true;
-    return false;
+    return sl_job_kind_known(s);
 }
 
 static json_t *query(const char *what_id, bool active_only)
@@ -559,7 +556,7 @@ static int job_rm(struct opts *o)
 
 int cmd_job(int argc, char **argv)
 {
-    static const struct cli_verb verbs[] = { { "show", job_show, NULL }, { "wait", job_wait, NULL },
+    static const struct cli_verb verbs[] = { { "show", job_show, NULL }, { "ls", job_show, NULL }, { "wait", job_wait, NULL },
                                              { "stop", job_stop, NULL }, { "start", job_start, NULL },
                                              { "rm", job_rm, NULL } };
     return cli_run_verb("job", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
