@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""Operations verbs of the CLI against a gateway and 2 targets: `job ls` (ais's spelling of `job show`) and
+`job show KIND` / `show job KIND` for any kind the server runs (resilver, scrub, lru were taken as job ids
+and matched nothing)."""
+import os
+import subprocess
+
+from harness import ClusterTest, SHALE, main
+
+
+class TestCLIOps(ClusterTest):
+    def shale(self, *args, env=None):
+        e = dict(os.environ, AIS_ENDPOINT=self.url)
+        e.update(env or {})
+        return subprocess.run([SHALE] + list(args), capture_output=True, text=True, env=e, timeout=120)
+
+    def test_job_ls_and_kinds(self):
+        p = self.shale("job", "ls", "--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("--all", p.stdout)
+        p = self.shale("job", "start", "resilver", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        for argv in (("job", "ls", "resilver", "--all"), ("job", "show", "resilver", "--all"),
+                     ("show", "job", "resilver", "--all")):
+            p = self.shale(*argv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertRegex(p.stdout, r"(?m)^NODE\s+ID\s+KIND", (argv, p.stdout))
+            self.assertRegex(p.stdout, r"(?m)\sresilver\s", (argv, p.stdout))
+        p = self.shale("job", "ls", "scrub", "--all")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("resilver", p.stdout)
+        p = self.shale("job", "ls", "--all")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("resilver", p.stdout)
+
+
+if __name__ == "__main__":
+    main()
