@@ -207,6 +207,7 @@ int cmd_playground(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rmb(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_advanced(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_dsort(int argc, char **argv);
 int cmd_archive(int argc, char **argv);

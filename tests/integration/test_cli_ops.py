@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Operations verbs of the CLI against a gateway and 2 targets: `job ls` (ais's spelling of `job show`) and
 `job show KIND` / `show job KIND` for any kind the server runs (resilver, scrub, lru were taken as job ids
-and matched nothing)."""
+and matched nothing); `advanced resilver`, `advanced check-lock ais://B/O` (the target answered 501)."""
 import os
 import subprocess
 
@@ -32,6 +32,22 @@ class TestCLIOps(ClusterTest):
         p = self.shale("job", "ls", "--all")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("resilver", p.stdout)
+
+    def test_advanced(self):
+        p = self.shale("advanced", "resilver", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"Job resilver\[\S+\] finished", p.stdout)
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/lk", json={"action": "create-bck"}).status_code, 200)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/lk/a.bin", data=b"x" * 100).status_code, 200)
+        p = self.shale("advanced", "check-lock", "ais://lk/a.bin")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ais://lk/a.bin is not locked", p.stdout)
+        p = self.shale("advanced", "check-lock", "ais://lk")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("name an object", p.stderr)
+        p = self.shale("advanced", "check-lock")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("usage: shale advanced check-lock", p.stderr)
 
 
 if __name__ == "__main__":
