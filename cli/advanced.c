@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * advanced.c: shale advanced resilver|check-lock (ais's `advanced`
+ * advanced.c: shale advanced resilver|check-lock|rotate-logs (ais's `advanced`
  * commands for operators).
  */
 #include "cli.h"
@@ -42,9 +42,48 @@ static int adv_check_lock(struct opts *o)
     return rc;
 }
 
+/* NODE as p[ID], t[ID] or ID -> ID (new) */
+static char *node_id(const char *s)
+{
+    if ((s[0] == 'p' || s[0] == 't') && s[1] == '[') {
+        size_t n = strcspn(s + 2, "]");
+        return sl_xasprintf("%.*s", (int)n, s + 2);
+    }
+    return sl_xstrdup(s);
+}
+
+/* advanced rotate-logs [NODE]: PUT /v1/cluster rotate-logs, which the
+ * gateway sends to every node of the map (or to the one named) */
+static int adv_rotate_logs(struct opts *o)
+{
+    char *want = o->argc ? node_id(o->argv[0]) : NULL;
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "rotate-logs", NULL, want ? json_pack("{s:s}", "sid", want) : NULL, &r);
+    free(want);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    const char *id;
+    json_t *v;
+    json_object_foreach(j, id, v) {
+        const char *f = json_string_value(v);
+        if (f && *f)
+            printf("%s: rotated %s (the old log is %s.1)\n", id, f, f);
+        else
+            printf("%s: logs to stderr, no log file to rotate\n", id);
+    }
+    json_decref(j);
+    return 0;
+}
+
 int cmd_advanced(int argc, char **argv)
 {
     static const struct cli_verb verbs[] = { { "resilver", adv_resilver, NULL },
-                                             { "check-lock", adv_check_lock, NULL } };
+                                             { "check-lock", adv_check_lock, NULL },
+                                             { "rotate-logs", adv_rotate_logs, NULL } };
     return cli_run_verb("advanced", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

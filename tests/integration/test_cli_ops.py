@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Operations verbs of the CLI against a gateway and 2 targets: `job ls` (ais's spelling of `job show`) and
 `job show KIND` / `show job KIND` for any kind the server runs (resilver, scrub, lru were taken as job ids
-and matched nothing); `advanced resilver`, `advanced check-lock ais://B/O` (the target answered 501)."""
+and matched nothing); `advanced resilver`, `advanced check-lock ais://B/O` (the target answered 501); `advanced rotate-logs [NODE]` (PUT /v1/daemon
+rotate-logs was refused)."""
 import os
 import subprocess
 
@@ -48,6 +49,18 @@ class TestCLIOps(ClusterTest):
         p = self.shale("advanced", "check-lock")
         self.assertEqual(p.returncode, 1)
         self.assertIn("usage: shale advanced check-lock", p.stderr)
+
+    def test_rotate_logs(self):
+        nodes = [n["name"] for n in self.c.topology()["nodes"]]
+        p = self.shale("advanced", "rotate-logs")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.count("rotated"), len(nodes), p.stdout)
+        for n in nodes:
+            self.assertTrue(os.path.exists(os.path.join(self.c.dir, n, "log", "shaled.log.1")), n)
+            self.assertTrue(os.path.exists(os.path.join(self.c.dir, n, "log", "shaled.log")), n)
+        p = self.shale("advanced", "rotate-logs", "t[nosuch]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("rotate-logs: node \"nosuch\" is not in the cluster map", p.stderr)
 
 
 if __name__ == "__main__":
