@@ -87,3 +87,12 @@ int cmd_advanced(int argc, char **argv)
                                              { "rotate-logs", adv_rotate_logs, NULL } };
     return cli_run_verb("advanced", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }
+
+/* shale scrub [ais://B ...] [--wait] [--progress] */
+int cmd_scrub(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "scrub", argc, argv) < 0)
+        return 1;
+    return cli_scrub_start(&o);
+}

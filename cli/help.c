@@ -343,6 +343,13 @@ static const struct cli_cmd cmds[] = {
     { "advanced rotate-logs", "advanced rotate-logs [NODE]",
       "Rotate the log file of the node named, else of every node: FILE becomes FILE.1 and a new FILE is begun.",
       NOF, 0, 1, { "advanced rotate-logs", "advanced rotate-logs t[abc123]" }, NULL },
+    { "scrub", "scrub [ais://BUCKET ...] [--wait] [--progress]",
+      "Check every object's bytes against its checksum on every target (job scrub; of the buckets named, else of "
+      "all): a damaged replica is restored from a good mirror copy, rebuilt from EC slices or fetched again from "
+      "the remote backend, else counted as damaged (err-objs; `job show scrub --all`). There is no detect-only "
+      "mode, hence no --fix.",
+      F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
+      CF_WAIT, -1, { "scrub --wait", "scrub ais://data --wait --progress" }, NULL },
     { "advanced check-lock", "advanced check-lock ais://BUCKET/OBJECT",
       "Say whether the object is locked now (being written, read or moved): exit 0 when it is not, 1 when it is.",
       NOF, 0, 1, { "advanced check-lock ais://data/a.bin", NULL }, NULL },

@@ -451,6 +451,27 @@ static int cluster_start(const struct opts *o, json_t *v, const char *what)
     return started(o, cli_act_id("PUT", "/v1/cluster", "start", v, what), tmo);
 }
 
+/* shale scrub [ais://B ...] [--wait]: job scrub of the buckets named, else of all */
+int cli_scrub_start(const struct opts *o)
+{
+    json_t *v = json_pack("{s:s}", "Kind", "scrub");
+    if (o->argc > 0) {
+        json_t *bs = json_array();
+        for (int i = 0; i < o->argc; i++) {
+            struct uri u;
+            if (uri_parse(o->argv[i], &u, true) < 0) {
+                json_decref(bs);
+                json_decref(v);
+                return 1;
+            }
+            json_array_append_new(bs, json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
+            uri_free(&u);
+        }
+        json_object_set_new(v, "Buckets", bs);
+    }
+    return cluster_start(o, v, "start scrub");
+}
+
 /* shale job start lru [ais://B ...] [--force] */
 static int lru_start(struct opts *o)
 {

@@ -2,7 +2,7 @@
 """Operations verbs of the CLI against a gateway and 2 targets: `job ls` (ais's spelling of `job show`) and
 `job show KIND` / `show job KIND` for any kind the server runs (resilver, scrub, lru were taken as job ids
 and matched nothing); `advanced resilver`, `advanced check-lock ais://B/O` (the target answered 501); `advanced rotate-logs [NODE]` (PUT /v1/daemon
-rotate-logs was refused)."""
+rotate-logs was refused); `scrub [ais://B] --wait` (no such verb)."""
 import os
 import subprocess
 
@@ -61,6 +61,19 @@ class TestCLIOps(ClusterTest):
         p = self.shale("advanced", "rotate-logs", "t[nosuch]")
         self.assertEqual(p.returncode, 1)
         self.assertIn("rotate-logs: node \"nosuch\" is not in the cluster map", p.stderr)
+
+    def test_scrub(self):
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/sc", json={"action": "create-bck"}).status_code, 200)
+        for i in range(5):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/sc/o%d" % i, data=b"y" * 1000).status_code, 200)
+        p = self.shale("scrub", "ais://sc", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"Job scrub\[\S+\] finished", p.stdout)
+        p = self.shale("job", "ls", "scrub", "--all")
+        self.assertRegex(p.stdout, r"(?m)\sscrub\s", p.stdout)
+        p = self.shale("scrub", "--fix")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--fix", p.stderr)
 
 
 if __name__ == "__main__":
