@@ -346,7 +346,7 @@ static const struct cli_cmd cmds[] = {
     { "scrub", "scrub [ais://BUCKET ...] [--wait] [--progress]",
       "Check every object's bytes against its checksum on every target (job scrub; of the buckets named, else of "
       "all): a damaged replica is restored from a good mirror copy, rebuilt from EC slices or fetched again from "
-      "the remote backend, else counted as damaged (err-objs; `job show scrub --all`). There is no detect-only "
+      "the remote backend, else counted as damaged (err-objs; `job show scrub --all`); there is no detect-only "
       "mode, hence no --fix.",
       F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
       CF_WAIT, -1, { "scrub --wait", "scrub ais://data --wait --progress" }, NULL },
