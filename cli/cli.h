@@ -207,6 +207,7 @@ int cmd_playground(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rmb(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_advanced(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_dsort(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
@@ -220,6 +221,8 @@ int cli_cp(const char *path, int argc, char **argv);
 int cmd_storage(int argc, char **argv);
 /* start job resilver on every target, or on target (t[ID] or ID); --wait as the other starts */
 int cli_resilver_start(const struct opts *o, const char *target);
+int cli_scrub_start(const struct opts *o);
+int cmd_scrub(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);

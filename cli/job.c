@@ -4,20 +4,17 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "xact.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* A job is named by id ("g4", "tco-...") or by kind ("rebalance"). */
+/* A job is named by id ("g4", "tco-...") or by kind ("rebalance"): every
+ * kind the server runs and AIStore's display names of them (server/core/xact.c). */
 static bool looks_like_kind(const char *s)
 {
-    static const char *kinds[] = { "rebalance", "archive", "copy-bck", "etl-bck", "etl-listrange", "copy-listrange",
-                                   "ishard", "dsort", "copy-bucket", "etl-bucket", "etl-objects", "delete-listrange" };
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (!strcmp(s, kinds[i]))
-            return true;
-    return false;
+    return sl_job_kind_known(s);
 }
 
 static json_t *query(const char *what_id, bool active_only)
@@ -454,6 +451,27 @@ static int cluster_start(const struct opts *o, json_t *v, const char *what)
     return started(o, cli_act_id("PUT", "/v1/cluster", "start", v, what), tmo);
 }
 
+/* shale scrub [ais://B ...] [--wait]: job scrub of the buckets named, else of all */
+int cli_scrub_start(const struct opts *o)
+{
+    json_t *v = json_pack("{s:s}", "Kind", "scrub");
+    if (o->argc > 0) {
+        json_t *bs = json_array();
+        for (int i = 0; i < o->argc; i++) {
+            struct uri u;
+            if (uri_parse(o->argv[i], &u, true) < 0) {
+                json_decref(bs);
+                json_decref(v);
+                return 1;
+            }
+            json_array_append_new(bs, json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
+            uri_free(&u);
+        }
+        json_object_set_new(v, "Buckets", bs);
+    }
+    return cluster_start(o, v, "start scrub");
+}
+
 /* shale job start lru [ais://B ...] [--force] */
 static int lru_start(struct opts *o)
 {
@@ -559,7 +577,7 @@ static int job_rm(struct opts *o)
 
 int cmd_job(int argc, char **argv)
 {
-    static const struct cli_verb verbs[] = { { "show", job_show, NULL }, { "wait", job_wait, NULL },
+    static const struct cli_verb verbs[] = { { "show", job_show, NULL }, { "ls", job_show, NULL }, { "wait", job_wait, NULL },
                                              { "stop", job_stop, NULL }, { "start", job_start, NULL },
                                              { "rm", job_rm, NULL } };
     return cli_run_verb("job", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);

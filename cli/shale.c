@@ -37,7 +37,7 @@ static const struct {
     { "put", cmd_put }, { "get", cmd_get }, { "object", cmd_object }, { "rmo", cmd_rmo },
     { "prefetch", cmd_prefetch }, { "evict", cmd_evict }, { "show", cmd_show },
     { "storage", cmd_storage }, { "config", cmd_config }, { "archive", cmd_archive }, { "etl", cmd_etl },
-    { "ishard", cmd_ishard }, { "job", cmd_job }, { "start", cmd_start }, { "wait", cmd_wait },
+    { "ishard", cmd_ishard }, { "job", cmd_job }, { "advanced", cmd_advanced }, { "scrub", cmd_scrub }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },
     { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "log", cmd_log },
     { "completion", cmd_completion }, { "version", cmd_version },

@@ -88,6 +88,50 @@ static void set_config_mirror(struct sl_req *r, void *arg)
     set_config(r, partial);
 }
 
+/* PUT /v1/cluster rotate-logs (value {"sid": ID} optional): each node of the
+ * map (or the one named) rotates its log; a pool thread, it waits on peers.
+ * 200 {"ID": "log file" | "" (logs to stderr)}, or the first failure. */
+static void rotate_logs_run(struct sl_req *r, void *arg)
+{
+    const char *sid = arg;
+    struct sl_smap *sm = sl_smap_get();
+    json_t *out = json_object();
+    char bad[600] = "";
+    int n = 0;
+    for (int i = 0; i < sm->nnodes; i++) {
+        const struct sl_snode *nd = &sm->nodes[i];
+        if (*sid && strcmp(sid, nd->id))
+            continue;
+        n++;
+        if (!strcmp(nd->id, G.id)) {
+            json_object_set_new(out, nd->id, json_string(sl_log_rotate() ? sl_log_path() : ""));
+            continue;
+        }
+        char *url = sl_xasprintf("%s/v1/daemon", nd->ctrl_url);
+        static const char body[] = "{\"action\":\"rotate-logs\"}";
+        struct sl_peer_hdr h = { "Content-Type", "application/json" };
+        struct sl_peer_resp pr;
+        int rc = sl_peer_call("PUT", url, &h, 1, body, sizeof(body) - 1, 0, &pr);
+        if (rc < 0 || pr.status != 200) {
+            if (!bad[0])
+                snprintf(bad, sizeof(bad), "%.48s: %.400s", nd->id, pr.err[0] ? pr.err : "error");
+        } else
+            json_object_set_new(out, nd->id, json_stringn(pr.body.p ? pr.body.p : "", pr.body.len));
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    int64_t ver = sm->version;
+    sl_smap_put(sm);
+    if (*sid && !n)
+        sl_resp_errf(r, SL_ENOENT, "rotate-logs: node \"%s\" is not in the cluster map v%lld (the nodes: GET "
+                     "/v1/daemon?what=smap)", sid, (long long)ver);
+    else if (bad[0])
+        sl_resp_errf(r, SL_EUNAVAIL, "rotate-logs: node %s (the others were rotated); retry when it answers", bad);
+    else
+        sl_resp_json_new(r, 200, out), out = NULL;
+    json_decref(out);
+}
+
 static void cluster_put_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -154,6 +198,9 @@ static void cluster_put_done(struct sl_req *r)
                 sl_resp_text(r, 200, reb ? reb : "");
             free(reb);
         }
+    } else if (!strcmp(a, "rotate-logs")) {
+        const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
+        sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
     } else if (!strcmp(a, "clear-lost")) {
         /* the operator accepts the loss recorded with a target removed by force */
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
@@ -191,7 +238,7 @@ static void cluster_put_done(struct sl_req *r)
         }
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, start-maintenance, "
-                     "stop-maintenance, decommission-node, shutdown-node, clear-lost, start, stop)", a);
+                     "stop-maintenance, decommission-node, shutdown-node, clear-lost, rotate-logs, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }
@@ -466,12 +513,20 @@ static void daemon_put_done(struct sl_req *r)
     if (!strcmp(m.action, "shutdown") || !strcmp(m.action, "shutdown-node")) {
         sl_resp_empty(r, 200);
         sl_cluster_shutdown_self("requested via PUT /v1/daemon");
+    } else if (!strcmp(m.action, "rotate-logs")) {
+        /* a rename and an open under the log's lock, as every write past
+         * log.max_size does: fine on this thread */
+        if (sl_log_rotate()) {
+            sl_logi("log rotated (requested via PUT /v1/daemon)");
+            sl_resp_text(r, 200, sl_log_path());
+        } else
+            sl_resp_text(r, 200, "");
     } else if (!strcmp(m.action, "set-config") && G.role == SL_ROLE_STANDALONE) {
         sl_actmsg_free(&m);
         cluster_put_done(r);
         return;
     } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown%s)", m.action,
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs%s)", m.action,
                      G.role == SL_ROLE_STANDALONE ? ", set-config" : "; change configuration with PUT /v1/cluster");
     }
     sl_actmsg_free(&m);

@@ -1163,6 +1163,20 @@ static void post_done(struct sl_req *r)
             sl_resp_err(r, &err);
             return;
         }
+        if (!strcmp(m.action, "check-lock")) {
+            /* AIStore's check-lock: whether the object's name lock is held
+             * now (a try, never a wait: fine on this thread) */
+            pthread_rwlock_t *lk = sl_obj_lock(&b, name, nlen);
+            if (pthread_rwlock_trywrlock(lk) == 0) {
+                pthread_rwlock_unlock(lk);
+                sl_resp_text(r, 200, "unlocked");
+            } else
+                sl_resp_errf(r, SL_EBUSY, "%s://%s/%.*s is locked (being written, read or moved): retry later",
+                             b.provider, b.name, (int)nlen, name);
+            sl_bck_release(&b);
+            sl_actmsg_free(&m);
+            return;
+        }
         bool taken = sl_modules_object_post(r, &b, name, nlen, &m);
         sl_bck_release(&b);
         if (taken) {
@@ -1179,10 +1193,10 @@ static void post_done(struct sl_req *r)
                      m.action);
     else if (!m.action[0])
         sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
-                     "; this build serves promote, blob-download, mpt-upload and mpt-complete)", r->path);
+                     "; this build serves promote, blob-download, check-lock, mpt-upload and mpt-complete)", r->path);
     else
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
-                     OBJ_POST_ACTIONS "; this build serves promote, blob-download, mpt-upload and mpt-complete)",
+                     OBJ_POST_ACTIONS "; this build serves promote, blob-download, check-lock, mpt-upload and mpt-complete)",
                      m.action, r->path);
     sl_actmsg_free(&m);
 }

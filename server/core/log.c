@@ -106,6 +106,15 @@ static void rotate_locked(void)
     log_written = 0;
 }
 
+bool sl_log_rotate(void)
+{
+    pthread_mutex_lock(&log_mu);
+    bool has = log_file && log_fd >= 0;
+    rotate_locked();
+    pthread_mutex_unlock(&log_mu);
+    return has;
+}
+
 void sl_log_write(int level, const char *file, int line, const char *fmt, ...)
 {
     char msg[4096], out[8192];

@@ -31,6 +31,9 @@ void sl_log_write(int level, const char *file, int line, const char *fmt, ...) S
 /* The log file's path, or NULL (stderr only). Owned by the logger: valid
  * until the next sl_log_open, which replaces it. */
 const char *sl_log_path(void);
+/* Rotate the log file now (FILE -> FILE.1, a new FILE): false when the node
+ * logs to stderr (nothing to rotate). */
+bool sl_log_rotate(void);
 
 extern int sl_log_level_cur;
 

@@ -309,9 +309,10 @@ class TestCLI(unittest.TestCase):
         "s3 verify", "auth", "auth login", "auth logout", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
         "auth show role", "log", "log show",
+        "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
-                "object rm": "rmo", "show job": "job show", "show storage": "storage"}
+                "object rm": "rmo", "show job": "job show", "show storage": "storage", "job ls": "job show"}
 
     @staticmethod
     def help_sections(text):

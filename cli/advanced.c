@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT
+ * advanced.c: shale advanced resilver|check-lock|rotate-logs (ais's `advanced`
+ * commands for operators).
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* advanced resilver [TARGET] [--wait]: the same job as `job start resilver` */
+static int adv_resilver(struct opts *o)
+{
+    return cli_resilver_start(o, o->argc ? o->argv[0] : NULL);
+}
+
+/* advanced check-lock ais://B/O: whether the object's name lock is held now */
+static int adv_check_lock(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("advanced check-lock");
+    struct uri u;
+    if (uri_parse(o->argv[0], &u, true) < 0)
+        return 1;
+    if (!u.obj || !u.obj[0]) {
+        fprintf(stderr, "Error: \"%s\": name an object (ais://BUCKET/OBJECT), not a bucket\n", o->argv[0]);
+        uri_free(&u);
+        return 1;
+    }
+    char *p = uri_obj_path(&u, u.obj);
+    char pq[8192];
+    snprintf(pq, sizeof(pq), "%s%s", p, uri_query(&u));
+    free(p);
+    struct cli_resp r;
+    cli_act("POST", pq, "check-lock", NULL, NULL, &r);
+    int rc = 0;
+    if (r.status == 200)
+        printf("%s://%s/%s is not locked\n", u.provider, u.bucket, u.obj);
+    else
+        rc = cli_fail(&r, "check-lock");
+    cli_resp_free(&r);
+    uri_free(&u);
+    return rc;
+}
+
+/* NODE as p[ID], t[ID] or ID -> ID (new) */
+static char *node_id(const char *s)
+{
+    if ((s[0] == 'p' || s[0] == 't') && s[1] == '[') {
+        size_t n = strcspn(s + 2, "]");
+        return sl_xasprintf("%.*s", (int)n, s + 2);
+    }
+    return sl_xstrdup(s);
+}
+
+/* advanced rotate-logs [NODE]: PUT /v1/cluster rotate-logs, which the
+ * gateway sends to every node of the map (or to the one named) */
+static int adv_rotate_logs(struct opts *o)
+{
+    char *want = o->argc ? node_id(o->argv[0]) : NULL;
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "rotate-logs", NULL, want ? json_pack("{s:s}", "sid", want) : NULL, &r);
+    free(want);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    const char *id;
+    json_t *v;
+    json_object_foreach(j, id, v) {
+        const char *f = json_string_value(v);
+        if (f && *f)
+            printf("%s: rotated %s (the old log is %s.1)\n", id, f, f);
+        else
+            printf("%s: logs to stderr, no log file to rotate\n", id);
+    }
+    json_decref(j);
+    return 0;
+}
+
+int cmd_advanced(int argc, char **argv)
+{
+    static const struct cli_verb verbs[] = { { "resilver", adv_resilver, NULL },
+                                             { "check-lock", adv_check_lock, NULL },
+                                             { "rotate-logs", adv_rotate_logs, NULL } };
+    return cli_run_verb("advanced", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
+}
+
+/* shale scrub [ais://B ...] [--wait] [--progress] */
+int cmd_scrub(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "scrub", argc, argv) < 0)
+        return 1;
+    return cli_scrub_start(&o);
+}
