@@ -180,7 +180,7 @@ static const struct cli_cmd cmds[] = {
       "bucket is evicted whole: its copies and its entry in the cluster (the next access adds it again).",
       NOF, CF_SEL, 1, { "evict s3://data --prefix train/", "evict s3://data" }, NULL },
     /* ---- cluster views ---- */
-    { "show", "show cluster|job|storage|remote-cluster ...",
+    { "show", "show cluster|job|storage|remote-cluster|object|bucket|config|log|etl|dsort|rebalance ...",
       "Show the cluster, its jobs, its storage and the remote clusters attached to it.", NOF, 0, -1,
       { "show cluster", "show job --all" }, NULL },
     { "show cluster", "show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]",
@@ -188,6 +188,17 @@ static const struct cli_cmd cmds[] = {
       CF_JSON | CF_NOHDR, 2, { "show cluster", "show cluster target t[abc123] --json" }, NULL },
     { "show job", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
     { "show storage", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "storage" },
+    { "show object", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "object show" },
+    { "show bucket", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "bucket props show" },
+    { "show log", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "log show" },
+    { "show etl", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "etl show" },
+    { "show config", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "config" },
+    { "show rebalance", "show rebalance [--all] [--json]",
+      "Show the current (or, with --all, the last) rebalance's progress on every target: = shale job show rebalance.",
+      NOF, 0, 0, { "show rebalance", "show rebalance --all" }, "job show" },
+    { "show dsort", "show dsort [ID] [--all] [--json]",
+      "Show the running dsort jobs per target (--all: finished ones too), or dsort job ID: = shale job show dsort.",
+      NOF, 0, 1, { "show dsort", "show dsort Zx3Xk9 --json" }, "job show" },
     { "storage", "storage [show|mountpath] [NODE] [--json]\n"
                  "storage summary ais://BUCKET[/PREFIX]\n"
                  "storage resilver [TARGET] [--wait]",

@@ -542,11 +542,49 @@ static int show_remote(struct opts *o)
     return 0;
 }
 
+/* ais's `show X ...` spellings of shale's own verbs: run CMD with WORDS then argv[1..] */
+static int show_fwd(int (*cmd)(int, char **), const char *w1, const char *w2, int argc, char **argv)
+{
+    char **v = sl_xcalloc((size_t)argc + 3, sizeof(char *));
+    int n = 0;
+    if (w1)
+        v[n++] = (char *)w1;
+    if (w2)
+        v[n++] = (char *)w2;
+    for (int i = 1; i < argc; i++)
+        v[n++] = argv[i];
+    int rc = cmd(n, v);
+    free(v);
+    return rc;
+}
+
 int cmd_show(int argc, char **argv)
 {
     if (argc < 1)
         return cli_usage("show");
     struct opts o;
+    if (!strcmp(argv[0], "object"))
+        return show_fwd(cmd_object, "show", NULL, argc, argv);
+    if (!strcmp(argv[0], "bucket"))
+        return show_fwd(cmd_bucket, "props", "show", argc, argv);
+    if (!strcmp(argv[0], "log"))
+        return show_fwd(cmd_log, "show", NULL, argc, argv);
+    if (!strcmp(argv[0], "etl"))
+        return show_fwd(cmd_etl, "show", NULL, argc, argv);
+    if (!strcmp(argv[0], "config"))
+        return show_fwd(cmd_config, NULL, NULL, argc, argv);
+    if (!strcmp(argv[0], "rebalance") || !strcmp(argv[0], "dsort")) { /* the job's progress per target */
+        if (argc > 1 && argv[1][0] != '-') /* show dsort ID: that job */
+            return show_fwd(cmd_job, "show", NULL, argc, argv);
+        char **v = sl_xcalloc((size_t)argc + 2, sizeof(char *));
+        v[0] = "show";
+        v[1] = argv[0];
+        for (int i = 1; i < argc; i++)
+            v[i + 1] = argv[i];
+        int rc = cmd_job(argc + 1, v);
+        free(v);
+        return rc;
+    }
     if (!strcmp(argv[0], "cluster")) {
         if (cli_opts(&o, "show cluster", argc - 1, argv + 1) < 0)
             return 1;
@@ -568,7 +606,8 @@ int cmd_show(int argc, char **argv)
         free(v);
         return rc;
     }
-    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster, object, bucket, "
+            "config, log, etl, dsort, rebalance; see `shale show --help`)\n", argv[0]);
     return 1;
 }
 
