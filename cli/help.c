@@ -188,6 +188,12 @@ static const struct cli_cmd cmds[] = {
       CF_JSON | CF_NOHDR, 2, { "show cluster", "show cluster target t[abc123] --json" }, NULL },
     { "show job", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
     { "show storage", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "storage" },
+    { "performance", "performance [counters] [NODE] [--json]",
+      "Show each node's own counters (GET, PUT, HEAD, DELETE, LIST: counts and bytes; errors), as ais's "
+      "`performance counters` (throughput, latency, disk are not built yet).", NOF, CF_JSON | CF_NOHDR, 2,
+      { "performance counters", "performance counters t[abc123] --json" }, NULL },
+    { "performance counters", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
+    { "show performance", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
     { "show object", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "object show" },
     { "show bucket", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "bucket props show" },
     { "show log", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "log show" },

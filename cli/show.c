@@ -558,11 +558,37 @@ static int show_fwd(int (*cmd)(int, char **), const char *w1, const char *w2, in
     return rc;
 }
 
+/* ais's `performance counters [NODE]`: each node's own counters (= show cluster stats) */
+int cmd_performance(int argc, char **argv)
+{
+    if (argc < 1 || argv[0][0] == '-' || !strcmp(argv[0], "counters")) {
+        int skip = argc >= 1 && argv[0][0] != '-';
+        char **v = sl_xcalloc((size_t)argc + 3, sizeof(char *));
+        v[0] = "cluster";
+        v[1] = "stats";
+        for (int i = skip; i < argc; i++)
+            v[i - skip + 2] = argv[i];
+        int rc = cmd_show(argc - skip + 2, v);
+        free(v);
+        return rc;
+    }
+    if (!strcmp(argv[0], "throughput") || !strcmp(argv[0], "latency") || !strcmp(argv[0], "disk") ||
+        !strcmp(argv[0], "capacity")) {
+        fprintf(stderr, "Error: \"performance %s\" is not built in shale yet: `shale performance counters` shows each "
+                "node's counters, `shale storage` each target's capacity\n", argv[0]);
+        return 1;
+    }
+    fprintf(stderr, "Error: unknown command \"performance %s\" (counters; see `shale performance --help`)\n", argv[0]);
+    return 1;
+}
+
 int cmd_show(int argc, char **argv)
 {
     if (argc < 1)
         return cli_usage("show");
     struct opts o;
+    if (!strcmp(argv[0], "performance"))
+        return cmd_performance(argc - 1, argv + 1);
     if (!strcmp(argv[0], "object"))
         return show_fwd(cmd_object, "show", NULL, argc, argv);
     if (!strcmp(argv[0], "bucket"))
