@@ -195,7 +195,7 @@ static const struct cli_cmd cmds[] = {
     { "performance counters", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
     { "show performance", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
     { "show object", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "object show" },
-    { "show bucket", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "bucket props show" },
+    { "show bucket", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "bucket props" },
     { "show log", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "log show" },
     { "show etl", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "etl show" },
     { "show config", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "config" },

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: MIT
+"""ais's `show ...` spellings against a gateway and 3 targets: show object|bucket|config|log|etl|rebalance|dsort
+run shale's own verbs (object show, bucket props show, config, log show, etl show, job show KIND);
+`performance counters` / `show performance` print each node's counters; the not-built performance views and
+unknown `show` words exit non-zero naming the word."""
+import json
+import os
+import subprocess
+
+from harness import ClusterTest, SHALE, main
+
+
+class TestCLIShow(ClusterTest):
+    def shale(self, *args):
+        e = dict(os.environ, AIS_ENDPOINT=self.url)
+        return subprocess.run([SHALE] + list(args), capture_output=True, text=True, env=e, timeout=60)
+
+    def ok(self, *args):
+        p = self.shale(*args)
+        self.assertEqual(p.returncode, 0, "%s: %s%s" % (args, p.stdout, p.stderr))
+        return p.stdout
+
+    def test_show_spellings(self):
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/sh", json={"action": "create-bck"}).status_code, 200)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/sh/o1", data=b"hello").status_code, 200)
+        self.assertEqual(self.ok("show", "object", "ais://sh/o1"), self.ok("object", "show", "ais://sh/o1"))
+        j = json.loads(self.ok("show", "object", "ais://sh/o1", "--json"))
+        self.assertEqual(j.get("size"), 5, j)
+        self.assertEqual(json.loads(self.ok("show", "bucket", "ais://sh", "--json")),
+                         json.loads(self.ok("bucket", "props", "show", "ais://sh", "--json")))
+        self.assertEqual(self.ok("show", "config", "cluster", "--json"), self.ok("config", "cluster", "--json"))
+        self.assertTrue(self.ok("show", "log"))
+        self.ok("show", "etl")
+        self.ok("show", "rebalance", "--all")
+        self.ok("show", "dsort")
+        p = self.shale("show", "bogus")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"show bogus"', p.stderr)
+        for v in ("object", "bucket", "config", "log", "etl", "rebalance", "dsort", "performance"):
+            p = self.shale("show", v, "--help")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("Usage: shale", p.stdout)
+
+    def test_performance(self):
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/pf", json={"action": "create-bck"}).status_code, 200)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/pf/o", data=b"x" * 1000).status_code, 200)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/pf/o").status_code, 200)
+        for args in (("performance", "counters"), ("show", "performance"), ("performance",)):
+            out = self.ok(*args)
+            self.assertIn("GET", out.splitlines()[0], out)
+            self.assertEqual(sum(1 for l in out.splitlines() if l.startswith("t[")), 3, out)
+        j = json.loads(self.ok("performance", "counters", "--json"))
+        gets = sum(int(v["get.n"]["v"]) for v in j.values() if isinstance(v, dict) and "get.n" in v)
+        self.assertGreaterEqual(gets, 1, j)
+        for v in ("throughput", "disk"):
+            p = self.shale("performance", v)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("performance %s" % v, p.stderr)
+
+
+if __name__ == "__main__":
+    main()
