@@ -207,13 +207,18 @@ static const struct cli_cmd cmds[] = {
       NOF, 0, 1, { "show dsort", "show dsort Zx3Xk9 --json" }, "job show" },
     { "storage", "storage [show|mountpath] [NODE] [--json]\n"
                  "storage summary ais://BUCKET[/PREFIX]\n"
-                 "storage resilver [TARGET] [--wait]",
+                 "storage resilver [TARGET] [--wait]\n"
+                 "storage cleanup [--wait [--progress]]",
       "Show each target's mountpaths and capacity (used, available, total).", NOF, CF_JSON | CF_NOHDR, 1,
       { "storage", "storage t[abc123] --json" }, NULL },
     { "storage resilver", "storage resilver [TARGET] [--wait]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
       "resilver).", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 1,
       { "storage resilver --wait", "storage resilver t[abc123]" }, NULL },
+    { "storage cleanup", "storage cleanup [--wait [--progress] [--timeout D]]",
+      "Remove the work files nobody writes any more from every target's mountpaths (job cleanup-store); prints the "
+      "job id.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
+      CF_WAIT, 0, { "storage cleanup --wait", "storage cleanup --wait --progress" }, NULL },
     { "config", "config cluster [KEY | KEY=VALUE ...] | config node NODE [KEY]",
       "Show the cluster's or one node's configuration, or change the cluster's at run time.", NOF, 0, -1,
       { "config cluster lru", "config cluster log.level=4" }, NULL },

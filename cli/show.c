@@ -761,6 +761,30 @@ int cmd_storage(int argc, char **argv)
             return 1;
         return cli_resilver_start(&o, o.argc ? o.argv[0] : NULL);
     }
+    if (argc >= 1 && !strcmp(argv[0], "cleanup")) { /* job cleanup-store on every target */
+        if (cli_opts(&o, "storage cleanup", argc - 1, argv + 1) < 0)
+            return 1;
+        if (o.argc) {
+            fprintf(stderr, "Error: unexpected argument \"%s\": `shale storage cleanup` cleans every target's "
+                    "mountpaths and takes no argument\n", o.argv[0]);
+            return 1;
+        }
+        int64_t tmo;
+        if (cli_timeout(&o, &tmo) < 0)
+            return 1;
+        if (opt_bool(&o, "progress") && !opt_bool(&o, "wait")) {
+            fprintf(stderr, "Error: --progress shows a job while it is waited for: add --wait\n");
+            return 1;
+        }
+        char *id = cli_act_id("PUT", "/v1/cluster", "start", json_pack("{s:s}", "Kind", "cleanup-store"),
+                              "start cleanup-store");
+        if (!id)
+            return 1;
+        printf("%s\n", id);
+        int rc = opt_bool(&o, "wait") ? cli_job_wait(id, tmo, opt_bool(&o, "progress")) : 0;
+        free(id);
+        return rc;
+    }
     if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath"))) {
         argc--;
         argv++;

@@ -57,6 +57,20 @@ class TestCLIShow(ClusterTest):
             self.assertEqual(p.returncode, 1)
             self.assertIn("performance %s" % v, p.stderr)
 
+    def test_storage_cleanup(self):
+        p = self.shale("storage", "cleanup", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        jid = p.stdout.split()[0]
+        r = self.s.get(self.url + "/v1/cluster", params={"what": "allxstats"})
+        self.assertIn("cleanup-store", r.text + self.ok("job", "show", "cleanup-store", "--all"))
+        self.assertTrue(jid)
+        p = self.shale("storage", "cleanup", "--progress")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--wait", p.stderr)
+        p = self.shale("storage", "cleanup", "extra")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"extra"', p.stderr)
+
 
 if __name__ == "__main__":
     main()
