@@ -205,7 +205,7 @@ static const struct cli_cmd cmds[] = {
     { "show dsort", "show dsort [ID] [--all] [--json]",
       "Show the running dsort jobs per target (--all: finished ones too), or dsort job ID: = shale job show dsort.",
       NOF, 0, 1, { "show dsort", "show dsort Zx3Xk9 --json" }, "job show" },
-    { "storage", "storage [show|mountpath] [NODE] [--json]\n"
+    { "storage", "storage [show|mountpath show|disk show] [NODE] [--json]\n"
                  "storage summary ais://BUCKET[/PREFIX]\n"
                  "storage resilver [TARGET] [--wait]\n"
                  "storage cleanup [--wait [--progress]]",

@@ -785,10 +785,10 @@ int cmd_storage(int argc, char **argv)
         free(id);
         return rc;
     }
-    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath"))) {
+    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath") || !strcmp(argv[0], "disk"))) {
         argc--;
         argv++;
-        if (argc >= 1 && !strcmp(argv[0], "show")) { /* storage mountpath show */
+        if (argc >= 1 && !strcmp(argv[0], "show")) { /* storage mountpath|disk show */
             argc--;
             argv++;
         }

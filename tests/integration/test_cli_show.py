@@ -57,6 +57,12 @@ class TestCLIShow(ClusterTest):
             self.assertEqual(p.returncode, 1)
             self.assertIn("performance %s" % v, p.stderr)
 
+    def test_storage_show(self):
+        want = self.ok("storage", "--json")
+        for args in (("storage", "disk", "show"), ("storage", "mountpath", "show"), ("show", "storage")):
+            self.assertEqual(json.loads(self.ok(*(args + ("--json",)))).keys(), json.loads(want).keys())
+        self.assertEqual(len(json.loads(want)), 3, want)
+
     def test_storage_cleanup(self):
         p = self.shale("storage", "cleanup", "--wait")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
