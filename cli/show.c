@@ -558,6 +558,110 @@ static int show_fwd(int (*cmd)(int, char **), const char *w1, const char *w2, in
     return rc;
 }
 
+/* performance throughput: each target's GET/PUT rates between two samples of its counters */
+static const char *const tp_keys[4] = { "get.n", "get.size", "put.n", "put.size" };
+
+static int perf_sample(json_t *smap, const struct node_sel *sel, json_t *out)
+{
+    const char *id;
+    json_t *sn;
+    json_object_foreach(json_object_get(smap, "tmap"), id, sn) {
+        if (!sel_match(sel, 't', id))
+            continue;
+        json_t *st = snode_url(sn) ? node_status(id, snode_url(sn)) : NULL;
+        json_t *tr = json_object_get(st, "tracker");
+        json_object_set(out, id, tr ? tr : json_null());
+        json_decref(st);
+    }
+    return 0;
+}
+
+static int perf_throughput(struct opts *o)
+{
+    int64_t every = 5LL * 1000000000LL;
+    const char *rs = opt_str(o, "refresh");
+    if (rs && (sl_parse_duration(rs, &every) < 0 || every <= 0)) {
+        fprintf(stderr, "Error: --refresh: invalid duration \"%s\" (e.g. 1s, 10s, 1m)\n", rs);
+        return 1;
+    }
+    long count = 1;
+    const char *cs = opt_str(o, "count");
+    if (cs) {
+        char *end = NULL;
+        count = strtol(cs, &end, 10);
+        if (!*cs || *end || count < 1) {
+            fprintf(stderr, "Error: --count: \"%s\" is not a positive number of reports\n", cs);
+            return 1;
+        }
+    }
+    json_t *smap;
+    if (cli_get_json("/v1/daemon?what=smap", NULL, &smap) < 0 || !smap)
+        return 1;
+    struct node_sel sel = { .any = true };
+    if (o->argc > 1) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale performance throughput [TARGET]`\n", o->argv[1]);
+        json_decref(smap);
+        return 1;
+    }
+    if (o->argc && (!sel_parse(smap, o->argv[0], &sel) || sel.type == 'p')) {
+        fprintf(stderr, "Error: \"%s\" is not a target in the cluster map (see `shale show cluster target`)\n",
+                o->argv[0]);
+        json_decref(smap);
+        return 1;
+    }
+    json_t *prev = json_object();
+    perf_sample(smap, &sel, prev);
+    for (long n = 0; n < count; n++) {
+        struct timespec ts = { (time_t)(every / 1000000000LL), (long)(every % 1000000000LL) };
+        nanosleep(&ts, NULL);
+        json_t *cur = json_object();
+        perf_sample(smap, &sel, cur);
+        double secs = (double)every / 1e9;
+        json_t *all = json_object();
+        struct table *t = table_new(5, "TARGET", "GET(/s)", "GET(bytes/s)", "PUT(/s)", "PUT(bytes/s)");
+        const char *id;
+        json_t *tr;
+        json_object_foreach(cur, id, tr) {
+            char name[160];
+            snprintf(name, sizeof(name), "t[%s]", id);
+            json_t *pt = json_object_get(prev, id);
+            if (!json_is_object(tr) || !json_is_object(pt)) {
+                table_row(t, name, "-", "-", "-", "-");
+                json_object_set_new(all, name, json_null());
+                continue;
+            }
+            double r[4];
+            for (int k = 0; k < 4; k++) {
+                uint64_t a = tracker_v(pt, tp_keys[k]), b = tracker_v(tr, tp_keys[k]);
+                r[k] = b > a ? (double)(b - a) / secs : 0.0;
+            }
+            char c[4][32];
+            snprintf(c[0], sizeof(c[0]), "%.1f", r[0]);
+            sl_format_size((uint64_t)r[1], c[1], sizeof(c[1]));
+            snprintf(c[2], sizeof(c[2]), "%.1f", r[2]);
+            sl_format_size((uint64_t)r[3], c[3], sizeof(c[3]));
+            table_row(t, name, c[0], c[1], c[2], c[3]);
+            json_object_set_new(all, name, json_pack("{s:f,s:f,s:f,s:f}", "get_per_s", r[0], "get_bytes_per_s", r[1],
+                                                     "put_per_s", r[2], "put_bytes_per_s", r[3]));
+        }
+        if (cli_json)
+            cli_print_json(all);
+        else {
+            if (n)
+                printf("\n");
+            table_print(t, stdout, !cli_no_headers);
+        }
+        fflush(stdout);
+        table_free(t);
+        json_decref(all);
+        json_decref(prev);
+        prev = cur;
+    }
+    json_decref(prev);
+    json_decref(smap);
+    return 0;
+}
+
 /* ais's `performance counters [NODE]`: each node's own counters (= show cluster stats) */
 int cmd_performance(int argc, char **argv)
 {
@@ -572,13 +676,18 @@ int cmd_performance(int argc, char **argv)
         free(v);
         return rc;
     }
-    if (!strcmp(argv[0], "throughput") || !strcmp(argv[0], "latency") || !strcmp(argv[0], "disk") ||
-        !strcmp(argv[0], "capacity")) {
+    if (!strcmp(argv[0], "throughput")) {
+        struct opts o;
+        if (cli_opts(&o, "performance throughput", argc - 1, argv + 1) < 0)
+            return 1;
+        return perf_throughput(&o);
+    }
+    if (!strcmp(argv[0], "latency") || !strcmp(argv[0], "disk") || !strcmp(argv[0], "capacity")) {
         fprintf(stderr, "Error: \"performance %s\" is not built in shale yet: `shale performance counters` shows each "
-                "node's counters, `shale storage` each target's capacity\n", argv[0]);
+                "node's counters, `shale performance throughput` the rates, `shale storage` each target's capacity\n", argv[0]);
         return 1;
     }
-    fprintf(stderr, "Error: unknown command \"performance %s\" (counters; see `shale performance --help`)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"performance %s\" (counters, throughput; see `shale performance --help`)\n", argv[0]);
     return 1;
 }
 

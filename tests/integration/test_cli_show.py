@@ -52,7 +52,28 @@ class TestCLIShow(ClusterTest):
         j = json.loads(self.ok("performance", "counters", "--json"))
         gets = sum(int(v["get.n"]["v"]) for v in j.values() if isinstance(v, dict) and "get.n" in v)
         self.assertGreaterEqual(gets, 1, j)
-        for v in ("throughput", "disk"):
+        out = self.ok("performance", "throughput", "--refresh", "1s", "--count", "2")
+        self.assertEqual(out.count("GET(/s)"), 2, out)
+        self.assertEqual(sum(1 for l in out.splitlines() if l.startswith("t[")), 6, out)
+        th = {}
+        import threading
+        def sample():
+            th["j"] = json.loads(self.ok("performance", "throughput", "--refresh", "2s", "--json"))
+        t = threading.Thread(target=sample)
+        t.start()
+        import time
+        time.sleep(0.5)
+        for i in range(20):
+            self.assertEqual(self.s.get(self.url + "/v1/objects/pf/o").status_code, 200)
+        t.join()
+        self.assertGreater(sum(v["get_per_s"] for v in th["j"].values()), 0, th["j"])
+        p = self.shale("performance", "throughput", "--refresh", "soon")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--refresh", p.stderr)
+        p = self.shale("performance", "throughput", "--count", "0")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--count", p.stderr)
+        for v in ("latency", "disk"):
             p = self.shale("performance", v)
             self.assertEqual(p.returncode, 1)
             self.assertIn("performance %s" % v, p.stderr)
