@@ -691,6 +691,34 @@ int cmd_performance(int argc, char **argv)
     return 1;
 }
 
+/* show dashboard: one screen of the cluster: nodes and capacity, throughput over --refresh, running jobs */
+static int show_dashboard(struct opts *o)
+{
+    if (o->argc) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale show dashboard` takes none\n", o->argv[0]);
+        return 1;
+    }
+    if (cli_json) {
+        fprintf(stderr, "Error: --json: `show dashboard` is for a terminal; use `show cluster --json`, `performance "
+                "throughput --json` and `job show --json`\n");
+        return 1;
+    }
+    char *v1[] = { "cluster" };
+    printf("== Nodes\n");
+    fflush(stdout);
+    if (cmd_show(1, v1))
+        return 1;
+    printf("\n== Throughput\n");
+    fflush(stdout);
+    struct opts t = *o;
+    if (perf_throughput(&t))
+        return 1;
+    printf("\n== Jobs running\n");
+    fflush(stdout);
+    char *v2[] = { "show" };
+    return cmd_job(1, v2);
+}
+
 int cmd_show(int argc, char **argv)
 {
     if (argc < 1)
@@ -698,6 +726,11 @@ int cmd_show(int argc, char **argv)
     struct opts o;
     if (!strcmp(argv[0], "performance"))
         return cmd_performance(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "dashboard")) {
+        if (cli_opts(&o, "show dashboard", argc - 1, argv + 1) < 0)
+            return 1;
+        return show_dashboard(&o);
+    }
     if (!strcmp(argv[0], "object"))
         return show_fwd(cmd_object, "show", NULL, argc, argv);
     if (!strcmp(argv[0], "bucket"))
@@ -742,7 +775,7 @@ int cmd_show(int argc, char **argv)
         return rc;
     }
     fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster, object, bucket, "
-            "config, log, etl, dsort, rebalance; see `shale show --help`)\n", argv[0]);
+            "config, log, etl, dsort, rebalance, performance, dashboard; see `shale show --help`)\n", argv[0]);
     return 1;
 }
 

@@ -299,7 +299,7 @@ class TestCLI(unittest.TestCase):
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
         "storage resilver",
         "show object", "show bucket", "show config", "show log", "show etl", "show rebalance", "show dsort",
-        "show performance", "performance", "performance counters", "performance throughput", "storage cleanup",
+        "show performance", "show dashboard", "performance", "performance counters", "performance throughput", "storage cleanup",
         "config",
         "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",

@@ -78,6 +78,15 @@ class TestCLIShow(ClusterTest):
             self.assertEqual(p.returncode, 1)
             self.assertIn("performance %s" % v, p.stderr)
 
+    def test_dashboard(self):
+        out = self.ok("show", "dashboard", "--refresh", "1s")
+        for w in ("== Nodes", "== Throughput", "GET(/s)", "== Jobs running"):
+            self.assertIn(w, out)
+        self.assertEqual(sum(1 for l in out.splitlines() if l.startswith("t[")), 3 + 3, out)
+        p = self.shale("show", "dashboard", "--refresh", "x")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--refresh", p.stderr)
+
     def test_storage_show(self):
         want = self.ok("storage", "--json")
         for args in (("storage", "disk", "show"), ("storage", "mountpath", "show"), ("show", "storage")):
