@@ -203,6 +203,7 @@ int cmd_rmo(int argc, char **argv);
 int cmd_prefetch(int argc, char **argv);
 int cmd_evict(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+int cmd_performance(int argc, char **argv);
 int cmd_playground(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rmb(int argc, char **argv);

@@ -542,11 +542,217 @@ static int show_remote(struct opts *o)
     return 0;
 }
 
+/* ais's `show X ...` spellings of shale's own verbs: run CMD with WORDS then argv[1..] */
+static int show_fwd(int (*cmd)(int, char **), const char *w1, const char *w2, int argc, char **argv)
+{
+    char **v = sl_xcalloc((size_t)argc + 3, sizeof(char *));
+    int n = 0;
+    if (w1)
+        v[n++] = (char *)w1;
+    if (w2)
+        v[n++] = (char *)w2;
+    for (int i = 1; i < argc; i++)
+        v[n++] = argv[i];
+    int rc = cmd(n, v);
+    free(v);
+    return rc;
+}
+
+/* performance throughput: each target's GET/PUT rates between two samples of its counters */
+static const char *const tp_keys[4] = { "get.n", "get.size", "put.n", "put.size" };
+
+static int perf_sample(json_t *smap, const struct node_sel *sel, json_t *out)
+{
+    const char *id;
+    json_t *sn;
+    json_object_foreach(json_object_get(smap, "tmap"), id, sn) {
+        if (!sel_match(sel, 't', id))
+            continue;
+        json_t *st = snode_url(sn) ? node_status(id, snode_url(sn)) : NULL;
+        json_t *tr = json_object_get(st, "tracker");
+        json_object_set(out, id, tr ? tr : json_null());
+        json_decref(st);
+    }
+    return 0;
+}
+
+static int perf_throughput(struct opts *o)
+{
+    int64_t every = 5LL * 1000000000LL;
+    const char *rs = opt_str(o, "refresh");
+    if (rs && (sl_parse_duration(rs, &every) < 0 || every <= 0)) {
+        fprintf(stderr, "Error: --refresh: invalid duration \"%s\" (e.g. 1s, 10s, 1m)\n", rs);
+        return 1;
+    }
+    long count = 1;
+    const char *cs = opt_str(o, "count");
+    if (cs) {
+        char *end = NULL;
+        count = strtol(cs, &end, 10);
+        if (!*cs || *end || count < 1) {
+            fprintf(stderr, "Error: --count: \"%s\" is not a positive number of reports\n", cs);
+            return 1;
+        }
+    }
+    json_t *smap;
+    if (cli_get_json("/v1/daemon?what=smap", NULL, &smap) < 0 || !smap)
+        return 1;
+    struct node_sel sel = { .any = true };
+    if (o->argc > 1) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale performance throughput [TARGET]`\n", o->argv[1]);
+        json_decref(smap);
+        return 1;
+    }
+    if (o->argc && (!sel_parse(smap, o->argv[0], &sel) || sel.type == 'p')) {
+        fprintf(stderr, "Error: \"%s\" is not a target in the cluster map (see `shale show cluster target`)\n",
+                o->argv[0]);
+        json_decref(smap);
+        return 1;
+    }
+    json_t *prev = json_object();
+    perf_sample(smap, &sel, prev);
+    for (long n = 0; n < count; n++) {
+        struct timespec ts = { (time_t)(every / 1000000000LL), (long)(every % 1000000000LL) };
+        nanosleep(&ts, NULL);
+        json_t *cur = json_object();
+        perf_sample(smap, &sel, cur);
+        double secs = (double)every / 1e9;
+        json_t *all = json_object();
+        struct table *t = table_new(5, "TARGET", "GET(/s)", "GET(bytes/s)", "PUT(/s)", "PUT(bytes/s)");
+        const char *id;
+        json_t *tr;
+        json_object_foreach(cur, id, tr) {
+            char name[160];
+            snprintf(name, sizeof(name), "t[%s]", id);
+            json_t *pt = json_object_get(prev, id);
+            if (!json_is_object(tr) || !json_is_object(pt)) {
+                table_row(t, name, "-", "-", "-", "-");
+                json_object_set_new(all, name, json_null());
+                continue;
+            }
+            double r[4];
+            for (int k = 0; k < 4; k++) {
+                uint64_t a = tracker_v(pt, tp_keys[k]), b = tracker_v(tr, tp_keys[k]);
+                r[k] = b > a ? (double)(b - a) / secs : 0.0;
+            }
+            char c[4][32];
+            snprintf(c[0], sizeof(c[0]), "%.1f", r[0]);
+            sl_format_size((uint64_t)r[1], c[1], sizeof(c[1]));
+            snprintf(c[2], sizeof(c[2]), "%.1f", r[2]);
+            sl_format_size((uint64_t)r[3], c[3], sizeof(c[3]));
+            table_row(t, name, c[0], c[1], c[2], c[3]);
+            json_object_set_new(all, name, json_pack("{s:f,s:f,s:f,s:f}", "get_per_s", r[0], "get_bytes_per_s", r[1],
+                                                     "put_per_s", r[2], "put_bytes_per_s", r[3]));
+        }
+        if (cli_json)
+            cli_print_json(all);
+        else {
+            if (n)
+                printf("\n");
+            table_print(t, stdout, !cli_no_headers);
+        }
+        fflush(stdout);
+        table_free(t);
+        json_decref(all);
+        json_decref(prev);
+        prev = cur;
+    }
+    json_decref(prev);
+    json_decref(smap);
+    return 0;
+}
+
+/* ais's `performance counters [NODE]`: each node's own counters (= show cluster stats) */
+int cmd_performance(int argc, char **argv)
+{
+    if (argc < 1 || argv[0][0] == '-' || !strcmp(argv[0], "counters")) {
+        int skip = argc >= 1 && argv[0][0] != '-';
+        char **v = sl_xcalloc((size_t)argc + 3, sizeof(char *));
+        v[0] = "cluster";
+        v[1] = "stats";
+        for (int i = skip; i < argc; i++)
+            v[i - skip + 2] = argv[i];
+        int rc = cmd_show(argc - skip + 2, v);
+        free(v);
+        return rc;
+    }
+    if (!strcmp(argv[0], "throughput")) {
+        struct opts o;
+        if (cli_opts(&o, "performance throughput", argc - 1, argv + 1) < 0)
+            return 1;
+        return perf_throughput(&o);
+    }
+    if (!strcmp(argv[0], "latency") || !strcmp(argv[0], "disk") || !strcmp(argv[0], "capacity")) {
+        fprintf(stderr, "Error: \"performance %s\" is not built in shale yet: `shale performance counters` shows each "
+                "node's counters, `shale performance throughput` the rates, `shale storage` each target's capacity\n", argv[0]);
+        return 1;
+    }
+    fprintf(stderr, "Error: unknown command \"performance %s\" (counters, throughput; see `shale performance --help`)\n", argv[0]);
+    return 1;
+}
+
+/* show dashboard: one screen of the cluster: nodes and capacity, throughput over --refresh, running jobs */
+static int show_dashboard(struct opts *o)
+{
+    if (o->argc) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale show dashboard` takes none\n", o->argv[0]);
+        return 1;
+    }
+    if (cli_json) {
+        fprintf(stderr, "Error: --json: `show dashboard` is for a terminal; use `show cluster --json`, `performance "
+                "throughput --json` and `job show --json`\n");
+        return 1;
+    }
+    char *v1[] = { "cluster" };
+    printf("== Nodes\n");
+    fflush(stdout);
+    if (cmd_show(1, v1))
+        return 1;
+    printf("\n== Throughput\n");
+    fflush(stdout);
+    struct opts t = *o;
+    if (perf_throughput(&t))
+        return 1;
+    printf("\n== Jobs running\n");
+    fflush(stdout);
+    char *v2[] = { "show" };
+    return cmd_job(1, v2);
+}
+
 int cmd_show(int argc, char **argv)
 {
     if (argc < 1)
         return cli_usage("show");
     struct opts o;
+    if (!strcmp(argv[0], "performance"))
+        return cmd_performance(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "dashboard")) {
+        if (cli_opts(&o, "show dashboard", argc - 1, argv + 1) < 0)
+            return 1;
+        return show_dashboard(&o);
+    }
+    if (!strcmp(argv[0], "object"))
+        return show_fwd(cmd_object, "show", NULL, argc, argv);
+    if (!strcmp(argv[0], "bucket"))
+        return show_fwd(cmd_bucket, "props", "show", argc, argv);
+    if (!strcmp(argv[0], "log"))
+        return show_fwd(cmd_log, "show", NULL, argc, argv);
+    if (!strcmp(argv[0], "etl"))
+        return show_fwd(cmd_etl, "show", NULL, argc, argv);
+    if (!strcmp(argv[0], "config"))
+        return show_fwd(cmd_config, NULL, NULL, argc, argv);
+    if (!strcmp(argv[0], "rebalance") || !strcmp(argv[0], "dsort")) { /* the job's progress per target */
+        if (argc > 1 && argv[1][0] != '-') /* show dsort ID: that job */
+            return show_fwd(cmd_job, "show", NULL, argc, argv);
+        char **v = sl_xcalloc((size_t)argc + 2, sizeof(char *));
+        v[0] = "show";
+        v[1] = argv[0];
+        for (int i = 1; i < argc; i++)
+            v[i + 1] = argv[i];
+        int rc = cmd_job(argc + 1, v);
+        free(v);
+        return rc;
+    }
     if (!strcmp(argv[0], "cluster")) {
         if (cli_opts(&o, "show cluster", argc - 1, argv + 1) < 0)
             return 1;
@@ -568,7 +774,8 @@ int cmd_show(int argc, char **argv)
         free(v);
         return rc;
     }
-    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster, object, bucket, "
+            "config, log, etl, dsort, rebalance, performance, dashboard; see `shale show --help`)\n", argv[0]);
     return 1;
 }
 
@@ -696,10 +903,34 @@ int cmd_storage(int argc, char **argv)
             return 1;
         return cli_resilver_start(&o, o.argc ? o.argv[0] : NULL);
     }
-    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath"))) {
+    if (argc >= 1 && !strcmp(argv[0], "cleanup")) { /* job cleanup-store on every target */
+        if (cli_opts(&o, "storage cleanup", argc - 1, argv + 1) < 0)
+            return 1;
+        if (o.argc) {
+            fprintf(stderr, "Error: unexpected argument \"%s\": `shale storage cleanup` cleans every target's "
+                    "mountpaths and takes no argument\n", o.argv[0]);
+            return 1;
+        }
+        int64_t tmo;
+        if (cli_timeout(&o, &tmo) < 0)
+            return 1;
+        if (opt_bool(&o, "progress") && !opt_bool(&o, "wait")) {
+            fprintf(stderr, "Error: --progress shows a job while it is waited for: add --wait\n");
+            return 1;
+        }
+        char *id = cli_act_id("PUT", "/v1/cluster", "start", json_pack("{s:s}", "Kind", "cleanup-store"),
+                              "start cleanup-store");
+        if (!id)
+            return 1;
+        printf("%s\n", id);
+        int rc = opt_bool(&o, "wait") ? cli_job_wait(id, tmo, opt_bool(&o, "progress")) : 0;
+        free(id);
+        return rc;
+    }
+    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath") || !strcmp(argv[0], "disk"))) {
         argc--;
         argv++;
-        if (argc >= 1 && !strcmp(argv[0], "show")) { /* storage mountpath show */
+        if (argc >= 1 && !strcmp(argv[0], "show")) { /* storage mountpath|disk show */
             argc--;
             argv++;
         }

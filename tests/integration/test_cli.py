@@ -298,6 +298,8 @@ class TestCLI(unittest.TestCase):
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
         "storage resilver",
+        "show object", "show bucket", "show config", "show log", "show etl", "show rebalance", "show dsort",
+        "show performance", "show dashboard", "performance", "performance counters", "performance throughput", "storage cleanup",
         "config",
         "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",
@@ -312,7 +314,10 @@ class TestCLI(unittest.TestCase):
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
-                "object rm": "rmo", "show job": "job show", "show storage": "storage", "job ls": "job show"}
+                "object rm": "rmo", "show job": "job show", "show storage": "storage",
+                "show object": "object show", "show bucket": "bucket props", "show config": "config",
+                "show log": "log show", "show etl": "etl show", "show performance": "performance",
+                "performance counters": "performance", "job ls": "job show"}
 
     @staticmethod
     def help_sections(text):
