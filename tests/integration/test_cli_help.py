@@ -35,6 +35,24 @@ class TestHelp(unittest.TestCase):
             self.assertEqual(p.returncode, 0, (args, p.stderr))
             self.assertTrue(p.stdout.startswith("Usage: shale "), (args, p.stdout[:80]))
 
+    def test_every_path_has_help(self):
+        """every command path of the help table (as the completion script lists them) shows its help: a table
+        entry naming a missing path crashed `--help` (SIGSEGV)"""
+        import re
+        script = shale("completion", "bash").stdout
+        body = script[script.index("_shale_subs()"):]
+        body = body[:body.index("esac")]
+        paths = []
+        for grp, subs in re.findall(r"'([^']*)'\) echo '([^']*)'", body):
+            paths += [(grp + " " + w).split() for w in subs.split() if w != "help"]
+        self.assertGreater(len(paths), 100)
+        for words in paths:
+            p = shale("help", *words)
+            self.assertEqual(p.returncode, 0, (words, p.returncode, p.stderr))
+            self.assertTrue(p.stdout.startswith("Usage: shale "), (words, p.stdout[:80]))
+            p = shale(*(words + ["--help"]))
+            self.assertEqual(p.returncode, 0, (words, p.returncode, p.stderr))
+
     def test_dsort_help(self):
         p = shale("dsort", "--help")
         self.assertEqual(p.returncode, 0, p.stderr)
