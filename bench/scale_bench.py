@@ -139,11 +139,15 @@ def mdb_bytes(tdir):
 
 
 def rss_kib(pid):
+    """(RSS, its anonymous part) in KiB: the rest is file pages, most of them LMDB's map, which the kernel
+    reclaims under pressure"""
+    v = {}
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+            k = line.split(":")[0]
+            if k in ("VmRSS", "RssAnon"):
+                v[k] = int(line.split()[1])
+    return v.get("VmRSS", 0), v.get("RssAnon", 0)
 
 
 def restart_target(c, s, probe):
@@ -206,16 +210,16 @@ def main():
                 assert sc == n, (sc, n)
                 print("  %d objects, round %d: PUT %.0f/s GET %.0f/s delete %.0f/s list %.0f names/s summary "
                       "%.2f s" % (n, rnd + 1, pr, gr, dr, lr, st), flush=True)
-            rss = rss_kib(pid)
+            rss, anon = rss_kib(pid)
             mdb = mdb_bytes(tdir)
             up, pid = restart_target(c, s, names[0])
-            rows.append(dict(n=n, load=ld, put=pr, get=gr, dele=dr, list=lr, summ=st, rss=rss, mdb=mdb, up=up))
+            rows.append(dict(n=n, load=ld, put=pr, get=gr, dele=dr, list=lr, summ=st, rss=rss, anon=anon, mdb=mdb, up=up))
     finally:
         c.stop()
         shutil.rmtree(work, ignore_errors=True)
     print("\n1 gateway + 1 target, 1-byte objects; ratios are to the first size (work ratio = objects ratio)")
     hdr = ("objects", "work x", "load/s", "PUT/s", "GET/s", "del/s", "list/s", "list x", "summ s", "summ x",
-           "start s", "start x", "RSS MiB", "LMDB B/obj")
+           "start s", "start x", "RSS MiB", "anon MiB", "LMDB B/obj")
     print(" ".join("%10s" % h for h in hdr))
     f = rows[0]
     for r in rows:
@@ -223,10 +227,13 @@ def main():
             r["n"], "%.1f" % (r["n"] / f["n"]), "%.0f" % r["load"], "%.0f" % r["put"], "%.0f" % r["get"],
             "%.0f" % r["dele"], "%.0f" % r["list"], "%.2f" % ((r["n"] / r["list"]) / (f["n"] / f["list"])),
             "%.2f" % r["summ"], "%.2f" % (r["summ"] / f["summ"]), "%.2f" % r["up"], "%.2f" % (r["up"] / f["up"]),
-            "%.0f" % (r["rss"] / 1024), "%.0f" % (r["mdb"] / r["n"]))))
+            "%.0f" % (r["rss"] / 1024), "%.0f" % (r["anon"] / 1024), "%.0f" % (r["mdb"] / r["n"]))))
     if len(rows) > 1:
         a0, z = rows[0], rows[-1]
-        print("RSS growth per 10^6 objects: %.1f MiB" % ((z["rss"] - a0["rss"]) / 1024 / ((z["n"] - a0["n"]) / 1e6)))
+        per = (z["n"] - a0["n"]) / 1e6
+        print("growth per 10^6 objects: RSS %.1f MiB, of it anonymous %.1f MiB; LMDB %.1f MiB" % (
+            (z["rss"] - a0["rss"]) / 1024 / per, (z["anon"] - a0["anon"]) / 1024 / per,
+            (z["mdb"] - a0["mdb"]) / 1048576 / per))
     print(json.dumps(rows))
 
 
