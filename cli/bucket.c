@@ -124,6 +124,25 @@ static int bucket_rm(struct opts *o)
 {
     if (o->argc < 1)
         return cli_usage("bucket rm");
+    if (!opt_bool(o, "yes")) {
+        /* as ais: destroying asks first; without a terminal to ask on, refuse */
+        if (!isatty(0)) {
+            fprintf(stderr, "Error: `shale bucket rm` destroys %s and all its objects and asks for confirmation, "
+                            "but stdin is not a terminal: add -y (--yes) to destroy without asking\n",
+                    o->argc == 1 ? o->argv[0] : "these buckets");
+            return 1;
+        }
+        printf("Destroy %d bucket%s (", o->argc, o->argc == 1 ? "" : "s");
+        for (int i = 0; i < o->argc; i++)
+            printf("%s%s", i ? ", " : "", o->argv[i]);
+        printf(") and every object in %s? [Y/N]: ", o->argc == 1 ? "it" : "them");
+        fflush(stdout);
+        char ans[16] = "";
+        if (!fgets(ans, sizeof(ans), stdin) || (ans[0] != 'y' && ans[0] != 'Y')) {
+            printf("Operation canceled\n");
+            return 1;
+        }
+    }
     int rc = 0;
     for (int i = 0; i < o->argc; i++) {
         struct uri u;

@@ -67,10 +67,11 @@ static const struct cli_cmd cmds[] = {
       0, -1, { "bucket create ais://imgs", "bucket create s3://data --skip-lookup --props "
                                           "'extra.aws.endpoint=http://127.0.0.1:9000'" }, NULL },
     { "bucket evict", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "evict" },
-    { "bucket rm", "bucket rm ais://BUCKET [ais://BUCKET ...] [--ignore-error]",
-      "Destroy buckets and every object in them.",
-      F({ "--ignore-error", "a bucket that does not exist is not an error", "false" }), 0, -1,
-      { "bucket rm ais://scratch", "rmb ais://a ais://b --ignore-error" }, NULL },
+    { "bucket rm", "bucket rm ais://BUCKET [ais://BUCKET ...] [--ignore-error] [-y]",
+      "Destroy buckets and every object in them. Asks for confirmation on a terminal; elsewhere (a script) "
+      "it refuses unless -y/--yes is given.",
+      F({ "--ignore-error", "a bucket that does not exist is not an error", "false" }), CF_YES, -1,
+      { "bucket rm ais://scratch -y", "rmb ais://a ais://b --ignore-error -y" }, NULL },
     { "bucket ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "ls" },
     { "bucket props", "bucket props show ais://BUCKET [--json]\n"
                       "bucket props set ais://BUCKET KEY=VALUE [KEY=VALUE ...]",
@@ -106,7 +107,7 @@ static const struct cli_cmd cmds[] = {
                    "object cp ais://SRC ais://DST[/PREPEND] --list 'A,B' | --template 'T' | --prefix P",
       NULL, NOF, 0, 0, { NULL, NULL }, "bucket cp" },
     { "create", "create ais://BUCKET [ais://BUCKET ...] [FLAGS]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket create" },
-    { "rmb", "rmb ais://BUCKET [ais://BUCKET ...] [--ignore-error]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket rm" },
+    { "rmb", "rmb ais://BUCKET [ais://BUCKET ...] [--ignore-error] [-y]", NULL, NOF, 0, 0, { NULL, NULL }, "bucket rm" },
     { "ls", "ls [ais://BUCKET[/PREFIX]] [FLAGS]",
       "List the buckets, or the objects in one bucket.",
       F({ "--props name,size,...|all", "columns: name, size, checksum, atime, version, cached, location, status, "
