@@ -828,6 +828,103 @@ int cmd_get(int argc, char **argv)
 
 /* ---- object show / rmo ---- */
 
+/* every Ais-Custom-Md header (the server sends one per key) as "k=v, k2=v2" */
+static void custom_all(const struct cli_resp *r, char *out, size_t n)
+{
+    const char *name = "Ais-Custom-Md";
+    size_t nl = strlen(name), used = 0;
+    out[0] = 0;
+    for (const char *p = r->hdrs.p; p && *p;) {
+        const char *e = strstr(p, "\r\n");
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l > nl + 1 && !strncasecmp(p, name, nl) && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ')
+                v++;
+            int w = snprintf(out + used, n - used, "%s%.*s", used ? ", " : "", (int)(l - (size_t)(v - p)), v);
+            if (w < 0 || (size_t)w >= n - used)
+                break;
+            used += (size_t)w;
+        }
+        p = e ? e + 2 : NULL;
+    }
+}
+
+static int object_cat(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object cat", argc, argv, 1))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    bool noobj = !u.obj[0] || u.trailing_slash || strchr(u.obj, '{');
+    uri_free(&u);
+    if (noobj) {
+        fprintf(stderr, "Error: \"%s\": `shale object cat` writes one object: name it as ais://BUCKET/OBJECT (for "
+                "many, use `shale get ais://BUCKET --prefix P DIR`)\n", o.argv[0]);
+        return 1;
+    }
+    /* get ais://B/O - FLAGS: the flags are a subset of get's */
+    char **av = sl_xcalloc((size_t)argc + 2, sizeof(*av));
+    int n = 0;
+    av[n++] = o.argv[0];
+    av[n++] = "-";
+    for (int i = 0; i < argc; i++)
+        if (argv[i] != o.argv[0] && strcmp(argv[i], o.argv[0]))
+            av[n++] = argv[i];
+    int rc = cmd_get(n, av);
+    free(av);
+    return rc;
+}
+
+static int object_set_custom(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object set-custom", argc, argv, 2))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    json_t *kv = json_object();
+    if (!u.obj[0] || u.trailing_slash) {
+        fprintf(stderr, "Error: \"%s\": name one object as ais://BUCKET/OBJECT\n", o.argv[0]);
+        goto out;
+    }
+    for (int i = 1; i < o.argc; i++) {
+        const char *eq = strchr(o.argv[i], '=');
+        if (!eq || eq == o.argv[i]) {
+            fprintf(stderr, "Error: \"%s\": expected KEY=VALUE (e.g. label=cat)\n", o.argv[i]);
+            goto out;
+        }
+        char *k = sl_xstrndup(o.argv[i], (size_t)(eq - o.argv[i]));
+        json_object_set_new(kv, k, json_string(eq + 1));
+        free(k);
+    }
+    bool replace = opt_bool(&o, "replace") || opt_bool(&o, "set-new-custom");
+    char *op = uri_obj_path(&u, u.obj);
+    const char *uq = uri_query(&u);
+    char *pq = sl_xasprintf("%s%s%sset-new-custom=%s", op, uq, *uq ? "&" : "?", replace ? "true" : "false");
+    struct cli_resp r;
+    cli_act("PATCH", pq, "", NULL, kv, &r);
+    kv = NULL;
+    free(op);
+    free(pq);
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+    } else {
+        printf("Custom metadata of %s://%s/%s %s (`shale object show %s --props all` shows it)\n",
+               sl_provider_scheme(u.provider), u.bucket, u.obj, replace ? "replaced" : "updated", o.argv[0]);
+        rc = 0;
+    }
+    cli_resp_free(&r);
+out:
+    json_decref(kv);
+    uri_free(&u);
+    return rc;
+}
+
 static int object_show(struct opts *o)
 {
     if (o->argc != 1)
@@ -853,7 +950,7 @@ static int object_show(struct opts *o)
         cli_resp_header(&r, "Ais-Atime", atime, sizeof(atime));
         cli_resp_header(&r, "Ais-Version", ver, sizeof(ver));
         cli_resp_header(&r, "Ais-Location", loc, sizeof(loc));
-        cli_resp_header(&r, "Ais-Custom-Md", custom, sizeof(custom));
+        custom_all(&r, custom, sizeof(custom));
         char ck[200], sz[32], at[64];
         snprintf(ck, sizeof(ck), "%s%s%s", ckt[0] ? ckt : "none", ckv[0] ? " " : "", ckv);
         sl_format_size(strtoull(size, NULL, 10), sz, sizeof(sz));
@@ -1035,12 +1132,16 @@ int cmd_object(int argc, char **argv)
         return cmd_rmo(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cp"))
         return cli_cp("object cp", argc - 1, argv + 1);
+    if (!strcmp(argv[0], "cat"))
+        return object_cat(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "set-custom"))
+        return object_set_custom(argc - 1, argv + 1);
     if (!strcmp(argv[0], "show")) {
         struct opts o;
         if (cli_opts(&o, "object show", argc - 1, argv + 1) < 0)
             return 1;
         return object_show(&o);
     }
-    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, put, rm, cp)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, cat, put, rm, cp, set-custom)\n", argv[0]);
     return 1;
 }
