@@ -191,6 +191,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_put(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_object(int argc, char **argv);
+int cmd_blob_download(int argc, char **argv);
 int cmd_rmo(int argc, char **argv);
 int cmd_prefetch(int argc, char **argv);
 int cmd_evict(int argc, char **argv);

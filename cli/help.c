@@ -154,6 +154,16 @@ static const struct cli_cmd cmds[] = {
         { "--set-new-custom", "the same as --replace (ais's spelling)", "false" }),
       0, -1, { "object set-custom ais://imgs/cat.jpg label=cat source=web",
                "object set-custom ais://imgs/cat.jpg label=dog --replace" }, NULL },
+    { "object blob-download", "object blob-download s3://BUCKET/OBJECT [--chunk-size SIZE] [--num-workers N] "
+                              "[--latest] [--wait [--progress]]",
+      "Fetch one large object of a remote bucket into the cluster in parallel ranges (a blob-download job).",
+      F({ "--chunk-size SIZE", "bytes per range request, e.g. 8MiB", "the cluster's backend.blob_chunk" },
+        { "--num-workers N", "range requests at once", "the cluster's backend.blob_workers" },
+        { "--latest", "fetch again when the remote holds a newer version than the cluster's copy", "false" },
+        { "--progress", "with --wait: show the job's progress", "false" }),
+      CF_WAIT, 1, { "object blob-download s3://data/big.bin --chunk-size 16MiB --num-workers 8 --wait",
+                    "blob-download s3://data/big.bin --latest" }, NULL },
+    { "blob-download", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "object blob-download" },
     { "object get", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "get" },
     { "object put", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "put" },
     { "object rm", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "rmo" },
@@ -191,10 +201,11 @@ static const struct cli_cmd cmds[] = {
       "Fetch objects of a remote bucket (s3://, or ais:// with a backend_bck) into the cluster ahead of reading "
       "them: one prefetch-listrange job on every target, waited for (no selection: every object).",
       NOF, CF_SEL, 1, { "prefetch s3://data --prefix train/", "prefetch 's3://data/shard-{000..099}.tar'" }, NULL },
-    { "evict", "evict s3://BUCKET[/TEMPLATE] [--list 'A,B' | --template 'T' | --prefix P]",
+    { "evict", "evict s3://BUCKET[/TEMPLATE] [--list 'A,B' | --template 'T' | --prefix P] [--keep-md]",
       "Drop the cluster's copies of a remote bucket's objects (the remote keeps them); with no selection, an s3:// "
       "bucket is evicted whole: its copies and its entry in the cluster (the next access adds it again).",
-      NOF, CF_SEL, 1, { "evict s3://data --prefix train/", "evict s3://data" }, NULL },
+      F({ "--keep-md", "evict a whole bucket's copies but keep the bucket and its properties (a job, waited "
+                       "for)", "false" }), CF_SEL, 1, { "evict s3://data --prefix train/", "evict s3://data" }, NULL },
     /* ---- cluster views ---- */
     { "show", "show cluster|job|storage|remote-cluster ...",
       "Show the cluster, its jobs, its storage and the remote clusters attached to it.", NOF, 0, -1,

@@ -878,6 +878,82 @@ static int object_cat(int argc, char **argv)
     return rc;
 }
 
+int cmd_blob_download(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object blob-download", argc, argv, 1))
+        return 1;
+    int64_t tmo;
+    struct uri u;
+    if (cli_timeout(&o, &tmo) < 0 || uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    json_t *v = json_object();
+    if (!u.obj[0] || u.trailing_slash) {
+        fprintf(stderr, "Error: \"%s\": name one object as s3://BUCKET/OBJECT\n", o.argv[0]);
+        goto out;
+    }
+    const char *cs = opt_str(&o, "chunk-size");
+    if (cs) {
+        uint64_t n;
+        if (sl_parse_size(cs, &n) < 0 || n == 0) {
+            fprintf(stderr, "Error: --chunk-size \"%s\": expected a size such as 8MiB or 1048576\n", cs);
+            goto out;
+        }
+        json_object_set_new(v, "chunk-size", json_integer((json_int_t)n));
+    }
+    if (opt_str(&o, "num-workers")) {
+        char *end;
+        long n = strtol(opt_str(&o, "num-workers"), &end, 10);
+        if (*end || n < 1 || n > 1000) {
+            fprintf(stderr, "Error: --num-workers \"%s\": expected a number from 1 to 1000\n",
+                    opt_str(&o, "num-workers"));
+            goto out;
+        }
+        json_object_set_new(v, "num-workers", json_integer(n));
+    }
+    if (opt_bool(&o, "latest"))
+        json_object_set_new(v, "latest-ver", json_true());
+    if (opt_bool(&o, "progress") && !opt_bool(&o, "wait")) {
+        fprintf(stderr, "Error: --progress shows a job being waited for: add --wait\n");
+        goto out;
+    }
+    char *eb = sl_url_encode_path(u.bucket, strlen(u.bucket));
+    char *pq = sl_xasprintf("/v1/objects/%s%s", eb, uri_query(&u));
+    free(eb);
+    struct cli_resp r;
+    cli_act("POST", pq, "blob-download", u.obj, v, &r);
+    v = NULL;
+    free(pq);
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        goto out;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    for (size_t l = strlen(id); l && (id[l - 1] == '\n' || id[l - 1] == '"'); l--)
+        id[l - 1] = 0;
+    const char *jid = id[0] == '"' ? id + 1 : id;
+    if (!jid[0]) {
+        printf("%s://%s/%s is in the cluster already (nothing to download; --latest checks the remote's "
+               "version)\n", sl_provider_scheme(u.provider), u.bucket, u.obj);
+        rc = 0;
+    } else if (opt_bool(&o, "wait")) {
+        rc = cli_job_wait(jid, tmo, opt_bool(&o, "progress"));
+        if (rc == 0)
+            printf("Downloaded %s://%s/%s (job %s)\n", sl_provider_scheme(u.provider), u.bucket, u.obj, jid);
+    } else {
+        cli_job_started(jid);
+        rc = 0;
+    }
+    free(id);
+out:
+    json_decref(v);
+    uri_free(&u);
+    return rc;
+}
+
 static int object_set_custom(int argc, char **argv)
 {
     struct opts o;
@@ -1044,7 +1120,24 @@ static int remote_job(int argc, char **argv, const char *cmd)
     int rc;
     struct cli_resp r;
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
-    if (evict && all && strcmp(u.provider, "ais")) {
+    if (evict && opt_bool(&o, "keep-md") && !all) {
+        fprintf(stderr, "Error: --keep-md applies to evicting a whole bucket (evict s3://BUCKET --keep-md); evicting "
+                        "a selection (--list, --template, --prefix) always keeps the bucket\n");
+        rc = 1;
+    } else if (evict && opt_bool(&o, "keep-md")) {
+        /* evict-remote-bck keep_bck_md=true: the bucket stays; an evict-listrange job drops every copy */
+        char *kq = sl_xasprintf("%s&keep_bck_md=true", pq);
+        char *id = cli_act_id("DELETE", kq, "evict-remote-bck", NULL, "evict");
+        free(kq);
+        rc = 1;
+        if (id) {
+            rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
+            if (rc == 0)
+                printf("Evicted every object of %s://%s (job %s); the bucket and its properties stay\n",
+                       sl_provider_scheme(u.provider), u.bucket, id);
+            free(id);
+        }
+    } else if (evict && all && strcmp(u.provider, "ais")) {
         cli_act("DELETE", pq, "evict-remote-bck", "", NULL, &r);
         rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
         if (!rc)
@@ -1132,6 +1225,8 @@ int cmd_object(int argc, char **argv)
         return cmd_rmo(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cp"))
         return cli_cp("object cp", argc - 1, argv + 1);
+    if (!strcmp(argv[0], "blob-download"))
+        return cmd_blob_download(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cat"))
         return object_cat(argc - 1, argv + 1);
     if (!strcmp(argv[0], "set-custom"))

@@ -4,9 +4,16 @@ before destroying (-y/--yes skips; without a terminal and -y it refuses, naming 
 unknown flag); `object cat` writes an object (or a byte range of it) to stdout; `object set-custom` adds or
 replaces custom metadata, and `object show --props all` prints every custom key (it printed the first only)."""
 import os
+import shutil
 import subprocess
+import tempfile
+import unittest
 
-from harness import ClusterTest, SHALE, main
+import boto3
+import requests
+from botocore.config import Config
+
+from harness import ClusterTest, Cluster, SHALE, main, wait_until
 
 
 class TestCLIObjects(ClusterTest):
@@ -80,6 +87,71 @@ class TestCLIObjects(ClusterTest):
         self.assertIn("KEY=VALUE", p.stderr)
         p = self.shale("object", "set-custom", "ais://cm1/o")
         self.assertNotEqual(p.returncode, 0)
+
+
+AK, SK = "cliobj-node", "cliobj-remote-secret-1"
+
+
+class TestCLIRemote(unittest.TestCase):
+    """s3:// verbs against a second cluster's /s3 endpoint as the remote: `evict --keep-md` waits for its job and
+    keeps the bucket (it was refused as an unknown flag); `object blob-download` / `blob-download` fetch one
+    object with a job."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="shale-cliobj-")
+        cls.remote = Cluster(cls.tmp, proxies=1, targets=1, name="remote").start()
+        cls.remote.cli("s3", "key", "add", AK, "--secret", SK)
+        cls.rs3 = boto3.client("s3", endpoint_url=cls.remote.url + "/s3", aws_access_key_id=AK,
+                               aws_secret_access_key=SK, region_name="us-east-1",
+                               config=Config(s3={"addressing_style": "path"}))
+        cls.rs3.create_bucket(Bucket="rbk")
+        for i in range(5):
+            cls.rs3.put_object(Bucket="rbk", Key="o%d" % i, Body=b"y" * 1000)
+        cls.rs3.put_object(Bucket="rbk", Key="big", Body=b"z" * (3 << 20))
+        creds = os.path.join(cls.tmp, "credentials")
+        with open(creds, "w") as f:
+            f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (AK, SK))
+        env = {"AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+               "AWS_PROFILE": "", "S3_ENDPOINT": cls.remote.url + "/s3"}
+        cls.c = Cluster(cls.tmp, proxies=1, targets=2, name="local", env=env).start()
+        wait_until(lambda: len(cls.c.smap()["tmap"]) == 2, 30, what="2 targets")
+        cls.url = cls.c.url
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+        cls.remote.stop()
+        if not os.environ.get("SHALE_KEEP_TMP"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def cached(self):
+        out = self.c.cli("ls", "s3://rbk", "--cached", "-H").stdout
+        return sorted(l.split()[0] for l in out.splitlines() if l.strip())
+
+    def test_evict_keep_md(self):
+        self.c.cli("prefetch", "s3://rbk", "--template", "o{0..4}")
+        self.assertTrue({"o0", "o1", "o2", "o3", "o4"} <= set(self.cached()))
+        p = self.c.cli("evict", "s3://rbk", "--keep-md")
+        self.assertRegex(p.stdout, r"Evicted every object of s3://rbk \(job \S+\); the bucket and its properties stay")
+        self.assertEqual(self.cached(), [])
+        self.assertEqual(requests.head(self.url + "/v1/buckets/rbk?provider=aws&dont_add_remote=true").status_code,
+                         200)
+        p = self.c.cli("evict", "s3://rbk", "--keep-md", "--prefix", "o", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--keep-md", p.stderr)
+
+    def test_blob_download(self):
+        p = self.c.cli("object", "blob-download", "s3://rbk/big", "--chunk-size", "1MiB", "--num-workers", "2",
+                       "--wait")
+        self.assertIn("Downloaded s3://rbk/big", p.stdout)
+        self.assertIn("big", self.cached())
+        p = self.c.cli("blob-download", "s3://rbk/big", "--chunk-size", "lots", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--chunk-size", p.stderr)
+        p = self.c.cli("blob-download", "s3://rbk/big", "--progress", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--wait", p.stderr)
 
 
 if __name__ == "__main__":
