@@ -1083,12 +1083,44 @@ static int listrange_job(struct opts *o, const struct uri *u, const char *tmpl, 
         json_object_set_new(v, "non-recurs", json_true());
     if (opt_bool(o, "cont-on-err"))
         json_object_set_new(v, "coer", json_true());
+    bool progress = false;
+    if (!strcmp(action, "prefetch-listrange")) {
+        /* prefetch --latest, --blob-threshold (and its chunk size, workers), --progress */
+        if (opt_bool(o, "latest"))
+            json_object_set_new(v, "latest-ver", json_true());
+        static const char *const sz[][2] = { { "blob-threshold", "blob-threshold" },
+                                             { "blob-chunk-size", "blob-chunk-size" } };
+        for (size_t i = 0; i < SL_ARRAY_SIZE(sz); i++) {
+            const char *s = opt_str(o, sz[i][0]);
+            uint64_t n;
+            if (!s)
+                continue;
+            if (sl_parse_size(s, &n) < 0) {
+                fprintf(stderr, "Error: --%s \"%s\": expected a size such as 64MiB or 1048576\n", sz[i][0], s);
+                json_decref(v);
+                return 1;
+            }
+            json_object_set_new(v, sz[i][1], json_integer((json_int_t)n));
+        }
+        if (opt_str(o, "blob-num-workers")) {
+            char *end;
+            long n = strtol(opt_str(o, "blob-num-workers"), &end, 10);
+            if (*end || n < 0 || n > 1000) {
+                fprintf(stderr, "Error: --blob-num-workers \"%s\": expected a number from 0 to 1000\n",
+                        opt_str(o, "blob-num-workers"));
+                json_decref(v);
+                return 1;
+            }
+            json_object_set_new(v, "blob-num-workers", json_integer(n));
+        }
+        progress = opt_bool(o, "progress");
+    }
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
     char *id = cli_act_id(method, pq, action, v, cmd);
     free(pq);
     if (!id)
         return 1;
-    int rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
+    int rc = cli_job_wait(id, 3600LL * 1000000000LL, progress);
     if (rc == 0)
         printf("%s %s %s %s://%s (job %s)\n", did, list ? "the listed objects" : tmpl ? tmpl : prefix && prefix[0]
                ? prefix : "every object", strcmp(action, "delete-listrange") ? "of" : "from",

@@ -153,6 +153,35 @@ class TestCLIRemote(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("--wait", p.stderr)
 
+    def test_prefetch_flags(self):
+        self.rs3.put_object(Bucket="rbk", Key="pf/a", Body=b"a" * 5000)
+        p = self.c.cli("prefetch", "s3://rbk", "--prefix", "pf/", "--blob-threshold", "1KiB", "--blob-chunk-size",
+                       "64KiB", "--blob-num-workers", "2", "--progress")
+        self.assertIn("Prefetched", p.stdout)
+        self.assertIn("pf/a", self.cached())
+        self.rs3.put_object(Bucket="rbk", Key="pf/a", Body=b"b" * 5000)
+        self.c.cli("prefetch", "s3://rbk", "--prefix", "pf/", "--latest")
+        r = requests.get(self.url + "/v1/objects/rbk/pf/a?provider=aws")
+        self.assertEqual(r.content, b"b" * 5000)
+        p = self.c.cli("prefetch", "s3://rbk", "--blob-threshold", "huge", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--blob-threshold", p.stderr)
+
+    def test_cp_latest_sync(self):
+        self.rs3.put_object(Bucket="rbk", Key="cs/a", Body=b"1")
+        self.rs3.put_object(Bucket="rbk", Key="cs/b", Body=b"1")
+        self.c.cli("bucket", "cp", "s3://rbk", "ais://csdst", "--prefix", "cs/", "--wait")
+        self.rs3.put_object(Bucket="rbk", Key="cs/a", Body=b"22")
+        self.rs3.delete_object(Bucket="rbk", Key="cs/b")
+        self.c.cli("bucket", "cp", "s3://rbk", "ais://csdst", "--prefix", "cs/", "--latest", "--wait")
+        self.assertEqual(requests.get(self.url + "/v1/objects/csdst/cs/a").content, b"22")
+        self.assertEqual(requests.head(self.url + "/v1/objects/csdst/cs/b", allow_redirects=True).status_code, 200)
+        self.c.cli("bucket", "cp", "s3://rbk", "ais://csdst", "--prefix", "cs/", "--sync", "--wait")
+        self.assertEqual(requests.head(self.url + "/v1/objects/csdst/cs/b", allow_redirects=True).status_code, 404)
+        p = self.c.cli("cp", "s3://rbk/cs/a", "ais://csdst/x", "--latest", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--latest", p.stderr)
+
 
 if __name__ == "__main__":
     main()
