@@ -182,6 +182,25 @@ class TestCLIRemote(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("--latest", p.stderr)
 
+    def test_inventory(self):
+        self.rs3.put_object(Bucket="rbk", Key="inv/a", Body=b"a" * 100)
+        self.rs3.put_object(Bucket="rbk", Key="inv/b", Body=b"b" * 200)
+        p = self.c.cli("nbi", "create", "s3://rbk", "--inv-name", "snap1", "--prefix", "inv/", "--wait")
+        self.assertIn("Created the inventory of s3://rbk", p.stdout)
+        self.rs3.put_object(Bucket="rbk", Key="inv/c", Body=b"c")  # after the snapshot: not in it
+        p = self.c.cli("ls", "s3://rbk", "--inventory", "--inv-name", "snap1", "-H")
+        names = sorted(l.split()[0] for l in p.stdout.splitlines() if l.strip())
+        self.assertEqual(names, ["inv/a", "inv/b"], p.stdout)
+        p = self.c.cli("nbi", "show", "s3://rbk")
+        self.assertRegex(p.stdout, r"(?m)^snap1\s+inv/\s+2\s")
+        p = self.c.cli("ls", "s3://rbk", "--inv-name", "snap1", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--inventory", p.stderr)
+        p = self.c.cli("nbi", "rm", "s3://rbk", "--inv-name", "snap1")
+        self.assertIn("Removed the inventory", p.stdout)
+        p = self.c.cli("ls", "s3://rbk", "--inventory", check=False)
+        self.assertNotEqual(p.returncode, 0)
+
 
 if __name__ == "__main__":
     main()
