@@ -88,6 +88,21 @@ class TestCLIObjects(ClusterTest):
         p = self.shale("object", "set-custom", "ais://cm1/o")
         self.assertNotEqual(p.returncode, 0)
 
+    def test_archive_ls_limit_and_list(self):
+        self.mkb("ar1")
+        for n in ("a", "b", "c"):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/ar1/" + n, data=n.encode() * 10).status_code, 200)
+        p = self.shale("archive", "bucket", "ais://ar1", "ais://ar2/s.tar", "--list", "a,b", "--wait")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.shale("archive", "ls", "ais://ar2/s.tar", "-H")
+        self.assertEqual([l.split()[0] for l in p.stdout.splitlines()], ["s.tar", "s.tar/a", "s.tar/b"], p.stdout)
+        p = self.shale("archive", "ls", "ais://ar2/s.tar", "--limit", "2", "-H")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([l.split()[0] for l in p.stdout.splitlines()], ["s.tar", "s.tar/a"], p.stdout)
+        p = self.shale("archive", "ls", "ais://ar2", "--limit", "-1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--limit", p.stderr)
+
 
 AK, SK = "cliobj-node", "cliobj-remote-secret-1"
 
