@@ -760,7 +760,7 @@ static int nbi_rm(int argc, char **argv)
 int cli_show_nbi(int argc, char **argv)
 {
     struct opts o;
-    if (cli_opts_min(&o, "show nbi", argc, argv, 1))
+    if (cli_opts_min(&o, "nbi show", argc, argv, 1)) /* (`show nbi`: an alias show.c's owner adds) */
         return 1;
     struct uri u;
     if (uri_parse(o.argv[0], &u, true) < 0)

@@ -68,8 +68,8 @@ static const struct cli_cmd cmds[] = {
                                           "'extra.aws.endpoint=http://127.0.0.1:9000'" }, NULL },
     { "bucket evict", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "evict" },
     { "bucket rm", "bucket rm ais://BUCKET [ais://BUCKET ...] [--ignore-error] [-y]",
-      "Destroy buckets and every object in them. Asks for confirmation on a terminal; elsewhere (a script) "
-      "it refuses unless -y/--yes is given.",
+      "Destroy buckets and every object in them, after asking on a terminal (elsewhere, as in a script, it "
+      "refuses unless -y/--yes is given).",
       F({ "--ignore-error", "a bucket that does not exist is not an error", "false" }), CF_YES, -1,
       { "bucket rm ais://scratch -y", "rmb ais://a ais://b --ignore-error -y" }, NULL },
     { "bucket ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "ls" },
@@ -172,7 +172,7 @@ static const struct cli_cmd cmds[] = {
     { "blob-download", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "object blob-download" },
     { "nbi", "nbi create|rm s3://BUCKET ...",
       "Create or remove a remote bucket's native inventory: a snapshot of its names and sizes that `ls --inventory` "
-      "lists fast (`show nbi` shows them).", NOF, 0, -1,
+      "lists fast (`nbi show` shows them).", NOF, 0, -1,
       { "nbi create s3://data --wait", "ls s3://data --inventory" }, NULL },
     { "nbi create", "nbi create s3://BUCKET [--inv-name NAME] [--prefix P] [--force] [--wait]",
       "Snapshot a remote bucket's names and sizes into an inventory (a create-inventory job on every target).",
@@ -184,8 +184,7 @@ static const struct cli_cmd cmds[] = {
       "Remove a remote bucket's inventory (the bucket and its objects stay).",
       F({ "--inv-name NAME", "only the inventory of this name", "the bucket's inventory" }), 0, 1,
       { "nbi rm s3://data", "nbi rm s3://data --inv-name snap1" }, NULL },
-    { "nbi show", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "show nbi" },
-    { "show nbi", "show nbi s3://BUCKET [--inv-name NAME] [--json]",
+    { "nbi show", "nbi show s3://BUCKET [--inv-name NAME] [--json]",
       "Show a remote bucket's inventories: name, prefix, objects, size, when made.",
       F({ "--inv-name NAME", "only the inventory of this name", "all" }), CF_JSON | CF_NOHDR, 1,
       { "show nbi s3://data", "show nbi s3://data --json" }, NULL },
