@@ -153,6 +153,10 @@ static const struct cli_cmd cmds[] = {
         { "--archregx X", "the members of a shard that match X (with --archmode), as a tar", "none" },
         { "--archmode M", "how --archregx matches: regexp, prefix, suffix, substr or wdskey", "regexp" }),
       0, 1, { "object cat ais://docs/README.md", "object cat ais://data/shard.tar --archpath 0001.cls" }, NULL },
+    { "object concat", "object concat FILE [FILE ...] ais://BUCKET/OBJECT",
+      "Concatenate local files, in the order given, into one object (appends, then a flush).", NOF, 0, -1,
+      { "object concat part1.bin part2.bin ais://data/whole.bin", "object concat a.txt b.txt ais://docs/ab.txt" },
+      NULL },
     { "object set-custom", "object set-custom ais://BUCKET/OBJECT KEY=VALUE [KEY=VALUE ...] [--replace]",
       "Set custom metadata of an object: the keys are added to (or change) the object's custom metadata; "
       "--replace (ais: --set-new-custom) makes them its only custom metadata.",

@@ -308,7 +308,7 @@ class TestCLI(unittest.TestCase):
         "s3 verify", "auth", "auth login", "auth logout", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
         "auth show role", "log", "log show",
-        "object cat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
+        "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",

@@ -103,6 +103,23 @@ class TestCLIObjects(ClusterTest):
         self.assertEqual(p.returncode, 1)
         self.assertIn("--limit", p.stderr)
 
+    def test_object_concat(self):
+        self.mkb("cc1")
+        d = tempfile.mkdtemp(prefix="shale-concat-")
+        paths = []
+        for i, data in enumerate((b"first-", b"second-", b"third")):
+            paths.append(os.path.join(d, "p%d" % i))
+            with open(paths[-1], "wb") as f:
+                f.write(data)
+        p = self.shale("object", "concat", *paths, "ais://cc1/whole")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Concatenated 3 files into ais://cc1/whole", p.stdout)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/cc1/whole").content, b"first-second-third")
+        p = self.shale("object", "concat", d + "/nope", "ais://cc1/x")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nope", p.stderr)
+        shutil.rmtree(d, ignore_errors=True)
+
 
 AK, SK = "cliobj-node", "cliobj-remote-secret-1"
 
