@@ -433,6 +433,7 @@ static int arch_get(struct opts *o)
 struct ls_arg {
     struct table *t;
     size_t shards, members;
+    long long limit;            /* names (shards and members) to list at most; 0: all */
 };
 
 static int ls_entry(void *arg, const json_t *e)
@@ -442,6 +443,8 @@ static int ls_entry(void *arg, const json_t *e)
     bool in_arch = fl & 128, is_arch = fl & 512;
     if (!in_arch && !is_arch)
         return 0; /* plain objects are not shards */
+    if (a->limit && (long long)(a->shards + a->members) >= a->limit)
+        return 2; /* --limit reached: stop listing */
     char sz[32], nm[2200];
     sl_format_size(strtoull(sl_json_str(e, "size", "0"), NULL, 10), sz, sizeof(sz));
     snprintf(nm, sizeof(nm), "%s%s", in_arch ? "    " : "", json_string_value(json_object_get(e, "name")));
@@ -461,10 +464,18 @@ static int arch_ls(struct opts *o)
     struct uri u;
     if (uri_parse(o->argv[0], &u, true) < 0)
         return 1;
-    struct ls_arg la = { table_new(2, "NAME", "SIZE"), 0, 0 };
+    long long limit = opt_int(o, "limit", 0);
+    if (limit < 0) {
+        fprintf(stderr, "Error: --limit %s: expected a number of names, 0 or more (0: all)\n", opt_str(o, "limit"));
+        uri_free(&u);
+        return 1;
+    }
+    struct ls_arg la = { table_new(2, "NAME", "SIZE"), 0, 0, limit };
     json_t *msg = json_pack("{s:s,s:s,s:s}", "props", "name,size", "prefix", u.obj, "flags", "8");
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
     int rc = cli_list_each(pq, msg, ls_entry, &la);
+    if (rc == 2)
+        rc = 0; /* stopped at --limit */
     free(pq);
     json_decref(msg);
     if (rc == 0) {

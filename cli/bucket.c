@@ -124,6 +124,25 @@ static int bucket_rm(struct opts *o)
 {
     if (o->argc < 1)
         return cli_usage("bucket rm");
+    if (!opt_bool(o, "yes")) {
+        /* as ais: destroying asks first; without a terminal to ask on, refuse */
+        if (!isatty(0)) {
+            fprintf(stderr, "Error: `shale bucket rm` destroys %s and all its objects and asks for confirmation, "
+                            "but stdin is not a terminal: add -y (--yes) to destroy without asking\n",
+                    o->argc == 1 ? o->argv[0] : "these buckets");
+            return 1;
+        }
+        printf("Destroy %d bucket%s (", o->argc, o->argc == 1 ? "" : "s");
+        for (int i = 0; i < o->argc; i++)
+            printf("%s%s", i ? ", " : "", o->argv[i]);
+        printf(") and every object in %s? [Y/N]: ", o->argc == 1 ? "it" : "them");
+        fflush(stdout);
+        char ans[16] = "";
+        if (!fgets(ans, sizeof(ans), stdin) || (ans[0] != 'y' && ans[0] != 'Y')) {
+            printf("Operation canceled\n");
+            return 1;
+        }
+    }
     int rc = 0;
     for (int i = 0; i < o->argc; i++) {
         struct uri u;
@@ -298,6 +317,13 @@ static int list_objects(struct opts *o, struct uri *u)
         flags |= 8;
     if (opt_bool(o, "cached")) /* a remote-backed bucket: only what the cluster holds */
         flags |= 1;
+    const char *inv_name = opt_str(o, "inv-name");
+    if (inv_name && !opt_bool(o, "inventory")) {
+        fprintf(stderr, "Error: --inv-name names the inventory to list from: add --inventory\n");
+        return 1;
+    }
+    if (opt_bool(o, "inventory")) /* from the bucket's inventory (server/jobs/nbi.c) */
+        flags |= 32768;
     /* all: the columns of `ais ls --props all` (custom only when asked for) */
     const char *want = name_only ? "name" : all ? "name,size,checksum,atime,version,cached,location,status,copies"
                                   : props && *props ? props : "name,size";
@@ -337,6 +363,8 @@ static int list_objects(struct opts *o, struct uri *u)
                                 (json_int_t)ps);
         if (start_after && !page)
             json_object_set_new(msg, "start_after", json_string(start_after));
+        if (inv_name && *inv_name)
+            json_object_set_new(msg, "inv_name", json_string(inv_name));
         json_t *j = cli_list_page(pq, msg, &token, &uuid);
         if (!j) {
             rc = 1;
@@ -663,4 +691,134 @@ int cmd_rmb(int argc, char **argv)
     if (cli_opts(&o, "rmb", argc, argv) < 0)
         return 1;
     return bucket_rm(&o);
+}
+
+/* ---- nbi create | rm, and `show nbi` (called by show.c) ---- */
+
+static int nbi_create(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "nbi create", argc, argv, 1))
+        return 1;
+    int64_t tmo;
+    struct uri u;
+    if (cli_timeout(&o, &tmo) < 0 || uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    json_t *v = json_object();
+    if (opt_str(&o, "inv-name"))
+        json_object_set_new(v, "name", json_string(opt_str(&o, "inv-name")));
+    if (opt_str(&o, "prefix"))
+        json_object_set_new(v, "prefix", json_string(opt_str(&o, "prefix")));
+    if (opt_bool(&o, "force"))
+        json_object_set_new(v, "force", json_true());
+    char *eb = sl_url_encode_path(u.bucket, strlen(u.bucket));
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", eb, uri_query(&u));
+    free(eb);
+    char *id = cli_act_id("POST", pq, "create-inventory", v, "create the inventory");
+    free(pq);
+    int rc = 1;
+    if (id) {
+        if (opt_bool(&o, "wait")) {
+            rc = cli_job_wait(id, tmo, opt_bool(&o, "progress"));
+            if (rc == 0)
+                printf("Created the inventory of %s://%s (job %s); list from it with `shale ls %s://%s --inventory`\n",
+                       sl_provider_scheme(u.provider), u.bucket, id, sl_provider_scheme(u.provider), u.bucket);
+        } else {
+            cli_job_started(id);
+            rc = 0;
+        }
+        free(id);
+    }
+    uri_free(&u);
+    return rc;
+}
+
+static int nbi_rm(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "nbi rm", argc, argv, 1))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    char *eb = sl_url_encode_path(u.bucket, strlen(u.bucket));
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", eb, uri_query(&u));
+    free(eb);
+    const char *nm = opt_str(&o, "inv-name");
+    struct cli_resp r;
+    cli_act("DELETE", pq, "destroy-inventory", nm ? nm : "", NULL, &r);
+    free(pq);
+    int rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
+    if (!rc)
+        printf("Removed the inventory%s%s%s of %s://%s\n", nm ? " \"" : "", nm ? nm : "", nm ? "\"" : "",
+               sl_provider_scheme(u.provider), u.bucket);
+    cli_resp_free(&r);
+    uri_free(&u);
+    return rc;
+}
+
+int cli_show_nbi(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "nbi show", argc, argv, 1)) /* (`show nbi`: an alias show.c's owner adds) */
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    char *eb = sl_url_encode_path(u.bucket, strlen(u.bucket));
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", eb, uri_query(&u));
+    free(eb);
+    const char *nm = opt_str(&o, "inv-name");
+    struct cli_resp r;
+    cli_act("GET", pq, "show-inventory", nm ? nm : "", NULL, &r);
+    free(pq);
+    int rc = 1;
+    json_t *j = r.status == 200 ? cli_resp_json(&r) : NULL;
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+    } else if (cli_json) {
+        cli_print_json(j);
+        rc = 0;
+    } else if (!json_object_size(j)) {
+        printf("%s://%s has no inventory (make one with `shale nbi create %s`)\n", sl_provider_scheme(u.provider),
+               u.bucket, o.argv[0]);
+        rc = 0;
+    } else {
+        struct table *t = table_new(5, "NAME", "PREFIX", "OBJECTS", "SIZE", "FINISHED");
+        const char *k;
+        json_t *e;
+        json_object_foreach(j, k, e) {
+            char n[32], sz[32], fin[64];
+            snprintf(n, sizeof(n), "%lld", (long long)json_integer_value(json_object_get(e, "ntotal")));
+            sl_format_size((uint64_t)json_integer_value(json_object_get(e, "size")), sz, sizeof(sz));
+            long long fi = (long long)json_integer_value(json_object_get(e, "finished"));
+            if (fi)
+                sl_format_gotime(fi, "02 Jan 06 15:04:05 MST", fin, sizeof(fin));
+            else
+                snprintf(fin, sizeof(fin), "-");
+            const char *pf = json_string_value(json_object_get(e, "prefix"));
+            table_row(t, k, pf && *pf ? pf : "-", n, sz, fin);
+        }
+        table_print(t, stdout, !cli_no_headers);
+        table_free(t);
+        rc = 0;
+    }
+    json_decref(j);
+    cli_resp_free(&r);
+    uri_free(&u);
+    return rc;
+}
+
+int cmd_nbi(int argc, char **argv)
+{
+    if (argc < 1)
+        return cli_usage("nbi");
+    if (!strcmp(argv[0], "create"))
+        return nbi_create(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "rm"))
+        return nbi_rm(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "show"))
+        return cli_show_nbi(argc - 1, argv + 1);
+    fprintf(stderr, "Error: unknown command \"nbi %s\" (create, rm, show)\n", argv[0]);
+    return 1;
 }

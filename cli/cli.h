@@ -199,6 +199,10 @@ int cmd_ls(int argc, char **argv);
 int cmd_put(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_object(int argc, char **argv);
+int cmd_blob_download(int argc, char **argv);
+int cmd_nbi(int argc, char **argv);
+/* show nbi s3://B [--inv-name N] [--json] (help entry: nbi show; for show.c's `show nbi`) */
+int cli_show_nbi(int argc, char **argv);
 int cmd_rmo(int argc, char **argv);
 int cmd_prefetch(int argc, char **argv);
 int cmd_evict(int argc, char **argv);

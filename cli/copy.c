@@ -43,6 +43,12 @@ static int ensure_bucket(const struct uri *u)
 static int copy_object(const struct opts *o, const struct uri *s, const struct uri *d, const char *prepend)
 {
     char sb[300], db[300];
+    if (opt_bool(o, "latest") || opt_bool(o, "sync")) {
+        fprintf(stderr, "Error: --%s applies to copying a bucket or a selection of it (a job); a single object is "
+                        "copied at once from the cluster's copy: drop the flag, or select it with --list NAME\n",
+                opt_bool(o, "latest") ? "latest" : "sync");
+        return 1;
+    }
     bck_name(s, sb, sizeof(sb));
     bck_name(d, db, sizeof(db));
     /* DST/NAME names the copy; DST/DIR/ (or --prepend) puts it under a prefix */
@@ -98,6 +104,10 @@ static int copy_job(const struct opts *o, const struct uri *s, const struct uri 
     json_object_set_new(v, "coer", json_boolean(opt_bool(o, "cont-on-err")));
     json_object_set_new(v, "non-recurs", json_boolean(opt_bool(o, "nr")));
     json_object_set_new(v, "num-workers", json_integer(opt_int(o, "num-workers", 0)));
+    if (opt_bool(o, "latest"))
+        json_object_set_new(v, "latest-ver", json_true());
+    if (opt_bool(o, "sync"))
+        json_object_set_new(v, "synchronize", json_true());
     const char *action;
     char *pq;
     if (list || tmpl) {

@@ -828,6 +828,255 @@ int cmd_get(int argc, char **argv)
 
 /* ---- object show / rmo ---- */
 
+/* every Ais-Custom-Md header (the server sends one per key) as "k=v, k2=v2" */
+static void custom_all(const struct cli_resp *r, char *out, size_t n)
+{
+    const char *name = "Ais-Custom-Md";
+    size_t nl = strlen(name), used = 0;
+    out[0] = 0;
+    for (const char *p = r->hdrs.p; p && *p;) {
+        const char *e = strstr(p, "\r\n");
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l > nl + 1 && !strncasecmp(p, name, nl) && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ')
+                v++;
+            int w = snprintf(out + used, n - used, "%s%.*s", used ? ", " : "", (int)(l - (size_t)(v - p)), v);
+            if (w < 0 || (size_t)w >= n - used)
+                break;
+            used += (size_t)w;
+        }
+        p = e ? e + 2 : NULL;
+    }
+}
+
+static int object_cat(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object cat", argc, argv, 1))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    bool noobj = !u.obj[0] || u.trailing_slash || strchr(u.obj, '{');
+    uri_free(&u);
+    if (noobj) {
+        fprintf(stderr, "Error: \"%s\": `shale object cat` writes one object: name it as ais://BUCKET/OBJECT (for "
+                "many, use `shale get ais://BUCKET --prefix P DIR`)\n", o.argv[0]);
+        return 1;
+    }
+    /* get ais://B/O - FLAGS: the flags are a subset of get's */
+    char **av = sl_xcalloc((size_t)argc + 2, sizeof(*av));
+    int n = 0;
+    av[n++] = o.argv[0];
+    av[n++] = "-";
+    for (int i = 0; i < argc; i++)
+        if (argv[i] != o.argv[0] && strcmp(argv[i], o.argv[0]))
+            av[n++] = argv[i];
+    int rc = cmd_get(n, av);
+    free(av);
+    return rc;
+}
+
+int cmd_blob_download(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object blob-download", argc, argv, 1))
+        return 1;
+    int64_t tmo;
+    struct uri u;
+    if (cli_timeout(&o, &tmo) < 0 || uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    json_t *v = json_object();
+    if (!u.obj[0] || u.trailing_slash) {
+        fprintf(stderr, "Error: \"%s\": name one object as s3://BUCKET/OBJECT\n", o.argv[0]);
+        goto out;
+    }
+    const char *cs = opt_str(&o, "chunk-size");
+    if (cs) {
+        uint64_t n;
+        if (sl_parse_size(cs, &n) < 0 || n == 0) {
+            fprintf(stderr, "Error: --chunk-size \"%s\": expected a size such as 8MiB or 1048576\n", cs);
+            goto out;
+        }
+        json_object_set_new(v, "chunk-size", json_integer((json_int_t)n));
+    }
+    if (opt_str(&o, "num-workers")) {
+        char *end;
+        long n = strtol(opt_str(&o, "num-workers"), &end, 10);
+        if (*end || n < 1 || n > 1000) {
+            fprintf(stderr, "Error: --num-workers \"%s\": expected a number from 1 to 1000\n",
+                    opt_str(&o, "num-workers"));
+            goto out;
+        }
+        json_object_set_new(v, "num-workers", json_integer(n));
+    }
+    if (opt_bool(&o, "latest"))
+        json_object_set_new(v, "latest-ver", json_true());
+    if (opt_bool(&o, "progress") && !opt_bool(&o, "wait")) {
+        fprintf(stderr, "Error: --progress shows a job being waited for: add --wait\n");
+        goto out;
+    }
+    char *eb = sl_url_encode_path(u.bucket, strlen(u.bucket));
+    char *pq = sl_xasprintf("/v1/objects/%s%s", eb, uri_query(&u));
+    free(eb);
+    struct cli_resp r;
+    cli_act("POST", pq, "blob-download", u.obj, v, &r);
+    v = NULL;
+    free(pq);
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        goto out;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    for (size_t l = strlen(id); l && (id[l - 1] == '\n' || id[l - 1] == '"'); l--)
+        id[l - 1] = 0;
+    const char *jid = id[0] == '"' ? id + 1 : id;
+    if (!jid[0]) {
+        printf("%s://%s/%s is in the cluster already (nothing to download; --latest checks the remote's "
+               "version)\n", sl_provider_scheme(u.provider), u.bucket, u.obj);
+        rc = 0;
+    } else if (opt_bool(&o, "wait")) {
+        rc = cli_job_wait(jid, tmo, opt_bool(&o, "progress"));
+        if (rc == 0)
+            printf("Downloaded %s://%s/%s (job %s)\n", sl_provider_scheme(u.provider), u.bucket, u.obj, jid);
+    } else {
+        cli_job_started(jid);
+        rc = 0;
+    }
+    free(id);
+out:
+    json_decref(v);
+    uri_free(&u);
+    return rc;
+}
+
+/* object concat FILE... ais://B/O: append each file in order (append_type=append, the handle chained), then
+ * flush: one object */
+static int object_concat(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object concat", argc, argv, 2))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[o.argc - 1], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    char *handle = sl_xstrdup("");
+    char *op = NULL;
+    if (!u.obj[0] || u.trailing_slash) {
+        fprintf(stderr, "Error: \"%s\": name the object to create as ais://BUCKET/OBJECT\n", o.argv[o.argc - 1]);
+        goto out;
+    }
+    for (int i = 0; i < o.argc - 1; i++) {
+        struct stat st;
+        if (stat(o.argv[i], &st) < 0 || !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "Error: \"%s\": %s; `shale object concat` takes regular files, in order\n", o.argv[i],
+                    stat(o.argv[i], &st) < 0 ? strerror(errno) : "not a regular file");
+            goto out;
+        }
+    }
+    op = uri_obj_path(&u, u.obj);
+    uint64_t total = 0;
+    for (int i = 0; i <= o.argc - 1; i++) {
+        bool flush = i == o.argc - 1;
+        struct sl_buf data;
+        sl_buf_init(&data);
+        if (!flush && sl_read_file(o.argv[i], &data, (size_t)4 << 30) < 0) {
+            fprintf(stderr, "Error: cannot read %s: %s\n", o.argv[i], strerror(errno));
+            sl_buf_free(&data);
+            goto out;
+        }
+        char *eh = sl_url_encode_query(handle);
+        char *pq = sl_xasprintf("%s%s&append_type=%s%s%s", op, uri_query(&u), flush ? "flush" : "append",
+                                handle[0] ? "&append_handle=" : "", eh);
+        free(eh);
+        struct cli_resp r;
+        cli_req("PUT", pq, "application/octet-stream", data.p ? data.p : "", data.len, &r);
+        free(pq);
+        total += data.len;
+        sl_buf_free(&data);
+        if (r.status != 200) {
+            fprintf(stderr, "Error: concat into %s://%s/%s stopped at %s: ", sl_provider_scheme(u.provider), u.bucket,
+                    u.obj, flush ? "the final flush" : o.argv[i]);
+            cli_fail(&r, NULL);
+            cli_resp_free(&r);
+            goto out;
+        }
+        char h[512];
+        if (!flush) {
+            if (!cli_resp_header(&r, "Ais-Append-Handle", h, sizeof(h))) {
+                fprintf(stderr, "Error: the cluster gave no append handle for %s; nothing was created\n", o.argv[i]);
+                cli_resp_free(&r);
+                goto out;
+            }
+            free(handle);
+            handle = sl_xstrdup(h);
+        }
+        cli_resp_free(&r);
+    }
+    char sz[32];
+    sl_format_size(total, sz, sizeof(sz));
+    printf("Concatenated %d file%s into %s://%s/%s (%s)\n", o.argc - 1, o.argc == 2 ? "" : "s",
+           sl_provider_scheme(u.provider), u.bucket, u.obj, sz);
+    rc = 0;
+out:
+    free(op);
+    free(handle);
+    uri_free(&u);
+    return rc;
+}
+
+static int object_set_custom(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object set-custom", argc, argv, 2))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    json_t *kv = json_object();
+    if (!u.obj[0] || u.trailing_slash) {
+        fprintf(stderr, "Error: \"%s\": name one object as ais://BUCKET/OBJECT\n", o.argv[0]);
+        goto out;
+    }
+    for (int i = 1; i < o.argc; i++) {
+        const char *eq = strchr(o.argv[i], '=');
+        if (!eq || eq == o.argv[i]) {
+            fprintf(stderr, "Error: \"%s\": expected KEY=VALUE (e.g. label=cat)\n", o.argv[i]);
+            goto out;
+        }
+        char *k = sl_xstrndup(o.argv[i], (size_t)(eq - o.argv[i]));
+        json_object_set_new(kv, k, json_string(eq + 1));
+        free(k);
+    }
+    bool replace = opt_bool(&o, "replace") || opt_bool(&o, "set-new-custom");
+    char *op = uri_obj_path(&u, u.obj);
+    const char *uq = uri_query(&u);
+    char *pq = sl_xasprintf("%s%s%sset-new-custom=%s", op, uq, *uq ? "&" : "?", replace ? "true" : "false");
+    struct cli_resp r;
+    cli_act("PATCH", pq, "", NULL, kv, &r);
+    kv = NULL;
+    free(op);
+    free(pq);
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+    } else {
+        printf("Custom metadata of %s://%s/%s %s (`shale object show %s --props all` shows it)\n",
+               sl_provider_scheme(u.provider), u.bucket, u.obj, replace ? "replaced" : "updated", o.argv[0]);
+        rc = 0;
+    }
+    cli_resp_free(&r);
+out:
+    json_decref(kv);
+    uri_free(&u);
+    return rc;
+}
+
 static int object_show(struct opts *o)
 {
     if (o->argc != 1)
@@ -853,7 +1102,7 @@ static int object_show(struct opts *o)
         cli_resp_header(&r, "Ais-Atime", atime, sizeof(atime));
         cli_resp_header(&r, "Ais-Version", ver, sizeof(ver));
         cli_resp_header(&r, "Ais-Location", loc, sizeof(loc));
-        cli_resp_header(&r, "Ais-Custom-Md", custom, sizeof(custom));
+        custom_all(&r, custom, sizeof(custom));
         char ck[200], sz[32], at[64];
         snprintf(ck, sizeof(ck), "%s%s%s", ckt[0] ? ckt : "none", ckv[0] ? " " : "", ckv);
         sl_format_size(strtoull(size, NULL, 10), sz, sizeof(sz));
@@ -910,12 +1159,44 @@ static int listrange_job(struct opts *o, const struct uri *u, const char *tmpl, 
         json_object_set_new(v, "non-recurs", json_true());
     if (opt_bool(o, "cont-on-err"))
         json_object_set_new(v, "coer", json_true());
+    bool progress = false;
+    if (!strcmp(action, "prefetch-listrange")) {
+        /* prefetch --latest, --blob-threshold (and its chunk size, workers), --progress */
+        if (opt_bool(o, "latest"))
+            json_object_set_new(v, "latest-ver", json_true());
+        static const char *const sz[][2] = { { "blob-threshold", "blob-threshold" },
+                                             { "blob-chunk-size", "blob-chunk-size" } };
+        for (size_t i = 0; i < SL_ARRAY_SIZE(sz); i++) {
+            const char *s = opt_str(o, sz[i][0]);
+            uint64_t n;
+            if (!s)
+                continue;
+            if (sl_parse_size(s, &n) < 0) {
+                fprintf(stderr, "Error: --%s \"%s\": expected a size such as 64MiB or 1048576\n", sz[i][0], s);
+                json_decref(v);
+                return 1;
+            }
+            json_object_set_new(v, sz[i][1], json_integer((json_int_t)n));
+        }
+        if (opt_str(o, "blob-num-workers")) {
+            char *end;
+            long n = strtol(opt_str(o, "blob-num-workers"), &end, 10);
+            if (*end || n < 0 || n > 1000) {
+                fprintf(stderr, "Error: --blob-num-workers \"%s\": expected a number from 0 to 1000\n",
+                        opt_str(o, "blob-num-workers"));
+                json_decref(v);
+                return 1;
+            }
+            json_object_set_new(v, "blob-num-workers", json_integer(n));
+        }
+        progress = opt_bool(o, "progress");
+    }
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u->bucket, uri_query(u));
     char *id = cli_act_id(method, pq, action, v, cmd);
     free(pq);
     if (!id)
         return 1;
-    int rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
+    int rc = cli_job_wait(id, 3600LL * 1000000000LL, progress);
     if (rc == 0)
         printf("%s %s %s %s://%s (job %s)\n", did, list ? "the listed objects" : tmpl ? tmpl : prefix && prefix[0]
                ? prefix : "every object", strcmp(action, "delete-listrange") ? "of" : "from",
@@ -947,7 +1228,24 @@ static int remote_job(int argc, char **argv, const char *cmd)
     int rc;
     struct cli_resp r;
     char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
-    if (evict && all && strcmp(u.provider, "ais")) {
+    if (evict && opt_bool(&o, "keep-md") && !all) {
+        fprintf(stderr, "Error: --keep-md applies to evicting a whole bucket (evict s3://BUCKET --keep-md); evicting "
+                        "a selection (--list, --template, --prefix) always keeps the bucket\n");
+        rc = 1;
+    } else if (evict && opt_bool(&o, "keep-md")) {
+        /* evict-remote-bck keep_bck_md=true: the bucket stays; an evict-listrange job drops every copy */
+        char *kq = sl_xasprintf("%s&keep_bck_md=true", pq);
+        char *id = cli_act_id("DELETE", kq, "evict-remote-bck", NULL, "evict");
+        free(kq);
+        rc = 1;
+        if (id) {
+            rc = cli_job_wait(id, 3600LL * 1000000000LL, false);
+            if (rc == 0)
+                printf("Evicted every object of %s://%s (job %s); the bucket and its properties stay\n",
+                       sl_provider_scheme(u.provider), u.bucket, id);
+            free(id);
+        }
+    } else if (evict && all && strcmp(u.provider, "ais")) {
         cli_act("DELETE", pq, "evict-remote-bck", "", NULL, &r);
         rc = r.status == 200 ? 0 : cli_fail(&r, NULL);
         if (!rc)
@@ -1035,12 +1333,20 @@ int cmd_object(int argc, char **argv)
         return cmd_rmo(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cp"))
         return cli_cp("object cp", argc - 1, argv + 1);
+    if (!strcmp(argv[0], "blob-download"))
+        return cmd_blob_download(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "concat"))
+        return object_concat(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "cat"))
+        return object_cat(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "set-custom"))
+        return object_set_custom(argc - 1, argv + 1);
     if (!strcmp(argv[0], "show")) {
         struct opts o;
         if (cli_opts(&o, "object show", argc - 1, argv + 1) < 0)
             return 1;
         return object_show(&o);
     }
-    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, put, rm, cp)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, cat, put, rm, cp, set-custom)\n", argv[0]);
     return 1;
 }

@@ -731,6 +731,8 @@ int cmd_show(int argc, char **argv)
             return 1;
         return show_dashboard(&o);
     }
+    if (!strcmp(argv[0], "nbi")) /* ais's `show nbi s3://B` = `nbi show` */
+        return cli_show_nbi(argc - 1, argv + 1);
     if (!strcmp(argv[0], "object"))
         return show_fwd(cmd_object, "show", NULL, argc, argv);
     if (!strcmp(argv[0], "bucket"))

@@ -31,7 +31,7 @@ rm -rf "$DIR/dataset"
 $PY "$SRC/examples/gen_dataset.py" "$DIR/dataset" --per-class 12
 
 step "upload the raw files"
-for b in pets-raw pets pets-shuffled pets-train; do "$SHALE" bucket rm "ais://$b" -y >/dev/null 2>&1 || true; done
+"$SHALE" bucket rm ais://pets-raw ais://pets ais://pets-shuffled ais://pets-train --ignore-error -y >/dev/null
 "$SHALE" bucket create ais://pets-raw
 "$SHALE" put "$DIR/dataset" ais://pets-raw/ -r -y
 "$SHALE" ls ais://pets-raw --limit 5

@@ -891,7 +891,7 @@ class BackendTest(unittest.TestCase):
         self.c.cli("evict", "s3://second", "--template", "p/{0..2}")
         out = self.c.cli("ls", "s3://second", "--cached", "-H").stdout
         self.assertEqual(sorted(l.split()[0] for l in out.splitlines() if l.strip()), ["p/3", "p/4", "p/5"])
-        r = self.c.cli("bucket", "rm", "s3://second", check=False)
+        r = self.c.cli("bucket", "rm", "s3://second", "-y", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("evict", r.stderr)
         self.assertIn("second", self.aws_buckets())

@@ -64,9 +64,9 @@ class TestCLI(unittest.TestCase):
         self.cli("bucket", "props", "set", "ais://cb1", "checksum.type=md5")
         p = self.cli("bucket", "props", "show", "ais://cb1")
         self.assertRegex(p.stdout, r"checksum.type\s+md5")
-        p = self.cli("bucket", "rm", "ais://cb1")
+        p = self.cli("bucket", "rm", "ais://cb1", "-y")
         self.assertEqual(p.stdout.strip(), '"ais://cb1" destroyed')
-        p = self.run_cli("bucket", "rm", "ais://cb1")
+        p = self.run_cli("bucket", "rm", "ais://cb1", "-y")
         self.assertNotEqual(p.returncode, 0)
         self.assertIn('bucket "ais://cb1" does not exist', p.stderr)
         p = self.run_cli("bucket", "create", "ais://bad..name")
@@ -312,12 +312,15 @@ class TestCLI(unittest.TestCase):
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
         "auth show role", "log", "log show",
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
+        "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
+        "nbi show", "show nbi",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
                 "object rm": "rmo", "show job": "job show", "show storage": "storage",
                 "show object": "object show", "show bucket": "bucket props", "show config": "config",
                 "show log": "log show", "show etl": "etl show", "show performance": "performance",
-                "performance counters": "performance", "job ls": "job show"}
+                "performance counters": "performance", "job ls": "job show",
+                "blob-download": "object blob-download", "show nbi": "nbi show"}
 
     @staticmethod
     def help_sections(text):

@@ -533,7 +533,7 @@ class ClientAuth(unittest.TestCase):
         tf = os.path.join(self.tmp, "home", ".config", "shale", "auth.token")
         self.assertEqual(os.stat(tf).st_mode & 0o777, 0o600)
         self.assertIn("ais://pub", sh("ls"))
-        self.assertIn('lacks DESTROY-BUCKET', sh("rmb", "ais://pub", ok=False))
+        self.assertIn('lacks DESTROY-BUCKET', sh("rmb", "ais://pub", "-y", ok=False))
         self.assertIn("lacks ADMIN", sh("auth", "show", "user", ok=False))
         self.assertIn("Logged out", sh("auth", "logout"))
         self.assertFalse(os.path.exists(tf))
