@@ -263,7 +263,7 @@ static const struct cli_cmd cmds[] = {
       NULL },
     { "performance counters", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
     { "show performance", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
-    { "show nbi", "show nbi s3://BUCKET [--inv-name NAME] [--json]", NULL, NOF, 0, 0, { NULL, NULL }, "nbi show" },
+    { "show nbi", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "nbi show" },
     { "show dashboard", "show dashboard [--refresh DURATION]",
       "One screen of the cluster: its nodes and capacity, each target's throughput over DURATION, the jobs running.",
       F({ "--refresh DURATION", "the time between the two samples of the throughput (e.g. 1s, 10s)", "5s" }),
