@@ -49,5 +49,34 @@ class CLIAuth(unittest.TestCase):
             self.c.env["AIS_AUTHN_TOKEN_FILE"] = old
 
 
+class FirstAdmin(unittest.TestCase):
+    """AIS_AUTHN_SU_NAME / AIS_AUTHN_SU_PASS in the nodes' environment make the first admin (no user added by
+    hand); a restart with other values changes and adds nothing"""
+
+    def test_first_admin_from_env(self):
+        tmp = tempfile.mkdtemp(prefix="shale-suadmin-")
+        c = Cluster(tmp, proxies=1, targets=1)
+        c.env.update(AIS_AUTHN_SU_NAME="root", AIS_AUTHN_SU_PASS="r00tpass")
+        tf = os.path.join(tmp, "root.token")
+        c.env["AIS_AUTHN_TOKEN_FILE"] = tf
+        try:
+            c.start()
+            c.cli("auth", "login", "root", "--password", "r00tpass")
+            self.assertIn("ADMIN\tyes", c.cli("auth", "whoami").stdout)
+            c.cli("playground", "stop", "--dir", c.dir)
+            c.env.update(AIS_AUTHN_SU_NAME="other", AIS_AUTHN_SU_PASS="otherpass")
+            os.unlink(tf)
+            c.start()
+            p = c.cli("auth", "login", "other", "--password", "otherpass", check=False)
+            self.assertNotEqual(p.returncode, 0, p.stdout)
+            p = c.cli("auth", "login", "root", "--password", "otherpass", check=False)
+            self.assertNotEqual(p.returncode, 0, p.stdout)
+            c.cli("auth", "login", "root", "--password", "r00tpass")
+            self.assertNotIn("other", c.cli("auth", "show", "user").stdout)
+        finally:
+            c.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     main()
