@@ -7,6 +7,8 @@ import shutil
 import tempfile
 import unittest
 
+import requests
+
 from harness import Cluster, main
 
 
@@ -63,6 +65,8 @@ class FirstAdmin(unittest.TestCase):
             c.start()
             c.cli("auth", "login", "root", "--password", "r00tpass")
             self.assertIn("ADMIN\tyes", c.cli("auth", "whoami").stdout)
+            c.cli("config", "cluster", "auth.client_auth_required=true")  # the env's admin may turn auth on
+            self.assertEqual(requests.get(c.url + "/v1/buckets", timeout=10).status_code, 401)
             c.cli("playground", "stop", "--dir", c.dir)
             c.env.update(AIS_AUTHN_SU_NAME="other", AIS_AUTHN_SU_PASS="otherpass")
             os.unlink(tf)
@@ -72,6 +76,7 @@ class FirstAdmin(unittest.TestCase):
             p = c.cli("auth", "login", "root", "--password", "otherpass", check=False)
             self.assertNotEqual(p.returncode, 0, p.stdout)
             c.cli("auth", "login", "root", "--password", "r00tpass")
+            self.assertEqual(requests.get(c.url + "/v1/buckets", timeout=10).status_code, 401)
             self.assertNotIn("other", c.cli("auth", "show", "user").stdout)
         finally:
             c.stop()
