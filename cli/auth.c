@@ -6,11 +6,13 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "b64.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int cli_save_token(const char *path, const char *tok)
@@ -336,9 +338,69 @@ static int rm_token(struct opts *o)
     return done(&r, "Token revoked");
 }
 
+/* `auth whoami`: the saved (or AIS_AUTHN_TOKEN) token's claims, decoded
+ * here (the signature is the cluster's to check): user, admin, the
+ * clusters/buckets it is good for, expiry */
+static int whoami(struct opts *o)
+{
+    char *tok = cli_token();
+    if (!tok) {
+        char *tp = cli_token_path();
+        fprintf(stderr, "Error: not logged in: no token in AIS_AUTHN_TOKEN nor in %s (log in: shale auth login USER)\n",
+                tp ? tp : "~/.config/shale/auth.token");
+        free(tp);
+        return 1;
+    }
+    const char *d1 = strchr(tok, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+    json_t *c = NULL;
+    if (d2) {
+        size_t n = (size_t)(d2 - d1 - 1);
+        char *raw = sl_xmalloc(sl_b64_decoded_max(n) + 1);
+        ssize_t k = sl_b64_decode(d1 + 1, n, SL_B64_URL, raw, NULL, 0);
+        if (k >= 0)
+            c = json_loadb(raw, (size_t)k, 0, NULL);
+        free(raw);
+    }
+    free(tok);
+    if (!json_is_object(c)) {
+        json_decref(c);
+        fprintf(stderr, "Error: the saved token is not a JWT (header.claims.signature): log in again with "
+                        "shale auth login USER\n");
+        return 1;
+    }
+    (void)o;
+    if (cli_json) {
+        cli_print_json(c);
+        json_decref(c);
+        return 0;
+    }
+    json_int_t exp = json_integer_value(json_object_get(c, "exp"));
+    time_t now = time(NULL);
+    char when[64] = "never";
+    if (exp > 0) {
+        struct tm tm;
+        time_t t = (time_t)exp;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    printf("USER\t%s\n", sl_json_str(c, "sub", sl_json_str(c, "username", "")));
+    printf("ADMIN\t%s\n", json_is_true(json_object_get(c, "admin")) ? "yes" : "no");
+    json_t *cl = json_object_get(c, "clusters"), *bk = json_object_get(c, "buckets"), *e;
+    size_t i;
+    json_array_foreach(cl, i, e)
+        printf("CLUSTER\t%s\t%s\n", sl_json_str(e, "id", ""), json_is_integer(json_object_get(e, "perm")) ?
+               "" : sl_json_str(e, "perm", ""));
+    json_array_foreach(bk, i, e)
+        printf("BUCKET\t%s\n", sl_json_str(json_object_get(e, "bck"), "name", ""));
+    printf("EXPIRES\t%s%s\n", when, exp > 0 && exp <= now ? " (expired: log in again)" : "");
+    json_decref(c);
+    return exp > 0 && exp <= now ? 1 : 0;
+}
+
 int cmd_auth(int argc, char **argv)
 {
-    static const struct cli_verb top[] = { { "login", login, NULL }, { "logout", logout, NULL } };
+    static const struct cli_verb top[] = { { "login", login, NULL }, { "logout", logout, NULL },
+                                           { "whoami", whoami, "auth whoami" } };
     static const struct cli_verb add[] = { { "user", add_user, "auth add user" }, { "role", add_role,
                                                                                      "auth add role" } };
     static const struct cli_verb upd[] = { { "user", update_user, "auth update user" } };

@@ -592,7 +592,7 @@ static const struct cli_cmd cmds[] = {
       "Print a node's log: the gateway's own without NODE; NODE is p[ID], t[ID] or ID (`shale show cluster`).",
       F({ "--severity S", "info (all lines), warning or error (warnings and errors only)", "info" }), 0, 1,
       { "log show", "log show t[abc123] --severity warning" }, NULL },
-    { "auth", "auth login|logout|add|update|rm|show ...",
+    { "auth", "auth login|logout|whoami|add|update|rm|show ...",
       "Log in to the cluster's AuthN and manage its users and roles (AIStore's `ais auth`); requests carry the "
       "saved token.", NOF, 0, -1, { "auth login admin", "auth add role readers GET,HEAD-OBJECT --bucket ais://imgs" },
       NULL },
@@ -605,6 +605,10 @@ static const struct cli_cmd cmds[] = {
       0, 1, { "auth login admin", "auth login trainer --expire 8h" }, NULL },
     { "auth logout", "auth logout", "Revoke the saved token and delete it.", NOF, 0, 0, { "auth logout", NULL },
       NULL },
+    { "auth whoami", "auth whoami [--json]",
+      "Show who the saved token (AIS_AUTHN_TOKEN, else the token file) is: user, admin or not, the clusters and "
+      "buckets it is good for, and when it expires (exit 1 if expired or missing).", NOF, CF_JSON, 0,
+      { "auth whoami", "auth whoami --json" }, NULL },
     { "auth add", "auth add user|role ...", "Add a user or a role.", NOF, 0, -1, { "auth add user bob readers", NULL },
       NULL },
     { "auth add user", "auth add user USER [ROLE ...] [--password PASS]",

@@ -210,9 +210,12 @@ static void login_free(void *arg)
     free(l);
 }
 
+static void su_bootstrap(void);
+
 static void login_run(struct sl_req *r, void *arg)
 {
     struct login *l = arg;
+    su_bootstrap();
     json_t *d = sl_users_doc();
     json_t *u = json_object_get(json_object_get(d, "users"), l->user);
     bool ok = u && sl_auth_check_password(l->pass, sl_json_str(u, "pass", ""));
@@ -321,6 +324,45 @@ static void change_free(void *arg)
 }
 
 static pthread_mutex_t change_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The first admin, as AIStore's AuthN makes it: AIS_AUTHN_SU_NAME and
+ * AIS_AUTHN_SU_PASS in the primary's environment make that user (role
+ * Admin) only while no user exists at all: made at the first login (off
+ * the HTTP thread), so auth can be on from the first start; once any user
+ * exists the variables are ignored (a later start with other values
+ * changes and adds nothing). */
+static void su_bootstrap(void)
+{
+    static bool done;
+    const char *name = getenv("AIS_AUTHN_SU_NAME"), *pass = getenv("AIS_AUTHN_SU_PASS");
+    if (!name || !*name || !pass || !*pass || (G.role == SL_ROLE_PROXY && !sl_is_primary()))
+        return;
+    pthread_mutex_lock(&change_mu);
+    if (done) {
+        pthread_mutex_unlock(&change_mu);
+        return;
+    }
+    json_t *d = sl_users_doc();
+    json_t *users = json_object_get(d, "users");
+    if (json_object_size(users) == 0 && name_ok(name)) {
+        char *h = sl_auth_hash_password(pass);
+        json_t *nu = json_pack("{s:[s],s:I,s:s}", "roles", "Admin", "created", (json_int_t)time(NULL), "pass", h);
+        free(h);
+        json_object_set_new(users, name, nu);
+        if (sl_cluster_set_doc("authmd", d) == 0) {
+            sl_logi("authn: first admin \"%s\" made from AIS_AUTHN_SU_NAME/AIS_AUTHN_SU_PASS", name);
+            done = true;
+        } else {
+            sl_logw("authn: failed to store the first admin \"%s\" (AIS_AUTHN_SU_NAME); tried again at the next "
+                    "login", name);
+        }
+        d = NULL;
+    } else {
+        done = true;
+    }
+    json_decref(d);
+    pthread_mutex_unlock(&change_mu);
+}
 
 /* A user's "roles" as sent: null (none), or names, or role objects (their
  * "name"; AIStore's clients send the full roles): the names, each a role
