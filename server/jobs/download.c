@@ -16,7 +16,8 @@
  * node's local files). "timeout" (a duration, e.g. "30s") bounds each
  * object; a failed transfer is retried once. Status, wait and abort go
  * through the common job API (kind "download"); each target's failures
- * (URL and error) are in its job's ext "errors".
+ * ({obj, url, ecode, msg}) are in its job's ext "errors"; stored objects
+ * and bytes count as the job's out-objs/out-bytes.
  * Not done: type "backend", GET/DELETE /v1/download.
  */
 #include "download.h"
@@ -244,6 +245,7 @@ struct wctx {
     struct sl_put *p;
     struct sl_job *job;
     struct sl_err err;
+    uint64_t bytes;
     bool failed;
 };
 
@@ -257,10 +259,11 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
         w->failed = true;
         return 0;
     }
+    w->bytes += n;
     return n;
 }
 
-static int fetch_one(struct run *u, const struct ditem *it, char *msg, size_t msz)
+static int fetch_one(struct run *u, const struct ditem *it, char *msg, size_t msz, long *ecode)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
@@ -298,6 +301,7 @@ static int fetch_one(struct run *u, const struct ditem *it, char *msg, size_t ms
                 snprintf(msg, msz, "%s", e.msg);
                 return -1;
             }
+            sl_job_add(&u->job->out_bytes, w.bytes);
             return 0;
         }
         sl_put_abort(w.p);
@@ -309,7 +313,8 @@ static int fetch_one(struct run *u, const struct ditem *it, char *msg, size_t ms
             snprintf(msg, msz, "storing: %s", w.err.msg);
             return -1;
         }
-        snprintf(msg, msz, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+        snprintf(msg, msz, "GET %s: %s", it->url, ebuf[0] ? ebuf : curl_easy_strerror(rc));
+        *ecode = status;
         /* an HTTP error status is the source's answer: not retried */
         if (rc == CURLE_HTTP_RETURNED_ERROR || status >= 400)
             return -1;
@@ -333,20 +338,21 @@ static void *run_thread(void *arg)
         if (!mine)
             continue;
         char msg[1200] = "";
-        if (fetch_one(u, it, msg, sizeof(msg)) == 0) {
-            sl_job_add(&u->job->loc_objs, 1);
+        long ecode = 0;
+        if (fetch_one(u, it, msg, sizeof(msg), &ecode) == 0) {
+            sl_job_add(&u->job->out_objs, 1);
         } else if (!sl_job_aborting(u->job)) {
             sl_job_add(&u->job->err_objs, 1);
             sl_logw("download %s: %s -> %s/%s: %s", u->a->id, it->url, u->b.name, it->name, msg);
             if (json_array_size(u->errs) < ERRS_KEPT) {
-                json_array_append_new(u->errs, json_pack("{s:s,s:s,s:s}", "name", it->name, "url", it->url,
-                                                         "error", msg));
+                json_array_append_new(u->errs, json_pack("{s:s,s:s,s:I,s:s}", "obj", it->name, "url", it->url,
+                                                         "ecode", (json_int_t)ecode, "msg", msg));
                 sl_job_set_ext(u->job, json_pack("{s:O}", "errors", u->errs));
             }
         }
     }
     sl_logi("download %s: %llu object(s) into %s here, %llu failed", u->a->id,
-            (unsigned long long)u->job->loc_objs, u->b.name, (unsigned long long)u->job->err_objs);
+            (unsigned long long)u->job->out_objs, u->b.name, (unsigned long long)u->job->err_objs);
     sl_job_finish(u->job, sl_job_aborting(u->job) ? "aborted" : NULL);
     sl_job_put(u->job);
     sl_bck_release(&u->b);
