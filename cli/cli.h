@@ -202,6 +202,7 @@ int cmd_object(int argc, char **argv);
 int cmd_rmo(int argc, char **argv);
 int cmd_prefetch(int argc, char **argv);
 int cmd_evict(int argc, char **argv);
+int cmd_download(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_playground(int argc, char **argv);
 int cmd_create(int argc, char **argv);

@@ -35,7 +35,7 @@ static const struct {
 } cmds[] = {
     { "bucket", cmd_bucket }, { "ls", cmd_ls }, { "create", cmd_create }, { "rmb", cmd_rmb }, { "cp", cmd_cp },
     { "put", cmd_put }, { "get", cmd_get }, { "object", cmd_object }, { "rmo", cmd_rmo },
-    { "prefetch", cmd_prefetch }, { "evict", cmd_evict }, { "show", cmd_show },
+    { "prefetch", cmd_prefetch }, { "evict", cmd_evict }, { "download", cmd_download }, { "show", cmd_show },
     { "storage", cmd_storage }, { "config", cmd_config }, { "archive", cmd_archive }, { "etl", cmd_etl },
     { "ishard", cmd_ishard }, { "job", cmd_job }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },

@@ -50,6 +50,7 @@ struct dargs {
     struct ditem *it;
     size_t n;
     long timeout_ms;
+    char *desc;
 };
 
 static void dargs_free(void *p)
@@ -62,6 +63,7 @@ static void dargs_free(void *p)
         free(a->it[i].name);
     }
     free(a->it);
+    free(a->desc);
     free(a);
 }
 
@@ -156,6 +158,7 @@ static int dargs_parse(const json_t *j, struct dargs *a, struct sl_err *err)
     if (t < 0)
         return -1;
     a->timeout_ms = t;
+    a->desc = sl_xstrdup(sl_json_str(j, "description", ""));
     const char *subdir = sl_json_str(j, "subdir", "");
     if (!strcmp(type, "single")) {
         const char *link = sl_json_str(j, "link", "");
@@ -226,8 +229,8 @@ static json_t *dargs_json(const struct dargs *a)
     json_t *items = json_array();
     for (size_t i = 0; i < a->n; i++)
         json_array_append_new(items, json_pack("[s,s]", a->it[i].url, a->it[i].name));
-    return json_pack("{s:s,s:s,s:I,s:o}", "id", a->id, "bck", a->bck, "timeout_ms", (json_int_t)a->timeout_ms,
-                     "items", items);
+    return json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", a->id, "bck", a->bck, "timeout_ms", (json_int_t)a->timeout_ms,
+                     "description", a->desc ? a->desc : "", "items", items);
 }
 
 /* ------------------------------------------------------------------ */
@@ -347,7 +350,7 @@ static void *run_thread(void *arg)
             if (json_array_size(u->errs) < ERRS_KEPT) {
                 json_array_append_new(u->errs, json_pack("{s:s,s:s,s:I,s:s}", "obj", it->name, "url", it->url,
                                                          "ecode", (json_int_t)ecode, "msg", msg));
-                sl_job_set_ext(u->job, json_pack("{s:O}", "errors", u->errs));
+                sl_job_set_ext(u->job, json_pack("{s:s,s:O}", "description", u->a->desc, "errors", u->errs));
             }
         }
     }
@@ -373,6 +376,9 @@ static int start_here(struct dargs *a, struct sl_err *err)
     }
     u->errs = json_array();
     u->job = sl_job_start("download", a->id, a->bck, "");
+    if (!a->desc)
+        a->desc = sl_xstrdup("");
+    sl_job_set_ext(u->job, json_pack("{s:s,s:[]}", "description", a->desc, "errors"));
     sl_run_detached(run_thread, u);
     return 0;
 }
@@ -392,6 +398,7 @@ static void internal_start(struct sl_req *r)
     snprintf(a->id, sizeof(a->id), "%s", sl_json_str(j, "id", ""));
     snprintf(a->bck, sizeof(a->bck), "%s", sl_json_str(j, "bck", ""));
     a->timeout_ms = (long)json_integer_value(json_object_get(j, "timeout_ms"));
+    a->desc = sl_xstrdup(sl_json_str(j, "description", ""));
     a->n = json_array_size(items);
     a->it = sl_xcalloc(a->n ? a->n : 1, sizeof(*a->it));
     for (size_t i = 0; i < a->n; i++) {
