@@ -13,7 +13,8 @@
 static bool looks_like_kind(const char *s)
 {
     static const char *kinds[] = { "rebalance", "archive", "copy-bck", "etl-bck", "etl-listrange", "copy-listrange",
-                                   "ishard", "dsort", "copy-bucket", "etl-bucket", "etl-objects", "delete-listrange" };
+                                   "ishard", "dsort", "copy-bucket", "etl-bucket", "etl-objects", "delete-listrange",
+                                   "download" };
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
         if (!strcmp(s, kinds[i]))
             return true;

@@ -181,6 +181,39 @@ class TestDownload(ClusterTest):
         self.assertGreater(n, 0)
         self.assertLess(n, 50)
 
+    def shale(self, *args):
+        return subprocess.run([SHALE] + list(args), capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, AIS_ENDPOINT=self.url))
+
+    def test_cli(self):
+        self.mkb("dl6")
+        p = self.shale("download", self.base + "/shard-{000..009}.tar", "ais://dl6/cli", "--wait",
+                       "--timeout", "30s", "--description", "ten shards")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Downloaded 10 objects", p.stdout)
+        jid = p.stdout.split()[0]
+        self.assertTrue(jid.startswith("dnl-"), p.stdout)
+        for i in range(10):
+            self.check_obj("dl6", "cli/shard-%03d.tar" % i, "shard-%03d.tar" % i)
+        lst = os.path.join(self.src, "names.json")
+        with open(lst, "w") as f:
+            f.write('["shard-030.tar", "missing.tar"]')
+        p = self.shale("download", self.base, "ais://dl6/ol", "--object-list", lst, "--wait")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("Downloaded 1 object", p.stdout)
+        self.assertIn("ol/missing.tar", p.stdout)
+        self.assertIn(self.base + "/missing.tar", p.stdout)
+        self.check_obj("dl6", "ol/shard-030.tar", "shard-030.tar")
+        p = self.shale("show", "job", "download", "--all")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(jid, p.stdout)
+        p = self.shale("download", "file:///etc/passwd", "ais://dl6")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("only http:// and https://", p.stderr)
+        p = self.shale("download", self.base + "/x", "ais://dl6", "--timeout", "soon")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--timeout", p.stderr)
+
 
 if __name__ == "__main__":
     main()
