@@ -157,10 +157,14 @@ class TestDownload(ClusterTest):
                      {"type": "range", "bucket": {"name": "dl4"}, "template": "file:///etc/{a,b}"},
                      {"type": "multi", "bucket": {"name": "dl4"}, "objects": [self.base + "/x", "file:///etc/passwd"]},
                      {"type": "multi", "bucket": {"name": "dl4"}, "objects": {"p": "gopher://h/x"}},
-                     {"type": "bogus", "bucket": {"name": "dl4"}},
-                     {"type": "single", "bucket": {"name": "no-such-bucket"}, "link": self.base + "/big.bin"}):
+                     {"type": "bogus", "bucket": {"name": "dl4"}}):
             r = self.s.post(self.url + "/v1/download", json=body, timeout=30)
-            self.assertIn(r.status_code, (400, 404), (body, r.status_code, r.text))
+            self.assertEqual(r.status_code, 400, (body, r.status_code, r.text))
+            self.assertIn("download: ", r.text)
+            self.assertTrue("http:// and https://" in r.text or "bogus" in r.text, r.text)
+        r = self.s.post(self.url + "/v1/download", timeout=30,
+                        json={"type": "single", "bucket": {"name": "no-such-bucket"}, "link": self.base + "/big.bin"})
+        self.assertEqual(r.status_code, 404, r.text)
         self.assertEqual(self.names("dl4"), [])
 
     def test_abort(self):
