@@ -9,9 +9,10 @@
  *        -> {"id": "dnl-..."}
  *
  * The gateway expands the request into (URL, object name) pairs and starts
- * job "download" on every target; each target downloads, one at a time,
- * the names whose HRW owner it is, through the normal PUT path (checksum,
- * mirroring). A name is the URL's last path element ("subdir"/ prefixed).
+ * job "download" on every target; each target downloads, with up to 4
+ * transfers at a time, the names whose HRW owner it is, through the normal
+ * PUT path (checksum, mirroring, EC). A name is the URL's last path
+ * element ("subdir"/ prefixed).
  * Only http and https URLs are accepted (400 otherwise: no file://, so no
  * node's local files). "timeout" (a duration, e.g. "30s") bounds each
  * object; a failed transfer is retried once. Status, wait and abort go
@@ -242,7 +243,11 @@ struct run {
     struct sl_bck b;
     struct sl_job *job;
     json_t *errs;
+    pthread_mutex_t mu; /* errs, next */
+    size_t next;
 };
+
+#define WORKERS 4 /* transfers at a time per target */
 
 struct wctx {
     struct sl_put *p;
@@ -325,10 +330,15 @@ static int fetch_one(struct run *u, const struct ditem *it, char *msg, size_t ms
     return -1;
 }
 
-static void *run_thread(void *arg)
+static void *worker(void *arg)
 {
     struct run *u = arg;
-    for (size_t i = 0; i < u->a->n && !sl_job_aborting(u->job); i++) {
+    while (!sl_job_aborting(u->job)) {
+        pthread_mutex_lock(&u->mu);
+        size_t i = u->next++;
+        pthread_mutex_unlock(&u->mu);
+        if (i >= u->a->n)
+            break;
         const struct ditem *it = &u->a->it[i];
         struct sl_buf un;
         sl_buf_init(&un);
@@ -347,19 +357,38 @@ static void *run_thread(void *arg)
         } else if (!sl_job_aborting(u->job)) {
             sl_job_add(&u->job->err_objs, 1);
             sl_logw("download %s: %s -> %s/%s: %s", u->a->id, it->url, u->b.name, it->name, msg);
+            pthread_mutex_lock(&u->mu);
             if (json_array_size(u->errs) < ERRS_KEPT) {
                 json_array_append_new(u->errs, json_pack("{s:s,s:s,s:I,s:s}", "obj", it->name, "url", it->url,
                                                          "ecode", (json_int_t)ecode, "msg", msg));
-                sl_job_set_ext(u->job, json_pack("{s:s,s:O}", "description", u->a->desc, "errors", u->errs));
+                sl_job_set_ext(u->job, json_pack("{s:s,s:o}", "description", u->a->desc,
+                                                 "errors", json_deep_copy(u->errs)));
             }
+            pthread_mutex_unlock(&u->mu);
         }
     }
+    return NULL;
+}
+
+static void *run_thread(void *arg)
+{
+    struct run *u = arg;
+    pthread_t th[WORKERS];
+    int nw = 0;
+    for (int k = 0; k < WORKERS && (size_t)k < u->a->n; k++)
+        if (pthread_create(&th[nw], NULL, worker, u) == 0)
+            nw++;
+    if (!nw)
+        worker(u);
+    for (int k = 0; k < nw; k++)
+        pthread_join(th[k], NULL);
     sl_logi("download %s: %llu object(s) into %s here, %llu failed", u->a->id,
             (unsigned long long)u->job->out_objs, u->b.name, (unsigned long long)u->job->err_objs);
     sl_job_finish(u->job, sl_job_aborting(u->job) ? "aborted" : NULL);
     sl_job_put(u->job);
     sl_bck_release(&u->b);
     json_decref(u->errs);
+    pthread_mutex_destroy(&u->mu);
     dargs_free(u->a);
     free(u);
     return NULL;
@@ -375,6 +404,7 @@ static int start_here(struct dargs *a, struct sl_err *err)
         return -1;
     }
     u->errs = json_array();
+    pthread_mutex_init(&u->mu, NULL);
     u->job = sl_job_start("download", a->id, a->bck, "");
     if (!a->desc)
         a->desc = sl_xstrdup("");

@@ -169,7 +169,7 @@ class TestDownload(ClusterTest):
 
     def test_abort(self):
         self.mkb("dl5")
-        _Handler.delay = 0.3
+        _Handler.delay = 1.0
         try:
             jid = self.start({"type": "range", "bucket": {"name": "dl5"},
                               "template": self.base + "/shard-{000..049}.tar"})
