@@ -206,6 +206,7 @@ int cli_show_nbi(int argc, char **argv);
 int cmd_rmo(int argc, char **argv);
 int cmd_prefetch(int argc, char **argv);
 int cmd_evict(int argc, char **argv);
+int cmd_download(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_performance(int argc, char **argv);
 int cmd_playground(int argc, char **argv);

@@ -37,7 +37,7 @@ static const struct {
     { "put", cmd_put }, { "get", cmd_get }, { "object", cmd_object }, { "rmo", cmd_rmo },
     { "blob-download", cmd_blob_download },
     { "nbi", cmd_nbi },
-    { "prefetch", cmd_prefetch }, { "evict", cmd_evict }, { "show", cmd_show }, { "performance", cmd_performance },
+    { "prefetch", cmd_prefetch }, { "evict", cmd_evict }, { "download", cmd_download }, { "show", cmd_show }, { "performance", cmd_performance },
     { "storage", cmd_storage }, { "config", cmd_config }, { "archive", cmd_archive }, { "etl", cmd_etl },
     { "ishard", cmd_ishard }, { "job", cmd_job }, { "advanced", cmd_advanced }, { "scrub", cmd_scrub }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },

@@ -15,6 +15,7 @@
 #include "lru.h"
 #include "cleanup.h"
 #include "blob.h"
+#include "download.h"
 #include "nbi.h"
 #include "mirror_job.h"
 #include "moss.h"
@@ -39,6 +40,7 @@ const struct sl_module *const sl_modules[] = {
     &sl_lru_module,
     &sl_cleanup_module,
     &sl_blob_module,
+    &sl_download_module,
     &sl_nbi_module,
     &sl_mirror_module,
     &sl_ec_module,

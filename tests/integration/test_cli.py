@@ -294,7 +294,7 @@ class TestCLI(unittest.TestCase):
     # every command path and its spelling in "Usage:" (aliases that keep the canonical usage map to it)
     COMMANDS = [
         "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "bucket mv",
-        "bucket evict", "prefetch", "evict", "ls",
+        "bucket evict", "prefetch", "evict", "download", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
         "storage resilver",

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT
+ * download.c: `shale download SRC ais://BUCKET[/DIR]`, AIStore's `ais
+ * download`: one URL, a brace range of URLs, or the names of an
+ * --object-list file under a base URL, fetched into a bucket by job
+ * download (server/jobs/download.c; POST /v1/download).
+ */
+#include "cli.h"
+#include "jsonx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool http_url(const char *s)
+{
+    return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
+}
+
+/* --object-list FILE: a JSON array of names, else one name a line */
+static json_t *object_list(const char *path, const char *base)
+{
+    size_t len;
+    char *text = cli_read_file(path, &len);
+    if (!text)
+        return NULL;
+    json_t *names = json_loads(text, 0, NULL);
+    if (!names) {
+        names = json_array();
+        for (char *save = NULL, *l = strtok_r(text, "\r\n", &save); l; l = strtok_r(NULL, "\r\n", &save))
+            if (l[0])
+                json_array_append_new(names, json_string(l));
+    }
+    free(text);
+    if (!json_is_array(names) || !json_array_size(names)) {
+        fprintf(stderr, "Error: --object-list %s: expected a JSON array of object names or one name a line, and "
+                "at least one name\n", path);
+        json_decref(names);
+        return NULL;
+    }
+    json_t *urls = json_array();
+    size_t i;
+    json_t *v;
+    size_t bl = strlen(base);
+    json_array_foreach(names, i, v) {
+        if (!json_is_string(v)) {
+            fprintf(stderr, "Error: --object-list %s: element %zu is not a string (an object name)\n", path, i);
+            json_decref(names);
+            json_decref(urls);
+            return NULL;
+        }
+        const char *n = json_string_value(v);
+        while (*n == '/')
+            n++;
+        char *u = sl_xasprintf("%s%s%s", base, bl && base[bl - 1] == '/' ? "" : "/", n);
+        json_array_append_new(urls, json_string(u));
+        free(u);
+    }
+    json_decref(names);
+    return urls;
+}
+
+int cmd_download(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "download", argc, argv, 2))
+        return 1;
+    const char *src = o.argv[0];
+    if (!http_url(src)) {
+        fprintf(stderr, "Error: SOURCE \"%s\": only http:// and https:// URLs can be downloaded (e.g. "
+                "https://host/shard-{000..099}.tar)\n", src);
+        return 1;
+    }
+    struct uri u;
+    if (uri_parse(o.argv[1], &u, true) < 0)
+        return 1;
+    if (strcmp(u.provider, "ais")) {
+        fprintf(stderr, "Error: DESTINATION \"%s\": download writes into an ais:// bucket\n", o.argv[1]);
+        uri_free(&u);
+        return 1;
+    }
+    json_t *body = json_pack("{s:{s:s,s:s},s:s}", "bucket", "name", u.bucket, "provider", "ais", "subdir", u.obj);
+    uri_free(&u);
+    const char *ts = opt_str(&o, "timeout");
+    if (ts) {
+        int64_t ns;
+        if (sl_parse_duration(ts, &ns) < 0 || ns <= 0) {
+            fprintf(stderr, "Error: --timeout: invalid duration \"%s\" (the time allowed for each object, e.g. "
+                    "30s, 5m)\n", ts);
+            json_decref(body);
+            return 1;
+        }
+        json_object_set_new(body, "timeout", json_string(ts));
+    }
+    if (opt_str(&o, "description"))
+        json_object_set_new(body, "description", json_string(opt_str(&o, "description")));
+    const char *ol = opt_str(&o, "object-list");
+    if (ol) {
+        json_t *urls = object_list(ol, src);
+        if (!urls) {
+            json_decref(body);
+            return 1;
+        }
+        json_object_set_new(body, "type", json_string("multi"));
+        json_object_set_new(body, "objects", urls);
+    } else if (strchr(src, '{')) {
+        json_object_set_new(body, "type", json_string("range"));
+        json_object_set_new(body, "template", json_string(src));
+    } else {
+        json_object_set_new(body, "type", json_string("single"));
+        json_object_set_new(body, "link", json_string(src));
+    }
+    size_t blen;
+    char *bs = sl_json_dump(body, 0, &blen);
+    json_decref(body);
+    struct cli_resp r;
+    cli_req("POST", "/v1/download", "application/json", bs, blen, &r);
+    free(bs);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "download");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    char *id = sl_xstrdup(sl_json_str(j, "id", ""));
+    json_decref(j);
+    int rc = 0;
+    if (!opt_bool(&o, "wait") && !opt_bool(&o, "progress")) {
+        cli_job_started(id);
+    } else {
+        printf("%s\n", id);
+        fflush(stdout);
+        uint64_t failed = 0;
+        size_t shown = 0;
+        rc = cli_job_report(id, 30LL * 24 * 3600 * 1000000000LL, opt_bool(&o, "progress"), false, "Downloaded",
+                            "into the bucket", NULL, &failed, &shown);
+        if (!rc && failed)
+            rc = 1;
+    }
+    free(id);
+    return rc;
+}
