@@ -452,22 +452,30 @@ static int cluster_start(const struct opts *o, json_t *v, const char *what)
 }
 
 /* shale scrub [ais://B ...] [--wait]: job scrub of the buckets named, else of all */
+/* v's "Buckets": the buckets o->argv[first..] name (-1: one did not parse, said, v freed) */
+static int add_buckets(json_t *v, const struct opts *o, int first)
+{
+    json_t *bs = json_array();
+    for (int i = first; i < o->argc; i++) {
+        struct uri u;
+        if (uri_parse(o->argv[i], &u, true) < 0) {
+            json_decref(bs);
+            json_decref(v);
+            return -1;
+        }
+        json_array_append_new(bs, json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
+        uri_free(&u);
+    }
+    json_object_set_new(v, "Buckets", bs);
+    return 0;
+}
+
 int cli_scrub_start(const struct opts *o)
 {
     json_t *v = json_pack("{s:s}", "Kind", "scrub");
     if (o->argc > 0) {
-        json_t *bs = json_array();
-        for (int i = 0; i < o->argc; i++) {
-            struct uri u;
-            if (uri_parse(o->argv[i], &u, true) < 0) {
-                json_decref(bs);
-                json_decref(v);
-                return 1;
-            }
-            json_array_append_new(bs, json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
-            uri_free(&u);
-        }
-        json_object_set_new(v, "Buckets", bs);
+        if (add_buckets(v, o, 0) < 0)
+            return 1;
     }
     return cluster_start(o, v, "start scrub");
 }
@@ -477,18 +485,8 @@ static int lru_start(struct opts *o)
 {
     json_t *v = json_pack("{s:s,s:b}", "Kind", "lru", "Force", opt_bool(o, "force"));
     if (o->argc > 1) {
-        json_t *bs = json_array();
-        for (int i = 1; i < o->argc; i++) {
-            struct uri u;
-            if (uri_parse(o->argv[i], &u, true) < 0) {
-                json_decref(bs);
-                json_decref(v);
-                return 1;
-            }
-            json_array_append_new(bs, json_pack("{s:s,s:s}", "name", u.bucket, "provider", u.provider));
-            uri_free(&u);
-        }
-        json_object_set_new(v, "Buckets", bs);
+        if (add_buckets(v, o, 1) < 0)
+            return 1;
     }
     return cluster_start(o, v, "start lru");
 }
