@@ -234,6 +234,15 @@ int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);
 int cmd_auth(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+/* cliconf.c: the CLI's settings file and aliases */
+int cmd_alias(int argc, char **argv);
+int cmd_config_cli(int argc, char **argv);
+char *cli_conf_path(void);
+json_t *cli_conf_load(void);
+char *cli_conf_endpoint(void);
+char **cli_alias_words(const char *name, int *n);
+/* name is a top-level command (shale.c) */
+bool cli_is_command(const char *name);
 /* the token requests carry: AIS_AUTHN_TOKEN, else the file cli_token_path
  * names; NULL if none (free()) */
 char *cli_token(void);

@@ -418,7 +418,9 @@ const char *cli_endpoint(void)
     pthread_mutex_lock(&endpoint_mu);
     if (!endpoint) {
         const char *e = getenv("AIS_ENDPOINT");
-        char *ep = sl_xstrdup(e && *e ? e : "http://localhost:8080");
+        char *ep = e && *e ? sl_xstrdup(e) : cli_conf_endpoint(); /* then `shale config cli set endpoint=` */
+        if (!ep)
+            ep = sl_xstrdup("http://localhost:8080");
         size_t n = strlen(ep);
         while (n && ep[n - 1] == '/')
             ep[--n] = 0;

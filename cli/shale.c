@@ -41,9 +41,17 @@ static const struct {
     { "storage", cmd_storage }, { "config", cmd_config }, { "archive", cmd_archive }, { "etl", cmd_etl },
     { "ishard", cmd_ishard }, { "job", cmd_job }, { "advanced", cmd_advanced }, { "scrub", cmd_scrub }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },
-    { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "log", cmd_log },
+    { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "log", cmd_log }, { "alias", cmd_alias },
     { "completion", cmd_completion }, { "version", cmd_version },
 };
+
+bool cli_is_command(const char *name)
+{
+    for (size_t i = 0; i < SL_ARRAY_SIZE(cmds); i++)
+        if (!strcmp(name, cmds[i].name))
+            return true;
+    return !strcmp(name, "help") || !strcmp(name, "version");
+}
 
 /* --help or -h anywhere before "--" */
 static bool help_asked(int argc, char **argv)
@@ -130,6 +138,23 @@ static int help_unknown(int argc, char **argv, int first)
 
 int main(int argc, char **argv)
 {
+    /* `shale NAME ARGS`, NAME a user alias (`shale alias set`): its command's words, then ARGS */
+    char **expanded = NULL;
+    if (argc >= 2 && argv[1][0] != '-' && !cli_is_command(argv[1])) {
+        int n;
+        char **w = cli_alias_words(argv[1], &n);
+        if (w && n > 0) {
+            expanded = sl_xcalloc((size_t)(argc + n), sizeof(char *));
+            expanded[0] = argv[0];
+            for (int i = 0; i < n; i++)
+                expanded[i + 1] = w[i];
+            for (int i = 2; i < argc; i++)
+                expanded[n + i - 1] = argv[i];
+            argc += n - 1;
+            argv = expanded; /* (the words live until exit) */
+        }
+        free(w);
+    }
     if (argc > 2 && !strcmp(argv[1], "help")) {
         if (help_unknown(argc, argv, 2))
             return 1;

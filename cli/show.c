@@ -1122,11 +1122,8 @@ static int config_node(struct opts *o)
 
 int cmd_config(int argc, char **argv)
 {
-    if (argc >= 1 && !strcmp(argv[0], "cli")) {
-        fprintf(stderr, "Error: shale has no CLI config of its own: it reads AIS_ENDPOINT (default "
-                "http://localhost:8080)\n");
-        return 1;
-    }
+    if (argc >= 1 && !strcmp(argv[0], "cli"))
+        return cmd_config_cli(argc - 1, argv + 1);
     static const struct cli_verb verbs[] = { { "cluster", config_cluster, NULL }, { "node", config_node, NULL } };
     return cli_run_verb("config", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

@@ -314,6 +314,7 @@ class TestCLI(unittest.TestCase):
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
         "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show", "show nbi",
+        "alias", "alias ls", "alias set", "alias rm", "config cli", "config cli show", "config cli set", "config cli reset",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
                 "object rm": "rmo", "show job": "job show", "show storage": "storage",
@@ -627,7 +628,7 @@ class TestCLI(unittest.TestCase):
                           (["config", "cluster", "chksum"], 'did you mean "checksum"?'),
                           (["config", "cluster", "log.level=3", "log"], "give either one KEY to show"),
                           (["config", "node", "x"], "not in the cluster map"),
-                          (["config", "cli"], "AIS_ENDPOINT")):
+                          (["config", "cli", "set", "nokey=1"], 'unknown CLI setting "nokey"')):
             p = self.run_cli(*args)
             self.assertEqual(p.returncode, 1, args)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, (args, p.stderr))
