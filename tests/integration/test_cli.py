@@ -314,6 +314,8 @@ class TestCLI(unittest.TestCase):
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
         "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show", "show nbi",
+        "object mpu", "object mpu create", "object mpu put-part", "object mpu put", "object mpu complete",
+        "object mpu abort",
         "alias", "alias ls", "alias set", "alias rm", "config cli", "config cli show", "config cli set", "config cli reset",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
@@ -321,7 +323,8 @@ class TestCLI(unittest.TestCase):
                 "show object": "object show", "show bucket": "bucket props", "show config": "config",
                 "show log": "log show", "show etl": "etl show", "show performance": "performance",
                 "performance counters": "performance", "job ls": "job show",
-                "blob-download": "object blob-download", "show nbi": "nbi show"}
+                "blob-download": "object blob-download", "show nbi": "nbi show",
+                "object mpu put": "object mpu put-part"}
 
     @staticmethod
     def help_sections(text):

@@ -2,7 +2,7 @@
 """The CLI's own settings and aliases (ais's `config cli` and `alias`) against a gateway and a target: a saved
 endpoint is used when AIS_ENDPOINT is unset (and AIS_ENDPOINT wins over it); an alias runs its command with the
 words given after it; an alias may not hide a command nor name one that does not exist; a broken settings
-file is reported with its path, never ignored."""
+file is reported with its path, never ignored; `object mpu` drives a multipart upload."""
 import os
 import subprocess
 import tempfile
@@ -84,6 +84,49 @@ class TestCLIConf(ClusterTest):
         p = self.shale("lsa", endpoint=self.url)
         self.assertEqual(p.returncode, 1)
         self.assertIn('unknown command "lsa"', p.stderr)
+
+
+    def test_mpu(self):
+        """object mpu create|put-part|complete|abort: parts sent out of order make the object in
+        part order; bad part numbers, ids and lists are refused naming them; abort leaves nothing"""
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/mpub", json={"action": "create-bck"}).status_code, 200)
+        p = self.shale("object", "mpu", "create", "ais://mpub/big.bin", endpoint=self.url)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        uid = p.stdout.strip()
+        self.assertTrue(uid and "\n" not in uid, p.stdout)
+        parts = [os.urandom(70000), os.urandom(70000), os.urandom(1234)]
+        files = []
+        for i, d in enumerate(parts):
+            f = os.path.join(self.home, "part%d" % (i + 1))
+            with open(f, "wb") as fh:
+                fh.write(d)
+            files.append(f)
+        for i in (2, 0):
+            p = self.shale("object", "mpu", "put-part", "ais://mpub/big.bin", uid, str(i + 1), files[i],
+                           endpoint=self.url)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.shale("object", "mpu", "put", "ais://mpub/big.bin", uid, "2", files[1], endpoint=self.url)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/mpub/big.bin").status_code, 404)  # not yet
+        for args, word in ((["put-part", "ais://mpub/big.bin", uid, "0", files[0]], "part number"),
+                           (["put-part", "ais://mpub/big.bin", "bad/id", "1", files[0]], "upload id"),
+                           (["complete", "ais://mpub/big.bin", uid, "1,1"], "parts"),
+                           (["complete", "ais://mpub/", uid, "1"], "name one object"),
+                           (["put-part", "ais://mpub/big.bin", uid, "1", "-"], "name a file")):
+            p = self.shale("object", "mpu", *args, endpoint=self.url)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertIn(word, p.stderr, args)
+        p = self.shale("object", "mpu", "complete", "ais://mpub/big.bin", uid, "1-3", endpoint=self.url)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/mpub/big.bin").content, b"".join(parts))
+        uid2 = self.shale("object", "mpu", "create", "ais://mpub/gone.bin", endpoint=self.url).stdout.strip()
+        self.assertEqual(self.shale("object", "mpu", "put-part", "ais://mpub/gone.bin", uid2, "1", files[2],
+                                    endpoint=self.url).returncode, 0)
+        p = self.shale("object", "mpu", "abort", "ais://mpub/gone.bin", uid2, endpoint=self.url)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.shale("object", "mpu", "complete", "ais://mpub/gone.bin", uid2, "1", endpoint=self.url)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/mpub/gone.bin").status_code, 404)
 
 
 if __name__ == "__main__":
