@@ -397,17 +397,98 @@ static int whoami(struct opts *o)
     return exp > 0 && exp <= now ? 1 : 0;
 }
 
+/* auth add cluster [ALIAS] URL [URL ...]: register a cluster with this AuthN (its uuid asked from the first URL) */
+static int add_cluster(struct opts *o)
+{
+    int first = o->argc > 0 && strncmp(o->argv[0], "http://", 7) && strncmp(o->argv[0], "https://", 8) ? 1 : 0;
+    const char *alias = first ? o->argv[0] : NULL;
+    if (o->argc <= first)
+        return cli_usage("auth add cluster");
+    for (int i = first; i < o->argc; i++)
+        if (strncmp(o->argv[i], "http://", 7) && strncmp(o->argv[i], "https://", 8)) {
+            fprintf(stderr, "Error: \"%s\" is not a cluster URL (http://HOST:PORT or https://...)\n", o->argv[i]);
+            return 1;
+        }
+    struct cli_resp r;
+    cli_get_at(o->argv[first], "/v1/daemon?what=smap", NULL, &r);
+    json_t *smap = r.status == 200 ? cli_resp_json(&r) : NULL;
+    const char *uuid = json_string_value(json_object_get(smap, "uuid"));
+    if (!uuid || !*uuid) {
+        fprintf(stderr, "Error: cannot read the cluster's id from %s/v1/daemon?what=smap: %s\n", o->argv[first],
+                r.status == 200 ? "no \"uuid\" in its map" : r.errmsg[0] ? r.errmsg : "failed");
+        json_decref(smap);
+        cli_resp_free(&r);
+        return 1;
+    }
+    cli_resp_free(&r);
+    json_t *urls = json_array();
+    for (int i = first; i < o->argc; i++)
+        json_array_append_new(urls, json_string(o->argv[i]));
+    json_t *b = json_pack("{s:s,s:s,s:o}", "id", uuid, "alias", alias ? alias : "", "urls", urls);
+    char msg[256];
+    snprintf(msg, sizeof(msg), "Cluster %s%s%s%s registered", uuid, alias ? " (" : "", alias ? alias : "",
+             alias ? ")" : "");
+    json_decref(smap);
+    send_json("POST", "/v1/clusters", b, &r);
+    return done(&r, msg);
+}
+
+static int show_cluster(struct opts *o)
+{
+    char *path;
+    if (o->argc) {
+        char *e = sl_url_encode_path(o->argv[0], strlen(o->argv[0]));
+        path = sl_xasprintf("/v1/clusters/%s", e);
+        free(e);
+    } else {
+        path = sl_xstrdup("/v1/clusters");
+    }
+    struct cli_resp r;
+    cli_req("GET", path, NULL, NULL, 0, &r);
+    free(path);
+    if (r.status != 200)
+        return done(&r, NULL);
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    if (cli_json) {
+        char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("%s\n", s);
+        free(s);
+    } else {
+        if (!cli_no_headers)
+            printf("ID\tALIAS\tURLS\n");
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(j, "clusters"), k, v) {
+            printf("%s\t%s\t", k, sl_json_str(v, "alias", ""));
+            size_t i;
+            json_t *u;
+            json_array_foreach(json_object_get(v, "urls"), i, u) printf("%s%s", i ? "," : "", json_string_value(u));
+            printf("\n");
+        }
+    }
+    json_decref(j);
+    return 0;
+}
+
+static int rm_cluster(struct opts *o)
+{
+    return rm_named(o, "cluster", "auth rm cluster");
+}
+
 int cmd_auth(int argc, char **argv)
 {
     static const struct cli_verb top[] = { { "login", login, NULL }, { "logout", logout, NULL },
                                            { "whoami", whoami, "auth whoami" } };
-    static const struct cli_verb add[] = { { "user", add_user, "auth add user" }, { "role", add_role,
-                                                                                     "auth add role" } };
+    static const struct cli_verb add[] = { { "user", add_user, "auth add user" }, { "role", add_role, "auth add role" },
+                                           { "cluster", add_cluster, "auth add cluster" } };
     static const struct cli_verb upd[] = { { "user", update_user, "auth update user" } };
     static const struct cli_verb rm[] = { { "user", rm_user, "auth rm user" }, { "role", rm_role, "auth rm role" },
-                                          { "token", rm_token, "auth rm token" } };
+                                          { "token", rm_token, "auth rm token" },
+                                          { "cluster", rm_cluster, "auth rm cluster" } };
     static const struct cli_verb sh[] = { { "user", show_user, "auth show user" },
-                                          { "role", show_role, "auth show role" } };
+                                          { "role", show_role, "auth show role" },
+                                          { "cluster", show_cluster, "auth show cluster" } };
     if (argc >= 1 && !strcmp(argv[0], "add"))
         return cli_run_verb("auth add", add, SL_ARRAY_SIZE(add), argc - 1, argv + 1, false);
     if (argc >= 1 && !strcmp(argv[0], "update"))

@@ -314,6 +314,7 @@ class TestCLI(unittest.TestCase):
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
         "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show", "show nbi",
+        "auth add cluster", "auth show cluster", "auth rm cluster",
         "object mpu", "object mpu create", "object mpu put-part", "object mpu put", "object mpu complete",
         "object mpu abort",
         "alias", "alias ls", "alias set", "alias rm", "config cli", "config cli show", "config cli set", "config cli reset",

@@ -50,6 +50,25 @@ class CLIAuth(unittest.TestCase):
             self.c.env.pop("AIS_AUTHN_TOKEN", None)
             self.c.env["AIS_AUTHN_TOKEN_FILE"] = old
 
+    def test_clusters(self):
+        """auth add|show|rm cluster: the cluster registered with its id read from its URL, under an alias"""
+        uuid = requests.get(self.c.url + "/v1/daemon", params={"what": "smap"},
+                            headers=self.c.admin_headers()).json()["uuid"]
+        p = self.c.cli("auth", "add", "cluster", "main", self.c.url)
+        self.assertIn(uuid, p.stdout)
+        p = self.c.cli("auth", "show", "cluster")
+        self.assertIn("%s\tmain\t%s" % (uuid, self.c.url), p.stdout)
+        p = self.c.cli("auth", "show", "cluster", "main", "--json")
+        self.assertIn(uuid, p.stdout)
+        p = self.c.cli("auth", "add", "cluster", "again", self.c.url, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("already registered", p.stderr)
+        p = self.c.cli("auth", "add", "cluster", "x", "ftp://h", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("not a cluster URL", p.stderr)
+        self.c.cli("auth", "rm", "cluster", "main")
+        self.assertNotIn(uuid, self.c.cli("auth", "show", "cluster").stdout)
+
 
 class FirstAdmin(unittest.TestCase):
     """AIS_AUTHN_SU_NAME / AIS_AUTHN_SU_PASS in the nodes' environment make the first admin (no user added by
