@@ -136,7 +136,7 @@ def rebalance_run(env, url, pgdir, bucket, n, size):
     mbytes = sum(int(sn["stats"]["out-bytes"]) for sn in snaps)
     # the job's own duration: first start to last end over all targets
     job_s = (max(sn["end_ns"] for sn in snaps) - min(sn["start_ns"] for sn in snaps)) / 1e9
-    cli(env, "bucket", "rm", "ais://" + bucket)  # the next run moves only its own objects
+    cli(env, "bucket", "rm", "ais://" + bucket, "-y")  # the next run moves only its own objects
     return {"objects": n, "size": size, "put_s": t_put, "moved": moved, "bytes": mbytes, "seconds": job_s,
             "wall": dt}
 
