@@ -234,6 +234,12 @@ int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);
 int cmd_auth(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+/* PUT the file path ("-": stdin) as object obj of u, xq ("&k=v...") after the query; 0, or -1 with err
+ * filled (object.c) */
+int cli_put_one_q(CURL *c, const struct uri *u, const char *path, const char *obj, const char *xq,
+                  struct progress *prog, char *err, size_t errn);
+/* object mpu VERB ... (mpu.c) */
+int cli_object_mpu(int argc, char **argv);
 /* cliconf.c: the CLI's settings file and aliases */
 int cmd_alias(int argc, char **argv);
 int cmd_config_cli(int argc, char **argv);
