@@ -102,7 +102,7 @@ const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k);
 /* Limits on an object's custom metadata (docs/api.md): it goes back to
  * clients as response headers (Ais-Custom-Md: k=v, one per entry), so it must
  * fit in one with room to spare. */
-#define SL_CUSTOM_MD_MAX       4096 /* bytes of all keys and values together */
+#define SL_CUSTOM_MD_MAX       8192 /* bytes of all keys and values together (S3 tags and metadata fit) */
 #define SL_CUSTOM_MD_MAX_VALUE 2048 /* bytes of one value */
 #define SL_CUSTOM_MD_MAX_KEY   128  /* bytes of one key */
 #define SL_CUSTOM_MD_MAX_N     64   /* entries */

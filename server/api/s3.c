@@ -5,6 +5,7 @@
  * location, versioning, acl, DeleteObjects). See s3.h.
  */
 #include "s3.h"
+#include "s3obj.h"
 #include "access.h"
 #include "cluster.h"
 #include "conf.h"
@@ -148,7 +149,7 @@ static int unsupported_hdrs(struct sl_req *r)
     static const char *const no[] = { "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
                                       "x-amz-grant-write-acp", "x-amz-grant-full-control",
                                       "x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm",
-                                      "x-amz-server-side-encryption-aws-kms-key-id", "x-amz-tagging",
+                                      "x-amz-server-side-encryption-aws-kms-key-id",
                                       "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
                                       "x-amz-object-lock-legal-hold", "x-amz-bucket-object-lock-enabled",
                                       "x-amz-website-redirect-location", NULL };
@@ -802,9 +803,71 @@ static void put_versioning_body(struct sl_req *r)
     s3_body_offload(r, put_versioning, bck_free);
 }
 
+/* ---- ?tagging of a bucket: its props "tags" (s3tag.c) ---- */
+
+static void put_bck_tagging(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    struct kvs t = { 0 };
+    const char *code;
+    char why[256];
+    if (s3_tags_from_xml(r->body.p ? r->body.p : "", r->body.len, S3_BCK_TAGS_MAX, &t, &code, why, sizeof(why)) < 0) {
+        s3_err(r, 400, code, "%s", why);
+    } else {
+        struct sl_buf j;
+        sl_buf_init(&j);
+        s3_tags_join(&t, &j);
+        primary_bck_call(r, "PATCH", bck->name,
+                         json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "tags", j.p ? j.p : ""), 204);
+        sl_buf_free(&j);
+    }
+    s3_kv_free(&t);
+    bck_free(bck);
+}
+
+static void put_bck_tagging_body(struct sl_req *r)
+{
+    s3_body_offload(r, put_bck_tagging, bck_free);
+}
+
+static void delete_bck_tagging(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    primary_bck_call(r, "PATCH", bck->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "tags", ""),
+                     204);
+    bck_free(bck);
+}
+
+static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
+{
+    switch (r->method) {
+    case SL_M_GET: {
+        const char *tags = json_string_value(json_object_get(b->props, "tags"));
+        if (!tags || !*tags) {
+            s3_err(r, 404, "NoSuchTagSet", "The TagSet does not exist (bucket %s has no tags)", b->name);
+            return;
+        }
+        struct kvs t = { 0 };
+        s3_tags_of_string(tags, &t);
+        s3_tags_xml(r, &t);
+        s3_kv_free(&t);
+        return;
+    }
+    case SL_M_PUT:
+        r->ctx = bck_copy(b);
+        sl_req_buffer_body(r, 64 * 1024, put_bck_tagging_body);
+        return;
+    case SL_M_DELETE:
+        sl_req_offload(r, delete_bck_tagging, bck_free, bck_copy(b));
+        return;
+    default:
+        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?tagging (GET, PUT and DELETE are)", r->method_str);
+    }
+}
+
 /* ---- dispatch ---- */
 
-static const char *const unsupported[] = { "lifecycle", "cors", "policy", "tagging", "website", "replication",
+static const char *const unsupported[] = { "lifecycle", "cors", "policy", "website", "replication",
                                            "encryption", "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls", "publicAccessBlock",
@@ -852,7 +915,8 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?versions: GET lists the versions", r->method_str);
         return;
     }
-    if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning")) {
+    if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
+        !sl_req_query(r, "tagging")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -877,6 +941,10 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
 static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
 {
     const struct sl_bck b = *bp;
+    if (sl_req_query(r, "tagging")) {
+        bck_tagging(r, &b);
+        return;
+    }
     switch (r->method) {
     case SL_M_HEAD:
         sl_hdr_add(r, "x-amz-bucket-region", "us-east-1");
@@ -1012,7 +1080,8 @@ void sl_s3_route(struct sl_req *r)
     struct sl_smap *s = sl_smap_get();
     /* a read goes where the read path can serve it (the owner, or the EC
      * stand-in for an owner that is down); anything else to the owner */
-    bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId");
+    bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId") &&
+              !sl_req_query(r, "tagging"); /* tags are read where they are written */
     if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
         if (unsupported_hdrs(r) == 0)

@@ -34,6 +34,8 @@ struct copy_job {
     size_t dklen, sklen;
     bool replace;
     struct kvs meta;              /* REPLACE: the request's metadata */
+    bool tag_replace;             /* x-amz-tagging-directive REPLACE: the request's tags (in tags) */
+    struct kvs tags;
     bool part;                    /* UploadPartCopy: into part partno of upload id */
     char id[80];
     int partno;
@@ -49,6 +51,7 @@ static void copy_free(void *arg)
     free(j->dkey);
     free(j->skey);
     s3_kv_free(&j->meta);
+    s3_kv_free(&j->tags);
     free(j);
 }
 
@@ -142,6 +145,19 @@ static int copy_sink(void *ctx, const char *data, size_t n)
     return dst_write(c, data, n, &c->werr);
 }
 
+/* The new object's tags, into out: the source's (x-amz-tagging-directive
+ * COPY, the default) from its custom metadata src, or the request's. */
+static void copy_tags(const struct copy_job *j, const struct kvs *src, struct kvs *out)
+{
+    if (j->tag_replace) {
+        s3_tags_custom(&j->tags, out);
+        return;
+    }
+    for (int i = 0; i < src->n; i++)
+        if (!strncmp(src->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1))
+            s3_kv_add(out, src->kv[i].k, src->kv[i].v);
+}
+
 static void copy_run(struct sl_req *r, void *arg)
 {
     struct copy_job *j = arg;
@@ -184,8 +200,10 @@ static void copy_run(struct sl_req *r, void *arg)
     struct kvs keep = { 0 };
     if (local || j->replace) {
         for (int i = 0; i < use->n; i++)
-            if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl"))
+            if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl") &&
+                strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1))
                 s3_kv_add(&keep, use->kv[i].k, use->kv[i].v);
+        copy_tags(j, &c.custom, &keep);
         o.custom = keep.kv;
         o.ncustom = keep.n;
     }
@@ -270,8 +288,16 @@ static void copy_run(struct sl_req *r, void *arg)
         sl_peer_resp_free(&pr);
         if (!j->replace && !j->part) /* the source's metadata came with its bytes */
             for (int i = 0; i < c.custom.n; i++)
-                if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp"))
+                if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp") &&
+                    strncmp(c.custom.kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1))
                     sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
+        if (!j->part) { /* the source's tags came with its bytes (set again when they were at begin) */
+            struct kvs tg = { 0 };
+            copy_tags(j, &c.custom, &tg);
+            for (int i = 0; i < tg.n; i++)
+                sl_put_set_custom(c.p, tg.kv[i].k, tg.kv[i].v);
+            s3_kv_free(&tg);
+        }
     }
     unsigned char d[16];
     unsigned dn = 0;
@@ -368,6 +394,13 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
         return;
     }
     bool replace = dir && !strcmp(dir, "REPLACE");
+    const char *tdir = sl_req_header(r, "x-amz-tagging-directive");
+    if (tdir && strcmp(tdir, "COPY") && strcmp(tdir, "REPLACE")) {
+        free(tmp);
+        s3_err(r, 400, "InvalidArgument", "Unknown tagging directive \"%s\" (COPY or REPLACE)", tdir);
+        return;
+    }
+
     const char *skey = slash + 1;
     size_t sklen = strlen(skey);
     struct sl_err err = { 0 };
@@ -422,6 +455,14 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
     if (replace)
         s3_collect_meta(r, &j->meta);
     free(tmp);
+    j->tag_replace = tdir && !strcmp(tdir, "REPLACE");
+    const char *th = sl_req_header(r, "x-amz-tagging");
+    char why[256];
+    if (j->tag_replace && th && s3_tags_from_header(th, S3_OBJ_TAGS_MAX, &j->tags, why, sizeof(why)) < 0) {
+        copy_cancel(j);
+        s3_err(r, 400, "InvalidTag", "x-amz-tagging: %s", why);
+        return;
+    }
     if (j->meta.bytes > S3_META_MAX) {
         copy_cancel(j);
         s3_err(r, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (%d "

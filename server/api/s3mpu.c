@@ -135,6 +135,10 @@ void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_b
                "bytes)", S3_META_MAX);
         return;
     }
+    if (s3_tagging_hdr(r, &meta) < 0) {
+        s3_kv_free(&meta);
+        return;
+    }
     if (sl_mpt_create(b, q->key, q->klen, id, sizeof(id), &err) < 0) {
         s3_kv_free(&meta);
         s3_err_sl(r, &err);

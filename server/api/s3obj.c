@@ -204,6 +204,9 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
     for (int i = 0; i < md->ncustom; i++)
         if (!strncmp(md->custom[i].k, "x-amz-meta-", 11))
             sl_hdr_add(r, md->custom[i].k, md->custom[i].v);
+    int nt = s3_tags_count(md);
+    if (nt)
+        sl_hdr_addf(r, "x-amz-tagging-count", "%d", nt);
     const char *mp = sl_objmd_get_custom(md, "s3.mp");
     if (mp && sl_req_query(r, "partNumber"))
         sl_hdr_add(r, "x-amz-mp-parts-count", mp);
@@ -525,6 +528,11 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
                "bytes)", S3_META_MAX);
         return;
     }
+    if (s3_tagging_hdr(r, &m) < 0) {
+        s3_kv_free(&m);
+        put_free(u);
+        return;
+    }
     struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect };
     if (sl_put_begin(b, q->key, q->klen, &o, &u->p, &err) < 0) {
         s3_kv_free(&m);
@@ -589,7 +597,7 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
 
 /* Object sub-resources not built: answered 501 for every method, never the object's bytes (GET ?attributes
  * returned them) nor its deletion (DELETE ?tagging deleted the object). */
-static const char *const obj_unsupported[] = { "tagging", "retention", "legal-hold", "attributes", "restore",
+static const char *const obj_unsupported[] = { "retention", "legal-hold", "attributes", "restore",
                                                "select", "torrent", NULL };
 
 static bool obj_sub_refused(struct sl_req *r)
@@ -619,6 +627,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     }
     if (obj_sub_refused(r))
         return;
+    if (sl_req_query(r, "tagging")) {
+        s3_obj_tagging(r, q, b);
+        return;
+    }
     const char *id = sl_req_query(r, "uploadId");
     switch (r->method) {
     case SL_M_GET:

@@ -31,6 +31,28 @@ void s3_collect_meta(struct sl_req *r, struct kvs *m);
  * mtime: 0 go on, 412, or 304 */
 int s3_conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t mtime_ns, bool exists);
 
+/* ---- s3tag.c ---- */
+#define S3_OBJ_TAGS_MAX 10
+#define S3_BCK_TAGS_MAX 50
+#define S3_TAG_PFX "s3.tag."        /* an object's tags: custom "s3.tag.N" = "KEY=VALUE" */
+/* x-amz-tagging (k=v&k2=v2, URL-encoded) / a Tagging XML body into t (decoded),
+ * within S3's limits for max tags: 0, or -1 with why (and the S3 code) */
+int s3_tags_from_header(const char *h, int max, struct kvs *t, char *why, size_t wn);
+int s3_tags_from_xml(const char *body, size_t n, int max, struct kvs *t, const char **code, char *why, size_t wn);
+/* t as custom entries "s3.tag.N" (appended to custom) / back from an object's metadata */
+void s3_tags_custom(const struct kvs *t, struct kvs *custom);
+void s3_tags_of_md(const struct sl_objmd *md, struct kvs *t);
+int s3_tags_count(const struct sl_objmd *md);
+/* t as one string of pairs (a bucket's props "tags"), and back */
+void s3_tags_join(const struct kvs *t, struct sl_buf *out);
+void s3_tags_of_string(const char *s, struct kvs *t);
+/* 200 <Tagging> of t */
+void s3_tags_xml(struct sl_req *r, const struct kvs *t);
+/* GET/PUT/DELETE ?tagging of an object, on its target */
+void s3_obj_tagging(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* A PUT's x-amz-tagging into custom: 0 (also when absent), -1 answered 400 */
+int s3_tagging_hdr(struct sl_req *r, struct kvs *custom);
+
 /* ---- s3copy.c ---- */
 /* PUT with x-amz-copy-source src: CopyObject (upload_id NULL) or
  * UploadPartCopy of part partno */

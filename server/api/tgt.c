@@ -620,27 +620,41 @@ struct custom_parse {
     char bad_val[256];
 };
 
+/* One Ais-Custom-Md line: "k=v[,k2=v2...]". A piece without '=' after
+ * an entry of the same line is the rest of its value ("no-cache, no-store"
+ * as Cache-Control, which a rebalance sends on as one entry). */
 static void custom_hdr_cb(void *arg, const char *v)
 {
     struct custom_parse *cp = arg;
-    char *copy = sl_xstrdup(v), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        while (*t == ' ')
+    struct put_ctx *c = cp->c;
+    bool have = false;
+    for (const char *p = v;;) {
+        size_t l = strcspn(p, ",");
+        const char *t = p;
+        while (t < p + l && *t == ' ')
             t++;
-        char *eq = strchr(t, '=');
-        if (!eq || eq == t) {
+        const char *eq = memchr(t, '=', (size_t)(p + l - t));
+        if (t == p + l) {
+            /* an empty piece: nothing */
+        } else if (eq && eq > t) {
+            c->custom = sl_xrealloc(c->custom, (size_t)(c->ncustom + 1) * sizeof(struct sl_kv));
+            c->custom[c->ncustom].k = sl_xstrndup(t, (size_t)(eq - t));
+            c->custom[c->ncustom].v = sl_xstrndup(eq + 1, (size_t)(p + l - eq - 1));
+            c->ncustom++;
+            have = true;
+        } else if (have) {
+            struct sl_kv *e = &c->custom[c->ncustom - 1];
+            char *nv = sl_xasprintf("%s,%.*s", e->v, (int)l, p);
+            free(e->v);
+            e->v = nv;
+        } else {
             cp->bad = true;
-            snprintf(cp->bad_val, sizeof(cp->bad_val), "%s", t);
-            continue;
+            snprintf(cp->bad_val, sizeof(cp->bad_val), "%.*s", (int)(p + l - t), t);
         }
-        *eq = 0;
-        struct put_ctx *c = cp->c;
-        c->custom = sl_xrealloc(c->custom, (size_t)(c->ncustom + 1) * sizeof(struct sl_kv));
-        c->custom[c->ncustom].k = sl_xstrdup(t);
-        c->custom[c->ncustom].v = sl_xstrdup(eq + 1);
-        c->ncustom++;
+        if (!p[l])
+            break;
+        p += l + 1;
     }
-    free(copy);
 }
 
 /* ---- PUT ?append_type= and ?uploadId= (upload.h) ---- */

@@ -577,6 +577,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "write_policy", wp);
     json_object_set_new(p, "access", json_string("0"));
     json_object_set_new(p, "features", json_string("0"));
+    /* S3's bucket tags (server/api/s3tag.c): "k=v&k2=v2", percent-encoded */
+    json_object_set_new(p, "tags", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -771,6 +773,20 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
         }
         json_t *cur = json_object_get(base, k);
+        if (!cur && !path[0] && !strcmp(k, "tags")) { /* a bucket made before buckets had tags */
+            json_object_set_new(base, k, json_string(""));
+            cur = json_object_get(base, k);
+        }
+        if (!path[0] && !strcmp(k, "tags") && json_is_string(v)) {
+            const char *t = json_string_value(v);
+            size_t tl = strlen(t);
+            bool ctl = false;
+            for (size_t i = 0; i < tl; i++)
+                ctl |= (unsigned char)t[i] < 0x20 || t[i] == 0x7f;
+            if (tl > 64 * 1024 || ctl)
+                return sl_errf(err, SL_EINVAL, "bucket property \"tags\" must be at most 64 KiB of \"k=v&k2=v2\" "
+                               "without control characters (S3's PutBucketTagging sets it); nothing was changed");
+        }
         if (!cur) {
             /* name the valid ones at this level */
             char valid[600] = "";

@@ -151,6 +151,11 @@ int sl_obj_mark_damaged(const struct sl_bck *b, const char *name, size_t nlen, i
                         struct sl_err *err);
 int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
                       bool replace, struct sl_err *err);
+/* Replace the custom keys that start with prefix (one namespace, such as
+ * S3's tags "s3.tag.") by kv[0..n), the others kept, in one step under the
+ * object's write lock. */
+int sl_obj_set_custom_ns(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
+                         const char *prefix, struct sl_err *err);
 
 /* In-place edit of an existing object (true append to a tar shard), under
  * the object's write lock from begin to commit/abort. A crash in between is

@@ -308,8 +308,10 @@ void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_
 
 /* ---- custom metadata ---- */
 
-int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
-                      bool replace, struct sl_err *err)
+/* Set kv on the object's custom metadata under its write lock, first
+ * dropping the keys that start with drop (NULL: none; "": all). */
+static int set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
+                      const char *drop, struct sl_err *err)
 {
     struct sl_mpath *mp;
     char cn[400];
@@ -326,12 +328,18 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
         }
         return -1;
     }
-    if (replace) {
-        struct sl_objmd empty = md;
-        empty.custom = NULL;
-        empty.ncustom = 0;
-        sl_objmd_free(&md);
-        md = empty;
+    if (drop) {
+        size_t dl = strlen(drop);
+        int k = 0;
+        for (int i = 0; i < md.ncustom; i++) {
+            if (!strncmp(md.custom[i].k, drop, dl)) {
+                free(md.custom[i].k);
+                free(md.custom[i].v);
+            } else {
+                md.custom[k++] = md.custom[i];
+            }
+        }
+        md.ncustom = k;
     }
     for (int i = 0; i < n; i++)
         sl_objmd_set_custom(&md, kv[i].k, kv[i].v);
@@ -345,6 +353,18 @@ int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
     write_unlock(b, lk);
     sl_objmd_free(&md);
     return rc;
+}
+
+int sl_obj_set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
+                      bool replace, struct sl_err *err)
+{
+    return set_custom(b, name, nlen, kv, n, replace ? "" : NULL, err);
+}
+
+int sl_obj_set_custom_ns(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
+                         const char *prefix, struct sl_err *err)
+{
+    return set_custom(b, name, nlen, kv, n, prefix, err);
 }
 
 int sl_obj_mark_damaged(const struct sl_bck *b, const char *name, size_t nlen, int64_t mtime, const char *why,

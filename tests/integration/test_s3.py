@@ -249,7 +249,7 @@ class S3Test(unittest.TestCase):
         versioning.enabled property (as in AIStore: Enabled/Suspended), which the native API then shows;
         a malformed or MFA versioning body changes nothing; ?acl GET and PUT of the canned ACL "private" are
         accepted, any other ACL is 501 and changes nothing;
-        ?lifecycle/?cors/?policy/?tagging are 501 NotImplemented with an XML error"""
+        ?lifecycle/?cors/?policy are 501 NotImplemented with an XML error"""
         b = self.bucket("bkt-sub")
         loc = self.xml(self.req("GET", "/" + b, params={"location": ""}))
         self.assertEqual(loc.tag, NS + "LocationConstraint")
@@ -295,10 +295,10 @@ class S3Test(unittest.TestCase):
                  "NotImplemented")
         self.err(self.req("PUT", "/bkt-sub-public", headers={"x-amz-acl": "public-read"}), 501, "NotImplemented")
         self.assertEqual(self.req("HEAD", "/bkt-sub-public").status_code, 404)  # not created
-        for sub in ("lifecycle", "cors", "policy", "tagging"):
+        for sub in ("lifecycle", "cors", "policy", "website"):
             self.err(self.req("GET", "/" + b, params={sub: ""}), 501, "NotImplemented")
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
-        self.client_err(lambda: self.s3.get_bucket_tagging(Bucket=b), 501, "NotImplemented")
+        self.client_err(lambda: self.s3.get_bucket_lifecycle_configuration(Bucket=b), 501, "NotImplemented")
 
     def test_list_buckets_paged(self):
         """ListBuckets is sorted by name and pages as S3 does: max-buckets, prefix, continuation-token (it
@@ -328,13 +328,13 @@ class S3Test(unittest.TestCase):
 
     def test_object_subresources_and_versions(self):
         """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes
-        returned them with 200) nor its deletion (DELETE ?tagging deleted it); ListObjectVersions lists each
+        returned them with 200); ListObjectVersions lists each
         object once as its one version "null" (it was 501, so `rclone purge` failed); versionId=null is the
         object itself, any other versionId is 501 and changes nothing; empty and UTF-8 x-amz-meta-* values round-trip"""
         b = self.bucket("bkt-osub")
         for i in range(5):
             self.s3.put_object(Bucket=b, Key="d/k%d" % i, Body=b"v%d" % i)
-        for sub in ("attributes", "retention", "legal-hold", "tagging", "torrent"):
+        for sub in ("attributes", "retention", "legal-hold", "torrent"):
             for m in ("GET", "HEAD", "PUT", "DELETE"):
                 r = self.req(m, "/%s/d/k0" % b, params={sub: ""}, data=b"<x/>" if m == "PUT" else None)
                 self.assertEqual(r.status_code, 501, "%s ?%s: %s" % (m, sub, r.text))
@@ -443,7 +443,7 @@ class S3Test(unittest.TestCase):
         r = self.s3.put_object(Bucket=b, Key="acl", Body=b"acl", ACL="private", StorageClass="STANDARD")
         self.assertEqual(r["ETag"], '"%s"' % md5hex(b"acl"))
         for kw in ({"ACL": "public-read"}, {"StorageClass": "GLACIER"}, {"ServerSideEncryption": "AES256"},
-                   {"Tagging": "a=b"}, {"GrantRead": 'id="x"'}, {"ObjectLockMode": "GOVERNANCE"}):
+                   {"GrantRead": 'id="x"'}, {"ObjectLockMode": "GOVERNANCE"}):
             e = self.client_err(lambda: self.s3.put_object(Bucket=b, Key="refused", Body=b"x", **kw), 501,
                                 "NotImplemented")
             self.assertIn("nothing was changed", e["Error"]["Message"])
