@@ -258,6 +258,9 @@ json_t *cli_disk_rates(json_t *targets, int64_t every, struct table *t, struct s
         }
         if (t && first)
             table_row(t, name, "(none)", "-", "-", "-", "-", "-", "-", "-"); /* (no mountpaths) */
+        if (notes && !json_object_get(st, "disk"))
+            sl_buf_printf(notes, "%s: reports no disk statistics (a shaled older than `performance disk`: "
+                          "upgrade it)\n", name);
         json_object_set_new(all, name, json_pack("{s:o,s:O}", "disks", disks, "no_disk", none ? none : json_object()));
     }
     json_decref(a);
