@@ -166,6 +166,9 @@ class TestCLIShow(ClusterTest):
                 self.assertEqual(len(notes), len(tg[tid][1]), out)
             else:
                 self.assertTrue(cols[2].endswith("/s"), row)
+                # (the second scrape, over a second after the first: the utilisation since then)
+                m = self.s.get(tg[tid][0] + "/metrics").text
+                self.assertRegex(m, r'ais_target_disk_util\{disk="%s",node_id="%s"\} \d+\n' % (cols[1], tid))
         self.bad_flags("performance", "disk")
 
     def test_performance_capacity(self):
