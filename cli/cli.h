@@ -225,6 +225,18 @@ int cmd_cp(int argc, char **argv);
 /* bucket cp, cp and object cp: path is the spelling used, for messages */
 int cli_cp(const char *path, int argc, char **argv);
 int cmd_storage(int argc, char **argv);
+/* the node_status of target id (snode: its Smap entry), through the gateway; NULL when it does not answer (show.c) */
+json_t *cli_node_status(const char *id, json_t *snode);
+/* the targets arg (t[ID] or ID; NULL: every one) names, {id: snode} (new); NULL after the error, which
+ * quotes usage ("performance disk [TARGET]") (show.c) */
+json_t *cli_sel_targets(const char *arg, const char *usage);
+/* performance latency|disk|capacity ARGS (perf.c) */
+int cli_perf(const char *view, int argc, char **argv);
+/* Each target's disks (targets: {id: snode}) over one interval of every ns: rows TARGET DISK READ ...
+ * into t (cli_disk_table's columns) when not NULL, the mountpaths without a disk as lines into notes;
+ * {"t[ID]": {"disks": {...}, "no_disk": {...}}} (new) (perf.c) */
+json_t *cli_disk_rates(json_t *targets, int64_t every, struct table *t, struct sl_buf *notes);
+struct table *cli_disk_table(void);
 /* start job resilver on every target, or on target (t[ID] or ID); --wait as the other starts */
 int cli_resilver_start(const struct opts *o, const char *target);
 int cli_scrub_start(const struct opts *o);

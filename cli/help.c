@@ -282,15 +282,35 @@ static const struct cli_cmd cmds[] = {
     { "show job", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
     { "show storage", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "storage" },
     { "performance", "performance [counters] [NODE] [--json]\n"
-                     "performance throughput [TARGET] [--refresh DURATION] [--count N]",
+                     "performance throughput|latency|disk [TARGET] [--refresh DURATION] [--count N]\n"
+                     "performance capacity [TARGET]",
       "Show each node's own counters (GET, PUT, HEAD, DELETE, LIST: counts and bytes; errors), as ais's "
-      "`performance counters` (latency, disk and capacity views are not built yet).", NOF, CF_JSON | CF_NOHDR, 2,
+      "`performance counters`; throughput, latency, disk and capacity: each target's rates, latencies, disks and "
+      "mountpaths.", NOF, CF_JSON | CF_NOHDR, 2,
       { "performance counters", "performance counters t[abc123] --json" }, NULL },
     { "performance throughput", "performance throughput [TARGET] [--refresh DURATION] [--count N] [--json]",
       "Show each target's GET and PUT rates (requests and bytes per second) between two samples of its counters.",
       F({ "--refresh DURATION", "the time between the two samples (e.g. 1s, 10s)", "5s" },
         { "--count N", "the number of reports, one every DURATION", "1" }),
       CF_JSON | CF_NOHDR, 1, { "performance throughput --refresh 2s", "performance throughput t[abc123] --count 10" },
+      NULL },
+    { "performance latency", "performance latency [TARGET] [--refresh DURATION] [--count N] [--json]",
+      "Show each target's average latency and number of GET, PUT, HEAD, DELETE (and LIST, APPEND, when counted) "
+      "requests between two samples of its counters.",
+      F({ "--refresh DURATION", "the time between the two samples (e.g. 1s, 10s)", "5s" },
+        { "--count N", "the number of reports, one every DURATION", "1" }),
+      CF_JSON | CF_NOHDR, 1, { "performance latency --refresh 2s", "performance latency t[abc123] --count 10" },
+      NULL },
+    { "performance disk", "performance disk [TARGET] [--refresh DURATION] [--count N] [--json]",
+      "Show each target's disks under its mountpaths: read and write bytes/s, IOPS, average sizes and "
+      "utilization between two samples of /proc/diskstats on the target (a mountpath on tmpfs or overlay has "
+      "none, and it says so).",
+      F({ "--refresh DURATION", "the time between the two samples (e.g. 1s, 10s)", "5s" },
+        { "--count N", "the number of reports, one every DURATION", "1" }),
+      CF_JSON | CF_NOHDR, 1, { "performance disk --refresh 2s", "performance disk t[abc123] --json" }, NULL },
+    { "performance capacity", "performance capacity [TARGET] [--json]",
+      "Show each target's mountpaths: used, available, total bytes and used %, the target's and the cluster's "
+      "totals.", NOF, CF_JSON | CF_NOHDR, 1, { "performance capacity", "performance capacity t[abc123] --json" },
       NULL },
     { "performance counters", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
     { "show performance", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "performance" },
@@ -310,12 +330,21 @@ static const struct cli_cmd cmds[] = {
     { "show dsort", "show dsort [ID] [--all] [--json]",
       "Show the running dsort jobs per target (--all: finished ones too), or dsort job ID: = shale job show dsort.",
       NOF, 0, 1, { "show dsort", "show dsort Zx3Xk9 --json" }, "job show" },
-    { "storage", "storage [show|mountpath show|disk show] [NODE] [--json]\n"
+    { "storage", "storage [show|mountpath show] [NODE] [--json]\n"
+                 "storage disk show [TARGET] [--refresh DURATION] [--json]\n"
                  "storage summary ais://BUCKET[/PREFIX]\n"
                  "storage resilver [TARGET] [--wait]\n"
                  "storage cleanup [--wait [--progress]]",
       "Show each target's mountpaths and capacity (used, available, total).", NOF, CF_JSON | CF_NOHDR, 1,
       { "storage", "storage t[abc123] --json" }, NULL },
+    { "storage disk show", "storage disk show [TARGET] [--refresh DURATION] [--json]",
+      "Show each target's mountpaths and capacity, then its disks' read and write rates, IOPS and utilization "
+      "over one interval (as `performance disk`).",
+      F({ "--refresh DURATION", "the time between the two samples of the disks' counters (e.g. 1s, 10s)", "1s" }),
+      CF_JSON | CF_NOHDR, 1, { "storage disk show", "storage disk show t[abc123] --refresh 5s" }, NULL },
+    { "storage disk", "storage disk show [TARGET] [--refresh DURATION] [--json]",
+      "The disks under each target's mountpaths: `storage disk show` (alone, `storage disk` runs it too).", NOF, 0, 1,
+      { "storage disk show", "storage disk t[abc123]" }, NULL },
     { "storage resilver", "storage resilver [TARGET] [--wait]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
       "resilver).", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 1,

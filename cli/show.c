@@ -558,6 +558,35 @@ static int show_fwd(int (*cmd)(int, char **), const char *w1, const char *w2, in
     return rc;
 }
 
+json_t *cli_node_status(const char *id, json_t *snode)
+{
+    return snode_url(snode) ? node_status(id, snode_url(snode)) : NULL;
+}
+
+json_t *cli_sel_targets(const char *arg, const char *usage)
+{
+    json_t *smap;
+    if (cli_get_json("/v1/daemon?what=smap", NULL, &smap) < 0 || !smap)
+        return NULL;
+    struct node_sel sel = { .any = true };
+    if (arg && (!sel_parse(smap, arg, &sel) || sel.type == 'p' ||
+                !json_object_get(json_object_get(smap, "tmap"), sel.id))) {
+        fprintf(stderr, "Error: \"%s\" is not a target in the cluster map (see `shale show cluster target`): `shale "
+                "%s`\n", arg, usage);
+        json_decref(smap);
+        return NULL;
+    }
+    json_t *out = json_object();
+    const char *id;
+    json_t *sn;
+    json_object_foreach(json_object_get(smap, "tmap"), id, sn) {
+        if (sel_match(&sel, 't', id))
+            json_object_set(out, id, sn);
+    }
+    json_decref(smap);
+    return out;
+}
+
 /* performance throughput: each target's GET/PUT rates between two samples of its counters */
 static const char *const tp_keys[4] = { "get.n", "get.size", "put.n", "put.size" };
 
@@ -682,12 +711,10 @@ int cmd_performance(int argc, char **argv)
             return 1;
         return perf_throughput(&o);
     }
-    if (!strcmp(argv[0], "latency") || !strcmp(argv[0], "disk") || !strcmp(argv[0], "capacity")) {
-        fprintf(stderr, "Error: \"performance %s\" is not built in shale yet: `shale performance counters` shows each "
-                "node's counters, `shale performance throughput` the rates, `shale storage` each target's capacity\n", argv[0]);
-        return 1;
-    }
-    fprintf(stderr, "Error: unknown command \"performance %s\" (counters, throughput; see `shale performance --help`)\n", argv[0]);
+    if (!strcmp(argv[0], "latency") || !strcmp(argv[0], "disk") || !strcmp(argv[0], "capacity"))
+        return cli_perf(argv[0], argc - 1, argv + 1);
+    fprintf(stderr, "Error: unknown command \"performance %s\" (counters, throughput, latency, disk, capacity; see "
+            "`shale performance --help`)\n", argv[0]);
     return 1;
 }
 
@@ -800,7 +827,7 @@ static bool node_arg(json_t *smap, const char *node, struct node_sel *sel)
     return false;
 }
 
-static int storage_show(const struct opts *o)
+static int storage_show(const struct opts *o, bool disks)
 {
     json_t *smap = get_smap();
     if (!smap)
@@ -816,7 +843,14 @@ static int storage_show(const struct opts *o)
         json_decref(smap);
         return 1;
     }
-    json_t *all = json_object();
+    int64_t every = 1000000000LL; /* (storage disk show: one pair of samples of the disks' counters) */
+    const char *rs = disks ? opt_str(o, "refresh") : NULL;
+    if (rs && (sl_parse_duration(rs, &every) < 0 || every <= 0)) {
+        fprintf(stderr, "Error: --refresh: invalid duration \"%s\" (e.g. 1s, 10s, 1m)\n", rs);
+        json_decref(smap);
+        return 1;
+    }
+    json_t *all = json_object(), *targets = json_object();
     struct table *t = table_new(6, "TARGET", "MOUNTPATH", "USED", "AVAIL", "TOTAL", "USED(%)");
     struct sl_buf notes;
     sl_buf_init(&notes);
@@ -827,6 +861,7 @@ static int storage_show(const struct opts *o)
         if (!sel_match(&sel, 't', id))
             continue;
         ntargets++;
+        json_object_set(targets, id, sn);
         char name[160];
         snprintf(name, sizeof(name), "t[%s]", id);
         json_t *st = snode_url(sn) ? node_status(id, snode_url(sn)) : NULL;
@@ -874,6 +909,19 @@ static int storage_show(const struct opts *o)
         }
         json_decref(st);
     }
+    struct table *dt = disks && ntargets ? cli_disk_table() : NULL;
+    struct sl_buf dnotes;
+    sl_buf_init(&dnotes);
+    if (dt) { /* the disks' rates: into each target's JSON, or a second table */
+        json_t *rates = cli_disk_rates(targets, every, dt, &dnotes), *v;
+        const char *k;
+        json_object_foreach(rates, k, v) {
+            json_t *tj = json_object_get(all, k);
+            if (json_is_object(tj) && json_is_object(v))
+                json_object_update(tj, v);
+        }
+        json_decref(rates);
+    }
     if (cli_json)
         cli_print_json(all);
     else if (!ntargets)
@@ -882,8 +930,18 @@ static int storage_show(const struct opts *o)
         table_print(t, stdout, !cli_no_headers);
     if (!cli_json && notes.len)
         printf("\n%s", notes.p);
+    if (!cli_json && dt) {
+        printf("\n");
+        table_print(dt, stdout, !cli_no_headers);
+        if (dnotes.len)
+            printf("%s", dnotes.p);
+    }
+    if (dt)
+        table_free(dt);
+    sl_buf_free(&dnotes);
     sl_buf_free(&notes);
     table_free(t);
+    json_decref(targets);
     json_decref(all);
     json_decref(smap);
     return 0;
@@ -929,7 +987,13 @@ int cmd_storage(int argc, char **argv)
         free(id);
         return rc;
     }
-    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath") || !strcmp(argv[0], "disk"))) {
+    if (argc >= 1 && !strcmp(argv[0], "disk")) { /* storage disk [show]: capacity and the disks' rates */
+        int skip = argc >= 2 && !strcmp(argv[1], "show") ? 2 : 1;
+        if (cli_opts(&o, "storage disk show", argc - skip, argv + skip) < 0)
+            return 1;
+        return storage_show(&o, true);
+    }
+    if (argc >= 1 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "mountpath"))) {
         argc--;
         argv++;
         if (argc >= 1 && !strcmp(argv[0], "show")) { /* storage mountpath|disk show */
@@ -939,7 +1003,7 @@ int cmd_storage(int argc, char **argv)
     }
     if (cli_opts(&o, "storage", argc, argv) < 0)
         return 1;
-    return storage_show(&o);
+    return storage_show(&o, false);
 }
 
 /* ---- shale config cluster|node ---- */

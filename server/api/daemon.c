@@ -7,6 +7,7 @@
 #include "arch.h"
 #include "cluster.h"
 #include "conf.h"
+#include "diskstats.h"
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
@@ -176,6 +177,33 @@ static int cpu_util_pct(void)
     return pct;
 }
 
+/* the mountpaths' paths (new array of borrowed strings) */
+static const char **mpath_list(void)
+{
+    int n = sl_store_nmpaths();
+    const char **p = sl_xcalloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+    for (int i = 0; i < n; i++)
+        p[i] = sl_store_mpath(i)->path;
+    return p;
+}
+
+/* {"/mp": {"used", "avail", "total"}} of each mountpath's filesystem (statvfs) */
+static json_t *mpath_usage_json(void)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < sl_store_nmpaths(); i++) {
+        uint64_t used = 0, total = 0;
+        if (sl_store_mpath_usage(i, &used, &total) < 0)
+            continue;
+        json_t *u = json_object();
+        json_object_set_new(u, "used", sl_json_u64(used));
+        json_object_set_new(u, "avail", sl_json_u64(total > used ? total - used : 0));
+        json_object_set_new(u, "total", sl_json_u64(total));
+        json_object_set_new(o, sl_store_mpath(i)->path, u);
+    }
+    return o;
+}
+
 static json_t *node_status(void)
 {
     json_t *o = json_object();
@@ -219,11 +247,26 @@ static json_t *node_status(void)
         }
         json_object_set_new(cap, "mountpaths", mps);
         json_object_set_new(cap, "mountpath_state", mst); /* (Shale's: ok, emptied, vanished) */
+        json_object_set_new(cap, "mountpath_usage", mpath_usage_json());
         json_object_set_new(o, "capacity", cap);
+        /* the disks under the mountpaths: cumulative counters, made rates by whoever samples twice */
+        const char **paths = mpath_list();
+        json_t *disk, *none;
+        sl_disk_json(paths, sl_store_nmpaths(), &disk, &none);
+        free(paths);
+        json_object_set_new(o, "disk", disk);
+        json_object_set_new(o, "disk_none", none);
+        json_object_set_new(o, "disk_mono_ns", sl_json_u64((uint64_t)sl_mono_ns()));
         json_object_set_new(o, "rebalance", json_string(sl_reb_state()));
     }
     json_object_set_new(o, "tracker", sl_stats_tracker_json());
     return o;
+}
+
+static void node_status_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    sl_resp_json_new(r, 200, node_status());
 }
 
 /* ---- GET /v1/daemon?what=log[&severity=][&offset=][&all=true] ---- */
@@ -397,7 +440,7 @@ void sl_h_daemon_get(struct sl_req *r)
     } else if (!strcmp(what, "snode")) {
         sl_resp_json_new(r, 200, sl_snode_json(&G.self));
     } else if (!strcmp(what, "node_status") || !strcmp(what, "node_stats")) {
-        sl_resp_json_new(r, 200, node_status());
+        sl_req_offload_disk(r, node_status_run, NULL, NULL); /* (statvfs, stat and /proc reads: off the HTTP thread) */
     } else if (!strcmp(what, "software_version")) {
         sl_resp_text(r, 200, SL_VERSION);
     } else if (!strcmp(what, "log")) {
@@ -474,8 +517,9 @@ void sl_h_reverse(struct sl_req *r)
     sl_req_offload(r, reverse_run, free, sl_xstrdup(id));
 }
 
-void sl_h_metrics(struct sl_req *r)
+static void metrics_run(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_buf b;
     sl_buf_init(&b);
     const char *role = G.role == SL_ROLE_PROXY ? "proxy" : "target";
@@ -497,6 +541,9 @@ void sl_h_metrics(struct sl_req *r)
         sl_buf_printf(&b, "# HELP shale_capacity_bytes bytes on the mountpaths' filesystems\n"
                           "# TYPE shale_capacity_bytes gauge\nshale_capacity_bytes{node_id=\"%s\"} %llu\n",
                       G.id, (unsigned long long)total);
+        const char **paths = mpath_list();
+        sl_disk_render(&b, prefix, G.id, paths, sl_store_nmpaths());
+        free(paths);
     }
     unsigned conns[256], nl = sl_accept_loads(conns, 256);
     sl_buf_printf(&b, "# HELP shale_http_connections client connections open, per HTTP poll loop\n"
@@ -510,4 +557,12 @@ void sl_h_metrics(struct sl_req *r)
                       "shale_uptime_seconds{node_id=\"%s\",role=\"%s\"} %.3f\n", G.id, role, up);
     sl_resp_bytes(r, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
     sl_buf_free(&b);
+}
+
+void sl_h_metrics(struct sl_req *r)
+{
+    if (sl_is_target())
+        sl_req_offload_disk(r, metrics_run, NULL, NULL); /* (statvfs and /proc/diskstats: off the HTTP thread) */
+    else
+        metrics_run(r, NULL);
 }

@@ -299,7 +299,8 @@ class TestCLI(unittest.TestCase):
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
         "storage resilver",
         "show object", "show bucket", "show config", "show log", "show etl", "show rebalance", "show dsort",
-        "show performance", "show dashboard", "performance", "performance counters", "performance throughput", "storage cleanup",
+        "show performance", "show dashboard", "performance", "performance counters", "performance throughput",
+        "performance latency", "performance disk", "performance capacity", "storage disk", "storage disk show", "storage cleanup",
         "config",
         "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",
@@ -323,7 +324,7 @@ class TestCLI(unittest.TestCase):
                 "object rm": "rmo", "show job": "job show", "show storage": "storage",
                 "show object": "object show", "show bucket": "bucket props", "show config": "config",
                 "show log": "log show", "show etl": "etl show", "show performance": "performance",
-                "performance counters": "performance", "job ls": "job show",
+                "performance counters": "performance", "storage disk": "storage disk show", "job ls": "job show",
                 "blob-download": "object blob-download", "show nbi": "nbi show",
                 "object mpu put": "object mpu put-part"}
 

@@ -9,12 +9,15 @@
 #include "chunked.h"
 #include "cksum.h"
 #include "conf.h"
+#include "diskstats.h"
 #include "jsonx.h"
 #include "lso.h"
 #include "meta.h"
 #include "template.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -669,8 +672,41 @@ static void t_rxguard(void)
     regfree(&re);
 }
 
+/* the block device under a path: none for tmpfs (said so), the root filesystem's disk when it has one
+ * (its counters then in /proc/diskstats), an error for a path that is not there */
+static void t_diskstats(void)
+{
+    char name[32], why[160];
+    struct stat st;
+    if (stat("/dev/shm", &st) == 0 && major(st.st_dev) == 0) {
+        int rc = sl_disk_of_path("/dev/shm", name, sizeof(name), why, sizeof(why));
+        TAP_OK(rc == 0 && strstr(why, "no block device"), "diskstats: /dev/shm has no block device: %s", why);
+    }
+    int rc = sl_disk_of_path("/proc", name, sizeof(name), why, sizeof(why));
+    TAP_OK(rc == 0 && strstr(why, "no block device"), "diskstats: /proc has none: %s", why);
+    TAP_OK(sl_disk_of_path("/nonexistent/x", name, sizeof(name), why, sizeof(why)) < 0 && strstr(why, "cannot stat"),
+           "diskstats: a missing path: %s", why);
+    if (sl_disk_of_path("/", name, sizeof(name), why, sizeof(why)) == 1) {
+        TAP_OK(name[0] && !strchr(name, '/'), "diskstats: / is on disk %s", name);
+        struct sl_disk_io d[1];
+        memset(d, 0, sizeof(d));
+        snprintf(d[0].name, sizeof(d[0].name), "%s", name);
+        TAP_OK(sl_disk_read(d, 1) == 0 && d[0].found, "diskstats: %s is in /proc/diskstats (%llu bytes written)",
+               name, (unsigned long long)d[0].wr_bytes);
+    }
+    json_t *disk, *none;
+    const char *paths[] = { "/proc", "/" };
+    sl_disk_json(paths, 2, &disk, &none);
+    TAP_OK(json_is_string(json_object_get(none, "/proc")), "diskstats: node_status names /proc as without a disk");
+    TAP_OK(json_object_size(disk) + json_object_size(none) == 2 || json_object_get(none, "/"),
+           "diskstats: / is a disk or said to have none");
+    json_decref(disk);
+    json_decref(none);
+}
+
 int main(void)
 {
+    t_diskstats();
     t_chunked();
     t_rxguard();
     t_b64();
