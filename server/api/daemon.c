@@ -3,6 +3,7 @@
  * /metrics.
  */
 #include "daemon.h"
+#include "authn.h"
 #include "accept.h"
 #include "arch.h"
 #include "cluster.h"
@@ -378,6 +379,10 @@ static void log_run(struct sl_req *r, void *arg)
 void sl_h_daemon_get(struct sl_req *r)
 {
     const char *what = sl_req_query(r, "what");
+    if (!what && r->nq == 0 && G.role != SL_ROLE_TARGET) { /* AuthN's GET /v1/daemon: its configuration */
+        sl_authn_config_get(r);
+        return;
+    }
     if (!what || !*what) {
         sl_resp_errf(r, SL_EINVAL,
                      "GET /v1/daemon requires a 'what' query: one of smap, bmd, config, snode, node_status, "

@@ -197,6 +197,8 @@ void sl_route(struct sl_req *r)
                          "name (objects are /v1/objects/BUCKET/OBJECT); nothing was done", r->path);
         else
             sl_route_buckets(r);
+    } else if ((sl_req_path_is(r, "/v1/daemon") || sl_req_path_is(r, "/v1/cluster")) && sl_tls_route(r)) {
+        /* (load-x509, what=tls_certificate) */
     } else if (sl_req_path_is(r, "/v1/daemon")) {
         if (r->method == SL_M_GET)
             sl_h_daemon_get(r);
