@@ -1126,23 +1126,26 @@ static int config_node(struct opts *o)
  * files, sent to every node) or, NODE, that node's own (PUT /v1/daemon, sent to it) */
 static int config_reset(struct opts *o)
 {
+    if (o->argc > 1) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale config reset [NODE]` takes one node at most\n",
+                o->argv[1]);
+        return 1;
+    }
     struct cli_resp r;
-    char *saved = NULL;
-    if (o->argc) {
+    if (o->argc) { /* as AIStore's api.ResetDaemonConfig: PUT /v1/reverse/daemon, Ais-Node-Id */
         json_t *smap = get_smap();
         if (!smap)
             return 1;
         struct node_sel sel;
-        const char *url = node_arg(smap, o->argv[0], &sel) ? sel_url(smap, &sel) : NULL;
-        if (!url) {
-            json_decref(smap);
-            return 1;
-        }
-        saved = sl_xstrdup(cli_endpoint());
-        cli_set_endpoint(url);
+        bool ok = node_arg(smap, o->argv[0], &sel);
         json_decref(smap);
-        cli_act("PUT", "/v1/daemon", "reset-config", NULL, NULL, &r);
-        cli_set_endpoint(saved);
+        if (!ok)
+            return 1;
+        char *h = sl_xasprintf("Ais-Node-Id: %s", sel.id);
+        const char *hd[] = { h, "Content-Type: application/json", NULL };
+        static const char body[] = "{\"action\":\"reset-config\"}";
+        cli_req_h("PUT", "/v1/reverse/daemon", hd, body, sizeof(body) - 1, &r);
+        free(h);
     } else {
         cli_act("PUT", "/v1/cluster", "reset-config", NULL, NULL, &r);
     }
@@ -1164,7 +1167,6 @@ static int config_reset(struct opts *o)
         json_decref(ans);
     }
     cli_resp_free(&r);
-    free(saved);
     return rc;
 }
 

@@ -207,7 +207,11 @@ void sl_route(struct sl_req *r)
     } else if (sl_req_path_is(r, "/v1/cluster")) {
         sl_route_cluster(r);
     } else if (sl_req_path_is(r, "/v1/reverse")) {
-        sl_h_reverse(r);
+        const char *nid = sl_req_header(r, "Ais-Node-Id");
+        if (r->method == SL_M_PUT && nid && !strcmp(nid, G.id) && sl_req_path_is(r, "/v1/reverse/daemon"))
+            sl_route_daemon_other(r); /* (an action for this node itself) */
+        else
+            sl_h_reverse(r);
     } else if (sl_req_path_is(r, "/metrics")) {
         sl_h_metrics(r);
     } else if (!sl_route_cluster_internal(r) && !sl_modules_route(r)) {
