@@ -711,8 +711,8 @@ static const struct cli_cmd cmds[] = {
     { "auth show role", "auth show role [ROLE] [--json]", "Show roles.", NOF, CF_JSON | CF_NOHDR, 1,
       { "auth show role", "auth show role readers --json" }, NULL },
     { "auth show config", "auth show config [PREFIX] [--json]",
-      "Show AuthN's configuration (the secret is never shown): auth.expiration_time, log.level, ... (or the keys "
-      "starting with PREFIX).", NOF, CF_JSON | CF_NOHDR, 1, { "auth show config", "auth show config auth --json" },
+      "Show AuthN's configuration, or the keys starting with PREFIX (auth.expiration_time, log.level and the "
+      "rest; the secret is never shown).", NOF, CF_JSON | CF_NOHDR, 1, { "auth show config", "auth show config auth --json" },
       NULL },
     { "auth set", "auth set config KEY=VALUE [...]", "Change AuthN's configuration.", NOF, 0, -1,
       { "auth set config expiration_time=30m", NULL }, NULL },

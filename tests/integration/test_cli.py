@@ -326,7 +326,7 @@ class TestCLI(unittest.TestCase):
                 "show log": "log show", "show etl": "etl show", "show performance": "performance",
                 "performance counters": "performance", "job ls": "job show",
                 "blob-download": "object blob-download", "show nbi": "nbi show",
-                "object mpu put": "object mpu put-part"}
+                "object mpu put": "object mpu put-part", "show tls": "tls show"}
 
     @staticmethod
     def help_sections(text):
