@@ -476,6 +476,97 @@ static int rm_cluster(struct opts *o)
     return rm_named(o, "cluster", "auth rm cluster");
 }
 
+/* ---- AuthN's configuration (GET/PUT /v1/daemon on AuthN's API) ---- */
+
+static void flat_print(json_t *j, const char *prefix, const char *want)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) {
+        char *path = *prefix ? sl_xasprintf("%s.%s", prefix, k) : sl_xstrdup(k);
+        if (json_is_object(v)) {
+            flat_print(v, path, want);
+        } else if (!want || sl_has_prefix(path, want)) {
+            char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+            printf("%-24s %s\n", path, s ? s : json_string_value(v));
+            free(s);
+        }
+        free(path);
+    }
+}
+
+static int show_config(struct opts *o)
+{
+    struct cli_resp r;
+    cli_req("GET", "/v1/daemon", NULL, NULL, 0, &r);
+    if (r.status != 200)
+        return done(&r, NULL);
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    if (cli_json) {
+        cli_print_json(j);
+    } else {
+        if (!cli_no_headers)
+            printf("%-24s %s\n", "KEY", "VALUE");
+        flat_print(j, "", o->argc ? o->argv[0] : NULL);
+    }
+    json_decref(j);
+    return 0;
+}
+
+/* auth set config KEY=VALUE ... (or KEY VALUE): auth.secret, auth.expiration_time, log.level */
+static int set_config(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("auth set config");
+    json_t *body = json_object();
+    for (int i = 0; i < o->argc; i++) {
+        const char *a = o->argv[i], *eq = strchr(a, '=');
+        char *key, *val;
+        if (eq) {
+            key = sl_xstrndup(a, (size_t)(eq - a));
+            val = sl_xstrdup(eq + 1);
+        } else if (i + 1 < o->argc && !strchr(o->argv[i + 1], '=')) {
+            key = sl_xstrdup(a);
+            val = sl_xstrdup(o->argv[++i]);
+        } else {
+            fprintf(stderr, "Error: \"%s\": give KEY=VALUE (e.g. expiration_time=30m)\n", a);
+            json_decref(body);
+            return 1;
+        }
+        const char *k = key, *sec = NULL;
+        if (!strcmp(k, "secret") || !strcmp(k, "auth.secret"))
+            sec = "auth", k = "secret";
+        else if (!strcmp(k, "expiration_time") || !strcmp(k, "auth.expiration_time"))
+            sec = "auth", k = "expiration_time";
+        else if (!strcmp(k, "log.level") || !strcmp(k, "log_level"))
+            sec = "log", k = "level";
+        if (!sec) {
+            fprintf(stderr, "Error: unknown AuthN config key \"%s\" (settable: auth.secret, auth.expiration_time, "
+                    "log.level); nothing was changed\n", key);
+            free(key);
+            free(val);
+            json_decref(body);
+            return 1;
+        }
+        if (!strcmp(k, "expiration_time") && duration(val, 0) < 0) {
+            free(key);
+            free(val);
+            json_decref(body);
+            return 1;
+        }
+        json_t *s = json_object_get(body, sec);
+        if (!s)
+            json_object_set_new(body, sec, s = json_object());
+        json_object_set_new(s, k, json_string(val));
+        free(key);
+        free(val);
+    }
+    struct cli_resp r;
+    send_json("PUT", "/v1/daemon", body, &r);
+    return done(&r, "AuthN config updated");
+}
+
 int cmd_auth(int argc, char **argv)
 {
     static const struct cli_verb top[] = { { "login", login, NULL }, { "logout", logout, NULL },
@@ -488,13 +579,17 @@ int cmd_auth(int argc, char **argv)
                                           { "cluster", rm_cluster, "auth rm cluster" } };
     static const struct cli_verb sh[] = { { "user", show_user, "auth show user" },
                                           { "role", show_role, "auth show role" },
-                                          { "cluster", show_cluster, "auth show cluster" } };
+                                          { "cluster", show_cluster, "auth show cluster" },
+                                          { "config", show_config, "auth show config" } };
+    static const struct cli_verb set[] = { { "config", set_config, "auth set config" } };
     if (argc >= 1 && !strcmp(argv[0], "add"))
         return cli_run_verb("auth add", add, SL_ARRAY_SIZE(add), argc - 1, argv + 1, false);
     if (argc >= 1 && !strcmp(argv[0], "update"))
         return cli_run_verb("auth update", upd, SL_ARRAY_SIZE(upd), argc - 1, argv + 1, false);
     if (argc >= 1 && !strcmp(argv[0], "rm"))
         return cli_run_verb("auth rm", rm, SL_ARRAY_SIZE(rm), argc - 1, argv + 1, false);
+    if (argc >= 1 && !strcmp(argv[0], "set"))
+        return cli_run_verb("auth set", set, SL_ARRAY_SIZE(set), argc - 1, argv + 1, false);
     if (argc >= 1 && !strcmp(argv[0], "show"))
         return cli_run_verb("auth show", sh, SL_ARRAY_SIZE(sh), argc - 1, argv + 1, false);
     return cli_run_verb("auth", top, SL_ARRAY_SIZE(top), argc, argv, false);

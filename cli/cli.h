@@ -245,6 +245,7 @@ int cmd_config(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_s3(int argc, char **argv);
 int cmd_auth(int argc, char **argv);
+int cmd_tls(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 /* PUT the file path ("-": stdin) as object obj of u, xq ("&k=v...") after the query; 0, or -1 with err
  * filled (object.c) */

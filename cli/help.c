@@ -273,7 +273,7 @@ static const struct cli_cmd cmds[] = {
       F({ "--keep-md", "evict a whole bucket's copies but keep the bucket and its properties (a job, waited "
                        "for)", "false" }), CF_SEL, 1, { "evict s3://data --prefix train/", "evict s3://data" }, NULL },
     /* ---- cluster views ---- */
-    { "show", "show cluster|job|storage|remote-cluster|object|bucket|config|log|etl|dsort|rebalance|performance|dashboard ...",
+    { "show", "show cluster|job|storage|remote-cluster|object|bucket|config|log|etl|tls|dsort|rebalance|performance|dashboard ...",
       "Show the cluster, its jobs, its storage and the remote clusters attached to it.", NOF, 0, -1,
       { "show cluster", "show job --all" }, NULL },
     { "show cluster", "show cluster [proxy|target|smap|bmd|config|stats] [NODE] [--json]",
@@ -324,6 +324,7 @@ static const struct cli_cmd cmds[] = {
     { "show log", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "log show" },
     { "show etl", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "etl show" },
     { "show config", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "config" },
+    { "show tls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "tls show" },
     { "show rebalance", "show rebalance [--all] [--json]",
       "Show the current (or, with --all, the last) rebalance's progress on every target: = shale job show rebalance.",
       NOF, 0, 0, { "show rebalance", "show rebalance --all" }, "job show" },
@@ -353,7 +354,7 @@ static const struct cli_cmd cmds[] = {
       "Remove the work files nobody writes any more from every target's mountpaths (job cleanup-store); prints the "
       "job id.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
       CF_WAIT, 0, { "storage cleanup --wait", "storage cleanup --wait --progress" }, NULL },
-    { "config", "config cluster [KEY | KEY=VALUE ...] | config node NODE [KEY]",
+    { "config", "config cluster [KEY | KEY=VALUE ...] | config node NODE [KEY] | config reset [NODE]",
       "Show the cluster's or one node's configuration, or change the cluster's at run time.", NOF, 0, -1,
       { "config cluster lru", "config cluster log.level=4" }, NULL },
     { "config cluster", "config cluster [KEY] [--json]\n"
@@ -363,6 +364,10 @@ static const struct cli_cmd cmds[] = {
     { "config node", "config node NODE [KEY] [--json]",
       "Show one node's own configuration (the cluster's plus its local keys), or a KEY or section of it.", NOF,
       CF_JSON | CF_NOHDR, 2, { "config node t[abc123]", "config node p[xyz789] net" }, NULL },
+    { "config reset", "config reset [NODE]",
+      "Drop the configuration changes made at run time (set-config, kept across restarts too) and go back to the "
+      "config files' values: cluster-wide (the primary's files, given to every node), or NODE's own.", NOF, 0, 1,
+      { "config reset", "config reset t[abc123]" }, NULL },
     { "config cli", "config cli [show] [--json]\n"
                     "config cli set endpoint=URL\n"
                     "config cli reset",
@@ -720,7 +725,7 @@ static const struct cli_cmd cmds[] = {
       { "auth rm role readers", NULL }, NULL },
     { "auth rm token", "auth rm token TOKEN", "Revoke a token (an admin, or the token's own user).", NOF, 0, 1,
       { "auth rm token eyJhbGciOi...", NULL }, NULL },
-    { "auth show", "auth show user|role [NAME]", "Show users or roles.", NOF, 0, -1, { "auth show user", NULL },
+    { "auth show", "auth show user|role|cluster|config [NAME]", "Show users, roles, clusters or AuthN's configuration.", NOF, 0, -1, { "auth show user", NULL },
       NULL },
     { "auth show user", "auth show user [USER] [--json]", "Show users and their roles.", NOF, CF_JSON | CF_NOHDR, 1,
       { "auth show user", "auth show user bob --json" }, NULL },
@@ -734,6 +739,27 @@ static const struct cli_cmd cmds[] = {
       { "auth rm cluster main", NULL }, NULL },
     { "auth show role", "auth show role [ROLE] [--json]", "Show roles.", NOF, CF_JSON | CF_NOHDR, 1,
       { "auth show role", "auth show role readers --json" }, NULL },
+    { "auth show config", "auth show config [PREFIX] [--json]",
+      "Show AuthN's configuration, or the keys starting with PREFIX (auth.expiration_time, log.level and the "
+      "rest; the secret is never shown).", NOF, CF_JSON | CF_NOHDR, 1, { "auth show config", "auth show config auth --json" },
+      NULL },
+    { "auth set", "auth set config KEY=VALUE [...]", "Change AuthN's configuration.", NOF, 0, -1,
+      { "auth set config expiration_time=30m", NULL }, NULL },
+    { "auth set config", "auth set config KEY=VALUE [KEY=VALUE ...]",
+      "Change AuthN's configuration (kept across restarts): auth.expiration_time (the lifetime of the tokens "
+      "logins get, 1m to 2160h), auth.secret (tokens are signed with it from now on; older ones stop working), "
+      "log.level (0-5).", NOF, 0, -1,
+      { "auth set config expiration_time=30m", "auth set config log.level=4" }, NULL },
+    { "tls", "tls load-certificate|show [NODE]",
+      "Load the TLS certificate files again on every node (certificate rotation without a restart), and show "
+      "what each node's certificate says.", NOF, 0, -1, { "tls load-certificate", "tls show" }, NULL },
+    { "tls load-certificate", "tls load-certificate [NODE] [--json]",
+      "Every node (or NODE) reads net.http.server_crt and server_key again and serves them to new connections; a "
+      "missing or invalid file is an error naming it, and the certificate loaded before stays in use.", NOF,
+      CF_JSON, 1, { "tls load-certificate", "tls load-certificate t[abc123]" }, NULL },
+    { "tls show", "tls show [NODE] [--json]",
+      "Show each node's (or NODE's) TLS certificate: subject, issuer, serial number, validity, SANs, key, files.",
+      NOF, CF_JSON, 1, { "tls show", "tls show p[xyz789] --json" }, NULL },
     { "playground", "playground start|stop|status|add-target --dir DIR ...",
       "Run a local node or cluster on loopback, for trying things out and for tests.", NOF, 0, -1,
       { "playground start --dir /tmp/pg --proxies 1 --targets 3", "playground stop --dir /tmp/pg" }, NULL },

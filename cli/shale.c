@@ -41,7 +41,7 @@ static const struct {
     { "storage", cmd_storage }, { "config", cmd_config }, { "archive", cmd_archive }, { "etl", cmd_etl },
     { "ishard", cmd_ishard }, { "job", cmd_job }, { "advanced", cmd_advanced }, { "scrub", cmd_scrub }, { "start", cmd_start }, { "wait", cmd_wait },
     { "stop", cmd_stop }, { "dsort", cmd_dsort }, { "ml", cmd_ml }, { "cluster", cmd_cluster },
-    { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "log", cmd_log }, { "alias", cmd_alias },
+    { "playground", cmd_playground }, { "search", cmd_search }, { "s3", cmd_s3 }, { "auth", cmd_auth }, { "tls", cmd_tls }, { "log", cmd_log }, { "alias", cmd_alias },
     { "completion", cmd_completion }, { "version", cmd_version },
 };
 

@@ -770,6 +770,8 @@ int cmd_show(int argc, char **argv)
         return show_fwd(cmd_etl, "show", NULL, argc, argv);
     if (!strcmp(argv[0], "config"))
         return show_fwd(cmd_config, NULL, NULL, argc, argv);
+    if (!strcmp(argv[0], "tls")) /* ais's `show tls` = `tls show` */
+        return show_fwd(cmd_tls, "show", NULL, argc, argv);
     if (!strcmp(argv[0], "rebalance") || !strcmp(argv[0], "dsort")) { /* the job's progress per target */
         if (argc > 1 && argv[1][0] != '-') /* show dsort ID: that job */
             return show_fwd(cmd_job, "show", NULL, argc, argv);
@@ -804,7 +806,7 @@ int cmd_show(int argc, char **argv)
         return rc;
     }
     fprintf(stderr, "Error: unknown command \"show %s\" (cluster, job, storage, remote-cluster, object, bucket, "
-            "config, log, etl, dsort, rebalance, performance, dashboard; see `shale show --help`)\n", argv[0]);
+            "config, log, etl, tls, dsort, rebalance, performance, dashboard; see `shale show --help`)\n", argv[0]);
     return 1;
 }
 
@@ -1184,10 +1186,59 @@ static int config_node(struct opts *o)
     return rc;
 }
 
+/* config reset [NODE]: reset-config, the runtime changes dropped: cluster-wide (the primary's
+ * files, sent to every node) or, NODE, that node's own (PUT /v1/daemon, sent to it) */
+static int config_reset(struct opts *o)
+{
+    if (o->argc > 1) {
+        fprintf(stderr, "Error: unexpected argument \"%s\": `shale config reset [NODE]` takes one node at most\n",
+                o->argv[1]);
+        return 1;
+    }
+    struct cli_resp r;
+    if (o->argc) { /* as AIStore's api.ResetDaemonConfig: PUT /v1/reverse/daemon, Ais-Node-Id */
+        json_t *smap = get_smap();
+        if (!smap)
+            return 1;
+        struct node_sel sel;
+        bool ok = node_arg(smap, o->argv[0], &sel);
+        json_decref(smap);
+        if (!ok)
+            return 1;
+        char *h = sl_xasprintf("Ais-Node-Id: %s", sel.id);
+        const char *hd[] = { h, "Content-Type: application/json", NULL };
+        static const char body[] = "{\"action\":\"reset-config\"}";
+        cli_req_h("PUT", "/v1/reverse/daemon", hd, body, sizeof(body) - 1, &r);
+        free(h);
+    } else {
+        cli_act("PUT", "/v1/cluster", "reset-config", NULL, NULL, &r);
+    }
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, "config reset");
+    } else {
+        json_t *ans = cli_resp_json(&r);
+        printf("%s configuration reset to %s config file%s\n", o->argc ? o->argv[0] : "Cluster",
+               o->argc ? "the node's" : "the primary's", o->argc ? "" : " (every node has it)");
+        json_t *rr = json_object_get(ans, "restart_required");
+        if (json_array_size(rr)) {
+            printf("Restart required:");
+            size_t i;
+            json_t *x;
+            json_array_foreach(rr, i, x) printf("%s %s", i ? "," : "", json_string_value(x));
+            printf(" (these take the file's value when each node restarts)\n");
+        }
+        json_decref(ans);
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
 int cmd_config(int argc, char **argv)
 {
     if (argc >= 1 && !strcmp(argv[0], "cli"))
         return cmd_config_cli(argc - 1, argv + 1);
-    static const struct cli_verb verbs[] = { { "cluster", config_cluster, NULL }, { "node", config_node, NULL } };
+    static const struct cli_verb verbs[] = { { "cluster", config_cluster, NULL }, { "node", config_node, NULL },
+                                             { "reset", config_reset, NULL } };
     return cli_run_verb("config", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

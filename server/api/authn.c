@@ -1093,6 +1093,148 @@ static void show(struct sl_req *r, int what, const char *name)
         sl_resp_errf(r, SL_ENOENT, "%s \"%s\" does not exist", what == 'u' ? "user" : "role", name);
 }
 
+/* ---- AuthN's configuration: GET/PUT /v1/daemon (spec/authn-api.md 2.7, 3.6) ----
+ * The cluster's AuthN has no configuration of its own: these are the cluster
+ * keys it runs by (auth.signature.key, auth.expiration_time, log.level),
+ * shown in AuthN's shape and changed as set-config changes them (persisted
+ * on every node). The secret is never shown (as `shale show config`). */
+
+/* Go's time.Duration String with a trailing "0s" cut: 24h0m, 30m, 1m30s */
+static void go_duration(int64_t ns, char *out, size_t n)
+{
+    int64_t s = ns / 1000000000, h = s / 3600, m = s / 60 % 60, sec = s % 60;
+    if (h)
+        snprintf(out, n, "%lldh%lldm", (long long)h, (long long)m);
+    else if (m)
+        snprintf(out, n, "%lldm", (long long)m);
+    else
+        snprintf(out, n, "%llds", (long long)sec);
+    if ((h || m) && sec)
+        snprintf(out + strlen(out), n - strlen(out), "%llds", (long long)sec);
+}
+
+static json_t *authn_config(void)
+{
+    char ttl[48], lv[16];
+    go_duration(sl_conf->auth_token_ttl_ns, ttl, sizeof(ttl));
+    snprintf(lv, sizeof(lv), "%d", sl_conf->log_level);
+    return json_pack("{s:{s:s,s:s,s:s,s:s},s:{s:s,s:s},s:{s:{s:i,s:b,s:s,s:s}}}", "auth", "secret",
+                     sl_conf->auth_key[0] ? "**********" : "", "expiration_time", ttl,
+                     "max_token_age", ttl, /* (a login may ask for less, never more) */
+                     "signing_method", sl_conf->auth_method, "log", "dir", sl_conf->log_dir, "level", lv, "net", "http", "port",
+                     G.self.pub_port, "use_https", sl_conf->use_https, "server_crt", sl_conf->server_crt,
+                     "server_key", sl_conf->server_key);
+}
+
+static void config_put_run(struct sl_req *r, void *arg)
+{
+    json_t *partial = arg;
+    struct sl_err err = { 0 };
+    if (sl_cluster_set_config(partial, NULL, &err) < 0)
+        sl_resp_errf(r, SL_EINVAL, "invalid configuration: %s", err.msg);
+    else
+        sl_resp_empty(r, 200);
+}
+
+static void config_free(void *arg)
+{
+    json_decref(arg);
+}
+
+/* body: AuthN's ConfigToUpdate {"auth": {"secret"?, "expiration_time"?}, "log": {"level"?}} */
+void sl_authn_config_put(struct sl_req *r, json_t *body)
+{
+    if (G.role == SL_ROLE_TARGET) {
+        sl_resp_errf(r, SL_EINVAL, "%s is a storage target: AuthN is served by the gateways", G.name);
+        return;
+    }
+    if (!need_admin(r))
+        return;
+    if (G.role == SL_ROLE_PROXY && !sl_is_primary()) {
+        sl_forward_buffered_to_primary(r);
+        return;
+    }
+    const char *sec, *k;
+    json_t *v, *partial = json_object(), *a = json_object(), *l = json_object();
+    json_object_foreach(body, sec, v) {
+        if (strcmp(sec, "auth") && strcmp(sec, "log")) {
+            sl_resp_errf(r, SL_EINVAL, "invalid config update: unknown section \"%s\" (AuthN's settable keys: "
+                         "auth.secret, auth.expiration_time, log.level); nothing was changed", sec);
+            goto out;
+        }
+        if (!json_is_object(v) && !json_is_null(v)) {
+            sl_resp_errf(r, SL_EINVAL, "Invalid request: \"%s\" must be an object", sec);
+            goto out;
+        }
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            bool is_auth = !strcmp(sec, "auth");
+            if (json_is_null(x))
+                continue;
+            if (is_auth && !strcmp(k, "secret")) {
+                if (!json_is_string(x) || !*json_string_value(x)) {
+                    sl_resp_errf(r, SL_EINVAL, "invalid config update: secret defined but empty string");
+                    goto out;
+                }
+                /* a new secret: tokens are signed with it (HS256) from now on; older ones stop verifying */
+                json_object_set_new(a, "signature", json_pack("{s:s,s:O}", "method", "HS256", "key", x));
+            } else if (is_auth && !strcmp(k, "expiration_time")) {
+                int64_t ns = 0;
+                if (!json_is_string(x) || sl_parse_duration(json_string_value(x), &ns) < 0) {
+                    sl_resp_errf(r, SL_EINVAL, "invalid config update: invalid auth.expiration_time: a duration "
+                                 "such as \"30m\" or \"24h\"");
+                    goto out;
+                }
+                if (ns < 60 * 1000000000LL || ns > 2160 * 3600 * 1000000000LL) {
+                    sl_resp_errf(r, SL_EINVAL, "invalid configuration: auth.expiration_time=%s must be at least "
+                                 "1m and at most 2160h (90 days)", json_string_value(x));
+                    goto out;
+                }
+                json_object_set(a, "expiration_time", x);
+            } else if (!is_auth && !strcmp(k, "level")) {
+                const char *ls = json_is_string(x) ? json_string_value(x) : NULL;
+                char *end = NULL;
+                long lv = json_is_integer(x) ? (long)json_integer_value(x) : ls && *ls ? strtol(ls, &end, 10) : -1;
+                if ((ls && (!end || *end)) || lv < 0 || lv > 5) {
+                    char *d = json_dumps(x, JSON_ENCODE_ANY);
+                    sl_resp_errf(r, SL_EINVAL, "invalid config update: invalid log.level=%s (0 to 5)", d ? d : "?");
+                    free(d);
+                    goto out;
+                }
+                json_object_set_new(l, "level", json_integer(lv));
+            } else {
+                sl_resp_errf(r, SL_EINVAL, "invalid config update: unknown key \"%s.%s\" (AuthN's settable keys: "
+                             "auth.secret, auth.expiration_time, log.level); nothing was changed", sec, k);
+                goto out;
+            }
+        }
+    }
+    if (json_object_size(a))
+        json_object_set(partial, "auth", a);
+    if (json_object_size(l))
+        json_object_set(partial, "log", l);
+    if (!json_object_size(partial)) {
+        sl_resp_errf(r, SL_EINVAL, "invalid config update: configuration is empty");
+        goto out;
+    }
+    sl_req_offload(r, config_put_run, config_free, json_incref(partial));
+out:
+    json_decref(partial);
+    json_decref(a);
+    json_decref(l);
+}
+
+void sl_authn_config_get(struct sl_req *r)
+{
+    if (G.role == SL_ROLE_TARGET) {
+        sl_resp_errf(r, SL_EINVAL, "GET /v1/daemon requires a 'what' query (AuthN's configuration, GET /v1/daemon "
+                     "alone, is served by the gateways)");
+        return;
+    }
+    if (need_admin(r))
+        sl_resp_json_new(r, 200, authn_config());
+}
+
 void sl_authn_route(struct sl_req *r)
 {
     if (G.role == SL_ROLE_TARGET) {

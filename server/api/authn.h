@@ -8,5 +8,9 @@
 #include "http.h"
 
 void sl_authn_route(struct sl_req *r);
+/* AuthN's configuration on AuthN's path (GET /v1/daemon without 'what';
+ * PUT /v1/daemon with a ConfigToUpdate body, parsed; body only read) */
+void sl_authn_config_get(struct sl_req *r);
+void sl_authn_config_put(struct sl_req *r, json_t *body);
 
 #endif

@@ -10,6 +10,7 @@
 #include "route.h"
 #include "bsumm.h"
 #include "access.h"
+#include "authn.h"
 #include "cluster.h"
 #include "ec.h"
 #include "module.h"
@@ -50,6 +51,28 @@ static void set_config(struct sl_req *r, json_t *partial)
         sl_resp_empty(r, 200);
     json_decref(restart);
     json_decref(partial);
+}
+
+/* reset-config (PUT /v1/cluster: every node; PUT /v1/daemon: this one) */
+static void reset_config(struct sl_req *r, bool cluster_wide)
+{
+    struct sl_err err = { 0 };
+    json_t *restart = json_array();
+    if (sl_cluster_reset_config(cluster_wide, restart, &err) < 0)
+        sl_resp_err(r, &err);
+    else if (json_array_size(restart))
+        sl_resp_json_new(r, 200, json_pack("{s:O,s:s}", "restart_required", restart, "message",
+                                           "reset; the keys in restart_required take the files' values when "
+                                           "each node restarts"));
+    else
+        sl_resp_empty(r, 200);
+    json_decref(restart);
+}
+
+static void reset_config_node(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    reset_config(r, false);
 }
 
 static void config_partial_free(void *arg)
@@ -198,6 +221,8 @@ static void cluster_put_done(struct sl_req *r)
                 sl_resp_text(r, 200, reb ? reb : "");
             free(reb);
         }
+    } else if (!strcmp(a, "reset-config")) {
+        reset_config(r, true);
     } else if (!strcmp(a, "rotate-logs")) {
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
         sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
@@ -237,8 +262,9 @@ static void cluster_put_done(struct sl_req *r)
             sl_resp_empty(r, 200);
         }
     } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, start-maintenance, "
-                     "stop-maintenance, decommission-node, shutdown-node, clear-lost, rotate-logs, start, stop)", a);
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, reset-config, "
+                     "start-maintenance, stop-maintenance, decommission-node, shutdown-node, clear-lost, rotate-logs, "
+                     "start, stop)", a);
     }
     sl_actmsg_free(&m);
 }
@@ -510,6 +536,12 @@ static void daemon_put_done(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    if (!m.action[0] && json_is_object(m.root) && (json_object_get(m.root, "auth") || json_object_get(m.root, "log"))) {
+        /* AuthN's PUT /v1/daemon {"auth": {...}, "log": {...}}: its configuration */
+        sl_authn_config_put(r, m.root);
+        sl_actmsg_free(&m);
+        return;
+    }
     if (!strcmp(m.action, "shutdown") || !strcmp(m.action, "shutdown-node")) {
         sl_resp_empty(r, 200);
         sl_cluster_shutdown_self("requested via PUT /v1/daemon");
@@ -521,12 +553,14 @@ static void daemon_put_done(struct sl_req *r)
             sl_resp_text(r, 200, sl_log_path());
         } else
             sl_resp_text(r, 200, "");
+    } else if (!strcmp(m.action, "reset-config")) {
+        sl_req_offload(r, reset_config_node, NULL, NULL); /* (reads the files, saves the config: a pool thread) */
     } else if (!strcmp(m.action, "set-config") && G.role == SL_ROLE_STANDALONE) {
         sl_actmsg_free(&m);
         cluster_put_done(r);
         return;
     } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs%s)", m.action,
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs, reset-config%s)", m.action,
                      G.role == SL_ROLE_STANDALONE ? ", set-config" : "; change configuration with PUT /v1/cluster");
     }
     sl_actmsg_free(&m);

@@ -3,6 +3,7 @@
  * /metrics.
  */
 #include "daemon.h"
+#include "authn.h"
 #include "accept.h"
 #include "arch.h"
 #include "cluster.h"
@@ -421,6 +422,10 @@ static void log_run(struct sl_req *r, void *arg)
 void sl_h_daemon_get(struct sl_req *r)
 {
     const char *what = sl_req_query(r, "what");
+    if (!what && r->nq == 0 && G.role != SL_ROLE_TARGET) { /* AuthN's GET /v1/daemon: its configuration */
+        sl_authn_config_get(r);
+        return;
+    }
     if (!what || !*what) {
         sl_resp_errf(r, SL_EINVAL,
                      "GET /v1/daemon requires a 'what' query: one of smap, bmd, config, snode, node_status, "
@@ -471,12 +476,15 @@ static void reverse_run(struct sl_req *r, void *arg)
     char *url = sl_xasprintf("%s/v1/daemon%s", n->ctrl_url, q ? q : "");
     sl_smap_put(sm);
     struct sl_peer_resp pr;
-    int rc = sl_peer_call("GET", url, NULL, 0, NULL, 0, sl_conf->cplane_timeout_ns / 1000000 * 5, &pr);
+    bool put = r->method == SL_M_PUT; /* an action for that node: {"action": "reset-config"}, ... */
+    struct sl_peer_hdr h = { "Content-Type", "application/json" };
+    int rc = sl_peer_call(put ? "PUT" : "GET", url, put ? &h : NULL, put ? 1 : 0, put && r->body.len ? r->body.p : NULL,
+                          put ? r->body.len : 0, sl_conf->cplane_timeout_ns / 1000000 * 5, &pr);
     if (rc < 0) {
         sl_resp_errf(r, SL_EUNAVAIL, "node %s did not answer: %s", id, pr.err);
     } else {
         const char *what = sl_req_query(r, "what"), *all = sl_req_query(r, "all");
-        const char *ct = pr.status >= 400 ? "application/json"
+        const char *ct = pr.status >= 400 || put ? "application/json"
                          : what && !strcmp(what, "log") ? (all && *all && strcmp(all, "false") ? "application/gzip"
                                                                                               : "text/plain; charset=utf-8")
                          : what && !strcmp(what, "software_version") ? "text/plain; charset=utf-8"
@@ -488,15 +496,20 @@ static void reverse_run(struct sl_req *r, void *arg)
     free(id);
 }
 
+static void reverse_put_done(struct sl_req *r)
+{
+    sl_req_offload(r, reverse_run, free, sl_xstrdup(sl_req_header(r, "Ais-Node-Id")));
+}
+
 void sl_h_reverse(struct sl_req *r)
 {
     if (!sl_req_path_is(r, "/v1/reverse/daemon")) {
-        sl_resp_errf(r, SL_ENOENT, "no such endpoint %s (the reverse path is GET /v1/reverse/daemon?what=... with "
-                     "header Ais-Node-Id)", r->path);
+        sl_resp_errf(r, SL_ENOENT, "no such endpoint %s (the reverse path is GET /v1/reverse/daemon?what=..., or PUT "
+                     "with an action, with header Ais-Node-Id)", r->path);
         return;
     }
-    if (r->method != SL_M_GET) {
-        sl_resp_method_not_allowed(r, "GET");
+    if (r->method != SL_M_GET && r->method != SL_M_PUT) {
+        sl_resp_method_not_allowed(r, "GET, PUT");
         return;
     }
     const char *id = sl_req_header(r, "Ais-Node-Id");
@@ -506,7 +519,10 @@ void sl_h_reverse(struct sl_req *r)
         return;
     }
     if (!strcmp(id, G.id)) {
-        sl_h_daemon_get(r);
+        if (r->method == SL_M_PUT) /* (route.c sends those to sl_route_daemon_other) */
+            sl_resp_errf(r, SL_EINTERNAL, "PUT /v1/reverse/daemon to this node itself: not routed");
+        else
+            sl_h_daemon_get(r);
         return;
     }
     if (G.role != SL_ROLE_PROXY) {
@@ -514,7 +530,10 @@ void sl_h_reverse(struct sl_req *r)
                      "to the node itself", G.name);
         return;
     }
-    sl_req_offload(r, reverse_run, free, sl_xstrdup(id));
+    if (r->method == SL_M_PUT)
+        sl_req_buffer_body(r, sl_conf->http_max_body_json, reverse_put_done);
+    else
+        sl_req_offload(r, reverse_run, free, sl_xstrdup(id));
 }
 
 static void metrics_run(struct sl_req *r, void *arg)

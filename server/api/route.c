@@ -197,6 +197,8 @@ void sl_route(struct sl_req *r)
                          "name (objects are /v1/objects/BUCKET/OBJECT); nothing was done", r->path);
         else
             sl_route_buckets(r);
+    } else if ((sl_req_path_is(r, "/v1/daemon") || sl_req_path_is(r, "/v1/cluster")) && sl_tls_route(r)) {
+        /* (load-x509, what=tls_certificate) */
     } else if (sl_req_path_is(r, "/v1/daemon")) {
         if (r->method == SL_M_GET)
             sl_h_daemon_get(r);
@@ -205,7 +207,11 @@ void sl_route(struct sl_req *r)
     } else if (sl_req_path_is(r, "/v1/cluster")) {
         sl_route_cluster(r);
     } else if (sl_req_path_is(r, "/v1/reverse")) {
-        sl_h_reverse(r);
+        const char *nid = sl_req_header(r, "Ais-Node-Id");
+        if (r->method == SL_M_PUT && nid && !strcmp(nid, G.id) && sl_req_path_is(r, "/v1/reverse/daemon"))
+            sl_route_daemon_other(r); /* (an action for this node itself) */
+        else
+            sl_h_reverse(r);
     } else if (sl_req_path_is(r, "/metrics")) {
         sl_h_metrics(r);
     } else if (!sl_route_cluster_internal(r) && !sl_modules_route(r)) {

@@ -20,6 +20,8 @@ void sl_route_redirect_obj(struct sl_req *r, const char *bucket, const char *nam
 void sl_route_buckets(struct sl_req *r);
 void sl_route_daemon_other(struct sl_req *r);
 void sl_route_cluster(struct sl_req *r);
+/* the certificate routes (tls.c): load-x509, what=tls_certificate; false: not one */
+bool sl_tls_route(struct sl_req *r);
 /* metasync, per-target listing, job fan-out; true if handled */
 bool sl_route_cluster_internal(struct sl_req *r);
 

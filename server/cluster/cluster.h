@@ -154,6 +154,8 @@ void sl_cluster_doc_listen(const char *name, sl_doc_listener fn);
 /* Non-primary gateway: relay the request (body and all) to the primary and
  * its answer back (off the HTTP thread). */
 void sl_forward_to_primary(struct sl_req *r);
+/* the same for a request whose body is buffered already */
+void sl_forward_buffered_to_primary(struct sl_req *r);
 
 /* ---- state the daemon handlers report ---- */
 int64_t sl_cluster_uptime_ns(void);
@@ -164,6 +166,11 @@ bool sl_cluster_ready(void);
  * install, persist and (primary) push it. Keys that apply only after a
  * restart are appended to restart (may be NULL). */
 int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err);
+/* reset-config: the cluster keys back to the node's configuration files
+ * (sl_config_reset). cluster_wide on the primary: a new version, sent to
+ * every node (the primary's files speak for the cluster); otherwise this
+ * node only, at its version. */
+int sl_cluster_reset_config(bool cluster_wide, json_t *restart, struct sl_err *err);
 /* start-maintenance, stop-maintenance, decommission-node, shutdown-node of
  * node sid. *reb_out is the id of the rebalance it started (free()) or
  * NULL. */

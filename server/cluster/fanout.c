@@ -118,6 +118,11 @@ static void forward_done(struct sl_req *r)
     sl_req_offload(r, forward_run, NULL, NULL);
 }
 
+void sl_forward_buffered_to_primary(struct sl_req *r)
+{
+    forward_done(r);
+}
+
 void sl_forward_to_primary(struct sl_req *r)
 {
     sl_req_buffer_body(r, sl_conf->http_max_body_json, forward_done);

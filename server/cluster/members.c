@@ -302,6 +302,21 @@ int sl_cluster_set_config(json_t *partial, json_t *restart, struct sl_err *err)
     return 0;
 }
 
+int sl_cluster_reset_config(bool cluster_wide, json_t *restart, struct sl_err *err)
+{
+    bool push = cluster_wide && sl_cl_primary();
+    /* a node alone keeps its version: the next cluster-wide change (a higher one) still reaches it */
+    struct sl_config *nc = sl_config_reset(sl_conf, push || G.role == SL_ROLE_STANDALONE, restart, err);
+    if (!nc)
+        return -1;
+    sl_cl_config_install(nc);
+    sl_logi("configuration reset to the node's files (runtime changes dropped): version %lld%s",
+            (long long)nc->config_version, push ? ", sent to every node" : "");
+    if (push)
+        sl_cl_push_one("config", sl_cl_config_doc());
+    return 0;
+}
+
 int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool no_shutdown, bool force,
                              char **reb_out, struct sl_err *err)
 {

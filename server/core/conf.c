@@ -210,8 +210,11 @@ void sl_config_install(struct sl_config *c)
         on_install(c->retired, c);
 }
 
+static void origin_free(void);
+
 void sl_config_free_all(void)
 {
+    origin_free();
     struct sl_config *c = sl_conf;
     sl_conf = NULL;
     while (c) {
@@ -811,9 +814,43 @@ int sl_config_set_kv(json_t *doc, const char *key, const char *value, struct sl_
     return 0;
 }
 
+/* what the node's configuration came from (the first sl_config_load), for sl_config_reset */
+static struct {
+    bool set;
+    char *files[2];
+    char **ov;
+    int nov;
+} origin;
+
+static void origin_free(void)
+{
+    if (!origin.set)
+        return;
+    free(origin.files[0]);
+    free(origin.files[1]);
+    for (int i = 0; i < origin.nov; i++)
+        free(origin.ov[i]);
+    free(origin.ov);
+    memset(&origin, 0, sizeof(origin));
+}
+
+static void origin_keep(const char *cluster_path, const char *local_path, const char **overrides, int noverrides)
+{
+    if (origin.set)
+        return;
+    origin.set = true;
+    origin.files[0] = cluster_path ? sl_xstrdup(cluster_path) : NULL;
+    origin.files[1] = local_path ? sl_xstrdup(local_path) : NULL;
+    origin.ov = sl_xcalloc((size_t)noverrides + 1, sizeof(char *));
+    for (int i = 0; i < noverrides; i++)
+        origin.ov[i] = sl_xstrdup(overrides[i]);
+    origin.nov = noverrides;
+}
+
 struct sl_config *sl_config_load(const char *cluster_path, const char *local_path, const char **overrides,
                                  int noverrides, struct sl_err *err)
 {
+    origin_keep(cluster_path, local_path, overrides, noverrides);
     json_t *doc = defaults();
     const char *files[2] = { cluster_path, local_path };
     for (int i = 0; i < 2; i++) {
@@ -914,6 +951,37 @@ fail:
     json_decref(tmp);
     json_decref(doc);
     return NULL;
+}
+
+struct sl_config *sl_config_reset(const struct sl_config *c, bool bump, json_t *restart, struct sl_err *err)
+{
+    if (!origin.set) {
+        sl_errf(err, SL_EINTERNAL, "reset-config: the node's configuration files are not known");
+        return NULL;
+    }
+    struct sl_config *f = sl_config_load(origin.files[0], origin.files[1], (const char **)origin.ov, origin.nov, err);
+    if (!f) {
+        sl_errf(err, SL_EINVAL, "reset-config: %s; nothing was changed (fix the file, then reset again)", err->msg);
+        return NULL;
+    }
+    json_t *doc = json_deep_copy(c->root);
+    for (size_t i = 0; i < SL_ARRAY_SIZE(schema); i++) {
+        if (schema[i].flags & (F_LOCAL | F_RO))
+            continue; /* (local keys cannot change at run time; uuid and version are the cluster's) */
+        json_t *fv = get_path(f->root, schema[i].path), *cur = get_path(c->root, schema[i].path);
+        if (!fv)
+            continue;
+        if ((schema[i].flags & F_RESTART) && restart && (!cur || !json_equal(cur, fv)))
+            json_array_append_new(restart, json_string(schema[i].path));
+        set_path(doc, schema[i].path, json_incref(fv));
+    }
+    sl_config_free(f);
+    if (bump)
+        set_path(doc, "config_version", json_integer(c->config_version + 1));
+    struct sl_config *nc = sl_config_from_json(doc, err);
+    if (!nc)
+        json_decref(doc);
+    return nc;
 }
 
 json_t *sl_config_cluster_json(const struct sl_config *c)

@@ -122,6 +122,11 @@ struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, j
  * schema); doc is edited in place and stays the caller's. */
 int sl_config_set_kv(json_t *doc, const char *key, const char *value, struct sl_err *err);
 
+/* c with its cluster keys back to what the node's files (and --set, as at
+ * start) give: the runtime set-config changes dropped. Local and read-only
+ * keys are c's; config_version is c's (+1 with bump). Keys read only at
+ * start that differ are appended to restart (may be NULL). */
+struct sl_config *sl_config_reset(const struct sl_config *c, bool bump, json_t *restart, struct sl_err *err);
 /* The cluster part only (no local keys), new reference. */
 json_t *sl_config_cluster_json(const struct sl_config *c);
 /* Replace the cluster part of c with cluster (metasync), keeping local

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 static char node_name[80] = "";
@@ -1167,6 +1168,9 @@ struct tls_id {
     unsigned n;
     gnutls_privkey_t key;
     gnutls_datum_t stek; /* session tickets' key: a new pair voids the tickets issued with the old one */
+    char crt[512];       /* the files it came from, and when (sl_http_tls_cert) */
+    char keyf[512];
+    int64_t loaded;      /* unix seconds */
     struct tls_id *older;
 };
 static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1233,6 +1237,9 @@ int sl_http_tls_load(const char *crt, const char *key, struct sl_err *err)
         sl_errf(err, SL_EINTERNAL, "cannot make a TLS session ticket key: %s", gnutls_strerror(g));
         goto out;
     }
+    snprintf(t->crt, sizeof(t->crt), "%s", crt);
+    snprintf(t->keyf, sizeof(t->keyf), "%s", key);
+    t->loaded = (int64_t)time(NULL);
     pthread_mutex_lock(&tls_mu);
     t->older = tls_cur;
     __atomic_store_n(&tls_cur, t, __ATOMIC_RELEASE);
@@ -1253,6 +1260,18 @@ out:
     sl_buf_free(&cb);
     sl_buf_free(&kb);
     return rc;
+}
+
+int sl_http_tls_cert(struct sl_buf *der, char *crt, size_t crt_n, char *key, size_t key_n, int64_t *loaded)
+{
+    struct tls_id *t = __atomic_load_n(&tls_cur, __ATOMIC_ACQUIRE); /* (never freed: see above) */
+    if (!t || !t->n)
+        return -1;
+    sl_buf_add(der, t->pc[0].cert.data, t->pc[0].cert.size);
+    snprintf(crt, crt_n, "%s", t->crt);
+    snprintf(key, key_n, "%s", t->keyf);
+    *loaded = t->loaded;
+    return 0;
 }
 
 /* libmicrohttpd issues no session tickets: without them a client that

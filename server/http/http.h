@@ -125,6 +125,13 @@ void sl_http_stop(void);
  * sl_http_start to turn TLS on, and again at any time to replace them (the
  * next handshakes use the new ones). -1 with err, the old ones kept. */
 int sl_http_tls_load(const char *crt, const char *key, struct sl_err *err);
+/* The certificate served now: the chain's first, DER, appended to der; the
+ * files it was loaded from and when (unix seconds). -1: plain HTTP. */
+int sl_http_tls_cert(struct sl_buf *der, char *crt, size_t crt_n, char *key, size_t key_n, int64_t *loaded);
+/* What that certificate says, as AIStore's GET /v1/daemon?what=tls_certificate
+ * (all string values: subject, issuer, validity, serial, SANs, key), plus
+ * the files; NULL when the node serves plain HTTP. (tlsinfo.c) */
+json_t *sl_http_tls_info(void);
 
 /* Node identity for error bodies: "t[abc]" or "p[abc]" */
 void sl_http_set_node(const char *node_name);   /* copied */

@@ -302,7 +302,7 @@ class TestCLI(unittest.TestCase):
         "show performance", "show dashboard", "performance", "performance counters", "performance throughput",
         "performance latency", "performance disk", "performance capacity", "storage disk", "storage disk show", "storage cleanup",
         "config",
-        "config cluster", "config node", "search", "archive", "archive put", "archive get", "archive ls",
+        "config cluster", "config node", "config reset", "search", "archive", "archive put", "archive get", "archive ls",
         "archive bucket", "archive gen-shards", "etl", "etl init", "etl show", "etl view-logs", "etl stop",
         "etl start", "etl rm", "etl object", "etl bucket", "ishard", "job", "job show", "job wait", "job stop",
         "job start", "job rm", "start", "wait", "stop", "dsort", "ml", "ml get-batch", "ml plan", "ml plan create", "ml plan ls", "ml plan show",
@@ -311,7 +311,8 @@ class TestCLI(unittest.TestCase):
         "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify", "auth", "auth login", "auth logout", "auth whoami", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
-        "auth show role", "log", "log show",
+        "auth show role", "auth show config", "auth set", "auth set config", "tls", "tls load-certificate",
+        "tls show", "show tls", "log", "log show",
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
         "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show", "show nbi",
@@ -326,7 +327,7 @@ class TestCLI(unittest.TestCase):
                 "show log": "log show", "show etl": "etl show", "show performance": "performance",
                 "performance counters": "performance", "storage disk": "storage disk show", "job ls": "job show",
                 "blob-download": "object blob-download", "show nbi": "nbi show",
-                "object mpu put": "object mpu put-part"}
+                "object mpu put": "object mpu put-part", "show tls": "tls show"}
 
     @staticmethod
     def help_sections(text):
