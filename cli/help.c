@@ -321,6 +321,11 @@ static const struct cli_cmd cmds[] = {
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
       "resilver).", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 1,
       { "storage resilver --wait", "storage resilver t[abc123]" }, NULL },
+    { "storage mountpath", "storage mountpath [show] [NODE] [--json]\n"
+                           "storage mountpath attach|detach|enable|disable TARGET MOUNTPATH [--wait]",
+      "Show each target's mountpaths (as `shale storage`), or change one target's at run time.", NOF,
+      CF_JSON | CF_NOHDR, 1, { "storage mountpath show t[abc123]", "storage mountpath disable t[abc123] /data/disk2" },
+      NULL },
     { "storage mountpath attach", "storage mountpath attach TARGET MOUNTPATH [--wait [--progress]]",
       "Add a directory (a disk's filesystem mounted there) to TARGET's mountpaths, kept across restarts; a resilver "
       "moves the objects whose mountpath it becomes (prints its job id).", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 2,

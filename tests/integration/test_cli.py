@@ -297,7 +297,7 @@ class TestCLI(unittest.TestCase):
         "bucket evict", "prefetch", "evict", "download", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
-        "storage resilver", "storage mountpath attach", "storage mountpath detach", "storage mountpath enable",
+        "storage resilver", "storage mountpath", "storage mountpath attach", "storage mountpath detach", "storage mountpath enable",
         "storage mountpath disable",
         "show object", "show bucket", "show config", "show log", "show etl", "show rebalance", "show dsort",
         "show performance", "show dashboard", "performance", "performance counters", "performance throughput", "storage cleanup",
