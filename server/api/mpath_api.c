@@ -13,6 +13,8 @@
  * attached one's LMDB environment, the record in the node metadata) and
  * the start of the resilver that follows run off the HTTP thread; the
  * answer is the resilver's job id (text; empty when nothing changed).
+ * AIStore's dntres=true (do not resilver: leave the objects behind) and a
+ * mountpath_label are refused with 400.
  * Admin-only under auth (access.c: any write to /v1/daemon and /v1/reverse).
  */
 #include "daemon.h"
@@ -98,7 +100,16 @@ static void mpath_body_done(struct sl_req *r)
     for (size_t i = 0; i < SL_ARRAY_SIZE(acts); i++)
         if (!strcmp(m.action, acts[i][0]))
             a = acts[i][1];
-    if (!a) {
+    const char *dntres = sl_req_query(r, "dntres"), *label = sl_req_query(r, "mountpath_label");
+    if (dntres && *dntres && strcmp(dntres, "false") && strcmp(dntres, "0")) {
+        /* (AIStore's "do not resilver": the objects on the mountpath would be left behind) */
+        sl_resp_errf(r, SL_EINVAL, "%s: dntres=%s is refused: Shale always moves the objects off a mountpath being "
+                     "disabled or detached (nothing acknowledged may be lost); nothing was changed: send it without "
+                     "dntres", m.action, dntres);
+    } else if (label && *label) {
+        sl_resp_errf(r, SL_EINVAL, "%s: mountpath_label=%s is refused: Shale does not label mountpaths; nothing was "
+                     "changed: send it without mountpath_label", m.action, label);
+    } else if (!a) {
         sl_resp_errf(r, SL_EINVAL, "%s /v1/daemon/mountpaths: invalid action \"%s\" (valid: attach-mp, enable-mp, "
                      "disable-mp, detach-mp, with the mountpath as \"value\")", r->method_str, m.action);
     } else if (!json_is_string(m.value) || !*json_string_value(m.value)) {
@@ -142,7 +153,8 @@ static void reverse_run(struct sl_req *r, void *arg)
         free(id);
         return;
     }
-    char *url = sl_xasprintf("%s/v1/daemon/mountpaths", n->ctrl_url);
+    const char *qs = strchr(r->raw_uri, '?');
+    char *url = sl_xasprintf("%s/v1/daemon/mountpaths%s", n->ctrl_url, qs ? qs : ""); /* (dntres, mountpath_label) */
     sl_smap_put(sm);
     struct sl_peer_resp pr;
     /* (an attach opens an LMDB environment and waits up to 30 s for the PUTs in flight) */

@@ -219,6 +219,11 @@ class TestMountpath(ClusterTest):
                 "Ais-Node-Id": self.tid}), data=json.dumps({"action": action, "value": f}), timeout=30)
             self.assertIn(r.status_code, range(400, 500), r.text)
             self.assertIn(f, r.text)
+        r = self.s.delete(self.url + "/v1/reverse/daemon/mountpaths", params={"dntres": "true"}, headers=dict(J, **{
+            "Ais-Node-Id": self.tid}), data=json.dumps({"action": "detach-mp", "value": self.mp3}), timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("dntres", r.text)
+        self.assertIn(self.mp3, self.mpaths()["available"])
         self.cli("disable", self.tid, self.mp3, "--wait")
         p = self.cli("detach", self.tid, self.mp1, check=False)
         self.assertNotEqual(p.returncode, 0)
@@ -228,6 +233,13 @@ class TestMountpath(ClusterTest):
         self.assertEqual(r.status_code, 409, r.text)
         self.cli("enable", self.tid, self.mp3, "--wait")
         self.assertEqual(sorted(self.mpaths()["available"]), [self.mp1, self.mp3])
+        self.check_reads()
+
+        # the detached mountpath (still in fspaths) attached again: it takes its share back
+        self.cli("attach", self.tid, self.mp2, "--wait")
+        self.assertEqual(sorted(self.mpaths()["available"]), [self.mp1, self.mp2, self.mp3])
+        self.assertTrue(os.path.exists(os.path.join(self.mp2, ".shale", "daemon_id")))
+        self.assertIn(self.mp2, set(self.locations().values()))
         self.check_reads()
 
     def test_bad_args(self):
