@@ -333,6 +333,7 @@ static const struct cli_cmd cmds[] = {
       NOF, 0, 1, { "show dsort", "show dsort Zx3Xk9 --json" }, "job show" },
     { "storage", "storage [show|mountpath show] [NODE] [--json]\n"
                  "storage disk show [TARGET] [--refresh DURATION] [--json]\n"
+                 "storage mountpath attach|detach|enable|disable TARGET MOUNTPATH [--wait]\n"
                  "storage summary ais://BUCKET[/PREFIX]\n"
                  "storage resilver [TARGET] [--wait]\n"
                  "storage cleanup [--wait [--progress]]",
@@ -350,6 +351,30 @@ static const struct cli_cmd cmds[] = {
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
       "resilver).", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 1,
       { "storage resilver --wait", "storage resilver t[abc123]" }, NULL },
+    { "storage mountpath", "storage mountpath [show] [NODE] [--json]\n"
+                           "storage mountpath attach|detach|enable|disable TARGET MOUNTPATH [--wait]",
+      "Show each target's mountpaths (as `shale storage`), or change one target's at run time.", NOF,
+      CF_JSON | CF_NOHDR, 1, { "storage mountpath show t[abc123]", "storage mountpath disable t[abc123] /data/disk2" },
+      NULL },
+    { "storage mountpath attach", "storage mountpath attach TARGET MOUNTPATH [--wait [--progress]]",
+      "Add a directory (a disk's filesystem mounted there) to TARGET's mountpaths, kept across restarts; a resilver "
+      "moves the objects whose mountpath it becomes (prints its job id).", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 2,
+      { "storage mountpath attach t[abc123] /data/disk3", "storage mountpath attach abc123 /data/disk3 --wait" },
+      NULL },
+    { "storage mountpath detach", "storage mountpath detach TARGET MOUNTPATH [--wait [--progress]]",
+      "Take a mountpath out of TARGET for good: a resilver moves its objects to the other mountpaths, then it is "
+      "forgotten (kept across restarts); reads go on meanwhile.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 2,
+      { "storage mountpath detach t[abc123] /data/disk2 --wait", "storage mountpath detach abc123 /data/disk2" },
+      NULL },
+    { "storage mountpath enable", "storage mountpath enable TARGET MOUNTPATH [--wait [--progress]]",
+      "Put a disabled mountpath of TARGET back into placement; a resilver moves its objects back to it.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT,
+      2, { "storage mountpath enable t[abc123] /data/disk2", "storage mountpath enable abc123 /data/disk2 --wait" },
+      NULL },
+    { "storage mountpath disable", "storage mountpath disable TARGET MOUNTPATH [--wait [--progress]]",
+      "Take a mountpath of TARGET out of placement (kept across restarts): no new object lands there and a resilver "
+      "moves its objects to the others; reads go on meanwhile.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 2,
+      { "storage mountpath disable t[abc123] /data/disk2 --wait", "storage mountpath disable abc123 /data/disk2" },
+      NULL },
     { "storage cleanup", "storage cleanup [--wait [--progress] [--timeout D]]",
       "Remove the work files nobody writes any more from every target's mountpaths (job cleanup-store); prints the "
       "job id.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),

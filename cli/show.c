@@ -907,6 +907,11 @@ static int storage_show(const struct opts *o, bool disks)
                                                       "resilvered from the mirror copies on the other mountpaths"
                               : !strcmp(v, "vanished") ? "lost its contents while the target runs: restart the "
                                                          "target with the new disk mounted"
+                              : !strcmp(v, "disabled") ? "disabled: no new object goes there and a resilver moves "
+                                                         "its objects to the others (`shale storage mountpath enable` "
+                                                         "puts it back)"
+                              : !strcmp(v, "detaching") ? "being detached: a resilver moves its objects to the "
+                                                          "others, then it is forgotten"
                                                        : v);
         }
         json_decref(st);
@@ -949,6 +954,88 @@ static int storage_show(const struct opts *o, bool disks)
     return 0;
 }
 
+/* ---- shale storage mountpath attach|detach|enable|disable TARGET MOUNTPATH ---- */
+
+static int storage_mpath(const char *verb, int argc, char **argv)
+{
+    static const char *const acts[][4] = {
+        /* verb, action, method, what it did */
+        { "attach", "attach-mp", "PUT", "attached to" }, { "enable", "enable-mp", "PUT", "enabled on" },
+        { "disable", "disable-mp", "POST", "disabled on" }, { "detach", "detach-mp", "DELETE", "being detached from" },
+    };
+    size_t k = 0;
+    while (strcmp(acts[k][0], verb))
+        k++;
+    char path[64];
+    snprintf(path, sizeof(path), "storage mountpath %s", verb);
+    struct opts o;
+    if (cli_opts(&o, path, argc, argv) < 0)
+        return 1;
+    if (o.argc < 2) {
+        fprintf(stderr, "Error: `shale %s` needs TARGET and MOUNTPATH%s (e.g. `shale %s t[abc123] /data/disk3`)\n",
+                path, o.argc ? "; MOUNTPATH is missing" : "", path);
+        return 1;
+    }
+    int64_t tmo;
+    if (cli_timeout(&o, &tmo) < 0)
+        return 1;
+    if (opt_bool(&o, "progress") && !opt_bool(&o, "wait")) {
+        fprintf(stderr, "Error: --progress shows the resilver while it is waited for: add --wait\n");
+        return 1;
+    }
+    const char *mp = o.argv[1];
+    if (mp[0] != '/') {
+        fprintf(stderr, "Error: MOUNTPATH \"%s\" is not an absolute path: a mountpath is a directory such as "
+                "/data/disk3, as the target sees it\n", mp);
+        return 1;
+    }
+    json_t *smap = get_smap();
+    if (!smap)
+        return 1;
+    struct node_sel sel = { .any = true };
+    if (!node_arg(smap, o.argv[0], &sel)) {
+        json_decref(smap);
+        return 1;
+    }
+    if (sel.type == 'p' || !json_object_get(json_object_get(smap, "tmap"), sel.id)) {
+        fprintf(stderr, "Error: TARGET %s is a proxy, which has no mountpaths; name a target (`shale show cluster "
+                "target`)\n", o.argv[0]);
+        json_decref(smap);
+        return 1;
+    }
+    char tid[128];
+    snprintf(tid, sizeof(tid), "%s", sel.id);
+    json_decref(smap);
+    char *h = sl_xasprintf("Ais-Node-Id: %s", tid);
+    const char *hd[] = { h, "Content-Type: application/json", NULL };
+    json_t *msg = json_pack("{s:s,s:s}", "action", acts[k][1], "value", mp);
+    char *body = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    struct cli_resp r;
+    cli_req_h(acts[k][2], "/v1/reverse/daemon/mountpaths", hd, body, strlen(body), &r);
+    free(body);
+    free(h);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, path);
+        cli_resp_free(&r);
+        return rc;
+    }
+    char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+    cli_resp_free(&r);
+    int rc = 0;
+    if (!id[0]) {
+        printf("Mountpath %s is %s t[%s] already: nothing to do\n", mp,
+               k == 0 ? "attached to" : k == 1 ? "enabled on" : k == 2 ? "disabled on" : "being detached from", tid);
+    } else {
+        printf("Mountpath %s %s t[%s]; resilver %s moves the objects (`shale job show %s`)\n", mp, acts[k][3], tid, id,
+               id);
+        if (opt_bool(&o, "wait"))
+            rc = cli_job_wait(id, tmo, opt_bool(&o, "progress"));
+    }
+    free(id);
+    return rc;
+}
+
 int cmd_storage(int argc, char **argv)
 {
     if (argc >= 1 && !strcmp(argv[0], "summary")) { /* ais's storage summary = bucket summary */
@@ -989,6 +1076,10 @@ int cmd_storage(int argc, char **argv)
         free(id);
         return rc;
     }
+    if (argc >= 2 && !strcmp(argv[0], "mountpath") &&
+        (!strcmp(argv[1], "attach") || !strcmp(argv[1], "detach") || !strcmp(argv[1], "enable") ||
+         !strcmp(argv[1], "disable")))
+        return storage_mpath(argv[1], argc - 2, argv + 2);
     if (argc >= 1 && !strcmp(argv[0], "disk")) { /* storage disk [show]: capacity and the disks' rates */
         int skip = argc >= 2 && !strcmp(argv[1], "show") ? 2 : 1;
         if (cli_opts(&o, "storage disk show", argc - skip, argv + skip) < 0)

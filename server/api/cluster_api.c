@@ -568,6 +568,8 @@ static void daemon_put_done(struct sl_req *r)
 
 void sl_route_daemon_other(struct sl_req *r)
 {
+    if (sl_mpath_route(r))
+        return;
     if (r->method == SL_M_PUT)
         sl_req_buffer_body(r, sl_conf->http_max_body_json, daemon_put_done);
     else

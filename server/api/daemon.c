@@ -240,12 +240,17 @@ static json_t *node_status(void)
         json_t *cap = json_object();
         json_object_set_new(cap, "used", sl_json_u64(used));
         json_object_set_new(cap, "total", sl_json_u64(total));
-        json_object_set_new(cap, "num_disks", json_integer(sl_store_nmpaths()));
         json_t *mps = json_array(), *mst = json_object();
+        int usable = 0;
         for (int i = 0; i < sl_store_nmpaths(); i++) {
-            json_array_append_new(mps, json_string(sl_store_mpath(i)->path));
-            json_object_set_new(mst, sl_store_mpath(i)->path, json_string(sl_store_mpath_state(sl_store_mpath(i))));
+            struct sl_mpath *mp = sl_store_mpath(i);
+            if (sl_store_mpath_gone(mp))
+                continue; /* (detached) */
+            usable += sl_store_mpath_usable(mp);
+            json_array_append_new(mps, json_string(mp->path));
+            json_object_set_new(mst, mp->path, json_string(sl_store_mpath_state(mp)));
         }
+        json_object_set_new(cap, "num_disks", json_integer(usable)); /* (in placement: what a mirror can use) */
         json_object_set_new(cap, "mountpaths", mps);
         json_object_set_new(cap, "mountpath_state", mst); /* (Shale's: ok, emptied, vanished) */
         json_object_set_new(cap, "mountpath_usage", mpath_usage_json());
@@ -452,9 +457,15 @@ void sl_h_daemon_get(struct sl_req *r)
         sl_req_offload(r, log_run, NULL, NULL);
     } else if (!strcmp(what, "plugins")) {
         sl_resp_json_new(r, 200, sl_arch_plugins_json());
+    } else if (!strcmp(what, "mountpaths")) {
+        if (sl_is_target())
+            sl_resp_json_new(r, 200, sl_mpath_list_json());
+        else
+            sl_resp_errf(r, SL_EINVAL, "%s is a gateway, which has no mountpaths: ask a target (GET "
+                         "/v1/reverse/daemon?what=mountpaths with header Ais-Node-Id)", G.name);
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid 'what=%s' request: unrecognized 'what=%s' query (valid: smap, bmd, config, "
-                     "snode, node_status, software_version, log, plugins)", what, what);
+                     "snode, node_status, software_version, log, plugins, mountpaths)", what, what);
     }
 }
 
@@ -503,19 +514,27 @@ static void reverse_put_done(struct sl_req *r)
 
 void sl_h_reverse(struct sl_req *r)
 {
-    if (!sl_req_path_is(r, "/v1/reverse/daemon")) {
-        sl_resp_errf(r, SL_ENOENT, "no such endpoint %s (the reverse path is GET /v1/reverse/daemon?what=..., or PUT "
-                     "with an action, with header Ais-Node-Id)", r->path);
+    bool mpaths = r->path_len == strlen("/v1/reverse/daemon/mountpaths") &&
+                  !memcmp(r->path, "/v1/reverse/daemon/mountpaths", r->path_len);
+    if (!mpaths && (r->path_len != strlen("/v1/reverse/daemon") ||
+                    memcmp(r->path, "/v1/reverse/daemon", r->path_len))) {
+        sl_resp_errf(r, SL_ENOENT, "no such endpoint %s (the reverse paths are GET /v1/reverse/daemon?what=..., PUT "
+                     "/v1/reverse/daemon with an action, and PUT|POST|DELETE /v1/reverse/daemon/mountpaths, with "
+                     "header Ais-Node-Id)", r->path);
         return;
     }
-    if (r->method != SL_M_GET && r->method != SL_M_PUT) {
+    if (!mpaths && r->method != SL_M_GET && r->method != SL_M_PUT) {
         sl_resp_method_not_allowed(r, "GET, PUT");
         return;
     }
     const char *id = sl_req_header(r, "Ais-Node-Id");
     if (!id || !*id) {
-        sl_resp_errf(r, SL_EINVAL, "GET /v1/reverse/daemon: name the node in the Ais-Node-Id header (the nodes: "
-                     "GET /v1/daemon?what=smap)");
+        sl_resp_errf(r, SL_EINVAL, "%s %s: name the node in the Ais-Node-Id header (the nodes: GET "
+                     "/v1/daemon?what=smap)", r->method_str, r->path);
+        return;
+    }
+    if (mpaths && r->method != SL_M_GET) {
+        sl_mpath_reverse(r, id);
         return;
     }
     if (!strcmp(id, G.id)) {

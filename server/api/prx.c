@@ -190,7 +190,9 @@ int sl_prx_min_mountpaths(int *min, char *who, size_t wsz, struct sl_err *err)
 {
     *min = -1;
     if (G.role == SL_ROLE_STANDALONE) {
-        *min = sl_store_nmpaths();
+        *min = 0;
+        for (int i = 0; i < sl_store_nmpaths(); i++)
+            *min += sl_store_mpath_usable(sl_store_mpath(i));
         snprintf(who, wsz, "t[%s]", G.id);
         return 0;
     }

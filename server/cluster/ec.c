@@ -126,6 +126,8 @@ static void ec_paths_found(const struct sl_bck *b, const char *name, size_t nlen
         sl_buf_init(&d2);
         sl_buf_init(&m2);
         for (int i = 0; i < sl_store_nmpaths(); i++) {
+            if (sl_store_mpath_gone(sl_store_mpath(i)))
+                continue;
             ec_paths_on(sl_store_mpath(i), b, h, &d2, &m2);
             if (access(m2.p, F_OK) == 0) {
                 if (data)
@@ -973,6 +975,8 @@ static void walk_slices(const struct sl_bck *b, struct sl_job *job, slice_visit_
 {
     for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job) && !wk.stopping; m++) {
         struct sl_mpath *mp = sl_store_mpath(m);
+        if (sl_store_mpath_gone(mp))
+            continue;
         char *dir = sl_xasprintf("%s/@%s/%s/%%mt", mp->path, b->provider, b->name);
         DIR *dh = opendir(dir);
         struct dirent *de;

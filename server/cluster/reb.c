@@ -466,6 +466,8 @@ static uint64_t reb_pass(struct sl_job *job, struct batch *bt, uint64_t *scanned
         const struct sl_bck *b = &bmd->bcks[bi];
         for (int m = 0; m < sl_store_nmpaths() && !sl_job_aborting(job); m++) {
             struct sl_mpath *mp = sl_store_mpath(m);
+            if (sl_store_mpath_gone(mp))
+                continue; /* (detached: nothing of this target there) */
             char *after = NULL;
             size_t alen = 0;
             for (;;) {

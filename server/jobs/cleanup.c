@@ -116,7 +116,7 @@ static void cleanup_run(struct sl_job *job, const struct sl_bljob_req *q)
 {
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
-        for (int k = 0; k < bmd->n && !sl_job_aborting(job); k++)
+        for (int k = 0; k < bmd->n && !sl_job_aborting(job) && !sl_store_mpath_gone(sl_store_mpath(i)); k++)
             if (sl_bcklist_has(q->bcks, &bmd->bcks[k]))
                 clean_work(job, sl_store_mpath(i), &bmd->bcks[k]);
     sl_bmd_put(bmd);

@@ -146,7 +146,8 @@ static void lru_run(struct sl_job *job, const struct sl_bljob_req *q)
 {
     struct sl_bmd *bmd = sl_bmd_get();
     for (int i = 0; i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
-        evict_mpath(job, q, bmd, i);
+        if (!sl_store_mpath_gone(sl_store_mpath(i))) /* (a detached one holds nothing of this target) */
+            evict_mpath(job, q, bmd, i);
     sl_bmd_put(bmd);
 }
 
@@ -178,7 +179,7 @@ static void *watch_thread(void *arg)
         bool over = false;
         for (int i = 0; i < sl_store_nmpaths(); i++) {
             uint64_t used, total;
-            if (sl_store_mpath_usage(i, &used, &total) == 0 && total &&
+            if (!sl_store_mpath_gone(sl_store_mpath(i)) && sl_store_mpath_usage(i, &used, &total) == 0 && total &&
                 used * 100 > (uint64_t)sl_conf->space_high_pct * total)
                 over = true;
         }

@@ -135,7 +135,7 @@ static int one_of_dups(const struct sl_bck *b, struct sl_md_iter **its, int *hav
     sl_obj_uname(&un, b->provider, b->name, bn, bl);
     int keep = sl_store_pick(un.p, un.len)->idx;
     sl_buf_free(&un);
-    if (keep != best && !dup[keep])
+    if (keep >= nmp || (keep != best && !dup[keep])) /* (keep >= nmp: attached since the listing began) */
         keep = best;
     dup[best] = keep != best;
     for (int i = 0; i < nmp; i++)

@@ -78,8 +78,8 @@ static struct sl_mpath *pick_dest(const struct sl_mpath *main, const struct sl_o
     uint64_t bs = 0, d = sl_xxh64(uname, ulen, SL_MLCG32);
     for (int i = 0; i < sl_store_nmpaths(); i++) {
         struct sl_mpath *mp = sl_store_mpath(i);
-        if (mp == main || has_copy(md, mp->digest))
-            continue;
+        if (mp == main || has_copy(md, mp->digest) || !sl_store_mpath_usable(mp))
+            continue; /* (no copy on a disabled or detached mountpath) */
         uint64_t used = 0, total = 0;
         double u = sl_store_mpath_usage(i, &used, &total) == 0 && total ? (double)used / (double)total : 1.0;
         u = (double)(int)(u * 100); /* whole percents: the same filesystem is a tie */
@@ -100,8 +100,8 @@ static struct sl_mpath *pick_dest(const struct sl_mpath *main, const struct sl_o
 static bool copy_present(struct sl_mpath *main, struct sl_mpath *cm, const struct sl_bck *b, const char *name,
                          size_t nlen, const struct sl_objmd *md)
 {
-    if (!cm || cm == main)
-        return false;
+    if (!cm || cm == main || !sl_store_mpath_usable(cm))
+        return false; /* (one on a disabled mountpath is moved: dropped, and made again elsewhere) */
     struct sl_buf f;
     sl_buf_init(&f);
     sl_obj_copy_fqn(&f, cm, b, name, nlen);

@@ -132,9 +132,50 @@ static void walk_all(struct sl_job *job)
     /* objects of which only mirror copies are left get a main replica first: the walk below then gives
      * them their copies back */
     for (int m = 0; m < sl_store_nmpaths() && !stopping(job); m++)
-        walk_mpath(job, bmd, sl_store_mpath(m), true);
-    for (int m = 0; m < sl_store_nmpaths() && !stopping(job); m++)
-        walk_mpath(job, bmd, sl_store_mpath(m), false);
+        if (!sl_store_mpath_gone(sl_store_mpath(m)))
+            walk_mpath(job, bmd, sl_store_mpath(m), true);
+    /* the disabled ones first: they are to be emptied; then the others (disabled ones again, for what a
+     * PUT placed before the change committed there meanwhile) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = 0; m < sl_store_nmpaths() && !stopping(job); m++) {
+            struct sl_mpath *mp = sl_store_mpath(m);
+            if (!sl_store_mpath_gone(mp) && (pass == 1 || !sl_store_mpath_usable(mp)))
+                walk_mpath(job, bmd, mp, false);
+        }
+    sl_bmd_put(bmd);
+}
+
+static bool any_obj(void *arg, const char *name, size_t nlen)
+{
+    (void)name;
+    (void)nlen;
+    *(bool *)arg = true;
+    return true;
+}
+
+/* After a complete run: a mountpath being detached that holds no object
+ * (nor a copy's record) of any bucket any more is forgotten. */
+static void forget_detached(struct sl_job *job)
+{
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int m = 0; m < sl_store_nmpaths(); m++) {
+        struct sl_mpath *mp = sl_store_mpath(m);
+        if (!__atomic_load_n(&mp->detaching, __ATOMIC_ACQUIRE) || sl_store_mpath_gone(mp))
+            continue;
+        bool some = false;
+        for (int i = 0; i < bmd->n && !some; i++) {
+            struct sl_err err = { 0 };
+            if (sl_store_walk(mp, &bmd->bcks[i], NULL, any_obj, &some, &err) < 0 ||
+                sl_store_walk_copies(mp, &bmd->bcks[i], any_obj, &some, &err) < 0)
+                some = true;
+        }
+        if (some)
+            sl_logw("resilver %s: mountpath %s being detached still holds objects (written to it while the resilver "
+                    "ran?): kept until a resilver leaves nothing there (`shale storage resilver`)", job->id,
+                    mp->path);
+        else
+            sl_store_mpath_forget(mp);
+    }
     sl_bmd_put(bmd);
 }
 
@@ -154,8 +195,10 @@ static void *run(void *arg)
         walk_all(job);
     }
     bool complete = !stopping(job) && !job->err_objs;
-    if (complete)
+    if (complete) {
         sl_store_resilvered();
+        forget_detached(job);
+    }
     sl_logi("resilver %s: %s: %llu object(s) (%llu bytes) moved, %llu mirror cop%s made, %llu removed, %llu "
             "error(s) in %.1f s", job->id, complete ? "done" : stopping(job) ? "aborted" : "incomplete",
             (unsigned long long)job->in_objs, (unsigned long long)job->in_bytes, (unsigned long long)job->loc_objs,

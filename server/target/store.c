@@ -10,10 +10,12 @@
 #include "store_int.h"
 #include "cksum.h"
 #include "log.h"
+#include "node.h"
 #include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -471,37 +473,55 @@ void store_unlock_all(pthread_rwlock_t **lks, int u)
 
 int sl_store_nmpaths(void)
 {
-    return store_nmpaths;
+    return __atomic_load_n(&store_nmpaths, __ATOMIC_ACQUIRE);
 }
 
 struct sl_mpath *sl_store_mpath(int i)
 {
-    return i >= 0 && i < store_nmpaths ? &store_mpaths[i] : NULL;
+    return i >= 0 && i < sl_store_nmpaths() ? &store_mpaths[i] : NULL;
+}
+
+bool sl_store_mpath_usable(const struct sl_mpath *mp)
+{
+    return mp->idx >= 0 && !__atomic_load_n(&mp->disabled, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&mp->detached, __ATOMIC_ACQUIRE);
+}
+
+bool sl_store_mpath_gone(const struct sl_mpath *mp)
+{
+    return __atomic_load_n(&mp->detached, __ATOMIC_ACQUIRE);
 }
 
 struct sl_mpath *sl_store_mpath_by_digest(uint64_t d)
 {
-    for (int i = 0; i < store_nmpaths; i++)
-        if (store_mpaths[i].digest == d)
+    int n = sl_store_nmpaths();
+    for (int i = 0; i < n; i++)
+        if (store_mpaths[i].digest == d && !sl_store_mpath_gone(&store_mpaths[i]))
             return &store_mpaths[i];
     return NULL;
 }
 
+/* HRW over the mountpaths in placement (disabled and detached ones take no
+ * new object; at least one is always in placement: the last one cannot be
+ * disabled or detached) */
 struct sl_mpath *sl_store_pick(const char *uname, size_t ulen)
 {
-    if (store_nmpaths == 1)
+    int n = sl_store_nmpaths();
+    if (n == 1)
         return &store_mpaths[0];
     uint64_t d = sl_xxh64(uname, ulen, SL_MLCG32);
     struct sl_mpath *best = NULL;
     uint64_t bs = 0;
-    for (int i = 0; i < store_nmpaths; i++) {
+    for (int i = 0; i < n; i++) {
+        if (!sl_store_mpath_usable(&store_mpaths[i]))
+            continue;
         uint64_t s = sl_hrw_mix(store_mpaths[i].digest ^ d);
         if (!best || s > bs) {
             best = &store_mpaths[i];
             bs = s;
         }
     }
-    return best;
+    return best ? best : &store_mpaths[0]; /* (none usable: never, see sl_store_mpath_admin) */
 }
 
 char *store_clean_path(const char *p)
@@ -511,6 +531,105 @@ char *store_clean_path(const char *p)
     while (n > 1 && c[n - 1] == '/')
         c[--n] = 0;
     return c;
+}
+
+/* ---- the mountpath admin record ----
+ * Node metadata doc "mpath_admin": {"attached": [paths added at run time,
+ * not in fspaths], "disabled": [...], "detaching": [...], "detached":
+ * [paths of fspaths forgotten by a detach]}. At start the mountpaths are
+ * fspaths without the detached ones, then the attached ones. */
+#define ADMIN_DOC "mpath_admin"
+
+static char **cfg_paths;              /* fspaths, cleaned (start-up only) */
+static int ncfg_paths;
+static json_t *detached_before;       /* "detached" of the record: fspaths forgotten in earlier runs */
+static int store_md_sync;             /* sl_md_open's mode, for a mountpath attached at run time */
+static pthread_mutex_t admin_mu = PTHREAD_MUTEX_INITIALIZER; /* one change at a time; guards the record */
+
+static bool in_list(const json_t *a, const char *p)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+        if (json_is_string(v) && !strcmp(json_string_value(v), p))
+            return true;
+    return false;
+}
+
+static bool in_config(const char *p)
+{
+    for (int i = 0; i < ncfg_paths; i++)
+        if (!strcmp(cfg_paths[i], p))
+            return true;
+    return false;
+}
+
+/* Under admin_mu (or at start-up). */
+static int admin_save(struct sl_err *err)
+{
+    json_t *att = json_array(), *dis = json_array(), *ding = json_array(), *ded = json_array(), *v;
+    size_t i;
+    json_array_foreach(detached_before, i, v)
+        if (json_is_string(v))
+            json_array_append(ded, v);
+    for (int m = 0; m < store_nmpaths; m++) {
+        struct sl_mpath *mp = &store_mpaths[m];
+        if (mp->detached) {
+            if (in_config(mp->path) && !in_list(ded, mp->path))
+                json_array_append_new(ded, json_string(mp->path));
+            continue;
+        }
+        if (!in_config(mp->path))
+            json_array_append_new(att, json_string(mp->path));
+        if (mp->detaching)
+            json_array_append_new(ding, json_string(mp->path));
+        else if (mp->disabled)
+            json_array_append_new(dis, json_string(mp->path));
+    }
+    json_t *d = json_pack("{s:o,s:o,s:o,s:o}", "attached", att, "disabled", dis, "detaching", ding, "detached", ded);
+    int rc = sl_node_save_doc(ADMIN_DOC, d);
+    json_decref(d);
+    if (rc < 0)
+        return sl_errf(err, SL_EIO, "t[%s]: cannot record the mountpaths in the node metadata (confdir/meta): "
+                       "the change is in effect but a restart would undo it; check that directory's disk", store_node);
+    return 0;
+}
+
+/* Set slot mp up on path (its owner's id checked and written, its LMDB
+ * environment opened). */
+static int mpath_open(struct sl_mpath *mp, const char *path, int idx, struct sl_err *err)
+{
+    mp->path = store_clean_path(path);
+    mp->idx = idx;
+    mp->digest = sl_xxh64(mp->path, strlen(mp->path), SL_MLCG32);
+    if (sl_mkdir_p(mp->path, 0755) < 0)
+        return sl_errf(err, SL_EIO, "mountpath %s: cannot create: %s", mp->path, strerror(errno));
+    if (access(mp->path, W_OK) < 0)
+        return sl_errf(err, SL_EIO, "mountpath %s is not writable: %s", mp->path, strerror(errno));
+    /* the owner's id, so a mountpath cannot be shared by two targets by accident */
+    char *idf = sl_xasprintf("%s/.shale/daemon_id", mp->path);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    mp->fresh = access(idf, F_OK) != 0;
+    if (sl_read_file(idf, &b, 256) == 0 && b.len && strcmp(b.p, store_node) != 0) {
+        sl_errf(err, SL_EINVAL,
+                "mountpath %s belongs to node %s (see %s), not to this node %s; use another directory or "
+                "remove that file if the old node is gone for good",
+                mp->path, b.p, idf, store_node);
+        sl_buf_free(&b);
+        free(idf);
+        return -1;
+    }
+    sl_buf_free(&b);
+    char *sd = sl_xasprintf("%s/.shale", mp->path);
+    sl_mkdir_p(sd, 0755);
+    free(sd);
+    sl_write_file(idf, store_node, strlen(store_node), true);
+    free(idf);
+    char *mdd = sl_xasprintf("%s/.shale/md", mp->path);
+    int rc = sl_md_open(mdd, store_md_sync, &mp->md, err);
+    free(mdd);
+    return rc;
 }
 
 int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err *err)
@@ -525,49 +644,293 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
         return sl_errf(err, SL_EINVAL,
                        "no mountpaths configured: set \"fspaths\" in the config (e.g. {\"/data/shale1\": \"\"}) or "
                        "pass --fspath DIR");
-    store_mpaths = sl_xcalloc((size_t)c->nfspaths, sizeof(*store_mpaths));
-    int sync = c->wp_md == SL_WP_IMMEDIATE ? SL_MD_SYNC : c->wp_md == SL_WP_DELAYED ? SL_MD_ASYNC : SL_MD_NOSYNC;
-    for (int i = 0; i < c->nfspaths; i++) {
-        struct sl_mpath *mp = &store_mpaths[i];
-        mp->path = store_clean_path(c->fspaths[i]);
-        mp->idx = i;
-        for (int j = 0; j < i; j++)
-            if (!strcmp(store_mpaths[j].path, mp->path))
-                return sl_errf(err, SL_EINVAL, "mountpath %s is listed twice in fspaths", mp->path);
-        mp->digest = sl_xxh64(mp->path, strlen(mp->path), SL_MLCG32);
-        if (sl_mkdir_p(mp->path, 0755) < 0)
-            return sl_errf(err, SL_EIO, "mountpath %s: cannot create: %s", mp->path, strerror(errno));
-        if (access(mp->path, W_OK) < 0)
-            return sl_errf(err, SL_EIO, "mountpath %s is not writable: %s", mp->path, strerror(errno));
-        /* the owner's id, so a mountpath cannot be shared by two targets by accident */
-        char *idf = sl_xasprintf("%s/.shale/daemon_id", mp->path);
-        struct sl_buf b;
-        sl_buf_init(&b);
-        mp->fresh = access(idf, F_OK) != 0;
-        if (sl_read_file(idf, &b, 256) == 0 && b.len && strcmp(b.p, node_id) != 0) {
-            sl_errf(err, SL_EINVAL,
-                    "mountpath %s belongs to node %s (see %s), not to this node %s; use another directory or "
-                    "remove that file if the old node is gone for good",
-                    mp->path, b.p, idf, node_id);
-            sl_buf_free(&b);
-            free(idf);
+    store_mpaths = sl_xcalloc(SL_MAX_MPATHS, sizeof(*store_mpaths)); /* fixed: pointers to it live on */
+    store_md_sync = c->wp_md == SL_WP_IMMEDIATE ? SL_MD_SYNC : c->wp_md == SL_WP_DELAYED ? SL_MD_ASYNC : SL_MD_NOSYNC;
+    cfg_paths = sl_xcalloc((size_t)c->nfspaths, sizeof(char *));
+    ncfg_paths = c->nfspaths;
+    for (int i = 0; i < c->nfspaths; i++)
+        cfg_paths[i] = store_clean_path(c->fspaths[i]);
+    json_t *rec = sl_node_load_doc(ADMIN_DOC);
+    json_t *att = json_object_get(rec, "attached"), *dis = json_object_get(rec, "disabled");
+    json_t *ding = json_object_get(rec, "detaching");
+    detached_before = json_array();
+    /* fspaths but those detached at run time, then those attached at run time */
+    int nall = c->nfspaths + (int)json_array_size(att);
+    for (int i = 0; i < nall; i++) {
+        const char *p = i < c->nfspaths ? cfg_paths[i] : json_string_value(json_array_get(att, (size_t)(i - c->nfspaths)));
+        if (!p || (i >= c->nfspaths && in_config(p)))
+            continue;
+        if (in_list(json_object_get(rec, "detached"), p)) {
+            sl_logw("t[%s]: mountpath %s of fspaths was detached (`shale storage mountpath detach`): not used; "
+                    "attach it again to use it", store_node, p);
+            json_array_append_new(detached_before, json_string(p));
+            continue;
+        }
+        if (store_nmpaths == SL_MAX_MPATHS) {
+            json_decref(rec);
+            return sl_errf(err, SL_EINVAL, "more than %d mountpaths: a target takes at most %d", SL_MAX_MPATHS,
+                           SL_MAX_MPATHS);
+        }
+        for (int j = 0; j < store_nmpaths; j++)
+            if (!strcmp(store_mpaths[j].path, p)) {
+                json_decref(rec);
+                return sl_errf(err, SL_EINVAL, "mountpath %s is listed twice in fspaths", p);
+            }
+        struct sl_mpath *mp = &store_mpaths[store_nmpaths];
+        if (mpath_open(mp, p, store_nmpaths, err) < 0) {
+            json_decref(rec);
             return -1;
         }
-        sl_buf_free(&b);
-        sl_mkdir_p(mp->path, 0755);
-        char *sd = sl_xasprintf("%s/.shale", mp->path);
-        sl_mkdir_p(sd, 0755);
-        free(sd);
-        sl_write_file(idf, node_id, strlen(node_id), true);
-        free(idf);
-        char *mdd = sl_xasprintf("%s/.shale/md", mp->path);
-        int rc = sl_md_open(mdd, sync, &mp->md, err);
-        free(mdd);
-        if (rc < 0)
-            return -1;
+        mp->detaching = in_list(ding, mp->path);
+        mp->disabled = mp->detaching || in_list(dis, mp->path);
+        if (mp->disabled)
+            sl_logi("t[%s]: mountpath %s is %s (`shale storage mountpath enable` puts it back)", store_node, mp->path,
+                    mp->detaching ? "being detached: its objects are moved off it" : "disabled");
         store_nmpaths++;
     }
+    json_decref(rec);
+    if (!store_nmpaths)
+        return sl_errf(err, SL_EINVAL, "no mountpaths left: every one of fspaths was detached; attach one (or list a "
+                       "new directory in fspaths)");
+    bool any = false;
+    for (int i = 0; i < store_nmpaths; i++)
+        any |= !store_mpaths[i].disabled;
+    if (!any) { /* (never recorded so; a record edited by hand) */
+        sl_logw("t[%s]: every mountpath was disabled: %s is enabled again", store_node, store_mpaths[0].path);
+        store_mpaths[0].disabled = store_mpaths[0].detaching = false;
+    }
     return 0;
+}
+
+/* ---- mountpath admin at run time ---- */
+
+/* The writes placed before a change: two generations of counters. A PUT
+ * counts itself in the current one from its pick to its end; a change
+ * moves the generation on and waits for the old one to empty. */
+static pthread_mutex_t place_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t place_cv = PTHREAD_COND_INITIALIZER;
+static unsigned place_gen;
+static int place_n[2];
+
+unsigned sl_store_place_enter(void)
+{
+    pthread_mutex_lock(&place_mu);
+    unsigned g = place_gen;
+    place_n[g & 1]++;
+    pthread_mutex_unlock(&place_mu);
+    return g;
+}
+
+void sl_store_place_leave(unsigned g)
+{
+    pthread_mutex_lock(&place_mu);
+    if (--place_n[g & 1] == 0)
+        pthread_cond_broadcast(&place_cv);
+    pthread_mutex_unlock(&place_mu);
+}
+
+int sl_store_mpath_drain(int64_t timeout_ns)
+{
+    int64_t end = sl_now_ns() + timeout_ns;
+    pthread_mutex_lock(&place_mu);
+    unsigned old = place_gen++;
+    while (place_n[old & 1] > 0 && sl_now_ns() < end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&place_cv, &place_mu, &ts);
+    }
+    int left = place_n[old & 1];
+    pthread_mutex_unlock(&place_mu);
+    if (left)
+        sl_logw("t[%s]: %d PUT(s) placed before the mountpath change still going: the resilver that follows may "
+                "miss them (a mountpath being detached is kept until nothing is left on it)", store_node, left);
+    return left ? -1 : 0;
+}
+
+static int usable_count(void)
+{
+    int n = 0;
+    for (int i = 0; i < store_nmpaths; i++)
+        n += sl_store_mpath_usable(&store_mpaths[i]);
+    return n;
+}
+
+static void mpaths_list(struct sl_buf *b)
+{
+    for (int i = 0; i < store_nmpaths; i++)
+        if (!store_mpaths[i].detached)
+            sl_buf_printf(b, "%s%s", b->len ? ", " : "", store_mpaths[i].path);
+}
+
+/* a or b is the other, or under it */
+static bool nested(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > lb) {
+        const char *t = a;
+        a = b;
+        b = t;
+        size_t tl = la;
+        la = lb;
+        lb = tl;
+    }
+    return !strncmp(a, b, la) && (lb == la || b[la] == '/' || (la == 1 && a[0] == '/'));
+}
+
+static int mpath_attach(const char *p, struct sl_err *err)
+{
+    struct stat st;
+    if (stat(p, &st) < 0)
+        return sl_errf(err, errno == ENOENT ? SL_EINVAL : SL_EIO, "attach mountpath %s to t[%s]: %s; create the "
+                       "directory (mount the disk there) first, then attach it", p, store_node, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return sl_errf(err, SL_EINVAL, "attach mountpath %s to t[%s]: not a directory; a mountpath is a directory "
+                       "(a disk's filesystem mounted there)", p, store_node);
+    if (access(p, W_OK) < 0)
+        return sl_errf(err, SL_EINVAL, "attach mountpath %s to t[%s]: not writable by the target: %s", p, store_node,
+                       strerror(errno));
+    char real[PATH_MAX], other[PATH_MAX];
+    if (!realpath(p, real))
+        return sl_errf(err, SL_EIO, "attach mountpath %s to t[%s]: %s", p, store_node, strerror(errno));
+    struct sl_mpath *again = NULL;
+    for (int i = 0; i < store_nmpaths; i++) {
+        struct sl_mpath *mp = &store_mpaths[i];
+        if (!strcmp(mp->path, p) && mp->detached) {
+            again = mp; /* detached in this run: its slot (and environment) serve again */
+            continue;
+        }
+        if (mp->detached)
+            continue;
+        const char *o = realpath(mp->path, other) ? other : mp->path;
+        if (!strcmp(o, real) || !strcmp(mp->path, p))
+            return sl_errf(err, SL_EEXIST, "attach mountpath %s to t[%s]: it is one of its mountpaths already%s", p,
+                           store_node, mp->disabled ? " (disabled: `shale storage mountpath enable` it)" : "");
+        if (nested(o, real))
+            return sl_errf(err, SL_EINVAL, "attach mountpath %s to t[%s]: it %s mountpath %s; mountpaths may not "
+                           "nest: use a directory apart from the others", p, store_node,
+                           strlen(real) > strlen(o) ? "is inside" : "contains", mp->path);
+    }
+    char *idf = sl_xasprintf("%s/.shale/daemon_id", p);
+    struct sl_buf b;
+    sl_buf_init(&b);
+    int rc = 0;
+    if (sl_read_file(idf, &b, 256) == 0 && b.len && strcmp(b.p, store_node) != 0)
+        rc = sl_errf(err, SL_EEXIST, "attach mountpath %s to t[%s]: it belongs to node %s (see %s); use another "
+                     "directory, or remove that file if that node is gone for good", p, store_node, b.p, idf);
+    sl_buf_free(&b);
+    free(idf);
+    if (rc < 0)
+        return -1;
+    if (again) {
+        char *idf2 = sl_xasprintf("%s/.shale/daemon_id", p);
+        sl_mkdir_parents(idf2, 0755);
+        sl_write_file(idf2, store_node, strlen(store_node), true);
+        free(idf2);
+        __atomic_store_n(&again->vanished, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&again->disabled, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&again->detaching, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&again->detached, false, __ATOMIC_RELEASE);
+    } else {
+        if (store_nmpaths == SL_MAX_MPATHS)
+            return sl_errf(err, SL_EINVAL, "attach mountpath %s to t[%s]: it has %d mountpath slots already (the "
+                           "most a target takes; a detached one frees its slot at the next restart)", p, store_node,
+                           SL_MAX_MPATHS);
+        struct sl_mpath *mp = &store_mpaths[store_nmpaths];
+        if (mpath_open(mp, p, store_nmpaths, err) < 0) {
+            free(mp->path);
+            memset(mp, 0, sizeof(*mp));
+            sl_err_wrap(err, "attach mountpath %s to t[%s]", p, store_node);
+            return -1;
+        }
+        __atomic_store_n(&store_nmpaths, store_nmpaths + 1, __ATOMIC_RELEASE); /* (published whole) */
+    }
+    json_t *keep = json_array(), *v; /* (attached again: no longer a detached one of fspaths) */
+    size_t i;
+    json_array_foreach(detached_before, i, v)
+        if (strcmp(json_string_value(v) ?: "", p))
+            json_array_append(keep, v);
+    json_decref(detached_before);
+    detached_before = keep;
+    sl_logi("t[%s]: mountpath %s attached: resilver moves objects to it", store_node, p);
+    return 1;
+}
+
+int sl_store_mpath_admin(const char *action, const char *path, struct sl_err *err)
+{
+    if (!path || path[0] != '/')
+        return sl_errf(err, SL_EINVAL, "%s mountpath: \"%s\" is not an absolute path (a mountpath is a directory "
+                       "such as /data/disk3)", action, path ? path : "");
+    char *p = store_clean_path(path);
+    pthread_mutex_lock(&admin_mu);
+    int rc;
+    struct sl_mpath *mp = NULL;
+    for (int i = 0; i < store_nmpaths; i++)
+        if (!strcmp(store_mpaths[i].path, p) && !store_mpaths[i].detached)
+            mp = &store_mpaths[i];
+    if (!strcmp(action, "attach")) {
+        rc = mpath_attach(p, err);
+    } else if (!mp) {
+        struct sl_buf b;
+        sl_buf_init(&b);
+        mpaths_list(&b);
+        rc = sl_errf(err, SL_ENOENT, "%s mountpath %s: t[%s] has no such mountpath (its mountpaths: %s)", action, p,
+                     store_node, b.p ? b.p : "");
+        sl_buf_free(&b);
+    } else if (!strcmp(action, "enable")) {
+        rc = mp->disabled ? 1 : 0;
+        __atomic_store_n(&mp->detaching, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&mp->disabled, false, __ATOMIC_RELEASE);
+        if (rc)
+            sl_logi("t[%s]: mountpath %s enabled: resilver moves objects to it", store_node, p);
+    } else if (!strcmp(action, "disable") || !strcmp(action, "detach")) {
+        bool detach = action[1] == 'e';
+        if (sl_store_mpath_usable(mp) && usable_count() <= 1) {
+            rc = sl_errf(err, SL_EEXIST, "%s mountpath %s: it is the last enabled mountpath of t[%s]: its objects "
+                         "would have nowhere to go; attach (or enable) another one first", action, p, store_node);
+        } else {
+            rc = mp->disabled && mp->detaching >= detach ? 0 : 1;
+            if (detach)
+                __atomic_store_n(&mp->detaching, true, __ATOMIC_RELEASE);
+            __atomic_store_n(&mp->disabled, true, __ATOMIC_RELEASE);
+            if (rc)
+                sl_logi("t[%s]: mountpath %s %s: resilver moves its objects to the other mountpaths%s", store_node,
+                        p, detach ? "being detached" : "disabled", detach ? ", then it is forgotten" : "");
+        }
+    } else {
+        rc = sl_errf(err, SL_EINVAL, "invalid mountpath action \"%s\" (valid: attach, enable, disable, detach)",
+                     action);
+    }
+    if (rc > 0) {
+        store_dc_invalidate();
+        if (admin_save(err) < 0)
+            rc = -1;
+    }
+    pthread_mutex_unlock(&admin_mu);
+    free(p);
+    return rc;
+}
+
+void sl_store_mpath_forget(struct sl_mpath *mp)
+{
+    pthread_mutex_lock(&admin_mu);
+    if (mp->detaching && !mp->detached) {
+        __atomic_store_n(&mp->detached, true, __ATOMIC_RELEASE);
+        mp->detaching = false;
+        store_dc_invalidate();
+        admin_save(NULL);
+        /* its disk may go to another target now */
+        char *idf = sl_xasprintf("%s/.shale/daemon_id", mp->path);
+        unlink(idf);
+        free(idf);
+        sl_logi("t[%s]: mountpath %s detached: nothing of this target is left on it (its LMDB files stay open "
+                "until the target restarts)", store_node, mp->path);
+    }
+    pthread_mutex_unlock(&admin_mu);
 }
 
 struct sl_mpath *store_locate(const struct sl_bck *b, const char *name, size_t nlen)
@@ -628,6 +991,13 @@ void sl_store_close(bool clean)
     free(store_mpaths);
     store_mpaths = NULL;
     store_nmpaths = 0;
+    for (int i = 0; i < ncfg_paths; i++)
+        free(cfg_paths[i]);
+    free(cfg_paths);
+    cfg_paths = NULL;
+    ncfg_paths = 0;
+    json_decref(detached_before);
+    detached_before = NULL;
 }
 
 void sl_store_capacity(uint64_t *used, uint64_t *total)
@@ -638,7 +1008,7 @@ void sl_store_capacity(uint64_t *used, uint64_t *total)
     for (int i = 0; i < store_nmpaths; i++) {
         struct stat st;
         uint64_t u, t;
-        if (stat(store_mpaths[i].path, &st) < 0 || sl_store_mpath_usage(i, &u, &t) < 0)
+        if (store_mpaths[i].detached || stat(store_mpaths[i].path, &st) < 0 || sl_store_mpath_usage(i, &u, &t) < 0)
             continue;
         bool dup = false;
         for (int j = 0; j < nseen; j++)
@@ -687,6 +1057,8 @@ int sl_store_mpath_check(void)
     int n = 0;
     for (int i = 0; i < store_nmpaths; i++) {
         struct sl_mpath *mp = &store_mpaths[i];
+        if (sl_store_mpath_gone(mp))
+            continue; /* (its disk may be pulled out now) */
         if (__atomic_load_n(&mp->vanished, __ATOMIC_RELAXED)) {
             n++;
             continue;
@@ -709,7 +1081,12 @@ int sl_store_mpath_check(void)
 
 const char *sl_store_mpath_state(const struct sl_mpath *mp)
 {
-    return __atomic_load_n(&mp->vanished, __ATOMIC_RELAXED) ? "vanished" : mp->emptied ? "emptied" : "ok";
+    return sl_store_mpath_gone(mp)                          ? "detached"
+           : __atomic_load_n(&mp->detaching, __ATOMIC_RELAXED) ? "detaching"
+           : __atomic_load_n(&mp->disabled, __ATOMIC_RELAXED)  ? "disabled"
+           : __atomic_load_n(&mp->vanished, __ATOMIC_RELAXED)  ? "vanished"
+           : mp->emptied                                       ? "emptied"
+                                                               : "ok";
 }
 
 int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total)
@@ -765,8 +1142,9 @@ int sl_store_tmpfd(struct sl_err *err)
 {
     static unsigned turn;
     int n = sl_store_nmpaths();
-    struct sl_mpath *mp = n > 0 ? sl_store_mpath((int)(__atomic_fetch_add(&turn, 1, __ATOMIC_RELAXED) % (unsigned)n))
-                                : NULL;
+    struct sl_mpath *mp = NULL;
+    for (int k = 0; k < n && (!mp || !sl_store_mpath_usable(mp)); k++) /* (in placement only) */
+        mp = sl_store_mpath((int)(__atomic_fetch_add(&turn, 1, __ATOMIC_RELAXED) % (unsigned)n));
     if (!mp)
         return sl_errf(err, SL_EINTERNAL, "no mountpath for a temporary file");
     char *dir = sl_xasprintf("%s/.shale/tmp", mp->path);

@@ -33,7 +33,14 @@ struct sl_mpath {
     bool fresh;                  /* it had no .shale/daemon_id at start: new, or its contents vanished */
     bool emptied;                /* a mountpath of the last run found without its contents (a replaced disk) */
     bool vanished;               /* its .shale/daemon_id went away while this target runs */
+    /* set at run time by sl_store_mpath_admin (atomic loads): */
+    bool disabled;               /* out of HRW placement (disabled, or being detached): its objects are moved off */
+    bool detaching;              /* detach: forgotten once a resilver moved everything off it */
+    bool detached;               /* forgotten: in no placement, walk or listing (the slot stays: pointers live on) */
 };
+
+/* At most this many mountpaths (slots: a detached one keeps its slot until the target restarts) */
+#define SL_MAX_MPATHS 64
 
 /* The mountpaths and their LMDB environments: every struct sl_mpath and
  * md env handed out below is owned by the store and valid until
@@ -42,8 +49,33 @@ int sl_store_init(const struct sl_config *c, const char *node_id, struct sl_err 
 /* Reconcile files and metadata (after BMD is known). mode: "quick"/"full"/"auto" */
 int sl_store_fsck(const char *mode);
 void sl_store_close(bool clean);
+/* Slots [0, n): attached ones are added at the end at run time. A slot may
+ * be disabled (still read and walked: its objects are there until moved)
+ * or detached (skip it: sl_store_mpath_gone). */
 int sl_store_nmpaths(void);
 struct sl_mpath *sl_store_mpath(int i);      /* NULL when out of range */
+/* In HRW placement (new objects and mirror copies go there) */
+bool sl_store_mpath_usable(const struct sl_mpath *mp);
+/* Detached: nothing of this target is there any more */
+bool sl_store_mpath_gone(const struct sl_mpath *mp);
+
+/* ---- mountpath admin (AIStore's attach-mp, enable-mp, disable-mp, detach-mp) ----
+ * action "attach", "enable", "disable" or "detach" of path, persisted in the
+ * node metadata (doc "mpath_admin": a restart keeps it). 1 changed (a
+ * resilver is due: sl_store_resilver_mark, sl_store_mpath_drain, then start
+ * it), 0 nothing to do
+ * (already so), -1 with err (4xx: nothing changed). Does I/O (an attach
+ * opens the LMDB environment): off the HTTP threads. */
+int sl_store_mpath_admin(const char *action, const char *path, struct sl_err *err);
+/* Wait (up to timeout_ns) for the writes that chose their mountpath before
+ * the last change to end: 0, or -1 when some were still going. */
+int sl_store_mpath_drain(int64_t timeout_ns);
+/* mp (detaching) holds nothing any more: forget it (persisted). */
+void sl_store_mpath_forget(struct sl_mpath *mp);
+/* A PUT's placement: enter before sl_store_pick, leave when its commit or
+ * abort is done (the token that enter returned). */
+unsigned sl_store_place_enter(void);
+void sl_store_place_leave(unsigned token);
 /* An anonymous temporary file (O_TMPFILE, else mkstemp + unlink) under
  * <mpath>/.shale/tmp, taking the mountpaths in turn: gone when closed. */
 int sl_store_tmpfd(struct sl_err *err);
@@ -215,8 +247,8 @@ int sl_store_mpath_usage(int i, uint64_t *used, uint64_t *total);
  * mounted over it) is flagged vanished, logged and counted once. The number
  * flagged so. Off the HTTP threads. */
 int sl_store_mpath_check(void);
-/* "ok", "emptied" (found without its contents at start: resilvered) or
- * "vanished" (see above). */
+/* "ok", "emptied" (found without its contents at start: resilvered),
+ * "vanished" (see above), "disabled", "detaching" or "detached". */
 const char *sl_store_mpath_state(const struct sl_mpath *mp);
 void sl_store_seal(uint64_t bid, bool on);
 int sl_store_drain(uint64_t bid, int64_t timeout_ns, struct sl_err *err);
@@ -292,6 +324,10 @@ int sl_store_walk(struct sl_mpath *mp, const struct sl_bck *b, sl_store_pick_fn 
  * found misplaced files (recorded in the node metadata: it survives a
  * restart until sl_store_resilvered). */
 bool sl_store_resilver_pending(void);
+/* The mountpaths changed at run time (sl_store_mpath_admin returned 1): a
+ * resilver is pending (recorded), and until it completes a write drops
+ * what an older version left on another mountpath. */
+void sl_store_resilver_mark(void);
 void sl_store_resilvered(void);
 /* Mountpaths of earlier runs that are no longer configured, until a
  * resilver completes: a new array of paths. */

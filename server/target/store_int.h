@@ -17,7 +17,12 @@
  *   - store_mpaths, store_nmpaths, store_node and store_wp_data are
  *     written by sl_store_init and sl_store_close only (start-up and
  *     shutdown, while no other thread uses the store) and read by any
- *     thread without a lock.
+ *     thread without a lock; except that sl_store_mpath_admin (under its
+ *     mutex) fills the slot store_mpaths[store_nmpaths] (SL_MAX_MPATHS
+ *     slots, allocated once: never moved) and then publishes it by
+ *     incrementing store_nmpaths (release), and flips a slot's disabled,
+ *     detaching and detached flags (atomic). A slot is never freed before
+ *     sl_store_close: a detached one keeps its path and LMDB environment.
  *   - An object's name lock (store_name_lock) covers its file and its
  *     metadata together: read-locked for a consistent read, write-locked to
  *     change either. "Under the object's write lock" means the caller holds

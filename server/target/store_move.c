@@ -319,11 +319,13 @@ void store_drop_misplaced(const struct sl_bck *b, const char *name, size_t nlen,
 
 #define MPATHS_DOC "mountpaths"
 
+/* the mountpaths in placement (disabled ones take no object) */
 static json_t *mpath_set(void)
 {
     json_t *a = json_array();
     for (int i = 0; i < store_nmpaths; i++)
-        json_array_append_new(a, json_string(store_mpaths[i].path));
+        if (sl_store_mpath_usable(&store_mpaths[i]))
+            json_array_append_new(a, json_string(store_mpaths[i].path));
     size_t n = json_array_size(a);
     for (size_t i = 1; i < n; i++) /* sorted: the order of fspaths does not matter */
         for (size_t j = i; j > 0 && strcmp(json_string_value(json_array_get(a, j - 1)),
@@ -412,6 +414,12 @@ void store_resilver_check(int nmis)
     misplaced = pending;
     json_decref(now);
     json_decref(rec);
+}
+
+void sl_store_resilver_mark(void)
+{
+    misplaced = true;
+    resilver_record(true, sl_store_resilver_removed());
 }
 
 bool sl_store_resilver_pending(void)
@@ -876,7 +884,7 @@ int sl_store_promote(const struct sl_bck *b, const char *name, size_t nlen, uint
     struct sl_mpath *dst = store_locate(b, name, nlen);
     if (!dst)
         return 0;
-    struct crec *recs = sl_xcalloc((size_t)store_nmpaths, sizeof(*recs));
+    struct crec *recs = sl_xcalloc(SL_MAX_MPATHS, sizeof(*recs)); /* (a mountpath may be attached meanwhile) */
     pthread_rwlock_t *lk = store_name_lock(b, name, nlen);
     pthread_rwlock_rdlock(lk);
     int n = main_known(b, name, nlen, dst) ? 0 : crecs_get(b, name, nlen, recs);

@@ -38,6 +38,7 @@ struct sl_put {
     char *wbuf;              /* small writes gather here (PUT_WBUF bytes) */
     size_t wlen;
     bool gated;              /* counted in the bucket's writes in flight */
+    unsigned place;          /* sl_store_place_enter's token (with gated) */
     bool new_dirs;           /* choose_fname created the object's directory */
 };
 
@@ -109,13 +110,17 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     struct sl_buf un;
     sl_buf_init(&un);
     sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    unsigned place = sl_store_place_enter(); /* (a mountpath change waits for the PUTs placed before it) */
     struct sl_mpath *mp = sl_store_pick(un.p, un.len);
     sl_buf_free(&un);
-    if (space_check(mp, o ? o->expect_size : -1, err) < 0 || store_write_enter(b, o && o->rename_copy, err) < 0)
+    if (space_check(mp, o ? o->expect_size : -1, err) < 0 || store_write_enter(b, o && o->rename_copy, err) < 0) {
+        sl_store_place_leave(place);
         return -1;
+    }
 
     struct sl_put *p = sl_xcalloc(1, sizeof(*p));
     p->gated = true;
+    p->place = place;
     sl_bck_copy(&p->bck, b);
     p->name = sl_xstrndup(name, nlen);
     p->nlen = nlen;
@@ -290,8 +295,10 @@ void sl_put_abort(struct sl_put *p)
 {
     if (!p)
         return;
-    if (p->gated)
+    if (p->gated) {
         store_write_leave(p->bck.bid);
+        sl_store_place_leave(p->place);
+    }
     if (p->fd >= 0)
         close(p->fd);
     if (p->work_abs)
@@ -567,14 +574,15 @@ static void bput_sync(struct bput *v, int n, int *rc, struct sl_err *errs, const
 {
     if (store_wp_data != SL_WP_IMMEDIATE)
         return;
-    int *res = sl_xcalloc((size_t)store_nmpaths, sizeof(int));   /* per mountpath: 0, errno, or -1 not used */
-    dev_t *dev = sl_xcalloc((size_t)store_nmpaths, sizeof(dev_t));
-    for (int m = 0; m < store_nmpaths; m++)
+    int nmp = store_nmpaths; /* (one attached meanwhile takes no part: SL_MAX_MPATHS slots at most) */
+    int *res = sl_xcalloc(SL_MAX_MPATHS, sizeof(int));   /* per mountpath: 0, errno, or -1 not used */
+    dev_t *dev = sl_xcalloc(SL_MAX_MPATHS, sizeof(dev_t));
+    for (int m = 0; m < SL_MAX_MPATHS; m++)
         res[m] = -1;
     for (int i = 0; i < n; i++)
         if (v[i].p)
             res[v[i].p->mp->idx] = 0;
-    for (int m = 0; m < store_nmpaths; m++) {
+    for (int m = 0; m < nmp || (m < SL_MAX_MPATHS && res[m] >= 0); m++) {
         if (res[m] < 0)
             continue;
         struct stat st;
