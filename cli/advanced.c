@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * advanced.c: shale advanced resilver|check-lock|rotate-logs (ais's `advanced`
- * commands for operators).
+ * advanced.c: shale advanced resilver|check-lock|rotate-logs|remove-from-smap
+ * (ais's `advanced` commands for operators).
  */
 #include "cli.h"
 
@@ -80,11 +80,32 @@ static int adv_rotate_logs(struct opts *o)
     return 0;
 }
 
+/* advanced remove-from-smap NODE: PUT /v1/cluster rm-unsafe {"sid"} (ais's
+ * api.RemoveNodeUnsafe): out of the cluster map at once, no rebalance */
+static int adv_rm_from_smap(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("advanced remove-from-smap");
+    char *id = node_id(o->argv[0]);
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "rm-unsafe", NULL, json_pack("{s:s,s:b}", "sid", id, "skip_rebalance", 1), &r);
+    int rc = 0;
+    if (r.status == 200)
+        printf("Node %s removed from the cluster map (no rebalance; it keeps running and joins again when "
+               "restarted)\n", id);
+    else
+        rc = cli_fail(&r, "remove-from-smap");
+    cli_resp_free(&r);
+    free(id);
+    return rc;
+}
+
 int cmd_advanced(int argc, char **argv)
 {
     static const struct cli_verb verbs[] = { { "resilver", adv_resilver, NULL },
                                              { "check-lock", adv_check_lock, NULL },
-                                             { "rotate-logs", adv_rotate_logs, NULL } };
+                                             { "rotate-logs", adv_rotate_logs, NULL },
+                                             { "remove-from-smap", adv_rm_from_smap, NULL } };
     return cli_run_verb("advanced", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }
 

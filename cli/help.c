@@ -484,7 +484,7 @@ static const struct cli_cmd cmds[] = {
       F({ "--all", "include jobs that have ended", "false" }), CF_JSON | CF_NOHDR, 1,
       { "job show", "job show copy-bck --all" }, NULL },
     { "job ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
-    { "advanced", "advanced resilver|check-lock|rotate-logs ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs.",
+    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map.",
       NOF, 0, -1, { "advanced resilver --wait", "advanced check-lock ais://data/a.bin" }, NULL },
     { "advanced resilver", "advanced resilver [TARGET] [--wait] [--progress]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
@@ -494,6 +494,11 @@ static const struct cli_cmd cmds[] = {
     { "advanced rotate-logs", "advanced rotate-logs [NODE]",
       "Rotate the log file of the node named, else of every node: FILE becomes FILE.1 and a new FILE is begun.",
       NOF, 0, 1, { "advanced rotate-logs", "advanced rotate-logs t[abc123]" }, NULL },
+    { "advanced remove-from-smap", "advanced remove-from-smap NODE",
+      "Remove a node from the cluster map at once (PUT /v1/cluster rm-unsafe): no rebalance, so objects only it "
+      "holds are out of reach (advanced usage: potential data loss). The node keeps running outside the cluster "
+      "and joins again when it is restarted; the primary cannot remove itself.",
+      NOF, 0, 1, { "advanced remove-from-smap t[abc123]", NULL }, NULL },
     { "scrub", "scrub [ais://BUCKET ...] [--wait] [--progress]",
       "Check every object's bytes against its checksum on every target (job scrub; of the buckets named, else of "
       "all): a damaged replica is restored from a good mirror copy, rebuilt from EC slices or fetched again from "

@@ -198,6 +198,14 @@ static void cluster_put_done(struct sl_req *r)
                 sl_resp_text(r, 200, reb ? reb : "");
             free(reb);
         }
+    } else if (!strcmp(a, "rm-unsafe")) {
+        const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
+        if (G.role == SL_ROLE_STANDALONE)
+            sl_resp_errf(r, SL_EUNSUPP, "%s: a standalone node has no other nodes", a);
+        else if (sl_cluster_rm_unsafe(sid, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
     } else if (!strcmp(a, "rotate-logs")) {
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
         sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
@@ -238,7 +246,7 @@ static void cluster_put_done(struct sl_req *r)
         }
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, start-maintenance, "
-                     "stop-maintenance, decommission-node, shutdown-node, clear-lost, rotate-logs, start, stop)", a);
+                     "stop-maintenance, decommission-node, shutdown-node, rm-unsafe, clear-lost, rotate-logs, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }
@@ -521,6 +529,10 @@ static void daemon_put_done(struct sl_req *r)
             sl_resp_text(r, 200, sl_log_path());
         } else
             sl_resp_text(r, 200, "");
+    } else if (!strcmp(m.action, "rm-unsafe") && G.role != SL_ROLE_STANDALONE && !sl_is_primary()) {
+        /* the primary removes this node from the map next: it stays up (AIStore's ActRmNodeUnsafe) */
+        sl_cluster_removed_unsafe();
+        sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "set-config") && G.role == SL_ROLE_STANDALONE) {
         sl_actmsg_free(&m);
         cluster_put_done(r);

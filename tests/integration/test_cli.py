@@ -311,7 +311,7 @@ class TestCLI(unittest.TestCase):
         "s3 verify", "auth", "auth login", "auth logout", "auth whoami", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
         "auth show role", "log", "log show",
-        "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "scrub",
+        "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs", "advanced remove-from-smap", "scrub",
         "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show", "show nbi",
         "auth add cluster", "auth show cluster", "auth rm cluster",

@@ -4,9 +4,11 @@
 and matched nothing); `advanced resilver`, `advanced check-lock ais://B/O` (the target answered 501); `advanced rotate-logs [NODE]` (PUT /v1/daemon
 rotate-logs was refused); `scrub [ais://B] --wait` (no such verb)."""
 import os
+import signal
 import subprocess
+import time
 
-from harness import ClusterTest, SHALE, main
+from harness import ClusterTest, SHALE, main, wait_until
 
 
 class TestCLIOps(ClusterTest):
@@ -77,6 +79,50 @@ class TestCLIOps(ClusterTest):
         p = self.shale("scrub", "--fix")
         self.assertEqual(p.returncode, 1)
         self.assertIn("--fix", p.stderr)
+
+    def test_zz_remove_from_smap(self):
+        """(last: it takes a target out and brings it back) rm-unsafe removes the node at once, it keeps running
+        and stays out (the keepalive polls only the map's nodes), and joins again when restarted, as AIStore's"""
+        smap = self.c.smap()
+        primary = smap["proxy_si"]["daemon_id"]
+        victim = sorted(smap["tmap"])[0]
+        name = self.c.target_name(victim)
+        pid = self.c.pid(name)
+        p = self.shale("advanced", "remove-from-smap")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("usage: shale advanced remove-from-smap", p.stderr)
+        p = self.shale("advanced", "remove-from-smap", "t[nosuch]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("node \"nosuch\" is not in the cluster map", p.stderr)
+        p = self.shale("advanced", "remove-from-smap", "p[%s]" % primary)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is the primary proxy and cannot remove itself", p.stderr)
+        self.assertEqual(len(self.c.smap()["tmap"]), 3)
+        v0 = self.c.smap()["version"]
+        p = self.shale("advanced", "remove-from-smap", "t[%s]" % victim)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("Node %s removed from the cluster map" % victim, p.stdout)
+        sm = self.c.smap()
+        self.assertNotIn(victim, sm["tmap"])
+        self.assertGreater(sm["version"], v0)
+        # two keepalive rounds (2s in a playground): it stays out, and it is still running
+        time.sleep(4.5)
+        self.assertNotIn(victim, self.c.smap()["tmap"])
+        self.assertTrue(os.path.exists("/proc/%d" % pid), "the removed target shut down")
+        self.assertIn("rm-unsafe", self.c.log(name))
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0") if a]
+        exe = os.readlink("/proc/%d/exe" % pid)
+        # re-join: restart it (same config, id and data)
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2]
+                   == "Z", 20, what="the removed target stopped")
+        with open(os.path.join(self.c.dir, name, "log", "stdout.log"), "ab") as out:
+            np = subprocess.Popen(argv, executable=exe, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True, env=dict(os.environ, **self.c.env))
+        with open(os.path.join(self.c.dir, name, "shaled.pid"), "w") as f:
+            f.write("%d\n" % np.pid)
+        wait_until(lambda: victim in self.c.smap()["tmap"], 30, what="the target joined again")
 
 
 if __name__ == "__main__":
