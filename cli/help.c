@@ -484,7 +484,7 @@ static const struct cli_cmd cmds[] = {
       F({ "--all", "include jobs that have ended", "false" }), CF_JSON | CF_NOHDR, 1,
       { "job show", "job show copy-bck --all" }, NULL },
     { "job ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
-    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map.",
+    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap|enable-backend|disable-backend ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map, switch a cloud backend off and on.",
       NOF, 0, -1, { "advanced resilver --wait", "advanced check-lock ais://data/a.bin" }, NULL },
     { "advanced resilver", "advanced resilver [TARGET] [--wait] [--progress]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
@@ -499,6 +499,14 @@ static const struct cli_cmd cmds[] = {
       "holds are out of reach (advanced usage: potential data loss). The node keeps running outside the cluster "
       "and joins again when it is restarted; the primary cannot remove itself.",
       NOF, 0, 1, { "advanced remove-from-smap t[abc123]", NULL }, NULL },
+    { "advanced disable-backend", "advanced disable-backend PROVIDER [NODE]",
+      "Disable a cloud backend (aws, gcp, azure, oci) on every target, or on the target named "
+      "(PUT /v1/cluster/disable-bend/PROVIDER[/NODE]): requests to that provider's buckets then fail at once (503 "
+      "naming the provider) until it is enabled; objects already held are still served.",
+      NOF, 0, 2, { "advanced disable-backend aws", "advanced disable-backend aws t[abc123]" }, NULL },
+    { "advanced enable-backend", "advanced enable-backend PROVIDER [NODE]",
+      "Enable a cloud backend disabled with `advanced disable-backend`, on every target or on the target named.",
+      NOF, 0, 2, { "advanced enable-backend aws", "advanced enable-backend aws t[abc123]" }, NULL },
     { "scrub", "scrub [ais://BUCKET ...] [--wait] [--progress]",
       "Check every object's bytes against its checksum on every target (job scrub; of the buckets named, else of "
       "all): a damaged replica is restored from a good mirror copy, rebuilt from EC slices or fetched again from "

@@ -8,10 +8,17 @@ import signal
 import subprocess
 import time
 
-from harness import ClusterTest, SHALE, main, wait_until
+from harness import ClusterTest, SHALE, main, start_cluster, wait_until
 
 
 class TestCLIOps(ClusterTest):
+    @classmethod
+    def setUpClass(cls):
+        # the nodes' S3 backend plugin signs with these keys; this cluster's own /s3 is the remote of a bucket
+        # (signatures are not checked: s3 verify is off)
+        start_cluster(cls, targets=3, env={"AWS_ACCESS_KEY_ID": "ops-test", "AWS_SECRET_ACCESS_KEY": "ops-secret",
+                                           "AWS_PROFILE": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"})
+
     def shale(self, *args, env=None):
         e = dict(os.environ, AIS_ENDPOINT=self.url)
         e.update(env or {})
@@ -79,6 +86,56 @@ class TestCLIOps(ClusterTest):
         p = self.shale("scrub", "--fix")
         self.assertEqual(p.returncode, 1)
         self.assertIn("--fix", p.stderr)
+
+    def test_backend_disable_enable(self):
+        """advanced disable-backend aws: requests to s3-backed buckets fail at once (503 naming the provider and
+        how to enable it), objects held are still served; enable-backend restores; per target with NODE"""
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/org", json={"action": "create-bck"}).status_code, 200)
+        for o in ("o1", "o2", "o3"):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/org/" + o, data=b"remote " + o.encode()).status_code,
+                             200)
+        self.c.cli("bucket", "create", "ais://bc", "--props", "backend_bck=s3://org extra.aws.endpoint=%s/s3" % self.url)
+        get = lambda o: self.s.get(self.url + "/v1/objects/bc/" + o, timeout=30)  # noqa: E731
+        r = get("o1")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.content, b"remote o1")
+        p = self.shale("advanced", "disable-backend", "aws")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("Backend aws disabled on every target", p.stdout)
+        t0 = time.monotonic()
+        r = get("o2")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r.status_code, 503, r.text)
+        self.assertIn('s3://org: backend "aws" is disabled on target t[', r.json()["message"])
+        self.assertIn("shale advanced enable-backend aws", r.json()["message"])
+        self.assertEqual(get("o1").content, b"remote o1")  # held here: no remote call
+        p = self.shale("advanced", "disable-backend", "s3")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('backend \"aws\" is already disabled', p.stderr)
+        p = self.shale("advanced", "enable-backend", "s3://")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        r = get("o2")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.content, b"remote o2")
+        # one target: only its share of the bucket fails
+        tid = sorted(self.c.smap()["tmap"])[0]
+        p = self.shale("advanced", "disable-backend", "aws", "t[%s]" % tid)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("Backend aws disabled on target %s" % tid, p.stdout)
+        p = self.shale("advanced", "enable-backend", "aws", "t[%s]" % tid)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(get("o3").content, b"remote o3")
+        # bad arguments: nothing changes
+        for argv, msg in ((("advanced", "disable-backend"), "usage: shale advanced disable-backend"),
+                          (("advanced", "disable-backend", "ais"), "can only disable cloud backend"),
+                          (("advanced", "disable-backend", "nosuch"), "can only disable cloud backend"),
+                          (("advanced", "disable-backend", "gcp"), 'backend \"gcp\" is not configured'),
+                          (("advanced", "enable-backend", "aws"), 'backend \"aws\" is already enabled'),
+                          (("advanced", "disable-backend", "aws", "t[nosuch]"), 'target \"nosuch\" is not in the')):
+            p = self.shale(*argv)
+            self.assertEqual(p.returncode, 1, argv)
+            self.assertIn(msg, p.stderr, argv)
+        self.assertEqual(self.s.put(self.url + "/v1/cluster/disable-bend", timeout=10).status_code, 400)
 
     def test_zz_remove_from_smap(self):
         """(last: it takes a target out and brings it back) rm-unsafe removes the node at once, it keeps running
