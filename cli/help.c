@@ -507,13 +507,16 @@ static const struct cli_cmd cmds[] = {
     { "advanced enable-backend", "advanced enable-backend PROVIDER [NODE]",
       "Enable a cloud backend disabled with `advanced disable-backend`, on every target or on the target named.",
       NOF, 0, 2, { "advanced enable-backend aws", "advanced enable-backend aws t[abc123]" }, NULL },
-    { "scrub", "scrub [ais://BUCKET ...] [--wait] [--progress]",
-      "Check every object's bytes against its checksum on every target (job scrub; of the buckets named, else of "
-      "all): a damaged replica is restored from a good mirror copy, rebuilt from EC slices or fetched again from "
-      "the remote backend, else counted as damaged (err-objs; `job show scrub --all`); there is no detect-only "
-      "mode, hence no --fix.",
-      F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
-      CF_WAIT, -1, { "scrub --wait", "scrub ais://data --wait --progress" }, NULL },
+    { "scrub", "scrub [ais://BUCKET ...] [--fix] [--wait] [--progress]",
+      "Check every object on every target (job scrub; of the buckets named, else of all): its bytes against its "
+      "checksum, its size, its mirror copies, its mountpath (misplaced), an erasure-coded bucket's slices. "
+      "Detect-only, as `ais storage validate`: nothing is changed unless --fix. With --wait the damaged objects "
+      "are printed as OBJECT PROBLEM FIXED (the first 1000 per target).",
+      F({ "--fix", "repair what is found: a good mirror copy, EC slices or the remote backend make a damaged "
+                   "object again (else it is recorded as damaged), missing copies are made, misplaced objects "
+                   "moved", "false" },
+        { "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
+      CF_WAIT, -1, { "scrub ais://data --wait", "scrub --fix --wait" }, NULL },
     { "advanced check-lock", "advanced check-lock ais://BUCKET/OBJECT",
       "Say whether the object is locked now (being written, read or moved): exit 0 when it is not, 1 when it is.",
       NOF, 0, 1, { "advanced check-lock ais://data/a.bin", NULL }, NULL },

@@ -81,11 +81,58 @@ class TestCLIOps(ClusterTest):
         p = self.shale("scrub", "ais://sc", "--wait")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertRegex(p.stdout, r"Job scrub\[\S+\] finished", p.stdout)
+        self.assertIn("No damaged objects found", p.stdout)
         p = self.shale("job", "ls", "scrub", "--all")
         self.assertRegex(p.stdout, r"(?m)\sscrub\s", p.stdout)
-        p = self.shale("scrub", "--fix")
+        p = self.shale("scrub", "--fixit")
         self.assertEqual(p.returncode, 1)
-        self.assertIn("--fix", p.stderr)
+        self.assertIn("--fixit", p.stderr)
+
+    def test_scrub_report_and_fix(self):
+        """scrub is detect-only (a table OBJECT PROBLEM FIXED; the bytes on disk stay as they are); --fix repairs:
+        a remote-backed object is fetched again, a plain bucket's is recorded as damaged (nothing to make it from)"""
+        import glob
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/org2", json={"action": "create-bck"}).status_code, 200)
+        self.assertEqual(self.s.post(self.url + "/v1/buckets/sp", json={"action": "create-bck"}).status_code, 200)
+        good = b"z" * 4000
+        for o in ("a", "b"):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/org2/" + o, data=good).status_code, 200)
+            self.assertEqual(self.s.put(self.url + "/v1/objects/sp/" + o, data=good).status_code, 200)
+        self.c.cli("bucket", "create", "ais://sb", "--props", "backend_bck=s3://org2 extra.aws.endpoint=%s/s3" % self.url)
+        for o in ("a", "b"):
+            self.assertEqual(self.s.get(self.url + "/v1/objects/sb/" + o, timeout=30).content, good)  # cached here
+
+        def held(b, o):
+            fs = glob.glob(os.path.join(glob.escape(self.c.dir), "t*", "mp*", "@ais", b, "%ob", o))
+            self.assertEqual(len(fs), 1, fs)
+            return fs[0]
+
+        for f in (held("sb", "a"), held("sp", "a")):
+            with open(f, "r+b") as fh:
+                fh.write(b"BAD!")  # the same size: only the checksum tells
+        p = self.shale("scrub", "ais://sb", "ais://sp", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^OBJECT\s+PROBLEM\s+FIXED", p.stdout)
+        self.assertRegex(p.stdout, r"(?m)^ais://sb/a\s+checksum mismatch .*\sno$", p.stdout)
+        self.assertRegex(p.stdout, r"(?m)^ais://sp/a\s+checksum mismatch .*\sno$", p.stdout)
+        self.assertNotIn("/b ", p.stdout)
+        self.assertIn("2 damaged object(s); nothing was changed", p.stdout)
+        for f in (held("sb", "a"), held("sp", "a")):
+            with open(f, "rb") as fh:
+                self.assertEqual(fh.read(4), b"BAD!", f)  # detect-only: left as it is
+        p = self.shale("scrub", "ais://sb", "ais://sp", "--fix", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^ais://sb/a\s+checksum mismatch .*\syes$", p.stdout)
+        self.assertRegex(p.stdout, r"(?m)^ais://sp/a\s+checksum mismatch .*\sno$", p.stdout)
+        self.assertIn("2 damaged object(s), 1 fixed", p.stdout)
+        with open(held("sb", "a"), "rb") as fh:
+            self.assertEqual(fh.read(), good)  # fetched again from the remote
+        self.assertEqual(self.s.get(self.url + "/v1/objects/sb/a", timeout=30).content, good)
+        r = self.s.get(self.url + "/v1/objects/sp/a", timeout=30)
+        self.assertNotEqual(r.status_code, 200)  # recorded as damaged: refused, not served
+        p = self.shale("scrub", "ais://sb", "ais://sp", "--wait")
+        self.assertRegex(p.stdout, r"(?m)^ais://sp/a\s+recorded as damaged", p.stdout)
+        self.assertIn("1 damaged object(s)", p.stdout)
 
     def test_backend_disable_enable(self):
         """advanced disable-backend aws: requests to s3-backed buckets fail at once (503 naming the provider and
