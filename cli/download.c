@@ -92,6 +92,18 @@ int cmd_download(int argc, char **argv)
         }
         json_object_set_new(body, "timeout", json_string(ts));
     }
+    const char *lc = opt_str(&o, "limit-connections");
+    if (lc) {
+        char *end;
+        long n = strtol(lc, &end, 10);
+        if (!*lc || *end || n < 1 || n > 256) {
+            fprintf(stderr, "Error: --limit-connections \"%s\": the transfers at a time on each target, 1 to 256\n",
+                    lc);
+            json_decref(body);
+            return 1;
+        }
+        json_object_set_new(body, "limits", json_pack("{s:i}", "connections", (int)n));
+    }
     if (opt_str(&o, "description"))
         json_object_set_new(body, "description", json_string(opt_str(&o, "description")));
     const char *ol = opt_str(&o, "object-list");

@@ -254,13 +254,14 @@ static const struct cli_cmd cmds[] = {
         { "--blob-num-workers N", "with --blob-threshold: ranges at once per object",
           "the cluster's backend.blob_workers" },
         { "--progress", "show the job's progress while waiting", "false" }), CF_SEL, 1, { "prefetch s3://data --prefix train/", "prefetch 's3://data/shard-{000..099}.tar'" }, NULL },
-    { "download", "download URL|'URL-TEMPLATE' ais://BUCKET[/DIR] [--object-list FILE] [--timeout D] [--wait]",
+    { "download", "download URL|'URL-TEMPLATE' ais://BUCKET[/DIR] [--object-list FILE] [--timeout D] [--limit-connections N] [--wait]",
       "Download objects from http(s) URLs into a bucket (AIStore's downloader): one URL, a brace range "
       "('https://h/shard-{000..099}.tar') or the names of --object-list under a base URL, one download job on "
       "every target, each fetching the names it owns; follow it with `shale show job download`, stop it with "
       "`shale job stop ID`.",
       F({ "--timeout DURATION", "the time allowed for each object's transfer (e.g. 30s, 5m)", "none" },
         { "--description TEXT", "a description of the download, kept in each target's job", "none" },
+        { "--limit-connections N", "at most N transfers at a time on each target (1 to 256)", "4" },
         { "--object-list FILE", "a JSON array of object names (or one name a line): each is downloaded from "
                                 "URL/NAME", "none" },
         { "--wait", "wait for the download to end, then print what was stored and each failed URL", "false" },

@@ -5,12 +5,19 @@
  *                      "bucket": {"name", "provider"}, "timeout", "description",
  *                      single: "link", "object_name"
  *                      range:  "template" (http://h/shard-{000..099}.tar), "subdir"
- *                      multi:  "objects" (list of URLs, or {name: URL})}
+ *                      multi:  "objects" (list of URLs, or {name: URL}),
+ *                      "limits": {"connections": N}}
  *        -> {"id": "dnl-..."}
+ *   GET /v1/download {"id"} (or ?id=)      -> AIStore's StatusResp: the job over
+ *        every target (finished_cnt, error_cnt, total, aborted, download_errors ...)
+ *   GET /v1/download [{"regex", "only_active_tasks"}] -> [Job ...], every download
+ *   DELETE /v1/download/abort {"id"}     -> the job aborted on every target
+ *   DELETE /v1/download/remove {"id"}    -> an ended job forgotten (409 while it runs)
  *
  * The gateway expands the request into (URL, object name) pairs and starts
  * job "download" on every target; each target downloads, with up to 4
- * transfers at a time, the names whose HRW owner it is, through the normal
+ * transfers at a time (limits.connections, 1..256, when given), the names
+ * whose HRW owner it is, through the normal
  * PUT path (checksum, mirroring, EC). A name is the URL's last path
  * element ("subdir"/ prefixed).
  * Only http and https URLs are accepted (400 otherwise: no file://, so no
@@ -19,7 +26,7 @@
  * through the common job API (kind "download"); each target's failures
  * ({obj, url, ecode, msg}) are in its job's ext "errors"; stored objects
  * and bytes count as the job's out-objs/out-bytes.
- * Not done: type "backend", GET/DELETE /v1/download.
+ * Not done: type "backend", limits.bytes_per_hour (refused).
  */
 #include "download.h"
 #include "backend.h"
@@ -33,6 +40,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +48,7 @@
 
 #define MAX_ITEMS 1000000
 #define ERRS_KEPT 1000
+#define MAX_CONNS 256
 
 struct ditem {
     char *url, *name;
@@ -51,6 +60,7 @@ struct dargs {
     struct ditem *it;
     size_t n;
     long timeout_ms;
+    int conns;          /* transfers at a time per target (limits.connections; 0: WORKERS) */
     char *desc;
 };
 
@@ -159,6 +169,21 @@ static int dargs_parse(const json_t *j, struct dargs *a, struct sl_err *err)
     if (t < 0)
         return -1;
     a->timeout_ms = t;
+    json_t *lim = json_object_get(j, "limits");
+    if (lim && !json_is_null(lim)) {
+        json_t *c = json_object_get(lim, "connections"), *bph = json_object_get(lim, "bytes_per_hour");
+        if (!json_is_object(lim) || (c && !json_is_integer(c)) || (bph && !json_is_integer(bph)))
+            return sl_errf(err, SL_EINVAL, "download: limits must be {\"connections\": N, \"bytes_per_hour\": N} "
+                           "(integers)");
+        json_int_t n = c ? json_integer_value(c) : 0;
+        if (n < 0 || n > MAX_CONNS)
+            return sl_errf(err, SL_EINVAL, "download: limits.connections %lld: must be 0 (the default, 4 per target) "
+                           "to %d (transfers at a time on each target)", (long long)n, MAX_CONNS);
+        if (bph && json_integer_value(bph) != 0)
+            return sl_errf(err, SL_EINVAL, "download: limits.bytes_per_hour is not supported (0 or absent: no "
+                           "limit); nothing was started");
+        a->conns = (int)n;
+    }
     a->desc = sl_xstrdup(sl_json_str(j, "description", ""));
     const char *subdir = sl_json_str(j, "subdir", "");
     if (!strcmp(type, "single")) {
@@ -230,8 +255,9 @@ static json_t *dargs_json(const struct dargs *a)
     json_t *items = json_array();
     for (size_t i = 0; i < a->n; i++)
         json_array_append_new(items, json_pack("[s,s]", a->it[i].url, a->it[i].name));
-    return json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", a->id, "bck", a->bck, "timeout_ms", (json_int_t)a->timeout_ms,
-                     "description", a->desc ? a->desc : "", "items", items);
+    return json_pack("{s:s,s:s,s:I,s:i,s:s,s:o}", "id", a->id, "bck", a->bck, "timeout_ms",
+                     (json_int_t)a->timeout_ms, "connections", a->conns, "description", a->desc ? a->desc : "",
+                     "items", items);
 }
 
 /* ------------------------------------------------------------------ */
@@ -245,6 +271,7 @@ struct run {
     json_t *errs;
     pthread_mutex_t mu; /* errs, next */
     size_t next;
+    size_t total;       /* the items that are this target's */
 };
 
 #define WORKERS 4 /* transfers at a time per target */
@@ -361,8 +388,8 @@ static void *worker(void *arg)
             if (json_array_size(u->errs) < ERRS_KEPT) {
                 json_array_append_new(u->errs, json_pack("{s:s,s:s,s:I,s:s}", "obj", it->name, "url", it->url,
                                                          "ecode", (json_int_t)ecode, "msg", msg));
-                sl_job_set_ext(u->job, json_pack("{s:s,s:o}", "description", u->a->desc,
-                                                 "errors", json_deep_copy(u->errs)));
+                sl_job_set_ext(u->job, json_pack("{s:s,s:o,s:I}", "description", u->a->desc,
+                                                 "errors", json_deep_copy(u->errs), "total", (json_int_t)u->total));
             }
             pthread_mutex_unlock(&u->mu);
         }
@@ -373,9 +400,9 @@ static void *worker(void *arg)
 static void *run_thread(void *arg)
 {
     struct run *u = arg;
-    pthread_t th[WORKERS];
-    int nw = 0;
-    for (int k = 0; k < WORKERS && (size_t)k < u->a->n; k++)
+    pthread_t th[MAX_CONNS];
+    int nw = 0, want = u->a->conns > 0 ? u->a->conns : WORKERS;
+    for (int k = 0; k < want && (size_t)k < u->a->n; k++)
         if (pthread_create(&th[nw], NULL, worker, u) == 0)
             nw++;
     if (!nw)
@@ -408,7 +435,20 @@ static int start_here(struct dargs *a, struct sl_err *err)
     u->job = sl_job_start("download", a->id, a->bck, "");
     if (!a->desc)
         a->desc = sl_xstrdup("");
-    sl_job_set_ext(u->job, json_pack("{s:s,s:[]}", "description", a->desc, "errors"));
+    /* how many are this target's (AIStore's per-target "total") */
+    size_t mine = 0;
+    struct sl_smap *sm = sl_smap_get();
+    for (size_t i = 0; i < a->n; i++) {
+        struct sl_buf un;
+        sl_buf_init(&un);
+        sl_obj_uname(&un, u->b.provider, u->b.name, a->it[i].name, strlen(a->it[i].name));
+        const struct sl_snode *t = G.role == SL_ROLE_STANDALONE ? NULL : sl_smap_hrw_target(sm, un.p, un.len);
+        mine += !t || !strcmp(t->id, G.id);
+        sl_buf_free(&un);
+    }
+    sl_smap_put(sm);
+    u->total = mine;
+    sl_job_set_ext(u->job, json_pack("{s:s,s:[],s:I}", "description", a->desc, "errors", "total", (json_int_t)mine));
     sl_run_detached(run_thread, u);
     return 0;
 }
@@ -428,6 +468,8 @@ static void internal_start(struct sl_req *r)
     snprintf(a->id, sizeof(a->id), "%s", sl_json_str(j, "id", ""));
     snprintf(a->bck, sizeof(a->bck), "%s", sl_json_str(j, "bck", ""));
     a->timeout_ms = (long)json_integer_value(json_object_get(j, "timeout_ms"));
+    json_int_t nc = json_integer_value(json_object_get(j, "connections"));
+    a->conns = nc > 0 && nc <= MAX_CONNS ? (int)nc : 0;
     a->desc = sl_xstrdup(sl_json_str(j, "description", ""));
     a->n = json_array_size(items);
     a->it = sl_xcalloc(a->n ? a->n : 1, sizeof(*a->it));
@@ -444,15 +486,28 @@ static void internal_start(struct sl_req *r)
         sl_resp_empty(r, 200);
 }
 
+/* DELETE /v1/internal/download?id=ID: the ended job forgotten here */
+static void internal_remove(struct sl_req *r)
+{
+    const char *id = sl_req_query(r, "id");
+    int n = id && id[0] ? sl_job_remove(id) : 0;
+    if (n < 0)
+        sl_resp_errf(r, SL_EEXIST, "download job %s is still running on t[%s]: abort it first (DELETE "
+                     "/v1/download/abort)", id, G.id);
+    else
+        sl_resp_json_new(r, 200, json_pack("{s:i}", "removed", n));
+}
+
 static bool download_internal(struct sl_req *r)
 {
     if (strcmp(r->path, "/v1/internal/download"))
         return false;
-    if (r->method != SL_M_POST) {
-        sl_resp_method_not_allowed(r, "POST");
-        return true;
-    }
-    sl_req_buffer_body(r, 512 * SL_MIB, internal_start);
+    if (r->method == SL_M_DELETE)
+        internal_remove(r);
+    else if (r->method != SL_M_POST)
+        sl_resp_method_not_allowed(r, "POST, DELETE");
+    else
+        sl_req_buffer_body(r, 512 * SL_MIB, internal_start);
     return true;
 }
 
@@ -508,6 +563,197 @@ static void post_done(struct sl_req *r)
     sl_req_offload(r, start_run, dargs_free, a);
 }
 
+/* ---- status, list, abort, remove (AIStore's GET /v1/download, DELETE /v1/download/abort|remove) ---- */
+
+enum { A_STATUS, A_LIST, A_ABORT, A_REMOVE };
+
+struct admin {
+    int op;
+    char id[64];
+    char *regex;
+    bool only_active;
+};
+
+static void admin_free(void *p)
+{
+    struct admin *a = p;
+    if (a)
+        free(a->regex);
+    free(a);
+}
+
+static void gotime(int64_t ns, char *t, size_t n)
+{
+    if (ns)
+        sl_format_gotime(ns, "2006-01-02T15:04:05.000000000Z07:00", t, n);
+    else
+        snprintf(t, n, "0001-01-01T00:00:00Z");
+}
+
+/* AIStore's dload.Job of download id, over the targets' snapshots in per
+ * (errs: its download_errors into it, when not NULL) */
+static json_t *job_of(json_t *per, const char *id, json_t *errs)
+{
+    int64_t start = 0, end = 0, fin = 0, nerr = 0, total = 0;
+    bool running = false, aborted = false;
+    const char *desc = "";
+    struct sl_snap_it it;
+    for (sl_snaps_first(&it, per, id); it.sn; sl_snaps_next(&it)) {
+        int64_t s0 = sl_json_int(it.sn, "start_ns", 0), e0 = sl_json_int(it.sn, "end_ns", 0);
+        if (s0 && (!start || s0 < start))
+            start = s0;
+        running |= e0 == 0;
+        end = e0 > end ? e0 : end;
+        aborted |= sl_json_bool(it.sn, "aborted", false);
+        json_t *st = json_object_get(it.sn, "stats"), *ext = json_object_get(it.sn, "ext");
+        fin += sl_json_int(st, "out-objs", 0);
+        nerr += sl_json_int(st, "err-objs", 0);
+        total += sl_json_int(ext, "total", 0);
+        if (sl_json_str(ext, "description", "")[0])
+            desc = sl_json_str(ext, "description", "");
+        size_t i;
+        json_t *e;
+        json_array_foreach(errs ? json_object_get(ext, "errors") : NULL, i, e)
+            json_array_append_new(errs, json_pack("{s:s,s:s}", "name", sl_json_str(e, "obj", ""), "error",
+                                                  sl_json_str(e, "msg", "")));
+    }
+    char ts[64], te[64];
+    gotime(start, ts, sizeof(ts));
+    gotime(running ? 0 : end, te, sizeof(te));
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:I,s:I,s:b,s:b}", "id", id, "xaction_id", id, "description",
+                     desc, "started_time", ts, "finished_time", te, "finished_cnt", (json_int_t)fin, "scheduled_cnt",
+                     (json_int_t)(fin + nerr), "skipped_cnt", 0, "error_cnt", (json_int_t)nerr, "total",
+                     (json_int_t)total, "all_dispatched", !running, "aborted", aborted);
+}
+
+static void admin_run(struct sl_req *r, void *arg)
+{
+    struct admin *a = arg;
+    struct sl_err err = { 0 };
+    json_t *per = sl_cluster_job_snaps(a->op == A_LIST ? NULL : a->id, "download", false, &err);
+    bool known = false;
+    struct sl_snap_it it;
+    for (sl_snaps_first(&it, per, a->op == A_LIST ? NULL : a->id); it.sn && !known; sl_snaps_next(&it))
+        known = true;
+    if (a->op != A_LIST && !known) {
+        sl_resp_errf(r, SL_ENOENT, "download job \"%s\" not found%s%s (the jobs: GET /v1/download)", a->id,
+                     err.msg[0] ? "; " : "", err.msg);
+    } else if (a->op == A_STATUS) {
+        json_t *errs = json_array();
+        json_t *j = job_of(per, a->id, a->only_active ? NULL : errs);
+        if (json_array_size(errs))
+            json_object_set(j, "download_errors", errs);
+        json_decref(errs);
+        sl_resp_json_new(r, 200, j);
+    } else if (a->op == A_LIST) {
+        regex_t re;
+        bool have_re = a->regex && a->regex[0];
+        if (have_re && regcomp(&re, a->regex, REG_EXTENDED | REG_NOSUB) != 0) {
+            sl_resp_errf(r, SL_EINVAL, "download list: invalid regex \"%s\" (POSIX extended)", a->regex);
+            json_decref(per);
+            return;
+        }
+        json_t *seen = json_object(), *out = json_array();
+        for (sl_snaps_first(&it, per, NULL); it.sn; sl_snaps_next(&it)) {
+            const char *id = sl_json_str(it.sn, "id", "");
+            if (json_object_get(seen, id))
+                continue;
+            json_object_set_new(seen, id, json_true());
+            json_t *j = job_of(per, id, NULL);
+            bool keep = (!a->only_active || !json_is_true(json_object_get(j, "all_dispatched"))) &&
+                        (!have_re || regexec(&re, sl_json_str(j, "description", ""), 0, NULL, 0) == 0);
+            if (keep)
+                json_array_append(out, j);
+            json_decref(j);
+        }
+        if (have_re)
+            regfree(&re);
+        json_decref(seen);
+        sl_resp_json_new(r, 200, out);
+    } else if (a->op == A_ABORT) {
+        int n = sl_cluster_stop_jobs(a->id, "download");
+        sl_logi("download %s: abort requested (%d running instance(s))", a->id, n);
+        sl_resp_empty(r, 200);
+    } else {
+        bool running = false;
+        for (sl_snaps_first(&it, per, a->id); it.sn; sl_snaps_next(&it))
+            running |= sl_json_int(it.sn, "end_ns", 0) == 0;
+        if (running) {
+            sl_resp_errf(r, SL_EEXIST, "download job %s is still running: abort it first (DELETE /v1/download/abort "
+                         "{\"id\": \"%s\"})", a->id, a->id);
+        } else {
+            char *q = sl_url_encode_query(a->id);
+            struct sl_tfan t;
+            sl_tfan_init(&t, 0, "DELETE", "/v1/internal/download?id=%s", q);
+            free(q);
+            sl_tfan_run(&t, sl_conf->cplane_timeout_ns / 1000000);
+            char bad[600] = "";
+            for (int i = 0; i < t.n && !bad[0]; i++)
+                if (!t.f[i].ok || t.f[i].resp.status != 200)
+                    snprintf(bad, sizeof(bad), "t[%s]: %.500s", t.who[i]->id,
+                             t.f[i].resp.err[0] ? t.f[i].resp.err : "no answer");
+            sl_tfan_free(&t);
+            if (G.role == SL_ROLE_STANDALONE)
+                sl_job_remove(a->id);
+            if (bad[0])
+                sl_resp_errf(r, SL_EUNAVAIL, "download remove %s: %s (the others forgot it); retry", a->id, bad);
+            else
+                sl_resp_empty(r, 200);
+        }
+    }
+    json_decref(per);
+}
+
+/* the id and options: the body (AIStore's AdminBody) or the query */
+static void admin_parse(struct sl_req *r)
+{
+    struct sl_err err = { 0 };
+    json_t *j = sl_req_body_json(r, &err);
+    if (!j) {
+        sl_resp_err(r, &err);
+        return;
+    }
+    if (!json_is_null(j) && !json_is_object(j)) {
+        json_decref(j);
+        sl_resp_errf(r, SL_EINVAL, "download: the body must be {\"id\": \"dnl-...\"} (or pass ?id=)");
+        return;
+    }
+    struct admin *a = sl_xcalloc(1, sizeof(*a));
+    const char *qid = sl_req_query(r, "id");
+    snprintf(a->id, sizeof(a->id), "%s", qid && qid[0] ? qid : sl_json_str(j, "id", ""));
+    const char *rx = sl_req_query(r, "regex");
+    a->regex = sl_xstrdup(rx ? rx : sl_json_str(j, "regex", ""));
+    a->only_active = sl_json_bool(j, "only_active_tasks", false) || sl_req_query_bool(r, "only_active_tasks");
+    json_decref(j);
+    const char *sub = r->path + strlen("/v1/download");
+    if (r->method == SL_M_GET && !*sub)
+        a->op = a->id[0] ? A_STATUS : A_LIST;
+    else if (r->method == SL_M_DELETE && !strcmp(sub, "/abort"))
+        a->op = A_ABORT;
+    else if (r->method == SL_M_DELETE && !strcmp(sub, "/remove"))
+        a->op = A_REMOVE;
+    else {
+        sl_resp_errf(r, SL_EINVAL, "unsupported request %s %s: the downloader serves POST /v1/download (start), "
+                     "GET /v1/download [{\"id\"}] (status; without id the list), DELETE /v1/download/abort and "
+                     "DELETE /v1/download/remove {\"id\"}", r->method_str, r->path);
+        admin_free(a);
+        return;
+    }
+    if ((a->op == A_ABORT || a->op == A_REMOVE) && !a->id[0]) {
+        sl_resp_errf(r, SL_EINVAL, "download %s: name the job: {\"id\": \"dnl-...\"} or ?id=dnl-...",
+                     a->op == A_ABORT ? "abort" : "remove");
+        admin_free(a);
+        return;
+    }
+    if (a->id[0] && a->regex[0]) {
+        sl_resp_errf(r, SL_EINVAL, "download: regex \"%s\" and job id \"%s\" cannot be given together", a->regex,
+                     a->id);
+        admin_free(a);
+        return;
+    }
+    sl_req_offload(r, admin_run, admin_free, a);
+}
+
 static void download_route(struct sl_req *r)
 {
     if (G.role == SL_ROLE_TARGET) {
@@ -515,16 +761,18 @@ static void download_route(struct sl_req *r)
                      G.name);
         return;
     }
-    if (r->method == SL_M_POST) {
+    if (r->method == SL_M_POST && !strcmp(r->path, "/v1/download")) {
         if (G.role == SL_ROLE_PROXY && !sl_is_primary())
             sl_forward_to_primary(r);
         else
             sl_req_buffer_body(r, 64 * SL_MIB, post_done);
         return;
     }
-    sl_resp_errf(r, SL_EINVAL, "unsupported request %s %s: POST /v1/download starts a download; its status, "
-                 "wait and abort go through the job API (GET /v1/cluster?what=status / kind download, "
-                 "shale job show|wait|stop download)", r->method_str, r->path);
+    if (r->method == SL_M_GET || r->method == SL_M_DELETE) {
+        sl_req_buffer_body(r, SL_MIB, admin_parse);
+        return;
+    }
+    sl_resp_method_not_allowed(r, "POST, GET, DELETE");
 }
 
 static const char *const download_paths[] = { "/v1/download", NULL };
