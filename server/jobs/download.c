@@ -6,6 +6,7 @@
  *                      single: "link", "object_name"
  *                      range:  "template" (http://h/shard-{000..099}.tar), "subdir"
  *                      multi:  "objects" (list of URLs, or {name: URL}),
+ *                      backend: "prefix", "suffix", "synchronize" (the bucket a remote one),
  *                      "limits": {"connections": N}}
  *        -> {"id": "dnl-..."}
  *   GET /v1/download {"id"} (or ?id=)      -> AIStore's StatusResp: the job over
@@ -26,7 +27,13 @@
  * through the common job API (kind "download"); each target's failures
  * ({obj, url, ecode, msg}) are in its job's ext "errors"; stored objects
  * and bytes count as the job's out-objs/out-bytes.
- * Not done: type "backend", limits.bytes_per_hour (refused).
+ * Type backend (AIStore's DownloadBackend): each target lists the bucket's
+ * remote (under prefix; names ending in suffix) and fetches the names it
+ * owns into the bucket's cached copy; one held already is skipped
+ * (skipped_cnt), unless synchronize, which makes it the remote's current
+ * version (fetched again when its ETag changed) and drops the cached
+ * objects (under prefix, with suffix) that the remote no longer has.
+ * Not done: limits.bytes_per_hour (refused).
  */
 #include "download.h"
 #include "backend.h"
@@ -62,6 +69,10 @@ struct dargs {
     long timeout_ms;
     int conns;          /* transfers at a time per target (limits.connections; 0: WORKERS) */
     char *desc;
+    char provider[16];  /* the bucket's ("ais" unless a remote one's own) */
+    bool backend;       /* type backend: the items come from the remote's listing, on each target */
+    char *prefix, *suffix;
+    bool sync;
 };
 
 static void dargs_free(void *p)
@@ -75,6 +86,8 @@ static void dargs_free(void *p)
     }
     free(a->it);
     free(a->desc);
+    free(a->prefix);
+    free(a->suffix);
     free(a);
 }
 
@@ -246,8 +259,15 @@ static int dargs_parse(const json_t *j, struct dargs *a, struct sl_err *err)
         return sl_errf(err, SL_EINVAL, "download: type multi needs \"objects\": a non-empty list of URLs or "
                        "an object {name: URL}");
     }
-    return sl_errf(err, SL_EINVAL, "download: unsupported type \"%s\" (supported: single, range, multi; "
-                   "backend is not implemented)", type);
+    if (!strcmp(type, "backend")) {
+        a->backend = true;
+        a->prefix = sl_xstrdup(sl_json_str(j, "prefix", ""));
+        a->suffix = sl_xstrdup(sl_json_str(j, "suffix", ""));
+        a->sync = sl_json_bool(j, "synchronize", false);
+        return 0;
+    }
+    return sl_errf(err, SL_EINVAL, "download: unsupported type \"%s\" (supported: single, range, multi, backend)",
+                   type);
 }
 
 static json_t *dargs_json(const struct dargs *a)
@@ -255,9 +275,13 @@ static json_t *dargs_json(const struct dargs *a)
     json_t *items = json_array();
     for (size_t i = 0; i < a->n; i++)
         json_array_append_new(items, json_pack("[s,s]", a->it[i].url, a->it[i].name));
-    return json_pack("{s:s,s:s,s:I,s:i,s:s,s:o}", "id", a->id, "bck", a->bck, "timeout_ms",
-                     (json_int_t)a->timeout_ms, "connections", a->conns, "description", a->desc ? a->desc : "",
-                     "items", items);
+    json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:i,s:s,s:o}", "id", a->id, "bck", a->bck, "provider",
+                          a->provider[0] ? a->provider : "ais", "timeout_ms", (json_int_t)a->timeout_ms, "connections",
+                          a->conns, "description", a->desc ? a->desc : "", "items", items);
+    if (a->backend)
+        json_object_set_new(j, "backend", json_pack("{s:s,s:s,s:b}", "prefix", a->prefix ? a->prefix : "", "suffix",
+                                                    a->suffix ? a->suffix : "", "synchronize", a->sync));
+    return j;
 }
 
 /* ------------------------------------------------------------------ */
@@ -272,6 +296,9 @@ struct run {
     pthread_mutex_t mu; /* errs, next */
     size_t next;
     size_t total;       /* the items that are this target's */
+    uint64_t skipped;   /* type backend: held already */
+    uint64_t dropped;   /* type backend, synchronize: no longer at the remote, dropped here */
+    json_t *remote;     /* type backend, synchronize: {name: true} of the remote's names owned here */
 };
 
 #define WORKERS 4 /* transfers at a time per target */
@@ -357,6 +384,41 @@ static int fetch_one(struct run *u, const struct ditem *it, char *msg, size_t ms
     return -1;
 }
 
+/* type backend: name into the bucket's cached copy (held already: skipped,
+ * or with synchronize made the remote's current version) */
+static int fetch_backend(struct run *u, const struct ditem *it, char *msg, size_t msz, long *ecode)
+{
+    struct sl_err e = { 0 };
+    size_t nlen = strlen(it->name);
+    struct sl_objmd md;
+    int held = sl_obj_stat(&u->b, it->name, nlen, &md, NULL, &e);
+    if (held == 1) {
+        uint64_t size = md.size;
+        sl_objmd_free(&md);
+        if (!u->a->sync) {
+            sl_job_add(&u->skipped, 1);
+            return 1;
+        }
+        /* (fetched again when the remote's ETag changed) */
+        if (sl_backend_refresh(&u->b, it->name, nlen, &e) == 0) {
+            sl_job_add(&u->job->out_bytes, size);
+            return 0;
+        }
+    } else {
+        memset(&e, 0, sizeof(e));
+        if (sl_backend_fetch(&u->b, it->name, nlen, &e) == 0) {
+            if (sl_obj_stat(&u->b, it->name, nlen, &md, NULL, &e) == 1) {
+                sl_job_add(&u->job->out_bytes, md.size);
+                sl_objmd_free(&md);
+            }
+            return 0;
+        }
+    }
+    *ecode = sl_err_status(e.code);
+    snprintf(msg, msz, "%s", e.msg);
+    return -1;
+}
+
 static void *worker(void *arg)
 {
     struct run *u = arg;
@@ -379,7 +441,11 @@ static void *worker(void *arg)
             continue;
         char msg[1200] = "";
         long ecode = 0;
-        if (fetch_one(u, it, msg, sizeof(msg), &ecode) == 0) {
+        int rc = u->a->backend ? fetch_backend(u, it, msg, sizeof(msg), &ecode) : fetch_one(u, it, msg, sizeof(msg),
+                                                                                             &ecode);
+        if (rc == 1) {
+            /* (held already: skipped) */
+        } else if (rc == 0) {
             sl_job_add(&u->job->out_objs, 1);
         } else if (!sl_job_aborting(u->job)) {
             sl_job_add(&u->job->err_objs, 1);
@@ -390,6 +456,7 @@ static void *worker(void *arg)
                                                          "ecode", (json_int_t)ecode, "msg", msg));
                 sl_job_set_ext(u->job, json_pack("{s:s,s:o,s:I}", "description", u->a->desc,
                                                  "errors", json_deep_copy(u->errs), "total", (json_int_t)u->total));
+                /* (skipped and dropped are set at the end) */
             }
             pthread_mutex_unlock(&u->mu);
         }
@@ -397,9 +464,116 @@ static void *worker(void *arg)
     return NULL;
 }
 
+struct rlist {
+    struct run *u;
+    struct sl_smap *sm;
+    size_t slen;
+};
+
+static bool has_suffix(const char *name, size_t len, const char *suf, size_t slen)
+{
+    return !slen || (len >= slen && !memcmp(name + len - slen, suf, slen));
+}
+
+static int remote_ent(void *ctx, const char *name, size_t len, const struct sl_backend_obj *o)
+{
+    (void)o;
+    struct rlist *l = ctx;
+    struct dargs *a = l->u->a;
+    if (!len || !has_suffix(name, len, a->suffix, l->slen) || !sl_obj_owned_here(l->sm, &l->u->b, name, len))
+        return 0;
+    if (a->n >= MAX_ITEMS)
+        return 1;
+    a->it = sl_xrealloc(a->it, (a->n + 1) * sizeof(*a->it));
+    a->it[a->n].name = sl_xasprintf("%.*s", (int)len, name);
+    a->it[a->n].url = sl_xasprintf("%s://%s/%.*s", sl_provider_scheme(l->u->b.provider), l->u->b.name, (int)len,
+                                   name);
+    if (l->u->remote)
+        json_object_set_new(l->u->remote, a->it[a->n].name, json_true());
+    a->n++;
+    return 0;
+}
+
+/* type backend: this target's share of the remote's names under prefix */
+static int list_remote(struct run *u, struct sl_err *err)
+{
+    struct rlist l = { u, sl_smap_get(), strlen(u->a->suffix ? u->a->suffix : "") };
+    if (!u->a->suffix)
+        u->a->suffix = sl_xstrdup("");
+    char tok[1024] = "", next[1024];
+    int rc = 0;
+    for (int page = 0; page < 1000000 && !sl_job_aborting(u->job); page++) {
+        if ((rc = sl_backend_list_page(&u->b, u->a->prefix ? u->a->prefix : "", tok, 1000, remote_ent, &l, next,
+                                       sizeof(next), err)) < 0 || !next[0] || u->a->n >= MAX_ITEMS)
+            break;
+        snprintf(tok, sizeof(tok), "%s", next);
+    }
+    sl_smap_put(l.sm);
+    return rc;
+}
+
+struct sweep {
+    struct run *u;
+    char **names;
+    size_t n;
+};
+
+static bool sweep_one(void *arg, const char *name, size_t nlen)
+{
+    struct sweep *w = arg;
+    struct dargs *a = w->u->a;
+    size_t pl = strlen(a->prefix);
+    if ((pl && (nlen < pl || memcmp(name, a->prefix, pl))) || !has_suffix(name, nlen, a->suffix, strlen(a->suffix)))
+        return false;
+    char *nm = sl_xasprintf("%.*s", (int)nlen, name);
+    if (json_object_get(w->u->remote, nm)) {
+        free(nm);
+        return false;
+    }
+    w->names = sl_xrealloc(w->names, (w->n + 1) * sizeof(*w->names));
+    w->names[w->n++] = nm;
+    return sl_job_aborting(w->u->job);
+}
+
+/* type backend, synchronize: the cached objects the remote no longer has
+ * are dropped here (the remote is not touched) */
+static void sweep_gone(struct run *u)
+{
+    struct sweep w = { u, NULL, 0 };
+    for (int i = 0; i < sl_store_nmpaths(); i++) {
+        struct sl_err err = { 0 };
+        if (sl_store_walk(sl_store_mpath(i), &u->b, NULL, sweep_one, &w, &err) < 0)
+            sl_logw("download %s: %s", u->a->id, err.msg);
+    }
+    for (size_t i = 0; i < w.n; i++) {
+        struct sl_err err = { 0 };
+        if (sl_obj_delete(&u->b, w.names[i], strlen(w.names[i]), &err) == 0)
+            u->dropped++;
+        else if (err.code != SL_ENOOBJ)
+            sl_logw("download %s: dropping %s: %s", u->a->id, w.names[i], err.msg);
+        free(w.names[i]);
+    }
+    free(w.names);
+}
+
 static void *run_thread(void *arg)
 {
     struct run *u = arg;
+    if (u->a->backend) {
+        struct sl_err err = { 0 };
+        u->remote = u->a->sync ? json_object() : NULL;
+        if (list_remote(u, &err) < 0) {
+            sl_logw("download %s: listing %s://%s: %s", u->a->id, sl_provider_scheme(u->b.provider), u->b.name,
+                    err.msg);
+            sl_job_fail(u->job, err.msg);
+            u->a->n = 0; /* (nothing fetched, nothing dropped) */
+            json_decref(u->remote);
+            u->remote = NULL;
+        }
+        u->total = u->a->n;
+        sl_job_set_ext(u->job, json_pack("{s:s,s:[],s:I}", "description", u->a->desc, "errors", "total",
+                                         (json_int_t)u->total));
+    }
     pthread_t th[MAX_CONNS];
     int nw = 0, want = u->a->conns > 0 ? u->a->conns : WORKERS;
     for (int k = 0; k < want && (size_t)k < u->a->n; k++)
@@ -409,9 +583,20 @@ static void *run_thread(void *arg)
         worker(u);
     for (int k = 0; k < nw; k++)
         pthread_join(th[k], NULL);
-    sl_logi("download %s: %llu object(s) into %s here, %llu failed", u->a->id,
-            (unsigned long long)u->job->out_objs, u->b.name, (unsigned long long)u->job->err_objs);
-    sl_job_finish(u->job, sl_job_aborting(u->job) ? "aborted" : NULL);
+    if (u->remote && !sl_job_aborting(u->job))
+        sweep_gone(u);
+    json_decref(u->remote);
+    if (u->a->backend) {
+        json_t *ext = sl_job_ext_copy(u->job);
+        json_object_set_new(ext, "skipped", json_integer((json_int_t)u->skipped));
+        json_object_set_new(ext, "dropped", json_integer((json_int_t)u->dropped));
+        sl_job_set_ext(u->job, ext);
+    }
+    sl_logi("download %s: %llu object(s) into %s here, %llu failed%s", u->a->id,
+            (unsigned long long)u->job->out_objs, u->b.name, (unsigned long long)u->job->err_objs,
+            u->a->backend ? " (type backend)" : "");
+    if (!u->job->end_ns)
+        sl_job_finish(u->job, sl_job_aborting(u->job) ? "aborted" : NULL);
     sl_job_put(u->job);
     sl_bck_release(&u->b);
     json_decref(u->errs);
@@ -425,7 +610,7 @@ static int start_here(struct dargs *a, struct sl_err *err)
 {
     struct run *u = sl_xcalloc(1, sizeof(*u));
     u->a = a;
-    if (sl_bck_resolve(a->bck, "ais", NULL, &u->b, err) < 0) {
+    if (sl_bck_resolve(a->bck, a->provider[0] ? a->provider : "ais", NULL, &u->b, err) < 0) {
         dargs_free(a);
         free(u);
         return -1;
@@ -471,6 +656,14 @@ static void internal_start(struct sl_req *r)
     json_int_t nc = json_integer_value(json_object_get(j, "connections"));
     a->conns = nc > 0 && nc <= MAX_CONNS ? (int)nc : 0;
     a->desc = sl_xstrdup(sl_json_str(j, "description", ""));
+    snprintf(a->provider, sizeof(a->provider), "%s", sl_json_str(j, "provider", "ais"));
+    json_t *bk = json_object_get(j, "backend");
+    if (json_is_object(bk)) {
+        a->backend = true;
+        a->prefix = sl_xstrdup(sl_json_str(bk, "prefix", ""));
+        a->suffix = sl_xstrdup(sl_json_str(bk, "suffix", ""));
+        a->sync = sl_json_bool(bk, "synchronize", false);
+    }
     a->n = json_array_size(items);
     a->it = sl_xcalloc(a->n ? a->n : 1, sizeof(*a->it));
     for (size_t i = 0; i < a->n; i++) {
@@ -557,6 +750,16 @@ static void post_done(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    if (a->backend && !sl_bck_remote(&b)) {
+        sl_resp_errf(r, SL_EINVAL, "download: type backend fetches a remote bucket's objects into its cached copy: "
+                     "%s://%s has no remote (an s3:// bucket, or an ais:// bucket with a backend_bck)",
+                     sl_provider_scheme(b.provider), b.name);
+        sl_bck_release(&b);
+        json_decref(j);
+        dargs_free(a);
+        return;
+    }
+    snprintf(a->provider, sizeof(a->provider), "%s", b.provider);
     sl_bck_release(&b);
     json_decref(j);
     sl_job_id(a->id, sizeof(a->id), "dnl-");
@@ -594,7 +797,7 @@ static void gotime(int64_t ns, char *t, size_t n)
  * (errs: its download_errors into it, when not NULL) */
 static json_t *job_of(json_t *per, const char *id, json_t *errs)
 {
-    int64_t start = 0, end = 0, fin = 0, nerr = 0, total = 0;
+    int64_t start = 0, end = 0, fin = 0, nerr = 0, total = 0, skipped = 0;
     bool running = false, aborted = false;
     const char *desc = "";
     struct sl_snap_it it;
@@ -609,6 +812,7 @@ static json_t *job_of(json_t *per, const char *id, json_t *errs)
         fin += sl_json_int(st, "out-objs", 0);
         nerr += sl_json_int(st, "err-objs", 0);
         total += sl_json_int(ext, "total", 0);
+        skipped += sl_json_int(ext, "skipped", 0);
         if (sl_json_str(ext, "description", "")[0])
             desc = sl_json_str(ext, "description", "");
         size_t i;
@@ -620,9 +824,9 @@ static json_t *job_of(json_t *per, const char *id, json_t *errs)
     char ts[64], te[64];
     gotime(start, ts, sizeof(ts));
     gotime(running ? 0 : end, te, sizeof(te));
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:I,s:I,s:b,s:b}", "id", id, "xaction_id", id, "description",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:b}", "id", id, "xaction_id", id, "description",
                      desc, "started_time", ts, "finished_time", te, "finished_cnt", (json_int_t)fin, "scheduled_cnt",
-                     (json_int_t)(fin + nerr), "skipped_cnt", 0, "error_cnt", (json_int_t)nerr, "total",
+                     (json_int_t)(fin + nerr + skipped), "skipped_cnt", (json_int_t)skipped, "error_cnt", (json_int_t)nerr, "total",
                      (json_int_t)total, "all_dispatched", !running, "aborted", aborted);
 }
 

@@ -3,7 +3,8 @@
 http.server on 127.0.0.1: one URL, a brace range of 50, a list (and a {name: URL} map); a 404 source counted
 as an error with its URL; abort mid-way; every object's bytes and checksum equal the source's; file:// and
 other schemes refused with 400; the CLI's `shale download`; AIStore's GET /v1/download (status, list) and DELETE
-/v1/download/abort|remove; limits.connections (--limit-connections)."""
+/v1/download/abort|remove; limits.connections (--limit-connections); type backend (a remote bucket's objects
+into its cached copy, --sync)."""
 import hashlib
 import http.server
 import os
@@ -12,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from harness import ClusterTest, SHALE, main, wait_until
+from harness import ClusterTest, SHALE, main, start_cluster, wait_until
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -39,7 +40,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 class TestDownload(ClusterTest):
     @classmethod
     def setUpClass(cls):
-        super().setUpClass()
+        # (keys for the nodes' S3 backend plugin: a type backend download's remote is this cluster's own /s3)
+        start_cluster(cls, targets=3, env={"AWS_ACCESS_KEY_ID": "dl-test", "AWS_SECRET_ACCESS_KEY": "dl-secret",
+                                           "AWS_PROFILE": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"})
         cls.src = tempfile.mkdtemp(prefix="shale-dl-src-")
         cls.data = {}
         for i in range(50):
@@ -277,6 +280,53 @@ class TestDownload(ClusterTest):
             p = self.shale("download", self.base + "/big.bin", "ais://dl8", "--limit-connections", bad)
             self.assertEqual(p.returncode, 1, bad)
             self.assertIn("--limit-connections", p.stderr)
+
+    def test_backend(self):
+        """type backend: a remote bucket's objects (under a prefix) into its cached copy; held ones skipped; with
+        synchronize the changed ones fetched again and the gone ones dropped here; the CLI's bucket source"""
+        self.mkb("dsrc")
+        for n in ("p/a", "p/b", "p/c.txt", "q/d"):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/dsrc/" + n, data=b"v1 " + n.encode()).status_code, 200)
+        p = self.shale("bucket", "create", "ais://dbk", "--props",
+                       "backend_bck=s3://dsrc extra.aws.endpoint=%s/s3" % self.url)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+        def held(n):
+            h = self.s.head(self.url + "/v1/objects/dbk/" + n, timeout=30, allow_redirects=True)
+            return h.status_code == 200 and h.headers.get("Ais-Present") == "true"
+
+        def dl_status(jid):
+            return self.s.get(self.url + "/v1/download", json={"id": jid}, timeout=30).json()
+        jid = self.start({"type": "backend", "bucket": {"name": "dbk", "provider": "ais"}, "prefix": "p/",
+                          "suffix": "", "description": "prefix p"})
+        self.assertFalse(self.wait(jid).get("err"))
+        self.assertEqual([held(n) for n in ("p/a", "p/b", "p/c.txt", "q/d")], [True, True, True, False])
+        st = dl_status(jid)
+        self.assertEqual((st["total"], st["finished_cnt"], st["skipped_cnt"], st["error_cnt"]), (3, 3, 0, 0), st)
+        # again: held already, skipped; a suffix filter
+        jid = self.start({"type": "backend", "bucket": {"name": "dbk"}, "prefix": "p/", "suffix": ".txt"})
+        self.wait(jid)
+        st = dl_status(jid)
+        self.assertEqual((st["total"], st["finished_cnt"], st["skipped_cnt"]), (1, 0, 1), st)
+        # the remote changes: synchronize fetches p/a again and drops p/b here (the CLI: --sync)
+        self.assertEqual(self.s.put(self.url + "/v1/objects/dsrc/p/a", data=b"v2 p/a").status_code, 200)
+        self.assertEqual(self.s.delete(self.url + "/v1/objects/dsrc/p/b").status_code, 200)
+        p = self.shale("download", "ais://dbk/p/", "--sync", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertFalse(held("p/b"))
+        self.assertTrue(held("p/c.txt"))
+        self.assertEqual(self.s.get(self.url + "/v1/objects/dbk/p/a", timeout=30).content, b"v2 p/a")
+        self.assertFalse(held("q/d"))
+        # refused: a bucket without a remote, another destination, --sync with a URL
+        r = self.s.post(self.url + "/v1/download", json={"type": "backend", "bucket": {"name": "dsrc"}}, timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("has no remote", r.json()["message"])
+        p = self.shale("download", "ais://dbk", "ais://dsrc")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("DESTINATION", p.stderr)
+        p = self.shale("download", self.base + "/big.bin", "ais://dsrc", "--sync")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--sync", p.stderr)
 
     def shale(self, *args):
         return subprocess.run([SHALE] + list(args), capture_output=True, text=True, timeout=300,
