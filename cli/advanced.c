@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * advanced.c: shale advanced resilver|check-lock|rotate-logs (ais's `advanced`
- * commands for operators).
+ * advanced.c: shale advanced resilver|check-lock|rotate-logs|remove-from-smap|
+ * enable-backend|disable-backend (ais's `advanced` commands for operators).
  */
 #include "cli.h"
 
@@ -80,11 +80,77 @@ static int adv_rotate_logs(struct opts *o)
     return 0;
 }
 
+/* advanced remove-from-smap NODE: PUT /v1/cluster rm-unsafe {"sid"} (ais's
+ * api.RemoveNodeUnsafe): out of the cluster map at once, no rebalance */
+static int adv_rm_from_smap(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("advanced remove-from-smap");
+    char *id = node_id(o->argv[0]);
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "rm-unsafe", NULL, json_pack("{s:s,s:b}", "sid", id, "skip_rebalance", 1), &r);
+    int rc = 0;
+    if (r.status == 200)
+        printf("Node %s removed from the cluster map (no rebalance; it keeps running and joins again when "
+               "restarted)\n", id);
+    else
+        rc = cli_fail(&r, "remove-from-smap");
+    cli_resp_free(&r);
+    free(id);
+    return rc;
+}
+
+/* advanced enable-backend|disable-backend PROVIDER [NODE]: PUT
+ * /v1/cluster/{enable,disable}-bend/PROVIDER[/NODE] (AIStore's routes); the
+ * targets (or the one named) switch the backend in two phases */
+static int adv_bend(struct opts *o, bool on)
+{
+    const char *path = on ? "advanced enable-backend" : "advanced disable-backend";
+    if (o->argc < 1)
+        return cli_usage(path);
+    char prov[32];
+    size_t n = strcspn(o->argv[0], ":/");
+    if (!n || n >= sizeof(prov) || (o->argv[0][n] && strcmp(o->argv[0] + n, "://"))) {
+        fprintf(stderr, "Error: PROVIDER \"%s\": a cloud provider such as aws (s3), gcp (gs), azure (az), oci\n",
+                o->argv[0]);
+        return 1;
+    }
+    snprintf(prov, sizeof(prov), "%.*s", (int)n, o->argv[0]);
+    char *id = o->argc > 1 ? node_id(o->argv[1]) : NULL;
+    char pq[256];
+    snprintf(pq, sizeof(pq), "/v1/cluster/%s/%s%s%s", on ? "enable-bend" : "disable-bend", prov, id ? "/" : "",
+             id ? id : "");
+    struct cli_resp r;
+    cli_req("PUT", pq, NULL, NULL, 0, &r);
+    int rc = 0;
+    if (r.status == 200)
+        printf("Backend %s %s on %s%s\n", prov, on ? "enabled" : "disabled", id ? "target " : "every target",
+               id ? id : "");
+    else
+        rc = cli_fail(&r, on ? "enable-backend" : "disable-backend");
+    cli_resp_free(&r);
+    free(id);
+    return rc;
+}
+
+static int adv_enable_bend(struct opts *o)
+{
+    return adv_bend(o, true);
+}
+
+static int adv_disable_bend(struct opts *o)
+{
+    return adv_bend(o, false);
+}
+
 int cmd_advanced(int argc, char **argv)
 {
     static const struct cli_verb verbs[] = { { "resilver", adv_resilver, NULL },
                                              { "check-lock", adv_check_lock, NULL },
-                                             { "rotate-logs", adv_rotate_logs, NULL } };
+                                             { "rotate-logs", adv_rotate_logs, NULL },
+                                             { "remove-from-smap", adv_rm_from_smap, NULL },
+                                             { "enable-backend", adv_enable_bend, NULL },
+                                             { "disable-backend", adv_disable_bend, NULL } };
     return cli_run_verb("advanced", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }
 

@@ -2,7 +2,8 @@
  * download.c: `shale download SRC ais://BUCKET[/DIR]`, AIStore's `ais
  * download`: one URL, a brace range of URLs, or the names of an
  * --object-list file under a base URL, fetched into a bucket by job
- * download (server/jobs/download.c; POST /v1/download).
+ * download (server/jobs/download.c; POST /v1/download); or a remote
+ * bucket's objects into its cached copy (type backend, --sync).
  */
 #include "cli.h"
 #include "jsonx.h"
@@ -60,27 +61,76 @@ static json_t *object_list(const char *path, const char *base)
     return urls;
 }
 
+/* shale download s3://B[/PREFIX] [s3://B] [--sync]: type backend, the
+ * bucket's remote objects (under PREFIX) into its cached copy: the body, or
+ * NULL after printing the error */
+static json_t *backend_body(const struct opts *o)
+{
+    struct uri u, d;
+    if (uri_parse(o->argv[0], &u, true) < 0)
+        return NULL;
+    if (o->argc > 1) {
+        if (uri_parse(o->argv[1], &d, true) < 0) {
+            uri_free(&u);
+            return NULL;
+        }
+        bool same = !strcmp(d.provider, u.provider) && !strcmp(d.bucket, u.bucket) && (!d.obj || !d.obj[0]);
+        uri_free(&d);
+        if (!same) {
+            fprintf(stderr, "Error: DESTINATION \"%s\": a bucket's download (type backend) goes into that bucket's "
+                    "own cached copy: name %s://%s or leave it out (into another bucket: `shale bucket cp`)\n",
+                    o->argv[1], u.provider, u.bucket);
+            uri_free(&u);
+            return NULL;
+        }
+    }
+    json_t *body = json_pack("{s:s,s:{s:s,s:s},s:s,s:b}", "type", "backend", "bucket", "name", u.bucket, "provider",
+                             u.provider, "prefix", u.obj ? u.obj : "", "synchronize", opt_bool(o, "sync"));
+    uri_free(&u);
+    return body;
+}
+
 int cmd_download(int argc, char **argv)
 {
     struct opts o;
-    if (cli_opts_min(&o, "download", argc, argv, 2))
+    if (cli_opts_min(&o, "download", argc, argv, 1))
         return 1;
     const char *src = o.argv[0];
-    if (!http_url(src)) {
-        fprintf(stderr, "Error: SOURCE \"%s\": only http:// and https:// URLs can be downloaded (e.g. "
-                "https://host/shard-{000..099}.tar)\n", src);
-        return 1;
-    }
-    struct uri u;
-    if (uri_parse(o.argv[1], &u, true) < 0)
-        return 1;
-    if (strcmp(u.provider, "ais")) {
-        fprintf(stderr, "Error: DESTINATION \"%s\": download writes into an ais:// bucket\n", o.argv[1]);
+    bool bucket_src = false;
+    static const char *const bschemes[] = { "ais://", "s3://", "gs://", "az://", "oc://" };
+    for (size_t i = 0; i < SL_ARRAY_SIZE(bschemes); i++)
+        bucket_src |= !strncmp(src, bschemes[i], strlen(bschemes[i]));
+    json_t *body = NULL;
+    if (bucket_src) {
+        if (opt_str(&o, "object-list")) {
+            fprintf(stderr, "Error: --object-list takes a base URL (http:// or https://), not a bucket\n");
+            return 1;
+        }
+        if (!(body = backend_body(&o)))
+            return 1;
+    } else {
+        if (o.argc < 2)
+            return cli_usage("download");
+        if (opt_bool(&o, "sync")) {
+            fprintf(stderr, "Error: --sync: only a bucket's download (SOURCE s3://BUCKET[/PREFIX]) synchronizes\n");
+            return 1;
+        }
+        if (!http_url(src)) {
+            fprintf(stderr, "Error: SOURCE \"%s\": only http:// and https:// URLs (or a remote bucket, "
+                    "s3://BUCKET[/PREFIX]) can be downloaded (e.g. https://host/shard-{000..099}.tar)\n", src);
+            return 1;
+        }
+        struct uri u;
+        if (uri_parse(o.argv[1], &u, true) < 0)
+            return 1;
+        if (strcmp(u.provider, "ais")) {
+            fprintf(stderr, "Error: DESTINATION \"%s\": download writes into an ais:// bucket\n", o.argv[1]);
+            uri_free(&u);
+            return 1;
+        }
+        body = json_pack("{s:{s:s,s:s},s:s}", "bucket", "name", u.bucket, "provider", "ais", "subdir", u.obj);
         uri_free(&u);
-        return 1;
     }
-    json_t *body = json_pack("{s:{s:s,s:s},s:s}", "bucket", "name", u.bucket, "provider", "ais", "subdir", u.obj);
-    uri_free(&u);
     const char *ts = opt_str(&o, "timeout");
     if (ts) {
         int64_t ns;
@@ -92,10 +142,24 @@ int cmd_download(int argc, char **argv)
         }
         json_object_set_new(body, "timeout", json_string(ts));
     }
+    const char *lc = opt_str(&o, "limit-connections");
+    if (lc) {
+        char *end;
+        long n = strtol(lc, &end, 10);
+        if (!*lc || *end || n < 1 || n > 256) {
+            fprintf(stderr, "Error: --limit-connections \"%s\": the transfers at a time on each target, 1 to 256\n",
+                    lc);
+            json_decref(body);
+            return 1;
+        }
+        json_object_set_new(body, "limits", json_pack("{s:i}", "connections", (int)n));
+    }
     if (opt_str(&o, "description"))
         json_object_set_new(body, "description", json_string(opt_str(&o, "description")));
     const char *ol = opt_str(&o, "object-list");
-    if (ol) {
+    if (bucket_src) {
+        /* (the body has its type) */
+    } else if (ol) {
         json_t *urls = object_list(ol, src);
         if (!urls) {
             json_decref(body);

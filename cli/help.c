@@ -254,13 +254,18 @@ static const struct cli_cmd cmds[] = {
         { "--blob-num-workers N", "with --blob-threshold: ranges at once per object",
           "the cluster's backend.blob_workers" },
         { "--progress", "show the job's progress while waiting", "false" }), CF_SEL, 1, { "prefetch s3://data --prefix train/", "prefetch 's3://data/shard-{000..099}.tar'" }, NULL },
-    { "download", "download URL|'URL-TEMPLATE' ais://BUCKET[/DIR] [--object-list FILE] [--timeout D] [--wait]",
+    { "download", "download URL|'URL-TEMPLATE' ais://BUCKET[/DIR] [--object-list FILE] [--timeout D] [--limit-connections N] [--wait]\n"
+                  "download s3://BUCKET[/PREFIX] [s3://BUCKET] [--sync] [--wait]",
       "Download objects from http(s) URLs into a bucket (AIStore's downloader): one URL, a brace range "
       "('https://h/shard-{000..099}.tar') or the names of --object-list under a base URL, one download job on "
-      "every target, each fetching the names it owns; follow it with `shale show job download`, stop it with "
-      "`shale job stop ID`.",
+      "every target, each fetching the names it owns; or a remote bucket's objects (s3://B, or ais://B with a "
+      "backend_bck; under PREFIX) into its cached copy (type backend: those held already are skipped); follow it "
+      "with `shale show job download`, stop it with `shale job stop ID`.",
       F({ "--timeout DURATION", "the time allowed for each object's transfer (e.g. 30s, 5m)", "none" },
         { "--description TEXT", "a description of the download, kept in each target's job", "none" },
+        { "--limit-connections N", "at most N transfers at a time on each target (1 to 256)", "4" },
+        { "--sync", "a bucket's download: make the objects held the remote's current version and drop those the "
+                    "remote no longer has", "false" },
         { "--object-list FILE", "a JSON array of object names (or one name a line): each is downloaded from "
                                 "URL/NAME", "none" },
         { "--wait", "wait for the download to end, then print what was stored and each failed URL", "false" },
@@ -543,7 +548,7 @@ static const struct cli_cmd cmds[] = {
       F({ "--all", "include jobs that have ended", "false" }), CF_JSON | CF_NOHDR, 1,
       { "job show", "job show copy-bck --all" }, NULL },
     { "job ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
-    { "advanced", "advanced resilver|check-lock|rotate-logs ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs.",
+    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap|enable-backend|disable-backend ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map, switch a cloud backend off and on.",
       NOF, 0, -1, { "advanced resilver --wait", "advanced check-lock ais://data/a.bin" }, NULL },
     { "advanced resilver", "advanced resilver [TARGET] [--wait] [--progress]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
@@ -553,13 +558,29 @@ static const struct cli_cmd cmds[] = {
     { "advanced rotate-logs", "advanced rotate-logs [NODE]",
       "Rotate the log file of the node named, else of every node: FILE becomes FILE.1 and a new FILE is begun.",
       NOF, 0, 1, { "advanced rotate-logs", "advanced rotate-logs t[abc123]" }, NULL },
-    { "scrub", "scrub [ais://BUCKET ...] [--wait] [--progress]",
-      "Check every object's bytes against its checksum on every target (job scrub; of the buckets named, else of "
-      "all): a damaged replica is restored from a good mirror copy, rebuilt from EC slices or fetched again from "
-      "the remote backend, else counted as damaged (err-objs; `job show scrub --all`); there is no detect-only "
-      "mode, hence no --fix.",
-      F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
-      CF_WAIT, -1, { "scrub --wait", "scrub ais://data --wait --progress" }, NULL },
+    { "advanced remove-from-smap", "advanced remove-from-smap NODE",
+      "Remove a node from the cluster map at once (PUT /v1/cluster rm-unsafe): no rebalance, so objects only it "
+      "holds are out of reach (advanced usage: potential data loss); the node keeps running outside the cluster "
+      "and joins again when it is restarted; the primary cannot remove itself.",
+      NOF, 0, 1, { "advanced remove-from-smap t[abc123]", NULL }, NULL },
+    { "advanced disable-backend", "advanced disable-backend PROVIDER [NODE]",
+      "Disable a cloud backend (aws, gcp, azure, oci) on every target, or on the target named "
+      "(PUT /v1/cluster/disable-bend/PROVIDER[/NODE]): requests to that provider's buckets then fail at once (503 "
+      "naming the provider) until it is enabled; objects already held are still served.",
+      NOF, 0, 2, { "advanced disable-backend aws", "advanced disable-backend aws t[abc123]" }, NULL },
+    { "advanced enable-backend", "advanced enable-backend PROVIDER [NODE]",
+      "Enable a cloud backend disabled with `advanced disable-backend`, on every target or on the target named.",
+      NOF, 0, 2, { "advanced enable-backend aws", "advanced enable-backend aws t[abc123]" }, NULL },
+    { "scrub", "scrub [ais://BUCKET ...] [--fix] [--wait] [--progress]",
+      "Check every object on every target (job scrub; of the buckets named, else of all): its bytes against its "
+      "checksum, its size, its mirror copies, its mountpath (misplaced), an erasure-coded bucket's slices; "
+      "detect-only, as `ais storage validate` (nothing is changed unless --fix); with --wait the damaged objects "
+      "are printed as OBJECT PROBLEM FIXED (the first 1000 per target).",
+      F({ "--fix", "repair what is found: a good mirror copy, EC slices or the remote backend make a damaged "
+                   "object again (else it is recorded as damaged), missing copies are made, misplaced objects "
+                   "moved", "false" },
+        { "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
+      CF_WAIT, -1, { "scrub ais://data --wait", "scrub --fix --wait" }, NULL },
     { "advanced check-lock", "advanced check-lock ais://BUCKET/OBJECT",
       "Say whether the object is locked now (being written, read or moved): exit 0 when it is not, 1 when it is.",
       NOF, 0, 1, { "advanced check-lock ais://data/a.bin", NULL }, NULL },

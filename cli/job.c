@@ -470,14 +470,91 @@ static int add_buckets(json_t *v, const struct opts *o, int first)
     return 0;
 }
 
+/* the damaged objects each target listed in its scrub's status (ext) */
+struct scrub_rows {
+    struct table *t;
+    uint64_t damaged, fixed, listed;
+    bool cut;
+};
+
+static void scrub_row(void *arg, const char *tid, json_t *sn)
+{
+    struct scrub_rows *sr = arg;
+    (void)tid;
+    json_t *ext = json_object_get(sn, "ext");
+    sr->damaged += (uint64_t)sl_json_int(ext, "damaged_n", 0);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(ext, "damaged"), i, e) {
+        bool fx = json_is_true(json_object_get(e, "fixed"));
+        sr->fixed += fx;
+        sr->listed++;
+        table_row(sr->t, sl_json_str(e, "obj", ""), sl_json_str(e, "problem", ""), fx ? "yes" : "no");
+    }
+    sr->cut |= (uint64_t)sl_json_int(ext, "damaged_n", 0) > json_array_size(json_object_get(ext, "damaged"));
+}
+
+/* after a scrub: OBJECT | PROBLEM | FIXED for what the targets found */
+static int scrub_report(const char *id, bool fix)
+{
+    struct cli_resp r;
+    cli_query("qryxstats", json_pack("{s:s}", "ID", id), &r);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "scrub status");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    struct scrub_rows sr = { table_new(3, "OBJECT", "PROBLEM", "FIXED"), 0, 0, 0, false };
+    each_snap(j, scrub_row, &sr);
+    json_decref(j);
+    if (!sr.damaged) {
+        printf("No damaged objects found\n");
+    } else {
+        table_print(sr.t, stdout, !cli_no_headers);
+        printf("%llu damaged object(s)%s", (unsigned long long)sr.damaged, sr.cut ? " (each target lists the first "
+               "1000)" : "");
+        if (fix)
+            printf(", %llu fixed\n", (unsigned long long)sr.fixed);
+        else
+            printf("; nothing was changed: `shale scrub --fix` repairs what it can\n");
+    }
+    table_free(sr.t);
+    return 0;
+}
+
+/* shale scrub [ais://B ...] [--fix] [--wait]: detect-only unless --fix */
 int cli_scrub_start(const struct opts *o)
 {
     json_t *v = json_pack("{s:s}", "Kind", "scrub");
+    bool fix = opt_bool(o, "fix");
+    if (fix)
+        json_object_set_new(v, "Fix", json_true());
     if (o->argc > 0) {
         if (add_buckets(v, o, 0) < 0)
             return 1;
     }
-    return cluster_start(o, v, "start scrub");
+    int64_t tmo;
+    if (cli_timeout(o, &tmo) < 0) {
+        json_decref(v);
+        return 1;
+    }
+    char *id = cli_act_id("PUT", "/v1/cluster", "start", v, "start scrub");
+    if (!id)
+        return 1;
+    printf("%s\n", id);
+    int rc = 0;
+    if (opt_bool(o, "wait")) {
+        rc = cli_job_wait(id, tmo, opt_bool(o, "progress"));
+        if (scrub_report(id, fix))
+            rc = 1;
+    } else {
+        fprintf(stderr, "(`shale scrub%s ... --wait` prints the damaged objects; `shale job show %s --json` has them "
+                "in each target's ext)\n", fix ? " --fix" : "", id);
+    }
+    free(id);
+    return rc;
 }
 
 /* shale job start lru [ais://B ...] [--force] */

@@ -27,6 +27,7 @@
 #include "remais.h"
 #include "stats.h"
 #include "tgt.h"
+#include "backend.h"
 #include "xact.h"
 
 #include <stdio.h>
@@ -223,6 +224,14 @@ static void cluster_put_done(struct sl_req *r)
         }
     } else if (!strcmp(a, "reset-config")) {
         reset_config(r, true);
+    } else if (!strcmp(a, "rm-unsafe")) {
+        const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
+        if (G.role == SL_ROLE_STANDALONE)
+            sl_resp_errf(r, SL_EUNSUPP, "%s: a standalone node has no other nodes", a);
+        else if (sl_cluster_rm_unsafe(sid, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
     } else if (!strcmp(a, "rotate-logs")) {
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
         sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
@@ -263,8 +272,8 @@ static void cluster_put_done(struct sl_req *r)
         }
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, reset-config, "
-                     "start-maintenance, stop-maintenance, decommission-node, shutdown-node, clear-lost, rotate-logs, "
-                     "start, stop)", a);
+                     "start-maintenance, stop-maintenance, decommission-node, shutdown-node, rm-unsafe, clear-lost, "
+                     "rotate-logs, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }
@@ -555,6 +564,10 @@ static void daemon_put_done(struct sl_req *r)
             sl_resp_text(r, 200, "");
     } else if (!strcmp(m.action, "reset-config")) {
         sl_req_offload(r, reset_config_node, NULL, NULL); /* (reads the files, saves the config: a pool thread) */
+    } else if (!strcmp(m.action, "rm-unsafe") && G.role != SL_ROLE_STANDALONE && !sl_is_primary()) {
+        /* the primary removes this node from the map next: it stays up (AIStore's ActRmNodeUnsafe) */
+        sl_cluster_removed_unsafe();
+        sl_resp_empty(r, 200);
     } else if (!strcmp(m.action, "set-config") && G.role == SL_ROLE_STANDALONE) {
         sl_actmsg_free(&m);
         cluster_put_done(r);
@@ -566,10 +579,140 @@ static void daemon_put_done(struct sl_req *r)
     sl_actmsg_free(&m);
 }
 
+/* ---- enable-bend / disable-bend (AIStore's `advanced enable-backend|disable-backend`) ---- */
+
+static bool cloud_provider(const char *np)
+{
+    return np && (!strcmp(np, "aws") || !strcmp(np, "gcp") || !strcmp(np, "azure") || !strcmp(np, "oci"));
+}
+
+/* the words of path after prefix: "ACT/PROV[/X]" -> act, prov, x (copies) */
+static int bend_words(const char *path, const char *prefix, char *act, char *prov, char *x, size_t sz)
+{
+    act[0] = prov[0] = x[0] = '\0';
+    const char *p = path + strlen(prefix);
+    char *outs[3] = { act, prov, x };
+    for (int i = 0; i < 3 && *p; i++) {
+        size_t n = strcspn(p, "/");
+        if (n >= sz)
+            return -1;
+        memcpy(outs[i], p, n);
+        outs[i][n] = '\0';
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return *p ? -1 : 0;
+}
+
+/* PUT /v1/daemon/{enable,disable}-bend/PROVIDER/{begin,commit} on a target (a flag under a mutex: on this thread) */
+static void daemon_bend(struct sl_req *r)
+{
+    char act[32], prov[32], phase[32];
+    struct sl_err err = { 0 };
+    if (bend_words(r->path, "/v1/daemon/", act, prov, phase, sizeof(act)) < 0 || !prov[0] ||
+        (strcmp(phase, "begin") && strcmp(phase, "commit"))) {
+        sl_resp_errf(r, SL_EINVAL, "invalid URL %s: PUT /v1/daemon/%s/PROVIDER/begin|commit", r->path, act);
+        return;
+    }
+    const char *np = sl_provider_norm(prov);
+    if (G.role == SL_ROLE_PROXY)
+        sl_resp_errf(r, SL_EINVAL, "%s is a gateway: backends are the targets' (PUT /v1/cluster/%s/%s)", G.name, act,
+                     prov);
+    else if (!cloud_provider(np))
+        sl_resp_errf(r, SL_EINVAL, "expecting cloud storage provider (aws, gcp, azure, oci; have \"%s\")", prov);
+    else if (sl_backend_set_enabled(np, !strcmp(act, "enable-bend"), !strcmp(phase, "commit"), &err) < 0)
+        sl_resp_err(r, &err);
+    else
+        sl_resp_empty(r, 200);
+}
+
+/* PUT /v1/cluster/{enable,disable}-bend/PROVIDER[/NODE] on a gateway: every
+ * target (or the one named) checks (begin), then switches (commit); a pool
+ * thread, it waits on the targets */
+static void cluster_bend_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    char act[32], prov[32], node[64];
+    if (bend_words(r->path, "/v1/cluster/", act, prov, node, sizeof(node)) < 0 || !prov[0]) {
+        sl_resp_errf(r, SL_EINVAL, "invalid URL %s: missing cloud backend (PUT /v1/cluster/%s/PROVIDER[/NODE])",
+                     r->path, act);
+        return;
+    }
+    const char *tag = !strcmp(act, "enable-bend") ? "enable" : "disable";
+    const char *np = sl_provider_norm(prov);
+    if (!cloud_provider(np)) {
+        sl_resp_errf(r, SL_EINVAL, "can only %s cloud backend (aws, gcp, azure, oci; have \"%s\")%s", tag, prov,
+                     np && !strcmp(np, "ais") ? ": remote clusters are detached with `shale cluster remote-detach`"
+                                              : "");
+        return;
+    }
+    if (G.role == SL_ROLE_STANDALONE) { /* its own backends */
+        struct sl_err err = { 0 };
+        bool on = !strcmp(tag, "enable");
+        if (sl_backend_set_enabled(np, on, false, &err) < 0 || sl_backend_set_enabled(np, on, true, &err) < 0)
+            sl_resp_err(r, &err);
+        else
+            sl_resp_empty(r, 200);
+        return;
+    }
+    struct sl_smap *sm = sl_smap_get();
+    const struct sl_snode **who = sl_xcalloc((size_t)(sm->nnodes ? sm->nnodes : 1), sizeof(*who));
+    int n = 0;
+    for (int i = 0; i < sm->nnodes; i++)
+        if (sm->nodes[i].type == SL_NODE_TARGET && (!node[0] || !strcmp(node, sm->nodes[i].id)))
+            who[n++] = &sm->nodes[i];
+    char bad[700] = "";
+    int bad_status = 0;
+    if (node[0] && !n)
+        sl_resp_errf(r, SL_ENOENT, "%s-backend: target \"%s\" is not in the cluster map v%lld (the targets: GET "
+                     "/v1/daemon?what=smap); nothing was changed", tag, node, (long long)sm->version);
+    for (int ph = 0; ph < 2 && n && !bad[0]; ph++) {
+        const char *phase = ph ? "commit" : "begin";
+        struct sl_fan *f = sl_xcalloc((size_t)n, sizeof(*f));
+        for (int i = 0; i < n; i++) {
+            f[i].url = sl_xasprintf("%s/v1/daemon/%s/%s/%s", who[i]->ctrl_url, act, np, phase);
+            f[i].method = "PUT";
+        }
+        sl_peer_fanout(f, n, sl_conf->cplane_timeout_ns / 1000000);
+        for (int i = 0; i < n && !bad[0]; i++) {
+            if (f[i].ok && f[i].resp.status == 200)
+                continue;
+            char nm[80];
+            sl_snode_name(who[i], nm, sizeof(nm));
+            bad_status = f[i].ok ? f[i].resp.status : 503;
+            snprintf(bad, sizeof(bad), "node %s failed to %s \"%s\" backend (phase %s): %.500s%s", nm, tag, np, phase,
+                     f[i].resp.err[0] ? f[i].resp.err : "no answer", ph ? " (the targets before it switched)" : "");
+        }
+        sl_peer_fanout_free_urls(f, n);
+        free(f);
+    }
+    if (bad[0])
+        sl_resp_errf(r, sl_code_from_status(bad_status), "%s", bad);
+    else if (n)
+        sl_resp_empty(r, 200);
+    else if (!node[0])
+        sl_resp_errf(r, SL_EUNAVAIL, "%s-backend: the cluster has no targets", tag);
+    free(who);
+    sl_smap_put(sm);
+}
+
+static bool is_bend(const struct sl_req *r, const char *base)
+{
+    char a[64], b[64];
+    snprintf(a, sizeof(a), "%s/enable-bend", base);
+    snprintf(b, sizeof(b), "%s/disable-bend", base);
+    return sl_req_path_is(r, a) || sl_req_path_is(r, b);
+}
+
 void sl_route_daemon_other(struct sl_req *r)
 {
     if (sl_mpath_route(r))
         return;
+    if (r->method == SL_M_PUT && is_bend(r, "/v1/daemon")) {
+        daemon_bend(r);
+        return;
+    }
     if (r->method == SL_M_PUT)
         sl_req_buffer_body(r, sl_conf->http_max_body_json, daemon_put_done);
     else
@@ -633,6 +776,15 @@ void sl_route_cluster(struct sl_req *r)
             sl_forward_to_primary(r);
         else
             sl_req_offload(r, set_primary_run, NULL, NULL);
+        return;
+    }
+    if (is_bend(r, "/v1/cluster")) {
+        if (r->method != SL_M_PUT)
+            sl_resp_method_not_allowed(r, "PUT");
+        else if (G.role == SL_ROLE_TARGET)
+            sl_resp_errf(r, SL_EINVAL, "%s is a storage target: send PUT %s to a gateway", G.name, r->path);
+        else
+            sl_req_offload(r, cluster_bend_run, NULL, NULL);
         return;
     }
     if (r->path_len >= strlen("/v1/cluster/join") && sl_has_prefix(r->path, "/v1/cluster/join")) {

@@ -202,6 +202,13 @@ int64_t sl_keepalive_wait(const volatile bool *stop);
 char *sl_cluster_rebalance(const char *why);
 /* Stop this process as if signalled (SIGTERM to self). */
 void sl_cluster_shutdown_self(const char *why);
+/* PUT /v1/cluster rm-unsafe (AIStore's `advanced remove-from-smap`), on the
+ * primary: node sid leaves the cluster map at once, no rebalance; it keeps
+ * running, outside the cluster, until it joins again (a restart) */
+int sl_cluster_rm_unsafe(const char *sid, struct sl_err *err);
+/* on the node being removed so (PUT /v1/daemon rm-unsafe): a map without it
+ * does not shut it down */
+void sl_cluster_removed_unsafe(void);
 /* Body-done handlers of the cluster's own endpoints (PUT /v1/metasync,
  * POST /v1/cluster/join): the route table in api/ hands bodies to them. */
 void sl_cluster_metasync_done(struct sl_req *r);

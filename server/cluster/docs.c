@@ -257,6 +257,15 @@ void sl_cl_on_bmd(const struct sl_bmd *old, const struct sl_bmd *cur)
         sl_cl_push_one("bmd", sl_bmd_json(cur));
 }
 
+static volatile bool removed_unsafe; /* rm-unsafe: this node stays up outside the map */
+
+void sl_cluster_removed_unsafe(void)
+{
+    removed_unsafe = true;
+    sl_logw("the primary removes this node from the cluster map (rm-unsafe): it keeps running outside the "
+            "cluster; restart it to join again");
+}
+
 void sl_cluster_shutdown_self(const char *why)
 {
     sl_logi("shutting down: %s", why);
@@ -325,7 +334,10 @@ static int apply_docs_locked(json_t *docs, struct sl_err *err)
             int64_t v = s->version;
             if (sl_smap_receive(s) == 1) {
                 sl_logi("Smap v%lld received", (long long)v);
-                if (!me && !sl_cl_primary() && G.ready)
+                if (!me && !sl_cl_primary() && G.ready && removed_unsafe)
+                    sl_logw("Smap v%lld has no place for this node (removed by rm-unsafe): not serving the "
+                            "cluster until it joins again (restart it)", (long long)v);
+                else if (!me && !sl_cl_primary() && G.ready)
                     sl_cluster_shutdown_self("this node was removed from the cluster map (decommissioned)");
             }
         }

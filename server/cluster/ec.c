@@ -1001,6 +1001,9 @@ struct scrub_ctx {
     const struct sl_bck *b;
     struct sl_job *job;
     int bad;
+    bool fix;
+    sl_ec_scrub_report_fn report;
+    void *arg;
 };
 
 static void scrub_slice(void *arg, struct sl_mpath *mp, const char *h, json_t *mj)
@@ -1036,23 +1039,36 @@ static void scrub_slice(void *arg, struct sl_mpath *mp, const char *h, json_t *m
     const struct sl_snode *list[1];
     int n = placement(s, b, nm, strlen(nm), list, 1);
     bool ask = n == 1 && strcmp(list[0]->id, G.id) && !(list[0]->flags & SL_SNF_OFFLINE);
-    sl_logw("ec: %s: %s %lld here is damaged (%s%s, its metadata says %s)%s", cn,
-            sl_json_int(mj, "slice_id", 0) ? "slice" : "replica", (long long)sl_json_int(mj, "slice_id", 0),
+    const char *what = sl_json_int(mj, "slice_id", 0) ? "slice" : "replica";
+    long long sid = (long long)sl_json_int(mj, "slice_id", 0);
+    sl_logw("ec: %s: %s %lld here is damaged (%s%s, its metadata says %s)%s", cn, what, sid,
             rrc ? "unreadable" : "xxhash ", got, want,
-            ask ? ": its main target encodes it again" : ": its main target is not up to encode it again");
-    if (ask && ensure_at_ex(list[0], b, nm, strlen(nm), true))
+            !x->fix ? " (scrub without fix: left as it is)"
+            : ask   ? ": its main target encodes it again"
+                    : ": its main target is not up to encode it again");
+    bool fixed = false;
+    if (x->fix && ask && ensure_at_ex(list[0], b, nm, strlen(nm), true)) {
         sl_job_add(&job->in_objs, 1);
+        fixed = true;
+    }
+    if (x->report) {
+        char why[200];
+        snprintf(why, sizeof(why), "EC %s %lld %s (xxhash %s, its metadata says %s)", what, sid,
+                 rrc ? "missing or unreadable" : "corrupt", rrc ? "-" : got, want);
+        x->report(x->arg, cn, why, fixed);
+    }
     sl_smap_put(s);
     json_decref(mj);
 }
 
-int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job)
+int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job, bool fix, sl_ec_scrub_report_fn report,
+                       void *arg)
 {
     int d, p;
     int64_t l;
     if (!sl_ec_props(b, &d, &p, &l))
         return 0;
-    struct scrub_ctx x = { b, job, 0 };
+    struct scrub_ctx x = { b, job, 0, fix, report, arg };
     walk_slices(b, job, scrub_slice, &x);
     return x.bad;
 }

@@ -61,11 +61,14 @@ void sl_ec_head_headers(struct sl_req *r, const struct sl_bck *b, const char *na
 
 /* Job scrub's part in an erasure-coded bucket: every slice and replica
  * held here is checked against its own checksum (slice_cksum); a damaged
- * one is logged and counted (job err-objs, err_cksum_n) and its object's
- * main target asked to encode it again (in-objs when it did). Slices
- * checked count in out-objs. The number damaged. */
+ * one is logged and counted (job err-objs, err_cksum_n), told to report
+ * (object's cname, what is wrong, whether it was fixed; may be NULL) and,
+ * with fix, its object's main target asked to encode it again (in-objs
+ * when it did). Slices checked count in out-objs. The number damaged. */
 struct sl_job;
-int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job);
+typedef void (*sl_ec_scrub_report_fn)(void *arg, const char *cname, const char *problem, bool fixed);
+int sl_ec_scrub_slices(const struct sl_bck *b, struct sl_job *job, bool fix, sl_ec_scrub_report_fn report,
+                       void *arg);
 
 /* Start job kind (ec-encode) id here over bucket prov/bname: every object
  * whose main replica is here is (re-)encoded when its slices are not where

@@ -366,6 +366,43 @@ int sl_cluster_member_action(const char *a, const char *sid, bool skip_reb, bool
     return 0;
 }
 
+/* AIStore's ActRmNodeUnsafe: the node is told first (it keeps running and a
+ * map without it does not shut it down), then removed from the map whatever
+ * it answered; nothing moves (no rebalance), so objects only it holds are out
+ * of reach until it joins again. The keepalive polls only the map's nodes:
+ * the node stays out until it restarts and joins (AIStore: api.JoinCluster). */
+int sl_cluster_rm_unsafe(const char *sid, struct sl_err *err)
+{
+    if (!sid || !sid[0])
+        return sl_errf(err, SL_EINVAL, "rm-unsafe: value must name the node: {\"sid\": \"<node id>\"}");
+    if (!strcmp(sid, G.id))
+        return sl_errf(err, SL_EINVAL, "rm-unsafe: %s is the primary proxy and cannot remove itself from the cluster "
+                       "map; make another gateway the primary first (shale cluster set-primary)", G.name);
+    struct sl_snode n;
+    if (!sl_cl_find_node(sid, &n)) {
+        struct sl_smap *s = sl_smap_get();
+        int64_t v = s->version;
+        sl_smap_put(s);
+        return sl_errf(err, SL_ENOENT, "rm-unsafe: node \"%s\" is not in the cluster map v%lld (the nodes: GET "
+                       "/v1/daemon?what=smap); nothing was changed", sid, (long long)v);
+    }
+    char *url = sl_xasprintf("%s/v1/daemon", n.ctrl_url);
+    struct sl_peer_resp r;
+    int64_t ms = sl_conf->max_keepalive_ns / 1000000;
+    if (sl_peer_json("PUT", url, json_pack("{s:s}", "action", "rm-unsafe"), ms > 0 ? ms : 2000, &r) < 0 ||
+        r.status != 200)
+        sl_logw("rm-unsafe %s: the node was not told (%s): removing it anyway; if it is up, it shuts down when "
+                "it receives the new map", sid, r.err[0] ? r.err : "no answer");
+    sl_peer_resp_free(&r);
+    free(url);
+    struct flag_arg fa = { .id = sid, .remove = true };
+    if (sl_smap_modify(sl_cl_edit_flags, &fa, err) < 0)
+        return -1;
+    sl_logw("node %s (%s) removed from the cluster map at once (rm-unsafe: no rebalance; objects only it holds "
+            "are out of reach until it joins again)", sid, n.url);
+    return 0;
+}
+
 /* ---- the decommission watcher (each keepalive round) ---- */
 
 void sl_cl_finish_pending(void)

@@ -85,7 +85,7 @@ static void *bljob_thread(void *arg)
     return NULL;
 }
 
-int sl_bljob_start_here(struct sl_bljob *j, const char *id, const json_t *bcks, bool force, char out[40],
+int sl_bljob_start_here(struct sl_bljob *j, const char *id, const json_t *bcks, bool force, bool fix, char out[40],
                         struct sl_err *err)
 {
     pthread_mutex_lock(&j->mu);
@@ -104,6 +104,7 @@ int sl_bljob_start_here(struct sl_bljob *j, const char *id, const json_t *bcks, 
         sl_job_id(q->id, sizeof(q->id), "");
     q->bcks = bcks ? json_incref((json_t *)bcks) : NULL;
     q->force = force;
+    q->fix = fix;
     q->j = j;
     if (out)
         snprintf(out, 40, "%s", q->id);
@@ -121,7 +122,7 @@ bool sl_bljob_running(struct sl_bljob *j, int64_t *last_start)
     return r;
 }
 
-/* target: POST <path> {"id", "buckets", "force"} */
+/* target: POST <path> {"id", "buckets", "force", "fix"} */
 static void internal_start(struct sl_req *r)
 {
     struct sl_bljob *j = r->ctx;
@@ -135,7 +136,8 @@ static void internal_start(struct sl_req *r)
     }
     json_t *l = json_object_get(b, "buckets");
     if (sl_bljob_start_here(j, sl_json_str(b, "id", ""), json_is_array(l) ? l : NULL,
-                            json_is_true(json_object_get(b, "force")), NULL, &err) < 0)
+                            json_is_true(json_object_get(b, "force")), json_is_true(json_object_get(b, "fix")), NULL,
+                            &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
@@ -165,9 +167,10 @@ static void start_run(struct sl_req *r, void *arg)
     snprintf(what, sizeof(what), "start %s", j->kind);
     int rc;
     if (G.role == SL_ROLE_STANDALONE) {
-        rc = sl_bljob_start_here(j, q->id, q->bcks, q->force, NULL, &err);
+        rc = sl_bljob_start_here(j, q->id, q->bcks, q->force, q->fix, NULL, &err);
     } else {
-        json_t *body = json_pack("{s:s,s:O?,s:b}", "id", q->id, "buckets", q->bcks, "force", q->force);
+        json_t *body = json_pack("{s:s,s:O?,s:b,s:b}", "id", q->id, "buckets", q->bcks, "force", q->force, "fix",
+                                 q->fix);
         rc = sl_tfan_start_job(SL_TF_SKIP_OFFLINE, j->path, body, what, q->id, &err);
         json_decref(body);
     }
@@ -192,6 +195,7 @@ bool sl_bljob_cluster_start(struct sl_bljob *j, struct sl_req *r, const char *ki
         return true;
     }
     q->force = json_is_true(sl_json_get(value, "force"));
+    q->fix = json_is_true(sl_json_get(value, "fix"));
     q->j = j;
     sl_job_id(q->id, sizeof(q->id), "");
     sl_req_offload(r, start_run, req_free, q);

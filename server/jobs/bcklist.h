@@ -33,6 +33,7 @@ struct sl_bljob_req {
     char id[40];
     json_t *bcks;               /* sl_bcklist_parse's, or NULL: every bucket */
     bool force;                 /* "Force" */
+    bool fix;                   /* "Fix" (scrub: repair what it finds; else it only reports) */
     struct sl_bljob *j;
 };
 struct sl_bljob {
@@ -47,7 +48,7 @@ struct sl_bljob {
 #define SL_BLJOB_INIT(kind, path, hint, run) { kind, path, hint, run, PTHREAD_MUTEX_INITIALIZER, false, 0 }
 /* Start a run here with id (NULL: a new one; out: it, when not NULL); 409
  * while one runs. */
-int sl_bljob_start_here(struct sl_bljob *j, const char *id, const json_t *bcks, bool force, char out[40],
+int sl_bljob_start_here(struct sl_bljob *j, const char *id, const json_t *bcks, bool force, bool fix, char out[40],
                         struct sl_err *err);
 /* Whether a run is going here; *last_start (if not NULL) the last's start. */
 bool sl_bljob_running(struct sl_bljob *j, int64_t *last_start);

@@ -187,7 +187,7 @@ static void *watch_thread(void *arg)
             continue;
         char id[40];
         struct sl_err err = { 0 };
-        if (sl_bljob_start_here(&lru_job, NULL, NULL, false, id, &err) == 0)
+        if (sl_bljob_start_here(&lru_job, NULL, NULL, false, false, id, &err) == 0)
             sl_logi("lru %s: a mountpath is above space.highwm (%d%%): evicting", id, sl_conf->space_high_pct);
     }
     return NULL;

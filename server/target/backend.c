@@ -6,6 +6,7 @@
 #include "conf.h"
 #include "log.h"
 #include "lso.h"
+#include "node.h"
 #include "opipe.h"
 #include "plug.h"
 #include "stats.h"
@@ -45,6 +46,50 @@ bool sl_bck_remote(const struct sl_bck *b)
 
 static sl_backend_alias_fn alias_url;
 
+/* providers the operator disabled (PUT /v1/daemon/disable-bend/P/commit) */
+static pthread_mutex_t dis_mu = PTHREAD_MUTEX_INITIALIZER;
+static char disabled[8][8];
+static int ndisabled;
+
+bool sl_backend_disabled(const char *provider)
+{
+    bool dis = false;
+    pthread_mutex_lock(&dis_mu);
+    for (int i = 0; i < ndisabled && provider; i++)
+        dis |= !strcmp(disabled[i], provider);
+    pthread_mutex_unlock(&dis_mu);
+    return dis;
+}
+
+int sl_backend_set_enabled(const char *provider, bool on, bool commit, struct sl_err *err)
+{
+    const char *tag = on ? "enable" : "disable";
+    if (!sl_plug_backend(sl_arch_reg(), provider))
+        return sl_errf(err, SL_EINVAL, "backend \"%s\" is not configured on %s (it has no backend plugin for "
+                       "it), nothing to %s", provider, G.name, tag);
+    int rc = 0;
+    pthread_mutex_lock(&dis_mu);
+    int at = -1;
+    for (int i = 0; i < ndisabled; i++)
+        if (!strcmp(disabled[i], provider))
+            at = i;
+    if (on && at < 0)
+        rc = sl_errf(err, SL_EINVAL, "backend \"%s\" is already enabled, nothing to do", provider);
+    else if (!on && at >= 0)
+        rc = sl_errf(err, SL_EINVAL, "backend \"%s\" is already disabled, nothing to do", provider);
+    else if (commit && on) {
+        memmove(disabled[at], disabled[at + 1], (size_t)(ndisabled - at - 1) * sizeof(disabled[0]));
+        ndisabled--;
+    } else if (commit && ndisabled < (int)SL_ARRAY_SIZE(disabled)) {
+        snprintf(disabled[ndisabled++], sizeof(disabled[0]), "%s", provider);
+    }
+    pthread_mutex_unlock(&dis_mu);
+    if (rc == 0 && commit)
+        sl_logi("backend \"%s\" %sd (requests to its buckets %s)", provider, tag,
+                on ? "go to the remote again" : "fail at once until it is enabled");
+    return rc;
+}
+
 void sl_backend_set_alias_resolver(sl_backend_alias_fn fn)
 {
     alias_url = fn;
@@ -62,6 +107,10 @@ static int remote_of(const struct sl_bck *b, struct remote *rm, struct sl_err *e
         snprintf(rm->desc, sizeof(rm->desc), "%s://@%s/%s", sl_provider_scheme(prov), ns, name);
     else
         snprintf(rm->desc, sizeof(rm->desc), "%s://%s", sl_provider_scheme(prov), name);
+    if (sl_backend_disabled(sl_provider_norm(prov)))
+        return sl_errf(err, SL_EUNAVAIL, "%s: backend \"%s\" is disabled on target %s (enable it: `shale advanced "
+                       "enable-backend %s`, or PUT /v1/cluster/enable-bend/%s)", rm->desc, sl_provider_norm(prov), G.name,
+                       sl_provider_norm(prov), sl_provider_norm(prov));
     rm->plug = sl_plug_backend(sl_arch_reg(), prov);
     const char *so = !strcmp(prov, "ht")    ? "backend_http.so"
                      : !strcmp(prov, "ais") ? "backend_ais.so"

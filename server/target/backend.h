@@ -33,6 +33,11 @@ typedef int (*sl_backend_alias_fn)(const char *key, char *url, size_t n, struct 
 void sl_backend_set_alias_resolver(sl_backend_alias_fn fn);
 /* A backend plugin for provider ("aws") is loaded here. */
 bool sl_backend_loaded(const char *provider);
+/* AIStore's enable-bend/disable-bend on this target: provider (normalized,
+ * a cloud one: aws, gcp, azure, oci) on or off; begin only checks. A disabled
+ * provider's buckets fail at once (503 naming it and how to enable it). */
+int sl_backend_set_enabled(const char *provider, bool on, bool commit, struct sl_err *err);
+bool sl_backend_disabled(const char *provider);
 /* HEAD the remote bucket of b (b may be a stand-in built from a name and
  * props, not yet in the BMD): 0, or -1 with SL_ENOBCK when the remote says
  * it does not exist, or the remote's error. */

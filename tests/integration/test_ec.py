@@ -453,10 +453,10 @@ class TestScrub(ECTest):
         return tot
 
     def test_scrub_checks_every_object(self):
-        """job scrub reads every object of every bucket on every target with the checksum check: a flipped byte
-        in an erasure-coded object's main copy is made again from its slices, one in a plain bucket is recorded
-        as damaged (its reads refuse it from then on, checked or not); counted per job; a bucket can be named;
-        scrub.interval makes the targets run it by themselves"""
+        """job scrub with Fix reads every object of every bucket on every target with the checksum check: a
+        flipped byte in an erasure-coded object's main copy is made again from its slices, one in a plain bucket
+        is recorded as damaged (its reads refuse it from then on, checked or not); counted per job; a bucket can
+        be named; scrub.interval makes the targets run it (detect-only) by themselves"""
         self.create("sp")
         self.create("se", {"enabled": True, "data_slices": D, "parity_slices": P, "objsize_limit": LIMIT})
         sizes = [1000, 3000, 100003, 65537, 200000, 7000]
@@ -480,11 +480,11 @@ class TestScrub(ECTest):
         for n in bad_p:
             flip("sp", n, len(dp[n]))
         files_e = {n: flip("se", n, len(de[n])) for n in bad_e}
-        tot = self.scrub()
+        tot = self.scrub({"Fix": True})
         # (out-objs: the slices and replicas held, 4 objects of 3 slices and 2 of 1 replica; 14 but for those
         # being sent again at that moment, the objects made again being encoded again)
         self.assertIn(tot.pop("out-objs"), range(12, 17))
-        self.assertEqual(tot, {"loc-objs": 12 - len(bad_p), "in-objs": 2, "err-objs": 2}, tot)
+        self.assertEqual(tot, {"loc-objs": 12, "in-objs": 2, "err-objs": 2}, tot)
         for n, f in files_e.items():  # made again on its disk
             wait_until(lambda: open(f, "rb").read() == de[n], 30, what="%s made again" % n)
         for n, d in de.items():
@@ -513,7 +513,7 @@ class TestScrub(ECTest):
             c = fh.read(1)
             fh.seek(0)
             fh.write(bytes([c[0] ^ 1]))
-        tot = self.scrub({"Bck": {"name": "se", "provider": "ais"}})
+        tot = self.scrub({"Bck": {"name": "se", "provider": "ais"}, "Fix": True})
         self.assertIn(tot.pop("out-objs"), range(13, 16))
         self.assertEqual(tot, {"loc-objs": 6, "in-objs": 1, "err-objs": 1}, tot)
         self.assertIn("here is damaged (xxhash", self.c.log(holder))
