@@ -637,6 +637,11 @@ static void primary_bck_call(struct sl_req *r, const char *method, const char *b
     free(url);
 }
 
+void s3_bck_set_props(struct sl_req *r, const char *bucket, json_t *msg, int ok_status)
+{
+    primary_bck_call(r, "PATCH", bucket, msg, ok_status);
+}
+
 static void delete_bucket(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;
@@ -867,7 +872,7 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
 
 /* ---- dispatch ---- */
 
-static const char *const unsupported[] = { "lifecycle", "cors", "policy", "website", "replication",
+static const char *const unsupported[] = { "cors", "policy", "website", "replication",
                                            "encryption", "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls", "publicAccessBlock",
@@ -916,7 +921,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         return;
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
-        !sl_req_query(r, "tagging")) {
+        !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -943,6 +948,10 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
     const struct sl_bck b = *bp;
     if (sl_req_query(r, "tagging")) {
         bck_tagging(r, &b);
+        return;
+    }
+    if (sl_req_query(r, "lifecycle")) {
+        s3_bck_lifecycle(r, &b);
         return;
     }
     switch (r->method) {
