@@ -619,27 +619,10 @@ static void create_bucket(struct sl_req *r, void *arg)
 }
 
 /* Send msg (stolen) to the primary gateway's /v1/buckets/NAME; answer ok
- * with ok_status, or the primary's error as an S3 error. */
+ * with ok_status, or the primary's error as an S3 error (s3util.c). */
 static void primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status)
 {
-    struct sl_smap *s = sl_smap_get();
-    const struct sl_snode *p = sl_smap_primary(s);
-    char *url = sl_xasprintf("%s/v1/buckets/%s", p ? p->url : G.self.url, bucket);
-    sl_smap_put(s);
-    struct sl_peer_resp pr = { 0 };
-    if (sl_peer_json(method, url, msg, 0, &pr) < 0)
-        s3_err(r, 503, "ServiceUnavailable", "the primary gateway did not answer: %s", pr.err);
-    else if (pr.status >= 300)
-        s3_err(r, (int)pr.status, pr.status == 404 ? "NoSuchBucket" : "InternalError", "%s", pr.err);
-    else
-        sl_resp_empty(r, ok_status);
-    sl_peer_resp_free(&pr);
-    free(url);
-}
-
-void s3_bck_set_props(struct sl_req *r, const char *bucket, json_t *msg, int ok_status)
-{
-    primary_bck_call(r, "PATCH", bucket, msg, ok_status);
+    s3_primary_bck_call(r, method, bucket, msg, ok_status);
 }
 
 static void delete_bucket(struct sl_req *r, void *arg)

@@ -555,8 +555,8 @@ static void put_lifecycle(struct sl_req *r, void *arg)
     if (!js)
         s3_err(r, status, code, "%s; nothing was changed", why);
     else
-        s3_bck_set_props(r, b->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "lifecycle", js),
-                         200);
+        s3_primary_bck_call(r, "PATCH", b->name,
+                            json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "lifecycle", js), 200);
     free(js);
     lc_bck_free(b);
 }
@@ -569,7 +569,8 @@ static void put_lifecycle_body(struct sl_req *r)
 static void delete_lifecycle(struct sl_req *r, void *arg)
 {
     struct sl_bck *b = arg;
-    s3_bck_set_props(r, b->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "lifecycle", ""), 204);
+    s3_primary_bck_call(r, "PATCH", b->name,
+                        json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "lifecycle", ""), 204);
     lc_bck_free(b);
 }
 
