@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * s3obj.h: what S3's object files share (s3meta.c below s3obj.c, s3copy.c
- * and s3mpu.c); for them only.
+ * and s3mpu.c); for them only, and for job lifecycle (tags, uploads).
  */
 #ifndef SL_S3OBJ_H
 #define SL_S3OBJ_H
