@@ -593,10 +593,12 @@ static const struct cli_cmd cmds[] = {
       NULL },
     { "job start", "job start rebalance [--wait]\n"
                    "job start lru [ais://BUCKET ...] [--force] [--wait]\n"
+                   "job start lifecycle [ais://BUCKET ...] [--wait]\n"
                    "job start resilver [TARGET] [--wait]\n"
                    "job start mirror ais://BUCKET --copies N [--wait]\n"
                    "job start dsort [ais://SRC] [ais://DST] -f SPEC.json|SPEC.yaml|- [FLAGS]",
-      "Start a rebalance, an LRU eviction (of the buckets named, else of all), a resilver (of every target, else "
+      "Start a rebalance, an LRU eviction (of the buckets named, else of all), the buckets' S3 lifecycle rules "
+      "applied now (job lifecycle: expired objects deleted, old multipart uploads aborted), a resilver (of every target, else "
       "of the one named), N-way mirroring of a bucket (make-n-copies: N replicas of each object on distinct "
       "mountpaths) or a dsort job from its spec (JSON or YAML; SRC and DST replace its buckets).",
       F({ "-f, --file SPEC", "the dsort spec, JSON or YAML (- = stdin)", "none" },

@@ -568,6 +568,17 @@ static int lru_start(struct opts *o)
     return cluster_start(o, v, "start lru");
 }
 
+/* shale job start lifecycle [ais://B ...]: the buckets' S3 lifecycle rules applied now */
+static int lifecycle_start(struct opts *o)
+{
+    json_t *v = json_pack("{s:s}", "Kind", "lifecycle");
+    if (o->argc > 1) {
+        if (add_buckets(v, o, 1) < 0)
+            return 1;
+    }
+    return cluster_start(o, v, "start lifecycle");
+}
+
 /* shale job start mirror ais://B --copies N: make-n-copies (AIStore's `ais start mirror`) */
 static int mirror_start(struct opts *o)
 {
@@ -605,6 +616,8 @@ static int job_start(struct opts *o)
         return mirror_start(o);
     if (o->argc >= 1 && !strcmp(o->argv[0], "lru"))
         return lru_start(o);
+    if (o->argc >= 1 && !strcmp(o->argv[0], "lifecycle"))
+        return lifecycle_start(o);
     if (o->argc >= 1 && !strcmp(o->argv[0], "resilver")) {
         if (o->argc > 2) {
             fprintf(stderr, "Error: unexpected argument \"%s\": `shale job start resilver [TARGET]` names one "

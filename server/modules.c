@@ -11,6 +11,7 @@
 #include "ec_job.h"
 #include "etl.h"
 #include "ishard.h"
+#include "lifecycle.h"
 #include "lrit.h"
 #include "lru.h"
 #include "cleanup.h"
@@ -46,5 +47,6 @@ const struct sl_module *const sl_modules[] = {
     &sl_ec_module,
     &sl_resilver_module,
     &sl_scrub_module,
+    &sl_lifecycle_module,
     NULL,
 };

@@ -619,22 +619,10 @@ static void create_bucket(struct sl_req *r, void *arg)
 }
 
 /* Send msg (stolen) to the primary gateway's /v1/buckets/NAME; answer ok
- * with ok_status, or the primary's error as an S3 error. */
+ * with ok_status, or the primary's error as an S3 error (s3util.c). */
 static void primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status)
 {
-    struct sl_smap *s = sl_smap_get();
-    const struct sl_snode *p = sl_smap_primary(s);
-    char *url = sl_xasprintf("%s/v1/buckets/%s", p ? p->url : G.self.url, bucket);
-    sl_smap_put(s);
-    struct sl_peer_resp pr = { 0 };
-    if (sl_peer_json(method, url, msg, 0, &pr) < 0)
-        s3_err(r, 503, "ServiceUnavailable", "the primary gateway did not answer: %s", pr.err);
-    else if (pr.status >= 300)
-        s3_err(r, (int)pr.status, pr.status == 404 ? "NoSuchBucket" : "InternalError", "%s", pr.err);
-    else
-        sl_resp_empty(r, ok_status);
-    sl_peer_resp_free(&pr);
-    free(url);
+    s3_primary_bck_call(r, method, bucket, msg, ok_status);
 }
 
 static void delete_bucket(struct sl_req *r, void *arg)
@@ -867,7 +855,7 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
 
 /* ---- dispatch ---- */
 
-static const char *const unsupported[] = { "lifecycle", "cors", "policy", "website", "replication",
+static const char *const unsupported[] = { "cors", "policy", "website", "replication",
                                            "encryption", "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls", "publicAccessBlock",
@@ -916,7 +904,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         return;
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
-        !sl_req_query(r, "tagging")) {
+        !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -943,6 +931,10 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
     const struct sl_bck b = *bp;
     if (sl_req_query(r, "tagging")) {
         bck_tagging(r, &b);
+        return;
+    }
+    if (sl_req_query(r, "lifecycle")) {
+        s3_bck_lifecycle(r, &b);
         return;
     }
     switch (r->method) {

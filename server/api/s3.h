@@ -95,6 +95,12 @@ int64_t s3_parse_http_time(const char *s);
 int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *, const char *, const char *),
                  void *arg);
 
+/* Send msg (stolen) to the primary gateway's /v1/buckets/NAME; answer
+ * ok_status, or its error as S3's (pool threads: it waits on the peer). */
+void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status);
+/* ?lifecycle of a bucket: GET, PUT, DELETE (s3life.c) */
+void s3_bck_lifecycle(struct sl_req *r, const struct sl_bck *b);
+
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);
 /* This target's multipart uploads in flight for a bucket:

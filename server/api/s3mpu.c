@@ -513,3 +513,36 @@ json_t *s3_local_uploads(uint64_t bid)
     pthread_mutex_unlock(&up_mu);
     return a;
 }
+
+int s3_uploads_expire(const struct sl_bck *b, bool (*match)(void *arg, const char *key, size_t klen, int64_t created),
+                      void *arg)
+{
+    struct gone {
+        char id[80];
+        char *key;
+        size_t klen;
+    } *g = NULL;
+    int n = 0, done = 0;
+    pthread_mutex_lock(&up_mu);
+    for (struct s3upload *u = uploads; u; u = u->next)
+        if (u->bid == b->bid && match(arg, u->key, u->klen, u->created)) {
+            g = sl_xrealloc(g, (size_t)(n + 1) * sizeof(*g));
+            snprintf(g[n].id, sizeof(g[n].id), "%s", u->id);
+            g[n].key = sl_xstrndup(u->key, u->klen);
+            g[n].klen = u->klen;
+            n++;
+        }
+    pthread_mutex_unlock(&up_mu);
+    for (int i = 0; i < n; i++) {
+        struct sl_err err = { 0 };
+        if (sl_mpt_abort(b, g[i].key, g[i].klen, g[i].id, &err) < 0 && err.code != SL_ENOENT)
+            sl_logw("s3: aborting multipart upload %s of %s/%.*s: %s", g[i].id, b->name, (int)SL_MIN(g[i].klen, 200),
+                    g[i].key, err.msg);
+        else
+            done++;
+        up_drop(g[i].id);
+        free(g[i].key);
+    }
+    free(g);
+    return done;
+}

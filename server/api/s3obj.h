@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * s3obj.h: what S3's object files share (s3meta.c below s3obj.c, s3copy.c
- * and s3mpu.c); for them only.
+ * and s3mpu.c); for them only, and for job lifecycle (tags, uploads).
  */
 #ifndef SL_S3OBJ_H
 #define SL_S3OBJ_H
@@ -65,6 +65,10 @@ bool s3_upload_known(const char *id);
 void s3_upload_record_part(const char *id, int partno, uint64_t size, const char *etag);
 void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
 void s3_complete_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
+/* Abort this target's multipart uploads of b for which match(arg, key,
+ * klen, initiated unix ns) says so (job lifecycle): how many went. */
+int s3_uploads_expire(const struct sl_bck *b, bool (*match)(void *arg, const char *key, size_t klen, int64_t created),
+                      void *arg);
 void s3_abort_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
 void s3_list_parts(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
 

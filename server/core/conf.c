@@ -111,6 +111,12 @@ static const struct key schema[] = {
       "job cleanup-store removes a work file only when nobody wrote it for this long (and none holds it open)" },
     { "scrub.interval", T_DUR, "0s", 0, NULL,
       "how often each target checks every object's bytes against its checksum (job scrub); 0s: only when started" },
+    { "lifecycle.interval", T_DUR, "1h", 0, NULL,
+      "how often each target applies its buckets' S3 lifecycle rules (job lifecycle); 0s: only when started, else at "
+      "least 1s" },
+    { "lifecycle.debug_days_offset", T_INT, "0", 0, NULL,
+      "tests only: job lifecycle takes \"now\" as this many days later; refused unless every node runs with "
+      "SHALE_TEST_CLOCK=1 in its environment" },
     { "space.out_of_space", T_PCT, "95", 0, NULL, NULL },
 
     { "net.http.use_https", T_BOOL, "false", F_RESTART, NULL,
@@ -524,6 +530,12 @@ static json_t *defaults(void)
     return d;
 }
 
+bool sl_test_clock_allowed(void)
+{
+    const char *e = getenv("SHALE_TEST_CLOCK");
+    return e && !strcmp(e, "1");
+}
+
 static const char *gs(json_t *doc, const char *path)
 {
     json_t *v = get_path(doc, path);
@@ -615,6 +627,9 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->lru_capacity_upd_ns = gd(doc, "lru.capacity_upd_time");
     c->space_dont_cleanup_ns = gd(doc, "space.dont_cleanup_time");
     c->scrub_interval_ns = gd(doc, "scrub.interval");
+    c->lifecycle_interval_ns = gd(doc, "lifecycle.interval");
+    long long lco = gi(doc, "lifecycle.debug_days_offset");
+    c->lifecycle_days_offset = (int)lco;
     c->mirror_enabled = gb(doc, "mirror.enabled");
     long long mc = gi(doc, "mirror.copies"), mb = gi(doc, "mirror.burst_buffer");
     c->mirror_copies = mc == 0 ? 2 : mc < 0 || mc > 32 ? -1 : (int)mc;
@@ -693,6 +708,18 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     }
     if (c->scrub_interval_ns != 0 && c->scrub_interval_ns < 1000000000LL) {
         sl_errf(err, SL_EINVAL, "scrub.interval must be 0s (off) or at least 1s");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (c->lifecycle_interval_ns != 0 && c->lifecycle_interval_ns < 1000000000LL) {
+        sl_errf(err, SL_EINVAL, "lifecycle.interval must be 0s (off: the job runs only when started) or at least 1s");
+        c->root = NULL;
+        sl_config_free(c);
+        return NULL;
+    }
+    if (lco < 0 || lco > 36500) {
+        sl_errf(err, SL_EINVAL, "lifecycle.debug_days_offset must be 0 to 36500 (days; a test clock, leave it 0)");
         c->root = NULL;
         sl_config_free(c);
         return NULL;
@@ -934,6 +961,13 @@ struct sl_config *sl_config_update(const struct sl_config *c, json_t *partial, j
                     "has no effect in this build, so it cannot be changed (it stays %s); nothing was changed",
                     schema[i].path, was ? was : "unset");
             free(was);
+            goto fail;
+        }
+        if (changed && !strcmp(schema[i].path, "lifecycle.debug_days_offset") && !sl_test_clock_allowed() &&
+            !(json_is_integer(v) && json_integer_value(v) == 0)) {
+            sl_errf(err, SL_EINVAL, "lifecycle.debug_days_offset is a test clock (days added to job lifecycle's "
+                    "\"now\"): it can be set only on a cluster whose nodes run with SHALE_TEST_CLOCK=1 in their "
+                    "environment, and this one does not; nothing was changed");
             goto fail;
         }
         if (changed && (schema[i].flags & F_RESTART) && restart)

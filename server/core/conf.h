@@ -56,6 +56,8 @@ struct sl_config {
     int64_t lru_capacity_upd_ns;  /* lru.capacity_upd_time */
     int64_t space_dont_cleanup_ns; /* space.dont_cleanup_time */
     int64_t scrub_interval_ns;    /* scrub.interval (0: off) */
+    int64_t lifecycle_interval_ns; /* lifecycle.interval (0: off) */
+    int lifecycle_days_offset;    /* lifecycle.debug_days_offset (tests: SHALE_TEST_CLOCK=1 only) */
     bool mirror_enabled;          /* mirror.*: the defaults of new buckets' mirror props */
     int mirror_copies;            /* (0 in the file: 2) */
     int mirror_burst;             /* (0 in the file: 512) */
@@ -111,6 +113,9 @@ struct sl_config *sl_config_load(const char *cluster_path, const char *local_pat
  * the caller still owns doc. */
 struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err);
 void sl_config_free(struct sl_config *c);
+/* The test clock (lifecycle.debug_days_offset) may be set: this process
+ * runs with SHALE_TEST_CLOCK=1 in its environment. */
+bool sl_test_clock_allowed(void);
 
 /* Apply a partial update ({"checksum":{"type":"md5"}} or flat "a.b" keys)
  * on top of c, producing a new config (as from load) with a document of its

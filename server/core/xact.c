@@ -281,6 +281,7 @@ static const char *const kinds[] = {
     "archive", "delete-listrange", "evict-listrange", "evict-remote-bck", "prefetch-listrange", "make-n-copies",
     "put-copies", "ec-encode", "ec-get", "ec-put", "ec-resp", "rechunk", "blob-download", "download", "dsort",
     "get-batch", "list", "summary", "promote", "move-bck", "load-lom-cache", "election", "ishard", "scrub",
+    "lifecycle",
 };
 
 bool sl_job_kind_known(const char *kind)
