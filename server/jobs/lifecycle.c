@@ -299,7 +299,7 @@ static void *watch_thread(void *arg)
             continue;
         char id[40];
         struct sl_err err = { 0 };
-        if (sl_bljob_start_here(&lifecycle_job, NULL, NULL, false, id, &err) == 0)
+        if (sl_bljob_start_here(&lifecycle_job, NULL, NULL, false, false, id, &err) == 0)
             sl_logi("lifecycle %s: started by the target itself (lifecycle.interval)", id);
     }
     return NULL;
