@@ -2,6 +2,7 @@
  * bcklist.c: see bcklist.h.
  */
 #include "bcklist.h"
+#include "bg.h"
 #include "cluster.h"
 #include "jsonx.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int sl_bcklist_parse(const json_t *v, const char *what, json_t **out, struct sl_err *err)
 {
@@ -200,4 +202,49 @@ bool sl_bljob_cluster_start(struct sl_bljob *j, struct sl_req *r, const char *ki
     sl_job_id(q->id, sizeof(q->id), "");
     sl_req_offload(r, start_run, req_free, q);
     return true;
+}
+
+/* ---- a target's own runs, every INTERVAL ---- */
+
+struct every {
+    struct sl_bljob *j;
+    int64_t (*interval)(void);
+    const char *setting;
+};
+
+static void *every_thread(void *arg)
+{
+    struct every *e = arg;
+    for (;;) {
+        sleep(1);
+        if (sl_bg_stopping())
+            break;
+        int64_t iv = e->interval(), last;
+        if (iv <= 0 || sl_bljob_running(e->j, &last) || sl_mono_ns() - last < iv)
+            continue;
+        char id[40];
+        struct sl_err err = { 0 };
+        if (sl_bljob_start_here(e->j, NULL, NULL, false, false, id, &err) == 0)
+            sl_logi("%s %s: started by the target itself (%s)", e->j->kind, id, e->setting);
+    }
+    free(e);
+    return NULL;
+}
+
+void sl_bljob_every(struct sl_bljob *j, int64_t (*interval)(void), const char *setting)
+{
+    if (!sl_is_target())
+        return;
+    pthread_mutex_lock(&j->mu);
+    j->last_start = sl_mono_ns(); /* (the first run one interval after the start) */
+    pthread_mutex_unlock(&j->mu);
+    struct every *e = sl_xmalloc(sizeof(*e));
+    *e = (struct every){ j, interval, setting };
+    pthread_t t;
+    if (pthread_create(&t, NULL, every_thread, e) == 0) {
+        pthread_detach(t);
+    } else {
+        free(e);
+        sl_logw("%s: cannot start the %s watcher; the job runs only when started", j->kind, setting);
+    }
 }

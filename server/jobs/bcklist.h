@@ -55,5 +55,9 @@ bool sl_bljob_running(struct sl_bljob *j, int64_t *last_start);
 /* The module's .internal (POST <path>) and .cluster_start (kind KIND). */
 bool sl_bljob_internal(struct sl_bljob *j, struct sl_req *r);
 bool sl_bljob_cluster_start(struct sl_bljob *j, struct sl_req *r, const char *kind, const json_t *value);
+/* On a target (else nothing): a thread that starts a run here whenever
+ * interval() ns (<= 0: off) have passed since the last one began, the first
+ * one interval after now; setting ("scrub.interval") names it in the log. */
+void sl_bljob_every(struct sl_bljob *j, int64_t (*interval)(void), const char *setting);
 
 #endif

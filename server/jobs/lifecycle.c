@@ -287,36 +287,14 @@ static bool lifecycle_cluster_start(struct sl_req *r, const char *kind, const js
 
 /* ---- a target's own runs, every lifecycle.interval ---- */
 
-static void *watch_thread(void *arg)
+static int64_t interval(void)
 {
-    (void)arg;
-    for (;;) {
-        sleep(1);
-        if (sl_bg_stopping())
-            return NULL;
-        int64_t iv = sl_conf->lifecycle_interval_ns, last;
-        if (iv <= 0 || sl_bljob_running(&lifecycle_job, &last) || sl_mono_ns() - last < iv)
-            continue;
-        char id[40];
-        struct sl_err err = { 0 };
-        if (sl_bljob_start_here(&lifecycle_job, NULL, NULL, false, false, id, &err) == 0)
-            sl_logi("lifecycle %s: started by the target itself (lifecycle.interval)", id);
-    }
-    return NULL;
+    return sl_conf->lifecycle_interval_ns;
 }
 
 static void lifecycle_start(void)
 {
-    pthread_t t;
-    if (!sl_is_target())
-        return;
-    pthread_mutex_lock(&lifecycle_job.mu);
-    lifecycle_job.last_start = sl_mono_ns(); /* (the first run one interval after the start) */
-    pthread_mutex_unlock(&lifecycle_job.mu);
-    if (pthread_create(&t, NULL, watch_thread, NULL) == 0)
-        pthread_detach(t);
-    else
-        sl_logw("lifecycle: cannot start the lifecycle.interval watcher; the job runs only when started");
+    sl_bljob_every(&lifecycle_job, interval, "lifecycle.interval");
 }
 
 const struct sl_module sl_lifecycle_module = {

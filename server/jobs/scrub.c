@@ -289,36 +289,14 @@ static bool scrub_cluster_start(struct sl_req *r, const char *kind, const json_t
 
 /* ---- a target's own runs, every scrub.interval ---- */
 
-static void *watch_thread(void *arg)
+static int64_t interval(void)
 {
-    (void)arg;
-    for (;;) {
-        sleep(1);
-        if (sl_bg_stopping())
-            return NULL;
-        int64_t iv = sl_conf->scrub_interval_ns, last;
-        if (iv <= 0 || sl_bljob_running(&scrub_job, &last) || sl_mono_ns() - last < iv)
-            continue;
-        char id[40];
-        struct sl_err err = { 0 };
-        if (sl_bljob_start_here(&scrub_job, NULL, NULL, false, false, id, &err) == 0)
-            sl_logi("scrub %s: started by the target itself (scrub.interval)", id);
-    }
-    return NULL;
+    return sl_conf->scrub_interval_ns;
 }
 
 static void scrub_start(void)
 {
-    pthread_t t;
-    if (!sl_is_target())
-        return;
-    pthread_mutex_lock(&scrub_job.mu);
-    scrub_job.last_start = sl_mono_ns(); /* (the first run one interval after the start) */
-    pthread_mutex_unlock(&scrub_job.mu);
-    if (pthread_create(&t, NULL, watch_thread, NULL) == 0)
-        pthread_detach(t);
-    else
-        sl_logw("scrub: cannot start the scrub.interval watcher; scrub runs only when started");
+    sl_bljob_every(&scrub_job, interval, "scrub.interval");
 }
 
 const struct sl_module sl_scrub_module = {
