@@ -95,6 +95,16 @@ int64_t s3_parse_http_time(const char *s);
 int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *, const char *, const char *),
                  void *arg);
 
+/* Set the bucket's props prop to value through the primary gateway (a pool
+ * thread): answered ok_status, or the primary's error (s3.c) */
+void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, const char *value, int ok_status);
+/* CORS (s3cors.c): ?cors of a bucket; a preflight OPTIONS (answered from
+ * the bucket's props, without credentials); the Access-Control-* headers
+ * of an actual request whose Origin the bucket's rules allow */
+void s3_bck_cors(struct sl_req *r, const struct sl_bck *b);
+void s3_cors_preflight(struct sl_req *r, const char *bucket);
+void s3_cors_actual(struct sl_req *r, const struct sl_bck *b);
+
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);
 /* This target's multipart uploads in flight for a bucket:

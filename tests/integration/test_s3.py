@@ -249,7 +249,7 @@ class S3Test(unittest.TestCase):
         versioning.enabled property (as in AIStore: Enabled/Suspended), which the native API then shows;
         a malformed or MFA versioning body changes nothing; ?acl GET and PUT of the canned ACL "private" are
         accepted, any other ACL is 501 and changes nothing;
-        ?lifecycle/?cors/?policy are 501 NotImplemented with an XML error"""
+        ?lifecycle/?policy are 501 NotImplemented with an XML error"""
         b = self.bucket("bkt-sub")
         loc = self.xml(self.req("GET", "/" + b, params={"location": ""}))
         self.assertEqual(loc.tag, NS + "LocationConstraint")
@@ -295,7 +295,7 @@ class S3Test(unittest.TestCase):
                  "NotImplemented")
         self.err(self.req("PUT", "/bkt-sub-public", headers={"x-amz-acl": "public-read"}), 501, "NotImplemented")
         self.assertEqual(self.req("HEAD", "/bkt-sub-public").status_code, 404)  # not created
-        for sub in ("lifecycle", "cors", "policy", "website"):
+        for sub in ("lifecycle", "policy", "website"):
             self.err(self.req("GET", "/" + b, params={sub: ""}), 501, "NotImplemented")
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
         self.client_err(lambda: self.s3.get_bucket_lifecycle_configuration(Bucket=b), 501, "NotImplemented")

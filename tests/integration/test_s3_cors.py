@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""S3 CORS and GetObjectAttributes (issue 39) against a real cluster of 1 gateway and 2 targets:
+Put/Get/DeleteBucketCors with boto3 and the aws CLI (S3's limits and error codes, kept in the bucket's props
+"cors"), browser preflights (OPTIONS /s3/B[/KEY], raw, without credentials, also with signature verification
+on) matched by Origin, Access-Control-Request-Method and -Headers, the Access-Control-* headers of actual
+requests (answered by a gateway or by an object's target), the configuration surviving a restart of every
+node; GetObjectAttributes (ETag, Checksum, ObjectParts, StorageClass, ObjectSize) of plain and multipart
+objects.
+"""
+import json
+import os
+import subprocess
+import unittest
+import xml.etree.ElementTree as ET
+
+from harness import main, start_cluster, stop_cluster
+
+import boto3
+import requests
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+AWS = "/usr/bin/aws"
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+AK, SK = "shale-test-key", "shale-test-secret"
+
+RULES = {"CORSRules": [
+    {"ID": "app", "AllowedOrigins": ["https://app.example.com", "http://*.example.org"],
+     "AllowedMethods": ["GET", "PUT", "HEAD"], "AllowedHeaders": ["x-amz-*", "Content-Type"],
+     "ExposeHeaders": ["ETag", "x-amz-request-id"], "MaxAgeSeconds": 600},
+    {"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]},
+]}
+
+
+class S3CorsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        start_cluster(cls, targets=2, prefix="shale-s3cors-")
+        cls.ep = cls.url + "/s3"
+        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
+                                       region_name="us-east-1").client(
+            "s3", endpoint_url=cls.ep,
+            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
+                          retries={"max_attempts": 1}))
+        cfg = os.path.join(cls.tmp, "aws-config")
+        with open(cfg, "w") as f:
+            f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+        cls.env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        cls.env.update(AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_DEFAULT_REGION="us-east-1",
+                       AWS_CONFIG_FILE=cfg, AWS_SHARED_CREDENTIALS_FILE=os.path.join(cls.tmp, "none"),
+                       AWS_EC2_METADATA_DISABLED="true", AWS_PAGER="", HOME=cls.tmp)
+        cls.s3.create_bucket(Bucket="cors")
+        cls.s3.put_bucket_cors(Bucket="cors", CORSConfiguration=RULES)
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_cluster(cls)
+
+    def client_err(self, fn, status, code):
+        with self.assertRaises(ClientError) as cm:
+            fn()
+        e = cm.exception.response
+        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
+        self.assertEqual(e["Error"]["Code"], code, e)
+        return e
+
+    def err(self, r, status, code):
+        self.assertEqual(r.status_code, status, r.text)
+        self.assertEqual(ET.fromstring(r.content).findtext("Code"), code, r.text)
+        return ET.fromstring(r.content).findtext("Message")
+
+    def aws(self, *args, check=True):
+        p = subprocess.run([AWS, "--endpoint-url", self.ep] + list(args), capture_output=True, text=True,
+                           env=self.env, timeout=120)
+        if check:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return p
+
+    def preflight(self, path, origin, method, headers=None):
+        h = {}
+        if origin is not None:
+            h["Origin"] = origin
+        if method is not None:
+            h["Access-Control-Request-Method"] = method
+        if headers:
+            h["Access-Control-Request-Headers"] = headers
+        return requests.options(self.ep + path, headers=h, timeout=30)
+
+    # ---- the configuration ------------------------------------------------------------------------------------
+
+    def test_cors_configuration(self):
+        """PutBucketCors / GetBucketCors / DeleteBucketCors with boto3: the rules round-trip, in order, kept in the
+        bucket's props "cors" (the native API shows them); none → 404 NoSuchCORSConfiguration; S3's limits refused
+        with S3's codes and nothing changed"""
+        b = "cors-cfg"
+        self.s3.create_bucket(Bucket=b)
+        self.client_err(lambda: self.s3.get_bucket_cors(Bucket=b), 404, "NoSuchCORSConfiguration")
+        r = self.s3.put_bucket_cors(Bucket=b, CORSConfiguration=RULES)
+        self.assertEqual(r["ResponseMetadata"]["HTTPStatusCode"], 200)
+        got = self.s3.get_bucket_cors(Bucket=b)["CORSRules"]
+        self.assertEqual(got, RULES["CORSRules"])
+        props = json.loads(self.s.head(self.url + "/v1/buckets/" + b, timeout=30).headers["Ais-Bucket-Props"])
+        self.assertEqual(json.loads(props["cors"])[0]["origins"], RULES["CORSRules"][0]["AllowedOrigins"])
+        # S3's limits
+        one = {"AllowedOrigins": ["https://a.example"], "AllowedMethods": ["GET"]}
+        bad = [({"CORSRules": [one] * 101}, 400, "MalformedXML"),
+               ({"CORSRules": [dict(one, AllowedMethods=["PATCH"])]}, 400, "InvalidRequest"),
+               ({"CORSRules": [dict(one, AllowedOrigins=["https://*.*.example"])]}, 400, "InvalidRequest"),
+               ({"CORSRules": [dict(one, AllowedHeaders=["x-*-*"])]}, 400, "InvalidRequest"),
+               ({"CORSRules": [dict(one, ID="i" * 256)]}, 400, "InvalidArgument")]
+        for cfg, st, code in bad:
+            e = self.client_err(lambda: self.s3.put_bucket_cors(Bucket=b, CORSConfiguration=cfg), st, code)
+            self.assertIn("nothing was changed", e["Error"]["Message"])
+        self.assertEqual(self.s3.get_bucket_cors(Bucket=b)["CORSRules"], RULES["CORSRules"])  # unchanged
+        self.s3.put_bucket_cors(Bucket=b, CORSConfiguration={"CORSRules": [one] * 100})  # the maximum
+        self.assertEqual(len(self.s3.get_bucket_cors(Bucket=b)["CORSRules"]), 100)
+        # malformed bodies, raw (Content-MD5 is not required here)
+        for body in (b"<CORSConfiguration/>", b"<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMethod>"
+                     b"</CORSRule></CORSConfiguration>", b"<CORS"):
+            self.err(requests.put(self.ep + "/" + b, params={"cors": ""}, data=body, timeout=30), 400,
+                     "MalformedXML")
+        self.err(requests.post(self.ep + "/" + b, params={"cors": ""}, timeout=30), 405, "MethodNotAllowed")
+        r = self.s3.delete_bucket_cors(Bucket=b)
+        self.assertEqual(r["ResponseMetadata"]["HTTPStatusCode"], 204)
+        self.client_err(lambda: self.s3.get_bucket_cors(Bucket=b), 404, "NoSuchCORSConfiguration")
+        self.client_err(lambda: self.s3.get_bucket_cors(Bucket="no-such-cors"), 404, "NoSuchBucket")
+        self.client_err(lambda: self.s3.put_bucket_cors(Bucket="no-such-cors", CORSConfiguration=RULES), 404,
+                        "NoSuchBucket")
+        self.assertEqual(requests.head(self.ep + "/no-such-cors", timeout=30).status_code, 404)  # not created
+
+    def test_cors_aws_cli(self):
+        """aws s3api put-bucket-cors / get-bucket-cors / delete-bucket-cors"""
+        b = "cors-cli"
+        self.aws("s3api", "create-bucket", "--bucket", b)
+        cfg = os.path.join(self.tmp, "cors.json")
+        with open(cfg, "w") as f:
+            json.dump({"CORSRules": [{"AllowedOrigins": ["https://cli.example"], "AllowedMethods": ["PUT", "POST"],
+                                      "AllowedHeaders": ["*"], "MaxAgeSeconds": 30}]}, f)
+        self.aws("s3api", "put-bucket-cors", "--bucket", b, "--cors-configuration", "file://" + cfg)
+        got = json.loads(self.aws("s3api", "get-bucket-cors", "--bucket", b).stdout)["CORSRules"]
+        self.assertEqual(got, [{"AllowedHeaders": ["*"], "AllowedMethods": ["PUT", "POST"],
+                                "AllowedOrigins": ["https://cli.example"], "MaxAgeSeconds": 30}])
+        r = self.preflight("/%s/up/load" % b, "https://cli.example", "POST", "Content-Type, X-Whatever")
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.headers["Access-Control-Allow-Headers"], "Content-Type, X-Whatever")
+        self.aws("s3api", "delete-bucket-cors", "--bucket", b)
+        p = self.aws("s3api", "get-bucket-cors", "--bucket", b, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("NoSuchCORSConfiguration", p.stderr)
+
+    # ---- preflights and actual requests ------------------------------------------------------------------------
+
+    def test_cors_preflight(self):
+        """OPTIONS /s3/B[/KEY] (raw, no credentials): a matching rule → 200 with Access-Control-Allow-Origin,
+        -Methods, -Headers, -Expose-Headers, -Max-Age and Vary; no match by origin, method or header → 403
+        AccessForbidden; no configuration → 403; no Origin or method → 400"""
+        for path in ("/cors/some/key", "/cors"):
+            r = self.preflight(path, "https://app.example.com", "PUT", "x-amz-meta-a, content-type")
+            self.assertEqual(r.status_code, 200, r.text)
+            h = r.headers
+            self.assertEqual(h["Access-Control-Allow-Origin"], "https://app.example.com")
+            self.assertEqual(h["Access-Control-Allow-Methods"], "GET, PUT, HEAD")
+            self.assertEqual(h["Access-Control-Allow-Headers"], "x-amz-meta-a, content-type")
+            self.assertEqual(h["Access-Control-Expose-Headers"], "ETag, x-amz-request-id")
+            self.assertEqual(h["Access-Control-Max-Age"], "600")
+            self.assertEqual(h["Access-Control-Allow-Credentials"], "true")
+            self.assertIn("Origin", h["Vary"])
+        r = self.preflight("/cors/k", "http://shop.example.org", "HEAD")  # the wildcard origin
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.headers["Access-Control-Allow-Origin"], "http://shop.example.org")
+        r = self.preflight("/cors/k", "https://anyone.test", "GET")  # the second rule: "*"
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.headers["Access-Control-Allow-Origin"], "*")
+        self.assertNotIn("Access-Control-Allow-Credentials", r.headers)
+        for origin, method, hdrs in (("https://evil.example.com", "PUT", None),    # origin
+                                     ("https://app.example.com", "DELETE", None),  # method
+                                     ("https://app.example.com", "PUT", "Authorization"),  # header
+                                     ("https://example.org", "GET", "x-amz-date")):  # neither rule allows it
+            r = self.preflight("/cors/k", origin, method, hdrs)
+            self.assertIn("not allowed", self.err(r, 403, "AccessForbidden"))
+            self.assertNotIn("Access-Control-Allow-Origin", r.headers)
+        self.s3.create_bucket(Bucket="cors-none")
+        self.assertIn("not enabled", self.err(self.preflight("/cors-none/k", "https://a.example", "GET"), 403,
+                                              "AccessForbidden"))
+        self.err(self.preflight("/cors/k", None, "GET"), 400, "BadRequest")
+        self.err(self.preflight("/cors/k", "https://app.example.com", None), 400, "BadRequest")
+        self.err(self.preflight("/cors/k", "https://app.example.com", "PATCH"), 400, "BadRequest")
+        self.err(self.preflight("/no-such-cors/k", "https://app.example.com", "GET"), 404, "NoSuchBucket")
+
+    def test_cors_actual_requests(self):
+        """an actual request with an Origin a rule allows for its method gets Access-Control-Allow-Origin and
+        -Expose-Headers, on objects answered by either target and on bucket requests answered by the gateway;
+        an origin no rule allows, or no Origin, gets none"""
+        for i in range(6):  # over both targets
+            k = "obj%d" % i
+            self.s3.put_object(Bucket="cors", Key=k, Body=b"v%d" % i)
+            r = requests.get(self.ep + "/cors/" + k, headers={"Origin": "https://app.example.com"}, timeout=30)
+            self.assertEqual((r.status_code, r.content), (200, b"v%d" % i))
+            self.assertEqual(r.headers["Access-Control-Allow-Origin"], "https://app.example.com")
+            self.assertEqual(r.headers["Access-Control-Expose-Headers"], "ETag, x-amz-request-id")
+            r = requests.head(self.ep + "/cors/" + k, headers={"Origin": "http://x.example.org"}, timeout=30)
+            self.assertEqual(r.headers.get("Access-Control-Allow-Origin"), "http://x.example.org")
+            r = requests.get(self.ep + "/cors/" + k, headers={"Origin": "https://evil.test.com"}, timeout=30)
+            self.assertEqual(r.headers.get("Access-Control-Allow-Origin"), "*")  # rule 2 allows GET from anyone
+            r = requests.delete(self.ep + "/cors/nothing", headers={"Origin": "https://app.example.com"}, timeout=30)
+            self.assertNotIn("Access-Control-Allow-Origin", r.headers)  # DELETE is in no rule
+            r = requests.get(self.ep + "/cors/" + k, timeout=30)
+            self.assertNotIn("Access-Control-Allow-Origin", r.headers)
+        r = requests.get(self.ep + "/cors", params={"list-type": "2"}, headers={"Origin": "https://app.example.com"},
+                         timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(r.headers["Access-Control-Allow-Origin"], "https://app.example.com")
+
+    def test_cors_preflight_without_credentials_when_verifying(self):
+        """with signature verification on, a browser's preflight (no credentials) is still answered from the
+        rules, while an unsigned GET is refused"""
+        self.c.cli("s3", "key", "add", AK, "--secret", SK)
+        self.c.cli("s3", "verify", "on")
+        try:
+            r = self.preflight("/cors/k", "https://app.example.com", "PUT", "x-amz-date")
+            self.assertEqual(r.status_code, 200, r.text)
+            self.assertEqual(r.headers["Access-Control-Allow-Origin"], "https://app.example.com")
+            self.err(self.preflight("/cors/k", "https://evil.example.com", "PUT"), 403, "AccessForbidden")
+            self.err(requests.get(self.ep + "/cors/obj0", timeout=30), 403, "AccessDenied")
+            self.assertEqual(len(self.s3.get_bucket_cors(Bucket="cors")["CORSRules"]), 2)  # signed: fine
+        finally:
+            self.c.cli("s3", "verify", "off")
+            self.c.cli("s3", "key", "rm", AK)
+
+    def test_zz_cors_survives_restart(self):
+        """the rules are in the bucket's props: after every node restarts, GetBucketCors and preflights answer the
+        same"""
+        self.c.stop()
+        self.c.start()
+        for _ in range(100):
+            try:
+                if requests.get(self.url + "/v1/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+        self.assertEqual(self.s3.get_bucket_cors(Bucket="cors")["CORSRules"], RULES["CORSRules"])
+        r = self.preflight("/cors/k", "https://app.example.com", "GET")
+        self.assertEqual(r.status_code, 200, r.text)
+
+
+if __name__ == "__main__":
+    main()
