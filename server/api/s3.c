@@ -1092,7 +1092,8 @@ void sl_s3_route(struct sl_req *r)
     /* a read goes where the read path can serve it (the owner, or the EC
      * stand-in for an owner that is down); anything else to the owner */
     bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId") &&
-              !sl_req_query(r, "tagging"); /* tags are read where they are written */
+              !sl_req_query(r, "tagging") && /* tags are read where they are written */
+              !sl_req_query(r, "attributes");
     if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
         s3_cors_actual(r, &b);

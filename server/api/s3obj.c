@@ -251,6 +251,11 @@ static int part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, 
     return 1;
 }
 
+int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len)
+{
+    return part_range(md, pn, off, len);
+}
+
 /* As S3: 1 a range, 0 none (a Range that is not a valid single byte range is
  * ignored: the whole object), -1 not satisfiable */
 static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
@@ -380,6 +385,11 @@ static void put_run(struct sl_req *r, void *arg)
     struct sl_put *p = u->p;
     u->p = NULL;
     sl_put_set_custom(p, "ETag", etag); /* known now, published with the object */
+    if (xc_got[0]) { /* verified: GetObjectAttributes answers it (s3attr.c) */
+        char xc[200];
+        snprintf(xc, sizeof(xc), "%s:%s", u->xc_name, xc_got);
+        sl_put_set_custom(p, S3_XC_KEY, xc);
+    }
     if (sl_put_commit(p, NULL, &err) < 0) {
         s3_err_sl(r, &err);
         return;
@@ -597,7 +607,7 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
 
 /* Object sub-resources not built: answered 501 for every method, never the object's bytes (GET ?attributes
  * returned them) nor its deletion (DELETE ?tagging deleted the object). */
-static const char *const obj_unsupported[] = { "retention", "legal-hold", "attributes", "restore",
+static const char *const obj_unsupported[] = { "retention", "legal-hold", "restore",
                                                "select", "torrent", NULL };
 
 static bool obj_sub_refused(struct sl_req *r)
@@ -629,6 +639,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
         return;
     if (sl_req_query(r, "tagging")) {
         s3_obj_tagging(r, q, b);
+        return;
+    }
+    if (sl_req_query(r, "attributes")) {
+        s3_obj_attributes(r, q, b);
         return;
     }
     const char *id = sl_req_query(r, "uploadId");

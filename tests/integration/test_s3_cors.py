@@ -228,6 +228,74 @@ class S3CorsTest(unittest.TestCase):
             self.c.cli("s3", "verify", "off")
             self.c.cli("s3", "key", "rm", AK)
 
+    # ---- GetObjectAttributes ----------------------------------------------------------------------------------
+
+    def test_object_attributes(self):
+        """GetObjectAttributes with boto3 and the aws CLI: ETag (unquoted), the verified CRC32 a PUT carried,
+        ObjectSize, StorageClass of plain objects on both targets; a multipart object's PartsCount and parts,
+        paged by MaxParts and PartNumberMarker; an unknown or missing attribute name → 400 InvalidArgument, a
+        missing key → 404 NoSuchKey, any method but GET → 405"""
+        b = "attrs"
+        self.s3.create_bucket(Bucket=b)
+        every = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
+        for i in range(4):  # over both targets
+            k = "plain%d" % i
+            put = self.s3.put_object(Bucket=b, Key=k, Body=b"z" * (100 + i), ChecksumAlgorithm="CRC32")
+            a = self.s3.get_object_attributes(Bucket=b, Key=k, ObjectAttributes=every)
+            self.assertEqual(a["ETag"], put["ETag"].strip('"'))
+            self.assertEqual(a["Checksum"]["ChecksumCRC32"], put["ChecksumCRC32"])
+            self.assertEqual((a["ObjectSize"], a["StorageClass"]), (100 + i, "STANDARD"))
+            self.assertNotIn("ObjectParts", a)  # not a multipart object
+            self.assertIn("LastModified", a)
+            a = self.s3.get_object_attributes(Bucket=b, Key=k, ObjectAttributes=["ObjectSize"])
+            self.assertNotIn("ETag", a)
+            self.assertNotIn("StorageClass", a)
+        self.s3.put_object(Bucket=b, Key="nosum", Body=b"n")
+        a = self.s3.get_object_attributes(Bucket=b, Key="nosum", ObjectAttributes=every)
+        self.assertNotIn("Checksum", a)
+        self.assertEqual(a["ObjectSize"], 1)
+        # multipart: 3 parts
+        mib = 1024 * 1024
+        up = self.s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+        parts = []
+        for n, size in ((1, 5 * mib), (2, 5 * mib), (3, 123)):
+            e = self.s3.upload_part(Bucket=b, Key="mp", UploadId=up, PartNumber=n, Body=b"p" * size)["ETag"]
+            parts.append({"PartNumber": n, "ETag": e})
+        done = self.s3.complete_multipart_upload(Bucket=b, Key="mp", UploadId=up, MultipartUpload={"Parts": parts})
+        a = self.s3.get_object_attributes(Bucket=b, Key="mp", ObjectAttributes=every)
+        self.assertEqual(a["ETag"], done["ETag"].strip('"'))
+        self.assertEqual(a["ObjectSize"], 10 * mib + 123)
+        op = a["ObjectParts"]
+        self.assertEqual(op["TotalPartsCount"], 3)
+        self.assertEqual([(p["PartNumber"], p["Size"]) for p in op["Parts"]], [(1, 5 * mib), (2, 5 * mib), (3, 123)])
+        self.assertFalse(op["IsTruncated"])
+        a = self.s3.get_object_attributes(Bucket=b, Key="mp", ObjectAttributes=["ObjectParts"], MaxParts=2)
+        self.assertTrue(a["ObjectParts"]["IsTruncated"])
+        self.assertEqual([p["PartNumber"] for p in a["ObjectParts"]["Parts"]], [1, 2])
+        self.assertEqual(a["ObjectParts"]["NextPartNumberMarker"], 2)
+        a = self.s3.get_object_attributes(Bucket=b, Key="mp", ObjectAttributes=["ObjectParts"], PartNumberMarker=2)
+        self.assertEqual([p["PartNumber"] for p in a["ObjectParts"]["Parts"]], [3])
+        self.assertFalse(a["ObjectParts"]["IsTruncated"])
+        # the aws CLI
+        out = json.loads(self.aws("s3api", "get-object-attributes", "--bucket", b, "--key", "mp",
+                                  "--object-attributes", "ObjectSize", "StorageClass").stdout)
+        self.assertEqual((out["ObjectSize"], out["StorageClass"]), (10 * mib + 123, "STANDARD"))
+        # errors
+        self.client_err(lambda: self.s3.get_object_attributes(Bucket=b, Key="none", ObjectAttributes=["ETag"]), 404,
+                        "NoSuchKey")
+        url = self.ep + "/attrs/plain0"
+        self.assertIn("Invalid attribute name", self.err(requests.get(url, params={"attributes": ""}, headers={
+            "x-amz-object-attributes": "ETag,Colour"}, timeout=30), 400, "InvalidArgument"))
+        self.assertIn("missing or empty", self.err(requests.get(url, params={"attributes": ""}, timeout=30), 400,
+                                                   "InvalidArgument"))
+        self.err(requests.get(url, params={"attributes": ""}, headers={"x-amz-object-attributes": "ETag",
+                                                                       "x-amz-max-parts": "many"}, timeout=30),
+                 400, "InvalidArgument")
+        for m in ("PUT", "DELETE"):
+            self.err(requests.request(m, url, params={"attributes": ""}, data=b"x", timeout=30), 405,
+                     "MethodNotAllowed")
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="plain0")["Body"].read(), b"z" * 100)  # untouched
+
     def test_zz_cors_survives_restart(self):
         """the rules are in the bucket's props: after every node restarts, GetBucketCors and preflights answer the
         same"""
