@@ -1032,6 +1032,10 @@ void sl_s3_route(struct sl_req *r)
         s3_cors_preflight(r, q.bucket);
         return;
     }
+    if (bl && !q.key && s3_is_post_object(r)) { /* a browser's form: its policy is its credentials */
+        s3_post_object(r, q.bucket);
+        return;
+    }
     /* authenticate, then authorise (with the user the verified key belongs to) */
     struct s3auth au;
     if (s3_auth(r, &au) < 0)

@@ -35,6 +35,14 @@ struct s3auth {
  * S3 error. Before anything else looks at the request (authorisation
  * takes au->user: sl_access_s3). */
 int s3_auth(struct sl_req *r, struct s3auth *au);
+/* The verification mode, and access key ak's secret and user: 0, or -1 no
+ * such key (s3auth.c) */
+int s3_key_secret(const char *ak, bool *verify, char *secret, size_t sn, char *user, size_t un);
+/* POST /s3/BUCKET with a multipart/form-data body: a browser's form upload
+ * (s3post.c). A gateway reads the fields, checks them, and forwards the
+ * whole body to the object's target, which writes the file. */
+bool s3_is_post_object(const struct sl_req *r);
+void s3_post_object(struct sl_req *r, const char *bucket);
 /* /v1/s3/keys and /v1/s3/verify (s3auth.c) */
 void s3_keys_admin(struct sl_req *r);
 /* A body read whole, against the integrity headers it came with

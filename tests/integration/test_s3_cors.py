@@ -8,6 +8,7 @@ requests (answered by a gateway or by an object's target), the configuration sur
 node; GetObjectAttributes (ETag, Checksum, ObjectParts, StorageClass, ObjectSize) of plain and multipart
 objects.
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ AK, SK = "shale-test-key", "shale-test-secret"
 
 RULES = {"CORSRules": [
     {"ID": "app", "AllowedOrigins": ["https://app.example.com", "http://*.example.org"],
-     "AllowedMethods": ["GET", "PUT", "HEAD"], "AllowedHeaders": ["x-amz-*", "Content-Type"],
+     "AllowedMethods": ["GET", "PUT", "HEAD", "POST"], "AllowedHeaders": ["x-amz-*", "Content-Type"],
      "ExposeHeaders": ["ETag", "x-amz-request-id"], "MaxAgeSeconds": 600},
     {"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]},
 ]}
@@ -38,11 +39,7 @@ class S3CorsTest(unittest.TestCase):
     def setUpClass(cls):
         start_cluster(cls, targets=2, prefix="shale-s3cors-")
         cls.ep = cls.url + "/s3"
-        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
-                                       region_name="us-east-1").client(
-            "s3", endpoint_url=cls.ep,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
-                          retries={"max_attempts": 1}))
+        cls.s3 = cls.client(AK, SK)
         cfg = os.path.join(cls.tmp, "aws-config")
         with open(cfg, "w") as f:
             f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
@@ -52,6 +49,13 @@ class S3CorsTest(unittest.TestCase):
                        AWS_EC2_METADATA_DISABLED="true", AWS_PAGER="", HOME=cls.tmp)
         cls.s3.create_bucket(Bucket="cors")
         cls.s3.put_bucket_cors(Bucket="cors", CORSConfiguration=RULES)
+
+    @classmethod
+    def client(cls, ak, sk):
+        return boto3.session.Session(aws_access_key_id=ak, aws_secret_access_key=sk, region_name="us-east-1").client(
+            "s3", endpoint_url=cls.ep,
+            config=Config(s3={"addressing_style": "path"}, signature_version="s3v4", connect_timeout=10,
+                          read_timeout=60, retries={"max_attempts": 1}))
 
     @classmethod
     def tearDownClass(cls):
@@ -160,7 +164,7 @@ class S3CorsTest(unittest.TestCase):
             self.assertEqual(r.status_code, 200, r.text)
             h = r.headers
             self.assertEqual(h["Access-Control-Allow-Origin"], "https://app.example.com")
-            self.assertEqual(h["Access-Control-Allow-Methods"], "GET, PUT, HEAD")
+            self.assertEqual(h["Access-Control-Allow-Methods"], "GET, PUT, HEAD, POST")
             self.assertEqual(h["Access-Control-Allow-Headers"], "x-amz-meta-a, content-type")
             self.assertEqual(h["Access-Control-Expose-Headers"], "ETag, x-amz-request-id")
             self.assertEqual(h["Access-Control-Max-Age"], "600")
@@ -295,6 +299,114 @@ class S3CorsTest(unittest.TestCase):
             self.err(requests.request(m, url, params={"attributes": ""}, data=b"x", timeout=30), 405,
                      "MethodNotAllowed")
         self.assertEqual(self.s3.get_object(Bucket=b, Key="plain0")["Body"].read(), b"z" * 100)  # untouched
+
+    # ---- POST Object ------------------------------------------------------------------------------------------
+
+    def post(self, p, data, name="f.txt", extra=None, drop=(), **kw):
+        fields = {k: v for k, v in p["fields"].items() if k not in drop}
+        fields.update(extra or {})
+        return requests.post(p["url"], data=fields, files={"file": (name, data)}, timeout=120, **kw)
+
+    def test_post_object(self):
+        """POST Object with boto3's generate_presigned_post and requests (verification off): ${filename}, the file
+        streamed into the object on its target (both targets, and 8 MiB: more than a gateway holds), metadata and
+        Content-Type fields, success_action_status 200/201/204 and success_action_redirect; policy violations are
+        403 AccessDenied naming the condition (and content-length-range 400 EntityTooLarge/Small), an expired policy
+        403; nothing is stored then; CORS headers on the answer"""
+        b = "post"
+        self.s3.create_bucket(Bucket=b)
+        p = self.s3.generate_presigned_post(b, "up/${filename}", Conditions=[["content-length-range", 1, 9 << 20]],
+                                            ExpiresIn=600)
+        for i in range(6):  # over both targets
+            body = b"hello %d " % i * 100
+            r = self.post(p, body, name="f%d.txt" % i)
+            self.assertEqual(r.status_code, 204, r.text)
+            self.assertEqual(r.headers["ETag"], '"%s"' % hashlib.md5(body).hexdigest())
+            o = self.s3.get_object(Bucket=b, Key="up/f%d.txt" % i)
+            self.assertEqual((o["Body"].read(), o["ETag"]), (body, r.headers["ETag"]))
+        big = os.urandom(1 << 20) * 8
+        r = self.post(p, big, name="big.bin")
+        self.assertEqual(r.status_code, 204, r.text)
+        o = self.s3.get_object(Bucket=b, Key="up/big.bin")
+        self.assertEqual(hashlib.md5(o["Body"].read()).hexdigest(), hashlib.md5(big).hexdigest())
+        # fields: metadata, Content-Type, the answers
+        fields = {"x-amz-meta-owner": "ann", "Content-Type": "text/csv", "success_action_status": "201"}
+        p2 = self.s3.generate_presigned_post(b, "meta.csv", Fields=fields,
+                                             Conditions=[{k: v} for k, v in fields.items()], ExpiresIn=600)
+        r = self.post(p2, b"a,b\n", headers={"Origin": "https://app.example.com"})
+        self.assertEqual(r.status_code, 201, r.text)
+        x = ET.fromstring(r.content)
+        self.assertEqual((x.findtext("Bucket"), x.findtext("Key")), (b, "meta.csv"))
+        self.assertEqual(x.findtext("ETag"), '"%s"' % hashlib.md5(b"a,b\n").hexdigest())
+        self.assertTrue(x.findtext("Location").endswith("/s3/post/meta.csv"))
+        self.assertNotIn("Access-Control-Allow-Origin", r.headers)  # bucket "post" has no CORS configuration
+        h = self.s3.head_object(Bucket=b, Key="meta.csv")
+        self.assertEqual((h["Metadata"], h["ContentType"]), ({"owner": "ann"}, "text/csv"))
+        p3 = self.s3.generate_presigned_post(b, "s200", Fields={"success_action_status": "200"},
+                                             Conditions=[{"success_action_status": "200"}], ExpiresIn=600)
+        self.assertEqual(self.post(p3, b"x").status_code, 200)
+        p4 = self.s3.generate_presigned_post(b, "redir", Fields={"success_action_redirect": "http://127.0.0.1:1/ok"},
+                                             Conditions=[{"success_action_redirect": "http://127.0.0.1:1/ok"}],
+                                             ExpiresIn=600)
+        r = self.post(p4, b"r", allow_redirects=False)
+        self.assertEqual(r.status_code, 303, r.text)
+        self.assertTrue(r.headers["Location"].startswith("http://127.0.0.1:1/ok?bucket=post&key=redir&etag=%22"))
+        # a bucket with CORS: the answer carries Access-Control-Allow-Origin
+        pc = self.s3.generate_presigned_post("cors", "from-browser", ExpiresIn=600)
+        r = self.post(pc, b"b", headers={"Origin": "https://app.example.com"})
+        self.assertEqual(r.status_code, 204, r.text)
+        self.assertEqual(r.headers["Access-Control-Allow-Origin"], "https://app.example.com")
+        # violations: nothing stored
+        def refused(r, status, code, words):
+            self.assertIn(words, self.err(r, status, code))
+        refused(self.post(p, b"x", extra={"key": "other/x"}), 403, "AccessDenied", '["starts-with","$key","up/"]')
+        refused(self.post(p, b"x", name="e.txt", extra={"x-amz-meta-extra": "1"}), 403, "AccessDenied",
+                "Extra input fields: x-amz-meta-extra")
+        refused(self.post(p, b"", name="empty.txt"), 400, "EntityTooSmall", "content-length-range")
+        small = self.s3.generate_presigned_post(b, "up/${filename}", Conditions=[["content-length-range", 0, 10]],
+                                                ExpiresIn=600)
+        refused(self.post(small, b"y" * 11, name="toolarge.txt"), 400, "EntityTooLarge", "10 bytes")
+        old = self.s3.generate_presigned_post(b, "up/${filename}", ExpiresIn=-60)
+        refused(self.post(old, b"x", name="old.txt"), 403, "AccessDenied", "Policy expired")
+        refused(self.post(p, b"x", drop=("key",)), 403, "AccessDenied", "$key")
+        refused(requests.post(self.ep + "/post", files={"file": ("f", b"x")}, timeout=30), 400, "InvalidArgument",
+                "a field named 'key'")  # no policy (verification off): only the key is missing
+        r = requests.post(p["url"], files={k: (None, v) for k, v in p["fields"].items()}, timeout=30)
+        refused(r, 400, "InvalidArgument", "exactly one file")
+        self.err(requests.post(self.ep + "/no-such-post", files={"file": ("f", b"x")}, timeout=30), 404,
+                 "NoSuchBucket")
+        for k in ("other/x", "up/e.txt", "up/empty.txt", "up/toolarge.txt", "up/old.txt"):
+            self.client_err(lambda: self.s3.head_object(Bucket=b, Key=k), 404, "404")
+
+    def test_post_object_verified(self):
+        """with signature verification on: a form signed with a known key's secret is stored; a wrong secret, a
+        policy changed after signing, an unknown access key, missing signature fields and a SigV2 form are refused
+        with S3's codes"""
+        self.c.cli("s3", "key", "add", AK, "--secret", SK)
+        self.c.cli("s3", "verify", "on")
+        try:
+            p = self.s3.generate_presigned_post("post", "v/${filename}", ExpiresIn=600)
+            r = self.post(p, b"signed", name="ok.txt")
+            self.assertEqual(r.status_code, 204, r.text)
+            self.assertEqual(self.s3.get_object(Bucket="post", Key="v/ok.txt")["Body"].read(), b"signed")
+            bad = self.client(AK, "not-the-secret").generate_presigned_post("post", "v/${filename}", ExpiresIn=600)
+            self.err(self.post(bad, b"x", name="bad.txt"), 403, "SignatureDoesNotMatch")
+            other = self.s3.generate_presigned_post("post", "w/${filename}", ExpiresIn=600)
+            forged = dict(p, fields=dict(p["fields"], policy=other["fields"]["policy"]))
+            self.err(self.post(forged, b"x", name="forged.txt"), 403, "SignatureDoesNotMatch")
+            unknown = self.client("no-such-key", SK).generate_presigned_post("post", "v/${filename}", ExpiresIn=600)
+            self.err(self.post(unknown, b"x", name="unknown.txt"), 403, "InvalidAccessKeyId")
+            self.err(self.post(p, b"x", name="nosig.txt", drop=("x-amz-signature",)), 400, "InvalidArgument")
+            v2 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
+                                       region_name="us-east-1").client(
+                "s3", endpoint_url=self.ep, config=Config(s3={"addressing_style": "path"}, signature_version="s3"))
+            self.err(self.post(v2.generate_presigned_post("post", "v/${filename}"), b"x", name="v2.txt"), 400,
+                     "InvalidRequest")
+            for k in ("bad", "forged", "unknown", "nosig", "v2"):
+                self.client_err(lambda: self.s3.head_object(Bucket="post", Key="v/%s.txt" % k), 404, "404")
+        finally:
+            self.c.cli("s3", "verify", "off")
+            self.c.cli("s3", "key", "rm", AK)
 
     def test_zz_cors_survives_restart(self):
         """the rules are in the bucket's props: after every node restarts, GetBucketCors and preflights answer the
