@@ -637,12 +637,6 @@ static void primary_bck_call(struct sl_req *r, const char *method, const char *b
     free(url);
 }
 
-void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, const char *value, int ok_status)
-{
-    primary_bck_call(r, "PATCH", bucket, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", prop, value),
-                     ok_status);
-}
-
 static void delete_bucket(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;

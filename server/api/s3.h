@@ -104,7 +104,7 @@ int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *
                  void *arg);
 
 /* Set the bucket's props prop to value through the primary gateway (a pool
- * thread): answered ok_status, or the primary's error (s3.c) */
+ * thread): answered ok_status, or the primary's error (s3util.c) */
 void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, const char *value, int ok_status);
 /* CORS (s3cors.c): ?cors of a bucket; a preflight OPTIONS (answered from
  * the bucket's props, without credentials); the Access-Control-* headers

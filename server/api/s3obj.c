@@ -212,50 +212,6 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
         sl_hdr_add(r, "x-amz-mp-parts-count", mp);
 }
 
-/* ?partNumber=N: the part's bytes. 1 a part of a multipart object, 0 the
- * whole object (part 1 of a plain one), -1 no such part, -2 sizes unknown */
-static int part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len)
-{
-    char *e;
-    long n = strtol(pn, &e, 10);
-    if (!*pn || *e || n < 1 || n > 10000)
-        return -1;
-    const char *mp = sl_objmd_get_custom(md, "s3.mp");
-    if (!mp)
-        return n == 1 ? 0 : -1;
-    long parts = atol(mp);
-    if (n > parts)
-        return -1;
-    const char *sz = sl_objmd_get_custom(md, "s3.mpsz");
-    const char *list = sl_objmd_get_custom(md, "s3.mpsizes");
-    if (sz) {
-        uint64_t z = strtoull(sz, NULL, 10);
-        *off = (uint64_t)(n - 1) * z;
-        *len = n < parts ? z : md->size - *off;
-    } else if (list) {
-        uint64_t o = 0, l = 0;
-        const char *p = list;
-        for (long i = 1; i <= n && *p; i++) {
-            l = strtoull(p, &e, 10);
-            if (i < n)
-                o += l;
-            p = *e == ',' ? e + 1 : e;
-        }
-        *off = o;
-        *len = l;
-    } else {
-        return -2;
-    }
-    if (*off + *len > md->size || !*len)
-        return -1;
-    return 1;
-}
-
-int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len)
-{
-    return part_range(md, pn, off, len);
-}
-
 /* As S3: 1 a range, 0 none (a Range that is not a valid single byte range is
  * ignored: the whole object), -1 not satisfiable */
 static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
@@ -299,7 +255,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
         uint64_t off = 0, len = md->size;
         int rg = 0;
         if (pn) {
-            int pr = part_range(md, pn, &off, &len);
+            int pr = s3_part_range(md, pn, &off, &len);
             if (pr == -1) {
                 s3_err(r, 400, "InvalidPart", "partNumber %s: the object has no such part", pn);
                 goto done;

@@ -31,7 +31,7 @@ void s3_collect_meta(struct sl_req *r, struct kvs *m);
  * mtime: 0 go on, 412, or 304 */
 int s3_conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t mtime_ns, bool exists);
 
-/* ?partNumber=N of md (s3obj.c): 1 a part of a multipart object (its
+/* ?partNumber=N of md: 1 a part of a multipart object (its
  * offset and length), 0 the whole object, -1 no such part, -2 sizes unknown */
 int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len);
 

@@ -3,6 +3,8 @@
  * errors, XML out and in (expat), S3's time formats, the one ACL. See s3.h.
  */
 #include "s3.h"
+#include "node.h"
+#include "peer.h"
 
 #include <expat.h>
 #include <stdarg.h>
@@ -210,4 +212,24 @@ void s3_acl(struct sl_req *r)
                     "xsi:type=\"CanonicalUser\"><ID>shale</ID><DisplayName>shale</DisplayName></Grantee>"
                     "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>");
     s3_xml(r, 200, &x);
+}
+
+/* ---- a bucket's props, set on the primary (distributed with the BMD) ---- */
+
+void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, const char *value, int ok_status)
+{
+    struct sl_smap *s = sl_smap_get();
+    const struct sl_snode *p = sl_smap_primary(s);
+    char *url = sl_xasprintf("%s/v1/buckets/%s", p ? p->url : G.self.url, bucket);
+    sl_smap_put(s);
+    struct sl_peer_resp pr = { 0 };
+    json_t *msg = json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", prop, value);
+    if (sl_peer_json("PATCH", url, msg, 0, &pr) < 0)
+        s3_err(r, 503, "ServiceUnavailable", "the primary gateway did not answer: %s; retry", pr.err);
+    else if (pr.status >= 300)
+        s3_err(r, (int)pr.status, pr.status == 404 ? "NoSuchBucket" : "InternalError", "%s", pr.err);
+    else
+        sl_resp_empty(r, ok_status);
+    sl_peer_resp_free(&pr);
+    free(url);
 }
