@@ -476,11 +476,12 @@ static ssize_t gw_take(struct sl_req *r, const char *data, size_t n)
     struct post *st = r->ctx;
     if (st->status)
         return (ssize_t)n; /* failed: read and dropped, answered at the end */
-    if (st->raw.len + n > POST_FIELDS_MAX) {
+    if (st->raw.len >= POST_FIELDS_MAX) {
         post_fail(st, 400, "InvalidArgument", "the form's fields before the file are larger than %d KiB (the file "
                   "must be the last field)", POST_FIELDS_MAX / 1024);
         return (ssize_t)n;
     }
+    n = SL_MIN(n, POST_FIELDS_MAX - st->raw.len); /* the rest of the chunk comes again */
     sl_buf_add(&st->raw, data, n);
     if (MHD_post_process(st->pp, data, n) != MHD_YES) {
         post_fail(st, 400, "MalformedPOSTRequest", "The body of your POST request is not well-formed "
