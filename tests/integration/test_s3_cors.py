@@ -23,6 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 AWS = "/usr/bin/aws"
+S3CMD = "/usr/bin/s3cmd"
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 AK, SK = "shale-test-key", "shale-test-secret"
 
@@ -157,6 +158,34 @@ class S3CorsTest(unittest.TestCase):
         p = self.aws("s3api", "get-bucket-cors", "--bucket", b, check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("NoSuchCORSConfiguration", p.stderr)
+
+    @unittest.skipUnless(os.access(S3CMD, os.X_OK), "no /usr/bin/s3cmd")
+    def test_cors_s3cmd(self):
+        """s3cmd setcors / info (shows the CORS rules) / delcors"""
+        cfg = os.path.join(self.tmp, "s3cmd.cfg")
+        hb = "127.0.0.1:%d/s3" % self.c.base
+        with open(cfg, "w") as f:
+            f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\nhost_bucket = %s\n"
+                    "use_https = False\nsignature_v2 = False\nbucket_location = us-east-1\nproxy_host = \n"
+                    "progress_meter = False\n" % (AK, SK, hb, hb))
+
+        def s3cmd(*args):
+            p = subprocess.run([S3CMD, "-c", cfg, "--no-progress"] + list(args), capture_output=True, text=True,
+                               timeout=120, env=self.env, stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 0, "s3cmd %s: %s%s" % (args, p.stdout, p.stderr))
+            return p.stdout
+        self.s3.create_bucket(Bucket="cors-s3cmd")
+        xml = os.path.join(self.tmp, "cors.xml")
+        with open(xml, "w") as f:
+            f.write("<CORSConfiguration><CORSRule><AllowedOrigin>https://s3cmd.example</AllowedOrigin>"
+                    "<AllowedMethod>GET</AllowedMethod><MaxAgeSeconds>5</MaxAgeSeconds></CORSRule>"
+                    "</CORSConfiguration>")
+        s3cmd("setcors", xml, "s3://cors-s3cmd")
+        self.assertEqual(self.s3.get_bucket_cors(Bucket="cors-s3cmd")["CORSRules"],
+                         [{"AllowedOrigins": ["https://s3cmd.example"], "AllowedMethods": ["GET"], "MaxAgeSeconds": 5}])
+        self.assertIn("https://s3cmd.example", s3cmd("info", "s3://cors-s3cmd"))
+        s3cmd("delcors", "s3://cors-s3cmd")
+        self.client_err(lambda: self.s3.get_bucket_cors(Bucket="cors-s3cmd"), 404, "NoSuchCORSConfiguration")
 
     # ---- preflights and actual requests ------------------------------------------------------------------------
 
