@@ -273,6 +273,8 @@ static int form_check(struct sl_req *r, struct post *st)
                              "the signature you provided. Check your key and signing method.");
     }
     OPENSSL_cleanse(secret, sizeof(secret));
+    if (!verify)
+        user[0] = 0; /* an unverified access key names nobody (as s3_auth) */
     if (policy && policy_check(st, policy) < 0)
         return -1;
     const char *key = field(st, "key");
