@@ -855,7 +855,7 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
 
 /* ---- dispatch ---- */
 
-static const char *const unsupported[] = { "cors", "policy", "website", "replication",
+static const char *const unsupported[] = { "policy", "website", "replication",
                                            "encryption", "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls", "publicAccessBlock",
@@ -904,7 +904,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         return;
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
-        !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle")) {
+        !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle") && !sl_req_query(r, "cors")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -929,6 +929,11 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
 static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
 {
     const struct sl_bck b = *bp;
+    s3_cors_actual(r, &b);
+    if (sl_req_query(r, "cors")) {
+        s3_bck_cors(r, &b);
+        return;
+    }
     if (sl_req_query(r, "tagging")) {
         bck_tagging(r, &b);
         return;
@@ -989,10 +994,6 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
 void sl_s3_route(struct sl_req *r)
 {
     sl_hdr_add(r, "x-amz-request-id", r->reqid);
-    if (r->method == SL_M_OTHER && !strcmp(r->method_str, "OPTIONS")) {
-        s3_err(r, 400, "BadRequest", "CORS is not configured for this endpoint: OPTIONS requests are not served");
-        return;
-    }
     if (r->path_bad) {
         s3_err(r, 400, "InvalidURI", "Couldn't parse the specified URI (it holds a NUL byte)");
         return;
@@ -1012,6 +1013,14 @@ void sl_s3_route(struct sl_req *r)
     if (slash && slash[1]) {
         q.key = slash + 1;
         q.klen = r->path_len - (size_t)(q.key - r->path);
+    }
+    if (r->method == SL_M_OTHER && !strcmp(r->method_str, "OPTIONS")) { /* a browser's preflight: no credentials */
+        s3_cors_preflight(r, q.bucket);
+        return;
+    }
+    if (bl && !q.key && s3_is_post_object(r)) { /* a browser's form: its policy is its credentials */
+        s3_post_object(r, q.bucket);
+        return;
     }
     /* authenticate, then authorise (with the user the verified key belongs to) */
     struct s3auth au;
@@ -1073,9 +1082,11 @@ void sl_s3_route(struct sl_req *r)
     /* a read goes where the read path can serve it (the owner, or the EC
      * stand-in for an owner that is down); anything else to the owner */
     bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId") &&
-              !sl_req_query(r, "tagging"); /* tags are read where they are written */
+              !sl_req_query(r, "tagging") && /* tags are read where they are written */
+              !sl_req_query(r, "attributes");
     if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
+        s3_cors_actual(r, &b);
         if (unsupported_hdrs(r) == 0)
             s3_obj(r, &q, &b, &au);
         sl_bck_release(&b);

@@ -10,7 +10,8 @@
  * body streams in), "s3.ct" Content-Type, "s3.ce" Content-Encoding,
  * "s3.cd" Content-Disposition, "s3.cl" Content-Language, "s3.cc"
  * Cache-Control, "s3.ex" Expires, "s3.mp" part count of a multipart
- * object, "x-amz-meta-NAME" user metadata.
+ * object, "s3.xc" the verified x-amz-checksum-ALG of a PUT ("ALG:BASE64"),
+ * "x-amz-meta-NAME" user metadata.
  */
 #ifndef SL_S3_H
 #define SL_S3_H
@@ -35,6 +36,14 @@ struct s3auth {
  * S3 error. Before anything else looks at the request (authorisation
  * takes au->user: sl_access_s3). */
 int s3_auth(struct sl_req *r, struct s3auth *au);
+/* The verification mode, and access key ak's secret and user: 0, or -1 no
+ * such key (s3auth.c) */
+int s3_key_secret(const char *ak, bool *verify, char *secret, size_t sn, char *user, size_t un);
+/* POST /s3/BUCKET with a multipart/form-data body: a browser's form upload
+ * (s3post.c). A gateway reads the fields, checks them, and forwards the
+ * whole body to the object's target, which writes the file. */
+bool s3_is_post_object(const struct sl_req *r);
+void s3_post_object(struct sl_req *r, const char *bucket);
 /* /v1/s3/keys and /v1/s3/verify (s3auth.c) */
 void s3_keys_admin(struct sl_req *r);
 /* A body read whole, against the integrity headers it came with
@@ -100,6 +109,15 @@ int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *
 void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status);
 /* ?lifecycle of a bucket: GET, PUT, DELETE (s3life.c) */
 void s3_bck_lifecycle(struct sl_req *r, const struct sl_bck *b);
+/* Set the bucket's props prop to value through the primary gateway (a pool
+ * thread): answered ok_status, or the primary's error (s3util.c) */
+void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, const char *value, int ok_status);
+/* CORS (s3cors.c): ?cors of a bucket; a preflight OPTIONS (answered from
+ * the bucket's props, without credentials); the Access-Control-* headers
+ * of an actual request whose Origin the bucket's rules allow */
+void s3_bck_cors(struct sl_req *r, const struct sl_bck *b);
+void s3_cors_preflight(struct sl_req *r, const char *bucket);
+void s3_cors_actual(struct sl_req *r, const struct sl_bck *b);
 
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);

@@ -156,6 +156,19 @@ out:
     return rc;
 }
 
+int s3_key_secret(const char *ak, bool *verify, char *secret, size_t sn, char *user, size_t un)
+{
+    json_t *doc = sl_cluster_doc("s3md");
+    *verify = doc && json_is_true(json_object_get(doc, "verify"));
+    json_t *k = json_object_get(json_object_get(doc, "keys"), ak ? ak : "");
+    const char *sec = json_string_value(json_object_get(k, "secret"));
+    int rc = sec ? 0 : -1;
+    snprintf(secret, sn, "%s", sec ? sec : "");
+    snprintf(user, un, "%s", sl_json_str(k, "user", ""));
+    json_decref(doc);
+    return rc;
+}
+
 /* ---- admin ---- */
 
 static bool ak_ok(const char *s)

@@ -164,3 +164,40 @@ int s3_conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t m
     }
     return 0;
 }
+
+int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len)
+{
+    char *e;
+    long n = strtol(pn, &e, 10);
+    if (!*pn || *e || n < 1 || n > 10000)
+        return -1;
+    const char *mp = sl_objmd_get_custom(md, "s3.mp");
+    if (!mp)
+        return n == 1 ? 0 : -1;
+    long parts = atol(mp);
+    if (n > parts)
+        return -1;
+    const char *sz = sl_objmd_get_custom(md, "s3.mpsz");
+    const char *list = sl_objmd_get_custom(md, "s3.mpsizes");
+    if (sz) {
+        uint64_t z = strtoull(sz, NULL, 10);
+        *off = (uint64_t)(n - 1) * z;
+        *len = n < parts ? z : md->size - *off;
+    } else if (list) {
+        uint64_t o = 0, l = 0;
+        const char *p = list;
+        for (long i = 1; i <= n && *p; i++) {
+            l = strtoull(p, &e, 10);
+            if (i < n)
+                o += l;
+            p = *e == ',' ? e + 1 : e;
+        }
+        *off = o;
+        *len = l;
+    } else {
+        return -2;
+    }
+    if (*off + *len > md->size || !*len)
+        return -1;
+    return 1;
+}

@@ -212,45 +212,6 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
         sl_hdr_add(r, "x-amz-mp-parts-count", mp);
 }
 
-/* ?partNumber=N: the part's bytes. 1 a part of a multipart object, 0 the
- * whole object (part 1 of a plain one), -1 no such part, -2 sizes unknown */
-static int part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len)
-{
-    char *e;
-    long n = strtol(pn, &e, 10);
-    if (!*pn || *e || n < 1 || n > 10000)
-        return -1;
-    const char *mp = sl_objmd_get_custom(md, "s3.mp");
-    if (!mp)
-        return n == 1 ? 0 : -1;
-    long parts = atol(mp);
-    if (n > parts)
-        return -1;
-    const char *sz = sl_objmd_get_custom(md, "s3.mpsz");
-    const char *list = sl_objmd_get_custom(md, "s3.mpsizes");
-    if (sz) {
-        uint64_t z = strtoull(sz, NULL, 10);
-        *off = (uint64_t)(n - 1) * z;
-        *len = n < parts ? z : md->size - *off;
-    } else if (list) {
-        uint64_t o = 0, l = 0;
-        const char *p = list;
-        for (long i = 1; i <= n && *p; i++) {
-            l = strtoull(p, &e, 10);
-            if (i < n)
-                o += l;
-            p = *e == ',' ? e + 1 : e;
-        }
-        *off = o;
-        *len = l;
-    } else {
-        return -2;
-    }
-    if (*off + *len > md->size || !*len)
-        return -1;
-    return 1;
-}
-
 /* As S3: 1 a range, 0 none (a Range that is not a valid single byte range is
  * ignored: the whole object), -1 not satisfiable */
 static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
@@ -294,7 +255,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
         uint64_t off = 0, len = md->size;
         int rg = 0;
         if (pn) {
-            int pr = part_range(md, pn, &off, &len);
+            int pr = s3_part_range(md, pn, &off, &len);
             if (pr == -1) {
                 s3_err(r, 400, "InvalidPart", "partNumber %s: the object has no such part", pn);
                 goto done;
@@ -380,6 +341,11 @@ static void put_run(struct sl_req *r, void *arg)
     struct sl_put *p = u->p;
     u->p = NULL;
     sl_put_set_custom(p, "ETag", etag); /* known now, published with the object */
+    if (xc_got[0]) { /* verified: GetObjectAttributes answers it (s3attr.c) */
+        char xc[200];
+        snprintf(xc, sizeof(xc), "%s:%s", u->xc_name, xc_got);
+        sl_put_set_custom(p, S3_XC_KEY, xc);
+    }
     if (sl_put_commit(p, NULL, &err) < 0) {
         s3_err_sl(r, &err);
         return;
@@ -597,7 +563,7 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
 
 /* Object sub-resources not built: answered 501 for every method, never the object's bytes (GET ?attributes
  * returned them) nor its deletion (DELETE ?tagging deleted the object). */
-static const char *const obj_unsupported[] = { "retention", "legal-hold", "attributes", "restore",
+static const char *const obj_unsupported[] = { "retention", "legal-hold", "restore",
                                                "select", "torrent", NULL };
 
 static bool obj_sub_refused(struct sl_req *r)
@@ -629,6 +595,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
         return;
     if (sl_req_query(r, "tagging")) {
         s3_obj_tagging(r, q, b);
+        return;
+    }
+    if (sl_req_query(r, "attributes")) {
+        s3_obj_attributes(r, q, b);
         return;
     }
     const char *id = sl_req_query(r, "uploadId");

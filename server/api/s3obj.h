@@ -31,6 +31,15 @@ void s3_collect_meta(struct sl_req *r, struct kvs *m);
  * mtime: 0 go on, 412, or 304 */
 int s3_conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t mtime_ns, bool exists);
 
+/* ?partNumber=N of md: 1 a part of a multipart object (its
+ * offset and length), 0 the whole object, -1 no such part, -2 sizes unknown */
+int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len);
+
+/* ---- s3attr.c ---- */
+#define S3_XC_KEY "s3.xc"           /* the verified x-amz-checksum-ALG of a PUT: "ALG:BASE64" */
+/* GET ?attributes of an object, on its target (GetObjectAttributes) */
+void s3_obj_attributes(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+
 /* ---- s3tag.c ---- */
 #define S3_OBJ_TAGS_MAX 10
 #define S3_BCK_TAGS_MAX 50

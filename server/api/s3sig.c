@@ -314,6 +314,12 @@ static void sign(const struct sl_s3_auth *a, const char *secret, const char *sts
     sl_hex(sig, sizeof(sig), out);
 }
 
+void sl_s3_policy_signature(const struct sl_s3_auth *a, const char *secret, const char *policy_b64,
+                            char out[SL_S3_SIG_HEX])
+{
+    sign(a, secret, policy_b64, out);
+}
+
 int sl_s3_signature(const struct sl_s3_auth *a, const char *secret, const char *method, const char *raw_path,
                     const char *raw_query, sl_s3_header_fn get, void *ctx, const char *payload_hash,
                     char out[SL_S3_SIG_HEX], struct sl_err *err)

@@ -72,6 +72,11 @@ void sl_s3_chunk_signature(const struct sl_s3_auth *a, const char *secret, const
 void sl_s3_trailer_signature(const struct sl_s3_auth *a, const char *secret, const char *prev, const char *trailers,
                              size_t n, char out[SL_S3_SIG_HEX]);
 
+/* The signature of a browser form's POST policy (x-amz-signature): the
+ * base64 policy as it was sent, signed with a's scope (x-amz-credential). */
+void sl_s3_policy_signature(const struct sl_s3_auth *a, const char *secret, const char *policy_b64,
+                            char out[SL_S3_SIG_HEX]);
+
 /* Constant-time comparison of two hex signatures. */
 bool sl_s3_sig_equal(const char *a, const char *b);
 

@@ -230,3 +230,11 @@ void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucke
     sl_peer_resp_free(&pr);
     free(url);
 }
+
+/* ---- a bucket's props, set on the primary (distributed with the BMD) ---- */
+
+void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, const char *value, int ok_status)
+{
+    s3_primary_bck_call(r, "PATCH", bucket, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", prop, value),
+                        ok_status);
+}

@@ -360,13 +360,15 @@ void sl_fwd(struct sl_req *r, const struct sl_fwd_opts *o, sl_fwd_err_fn err_fn)
     f->head = r->method == SL_M_HEAD;
     f->idem = r->method == SL_M_GET || r->method == SL_M_HEAD || r->method == SL_M_DELETE;
     f->resp_len = -1;
-    bool body = r->in_headers; /* a bodiless request is dispatched on its final call */
+    bool body = r->in_headers || o->prefix; /* a bodiless request is dispatched on its final call */
     f->upload = body || r->method == SL_M_PUT || r->method == SL_M_POST;
     f->clen = body ? r->content_length : 0;
     if (body && f->clen <= 0)
         f->clen = -1;
     if (body)
         fwd_ring_alloc(&f->in, FWD_RING_SZ);
+    if (o->prefix)
+        fwd_ring_put(&f->in, o->prefix, SL_MIN(o->prefix_len, (size_t)FWD_RING_SZ));
     bool direct = !body && fwd_direct_addr(f->url, &f->peer);
     f->ops = direct ? &fwd_direct_ops : &curl_ops;
     struct hctx h = { NULL, direct ? &f->req : NULL, false, false };

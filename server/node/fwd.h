@@ -23,6 +23,11 @@ struct sl_fwd_opts {
     const char *url;            /* full URL on the peer (path and query included) */
     const char *const *hdrs;    /* extra "Name: value" lines, NULL-terminated (may be NULL) */
     int64_t timeout_ms;         /* with no byte moving in either direction; 0 = 120 s */
+    /* the body's first bytes, read already by the handler (from its body
+     * callback, which sl_fwd then replaces): sent first, the rest of the
+     * client's body after them; at most 512 KiB */
+    const void *prefix;
+    size_t prefix_len;
 };
 
 /* Call from a handler (or where a response is allowed) on the HTTP thread:

@@ -581,6 +581,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "tags", json_string(""));
     /* S3's lifecycle configuration (server/api/s3life.c), as JSON text; "" none */
     json_object_set_new(p, "lifecycle", json_string(""));
+    /* S3's CORS rules (server/api/s3cors.c): "" none, else their JSON array */
+    json_object_set_new(p, "cors", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -775,7 +777,7 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
         }
         json_t *cur = json_object_get(base, k);
-        if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle"))) { /* a bucket older than them */
+        if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors"))) { /* older */
             json_object_set_new(base, k, json_string(""));
             cur = json_object_get(base, k);
         }
@@ -797,6 +799,14 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "bucket property \"lifecycle\" must be \"\" or at most 4 MiB of JSON "
                                "{\"rules\": [...]} (S3's PutBucketLifecycleConfiguration sets it); nothing was "
                                "changed");
+        }
+        if (!path[0] && !strcmp(k, "cors") && json_is_string(v) && *json_string_value(v)) {
+            json_t *a = strlen(json_string_value(v)) <= 64 * 1024 ? json_loads(json_string_value(v), 0, NULL) : NULL;
+            bool ok = json_is_array(a);
+            json_decref(a);
+            if (!ok)
+                return sl_errf(err, SL_EINVAL, "bucket property \"cors\" must be \"\" or at most 64 KiB of a JSON "
+                               "array of rules (S3's PutBucketCors sets it); nothing was changed");
         }
         if (!cur) {
             /* name the valid ones at this level */

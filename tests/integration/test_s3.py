@@ -249,7 +249,7 @@ class S3Test(unittest.TestCase):
         versioning.enabled property (as in AIStore: Enabled/Suspended), which the native API then shows;
         a malformed or MFA versioning body changes nothing; ?acl GET and PUT of the canned ACL "private" are
         accepted, any other ACL is 501 and changes nothing;
-        ?cors/?policy are 501 NotImplemented with an XML error (?lifecycle: test_s3_lifecycle.py)"""
+        ?policy is 501 NotImplemented with an XML error (?lifecycle: test_s3_lifecycle.py, ?cors: test_s3_cors.py)"""
         b = self.bucket("bkt-sub")
         loc = self.xml(self.req("GET", "/" + b, params={"location": ""}))
         self.assertEqual(loc.tag, NS + "LocationConstraint")
@@ -295,7 +295,7 @@ class S3Test(unittest.TestCase):
                  "NotImplemented")
         self.err(self.req("PUT", "/bkt-sub-public", headers={"x-amz-acl": "public-read"}), 501, "NotImplemented")
         self.assertEqual(self.req("HEAD", "/bkt-sub-public").status_code, 404)  # not created
-        for sub in ("cors", "policy", "website"):
+        for sub in ("policy", "website"):
             self.err(self.req("GET", "/" + b, params={sub: ""}), 501, "NotImplemented")
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
         self.client_err(lambda: self.s3.get_bucket_lifecycle_configuration(Bucket=b), 404,
@@ -328,14 +328,14 @@ class S3Test(unittest.TestCase):
         self.assertEqual(every, sorted(every))
 
     def test_object_subresources_and_versions(self):
-        """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes
-        returned them with 200); ListObjectVersions lists each
+        """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes,
+        before it was built, returned them with 200); ListObjectVersions lists each
         object once as its one version "null" (it was 501, so `rclone purge` failed); versionId=null is the
         object itself, any other versionId is 501 and changes nothing; empty and UTF-8 x-amz-meta-* values round-trip"""
         b = self.bucket("bkt-osub")
         for i in range(5):
             self.s3.put_object(Bucket=b, Key="d/k%d" % i, Body=b"v%d" % i)
-        for sub in ("attributes", "retention", "legal-hold", "torrent"):
+        for sub in ("retention", "legal-hold", "torrent"):
             for m in ("GET", "HEAD", "PUT", "DELETE"):
                 r = self.req(m, "/%s/d/k0" % b, params={sub: ""}, data=b"<x/>" if m == "PUT" else None)
                 self.assertEqual(r.status_code, 501, "%s ?%s: %s" % (m, sub, r.text))
