@@ -1066,7 +1066,9 @@ void sl_s3_route(struct sl_req *r)
      * stand-in for an owner that is down); anything else to the owner */
     bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId") &&
               !sl_req_query(r, "tagging") && !sl_req_query(r, "acl"); /* tags and ACLs are read where written */
-    if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
+    /* (a read left to the object's ACL goes the forwarded way, also to this node: checked where it is read) */
+    if (sl_is_target() && !au.acl_need &&
+        (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
         if (unsupported_hdrs(r) == 0)
             s3_obj(r, &q, &b, &au);
