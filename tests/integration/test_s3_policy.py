@@ -168,7 +168,8 @@ class S3PolicyTest(unittest.TestCase):
              "Condition": {"NotIpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}))
         self.denied(lambda: self.read(self.adm, "ipb", "o"))
         self.adm.put_bucket_policy(Bucket="ipb", Policy=policy(
-            {"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": ["arn:aws:s3:::ipb", "arn:aws:s3:::ipb/*"],
+            {"Effect": "Deny", "Principal": "*", "Action": "s3:*",
+             "Resource": ["arn:aws:s3:::ipb", "arn:aws:s3:::ipb/*"],
              "Condition": {"Bool": {"aws:SecureTransport": "false"}}}))
         self.denied(lambda: self.read(self.adm, "ipb", "o"))
         self.adm.delete_bucket_policy(Bucket="ipb")  # an admin may always repair the policy
@@ -272,8 +273,39 @@ class S3PolicyTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.err(lambda: self.adm.put_object(Bucket="aclx", Key="z", Body=b"z", ACL="aws-exec-read"), 501,
                  "NotImplemented")
+        # the native API sets the same props, checked
+
+        def native(value):
+            return requests.patch(self.url + "/v1/buckets/aclx", headers=self.c.admin_headers(), timeout=30,
+                                  json={"action": "set-bprops", "value": value})
+        for bad in ({"s3_acl": "world-writable"}, {"s3_pab": "12"}, {"s3_policy": "not json"}):
+            r = native(bad)
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn(list(bad)[0], r.text)
+        self.assertEqual(native({"s3_acl": "authenticated-read"}).status_code, 200)
+        self.assertEqual(self.grants(self.adm.get_bucket_acl(Bucket="aclx")),
+                         [(AUTH, "READ"), ("shale", "FULL_CONTROL")])
         self.assertEqual(self.grants(self.adm.get_object_acl(Bucket="aclx", Key="k")),
                          [(ALL, "READ"), ("shale", "FULL_CONTROL")])
+
+    def test_rclone_acls(self):
+        """rclone's acl / bucket_acl settings: the bucket it makes and the objects it uploads carry them"""
+        src = os.path.join(self.tmp, "rc")
+        os.makedirs(src, exist_ok=True)
+        with open(os.path.join(src, "f.txt"), "wb") as f:
+            f.write(b"rclone public")
+        conf = os.path.join(self.tmp, "rclone.conf")
+        with open(conf, "w") as f:
+            f.write("[shale]\ntype = s3\nprovider = Other\naccess_key_id = %s\nsecret_access_key = %s\n"
+                    "endpoint = %s\nforce_path_style = true\nregion = us-east-1\nacl = public-read\n"
+                    "bucket_acl = public-read\n" % (KEYS["admin"][0], KEYS["admin"][1], self.ep))
+        p = subprocess.run(["/usr/bin/rclone", "--config", conf, "--retries", "1", "--low-level-retries", "1",
+                            "copy", src, "shale:rcpub/d"], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL, env=dict(self.env))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn((ALL, "READ"), self.grants(self.adm.get_bucket_acl(Bucket="rcpub")))
+        self.assertEqual(requests.get(self.ep + "/rcpub/d/f.txt").content, b"rclone public")
+        self.assertEqual([o["Key"] for o in self.anon.list_objects_v2(Bucket="rcpub")["Contents"]], ["d/f.txt"])
 
     def test_public_access_block(self):
         self.adm.create_bucket(Bucket="pab", ACL="public-read")
