@@ -96,9 +96,11 @@ int s3_auth(struct sl_req *r, struct s3auth *au)
     }
     if (!pre) {
         const char *authz = sl_req_header(r, "Authorization");
-        if (!authz && ((r->trust == SL_TRUST_PEER && sl_req_header(r, "X-Shale-S3-Hop")) || sl_auth_on())) {
-            /* anonymous: with client authentication on the bucket's policy and ACLs decide (s3policy.c);
-             * a gateway decided already for a request it forwarded */
+        bool tok = sl_req_header(r, "X-Amz-Security-Token") || sl_req_query(r, "X-Amz-Security-Token");
+        if (!authz && ((r->trust == SL_TRUST_PEER && sl_req_header(r, "X-Shale-S3-Hop")) ||
+                       (sl_auth_on() && !tok))) {
+            /* anonymous (no signature, no token): with client authentication on the bucket's policy and
+             * ACLs decide (s3policy.c); a gateway decided already for a request it forwarded */
             au->on = false;
             au->anonymous = true;
             rc = 0;
