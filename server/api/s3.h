@@ -100,6 +100,11 @@ int s3_xml_parse(const char *body, size_t n, void (*on_end)(void *, const char *
  * its canned ACL, then the user's roles (sl_access_s3). 0 go on (au->acl_need
  * set when the object's own ACL must grant it), -1 answered 403. */
 int s3_authorize(struct sl_req *r, const struct s3req *q, struct s3auth *au);
+/* The policy language alone (unit tests): text as bucket's policy, for user
+ * (NULL anonymous) from ip doing action on resource: 0 no statement
+ * applies, 1 allowed, 2 denied; -1 malformed (why) */
+int s3_policy_eval_text(const char *text, const char *bucket, const char *user, const char *ip, const char *action,
+                        const char *resource, char *why, size_t wn);
 /* x-amz-acl, when sent, a canned ACL: 0, or -1 answered */
 int s3_acl_check_hdr(struct sl_req *r);
 /* CreateBucket's x-amz-acl into the new bucket's props */

@@ -675,7 +675,7 @@ static const char *ctx_val(const struct pctx *x, const char *k, char *tmp, size_
     if (!strcasecmp(k, "aws:SourceIp"))
         return x->ip;
     if (!strcasecmp(k, "aws:SecureTransport"))
-        return sl_conf->use_https ? "true" : "false";
+        return sl_conf && sl_conf->use_https ? "true" : "false";
     if (!strcasecmp(k, "aws:username") || !strcasecmp(k, "aws:userid"))
         return x->user;
     if (!strcasecmp(k, "aws:PrincipalType"))
@@ -688,6 +688,8 @@ static const char *ctx_val(const struct pctx *x, const char *k, char *tmp, size_
         s3_iso_time(sl_now_ns(), tmp, tn);
         return tmp;
     }
+    if (!r) /* (s3_policy_eval_text: no request) */
+        return NULL;
     if (!strcasecmp(k, "s3:prefix"))
         return sl_req_query(r, "prefix");
     if (!strcasecmp(k, "s3:delimiter"))
@@ -797,6 +799,19 @@ static int evaluate(const struct policy *p, const struct pctx *x, const char *ac
             out = P_ALLOW;
     }
     return out;
+}
+
+int s3_policy_eval_text(const char *text, const char *bucket, const char *user, const char *ip, const char *action,
+                        const char *resource, char *why, size_t wn)
+{
+    struct policy *p = compile(text, bucket, why, wn);
+    if (!p)
+        return -1;
+    struct pctx x = { .user = user };
+    snprintf(x.ip, sizeof(x.ip), "%s", ip);
+    int rc = evaluate(p, &x, action, resource, false, false);
+    policy_free(p);
+    return rc;
 }
 
 /* ---- the request's actions ---- */
