@@ -576,7 +576,8 @@ int sl_access_s3(struct sl_req *r, const char *bucket, bool has_key, const char 
         return allow(r, SL_ACCESS_LIST_BCK, NULL, NULL, err);
     if (!has_key) {
         bool sub = sl_req_query(r, "acl") || sl_req_query(r, "versioning") || sl_req_query(r, "tagging") ||
-                   sl_req_query(r, "lifecycle") || sl_req_query(r, "policy") || sl_req_query(r, "cors");
+                   sl_req_query(r, "lifecycle") || sl_req_query(r, "policy") || sl_req_query(r, "cors") ||
+                   sl_req_query(r, "policyStatus") || sl_req_query(r, "publicAccessBlock");
         if (m == SL_M_GET)
             return allow(r, sub || sl_req_query(r, "location") ? SL_ACCESS_HEAD_BCK : SL_ACCESS_LIST_OBJ, "ais",
                          bucket, err);

@@ -155,12 +155,8 @@ static int unsupported_hdrs(struct sl_req *r)
                                       "x-amz-website-redirect-location", NULL };
     if (r->method != SL_M_PUT && r->method != SL_M_POST)
         return 0;
-    const char *acl = sl_req_header(r, "x-amz-acl");
-    if (acl && strcmp(acl, "private") && strcmp(acl, "bucket-owner-full-control")) {
-        s3_err(r, 501, "NotImplemented", "x-amz-acl \"%s\" is not implemented: Shale keeps one ACL per bucket and "
-               "object (the owner's full control); send \"private\" or no x-amz-acl; nothing was changed", acl);
+    if (s3_acl_check_hdr(r) < 0) /* a canned ACL (s3policy.c) */
         return -1;
-    }
     const char *sc = sl_req_header(r, "x-amz-storage-class");
     if (sc && strcmp(sc, "STANDARD")) {
         s3_err(r, 501, "NotImplemented", "x-amz-storage-class \"%s\" is not implemented: Shale has one storage class, "
@@ -175,11 +171,6 @@ static int unsupported_hdrs(struct sl_req *r)
                    "was changed", no[i]);
             return -1;
         }
-    }
-    if (r->method == SL_M_PUT && sl_req_query(r, "acl") && r->content_length > 0) {
-        s3_err(r, 501, "NotImplemented", "an AccessControlPolicy body is not implemented: Shale keeps one ACL per "
-               "bucket and object (the owner's full control); send x-amz-acl: private instead");
-        return -1;
     }
     return 0;
 }
@@ -609,7 +600,7 @@ static void create_bucket(struct sl_req *r, void *arg)
     int have = sl_bck_resolve(name, "ais", NULL, &b, &err) == 0;
     if (have)
         sl_bck_release(&b);
-    if (!have && sl_cluster_bck_create(name, &err) < 0) {
+    if (!have && (sl_cluster_bck_create(name, &err) < 0 || s3_acl_after_create(name, r, &err) < 0)) {
         s3_err_sl(r, &err);
     } else {
         sl_hdr_addf(r, "Location", "/%s", name);
@@ -855,11 +846,11 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
 
 /* ---- dispatch ---- */
 
-static const char *const unsupported[] = { "policy", "website", "replication",
+static const char *const unsupported[] = { "website", "replication",
                                            "encryption", "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
-                                           "intelligent-tiering", "ownershipControls", "publicAccessBlock",
-                                           "policyStatus", "retention", "legal-hold", "restore", "select",
+                                           "intelligent-tiering", "ownershipControls",
+                                           "retention", "legal-hold", "restore", "select",
                                            "torrent", "attributes", NULL };
 
 static const char *unsupported_sub(const struct sl_req *r)
@@ -879,11 +870,11 @@ static void fwd_err(struct sl_req *r, int status, const char *msg)
 }
 
 /* Hand the request to node (its own /s3 endpoint, the same URI). */
-static void s3_forward(struct sl_req *r, const struct sl_snode *t)
+static void s3_forward(struct sl_req *r, const struct sl_snode *t, const struct s3auth *au)
 {
     sl_hdr_del(r, "x-amz-request-id"); /* the answering node's comes back with its answer */
     char *url = sl_xasprintf("%s%s", t->url, r->raw_uri);
-    static const char *const hop[] = { "X-Shale-S3-Hop: 1", NULL };
+    const char *hop[] = { "X-Shale-S3-Hop: 1", au ? s3_acl_need_hdr(au) : NULL, NULL };
     struct sl_fwd_opts o = { .url = url, .hdrs = hop, .timeout_ms = sl_conf->send_file_time_ns / 1000000 };
     sl_fwd(r, &o, fwd_err);
     free(url);
@@ -904,7 +895,8 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         return;
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
-        !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle") && !sl_req_query(r, "cors")) {
+        !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle") && !sl_req_query(r, "cors") &&
+        !sl_req_query(r, "policy") && !sl_req_query(r, "publicAccessBlock")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -942,6 +934,8 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
         s3_bck_lifecycle(r, &b);
         return;
     }
+    if (s3_bucket_access_op(r, &b)) /* ?acl, ?policy, ?policyStatus, ?publicAccessBlock (s3policy.c) */
+        return;
     switch (r->method) {
     case SL_M_HEAD:
         sl_hdr_add(r, "x-amz-bucket-region", "us-east-1");
@@ -959,8 +953,6 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
             sl_buf_printf(&x, "<VersioningConfiguration xmlns=\"" XMLNS "\"><Status>%s</Status></VersioningConfiguration>",
                           b.versioning ? "Enabled" : "Suspended");
             s3_xml(r, 200, &x);
-        } else if (sl_req_query(r, "acl")) {
-            s3_acl(r);
         } else if (sl_req_query(r, "uploads")) {
             sl_req_offload(r, list_uploads, bck_free, bck_copy(&b));
         } else {
@@ -968,10 +960,6 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
         }
         return;
     case SL_M_PUT:
-        if (sl_req_query(r, "acl")) {
-            sl_resp_empty(r, 200); /* canned ACLs are accepted: every object is the owner's */
-            return;
-        }
         r->ctx = bck_copy(&b); /* PUT ?versioning */
         sl_req_buffer_body(r, 64 * 1024, put_versioning_body);
         return;
@@ -1026,11 +1014,8 @@ void sl_s3_route(struct sl_req *r)
     struct s3auth au;
     if (s3_auth(r, &au) < 0)
         return;
-    struct sl_err aerr = { 0 };
-    if (sl_access_s3(r, q.bucket, q.key != NULL, au.user, &aerr) < 0) {
-        s3_err(r, 403, "AccessDenied", "%s", aerr.msg);
+    if (s3_authorize(r, &q, &au) < 0) /* policy, ACLs, roles (s3policy.c) */
         return;
-    }
     if (!bl) {
         if (r->method == SL_M_GET)
             list_buckets(r);
@@ -1043,7 +1028,7 @@ void sl_s3_route(struct sl_req *r)
             struct sl_smap *s = sl_smap_get();
             const struct sl_snode *pr = sl_smap_primary(s);
             if (pr)
-                s3_forward(r, pr);
+                s3_forward(r, pr, NULL);
             else
                 s3_err(r, 503, "ServiceUnavailable", "this target knows no primary gateway yet; retry");
             sl_smap_put(s);
@@ -1082,9 +1067,11 @@ void sl_s3_route(struct sl_req *r)
     /* a read goes where the read path can serve it (the owner, or the EC
      * stand-in for an owner that is down); anything else to the owner */
     bool rd = (r->method == SL_M_GET || r->method == SL_M_HEAD) && !sl_req_query(r, "uploadId") &&
-              !sl_req_query(r, "tagging") && /* tags are read where they are written */
+              !sl_req_query(r, "tagging") && !sl_req_query(r, "acl") && /* tags and ACLs are read where written */
               !sl_req_query(r, "attributes");
-    if (sl_is_target() && (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
+    /* (a read left to the object's ACL goes the forwarded way, also to this node: checked where it is read) */
+    if (sl_is_target() && !au.acl_need &&
+        (rd ? sl_read_here(s, &b, q.key, q.klen) : sl_obj_owned_here(s, &b, q.key, q.klen))) {
         sl_smap_put(s);
         s3_cors_actual(r, &b);
         if (unsupported_hdrs(r) == 0)
@@ -1108,7 +1095,7 @@ void sl_s3_route(struct sl_req *r)
         s3_err(r, 503, "SlowDown", "the cluster map is changing (%s and the node that sent this request disagree "
                "on the object's owner); retry", G.name);
     else
-        s3_forward(r, t);
+        s3_forward(r, t, &au);
     sl_smap_put(s);
     sl_bck_release(&b);
 }

@@ -31,6 +31,8 @@ struct s3auth {
     char secret[129];
     char payload[80];              /* x-amz-content-sha256 as signed */
     char user[128];                /* the AuthN user the access key belongs to, "" none */
+    bool anonymous;                /* unsigned, with verification on (auth on: the policy decides) */
+    int acl_need;                  /* GetObject left to the object's ACL: 1 anonymous, 2 a user (s3policy.c) */
 };
 /* Authenticate: 0 the request may go on (au filled), -1 answered with the
  * S3 error. Before anything else looks at the request (authorisation
@@ -91,8 +93,6 @@ void s3_xel(struct sl_buf *b, const char *tag, const char *v);
 /* The one owner (ListBuckets, ACLs) */
 void s3_owner_xml(struct sl_buf *b);
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
-/* GET ?acl of a bucket or an object: the owner's FULL_CONTROL */
-void s3_acl(struct sl_req *r);
 /* "2006-01-02T15:04:05.000Z" / RFC 1123 */
 void s3_iso_time(int64_t ns, char *out, size_t n);
 void s3_http_time(int64_t ns, char *out, size_t n);
@@ -118,6 +118,27 @@ void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, con
 void s3_bck_cors(struct sl_req *r, const struct sl_bck *b);
 void s3_cors_preflight(struct sl_req *r, const char *bucket);
 void s3_cors_actual(struct sl_req *r, const struct sl_bck *b);
+/* ---- access control (s3policy.c) ---- */
+/* Authorise a request once authenticated (auth on): its bucket's policy,
+ * its canned ACL, then the user's roles (sl_access_s3). 0 go on (au->acl_need
+ * set when the object's own ACL must grant it), -1 answered 403. */
+int s3_authorize(struct sl_req *r, const struct s3req *q, struct s3auth *au);
+/* The policy language alone (unit tests): text as bucket's policy, for user
+ * (NULL anonymous) from ip doing action on resource: 0 no statement
+ * applies, 1 allowed, 2 denied; -1 malformed (why) */
+int s3_policy_eval_text(const char *text, const char *bucket, const char *user, const char *ip, const char *action,
+                        const char *resource, char *why, size_t wn);
+/* x-amz-acl, when sent, a canned ACL: 0, or -1 answered */
+int s3_acl_check_hdr(struct sl_req *r);
+/* CreateBucket's x-amz-acl into the new bucket's props */
+int s3_acl_after_create(const char *bucket, struct sl_req *r, struct sl_err *err);
+/* GET/PUT ?acl, ?policy, ?policyStatus, ?publicAccessBlock of a bucket:
+ * true when it was one of them (answered) */
+bool s3_bucket_access_op(struct sl_req *r, const struct sl_bck *b);
+/* The header a gateway adds forwarding a GetObject left to the object's
+ * ACL (NULL none), and what a target makes of it */
+const char *s3_acl_need_hdr(const struct s3auth *au);
+int s3_acl_need(const struct sl_req *r);
 
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);

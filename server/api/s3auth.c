@@ -14,6 +14,7 @@
  * "secret"}, DELETE /v1/s3/keys/AK, PUT /v1/s3/verify {"verify": bool}.
  */
 #include "s3.h"
+#include "access.h"
 #include "cluster.h"
 #include "jsonx.h"
 #include "log.h"
@@ -95,6 +96,16 @@ int s3_auth(struct sl_req *r, struct s3auth *au)
     }
     if (!pre) {
         const char *authz = sl_req_header(r, "Authorization");
+        bool tok = sl_req_header(r, "X-Amz-Security-Token") || sl_req_query(r, "X-Amz-Security-Token");
+        if (!authz && ((r->trust == SL_TRUST_PEER && sl_req_header(r, "X-Shale-S3-Hop")) ||
+                       (sl_auth_on() && !tok))) {
+            /* anonymous (no signature, no token): with client authentication on the bucket's policy and
+             * ACLs decide (s3policy.c); a gateway decided already for a request it forwarded */
+            au->on = false;
+            au->anonymous = true;
+            rc = 0;
+            goto out;
+        }
         if (!authz) {
             s3_err(r, 403, "AccessDenied", "Access Denied: this cluster verifies S3 signatures and the request has "
                    "none (no Authorization header or presigned query)");

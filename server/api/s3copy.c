@@ -36,6 +36,7 @@ struct copy_job {
     struct kvs meta;              /* REPLACE: the request's metadata */
     bool tag_replace;             /* x-amz-tagging-directive REPLACE: the request's tags (in tags) */
     struct kvs tags;
+    struct kvs acl;               /* the request's x-amz-acl ("s3.acl"): a copy does not take its source's */
     bool part;                    /* UploadPartCopy: into part partno of upload id */
     char id[80];
     int partno;
@@ -52,6 +53,7 @@ static void copy_free(void *arg)
     free(j->skey);
     s3_kv_free(&j->meta);
     s3_kv_free(&j->tags);
+    s3_kv_free(&j->acl);
     free(j);
 }
 
@@ -149,6 +151,7 @@ static int copy_sink(void *ctx, const char *data, size_t n)
  * COPY, the default) from its custom metadata src, or the request's. */
 static void copy_tags(const struct copy_job *j, const struct kvs *src, struct kvs *out)
 {
+    s3_kv_add(out, "s3.acl", j->acl.n ? j->acl.kv[0].v : "private");
     if (j->tag_replace) {
         s3_tags_custom(&j->tags, out);
         return;
@@ -201,7 +204,7 @@ static void copy_run(struct sl_req *r, void *arg)
     if (local || j->replace) {
         for (int i = 0; i < use->n; i++)
             if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl") &&
-                strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1))
+                strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) && !s3_acl_md_key(use->kv[i].k))
                 s3_kv_add(&keep, use->kv[i].k, use->kv[i].v);
         copy_tags(j, &c.custom, &keep);
         o.custom = keep.kv;
@@ -289,7 +292,8 @@ static void copy_run(struct sl_req *r, void *arg)
         if (!j->replace && !j->part) /* the source's metadata came with its bytes */
             for (int i = 0; i < c.custom.n; i++)
                 if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp") &&
-                    strncmp(c.custom.kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1))
+                    strncmp(c.custom.kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) &&
+                    !s3_acl_md_key(c.custom.kv[i].k))
                     sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
         if (!j->part) { /* the source's tags came with its bytes (set again when they were at begin) */
             struct kvs tg = { 0 };
@@ -461,6 +465,10 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
     if (j->tag_replace && th && s3_tags_from_header(th, S3_OBJ_TAGS_MAX, &j->tags, why, sizeof(why)) < 0) {
         copy_cancel(j);
         s3_err(r, 400, "InvalidTag", "x-amz-tagging: %s", why);
+        return;
+    }
+    if (!j->part && s3_acl_hdr(r, b, &j->acl) < 0) {
+        copy_cancel(j);
         return;
     }
     if (j->meta.bytes > S3_META_MAX) {

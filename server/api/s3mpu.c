@@ -135,7 +135,7 @@ void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_b
                "bytes)", S3_META_MAX);
         return;
     }
-    if (s3_tagging_hdr(r, &meta) < 0) {
+    if (s3_tagging_hdr(r, &meta) < 0 || s3_acl_hdr(r, b, &meta) < 0) {
         s3_kv_free(&meta);
         return;
     }

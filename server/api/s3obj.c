@@ -225,7 +225,9 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
 static void get_fail(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen,
                      const struct sl_err *err)
 {
-    if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
+    if (!s3_obj_acl_grants(r, NULL)) /* left to the object's ACL (s3policy.c): no object, no grant */
+        s3_obj_acl_refuse(r);
+    else if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
         s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
     else
         s3_err_sl(r, err);
@@ -246,7 +248,9 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
     struct sl_objmd *md = &rd->md;
     int c = s3_conditions(r, "", etag, md->mtime, true);
     const char *pn = sl_req_query(r, "partNumber");
-    if (c == 412) {
+    if (!s3_obj_acl_grants(r, md)) { /* left to the object's ACL (s3policy.c) */
+        s3_obj_acl_refuse(r);
+    } else if (c == 412) {
         s3_err(r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
     } else if (c == 304) {
         sl_hdr_addf(r, "ETag", "\"%s\"", etag);
@@ -494,7 +498,7 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
                "bytes)", S3_META_MAX);
         return;
     }
-    if (s3_tagging_hdr(r, &m) < 0) {
+    if (s3_tagging_hdr(r, &m) < 0 || s3_acl_hdr(r, b, &m) < 0) {
         s3_kv_free(&m);
         put_free(u);
         return;
@@ -614,7 +618,7 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
         }
         if (sl_req_query(r, "acl")) {
             if (r->method == SL_M_GET)
-                s3_acl(r);
+                s3_obj_acl(r, q, b);
             else
                 s3_err(r, 405, "MethodNotAllowed", "HEAD with ?acl is not allowed: GET it");
             return;
@@ -626,7 +630,7 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
         if (id)
             put_part(r, q, b, id, au);
         else if (sl_req_query(r, "acl"))
-            sl_resp_empty(r, 200);
+            s3_obj_acl(r, q, b);
         else {
             r->op = SL_OP_PUT;
             put_obj(r, q, b, au);

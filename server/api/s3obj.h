@@ -62,6 +62,18 @@ void s3_obj_tagging(struct sl_req *r, const struct s3req *q, const struct sl_bck
 /* A PUT's x-amz-tagging into custom: 0 (also when absent), -1 answered 400 */
 int s3_tagging_hdr(struct sl_req *r, struct kvs *custom);
 
+/* ---- s3policy.c ---- */
+/* A PUT's x-amz-acl (checked against the bucket's public access block)
+ * into custom "s3.acl": 0 (also when absent or private), -1 answered */
+int s3_acl_hdr(struct sl_req *r, const struct sl_bck *b, struct kvs *custom);
+bool s3_acl_md_key(const char *k);
+/* GET/PUT ?acl of an object, on its target */
+void s3_obj_acl(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* A GetObject marked by the gateway: the object's ACL grants it (md NULL:
+ * none), else refuse (403) */
+bool s3_obj_acl_grants(const struct sl_req *r, const struct sl_objmd *md);
+void s3_obj_acl_refuse(struct sl_req *r);
+
 /* ---- s3copy.c ---- */
 /* PUT with x-amz-copy-source src: CopyObject (upload_id NULL) or
  * UploadPartCopy of part partno */

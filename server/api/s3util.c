@@ -201,19 +201,6 @@ void s3_owner_xml(struct sl_buf *b)
     sl_buf_adds(b, "<Owner><ID>shale</ID><DisplayName>shale</DisplayName></Owner>");
 }
 
-/* The one ACL there is: the owner has full control (s3cmd info and SDKs read it). */
-void s3_acl(struct sl_req *r)
-{
-    struct sl_buf x;
-    sl_buf_init(&x);
-    sl_buf_adds(&x, "<AccessControlPolicy xmlns=\"" XMLNS "\">");
-    s3_owner_xml(&x);
-    sl_buf_adds(&x, "<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                    "xsi:type=\"CanonicalUser\"><ID>shale</ID><DisplayName>shale</DisplayName></Grantee>"
-                    "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>");
-    s3_xml(r, 200, &x);
-}
-
 void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status)
 {
     struct sl_smap *s = sl_smap_get();

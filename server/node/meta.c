@@ -583,6 +583,11 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "lifecycle", json_string(""));
     /* S3's CORS rules (server/api/s3cors.c): "" none, else their JSON array */
     json_object_set_new(p, "cors", json_string(""));
+    /* S3's access control (server/api/s3policy.c): canned ACL ("" private),
+     * policy (JSON text), public access block ("" none, or four 0/1) */
+    json_object_set_new(p, "s3_acl", json_string(""));
+    json_object_set_new(p, "s3_policy", json_string(""));
+    json_object_set_new(p, "s3_pab", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -761,6 +766,42 @@ static void decode_bck(struct sl_bck *b)
 
 /* Validate partial against the shape of base (same keys, same JSON types),
  * then merge it in. Read-only keys refuse changes. */
+/* S3's access props: what s3policy.c can read (it checks a policy's
+ * language when S3 sets it; the native API may set only what compiles
+ * there, else S3 requests on the bucket are refused until it is fixed) */
+static bool s3_access_prop_bad(const char *k, const char *v, struct sl_err *err)
+{
+    static const char *const acls[] = { "", "private", "public-read", "public-read-write", "authenticated-read",
+                                        "bucket-owner-read", "bucket-owner-full-control", NULL };
+    if (!strcmp(k, "s3_acl")) {
+        for (int i = 0; acls[i]; i++)
+            if (!strcmp(v, acls[i]))
+                return false;
+        sl_errf(err, SL_EINVAL, "bucket property \"s3_acl\" must be a canned ACL (\"\", private, public-read, "
+                "public-read-write, authenticated-read, bucket-owner-read, bucket-owner-full-control); nothing was "
+                "changed");
+        return true;
+    }
+    if (!strcmp(k, "s3_pab")) {
+        if (!*v || (strlen(v) == 4 && strspn(v, "01") == 4))
+            return false;
+        sl_errf(err, SL_EINVAL, "bucket property \"s3_pab\" must be \"\" or four 0/1 (BlockPublicAcls, "
+                "IgnorePublicAcls, BlockPublicPolicy, RestrictPublicBuckets); nothing was changed");
+        return true;
+    }
+    if (!strcmp(k, "s3_policy") && *v) {
+        json_t *d = strlen(v) <= 20 * 1024 ? json_loads(v, 0, NULL) : NULL;
+        bool ok = json_is_object(d);
+        json_decref(d);
+        if (!ok) {
+            sl_errf(err, SL_EINVAL, "bucket property \"s3_policy\" must be a JSON policy object of at most 20 KiB "
+                    "(S3's PutBucketPolicy checks its language); nothing was changed");
+            return true;
+        }
+    }
+    return false;
+}
+
 static int merge_props(json_t *base, json_t *partial, const char *path, struct sl_err *err)
 {
     const char *k;
@@ -777,7 +818,9 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
         }
         json_t *cur = json_object_get(base, k);
-        if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors"))) { /* older */
+        if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors") ||
+                                 !strcmp(k, "s3_acl") || !strcmp(k, "s3_policy") || !strcmp(k, "s3_pab"))) {
+            /* a bucket made before buckets had them */
             json_object_set_new(base, k, json_string(""));
             cur = json_object_get(base, k);
         }
@@ -808,6 +851,8 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "bucket property \"cors\" must be \"\" or at most 64 KiB of a JSON "
                                "array of rules (S3's PutBucketCors sets it); nothing was changed");
         }
+        if (!path[0] && json_is_string(v) && s3_access_prop_bad(k, json_string_value(v), err))
+            return -1;
         if (!cur) {
             /* name the valid ones at this level */
             char valid[600] = "";

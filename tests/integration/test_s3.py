@@ -247,9 +247,9 @@ class S3Test(unittest.TestCase):
     def test_bucket_subresources(self):
         """GET ?location is an empty LocationConstraint; ?versioning GET/PUT read and set the bucket's
         versioning.enabled property (as in AIStore: Enabled/Suspended), which the native API then shows;
-        a malformed or MFA versioning body changes nothing; ?acl GET and PUT of the canned ACL "private" are
-        accepted, any other ACL is 501 and changes nothing;
-        ?policy is 501 NotImplemented with an XML error (?lifecycle: test_s3_lifecycle.py, ?cors: test_s3_cors.py)"""
+        a malformed or MFA versioning body changes nothing; ?acl GET and PUT of canned ACLs are accepted
+        (test_s3_policy.py enforces them), an unknown one is 400 and changes nothing; ?website is 501
+        NotImplemented with an XML error (?lifecycle: test_s3_lifecycle.py, ?cors: test_s3_cors.py)"""
         b = self.bucket("bkt-sub")
         loc = self.xml(self.req("GET", "/" + b, params={"location": ""}))
         self.assertEqual(loc.tag, NS + "LocationConstraint")
@@ -289,13 +289,11 @@ class S3Test(unittest.TestCase):
         self.assertEqual(self.s3.get_bucket_acl(Bucket=b)["ResponseMetadata"]["HTTPStatusCode"], 200)
         r = self.req("PUT", "/" + b, params={"acl": ""}, headers={"x-amz-acl": "private"})
         self.assertEqual(r.status_code, 200, r.text)
-        self.err(self.req("PUT", "/" + b, params={"acl": ""}, headers={"x-amz-acl": "public-read"}), 501,
-                 "NotImplemented")
-        self.err(self.req("PUT", "/" + b, params={"acl": ""}, data=b"<AccessControlPolicy/>"), 501,
-                 "NotImplemented")
-        self.err(self.req("PUT", "/bkt-sub-public", headers={"x-amz-acl": "public-read"}), 501, "NotImplemented")
+        self.err(self.req("PUT", "/" + b, params={"acl": ""}, headers={"x-amz-acl": "public-rw"}), 400,
+                 "InvalidArgument")
+        self.err(self.req("PUT", "/bkt-sub-public", headers={"x-amz-acl": "public-rw"}), 400, "InvalidArgument")
         self.assertEqual(self.req("HEAD", "/bkt-sub-public").status_code, 404)  # not created
-        for sub in ("policy", "website"):
+        for sub in ("website", "replication"):
             self.err(self.req("GET", "/" + b, params={sub: ""}), 501, "NotImplemented")
             self.err(self.req("PUT", "/" + b, params={sub: ""}, data=b"<x/>"), 501, "NotImplemented")
         self.client_err(lambda: self.s3.get_bucket_lifecycle_configuration(Bucket=b), 404,
@@ -443,7 +441,7 @@ class S3Test(unittest.TestCase):
         # and stores nothing
         r = self.s3.put_object(Bucket=b, Key="acl", Body=b"acl", ACL="private", StorageClass="STANDARD")
         self.assertEqual(r["ETag"], '"%s"' % md5hex(b"acl"))
-        for kw in ({"ACL": "public-read"}, {"StorageClass": "GLACIER"}, {"ServerSideEncryption": "AES256"},
+        for kw in ({"ACL": "aws-exec-read"}, {"StorageClass": "GLACIER"}, {"ServerSideEncryption": "AES256"},
                    {"GrantRead": 'id="x"'}, {"ObjectLockMode": "GOVERNANCE"}):
             e = self.client_err(lambda: self.s3.put_object(Bucket=b, Key="refused", Body=b"x", **kw), 501,
                                 "NotImplemented")
@@ -451,7 +449,7 @@ class S3Test(unittest.TestCase):
             self.client_err(lambda: self.s3.create_multipart_upload(Bucket=b, Key="refused", **kw), 501,
                             "NotImplemented")
         self.assertTrue(self.absent(b, "refused"))
-        self.client_err(lambda: self.s3.put_object_acl(Bucket=b, Key="acl", ACL="public-read"), 501,
+        self.client_err(lambda: self.s3.put_object_acl(Bucket=b, Key="acl", ACL="aws-exec-read"), 501,
                         "NotImplemented")
         self.s3.put_object_acl(Bucket=b, Key="acl", ACL="private")
         # no Content-Type sent: the AWS default
