@@ -16,6 +16,7 @@
 #include "node.h"
 #include "peer.h"
 #include "read.h"
+#include "s3sse.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,7 +141,7 @@ static void list_buckets(struct sl_req *r)
 }
 
 /* Headers asking for what Shale does not do are refused, never ignored: a
- * client that asked for encryption, an ACL, tags or object lock must not
+ * client that asked for an ACL or object lock must not
  * believe it got them. Every bucket and object has the one ACL above, so
  * the canned ACL "private" (and bucket-owner-full-control) is what is
  * already so. -1 when refused (answered). */
@@ -148,8 +149,6 @@ static int unsupported_hdrs(struct sl_req *r)
 {
     static const char *const no[] = { "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
                                       "x-amz-grant-write-acp", "x-amz-grant-full-control",
-                                      "x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm",
-                                      "x-amz-server-side-encryption-aws-kms-key-id",
                                       "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
                                       "x-amz-object-lock-legal-hold", "x-amz-bucket-object-lock-enabled",
                                       "x-amz-website-redirect-location", NULL };
@@ -637,6 +636,11 @@ static void primary_bck_call(struct sl_req *r, const char *method, const char *b
     free(url);
 }
 
+void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status)
+{
+    primary_bck_call(r, method, bucket, msg, ok_status);
+}
+
 static void delete_bucket(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;
@@ -868,7 +872,7 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
 /* ---- dispatch ---- */
 
 static const char *const unsupported[] = { "lifecycle", "cors", "policy", "website", "replication",
-                                           "encryption", "object-lock", "notification", "logging",
+                                           "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls", "publicAccessBlock",
                                            "policyStatus", "retention", "legal-hold", "restore", "select",
@@ -916,7 +920,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
         return;
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
-        !sl_req_query(r, "tagging")) {
+        !sl_req_query(r, "tagging") && !sl_req_query(r, "encryption")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -943,6 +947,10 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
     const struct sl_bck b = *bp;
     if (sl_req_query(r, "tagging")) {
         bck_tagging(r, &b);
+        return;
+    }
+    if (sl_req_query(r, "encryption")) { /* s3sse.c */
+        s3_bck_encryption(r, &b);
         return;
     }
     switch (r->method) {

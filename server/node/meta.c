@@ -579,6 +579,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "features", json_string("0"));
     /* S3's bucket tags (server/api/s3tag.c): "k=v&k2=v2", percent-encoded */
     json_object_set_new(p, "tags", json_string(""));
+    /* S3's default encryption (server/api/s3sse.c): "AES256" (SSE-S3) or "" none */
+    json_object_set_new(p, "sse", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -773,7 +775,7 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
         }
         json_t *cur = json_object_get(base, k);
-        if (!cur && !path[0] && !strcmp(k, "tags")) { /* a bucket made before buckets had tags */
+        if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "sse"))) { /* a bucket made before them */
             json_object_set_new(base, k, json_string(""));
             cur = json_object_get(base, k);
         }
@@ -787,6 +789,10 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "bucket property \"tags\" must be at most 64 KiB of \"k=v&k2=v2\" "
                                "without control characters (S3's PutBucketTagging sets it); nothing was changed");
         }
+        if (!path[0] && !strcmp(k, "sse") &&
+            (!json_is_string(v) || (*json_string_value(v) && strcmp(json_string_value(v), "AES256"))))
+            return sl_errf(err, SL_EINVAL, "bucket property \"sse\" is \"AES256\" (S3's default encryption, SSE-S3) "
+                           "or \"\" (none); nothing was changed");
         if (!cur) {
             /* name the valid ones at this level */
             char valid[600] = "";
