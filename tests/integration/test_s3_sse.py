@@ -3,7 +3,7 @@
 """S3 encryption at rest (issue 39) against a real cluster of 1 gateway and 2 targets: SSE-S3 (the cluster's
 master key from s3.sse_key_file) and SSE-C (the customer's key, never stored) with boto3 and the aws CLI; the
 bytes on the targets' disks are not the plaintext; ranges; a missing or wrong SSE-C key; CopyObject from an
-SSE-C source; multipart uploads; the bucket default (?encryption); the native API's GET; a restart of every
+SSE-C source; multipart uploads (a part copied from an SSE-C source); rclone and s3cmd; the bucket default (?encryption); the native API's GET; a restart of every
 node; an encrypted object moved by a rebalance still decrypts.
 """
 import base64
@@ -161,6 +161,12 @@ class S3SseTest(unittest.TestCase):
         self.assertEqual((r.status_code, r.content == plain), (200, True))
         r = self.s.get(self.url + "/v1/objects/%s/enc" % b, params={"provider": "ais"}, headers={"Range": "bytes=5-9"})
         self.assertEqual(r.content, plain[5:10])
+        self.assertNotIn("Ais-Checksum-Value", r.headers)  # (the stored checksum is the ciphertext's)
+        # the stored checksum covers the ciphertext: a validated read passes, without the key
+        r = self.s.get(self.url + "/v1/objects/%s/enc" % b, params={"provider": "ais", "validate-checksum": "true"})
+        self.assertEqual((r.status_code, r.content == plain), (200, True))
+        o = self.s3.get_object(Bucket=b, Key="enc", ChecksumMode="ENABLED")
+        self.assertEqual(o["Body"].read(), plain)
         # an empty encrypted object, a 1-byte one
         for body in (b"", b"z"):
             self.s3.put_object(Bucket=b, Key="small", Body=body, ServerSideEncryption="AES256")
@@ -221,6 +227,7 @@ class S3SseTest(unittest.TestCase):
         b = self.bucket("sse-mpu")
         parts = [os.urandom(5 * 1024 * 1024 + 7), os.urandom(5 * 1024 * 1024), os.urandom(1234)]
         plain = b"".join(parts)
+        self.s3.put_object(Bucket=b, Key="mp-src", Body=parts[2], **ssec(KEY_C2))
         for kw in (ssec(), {"ServerSideEncryption": "AES256"}):
             k = "mp-%s" % ("c" if "SSECustomerKey" in kw else "s3")
             pk = kw if "SSECustomerKey" in kw else {}
@@ -232,9 +239,13 @@ class S3SseTest(unittest.TestCase):
                 self.client_err(lambda: self.s3.upload_part(Bucket=b, Key=k, UploadId=uid, PartNumber=1,
                                                             Body=parts[0], **ssec(KEY_C2)), 403, "AccessDenied")
             done = []
-            for i, p in enumerate(parts):
+            for i, p in enumerate(parts[:2]):
                 r = self.s3.upload_part(Bucket=b, Key=k, UploadId=uid, PartNumber=i + 1, Body=p, **pk)
                 done.append({"PartNumber": i + 1, "ETag": r["ETag"]})
+            # the last part copied from an SSE-C source (its key), encrypted as the upload's
+            r = self.s3.upload_part_copy(Bucket=b, Key=k, UploadId=uid, PartNumber=3, CopySource={
+                "Bucket": b, "Key": "mp-src"}, **ssec(KEY_C2, "CopySource"), **pk)
+            done.append({"PartNumber": 3, "ETag": r["CopyPartResult"]["ETag"]})
             self.s3.complete_multipart_upload(Bucket=b, Key=k, UploadId=uid, MultipartUpload={"Parts": done})
             o = self.s3.get_object(Bucket=b, Key=k, **pk)
             self.assertEqual(o["Body"].read(), plain)
@@ -298,6 +309,47 @@ class S3SseTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(b"SSECustomerKeyMD5", p.stdout)
         self.assertEqual(self.on_disk(b"PLAINTEXT-CLI-PLAINTEXT-CLI"), [])
+
+    def test_rclone_s3cmd(self):
+        b = self.bucket("sse-tools")
+        src = os.path.join(self.tmp, "tools-src")
+        plain = marker("TOOLS", 30000)
+        with open(src, "wb") as f:
+            f.write(plain)
+        # rclone: --s3-server-side-encryption AES256 (its SSE-C flags refuse plain HTTP: "cannot send SSE keys
+        # over HTTP", and this cluster has no TLS)
+        cfg = os.path.join(self.tmp, "rclone.conf")
+        with open(cfg, "w") as f:
+            f.write("[shale]\ntype = s3\nprovider = Other\naccess_key_id = %s\nsecret_access_key = %s\n"
+                    "endpoint = %s\nforce_path_style = true\nregion = us-east-1\n" % (AK, SK, self.ep))
+        rc = lambda *a: subprocess.run(["/usr/bin/rclone", "--config", cfg, "--retries", "1", "--low-level-retries",
+                                        "1"] + list(a), capture_output=True, timeout=120, env=self.env,
+                                       stdin=subprocess.DEVNULL)
+        for name, flags, kw in (("rs3", ["--s3-server-side-encryption", "AES256"], {}),):
+            p = rc("copyto", src, "shale:%s/%s" % (b, name), *flags)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            o = self.s3.get_object(Bucket=b, Key=name, **kw)
+            self.assertEqual(o["Body"].read(), plain)
+            self.assertEqual(o.get("ServerSideEncryption", o.get("SSECustomerAlgorithm")), "AES256")
+            out = os.path.join(self.tmp, "tools-" + name)
+            p = rc("copyto", "shale:%s/%s" % (b, name), out, *flags)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(), plain)
+        # s3cmd: --server-side-encryption (SSE-S3)
+        scfg = os.path.join(self.tmp, "s3cmd.cfg")
+        hb = self.ep.split("//", 1)[1]
+        with open(scfg, "w") as f:
+            f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\nhost_bucket = %s\n"
+                    "use_https = False\nsignature_v2 = False\nbucket_location = us-east-1\ncheck_ssl_certificate = "
+                    "False\nproxy_host = \nprogress_meter = False\n" % (AK, SK, hb, hb))
+        p = subprocess.run(["/usr/bin/s3cmd", "-c", scfg, "--no-progress", "put", "--server-side-encryption", src,
+                            "s3://%s/s3cmd" % b], capture_output=True, timeout=120, env=self.env,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        o = self.s3.get_object(Bucket=b, Key="s3cmd")
+        self.assertEqual((o["ServerSideEncryption"], o["Body"].read() == plain), ("AES256", True))
+        self.assertEqual(self.on_disk(b"PLAINTEXT-TOOLS-PLAINTEXT-TOOLS"), [])
 
     def test_z_restart_and_rebalance(self):
         """encrypted objects and the bucket default survive a restart of every node, and a rebalance (a target
