@@ -636,11 +636,6 @@ static void primary_bck_call(struct sl_req *r, const char *method, const char *b
     free(url);
 }
 
-void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status)
-{
-    primary_bck_call(r, method, bucket, msg, ok_status);
-}
-
 static void delete_bucket(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;
@@ -869,6 +864,45 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
     }
 }
 
+/* ---- ?encryption of a bucket: its props "sse" (s3sse.c) ---- */
+
+static void put_bck_encryption(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    if (s3_sse_bck_config(r, r->body.p ? r->body.p : "", r->body.len) == 0)
+        primary_bck_call(r, "PATCH", bck->name,
+                         json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "sse", "AES256"), 200);
+    bck_free(bck);
+}
+
+static void put_bck_encryption_body(struct sl_req *r)
+{
+    s3_body_offload(r, put_bck_encryption, bck_free);
+}
+
+static void delete_bck_encryption(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    primary_bck_call(r, "PATCH", bck->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "sse", ""),
+                     204);
+    bck_free(bck);
+}
+
+static void bck_encryption(struct sl_req *r, const struct sl_bck *b)
+{
+    if (r->method == SL_M_GET) {
+        s3_sse_bck_get(r, b);
+    } else if (r->method == SL_M_PUT) {
+        r->ctx = bck_copy(b);
+        sl_req_buffer_body(r, 64 * 1024, put_bck_encryption_body);
+    } else if (r->method == SL_M_DELETE) {
+        sl_req_offload(r, delete_bck_encryption, bck_free, bck_copy(b));
+    } else {
+        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?encryption (GET, PUT and DELETE are)",
+               r->method_str);
+    }
+}
+
 /* ---- dispatch ---- */
 
 static const char *const unsupported[] = { "lifecycle", "cors", "policy", "website", "replication",
@@ -949,8 +983,8 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
         bck_tagging(r, &b);
         return;
     }
-    if (sl_req_query(r, "encryption")) { /* s3sse.c */
-        s3_bck_encryption(r, &b);
+    if (sl_req_query(r, "encryption")) {
+        bck_encryption(r, &b);
         return;
     }
     switch (r->method) {

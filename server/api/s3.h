@@ -79,8 +79,6 @@ void s3_xml(struct sl_req *r, int status, struct sl_buf *body);
 void s3_xml_esc(struct sl_buf *b, const char *s, size_t n);
 /* <tag>escaped v</tag> */
 void s3_xel(struct sl_buf *b, const char *tag, const char *v);
-/* msg (stolen) to the primary's /v1/buckets/NAME (set-bprops...): ok_status, or its error as S3's */
-void s3_primary_bck_call(struct sl_req *r, const char *method, const char *bucket, json_t *msg, int ok_status);
 /* The one owner (ListBuckets, ACLs) */
 void s3_owner_xml(struct sl_buf *b);
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"

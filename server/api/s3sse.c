@@ -681,13 +681,12 @@ static void cfg_end(void *arg, const char *parent, const char *name, const char 
         c->kms_key = true;
 }
 
-static void put_encryption(struct sl_req *r, void *arg)
+int s3_sse_bck_config(struct sl_req *r, const char *body, size_t n)
 {
-    struct sl_bck *b = arg;
     struct ssecfg c = { 0 };
     struct sl_err err = { 0 };
     char kid[64];
-    if (s3_xml_parse(r->body.p ? r->body.p : "", r->body.len, cfg_end, &c) < 0 || c.rules != 1 || !c.alg[0]) {
+    if (s3_xml_parse(body, n, cfg_end, &c) < 0 || c.rules != 1 || !c.alg[0]) {
         s3_err(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our "
                "published schema (a ServerSideEncryptionConfiguration with one Rule holding "
                "ApplyServerSideEncryptionByDefault/SSEAlgorithm); nothing was changed");
@@ -701,65 +700,23 @@ static void put_encryption(struct sl_req *r, void *arg)
     } else if (s3_kms->key_id(kid, sizeof(kid), &err) < 0) {
         s3_err(r, 500, "InternalError", "%s; nothing was changed", err.msg);
     } else {
-        s3_primary_bck_call(r, "PATCH", b->name,
-                            json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "sse", "AES256"), 200);
+        return 0;
     }
-    sl_bck_release(b);
-    free(b);
+    return -1;
 }
 
-static void bck_free(void *p)
+void s3_sse_bck_get(struct sl_req *r, const struct sl_bck *b)
 {
-    if (p)
-        sl_bck_release(p);
-    free(p);
-}
-
-static void put_encryption_body(struct sl_req *r)
-{
-    s3_body_offload(r, put_encryption, bck_free);
-}
-
-static void delete_encryption(struct sl_req *r, void *arg)
-{
-    struct sl_bck *b = arg;
-    s3_primary_bck_call(r, "PATCH", b->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "sse", ""),
-                        204);
-    bck_free(b);
-}
-
-void s3_bck_encryption(struct sl_req *r, const struct sl_bck *b)
-{
-    struct sl_bck *c;
-    switch (r->method) {
-    case SL_M_GET: {
-        const char *v = json_string_value(json_object_get(b->props, "sse"));
-        if (!v || strcmp(v, "AES256")) {
-            s3_err(r, 404, "ServerSideEncryptionConfigurationNotFoundError", "The server side encryption "
-                   "configuration was not found (bucket %s has no default encryption)", b->name);
-            return;
-        }
-        struct sl_buf x;
-        sl_buf_init(&x);
-        sl_buf_adds(&x, "<ServerSideEncryptionConfiguration xmlns=\"" XMLNS "\"><Rule><ApplyServerSideEncryptionByDefault>"
-                    "<SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false"
-                    "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>");
-        s3_xml(r, 200, &x);
+    const char *v = json_string_value(json_object_get(b->props, "sse"));
+    if (!v || strcmp(v, "AES256")) {
+        s3_err(r, 404, "ServerSideEncryptionConfigurationNotFoundError", "The server side encryption "
+               "configuration was not found (bucket %s has no default encryption)", b->name);
         return;
     }
-    case SL_M_PUT:
-        c = sl_xmalloc(sizeof(*c));
-        sl_bck_copy(c, b);
-        r->ctx = c;
-        sl_req_buffer_body(r, 64 * 1024, put_encryption_body);
-        return;
-    case SL_M_DELETE:
-        c = sl_xmalloc(sizeof(*c));
-        sl_bck_copy(c, b);
-        sl_req_offload(r, delete_encryption, bck_free, c);
-        return;
-    default:
-        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?encryption (GET, PUT and DELETE are)",
-               r->method_str);
-    }
+    struct sl_buf x;
+    sl_buf_init(&x);
+    sl_buf_adds(&x, "<ServerSideEncryptionConfiguration xmlns=\"" XMLNS "\"><Rule><ApplyServerSideEncryptionByDefault>"
+                "<SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false"
+                "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>");
+    s3_xml(r, 200, &x);
 }

@@ -92,7 +92,9 @@ bool s3_sse_key_is_own(const char *k);
 /* CompleteMultipartUpload of an encrypted upload: "s3.sse.parts" into meta */
 void s3_sse_parts_meta(struct kvs *meta, const int *nos, const uint64_t *sizes, int n);
 
-/* GET/PUT/DELETE ?encryption of a bucket (props "sse") */
-void s3_bck_encryption(struct sl_req *r, const struct sl_bck *b);
+/* ?encryption of a bucket (props "sse", set by s3.c): GET answered; a
+ * PUT's body checked (0: set "AES256"; -1 answered) */
+void s3_sse_bck_get(struct sl_req *r, const struct sl_bck *b);
+int s3_sse_bck_config(struct sl_req *r, const char *body, size_t n);
 
 #endif
