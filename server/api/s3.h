@@ -10,7 +10,8 @@
  * body streams in), "s3.ct" Content-Type, "s3.ce" Content-Encoding,
  * "s3.cd" Content-Disposition, "s3.cl" Content-Language, "s3.cc"
  * Cache-Control, "s3.ex" Expires, "s3.mp" part count of a multipart
- * object, "x-amz-meta-NAME" user metadata.
+ * object, "x-amz-meta-NAME" user metadata; "s3.sse*" an encrypted object's
+ * (s3sse.h).
  */
 #ifndef SL_S3_H
 #define SL_S3_H

@@ -167,6 +167,15 @@ class S3SseTest(unittest.TestCase):
         self.assertEqual((r.status_code, r.content == plain), (200, True))
         o = self.s3.get_object(Bucket=b, Key="enc", ChecksumMode="ENABLED")
         self.assertEqual(o["Body"].read(), plain)
+        # CopyObject from an SSE-S3 source (on either target) into plain and SSE-S3 objects
+        for i in range(4):
+            self.s3.copy_object(Bucket=b, Key="cp%d" % i, CopySource={"Bucket": b, "Key": "enc"})
+            o = self.s3.get_object(Bucket=b, Key="cp%d" % i)
+            self.assertEqual((o.get("ServerSideEncryption"), o["Body"].read() == plain), (None, True))
+            r = self.s3.copy_object(Bucket=b, Key="ce%d" % i, CopySource={"Bucket": b, "Key": "enc"},
+                                    ServerSideEncryption="AES256")
+            self.assertEqual(r["ServerSideEncryption"], "AES256")
+            self.assertEqual(self.s3.get_object(Bucket=b, Key="ce%d" % i)["Body"].read(), plain)
         # an empty encrypted object, a 1-byte one
         for body in (b"", b"z"):
             self.s3.put_object(Bucket=b, Key="small", Body=body, ServerSideEncryption="AES256")
