@@ -30,6 +30,7 @@
 #include "reb.h"
 #include "lost.h"
 #include "vote.h"
+#include "s3sse.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -288,6 +289,11 @@ int main(int argc, char **argv)
     }
     if (check_only && c->client_ca_tls[0] && access(c->client_ca_tls, R_OK) < 0) {
         fprintf(stderr, "shaled: cannot read %s (net.http.client_ca_tls): %s\n", c->client_ca_tls, strerror(errno));
+        sl_config_free(c);
+        return 2;
+    }
+    if (check_only && c->s3_sse_key_file[0] && s3_sse_key_check(c->s3_sse_key_file, &err) < 0) {
+        fprintf(stderr, "shaled: %s\n", err.msg);
         sl_config_free(c);
         return 2;
     }

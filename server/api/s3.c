@@ -16,6 +16,7 @@
 #include "node.h"
 #include "peer.h"
 #include "read.h"
+#include "s3sse.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,7 +141,7 @@ static void list_buckets(struct sl_req *r)
 }
 
 /* Headers asking for what Shale does not do are refused, never ignored: a
- * client that asked for encryption, an ACL, tags or object lock must not
+ * client that asked for an ACL or object lock must not
  * believe it got them. Every bucket and object has the one ACL above, so
  * the canned ACL "private" (and bucket-owner-full-control) is what is
  * already so. -1 when refused (answered). */
@@ -148,8 +149,6 @@ static int unsupported_hdrs(struct sl_req *r)
 {
     static const char *const no[] = { "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
                                       "x-amz-grant-write-acp", "x-amz-grant-full-control",
-                                      "x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm",
-                                      "x-amz-server-side-encryption-aws-kms-key-id",
                                       "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
                                       "x-amz-object-lock-legal-hold", "x-amz-bucket-object-lock-enabled",
                                       "x-amz-website-redirect-location", NULL };
@@ -844,10 +843,49 @@ static void bck_tagging(struct sl_req *r, const struct sl_bck *b)
     }
 }
 
+/* ---- ?encryption of a bucket: its props "sse" (s3sse.c) ---- */
+
+static void put_bck_encryption(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    if (s3_sse_bck_config(r, r->body.p ? r->body.p : "", r->body.len) == 0)
+        primary_bck_call(r, "PATCH", bck->name,
+                         json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "sse", "AES256"), 200);
+    bck_free(bck);
+}
+
+static void put_bck_encryption_body(struct sl_req *r)
+{
+    s3_body_offload(r, put_bck_encryption, bck_free);
+}
+
+static void delete_bck_encryption(struct sl_req *r, void *arg)
+{
+    struct sl_bck *bck = arg;
+    primary_bck_call(r, "PATCH", bck->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", "sse", ""),
+                     204);
+    bck_free(bck);
+}
+
+static void bck_encryption(struct sl_req *r, const struct sl_bck *b)
+{
+    if (r->method == SL_M_GET) {
+        s3_sse_bck_get(r, b);
+    } else if (r->method == SL_M_PUT) {
+        r->ctx = bck_copy(b);
+        sl_req_buffer_body(r, 64 * 1024, put_bck_encryption_body);
+    } else if (r->method == SL_M_DELETE) {
+        sl_req_offload(r, delete_bck_encryption, bck_free, bck_copy(b));
+    } else {
+        s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?encryption (GET, PUT and DELETE are)",
+               r->method_str);
+    }
+}
+
 /* ---- dispatch ---- */
 
 static const char *const unsupported[] = { "website", "replication",
-                                           "encryption", "object-lock", "notification", "logging",
+                                           "object-lock", "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls",
                                            "retention", "legal-hold", "restore", "select",
@@ -896,7 +934,7 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
         !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle") && !sl_req_query(r, "cors") &&
-        !sl_req_query(r, "policy") && !sl_req_query(r, "publicAccessBlock")) {
+        !sl_req_query(r, "policy") && !sl_req_query(r, "publicAccessBlock") && !sl_req_query(r, "encryption")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -936,6 +974,10 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
     }
     if (s3_bucket_access_op(r, &b)) /* ?acl, ?policy, ?policyStatus, ?publicAccessBlock (s3policy.c) */
         return;
+    if (sl_req_query(r, "encryption")) {
+        bck_encryption(r, &b);
+        return;
+    }
     switch (r->method) {
     case SL_M_HEAD:
         sl_hdr_add(r, "x-amz-bucket-region", "us-east-1");

@@ -11,7 +11,8 @@
  * "s3.cd" Content-Disposition, "s3.cl" Content-Language, "s3.cc"
  * Cache-Control, "s3.ex" Expires, "s3.mp" part count of a multipart
  * object, "s3.xc" the verified x-amz-checksum-ALG of a PUT ("ALG:BASE64"),
- * "x-amz-meta-NAME" user metadata.
+ * "x-amz-meta-NAME" user metadata; "s3.sse*" an encrypted object's
+ * (s3sse.h).
  */
 #ifndef SL_S3_H
 #define SL_S3_H

@@ -16,6 +16,7 @@
 #include "store.h"
 #include "read.h"
 #include "upload.h"
+#include "s3sse.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -71,6 +72,7 @@ struct copy_src {                 /* a source read from its own target */
     int64_t mtime;
     bool checked, refused;
     int status;
+    struct s3sse dsse;            /* the destination's encryption: what is written is its ciphertext */
 };
 
 static void copy_hdr(void *ctx, const char *name, const char *value)
@@ -108,6 +110,8 @@ static int part_begin(struct copy_src *c, uint64_t size, struct sl_err *err)
 static int dst_write(struct copy_src *c, const void *data, size_t n, struct sl_err *err)
 {
     EVP_DigestUpdate(c->md5, data, n);
+    if (c->dsse.mode)
+        data = s3_sse_crypt(&c->dsse, data, n);
     return c->j->part ? sl_mpt_part_write(c->mp, data, n, err) : sl_put_write(c->p, data, n, err);
 }
 
@@ -175,6 +179,19 @@ static void copy_run(struct sl_req *r, void *arg)
     int fd = -1;
     struct sl_objmd md;
     memset(&md, 0, sizeof(md));
+    struct s3sse ssrc;
+    memset(&ssrc, 0, sizeof(ssrc));
+    struct kvs sm = { 0 };           /* the destination's encryption metadata */
+    if (j->part) {
+        struct kvs um = { 0 };
+        s3_upload_meta(j->id, &um);
+        int sr = s3_sse_part(r, &um, &c.dsse, j->partno);
+        s3_kv_free(&um);
+        if (sr < 0)
+            goto out;
+    } else if (s3_sse_new(r, &j->dst, &c.dsse, &sm) < 0) {
+        goto out;
+    }
     if (local) {
         if (sl_read_obj(&j->src, j->skey, j->sklen, &fd, &md, &err) < 0) {
             if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
@@ -183,6 +200,8 @@ static void copy_run(struct sl_req *r, void *arg)
                 s3_err_sl(r, &err);
             goto out;
         }
+        if (s3_sse_open_s3(r, &md, "x-amz-copy-source-", &ssrc) < 0) /* encrypted: its key */
+            goto out;
         snprintf(c.etag, sizeof(c.etag), "%s", s3_obj_etag(&md));
         c.mtime = md.mtime;
         c.checked = true;
@@ -204,7 +223,8 @@ static void copy_run(struct sl_req *r, void *arg)
     if (local || j->replace) {
         for (int i = 0; i < use->n; i++)
             if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl") &&
-                strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) && !s3_acl_md_key(use->kv[i].k))
+                strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) && !s3_acl_md_key(use->kv[i].k) &&
+                !s3_sse_key_is_own(use->kv[i].k))
                 s3_kv_add(&keep, use->kv[i].k, use->kv[i].v);
         copy_tags(j, &c.custom, &keep);
         o.custom = keep.kv;
@@ -216,6 +236,8 @@ static void copy_run(struct sl_req *r, void *arg)
         goto out;
     }
     s3_kv_free(&keep);
+    for (int i = 0; c.p && i < sm.n; i++)
+        sl_put_set_custom(c.p, sm.kv[i].k, sm.kv[i].v);
     if (local) {
         uint64_t off = 0, end = md.size;
         if (j->ranged) {
@@ -240,6 +262,8 @@ static void copy_run(struct sl_req *r, void *arg)
                 sl_errf(&err, SL_EIO, "reading the copy source: %s", n < 0 ? strerror(errno) : "short file");
                 break;
             }
+            if (ssrc.mode)
+                s3_sse_xor_at(&ssrc, off, buf, (size_t)n);
             if (dst_write(&c, buf, (size_t)n, &err) < 0)
                 break;
             off += (uint64_t)n;
@@ -256,10 +280,23 @@ static void copy_run(struct sl_req *r, void *arg)
         sl_peer_obj_url(&url, owner->url, j->src.name, "ais", j->skey, j->sklen);
         struct sl_peer_resp pr = { 0 };
         char rh[80];
-        struct sl_peer_hdr h = { "Range", rh };
+        struct sl_peer_hdr h[4];
+        int nh = 0;
         snprintf(rh, sizeof(rh), "bytes=%llu-%llu", (unsigned long long)j->roff,
                  (unsigned long long)(j->roff + j->rlen - 1));
-        int rc = sl_peer_get_stream(url.p, j->ranged ? &h : NULL, j->ranged ? 1 : 0, copy_sink, copy_hdr, &c, 0, &pr);
+        if (j->ranged)
+            h[nh++] = (struct sl_peer_hdr){ "Range", rh };
+        static const char *const ssec[] = { "x-amz-server-side-encryption-customer-algorithm",
+                                            "x-amz-server-side-encryption-customer-key",
+                                            "x-amz-server-side-encryption-customer-key-MD5" };
+        char cn[3][96];
+        for (int i = 0; i < 3; i++) { /* an SSE-C source: its key, for its target to decrypt it */
+            snprintf(cn[i], sizeof(cn[i]), "x-amz-copy-source-%s", ssec[i] + 6);
+            const char *v = sl_req_header(r, cn[i]);
+            if (v)
+                h[nh++] = (struct sl_peer_hdr){ ssec[i], v };
+        }
+        int rc = sl_peer_get_stream(url.p, nh ? h : NULL, nh, copy_sink, copy_hdr, &c, 0, &pr);
         sl_buf_free(&url);
         bool okst = pr.status == 200 || (j->ranged && pr.status == 206);
         if (rc == 0 && okst && !c.checked &&
@@ -283,6 +320,9 @@ static void copy_run(struct sl_req *r, void *arg)
                 s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
             else if (pr.status == 416)
                 s3_err(r, 416, "InvalidRange", "x-amz-copy-source-range is outside the source");
+            else if (pr.status == 400 || pr.status == 403) /* an encrypted source without its key */
+                s3_err(r, (int)pr.status, pr.status == 403 ? "AccessDenied" : "InvalidRequest", "the copy source: %s",
+                       pr.err);
             else
                 s3_err(r, 503, "ServiceUnavailable", "reading the copy source from t[%s]: %s", owner->id, pr.err);
             sl_peer_resp_free(&pr);
@@ -293,7 +333,7 @@ static void copy_run(struct sl_req *r, void *arg)
             for (int i = 0; i < c.custom.n; i++)
                 if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp") &&
                     strncmp(c.custom.kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) &&
-                    !s3_acl_md_key(c.custom.kv[i].k))
+                    !s3_acl_md_key(c.custom.kv[i].k) && !s3_sse_key_is_own(c.custom.kv[i].k))
                     sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
         if (!j->part) { /* the source's tags came with its bytes (set again when they were at begin) */
             struct kvs tg = { 0 };
@@ -321,6 +361,7 @@ static void copy_run(struct sl_req *r, void *arg)
         s3_iso_time(sl_now_ns(), t, sizeof(t));
         struct sl_buf x;
         sl_buf_init(&x);
+        s3_sse_headers(r, &c.dsse);
         sl_buf_printf(&x, "<CopyPartResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s"
                       "</LastModified><ETag>&quot;%s&quot;</ETag></CopyPartResult>", t, etag);
         s3_xml(r, 200, &x);
@@ -340,6 +381,7 @@ static void copy_run(struct sl_req *r, void *arg)
     sl_objmd_free(&out);
     struct sl_buf x;
     sl_buf_init(&x);
+    s3_sse_headers(r, &c.dsse);
     sl_buf_printf(&x, "<CopyObjectResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s"
                   "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>", t, etag);
     s3_xml(r, 200, &x);
@@ -351,6 +393,9 @@ out:
         sl_objmd_free(&md);
     EVP_MD_CTX_free(c.md5);
     s3_kv_free(&c.custom);
+    s3_kv_free(&sm);
+    s3_sse_free(&ssrc);
+    s3_sse_free(&c.dsse);
     sl_smap_put(s);
     copy_free(j);
 }

@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "store.h"
 #include "read.h"
+#include "s3sse.h"
 #include "upload.h"
 
 #include <errno.h>
@@ -99,6 +100,15 @@ void s3_upload_record_part(const char *id, int partno, uint64_t size, const char
 }
 
 
+void s3_upload_meta(const char *id, struct kvs *out)
+{
+    pthread_mutex_lock(&up_mu);
+    struct s3upload *up = up_find(id);
+    for (int i = 0; up && i < up->meta.n; i++)
+        s3_kv_add(out, up->meta.kv[i].k, up->meta.kv[i].v);
+    pthread_mutex_unlock(&up_mu);
+}
+
 bool s3_upload_known(const char *id)
 {
     pthread_mutex_lock(&up_mu);
@@ -135,10 +145,15 @@ void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_b
                "bytes)", S3_META_MAX);
         return;
     }
-    if (s3_tagging_hdr(r, &meta) < 0 || s3_acl_hdr(r, b, &meta) < 0) {
+    struct s3sse sse;
+    int sr = s3_tagging_hdr(r, &meta) < 0 || s3_acl_hdr(r, b, &meta) < 0 ? -1
+             : s3_sse_new(r, b, &sse, &meta); /* the parts' encryption */
+    if (sr < 0) {
         s3_kv_free(&meta);
         return;
     }
+    s3_sse_headers(r, &sse);
+    s3_sse_free(&sse);
     if (sl_mpt_create(b, q->key, q->klen, id, sizeof(id), &err) < 0) {
         s3_kv_free(&meta);
         s3_err_sl(r, &err);
@@ -341,9 +356,11 @@ static void complete_run(struct sl_req *r, void *arg)
         bool equal = true;
         struct sl_buf sizes;
         sl_buf_init(&sizes);
+        uint64_t *psz = sl_xcalloc((size_t)c.n, sizeof(*psz));
         for (int i = 0; i < c.n; i++)
             for (int k = 0; k < up->nparts; k++)
                 if (up->parts[k].no == c.nos[i]) {
+                    psz[i] = up->parts[k].size;
                     if (!i)
                         first = up->parts[k].size;
                     else if (i < c.n - 1 && up->parts[k].size != first)
@@ -357,6 +374,8 @@ static void complete_run(struct sl_req *r, void *arg)
         else if (c.n <= 256 && sizes.p)
             s3_kv_add(&meta, "s3.mpsizes", sizes.p);
         sl_buf_free(&sizes);
+        s3_sse_parts_meta(&meta, c.nos, psz, c.n); /* encrypted: where each part's counters start */
+        free(psz);
     }
     pthread_mutex_unlock(&up_mu);
     if (!up && done_find(&j->b, j->key, j->klen, j->id, r)) /* completed already: the same answer again */
@@ -385,6 +404,12 @@ static void complete_run(struct sl_req *r, void *arg)
             snprintf(n, sizeof(n), "%d", c.n);
             s3_kv_add(&meta, "ETag", etag);
             s3_kv_add(&meta, "s3.mp", n);
+            const char *sm = NULL;
+            for (int i = 0; i < meta.n; i++)
+                if (!strcmp(meta.kv[i].k, "s3.sse"))
+                    sm = meta.kv[i].v;
+            if (sm && !strcmp(sm, "AES256"))
+                sl_hdr_add(r, "x-amz-server-side-encryption", "AES256");
             if (sl_obj_set_custom(&j->b, j->key, j->klen, meta.kv, meta.n, false, &err) < 0)
                 sl_logw("s3 complete %s/%.*s: metadata not set: %s", j->b.name, (int)SL_MIN(j->klen, 200), j->key,
                         err.msg);

@@ -18,6 +18,7 @@
 #include "store.h"
 #include "read.h"
 #include "s3chunk.h"
+#include "s3sse.h"
 #include "upload.h"
 
 #include <openssl/crypto.h>
@@ -57,6 +58,7 @@ struct s3put {
     struct s3auth au;
     EVP_MD_CTX *sha;                  /* the raw body, when the client declared its SHA-256 */
     char sha_want[65];
+    struct s3sse sse;                 /* encrypted at rest (s3sse.c): the bytes written are its ciphertext */
 };
 
 static void put_free(struct s3put *u)
@@ -75,6 +77,7 @@ static void put_free(struct s3put *u)
     s3chunk_free(&u->ck);
     OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
     s3_xc_free(&u->xc);
+    s3_sse_free(&u->sse);
     free(u);
 }
 
@@ -97,6 +100,8 @@ static int sink(struct s3put *u, const char *p, size_t n)
     u->decoded += n;
     if (u->expect >= 0 && u->decoded > (uint64_t)u->expect)
         return put_fail(u, 400, "IncompleteBody", "the body holds more bytes than x-amz-decoded-content-length");
+    if (u->sse.mode)
+        p = s3_sse_crypt(&u->sse, p, n);
     int rc = u->part ? sl_mpt_part_write(u->part, p, n, &err) : sl_put_write(u->p, p, n, &err);
     if (rc < 0) {
         char m[400];
@@ -246,6 +251,11 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
     }
     const char *etag = s3_obj_etag(&rd->md);
     struct sl_objmd *md = &rd->md;
+    struct s3sse sse;
+    if (s3_sse_open_s3(r, md, "", &sse) < 0) { /* encrypted: the key (SSE-C: the request's) */
+        sl_read_done(rd);
+        return;
+    }
     int c = s3_conditions(r, "", etag, md->mtime, true);
     const char *pn = sl_req_query(r, "partNumber");
     if (!s3_obj_acl_grants(r, md)) { /* left to the object's ACL (s3policy.c) */
@@ -279,6 +289,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
                    (unsigned long long)md->size);
         } else {
             add_obj_headers(r, md);
+            s3_sse_headers(r, &sse);
             int status = rg ? 206 : 200;
             if (rg)
                 sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
@@ -288,12 +299,16 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
             } else {
                 if (rd->from == SL_READ_HERE)
                     sl_store_touch(b->bid, key, klen);
-                sl_resp_fd(r, status, rd->fd, off, len, NULL);
+                if (sse.mode)
+                    s3_sse_serve(r, status, rd->fd, off, len, &sse, NULL);
+                else
+                    sl_resp_fd(r, status, rd->fd, off, len, NULL);
                 rd->fd = -1;
             }
         }
     }
 done:
+    s3_sse_free(&sse);
     sl_read_done(rd);
 }
 
@@ -309,6 +324,7 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
 static void put_answer(struct sl_req *r, struct s3put *u, const char *etag_hex, const char *xc_got)
 {
     sl_hdr_addf(r, "ETag", "\"%s\"", etag_hex);
+    s3_sse_headers(r, &u->sse);
     if (xc_got && xc_got[0]) {
         char h[64];
         snprintf(h, sizeof(h), "x-amz-checksum-%s", u->xc_name);
@@ -498,7 +514,7 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
                "bytes)", S3_META_MAX);
         return;
     }
-    if (s3_tagging_hdr(r, &m) < 0 || s3_acl_hdr(r, b, &m) < 0) {
+    if (s3_tagging_hdr(r, &m) < 0 || s3_acl_hdr(r, b, &m) < 0 || s3_sse_new(r, b, &u->sse, &m) < 0) {
         s3_kv_free(&m);
         put_free(u);
         return;
@@ -545,6 +561,14 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
         put_free(u);
         s3_err(r, u->expect < 0 ? 411 : 400, u->expect < 0 ? "MissingContentLength" : "InvalidArgument",
                "a part needs its length (Content-Length or x-amz-decoded-content-length) and at least one byte");
+        return;
+    }
+    struct kvs um = { 0 };
+    s3_upload_meta(id, &um);
+    int sr = s3_sse_part(r, &um, &u->sse, (int)no); /* the upload's encryption; SSE-C: this part's key */
+    s3_kv_free(&um);
+    if (sr < 0) {
+        put_free(u);
         return;
     }
     struct sl_err err = { 0 };

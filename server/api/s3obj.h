@@ -82,6 +82,8 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
 
 /* ---- s3mpu.c ---- */
 bool s3_upload_known(const char *id);
+/* the metadata upload id was created with (copies into out; nothing when unknown) */
+void s3_upload_meta(const char *id, struct kvs *out);
 /* part partno of upload id is in: its size and ETag (hex MD5) */
 void s3_upload_record_part(const char *id, int partno, uint64_t size, const char *etag);
 void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);

@@ -19,6 +19,7 @@
 #include "stats.h"
 #include "store.h"
 #include "upload.h"
+#include "s3sse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -114,7 +115,8 @@ static void add_custom_headers(struct sl_req *r, const struct sl_objmd *md)
 
 static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
 {
-    if (md->cksum_type != SL_CK_NONE && md->cksum[0]) {
+    /* an encrypted object's checksum is its ciphertext's: sent only with the stored bytes (a neighbour's fetch) */
+    if (md->cksum_type != SL_CK_NONE && md->cksum[0] && (!s3_sse_encrypted(md) || sl_req_header(r, "Ais-No-Gfn"))) {
         sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md->cksum_type));
         sl_hdr_add(r, "Ais-Checksum-Value", md->cksum);
     }
@@ -250,6 +252,11 @@ static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, si
                     (unsigned long long)(off + len - 1), (unsigned long long)md.size);
     sl_hdr_add(r, "Accept-Ranges", "bytes");
     add_obj_headers(r, &md);
+    if (s3_sse_encrypted(&md) && !sl_req_header(r, "Ais-No-Gfn")) { /* S3's encryption at rest (s3sse.c) */
+        s3_sse_native_get(r, status, fd, off, len, &md);
+        fd = -1;
+        goto out;
+    }
     if (small) {
         close(fd);
         fd = -1;

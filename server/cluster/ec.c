@@ -360,6 +360,12 @@ static json_t *meta_new(const struct sl_objmd *md, const char *name, size_t nlen
                           "data_slices", d, "parity_slices", p, "slice_id", slice_id, "is_copy", copy, "slice_size",
                           (json_int_t)slice_size, "md_version", 1);
     free(nm);
+    if (md->ncustom) { /* the object's custom metadata (S3's ETag, tags, encryption) comes back with it */
+        json_t *c = json_object();
+        for (int i = 0; i < md->ncustom; i++)
+            json_object_set_new(c, md->custom[i].k, json_string(md->custom[i].v));
+        json_object_set_new(j, "custom", c);
+    }
     return j;
 }
 
@@ -701,6 +707,11 @@ static int store_rebuilt(const struct sl_bck *b, const char *name, size_t nlen, 
     md.cksum_type = ct > 0 && ct == b->cksum_type ? ct : 0;
     snprintf(md.cksum, sizeof(md.cksum), "%s", ct > 0 && ct == b->cksum_type ? want : "");
     md.atime = sl_now_ns();
+    const char *ck;
+    json_t *cv;
+    json_object_foreach(json_object_get(m, "custom"), ck, cv)
+        if (json_is_string(cv))
+            sl_objmd_set_custom(&md, ck, json_string_value(cv));
     if (tmp) { /* not stored: a temporary file for this read */
         int fd = sl_store_tmpfd(err);
         if (fd < 0)

@@ -149,6 +149,10 @@ static const struct key schema[] = {
     { "s3.vhost_domain", T_STR, "", 0, NULL,
       "virtual-hosted S3: a request for Host BUCKET.<this domain> is an S3 request on BUCKET (\"\" = path style "
       "only, on /s3)" },
+    { "s3.sse_key_file", T_STR, "", 0, NULL,
+      "SSE-S3 (server-side encryption, docs/s3.md): the file holding the cluster's 256-bit master key, 64 hex "
+      "digits or 44 base64 characters; the same file on every node (\"\" = SSE-S3 and bucket default encryption "
+      "are refused; SSE-C needs no key file)" },
     { "s3.root", T_BOOL, "false", 0, NULL,
       "serve S3 at the root path as well as on /s3 (AIStore's S3-API-via-Root): a request whose path is not one of "
       "Shale's own (/v1/..., /s3, /ais, /gs, /az, /metrics) is an S3 request; for clients that cannot put a path in "
@@ -651,6 +655,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
     c->s3_vhost_domain = sl_xstrdup(gs(doc, "s3.vhost_domain"));
     c->s3_root = gb(doc, "s3.root");
+    c->s3_sse_key_file = sl_xstrdup(gs(doc, "s3.sse_key_file"));
     c->intra_ttl_ns = gd(doc, "auth.intra_cluster.ttl");
     c->auth_required = gb(doc, "auth.client_auth_required");
     c->auth_method = sl_xstrdup(gs(doc, "auth.signature.method"));
@@ -928,6 +933,7 @@ void sl_config_free(struct sl_config *c)
     free(c->plugins_dir);
     free(c->promote_dir);
     free(c->s3_vhost_domain);
+    free(c->s3_sse_key_file);
     free(c->auth_method);
     free(c->auth_key);
     free(c->server_crt);

@@ -588,6 +588,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "s3_acl", json_string(""));
     json_object_set_new(p, "s3_policy", json_string(""));
     json_object_set_new(p, "s3_pab", json_string(""));
+    /* S3's default encryption (server/api/s3sse.c): "AES256" (SSE-S3) or "" none */
+    json_object_set_new(p, "sse", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -819,7 +821,8 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
         }
         json_t *cur = json_object_get(base, k);
         if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors") ||
-                                 !strcmp(k, "s3_acl") || !strcmp(k, "s3_policy") || !strcmp(k, "s3_pab"))) {
+                                 !strcmp(k, "s3_acl") || !strcmp(k, "s3_policy") || !strcmp(k, "s3_pab") ||
+                                 !strcmp(k, "sse"))) {
             /* a bucket made before buckets had them */
             json_object_set_new(base, k, json_string(""));
             cur = json_object_get(base, k);
@@ -853,6 +856,10 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
         }
         if (!path[0] && json_is_string(v) && s3_access_prop_bad(k, json_string_value(v), err))
             return -1;
+        if (!path[0] && !strcmp(k, "sse") &&
+            (!json_is_string(v) || (*json_string_value(v) && strcmp(json_string_value(v), "AES256"))))
+            return sl_errf(err, SL_EINVAL, "bucket property \"sse\" is \"AES256\" (S3's default encryption, SSE-S3) "
+                           "or \"\" (none); nothing was changed");
         if (!cur) {
             /* name the valid ones at this level */
             char valid[600] = "";

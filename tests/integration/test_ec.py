@@ -382,6 +382,28 @@ class TestECRepair(ECTest):
             "tracker"].get("err_cksum_n", {"v": "0"})["v"]) for t in targets)
         # 5 damaged files (the removed one is metadata without a file, not damage), and the last one again
         self.assertGreaterEqual(counted, 6)
+        # an S3 object encrypted at rest (SSE-S3) comes back from its slices with its custom metadata: its
+        # encryption (else its ciphertext was served as its bytes), Content-Type and ETag (the EC metafile kept
+        # none of them)
+        kf = os.path.join(self.tmp, "sse.key")
+        with open(kf, "w") as fh:
+            fh.write(os.urandom(32).hex())
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"s3.sse_key_file": kf}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        body = os.urandom(300001)
+        r = self.s.put(self.url + "/s3/er/enc", data=body, timeout=60,
+                       headers={"x-amz-server-side-encryption": "AES256", "Content-Type": "text/x-enc"})
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: self.encoded("er", "enc"), 30, what="enc encoded")
+        f = os.path.join(self.c.dir, self.name_by_id(hrw_owner(self.c.smap(), "er", "enc")["daemon_id"]), "mp1",
+                         "@ais", "er", "%ob", "enc")
+        os.unlink(f)
+        for hdr in ({}, {"Range": "bytes=7-70006"}):
+            r = self.s.get(self.url + "/s3/er/enc", headers=hdr, timeout=60)
+            self.assertEqual(r.status_code, 206 if hdr else 200, r.text[:300])
+            self.assertEqual(r.content, body[7:70007] if hdr else body)
+            self.assertEqual((r.headers.get("x-amz-server-side-encryption"), r.headers.get("Content-Type"),
+                              r.headers.get("ETag")), ("AES256", "text/x-enc", '"%s"' % hashlib.md5(body).hexdigest()))
 
 
 class TestECSliceRot(ECTest):

@@ -441,7 +441,7 @@ class S3Test(unittest.TestCase):
         # and stores nothing
         r = self.s3.put_object(Bucket=b, Key="acl", Body=b"acl", ACL="private", StorageClass="STANDARD")
         self.assertEqual(r["ETag"], '"%s"' % md5hex(b"acl"))
-        for kw in ({"ACL": "aws-exec-read"}, {"StorageClass": "GLACIER"}, {"ServerSideEncryption": "AES256"},
+        for kw in ({"ACL": "aws-exec-read"}, {"StorageClass": "GLACIER"},
                    {"GrantRead": 'id="x"'}, {"ObjectLockMode": "GOVERNANCE"}):
             e = self.client_err(lambda: self.s3.put_object(Bucket=b, Key="refused", Body=b"x", **kw), 501,
                                 "NotImplemented")
