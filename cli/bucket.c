@@ -569,8 +569,22 @@ static int bucket_props(struct opts *o)
             json_decref(after);
         }
         json_decref(before);
+    } else if (!strcmp(o->argv[0], "reset")) {
+        /* reset-bprops: the cluster's defaults again; the bucket keeps its provider, bid and creation time */
+        if (o->argc > 2) {
+            fprintf(stderr, "Error: unexpected argument \"%s\": `shale bucket props reset` takes one bucket and "
+                            "no KEY=VALUE\n", o->argv[2]);
+            free(pq);
+            uri_free(&u);
+            return 1;
+        }
+        cli_act("PATCH", pq, "reset-bprops", "", NULL, &r);
+        if (r.status != 200)
+            rc = cli_fail(&r, NULL);
+        else
+            printf("Bucket %s props reset to the cluster defaults\n", o->argv[1]);
     } else {
-        fprintf(stderr, "Error: unknown props verb \"%s\" (show, set)\n", o->argv[0]);
+        fprintf(stderr, "Error: unknown props verb \"%s\" (show, set, reset)\n", o->argv[0]);
         free(pq);
         uri_free(&u);
         return 1;

@@ -74,8 +74,10 @@ static const struct cli_cmd cmds[] = {
       { "bucket rm ais://scratch -y", "rmb ais://a ais://b --ignore-error -y" }, NULL },
     { "bucket ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "ls" },
     { "bucket props", "bucket props show ais://BUCKET [--json]\n"
-                      "bucket props set ais://BUCKET KEY=VALUE [KEY=VALUE ...]",
-      "Show a bucket's properties, or set some of them (printing each value before and after).", NOF, CF_JSON, -1,
+                      "bucket props set ais://BUCKET KEY=VALUE [KEY=VALUE ...]\n"
+                      "bucket props reset ais://BUCKET",
+      "Show a bucket's properties, set some of them (printing each value before and after), or reset them all to "
+      "the cluster's defaults (the provider, bid and creation time stay).", NOF, CF_JSON, -1,
       { "bucket props show ais://imgs", "bucket props set ais://imgs checksum.type=md5 access=ro" }, NULL },
     { "bucket summary", "bucket summary ais://BUCKET[/PREFIX] [--prefix P] [--json]",
       "Count a bucket's objects and their sizes (a summary-bck job on every target).",
@@ -175,6 +177,10 @@ static const struct cli_cmd cmds[] = {
       "Concatenate local files, in the order given, into one object (appends, then a flush).", NOF, 0, -1,
       { "object concat part1.bin part2.bin ais://data/whole.bin", "object concat a.txt b.txt ais://docs/ab.txt" },
       NULL },
+    { "object mv", "object mv ais://BUCKET/OBJECT NEW_NAME|ais://BUCKET/NEW_NAME",
+      "Rename an object within its ais:// bucket (rename-obj): the new name is written and readable before the old "
+      "one is removed; an object already under the new name is overwritten.", NOF, 0, 2,
+      { "object mv ais://imgs/cat.jpg cats/cat-1.jpg", "object mv ais://imgs/a.jpg ais://imgs/b.jpg" }, NULL },
     { "object set-custom", "object set-custom ais://BUCKET/OBJECT KEY=VALUE [KEY=VALUE ...] [--replace]",
       "Set custom metadata of an object: the keys are added to (or change) the object's custom metadata; "
       "--replace (ais: --set-new-custom) makes them its only custom metadata.",

@@ -1207,10 +1207,10 @@ static void post_done(struct sl_req *r)
                      m.action);
     else if (!m.action[0])
         sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
-                     "; this build serves promote, blob-download, check-lock, mpt-upload and mpt-complete)", r->path);
+                     "; this build serves all of them)", r->path);
     else
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
-                     OBJ_POST_ACTIONS "; this build serves promote, blob-download, check-lock, mpt-upload and mpt-complete)",
+                     OBJ_POST_ACTIONS "; this build serves all of them)",
                      m.action, r->path);
     sl_actmsg_free(&m);
 }
