@@ -251,6 +251,8 @@ int cmd_log(int argc, char **argv);
  * filled (object.c) */
 int cli_put_one_q(CURL *c, const struct uri *u, const char *path, const char *obj, const char *xq,
                   struct progress *prog, char *err, size_t errn);
+/* object promote PATH ais://B[/PREFIX] ... (more.c) */
+int cli_object_promote(int argc, char **argv);
 /* object mpu VERB ... (mpu.c) */
 int cli_object_mpu(int argc, char **argv);
 /* cliconf.c: the CLI's settings file and aliases */

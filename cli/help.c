@@ -181,6 +181,19 @@ static const struct cli_cmd cmds[] = {
       "Rename an object within its ais:// bucket (rename-obj): the new name is written and readable before the old "
       "one is removed; an object already under the new name is overwritten.", NOF, 0, 2,
       { "object mv ais://imgs/cat.jpg cats/cat-1.jpg", "object mv ais://imgs/a.jpg ais://imgs/b.jpg" }, NULL },
+    { "object promote", "object promote PATH ais://BUCKET[/PREFIX] [--target T] [--recursive] [--overwrite-dst] "
+                        "[--delete-src] [--not-file-share] [--wait]",
+      "Make files already on the targets into objects (promote): PATH is a file or directory inside the targets' "
+      "promote.dir, each file becomes PREFIX plus its path below PATH.",
+      F({ "--target T", "only this target's PATH (t[ID] or ID): it promotes every file there, sending each to its "
+                        "owner", "every target" },
+        { "-r, --recursive", "a directory's subdirectories too", "false" },
+        { "--overwrite-dst", "replace objects that exist (else they are kept and counted)", "false" },
+        { "--delete-src", "delete each file once its object is stored", "false" },
+        { "--not-file-share", "each target's PATH is its own, not one directory every target sees", "false" },
+        { "--progress", "with --wait: show the job's progress", "false" }),
+      CF_WAIT, 2, { "object promote /var/lib/shale/promote/imgs ais://imgs/2024/ --recursive --wait",
+                    "object promote /var/lib/shale/promote/a.bin ais://imgs/a.bin --target t[abc]" }, NULL },
     { "object set-custom", "object set-custom ais://BUCKET/OBJECT KEY=VALUE [KEY=VALUE ...] [--replace]",
       "Set custom metadata of an object: the keys are added to (or change) the object's custom metadata; "
       "--replace (ais: --set-new-custom) makes them its only custom metadata.",

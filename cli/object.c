@@ -1398,6 +1398,8 @@ int cmd_object(int argc, char **argv)
         return cli_cp("object cp", argc - 1, argv + 1);
     if (!strcmp(argv[0], "mv"))
         return object_mv(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "promote"))
+        return cli_object_promote(argc - 1, argv + 1);
     if (!strcmp(argv[0], "blob-download"))
         return cmd_blob_download(argc - 1, argv + 1);
     if (!strcmp(argv[0], "concat"))
@@ -1414,6 +1416,6 @@ int cmd_object(int argc, char **argv)
             return 1;
         return object_show(&o);
     }
-    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, cat, put, rm, cp, mv, set-custom, mpu)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, cat, put, rm, cp, mv, promote, set-custom, mpu)\n", argv[0]);
     return 1;
 }

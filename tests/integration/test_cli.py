@@ -296,7 +296,7 @@ class TestCLI(unittest.TestCase):
         "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "bucket mv",
         "bucket evict", "prefetch", "evict", "download", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
-        "object cp", "object mv", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
+        "object cp", "object mv", "object promote", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
         "storage resilver", "storage mountpath", "storage mountpath attach", "storage mountpath detach", "storage mountpath enable",
         "storage mountpath disable",
         "show object", "show bucket", "show config", "show log", "show etl", "show rebalance", "show dsort",

@@ -84,6 +84,41 @@ class TestCLIMore(ClusterTest):
         r = self.s.post(self.url + "/v1/objects/mv/new/o2", json={"action": "rename-obj", "name": "new/o2"})
         self.assertEqual(r.status_code, 400, r.text)
 
+    def test_object_promote(self):
+        self.mkbucket("pm")
+        pdir = os.path.join(self.c.dir, "promote")
+        os.makedirs(os.path.join(pdir, "imgs", "sub"))
+        for rel in ("a", "b", "sub/c"):
+            with open(os.path.join(pdir, "imgs", rel), "wb") as f:
+                f.write(rel.encode() * 10)
+        self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": pdir}).raise_for_status()
+        src = os.path.join(pdir, "imgs")
+        p = self.shale("object", "promote", src, "ais://pm/p/", "--recursive", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        for rel in ("a", "b", "sub/c"):
+            self.assertEqual(self.s.get(self.url + "/v1/objects/pm/p/" + rel).content, rel.encode() * 10, rel)
+        self.assertTrue(os.path.exists(os.path.join(src, "a")))
+        # one target, one file, the source deleted once stored
+        tid = sorted(self.s.get(self.url + "/v1/daemon", params={"what": "smap"}).json()["tmap"])[0]
+        p = self.shale("object", "promote", os.path.join(src, "a"), "ais://pm/one", "--target", "t[%s]" % tid,
+                       "--delete-src", "--wait")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.s.get(self.url + "/v1/objects/pm/one").content, b"a" * 10)
+        self.assertFalse(os.path.exists(os.path.join(src, "a")))
+        # bad arguments
+        p = self.shale("object", "promote", "imgs", "ais://pm")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('PATH "imgs" must be absolute', p.stderr)
+        p = self.shale("object", "promote", self.c.dir, "ais://pm")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("promote.dir", p.stderr)
+        p = self.shale("object", "promote", src, "ais://pm", "--target", "t[nosuch]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch", p.stderr)
+        p = self.shale("object", "promote", src, "ais://pm", "--recursve")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--recursve", p.stderr)
+
 
 if __name__ == "__main__":
     main()

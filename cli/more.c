@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT
+ * more.c: more of the commands an `ais` user reaches for (issue 38):
+ * object promote, cluster reset-stats|download-logs|shutdown|
+ * reload-backend-creds, and the small helpers of the advanced, alias, log
+ * and tls groups.
+ */
+#include "cli.h"
+#include "jsonx.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* NODE as p[ID], t[ID] or ID -> ID (new) */
+static char *more_node_id(const char *s)
+{
+    if ((s[0] == 'p' || s[0] == 't') && s[1] == '[') {
+        size_t n = strcspn(s + 2, "]");
+        return sl_xasprintf("%.*s", (int)n, s + 2);
+    }
+    return sl_xstrdup(s);
+}
+
+/* shale object promote PATH ais://B[/PREFIX] [--target T] [--recursive] [--overwrite-dst] [--delete-src]
+ * [--not-file-share] [--wait]: the promote action (jobs/promote.c) on the targets' files under promote.dir */
+int cli_object_promote(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object promote", argc, argv, 2))
+        return 1;
+    const char *src = o.argv[0];
+    if (src[0] != '/') {
+        fprintf(stderr, "Error: PATH \"%s\" must be absolute: a file or directory on the targets, inside their "
+                        "promote.dir (`shale config cluster promote.dir` shows it)\n", src);
+        return 1;
+    }
+    struct uri u;
+    if (uri_parse(o.argv[1], &u, true) < 0)
+        return 1;
+    int64_t tmo;
+    if (cli_timeout(&o, &tmo) < 0) {
+        uri_free(&u);
+        return 1;
+    }
+    json_t *v = json_pack("{s:s,s:s,s:b,s:b,s:b,s:b}", "src", src, "obj", u.obj ? u.obj : "", "rcr",
+                          opt_bool(&o, "recursive"), "ovw", opt_bool(&o, "overwrite-dst"), "dls",
+                          opt_bool(&o, "delete-src"), "notshr", opt_bool(&o, "not-file-share"));
+    const char *t = opt_str(&o, "target");
+    if (t) {
+        if (!*t) {
+            fprintf(stderr, "Error: --target: give a target id (t[ID] or ID; `shale show cluster` lists them)\n");
+            json_decref(v);
+            uri_free(&u);
+            return 1;
+        }
+        char *id = more_node_id(t);
+        json_object_set_new(v, "tid", json_string(id));
+        free(id);
+    }
+    char *pq = sl_xasprintf("/v1/objects/%s%s", u.bucket, uri_query(&u));
+    json_t *m = json_pack("{s:s,s:s,s:o}", "action", "promote", "name", src, "value", v);
+    size_t len;
+    char *body = sl_json_dump(m, 0, &len);
+    json_decref(m);
+    struct cli_resp r;
+    cli_req("POST", pq, "application/json", body, len, &r);
+    free(body);
+    free(pq);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, "promote");
+    } else {
+        char *id = sl_xstrndup(r.body.p ? r.body.p : "", r.body.len);
+        if (!opt_bool(&o, "wait")) {
+            cli_job_started(id);
+        } else {
+            printf("%s\n", id);
+            fflush(stdout);
+            uint64_t failed = 0;
+            size_t shown = 0;
+            rc = cli_job_report(id, tmo, opt_bool(&o, "progress"), false, "Promoted", "into the bucket", NULL,
+                                &failed, &shown);
+            if (!rc && failed)
+                rc = 1;
+        }
+        free(id);
+    }
+    cli_resp_free(&r);
+    uri_free(&u);
+    return rc;
+}
