@@ -119,6 +119,15 @@ class TestCLIMore(ClusterTest):
         self.assertEqual(p.returncode, 1)
         self.assertIn("--recursve", p.stderr)
 
+    def test_show_cluster_bmd(self):
+        self.mkbucket("bm")
+        p = self.shale("show", "cluster", "bmd")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("bm", p.stdout)
+        p = self.shale("show", "cluster", "bmd", "t[nosuch]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch", p.stderr)
+
 
 if __name__ == "__main__":
     main()
