@@ -711,6 +711,11 @@ static const struct cli_cmd cmds[] = {
     { "cluster lost clear", "cluster lost clear [NODE]",
       "Acknowledge the loss recorded with a target (all targets without NODE): listings of its buckets work "
       "again, without those objects.", NOF, 0, 1, { "cluster lost clear t[abc123]", NULL }, NULL },
+    { "cluster reset-stats", "cluster reset-stats [NODE] [--errors-only]",
+      "Reset the nodes' counters (node status and /metrics) to 0 on every node, or on NODE; Prometheus takes the "
+      "drop as a counter reset, so rate() and increase() stay right.",
+      F({ "--errors-only", "reset only the error counters", "false" }), 0, 1,
+      { "cluster reset-stats", "cluster reset-stats t[abc123] --errors-only" }, NULL },
     { "cluster remote-attach", "cluster remote-attach ALIAS=URL",
       "Attach a remote AIStore-compatible cluster (its gateway's URL) under an alias, for buckets backed by "
       "ais://@ALIAS/BUCKET.", NOF, 0, 1,

@@ -91,3 +91,38 @@ int cli_object_promote(int argc, char **argv)
     uri_free(&u);
     return rc;
 }
+
+/* cluster reset-stats [NODE] [--errors-only]: PUT /v1/cluster reset-stats, which the gateway sends to every node
+ * of the map (or the one named) */
+static int cluster_reset_stats(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "cluster reset-stats", argc, argv) < 0)
+        return 1;
+    char *want = o.argc ? more_node_id(o.argv[0]) : NULL;
+    json_t *v = json_pack("{s:s,s:b}", "sid", want ? want : "", "errors_only", opt_bool(&o, "errors-only"));
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "reset-stats", NULL, v, &r);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, NULL);
+    } else {
+        json_t *j = cli_resp_json(&r);
+        const char *id;
+        json_t *x;
+        json_object_foreach(j, id, x)
+            printf("%s: %s reset to 0\n", id, opt_bool(&o, "errors-only") ? "error counters" : "counters");
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    free(want);
+    return rc;
+}
+
+/* the cluster verbs of this file: -1 when verb is none of them */
+int cli_cluster_more(const char *verb, int argc, char **argv)
+{
+    if (!strcmp(verb, "reset-stats"))
+        return cluster_reset_stats(argc, argv);
+    return -1;
+}

@@ -156,6 +156,83 @@ static void rotate_logs_run(struct sl_req *r, void *arg)
     json_decref(out);
 }
 
+/* PUT /v1/cluster reset-stats (value: AIStore's errorsOnly bool, or {"sid": ID, "errors_only": bool}): each
+ * node of the map (or the one named) zeroes its counters; a pool thread, it waits on peers. 200 {"ID": ""}, or
+ * the first failure. */
+struct reset_arg {
+    char *sid;
+    bool errors_only;
+};
+
+static void reset_arg_free(void *arg)
+{
+    struct reset_arg *a = arg;
+    free(a->sid);
+    free(a);
+}
+
+static void reset_stats_run(struct sl_req *r, void *arg)
+{
+    struct reset_arg *a = arg;
+    struct sl_smap *sm = sl_smap_get();
+    json_t *out = json_object();
+    char bad[600] = "";
+    int n = 0;
+    char *body = sl_xasprintf("{\"action\":\"reset-stats\",\"value\":%s}", a->errors_only ? "true" : "false");
+    for (int i = 0; i < sm->nnodes; i++) {
+        const struct sl_snode *nd = &sm->nodes[i];
+        if (*a->sid && strcmp(a->sid, nd->id))
+            continue;
+        n++;
+        if (!strcmp(nd->id, G.id)) {
+            sl_stats_reset(a->errors_only);
+            json_object_set_new(out, nd->id, json_string(""));
+            continue;
+        }
+        char *url = sl_xasprintf("%s/v1/daemon", nd->ctrl_url);
+        struct sl_peer_hdr h = { "Content-Type", "application/json" };
+        struct sl_peer_resp pr;
+        int rc = sl_peer_call("PUT", url, &h, 1, body, strlen(body), 0, &pr);
+        if (rc < 0 || pr.status != 200) {
+            if (!bad[0])
+                snprintf(bad, sizeof(bad), "%.48s: %.400s", nd->id, pr.err[0] ? pr.err : "error");
+        } else
+            json_object_set_new(out, nd->id, json_string(""));
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    free(body);
+    int64_t ver = sm->version;
+    sl_smap_put(sm);
+    if (*a->sid && !n)
+        sl_resp_errf(r, SL_ENOENT, "reset-stats: node \"%s\" is not in the cluster map v%lld (the nodes: GET "
+                     "/v1/daemon?what=smap)", a->sid, (long long)ver);
+    else if (bad[0])
+        sl_resp_errf(r, SL_EUNAVAIL, "reset-stats: node %s (the others were reset); retry when it answers", bad);
+    else
+        sl_resp_json_new(r, 200, out), out = NULL;
+    json_decref(out);
+}
+
+/* reset-stats's value: true/false/null (AIStore's errorsOnly) or {"sid", "errors_only"}; -1 on anything else */
+static int reset_value(const json_t *v, struct reset_arg *a, struct sl_err *err)
+{
+    if (!v || json_is_null(v) || json_is_boolean(v)) {
+        a->errors_only = json_is_true(v);
+        a->sid = sl_xstrdup("");
+        return 0;
+    }
+    if (!json_is_object(v))
+        return sl_errf(err, SL_EINVAL, "reset-stats: \"value\" must be true/false (errors only) or {\"sid\": "
+                       "NODE, \"errors_only\": BOOL}");
+    json_t *eo = json_object_get(v, "errors_only");
+    if (eo && !json_is_boolean(eo))
+        return sl_errf(err, SL_EINVAL, "reset-stats: \"errors_only\" must be true or false");
+    a->errors_only = json_is_true(eo);
+    a->sid = sl_xstrdup(sl_json_str(v, "sid", ""));
+    return 0;
+}
+
 static void cluster_put_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -235,6 +312,14 @@ static void cluster_put_done(struct sl_req *r)
     } else if (!strcmp(a, "rotate-logs")) {
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
         sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
+    } else if (!strcmp(a, "reset-stats")) {
+        struct reset_arg *ra = sl_xcalloc(1, sizeof(*ra));
+        if (reset_value(m.value, ra, &err) < 0) {
+            reset_arg_free(ra);
+            sl_resp_err(r, &err);
+        } else {
+            sl_req_offload(r, reset_stats_run, reset_arg_free, ra);
+        }
     } else if (!strcmp(a, "clear-lost")) {
         /* the operator accepts the loss recorded with a target removed by force */
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
@@ -273,7 +358,7 @@ static void cluster_put_done(struct sl_req *r)
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, reset-config, "
                      "start-maintenance, stop-maintenance, decommission-node, shutdown-node, rm-unsafe, clear-lost, "
-                     "rotate-logs, start, stop)", a);
+                     "rotate-logs, reset-stats, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }
@@ -562,6 +647,16 @@ static void daemon_put_done(struct sl_req *r)
             sl_resp_text(r, 200, sl_log_path());
         } else
             sl_resp_text(r, 200, "");
+    } else if (!strcmp(m.action, "reset-stats")) {
+        struct reset_arg ra = { 0 };
+        if (reset_value(m.value, &ra, &err) < 0) {
+            sl_resp_err(r, &err);
+        } else {
+            sl_stats_reset(ra.errors_only); /* (relaxed stores: fine on this thread) */
+            sl_logi("stats reset%s (requested via PUT /v1/daemon)", ra.errors_only ? " (errors only)" : "");
+            sl_resp_empty(r, 200);
+        }
+        free(ra.sid);
     } else if (!strcmp(m.action, "reset-config")) {
         sl_req_offload(r, reset_config_node, NULL, NULL); /* (reads the files, saves the config: a pool thread) */
     } else if (!strcmp(m.action, "rm-unsafe") && G.role != SL_ROLE_STANDALONE && !sl_is_primary()) {
@@ -573,7 +668,7 @@ static void daemon_put_done(struct sl_req *r)
         cluster_put_done(r);
         return;
     } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs, reset-config%s)", m.action,
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs, reset-stats, reset-config%s)", m.action,
                      G.role == SL_ROLE_STANDALONE ? ", set-config" : "; change configuration with PUT /v1/cluster");
     }
     sl_actmsg_free(&m);

@@ -5,6 +5,8 @@ in docs/cli.md's table."""
 import os
 import subprocess
 
+import requests
+
 from harness import ClusterTest, SHALE, main, start_cluster
 
 
@@ -127,6 +129,40 @@ class TestCLIMore(ClusterTest):
         p = self.shale("show", "cluster", "bmd", "t[nosuch]")
         self.assertEqual(p.returncode, 1)
         self.assertIn("nosuch", p.stderr)
+
+    def metric(self, node_url, name):
+        import re
+        m = re.search(r"(?m)^%s\{node_id=\"[^\"]+\"\} (\d+)$" % re.escape(name), requests.get(node_url + "/metrics").text)
+        return int(m.group(1))
+
+    def test_reset_stats(self):
+        self.mkbucket("rs")
+        for i in range(4):
+            self.assertEqual(self.s.put(self.url + "/v1/objects/rs/o%d" % i, data=b"z" * 10).status_code, 200)
+        self.s.get(self.url + "/v1/objects/rs/nosuch")
+        tmap = self.c.smap()["tmap"]
+        tids = sorted(tmap)
+        turls = [tmap[t]["public_net"]["direct_url"] for t in tids]
+        self.assertGreater(sum(self.metric(u, "ais_target_put_count") for u in turls), 0)
+        p = self.shale("cluster", "reset-stats", "--errors-only")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.count("error counters reset to 0"), 3, p.stdout)
+        self.assertEqual(sum(self.metric(u, "ais_target_err_get_count") for u in turls), 0)
+        self.assertGreater(sum(self.metric(u, "ais_target_put_count") for u in turls), 0)
+        tid = tids[0]
+        p = self.shale("cluster", "reset-stats", "t[%s]" % tid)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), "%s: counters reset to 0" % tid)
+        self.assertEqual(self.metric(turls[0], "ais_target_put_count"), 0)
+        p = self.shale("cluster", "reset-stats")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sum(self.metric(u, "ais_target_put_count") for u in turls), 0)
+        p = self.shale("cluster", "reset-stats", "t[nosuch]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('node "nosuch" is not in the cluster map', p.stderr)
+        p = self.shale("cluster", "reset-stats", "--error-only")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--error-only", p.stderr)
 
 
 if __name__ == "__main__":
