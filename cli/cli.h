@@ -255,6 +255,8 @@ int cli_put_one_q(CURL *c, const struct uri *u, const char *path, const char *ob
 int cli_object_promote(int argc, char **argv);
 /* cluster reset-stats|download-logs|shutdown|reload-backend-creds ARGS (more.c); -1: not one of them */
 int cli_cluster_more(const char *verb, int argc, char **argv);
+/* log get NODE [FILE] [--all] (more.c) */
+int cli_log_get(struct opts *o);
 /* object mpu VERB ... (mpu.c) */
 int cli_object_mpu(int argc, char **argv);
 /* cliconf.c: the CLI's settings file and aliases */

@@ -716,6 +716,10 @@ static const struct cli_cmd cmds[] = {
       "drop as a counter reset, so rate() and increase() stay right.",
       F({ "--errors-only", "reset only the error counters", "false" }), 0, 1,
       { "cluster reset-stats", "cluster reset-stats t[abc123] --errors-only" }, NULL },
+    { "cluster download-logs", "cluster download-logs [NODE] [--dir DIR]",
+      "Save every node's logs (or NODE's) in DIR, one ID.tar.gz per node with all its log files.",
+      F({ "--dir DIR", "the directory the archives go to (it must exist)", "." }), 0, 1,
+      { "cluster download-logs --dir /tmp/logs", "cluster download-logs t[abc123]" }, NULL },
     { "cluster remote-attach", "cluster remote-attach ALIAS=URL",
       "Attach a remote AIStore-compatible cluster (its gateway's URL) under an alias, for buckets backed by "
       "ais://@ALIAS/BUCKET.", NOF, 0, 1,
@@ -744,12 +748,18 @@ static const struct cli_cmd cmds[] = {
     { "s3 verify", "s3 verify on|off",
       "Turn S3 signature verification on (requests must be signed with a listed key) or off (any credentials).",
       NOF, 0, 1, { "s3 verify on", "s3 verify off" }, NULL },
-    { "log", "log show [NODE] [--severity S]", "Show a node's log (through the gateway).", NOF, 0, -1,
+    { "log", "log show [NODE] [--severity S] | log get NODE [FILE]", "Show or save a node's log (through the "
+      "gateway).", NOF, 0, -1,
       { "log show t[abc123]", NULL }, NULL },
     { "log show", "log show [NODE] [--severity info|warning|error]",
       "Print a node's log: the gateway's own without NODE; NODE is p[ID], t[ID] or ID (`shale show cluster`).",
       F({ "--severity S", "info (all lines), warning or error (warnings and errors only)", "info" }), 0, 1,
       { "log show", "log show t[abc123] --severity warning" }, NULL },
+    { "log get", "log get NODE [FILE|-] [--all]",
+      "Save a node's current log in FILE (default ID.log; - prints it), or with --all every log file of the node "
+      "as one .tar.gz (default ID.tar.gz).",
+      F({ "--all", "all the node's log files, as a .tar.gz", "false" }), 0, 2,
+      { "log get t[abc123]", "log get p[xyz] /tmp/gw.tar.gz --all" }, NULL },
     { "auth", "auth login|logout|whoami|add|update|rm|show ...",
       "Log in to the cluster's AuthN and manage its users and roles (AIStore's `ais auth`); requests carry the "
       "saved token.", NOF, 0, -1, { "auth login admin", "auth add role readers GET,HEAD-OBJECT --bucket ais://imgs" },

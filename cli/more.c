@@ -119,10 +119,98 @@ static int cluster_reset_stats(int argc, char **argv)
     return rc;
 }
 
+/* node id's log through the gateway (GET /v1/reverse/daemon?what=log, Ais-Node-Id): the current one, or with all
+ * every log file as one .tar.gz, saved in path ("-": stdout); 0, or 1 after the error */
+static int fetch_log(const char *id, bool all, const char *path)
+{
+    char *h = sl_xasprintf("Ais-Node-Id: %s", id);
+    const char *hd[] = { h, NULL };
+    struct cli_resp r;
+    cli_req_h("GET", all ? "/v1/reverse/daemon?what=log&all=true" : "/v1/reverse/daemon?what=log", hd, NULL, 0, &r);
+    free(h);
+    int rc = 0;
+    if (r.status != 200) {
+        char what[160];
+        snprintf(what, sizeof(what), "log of %s", id);
+        rc = cli_fail(&r, what);
+    } else if (!strcmp(path, "-")) {
+        fwrite(r.body.p ? r.body.p : "", 1, r.body.len, stdout);
+    } else {
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(r.body.p ? r.body.p : "", 1, r.body.len, f) != r.body.len || fclose(f) != 0) {
+            fprintf(stderr, "Error: cannot write %s (%s): the log of %s was not saved\n", path, strerror(errno), id);
+            if (f)
+                unlink(path);
+            rc = 1;
+        } else {
+            printf("%s: %s (%zu bytes)\n", id, path, r.body.len);
+        }
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
+/* cluster download-logs [NODE] [--dir D]: every node's logs (or NODE's), one ID.tar.gz each in D */
+static int cluster_download_logs(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "cluster download-logs", argc, argv) < 0)
+        return 1;
+    const char *dir = opt_str(&o, "dir") ? opt_str(&o, "dir") : ".";
+    struct stat st;
+    if (!*dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "Error: --dir \"%s\": not a directory (%s); create it first\n", dir,
+                *dir ? strerror(errno ? errno : ENOTDIR) : "empty");
+        return 1;
+    }
+    json_t *smap;
+    if (cli_get_json("/v1/daemon?what=smap", "cluster map", &smap))
+        return 1;
+    char *want = o.argc ? more_node_id(o.argv[0]) : NULL;
+    int rc = 0, n = 0;
+    static const char *const maps[] = { "pmap", "tmap" };
+    for (int m = 0; m < 2; m++) {
+        const char *id;
+        json_t *sn;
+        json_object_foreach(json_object_get(smap, maps[m]), id, sn) {
+            if (want && strcmp(want, id))
+                continue;
+            n++;
+            char *path = sl_xasprintf("%s/%s.tar.gz", dir, id);
+            rc |= fetch_log(id, true, path);
+            free(path);
+        }
+    }
+    if (want && !n) {
+        fprintf(stderr, "Error: node \"%s\" is not in the cluster map (`shale show cluster` lists the nodes)\n",
+                want);
+        rc = 1;
+    }
+    free(want);
+    json_decref(smap);
+    return rc;
+}
+
+/* log get NODE [FILE] [--all]: the node's current log (or all its logs as a .tar.gz) into FILE */
+int cli_log_get(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("log get");
+    char *id = more_node_id(o->argv[0]);
+    bool all = opt_bool(o, "all");
+    char *path = o->argc > 1 ? sl_xstrdup(o->argv[1]) : sl_xasprintf("%s.%s", id, all ? "tar.gz" : "log");
+    int rc = fetch_log(id, all, path);
+    free(path);
+    free(id);
+    return rc;
+}
+
 /* the cluster verbs of this file: -1 when verb is none of them */
 int cli_cluster_more(const char *verb, int argc, char **argv)
 {
     if (!strcmp(verb, "reset-stats"))
         return cluster_reset_stats(argc, argv);
+    if (!strcmp(verb, "download-logs"))
+        return cluster_download_logs(argc, argv);
     return -1;
 }

@@ -164,6 +164,43 @@ class TestCLIMore(ClusterTest):
         self.assertEqual(p.returncode, 1)
         self.assertIn("--error-only", p.stderr)
 
+    def test_download_logs(self):
+        import tarfile
+        import tempfile
+        ids = sorted(self.c.smap()["pmap"]) + sorted(self.c.smap()["tmap"])
+        d = tempfile.mkdtemp(dir=self.tmp)
+        p = self.shale("cluster", "download-logs", "--dir", d)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(os.listdir(d)), sorted(i + ".tar.gz" for i in ids))
+        for i in ids:
+            with tarfile.open(os.path.join(d, i + ".tar.gz")) as t:
+                self.assertTrue(any(n.endswith("shaled.log") for n in t.getnames()), (i, t.getnames()))
+        p = self.shale("cluster", "download-logs", "t[nosuch]", "--dir", d)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"nosuch" is not in the cluster map', p.stderr)
+        p = self.shale("cluster", "download-logs", "--dir", os.path.join(d, "nosuch"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--dir", p.stderr)
+        # log get: the current log of one node, into a file or stdout
+        tid = sorted(self.c.smap()["tmap"])[0]
+        out = os.path.join(d, "t.log")
+        p = self.shale("log", "get", "t[%s]" % tid, out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out, errors="replace") as f:
+            self.assertIn(tid, f.read())
+        p = self.shale("log", "get", tid, "-")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(tid, p.stdout)
+        p = self.shale("log", "get", "t[%s]" % tid, os.path.join(d, "a.tar.gz"), "--all")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(tarfile.is_tarfile(os.path.join(d, "a.tar.gz")))
+        p = self.shale("log", "get", "t[nosuch]", "-")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch", p.stderr)
+        p = self.shale("log", "get")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("log get", p.stderr)
+
 
 if __name__ == "__main__":
     main()
