@@ -720,6 +720,14 @@ static const struct cli_cmd cmds[] = {
       "Save every node's logs (or NODE's) in DIR, one ID.tar.gz per node with all its log files.",
       F({ "--dir DIR", "the directory the archives go to (it must exist)", "." }), 0, 1,
       { "cluster download-logs --dir /tmp/logs", "cluster download-logs t[abc123]" }, NULL },
+    { "cluster shutdown", "cluster shutdown [-y]",
+      "Shut down the whole cluster: every target, then every gateway, the one asked last (after asking on a "
+      "terminal; elsewhere, as in a script, it refuses unless -y/--yes is given).", NOF, CF_YES, 0,
+      { "cluster shutdown", "cluster shutdown -y" }, NULL },
+    { "cluster reload-backend-creds", "cluster reload-backend-creds",
+      "Make the backends use changed credentials (reload-creds): the aws backend reads its credentials file at "
+      "every call, so this says so; credentials from the targets' environment change only with a restart.", NOF, 0,
+      0, { "cluster reload-backend-creds", NULL }, NULL },
     { "cluster remote-attach", "cluster remote-attach ALIAS=URL",
       "Attach a remote AIStore-compatible cluster (its gateway's URL) under an alias, for buckets backed by "
       "ais://@ALIAS/BUCKET.", NOF, 0, 1,

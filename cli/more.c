@@ -205,6 +205,70 @@ int cli_log_get(struct opts *o)
     return rc;
 }
 
+/* cluster shutdown [-y]: PUT /v1/cluster shutdown, after asking on a terminal (the targets go first, then the
+ * gateways, the one asked last) */
+static int cluster_shutdown(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "cluster shutdown", argc, argv) < 0)
+        return 1;
+    if (!opt_bool(&o, "yes")) {
+        if (!isatty(0)) {
+            fprintf(stderr, "Error: `shale cluster shutdown` stops every node of the cluster and asks for "
+                            "confirmation, but stdin is not a terminal: add -y (--yes) to shut down without asking\n");
+            return 1;
+        }
+        printf("Shut down the whole cluster at %s (every target, then every gateway)? [Y/N]: ", cli_endpoint());
+        fflush(stdout);
+        char ans[16] = "";
+        if (!fgets(ans, sizeof(ans), stdin) || (ans[0] != 'y' && ans[0] != 'Y')) {
+            printf("Operation canceled\n");
+            return 1;
+        }
+    }
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "shutdown", NULL, NULL, &r);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, "cluster shutdown");
+    } else {
+        json_t *j = cli_resp_json(&r);
+        const char *id;
+        json_t *x;
+        json_object_foreach(j, id, x) {
+            const char *e = json_string_value(x);
+            if (e && *e) {
+                printf("%s: not shut down: %s\n", id, e);
+                rc = 1;
+            } else {
+                printf("%s: shutting down\n", id);
+            }
+        }
+        json_decref(j);
+        if (!rc)
+            printf("Cluster shutdown: every node was asked to stop\n");
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
+/* cluster reload-backend-creds: PUT /v1/cluster reload-creds; prints what the gateway says */
+static int cluster_reload_creds(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "cluster reload-backend-creds", argc, argv) < 0)
+        return 1;
+    struct cli_resp r;
+    cli_act("PUT", "/v1/cluster", "reload-creds", NULL, NULL, &r);
+    int rc = 0;
+    if (r.status != 200)
+        rc = cli_fail(&r, "reload-backend-creds");
+    else
+        printf("Backend credentials: %.*s\n", (int)r.body.len, r.body.p ? r.body.p : "");
+    cli_resp_free(&r);
+    return rc;
+}
+
 /* the cluster verbs of this file: -1 when verb is none of them */
 int cli_cluster_more(const char *verb, int argc, char **argv)
 {
@@ -212,5 +276,9 @@ int cli_cluster_more(const char *verb, int argc, char **argv)
         return cluster_reset_stats(argc, argv);
     if (!strcmp(verb, "download-logs"))
         return cluster_download_logs(argc, argv);
+    if (!strcmp(verb, "shutdown"))
+        return cluster_shutdown(argc, argv);
+    if (!strcmp(verb, "reload-backend-creds"))
+        return cluster_reload_creds(argc, argv);
     return -1;
 }

@@ -214,6 +214,40 @@ static void reset_stats_run(struct sl_req *r, void *arg)
     json_decref(out);
 }
 
+/* PUT /v1/cluster shutdown (AIStore's whole-cluster shutdown): every target,
+ * then every other gateway, is asked to shut down; then this one answers
+ * {"ID": "" | what failed} and shuts down itself. A pool thread: it waits on
+ * every node. */
+static void shutdown_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_smap *sm = sl_smap_get();
+    json_t *out = json_object();
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < sm->nnodes; i++) {
+            const struct sl_snode *nd = &sm->nodes[i];
+            if ((pass == 0) != (nd->type == SL_NODE_TARGET) || !strcmp(nd->id, G.id))
+                continue;
+            char *url = sl_xasprintf("%s/v1/daemon", nd->ctrl_url);
+            static const char body[] = "{\"action\":\"shutdown\"}";
+            struct sl_peer_hdr h = { "Content-Type", "application/json" };
+            struct sl_peer_resp pr;
+            int rc = sl_peer_call("PUT", url, &h, 1, body, sizeof(body) - 1, sl_conf->cplane_timeout_ns / 1000000,
+                                  &pr);
+            if (rc < 0 || pr.status != 200)
+                json_object_set_new(out, nd->id, json_string(pr.err[0] ? pr.err : "no answer"));
+            else
+                json_object_set_new(out, nd->id, json_string(""));
+            sl_peer_resp_free(&pr);
+            free(url);
+        }
+    }
+    json_object_set_new(out, G.id, json_string(""));
+    sl_smap_put(sm);
+    sl_resp_json_new(r, 200, out);
+    sl_cluster_shutdown_self("cluster shutdown requested via PUT /v1/cluster");
+}
+
 /* reset-stats's value: true/false/null (AIStore's errorsOnly) or {"sid", "errors_only"}; -1 on anything else */
 static int reset_value(const json_t *v, struct reset_arg *a, struct sl_err *err)
 {
@@ -312,6 +346,23 @@ static void cluster_put_done(struct sl_req *r)
     } else if (!strcmp(a, "rotate-logs")) {
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
         sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
+    } else if (!strcmp(a, "shutdown")) {
+        if (G.role == SL_ROLE_STANDALONE) {
+            sl_resp_empty(r, 200);
+            sl_cluster_shutdown_self("requested via PUT /v1/cluster");
+        } else {
+            sl_logi("cluster shutdown requested: the targets, then the gateways");
+            sl_req_offload(r, shutdown_run, NULL, NULL);
+        }
+    } else if (!strcmp(a, "reload-creds")) {
+        /* AIStore's reload-backend-creds: the aws backend plugin reads its credentials file (and the bucket's
+         * profile) at every call (plugins/backend_s3.c), so a changed file is in use already; the environment
+         * ($AWS_ACCESS_KEY_ID ...) is the process's and changes only with a restart */
+        sl_logi("reload-creds: the backends read their credentials at every call; nothing cached to reload");
+        sl_resp_text(r, 200, "the aws backend reads its credentials file ($AWS_SHARED_CREDENTIALS_FILE, else "
+                     "~/.aws/credentials) at every call: a changed file is in use already; credentials from the "
+                     "targets' environment ($AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY) change only when the targets "
+                     "restart");
     } else if (!strcmp(a, "reset-stats")) {
         struct reset_arg *ra = sl_xcalloc(1, sizeof(*ra));
         if (reset_value(m.value, ra, &err) < 0) {
@@ -358,7 +409,7 @@ static void cluster_put_done(struct sl_req *r)
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, reset-config, "
                      "start-maintenance, stop-maintenance, decommission-node, shutdown-node, rm-unsafe, clear-lost, "
-                     "rotate-logs, reset-stats, start, stop)", a);
+                     "rotate-logs, reset-stats, shutdown, reload-creds, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }

@@ -308,7 +308,7 @@ class TestCLI(unittest.TestCase):
         "etl start", "etl rm", "etl object", "etl bucket", "ishard", "job", "job show", "job wait", "job stop",
         "job start", "job rm", "start", "wait", "stop", "dsort", "ml", "ml get-batch", "ml plan", "ml plan create", "ml plan ls", "ml plan show",
         "ml plan rm", "ml plan batch", "completion", "version", "cluster",
-        "cluster maintenance", "cluster decommission", "cluster lost", "cluster lost clear", "cluster reset-stats", "cluster download-logs", "cluster set-primary", "cluster remote-attach", "cluster remote-detach", "playground",
+        "cluster maintenance", "cluster decommission", "cluster lost", "cluster lost clear", "cluster reset-stats", "cluster download-logs", "cluster shutdown", "cluster reload-backend-creds", "cluster set-primary", "cluster remote-attach", "cluster remote-detach", "playground",
         "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify", "auth", "auth login", "auth logout", "auth whoami", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",

@@ -7,7 +7,7 @@ import subprocess
 
 import requests
 
-from harness import ClusterTest, SHALE, main, start_cluster
+from harness import ClusterTest, SHALE, _zombie, main, start_cluster, wait_until
 
 
 class TestCLIMore(ClusterTest):
@@ -200,6 +200,29 @@ class TestCLIMore(ClusterTest):
         p = self.shale("log", "get")
         self.assertEqual(p.returncode, 1)
         self.assertIn("log get", p.stderr)
+
+    def test_reload_backend_creds(self):
+        p = self.shale("cluster", "reload-backend-creds")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("reads its credentials file", p.stdout)
+        p = self.shale("cluster", "reload-backend-creds", "aws")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"aws"', p.stderr)
+
+    def test_zz_cluster_shutdown(self):
+        """last: the cluster is gone after it"""
+        p = self.shale("cluster", "shutdown", input="")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("add -y (--yes)", p.stderr)
+        self.assertEqual(self.s.get(self.url + "/v1/daemon", params={"what": "smap"}).status_code, 200)
+        names = [n["name"] for n in self.c.topology()["nodes"]]
+        pids = [self.c.pid(n) for n in names]
+        self.assertTrue(all(pids), pids)
+        p = self.shale("cluster", "shutdown", "-y")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.count("shutting down"), len(names), p.stdout)
+        wait_until(lambda: not any(os.path.exists("/proc/%d" % pid) and not _zombie(pid) for pid in pids), 30,
+                   what="every node stopped")
 
 
 if __name__ == "__main__":
