@@ -311,7 +311,7 @@ class TestCLI(unittest.TestCase):
         "cluster maintenance", "cluster decommission", "cluster lost", "cluster lost clear", "cluster reset-stats", "cluster download-logs", "cluster shutdown", "cluster reload-backend-creds", "cluster set-primary", "cluster remote-attach", "cluster remote-detach", "playground",
         "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify", "auth", "auth login", "auth logout", "auth whoami", "auth add", "auth add user", "auth add role", "auth update",
-        "auth update user", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
+        "auth update user", "auth update role", "auth update cluster", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
         "auth show role", "auth show config", "auth set", "auth set config", "tls", "tls load-certificate",
         "tls show", "show tls", "log", "log show", "log get",
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs",

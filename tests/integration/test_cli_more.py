@@ -224,6 +224,43 @@ class TestCLIMore(ClusterTest):
         wait_until(lambda: not any(os.path.exists("/proc/%d" % pid) and not _zombie(pid) for pid in pids), 30,
                    what="every node stopped")
 
+    def test_auth_update(self):
+        p = self.shale("auth", "add", "role", "rr", "ro", "--desc", "readers")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.shale("auth", "update", "role", "rr", "--desc", "all readers")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Role rr updated", p.stdout)
+        role = self.s.get(self.url + "/v1/roles/rr").json()
+        self.assertEqual(role["desc"], "all readers")
+        p = self.shale("auth", "update", "role", "rr", "GET,HEAD-OBJECT", "--bucket", "ais://imgs")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        role = self.s.get(self.url + "/v1/roles/rr").json()
+        self.assertEqual([b["bck"]["name"] for b in role["buckets"]], ["imgs"], role)
+        self.assertEqual(role["desc"], "all readers")
+        p = self.shale("auth", "update", "role", "rr")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--desc", p.stderr)
+        p = self.shale("auth", "update", "role", "nosuch-role", "--desc", "x")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch-role", p.stderr)
+        # a cluster: this one, registered under an alias, then its URL and alias changed
+        uuid = self.c.smap()["uuid"]
+        p = self.shale("auth", "add", "cluster", "here", self.url)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        url2 = self.url.replace("127.0.0.1", "localhost")
+        p = self.shale("auth", "update", "cluster", "here", self.url, url2, "--alias", "there")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Cluster %s updated" % uuid, p.stdout)
+        rec = self.s.get(self.url + "/v1/clusters/" + uuid).json()["clusters"][uuid]
+        self.assertEqual((rec["alias"], rec["urls"]), ("there", [self.url, url2]))
+        p = self.shale("auth", "update", "cluster", "there", "ftp://x")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"ftp://x" is not a cluster URL', p.stderr)
+        p = self.shale("auth", "update", "cluster", "nosuch-clu", self.url)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch-clu", p.stderr)
+        self.assertEqual(self.shale("auth", "rm", "cluster", uuid).returncode, 0)
+
 
 if __name__ == "__main__":
     main()
