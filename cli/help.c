@@ -431,7 +431,7 @@ static const struct cli_cmd cmds[] = {
     { "config cli reset", "config cli reset",
       "Remove the CLI's settings file: the default endpoint again and no aliases.", NOF, 0, 0,
       { "config cli reset", NULL }, NULL },
-    { "alias", "alias [ls] | alias set NAME COMMAND [ARGS...] | alias rm NAME [...]",
+    { "alias", "alias [ls] | alias set NAME COMMAND [ARGS...] | alias rm NAME [...] | alias reset",
       "Shortcuts for commands (kept in the CLI's settings file): `shale NAME MORE` runs `shale COMMAND ARGS MORE`.",
       NOF, CF_JSON | CF_NOHDR, -1, { "alias set lsi ls ais://imgs --props all", "alias ls" }, NULL },
     { "alias ls", "alias ls [--json]", "List the aliases and the commands they run.", NOF, CF_JSON | CF_NOHDR, 0,
@@ -440,6 +440,8 @@ static const struct cli_cmd cmds[] = {
       "Make NAME run COMMAND with ARGS (NAME may not be a shale command; COMMAND must be one).", NOF, 0, -1,
       { "alias set lsi ls ais://imgs", "alias set gw-jobs job show --all" }, NULL },
     { "alias rm", "alias rm NAME [NAME ...]", "Remove aliases.", NOF, 0, -1, { "alias rm lsi", NULL }, NULL },
+    { "alias reset", "alias reset", "Remove every alias (shale has no built-in ones to go back to).", NOF, 0, 0,
+      { "alias reset", NULL }, NULL },
     { "search", "search WORD",
       "List the commands and flags whose name or description contains WORD.", NOF, CF_NOHDR, 1,
       { "search copy", "search mountpath" }, NULL },
@@ -850,13 +852,17 @@ static const struct cli_cmd cmds[] = {
       "logins get, 1m to 2160h), auth.secret (tokens are signed with it from now on; older ones stop working), "
       "log.level (0-5).", NOF, 0, -1,
       { "auth set config expiration_time=30m", "auth set config log.level=4" }, NULL },
-    { "tls", "tls load-certificate|show [NODE]",
+    { "tls", "tls load-certificate|show [NODE] | tls validate-certificates",
       "Load the TLS certificate files again on every node (certificate rotation without a restart), and show "
       "what each node's certificate says.", NOF, 0, -1, { "tls load-certificate", "tls show" }, NULL },
     { "tls load-certificate", "tls load-certificate [NODE] [--json]",
       "Every node (or NODE) reads net.http.server_crt and server_key again and serves them to new connections; a "
       "missing or invalid file is an error naming it, and the certificate loaded before stays in use.", NOF,
       CF_JSON, 1, { "tls load-certificate", "tls load-certificate t[abc123]" }, NULL },
+    { "tls validate-certificates", "tls validate-certificates",
+      "Check every node's TLS certificate: valid now and not expiring within 30 days, and whether all were issued by "
+      "one CA (exit 1 when a node has no valid certificate or the issuers differ).", NOF, 0, 0,
+      { "tls validate-certificates", NULL }, NULL },
     { "tls show", "tls show [NODE] [--json]",
       "Show each node's (or NODE's) TLS certificate: subject, issuer, serial number, validity, SANs, key, files.",
       NOF, CF_JSON, 1, { "tls show", "tls show p[xyz789] --json" }, NULL },

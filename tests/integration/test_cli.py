@@ -312,7 +312,7 @@ class TestCLI(unittest.TestCase):
         "playground start", "playground stop", "playground status", "playground add-target", "s3", "s3 key", "s3 key add", "s3 key ls", "s3 key rm",
         "s3 verify", "auth", "auth login", "auth logout", "auth whoami", "auth add", "auth add user", "auth add role", "auth update",
         "auth update user", "auth update role", "auth update cluster", "auth rm", "auth rm user", "auth rm role", "auth rm token", "auth show", "auth show user",
-        "auth show role", "auth show config", "auth set", "auth set config", "tls", "tls load-certificate",
+        "auth show role", "auth show config", "auth set", "auth set config", "tls", "tls load-certificate", "tls validate-certificates",
         "tls show", "show tls", "log", "log show", "log get",
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs",
         "advanced remove-from-smap", "advanced enable-backend", "advanced disable-backend", "scrub",
@@ -321,7 +321,7 @@ class TestCLI(unittest.TestCase):
         "auth add cluster", "auth show cluster", "auth rm cluster",
         "object mpu", "object mpu create", "object mpu put-part", "object mpu put", "object mpu complete",
         "object mpu abort",
-        "alias", "alias ls", "alias set", "alias rm", "config cli", "config cli show", "config cli set", "config cli reset",
+        "alias", "alias ls", "alias set", "alias rm", "alias reset", "config cli", "config cli show", "config cli set", "config cli reset",
     ]
     USAGE_OF = {"bucket ls": "ls", "bucket evict": "evict", "object get": "get", "object put": "put",
                 "object rm": "rmo", "show job": "job show", "show storage": "storage",

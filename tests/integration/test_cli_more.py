@@ -261,6 +261,23 @@ class TestCLIMore(ClusterTest):
         self.assertIn("nosuch-clu", p.stderr)
         self.assertEqual(self.shale("auth", "rm", "cluster", uuid).returncode, 0)
 
+    def test_alias_reset_and_tls_validate(self):
+        conf = os.path.join(self.tmp, "cli-conf.json")
+        env = {"SHALE_CLI_CONFIG": conf}
+        for name in ("lsa", "lsb"):
+            self.assertEqual(self.shale("alias", "set", name, "ls", env=env).returncode, 0)
+        p = self.shale("alias", "reset", env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Aliases reset: 2 removed", p.stdout)
+        self.assertNotIn("lsa", self.shale("alias", "ls", env=env).stdout)
+        p = self.shale("alias", "reset", "lsa", env=env)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"lsa"', p.stderr)
+        # a cluster over http: no node has a certificate to validate
+        p = self.shale("tls", "validate-certificates")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("3 of 3 nodes have no valid certificate", p.stdout)
+
 
 if __name__ == "__main__":
     main()
