@@ -257,6 +257,8 @@ int cli_object_promote(int argc, char **argv);
 int cli_cluster_more(const char *verb, int argc, char **argv);
 /* log get NODE [FILE] [--all] (more.c) */
 int cli_log_get(struct opts *o);
+/* storage mountpath fshc TARGET MOUNTPATH (more.c) */
+int cli_mpath_fshc(int argc, char **argv);
 /* object mpu VERB ... (mpu.c) */
 int cli_object_mpu(int argc, char **argv);
 /* cliconf.c: the CLI's settings file and aliases */

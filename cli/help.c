@@ -399,6 +399,10 @@ static const struct cli_cmd cmds[] = {
       "moves its objects to the others; reads go on meanwhile.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 2,
       { "storage mountpath disable t[abc123] /data/disk2 --wait", "storage mountpath disable abc123 /data/disk2" },
       NULL },
+    { "storage mountpath fshc", "storage mountpath fshc TARGET MOUNTPATH [--json]",
+      "Check the health of one mountpath of TARGET now (AIStore's FSHC): its .shale/daemon_id, a probe file "
+      "written, fsync'ed and read back, and statvfs; exit 1 when a check fails (nothing is disabled).", NOF,
+      CF_JSON, 2, { "storage mountpath fshc t[abc123] /data/disk2", NULL }, NULL },
     { "storage cleanup", "storage cleanup [--wait [--progress] [--timeout D]]",
       "Remove the work files nobody writes any more from every target's mountpaths (job cleanup-store); prints the "
       "job id.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),

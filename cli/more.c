@@ -282,3 +282,76 @@ int cli_cluster_more(const char *verb, int argc, char **argv)
         return cluster_reload_creds(argc, argv);
     return -1;
 }
+
+/* storage mountpath fshc TARGET MOUNTPATH: the target's filesystem health check of one mountpath (PUT
+ * /v1/reverse/daemon/mountpaths {"action": "fshc"}); 1 when it is not healthy */
+int cli_mpath_fshc(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts(&o, "storage mountpath fshc", argc, argv) < 0)
+        return 1;
+    if (o.argc < 2) {
+        fprintf(stderr, "Error: `shale storage mountpath fshc` needs TARGET and MOUNTPATH%s (e.g. `shale storage "
+                        "mountpath fshc t[abc123] /data/disk3`)\n", o.argc ? "; MOUNTPATH is missing" : "");
+        return 1;
+    }
+    if (o.argv[1][0] != '/') {
+        fprintf(stderr, "Error: MOUNTPATH \"%s\" is not an absolute path: a mountpath is a directory such as "
+                        "/data/disk3, as the target sees it (`shale storage mountpath show`)\n", o.argv[1]);
+        return 1;
+    }
+    char *id = more_node_id(o.argv[0]);
+    json_t *smap;
+    if (cli_get_json("/v1/daemon?what=smap", "cluster map", &smap)) {
+        free(id);
+        return 1;
+    }
+    bool gw = json_object_get(json_object_get(smap, "pmap"), id) != NULL,
+         tg = json_object_get(json_object_get(smap, "tmap"), id) != NULL;
+    json_decref(smap);
+    if (!tg) {
+        fprintf(stderr, "Error: TARGET %s %s; name a target (`shale show cluster target`)\n", o.argv[0],
+                gw ? "is a gateway, which has no mountpaths" : "is not in the cluster map");
+        free(id);
+        return 1;
+    }
+    char *h = sl_xasprintf("Ais-Node-Id: %s", id);
+    const char *hd[] = { h, "Content-Type: application/json", NULL };
+    json_t *msg = json_pack("{s:s,s:s}", "action", "fshc", "value", o.argv[1]);
+    size_t len;
+    char *body = sl_json_dump(msg, 0, &len);
+    json_decref(msg);
+    struct cli_resp r;
+    cli_req_h("PUT", "/v1/reverse/daemon/mountpaths", hd, body, len, &r);
+    free(body);
+    free(h);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, "fshc");
+    } else {
+        json_t *j = cli_resp_json(&r);
+        bool ok = json_is_true(json_object_get(j, "healthy"));
+        if (cli_json) {
+            cli_print_json(j);
+        } else {
+            printf("t[%s] %s (%s): %s\n", id, sl_json_str(j, "mountpath", o.argv[1]), sl_json_str(j, "state", "?"),
+                   ok ? "healthy" : "NOT healthy");
+            static const char *const names[][2] = { { "daemon_id", "its .shale/daemon_id names this target" },
+                                                    { "probe", "a probe file written, fsync'ed and read back" },
+                                                    { "statvfs", "the filesystem answers statvfs" } };
+            json_t *checks = json_object_get(j, "checks");
+            for (size_t i = 0; i < SL_ARRAY_SIZE(names); i++) {
+                json_t *c = json_object_get(checks, names[i][0]);
+                const char *e = sl_json_str(c, "error", NULL);
+                printf("  %-10s %s: %s\n", names[i][0], json_is_true(json_object_get(c, "ok")) ? "ok" : "FAILED",
+                       e ? e : names[i][1]);
+            }
+        }
+        if (!ok)
+            rc = 1;
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    free(id);
+    return rc;
+}

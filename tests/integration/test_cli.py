@@ -298,7 +298,7 @@ class TestCLI(unittest.TestCase):
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "object mv", "object promote", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
         "storage resilver", "storage mountpath", "storage mountpath attach", "storage mountpath detach", "storage mountpath enable",
-        "storage mountpath disable",
+        "storage mountpath disable", "storage mountpath fshc",
         "show object", "show bucket", "show config", "show log", "show etl", "show rebalance", "show dsort",
         "show performance", "show dashboard", "performance", "performance counters", "performance throughput",
         "performance latency", "performance disk", "performance capacity", "storage disk", "storage disk show", "storage cleanup",

@@ -278,6 +278,45 @@ class TestCLIMore(ClusterTest):
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn("3 of 3 nodes have no valid certificate", p.stdout)
 
+    def test_mountpath_fshc(self):
+        import json
+        tmap = self.c.smap()["tmap"]
+        tid = sorted(tmap)[0]
+        turl = tmap[tid]["public_net"]["direct_url"]
+        mp = requests.get(turl + "/v1/daemon", params={"what": "mountpaths"}).json()["available"][0]
+        p = self.shale("storage", "mountpath", "fshc", "t[%s]" % tid, mp)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("t[%s] %s (ok): healthy" % (tid, mp), p.stdout)
+        for c in ("daemon_id", "probe", "statvfs"):
+            self.assertRegex(p.stdout, r"(?m)^  %s\s+ok: " % c)
+        self.assertEqual([f for f in os.listdir(os.path.join(mp, ".shale")) if f.startswith("fshc.")], [])
+        # a daemon_id that names another node: not healthy, exit 1
+        idf = os.path.join(mp, ".shale", "daemon_id")
+        with open(idf) as f:
+            saved = f.read()
+        try:
+            with open(idf, "w") as f:
+                f.write("someone-else")
+            p = self.shale("storage", "mountpath", "fshc", tid, mp, "--json")
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            j = json.loads(p.stdout)
+            self.assertFalse(j["healthy"])
+            self.assertIn("someone-else", j["checks"]["daemon_id"]["error"])
+            self.assertTrue(j["checks"]["probe"]["ok"])
+        finally:
+            with open(idf, "w") as f:
+                f.write(saved)
+        p = self.shale("storage", "mountpath", "fshc", tid, "/nosuch/mp")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("has no mountpath /nosuch/mp", p.stderr)
+        p = self.shale("storage", "mountpath", "fshc", tid, "rel/mp")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('MOUNTPATH "rel/mp" is not an absolute path', p.stderr)
+        pid = sorted(self.c.smap()["pmap"])[0]
+        p = self.shale("storage", "mountpath", "fshc", "p[%s]" % pid, mp)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("gateway", p.stderr)
+
 
 if __name__ == "__main__":
     main()
