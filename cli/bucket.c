@@ -667,6 +667,8 @@ int cmd_bucket(int argc, char **argv)
         return bucket_mv(argc - 1, argv + 1);
     if (!strcmp(verb, "evict"))
         return cmd_evict(argc - 1, argv + 1);
+    if (!strcmp(verb, "lru"))
+        return cli_bucket_lru(argc - 1, argv + 1);
     if (!strcmp(verb, "summary")) {
         struct uri u;
         if (cli_opts_min(&o, "bucket summary", argc - 1, argv + 1, 1))
@@ -687,7 +689,7 @@ int cmd_bucket(int argc, char **argv)
             return 1;
         return i == 0 ? bucket_create(&o) : i == 1 ? bucket_rm(&o) : bucket_props(&o);
     }
-    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary, cp, mv, evict)\n", verb);
+    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, lru, summary, cp, mv, evict)\n", verb);
     return 1;
 }
 

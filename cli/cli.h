@@ -259,6 +259,11 @@ int cli_cluster_more(const char *verb, int argc, char **argv);
 int cli_log_get(struct opts *o);
 /* storage mountpath fshc TARGET MOUNTPATH (more.c) */
 int cli_mpath_fshc(int argc, char **argv);
+/* advanced random-node|random-mountpath (more.c) */
+int cli_random_node(struct opts *o);
+int cli_random_mountpath(struct opts *o);
+/* bucket lru ais://B [--enable|--disable] (more.c) */
+int cli_bucket_lru(int argc, char **argv);
 /* object mpu VERB ... (mpu.c) */
 int cli_object_mpu(int argc, char **argv);
 /* cliconf.c: the CLI's settings file and aliases */

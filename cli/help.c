@@ -55,7 +55,7 @@ static const unsigned common_bits[SL_ARRAY_SIZE(common_flags)] = { CF_JSON, CF_N
 
 static const struct cli_cmd cmds[] = {
     /* ---- buckets ---- */
-    { "bucket", "bucket create|ls|rm|evict|props|summary|cp|mv ...",
+    { "bucket", "bucket create|ls|rm|evict|props|lru|summary|cp|mv ...",
       "Create, list, copy, rename, summarize and destroy buckets, and show or set their properties.", NOF, 0, -1,
       { "bucket create ais://imgs", "bucket cp ais://imgs ais://imgs-copy --wait" }, NULL },
     { "bucket create", "bucket create ais://BUCKET|s3://BUCKET [...] [FLAGS]",
@@ -79,6 +79,11 @@ static const struct cli_cmd cmds[] = {
       "Show a bucket's properties, set some of them (printing each value before and after), or reset them all to "
       "the cluster's defaults (the provider, bid and creation time stay).", NOF, CF_JSON, -1,
       { "bucket props show ais://imgs", "bucket props set ais://imgs checksum.type=md5 access=ro" }, NULL },
+    { "bucket lru", "bucket lru ais://BUCKET [--enable|--disable]",
+      "Show whether LRU eviction may remove the bucket's objects when the disks fill (its lru.enabled), or turn it "
+      "on or off.",
+      F({ "--enable", "set lru.enabled=true", "false" }, { "--disable", "set lru.enabled=false", "false" }), 0, 1,
+      { "bucket lru ais://imgs", "bucket lru s3://cache --disable" }, NULL },
     { "bucket summary", "bucket summary ais://BUCKET[/PREFIX] [--prefix P] [--json]",
       "Count a bucket's objects and their sizes (a summary-bck job on every target).",
       F({ "--prefix P", "only the objects whose names start with P", "none" }), CF_JSON, 1,
@@ -573,7 +578,7 @@ static const struct cli_cmd cmds[] = {
       F({ "--all", "include jobs that have ended", "false" }), CF_JSON | CF_NOHDR, 1,
       { "job show", "job show copy-bck --all" }, NULL },
     { "job ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
-    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap|enable-backend|disable-backend ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map, switch a cloud backend off and on.",
+    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap|enable-backend|disable-backend|random-node|random-mountpath ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map, switch a cloud backend off and on, pick a node or mountpath for scripts.",
       NOF, 0, -1, { "advanced resilver --wait", "advanced check-lock ais://data/a.bin" }, NULL },
     { "advanced resilver", "advanced resilver [TARGET] [--wait] [--progress]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
@@ -593,6 +598,13 @@ static const struct cli_cmd cmds[] = {
       "(PUT /v1/cluster/disable-bend/PROVIDER[/NODE]): requests to that provider's buckets then fail at once (503 "
       "naming the provider) until it is enabled; objects already held are still served.",
       NOF, 0, 2, { "advanced disable-backend aws", "advanced disable-backend aws t[abc123]" }, NULL },
+    { "advanced random-node", "advanced random-node [--type proxy|target]",
+      "Print the id of one node picked at random from the cluster map (for scripts).",
+      F({ "--type proxy|target", "the kind of node", "target" }), 0, 0,
+      { "advanced random-node", "advanced random-node --type proxy" }, NULL },
+    { "advanced random-mountpath", "advanced random-mountpath TARGET",
+      "Print one of TARGET's usable mountpaths, picked at random (for scripts).", NOF, 0, 1,
+      { "advanced random-mountpath t[abc123]", NULL }, NULL },
     { "advanced enable-backend", "advanced enable-backend PROVIDER [NODE]",
       "Enable a cloud backend disabled with `advanced disable-backend`, on every target or on the target named.",
       NOF, 0, 2, { "advanced enable-backend aws", "advanced enable-backend aws t[abc123]" }, NULL },

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "jsonx.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -353,5 +354,141 @@ int cli_mpath_fshc(int argc, char **argv)
     }
     cli_resp_free(&r);
     free(id);
+    return rc;
+}
+
+/* a number in [0, n) (a script's pick, not a secret) */
+static size_t more_random(size_t n)
+{
+    srandom((unsigned)((uint64_t)sl_now_ns() ^ (uint64_t)getpid()));
+    return (size_t)random() % n;
+}
+
+/* advanced random-node [--type proxy|target]: the id of one node picked at random (a target by default) */
+int cli_random_node(struct opts *o)
+{
+    const char *type = opt_str(o, "type") ? opt_str(o, "type") : "target";
+    const char *map = !strcmp(type, "target") ? "tmap" : !strcmp(type, "proxy") || !strcmp(type, "gateway") ? "pmap"
+                                                                                                            : NULL;
+    if (!map) {
+        fprintf(stderr, "Error: --type \"%s\": proxy (a gateway) or target\n", type);
+        return 1;
+    }
+    json_t *smap;
+    if (cli_get_json("/v1/daemon?what=smap", "cluster map", &smap))
+        return 1;
+    json_t *m = json_object_get(smap, map);
+    size_t n = json_object_size(m), pick = 0;
+    int rc = 0;
+    if (!n) {
+        fprintf(stderr, "Error: the cluster map has no %s\n", map[0] == 't' ? "targets" : "gateways");
+        rc = 1;
+    } else {
+        pick = more_random(n);
+        const char *id;
+        json_t *sn;
+        size_t i = 0;
+        json_object_foreach(m, id, sn) {
+            if (i++ == pick)
+                printf("%s\n", id);
+        }
+    }
+    json_decref(smap);
+    return rc;
+}
+
+/* advanced random-mountpath TARGET: one of the target's usable mountpaths, picked at random */
+int cli_random_mountpath(struct opts *o)
+{
+    if (o->argc < 1)
+        return cli_usage("advanced random-mountpath");
+    char *id = more_node_id(o->argv[0]);
+    char *h = sl_xasprintf("Ais-Node-Id: %s", id);
+    const char *hd[] = { h, NULL };
+    struct cli_resp r;
+    cli_req_h("GET", "/v1/reverse/daemon?what=mountpaths", hd, NULL, 0, &r);
+    free(h);
+    int rc = 0;
+    if (r.status != 200) {
+        rc = cli_fail(&r, "random-mountpath");
+    } else {
+        json_t *j = cli_resp_json(&r);
+        json_t *av = json_object_get(j, "available");
+        size_t n = json_array_size(av);
+        if (!n) {
+            fprintf(stderr, "Error: t[%s] has no usable mountpath (`shale storage mountpath show %s`)\n", id, id);
+            rc = 1;
+        } else {
+            size_t pick = more_random(n);
+            printf("%s\n", json_string_value(json_array_get(av, pick)));
+        }
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    free(id);
+    return rc;
+}
+
+/* the bucket's lru.enabled (HEAD, Ais-Bucket-Props): 1, 0, or -1 after the error */
+static int lru_state(const char *pq)
+{
+    struct cli_resp r;
+    cli_req("HEAD", pq, NULL, NULL, 0, &r);
+    char props[8192];
+    int st = -1;
+    if (r.status != 200 || !cli_resp_header(&r, "Ais-Bucket-Props", props, sizeof(props))) {
+        cli_fail(&r, NULL);
+    } else {
+        json_t *j = json_loads(props, 0, NULL);
+        json_t *en = json_object_get(json_object_get(j, "lru"), "enabled");
+        st = json_is_true(en) ? 1 : 0;
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    return st;
+}
+
+/* bucket lru ais://B [--enable|--disable]: the bucket's lru.enabled (whether LRU eviction may remove its objects
+ * when the disks fill), printed, or set first */
+int cli_bucket_lru(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "bucket lru", argc, argv, 1))
+        return 1;
+    bool en = opt_bool(&o, "enable"), dis = opt_bool(&o, "disable");
+    if (en && dis) {
+        fprintf(stderr, "Error: --enable and --disable: give one of them (or neither, to see the state)\n");
+        return 1;
+    }
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    if (u.obj && u.obj[0]) {
+        fprintf(stderr, "Error: \"%s\": name a bucket (ais://BUCKET), not an object\n", o.argv[0]);
+        goto out;
+    }
+    char *pq = sl_xasprintf("/v1/buckets/%s%s", u.bucket, uri_query(&u));
+    if (en || dis) {
+        struct cli_resp r;
+        cli_act("PATCH", pq, "set-bprops", "", json_pack("{s:{s:b}}", "lru", "enabled", en), &r);
+        int bad = r.status != 200;
+        if (bad)
+            cli_fail(&r, NULL);
+        cli_resp_free(&r);
+        if (bad) {
+            free(pq);
+            goto out;
+        }
+    }
+    int st = lru_state(pq);
+    free(pq);
+    if (st >= 0) {
+        printf("%s://%s: LRU eviction %s%s\n", sl_provider_scheme(u.provider), u.bucket, st ? "enabled" : "disabled",
+               en || dis ? " (lru.enabled set)" : "");
+        rc = 0;
+    }
+out:
+    uri_free(&u);
     return rc;
 }

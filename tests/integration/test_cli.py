@@ -293,7 +293,7 @@ class TestCLI(unittest.TestCase):
 
     # every command path and its spelling in "Usage:" (aliases that keep the canonical usage map to it)
     COMMANDS = [
-        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket summary", "bucket cp", "bucket mv",
+        "bucket", "bucket create", "bucket rm", "bucket ls", "bucket props", "bucket lru", "bucket summary", "bucket cp", "bucket mv",
         "bucket evict", "prefetch", "evict", "download", "ls",
         "create", "rmb", "cp", "put", "get", "object", "object show", "object get", "object put", "object rm",
         "object cp", "object mv", "object promote", "rmo", "show", "show cluster", "show job", "show storage", "show remote-cluster", "storage",
@@ -315,7 +315,7 @@ class TestCLI(unittest.TestCase):
         "auth show role", "auth show config", "auth set", "auth set config", "tls", "tls load-certificate", "tls validate-certificates",
         "tls show", "show tls", "log", "log show", "log get",
         "job ls", "advanced", "advanced resilver", "advanced check-lock", "advanced rotate-logs",
-        "advanced remove-from-smap", "advanced enable-backend", "advanced disable-backend", "scrub",
+        "advanced remove-from-smap", "advanced enable-backend", "advanced disable-backend", "advanced random-node", "advanced random-mountpath", "scrub",
         "object cat", "object concat", "object set-custom", "object blob-download", "blob-download", "nbi", "nbi create", "nbi rm",
         "nbi show", "show nbi",
         "auth add cluster", "auth show cluster", "auth rm cluster",

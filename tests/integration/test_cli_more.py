@@ -317,6 +317,46 @@ class TestCLIMore(ClusterTest):
         self.assertEqual(p.returncode, 1)
         self.assertIn("gateway", p.stderr)
 
+    def test_random_node_mountpath_and_lru(self):
+        smap = self.c.smap()
+        for argv, ids in ((("advanced", "random-node"), smap["tmap"]),
+                          (("advanced", "random-node", "--type", "proxy"), smap["pmap"])):
+            p = self.shale(*argv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(p.stdout.strip(), ids, (argv, p.stdout))
+        p = self.shale("advanced", "random-node", "--type", "disk")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('--type "disk"', p.stderr)
+        tid = sorted(smap["tmap"])[0]
+        mps = requests.get(smap["tmap"][tid]["public_net"]["direct_url"] + "/v1/daemon",
+                           params={"what": "mountpaths"}).json()["available"]
+        p = self.shale("advanced", "random-mountpath", "t[%s]" % tid)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(p.stdout.strip(), mps)
+        p = self.shale("advanced", "random-mountpath")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("advanced random-mountpath", p.stderr)
+        p = self.shale("advanced", "random-mountpath", "t[nosuch]")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch", p.stderr)
+        # bucket lru: the state, then set
+        self.mkbucket("lr")
+        p = self.shale("bucket", "lru", "ais://lr")
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "ais://lr: LRU eviction disabled"), p.stderr)
+        p = self.shale("bucket", "lru", "ais://lr", "--enable")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("LRU eviction enabled", p.stdout)
+        self.assertTrue(self.props("lr")["lru"]["enabled"])
+        p = self.shale("bucket", "lru", "ais://lr", "--disable")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(self.props("lr")["lru"]["enabled"])
+        p = self.shale("bucket", "lru", "ais://lr", "--enable", "--disable")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--enable and --disable", p.stderr)
+        p = self.shale("bucket", "lru", "ais://nosuch-lr", "--enable")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nosuch-lr", p.stderr)
+
 
 if __name__ == "__main__":
     main()
