@@ -12,6 +12,7 @@
  * failures are counted and listed, and the job finishes.
  */
 #include "tcb.h"
+#include "tcb_int.h"
 #include "read.h"
 #include "arch.h"
 #include "backend.h"
@@ -38,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHUNK (256 * 1024)
+#define CHUNK SL_TCB_CHUNK
 #define QCAP 1024
 #define MAX_WORKERS 64
 #define MAX_LISTED_ERRORS 100
@@ -130,19 +131,6 @@ static char *dst_name(const struct tmsg *m, const char *name)
 #define BATCH_OBJS_MAX 128          /* (a flush holds a work file open for each: copier_batches) */
 
 struct tjob;
-
-struct copier {
-    const struct sl_bck *src, *dst;
-    struct sl_etl **etl;
-    int netl;
-    const struct sl_lua_val *args;
-    bool dry_run;
-    bool rename;                /* move-bck: the copy into the new name */
-    const char *job;
-    char *buf;
-    uint64_t in_bytes, out_bytes;
-    struct sl_putb_dests *bat;  /* NULL: no batches (copier_batches) */
-};
 
 struct put_io {
     struct sl_put *put;
@@ -466,7 +454,7 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
 
 /* Copy/transform one object. 0 ok, 1 in a batch (counted when that is
  * stored), -1 error (err: SL_ENOOBJ when the source is missing). */
-static int copy_one(struct copier *c, const char *name, size_t nlen, const char *dname, size_t dlen,
+int sl_tcb_copy_one(struct copier *c, const char *name, size_t nlen, const char *dname, size_t dlen,
                     struct sl_err *err)
 {
     int fd;
@@ -740,7 +728,7 @@ static void *worker(void *arg)
         if (t->m.latest && sl_backend_refresh(&t->src, name, strlen(name), &err) < 0) /* the remote's version */
             rc = -1;
         if (rc == 0)
-            rc = copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
+            rc = sl_tcb_copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
         if (rc < 0 && err.code == SL_ENOOBJ && t->m.sync) {
             /* gone at the remote: gone from the destination, and the source's copy goes too */
             struct sl_err e2 = { 0 };
@@ -1439,7 +1427,7 @@ static void oto_run(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     struct copier c = { .src = &o->src, .dst = &o->dst, .etl = o->etl, .netl = o->netl, .args = &o->args,
                         .buf = sl_xmalloc(CHUNK) };
-    if (copy_one(&c, o->name, strlen(o->name), o->dname, strlen(o->dname), &err) < 0)
+    if (sl_tcb_copy_one(&c, o->name, strlen(o->name), o->dname, strlen(o->dname), &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
@@ -1479,79 +1467,6 @@ fail:
     return true;
 }
 
-/* ---- POST /v1/objects/B/O {"action": "rename-obj", "name": NEW} on its owner ----
- *
- * AIStore's rename (ais buckets only, not EC): the old name's owner copies
- * the object into the new name (on the new name's owner, which may be
- * another target) and, once that write is committed and readable, deletes
- * the old name. A new name that exists is overwritten, as AIStore's copy
- * does. A failed copy leaves the old object as it was. */
-
-struct mvo {
-    struct sl_bck b;
-    char *name, *dname;
-};
-
-static void mvo_free(void *arg)
-{
-    struct mvo *o = arg;
-    sl_bck_release(&o->b);
-    free(o->name);
-    free(o->dname);
-    free(o);
-}
-
-static void mvo_run(struct sl_req *r, void *arg)
-{
-    struct mvo *o = arg;
-    struct sl_err err = { 0 };
-    struct copier c = { .src = &o->b, .dst = &o->b, .buf = sl_xmalloc(CHUNK) };
-    if (copy_one(&c, o->name, strlen(o->name), o->dname, strlen(o->dname), &err) < 0) {
-        sl_resp_err(r, &err);
-    } else if (sl_obj_delete(&o->b, o->name, strlen(o->name), &err) < 0 && err.code != SL_ENOOBJ) {
-        sl_resp_errf(r, err.code, "rename-obj: ais://%s/%s was copied to %s but the old name could not be removed "
-                     "(%s): remove it with `shale object rm ais://%s/%s`", o->b.name, o->name, o->dname, err.msg,
-                     o->b.name, o->name);
-    } else {
-        sl_logi("rename-obj: ais://%s/%s -> %s", o->b.name, o->name, o->dname);
-        sl_resp_empty(r, 200);
-    }
-    free(c.buf);
-    mvo_free(o);
-}
-
-static bool tcb_object_post(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen,
-                            struct sl_actmsg *m)
-{
-    if (strcmp(m->action, "rename-obj"))
-        return false;
-    struct sl_err err = { 0 };
-    size_t dlen = strlen(m->name);
-    json_t *ec = json_object_get(b->props, "ec");
-    if (strcmp(b->provider, "ais"))
-        sl_errf(&err, SL_EINVAL, "rename-obj: %s://%s is a remote bucket: only ais:// buckets rename objects (copy "
-                "it with `shale object cp`, then remove the old one)", sl_provider_scheme(b->provider), b->name);
-    else if (json_is_true(json_object_get(ec, "enabled")))
-        sl_errf(&err, SL_EINVAL, "rename-obj: ais://%s has erasure coding on (ec.enabled): its objects are not "
-                "renamed (copy with `shale object cp`, then remove the old one)", b->name);
-    else if (!dlen)
-        sl_errf(&err, SL_EINVAL, "rename-obj: the new object name goes in \"name\" (it is empty)");
-    else if (sl_objname_check(m->name, dlen, &err) < 0)
-        ;
-    else if (dlen == nlen && !memcmp(m->name, name, nlen))
-        sl_errf(&err, SL_EINVAL, "rename-obj: ais://%s/%.*s: the new name is the old one", b->name, (int)nlen, name);
-    if (err.msg[0]) {
-        sl_resp_err(r, &err);
-        return true;
-    }
-    struct mvo *o = sl_xcalloc(1, sizeof(*o));
-    sl_bck_copy(&o->b, b);
-    o->name = sl_xstrndup(name, nlen);
-    o->dname = sl_xstrdup(m->name);
-    sl_req_offload(r, mvo_run, mvo_free, o);
-    return true;
-}
-
 static bool tcb_internal(struct sl_req *r)
 {
     if (strcmp(r->path, "/v1/internal/tcb"))
@@ -1566,5 +1481,4 @@ const struct sl_module sl_tcb_module = {
     .bucket_post = sl_tcb_post,
     .post_actions = ", copy-bck, etl-bck, copy-listrange, etl-listrange",
     .obj_put = sl_tcb_put_object_to,
-    .object_post = tcb_object_post,
 };
