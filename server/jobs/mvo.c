@@ -5,8 +5,9 @@
  * AIStore's rename (ais buckets only, not EC): the old name's owner copies
  * the object into the new name (on the new name's owner, which may be
  * another target: tcb.c's copy) and, once that write is committed and
- * readable, deletes the old name. A new name that exists is overwritten, as
- * AIStore's copy does. A failed copy leaves the old object as it was.
+ * readable, deletes the old name (only if it was not written again
+ * meanwhile). A new name that exists is overwritten, as AIStore's copy
+ * does. A failed copy leaves the old object as it was.
  */
 #include "mvo.h"
 #include "jsonx.h"
@@ -36,19 +37,36 @@ static void mvo_run(struct sl_req *r, void *arg)
 {
     struct mvo *o = arg;
     struct sl_err err = { 0 };
+    size_t nlen = strlen(o->name);
+    struct sl_objmd md;
+    int64_t mtime = 0;
+    int st = sl_obj_stat(&o->b, o->name, nlen, &md, NULL, &err);
+    if (st == 1) {
+        mtime = md.mtime;
+        sl_objmd_free(&md);
+    }
     struct copier c = { .src = &o->b, .dst = &o->b, .buf = sl_xmalloc(SL_TCB_CHUNK) };
-    int rc = sl_tcb_copy_one(&c, o->name, strlen(o->name), o->dname, strlen(o->dname), &err);
+    int rc = st == 1 ? sl_tcb_copy_one(&c, o->name, nlen, o->dname, strlen(o->dname), &err) : -1;
     free(c.buf);
     if (rc < 0) {
         sl_resp_err(r, &err);
-    } else if (sl_obj_delete(&o->b, o->name, strlen(o->name), &err) < 0 && err.code != SL_ENOOBJ) {
+        goto out;
+    }
+    /* the old name goes only if it is still the version copied */
+    rc = sl_obj_delete_if(&o->b, o->name, nlen, mtime, &err);
+    if (rc < 0 && err.code != SL_ENOOBJ) {
         sl_resp_errf(r, err.code, "rename-obj: ais://%s/%s was copied to %s but the old name could not be removed "
                      "(%s): remove it with `shale object rm ais://%s/%s`", o->b.name, o->name, o->dname, err.msg,
                      o->b.name, o->name);
+    } else if (rc == 1) {
+        sl_resp_errf(r, SL_EBUSY, "rename-obj: ais://%s/%s was copied to %s, but it was written again meanwhile: "
+                     "the new version stays under the old name (rename it again, or remove it)", o->b.name, o->name,
+                     o->dname);
     } else {
         sl_logi("rename-obj: ais://%s/%s -> %s", o->b.name, o->name, o->dname);
         sl_resp_empty(r, 200);
     }
+out:
     mvo_free(o);
 }
 

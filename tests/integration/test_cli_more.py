@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""More of the verbs an `ais` user reaches for (issue 38), against a gateway and 2 targets:
-`bucket props reset` (reset-bprops), `object mv` (rename-obj: the target answered 501), and the ones that follow
-in docs/cli.md's table."""
+"""More of the verbs an `ais` user reaches for (issue 38), against one gateway and 2 targets: `bucket props reset`
+(reset-bprops), `object mv` (rename-obj: the target answered 501), `object promote`, `show cluster bmd`,
+`cluster reset-stats` (PUT /v1/cluster reset-stats was refused), `cluster download-logs` and `log get`,
+`cluster reload-backend-creds` (reload-creds refused), `auth update role|cluster`, `alias reset`,
+`tls validate-certificates` (over http: each node says it has none), `storage mountpath fshc` (the target had no
+fshc action), `advanced random-node|random-mountpath`, `bucket lru`, and last `cluster shutdown` (the
+whole-cluster shutdown action was refused)."""
 import os
 import subprocess
 
