@@ -1168,6 +1168,12 @@ static void post_done(struct sl_req *r)
         sl_actmsg_free(&m);
         return;
     }
+    if (!strcmp(m.action, "rename-obj") && !(*bk && slash && slash[1])) {
+        sl_resp_errf(r, SL_EINVAL, "POST %s: rename-obj names the object in the path: POST /v1/objects/BUCKET/OBJECT "
+                     "{\"action\": \"rename-obj\", \"name\": NEW_NAME}", r->path);
+        sl_actmsg_free(&m);
+        return;
+    }
     if (*bk && slash && slash[1]) {
         struct sl_bck b;
         const char *name;
