@@ -150,7 +150,9 @@ int cmd_advanced(int argc, char **argv)
                                              { "rotate-logs", adv_rotate_logs, NULL },
                                              { "remove-from-smap", adv_rm_from_smap, NULL },
                                              { "enable-backend", adv_enable_bend, NULL },
-                                             { "disable-backend", adv_disable_bend, NULL } };
+                                             { "disable-backend", adv_disable_bend, NULL },
+                                             { "random-node", cli_random_node, NULL },
+                                             { "random-mountpath", cli_random_mountpath, NULL } };
     return cli_run_verb("advanced", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }
 

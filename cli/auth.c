@@ -223,17 +223,26 @@ static int rm_role(struct opts *o)
     return rm_named(o, "role", "auth rm role");
 }
 
-static int add_role(struct opts *o)
+/* auth add role ROLE PERM... / auth update role ROLE [PERM...] [--desc]: POST /v1/roles, or PUT
+ * /v1/roles/ROLE (AuthN merges: the description when given, the permissions on the bucket or cluster named) */
+static int role_set(struct opts *o, bool add)
 {
-    if (o->argc < 2)
-        return cli_usage("auth add role");
+    if (o->argc < (add ? 2 : 1))
+        return cli_usage(add ? "auth add role" : "auth update role");
+    if (!add && o->argc < 2 && !opt_str(o, "desc")) {
+        fprintf(stderr, "Error: `shale auth update role %s` changes nothing: give PERMISSION... and/or --desc TEXT\n",
+                o->argv[0]);
+        return 1;
+    }
     struct sl_buf perms;
     sl_buf_init(&perms);
     for (int i = 1; i < o->argc; i++)
         sl_buf_printf(&perms, "%s%s", i > 1 ? "," : "", o->argv[i]);
     json_t *b = json_pack("{s:s,s:s}", "name", o->argv[0], "desc", opt_str(o, "desc") ? opt_str(o, "desc") : "");
     const char *bck = opt_str(o, "bucket");
-    if (bck) {
+    if (o->argc < 2) {
+        /* the description only */
+    } else if (bck) {
         struct uri u;
         if (uri_parse(bck, &u, true) < 0) {
             json_decref(b);
@@ -249,10 +258,29 @@ static int add_role(struct opts *o)
     }
     sl_buf_free(&perms);
     struct cli_resp r;
-    send_json("POST", "/v1/roles", b, &r);
     char msg[200];
-    snprintf(msg, sizeof(msg), "Role %s added", o->argv[0]);
+    if (add) {
+        send_json("POST", "/v1/roles", b, &r);
+        snprintf(msg, sizeof(msg), "Role %s added", o->argv[0]);
+    } else {
+        char *e = sl_url_encode_path(o->argv[0], strlen(o->argv[0]));
+        char *path = sl_xasprintf("/v1/roles/%s", e);
+        send_json("PUT", path, b, &r);
+        free(e);
+        free(path);
+        snprintf(msg, sizeof(msg), "Role %s updated", o->argv[0]);
+    }
     return done(&r, msg);
+}
+
+static int add_role(struct opts *o)
+{
+    return role_set(o, true);
+}
+
+static int update_role(struct opts *o)
+{
+    return role_set(o, false);
 }
 
 static int show(struct opts *o, bool users)
@@ -433,6 +461,59 @@ static int add_cluster(struct opts *o)
     return done(&r, msg);
 }
 
+/* auth update cluster ID|ALIAS [NEW_ALIAS] URL... [--alias A]: PUT /v1/clusters/ID with the new URLs (and alias) */
+static int update_cluster(struct opts *o)
+{
+    if (o->argc < 2)
+        return cli_usage("auth update cluster");
+    int first = 1;
+    const char *alias = opt_str(o, "alias");
+    if (!strstr(o->argv[1], "://") && !alias) {
+        alias = o->argv[1]; /* ais's positional alias */
+        first = 2;
+    }
+    if (o->argc <= first)
+        return cli_usage("auth update cluster");
+    for (int i = first; i < o->argc; i++)
+        if (strncmp(o->argv[i], "http://", 7) && strncmp(o->argv[i], "https://", 8)) {
+            fprintf(stderr, "Error: \"%s\" is not a cluster URL (http://HOST:PORT or https://...)\n", o->argv[i]);
+            return 1;
+        }
+    /* the id of ID|ALIAS */
+    char *e = sl_url_encode_path(o->argv[0], strlen(o->argv[0]));
+    char *path = sl_xasprintf("/v1/clusters/%s", e);
+    free(e);
+    struct cli_resp r;
+    cli_req("GET", path, NULL, NULL, 0, &r);
+    free(path);
+    if (r.status != 200)
+        return done(&r, NULL);
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    void *it = json_object_iter(json_object_get(j, "clusters"));
+    if (!it) {
+        fprintf(stderr, "Error: cluster \"%s\" is not registered (`shale auth show cluster` lists them)\n",
+                o->argv[0]);
+        json_decref(j);
+        return 1;
+    }
+    char *id = sl_xstrdup(json_object_iter_key(it));
+    json_decref(j);
+    json_t *urls = json_array();
+    for (int i = first; i < o->argc; i++)
+        json_array_append_new(urls, json_string(o->argv[i]));
+    json_t *b = json_pack("{s:s,s:s,s:o}", "id", id, "alias", alias ? alias : "", "urls", urls);
+    e = sl_url_encode_path(id, strlen(id));
+    path = sl_xasprintf("/v1/clusters/%s", e);
+    free(e);
+    send_json("PUT", path, b, &r);
+    free(path);
+    char msg[256];
+    snprintf(msg, sizeof(msg), "Cluster %s updated", id);
+    free(id);
+    return done(&r, msg);
+}
+
 static int show_cluster(struct opts *o)
 {
     char *path;
@@ -573,7 +654,9 @@ int cmd_auth(int argc, char **argv)
                                            { "whoami", whoami, "auth whoami" } };
     static const struct cli_verb add[] = { { "user", add_user, "auth add user" }, { "role", add_role, "auth add role" },
                                            { "cluster", add_cluster, "auth add cluster" } };
-    static const struct cli_verb upd[] = { { "user", update_user, "auth update user" } };
+    static const struct cli_verb upd[] = { { "user", update_user, "auth update user" },
+                                           { "role", update_role, "auth update role" },
+                                           { "cluster", update_cluster, "auth update cluster" } };
     static const struct cli_verb rm[] = { { "user", rm_user, "auth rm user" }, { "role", rm_role, "auth rm role" },
                                           { "token", rm_token, "auth rm token" },
                                           { "cluster", rm_cluster, "auth rm cluster" } };

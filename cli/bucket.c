@@ -569,8 +569,22 @@ static int bucket_props(struct opts *o)
             json_decref(after);
         }
         json_decref(before);
+    } else if (!strcmp(o->argv[0], "reset")) {
+        /* reset-bprops: the cluster's defaults again; the bucket keeps its provider, bid and creation time */
+        if (o->argc > 2) {
+            fprintf(stderr, "Error: unexpected argument \"%s\": `shale bucket props reset` takes one bucket and "
+                            "no KEY=VALUE\n", o->argv[2]);
+            free(pq);
+            uri_free(&u);
+            return 1;
+        }
+        cli_act("PATCH", pq, "reset-bprops", "", NULL, &r);
+        if (r.status != 200)
+            rc = cli_fail(&r, NULL);
+        else
+            printf("Bucket %s props reset to the cluster defaults\n", o->argv[1]);
     } else {
-        fprintf(stderr, "Error: unknown props verb \"%s\" (show, set)\n", o->argv[0]);
+        fprintf(stderr, "Error: unknown props verb \"%s\" (show, set, reset)\n", o->argv[0]);
         free(pq);
         uri_free(&u);
         return 1;
@@ -653,6 +667,8 @@ int cmd_bucket(int argc, char **argv)
         return bucket_mv(argc - 1, argv + 1);
     if (!strcmp(verb, "evict"))
         return cmd_evict(argc - 1, argv + 1);
+    if (!strcmp(verb, "lru"))
+        return cli_bucket_lru(argc - 1, argv + 1);
     if (!strcmp(verb, "summary")) {
         struct uri u;
         if (cli_opts_min(&o, "bucket summary", argc - 1, argv + 1, 1))
@@ -673,7 +689,7 @@ int cmd_bucket(int argc, char **argv)
             return 1;
         return i == 0 ? bucket_create(&o) : i == 1 ? bucket_rm(&o) : bucket_props(&o);
     }
-    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, summary, cp, mv, evict)\n", verb);
+    fprintf(stderr, "Error: unknown command \"bucket %s\" (create, ls, rm, props, lru, summary, cp, mv, evict)\n", verb);
     return 1;
 }
 

@@ -251,6 +251,19 @@ int cmd_log(int argc, char **argv);
  * filled (object.c) */
 int cli_put_one_q(CURL *c, const struct uri *u, const char *path, const char *obj, const char *xq,
                   struct progress *prog, char *err, size_t errn);
+/* object promote PATH ais://B[/PREFIX] ... (more.c) */
+int cli_object_promote(int argc, char **argv);
+/* cluster reset-stats|download-logs|shutdown|reload-backend-creds ARGS (more.c); -1: not one of them */
+int cli_cluster_more(const char *verb, int argc, char **argv);
+/* log get NODE [FILE] [--all] (more.c) */
+int cli_log_get(struct opts *o);
+/* storage mountpath fshc TARGET MOUNTPATH (more.c) */
+int cli_mpath_fshc(int argc, char **argv);
+/* advanced random-node|random-mountpath (more.c) */
+int cli_random_node(struct opts *o);
+int cli_random_mountpath(struct opts *o);
+/* bucket lru ais://B [--enable|--disable] (more.c) */
+int cli_bucket_lru(int argc, char **argv);
 /* object mpu VERB ... (mpu.c) */
 int cli_object_mpu(int argc, char **argv);
 /* cliconf.c: the CLI's settings file and aliases */

@@ -301,9 +301,26 @@ static int alias_rm(struct opts *o)
     return rc ? 1 : 0;
 }
 
+/* alias reset: every alias gone (ais's reset goes back to its built-in aliases; shale has none) */
+static int alias_reset(struct opts *o)
+{
+    (void)o;
+    json_t *c = cli_conf_load();
+    if (!c)
+        return 1;
+    size_t n = json_object_size(json_object_get(c, "aliases"));
+    json_object_del(c, "aliases");
+    int rc = n ? conf_save(c) : 0;
+    json_decref(c);
+    if (!rc)
+        printf("Aliases reset: %zu removed\n", n);
+    return rc ? 1 : 0;
+}
+
 int cmd_alias(int argc, char **argv)
 {
-    static const struct cli_verb verbs[] = { { "ls", alias_ls, NULL }, { "rm", alias_rm, NULL } };
+    static const struct cli_verb verbs[] = { { "ls", alias_ls, NULL }, { "rm", alias_rm, NULL },
+                                             { "reset", alias_reset, NULL } };
     if (argc > 0 && !strcmp(argv[0], "set"))
         return alias_set(argc - 1, argv + 1);
     if (argc == 0 || argv[0][0] == '-') /* `alias [--json]` is ls */

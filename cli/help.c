@@ -55,7 +55,7 @@ static const unsigned common_bits[SL_ARRAY_SIZE(common_flags)] = { CF_JSON, CF_N
 
 static const struct cli_cmd cmds[] = {
     /* ---- buckets ---- */
-    { "bucket", "bucket create|ls|rm|evict|props|summary|cp|mv ...",
+    { "bucket", "bucket create|ls|rm|evict|props|lru|summary|cp|mv ...",
       "Create, list, copy, rename, summarize and destroy buckets, and show or set their properties.", NOF, 0, -1,
       { "bucket create ais://imgs", "bucket cp ais://imgs ais://imgs-copy --wait" }, NULL },
     { "bucket create", "bucket create ais://BUCKET|s3://BUCKET [...] [FLAGS]",
@@ -74,9 +74,16 @@ static const struct cli_cmd cmds[] = {
       { "bucket rm ais://scratch -y", "rmb ais://a ais://b --ignore-error -y" }, NULL },
     { "bucket ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "ls" },
     { "bucket props", "bucket props show ais://BUCKET [--json]\n"
-                      "bucket props set ais://BUCKET KEY=VALUE [KEY=VALUE ...]",
-      "Show a bucket's properties, or set some of them (printing each value before and after).", NOF, CF_JSON, -1,
+                      "bucket props set ais://BUCKET KEY=VALUE [KEY=VALUE ...]\n"
+                      "bucket props reset ais://BUCKET",
+      "Show a bucket's properties, set some of them (printing each value before and after), or reset them all to "
+      "the cluster's defaults (the provider, bid and creation time stay).", NOF, CF_JSON, -1,
       { "bucket props show ais://imgs", "bucket props set ais://imgs checksum.type=md5 access=ro" }, NULL },
+    { "bucket lru", "bucket lru ais://BUCKET [--enable|--disable]",
+      "Show whether LRU eviction may remove the bucket's objects when the disks fill (its lru.enabled), or turn it "
+      "on or off.",
+      F({ "--enable", "set lru.enabled=true", "false" }, { "--disable", "set lru.enabled=false", "false" }), 0, 1,
+      { "bucket lru ais://imgs", "bucket lru s3://cache --disable" }, NULL },
     { "bucket summary", "bucket summary ais://BUCKET[/PREFIX] [--prefix P] [--json]",
       "Count a bucket's objects and their sizes (a summary-bck job on every target).",
       F({ "--prefix P", "only the objects whose names start with P", "none" }), CF_JSON, 1,
@@ -175,6 +182,23 @@ static const struct cli_cmd cmds[] = {
       "Concatenate local files, in the order given, into one object (appends, then a flush).", NOF, 0, -1,
       { "object concat part1.bin part2.bin ais://data/whole.bin", "object concat a.txt b.txt ais://docs/ab.txt" },
       NULL },
+    { "object mv", "object mv ais://BUCKET/OBJECT NEW_NAME|ais://BUCKET/NEW_NAME",
+      "Rename an object within its ais:// bucket (rename-obj): the new name is written and readable before the old "
+      "one is removed; an object already under the new name is overwritten.", NOF, 0, 2,
+      { "object mv ais://imgs/cat.jpg cats/cat-1.jpg", "object mv ais://imgs/a.jpg ais://imgs/b.jpg" }, NULL },
+    { "object promote", "object promote PATH ais://BUCKET[/PREFIX] [--target T] [--recursive] [--overwrite-dst] "
+                        "[--delete-src] [--not-file-share] [--wait]",
+      "Make files already on the targets into objects (promote): PATH is a file or directory inside the targets' "
+      "promote.dir, each file becomes PREFIX plus its path below PATH.",
+      F({ "--target T", "only this target's PATH (t[ID] or ID): it promotes every file there, sending each to its "
+                        "owner", "every target" },
+        { "-r, --recursive", "a directory's subdirectories too", "false" },
+        { "--overwrite-dst", "replace objects that exist (else they are kept and counted)", "false" },
+        { "--delete-src", "delete each file once its object is stored", "false" },
+        { "--not-file-share", "each target's PATH is its own, not one directory every target sees", "false" },
+        { "--progress", "with --wait: show the job's progress", "false" }),
+      CF_WAIT, 2, { "object promote /var/lib/shale/promote/imgs ais://imgs/2024/ --recursive --wait",
+                    "object promote /var/lib/shale/promote/a.bin ais://imgs/a.bin --target t[abc]" }, NULL },
     { "object set-custom", "object set-custom ais://BUCKET/OBJECT KEY=VALUE [KEY=VALUE ...] [--replace]",
       "Set custom metadata of an object: the keys are added to (or change) the object's custom metadata; "
       "--replace (ais: --set-new-custom) makes them its only custom metadata.",
@@ -380,6 +404,10 @@ static const struct cli_cmd cmds[] = {
       "moves its objects to the others; reads go on meanwhile.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }), CF_WAIT, 2,
       { "storage mountpath disable t[abc123] /data/disk2 --wait", "storage mountpath disable abc123 /data/disk2" },
       NULL },
+    { "storage mountpath fshc", "storage mountpath fshc TARGET MOUNTPATH [--json]",
+      "Check the health of one mountpath of TARGET now (AIStore's FSHC): its .shale/daemon_id, a probe file "
+      "written, fsync'ed and read back, and statvfs; exit 1 when a check fails (nothing is disabled).", NOF,
+      CF_JSON, 2, { "storage mountpath fshc t[abc123] /data/disk2", NULL }, NULL },
     { "storage cleanup", "storage cleanup [--wait [--progress] [--timeout D]]",
       "Remove the work files nobody writes any more from every target's mountpaths (job cleanup-store); prints the "
       "job id.", F({ "--progress", "with --wait: show its objects, bytes and rate while the job runs (always on a terminal)", "false" }),
@@ -412,7 +440,7 @@ static const struct cli_cmd cmds[] = {
     { "config cli reset", "config cli reset",
       "Remove the CLI's settings file: the default endpoint again and no aliases.", NOF, 0, 0,
       { "config cli reset", NULL }, NULL },
-    { "alias", "alias [ls] | alias set NAME COMMAND [ARGS...] | alias rm NAME [...]",
+    { "alias", "alias [ls] | alias set NAME COMMAND [ARGS...] | alias rm NAME [...] | alias reset",
       "Shortcuts for commands (kept in the CLI's settings file): `shale NAME MORE` runs `shale COMMAND ARGS MORE`.",
       NOF, CF_JSON | CF_NOHDR, -1, { "alias set lsi ls ais://imgs --props all", "alias ls" }, NULL },
     { "alias ls", "alias ls [--json]", "List the aliases and the commands they run.", NOF, CF_JSON | CF_NOHDR, 0,
@@ -421,6 +449,8 @@ static const struct cli_cmd cmds[] = {
       "Make NAME run COMMAND with ARGS (NAME may not be a shale command; COMMAND must be one).", NOF, 0, -1,
       { "alias set lsi ls ais://imgs", "alias set gw-jobs job show --all" }, NULL },
     { "alias rm", "alias rm NAME [NAME ...]", "Remove aliases.", NOF, 0, -1, { "alias rm lsi", NULL }, NULL },
+    { "alias reset", "alias reset", "Remove every alias (shale has no built-in ones to go back to).", NOF, 0, 0,
+      { "alias reset", NULL }, NULL },
     { "search", "search WORD",
       "List the commands and flags whose name or description contains WORD.", NOF, CF_NOHDR, 1,
       { "search copy", "search mountpath" }, NULL },
@@ -548,7 +578,7 @@ static const struct cli_cmd cmds[] = {
       F({ "--all", "include jobs that have ended", "false" }), CF_JSON | CF_NOHDR, 1,
       { "job show", "job show copy-bck --all" }, NULL },
     { "job ls", NULL, NULL, NOF, 0, 0, { NULL, NULL }, "job show" },
-    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap|enable-backend|disable-backend ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map, switch a cloud backend off and on.",
+    { "advanced", "advanced resilver|check-lock|rotate-logs|remove-from-smap|enable-backend|disable-backend|random-node|random-mountpath ...", "Operator commands: start a resilver, see whether an object is locked, rotate logs, remove a node from the cluster map, switch a cloud backend off and on, pick a node or mountpath for scripts.",
       NOF, 0, -1, { "advanced resilver --wait", "advanced check-lock ais://data/a.bin" }, NULL },
     { "advanced resilver", "advanced resilver [TARGET] [--wait] [--progress]",
       "Move every object of each target (or of the one named) to its mountpath and restore its mirror copies (job "
@@ -568,6 +598,13 @@ static const struct cli_cmd cmds[] = {
       "(PUT /v1/cluster/disable-bend/PROVIDER[/NODE]): requests to that provider's buckets then fail at once (503 "
       "naming the provider) until it is enabled; objects already held are still served.",
       NOF, 0, 2, { "advanced disable-backend aws", "advanced disable-backend aws t[abc123]" }, NULL },
+    { "advanced random-node", "advanced random-node [--type proxy|target]",
+      "Print the id of one node picked at random from the cluster map (for scripts).",
+      F({ "--type proxy|target", "the kind of node", "target" }), 0, 0,
+      { "advanced random-node", "advanced random-node --type proxy" }, NULL },
+    { "advanced random-mountpath", "advanced random-mountpath TARGET",
+      "Print one of TARGET's usable mountpaths, picked at random (for scripts).", NOF, 0, 1,
+      { "advanced random-mountpath t[abc123]", NULL }, NULL },
     { "advanced enable-backend", "advanced enable-backend PROVIDER [NODE]",
       "Enable a cloud backend disabled with `advanced disable-backend`, on every target or on the target named.",
       NOF, 0, 2, { "advanced enable-backend aws", "advanced enable-backend aws t[abc123]" }, NULL },
@@ -694,6 +731,23 @@ static const struct cli_cmd cmds[] = {
     { "cluster lost clear", "cluster lost clear [NODE]",
       "Acknowledge the loss recorded with a target (all targets without NODE): listings of its buckets work "
       "again, without those objects.", NOF, 0, 1, { "cluster lost clear t[abc123]", NULL }, NULL },
+    { "cluster reset-stats", "cluster reset-stats [NODE] [--errors-only]",
+      "Reset the nodes' counters (node status and /metrics) to 0 on every node, or on NODE; Prometheus takes the "
+      "drop as a counter reset, so rate() and increase() stay right.",
+      F({ "--errors-only", "reset only the error counters", "false" }), 0, 1,
+      { "cluster reset-stats", "cluster reset-stats t[abc123] --errors-only" }, NULL },
+    { "cluster download-logs", "cluster download-logs [NODE] [--dir DIR]",
+      "Save every node's logs (or NODE's) in DIR, one ID.tar.gz per node with all its log files.",
+      F({ "--dir DIR", "the directory the archives go to (it must exist)", "." }), 0, 1,
+      { "cluster download-logs --dir /tmp/logs", "cluster download-logs t[abc123]" }, NULL },
+    { "cluster shutdown", "cluster shutdown [-y]",
+      "Shut down the whole cluster: every target, then every gateway, the one asked last (after asking on a "
+      "terminal; elsewhere, as in a script, it refuses unless -y/--yes is given).", NOF, CF_YES, 0,
+      { "cluster shutdown", "cluster shutdown -y" }, NULL },
+    { "cluster reload-backend-creds", "cluster reload-backend-creds",
+      "Make the backends use changed credentials (reload-creds): the aws backend reads its credentials file at "
+      "every call, so this says so; credentials from the targets' environment change only with a restart.", NOF, 0,
+      0, { "cluster reload-backend-creds", NULL }, NULL },
     { "cluster remote-attach", "cluster remote-attach ALIAS=URL",
       "Attach a remote AIStore-compatible cluster (its gateway's URL) under an alias, for buckets backed by "
       "ais://@ALIAS/BUCKET.", NOF, 0, 1,
@@ -722,12 +776,18 @@ static const struct cli_cmd cmds[] = {
     { "s3 verify", "s3 verify on|off",
       "Turn S3 signature verification on (requests must be signed with a listed key) or off (any credentials).",
       NOF, 0, 1, { "s3 verify on", "s3 verify off" }, NULL },
-    { "log", "log show [NODE] [--severity S]", "Show a node's log (through the gateway).", NOF, 0, -1,
+    { "log", "log show [NODE] [--severity S] | log get NODE [FILE]", "Show or save a node's log (through the "
+      "gateway).", NOF, 0, -1,
       { "log show t[abc123]", NULL }, NULL },
     { "log show", "log show [NODE] [--severity info|warning|error]",
       "Print a node's log: the gateway's own without NODE; NODE is p[ID], t[ID] or ID (`shale show cluster`).",
       F({ "--severity S", "info (all lines), warning or error (warnings and errors only)", "info" }), 0, 1,
       { "log show", "log show t[abc123] --severity warning" }, NULL },
+    { "log get", "log get NODE [FILE|-] [--all]",
+      "Save a node's current log in FILE (default ID.log; - prints it), or with --all every log file of the node "
+      "as one .tar.gz (default ID.tar.gz).",
+      F({ "--all", "all the node's log files, as a .tar.gz", "false" }), 0, 2,
+      { "log get t[abc123]", "log get p[xyz] /tmp/gw.tar.gz --all" }, NULL },
     { "auth", "auth login|logout|whoami|add|update|rm|show ...",
       "Log in to the cluster's AuthN and manage its users and roles (AIStore's `ais auth`); requests carry the "
       "saved token.", NOF, 0, -1, { "auth login admin", "auth add role readers GET,HEAD-OBJECT --bucket ais://imgs" },
@@ -759,12 +819,24 @@ static const struct cli_cmd cmds[] = {
         { "--cluster ID", "the cluster UUID they apply to", "any cluster" },
         { "--desc TEXT", "a description", "none" }),
       0, -1, { "auth add role readers ro --bucket ais://imgs", "auth add role ops SHOW-CLUSTER LIST-BUCKETS" }, NULL },
-    { "auth update", "auth update user ...", "Change a user.", NOF, 0, -1, { "auth update user bob writers", NULL },
-      NULL },
+    { "auth update", "auth update user|role|cluster ...", "Change a user, a role or a registered cluster.", NOF, 0,
+      -1, { "auth update user bob writers", NULL }, NULL },
     { "auth update user", "auth update user USER [ROLE ...] [--password PASS]",
       "Change a user's password (--password) or roles (the roles given replace the old ones).",
       F({ "-p, --password PASS", "the new password", "unchanged" }), 0, -1,
       { "auth update user bob readers writers", "auth update user bob --password 'n3w'" }, NULL },
+    { "auth update role", "auth update role ROLE [PERMISSION...] [--bucket ais://B | --cluster ID] [--desc TEXT]",
+      "Change a role: the description (--desc), and the permissions on one bucket or cluster-wide (the ones given "
+      "replace what the role had there; its other buckets and clusters stay).",
+      F({ "--bucket ais://B", "the permissions apply to this bucket only", "cluster-wide" },
+        { "--cluster ID", "the cluster UUID they apply to", "any cluster" },
+        { "--desc TEXT", "the new description", "unchanged" }),
+      0, -1, { "auth update role readers ro --bucket ais://imgs", "auth update role ops --desc 'operators'" }, NULL },
+    { "auth update cluster", "auth update cluster ID|ALIAS [NEW_ALIAS] URL [URL ...] [--alias NEW_ALIAS]",
+      "Change a registered cluster's URLs (they must answer and trust this AuthN's tokens) and alias.",
+      F({ "--alias NEW_ALIAS", "its new alias", "unchanged" }), 0, -1,
+      { "auth update cluster main http://10.0.0.6:8080", "auth update cluster main http://gw:8080 --alias prod" },
+      NULL },
     { "auth rm", "auth rm user|role|token ...", "Remove users or roles, or revoke a token.", NOF, 0, -1,
       { "auth rm user bob", NULL }, NULL },
     { "auth rm user", "auth rm user USER [USER ...]", "Remove users.", NOF, 0, -1, { "auth rm user bob", NULL },
@@ -798,13 +870,17 @@ static const struct cli_cmd cmds[] = {
       "logins get, 1m to 2160h), auth.secret (tokens are signed with it from now on; older ones stop working), "
       "log.level (0-5).", NOF, 0, -1,
       { "auth set config expiration_time=30m", "auth set config log.level=4" }, NULL },
-    { "tls", "tls load-certificate|show [NODE]",
+    { "tls", "tls load-certificate|show [NODE] | tls validate-certificates",
       "Load the TLS certificate files again on every node (certificate rotation without a restart), and show "
       "what each node's certificate says.", NOF, 0, -1, { "tls load-certificate", "tls show" }, NULL },
     { "tls load-certificate", "tls load-certificate [NODE] [--json]",
       "Every node (or NODE) reads net.http.server_crt and server_key again and serves them to new connections; a "
       "missing or invalid file is an error naming it, and the certificate loaded before stays in use.", NOF,
       CF_JSON, 1, { "tls load-certificate", "tls load-certificate t[abc123]" }, NULL },
+    { "tls validate-certificates", "tls validate-certificates",
+      "Check every node's TLS certificate: valid now and not expiring within 30 days, and whether all were issued by "
+      "one CA (exit 1 when a node has no valid certificate or the issuers differ).", NOF, 0, 0,
+      { "tls validate-certificates", NULL }, NULL },
     { "tls show", "tls show [NODE] [--json]",
       "Show each node's (or NODE's) TLS certificate: subject, issuer, serial number, validity, SANs, key, files.",
       NOF, CF_JSON, 1, { "tls show", "tls show p[xyz789] --json" }, NULL },

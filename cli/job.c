@@ -781,6 +781,9 @@ int cmd_cluster(int argc, char **argv)
         return cli_usage("cluster");
     if (!strcmp(argv[0], "lost"))
         return cluster_lost(argc - 1, argv + 1);
+    int more = cli_cluster_more(argv[0], argc - 1, argv + 1);
+    if (more != -1)
+        return more;
     if (!strcmp(argv[0], "set-primary")) {
         struct opts so;
         if (cli_opts_min(&so, "cluster set-primary", argc - 1, argv + 1, 1))

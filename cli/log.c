@@ -47,6 +47,6 @@ static int log_show(struct opts *o)
 
 int cmd_log(int argc, char **argv)
 {
-    static const struct cli_verb v[] = { { "show", log_show, NULL } };
+    static const struct cli_verb v[] = { { "show", log_show, NULL }, { "get", cli_log_get, NULL } };
     return cli_run_verb("log", v, SL_ARRAY_SIZE(v), argc, argv, false);
 }

@@ -1327,6 +1327,63 @@ int cmd_rmo(int argc, char **argv)
     return rc;
 }
 
+/* shale object mv ais://B/O NEW|ais://B/NEW: rename-obj on the object's owner (the new name is written
+ * before the old one goes) */
+static int object_mv(int argc, char **argv)
+{
+    struct opts o;
+    if (cli_opts_min(&o, "object mv", argc, argv, 2))
+        return 1;
+    struct uri u;
+    if (uri_parse(o.argv[0], &u, true) < 0)
+        return 1;
+    int rc = 1;
+    char *dst = NULL;
+    if (!u.obj[0]) {
+        fprintf(stderr, "Error: \"%s\": missing the object name (ais://BUCKET/OBJECT)\n", o.argv[0]);
+        goto out;
+    }
+    if (strstr(o.argv[1], "://")) {
+        struct uri d;
+        if (uri_parse(o.argv[1], &d, true) < 0)
+            goto out;
+        if (strcmp(d.bucket, u.bucket) || strcmp(d.provider, u.provider) || !d.obj[0]) {
+            fprintf(stderr, "Error: \"%s\": `shale object mv` renames within the bucket: give NEW_NAME or "
+                    "%s://%s/NEW_NAME (to another bucket: `shale object cp`, then `shale object rm`)\n", o.argv[1],
+                    sl_provider_scheme(u.provider), u.bucket);
+            uri_free(&d);
+            goto out;
+        }
+        dst = sl_xstrdup(d.obj);
+        uri_free(&d);
+    } else {
+        dst = sl_xstrdup(o.argv[1]);
+    }
+    if (!dst[0] || !strcmp(dst, u.obj)) {
+        fprintf(stderr, "Error: \"%s\": the new name must differ from \"%s\" and not be empty\n", o.argv[1],
+                u.obj);
+        goto out;
+    }
+    char *p = uri_obj_path(&u, u.obj);
+    char *pq = sl_xasprintf("%s%s", p, uri_query(&u));
+    struct cli_resp r;
+    cli_act("POST", pq, "rename-obj", dst, NULL, &r);
+    if (r.status != 200)
+        rc = cli_fail(&r, NULL);
+    else {
+        printf("renamed \"%s\" to \"%s\" in bucket \"%s://%s\"\n", u.obj, dst, sl_provider_scheme(u.provider),
+               u.bucket);
+        rc = 0;
+    }
+    cli_resp_free(&r);
+    free(p);
+    free(pq);
+out:
+    free(dst);
+    uri_free(&u);
+    return rc;
+}
+
 int cmd_object(int argc, char **argv)
 {
     if (argc < 1)
@@ -1339,6 +1396,10 @@ int cmd_object(int argc, char **argv)
         return cmd_rmo(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cp"))
         return cli_cp("object cp", argc - 1, argv + 1);
+    if (!strcmp(argv[0], "mv"))
+        return object_mv(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "promote"))
+        return cli_object_promote(argc - 1, argv + 1);
     if (!strcmp(argv[0], "blob-download"))
         return cmd_blob_download(argc - 1, argv + 1);
     if (!strcmp(argv[0], "concat"))
@@ -1355,6 +1416,6 @@ int cmd_object(int argc, char **argv)
             return 1;
         return object_show(&o);
     }
-    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, cat, put, rm, cp, set-custom, mpu)\n", argv[0]);
+    fprintf(stderr, "Error: unknown command \"object %s\" (show, get, cat, put, rm, cp, mv, promote, set-custom, mpu)\n", argv[0]);
     return 1;
 }

@@ -1080,6 +1080,8 @@ int cmd_storage(int argc, char **argv)
         (!strcmp(argv[1], "attach") || !strcmp(argv[1], "detach") || !strcmp(argv[1], "enable") ||
          !strcmp(argv[1], "disable")))
         return storage_mpath(argv[1], argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[0], "mountpath") && !strcmp(argv[1], "fshc"))
+        return cli_mpath_fshc(argc - 2, argv + 2);
     if (argc >= 1 && !strcmp(argv[0], "disk")) { /* storage disk [show]: capacity and the disks' rates */
         int skip = argc >= 2 && !strcmp(argv[1], "show") ? 2 : 1;
         if (cli_opts(&o, "storage disk show", argc - skip, argv + skip) < 0)

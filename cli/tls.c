@@ -118,8 +118,69 @@ static int tls_load(struct opts *o)
     return 0;
 }
 
+/* tls validate-certificates: every node's certificate (GET /v1/cluster?what=tls_certificate): valid now and
+ * not about to expire (the node's own error and warning), and whether they are one certificate, or at least have
+ * one issuer. 1 when a node has none that is valid, or the issuers differ. */
+static int tls_validate(struct opts *o)
+{
+    (void)o;
+    struct cli_resp r;
+    cli_req("GET", "/v1/cluster?what=tls_certificate", NULL, NULL, 0, &r);
+    if (r.status != 200) {
+        int rc = cli_fail(&r, "tls validate-certificates");
+        cli_resp_free(&r);
+        return rc;
+    }
+    json_t *j = cli_resp_json(&r);
+    cli_resp_free(&r);
+    if (!json_is_object(j)) {
+        fprintf(stderr, "Error: tls validate-certificates: the gateway's answer is not JSON\n");
+        json_decref(j);
+        return 1;
+    }
+    int bad = 0, n = 0;
+    const char *issuer = NULL, *fp = NULL;
+    bool same_issuer = true, same_cert = true;
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) {
+        n++;
+        const char *err = sl_json_str(v, "error", NULL), *warn = sl_json_str(v, "warning", NULL);
+        if (err) {
+            printf("%s: ERROR: %s\n", k, err);
+            bad++;
+            continue;
+        }
+        printf("%s: %s: valid until %s (issuer %s)\n", k, warn ? "WARNING" : "OK", sl_json_str(v, "not-after", "?"),
+               sl_json_str(v, "issuer", "?"));
+        if (warn)
+            printf("%s: WARNING: %s\n", k, warn);
+        const char *is = sl_json_str(v, "issuer", ""), *f = sl_json_str(v, "sha256-fingerprint", "");
+        if (issuer && strcmp(issuer, is))
+            same_issuer = false;
+        if (fp && strcmp(fp, f))
+            same_cert = false;
+        if (!issuer)
+            issuer = is;
+        if (!fp)
+            fp = f;
+    }
+    if (bad)
+        printf("%d of %d nodes have no valid certificate: see `shale tls show NODE`, fix the files, then `shale tls "
+               "load-certificate NODE`\n", bad, n);
+    else if (!same_issuer)
+        printf("The %d nodes' certificates have different issuers: clients that trust one CA cannot reach every "
+               "node\n", n);
+    else
+        printf("All %d nodes have valid certificates, %s, issued by %s\n", n,
+               same_cert ? "the same certificate" : "each its own", issuer ? issuer : "?");
+    json_decref(j);
+    return bad || !same_issuer ? 1 : 0;
+}
+
 int cmd_tls(int argc, char **argv)
 {
-    static const struct cli_verb verbs[] = { { "load-certificate", tls_load, NULL }, { "show", tls_show, NULL } };
+    static const struct cli_verb verbs[] = { { "load-certificate", tls_load, NULL }, { "show", tls_show, NULL },
+                                             { "validate-certificates", tls_validate, NULL } };
     return cli_run_verb("tls", verbs, SL_ARRAY_SIZE(verbs), argc, argv, false);
 }

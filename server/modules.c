@@ -26,6 +26,7 @@
 #include "resilver_job.h"
 #include "scrub.h"
 #include "tcb.h"
+#include "mvo.h"
 
 const struct sl_module *const sl_modules[] = {
     &sl_etl_module,
@@ -41,6 +42,7 @@ const struct sl_module *const sl_modules[] = {
     &sl_lru_module,
     &sl_cleanup_module,
     &sl_blob_module,
+    &sl_mvo_module,
     &sl_download_module,
     &sl_nbi_module,
     &sl_mirror_module,

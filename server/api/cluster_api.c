@@ -156,6 +156,117 @@ static void rotate_logs_run(struct sl_req *r, void *arg)
     json_decref(out);
 }
 
+/* PUT /v1/cluster reset-stats (value: AIStore's errorsOnly bool, or {"sid": ID, "errors_only": bool}): each
+ * node of the map (or the one named) zeroes its counters; a pool thread, it waits on peers. 200 {"ID": ""}, or
+ * the first failure. */
+struct reset_arg {
+    char *sid;
+    bool errors_only;
+};
+
+static void reset_arg_free(void *arg)
+{
+    struct reset_arg *a = arg;
+    free(a->sid);
+    free(a);
+}
+
+static void reset_stats_run(struct sl_req *r, void *arg)
+{
+    struct reset_arg *a = arg;
+    struct sl_smap *sm = sl_smap_get();
+    json_t *out = json_object();
+    char bad[600] = "";
+    int n = 0;
+    char *body = sl_xasprintf("{\"action\":\"reset-stats\",\"value\":%s}", a->errors_only ? "true" : "false");
+    for (int i = 0; i < sm->nnodes; i++) {
+        const struct sl_snode *nd = &sm->nodes[i];
+        if (*a->sid && strcmp(a->sid, nd->id))
+            continue;
+        n++;
+        if (!strcmp(nd->id, G.id)) {
+            sl_stats_reset(a->errors_only);
+            json_object_set_new(out, nd->id, json_string(""));
+            continue;
+        }
+        char *url = sl_xasprintf("%s/v1/daemon", nd->ctrl_url);
+        struct sl_peer_hdr h = { "Content-Type", "application/json" };
+        struct sl_peer_resp pr;
+        int rc = sl_peer_call("PUT", url, &h, 1, body, strlen(body), 0, &pr);
+        if (rc < 0 || pr.status != 200) {
+            if (!bad[0])
+                snprintf(bad, sizeof(bad), "%.48s: %.400s", nd->id, pr.err[0] ? pr.err : "error");
+        } else
+            json_object_set_new(out, nd->id, json_string(""));
+        sl_peer_resp_free(&pr);
+        free(url);
+    }
+    free(body);
+    int64_t ver = sm->version;
+    sl_smap_put(sm);
+    if (*a->sid && !n)
+        sl_resp_errf(r, SL_ENOENT, "reset-stats: node \"%s\" is not in the cluster map v%lld (the nodes: GET "
+                     "/v1/daemon?what=smap)", a->sid, (long long)ver);
+    else if (bad[0])
+        sl_resp_errf(r, SL_EUNAVAIL, "reset-stats: node %s (the others were reset); retry when it answers", bad);
+    else
+        sl_resp_json_new(r, 200, out), out = NULL;
+    json_decref(out);
+}
+
+/* PUT /v1/cluster shutdown (AIStore's whole-cluster shutdown): every target,
+ * then every other gateway, is asked to shut down; then this one answers
+ * {"ID": "" | what failed} and shuts down itself. A pool thread: it waits on
+ * every node. */
+static void shutdown_run(struct sl_req *r, void *arg)
+{
+    (void)arg;
+    struct sl_smap *sm = sl_smap_get();
+    json_t *out = json_object();
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < sm->nnodes; i++) {
+            const struct sl_snode *nd = &sm->nodes[i];
+            if ((pass == 0) != (nd->type == SL_NODE_TARGET) || !strcmp(nd->id, G.id))
+                continue;
+            char *url = sl_xasprintf("%s/v1/daemon", nd->ctrl_url);
+            static const char body[] = "{\"action\":\"shutdown\"}";
+            struct sl_peer_hdr h = { "Content-Type", "application/json" };
+            struct sl_peer_resp pr;
+            int rc = sl_peer_call("PUT", url, &h, 1, body, sizeof(body) - 1, sl_conf->cplane_timeout_ns / 1000000,
+                                  &pr);
+            if (rc < 0 || pr.status != 200)
+                json_object_set_new(out, nd->id, json_string(pr.err[0] ? pr.err : "no answer"));
+            else
+                json_object_set_new(out, nd->id, json_string(""));
+            sl_peer_resp_free(&pr);
+            free(url);
+        }
+    }
+    json_object_set_new(out, G.id, json_string(""));
+    sl_smap_put(sm);
+    sl_resp_json_new(r, 200, out);
+    sl_cluster_shutdown_self("cluster shutdown requested via PUT /v1/cluster");
+}
+
+/* reset-stats's value: true/false/null (AIStore's errorsOnly) or {"sid", "errors_only"}; -1 on anything else */
+static int reset_value(const json_t *v, struct reset_arg *a, struct sl_err *err)
+{
+    if (!v || json_is_null(v) || json_is_boolean(v)) {
+        a->errors_only = json_is_true(v);
+        a->sid = sl_xstrdup("");
+        return 0;
+    }
+    if (!json_is_object(v))
+        return sl_errf(err, SL_EINVAL, "reset-stats: \"value\" must be true/false (errors only) or {\"sid\": "
+                       "NODE, \"errors_only\": BOOL}");
+    json_t *eo = json_object_get(v, "errors_only");
+    if (eo && !json_is_boolean(eo))
+        return sl_errf(err, SL_EINVAL, "reset-stats: \"errors_only\" must be true or false");
+    a->errors_only = json_is_true(eo);
+    a->sid = sl_xstrdup(sl_json_str(v, "sid", ""));
+    return 0;
+}
+
 static void cluster_put_done(struct sl_req *r)
 {
     struct sl_err err = { 0 };
@@ -235,6 +346,31 @@ static void cluster_put_done(struct sl_req *r)
     } else if (!strcmp(a, "rotate-logs")) {
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
         sl_req_offload(r, rotate_logs_run, free, sl_xstrdup(sid));
+    } else if (!strcmp(a, "shutdown")) {
+        if (G.role == SL_ROLE_STANDALONE) {
+            sl_resp_empty(r, 200);
+            sl_cluster_shutdown_self("requested via PUT /v1/cluster");
+        } else {
+            sl_logi("cluster shutdown requested: the targets, then the gateways");
+            sl_req_offload(r, shutdown_run, NULL, NULL);
+        }
+    } else if (!strcmp(a, "reload-creds")) {
+        /* AIStore's reload-backend-creds: the aws backend plugin reads its credentials file (and the bucket's
+         * profile) at every call (plugins/backend_s3.c), so a changed file is in use already; the environment
+         * ($AWS_ACCESS_KEY_ID ...) is the process's and changes only with a restart */
+        sl_logi("reload-creds: the backends read their credentials at every call; nothing cached to reload");
+        sl_resp_text(r, 200, "the aws backend reads its credentials file ($AWS_SHARED_CREDENTIALS_FILE, else "
+                     "~/.aws/credentials) at every call: a changed file is in use already; credentials from the "
+                     "targets' environment ($AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY) change only when the targets "
+                     "restart");
+    } else if (!strcmp(a, "reset-stats")) {
+        struct reset_arg *ra = sl_xcalloc(1, sizeof(*ra));
+        if (reset_value(m.value, ra, &err) < 0) {
+            reset_arg_free(ra);
+            sl_resp_err(r, &err);
+        } else {
+            sl_req_offload(r, reset_stats_run, reset_arg_free, ra);
+        }
     } else if (!strcmp(a, "clear-lost")) {
         /* the operator accepts the loss recorded with a target removed by force */
         const char *sid = json_is_object(m.value) ? sl_json_str(m.value, "sid", "") : "";
@@ -273,7 +409,7 @@ static void cluster_put_done(struct sl_req *r)
     } else {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/cluster (valid: set-config, reset-config, "
                      "start-maintenance, stop-maintenance, decommission-node, shutdown-node, rm-unsafe, clear-lost, "
-                     "rotate-logs, start, stop)", a);
+                     "rotate-logs, reset-stats, shutdown, reload-creds, start, stop)", a);
     }
     sl_actmsg_free(&m);
 }
@@ -562,6 +698,16 @@ static void daemon_put_done(struct sl_req *r)
             sl_resp_text(r, 200, sl_log_path());
         } else
             sl_resp_text(r, 200, "");
+    } else if (!strcmp(m.action, "reset-stats")) {
+        struct reset_arg ra = { 0 };
+        if (reset_value(m.value, &ra, &err) < 0) {
+            sl_resp_err(r, &err);
+        } else {
+            sl_stats_reset(ra.errors_only); /* (relaxed stores: fine on this thread) */
+            sl_logi("stats reset%s (requested via PUT /v1/daemon)", ra.errors_only ? " (errors only)" : "");
+            sl_resp_empty(r, 200);
+        }
+        free(ra.sid);
     } else if (!strcmp(m.action, "reset-config")) {
         sl_req_offload(r, reset_config_node, NULL, NULL); /* (reads the files, saves the config: a pool thread) */
     } else if (!strcmp(m.action, "rm-unsafe") && G.role != SL_ROLE_STANDALONE && !sl_is_primary()) {
@@ -573,7 +719,7 @@ static void daemon_put_done(struct sl_req *r)
         cluster_put_done(r);
         return;
     } else {
-        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs, reset-config%s)", m.action,
+        sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for PUT /v1/daemon (valid: shutdown, rotate-logs, reset-stats, reset-config%s)", m.action,
                      G.role == SL_ROLE_STANDALONE ? ", set-config" : "; change configuration with PUT /v1/cluster");
     }
     sl_actmsg_free(&m);

@@ -1175,6 +1175,12 @@ static void post_done(struct sl_req *r)
         sl_actmsg_free(&m);
         return;
     }
+    if (!strcmp(m.action, "rename-obj") && !(*bk && slash && slash[1])) {
+        sl_resp_errf(r, SL_EINVAL, "POST %s: rename-obj names the object in the path: POST /v1/objects/BUCKET/OBJECT "
+                     "{\"action\": \"rename-obj\", \"name\": NEW_NAME}", r->path);
+        sl_actmsg_free(&m);
+        return;
+    }
     if (*bk && slash && slash[1]) {
         struct sl_bck b;
         const char *name;
@@ -1214,10 +1220,10 @@ static void post_done(struct sl_req *r)
                      m.action);
     else if (!m.action[0])
         sl_resp_errf(r, SL_EINVAL, "POST %s: missing \"action\" (AIStore's object actions are " OBJ_POST_ACTIONS
-                     "; this build serves promote, blob-download, check-lock, mpt-upload and mpt-complete)", r->path);
+                     "; this build serves all of them)", r->path);
     else
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for POST %s (AIStore's object actions are "
-                     OBJ_POST_ACTIONS "; this build serves promote, blob-download, check-lock, mpt-upload and mpt-complete)",
+                     OBJ_POST_ACTIONS "; this build serves all of them)",
                      m.action, r->path);
     sl_actmsg_free(&m);
 }

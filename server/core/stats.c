@@ -125,6 +125,29 @@ uint64_t sl_stats_get(int op, const char *what)
     return 0;
 }
 
+#define ZERO(p) __atomic_store_n((p), 0, __ATOMIC_RELAXED)
+
+void sl_stats_reset(bool errors_only)
+{
+    for (int op = 1; op < SL_OP_MAX; op++) {
+        struct opstat *s = &ops[op];
+        ZERO(&s->errors);
+        if (errors_only)
+            continue;
+        ZERO(&s->count);
+        ZERO(&s->in_bytes);
+        ZERO(&s->out_bytes);
+        ZERO(&s->ns_total);
+        for (size_t i = 0; i < NB; i++)
+            ZERO(&s->hist[i]);
+    }
+    pthread_mutex_lock(&cmu);
+    for (int i = 0; i < ncustom; i++)
+        if (!errors_only || !strncmp(custom[i].name, "err", 3))
+            ZERO(&custom[i].v);
+    pthread_mutex_unlock(&cmu);
+}
+
 static void tracker_set(json_t *o, const char *name, uint64_t v)
 {
     char s[32];

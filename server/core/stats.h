@@ -31,6 +31,10 @@ void sl_stats_backend(const char *provider, const char *op, uint64_t bytes, int6
  * "ais_proxy". */
 void sl_stats_render(struct sl_buf *out, const char *prefix, const char *node_id);
 uint64_t sl_stats_get(int op, const char *what);   /* "count", "bytes", "errors" */
+/* AIStore's reset-stats: every counter (and histogram bucket) back to 0, or
+ * only the error counters. Prometheus takes a counter that goes down as a
+ * reset (rate() and increase() start again from 0). */
+void sl_stats_reset(bool errors_only);
 /* The counters as AIStore's node_status "tracker": {"get.n": {"v": "12"},
  * "err.get.n": ..., "get.size": ..., "get.ns.total": ..., <free-form>: ...};
  * returns new. */

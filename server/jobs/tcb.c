@@ -12,6 +12,7 @@
  * failures are counted and listed, and the job finishes.
  */
 #include "tcb.h"
+#include "tcb_int.h"
 #include "read.h"
 #include "arch.h"
 #include "backend.h"
@@ -38,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHUNK (256 * 1024)
+#define CHUNK SL_TCB_CHUNK
 #define QCAP 1024
 #define MAX_WORKERS 64
 #define MAX_LISTED_ERRORS 100
@@ -130,19 +131,6 @@ static char *dst_name(const struct tmsg *m, const char *name)
 #define BATCH_OBJS_MAX 128          /* (a flush holds a work file open for each: copier_batches) */
 
 struct tjob;
-
-struct copier {
-    const struct sl_bck *src, *dst;
-    struct sl_etl **etl;
-    int netl;
-    const struct sl_lua_val *args;
-    bool dry_run;
-    bool rename;                /* move-bck: the copy into the new name */
-    const char *job;
-    char *buf;
-    uint64_t in_bytes, out_bytes;
-    struct sl_putb_dests *bat;  /* NULL: no batches (copier_batches) */
-};
 
 struct put_io {
     struct sl_put *put;
@@ -466,7 +454,7 @@ static int copy_sample_etl(struct copier *c, int fd, const char *name, size_t nl
 
 /* Copy/transform one object. 0 ok, 1 in a batch (counted when that is
  * stored), -1 error (err: SL_ENOOBJ when the source is missing). */
-static int copy_one(struct copier *c, const char *name, size_t nlen, const char *dname, size_t dlen,
+int sl_tcb_copy_one(struct copier *c, const char *name, size_t nlen, const char *dname, size_t dlen,
                     struct sl_err *err)
 {
     int fd;
@@ -740,7 +728,7 @@ static void *worker(void *arg)
         if (t->m.latest && sl_backend_refresh(&t->src, name, strlen(name), &err) < 0) /* the remote's version */
             rc = -1;
         if (rc == 0)
-            rc = copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
+            rc = sl_tcb_copy_one(&c, name, strlen(name), dn, strlen(dn), &err);
         if (rc < 0 && err.code == SL_ENOOBJ && t->m.sync) {
             /* gone at the remote: gone from the destination, and the source's copy goes too */
             struct sl_err e2 = { 0 };
@@ -1439,7 +1427,7 @@ static void oto_run(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     struct copier c = { .src = &o->src, .dst = &o->dst, .etl = o->etl, .netl = o->netl, .args = &o->args,
                         .buf = sl_xmalloc(CHUNK) };
-    if (copy_one(&c, o->name, strlen(o->name), o->dname, strlen(o->dname), &err) < 0)
+    if (sl_tcb_copy_one(&c, o->name, strlen(o->name), o->dname, strlen(o->dname), &err) < 0)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);

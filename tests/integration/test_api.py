@@ -437,9 +437,11 @@ class TestObjects(NodeTest):
             self.assertIn('"frob"', msg)
             for a in ("rename-obj", "promote", "blob-download", "mpt-upload"):
                 self.assertIn(a, msg)
+            # rename-obj (test_cli_more.py): the new name in "name", the object in the path
             r = self.act("POST", path, "rename-obj")
-            self.assertEqual(r.status_code, 501, (path, r.text))
-            self.assertIn('"rename-obj" is not supported', r.json()["message"])
+            self.assertEqual(r.status_code, 400, (path, r.text))
+            self.assertIn("the new object name goes in" if path.endswith(".bin") else "names the object in the path",
+                          r.json()["message"])
             # blob-download: remote buckets only (test_remote_migrate), the object in the path or in "name"
             r = self.act("POST", path, "blob-download", name="post/a.bin")
             self.assertEqual(r.status_code, 400, (path, r.text))

@@ -160,6 +160,15 @@ class TestCLITLS(unittest.TestCase):
         self.c.cli("playground", "start", "--dir", self.c.dir)
         wait_until(lambda: len(self.c.smap()["tmap"]) == 1, 60, what="the target back")
 
+    def test_tls_validate_certificates(self):
+        """every node's certificate valid (or expiring: a warning), all from the playground's CA"""
+        p = self.c.cli("tls", "validate-certificates", check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        nodes = [n["name"] for n in self.c.topology()["nodes"]]
+        self.assertEqual(len([ln for ln in p.stdout.splitlines() if ": OK: " in ln or ": WARNING: valid" in ln]),
+                         len(nodes), p.stdout)
+        self.assertIn("All %d nodes have valid certificates" % len(nodes), p.stdout)
+
     def test_config_reset_and_authn_config(self):
         file_level = self.node_conf(self.pid)["log"]["level"]
         new_level = "4" if str(file_level) != "4" else "2"
