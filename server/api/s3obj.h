@@ -93,7 +93,7 @@ void s3ver_list(struct sl_req *r, void *arg);
 /* GET ?versioning */
 void s3ver_config_xml(struct sl_req *r, const struct sl_bck *b);
 
-/* ---- s3.c, for s3ver.c ---- */
+/* ---- s3util.c: listing entries (s3.c, s3ver.c) ---- */
 /* <tag>v</tag>, URL-encoded first when url */
 void s3_xel_key(struct sl_buf *b, const char *tag, const char *v, size_t n, bool url);
 void s3_entry_etag(const struct sl_lsent *e, char *out, size_t n);
