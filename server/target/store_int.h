@@ -102,13 +102,14 @@ struct store_ver {
     int had;                        /* (marker) the current object: cur */
     struct sl_objmd cur;
     struct sl_buf kfqn;             /* the current object's file */
-    bool linked;                    /* archived: aname, its file afqn (a hard link), amd */
+    bool linked;                    /* archived: aname, its file afqn (a hard link, awork until committed), amd */
     struct sl_buf aname, afqn;
+    char *awork;
     struct sl_objmd amd;
     char *nname;                    /* an older null version dropped (suspended) */
     size_t nnlen;
     unsigned char nak[SL_OBJ_AUX_PREFIX], kak[SL_OBJ_AUX_PREFIX];
-    struct sl_md_op ops[6];         /* to commit with the PUT's */
+    struct sl_md_op ops[7];         /* to commit with the PUT's */
     int nops;
 };
 /* Before the PUT's commit: old (had == 1) is what is at name on mp. */
@@ -117,7 +118,7 @@ int store_ver_prepare(struct store_ver *v, struct sl_mpath *mp, const struct sl_
 /* The PUT failed (committed: after its commit) */
 void store_ver_undo(struct store_ver *v, struct sl_mpath *mp, const struct sl_bck *b, bool committed);
 /* Committed and renamed, still under the lock / after the unlock */
-void store_ver_done(struct store_ver *v);
+void store_ver_done(struct store_ver *v, struct sl_mpath *mp);
 void store_ver_published(struct store_ver *v, const struct sl_bck *b);
 void store_ver_free(struct store_ver *v);
 /* md without a version id: the null version */

@@ -528,7 +528,7 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     }
     put_replaced(p, had, &old, &md);
     if (p->s3ver)
-        store_ver_done(&sv);
+        store_ver_done(&sv, p->mp);
     pthread_rwlock_unlock(lk);
     /* the rename (and any directory made for it) must survive a power cut
      * before the PUT is acknowledged; the pending marker stays until then */

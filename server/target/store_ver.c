@@ -8,11 +8,12 @@
  *
  * A write of KEY in a versioned bucket archives the current object in the
  * PUT's own LMDB transaction (store_put.c): before the commit, a hard link
- * of the current file is made under the archive's name; the commit records
- * the new object, its pending marker and the archive together; the rename
- * of the new file onto KEY's path comes after. A crash before the commit
- * leaves the old object current (the link is a file without metadata,
- * adopted by a full fsck), after it the new and the archive both recorded.
+ * of the current file is made as a work file; the commit records the new
+ * object, the archive, and the pending markers of both work files together;
+ * then the new file is renamed onto KEY's path and the link onto the
+ * archive's. A crash before the commit leaves the old object current (the
+ * restart removes the work files), after it the restart finishes both
+ * renames from their markers: never a write without its archive.
  */
 #include "store_int.h"
 #include "log.h"
@@ -202,14 +203,19 @@ int store_ver_prepare(struct store_ver *v, struct sl_mpath *mp, const struct sl_
         if (store_place_fname(mp, b, v->aname.p, v->aname.len, fname, &v->afqn, &nd) < 0)
             return sl_errf(err, SL_EIO, "archiving the current version of %s: cannot make its directory on %s: %s",
                            v->key, mp->path, strerror(errno));
-        unlink(v->afqn.p); /* what a crash left of this same archive */
-        if (link(v->kfqn.p, v->afqn.p) < 0) {
+        /* a hard link of the current file as a work file, renamed into place once committed (with a pending
+         * marker, as a PUT's work file: a crash before the commit leaves a work file the restart removes) */
+        v->awork = sl_store_work_path(mp, b);
+        if (link(v->kfqn.p, v->awork) < 0) {
             int e = errno;
-            sl_buf_reset(&v->afqn);
             return sl_errf(err, e == ENOSPC ? SL_ENOSPC : SL_EIO, "archiving the current version of %s on %s: %s",
                            v->key, mp->path, strerror(e));
         }
         v->linked = true;
+        sl_fault("ver-after-link");
+        const char *wrel = v->awork + strlen(mp->path) + 1, *arel = v->afqn.p + strlen(mp->path) + 1;
+        v->ops[v->nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_PENDING, .key = wrel, .klen = strlen(wrel),
+                                               .val = arel, .vlen = strlen(arel) };
         sl_objmd_copy(&v->amd, cur);
         v->amd.ncopies = 0; /* its own copies come (mirror hook) under its own name */
         snprintf(v->amd.fname, sizeof(v->amd.fname), "%s", fname);
@@ -264,12 +270,19 @@ void store_ver_undo(struct store_ver *v, struct sl_mpath *mp, const struct sl_bc
             sl_md_commit(mp->md, undo, nu, true, NULL);
     }
     if (v->linked)
-        unlink(v->afqn.p);
+        unlink(v->awork);
     v->linked = false;
 }
 
-void store_ver_done(struct store_ver *v)
+void store_ver_done(struct store_ver *v, struct sl_mpath *mp)
 {
+    if (v->linked) {
+        if (rename(v->awork, v->afqn.p) < 0) /* (the restart's fsck renames it, from the pending marker) */
+            sl_logw("archiving %s on %s: %s", v->key, mp->path, strerror(errno));
+        const char *wrel = v->awork + strlen(mp->path) + 1;
+        struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = wrel, .klen = strlen(wrel) };
+        sl_md_commit_lazy(mp->md, &clr, 1);
+    }
     if (v->marker && v->had == 1)
         unlink(v->kfqn.p); /* (its data lives on under the archive's name when archived) */
 }
@@ -289,6 +302,7 @@ void store_ver_free(struct store_ver *v)
         sl_objmd_free(&v->cur);
     sl_objmd_free(&v->amd);
     free(v->nname);
+    free(v->awork);
     memset(v, 0, sizeof(*v));
 }
 
@@ -381,7 +395,8 @@ int sl_ver_delete(const struct sl_bck *b, const char *key, size_t klen, const ch
     memset(&c, 0, sizeof(c));
     sl_buf_init(&c.name);
     memset(&nmd, 0, sizeof(nmd));
-    struct sl_md_op ops[5];
+    struct sl_md_op ops[6];
+    char *pwork = NULL;
     unsigned char ak[SL_OBJ_AUX_PREFIX], pak[SL_OBJ_AUX_PREFIX];
     int nops = 0, rc, tgot = 0;
     bool promote = false;
@@ -440,8 +455,8 @@ int sl_ver_delete(const struct sl_bck *b, const char *key, size_t klen, const ch
                 goto commit;
             }
             sl_obj_fqn(&pfqn, mp, b, c.name.p, c.name.len, c.md.fname);
-            unlink(kfqn.p);
-            if (link(pfqn.p, kfqn.p) < 0) {
+            pwork = sl_store_work_path(mp, b); /* renamed onto the key once committed (a pending marker) */
+            if (link(pfqn.p, pwork) < 0) {
                 sl_logw("%s: the previous version of %s stays an older version: %s", mp->path, key, strerror(errno));
                 goto commit;
             }
@@ -464,16 +479,24 @@ int sl_ver_delete(const struct sl_bck *b, const char *key, size_t klen, const ch
                                              .nlen = c.name.len };
             ops[nops++] = (struct sl_md_op){ .kind = SL_MD_DEL_AUX_PREFIX, .key = (const char *)pak,
                                              .klen = SL_OBJ_AUX_PREFIX };
+            const char *wrel = pwork + strlen(mp->path) + 1, *krel = kfqn.p + strlen(mp->path) + 1;
+            ops[nops++] = (struct sl_md_op){ .kind = SL_MD_PUT_PENDING, .key = wrel, .klen = strlen(wrel),
+                                             .val = krel, .vlen = strlen(krel) };
             promote = true;
         }
     }
 commit:
     rc = sl_md_commit(mp->md, ops, nops, true, err);
     if (rc == 0 && promote) {
+        if (rename(pwork, kfqn.p) < 0) /* (else the restart's fsck renames it) */
+            sl_logw("%s: making the previous version of %s current: %s", mp->path, key, strerror(errno));
+        const char *wrel = pwork + strlen(mp->path) + 1;
+        struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = wrel, .klen = strlen(wrel) };
+        sl_md_commit_lazy(mp->md, &clr, 1);
         unlink(pfqn.p);
         out->promoted = true;
-    } else if (rc < 0 && promote) {
-        unlink(kfqn.p);
+    } else if (pwork) {
+        unlink(pwork);
     }
     if (rc == 0)
         rc = 1;
@@ -487,6 +510,7 @@ out:
         sl_objmd_free(&nmd);
     sl_buf_free(&kfqn);
     sl_buf_free(&pfqn);
+    free(pwork);
     pthread_rwlock_unlock(lk);
     store_write_leave(b->bid);
     if (rc == 1 && out->promoted)

@@ -14,7 +14,7 @@ import subprocess
 import time
 import unittest
 
-from harness import main, start_cluster, stop_cluster, wait_until
+from harness import SHALE, main, start_cluster, stop_cluster, wait_until
 
 import boto3
 from botocore.config import Config
@@ -262,6 +262,36 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(self.s.head(self.ep + "/" + b, timeout=30).status_code, 404)
 
     # ---- durability -------------------------------------------------------------------------------------------
+
+    def test_crash_around_the_archive(self):
+        """a target killed after the current object was linked for its archive but before the commit: the old
+        version stays current and nothing new is listed; killed after the commit, before the renames: the new
+        version is current and the old one archived (the restart finishes both from their pending markers)"""
+        b = self.vbucket("ver-crash")
+        v0 = self.s3.put_object(Bucket=b, Key="k", Body=b"old")["VersionId"]
+        targets = [n["name"] for n in self.c.topology()["nodes"] if n["role"] == "target"]
+        for point, want in (("ver-after-link", b"old"), ("put-after-commit", b"new")):
+            for t in targets:
+                self.c.kill9(t)
+            env = dict(os.environ, AIS_ENDPOINT=self.url, SHALE_FAULT=point)
+            p = subprocess.run([SHALE, "playground", "start", "--dir", self.c.dir], env=env, capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            wait_until(lambda: len(self.c.smap()["tmap"]) == 2, 60, what="2 targets")
+            with self.assertRaises(Exception):
+                self.s3.put_object(Bucket=b, Key="k", Body=b"new")
+            self.c.stop()
+            self.c.start()
+            wait_until(lambda: len(self.c.smap()["tmap"]) == 2, 60, what="2 targets after the restart")
+            wait_until(lambda: self.s.get(self.ep + "/" + b, timeout=10).status_code == 200, 60, what="S3 back")
+            self.assertEqual(self.body(b, "k"), want, point)
+            v = self.versions(b)
+            if want == b"old":
+                self.assertEqual(v, [("k", v0, True, False)], point)
+            else:
+                self.assertEqual([x[1:] for x in v[1:]], [(v0, False, False)], point)
+                self.assertEqual(self.body(b, "k", VersionId=v0), b"old")
+                self.assertEqual(self.native_names(b), ["k"])
 
     def test_versions_survive_rebalance_and_restart(self):
         """a target in maintenance gives its objects to the other, every version with them; then every node
