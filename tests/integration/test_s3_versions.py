@@ -253,12 +253,16 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual([(k, lat, dm) for k, _, lat, dm in v],
                          [("r0", True, False), ("r0", False, False), ("r1", True, False), ("r2", True, True),
                           ("r2", False, False)])
-        # rclone's own view of the versions, then a purge of everything (--s3-versions: every version)
+        # rclone's own view of the versions, then a purge: rclone lists every version of a versioned bucket
+        # and deletes each by id, then the bucket
         p = rclone("lsf", "--s3-versions", "shale:" + b)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(len(p.stdout.split()), 4, p.stdout)  # r0, r0-vTIME, r1, r2-vTIME
-        p = rclone("purge", "--s3-versions", "shale:" + b)
+        self.assertEqual(len(p.stdout.split()), 4, p.stdout)  # r0, r0-vTIME, r1, r2-vTIME (markers unlisted)
+        p = rclone("purge", "-vv", "shale:" + b)
         self.assertEqual(p.returncode, 0, p.stderr)
+        # (it asks GetBucketVersioning; plain deletes would leave markers: BucketNotEmpty)
+        self.assertIn("bucket is versioned: true", p.stderr)
+        self.assertIn("Deleting delete marker", p.stderr)
         self.assertEqual(self.s.head(self.ep + "/" + b, timeout=30).status_code, 404)
 
     # ---- durability -------------------------------------------------------------------------------------------
