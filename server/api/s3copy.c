@@ -473,7 +473,8 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
             j->roff = a;
             j->rlen = z - a + 1;
         }
-    } else if (!replace && !strcmp(j->src.name, b->name) && sklen == q->klen && !memcmp(skey, q->key, sklen)) {
+    } else if (!replace && !svid && !strcmp(j->src.name, b->name) && sklen == q->klen &&
+               !memcmp(skey, q->key, sklen)) { /* (a version onto its key is allowed: it restores that version) */
         sl_bck_release(&j->src);
         free(tmp);
         free(j);

@@ -147,6 +147,11 @@ class S3VersionsTest(unittest.TestCase):
         self.assertTrue(done.get("VersionId") and done["VersionId"] != v1, done)
         self.assertEqual(self.body(b, "k"), b"m" * 100)
         self.assertEqual(self.body(b, "k", VersionId=v1), b"v1")
+        # an older version copied onto its own key: restored as a new version, the others kept
+        r = self.s3.copy_object(Bucket=b, Key="k", CopySource={"Bucket": b, "Key": "k", "VersionId": v1})
+        self.assertEqual(self.body(b, "k"), b"v1")
+        self.assertEqual(self.body(b, "k", VersionId=done["VersionId"]), b"m" * 100)
+        self.assertEqual([v[1] for v in self.versions(b, "k") if v[0] == "k"][:2], [r["VersionId"], done["VersionId"]])
         # a bucket holding versions is not empty; suspending is the way back, never to ""
         self.client_err(lambda: self.s3.delete_bucket(Bucket=b), 409, "BucketNotEmpty")
 
