@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 import unittest
+from urllib.parse import quote
 
 from harness import SHALE, main, start_cluster, stop_cluster, wait_until
 
@@ -28,7 +29,7 @@ AK, SK = "shale-test-key", "shale-test-secret"
 class S3VersionsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        start_cluster(cls, targets=2)
+        start_cluster(cls, targets=2, mountpaths=2)  # (2: mirror copies)
         cls.ep = cls.url + "/s3"
         cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
                                        region_name="us-east-1").client(
@@ -271,6 +272,21 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(self.s.head(self.ep + "/" + b, timeout=30).status_code, 404)
 
     # ---- durability -------------------------------------------------------------------------------------------
+
+    def test_mirror_copies_versions(self):
+        """with mirror.copies 2 an older version gets its own copy on the other mountpath, as the current one"""
+        b = self.vbucket("ver-mirror")
+        r = self.s.patch(self.url + "/v1/buckets/" + b, timeout=30,
+                         json={"action": "set-bprops", "value": {"mirror": {"enabled": True, "copies": 2}}})
+        self.assertEqual(r.status_code, 200, r.text)
+        v1 = self.s3.put_object(Bucket=b, Key="m", Body=b"one")["VersionId"]
+        self.s3.put_object(Bucket=b, Key="m", Body=b"two")
+
+        def copies(name):
+            r = self.s.head(self.url + "/v1/objects/%s/%s" % (b, quote(name)), timeout=30, allow_redirects=True)
+            return r.status_code == 200 and int(r.headers.get("Ais-Mirror-Copies", "0"))
+        wait_until(lambda: copies("m") == 2 and copies("m\x01" + v1) == 2, 30, what="2 copies of each version")
+        self.assertEqual(self.body(b, "m", VersionId=v1), b"one")
 
     def test_crash_around_the_archive(self):
         """a target killed after the current object was linked for its archive but before the commit: the old
