@@ -642,6 +642,8 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     if (obj_sub_refused(r))
         return;
     if (sl_req_query(r, "tagging")) {
+        if (sl_req_query(r, "versionId") && !s3ver_is_current(r, q, b))
+            return; /* (tags are the current version's) */
         s3_obj_tagging(r, q, b);
         return;
     }

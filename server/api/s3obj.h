@@ -80,6 +80,9 @@ int s3ver_write_check(struct sl_req *r, const struct sl_bck *b, const char *key,
 /* GET/HEAD: the name to read (?versionId: the version's) in name: 1, or 0
  * answered (no such version, a delete marker, a bad id) */
 int s3ver_get_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name);
+/* ?versionId names the current version (true), else answered: 501 for an
+ * older one, 404/400 as GET for none or a bad id */
+bool s3ver_is_current(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
 /* A GET/HEAD that found no current object: the delete marker's headers */
 void s3ver_miss(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen);
 /* DELETE of an object with ?versionId or in a versioned bucket: true when

@@ -120,6 +120,10 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(c["CopySourceVersionId"], v1)
         self.assertTrue(c["VersionId"] and c["VersionId"] != "null")
         self.assertEqual(self.body(b, "k2"), b"v1")
+        # tags are the current version's: an older version's id is 501 and changes nothing
+        self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v2, Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+        self.client_err(lambda: self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1), 501, "NotImplemented")
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "a", "Value": "1"}])
         # a delete marker: GET 404 with its headers; the versions stay
         d = self.s3.delete_object(Bucket=b, Key="k")
         self.assertTrue(d["DeleteMarker"])
