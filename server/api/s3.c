@@ -176,52 +176,6 @@ static int unsupported_hdrs(struct sl_req *r)
 
 /* ---- ListObjects v1 / v2 ---- */
 
-static void url_enc(struct sl_buf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-            c == '.' || c == '~' || c == '/') {
-            sl_buf_addc(b, (char)c);
-        } else {
-            sl_buf_addc(b, '%');
-            sl_buf_addc(b, hex[c >> 4]);
-            sl_buf_addc(b, hex[c & 15]);
-        }
-    }
-}
-
-static void xel_key(struct sl_buf *b, const char *tag, const char *v, size_t n, bool url)
-{
-    sl_buf_printf(b, "<%s>", tag);
-    if (url) {
-        struct sl_buf e;
-        sl_buf_init(&e);
-        url_enc(&e, v, n);
-        s3_xml_esc(b, e.p ? e.p : "", e.len);
-        sl_buf_free(&e);
-    } else {
-        s3_xml_esc(b, v, n);
-    }
-    sl_buf_printf(b, "</%s>", tag);
-}
-
-/* The ETag of a listed object: custom "ETag" (an S3 PUT's MD5), else its
- * own checksum (objects written natively) */
-static void entry_etag(const struct sl_lsent *e, char *out, size_t n)
-{
-    out[0] = 0;
-    const char *c = e->custom ? strstr(e->custom, "ETag:") : NULL;
-    if (c && (c == e->custom + 1 || c[-1] == ' ')) {
-        c += 5;
-        size_t l = strcspn(c, " ]");
-        snprintf(out, n, "%.*s", (int)SL_MIN(l, n - 1), c);
-    } else if (e->cksum) {
-        snprintf(out, n, "%s", e->cksum);
-    }
-}
-
 static void hexenc(struct sl_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -265,17 +219,15 @@ struct lsitem {
 static void list_objects(struct sl_req *r, void *arg)
 {
     struct sl_bck *bck = arg;
-    /* ?versions (ListObjectVersions): a Shale bucket keeps one version of each object, the "null" one, so each
-     * object is listed once as its latest version; paged by key-marker (version-id-marker can only be null) */
-    bool vers = sl_req_query(r, "versions") != NULL;
-    bool v2 = !vers && sl_req_query(r, "list-type") && !strcmp(sl_req_query(r, "list-type"), "2");
+    /* (?versions, ListObjectVersions, is s3ver.c's) */
+    bool v2 = sl_req_query(r, "list-type") && !strcmp(sl_req_query(r, "list-type"), "2");
     const char *prefix = sl_req_query(r, "prefix") ? sl_req_query(r, "prefix") : "";
     const char *delim = sl_req_query(r, "delimiter") ? sl_req_query(r, "delimiter") : "";
     const char *mk = sl_req_query(r, "max-keys");
     const char *enc = sl_req_query(r, "encoding-type");
     bool url = enc && !strcmp(enc, "url");
     bool owner = !v2 || (sl_req_query(r, "fetch-owner") && !strcmp(sl_req_query(r, "fetch-owner"), "true"));
-    const char *marker = v2 ? NULL : sl_req_query(r, vers ? "key-marker" : "marker");
+    const char *marker = v2 ? NULL : sl_req_query(r, "marker");
     const char *start_after = v2 ? sl_req_query(r, "start-after") : NULL;
     const char *token = v2 ? sl_req_query(r, "continuation-token") : NULL;
     long maxk = 1000;
@@ -361,7 +313,7 @@ static void list_objects(struct sl_req *r, void *arg)
                 } else {
                     it->name = sl_xstrdup(e->name);
                     it->size = e->size;
-                    entry_etag(e, it->etag, sizeof(it->etag));
+                    s3_entry_etag(e, it->etag, sizeof(it->etag));
                     snprintf(it->mtime, sizeof(it->mtime), "%s", e->atime ? e->atime : "");
                 }
             }
@@ -380,25 +332,22 @@ static void list_objects(struct sl_req *r, void *arg)
     } else {
         struct sl_buf b;
         sl_buf_init(&b);
-        const char *root = vers ? "ListVersionsResult" : "ListBucketResult";
+        const char *root = "ListBucketResult";
         sl_buf_printf(&b, "<%s xmlns=\"" XMLNS "\">", root);
         s3_xel(&b, "Name", bck->name);
-        xel_key(&b, "Prefix", prefix, plen, url);
+        s3_xel_key(&b, "Prefix", prefix, plen, url);
         if (v2) {
             if (token)
                 s3_xel(&b, "ContinuationToken", token);
             if (start_after)
-                xel_key(&b, "StartAfter", start_after, strlen(start_after), url);
+                s3_xel_key(&b, "StartAfter", start_after, strlen(start_after), url);
             sl_buf_printf(&b, "<KeyCount>%d</KeyCount>", nitems);
-        } else if (vers) {
-            xel_key(&b, "KeyMarker", marker ? marker : "", marker ? strlen(marker) : 0, url);
-            s3_xel(&b, "VersionIdMarker", sl_req_query(r, "version-id-marker") ? sl_req_query(r, "version-id-marker") : "");
         } else {
-            xel_key(&b, "Marker", marker ? marker : "", marker ? strlen(marker) : 0, url);
+            s3_xel_key(&b, "Marker", marker ? marker : "", marker ? strlen(marker) : 0, url);
         }
         sl_buf_printf(&b, "<MaxKeys>%ld</MaxKeys>", maxk);
         if (dlen)
-            xel_key(&b, "Delimiter", delim, dlen, url);
+            s3_xel_key(&b, "Delimiter", delim, dlen, url);
         if (url)
             s3_xel(&b, "EncodingType", "url");
         sl_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
@@ -408,34 +357,29 @@ static void list_objects(struct sl_req *r, void *arg)
                 sl_buf_adds(&b, "<NextContinuationToken>");
                 hexenc(&b, last, strlen(last));
                 sl_buf_adds(&b, "</NextContinuationToken>");
-            } else if (vers) {
-                xel_key(&b, "NextKeyMarker", last, strlen(last), url);
-                s3_xel(&b, "NextVersionIdMarker", "null");
             } else if (dlen) {
-                xel_key(&b, "NextMarker", last, strlen(last), url);
+                s3_xel_key(&b, "NextMarker", last, strlen(last), url);
             }
         }
         for (int i = 0; i < nitems; i++) {
             struct lsitem *it = &items[i];
             if (it->cp) {
                 sl_buf_adds(&b, "<CommonPrefixes>");
-                xel_key(&b, "Prefix", it->name, strlen(it->name), url);
+                s3_xel_key(&b, "Prefix", it->name, strlen(it->name), url);
                 sl_buf_adds(&b, "</CommonPrefixes>");
                 continue;
             }
-            sl_buf_adds(&b, vers ? "<Version>" : "<Contents>");
-            xel_key(&b, "Key", it->name, strlen(it->name), url);
-            if (vers)
-                sl_buf_adds(&b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+            sl_buf_adds(&b, "<Contents>");
+            s3_xel_key(&b, "Key", it->name, strlen(it->name), url);
             s3_xel(&b, "LastModified", it->mtime);
             sl_buf_adds(&b, "<ETag>&quot;");
             s3_xml_esc(&b, it->etag, strlen(it->etag));
             sl_buf_adds(&b, "&quot;</ETag>");
             sl_buf_printf(&b, "<Size>%llu</Size>", (unsigned long long)it->size);
             sl_buf_adds(&b, "<StorageClass>STANDARD</StorageClass>");
-            if (owner || vers)
+            if (owner)
                 s3_owner_xml(&b);
-            sl_buf_adds(&b, vers ? "</Version>" : "</Contents>");
+            sl_buf_adds(&b, "</Contents>");
         }
         sl_buf_printf(&b, "</%s>", root);
         s3_xml(r, 200, &b);
@@ -624,14 +568,17 @@ static void delete_bucket(struct sl_req *r, void *arg)
     struct sl_lspage pg = { 0 };
     int rc = sl_lsomsg_parse(v, &m, 1, &err);
     json_decref(v);
+    m.flags |= SL_LSO_VERSIONS; /* older versions and delete markers keep it too, as in S3 */
     if (rc == 0)
         rc = sl_cluster_list_page(bck, &m, &pg, &err);
     sl_lsomsg_free(&m);
     if (rc < 0) {
         s3_err_sl(r, &err);
     } else if (pg.n) {
-        s3_err(r, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty (it holds %s, ...)",
-               pg.ents[0].name);
+        bool old = sl_objname_vkey(pg.ents[0].name, pg.ents[0].nlen) != pg.ents[0].nlen;
+        s3_err(r, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty (it holds %.*s%s, ...)",
+               (int)sl_objname_vkey(pg.ents[0].name, pg.ents[0].nlen), pg.ents[0].name,
+               old ? ": older versions or delete markers of it (delete them by versionId)" : "");
     } else {
         primary_bck_call(r, "DELETE", bck->name, json_pack("{s:s}", "action", "destroy-bck"), 204);
     }
@@ -650,6 +597,7 @@ static struct sl_bck *bck_copy(const struct sl_bck *b)
 
 struct delx {
     char **keys;
+    char **vids;          /* each Object's VersionId, NULL none */
     int n;
     bool quiet, bad;
 };
@@ -663,11 +611,13 @@ static void delx_end(void *arg, const char *parent, const char *name, const char
             return;
         }
         d->keys = sl_xrealloc(d->keys, (size_t)(d->n + 1) * sizeof(char *));
+        d->vids = sl_xrealloc(d->vids, (size_t)(d->n + 1) * sizeof(char *));
+        d->vids[d->n] = NULL;
         d->keys[d->n++] = sl_xstrdup(text);
     } else if (!strcmp(name, "Quiet")) {
         d->quiet = !strcasecmp(text, "true");
-    } else if (!strcmp(name, "VersionId") && strcmp(text, "null")) {
-        d->bad = true;
+    } else if (!strcmp(name, "VersionId") && !strcmp(parent, "Object") && d->n && !d->vids[d->n - 1]) {
+        d->vids[d->n - 1] = sl_xstrdup(text); /* (Key comes first in every SDK's body) */
     }
 }
 
@@ -677,7 +627,7 @@ static void delete_objects(struct sl_req *r, void *arg)
     struct delx d = { 0 };
     if (s3_xml_parse(r->body.p ? r->body.p : "", r->body.len, delx_end, &d) < 0 || d.bad || !d.n) {
         s3_err(r, 400, "MalformedXML", "The XML you provided was not well-formed or did not validate against our "
-               "published schema (a Delete of 1 to 1000 Object/Key elements, without version ids)");
+               "published schema (a Delete of 1 to 1000 Object/Key elements)");
         goto out;
     }
     struct sl_buf b;
@@ -693,7 +643,11 @@ static void delete_objects(struct sl_req *r, void *arg)
         const struct sl_snode *t = sl_smap_hrw_target(s, un.p, un.len);
         int status = 503;
         char msg[600] = "the cluster has no active targets";
-        if (t) {
+        bool dm = false;
+        char vid[24] = "";
+        if (t && (bck->s3ver != SL_S3VER_OFF || d.vids[i])) { /* versions: s3ver.c */
+            status = s3ver_remote_delete(t, bck, d.keys[i], d.vids[i], &dm, vid, msg, sizeof(msg));
+        } else if (t) {
             sl_peer_obj_url(&url, t->url, bck->name, "ais", d.keys[i], kl);
             sl_peer_add_redirect_marks(&url, G.id);
             struct sl_peer_resp pr = { 0 };
@@ -709,12 +663,21 @@ static void delete_objects(struct sl_req *r, void *arg)
             if (!d.quiet) {
                 sl_buf_adds(&b, "<Deleted>");
                 s3_xel(&b, "Key", d.keys[i]);
+                if (d.vids[i])
+                    s3_xel(&b, "VersionId", d.vids[i]);
+                if (dm)
+                    sl_buf_adds(&b, "<DeleteMarker>true</DeleteMarker>");
+                if (dm && !d.vids[i] && vid[0])
+                    s3_xel(&b, "DeleteMarkerVersionId", vid);
                 sl_buf_adds(&b, "</Deleted>");
             }
         } else {
             sl_buf_adds(&b, "<Error>");
             s3_xel(&b, "Key", d.keys[i]);
-            s3_xel(&b, "Code", status == 503 ? "ServiceUnavailable" : "InternalError");
+            if (d.vids[i])
+                s3_xel(&b, "VersionId", d.vids[i]);
+            s3_xel(&b, "Code", status == 503 ? "ServiceUnavailable" : status == 400 ? "InvalidArgument"
+                                                                                    : "InternalError");
             s3_xel(&b, "Message", msg);
             sl_buf_adds(&b, "</Error>");
         }
@@ -725,9 +688,12 @@ static void delete_objects(struct sl_req *r, void *arg)
     sl_buf_adds(&b, "</DeleteResult>");
     s3_xml(r, 200, &b);
 out:
-    for (int i = 0; i < d.n; i++)
+    for (int i = 0; i < d.n; i++) {
         free(d.keys[i]);
+        free(d.vids[i]);
+    }
     free(d.keys);
+    free(d.vids);
     bck_free(bck);
 }
 
@@ -737,10 +703,8 @@ static void delete_objects_body(struct sl_req *r)
 }
 
 /* ---- PUT ?versioning ----
- * As in AIStore: the bucket's versioning.enabled property. "Enabled" turns
- * it on, "Suspended" off; a Shale bucket keeps one copy of each object
- * either way (the property decides whether its version number counts up),
- * so ListObjectVersions stays NotImplemented. MFA Delete is refused. */
+ * The bucket's props "s3_versioning": "Enabled" or "Suspended" (s3ver.c).
+ * MFA Delete is refused. */
 
 struct verx {
     char status[16];
@@ -770,8 +734,9 @@ static void put_versioning(struct sl_req *r, void *arg)
     } else if (v.mfa) {
         s3_err(r, 501, "NotImplemented", "MfaDelete is not implemented by Shale; send Status alone");
     } else {
-        primary_bck_call(r, "PATCH", bck->name,
-                         json_pack("{s:s,s:{s:{s:b}}}", "action", "set-bprops", "value", "versioning", "enabled", on), 200);
+        /* S3 versioning is the bucket's props s3_versioning (s3ver.c), not AIStore's versioning.enabled */
+        primary_bck_call(r, "PATCH", bck->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value",
+                                                          "s3_versioning", on ? "Enabled" : "Suspended"), 200);
     }
     bck_free(bck);
 }
@@ -990,15 +955,11 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
             sl_buf_adds(&x, "<LocationConstraint xmlns=\"" XMLNS "\"></LocationConstraint>");
             s3_xml(r, 200, &x);
         } else if (sl_req_query(r, "versioning")) {
-            struct sl_buf x;
-            sl_buf_init(&x);
-            sl_buf_printf(&x, "<VersioningConfiguration xmlns=\"" XMLNS "\"><Status>%s</Status></VersioningConfiguration>",
-                          b.versioning ? "Enabled" : "Suspended");
-            s3_xml(r, 200, &x);
+            s3ver_config_xml(r, &b);
         } else if (sl_req_query(r, "uploads")) {
             sl_req_offload(r, list_uploads, bck_free, bck_copy(&b));
         } else {
-            sl_req_offload(r, list_objects, bck_free, bck_copy(&b));
+            sl_req_offload(r, sl_req_query(r, "versions") ? s3ver_list : list_objects, bck_free, bck_copy(&b));
         }
         return;
     case SL_M_PUT:

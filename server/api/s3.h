@@ -143,6 +143,10 @@ int s3_acl_need(const struct sl_req *r);
 
 /* Target side (s3obj.c): an object request for a key of an existing bucket. */
 void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const struct s3auth *au);
+/* The target's side of DeleteObjects in a bucket with S3 versioning (s3ver.c):
+ * native DELETE ?s3_delete=true[&versionId=], on a pool thread; answers
+ * {"delete_marker": bool, "version_id": ""}. */
+void s3ver_native_delete(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 /* This target's multipart uploads in flight for a bucket:
  * [{"key","id","initiated"(unix ns)}] (ListMultipartUploads gathers them). */
 json_t *s3_local_uploads(uint64_t bid);

@@ -32,6 +32,7 @@
 struct copy_job {
     struct sl_bck dst, src;
     char *dkey, *skey;
+    char svid[32];            /* x-amz-copy-source's versionId, "" none */
     size_t dklen, sklen;
     bool replace;
     struct kvs meta;              /* REPLACE: the request's metadata */
@@ -175,6 +176,42 @@ static void copy_run(struct sl_req *r, void *arg)
     struct sl_smap *s = sl_smap_get();
     /* the source is read where the read path serves it (cluster/read.h) */
     bool local = sl_read_here(s, &j->src, j->skey, j->sklen);
+    if (j->svid[0]) { /* the version's own object: here found by id, elsewhere by its name */
+        struct sl_buf vn;
+        sl_buf_init(&vn);
+        if (local) {
+            struct sl_objmd vmd;
+            int f = sl_ver_find(&j->src, j->skey, j->sklen, j->svid, &vn, &vmd, &err);
+            if (f == 1 && sl_ver_is_marker(&vmd)) {
+                sl_objmd_free(&vmd);
+                f = -2;
+            } else if (f == 1) {
+                sl_objmd_free(&vmd);
+            }
+            if (f != 1) {
+                sl_buf_free(&vn);
+                if (f == -2)
+                    s3_err(r, 400, "InvalidRequest", "The source of a copy request may not specifically refer to a "
+                           "delete marker by version id.");
+                else if (f == 0 || err.code == SL_EINVAL)
+                    s3_err(r, f == 0 ? 404 : 400, f == 0 ? "NoSuchVersion" : "InvalidArgument",
+                           "the copy source's version %s: %s", j->svid, f == 0 ? "does not exist" : err.msg);
+                else
+                    s3_err_sl(r, &err);
+                goto out;
+            }
+        } else if (strlen(j->svid) == 20) {
+            sl_ver_name(&vn, j->skey, j->sklen, j->svid);
+        } else {
+            s3_err(r, 501, "NotImplemented", "copying version \"%s\" from another target: only an older version's "
+                   "own id is supported for a source on another target", j->svid);
+            sl_buf_free(&vn);
+            goto out;
+        }
+        free(j->skey);
+        j->sklen = vn.len;
+        j->skey = sl_buf_steal(&vn);
+    }
     const struct sl_snode *owner = local ? NULL : sl_read_target(s, &j->src, j->skey, j->sklen);
     int fd = -1;
     struct sl_objmd md;
@@ -218,7 +255,8 @@ static void copy_run(struct sl_req *r, void *arg)
     }
     /* the new object's metadata: the source's (COPY) or the request's (REPLACE); the ETag is computed */
     struct kvs *use = j->replace ? &j->meta : &c.custom;
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1 };
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1,
+                             .s3ver = j->dst.s3ver };
     struct kvs keep = { 0 };
     if (local || j->replace) {
         for (int i = 0; i < use->n; i++)
@@ -378,6 +416,9 @@ static void copy_run(struct sl_req *r, void *arg)
     }
     char t[64];
     s3_iso_time(out.mtime, t, sizeof(t));
+    s3ver_hdr(r, &j->dst, j->dkey, j->dklen, &out);
+    if (j->svid[0])
+        sl_hdr_add(r, "x-amz-copy-source-version-id", j->svid);
     sl_objmd_free(&out);
     struct sl_buf x;
     sl_buf_init(&x);
@@ -417,14 +458,9 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
         s3_err(r, 400, "InvalidArgument", "x-amz-copy-source holds a NUL byte");
         return;
     }
-    char *qm = strstr(s, "?versionId=");
+    char *qm = strstr(s, "?versionId="), *svid = NULL;
     if (qm) {
-        if (strcmp(qm + 11, "null")) {
-            free(tmp);
-            s3_err(r, 501, "NotImplemented", "copying a version (versionId) is not implemented: Shale buckets keep "
-                   "one version");
-            return;
-        }
+        svid = qm + 11;
         *qm = 0;
     }
     if (*s == '/')
@@ -486,7 +522,8 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
             j->roff = a;
             j->rlen = z - a + 1;
         }
-    } else if (!replace && !strcmp(j->src.name, b->name) && sklen == q->klen && !memcmp(skey, q->key, sklen)) {
+    } else if (!replace && !svid && !strcmp(j->src.name, b->name) && sklen == q->klen &&
+               !memcmp(skey, q->key, sklen)) { /* (a version onto its key is allowed: it restores that version) */
         sl_bck_release(&j->src);
         free(tmp);
         free(j);
@@ -498,6 +535,13 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
     sl_bck_copy(&j->dst, b);
     j->skey = sl_xstrndup(skey, sklen);
     j->sklen = sklen;
+    if (svid) /* a version of the source (s3ver.c) */
+        snprintf(j->svid, sizeof(j->svid), "%.30s", svid);
+    if (!upload_id && s3ver_write_check(r, b, q->key, q->klen) < 0) {
+        free(tmp);
+        copy_cancel(j);
+        return;
+    }
     j->dkey = sl_xstrndup(q->key, q->klen);
     j->dklen = q->klen;
     j->replace = replace;

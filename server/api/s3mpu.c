@@ -413,6 +413,7 @@ static void complete_run(struct sl_req *r, void *arg)
             if (sl_obj_set_custom(&j->b, j->key, j->klen, meta.kv, meta.n, false, &err) < 0)
                 sl_logw("s3 complete %s/%.*s: metadata not set: %s", j->b.name, (int)SL_MIN(j->klen, 200), j->key,
                         err.msg);
+            s3ver_hdr(r, &j->b, j->key, j->klen, &out); /* its version id, in a versioned bucket */
             sl_objmd_free(&out);
             up_drop(j->id);
             done_add(&j->b, j->key, j->klen, j->id, etag);

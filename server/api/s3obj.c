@@ -59,6 +59,8 @@ struct s3put {
     EVP_MD_CTX *sha;                  /* the raw body, when the client declared its SHA-256 */
     char sha_want[65];
     struct s3sse sse;                 /* encrypted at rest (s3sse.c): the bytes written are its ciphertext */
+    char vid[24];                     /* the version written (x-amz-version-id), "" none */
+    bool versioned;
 };
 
 static void put_free(struct s3put *u)
@@ -232,9 +234,10 @@ static void get_fail(struct sl_req *r, const struct sl_bck *b, const char *key, 
 {
     if (!s3_obj_acl_grants(r, NULL)) /* left to the object's ACL (s3policy.c): no object, no grant */
         s3_obj_acl_refuse(r);
-    else if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
+    else if (err->code == SL_ENOOBJ || err->code == SL_ENOENT) {
+        s3ver_miss(r, b, key, klen); /* a delete marker on top: its headers */
         s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
-    else
+    } else
         s3_err_sl(r, err);
 }
 
@@ -290,6 +293,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
         } else {
             add_obj_headers(r, md);
             s3_sse_headers(r, &sse);
+            s3ver_hdr(r, b, key, klen, md);
             int status = rg ? 206 : 200;
             if (rg)
                 sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
@@ -316,7 +320,11 @@ static const struct sl_read_ops get_ops = { .serve = get_serve, .fail = get_fail
 
 static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
 {
-    sl_read_req(r, b, q->key, q->klen, sl_read_flags(r, b), &get_ops);
+    struct sl_buf n; /* ?versionId: that version's object (s3ver.c) */
+    sl_buf_init(&n);
+    if (s3ver_get_name(r, q, b, &n))
+        sl_read_req(r, b, n.p, n.len, sl_read_flags(r, b), &get_ops);
+    sl_buf_free(&n);
 }
 
 /* ---- PUT object / part ---- */
@@ -325,6 +333,8 @@ static void put_answer(struct sl_req *r, struct s3put *u, const char *etag_hex, 
 {
     sl_hdr_addf(r, "ETag", "\"%s\"", etag_hex);
     s3_sse_headers(r, &u->sse);
+    if (u->vid[0])
+        sl_hdr_add(r, "x-amz-version-id", u->vid);
     if (xc_got && xc_got[0]) {
         char h[64];
         snprintf(h, sizeof(h), "x-amz-checksum-%s", u->xc_name);
@@ -366,10 +376,14 @@ static void put_run(struct sl_req *r, void *arg)
         snprintf(xc, sizeof(xc), "%s:%s", u->xc_name, xc_got);
         sl_put_set_custom(p, S3_XC_KEY, xc);
     }
-    if (sl_put_commit(p, NULL, &err) < 0) {
+    struct sl_objmd md;
+    if (sl_put_commit(p, &md, &err) < 0) {
         s3_err_sl(r, &err);
         return;
     }
+    if (u->versioned)
+        snprintf(u->vid, sizeof(u->vid), "%s", sl_ver_id_of(&md));
+    sl_objmd_free(&md);
     put_answer(r, u, etag, xc_got);
 }
 
@@ -519,7 +533,14 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
         put_free(u);
         return;
     }
-    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect };
+    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect,
+                             .s3ver = b->s3ver };
+    u->versioned = b->s3ver != SL_S3VER_OFF;
+    if (s3ver_write_check(r, b, q->key, q->klen) < 0) {
+        s3_kv_free(&m);
+        put_free(u);
+        return;
+    }
     if (sl_put_begin(b, q->key, q->klen, &o, &u->p, &err) < 0) {
         s3_kv_free(&m);
         put_free(u);
@@ -602,13 +623,6 @@ static bool obj_sub_refused(struct sl_req *r)
                    "(docs/s3.md lists what is); nothing was read or changed", obj_unsupported[i]);
             return true;
         }
-    /* the null version is the object itself: Shale's buckets keep one version */
-    const char *v = sl_req_query(r, "versionId");
-    if (v && strcmp(v, "null")) {
-        s3_err(r, 501, "NotImplemented", "versionId \"%s\": object versions are not implemented by this Shale S3 "
-               "front end (each object has one version, \"null\"); nothing was read or changed", v);
-        return true;
-    }
     return false;
 }
 
@@ -622,6 +636,8 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     if (obj_sub_refused(r))
         return;
     if (sl_req_query(r, "tagging")) {
+        if (sl_req_query(r, "versionId") && !s3ver_is_current(r, q, b))
+            return; /* (tags are the current version's) */
         s3_obj_tagging(r, q, b);
         return;
     }
@@ -674,6 +690,8 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
             return;
         }
         r->op = SL_OP_DELETE;
+        if (s3ver_obj_delete(r, q, b)) /* a version, or a delete marker (s3ver.c) */
+            return;
         if (sl_obj_delete(b, q->key, q->klen, &err) < 0 && err.code != SL_ENOOBJ && err.code != SL_ENOENT) {
             s3_err_sl(r, &err);
             return;

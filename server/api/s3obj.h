@@ -7,6 +7,8 @@
 
 #include "s3.h"
 #include "md.h"
+#include "lspage.h"
+#include "meta.h"
 
 #define S3_META_MAX 2048            /* bytes of user metadata a PUT may carry */
 
@@ -94,5 +96,36 @@ int s3_uploads_expire(const struct sl_bck *b, bool (*match)(void *arg, const cha
                       void *arg);
 void s3_abort_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
 void s3_list_parts(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
+
+/* ---- s3ver.c: object versioning ---- */
+/* x-amz-version-id of the object served or written as name (in a bucket
+ * with S3 versioning, or an older version) */
+void s3ver_hdr(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen, const struct sl_objmd *md);
+/* A write of key may go on: 0, or -1 answered 400 (a reserved name, a key
+ * too long for its versions) */
+int s3ver_write_check(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen);
+/* GET/HEAD: the name to read (?versionId: the version's) in name: 1, or 0
+ * answered (no such version, a delete marker, a bad id) */
+int s3ver_get_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name);
+/* ?versionId names the current version (true), else answered: 501 for an
+ * older one, 404/400 as GET for none or a bad id */
+bool s3ver_is_current(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* A GET/HEAD that found no current object: the delete marker's headers */
+void s3ver_miss(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen);
+/* DELETE of an object with ?versionId or in a versioned bucket: true when
+ * taken (answered off the HTTP thread) */
+bool s3ver_obj_delete(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* DeleteObjects' call of it on t: its HTTP status (msg when not 2xx) */
+int s3ver_remote_delete(const struct sl_snode *t, const struct sl_bck *b, const char *key, const char *vid,
+                        bool *marker, char out_vid[24], char *msg, size_t msz);
+/* ListObjectVersions (a pool thread; arg: a struct sl_bck copy, freed) */
+void s3ver_list(struct sl_req *r, void *arg);
+/* GET ?versioning */
+void s3ver_config_xml(struct sl_req *r, const struct sl_bck *b);
+
+/* ---- s3util.c: listing entries (s3.c, s3ver.c) ---- */
+/* <tag>v</tag>, URL-encoded first when url */
+void s3_xel_key(struct sl_buf *b, const char *tag, const char *v, size_t n, bool url);
+void s3_entry_etag(const struct sl_lsent *e, char *out, size_t n);
 
 #endif

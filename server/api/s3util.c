@@ -5,6 +5,7 @@
 #include "s3.h"
 #include "node.h"
 #include "peer.h"
+#include "s3obj.h"
 
 #include <expat.h>
 #include <stdarg.h>
@@ -224,4 +225,52 @@ void s3_bck_prop_set(struct sl_req *r, const char *bucket, const char *prop, con
 {
     s3_primary_bck_call(r, "PATCH", bucket, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value", prop, value),
                         ok_status);
+}
+
+/* ---- listing entries (s3.c ListObjects, s3ver.c ListObjectVersions) ---- */
+
+static void url_enc(struct sl_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~' || c == '/') {
+            sl_buf_addc(b, (char)c);
+        } else {
+            sl_buf_addc(b, '%');
+            sl_buf_addc(b, hex[c >> 4]);
+            sl_buf_addc(b, hex[c & 15]);
+        }
+    }
+}
+
+void s3_xel_key(struct sl_buf *b, const char *tag, const char *v, size_t n, bool url)
+{
+    sl_buf_printf(b, "<%s>", tag);
+    if (url) {
+        struct sl_buf e;
+        sl_buf_init(&e);
+        url_enc(&e, v, n);
+        s3_xml_esc(b, e.p ? e.p : "", e.len);
+        sl_buf_free(&e);
+    } else {
+        s3_xml_esc(b, v, n);
+    }
+    sl_buf_printf(b, "</%s>", tag);
+}
+
+/* The ETag of a listed object: custom "ETag" (an S3 PUT's MD5), else its
+ * own checksum (objects written natively) */
+void s3_entry_etag(const struct sl_lsent *e, char *out, size_t n)
+{
+    out[0] = 0;
+    const char *c = e->custom ? strstr(e->custom, "ETag:") : NULL;
+    if (c && (c == e->custom + 1 || c[-1] == ' ')) {
+        c += 5;
+        size_t l = strcspn(c, " ]");
+        snprintf(out, n, "%.*s", (int)SL_MIN(l, n - 1), c);
+    } else if (e->cksum) {
+        snprintf(out, n, "%s", e->cksum);
+    }
 }

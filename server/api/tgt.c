@@ -3,6 +3,7 @@
  * PUT (streamed, checksummed, crash-safe), DELETE, PATCH (custom metadata).
  */
 #include "tgt.h"
+#include "s3.h"
 #include "ec.h"
 #include "backend.h"
 #include "cksum.h"
@@ -981,6 +982,12 @@ static void obj_put(struct sl_req *r)
         .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom, .ncustom = c->ncustom,
         .expect_size = r->content_length, .rename_copy = rf && from && !strcmp(rf, from),
     };
+    o.s3ver = o.rename_copy ? 0 : c->b.s3ver; /* an S3-versioned bucket keeps what this replaces (store.h) */
+    if (sl_objname_vkey(name, nlen) != nlen) {
+        sl_resp_errf(r, SL_EINVAL, "PUT %s: a name ending in \\x01 and 20 hex digits (or 16 and \"null\") is "
+                     "reserved for S3's older versions of an object (docs/s3.md); nothing was stored", r->path);
+        return;
+    }
     if (sl_put_begin(&c->b, name, nlen, &o, &c->p, &err) < 0) {
         sl_resp_err(r, &err);
         return;
@@ -1042,7 +1049,9 @@ static void delete_run(struct sl_req *r, void *arg)
         sl_resp_err(r, &err);
         return;
     }
-    if (!strcmp(m.action, "mpt-abort")) {
+    if (sl_req_query(r, "s3_delete") && !m.action[0]) { /* DeleteObjects of S3 versions */
+        s3ver_native_delete(r, &b, name, nlen);
+    } else if (!strcmp(m.action, "mpt-abort")) {
         if (sl_mpt_abort(&b, name, nlen, sl_req_query(r, "uploadId"), &err) < 0)
             sl_resp_errf(r, err.code, "DELETE %s: mpt-abort: %s; nothing was deleted", r->path, err.msg);
         else

@@ -41,7 +41,27 @@ void sl_obj_uname(struct sl_buf *out, const char *provider, const char *bucket, 
     sl_buf_adds(out, "/@#/");
     sl_buf_adds(out, bucket);
     sl_buf_addc(out, '/');
-    sl_buf_add(out, obj, olen);
+    sl_buf_add(out, obj, sl_objname_vkey(obj, olen));
+}
+
+static bool ishex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+size_t sl_objname_vkey(const char *name, size_t nlen)
+{
+    if (nlen <= SL_VER_SUFFIX || name[nlen - SL_VER_SUFFIX] != SL_VER_SEP) /* (one compare on every access) */
+        return nlen;
+    const char *s = name + nlen - SL_VER_SUFFIX + 1;
+    for (int i = 0; i < 16; i++)
+        if (!ishex(s[i]))
+            return nlen;
+    if (memcmp(s + 16, "null", 4))
+        for (int i = 16; i < 20; i++)
+            if (!ishex(s[i]))
+                return nlen;
+    return nlen - SL_VER_SUFFIX;
 }
 
 /* ---- snapshots ---- */
@@ -590,6 +610,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "s3_pab", json_string(""));
     /* S3's default encryption (server/api/s3sse.c): "AES256" (SSE-S3) or "" none */
     json_object_set_new(p, "sse", json_string(""));
+    /* S3 versioning (server/api/s3ver.c): "" never on, "Enabled", "Suspended" */
+    json_object_set_new(p, "s3_versioning", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -759,6 +781,9 @@ static void decode_bck(struct sl_bck *b)
     int t = sl_cksum_parse(json_string_value(ck));
     b->cksum_type = t < 0 ? SL_CK_XXHASH2 : t;
     b->versioning = json_is_true(json_object_get(json_object_get(b->props, "versioning"), "enabled"));
+    const char *sv = json_string_value(json_object_get(b->props, "s3_versioning"));
+    b->s3ver = sv && !strcmp(sv, "Enabled") ? SL_S3VER_ON : sv && !strcmp(sv, "Suspended") ? SL_S3VER_SUSPENDED
+                                                                                        : SL_S3VER_OFF;
     b->rflags = 0;
     if (json_is_true(json_object_get(json_object_get(b->props, "checksum"), "validate_warm_get")))
         b->rflags |= SL_BCK_VALIDATE_GET;
@@ -822,10 +847,21 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
         json_t *cur = json_object_get(base, k);
         if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors") ||
                                  !strcmp(k, "s3_acl") || !strcmp(k, "s3_policy") || !strcmp(k, "s3_pab") ||
-                                 !strcmp(k, "sse"))) {
+                                 !strcmp(k, "sse") ||
+                                 !strcmp(k, "s3_versioning"))) {
             /* a bucket made before buckets had them */
             json_object_set_new(base, k, json_string(""));
             cur = json_object_get(base, k);
+        }
+        if (!path[0] && !strcmp(k, "s3_versioning") && json_is_string(v)) {
+            const char *t = json_string_value(v), *was = json_string_value(cur);
+            if (strcmp(t, "") && strcmp(t, "Enabled") && strcmp(t, "Suspended"))
+                return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" must be \"Enabled\" or "
+                               "\"Suspended\" (\"%.40s\" is neither); nothing was changed", t);
+            if (!*t && was && *was)
+                return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" cannot go back to \"\" once "
+                               "set (the bucket may hold versions): set \"Suspended\" to stop making new ones; "
+                               "nothing was changed");
         }
         if (!path[0] && !strcmp(k, "tags") && json_is_string(v)) {
             const char *t = json_string_value(v);

@@ -23,6 +23,15 @@ uint64_t sl_hrw_mix(uint64_t x);
 uint64_t sl_id_digest(const char *id);
 /* uname: "ais/@#/bucket/object" */
 void sl_obj_uname(struct sl_buf *out, const char *provider, const char *bucket, const char *obj, size_t olen);
+/* S3 versioning (server/api/s3ver.c): an older version or a delete marker of
+ * object KEY is an object of its own named KEY "\x01" SUFFIX, SUFFIX 16 hex
+ * digits of ~(its time in unix ns) then 4 more hex digits (its version id is
+ * the whole SUFFIX) or "null" (the null version). Such a name is placed, on
+ * targets and mountpaths, and locked, by KEY: sl_obj_uname drops the suffix.
+ * The length of KEY in such a name, else nlen. */
+#define SL_VER_SEP '\x01'
+#define SL_VER_SUFFIX 21              /* the separator and 20 characters */
+size_t sl_objname_vkey(const char *name, size_t nlen);
 
 /* ---- Smap ---- */
 enum { SL_NODE_PROXY = 1, SL_NODE_TARGET = 2 };
@@ -113,9 +122,13 @@ struct sl_bck {
     int64_t created;           /* unix ns */
     int cksum_type;
     bool versioning;
+    int s3ver;                 /* props "s3_versioning": SL_S3VER_* */
     unsigned rflags;           /* SL_BCK_*: what every read asks of props, decoded once */
     json_t *props;             /* full Bprops, immutable */
 };
+enum { SL_S3VER_OFF = 0,        /* "": never turned on: one copy per object, version "null" */
+       SL_S3VER_ON = 1,         /* "Enabled": every write a new version, the older kept */
+       SL_S3VER_SUSPENDED = 2 };/* "Suspended": writes make the null version, older versions kept */
 enum { SL_BCK_VALIDATE_GET = 1,  /* checksum.validate_warm_get */
        SL_BCK_LATEST_GET = 2 };  /* versioning.validate_warm_get */
 

@@ -248,6 +248,15 @@ int sl_lso_local_page(const struct sl_bck *b, const struct sl_lsomsg *m, const c
             best = one_of_dups(b, its, have, nmp, best);
             bn = sl_md_iter_name(its[best], &bl);
         }
+        if (!(m->flags & SL_LSO_VERSIONS) && sl_objname_vkey(bn, bl) != bl) {
+            /* an older S3 version or a delete marker: not an object of its own to list */
+            have[best] = sl_md_iter_next(its[best]);
+            if (have[best] < 0) {
+                rc = sl_errf(err, SL_EIO, "listing %s: metadata read failed", b->name);
+                goto done;
+            }
+            continue;
+        }
         if (out->n >= m->pagesize) {
             /* more remain: continuation token = the last entry returned */
             if (out->n) {

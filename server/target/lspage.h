@@ -22,6 +22,7 @@
 #define SL_LSO_NO_RECURSION 2048
 #define SL_LSO_NO_DIRS 8192
 #define SL_LSO_NBI 32768            /* from the bucket's inventory (inv.h) */
+#define SL_LSO_VERSIONS (1ULL << 40) /* Shale's own: S3's older versions and delete markers too (meta.h) */
 
 /* entry flags */
 #define SL_ENT_CACHED 64

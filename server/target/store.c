@@ -152,7 +152,8 @@ static uint64_t name_hash(uint64_t bid, const char *name, size_t nlen)
 
 pthread_rwlock_t *store_name_lock(const struct sl_bck *b, const char *name, size_t nlen)
 {
-    return &nlocks[name_hash(b->bid, name, nlen) & (NLOCKS - 1)];
+    /* an object's S3 versions (meta.h) share its lock: changed together */
+    return &nlocks[name_hash(b->bid, name, sl_objname_vkey(name, nlen)) & (NLOCKS - 1)];
 }
 
 void sl_obj_cname(char *out, size_t sz, const struct sl_bck *b, const char *name, size_t nlen)

@@ -101,6 +101,7 @@ struct sl_put_opts {
     bool keep_custom;             /* merge custom metadata of the object being replaced */
     bool rename_copy;             /* the copy of a bucket rename (move-bck) into its new name, which takes no
                                    * other writes until the rename ends */
+    int s3ver;                    /* an S3 write of a versioned bucket (SL_S3VER_*, "S3 versions" below) */
 };
 
 /* *out is new; sl_put_commit or sl_put_abort frees it (commit in every
@@ -129,6 +130,8 @@ void sl_put_set_custom(struct sl_put *p, const char *k, const char *v);
 /* The object is the n parts (the largest max bytes) of a multipart upload:
  * recorded with it (sl_objmd nchunks, chunk_max). */
 void sl_put_set_chunks(struct sl_put *p, uint32_t n, uint64_t max);
+/* As opts s3ver, set before commit (a multipart upload's) */
+void sl_put_set_s3ver(struct sl_put *p, int mode);
 /* Work file of an in-flight PUT (for writers that need to seek or read
  * back: it is open read-write). The fd belongs to p (do not close it)
  * until commit or abort. */
@@ -370,6 +373,40 @@ int sl_store_promote(const struct sl_bck *b, const char *name, size_t nlen, uint
  * stop. 0, or -1 with err. */
 int sl_store_walk_copies(struct sl_mpath *mp, const struct sl_bck *b, sl_store_visit_fn fn, void *arg,
                          struct sl_err *err);
+
+/* ---- S3 versions (store_ver.c; names in meta.h) ----
+ * A PUT with opts s3ver (sl_put_commit only, not the batch) archives the
+ * object it replaces, in its own commit, as KEY\x01SUFFIX: always when
+ * SL_S3VER_ON, when it has a version id when SL_S3VER_SUSPENDED (then an
+ * older null version of KEY goes too: the new write is the null one). A PUT
+ * of KEY\x01SUFFIX with s3ver is a delete marker: the current object at
+ * KEY is archived so and removed. An object's id is its custom "s3.vid"
+ * (none: "null"); a delete marker has custom "s3.dm". */
+void sl_ver_new_id(char out[21]);           /* ~time, newest first in name order */
+const char *sl_ver_id_of(const struct sl_objmd *md);   /* "s3.vid", else "null" */
+bool sl_ver_is_marker(const struct sl_objmd *md);
+/* KEY \x01 suffix[0..20) */
+void sl_ver_name(struct sl_buf *out, const char *key, size_t klen, const char *suffix);
+/* The object holding version vid of key: the current one (name = key) or an
+ * archived one. 1 (name and md: the caller's), 0 none (err SL_ENOOBJ), -1
+ * (SL_EINVAL: not a version id). */
+int sl_ver_find(const struct sl_bck *b, const char *key, size_t klen, const char *vid, struct sl_buf *name,
+                struct sl_objmd *md, struct sl_err *err);
+/* The newest archived version of key (a GET that found no current one
+ * looks whether it is a delete marker): 1 (name, md), 0, -1. */
+int sl_ver_latest(const struct sl_bck *b, const char *key, size_t klen, struct sl_buf *name, struct sl_objmd *md,
+                  struct sl_err *err);
+/* Remove version vid of key for good; when that leaves no current object,
+ * the newest older version that is not a delete marker becomes the current
+ * one (in the same commit). 1 removed (out filled), 0 no such version, -1.
+ * out->name (sl_buf_free it in every case) is the removed object's. */
+struct sl_ver_gone {
+    struct sl_buf name;
+    bool marker, promoted;
+    char vid[24];
+};
+int sl_ver_delete(const struct sl_bck *b, const char *key, size_t klen, const char *vid, struct sl_ver_gone *out,
+                  struct sl_err *err);
 
 /* Full path of an object file (for diagnostics/tests) */
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,

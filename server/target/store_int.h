@@ -91,6 +91,44 @@ int store_drop_copy_records(const struct sl_bck *b, const char *name, size_t nle
                             const struct sl_objmd *live, bool wait, struct sl_err *err);
 int store_orphan_copy(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
                       struct sl_objmd *md);
+/* ---- store_obj.c ---- */
+/* One object's part of a delete, under its name lock (copies and file gone,
+ * ops[2] to commit on *mp): 0, 1 kept, 2 deleted already, -1 err. */
+int store_delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char *name, size_t nlen,
+                       const int64_t *want_mtime, struct sl_md_op ops[2], unsigned char ak[SL_OBJ_AUX_PREFIX],
+                       struct sl_err *err);
+
+/* ---- store_ver.c: a PUT's part in S3 versioning (under the key's write lock) ---- */
+struct store_ver {
+    int mode;                       /* SL_S3VER_* of the write */
+    const char *key;                /* the object's key (the PUT's name, or a delete marker's key) */
+    size_t klen;
+    bool marker;                    /* the PUT is a delete marker: the current object goes */
+    int had;                        /* (marker) the current object: cur */
+    struct sl_objmd cur;
+    struct sl_buf kfqn;             /* the current object's file */
+    bool linked;                    /* archived: aname, its file afqn (a hard link, awork until committed), amd */
+    struct sl_buf aname, afqn;
+    char *awork;
+    struct sl_objmd amd;
+    char *nname;                    /* an older null version dropped (suspended) */
+    size_t nnlen;
+    unsigned char nak[SL_OBJ_AUX_PREFIX], kak[SL_OBJ_AUX_PREFIX];
+    struct sl_md_op ops[7];         /* to commit with the PUT's */
+    int nops;
+};
+/* Before the PUT's commit: old (had == 1) is what is at name on mp. */
+int store_ver_prepare(struct store_ver *v, struct sl_mpath *mp, const struct sl_bck *b, const char *name,
+                      size_t nlen, int mode, int had, const struct sl_objmd *old, struct sl_err *err);
+/* The PUT failed (committed: after its commit) */
+void store_ver_undo(struct store_ver *v, struct sl_mpath *mp, const struct sl_bck *b, bool committed);
+/* Committed and renamed, still under the lock / after the unlock */
+void store_ver_done(struct store_ver *v, struct sl_mpath *mp);
+void store_ver_published(struct store_ver *v, const struct sl_bck *b);
+void store_ver_free(struct store_ver *v);
+/* md without a version id: the null version */
+void store_ver_null_md(struct sl_objmd *md);
+
 /* After the start-up reconcile (nmis: the misplaced files it found): is a
  * resilver pending? */
 void store_resilver_check(int nmis);

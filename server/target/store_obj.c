@@ -154,9 +154,9 @@ int sl_obj_delete_if(const struct sl_bck *b, const char *name, size_t nlen, int6
  * on *mp (the HRW mountpath, or the one a misplaced object is on). 0, 1
  * kept (written again since want_mtime), 2 deleted already (only its
  * copies' records were left: dropped), -1 err. */
-static int delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char *name, size_t nlen,
-                        const int64_t *want_mtime, struct sl_md_op ops[2], unsigned char ak[SL_OBJ_AUX_PREFIX],
-                        struct sl_err *err)
+int store_delete_files(struct sl_mpath **mp, const struct sl_bck *b, const char *name, size_t nlen,
+                       const int64_t *want_mtime, struct sl_md_op ops[2], unsigned char ak[SL_OBJ_AUX_PREFIX],
+                       struct sl_err *err)
 {
     char cn[400];
     sl_obj_cname(cn, sizeof(cn), b, name, nlen);
@@ -232,7 +232,7 @@ static int obj_delete(const struct sl_bck *b, const char *name, size_t nlen, con
         return -1;
     struct sl_md_op ops[2];
     unsigned char ak[SL_OBJ_AUX_PREFIX];
-    int rc = delete_files(&mp, b, name, nlen, want_mtime, ops, ak, err);
+    int rc = store_delete_files(&mp, b, name, nlen, want_mtime, ops, ak, err);
     if (rc == 0)
         rc = sl_md_commit(mp->md, ops, 2, true, err);
     if (rc == 0)
@@ -258,7 +258,7 @@ static void delete_group(const struct sl_bck *b, char *const *names, const size_
     bool commit[DEL_GROUP];
     for (int i = 0; i < n; i++) {
         mps[i] = store_locate(b, names[i], nlens[i]);
-        rc[i] = delete_files(&mps[i], b, names[i], nlens[i], mtimes ? &mtimes[i] : NULL, &ops[2 * i], ak[i],
+        rc[i] = store_delete_files(&mps[i], b, names[i], nlens[i], mtimes ? &mtimes[i] : NULL, &ops[2 * i], ak[i],
                              &errs[i]);
         commit[i] = rc[i] == 0;
         if (rc[i] == 2)

@@ -39,6 +39,7 @@ struct sl_put {
     size_t wlen;
     bool gated;              /* counted in the bucket's writes in flight */
     unsigned place;          /* sl_store_place_enter's token (with gated) */
+    int s3ver;               /* SL_S3VER_* of an S3 write (store_ver.c) */
     bool new_dirs;           /* choose_fname created the object's directory */
 };
 
@@ -169,6 +170,7 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
             p->have_preserve = true;
         }
         p->keep_custom = o->keep_custom;
+        p->s3ver = o->s3ver;
     }
     *out = p;
     return 0;
@@ -187,6 +189,11 @@ int sl_put_fd(struct sl_put *p)
 void sl_put_set_custom(struct sl_put *p, const char *k, const char *v)
 {
     sl_kv_set(&p->custom, &p->ncustom, k, v);
+}
+
+void sl_put_set_s3ver(struct sl_put *p, int mode)
+{
+    p->s3ver = mode;
 }
 
 void sl_put_set_chunks(struct sl_put *p, uint32_t n, uint64_t max)
@@ -379,6 +386,8 @@ static void put_new_md(struct sl_put *p, int had, const struct sl_objmd *old, co
             for (int i = 0; i < old->ncustom; i++)
                 sl_objmd_set_custom(md, old->custom[i].k, old->custom[i].v);
     }
+    if (p->s3ver)
+        store_ver_null_md(md); /* a version id is only the one this write gives */
     for (int i = 0; i < p->ncustom; i++)
         sl_objmd_set_custom(md, p->custom[i].k, p->custom[i].v);
     if (p->nchunks) {
@@ -463,11 +472,18 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     struct sl_objmd old, md;
     int had = 0;
     char *final_rel = NULL;
+    struct store_ver sv;
+    memset(&sv, 0, sizeof(sv));
     sl_buf_init(&fqn);
     memset(&md, 0, sizeof(md));
     sl_obj_cname(cn, sizeof(cn), &p->bck, p->name, p->nlen);
     if (put_check(p, cn, cks, err) < 0)
         goto fail;
+    if (p->s3ver == SL_S3VER_ON && sl_objname_vkey(p->name, p->nlen) == p->nlen) {
+        char vid[21]; /* the new version's id (a delete marker's is its name's) */
+        sl_ver_new_id(vid);
+        sl_put_set_custom(p, "s3.vid", vid);
+    }
     if (store_wp_data == SL_WP_IMMEDIATE && fsync(p->fd) < 0) {
         put_io_err(err, errno, "fsync of", cn, p->mp->path);
         goto fail;
@@ -487,24 +503,39 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     struct sl_err e2;
     had = sl_md_obj_get(p->mp->md, p->bck.bid, p->name, p->nlen, &old, &e2);
     put_new_md(p, had, &old, cks, fname, &md);
+    /* S3 versioning: the object replaced is archived in the same commit (store_ver.c) */
+    if (p->s3ver && store_ver_prepare(&sv, p->mp, &p->bck, p->name, p->nlen, p->s3ver, had, &old, err) < 0) {
+        store_ver_undo(&sv, p->mp, &p->bck, false);
+        pthread_rwlock_unlock(lk);
+        sl_err_wrap(err, "PUT %s", cn);
+        goto fail;
+    }
 
     final_rel = sl_xstrdup(fqn.p + strlen(p->mp->path) + 1);
-    struct sl_md_op ops[2] = {
+    struct sl_md_op ops[2 + SL_ARRAY_SIZE(sv.ops)] = {
         { .kind = SL_MD_PUT_OBJ, .bid = p->bck.bid, .name = p->name, .nlen = p->nlen, .md = &md },
         { .kind = SL_MD_PUT_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel), .val = final_rel,
           .vlen = strlen(final_rel) },
     };
-    if (sl_md_commit(p->mp->md, ops, 2, true, err) < 0) {
+    for (int i = 0; i < sv.nops; i++)
+        ops[2 + i] = sv.ops[i];
+    if (sl_md_commit(p->mp->md, ops, 2 + sv.nops, true, err) < 0) {
+        if (p->s3ver)
+            store_ver_undo(&sv, p->mp, &p->bck, false);
         pthread_rwlock_unlock(lk);
         sl_err_wrap(err, "PUT %s", cn);
         goto fail;
     }
     sl_fault("put-after-commit");
     if (put_rename(p, &fqn, fname, &md, ops, had, &old, cn, err) < 0) {
+        if (p->s3ver)
+            store_ver_undo(&sv, p->mp, &p->bck, true);
         pthread_rwlock_unlock(lk);
         goto fail;
     }
     put_replaced(p, had, &old, &md);
+    if (p->s3ver)
+        store_ver_done(&sv, p->mp);
     pthread_rwlock_unlock(lk);
     /* the rename (and any directory made for it) must survive a power cut
      * before the PUT is acknowledged; the pending marker stays until then */
@@ -519,7 +550,10 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
         struct sl_md_op clr = { .kind = SL_MD_DEL_PENDING, .key = p->work_rel, .klen = strlen(p->work_rel) };
         sl_md_commit_lazy(p->mp->md, &clr, 1); /* (fsck drops it if a crash loses this) */
     }
+    if (p->s3ver)
+        store_ver_published(&sv, &p->bck);
     put_published(p, had, &old, fname);
+    store_ver_free(&sv);
     if (had == 1)
         sl_objmd_free(&old);
     free(final_rel);
@@ -533,6 +567,7 @@ fail:
     if (had == 1)
         sl_objmd_free(&old);
     sl_objmd_free(&md);
+    store_ver_free(&sv);
     free(final_rel);
     sl_buf_free(&fqn);
     sl_put_abort(p);

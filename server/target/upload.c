@@ -688,7 +688,7 @@ static int copy_parts(const struct sl_bck *b, const char *name, size_t nlen, str
                       struct sl_objmd *out, struct sl_err *err)
 {
     struct sl_put *p = NULL;
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .s3ver = b->s3ver };
     int rc = sl_put_begin(b, name, nlen, &o, &p, err);
     char *buf = sl_xmalloc(1024 * 1024);
     int wfd = sl_put_fd(m->p);
@@ -767,6 +767,7 @@ int sl_mpt_complete(const struct sl_bck *b, const char *name, size_t nlen, const
         uint64_t total = (uint64_t)(m->nparts - 1) * m->slot + m->parts[m->nparts - 1].size;
         struct sl_put *p = m->p;
         rc = sl_put_adopt(p, total, err);
+        sl_put_set_s3ver(p, b->s3ver); /* a new version in an S3-versioned bucket (store.h) */
         if (rc == 0) {
             m->p = NULL;
             rc = sl_put_commit(p, out, err);

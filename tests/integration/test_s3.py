@@ -246,10 +246,11 @@ class S3Test(unittest.TestCase):
 
     def test_bucket_subresources(self):
         """GET ?location is an empty LocationConstraint; ?versioning GET/PUT read and set the bucket's
-        versioning.enabled property (as in AIStore: Enabled/Suspended), which the native API then shows;
-        a malformed or MFA versioning body changes nothing; ?acl GET and PUT of canned ACLs are accepted
-        (test_s3_policy.py enforces them), an unknown one is 400 and changes nothing; ?website is 501
-        NotImplemented with an XML error (?lifecycle: test_s3_lifecycle.py, ?cors: test_s3_cors.py)"""
+        s3_versioning property (no Status until first set; Enabled/Suspended), which the native API then shows
+        (test_s3_versions.py has what it does); a malformed or MFA versioning body changes nothing; ?acl GET and
+        PUT of canned ACLs are accepted (test_s3_policy.py enforces them), an unknown one is 400 and changes
+        nothing; ?website is 501 NotImplemented with an XML error (?lifecycle: test_s3_lifecycle.py, ?cors:
+        test_s3_cors.py)"""
         b = self.bucket("bkt-sub")
         loc = self.xml(self.req("GET", "/" + b, params={"location": ""}))
         self.assertEqual(loc.tag, NS + "LocationConstraint")
@@ -259,27 +260,27 @@ class S3Test(unittest.TestCase):
         def native_versioning():
             r = self.s.head(self.url + "/v1/buckets/" + b, timeout=30)
             self.assertEqual(r.status_code, 200, r.text)
-            return json.loads(r.headers["Ais-Bucket-Props"])["versioning"]["enabled"]
+            return json.loads(r.headers["Ais-Bucket-Props"])["s3_versioning"]
 
         ver = self.xml(self.req("GET", "/" + b, params={"versioning": ""}))
         self.assertEqual(ver.tag, NS + "VersioningConfiguration")
-        self.assertEqual(ver.findtext(NS + "Status"), "Enabled")  # the cluster default: versioning.enabled
-        self.assertTrue(native_versioning())
+        self.assertIsNone(ver.findtext(NS + "Status"))  # never turned on (whatever versioning.enabled says)
+        self.assertEqual(native_versioning(), "")
         self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Suspended"})
         self.assertEqual(self.s3.get_bucket_versioning(Bucket=b)["Status"], "Suspended")
-        self.assertFalse(native_versioning())
+        self.assertEqual(native_versioning(), "Suspended")
         for bad in (b"<VersioningConfiguration><Status>On</Status></VersioningConfiguration>", b"<Vers",
                     b"<VersioningConfiguration/>"):
             self.err(self.req("PUT", "/" + b, params={"versioning": ""}, data=bad), 400, "MalformedXML")
         mfa = (b'<VersioningConfiguration><Status>Enabled</Status><MfaDelete>Enabled</MfaDelete>'
                b'</VersioningConfiguration>')
         self.err(self.req("PUT", "/" + b, params={"versioning": ""}, data=mfa), 501, "NotImplemented")
-        self.assertFalse(native_versioning())  # none of the refused bodies changed it
+        self.assertEqual(native_versioning(), "Suspended")  # none of the refused bodies changed it
         body = (b'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
                 b'<Status>Enabled</Status></VersioningConfiguration>')
         r = self.req("PUT", "/" + b, params={"versioning": ""}, data=body)
         self.assertEqual(r.status_code, 200, r.text)
-        self.assertTrue(native_versioning())
+        self.assertEqual(native_versioning(), "Enabled")
         self.assertEqual(self.s3.get_bucket_versioning(Bucket=b)["Status"], "Enabled")
         self.client_err(lambda: self.s3.put_bucket_versioning(Bucket="no-such-bkt-v",
                                                               VersioningConfiguration={"Status": "Enabled"}),
@@ -328,8 +329,9 @@ class S3Test(unittest.TestCase):
     def test_object_subresources_and_versions(self):
         """object sub-resources Shale lacks are 501 for every method: never the object's bytes (GET ?attributes,
         before it was built, returned them with 200); ListObjectVersions lists each
-        object once as its one version "null" (it was 501, so `rclone purge` failed); versionId=null is the
-        object itself, any other versionId is 501 and changes nothing; empty and UTF-8 x-amz-meta-* values round-trip"""
+        object once as its one version "null" (it was 501, so `rclone purge` failed) in a bucket never versioned;
+        versionId=null is the object itself, any other versionId is NoSuchVersion (404) and changes nothing
+        (test_s3_versions.py has versioned buckets); empty and UTF-8 x-amz-meta-* values round-trip"""
         b = self.bucket("bkt-osub")
         for i in range(5):
             self.s3.put_object(Bucket=b, Key="d/k%d" % i, Body=b"v%d" % i)
@@ -351,10 +353,11 @@ class S3Test(unittest.TestCase):
         self.assertEqual((page["NextKeyMarker"], page["NextVersionIdMarker"]), ("d/k2", "null"))
         self.err(self.req("PUT", "/" + b, params={"versions": ""}, data=b"<x/>"), 405, "MethodNotAllowed")
         self.assertEqual(self.s3.get_object(Bucket=b, Key="d/k1", VersionId="null")["Body"].read(), b"v1")
-        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="d/k1", VersionId="3HL4kqtJlcpXroDTDmJ"), 501,
-                        "NotImplemented")
-        self.client_err(lambda: self.s3.delete_object(Bucket=b, Key="d/k1", VersionId="3HL4kqtJlcpXroDTDmJ"), 501,
-                        "NotImplemented")
+        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="d/k1", VersionId="0123456789abcdef0123"), 404,
+                        "NoSuchVersion")
+        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="d/k1", VersionId="3HL4kqtJlcpXroDTDmJ"), 400,
+                        "InvalidArgument")
+        self.s3.delete_object(Bucket=b, Key="d/k1", VersionId="0123456789abcdef0123")  # none such: nothing goes
         self.assertEqual(self.get_bytes(b, "d/k1"), b"v1")
         self.s3.delete_object(Bucket=b, Key="d/k1", VersionId="null")
         self.assertTrue(self.absent(b, "d/k1"))
