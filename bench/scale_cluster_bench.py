@@ -17,7 +17,10 @@ shares), with a fixed dataset of --objects 1-byte objects:
 
 Every figure is printed next to the ratio of N to the first N; timings on this shared machine are noisy.
 
-usage: scale_cluster.py [--targets 3,6,12,24] [--objects 6000] [--quick]
+With matplotlib (Debian's python3-matplotlib, `./configure --install-deps --with-bench-deps`) the curves also go to
+bench/plots/scale_cluster.png (--plot FILE to choose; --plot-from FILE.json redraws them from a run's last line).
+
+usage: scale_cluster_bench.py [--targets 3,6,12,24] [--objects 6000] [--quick] [--plot FILE] [--plot-from JSON]
 """
 import argparse
 import json
@@ -213,6 +216,37 @@ def one_size(n, objects, changes, gets, work):
     return row
 
 
+def plot(rows, path):
+    """the curves, one panel each, against the number of targets (nothing without matplotlib)"""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no plot: python3-matplotlib is not installed)")
+        return
+    n = [r["n"] for r in rows]
+    panels = (("metadata change to every node, s (median)", [r["md_med"] for r in rows]),
+              ("rebalance moved / ideal", [r["moved"] / r["ideal"] for r in rows]),
+              ("objects per target, max / mean", [r["balance"] for r in rows]),
+              ("primary's CPU per redirected GET, µs", [r["gw_cpu_us"] for r in rows]),
+              ("join, s", [r["join"] for r in rows]),
+              ("failover, s", [r["failover"] for r in rows]))
+    fig, axs = plt.subplots(2, 3, figsize=(13, 7))
+    for ax, (title, ys) in zip(axs.flat, panels):
+        ax.plot(n, ys, "o-")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("targets")
+        ax.set_xticks(n)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    fig.suptitle("Shale: cost against cluster size (bench/scale_cluster_bench.py)")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=80)
+    print("plot: %s" % path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--targets", default="3,6,12,24", help="cluster sizes, ascending")
@@ -220,7 +254,12 @@ def main():
     ap.add_argument("--changes", type=int, default=5, help="metadata changes timed per size")
     ap.add_argument("--gets", type=int, default=2000, help="GETs through the gateway for its CPU per GET")
     ap.add_argument("--quick", action="store_true", help="sizes 3,6, 1200 objects (a CI-sized run)")
+    ap.add_argument("--plot", default=os.path.join(HERE, "plots", "scale_cluster.png"), help="where the curves go")
+    ap.add_argument("--plot-from", metavar="JSON", help="only redraw the curves from a run's last line (a file)")
     a = ap.parse_args()
+    if a.plot_from:
+        with open(a.plot_from) as f:
+            return plot(json.loads(f.read().strip().splitlines()[-1]), a.plot)
     sizes = [3, 6] if a.quick else [int(x) for x in a.targets.split(",")]
     objects = 1200 if a.quick else a.objects
     work = tempfile.mkdtemp(prefix="shale-scalec-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
@@ -248,6 +287,8 @@ def main():
             "%.2f" % (r["gw_cpu_us"] / f["gw_cpu_us"]), "%.4f" % r["scrape_gw"], "%.4f" % r["scrape_t"],
             "%.2f" % r["failover"])))
     print(json.dumps(rows))
+    if not a.quick:
+        plot(rows, a.plot)
 
 
 if __name__ == "__main__":
