@@ -14,7 +14,7 @@ GET: bench/loadgen (libcurl multi) on /s3/BUCKET/KEY through the gateway (1 KiB:
 10 MiB: MB/s, 8 connections). PUT: 8 Python threads with requests (1 KiB: requests/s; 10 MiB: MB/s), the same
 client for every bucket. Goals: >= 0.9x of plain for versioning and policy-20, >= 0.7x for SSE-S3 at 10 MiB.
 
-usage: s3_features_bench.py [--duration S] [--rounds N] [--quick]
+usage: s3_features_bench.py [--duration S] [--rounds N] [--quick] [--only plain,versioning] [--sizes 10MiB]
 """
 import argparse
 import json
@@ -99,7 +99,11 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="these buckets only (plain is always measured: the reference)")
+    ap.add_argument("--sizes", help="these sizes only (1KiB, 10MiB)")
     a = ap.parse_args()
+    only = set(a.only.split(",")) | {"plain"} if a.only else None
+    sets = {k: v for k, v in SETS.items() if not a.sizes or k in a.sizes.split(",")}
     if a.quick:
         a.duration, a.rounds = 2, 1
     work = tempfile.mkdtemp(prefix="shale-s3feat-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
@@ -130,8 +134,10 @@ def main():
             assert r.status_code in (200, 204), r.text
         buckets = {"plain": (u1, "fplain"), "versioning": (u1, "fver"), "sse-s3": (u1, "fsse"),
                    "policy-1": (u2, "fpol1"), "policy-20": (u2, "fpol20")}
+        if only:
+            buckets = {k: v for k, v in buckets.items() if k in only or (k == "policy-1" and "policy-20" in only)}
         # the objects to GET, put once (anonymously on the auth cluster: the policy allows it)
-        for label, (size, n, _) in SETS.items():
+        for label, (size, n, _) in sets.items():
             data = os.urandom(size)
             for name, (u, b) in buckets.items():
                 with ThreadPoolExecutor(8) as ex:
@@ -169,9 +175,9 @@ def main():
     print("\nmedian of %d rounds; ratio = feature / reference (plain; policy-20 also / policy-1)" % a.rounds)
     print("%-4s %-6s %-11s %10s %8s" % ("op", "size", "bucket", "median", "ratio"))
     for op in ("GET", "PUT"):
-        for label in SETS:
+        for label in sets:
             ref = statistics.median(res[(op, label, "plain")])
-            for name in ("plain", "versioning", "sse-s3", "policy-1", "policy-20"):
+            for name in [x for x in ("plain", "versioning", "sse-s3", "policy-1", "policy-20") if (op, label, x) in res]:
                 m = statistics.median(res[(op, label, name)])
                 extra = ""
                 if name == "policy-20":
