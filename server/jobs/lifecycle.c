@@ -15,10 +15,17 @@
  * its last write (mtime; as in S3, rounded up to the next midnight UTC).
  * Its own S3 multipart uploads of the bucket whose key matches a rule's
  * prefix and that were initiated more than DaysAfterInitiation ago are
- * aborted. NoncurrentVersionExpiration and ExpiredObjectDeleteMarker are
- * kept but act on nothing: a Shale bucket keeps one version of an object
- * and has no delete markers. Remote buckets are skipped (an expiry would
- * have to delete at the remote). Stats: loc-objs / loc-bytes the objects
+ * aborted. Expiration acts on current objects only (never on the older S3
+ * versions and delete markers, KEY\x01SUFFIX). NoncurrentVersionExpiration
+ * removes an older version (or a delete marker that is not the key's
+ * latest) NoncurrentDays after it became noncurrent -- the mtime of the
+ * version just newer than it, which replaced it (rounded up to midnight
+ * UTC) -- unless it is among the NewerNoncurrentVersions newest noncurrent
+ * versions of its key; the filter's prefix is the key's, its size and tags
+ * the version's. ExpiredObjectDeleteMarker removes a delete marker that is
+ * all that is left of its key (also when this run removed the rest).
+ * Remote buckets are skipped (an expiry would have to delete at the
+ * remote). Stats: loc-objs / loc-bytes the objects, versions and markers
  * deleted, out-objs the uploads aborted. One run per target at a time.
  *
  * lifecycle.interval (default 1h, 0s: off) makes each target start a run
