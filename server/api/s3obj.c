@@ -21,12 +21,12 @@
 #include "s3sse.h"
 #include "upload.h"
 
+#include <ctype.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
@@ -219,6 +219,26 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
         sl_hdr_add(r, "x-amz-mp-parts-count", mp);
 }
 
+/* x-amz-checksum-mode: ENABLED on a whole-object GET or HEAD: the
+ * x-amz-checksum-ALG its PUT carried and was verified against (custom
+ * "s3.xc"), which the client checks the body against; nothing for an object
+ * stored without one (as S3, which then sends none either) */
+static void add_checksum_header(struct sl_req *r, const struct sl_objmd *md)
+{
+    const char *mode = sl_req_header(r, "x-amz-checksum-mode");
+    const char *xc = mode && !strcasecmp(mode, "ENABLED") ? sl_objmd_get_custom(md, S3_XC_KEY) : NULL;
+    const char *colon = xc ? strchr(xc, ':') : NULL;
+    if (!colon || colon == xc || colon - xc >= 16 || !colon[1])
+        return;
+    char h[40] = "x-amz-checksum-";
+    size_t n = strlen(h);
+    for (const char *c = xc; c < colon; c++)
+        h[n++] = (char)tolower((unsigned char)*c);
+    h[n] = 0;
+    sl_hdr_add(r, h, colon + 1);
+    sl_hdr_add(r, "x-amz-checksum-type", "FULL_OBJECT");
+}
+
 /* As S3: 1 a range, 0 none (a Range that is not a valid single byte range is
  * ignored: the whole object), -1 not satisfiable */
 static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
@@ -292,6 +312,8 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
                    (unsigned long long)md->size);
         } else {
             add_obj_headers(r, md);
+            if (!rg)
+                add_checksum_header(r, md); /* (a range's bytes are not what it sums) */
             s3_sse_headers(r, &sse);
             s3ver_hdr(r, b, key, klen, md);
             int status = rg ? 206 : 200;

@@ -15,10 +15,17 @@
  * its last write (mtime; as in S3, rounded up to the next midnight UTC).
  * Its own S3 multipart uploads of the bucket whose key matches a rule's
  * prefix and that were initiated more than DaysAfterInitiation ago are
- * aborted. NoncurrentVersionExpiration and ExpiredObjectDeleteMarker are
- * kept but act on nothing: a Shale bucket keeps one version of an object
- * and has no delete markers. Remote buckets are skipped (an expiry would
- * have to delete at the remote). Stats: loc-objs / loc-bytes the objects
+ * aborted. Expiration acts on current objects only (never on the older S3
+ * versions and delete markers, KEY\x01SUFFIX). NoncurrentVersionExpiration
+ * removes an older version (or a delete marker that is not the key's
+ * latest) NoncurrentDays after it became noncurrent -- the mtime of the
+ * version just newer than it, which replaced it (rounded up to midnight
+ * UTC) -- unless it is among the NewerNoncurrentVersions newest noncurrent
+ * versions of its key; the filter's prefix is the key's, its size and tags
+ * the version's. ExpiredObjectDeleteMarker removes a delete marker that is
+ * all that is left of its key (also when this run removed the rest).
+ * Remote buckets are skipped (an expiry would have to delete at the
+ * remote). Stats: loc-objs / loc-bytes the objects, versions and markers
  * deleted, out-objs the uploads aborted. One run per target at a time.
  *
  * lifecycle.interval (default 1h, 0s: off) makes each target start a run
@@ -66,13 +73,15 @@ struct lrule {
     int64_t gt, lt;             /* -1: none */
     int64_t days, date;         /* Expiration: 0 none */
     int64_t abort_days;         /* AbortIncompleteMultipartUpload: 0 none */
+    int64_t nc_days, nc_newer;  /* NoncurrentVersionExpiration: 0 none; NewerNoncurrentVersions, 0 none */
+    bool eodm;                  /* Expiration ExpiredObjectDeleteMarker true */
 };
 
 struct lset {
     json_t *doc;
     struct lrule *r;
     int n;
-    bool expires, aborts;
+    bool expires, aborts, versions;
 };
 
 static int64_t jint(const json_t *o, const char *k, int64_t dflt)
@@ -105,10 +114,15 @@ static bool lset_load(const struct sl_bck *b, struct lset *s)
         u->days = jint(e, "days", 0);
         u->date = json_object_get(e, "date") ? jint(e, "at", 0) : 0;
         u->abort_days = jint(json_object_get(o, "abort_incomplete_multipart_upload"), "days_after_initiation", 0);
-        if (!u->days && !u->date && !u->abort_days)
-            continue; /* (NoncurrentVersionExpiration, ExpiredObjectDeleteMarker: nothing here to act on) */
+        json_t *nv = json_object_get(o, "noncurrent_version_expiration");
+        u->nc_days = jint(nv, "noncurrent_days", 0);
+        u->nc_newer = jint(nv, "newer_noncurrent_versions", 0);
+        u->eodm = json_is_true(json_object_get(e, "expired_object_delete_marker"));
+        if (!u->days && !u->date && !u->abort_days && u->nc_days <= 0 && !u->eodm)
+            continue;
         s->expires |= u->days || u->date;
         s->aborts |= u->abort_days > 0;
+        s->versions |= u->nc_days > 0 || u->eodm;
         s->n++;
     }
     return s->n > 0;
@@ -191,6 +205,8 @@ static void expire_mpath(struct sl_job *job, const struct sl_bck *b, const struc
         size_t nl;
         const char *nm = sl_md_iter_name(it, &nl);
         const struct sl_objmd *md = sl_md_iter_md(it);
+        if (sl_objname_vkey(nm, nl) != nl)
+            continue; /* an older S3 version or a delete marker: Expiration acts on current objects only */
         if (!expired(s, nm, nl, md, now) || !sl_obj_owned_here(smap, b, nm, nl))
             continue;
         if (n == cap) {
@@ -217,6 +233,181 @@ static void expire_mpath(struct sl_job *job, const struct sl_bck *b, const struc
         free(c[j].name);
     }
     free(c);
+}
+
+/* ---- S3 versions: NoncurrentVersionExpiration, ExpiredObjectDeleteMarker ----
+ * A key's versions are, in name order, the current object KEY (if any) then
+ * its archives KEY\x01SUFFIX newest first (store_ver.c), all on KEY's
+ * mountpath: one walk sees each key's versions in a row. A version became
+ * noncurrent when the one just newer than it was written: that one's mtime
+ * (the current object's for the newest archive). With no current object the
+ * newest archive is the key's current state (a delete marker, as S3 has it)
+ * and the archives below it are the noncurrent ones. */
+
+/* whether a NoncurrentVersionExpiration of s removes version (key, md),
+ * noncurrent since `since` (unix ns), with `newer` noncurrent versions of
+ * its key newer than it */
+static bool nc_expired(const struct lset *s, const char *key, size_t klen, const struct sl_objmd *md, int64_t since,
+                       int64_t newer, int64_t now)
+{
+    for (int i = 0; i < s->n; i++) {
+        const struct lrule *u = &s->r[i];
+        if (u->nc_days <= 0 || newer < u->nc_newer)
+            continue;
+        if (u->plen > klen || memcmp(key, u->prefix, u->plen))
+            continue;
+        if ((u->gt >= 0 && (int64_t)md->size <= u->gt) || (u->lt >= 0 && (int64_t)md->size >= u->lt))
+            continue;
+        int64_t at = since / 1000000000LL + u->nc_days * DAY_S;
+        at = (at + DAY_S - 1) / DAY_S * DAY_S; /* S3: the next midnight UTC */
+        if (now < at)
+            continue;
+        if (u->tags && !tags_match(u->tags, md))
+            continue;
+        return true;
+    }
+    return false;
+}
+
+static bool eodm_rule(const struct lset *s, const char *key, size_t klen)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->r[i].eodm && s->r[i].plen <= klen && !memcmp(key, s->r[i].prefix, s->r[i].plen))
+            return true;
+    return false;
+}
+
+struct vcand {
+    char *name;
+    size_t nlen;
+    int64_t mtime;
+    uint64_t size;
+    size_t group;               /* the key's, counted in the walk */
+    bool marker_last;           /* a lone delete marker: only once the rest of its group went */
+};
+
+struct vgroup {
+    struct sl_buf key;
+    bool has_cur, owned;
+    int64_t prev_mtime;         /* the newer neighbour's */
+    int64_t nent, ndel;         /* archives seen, chosen */
+    struct vcand first;         /* the newest archive (name owned here) */
+    bool first_marker;
+    size_t id;
+};
+
+struct vlist {
+    struct vcand *c;
+    size_t n, cap;
+};
+
+static void vlist_add(struct vlist *l, struct vcand v)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->c = sl_xrealloc(l->c, l->cap * sizeof(*l->c));
+    }
+    l->c[l->n++] = v;
+}
+
+/* the key's walk is over: its lone delete marker goes when a rule says so */
+static void vgroup_end(struct vgroup *g, const struct lset *s, struct vlist *l)
+{
+    if (g->first.name) {
+        if (!g->has_cur && g->first_marker && g->ndel == g->nent - 1 && g->owned &&
+            eodm_rule(s, g->key.p, g->key.len)) {
+            g->first.marker_last = g->ndel > 0;
+            g->first.group = g->id;
+            vlist_add(l, g->first);
+        } else {
+            free(g->first.name);
+        }
+    }
+    g->first.name = NULL;
+    g->nent = g->ndel = 0;
+    g->has_cur = false;
+}
+
+static void vgroup_start(struct vgroup *g, const char *key, size_t klen)
+{
+    sl_buf_reset(&g->key);
+    sl_buf_add(&g->key, key, klen);
+    g->id++;
+}
+
+static void versions_mpath(struct sl_job *job, const struct sl_bck *b, const struct lset *s, struct sl_mpath *mp,
+                           int64_t now)
+{
+    struct sl_md_iter *it;
+    struct sl_err err = { 0 };
+    if (sl_md_iter_open(mp->md, b->bid, "", 0, NULL, 0, &it, &err) < 0) {
+        sl_logw("lifecycle %s: versions of %s on %s: %s", job->id, b->name, mp->path, err.msg);
+        return;
+    }
+    struct sl_smap *smap = sl_smap_get();
+    struct vgroup g;
+    memset(&g, 0, sizeof(g));
+    sl_buf_init(&g.key);
+    struct vlist l = { 0 };
+    bool any = false;
+    while (!sl_job_aborting(job) && sl_md_iter_next(it) == 1) {
+        size_t nl;
+        const char *nm = sl_md_iter_name(it, &nl);
+        const struct sl_objmd *md = sl_md_iter_md(it);
+        size_t kl = sl_objname_vkey(nm, nl);
+        bool same = any && g.key.len == kl && !memcmp(g.key.p, nm, kl);
+        if (kl == nl) { /* a current object: a key of its own */
+            vgroup_end(&g, s, &l);
+            vgroup_start(&g, nm, nl);
+            g.has_cur = true;
+            g.owned = sl_obj_owned_here(smap, b, nm, nl);
+            g.prev_mtime = md->mtime;
+            any = true;
+            continue;
+        }
+        if (!same) { /* archives of a key without a current object */
+            vgroup_end(&g, s, &l);
+            vgroup_start(&g, nm, kl);
+            g.owned = sl_obj_owned_here(smap, b, nm, nl);
+            any = true;
+        }
+        bool marker = sl_ver_is_marker(md);
+        int64_t idx = g.nent++; /* among the archives, newest first */
+        int64_t newer = g.has_cur ? idx : idx - 1; /* noncurrent versions newer than it */
+        if (!g.has_cur && idx == 0) {
+            g.first = (struct vcand){ sl_xstrndup(nm, nl), nl, md->mtime, md->size, 0, false };
+            g.first_marker = marker;
+        } else if (g.owned && nc_expired(s, g.key.p, g.key.len, md, g.prev_mtime, newer, now)) {
+            vlist_add(&l, (struct vcand){ sl_xstrndup(nm, nl), nl, md->mtime, md->size, g.id, false });
+            g.ndel++;
+        }
+        g.prev_mtime = md->mtime;
+    }
+    if (any)
+        vgroup_end(&g, s, &l);
+    sl_md_iter_close(it);
+    sl_smap_put(smap);
+    sl_buf_free(&g.key);
+    size_t failed = 0; /* the last group with an archive kept */
+    for (size_t j = 0; j < l.n; j++) {
+        struct vcand *v = &l.c[j];
+        if (!sl_job_aborting(job) && !sl_bg_stopping() && !(v->marker_last && failed == v->group)) {
+            struct sl_err e2 = { 0 };
+            int rc = sl_obj_delete_if(b, v->name, v->nlen, v->mtime, &e2); /* (written since: kept) */
+            if (rc == 0) {
+                sl_ec_after_delete(b, v->name, v->nlen);
+                sl_job_add(&job->loc_objs, 1);
+                sl_job_add(&job->loc_bytes, v->size);
+            } else {
+                failed = v->group;
+                if (rc < 0 && e2.code != SL_ENOOBJ)
+                    sl_logw("lifecycle %s: expiring an older version of %s/%.*s: %s", job->id, b->name,
+                            (int)SL_MIN(sl_objname_vkey(v->name, v->nlen), 200), v->name, e2.msg);
+            }
+        }
+        free(v->name);
+    }
+    free(l.c);
 }
 
 struct upmatch {
@@ -258,6 +449,8 @@ static void lifecycle_run(struct sl_job *job, const struct sl_bljob_req *q)
         } else {
             for (int i = 0; s.expires && i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
                 expire_mpath(job, b, &s, sl_store_mpath(i), now);
+            for (int i = 0; s.versions && i < sl_store_nmpaths() && !sl_job_aborting(job); i++)
+                versions_mpath(job, b, &s, sl_store_mpath(i), now);
             if (s.aborts) {
                 struct upmatch m = { &s, now };
                 sl_job_add(&job->out_objs, (uint64_t)s3_uploads_expire(b, upload_old, &m));

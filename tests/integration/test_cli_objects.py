@@ -233,6 +233,21 @@ class TestCLIRemote(unittest.TestCase):
         p = self.c.cli("ls", "s3://rbk", "--inventory", check=False)
         self.assertNotEqual(p.returncode, 0)
 
+    def test_inventory_of_versioned_remote(self):
+        """the remote keeps S3 versions (older ones, a delete marker): the inventory has the current objects
+        only, as a listing does"""
+        self.rs3.create_bucket(Bucket="rvb")
+        self.rs3.put_bucket_versioning(Bucket="rvb", VersioningConfiguration={"Status": "Enabled"})
+        for n in range(3):
+            self.rs3.put_object(Bucket="rvb", Key="a", Body=b"a" * (n + 1))
+        self.rs3.put_object(Bucket="rvb", Key="b", Body=b"b")
+        self.rs3.delete_object(Bucket="rvb", Key="b")
+        self.c.cli("nbi", "create", "s3://rvb", "--inv-name", "v1", "--wait")
+        p = self.c.cli("ls", "s3://rvb", "--inventory", "-H")
+        self.assertEqual([l.split()[0] for l in p.stdout.splitlines() if l.strip()], ["a"], repr(p.stdout))
+        p = self.c.cli("nbi", "show", "s3://rvb")
+        self.assertRegex(p.stdout, r"(?m)^v1\s+\S*\s*1\s", p.stdout)
+
 
 if __name__ == "__main__":
     main()

@@ -291,10 +291,26 @@ class S3CorsTest(unittest.TestCase):
             a = self.s3.get_object_attributes(Bucket=b, Key=k, ObjectAttributes=["ObjectSize"])
             self.assertNotIn("ETag", a)
             self.assertNotIn("StorageClass", a)
+            # x-amz-checksum-mode: ENABLED answers that CRC32 on GET and HEAD (boto3 checks the body against it)
+            g = self.s3.get_object(Bucket=b, Key=k, ChecksumMode="ENABLED")
+            self.assertEqual(g["ChecksumCRC32"], put["ChecksumCRC32"])
+            self.assertEqual(g["Body"].read(), b"z" * (100 + i))
+            h = self.s3.head_object(Bucket=b, Key=k, ChecksumMode="ENABLED")
+            self.assertEqual((h["ChecksumCRC32"], h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"]),
+                             (put["ChecksumCRC32"], "FULL_OBJECT"))
+            self.assertNotIn("ChecksumCRC32", self.s3.head_object(Bucket=b, Key=k))  # not asked: not sent
+            rg = self.s3.get_object(Bucket=b, Key=k, ChecksumMode="ENABLED", Range="bytes=0-9")
+            self.assertNotIn("ChecksumCRC32", rg)  # a range is not what it sums
+            self.assertEqual(rg["Body"].read(), b"z" * 10)
         self.s3.put_object(Bucket=b, Key="nosum", Body=b"n")
         a = self.s3.get_object_attributes(Bucket=b, Key="nosum", ObjectAttributes=every)
         self.assertNotIn("Checksum", a)
         self.assertEqual(a["ObjectSize"], 1)
+        self.assertNotIn("ChecksumCRC32", self.s3.get_object(Bucket=b, Key="nosum", ChecksumMode="ENABLED"))
+        out = json.loads(self.aws("s3api", "head-object", "--bucket", b, "--key", "plain1", "--checksum-mode",
+                                  "ENABLED").stdout)
+        self.assertEqual(out["ChecksumCRC32"], self.s3.head_object(Bucket=b, Key="plain1", ChecksumMode="ENABLED")[
+            "ChecksumCRC32"])
         # multipart: 3 parts
         mib = 1024 * 1024
         up = self.s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]

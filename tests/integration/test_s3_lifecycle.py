@@ -280,6 +280,74 @@ class S3LifecycleTest(unittest.TestCase):
         p = self.c.cli("job", "ls", "lifecycle", "--all", "--json")
         self.assertIn("lifecycle", p.stdout)
 
+    def test_version_actions(self):
+        """NoncurrentVersionExpiration (NoncurrentDays counted from when a version was replaced, the
+        NewerNoncurrentVersions newest kept) and ExpiredObjectDeleteMarker (a delete marker left alone for its
+        key goes, also one left so by the same run) in a versioned bucket, over both targets; current objects
+        and keys under no such rule keep every version"""
+        b = self.bucket("lc-ver")
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+        vid = {}
+        for i in range(4):  # (keys over both targets)
+            for k in ("v/k%d" % i, "m/c%d" % i, "o/k%d" % i):
+                vid[k] = [self.s3.put_object(Bucket=b, Key=k, Body=b"%s-%d" % (k.encode(), n))["VersionId"]
+                          for n in range(4 if k.startswith(("v/", "o/")) else 2)]
+            self.s3.put_object(Bucket=b, Key="v/d%d" % i, Body=b"d")
+            self.s3.put_object(Bucket=b, Key="v/d%d" % i, Body=b"dd")
+            self.s3.delete_object(Bucket=b, Key="v/d%d" % i)  # a marker over 2 versions
+            self.s3.put_object(Bucket=b, Key="m/a%d" % i, Body=b"a")
+            self.s3.delete_object(Bucket=b, Key="m/a%d" % i)  # a marker over 1 version
+            self.s3.delete_object(Bucket=b, Key="m/b%d" % i)  # a marker alone
+            self.s3.delete_object(Bucket=b, Key="v/b%d" % i)  # a marker alone, no such rule on it
+        self.s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+            rule("v", {"Prefix": "v/"}, NoncurrentVersionExpiration={"NoncurrentDays": 10,
+                                                                    "NewerNoncurrentVersions": 1}),
+            rule("m", {"Prefix": "m/"}, Expiration={"ExpiredObjectDeleteMarker": True},
+                 NoncurrentVersionExpiration={"NoncurrentDays": 1}),
+        ]})
+
+        def state():
+            got, pages = set(), self.s3.get_paginator("list_object_versions").paginate(Bucket=b)
+            for pg in pages:
+                got |= {(v["Key"], v["VersionId"], v["IsLatest"]) for v in pg.get("Versions", [])}
+                got |= {(m["Key"], "marker", m["IsLatest"]) for m in pg.get("DeleteMarkers", [])}
+            return got
+        before = state()
+        self.assertEqual(len(before), 4 * (4 + 2 + 4 + 3 + 2 + 1 + 1))
+        self.set_offset(5)  # v/: not yet 10 days; m/: past 1 day
+        try:
+            self.run_job(b)
+        finally:
+            self.set_offset(0)
+        after5 = state()
+        for i in range(4):
+            self.assertTrue({("v/k%d" % i, v, v == vid["v/k%d" % i][-1]) for v in vid["v/k%d" % i]} <= after5)
+            self.assertEqual({x for x in after5 if x[0] == "m/c%d" % i}, {("m/c%d" % i, vid["m/c%d" % i][1], True)})
+            self.assertFalse({x for x in after5 if x[0] in ("m/a%d" % i, "m/b%d" % i)})  # version, then marker
+            self.assertIn(("v/b%d" % i, "marker", True), after5)
+        self.set_offset(20)
+        try:
+            self.run_job(b)
+        finally:
+            self.set_offset(0)
+        after = state()
+        for i in range(4):
+            k = "v/k%d" % i  # the current one and the newest noncurrent one stay
+            self.assertEqual({x for x in after if x[0] == k}, {(k, vid[k][3], True), (k, vid[k][2], False)})
+            d = sorted(x[1:] for x in after if x[0] == "v/d%d" % i)  # the marker and its newest version
+            self.assertEqual(len(d), 2, d)
+            self.assertIn(("marker", True), d)
+            k = "o/k%d" % i  # under no rule: every version
+            self.assertEqual({x[1] for x in after if x[0] == k}, set(vid[k]))
+            self.assertIn(("v/b%d" % i, "marker", True), after)
+            self.assertEqual(self.s3.get_object(Bucket=b, Key="v/k%d" % i)["Body"].read(), b"v/k%d-3" % i)
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="v/k0", VersionId=vid["v/k0"][2])["Body"].read(),
+                         b"v/k0-2")
+        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="v/k0", VersionId=vid["v/k0"][0]), 404,
+                        "NoSuchVersion")
+        p = self.c.cli("job", "ls", "lifecycle", "--all")
+        self.assertEqual(p.returncode, 0)
+
     def test_job_start_and_interval(self):
         # on demand through the API, for one bucket
         b = self.bucket("lc-api")
