@@ -42,6 +42,19 @@ int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint
 /* GET ?attributes of an object, on its target (GetObjectAttributes) */
 void s3_obj_attributes(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
 
+/* ---- an object's sub-resource worked on its target (s3util.c): ?tagging, ?acl ---- */
+struct s3objref {
+    struct sl_bck b;
+    char *key;
+    size_t klen;
+};
+struct s3objref *s3_objref_new(const struct sl_bck *b, const struct s3req *q);
+void s3_objref_free(void *arg);                 /* (a cancel callback too) */
+/* Its metadata into md: 1, or 0 answered (404 NoSuchKey, or the error) */
+int s3_objref_stat(struct sl_req *r, const struct s3objref *o, struct sl_objmd *md);
+/* An error of the object's metadata answered: 404 NoSuchKey when it is not there */
+void s3_objref_err(struct sl_req *r, const struct sl_err *err);
+
 /* ---- s3tag.c ---- */
 #define S3_OBJ_TAGS_MAX 10
 #define S3_BCK_TAGS_MAX 50

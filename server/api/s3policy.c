@@ -1113,50 +1113,21 @@ void s3_obj_acl_refuse(struct sl_req *r)
 
 /* ---- ?acl of an object (its target) ---- */
 
-struct oacl {
-    struct sl_bck b;
-    char *key;
-    size_t klen;
-};
-
-static void oacl_free(void *arg)
-{
-    struct oacl *o = arg;
-    sl_bck_release(&o->b);
-    free(o->key);
-    free(o);
-}
-
-static void oacl_err(struct sl_req *r, const struct sl_err *err)
-{
-    if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
-        s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
-    else
-        s3_err_sl(r, err);
-}
-
 static void oacl_get(struct sl_req *r, void *arg)
 {
-    struct oacl *o = arg;
+    struct s3objref *o = arg;
     struct sl_objmd md;
-    struct sl_err err = { 0 };
-    memset(&md, 0, sizeof(md));
-    int st = sl_obj_stat(&o->b, o->key, o->klen, &md, NULL, &err);
-    if (st <= 0) {
-        if (st == 0)
-            err.code = SL_ENOOBJ;
-        oacl_err(r, &err);
-    } else {
+    if (s3_objref_stat(r, o, &md)) {
         int a = acl_of(sl_objmd_get_custom(&md, ACL_MD));
         acl_answer(r, a < 0 ? ACL_PRIVATE : a);
         sl_objmd_free(&md);
     }
-    oacl_free(o);
+    s3_objref_free(o);
 }
 
 static void oacl_put(struct sl_req *r, void *arg)
 {
-    struct oacl *o = arg;
+    struct s3objref *o = arg;
     int a = acl_of_put(r);
     if (a >= 0 && acl_public(a) && pab(o->b.props, PAB_BLOCK_ACLS)) {
         s3_err(r, 403, "AccessDenied", "the ACL \"%s\" is public and bucket %s blocks public ACLs (its "
@@ -1167,16 +1138,16 @@ static void oacl_put(struct sl_req *r, void *arg)
         struct sl_kv kv = { .k = (char *)ACL_MD, .v = (char *)canned[a] };
         struct sl_err err = { 0 };
         if (sl_obj_set_custom_ns(&o->b, o->key, o->klen, &kv, a == ACL_PRIVATE ? 0 : 1, ACL_MD, &err) < 0)
-            oacl_err(r, &err);
+            s3_objref_err(r, &err);
         else
             sl_resp_empty(r, 200);
     }
-    oacl_free(o);
+    s3_objref_free(o);
 }
 
 static void oacl_put_body(struct sl_req *r)
 {
-    s3_body_offload(r, oacl_put, oacl_free);
+    s3_body_offload(r, oacl_put, s3_objref_free);
 }
 
 void s3_obj_acl(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
@@ -1185,12 +1156,9 @@ void s3_obj_acl(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
         s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?acl (GET and PUT are)", r->method_str);
         return;
     }
-    struct oacl *o = sl_xcalloc(1, sizeof(*o));
-    sl_bck_copy(&o->b, b);
-    o->key = sl_xstrndup(q->key, q->klen);
-    o->klen = q->klen;
+    struct s3objref *o = s3_objref_new(b, q);
     if (r->method == SL_M_GET) {
-        sl_req_offload(r, oacl_get, oacl_free, o);
+        sl_req_offload(r, oacl_get, s3_objref_free, o);
         return;
     }
     r->ctx = o;

@@ -214,56 +214,27 @@ void s3_tags_xml(struct sl_req *r, const struct kvs *t)
 
 /* ---- ?tagging on an object (its target) ---- */
 
-struct otag {
-    struct sl_bck b;
-    char *key;
-    size_t klen;
-};
-
-static void otag_free(void *arg)
-{
-    struct otag *o = arg;
-    sl_bck_release(&o->b);
-    free(o->key);
-    free(o);
-}
-
-static void otag_answer_err(struct sl_req *r, const struct sl_err *err)
-{
-    if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
-        s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
-    else
-        s3_err_sl(r, err);
-}
-
 static void otag_get(struct sl_req *r, void *arg)
 {
-    struct otag *o = arg;
+    struct s3objref *o = arg;
     struct sl_objmd md;
-    struct sl_err err = { 0 };
-    memset(&md, 0, sizeof(md));
-    int st = sl_obj_stat(&o->b, o->key, o->klen, &md, NULL, &err);
-    if (st <= 0) {
-        if (st == 0)
-            err.code = SL_ENOOBJ;
-        otag_answer_err(r, &err);
-    } else {
+    if (s3_objref_stat(r, o, &md)) {
         struct kvs t = { 0 };
         s3_tags_of_md(&md, &t);
         s3_tags_xml(r, &t);
         s3_kv_free(&t);
         sl_objmd_free(&md);
     }
-    otag_free(o);
+    s3_objref_free(o);
 }
 
-static void otag_set(struct sl_req *r, struct otag *o, const struct kvs *t, int ok_status)
+static void otag_set(struct sl_req *r, struct s3objref *o, const struct kvs *t, int ok_status)
 {
     struct kvs c = { 0 };
     s3_tags_custom(t, &c);
     struct sl_err err = { 0 };
     if (sl_obj_set_custom_ns(&o->b, o->key, o->klen, c.kv, c.n, S3_TAG_PFX, &err) < 0)
-        otag_answer_err(r, &err);
+        s3_objref_err(r, &err);
     else
         sl_resp_empty(r, ok_status);
     s3_kv_free(&c);
@@ -271,7 +242,7 @@ static void otag_set(struct sl_req *r, struct otag *o, const struct kvs *t, int 
 
 static void otag_put(struct sl_req *r, void *arg)
 {
-    struct otag *o = arg;
+    struct s3objref *o = arg;
     struct kvs t = { 0 };
     const char *code;
     char why[256];
@@ -280,41 +251,38 @@ static void otag_put(struct sl_req *r, void *arg)
     else
         otag_set(r, o, &t, 200);
     s3_kv_free(&t);
-    otag_free(o);
+    s3_objref_free(o);
 }
 
 static void otag_put_body(struct sl_req *r)
 {
-    s3_body_offload(r, otag_put, otag_free);
+    s3_body_offload(r, otag_put, s3_objref_free);
 }
 
 static void otag_delete(struct sl_req *r, void *arg)
 {
-    struct otag *o = arg;
+    struct s3objref *o = arg;
     struct kvs none = { 0 };
     otag_set(r, o, &none, 204);
-    otag_free(o);
+    s3_objref_free(o);
 }
 
 void s3_obj_tagging(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
 {
-    struct otag *o = sl_xcalloc(1, sizeof(*o));
-    sl_bck_copy(&o->b, b);
-    o->key = sl_xstrndup(q->key, q->klen);
-    o->klen = q->klen;
+    struct s3objref *o = s3_objref_new(b, q);
     switch (r->method) {
     case SL_M_GET:
-        sl_req_offload(r, otag_get, otag_free, o);
+        sl_req_offload(r, otag_get, s3_objref_free, o);
         return;
     case SL_M_PUT:
         r->ctx = o;
         sl_req_buffer_body(r, 64 * 1024, otag_put_body);
         return;
     case SL_M_DELETE:
-        sl_req_offload(r, otag_delete, otag_free, o);
+        sl_req_offload(r, otag_delete, s3_objref_free, o);
         return;
     default:
-        otag_free(o);
+        s3_objref_free(o);
         s3_err(r, 405, "MethodNotAllowed", "%s is not allowed with ?tagging (GET, PUT and DELETE are)", r->method_str);
     }
 }

@@ -6,6 +6,7 @@
 #include "node.h"
 #include "peer.h"
 #include "s3obj.h"
+#include "store.h"
 
 #include <expat.h>
 #include <stdarg.h>
@@ -273,4 +274,44 @@ void s3_entry_etag(const struct sl_lsent *e, char *out, size_t n)
     } else if (e->cksum) {
         snprintf(out, n, "%s", e->cksum);
     }
+}
+
+/* ---- an object's sub-resource worked on its target ---- */
+
+struct s3objref *s3_objref_new(const struct sl_bck *b, const struct s3req *q)
+{
+    struct s3objref *o = sl_xcalloc(1, sizeof(*o));
+    sl_bck_copy(&o->b, b);
+    o->key = sl_xstrndup(q->key, q->klen);
+    o->klen = q->klen;
+    return o;
+}
+
+void s3_objref_free(void *arg)
+{
+    struct s3objref *o = arg;
+    sl_bck_release(&o->b);
+    free(o->key);
+    free(o);
+}
+
+void s3_objref_err(struct sl_req *r, const struct sl_err *err)
+{
+    if (err->code == SL_ENOOBJ || err->code == SL_ENOENT)
+        s3_err(r, 404, "NoSuchKey", "The specified key does not exist.");
+    else
+        s3_err_sl(r, err);
+}
+
+int s3_objref_stat(struct sl_req *r, const struct s3objref *o, struct sl_objmd *md)
+{
+    struct sl_err err = { 0 };
+    memset(md, 0, sizeof(*md));
+    int st = sl_obj_stat(&o->b, o->key, o->klen, md, NULL, &err);
+    if (st > 0)
+        return 1;
+    if (st == 0)
+        err.code = SL_ENOOBJ;
+    s3_objref_err(r, &err);
+    return 0;
 }
