@@ -17,7 +17,9 @@
  */
 #include "s3.h"
 #include "s3obj.h"
+#include "cluster.h"
 #include "jsonx.h"
+#include "lso.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -561,4 +563,34 @@ void s3_obj_lock(struct sl_req *r, const struct s3req *q, const struct sl_bck *b
         r->ctx = o;
         sl_req_buffer_body(r, 64 * 1024, olock_put_body);
     }
+}
+
+/* ---- destroy-bck (the primary gateway, a pool thread) ---- */
+
+int s3_lock_destroy_check(const char *name, const char *provider, struct sl_err *err)
+{
+    struct sl_bck b;
+    struct sl_err e = { 0 };
+    if (sl_bck_resolve(name, provider, NULL, &b, &e) < 0)
+        return 0; /* the destroy says what it says */
+    int rc = 0;
+    if (s3_lock_enabled(&b)) {
+        json_t *v = json_pack("{s:s,s:i}", "props", "name", "pagesize", 1);
+        struct sl_lsomsg m;
+        struct sl_lspage pg = { 0 };
+        rc = sl_lsomsg_parse(v, &m, 1, err);
+        json_decref(v);
+        m.flags |= SL_LSO_VERSIONS; /* the older versions are what the lock keeps */
+        if (rc == 0)
+            rc = sl_cluster_list_page(&b, &m, &pg, err);
+        sl_lsomsg_free(&m);
+        if (rc == 0 && pg.n)
+            rc = sl_errf(err, SL_EFORBIDDEN, "ais://%s has S3 object lock and still holds object versions (%.*s, "
+                         "...): it is destroyed only when empty; delete its versions as their retention and legal "
+                         "holds allow (S3 DELETE ?versionId), then destroy it; nothing was destroyed", name,
+                         (int)SL_MIN(sl_objname_vkey(pg.ents[0].name, pg.ents[0].nlen), 200), pg.ents[0].name);
+        sl_lspage_free(&pg);
+    }
+    sl_bck_release(&b);
+    return rc;
 }

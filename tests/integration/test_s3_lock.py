@@ -261,6 +261,44 @@ class S3LockTest(unittest.TestCase):
         put(Bucket="lk-plain", Key="x", Body=b"")
         self.client_err(lambda: self.s3.get_object_retention(Bucket="lk-plain", Key="x"), 400, "InvalidRequest")
 
+    def test_native_and_copy(self):
+        """delete-listrange, rename-obj and destroy-bck leave locked versions; a native PUT makes a new version; a
+        copy takes the request's lock, never the source's"""
+        b = self.lbucket("lk-nat")
+        v = self.s3.put_object(Bucket=b, Key="a", Body=b"a", ObjectLockMode="COMPLIANCE",
+                               ObjectLockRetainUntilDate=ahead(3600))["VersionId"]
+        self.s3.put_object(Bucket=b, Key="b", Body=b"b")
+        obj = self.url + "/v1/objects/%s/" % b
+        r = self.s.delete(self.url + "/v1/buckets/" + b, timeout=60, json={"action": "delete-listrange", "name": "",
+                                                                         "value": {"objnames": ["a", "b"]}})
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: self.s.head(obj + "b", timeout=10, allow_redirects=True).status_code == 404, 30, what="b deleted")
+        self.assertEqual(self.s.get(obj + "a", timeout=10).content, b"a")
+        r = self.s.post(obj + "a", json={"action": "rename-obj", "name": "a2"}, timeout=30)
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertEqual(self.s.head(obj + "a2", timeout=10, allow_redirects=True).status_code, 404)
+        # a native PUT: a new version, the locked one kept
+        self.assertEqual(self.s.put(obj + "a", data=b"new", timeout=10).status_code, 200)
+        vs = self.s3.list_object_versions(Bucket=b, Prefix="a")["Versions"]
+        self.assertEqual(len(vs), 2, vs)
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="a", VersionId=v)["Body"].read(), b"a")
+        self.assertEqual(self.s3.get_object_retention(Bucket=b, Key="a", VersionId=v)["Retention"]["Mode"],
+                         "COMPLIANCE")
+        # copies
+        self.s3.copy_object(Bucket=b, Key="c", CopySource={"Bucket": b, "Key": "a", "VersionId": v},
+                            ObjectLockMode="GOVERNANCE", ObjectLockRetainUntilDate=ahead(3600))
+        self.assertEqual(self.s3.head_object(Bucket=b, Key="c")["ObjectLockMode"], "GOVERNANCE")
+        self.s3.copy_object(Bucket=b, Key="d", CopySource={"Bucket": b, "Key": "a", "VersionId": v})
+        self.assertNotIn("ObjectLockMode", self.s3.head_object(Bucket=b, Key="d"))
+        # destroy-bck: refused while it holds versions; an empty locked bucket goes
+        r = self.s.delete(self.url + "/v1/buckets/" + b, json={"action": "destroy-bck"}, timeout=30)
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertIn("object lock", r.text)
+        self.assertEqual(self.s3.head_bucket(Bucket=b)["ResponseMetadata"]["HTTPStatusCode"], 200)
+        e = self.lbucket("lk-empty")
+        r = self.s.delete(self.url + "/v1/buckets/" + e, json={"action": "destroy-bck"}, timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+
     def test_zz_restart_keeps_all(self):
         b = self.lbucket("lk-restart")
         self.s3.put_object_lock_configuration(Bucket=b, ObjectLockConfiguration={
