@@ -531,6 +531,36 @@ static void olock_put_body(struct sl_req *r)
     s3_body_offload(r, olock_put, olock_free);
 }
 
+/* The version ?versionId names (the current one without): 1 (name), or 0
+ * answered (400 a bad id, 404 none, 405 a delete marker) */
+static int version_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name)
+{
+    const char *vid = sl_req_query(r, "versionId");
+    if (!vid) {
+        sl_buf_add(name, q->key, q->klen);
+        return 1;
+    }
+    struct sl_err err = { 0 };
+    struct sl_objmd md;
+    int rc = sl_ver_find(b, q->key, q->klen, vid, name, &md, &err);
+    if (rc < 0 && err.code == SL_EINVAL)
+        s3_err(r, 400, "InvalidArgument", "Invalid version id specified (\"%.64s\")", vid);
+    else if (rc < 0)
+        s3_err_sl(r, &err);
+    else if (rc == 0)
+        s3_err(r, 404, "NoSuchVersion", "The specified version does not exist (%.64s)", vid);
+    if (rc != 1)
+        return 0;
+    bool dm = sl_ver_is_marker(&md);
+    sl_objmd_free(&md);
+    if (dm) {
+        s3_err(r, 405, "MethodNotAllowed", "The specified method is not allowed against this resource: version %s is "
+               "a delete marker", vid);
+        return 0;
+    }
+    return 1;
+}
+
 void s3_obj_lock(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
 {
     bool hold = sl_req_query(r, "legal-hold") != NULL;
@@ -546,7 +576,7 @@ void s3_obj_lock(struct sl_req *r, const struct s3req *q, const struct sl_bck *b
     }
     struct sl_buf n;
     sl_buf_init(&n);
-    if (!s3ver_get_name(r, q, b, &n)) { /* ?versionId (answered when none) */
+    if (!version_name(r, q, b, &n)) { /* ?versionId (answered when none) */
         sl_buf_free(&n);
         return;
     }
