@@ -19,6 +19,7 @@
 #include "module.h"
 #include "node.h"
 #include "stats.h"
+#include "s3.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,7 +277,9 @@ static void bmd_run(struct sl_req *r, void *arg)
         if (rc == 0)
             sl_logi("created bucket %s://%s", sch, j->name);
     } else if (j->kind == BMD_DESTROY) {
-        rc = sl_bmd_modify(edit_destroy, &a, &err);
+        rc = s3_lock_destroy_check(j->name, j->prov, &err); /* locked versions keep it (s3lock.c) */
+        if (rc == 0)
+            rc = sl_bmd_modify(edit_destroy, &a, &err);
         if (rc == 0)
             sl_logi("%s bucket %s://%s", strcmp(j->prov, "ais") ? "evicted" : "destroyed", sch, j->name);
     } else {

@@ -141,7 +141,7 @@ static void list_buckets(struct sl_req *r)
 }
 
 /* Headers asking for what Shale does not do are refused, never ignored: a
- * client that asked for an ACL or object lock must not
+ * client that asked for an ACL must not
  * believe it got them. Every bucket and object has the one ACL above, so
  * the canned ACL "private" (and bucket-owner-full-control) is what is
  * already so. -1 when refused (answered). */
@@ -149,8 +149,6 @@ static int unsupported_hdrs(struct sl_req *r)
 {
     static const char *const no[] = { "x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp",
                                       "x-amz-grant-write-acp", "x-amz-grant-full-control",
-                                      "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
-                                      "x-amz-object-lock-legal-hold", "x-amz-bucket-object-lock-enabled",
                                       "x-amz-website-redirect-location", NULL };
     if (r->method != SL_M_PUT && r->method != SL_M_POST)
         return 0;
@@ -164,8 +162,7 @@ static int unsupported_hdrs(struct sl_req *r)
     }
     for (int i = 0; no[i]; i++) {
         const char *v = sl_req_header(r, no[i]);
-        /* boto3 sends an empty lock flag; "false" asks for nothing */
-        if (v && *v && !(!strcmp(no[i], "x-amz-bucket-object-lock-enabled") && !strcasecmp(v, "false"))) {
+        if (v && *v) {
             s3_err(r, 501, "NotImplemented", "%s is not implemented by Shale; send the request without it; nothing "
                    "was changed", no[i]);
             return -1;
@@ -543,8 +540,13 @@ static void create_bucket(struct sl_req *r, void *arg)
     int have = sl_bck_resolve(name, "ais", NULL, &b, &err) == 0;
     if (have)
         sl_bck_release(&b);
+    json_t *lock = have ? NULL : s3_lock_create_props(r); /* x-amz-bucket-object-lock-enabled (s3lock.c) */
     if (!have && (sl_cluster_bck_create(name, &err) < 0 || s3_acl_after_create(name, r, &err) < 0)) {
+        json_decref(lock);
         s3_err_sl(r, &err);
+    } else if (lock) {
+        sl_hdr_addf(r, "Location", "/%s", name);
+        s3_primary_bck_call(r, "PATCH", name, json_pack("{s:s,s:o}", "action", "set-bprops", "value", lock), 200);
     } else {
         sl_hdr_addf(r, "Location", "/%s", name);
         sl_resp_empty(r, 200);
@@ -646,7 +648,7 @@ static void delete_objects(struct sl_req *r, void *arg)
         bool dm = false;
         char vid[24] = "";
         if (t && (bck->s3ver != SL_S3VER_OFF || d.vids[i])) { /* versions: s3ver.c */
-            status = s3ver_remote_delete(t, bck, d.keys[i], d.vids[i], &dm, vid, msg, sizeof(msg));
+            status = s3ver_remote_delete(t, bck, d.keys[i], d.vids[i], s3_lock_bypass(r), &dm, vid, msg, sizeof(msg));
         } else if (t) {
             sl_peer_obj_url(&url, t->url, bck->name, "ais", d.keys[i], kl);
             sl_peer_add_redirect_marks(&url, G.id);
@@ -677,7 +679,7 @@ static void delete_objects(struct sl_req *r, void *arg)
             if (d.vids[i])
                 s3_xel(&b, "VersionId", d.vids[i]);
             s3_xel(&b, "Code", status == 503 ? "ServiceUnavailable" : status == 400 ? "InvalidArgument"
-                                                                                    : "InternalError");
+                               : status == 403 ? "AccessDenied" : "InternalError");
             s3_xel(&b, "Message", msg);
             sl_buf_adds(&b, "</Error>");
         }
@@ -733,6 +735,10 @@ static void put_versioning(struct sl_req *r, void *arg)
                "published schema (a VersioningConfiguration with Status Enabled or Suspended)");
     } else if (v.mfa) {
         s3_err(r, 501, "NotImplemented", "MfaDelete is not implemented by Shale; send Status alone");
+    } else if (!on && s3_lock_enabled(bck)) {
+        s3_err(r, 409, "InvalidBucketState", "An Object Lock configuration is present on bucket %s, so the "
+               "versioning state cannot be changed (object lock keeps versioning Enabled); nothing was changed",
+               bck->name);
     } else {
         /* S3 versioning is the bucket's props s3_versioning (s3ver.c), not AIStore's versioning.enabled */
         primary_bck_call(r, "PATCH", bck->name, json_pack("{s:s,s:{s:s}}", "action", "set-bprops", "value",
@@ -850,7 +856,7 @@ static void bck_encryption(struct sl_req *r, const struct sl_bck *b)
 /* ---- dispatch ---- */
 
 static const char *const unsupported[] = { "website", "replication",
-                                           "object-lock", "notification", "logging",
+                                           "notification", "logging",
                                            "accelerate", "requestPayment", "inventory", "analytics", "metrics",
                                            "intelligent-tiering", "ownershipControls",
                                            "retention", "legal-hold", "restore", "select",
@@ -899,7 +905,8 @@ static void bucket_req(struct sl_req *r, const struct s3req *q)
     }
     if (r->method == SL_M_PUT && !sl_req_query(r, "acl") && !sl_req_query(r, "versioning") &&
         !sl_req_query(r, "tagging") && !sl_req_query(r, "lifecycle") && !sl_req_query(r, "cors") &&
-        !sl_req_query(r, "policy") && !sl_req_query(r, "publicAccessBlock") && !sl_req_query(r, "encryption")) {
+        !sl_req_query(r, "policy") && !sl_req_query(r, "publicAccessBlock") && !sl_req_query(r, "encryption") &&
+        !sl_req_query(r, "object-lock")) {
         if (!s3_bucket_name_ok(q->bucket)) {
             s3_err(r, 400, "InvalidBucketName", "The specified bucket is not valid: \"%s\" (3-63 characters of "
                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)", q->bucket);
@@ -941,6 +948,10 @@ static void bucket_op(struct sl_req *r, const struct sl_bck *bp)
         return;
     if (sl_req_query(r, "encryption")) {
         bck_encryption(r, &b);
+        return;
+    }
+    if (sl_req_query(r, "object-lock")) { /* s3lock.c */
+        s3_bck_object_lock(r, &b);
         return;
     }
     switch (r->method) {

@@ -147,6 +147,14 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
  * native DELETE ?s3_delete=true[&versionId=], on a pool thread; answers
  * {"delete_marker": bool, "version_id": ""}. */
 void s3ver_native_delete(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
+/* S3 Object Lock (s3lock.c): 0 when the object (or version) name of b may
+ * be deleted, else -1 with err SL_EFORBIDDEN (a legal hold, or a retention
+ * in force; bypass lets GOVERNANCE go) */
+int s3_lock_check_name(const struct sl_bck *b, const char *name, size_t nlen, bool bypass, struct sl_err *err);
+bool s3_lock_enabled(const struct sl_bck *b);
+bool s3_lock_bypass(struct sl_req *r);
+/* destroy-bck of a bucket with object lock: refused (-1, err) while it holds any version (a pool thread) */
+int s3_lock_destroy_check(const char *name, const char *provider, struct sl_err *err);
 /* This target's multipart uploads in flight for a bucket:
  * [{"key","id","initiated"(unix ns)}] (ListMultipartUploads gathers them). */
 json_t *s3_local_uploads(uint64_t bid);

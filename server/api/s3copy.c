@@ -226,8 +226,8 @@ static void copy_run(struct sl_req *r, void *arg)
         s3_kv_free(&um);
         if (sr < 0)
             goto out;
-    } else if (s3_sse_new(r, &j->dst, &c.dsse, &sm) < 0) {
-        goto out;
+    } else if (s3_sse_new(r, &j->dst, &c.dsse, &sm) < 0 || s3_lock_hdrs(r, &j->dst, &sm) < 0) {
+        goto out; /* (the copy's lock: the request's or the bucket's default, never the source's: s3lock.c) */
     }
     if (local) {
         if (sl_read_obj(&j->src, j->skey, j->sklen, &fd, &md, &err) < 0) {
@@ -262,6 +262,7 @@ static void copy_run(struct sl_req *r, void *arg)
         for (int i = 0; i < use->n; i++)
             if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl") &&
                 strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) && !s3_acl_md_key(use->kv[i].k) &&
+                !s3_lock_md_key(use->kv[i].k) &&
                 !s3_sse_key_is_own(use->kv[i].k))
                 s3_kv_add(&keep, use->kv[i].k, use->kv[i].v);
         copy_tags(j, &c.custom, &keep);
@@ -371,7 +372,8 @@ static void copy_run(struct sl_req *r, void *arg)
             for (int i = 0; i < c.custom.n; i++)
                 if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp") &&
                     strncmp(c.custom.kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) &&
-                    !s3_acl_md_key(c.custom.kv[i].k) && !s3_sse_key_is_own(c.custom.kv[i].k))
+                    !s3_acl_md_key(c.custom.kv[i].k) && !s3_sse_key_is_own(c.custom.kv[i].k) &&
+                    !s3_lock_md_key(c.custom.kv[i].k))
                     sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
         if (!j->part) { /* the source's tags came with its bytes (set again when they were at begin) */
             struct kvs tg = { 0 };

@@ -146,7 +146,7 @@ void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_b
         return;
     }
     struct s3sse sse;
-    int sr = s3_tagging_hdr(r, &meta) < 0 || s3_acl_hdr(r, b, &meta) < 0 ? -1
+    int sr = s3_tagging_hdr(r, &meta) < 0 || s3_lock_hdrs(r, b, &meta) < 0 || s3_acl_hdr(r, b, &meta) < 0 ? -1
              : s3_sse_new(r, b, &sse, &meta); /* the parts' encryption */
     if (sr < 0) {
         s3_kv_free(&meta);

@@ -214,6 +214,7 @@ static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
     int nt = s3_tags_count(md);
     if (nt)
         sl_hdr_addf(r, "x-amz-tagging-count", "%d", nt);
+    s3_lock_resp_hdrs(r, md); /* x-amz-object-lock-* (s3lock.c) */
     const char *mp = sl_objmd_get_custom(md, "s3.mp");
     if (mp && sl_req_query(r, "partNumber"))
         sl_hdr_add(r, "x-amz-mp-parts-count", mp);
@@ -550,7 +551,8 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
                "bytes)", S3_META_MAX);
         return;
     }
-    if (s3_tagging_hdr(r, &m) < 0 || s3_acl_hdr(r, b, &m) < 0 || s3_sse_new(r, b, &u->sse, &m) < 0) {
+    if (s3_tagging_hdr(r, &m) < 0 || s3_lock_hdrs(r, b, &m) < 0 || s3_acl_hdr(r, b, &m) < 0 ||
+        s3_sse_new(r, b, &u->sse, &m) < 0) {
         s3_kv_free(&m);
         put_free(u);
         return;
@@ -634,7 +636,7 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
 
 /* Object sub-resources not built: answered 501 for every method, never the object's bytes (GET ?attributes
  * returned them) nor its deletion (DELETE ?tagging deleted the object). */
-static const char *const obj_unsupported[] = { "retention", "legal-hold", "restore",
+static const char *const obj_unsupported[] = { "restore",
                                                "select", "torrent", NULL };
 
 static bool obj_sub_refused(struct sl_req *r)
@@ -665,6 +667,10 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     }
     if (sl_req_query(r, "attributes")) {
         s3_obj_attributes(r, q, b);
+        return;
+    }
+    if (sl_req_query(r, "retention") || sl_req_query(r, "legal-hold")) { /* s3lock.c */
+        s3_obj_lock(r, q, b);
         return;
     }
     const char *id = sl_req_query(r, "uploadId");

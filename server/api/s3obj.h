@@ -130,11 +130,23 @@ void s3ver_miss(struct sl_req *r, const struct sl_bck *b, const char *key, size_
 bool s3ver_obj_delete(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
 /* DeleteObjects' call of it on t: its HTTP status (msg when not 2xx) */
 int s3ver_remote_delete(const struct sl_snode *t, const struct sl_bck *b, const char *key, const char *vid,
-                        bool *marker, char out_vid[24], char *msg, size_t msz);
+                        bool bypass, bool *marker, char out_vid[24], char *msg, size_t msz);
 /* ListObjectVersions (a pool thread; arg: a struct sl_bck copy, freed) */
 void s3ver_list(struct sl_req *r, void *arg);
 /* GET ?versioning */
 void s3ver_config_xml(struct sl_req *r, const struct sl_bck *b);
+
+/* ---- s3lock.c: object lock (s3.h has the delete check) ---- */
+int s3_lock_check(const struct sl_objmd *md, bool bypass, struct sl_err *err);
+/* x-amz-object-lock-* of a write (or b's default retention) into custom:
+ * 0, or -1 answered 400 */
+int s3_lock_hdrs(struct sl_req *r, const struct sl_bck *b, struct kvs *custom);
+bool s3_lock_md_key(const char *k);        /* "s3.lock.*" */
+void s3_lock_resp_hdrs(struct sl_req *r, const struct sl_objmd *md);
+void s3_bck_object_lock(struct sl_req *r, const struct sl_bck *b);   /* ?object-lock (gateway) */
+void s3_obj_lock(struct sl_req *r, const struct s3req *q, const struct sl_bck *b); /* ?retention, ?legal-hold */
+/* CreateBucket's x-amz-bucket-object-lock-enabled: true as props, or NULL */
+json_t *s3_lock_create_props(struct sl_req *r);
 
 /* ---- s3util.c: listing entries (s3.c, s3ver.c) ---- */
 /* <tag>v</tag>, URL-encoded first when url */

@@ -153,10 +153,25 @@ struct vdel {
 };
 
 /* DELETE of key (vid NULL: the current version) on its target */
-static int vdelete(const struct sl_bck *b, const char *key, size_t klen, const char *vid, struct vdel *res,
-                   struct sl_err *err)
+static int vdelete(const struct sl_bck *b, const char *key, size_t klen, const char *vid, bool bypass,
+                   struct vdel *res, struct sl_err *err)
 {
     memset(res, 0, sizeof(*res));
+    if (vid && s3_lock_enabled(b)) { /* a locked version stays (s3lock.c) */
+        struct sl_buf n;
+        struct sl_objmd md;
+        sl_buf_init(&n);
+        int f = sl_ver_find(b, key, klen, vid, &n, &md, err);
+        sl_buf_free(&n);
+        if (f < 0)
+            return -1;
+        if (f == 1) {
+            int lk = s3_lock_check(&md, bypass, err);
+            sl_objmd_free(&md);
+            if (lk < 0)
+                return -1;
+        }
+    }
     if (vid) {
         struct sl_ver_gone g;
         int rc = sl_ver_delete(b, key, klen, vid, &g, err);
@@ -212,6 +227,7 @@ struct vdel_job {
     char *key;
     size_t klen;
     char *vid;
+    bool bypass;
 };
 
 static void vdel_free(void *arg)
@@ -228,7 +244,7 @@ static void vdel_run(struct sl_req *r, void *arg)
     struct vdel_job *j = arg;
     struct vdel res;
     struct sl_err err = { 0 };
-    if (vdelete(&j->b, j->key, j->klen, j->vid, &res, &err) < 0) {
+    if (vdelete(&j->b, j->key, j->klen, j->vid, j->bypass, &res, &err) < 0) {
         if (err.code == SL_EINVAL && j->vid)
             s3_err(r, 400, "InvalidArgument", "Invalid version id specified (\"%.64s\")", j->vid);
         else
@@ -258,6 +274,7 @@ bool s3ver_obj_delete(struct sl_req *r, const struct s3req *q, const struct sl_b
     j->key = sl_xstrndup(q->key, q->klen);
     j->klen = q->klen;
     j->vid = vid ? sl_xstrdup(vid) : NULL;
+    j->bypass = s3_lock_bypass(r);
     sl_req_offload_disk(r, vdel_run, vdel_cancel, j);
     return true;
 }
@@ -266,7 +283,8 @@ void s3ver_native_delete(struct sl_req *r, const struct sl_bck *b, const char *n
 {
     struct vdel res;
     struct sl_err err = { 0 };
-    if (vdelete(b, name, nlen, sl_req_query(r, "versionId"), &res, &err) < 0) {
+    const char *bp = sl_req_query(r, "s3_bypass");
+    if (vdelete(b, name, nlen, sl_req_query(r, "versionId"), bp && !strcmp(bp, "true"), &res, &err) < 0) {
         sl_resp_err(r, &err);
         return;
     }
@@ -274,13 +292,15 @@ void s3ver_native_delete(struct sl_req *r, const struct sl_bck *b, const char *n
 }
 
 int s3ver_remote_delete(const struct sl_snode *t, const struct sl_bck *b, const char *key, const char *vid,
-                        bool *marker, char out_vid[24], char *msg, size_t msz)
+                        bool bypass, bool *marker, char out_vid[24], char *msg, size_t msz)
 {
     struct sl_buf url;
     sl_buf_init(&url);
     sl_peer_obj_url(&url, t->url, b->name, "ais", key, strlen(key));
     sl_peer_add_redirect_marks(&url, G.id);
     sl_buf_adds(&url, "&s3_delete=true");
+    if (bypass) /* x-amz-bypass-governance-retention (s3lock.c) */
+        sl_buf_adds(&url, "&s3_bypass=true");
     if (vid) {
         sl_buf_adds(&url, "&versionId=");
         for (const char *c = vid; *c; c++) /* (an id is hex or "null"; anything else is refused there) */

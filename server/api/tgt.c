@@ -1067,8 +1067,8 @@ static void delete_run(struct sl_req *r, void *arg)
     } else if (m.action[0]) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
                      "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);
-    } else if (sl_obj_delete(&b, name, nlen, &err) < 0) {
-        sl_resp_err(r, &err);
+    } else if (s3_lock_check_name(&b, name, nlen, false, &err) < 0 || sl_obj_delete(&b, name, nlen, &err) < 0) {
+        sl_resp_err(r, &err); /* (a locked version stays: S3 Object Lock, s3lock.c) */
     } else {
         sl_ec_after_delete(&b, name, nlen); /* its slices/replicas, on every target (queued) */
         sl_resp_empty(r, 200);

@@ -220,7 +220,9 @@ static void expire_mpath(struct sl_job *job, const struct sl_bck *b, const struc
     for (size_t j = 0; j < n; j++) {
         if (!sl_job_aborting(job) && !sl_bg_stopping()) {
             struct sl_err e2 = { 0 };
-            int rc = sl_obj_delete_if(b, c[j].name, c[j].nlen, c[j].mtime, &e2); /* (written since: kept) */
+            /* a locked version does not expire (s3lock.c); one written since is kept */
+            int rc = s3_lock_check_name(b, c[j].name, c[j].nlen, false, &e2) < 0
+                     ? 1 : sl_obj_delete_if(b, c[j].name, c[j].nlen, c[j].mtime, &e2);
             if (rc == 0) {
                 sl_ec_after_delete(b, c[j].name, c[j].nlen);
                 sl_job_add(&job->loc_objs, 1);

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "lso.h"
 #include "node.h"
+#include "s3.h"
 #include "store.h"
 #include "template.h"
 #include "xact.h"
@@ -340,6 +341,12 @@ static void *worker(void *arg)
                 sl_job_add(&u->job->loc_objs, 1);
                 continue;
             }
+        } else if (s3_lock_check_name(&u->b, nm, nl, false, &err) < 0) { /* locked: stays (s3lock.c) */
+            pthread_mutex_lock(&u->mu);
+            u->nskipped++;
+            pthread_mutex_unlock(&u->mu);
+            sl_logi("%s %s: %s skipped: %s", lr_kinds[u->l->kind], u->l->id, nm, err.msg);
+            continue;
         } else if (sl_obj_delete(&u->b, nm, nl, &err) == 0) {
             sl_ec_after_delete(&u->b, nm, nl); /* erasure coded: its slices everywhere */
             sl_job_add(&u->job->loc_objs, 1);

@@ -13,6 +13,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "node.h"
+#include "s3.h"
 #include "store.h"
 #include "tcb_int.h"
 
@@ -40,6 +41,10 @@ static void mvo_run(struct sl_req *r, void *arg)
     size_t nlen = strlen(o->name);
     struct sl_objmd md;
     int64_t mtime = 0;
+    if (s3_lock_check_name(&o->b, o->name, nlen, false, &err) < 0) { /* the old name would go (s3lock.c) */
+        sl_resp_err(r, &err);
+        goto out;
+    }
     int st = sl_obj_stat(&o->b, o->name, nlen, &md, NULL, &err);
     if (st == 1) {
         mtime = md.mtime;

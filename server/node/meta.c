@@ -612,6 +612,8 @@ static json_t *default_props(const char *provider)
     json_object_set_new(p, "sse", json_string(""));
     /* S3 versioning (server/api/s3ver.c): "" never on, "Enabled", "Suspended" */
     json_object_set_new(p, "s3_versioning", json_string(""));
+    /* S3 Object Lock (server/api/s3lock.c): "" none, else its JSON text */
+    json_object_set_new(p, "s3_lock", json_string(""));
     /* a remote bucket behind this one (AIStore's backend_bck) and how to reach it */
     /* (namespace.uuid: an attached remote cluster's alias or UUID, for ais://@ALIAS/NAME) */
     json_object_set_new(p, "backend_bck", json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", "", "provider", "", "namespace",
@@ -848,7 +850,7 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
         if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors") ||
                                  !strcmp(k, "s3_acl") || !strcmp(k, "s3_policy") || !strcmp(k, "s3_pab") ||
                                  !strcmp(k, "sse") ||
-                                 !strcmp(k, "s3_versioning"))) {
+                                 !strcmp(k, "s3_versioning") || !strcmp(k, "s3_lock"))) {
             /* a bucket made before buckets had them */
             json_object_set_new(base, k, json_string(""));
             cur = json_object_get(base, k);
@@ -862,6 +864,33 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" cannot go back to \"\" once "
                                "set (the bucket may hold versions): set \"Suspended\" to stop making new ones; "
                                "nothing was changed");
+            const char *lk = json_string_value(json_object_get(base, "s3_lock"));
+            if (strcmp(t, "Enabled") && lk && *lk)
+                return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" stays \"Enabled\" while the "
+                               "bucket has an S3 object lock (\"s3_lock\"); nothing was changed");
+        }
+        if (!path[0] && !strcmp(k, "s3_lock")) {
+            const char *t = json_string_value(v), *was = json_string_value(cur);
+            json_t *lj = t && *t && strlen(t) <= 1024 ? json_loads(t, 0, NULL) : NULL;
+            const char *lm = json_string_value(json_object_get(lj, "mode"));
+            bool ok = t && (!*t || (json_is_true(json_object_get(lj, "enabled")) && lm &&
+                                    (!*lm || !strcmp(lm, "GOVERNANCE") || !strcmp(lm, "COMPLIANCE")) &&
+                                    json_integer_value(json_object_get(lj, "days")) >= 0 &&
+                                    json_integer_value(json_object_get(lj, "years")) >= 0));
+            json_decref(lj);
+            if (!ok)
+                return sl_errf(err, SL_EINVAL, "bucket property \"s3_lock\" must be \"\" or JSON {\"enabled\":true,"
+                               "\"mode\":\"\"|\"GOVERNANCE\"|\"COMPLIANCE\",\"days\":N,\"years\":N} (S3's "
+                               "PutObjectLockConfiguration sets it); nothing was changed");
+            const char *sv = json_string_value(json_object_get(partial, "s3_versioning"));
+            if (!sv)
+                sv = json_string_value(json_object_get(base, "s3_versioning"));
+            if (*t && (!sv || strcmp(sv, "Enabled")))
+                return sl_errf(err, SL_EINVAL, "bucket property \"s3_lock\" needs \"s3_versioning\": \"Enabled\" "
+                               "(set both); nothing was changed");
+            if (!*t && was && *was)
+                return sl_errf(err, SL_EINVAL, "bucket property \"s3_lock\" cannot be removed once set (S3 object "
+                               "lock is for good); nothing was changed");
         }
         if (!path[0] && !strcmp(k, "tags") && json_is_string(v)) {
             const char *t = json_string_value(v);
