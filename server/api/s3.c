@@ -1030,6 +1030,13 @@ void sl_s3_route(struct sl_req *r)
         return;
     if (s3_authorize(r, &q, &au) < 0) /* policy, ACLs, roles (s3policy.c) */
         return;
+    /* AWS asks s3:BypassGovernanceRetention for it: here (auth on, the gateway deciding) an admin's */
+    if (sl_auth_on() && s3_lock_bypass(r) && !json_is_true(json_object_get(r->user, "admin"))) {
+        s3_err(r, 403, "AccessDenied", "x-amz-bypass-governance-retention: with authentication on only an admin may "
+               "bypass a GOVERNANCE retention (user \"%s\"); nothing was changed",
+               r->user ? sl_json_str(r->user, "sub", "?") : "anonymous");
+        return;
+    }
     if (!bl) {
         if (r->method == SL_M_GET)
             list_buckets(r);

@@ -104,6 +104,25 @@ class S3PolicyTest(unittest.TestCase):
 
     # ---- policies ---------------------------------------------------------------------------------------------
 
+    def test_governance_bypass_needs_an_admin(self):
+        """with authentication on, x-amz-bypass-governance-retention is an admin's (AWS: the
+        s3:BypassGovernanceRetention permission): bob, allowed everything on the bucket by its policy, cannot
+        delete a version under GOVERNANCE retention with it; the admin can"""
+        import datetime
+        self.adm.create_bucket(Bucket="polk", ObjectLockEnabledForBucket=True)
+        self.adm.put_bucket_policy(Bucket="polk", Policy=policy(
+            {"Sid": "bob", "Effect": "Allow", "Principal": {"AWS": ["bob"]}, "Action": "s3:*",
+             "Resource": ["arn:aws:s3:::polk", "arn:aws:s3:::polk/*"]}))
+        until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        v = self.bob.put_object(Bucket="polk", Key="g", Body=b"g", ObjectLockMode="GOVERNANCE",
+                                ObjectLockRetainUntilDate=until)["VersionId"]
+        e = self.denied(lambda: self.bob.delete_object(Bucket="polk", Key="g", VersionId=v,
+                                                       BypassGovernanceRetention=True))
+        self.assertIn("only an admin", e["Error"]["Message"])
+        self.assertEqual(self.read(self.adm, "polk", "g"), b"g")
+        self.adm.delete_object(Bucket="polk", Key="g", VersionId=v, BypassGovernanceRetention=True)
+        self.err(lambda: self.adm.get_object(Bucket="polk", Key="g", VersionId=v), 404, "NoSuchVersion")
+
     def test_policy_prefix_read_and_denied_delete(self):
         """alice, who has no permission on the bucket, reads data/* and lists under data/ through the policy;
         her delete is denied though another statement allows it (an explicit Deny wins)"""
