@@ -103,7 +103,10 @@ class TestNodeLogs(ClusterTest):
         self.assertIn("severity", r.json()["message"])
         r = self.s.get(self.url + "/v1/reverse/other", timeout=10)
         self.assertEqual(r.status_code, 404)
-        r = requests.put(self.url + "/v1/reverse/daemon", headers={"Ais-Node-Id": pid}, timeout=10)
+        # PUT carries an action to a node (config reset, ...); a PUT without one is 400, other methods 405
+        r = requests.put(self.url + "/v1/reverse/daemon", headers={"Ais-Node-Id": next(iter(tmap))}, timeout=10)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = requests.delete(self.url + "/v1/reverse/daemon", headers={"Ais-Node-Id": pid}, timeout=10)
         self.assertEqual(r.status_code, 405)
 
 
