@@ -103,7 +103,9 @@ class TestCLIOps(ClusterTest):
             self.assertEqual(self.s.get(self.url + "/v1/objects/sb/" + o, timeout=30).content, good)  # cached here
 
         def held(b, o):
-            fs = glob.glob(os.path.join(glob.escape(self.c.dir), "t*", "mp*", "@ais", b, "%ob", o))
+            # (a cold GET's copy may be written after the answer: wait for it, bounded)
+            pat = os.path.join(glob.escape(self.c.dir), "t*", "mp*", "@ais", b, "%ob", o)
+            fs = wait_until(lambda: glob.glob(pat), 20, what="%s/%s on a target's disk" % (b, o))
             self.assertEqual(len(fs), 1, fs)
             return fs[0]
 
