@@ -520,8 +520,29 @@ class NodeTest(unittest.TestCase):
         raise AssertionError("listing did not finish")
 
 
+class _TimedResult(unittest.TextTestResult):
+    """verbose result that prints each case's wall time: the log shows where a file's minutes go"""
+
+    def startTest(self, test):
+        self._t0 = time.monotonic()
+        super().startTest(test)
+
+    def _took(self):
+        return " (%.1fs)" % (time.monotonic() - getattr(self, "_t0", time.monotonic()))
+
+    def addSuccess(self, test):
+        if self.showAll:
+            self.stream.write("ok" + self._took() + "\n")
+            self.stream.flush()
+            unittest.TestResult.addSuccess(self, test)
+        else:
+            super().addSuccess(test)
+
+
 def main():
     """unittest main with verbose output and a non-zero exit on failure."""
     import warnings
     warnings.simplefilter("ignore", ResourceWarning)
-    unittest.main(verbosity=2, buffer=False, warnings="ignore")
+    runner = unittest.TextTestRunner(verbosity=2, buffer=False, warnings="ignore",
+                                     resultclass=_TimedResult)
+    unittest.main(verbosity=2, buffer=False, warnings="ignore", testRunner=runner)
