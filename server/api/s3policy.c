@@ -286,12 +286,13 @@ static bool glob(const char *p, const char *s, bool icase)
 }
 
 enum { C_STREQ = 0, C_STRNE, C_STREQI, C_STRNEI, C_STRLIKE, C_STRNLIKE, C_IP, C_NOTIP, C_BOOL, C_NULL, C_NUMEQ,
-       C_NUMNE, C_NUMLT, C_NUMLE, C_NUMGT, C_NUMGE };
+       C_NUMNE, C_NUMLT, C_NUMLE, C_NUMGT, C_NUMGE, C_DATEEQ, C_DATENE, C_DATELT, C_DATELE, C_DATEGT, C_DATEGE };
 static const char *const ops[] = { "StringEquals", "StringNotEquals", "StringEqualsIgnoreCase",
                                    "StringNotEqualsIgnoreCase", "StringLike", "StringNotLike", "IpAddress",
                                    "NotIpAddress", "Bool", "Null", "NumericEquals", "NumericNotEquals",
                                    "NumericLessThan", "NumericLessThanEquals", "NumericGreaterThan",
-                                   "NumericGreaterThanEquals", NULL };
+                                   "NumericGreaterThanEquals", "DateEquals", "DateNotEquals", "DateLessThan",
+                                   "DateLessThanEquals", "DateGreaterThan", "DateGreaterThanEquals", NULL };
 
 struct pcond {
     int op;
@@ -302,7 +303,7 @@ struct pcond {
 };
 
 struct pstmt {
-    bool deny, not_action, not_resource, any, public;
+    bool deny, not_action, not_resource, not_principal, any, public;
     const char **who, **act, **res;   /* principals (user names), actions, resources */
     int nwho, nact, nres;
     struct pcond *c;
@@ -366,6 +367,51 @@ static int strs(json_t *v, const char ***out, int *n, const char *what, int si, 
     return 0;
 }
 
+/* A Date* operand as seconds since the epoch: ISO 8601 ("2026-12-03",
+ * "2026-12-03T18:00:00Z", fractions and "+HH:MM" offsets allowed) or epoch
+ * seconds ("1796316000"), as IAM takes them. false: neither. */
+static bool date_of(const char *v, double *out)
+{
+    char *e;
+    if (*v >= '0' && *v <= '9' && strlen(v) <= 12 && strspn(v, "0123456789") == strlen(v)) {
+        *out = strtod(v, &e);
+        return true;
+    }
+    struct tm tm = { 0 };
+    int n = 0;
+    if (sscanf(v, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3 || n != 10)
+        return false;
+    const char *p = v + 10;
+    double frac = 0;
+    if (*p == 'T') {
+        int m = 0;
+        if (sscanf(p + 1, "%2d:%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &m) != 3 || m != 8)
+            return false;
+        p += 9;
+        if (*p == '.') {
+            frac = strtod(p, &e);
+            p = e;
+        }
+    }
+    long off = 0;
+    if (*p == 'Z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int hh, mm, m = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &m) != 2 || m != 5 || hh > 23 || mm > 59)
+            return false;
+        off = (*p == '+' ? 1 : -1) * (hh * 3600L + mm * 60L);
+        p += 6;
+    }
+    if (*p || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 60)
+        return false;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *out = (double)timegm(&tm) - (double)off + frac;
+    return true;
+}
+
 /* a condition's values, stringified: strings, booleans, numbers */
 static int cvals(json_t *v, struct pcond *c, int si, char *why, size_t wn)
 {
@@ -398,6 +444,10 @@ static int cvals(json_t *v, struct pcond *c, int si, char *why, size_t wn)
                 return bad(why, wn, "Statement %d: condition %s: \"%s\" is not an IP address or CIDR block", si,
                            c->key, c->v[c->nv - 1]);
         }
+        double d;
+        if (c->op >= C_DATEEQ && !date_of(c->v[c->nv - 1], &d))
+            return bad(why, wn, "Statement %d: condition %s: \"%s\" is not a date (ISO 8601, e.g. "
+                       "\"2026-12-03T18:00:00Z\", or epoch seconds)", si, c->key, c->v[c->nv - 1]);
     }
     return 0;
 }
@@ -414,14 +464,11 @@ static int compile_stmt(json_t *st, int si, const char *bucket, struct pstmt *s,
     const char *k;
     json_t *v;
     json_object_foreach(st, k, v) {
-        if (strcmp(k, "Sid") && strcmp(k, "Effect") && strcmp(k, "Principal") && strcmp(k, "Action") &&
-            strcmp(k, "NotAction") && strcmp(k, "Resource") && strcmp(k, "NotResource") && strcmp(k, "Condition")) {
-            if (!strcmp(k, "NotPrincipal"))
-                return bad(why, wn, "Statement %d: NotPrincipal is not supported by Shale: name the principals in "
-                           "Principal (with a Deny)", si);
-            return bad(why, wn, "Statement %d: unknown element \"%s\" (Sid, Effect, Principal, Action, NotAction, "
-                       "Resource, NotResource, Condition)", si, k);
-        }
+        if (strcmp(k, "Sid") && strcmp(k, "Effect") && strcmp(k, "Principal") && strcmp(k, "NotPrincipal") &&
+            strcmp(k, "Action") && strcmp(k, "NotAction") && strcmp(k, "Resource") && strcmp(k, "NotResource") &&
+            strcmp(k, "Condition"))
+            return bad(why, wn, "Statement %d: unknown element \"%s\" (Sid, Effect, Principal, NotPrincipal, Action, "
+                       "NotAction, Resource, NotResource, Condition)", si, k);
     }
     json_t *sid = json_object_get(st, "Sid");
     if (sid && !json_is_string(sid))
@@ -430,10 +477,15 @@ static int compile_stmt(json_t *st, int si, const char *bucket, struct pstmt *s,
     if (!eff || (strcmp(eff, "Allow") && strcmp(eff, "Deny")))
         return bad(why, wn, "Statement %d: Effect must be \"Allow\" or \"Deny\"", si);
     s->deny = !strcmp(eff, "Deny");
-    /* Principal: "*", {"AWS": "*" | NAME | ARN | [...]} */
-    json_t *pr = json_object_get(st, "Principal");
-    if (!pr)
+    /* Principal (or NotPrincipal: everybody but those): "*", {"AWS": "*" | NAME | ARN | [...]} */
+    json_t *pr = json_object_get(st, "Principal"), *npr = json_object_get(st, "NotPrincipal");
+    if (pr && npr)
+        return bad(why, wn, "Statement %d: Principal and NotPrincipal cannot both be given", si);
+    if (!pr && !npr)
         return bad(why, wn, "Statement %d: a bucket policy's statement needs a Principal (\"*\" for everybody)", si);
+    s->not_principal = npr != NULL;
+    if (npr)
+        pr = npr;
     if (json_is_string(pr)) {
         if (strcmp(json_string_value(pr), "*"))
             return bad(why, wn, "Statement %d: Principal must be \"*\" or {\"AWS\": [...]}", si);
@@ -511,7 +563,7 @@ static int compile_stmt(json_t *st, int si, const char *bucket, struct pstmt *s,
                     o = i;
             if (o < 0)
                 return bad(why, wn, "Statement %d: condition operator \"%s\" is not supported (String*, IpAddress, "
-                           "NotIpAddress, Bool, Null, Numeric*, each with IfExists)", si, op);
+                           "NotIpAddress, Bool, Null, Numeric*, Date*, each with IfExists)", si, op);
             if (!json_is_object(kv) || !json_object_size(kv))
                 return bad(why, wn, "Statement %d: condition %s must be an object of keys", si, op);
             const char *key;
@@ -537,7 +589,10 @@ static int compile_stmt(json_t *st, int si, const char *bucket, struct pstmt *s,
             }
         }
     }
-    s->public = !s->deny && s->any && !ip_limited;
+    if (s->not_principal && s->any)
+        return bad(why, wn, "Statement %d: NotPrincipal \"*\" matches nobody: name the principals it excepts", si);
+    /* public: anonymous requests get it (NotPrincipal: unless a name... anonymous has none) */
+    s->public = !s->deny && (s->any || s->not_principal) && !ip_limited;
     return 0;
 }
 
@@ -688,6 +743,10 @@ static const char *ctx_val(const struct pctx *x, const char *k, char *tmp, size_
         s3_iso_time(sl_now_ns(), tmp, tn);
         return tmp;
     }
+    if (!strcasecmp(k, "aws:EpochTime")) {
+        snprintf(tmp, tn, "%lld", (long long)(sl_now_ns() / 1000000000));
+        return tmp;
+    }
     if (!r) /* (s3_policy_eval_text: no request) */
         return NULL;
     if (!strcasecmp(k, "s3:prefix"))
@@ -729,9 +788,10 @@ static bool cond_true(const struct pcond *c, const struct pctx *x)
         bool want_absent = c->nv && !strcmp(c->v[0], "true");
         return want_absent == (v == NULL);
     }
+    bool neg = c->op == C_STRNE || c->op == C_STRNEI || c->op == C_STRNLIKE || c->op == C_NOTIP || c->op == C_NUMNE ||
+               c->op == C_DATENE;
     if (!v)
-        return c->ifexists || c->op == C_STRNE || c->op == C_STRNEI || c->op == C_STRNLIKE || c->op == C_NOTIP ||
-               c->op == C_NUMNE;
+        return c->ifexists || neg;
     bool any = false;
     for (int i = 0; i < c->nv && !any; i++) {
         const char *w = c->v[i];
@@ -741,6 +801,14 @@ static bool cond_true(const struct pcond *c, const struct pctx *x)
         case C_STRLIKE: case C_STRNLIKE: any = glob(w, v, false); break;
         case C_IP: case C_NOTIP: any = ip_in(v, w); break;
         case C_BOOL: any = !strcasecmp(v, w); break;
+        case C_DATEEQ: case C_DATENE: case C_DATELT: case C_DATELE: case C_DATEGT: case C_DATEGE: {
+            double a, b;
+            if (!date_of(v, &a) || !date_of(w, &b))
+                break;
+            any = c->op == C_DATEEQ || c->op == C_DATENE ? a == b : c->op == C_DATELT ? a < b :
+                  c->op == C_DATELE ? a <= b : c->op == C_DATEGT ? a > b : a >= b;
+            break;
+        }
         default: {
             char *e1, *e2;
             double a = strtod(v, &e1), b = strtod(w, &e2);
@@ -751,7 +819,6 @@ static bool cond_true(const struct pcond *c, const struct pctx *x)
         }
         }
     }
-    bool neg = c->op == C_STRNE || c->op == C_STRNEI || c->op == C_STRNLIKE || c->op == C_NOTIP || c->op == C_NUMNE;
     return neg ? !any : any;
 }
 
@@ -781,6 +848,8 @@ static int evaluate(const struct policy *p, const struct pctx *x, const char *ac
         bool who = s->any;
         for (int j = 0; !who && x->user && j < s->nwho; j++)
             who = !strcmp(s->who[j], x->user);
+        if (s->not_principal)
+            who = !who; /* everybody but those named (anonymous included) */
         if (!who)
             continue;
         bool am = false;

@@ -194,6 +194,43 @@ class S3PolicyTest(unittest.TestCase):
         self.adm.delete_bucket_policy(Bucket="ipb")  # an admin may always repair the policy
         self.assertEqual(self.read(self.adm, "ipb", "o"), b"ip")
 
+    def test_policy_dates_and_not_principal(self):
+        """DateLessThan/DateGreaterThan on aws:CurrentTime open a time window (a window in the past grants
+        nothing, one around now does); a NotPrincipal Deny shuts out everybody but the users it names"""
+        import datetime
+        now = datetime.datetime.now(datetime.timezone.utc)
+        iso = lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+        self.adm.create_bucket(Bucket="dtb")
+        self.adm.put_object(Bucket="dtb", Key="o", Body=b"dt")
+
+        def window(lo, hi):
+            self.adm.put_bucket_policy(Bucket="dtb", Policy=policy(
+                {"Effect": "Allow", "Principal": {"AWS": "alice"}, "Action": "s3:GetObject",
+                 "Resource": "arn:aws:s3:::dtb/*", "Condition": {"DateGreaterThan": {"aws:CurrentTime": iso(lo)},
+                                                                 "DateLessThan": {"aws:CurrentTime": iso(hi)}}}))
+        window(now - datetime.timedelta(days=2), now - datetime.timedelta(days=1))
+        self.denied(lambda: self.read(self.alice, "dtb", "o"))
+        window(now - datetime.timedelta(hours=1), now + datetime.timedelta(hours=1))
+        self.assertEqual(self.read(self.alice, "dtb", "o"), b"dt")
+        # epoch seconds too; a date that is none is MalformedPolicy and changes nothing
+        e = self.err(lambda: self.adm.put_bucket_policy(Bucket="dtb", Policy=policy(
+            {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::dtb/*",
+             "Condition": {"DateLessThan": {"aws:CurrentTime": "next tuesday"}}})), 400, "MalformedPolicy")
+        self.assertIn("not a date", e["Error"]["Message"])
+        self.assertEqual(self.read(self.alice, "dtb", "o"), b"dt")
+        # NotPrincipal: a Deny for all but alice shuts out even the admin's reads; alice's Allow still reads
+        self.adm.put_bucket_policy(Bucket="dtb", Policy=policy(
+            {"Sid": "a", "Effect": "Allow", "Principal": {"AWS": "alice"}, "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::dtb/*", "Condition": {"DateGreaterThan": {"aws:EpochTime": "1577836800"}}},
+            {"Sid": "b", "Effect": "Deny", "NotPrincipal": {"AWS": ["arn:aws:iam::shale:user/alice"]},
+             "Action": "s3:GetObject", "Resource": "arn:aws:s3:::dtb/*"}))
+        try:
+            self.assertEqual(self.read(self.alice, "dtb", "o"), b"dt")
+            self.denied(lambda: self.read(self.adm, "dtb", "o"))
+        finally:
+            self.adm.delete_bucket_policy(Bucket="dtb")
+        self.assertEqual(self.read(self.adm, "dtb", "o"), b"dt")
+
     def test_policy_malformed(self):
         self.adm.create_bucket(Bucket="badpol")
         ok = {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::badpol/*"}

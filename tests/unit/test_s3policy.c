@@ -37,8 +37,43 @@ static const char *why_of(const char *doc)
 #define DENY_ALL "{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::b/*\"}"
 #define OBJ "arn:aws:s3:::b/data/x"
 
+#define DATE_C(op, v) "{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\"," \
+                          "\"Condition\":{\"" op "\":{\"aws:CurrentTime\":\"" v "\"}}}"
+#define DATE_E(op, v) "{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\"," \
+                          "\"Condition\":{\"" op "\":{\"aws:EpochTime\":\"" v "\"}}}"
+#define NOTP(eff) "{\"Effect\":\"" eff "\",\"NotPrincipal\":{\"AWS\":[\"alice\",\"arn:aws:iam::shale:user/carol\"]}," \
+                      "\"Action\":\"s3:*\",\"Resource\":\"*\"}"
+
+static void dates_and_notprincipal(void)
+{
+    /* Date*: now is after 2020 and before 2200, in ISO 8601 (with offsets, fractions, a bare date) or epoch */
+    TAP_EQ_INT(ev(DATE_C("DateGreaterThan", "2020-01-01T00:00:00Z"), NULL, "1.2.3.4", "s3:GetObject", OBJ), ALLOW,
+               "DateGreaterThan a past date");
+    TAP_EQ_INT(ev(DATE_C("DateLessThan", "2020-01-01"), NULL, "1.2.3.4", "s3:GetObject", OBJ), NONE,
+               "DateLessThan a past date: not now");
+    TAP_EQ_INT(ev(DATE_C("DateLessThan", "2200-01-01T00:00:00.5+02:00"), NULL, "1.2.3.4", "s3:GetObject", OBJ), ALLOW,
+               "DateLessThan a future date (fraction, offset)");
+    TAP_EQ_INT(ev(DATE_C("DateGreaterThanEquals", "2200-01-01T00:00:00Z"), NULL, "1.2.3.4", "s3:GetObject", OBJ),
+               NONE, "DateGreaterThanEquals a future date: not now");
+    TAP_EQ_INT(ev(DATE_C("DateNotEquals", "2020-01-01T00:00:00Z"), NULL, "1.2.3.4", "s3:GetObject", OBJ), ALLOW,
+               "DateNotEquals");
+    TAP_EQ_INT(ev(DATE_E("DateGreaterThan", "1577836800"), NULL, "1.2.3.4", "s3:GetObject", OBJ), ALLOW,
+               "aws:EpochTime against epoch seconds");
+    TAP_EQ_INT(ev(DATE_E("DateLessThan", "2020-01-01T00:00:00Z"), NULL, "1.2.3.4", "s3:GetObject", OBJ), NONE,
+               "aws:EpochTime against an ISO date");
+    TAP_EQ_INT(ev(DATE_C("DateLessThanIfExists", "2020-01-01"), NULL, "1.2.3.4", "s3:GetObject", OBJ), NONE,
+               "IfExists on a present key still compares");
+    /* NotPrincipal: everybody but those named, anonymous included */
+    TAP_EQ_INT(ev(NOTP("Deny"), "bob", "1.2.3.4", "s3:GetObject", OBJ), DENY, "NotPrincipal Deny: another user");
+    TAP_EQ_INT(ev(NOTP("Deny"), NULL, "1.2.3.4", "s3:GetObject", OBJ), DENY, "NotPrincipal Deny: anonymous");
+    TAP_EQ_INT(ev(NOTP("Deny"), "alice", "1.2.3.4", "s3:GetObject", OBJ), NONE, "NotPrincipal Deny: a name excepted");
+    TAP_EQ_INT(ev(NOTP("Deny"), "carol", "1.2.3.4", "s3:GetObject", OBJ), NONE, "... by ARN");
+    TAP_EQ_INT(ev(NOTP("Allow"), "bob", "1.2.3.4", "s3:GetObject", OBJ), ALLOW, "NotPrincipal Allow");
+}
+
 int main(void)
 {
+    dates_and_notprincipal();
     /* principals, actions, resources */
     TAP_EQ_INT(ev(ALLOW_GET, "alice", "1.2.3.4", "s3:GetObject", OBJ), ALLOW, "Allow by name and wildcard");
     TAP_EQ_INT(ev(ALLOW_GET, "alice", "1.2.3.4", "S3:getobject", OBJ), ALLOW, "actions match case-insensitively");
@@ -115,13 +150,19 @@ int main(void)
         { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
           "\"Resource\":\"arn:aws:s3:::other/*\"}]}", "its own bucket" },
         { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","
-          "\"Condition\":{\"DateEquals\":{\"aws:CurrentTime\":\"2020-01-01\"}}}]}", "operator" },
+          "\"Condition\":{\"DateAfter\":{\"aws:CurrentTime\":\"2020-01-01\"}}}]}", "operator" },
+        { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","
+          "\"Condition\":{\"DateLessThan\":{\"aws:CurrentTime\":\"2020-13-01\"}}}]}", "not a date" },
+        { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","
+          "\"Condition\":{\"DateLessThan\":{\"aws:CurrentTime\":\"yesterday\"}}}]}", "not a date" },
         { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","
           "\"Condition\":{\"StringEquals\":{\"ec2:Region\":\"x\"}}}]}", "condition key" },
         { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","
           "\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/33\"}}}]}", "CIDR" },
-        { "{\"Statement\":[{\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"x\"},\"Action\":\"s3:*\","
-          "\"Resource\":\"*\"}]}", "NotPrincipal" },
+        { "{\"Statement\":[{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":\"*\"},\"Action\":\"s3:*\","
+          "\"Resource\":\"*\"}]}", "matches nobody" },
+        { "{\"Statement\":[{\"Effect\":\"Deny\",\"Principal\":\"*\",\"NotPrincipal\":{\"AWS\":\"x\"},"
+          "\"Action\":\"s3:*\",\"Resource\":\"*\"}]}", "both" },
         { "{\"Statement\":[{\"Sid\":\"a\"," ALLOW_GET_IN ",{\"Sid\":\"a\"," ALLOW_GET_IN "]}", "unique" },
         { "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\","
           "\"Extra\":1}]}", "unknown element" },
