@@ -58,7 +58,7 @@ struct s3put {
     struct s3auth au;
     EVP_MD_CTX *sha;                  /* the raw body, when the client declared its SHA-256 */
     char sha_want[65];
-    struct s3sse sse;                 /* encrypted at rest (s3sse.c): the bytes written are its ciphertext */
+    struct sl_sse sse;                 /* encrypted at rest (s3sse.c): the bytes written are its ciphertext */
     char vid[24];                     /* the version written (x-amz-version-id), "" none */
     bool versioned;
 };
@@ -79,7 +79,7 @@ static void put_free(struct s3put *u)
     s3chunk_free(&u->ck);
     OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
     s3_xc_free(&u->xc);
-    s3_sse_free(&u->sse);
+    sl_sse_free(&u->sse);
     free(u);
 }
 
@@ -103,7 +103,7 @@ static int sink(struct s3put *u, const char *p, size_t n)
     if (u->expect >= 0 && u->decoded > (uint64_t)u->expect)
         return put_fail(u, 400, "IncompleteBody", "the body holds more bytes than x-amz-decoded-content-length");
     if (u->sse.mode)
-        p = s3_sse_crypt(&u->sse, p, n);
+        p = sl_sse_crypt(&u->sse, p, n);
     int rc = u->part ? sl_mpt_part_write(u->part, p, n, &err) : sl_put_write(u->p, p, n, &err);
     if (rc < 0) {
         char m[400];
@@ -275,7 +275,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
     }
     const char *etag = s3_obj_etag(&rd->md);
     struct sl_objmd *md = &rd->md;
-    struct s3sse sse;
+    struct sl_sse sse;
     if (s3_sse_open_s3(r, md, "", &sse) < 0) { /* encrypted: the key (SSE-C: the request's) */
         sl_read_done(rd);
         return;
@@ -335,7 +335,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
         }
     }
 done:
-    s3_sse_free(&sse);
+    sl_sse_free(&sse);
     sl_read_done(rd);
 }
 
