@@ -230,7 +230,7 @@ static void copy_run(struct sl_req *r, void *arg)
         goto out; /* (the copy's lock: the request's or the bucket's default, never the source's: s3lock.c) */
     }
     if (local) {
-        if (sl_read_obj(&j->src, j->skey, j->sklen, &fd, &md, &err) < 0) {
+        if (sl_read_obj_ex(&j->src, j->skey, j->sklen, SL_READ_RAW, &fd, &md, &err) < 0) {
             if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
                 s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
             else

@@ -270,7 +270,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
     if (r->method != SL_M_HEAD && !rd->checked && fstat(rd->fd, &st) == 0 && (uint64_t)st.st_size != rd->md.size) {
         /* the file is not what the metadata says: again on a pool thread, repaired or refused */
         sl_read_done(rd);
-        sl_read_again(r, b, key, klen, sl_read_flags(r, b), &get_ops);
+        sl_read_again(r, b, key, klen, sl_read_flags(r, b) | SL_READ_RAW, &get_ops);
         return;
     }
     const char *etag = s3_obj_etag(&rd->md);
@@ -346,7 +346,7 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
     struct sl_buf n; /* ?versionId: that version's object (s3ver.c) */
     sl_buf_init(&n);
     if (s3ver_get_name(r, q, b, &n))
-        sl_read_req(r, b, n.p, n.len, sl_read_flags(r, b), &get_ops);
+        sl_read_req(r, b, n.p, n.len, sl_read_flags(r, b) | SL_READ_RAW, &get_ops); /* (decrypted here: SSE-C with the request's key) */
     sl_buf_free(&n);
 }
 

@@ -31,8 +31,8 @@ void s3_sse_headers(struct sl_req *r, const struct sl_sse *s);
 /* Answer [off, off+len) of fd decrypted; takes fd and s's state */
 void s3_sse_serve(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, struct sl_sse *s,
                   const char *ctype);
-/* The native API's GET of an encrypted object (api/tgt.c): SSE-S3
- * decrypted, SSE-C with the S3 SSE-C headers only. Takes fd. */
+/* A native GET that carries S3's SSE-C headers (a CopyObject's source read
+ * on its target, s3copy.c; read raw): decrypted with that key. Takes fd. */
 void s3_sse_native_get(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const struct sl_objmd *md);
 bool s3_sse_encrypted(const struct sl_objmd *md);
 /* CompleteMultipartUpload of an encrypted upload: "s3.sse.parts" into meta */
