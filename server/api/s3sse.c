@@ -392,6 +392,23 @@ void s3_sse_native_get(struct sl_req *r, int status, int fd, uint64_t off, uint6
     s3_sse_serve(r, status, fd, off, len, &s, "application/octet-stream");
 }
 
+int s3_sse_transport(struct sl_req *r)
+{
+    static const char *const h[] = { "x-amz-server-side-encryption-customer-algorithm",
+                                     "x-amz-server-side-encryption-customer-key",
+                                     "x-amz-copy-source-server-side-encryption-customer-algorithm",
+                                     "x-amz-copy-source-server-side-encryption-customer-key" };
+    bool ssec = false;
+    for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+        ssec = ssec || sl_req_header(r, h[i]);
+    if (!ssec || sl_req_tls(r) || sl_conf->s3_sse_c_allow_http)
+        return 0;
+    s3_err(r, 400, "InvalidRequest", "Requests specifying Server Side Encryption with Customer provided keys must be "
+           "made over a secure connection (this one is plain HTTP: use https://, or set s3.sse_c_allow_http=true "
+           "to accept the key in the clear, insecure); nothing was done");
+    return -1;
+}
+
 /* ---- ?encryption of a bucket: its props "sse" ("AES256" or "") ---- */
 
 struct ssecfg {

@@ -34,6 +34,9 @@ void s3_sse_serve(struct sl_req *r, int status, int fd, uint64_t off, uint64_t l
 /* A native GET that carries S3's SSE-C headers (a CopyObject's source read
  * on its target, s3copy.c; read raw): decrypted with that key. Takes fd. */
 void s3_sse_native_get(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const struct sl_objmd *md);
+/* A request with SSE-C headers that did not come over TLS: refused (400
+ * InvalidRequest, as AWS) unless s3.sse_c_allow_http. 0 go on, -1 answered. */
+int s3_sse_transport(struct sl_req *r);
 bool s3_sse_encrypted(const struct sl_objmd *md);
 /* CompleteMultipartUpload of an encrypted upload: "s3.sse.parts" into meta */
 void s3_sse_parts_meta(struct kvs *meta, const int *nos, const uint64_t *sizes, int n);

@@ -84,6 +84,25 @@ class S3SseTest(unittest.TestCase):
     def setUp(self):
         if not self._testMethodName.startswith("test_a_"):
             self.set_key_file(self.keyfile)
+        # this cluster serves plain HTTP: SSE-C needs the (insecure) setting, but in test_a_ssec_over_http
+        allow = "false" if self._testMethodName == "test_a_ssec_over_http" else "true"
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"s3.sse_c_allow_http": allow})
+        self.assertEqual(r.status_code, 200, r.text)
+
+    def test_a_ssec_over_http(self):
+        """SSE-C over plain HTTP is refused as AWS does (400 InvalidRequest), nothing stored or read"""
+        b = self.bucket("sse-http")
+        e = self.client_err(lambda: self.s3.put_object(Bucket=b, Key="c", Body=b"secret", **ssec()), 400,
+                            "InvalidRequest")
+        self.assertIn("must be made over a secure connection", e["Error"]["Message"])
+        self.assertIn("s3.sse_c_allow_http", e["Error"]["Message"])
+        self.client_err(lambda: self.s3.head_object(Bucket=b, Key="c"), 404, None)
+        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="c", **ssec()), 400, "InvalidRequest")
+        self.s3.put_object(Bucket=b, Key="p", Body=b"plain")
+        self.client_err(lambda: self.s3.copy_object(Bucket=b, Key="q", CopySource={"Bucket": b, "Key": "p"},
+                                                    **ssec(KEY_C, "CopySource")), 400, "InvalidRequest")
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"s3.sse_c_allow_http": "maybe"})
+        self.assertEqual(r.status_code, 400, r.text)
 
     def bucket(self, name):
         try:
