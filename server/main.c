@@ -292,7 +292,7 @@ int main(int argc, char **argv)
         sl_config_free(c);
         return 2;
     }
-    if (check_only && c->s3_sse_key_file[0] && s3_sse_key_check(c->s3_sse_key_file, &err) < 0) {
+    if (check_only && c->s3_sse_key_file[0] && sl_sse_key_check(c->s3_sse_key_file, &err) < 0) {
         fprintf(stderr, "shaled: %s\n", err.msg);
         sl_config_free(c);
         return 2;

@@ -1024,6 +1024,8 @@ void sl_s3_route(struct sl_req *r)
         s3_post_object(r, q.bucket);
         return;
     }
+    if (s3_sse_transport(r) < 0) /* a customer's key in the clear */
+        return;
     /* authenticate, then authorise (with the user the verified key belongs to) */
     struct s3auth au;
     if (s3_auth(r, &au) < 0)

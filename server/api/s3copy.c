@@ -73,7 +73,7 @@ struct copy_src {                 /* a source read from its own target */
     int64_t mtime;
     bool checked, refused;
     int status;
-    struct s3sse dsse;            /* the destination's encryption: what is written is its ciphertext */
+    struct sl_sse dsse;            /* the destination's encryption: what is written is its ciphertext */
 };
 
 static void copy_hdr(void *ctx, const char *name, const char *value)
@@ -112,7 +112,7 @@ static int dst_write(struct copy_src *c, const void *data, size_t n, struct sl_e
 {
     EVP_DigestUpdate(c->md5, data, n);
     if (c->dsse.mode)
-        data = s3_sse_crypt(&c->dsse, data, n);
+        data = sl_sse_crypt(&c->dsse, data, n);
     return c->j->part ? sl_mpt_part_write(c->mp, data, n, err) : sl_put_write(c->p, data, n, err);
 }
 
@@ -216,7 +216,7 @@ static void copy_run(struct sl_req *r, void *arg)
     int fd = -1;
     struct sl_objmd md;
     memset(&md, 0, sizeof(md));
-    struct s3sse ssrc;
+    struct sl_sse ssrc;
     memset(&ssrc, 0, sizeof(ssrc));
     struct kvs sm = { 0 };           /* the destination's encryption metadata */
     if (j->part) {
@@ -230,7 +230,7 @@ static void copy_run(struct sl_req *r, void *arg)
         goto out; /* (the copy's lock: the request's or the bucket's default, never the source's: s3lock.c) */
     }
     if (local) {
-        if (sl_read_obj(&j->src, j->skey, j->sklen, &fd, &md, &err) < 0) {
+        if (sl_read_obj_ex(&j->src, j->skey, j->sklen, SL_READ_RAW, &fd, &md, &err) < 0) {
             if (err.code == SL_ENOOBJ || err.code == SL_ENOENT)
                 s3_err(r, 404, "NoSuchKey", "The specified key does not exist (the copy source)");
             else
@@ -263,7 +263,7 @@ static void copy_run(struct sl_req *r, void *arg)
             if (strcmp(use->kv[i].k, "ETag") && strcmp(use->kv[i].k, "s3.mp") && strcmp(use->kv[i].k, "orig_fntl") &&
                 strncmp(use->kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) && !s3_acl_md_key(use->kv[i].k) &&
                 !s3_lock_md_key(use->kv[i].k) &&
-                !s3_sse_key_is_own(use->kv[i].k))
+                !sl_sse_key_is_own(use->kv[i].k))
                 s3_kv_add(&keep, use->kv[i].k, use->kv[i].v);
         copy_tags(j, &c.custom, &keep);
         o.custom = keep.kv;
@@ -302,7 +302,7 @@ static void copy_run(struct sl_req *r, void *arg)
                 break;
             }
             if (ssrc.mode)
-                s3_sse_xor_at(&ssrc, off, buf, (size_t)n);
+                sl_sse_xor_at(&ssrc, off, buf, (size_t)n);
             if (dst_write(&c, buf, (size_t)n, &err) < 0)
                 break;
             off += (uint64_t)n;
@@ -372,7 +372,7 @@ static void copy_run(struct sl_req *r, void *arg)
             for (int i = 0; i < c.custom.n; i++)
                 if (strcmp(c.custom.kv[i].k, "ETag") && strcmp(c.custom.kv[i].k, "s3.mp") &&
                     strncmp(c.custom.kv[i].k, S3_TAG_PFX, sizeof(S3_TAG_PFX) - 1) &&
-                    !s3_acl_md_key(c.custom.kv[i].k) && !s3_sse_key_is_own(c.custom.kv[i].k) &&
+                    !s3_acl_md_key(c.custom.kv[i].k) && !sl_sse_key_is_own(c.custom.kv[i].k) &&
                     !s3_lock_md_key(c.custom.kv[i].k))
                     sl_put_set_custom(c.p, c.custom.kv[i].k, c.custom.kv[i].v);
         if (!j->part) { /* the source's tags came with its bytes (set again when they were at begin) */
@@ -437,8 +437,8 @@ out:
     EVP_MD_CTX_free(c.md5);
     s3_kv_free(&c.custom);
     s3_kv_free(&sm);
-    s3_sse_free(&ssrc);
-    s3_sse_free(&c.dsse);
+    sl_sse_free(&ssrc);
+    sl_sse_free(&c.dsse);
     sl_smap_put(s);
     copy_free(j);
 }

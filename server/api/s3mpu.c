@@ -145,7 +145,7 @@ void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_b
                "bytes)", S3_META_MAX);
         return;
     }
-    struct s3sse sse;
+    struct sl_sse sse;
     int sr = s3_tagging_hdr(r, &meta) < 0 || s3_lock_hdrs(r, b, &meta) < 0 || s3_acl_hdr(r, b, &meta) < 0 ? -1
              : s3_sse_new(r, b, &sse, &meta); /* the parts' encryption */
     if (sr < 0) {
@@ -153,7 +153,7 @@ void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_b
         return;
     }
     s3_sse_headers(r, &sse);
-    s3_sse_free(&sse);
+    sl_sse_free(&sse);
     if (sl_mpt_create(b, q->key, q->klen, id, sizeof(id), &err) < 0) {
         s3_kv_free(&meta);
         s3_err_sl(r, &err);

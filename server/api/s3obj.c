@@ -58,7 +58,7 @@ struct s3put {
     struct s3auth au;
     EVP_MD_CTX *sha;                  /* the raw body, when the client declared its SHA-256 */
     char sha_want[65];
-    struct s3sse sse;                 /* encrypted at rest (s3sse.c): the bytes written are its ciphertext */
+    struct sl_sse sse;                 /* encrypted at rest (s3sse.c): the bytes written are its ciphertext */
     char vid[24];                     /* the version written (x-amz-version-id), "" none */
     bool versioned;
 };
@@ -79,7 +79,7 @@ static void put_free(struct s3put *u)
     s3chunk_free(&u->ck);
     OPENSSL_cleanse(u->au.secret, sizeof(u->au.secret));
     s3_xc_free(&u->xc);
-    s3_sse_free(&u->sse);
+    sl_sse_free(&u->sse);
     free(u);
 }
 
@@ -103,7 +103,7 @@ static int sink(struct s3put *u, const char *p, size_t n)
     if (u->expect >= 0 && u->decoded > (uint64_t)u->expect)
         return put_fail(u, 400, "IncompleteBody", "the body holds more bytes than x-amz-decoded-content-length");
     if (u->sse.mode)
-        p = s3_sse_crypt(&u->sse, p, n);
+        p = sl_sse_crypt(&u->sse, p, n);
     int rc = u->part ? sl_mpt_part_write(u->part, p, n, &err) : sl_put_write(u->p, p, n, &err);
     if (rc < 0) {
         char m[400];
@@ -270,12 +270,12 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
     if (r->method != SL_M_HEAD && !rd->checked && fstat(rd->fd, &st) == 0 && (uint64_t)st.st_size != rd->md.size) {
         /* the file is not what the metadata says: again on a pool thread, repaired or refused */
         sl_read_done(rd);
-        sl_read_again(r, b, key, klen, sl_read_flags(r, b), &get_ops);
+        sl_read_again(r, b, key, klen, sl_read_flags(r, b) | SL_READ_RAW, &get_ops);
         return;
     }
     const char *etag = s3_obj_etag(&rd->md);
     struct sl_objmd *md = &rd->md;
-    struct s3sse sse;
+    struct sl_sse sse;
     if (s3_sse_open_s3(r, md, "", &sse) < 0) { /* encrypted: the key (SSE-C: the request's) */
         sl_read_done(rd);
         return;
@@ -335,7 +335,7 @@ static void get_serve(struct sl_req *r, const struct sl_bck *b, const char *key,
         }
     }
 done:
-    s3_sse_free(&sse);
+    sl_sse_free(&sse);
     sl_read_done(rd);
 }
 
@@ -346,7 +346,7 @@ static void get_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
     struct sl_buf n; /* ?versionId: that version's object (s3ver.c) */
     sl_buf_init(&n);
     if (s3ver_get_name(r, q, b, &n))
-        sl_read_req(r, b, n.p, n.len, sl_read_flags(r, b), &get_ops);
+        sl_read_req(r, b, n.p, n.len, sl_read_flags(r, b) | SL_READ_RAW, &get_ops); /* (decrypted here: SSE-C with the request's key) */
     sl_buf_free(&n);
 }
 

@@ -5,6 +5,7 @@
  * the scheme and the metadata kept, docs/s3.md for why.
  */
 #include "s3sse.h"
+#include "sse.h"
 #include "b64.h"
 #include "log.h"
 #include "node.h"
@@ -22,239 +23,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define PART_BLOCKS_SHIFT 36        /* part N's counters start at IV + N * 2^36 (1 TiB of blocks apart) */
-
-/* ---- the key file: the cluster's master key ---- */
-
-struct keyfile {
-    char path[4096];
-    struct timespec mtime;
-    off_t size;
-    unsigned char key[32];
-    char kid[40];
-    bool ok;
-};
-static pthread_mutex_t kf_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct keyfile kf;
-
-static int key_parse(const char *path, unsigned char key[32], struct sl_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return sl_errf(err, SL_EINTERNAL, "cannot read the SSE-S3 master key file %s (s3.sse_key_file): %s", path,
-                       strerror(errno));
-    char b[256];
-    ssize_t n = read(fd, b, sizeof(b) - 1);
-    close(fd);
-    if (n < 0)
-        return sl_errf(err, SL_EINTERNAL, "cannot read the SSE-S3 master key file %s (s3.sse_key_file): %s", path,
-                       strerror(errno));
-    while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r' || b[n - 1] == ' '))
-        n--;
-    b[n] = 0;
-    if (n == 64 && strspn(b, "0123456789abcdefABCDEF") == 64) {
-        s3_hex2bin(b, key, 32);
-        return 0;
-    }
-    unsigned char out[64];
-    char why[80];
-    if (n == 44 && sl_b64_decode(b, (size_t)n, 0, out, why, sizeof(why)) == 32) {
-        memcpy(key, out, 32);
-        OPENSSL_cleanse(out, sizeof(out));
-        return 0;
-    }
-    OPENSSL_cleanse(b, sizeof(b));
-    return sl_errf(err, SL_EINTERNAL, "the SSE-S3 master key file %s (s3.sse_key_file) does not hold a 256-bit key "
-                   "(64 hex digits or 44 base64 characters; e.g. `openssl rand -hex 32 > FILE`)", path);
-}
-
-int s3_sse_key_check(const char *path, struct sl_err *err)
-{
-    unsigned char k[32];
-    int rc = key_parse(path, k, err);
-    OPENSSL_cleanse(k, sizeof(k));
-    return rc;
-}
-
-/* The master key (kf_mu held): read again when the setting or the file changed */
-static int kf_load(struct sl_err *err)
-{
-    const char *path = sl_conf->s3_sse_key_file;
-    if (!path || !*path) {
-        kf.ok = false;
-        return sl_errf(err, SL_EINTERNAL, "SSE-S3 is not configured on this cluster: set s3.sse_key_file to a file "
-                       "holding a 256-bit master key (the same file on every node), or use SSE-C");
-    }
-    struct stat st;
-    if (stat(path, &st) < 0) {
-        kf.ok = false;
-        return sl_errf(err, SL_EINTERNAL, "cannot read the SSE-S3 master key file %s (s3.sse_key_file): %s", path,
-                       strerror(errno));
-    }
-    if (kf.ok && !strcmp(kf.path, path) && kf.size == st.st_size && kf.mtime.tv_sec == st.st_mtim.tv_sec &&
-        kf.mtime.tv_nsec == st.st_mtim.tv_nsec)
-        return 0;
-    kf.ok = false;
-    if (key_parse(path, kf.key, err) < 0)
-        return -1;
-    unsigned char d[32];
-    unsigned dn = 0;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-    EVP_DigestUpdate(md, "shale-sse-kid:", 14);
-    EVP_DigestUpdate(md, kf.key, 32);
-    EVP_DigestFinal_ex(md, d, &dn);
-    EVP_MD_CTX_free(md);
-    memcpy(kf.kid, "file-", 5);
-    sl_hex(d, 8, kf.kid + 5);
-    snprintf(kf.path, sizeof(kf.path), "%s", path);
-    kf.mtime = st.st_mtim;
-    kf.size = st.st_size;
-    kf.ok = true;
-    return 0;
-}
-
-static int file_key_id(char *kid, size_t n, struct sl_err *err)
-{
-    pthread_mutex_lock(&kf_mu);
-    int rc = kf_load(err);
-    if (rc == 0)
-        snprintf(kid, n, "%s", kf.kid);
-    pthread_mutex_unlock(&kf_mu);
-    return rc;
-}
-
-static int kw(bool enc, const unsigned char *k, const unsigned char *in, size_t inn, unsigned char *out, size_t *outn)
-{
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    EVP_CIPHER_CTX_set_flags(c, EVP_CIPHER_CTX_FLAG_WRAP_ALLOW);
-    int n = 0, m = 0, ok = EVP_CipherInit_ex(c, EVP_aes_256_wrap(), NULL, k, NULL, enc) &&
-                           EVP_CipherUpdate(c, out, &n, in, (int)inn) && EVP_CipherFinal_ex(c, out + n, &m);
-    EVP_CIPHER_CTX_free(c);
-    *outn = (size_t)(n + m);
-    return ok ? 0 : -1;
-}
-
-static int file_wrap(const char *kid, const unsigned char dk[32], unsigned char *out, size_t *outn,
-                     struct sl_err *err)
-{
-    pthread_mutex_lock(&kf_mu);
-    int rc = kf_load(err);
-    if (rc == 0 && strcmp(kid, kf.kid))
-        rc = sl_errf(err, SL_EINTERNAL, "SSE-S3: key %s is not the one in %s (%s)", kid, kf.path, kf.kid);
-    if (rc == 0 && kw(true, kf.key, dk, 32, out, outn) < 0)
-        rc = sl_errf(err, SL_EINTERNAL, "SSE-S3: wrapping a data key failed");
-    pthread_mutex_unlock(&kf_mu);
-    return rc;
-}
-
-static int file_unwrap(const char *kid, const unsigned char *in, size_t inn, unsigned char dk[32],
-                       struct sl_err *err)
-{
-    pthread_mutex_lock(&kf_mu);
-    int rc = kf_load(err);
-    unsigned char out[64];
-    size_t n = 0;
-    if (rc == 0 && strcmp(kid, kf.kid))
-        rc = sl_errf(err, SL_EINTERNAL, "the object was encrypted under SSE-S3 master key %s, and %s "
-                     "(s3.sse_key_file) holds key %s: give this node the cluster's key file", kid, kf.path, kf.kid);
-    else if (rc == 0 && (inn > 48 || kw(false, kf.key, in, inn, out, &n) < 0 || n != 32))
-        rc = sl_errf(err, SL_EINTERNAL, "SSE-S3: the object's wrapped data key does not unwrap under key %s "
-                     "(damaged metadata)", kid);
-    if (rc == 0)
-        memcpy(dk, out, 32);
-    OPENSSL_cleanse(out, sizeof(out));
-    pthread_mutex_unlock(&kf_mu);
-    return rc;
-}
-
-static const struct s3_kms file_kms = { "file", file_key_id, file_wrap, file_unwrap };
-const struct s3_kms *s3_kms = &file_kms;
-
-/* ---- the cipher ---- */
-
-void s3_sse_free(struct s3sse *s)
-{
-    if (s->c)
-        EVP_CIPHER_CTX_free(s->c);
-    free(s->seg);
-    free(s->buf);
-    OPENSSL_cleanse(s, sizeof(*s));
-}
-
-/* c at block blk of counter space no */
-static void ctr_at(struct s3sse *s, int no, uint64_t blk)
-{
-    unsigned char iv[16];
-    memcpy(iv, s->iv, 16);
-    /* 128-bit big-endian add of no * 2^36 + blk */
-    unsigned __int128 add = ((unsigned __int128)(unsigned)no << PART_BLOCKS_SHIFT) + blk, carry = 0;
-    for (int i = 15; i >= 0; i--) {
-        unsigned __int128 v = (unsigned __int128)iv[i] + (add & 0xff) + carry;
-        iv[i] = (unsigned char)v;
-        carry = v >> 8;
-        add >>= 8;
-    }
-    if (!s->c)
-        s->c = EVP_CIPHER_CTX_new();
-    EVP_EncryptInit_ex(s->c, EVP_aes_256_ctr(), NULL, s->key, iv);
-}
-
-static void ctr_run(struct s3sse *s, unsigned char *out, const unsigned char *in, size_t n)
-{
-    while (n) {
-        int m = (int)SL_MIN(n, (size_t)1 << 30), o = 0;
-        EVP_EncryptUpdate(s->c, out, &o, in, m);
-        out += m;
-        in += m;
-        n -= (size_t)m;
-    }
-}
-
-/* c at offset off of counter space no (whose bytes start at 0) */
-static void ctr_seek(struct s3sse *s, int no, uint64_t off)
-{
-    ctr_at(s, no, off / 16);
-    unsigned char skip[16];
-    if (off % 16)
-        ctr_run(s, skip, skip, off % 16);
-}
-
-const char *s3_sse_crypt(struct s3sse *s, const char *p, size_t n)
-{
-    if (s->bufn < n) {
-        free(s->buf);
-        s->bufn = SL_MAX(n, (size_t)64 * 1024);
-        s->buf = sl_xmalloc(s->bufn);
-    }
-    ctr_run(s, (unsigned char *)s->buf, (const unsigned char *)p, n);
-    return s->buf;
-}
-
-void s3_sse_xor_at(struct s3sse *s, uint64_t off, char *buf, size_t n)
-{
-    while (n) {
-        if (s->cur < 0 || off < s->seg[s->cur].off || off >= s->seg[s->cur].off + s->seg[s->cur].size) {
-            int i;
-            for (i = 0; i < s->nseg && !(off >= s->seg[i].off && off < s->seg[i].off + s->seg[i].size); i++)
-                ;
-            if (i == s->nseg)
-                return; /* past the layout: nothing of ours */
-            s->cur = i;
-            s->next = UINT64_MAX;
-        }
-        const struct s3sse_seg *g = &s->seg[s->cur];
-        if (off != s->next)
-            ctr_seek(s, g->no, off - g->off);
-        size_t m = (size_t)SL_MIN((uint64_t)n, g->off + g->size - off);
-        ctr_run(s, (unsigned char *)buf, (const unsigned char *)buf, m);
-        off += m;
-        buf += m;
-        n -= m;
-        s->next = off;
-    }
-}
 
 /* ---- the request's SSE-C headers ---- */
 
@@ -323,7 +91,12 @@ static const char *kv_get(const struct kvs *k, const char *name)
 
 /* ---- writes ---- */
 
-int s3_sse_new(struct sl_req *r, const struct sl_bck *b, struct s3sse *s, struct kvs *meta)
+static void kv_add(void *meta, const char *k, const char *v)
+{
+    s3_kv_add(meta, k, v);
+}
+
+int s3_sse_new(struct sl_req *r, const struct sl_bck *b, struct sl_sse *s, struct kvs *meta)
 {
     memset(s, 0, sizeof(*s));
     s->cur = -1;
@@ -359,7 +132,7 @@ int s3_sse_new(struct sl_req *r, const struct sl_bck *b, struct s3sse *s, struct
     RAND_bytes(s->iv, 16);
     sl_hex(s->iv, 16, hex);
     if (c) {
-        s->mode = S3SSE_C;
+        s->mode = SL_SSE_C;
         RAND_bytes(salt, 16);
         char mac[65];
         ssec_mac(salt, s->key, mac);
@@ -368,32 +141,21 @@ int s3_sse_new(struct sl_req *r, const struct sl_bck *b, struct s3sse *s, struct
         sl_hex(salt, 16, hex);
         s3_kv_add(meta, "s3.sse.salt", hex);
         s3_kv_add(meta, "s3.sse.kh", mac);
-        ctr_at(s, 0, 0);
+        sl_sse_ctr_at(s, 0, 0);
         return 0;
     }
     struct sl_err err = { 0 };
-    char kid[64];
-    unsigned char w[48];
-    size_t wn = 0;
-    RAND_bytes(s->key, 32);
-    if (s3_kms->key_id(kid, sizeof(kid), &err) < 0 || s3_kms->wrap(kid, s->key, w, &wn, &err) < 0) {
+    if (sl_sse_new_s3(s, kv_add, meta, &err) < 0) {
         s3_err(r, 500, "InternalError", "%s; nothing was stored", err.msg);
         return -1;
     }
-    s->mode = S3SSE_S3;
-    s3_kv_add(meta, "s3.sse", "AES256");
-    s3_kv_add(meta, "s3.sse.iv", hex);
-    s3_kv_add(meta, "s3.sse.kid", kid);
-    sl_hex(w, wn, hex);
-    s3_kv_add(meta, "s3.sse.dk", hex);
-    ctr_at(s, 0, 0);
     return 0;
 }
 
 /* s from the custom entries get(name) of an object or an upload: the data key unwrapped (SSE-S3) or the
  * request's checked (SSE-C, headers pfx). 0 not encrypted, 1 ready, -1 refused (status, code, msg). */
 static int sse_load(struct sl_req *r, const char *(*get)(const void *, const char *), const void *src,
-                    const char *pfx, struct s3sse *s, int *status, const char **code, char *msg, size_t mn)
+                    const char *pfx, struct sl_sse *s, int *status, const char **code, char *msg, size_t mn)
 {
     memset(s, 0, sizeof(*s));
     s->cur = -1;
@@ -440,7 +202,7 @@ static int sse_load(struct sl_req *r, const char *(*get)(const void *, const cha
                      "not the one the object was stored with", pfx);
             goto refused;
         }
-        s->mode = S3SSE_C;
+        s->mode = SL_SSE_C;
         memcpy(s->key, key, 32);
         OPENSSL_cleanse(key, sizeof(key));
         return 1;
@@ -462,17 +224,17 @@ static int sse_load(struct sl_req *r, const char *(*get)(const void *, const cha
         goto refused;
     }
     s3_hex2bin(dk, w, dl / 2);
-    if (s3_kms->unwrap(kid, w, dl / 2, s->key, &err) < 0) {
+    if (sl_kms->unwrap(kid, w, dl / 2, s->key, &err) < 0) {
         *status = 500;
         *code = "InternalError";
         snprintf(msg, mn, "%s", err.msg);
         goto refused;
     }
-    s->mode = S3SSE_S3;
+    s->mode = SL_SSE_S3;
     return 1;
 refused:
     OPENSSL_cleanse(key, sizeof(key));
-    s3_sse_free(s);
+    sl_sse_free(s);
     return -1;
 }
 
@@ -486,43 +248,16 @@ static const char *up_get(const void *k, const char *name)
     return kv_get(k, name);
 }
 
-/* "FIRST[-LAST]:SIZE,...": the layout of a multipart object; else one segment */
-static void layout(struct s3sse *s, const struct sl_objmd *md)
-{
-    const char *p = sl_objmd_get_custom(md, "s3.sse.parts");
-    uint64_t off = 0;
-    while (p && *p) {
-        char *e;
-        long a = strtol(p, &e, 10), z = a;
-        if (*e == '-')
-            z = strtol(e + 1, &e, 10);
-        if (*e != ':' || a < 1 || z < a || z > 10000)
-            break;
-        uint64_t size = strtoull(e + 1, &e, 10);
-        for (long n = a; n <= z; n++) {
-            s->seg = sl_xrealloc(s->seg, (size_t)(s->nseg + 1) * sizeof(*s->seg));
-            s->seg[s->nseg++] = (struct s3sse_seg){ (int)n, off, size };
-            off += size;
-        }
-        p = *e == ',' ? e + 1 : e;
-    }
-    if (!s->nseg) {
-        s->seg = sl_xmalloc(sizeof(*s->seg));
-        s->seg[0] = (struct s3sse_seg){ 0, 0, md->size };
-        s->nseg = 1;
-    }
-}
-
-int s3_sse_open(struct sl_req *r, const struct sl_objmd *md, const char *pfx, struct s3sse *s, int *status,
+int s3_sse_open(struct sl_req *r, const struct sl_objmd *md, const char *pfx, struct sl_sse *s, int *status,
                 const char **code, char *msg, size_t mn)
 {
     int rc = sse_load(r, md_get, md, pfx, s, status, code, msg, mn);
     if (rc == 1)
-        layout(s, md);
+        sl_sse_layout(s, md);
     return rc;
 }
 
-int s3_sse_open_s3(struct sl_req *r, const struct sl_objmd *md, const char *pfx, struct s3sse *s)
+int s3_sse_open_s3(struct sl_req *r, const struct sl_objmd *md, const char *pfx, struct sl_sse *s)
 {
     int status;
     const char *code;
@@ -533,7 +268,7 @@ int s3_sse_open_s3(struct sl_req *r, const struct sl_objmd *md, const char *pfx,
     return rc;
 }
 
-int s3_sse_part(struct sl_req *r, const struct kvs *up, struct s3sse *s, int partno)
+int s3_sse_part(struct sl_req *r, const struct kvs *up, struct sl_sse *s, int partno)
 {
     int status;
     const char *code;
@@ -550,18 +285,13 @@ int s3_sse_part(struct sl_req *r, const struct kvs *up, struct s3sse *s, int par
         return -1;
     }
     if (rc == 1)
-        ctr_at(s, partno, 0);
+        sl_sse_ctr_at(s, partno, 0);
     return 0;
 }
 
 bool s3_sse_encrypted(const struct sl_objmd *md)
 {
     return sl_objmd_get_custom(md, "s3.sse") != NULL;
-}
-
-bool s3_sse_key_is_own(const char *k)
-{
-    return !strncmp(k, "s3.sse", 6);
 }
 
 void s3_sse_parts_meta(struct kvs *meta, const int *nos, const uint64_t *sizes, int n)
@@ -585,11 +315,11 @@ void s3_sse_parts_meta(struct kvs *meta, const int *nos, const uint64_t *sizes, 
     sl_buf_free(&b);
 }
 
-void s3_sse_headers(struct sl_req *r, const struct s3sse *s)
+void s3_sse_headers(struct sl_req *r, const struct sl_sse *s)
 {
-    if (s->mode == S3SSE_S3) {
+    if (s->mode == SL_SSE_S3) {
         sl_hdr_add(r, "x-amz-server-side-encryption", "AES256");
-    } else if (s->mode == S3SSE_C) {
+    } else if (s->mode == SL_SSE_C) {
         sl_hdr_add(r, "x-amz-server-side-encryption-customer-algorithm", "AES256");
         sl_hdr_add(r, "x-amz-server-side-encryption-customer-key-MD5", s->kmd5);
     }
@@ -600,7 +330,7 @@ void s3_sse_headers(struct sl_req *r, const struct s3sse *s)
 struct sse_stream {
     int fd;
     uint64_t off, len;
-    struct s3sse s;
+    struct sl_sse s;
 };
 
 static ssize_t sse_read(void *ctx, uint64_t pos, char *buf, size_t max)
@@ -612,7 +342,7 @@ static ssize_t sse_read(void *ctx, uint64_t pos, char *buf, size_t max)
     ssize_t n = pread(st->fd, buf, want, (off_t)(st->off + pos));
     if (n <= 0)
         return -1;
-    s3_sse_xor_at(&st->s, st->off + pos, buf, (size_t)n);
+    sl_sse_xor_at(&st->s, st->off + pos, buf, (size_t)n);
     return n;
 }
 
@@ -620,11 +350,11 @@ static void sse_stream_free(void *ctx)
 {
     struct sse_stream *st = ctx;
     close(st->fd);
-    s3_sse_free(&st->s);
+    sl_sse_free(&st->s);
     free(st);
 }
 
-void s3_sse_serve(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, struct s3sse *s,
+void s3_sse_serve(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, struct sl_sse *s,
                   const char *ctype)
 {
     struct sse_stream *st = sl_xcalloc(1, sizeof(*st));
@@ -644,7 +374,7 @@ void s3_sse_serve(struct sl_req *r, int status, int fd, uint64_t off, uint64_t l
 
 void s3_sse_native_get(struct sl_req *r, int status, int fd, uint64_t off, uint64_t len, const struct sl_objmd *md)
 {
-    struct s3sse s;
+    struct sl_sse s;
     int st;
     const char *code;
     char msg[600];
@@ -660,6 +390,23 @@ void s3_sse_native_get(struct sl_req *r, int status, int fd, uint64_t off, uint6
         return;
     }
     s3_sse_serve(r, status, fd, off, len, &s, "application/octet-stream");
+}
+
+int s3_sse_transport(struct sl_req *r)
+{
+    static const char *const h[] = { "x-amz-server-side-encryption-customer-algorithm",
+                                     "x-amz-server-side-encryption-customer-key",
+                                     "x-amz-copy-source-server-side-encryption-customer-algorithm",
+                                     "x-amz-copy-source-server-side-encryption-customer-key" };
+    bool ssec = false;
+    for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+        ssec = ssec || sl_req_header(r, h[i]);
+    if (!ssec || sl_req_tls(r) || sl_conf->s3_sse_c_allow_http)
+        return 0;
+    s3_err(r, 400, "InvalidRequest", "Requests specifying Server Side Encryption with Customer provided keys must be "
+           "made over a secure connection (this one is plain HTTP: use https://, or set s3.sse_c_allow_http=true "
+           "to accept the key in the clear, insecure); nothing was done");
+    return -1;
 }
 
 /* ---- ?encryption of a bucket: its props "sse" ("AES256" or "") ---- */
@@ -697,7 +444,7 @@ int s3_sse_bck_config(struct sl_req *r, const char *body, size_t n)
                kms ? ", there is no KMS" : "");
     } else if (c.kms_key) {
         s3_err(r, 400, "InvalidArgument", "KMSMasterKeyID goes with aws:kms only; nothing was changed");
-    } else if (s3_kms->key_id(kid, sizeof(kid), &err) < 0) {
+    } else if (sl_kms->key_id(kid, sizeof(kid), &err) < 0) {
         s3_err(r, 500, "InternalError", "%s; nothing was changed", err.msg);
     } else {
         return 0;

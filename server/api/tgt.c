@@ -116,8 +116,8 @@ static void add_custom_headers(struct sl_req *r, const struct sl_objmd *md)
 
 static void add_obj_headers(struct sl_req *r, const struct sl_objmd *md)
 {
-    /* an encrypted object's checksum is its ciphertext's: sent only with the stored bytes (a neighbour's fetch) */
-    if (md->cksum_type != SL_CK_NONE && md->cksum[0] && (!s3_sse_encrypted(md) || sl_req_header(r, "Ais-No-Gfn"))) {
+    /* (an encrypted object's reader has the plaintext's metadata, with no checksum: cluster/read.h) */
+    if (md->cksum_type != SL_CK_NONE && md->cksum[0]) {
         sl_hdr_add(r, "Ais-Checksum-Type", sl_cksum_name(md->cksum_type));
         sl_hdr_add(r, "Ais-Checksum-Value", md->cksum);
     }
@@ -196,6 +196,9 @@ static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, si
 {
     int fd = rd->fd;
     struct sl_objmd md = rd->md;
+    struct sl_sse *dec = rd->dec; /* encrypted at rest: decrypted as it is sent (cluster/read.h) */
+    if (rd->sse)
+        sl_hdr_add(r, "Ais-Server-Side-Encryption", "AES256");
     if (rd->from == SL_READ_HERE)
         sl_store_touch(b->bid, name, nlen);
     else
@@ -221,7 +224,11 @@ static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, si
         free(small);
         close(fd);
         sl_objmd_free(&md);
-        sl_read_again(r, b, name, nlen, sl_read_flags(r, b), &get_ops);
+        if (dec) {
+            sl_sse_free(dec);
+            free(dec);
+        }
+        sl_read_again(r, b, name, nlen, sl_read_flags(r, b) | SL_READ_STREAM, &get_ops);
         return;
     }
     if (small ? (uint64_t)got != md.size : fstat(fd, &st) == 0 && (uint64_t)st.st_size != md.size) {
@@ -252,9 +259,19 @@ static void serve(struct sl_req *r, const struct sl_bck *b, const char *name, si
         sl_hdr_addf(r, "Content-Range", "bytes %llu-%llu/%llu", (unsigned long long)off,
                     (unsigned long long)(off + len - 1), (unsigned long long)md.size);
     sl_hdr_add(r, "Accept-Ranges", "bytes");
+    bool ssec = !dec && sl_sse_mode(&md) && !sl_req_header(r, "Ais-No-Gfn"); /* (read raw: obj_get) */
+    if (ssec)
+        md.cksum[0] = 0; /* (the ciphertext's) */
     add_obj_headers(r, &md);
-    if (s3_sse_encrypted(&md) && !sl_req_header(r, "Ais-No-Gfn")) { /* S3's encryption at rest (s3sse.c) */
+    if (ssec) {
         s3_sse_native_get(r, status, fd, off, len, &md);
+        fd = -1;
+        goto out;
+    }
+    if (dec && small) {
+        sl_sse_xor_at(dec, 0, small, md.size);
+    } else if (dec) {
+        s3_sse_serve(r, status, fd, off, len, dec, "application/octet-stream"); /* (takes fd and *dec's state) */
         fd = -1;
         goto out;
     }
@@ -285,6 +302,10 @@ out:
     if (fd >= 0)
         close(fd);
     sl_objmd_free(&md);
+    if (dec) {
+        sl_sse_free(dec);
+        free(dec);
+    }
 }
 
 static const struct sl_read_ops get_ops = { .serve = serve, .fail = read_fail, .tee = true, .checks_size = true };
@@ -327,8 +348,13 @@ static void obj_get(struct sl_req *r)
         ops = &arch_ops;
     else if (sl_arch_wanted(r))
         ops = NULL;
+    /* the plain GET decrypts an encrypted object as it sends it, the others read its plaintext; with S3's
+     * SSE-C key (a CopyObject's source, s3copy.c) it is read raw and decrypted with that key (serve) */
+    unsigned f = sl_read_flags(r, &b) | (ops == &get_ops ? SL_READ_STREAM : 0);
+    if (ops == &get_ops && sl_req_header(r, "x-amz-server-side-encryption-customer-key"))
+        f |= SL_READ_RAW;
     if (ops)
-        sl_read_req(r, &b, name, nlen, sl_read_flags(r, &b), ops);
+        sl_read_req(r, &b, name, nlen, f, ops);
     sl_bck_release(&b);
 }
 
@@ -389,6 +415,8 @@ static void head_serve(struct sl_req *r, const struct sl_bck *b, const char *nam
     struct sl_objmd *md = &rd->md;
     struct sl_mpath *mp = rd->mp;
     const char *props = sl_req_query(r, "props");
+    if (rd->sse) /* (its metadata is the plaintext's: no checksum, cluster/read.h) */
+        sl_hdr_add(r, "Ais-Server-Side-Encryption", rd->sse == SL_SSE_C ? "SSE-C" : "AES256");
     if (props) {
         /* V2: only what was asked */
         char *cp = sl_xstrdup(props), *save = NULL;

@@ -24,6 +24,85 @@ void sl_read_done(struct sl_read *rd)
         close(rd->fd);
     rd->fd = -1;
     sl_objmd_free(&rd->md);
+    if (rd->dec) {
+        sl_sse_free(rd->dec);
+        free(rd->dec);
+        rd->dec = NULL;
+    }
+}
+
+/* The reader wants the stored bytes as they are */
+static bool raw(unsigned flags)
+{
+    return flags & (SL_READ_RAW | SL_READ_LOCAL);
+}
+
+/* The metadata of what an encrypted object's reader gets: the plaintext's */
+static void plain_md(struct sl_objmd *md)
+{
+    int n = 0;
+    for (int i = 0; i < md->ncustom; i++) {
+        if (sl_sse_key_is_own(md->custom[i].k)) {
+            free(md->custom[i].k);
+            free(md->custom[i].v);
+        } else {
+            md->custom[n++] = md->custom[i];
+        }
+    }
+    md->ncustom = n;
+    md->cksum_type = SL_CK_NONE; /* (the store's checksum is the ciphertext's) */
+    md->cksum[0] = 0;
+}
+
+static int pfx_err(struct sl_err *err, const char *cn, const char *what)
+{
+    char m[sizeof(err->msg)];
+    snprintf(m, sizeof(m), "%s", err->msg);
+    return sl_errf(err, err->code, "%s: %s%s", cn, what, m);
+}
+
+/* An encrypted object open in rd, for a reader that is not raw: decrypted
+ * (read.h). 0, or -1 with err and rd released. */
+static int plain(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_read *rd,
+                 struct sl_err *err)
+{
+    if (raw(flags) || rd->answered || !(rd->sse = sl_sse_mode(&rd->md)))
+        return 0;
+    char cn[400];
+    sl_obj_cname(cn, sizeof(cn), b, name, nlen);
+    if (flags & SL_READ_HEAD) {
+        plain_md(&rd->md);
+        return 0;
+    }
+    if (rd->sse == SL_SSE_C) {
+        sl_read_done(rd);
+        return sl_errf(err, SL_EINVAL, "InvalidRequest: %s: The object was stored using a form of Server Side "
+                       "Encryption (SSE-C, a customer-provided key). The correct parameters must be provided to "
+                       "retrieve the object: read it through S3 (/s3/BUCKET/KEY) with its "
+                       "x-amz-server-side-encryption-customer-algorithm and x-amz-server-side-encryption-customer-key "
+                       "headers (the native API has no way to pass the key)", cn);
+    }
+    struct sl_sse *d = sl_xcalloc(1, sizeof(*d));
+    if (sl_sse_open_s3(&rd->md, d, err) < 0) {
+        free(d);
+        sl_read_done(rd);
+        return pfx_err(err, cn, "cannot decrypt (SSE-S3): ");
+    }
+    if (flags & SL_READ_STREAM) {
+        rd->dec = d;
+    } else {
+        int pfd = sl_sse_plain_fd(d, rd->fd, rd->md.size, err);
+        sl_sse_free(d);
+        free(d);
+        if (pfd < 0) {
+            sl_read_done(rd);
+            return pfx_err(err, cn, "");
+        }
+        close(rd->fd);
+        rd->fd = pfd;
+    }
+    plain_md(&rd->md);
+    return 0;
 }
 
 unsigned sl_read_flags(struct sl_req *r, const struct sl_bck *b)
@@ -94,7 +173,7 @@ int sl_read_try(const struct sl_bck *b, const char *name, size_t nlen, unsigned 
     if (flags & SL_READ_HEAD) {
         int rc = sl_obj_stat(b, name, nlen, &rd->md, &rd->mp, err);
         if (rc == 1)
-            return 0;
+            return plain(b, name, nlen, flags, rd, err);
         if (rc == 0 && err->code == SL_ENOOBJ && elsewhere(b, flags)) {
             memset(err, 0, sizeof(*err));
             return 2;
@@ -107,6 +186,13 @@ int sl_read_try(const struct sl_bck *b, const char *name, size_t nlen, unsigned 
     if (rc == 0 && rd->md.ncustom && sl_objmd_get_custom(&rd->md, SL_DAMAGED_KEY)) {
         sl_read_done(rd); /* (recorded as damaged: made again, or refused, on the pool) */
         return 1;
+    }
+    if (rc == 0 && !raw(flags) && sl_sse_mode(&rd->md)) {
+        if (!(flags & SL_READ_STREAM)) {
+            sl_read_done(rd); /* (decrypted whole: on the pool) */
+            return 1;
+        }
+        return plain(b, name, nlen, flags, rd, err);
     }
     if (rc >= 0)
         return rc; /* 1: a mirrored object's main replica is damaged: repaired off this thread */
@@ -244,8 +330,8 @@ static int drop_damaged(const struct sl_bck *b, const char *name, size_t nlen, u
     return 0;
 }
 
-int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_req *tee,
-                 struct sl_read *rd, struct sl_err *err)
+static int read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_req *tee,
+                     struct sl_read *rd, struct sl_err *err)
 {
     rd_init(rd);
     bool remote = sl_bck_remote(b);
@@ -333,6 +419,25 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
         return open_here(b, name, nlen, flags, rd, NULL, err);
     }
     return -1;
+}
+
+int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, struct sl_req *tee,
+                 struct sl_read *rd, struct sl_err *err)
+{
+    if (read_open(b, name, nlen, flags, tee, rd, err) < 0)
+        return -1;
+    return plain(b, name, nlen, flags, rd, err);
+}
+
+int sl_read_obj_ex(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int *fd,
+                   struct sl_objmd *md, struct sl_err *err)
+{
+    struct sl_read rd;
+    if (sl_read_open(b, name, nlen, flags & ~(SL_READ_STREAM | SL_READ_HEAD), NULL, &rd, err) < 0)
+        return -1;
+    *fd = rd.fd;
+    *md = rd.md;
+    return 0;
 }
 
 int sl_read_obj(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,

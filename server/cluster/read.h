@@ -22,6 +22,16 @@
  *   4. a remote-backed bucket: fetched from the remote (backend.c) and kept;
  *      a HEAD asks the remote without fetching
  *
+ * Encryption at rest (target/sse.h): an SSE-S3 object is decrypted here,
+ * once, for every reader but those asking SL_READ_RAW (and a neighbour's
+ * fetch, SL_READ_LOCAL, which carries the stored bytes): a streaming reader
+ * (SL_READ_STREAM: the native GET, ranges) gets the decryptor in rd->dec,
+ * the others (archive members, get-batch, ETL, job inputs) an fd that holds
+ * the plaintext (decrypted into memory: memfd). Their metadata is the
+ * plaintext's: no checksum (the store's covers the ciphertext), no
+ * encryption entries (rd->sse names the mode). An SSE-C object is refused
+ * (SL_EINVAL): its key is the client's, and only S3 requests carry it.
+ *
  * A front end asks sl_read_req (or sl_read_try on its HTTP thread, then
  * sl_read_open on a pool thread) and only formats the answer: the open
  * object goes to its serve callback, an error to its fail callback.
@@ -32,6 +42,7 @@
 #include "http.h"
 #include "meta.h"
 #include "md.h"
+#include "sse.h"
 #include "store.h"
 #include "shale_plugin.h"
 
@@ -40,6 +51,10 @@ enum {
     SL_READ_LOCAL = 2,      /* this target's copies only: a neighbour's own fetch (Ais-No-Gfn) */
     SL_READ_LATEST = 4,     /* remote-backed: the copy is made the remote's current version first */
     SL_READ_HEAD = 8,       /* metadata only: no fd (a remote object is HEADed there, not fetched) */
+    SL_READ_RAW = 16,       /* the stored bytes as they are: ciphertext of an encrypted object (internal
+                             * moves, checksum validation, S3's GET which decrypts with the request's key) */
+    SL_READ_STREAM = 32,    /* an encrypted object: the reader decrypts as it sends (rd->dec), from any
+                             * offset; else the fd handed over holds the plaintext */
 };
 
 enum { SL_READ_HERE = 0, SL_READ_REBUILT, SL_READ_REMOTE };
@@ -56,6 +71,8 @@ struct sl_read {
     bool checked;                   /* the file is the metadata's size (a pool thread's read checks it; the
                                      * HTTP thread's leaves it to the front end: sl_read_again) */
     bool repaired;                  /* the copy here was damaged, dropped and made again for this read */
+    int sse;                        /* encrypted at rest: SL_SSE_S3 or _C (target/sse.h), 0 plain */
+    struct sl_sse *dec;             /* SL_READ_STREAM of an SSE-S3 object: its decryptor (sl_read_done frees) */
 };
 
 void sl_read_done(struct sl_read *rd);
@@ -90,9 +107,14 @@ int sl_read_open(const struct sl_bck *b, const char *name, size_t nlen, unsigned
                  struct sl_read *rd, struct sl_err *err);
 
 /* sl_read_open for a job's input (an ETL, copy, dsort or ishard source):
- * *fd and md the caller's. Pool and job threads only. */
+ * *fd and md the caller's; an encrypted one's plaintext. Pool and job
+ * threads only. */
 int sl_read_obj(const struct sl_bck *b, const char *name, size_t nlen, int *fd, struct sl_objmd *md,
                 struct sl_err *err);
+/* The same with flags (SL_READ_RAW: the stored bytes, as a copy that
+ * carries the encryption with them) */
+int sl_read_obj_ex(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int *fd,
+                   struct sl_objmd *md, struct sl_err *err);
 
 /* What a front end does with the object (b and name borrowed for the call;
  * serve takes rd's fd and md). Called on the HTTP thread or a pool thread. */

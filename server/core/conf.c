@@ -153,6 +153,9 @@ static const struct key schema[] = {
       "SSE-S3 (server-side encryption, docs/s3.md): the file holding the cluster's 256-bit master key, 64 hex "
       "digits or 44 base64 characters; the same file on every node (\"\" = SSE-S3 and bucket default encryption "
       "are refused; SSE-C needs no key file)" },
+    { "s3.sse_c_allow_http", T_BOOL, "false", 0, NULL,
+      "INSECURE: accept SSE-C (a customer's key in the request's headers) over plain HTTP; false = such a request "
+      "is refused with 400 InvalidRequest unless it came over TLS, as AWS does" },
     { "s3.root", T_BOOL, "false", 0, NULL,
       "serve S3 at the root path as well as on /s3 (AIStore's S3-API-via-Root): a request whose path is not one of "
       "Shale's own (/v1/..., /s3, /ais, /gs, /az, /metrics) is an S3 request; for clients that cannot put a path in "
@@ -655,6 +658,7 @@ struct sl_config *sl_config_from_json(json_t *doc, struct sl_err *err)
     c->promote_dir = sl_xstrdup(gs(doc, "promote.dir"));
     c->s3_vhost_domain = sl_xstrdup(gs(doc, "s3.vhost_domain"));
     c->s3_root = gb(doc, "s3.root");
+    c->s3_sse_c_allow_http = gb(doc, "s3.sse_c_allow_http");
     c->s3_sse_key_file = sl_xstrdup(gs(doc, "s3.sse_key_file"));
     c->intra_ttl_ns = gd(doc, "auth.intra_cluster.ttl");
     c->auth_required = gb(doc, "auth.client_auth_required");

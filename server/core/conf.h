@@ -75,6 +75,7 @@ struct sl_config {
     char *promote_dir;            /* promote.dir */
     char *s3_vhost_domain;        /* s3.vhost_domain ("" = path style only) */
     bool s3_root;                 /* s3.root: S3 at "/" as well as on /s3 */
+    bool s3_sse_c_allow_http;     /* s3.sse_c_allow_http: SSE-C accepted without TLS (insecure) */
     char *s3_sse_key_file;        /* s3.sse_key_file: SSE-S3's master key ("" = no SSE-S3) */
     int64_t intra_ttl_ns;         /* auth.intra_cluster.ttl */
     bool use_https;               /* net.http.use_https */

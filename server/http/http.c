@@ -1291,6 +1291,14 @@ static void tls_conn_started(struct MHD_Connection *c)
         gnutls_session_ticket_enable_server(si->tls_session, &t->stek); /* (copied) */
 }
 
+bool sl_req_tls(const struct sl_req *r)
+{
+    if (!r->conn || !__atomic_load_n(&tls_cur, __ATOMIC_ACQUIRE))
+        return false;
+    const union MHD_ConnectionInfo *si = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return si && si->tls_session;
+}
+
 /* cls: the loop's number, for accept.c's count of its connections */
 static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode code)
 {

@@ -242,6 +242,8 @@ void sl_req_offload_peer_reroute(struct sl_req *r, sl_offload_fn fn, void (*canc
  * that sent "Content-Length: N" and waits for an answer before sending
  * (as AIStore's Python SDK does over TLS) gives false. */
 bool sl_req_body_coming(struct sl_req *r, int wait_ms);
+/* The request arrived over TLS (HTTPS) */
+bool sl_req_tls(const struct sl_req *r);
 /* true on the HTTP threads, where nothing may wait on a peer or a disk-heavy task */
 bool sl_http_thread(void);
 

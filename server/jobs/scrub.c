@@ -182,7 +182,7 @@ static void repair(struct walk *w, const char *name, size_t nlen, int bad)
     struct sl_err err = { 0 };
     if (bad & P_DATA) {
         struct sl_read rd;
-        if (sl_read_open(w->b, name, nlen, SL_READ_VALIDATE, NULL, &rd, &err) == 0)
+        if (sl_read_open(w->b, name, nlen, SL_READ_VALIDATE | SL_READ_RAW, NULL, &rd, &err) == 0)
             sl_read_done(&rd);
         memset(&err, 0, sizeof(err));
     }

@@ -460,7 +460,9 @@ int sl_tcb_copy_one(struct copier *c, const char *name, size_t nlen, const char 
     int fd;
     struct sl_objmd md;
     c->in_bytes = c->out_bytes = 0;
-    if (sl_read_obj(c->src, name, nlen, &fd, &md, err) < 0) /* (a remote source's: fetched, kept) */
+    /* (a remote source's: fetched, kept; a plain copy carries an encrypted one as it is, a transform reads
+     * its plaintext) */
+    if (sl_read_obj_ex(c->src, name, nlen, c->netl ? 0 : SL_READ_RAW, &fd, &md, err) < 0)
         return -1;
     c->in_bytes = md.size;
     struct dest d;

@@ -8,8 +8,11 @@ node; an encrypted object moved by a rebalance still decrypts.
 """
 import base64
 import hashlib
+import io
+import json
 import os
 import subprocess
+import tarfile
 import unittest
 
 from harness import main, start_cluster, stop_cluster, wait_until
@@ -30,6 +33,21 @@ def ssec(key=KEY_C, pfx=""):
 
 def marker(tag, n):
     return (b"PLAINTEXT-%s-" % tag.encode()) * n
+
+
+def make_tar(members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def tar_members(data):
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
+        return [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
 
 
 class S3SseTest(unittest.TestCase):
@@ -66,6 +84,25 @@ class S3SseTest(unittest.TestCase):
     def setUp(self):
         if not self._testMethodName.startswith("test_a_"):
             self.set_key_file(self.keyfile)
+        # this cluster serves plain HTTP: SSE-C needs the (insecure) setting, but in test_a_ssec_over_http
+        allow = "false" if self._testMethodName == "test_a_ssec_over_http" else "true"
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"s3.sse_c_allow_http": allow})
+        self.assertEqual(r.status_code, 200, r.text)
+
+    def test_a_ssec_over_http(self):
+        """SSE-C over plain HTTP is refused as AWS does (400 InvalidRequest), nothing stored or read"""
+        b = self.bucket("sse-http")
+        e = self.client_err(lambda: self.s3.put_object(Bucket=b, Key="c", Body=b"secret", **ssec()), 400,
+                            "InvalidRequest")
+        self.assertIn("must be made over a secure connection", e["Error"]["Message"])
+        self.assertIn("s3.sse_c_allow_http", e["Error"]["Message"])
+        self.client_err(lambda: self.s3.head_object(Bucket=b, Key="c"), 404, None)
+        self.client_err(lambda: self.s3.get_object(Bucket=b, Key="c", **ssec()), 400, "InvalidRequest")
+        self.s3.put_object(Bucket=b, Key="p", Body=b"plain")
+        self.client_err(lambda: self.s3.copy_object(Bucket=b, Key="q", CopySource={"Bucket": b, "Key": "p"},
+                                                    **ssec(KEY_C, "CopySource")), 400, "InvalidRequest")
+        r = self.s.put(self.url + "/v1/cluster/set-config", params={"s3.sse_c_allow_http": "maybe"})
+        self.assertEqual(r.status_code, 400, r.text)
 
     def bucket(self, name):
         try:
@@ -231,6 +268,57 @@ class S3SseTest(unittest.TestCase):
             self.assertEqual(o["Body"].read(), plain)
         self.client_err(lambda: self.s3.put_object(Bucket=b, Key="bad", Body=b"x", SSECustomerAlgorithm="AES256",
                                                    SSECustomerKey="short"), 400, "InvalidArgument")
+
+    def test_native_readers(self):
+        """every native reader of an SSE-S3 object sees its plaintext (the read path decrypts it); an SSE-C one
+        is refused naming the key, never answered with ciphertext"""
+        b = self.bucket("sse-nat")
+        members = [("m%02d.txt" % i, marker("M%02d" % i, 300 + 7 * i)) for i in range(6)]
+        shard = make_tar(members)
+        big = marker("BIG", 20000)  # > 64 KiB: streamed, not read whole
+        self.s3.put_object(Bucket=b, Key="enc.tar", Body=shard, ServerSideEncryption="AES256")
+        self.s3.put_object(Bucket=b, Key="big", Body=big, ServerSideEncryption="AES256")
+        self.s3.put_object(Bucket=b, Key="c.tar", Body=shard, **ssec())
+        ob = self.url + "/v1/objects/%s/" % b
+        for name, want in (("enc.tar", shard), ("big", big)):
+            r = self.s.get(ob + name)
+            self.assertEqual((r.status_code, r.content == want), (200, True), name)
+            self.assertEqual(r.headers.get("Ais-Server-Side-Encryption"), "AES256")
+            for a, z in ((0, 0), (15, 16), (4097, 70000), (len(want) - 3, len(want) - 1)):
+                r = self.s.get(ob + name, headers={"Range": "bytes=%d-%d" % (a, z)})
+                self.assertEqual((r.status_code, r.content == want[a:z + 1]), (206, True), (name, a, z))
+        # HEAD: the ciphertext's checksum is not presented as the object's; the mode is
+        for params in ({}, {"props": "checksum,size,custom"}):
+            r = self.s.head(ob + "big", params=params, allow_redirects=True)
+            self.assertEqual(r.status_code, 200)
+            self.assertNotIn("Ais-Checksum-Value", r.headers)
+            self.assertEqual(r.headers.get("Ais-Server-Side-Encryption"), "AES256")
+            self.assertNotIn("s3.sse.dk", r.headers.get("Ais-Custom-Md", ""))
+        # archive reads: a member, the list, a regex
+        r = self.s.get(ob + "enc.tar", params={"archpath": "m03.txt"})
+        self.assertEqual((r.status_code, r.content == members[3][1]), (200, True), r.text[:300])
+        r = self.s.get(ob + "enc.tar", params={"archregx": "m0[12]", "archmode": "regexp"})
+        self.assertEqual((r.status_code, sorted(tar_members(r.content))), (200, members[1:3]), r.text[:300])
+        # get-batch: whole objects, a range, an archive member
+        body = {"in": [{"objname": "big"}, {"objname": "big", "start": 70001, "length": 40},
+                       {"objname": "enc.tar", "archpath": "m05.txt"}], "strm": True}
+        r = self.s.get(self.url + "/v1/ml/moss/" + b, data=json.dumps(body),
+                       headers={"Content-Type": "application/json"}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text[:300])
+        got = [d for _, d in tar_members(r.content)]
+        self.assertEqual(got, [big, big[70001:70041], members[5][1]])
+        # SSE-C: no key on the native API, so a clear 400 naming it (S3's InvalidRequest wording)
+        for params in ({}, {"archpath": "m01.txt"}):
+            r = self.s.get(ob + "c.tar", params=params)
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertIn("x-amz-server-side-encryption-customer-key", r.text)
+            self.assertIn("The correct parameters must be provided", r.text)
+            self.assertNotIn(b"PLAINTEXT", r.content)
+        r = self.s.get(self.url + "/v1/ml/moss/" + b, data=json.dumps({"in": [{"objname": "c.tar"}], "strm": True}),
+                       headers={"Content-Type": "application/json"}, timeout=60)
+        self.assertNotEqual(r.status_code, 200)
+        self.assertNotIn(b"PLAINTEXT", r.content)
+        self.assertIn("customer", r.text)
 
     def test_multipart(self):
         b = self.bucket("sse-mpu")
