@@ -6,6 +6,8 @@
  * On-disk: <mpath>/@ais/<bucket>/%ob/<name>   objects (@aws/ for s3:// buckets)
  *          <mpath>/@ais/<bucket>/%wk/<tmp>    work files of PUTs in flight
  *          <mpath>/.shale/md/                 LMDB object metadata
+ *          <mpath>/.shale/mpu/<id>/           a multipart upload in flight (upload.c: it outlives a
+ *                                             restart; fsck leaves it to sl_mpt_recover)
  *
  * PUT protocol (a crash at any point leaves the old or the new object):
  *   1. stream into a work file while checksumming; fsync per write_policy.data
