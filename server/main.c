@@ -30,7 +30,9 @@
 #include "reb.h"
 #include "lost.h"
 #include "vote.h"
+#include "s3.h"
 #include "s3sse.h"
+#include "upload.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -411,8 +413,11 @@ int main(int argc, char **argv)
     if (sl_start_cluster(&err) < 0) {
         goto fail;
     }
-    if (sl_is_target())
+    if (sl_is_target()) {
         sl_store_fsck(sl_conf->fsck);
+        sl_mpt_recover(); /* the multipart uploads in flight at the last stop (upload.h), then S3's view of them */
+        s3_uploads_recover();
+    }
     sl_etl_init();
 
     int workers = sl_conf->http_workers;

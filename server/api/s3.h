@@ -158,5 +158,8 @@ int s3_lock_destroy_check(const char *name, const char *provider, struct sl_err 
 /* This target's multipart uploads in flight for a bucket:
  * [{"key","id","initiated"(unix ns)}] (ListMultipartUploads gathers them). */
 json_t *s3_local_uploads(uint64_t bid);
+/* At start-up, after sl_mpt_recover (upload.h): the S3 multipart uploads of
+ * the last run back (s3mpu.c). How many. */
+int s3_uploads_recover(void);
 
 #endif

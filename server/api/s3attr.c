@@ -38,7 +38,7 @@ static void oattr_free(void *arg)
     free(o);
 }
 
-static void xc_xml(struct sl_buf *x, const char *stored)
+static void xc_xml(struct sl_buf *x, const char *stored, bool composite)
 {
     static const char *const tag[] = { [XC_CRC32] = "ChecksumCRC32", [XC_CRC32C] = "ChecksumCRC32C",
                                        [XC_SHA1] = "ChecksumSHA1", [XC_SHA256] = "ChecksumSHA256",
@@ -53,7 +53,7 @@ static void xc_xml(struct sl_buf *x, const char *stored)
         return;
     sl_buf_adds(x, "<Checksum>");
     s3_xel(x, tag[a], colon + 1);
-    s3_xel(x, "ChecksumType", "FULL_OBJECT");
+    s3_xel(x, "ChecksumType", composite ? "COMPOSITE" : "FULL_OBJECT");
     sl_buf_adds(x, "</Checksum>");
 }
 
@@ -69,6 +69,19 @@ static void parts_xml(struct sl_buf *x, const struct oattr *o, const struct sl_o
     sl_buf_printf(x, "<MaxParts>%ld</MaxParts>", o->max_parts);
     long last = o->marker, shown = 0;
     bool sizes = true;
+    /* a composite checksum's parts' checksums (kept when they fit) */
+    const char *xc = sl_objmd_get_custom(md, S3_XC_KEY), *xcp = sl_objmd_get_custom(md, S3_XCP_KEY);
+    char tag[32] = "";
+    const char *colon = xc ? strchr(xc, ':') : NULL;
+    if (colon && xcp) {
+        char alg[16];
+        snprintf(alg, sizeof(alg), "%.*s", (int)SL_MIN(colon - xc, 15), xc);
+        int a = s3_xc_alg(alg);
+        snprintf(tag, sizeof(tag), "Checksum%s", a == XC_CRC32 ? "CRC32" : a == XC_CRC32C ? "CRC32C" :
+                 a == XC_SHA1 ? "SHA1" : a == XC_SHA256 ? "SHA256" : "");
+        if (a <= 0)
+            tag[0] = 0;
+    }
     for (long i = o->marker + 1; i <= n && shown < o->max_parts && sizes; i++) {
         char pn[24];
         uint64_t off, len;
@@ -77,7 +90,16 @@ static void parts_xml(struct sl_buf *x, const struct oattr *o, const struct sl_o
             sizes = false; /* an upload whose part sizes were not kept: the count alone */
             break;
         }
-        sl_buf_printf(x, "<Part><PartNumber>%ld</PartNumber><Size>%llu</Size></Part>", i, (unsigned long long)len);
+        sl_buf_printf(x, "<Part><PartNumber>%ld</PartNumber><Size>%llu</Size>", i, (unsigned long long)len);
+        const char *pc = xcp;
+        for (long k = 1; tag[0] && pc && k < i; k++) /* (the i-th of "B64,B64,...") */
+            pc = (pc = strchr(pc, ',')) ? pc + 1 : NULL;
+        if (tag[0] && pc && *pc && *pc != ',') {
+            char v[80];
+            snprintf(v, sizeof(v), "%.*s", (int)SL_MIN(strcspn(pc, ","), 79), pc);
+            s3_xel(x, tag, v);
+        }
+        sl_buf_adds(x, "</Part>");
         last = i;
         shown++;
     }
@@ -111,7 +133,7 @@ static void oattr_run(struct sl_req *r, void *arg)
             s3_xel(&x, "ETag", s3_obj_etag(&md));
         const char *xc = sl_objmd_get_custom(&md, S3_XC_KEY);
         if ((o->want & A_CKSUM) && xc)
-            xc_xml(&x, xc);
+            xc_xml(&x, xc, sl_objmd_get_custom(&md, "s3.mp") != NULL);
         if (o->want & A_PARTS)
             parts_xml(&x, o, &md);
         if (o->want & A_CLASS)

@@ -74,6 +74,7 @@ struct copy_src {                 /* a source read from its own target */
     bool checked, refused;
     int status;
     struct sl_sse dsse;            /* the destination's encryption: what is written is its ciphertext */
+    struct s3xc xc;               /* a part of an upload with x-amz-checksum-algorithm: its checksum */
 };
 
 static void copy_hdr(void *ctx, const char *name, const char *value)
@@ -111,6 +112,8 @@ static int part_begin(struct copy_src *c, uint64_t size, struct sl_err *err)
 static int dst_write(struct copy_src *c, const void *data, size_t n, struct sl_err *err)
 {
     EVP_DigestUpdate(c->md5, data, n);
+    if (c->xc.alg)
+        s3_xc_update(&c->xc, data, n);
     if (c->dsse.mode)
         data = sl_sse_crypt(&c->dsse, data, n);
     return c->j->part ? sl_mpt_part_write(c->mp, data, n, err) : sl_put_write(c->p, data, n, err);
@@ -172,6 +175,8 @@ static void copy_run(struct sl_req *r, void *arg)
     struct sl_err err = { 0 };
     struct copy_src c = { .r = r, .j = j, .clen = -1 };
     c.md5 = EVP_MD_CTX_new();
+    if (j->part)
+        s3_xc_init(&c.xc, s3_upload_alg(j->id));
     EVP_DigestInit_ex(c.md5, EVP_md5(), NULL);
     struct sl_smap *s = sl_smap_get();
     /* the source is read where the read path serves it (cluster/read.h) */
@@ -392,11 +397,17 @@ static void copy_run(struct sl_req *r, void *arg)
         struct sl_mpt_part *mp = c.mp;
         c.mp = NULL;
         uint64_t size = j->ranged ? j->rlen : local ? md.size : (uint64_t)c.clen;
+        char xc[160] = "";
+        if (c.xc.alg)
+            s3_xc_final(&c.xc, xc);
+        char *info = s3_part_info(etag, xc); /* (recorded with the part: a restart keeps it) */
+        sl_mpt_part_set_info(mp, info);
+        free(info);
         if (sl_mpt_part_end(mp, true, &err) < 0) {
             s3_err_sl(r, &err);
             goto out;
         }
-        s3_upload_record_part(j->id, j->partno, size, etag);
+        s3_upload_record_part(j->id, j->partno, size, etag, xc);
         char t[64];
         s3_iso_time(sl_now_ns(), t, sizeof(t));
         struct sl_buf x;
@@ -435,6 +446,7 @@ out:
     if (local)
         sl_objmd_free(&md);
     EVP_MD_CTX_free(c.md5);
+    s3_xc_free(&c.xc);
     s3_kv_free(&c.custom);
     s3_kv_free(&sm);
     sl_sse_free(&ssrc);

@@ -52,6 +52,8 @@ struct s3put {
     struct s3xc xc;
     char xc_name[32];
     char xc_want[160];                /* from the header; "" = from the trailer */
+    bool xc_self;                     /* none came: the upload's algorithm, computed here */
+    char xc_got[160];                 /* what the body sums to (put_check) */
     char err_code[48];
     char err_msg[512];
     int err_status;
@@ -168,8 +170,10 @@ static int put_check(struct s3put *u, char *etag_hex)
                         "nothing was stored");
     const char *want = u->xc_want[0] ? u->xc_want : u->ck.trailer_val;
     if (u->xc.alg) {
-        char got[160];
+        char *got = u->xc_got;
         s3_xc_final(&u->xc, got);
+        if (u->xc_self)
+            return 0;
         if (!want[0])
             return put_fail(u, 400, "InvalidRequest", "x-amz-trailer names a checksum the body did not carry");
         if (strcmp(got, want)) {
@@ -237,7 +241,8 @@ static void add_checksum_header(struct sl_req *r, const struct sl_objmd *md)
         h[n++] = (char)tolower((unsigned char)*c);
     h[n] = 0;
     sl_hdr_add(r, h, colon + 1);
-    sl_hdr_add(r, "x-amz-checksum-type", "FULL_OBJECT");
+    /* a multipart upload's: the checksum of its parts' checksums */
+    sl_hdr_add(r, "x-amz-checksum-type", sl_objmd_get_custom(md, "s3.mp") ? "COMPOSITE" : "FULL_OBJECT");
 }
 
 /* As S3: 1 a range, 0 none (a Range that is not a valid single byte range is
@@ -379,15 +384,18 @@ static void put_run(struct sl_req *r, void *arg)
         return;
     }
     if (u->xc.alg)
-        snprintf(xc_got, sizeof(xc_got), "%s", u->xc_want[0] ? u->xc_want : u->ck.trailer_val);
+        snprintf(xc_got, sizeof(xc_got), "%s", u->xc_got);
     if (u->part) {
         struct sl_mpt_part *part = u->part;
         u->part = NULL;
+        char *info = s3_part_info(etag, xc_got); /* (recorded with the part: a restart keeps it) */
+        sl_mpt_part_set_info(part, info);
+        free(info);
         if (sl_mpt_part_end(part, true, &err) < 0) {
             s3_err_sl(r, &err);
             return;
         }
-        s3_upload_record_part(u->upload_id, u->partno, u->decoded, etag);
+        s3_upload_record_part(u->upload_id, u->partno, u->decoded, etag, xc_got);
         put_answer(r, u, etag, xc_got);
         return;
     }
@@ -481,6 +489,15 @@ static int put_setup(struct sl_req *r, struct s3put *u, const struct s3auth *au)
         snprintf(name, sizeof(name), "%s", trailer + 15);
     } else if (alg) {
         snprintf(name, sizeof(name), "%s", alg);
+    } else { /* an x-amz-checksum-ALG header alone (as S3 takes it) */
+        static const char *const algs[] = { "crc32", "crc32c", "sha1", "sha256", "crc64nvme" };
+        for (size_t i = 0; i < SL_ARRAY_SIZE(algs) && !name[0]; i++) {
+            char h[64];
+            snprintf(h, sizeof(h), "x-amz-checksum-%s", algs[i]);
+            if (sl_req_header(r, h))
+                snprintf(name, sizeof(name), "%s", algs[i]);
+        }
+        alg = name[0] ? name : NULL;
     }
     if (name[0]) {
         for (char *c = name; *c; c++)
@@ -607,6 +624,20 @@ static void put_part(struct sl_req *r, const struct s3req *q, const struct sl_bc
         s3_err(r, u->expect < 0 ? 411 : 400, u->expect < 0 ? "MissingContentLength" : "InvalidArgument",
                "a part needs its length (Content-Length or x-amz-decoded-content-length) and at least one byte");
         return;
+    }
+    int ua = s3_upload_alg(id); /* the upload's x-amz-checksum-algorithm: each part has its checksum */
+    if (ua && u->xc.alg && u->xc.alg != ua) {
+        put_free(u);
+        s3_err(r, 400, "InvalidRequest", "Checksum Type mismatch occurred: the upload was created with "
+               "x-amz-checksum-algorithm %s and this part carries another checksum; nothing was stored",
+               ua == XC_CRC32 ? "CRC32" : ua == XC_CRC32C ? "CRC32C" : ua == XC_SHA1 ? "SHA1" : "SHA256");
+        return;
+    }
+    if (ua && !u->xc.alg) {
+        s3_xc_init(&u->xc, ua);
+        u->xc_self = true;
+        snprintf(u->xc_name, sizeof(u->xc_name), "%s", ua == XC_CRC32 ? "crc32" : ua == XC_CRC32C ? "crc32c" :
+                 ua == XC_SHA1 ? "sha1" : "sha256");
     }
     struct kvs um = { 0 };
     s3_upload_meta(id, &um);

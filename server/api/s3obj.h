@@ -38,7 +38,9 @@ int s3_conditions(struct sl_req *r, const char *pfx, const char *etag, int64_t m
 int s3_part_range(const struct sl_objmd *md, const char *pn, uint64_t *off, uint64_t *len);
 
 /* ---- s3attr.c ---- */
-#define S3_XC_KEY "s3.xc"           /* the verified x-amz-checksum-ALG of a PUT: "ALG:BASE64" */
+#define S3_XC_KEY "s3.xc"           /* the verified x-amz-checksum-ALG of a PUT: "ALG:BASE64"; of a multipart
+                                     * upload its composite checksum, "ALG:BASE64-N" */
+#define S3_XCP_KEY "s3.xcp"         /* a multipart upload's parts' checksums, "B64,B64,..." (when they fit) */
 /* GET ?attributes of an object, on its target (GetObjectAttributes) */
 void s3_obj_attributes(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
 
@@ -99,8 +101,12 @@ void s3_copy_object(struct sl_req *r, const struct s3req *q, const struct sl_bck
 bool s3_upload_known(const char *id);
 /* the metadata upload id was created with (copies into out; nothing when unknown) */
 void s3_upload_meta(const char *id, struct kvs *out);
-/* part partno of upload id is in: its size and ETag (hex MD5) */
-void s3_upload_record_part(const char *id, int partno, uint64_t size, const char *etag);
+/* part partno of upload id is in: its size, ETag (hex MD5) and x-amz-checksum-ALG (base64; "" or NULL none) */
+void s3_upload_record_part(const char *id, int partno, uint64_t size, const char *etag, const char *xc);
+/* what upload.c records of a part (sl_mpt_part_set_info): the caller frees it */
+char *s3_part_info(const char *etag, const char *xc);
+/* the upload's x-amz-checksum-algorithm (XC_*), 0 none or unknown */
+int s3_upload_alg(const char *id);
 void s3_create_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
 void s3_complete_upload(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, const char *id);
 /* Abort this target's multipart uploads of b for which match(arg, key,

@@ -1153,9 +1153,10 @@ static void complete_run(struct sl_req *r, void *arg)
     sl_actmsg_free(&m);
 }
 
-/* POST mpt-upload: a new upload id, as text */
-static void mpt_upload(struct sl_req *r)
+/* POST mpt-upload: a new upload id, as text (its record committed: on the disk pool) */
+static void mpt_upload(struct sl_req *r, void *arg)
 {
+    (void)arg;
     struct sl_err err = { 0 };
     struct sl_bck b;
     const char *name;
@@ -1165,7 +1166,7 @@ static void mpt_upload(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
-    int rc = sl_mpt_create(&b, name, nlen, id, sizeof(id), &err);
+    int rc = sl_mpt_create(&b, name, nlen, NULL, id, sizeof(id), &err);
     sl_bck_release(&b);
     if (rc < 0) {
         sl_resp_err(r, &err);
@@ -1198,7 +1199,7 @@ static void post_done(struct sl_req *r)
     }
     if (!strcmp(m.action, "mpt-upload")) {
         sl_actmsg_free(&m);
-        mpt_upload(r);
+        sl_req_offload_disk(r, mpt_upload, NULL, NULL);
         return;
     }
     if (!strcmp(m.action, "mpt-complete")) {

@@ -6,6 +6,8 @@
  * On-disk: <mpath>/@ais/<bucket>/%ob/<name>   objects (@aws/ for s3:// buckets)
  *          <mpath>/@ais/<bucket>/%wk/<tmp>    work files of PUTs in flight
  *          <mpath>/.shale/md/                 LMDB object metadata
+ *          <mpath>/.shale/mpu/<id>/           a multipart upload in flight (upload.c: it outlives a
+ *                                             restart; fsck leaves it to sl_mpt_recover)
  *
  * PUT protocol (a crash at any point leaves the old or the new object):
  *   1. stream into a work file while checksumming; fsync per write_policy.data
@@ -102,6 +104,11 @@ struct sl_put_opts {
     bool rename_copy;             /* the copy of a bucket rename (move-bck) into its new name, which takes no
                                    * other writes until the rename ends */
     int s3ver;                    /* an S3 write of a versioned bucket (SL_S3VER_*, "S3 versions" below) */
+    /* a multipart upload's work file, which outlives a restart: work_rel
+     * (relative to work_mp's path, parents made) is opened, and created
+     * when missing, instead of a new file under %wk (upload.c) */
+    const char *work_rel;
+    struct sl_mpath *work_mp;
 };
 
 /* *out is new; sl_put_commit or sl_put_abort frees it (commit in every
@@ -124,6 +131,8 @@ void sl_put_abort(struct sl_put *p);          /* removes the work file, frees p;
  * (errs[i] says why). Frees every ps[i]. */
 void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc, struct sl_err *errs);
 uint64_t sl_put_size(const struct sl_put *p);
+/* The mountpath the work file is on */
+struct sl_mpath *sl_put_mpath(const struct sl_put *p);
 /* Set (or replace) a custom key of the object before commit: what is
  * known only once the body is in (an S3 PUT's MD5 ETag). */
 void sl_put_set_custom(struct sl_put *p, const char *k, const char *v);

@@ -112,7 +112,7 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     sl_buf_init(&un);
     sl_obj_uname(&un, b->provider, b->name, name, nlen);
     unsigned place = sl_store_place_enter(); /* (a mountpath change waits for the PUTs placed before it) */
-    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
+    struct sl_mpath *mp = o && o->work_mp ? o->work_mp : sl_store_pick(un.p, un.len);
     sl_buf_free(&un);
     if (space_check(mp, o ? o->expect_size : -1, err) < 0 || store_write_enter(b, o && o->rename_copy, err) < 0) {
         sl_store_place_leave(place);
@@ -130,10 +130,17 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     p->client_type = -1;
     char rid[24];
     sl_rand_id(rid, 16);
-    p->work_rel = sl_xasprintf("@%s/%s/%%wk/%s", b->provider, b->name, rid);
-    p->work_abs = sl_xasprintf("%s/%s", mp->path, p->work_rel);
-    p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (p->fd < 0 && errno == ENOENT) {
+    if (o && o->work_rel) { /* a multipart upload's, kept across restarts */
+        p->work_rel = sl_xstrdup(o->work_rel);
+        p->work_abs = sl_xasprintf("%s/%s", mp->path, p->work_rel);
+        sl_mkdir_parents(p->work_abs, 0755);
+        p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    } else {
+        p->work_rel = sl_xasprintf("@%s/%s/%%wk/%s", b->provider, b->name, rid);
+        p->work_abs = sl_xasprintf("%s/%s", mp->path, p->work_rel);
+        p->fd = open(p->work_abs, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    if (p->fd < 0 && errno == ENOENT && !(o && o->work_rel)) {
         struct sl_buf d;
         sl_buf_init(&d);
         store_bdir(&d, mp, b, "%wk");
@@ -200,6 +207,11 @@ void sl_put_set_chunks(struct sl_put *p, uint32_t n, uint64_t max)
 {
     p->nchunks = n;
     p->chunk_max = max;
+}
+
+struct sl_mpath *sl_put_mpath(const struct sl_put *p)
+{
+    return p->mp;
 }
 
 uint64_t sl_put_size(const struct sl_put *p)

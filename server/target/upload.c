@@ -7,11 +7,14 @@
 #include "node.h"
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_PARTS 10000
@@ -289,6 +292,9 @@ struct part {
     int fd;                     /* -1: placed in the work file */
     uint64_t size;
     bool appending;             /* an append to it is under way (its fd is the append's) */
+    char file[24];              /* its own file in the upload's directory ("": placed) */
+    int64_t at;                 /* unix ns it came in */
+    char *info;                 /* the caller's (sl_mpt_part_set_info) */
 };
 
 struct mpt {
@@ -304,24 +310,99 @@ struct mpt {
     int busy;                   /* part uploads in progress */
     bool ending;                /* complete or abort under way */
     int64_t used_s;
+    struct sl_mpath *mp;        /* where its directory and records are */
+    int64_t created;            /* unix ns */
+    char *info;                 /* the caller's (sl_mpt_create) */
 };
 
 static struct mpt *mpts;
 
+/* ---- what outlives a restart ----
+ * An upload's files are in <mpath>/.shale/mpu/<id>/ (the work file "w" the
+ * parts are placed in, and "pN-xxxx", a part of its own), on the mountpath
+ * of the object; its records in that mountpath's aux DB: "mu<id>/" the
+ * upload (bucket, name, when, the caller's info), "mu<id>/pNNNNN" each
+ * part that was acknowledged (size, file, the caller's info), committed
+ * after the part's bytes are durable and before its 200. sl_mpt_recover
+ * takes them back at start-up. */
+#define MPU_KEY "mu"
+
+static void rec_key(struct sl_buf *k, const char *id, int no)
+{
+    sl_buf_printf(k, MPU_KEY "%s/", id);
+    if (no > 0)
+        sl_buf_printf(k, "p%05d", no);
+}
+
+static char *mpt_path(const struct sl_mpath *mp, const char *id, const char *file)
+{
+    return sl_xasprintf("%s/.shale/mpu/%s%s%s", mp->path, id, file ? "/" : "", file ? file : "");
+}
+
+static int rec_put(struct sl_mpath *mp, const char *id, int no, json_t *v, struct sl_err *err)
+{
+    struct sl_buf k;
+    sl_buf_init(&k);
+    rec_key(&k, id, no);
+    char *val = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    struct sl_md_op op = { .kind = SL_MD_PUT_AUX, .key = k.p, .klen = k.len, .val = val, .vlen = strlen(val) };
+    int rc = sl_md_commit(mp->md, &op, 1, true, err);
+    free(val);
+    sl_buf_free(&k);
+    return rc;
+}
+
+static void rec_del(struct sl_mpath *mp, const char *id, int no)
+{
+    struct sl_buf k;
+    sl_buf_init(&k);
+    rec_key(&k, id, no);
+    struct sl_md_op op = { .kind = no > 0 ? SL_MD_DEL_AUX : SL_MD_DEL_AUX_PREFIX, .key = k.p, .klen = k.len };
+    struct sl_err err = { 0 };
+    if (sl_md_commit(mp->md, &op, 1, true, &err) < 0)
+        sl_logw("multipart upload %s: its record%s stay%s: %s", id, no > 0 ? "" : "s", no > 0 ? "s" : "", err.msg);
+    sl_buf_free(&k);
+}
+
+static int part_rec_put(struct mpt *m, const struct part *pt, struct sl_err *err)
+{
+    json_t *v = json_pack("{s:i,s:I,s:s,s:I,s:I}", "no", pt->no, "size", (json_int_t)pt->size, "file", pt->file,
+                          "slot", (json_int_t)(pt->file[0] ? 0 : m->slot), "at", (json_int_t)pt->at);
+    if (pt->info)
+        json_object_set_new(v, "info", json_string(pt->info));
+    return rec_put(m->mp, m->id, pt->no, v, err);
+}
+
+/* its records and files, gone for good (complete, abort, expiry) */
+static void mpt_forget(struct sl_mpath *mp, const char *id)
+{
+    rec_del(mp, id, 0);
+    char *d = mpt_path(mp, id, NULL);
+    sl_rm_rf(d);
+    free(d);
+}
+
 static void mpt_free(struct mpt *m)
 {
-    for (int i = 0; i < m->nparts; i++)
+    for (int i = 0; i < m->nparts; i++) {
         if (m->parts[i].fd >= 0)
             close(m->parts[i].fd);
+        free(m->parts[i].info);
+    }
     free(m->parts);
     sl_put_abort(m->p);
     sl_bck_release(&m->b);
     free(m->name);
+    free(m->info);
     free(m);
 }
 
-static void mpt_gc(void)
+/* with mu held: take out the uploads nobody touched for UPLOAD_IDLE_S (the
+ * caller frees them with mpt_gc_free, without mu) */
+static struct mpt *mpt_gc(void)
 {
+    struct mpt *gone = NULL;
     int64_t now = sl_now_ns() / 1000000000;
     for (struct mpt **pp = &mpts; *pp;) {
         struct mpt *m = *pp;
@@ -329,31 +410,75 @@ static void mpt_gc(void)
             *pp = m->next;
             sl_logi("multipart upload %s (%s/%.*s) dropped after %d s without a request", m->id, m->b.name,
                     (int)SL_MIN(m->nlen, 200), m->name, UPLOAD_IDLE_S);
-            mpt_free(m);
+            m->next = gone;
+            gone = m;
         } else {
             pp = &m->next;
         }
     }
+    return gone;
 }
 
-int sl_mpt_create(const struct sl_bck *b, const char *name, size_t nlen, char *id, size_t n, struct sl_err *err)
+static void mpt_gc_free(struct mpt *gone)
+{
+    while (gone) {
+        struct mpt *m = gone;
+        gone = m->next;
+        struct sl_mpath *mp = m->mp;
+        char id[24];
+        snprintf(id, sizeof(id), "%s", m->id);
+        mpt_free(m);
+        mpt_forget(mp, id);
+    }
+}
+
+int sl_mpt_create(const struct sl_bck *b, const char *name, size_t nlen, const char *info, char *id, size_t n,
+                  struct sl_err *err)
 {
     struct mpt *m = sl_xcalloc(1, sizeof(*m));
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
+    sl_rand_id(m->id, 16);
+    /* (on the object's mountpath, where the work file would be) */
+    struct sl_buf un;
+    sl_buf_init(&un);
+    sl_obj_uname(&un, b->provider, b->name, name, nlen);
+    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
+    sl_buf_free(&un);
+    char rel[64];
+    snprintf(rel, sizeof(rel), ".shale/mpu/%s/w", m->id);
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .work_rel = rel, .work_mp = mp };
+    if (!mp) {
+        free(m);
+        return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths (it is not a storage target)");
+    }
     if (sl_put_begin(b, name, nlen, &o, &m->p, err) < 0) {
         free(m);
         return -1;
     }
-    sl_rand_id(m->id, 16);
+    m->mp = sl_put_mpath(m->p);
     bck_copy(&m->b, b);
     m->name = sl_xstrndup(name, nlen);
     m->nlen = nlen;
     m->used_s = sl_now_ns() / 1000000000;
+    m->created = sl_now_ns();
+    m->info = info ? sl_xstrdup(info) : NULL;
+    json_t *v = json_pack("{s:s,s:s,s:I,s:s%,s:I}", "bck", b->name, "prov", b->provider, "bid", (json_int_t)b->bid,
+                          "name", name, nlen, "created", (json_int_t)m->created);
+    if (info)
+        json_object_set_new(v, "info", json_string(info));
+    if (rec_put(m->mp, m->id, 0, v, err) < 0) {
+        struct sl_mpath *mp2 = m->mp;
+        char id2[24];
+        snprintf(id2, sizeof(id2), "%s", m->id);
+        mpt_free(m);
+        mpt_forget(mp2, id2);
+        return -1;
+    }
     pthread_mutex_lock(&mu);
-    mpt_gc();
+    struct mpt *gone = mpt_gc();
     m->next = mpts;
     mpts = m;
     pthread_mutex_unlock(&mu);
+    mpt_gc_free(gone);
     snprintf(id, n, "%s", m->id);
     return 0;
 }
@@ -394,7 +519,39 @@ struct sl_mpt_part {
     uint64_t size, want;
     char *buf;
     size_t blen;
+    char file[24];              /* (not placed) its file's name */
+    char *info;                 /* sl_mpt_part_set_info */
 };
+
+/* a new file of its own for part no, in the upload's directory */
+static int part_file(struct mpt *m, int no, char file[24], struct sl_err *err)
+{
+    char rid[12];
+    sl_rand_id(rid, 8);
+    snprintf(file, 24, "p%d-%s", no, rid);
+    char *path = mpt_path(m->mp, m->id, file);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        sl_errf(err, errno == ENOSPC ? SL_ENOSPC : SL_EIO, "cannot create the file of part %d under %s: %s (check "
+                "the mountpath's space and permissions)", no, m->mp->path, strerror(errno));
+    free(path);
+    return fd;
+}
+
+static void part_unlink(struct mpt *m, const char *file)
+{
+    if (!file[0])
+        return;
+    char *path = mpt_path(m->mp, m->id, file);
+    unlink(path);
+    free(path);
+}
+
+void sl_mpt_part_set_info(struct sl_mpt_part *p, const char *info)
+{
+    free(p->info);
+    p->info = info ? sl_xstrdup(info) : NULL;
+}
 
 /* partno as a number 1..MAX_PARTS; -1 with err (400) otherwise */
 static long part_no(const struct sl_bck *b, const char *name, size_t nlen, const char *id, const char *partno,
@@ -441,7 +598,7 @@ int sl_mpt_part_begin(const struct sl_bck *b, const char *name, size_t nlen, con
     if (placed) {
         p->fd = sl_put_fd(m->p);
         p->base = (uint64_t)(no - 1) * m->slot;
-    } else if ((p->fd = sl_store_tmpfd(err)) < 0) {
+    } else if ((p->fd = part_file(m, (int)no, p->file, err)) < 0) {
         pthread_mutex_lock(&mu);
         m->busy--;
         pthread_mutex_unlock(&mu);
@@ -514,7 +671,7 @@ int sl_mpt_part_append(const struct sl_bck *b, const char *name, size_t nlen, co
     }
     if (i == m->nparts) {
         m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
-        m->parts[m->nparts++] = (struct part){ (int)no, -2, 0, false }; /* its file: below */
+        m->parts[m->nparts++] = (struct part){ .no = (int)no, .fd = -2 }; /* its file: below */
     }
     struct part held = m->parts[i];
     m->parts[i].appending = true;
@@ -524,9 +681,11 @@ int sl_mpt_part_append(const struct sl_bck *b, const char *name, size_t nlen, co
     *p = (struct sl_mpt_part){ .m = m, .no = (int)no, .fd = held.fd, .append = true, .had = held.size,
                                .size = held.size, .open_len = size < 0,
                                .want = size < 0 ? UINT64_MAX : held.size + (uint64_t)size };
+    if (held.fd >= 0)
+        snprintf(p->file, sizeof(p->file), "%s", held.file);
     if (held.fd < 0) {
         /* new, or placed in the work file: it goes on in a file of its own */
-        int rc = (p->fd = sl_store_tmpfd(err)) < 0 ? -1 : 0;
+        int rc = (p->fd = part_file(m, (int)no, p->file, err)) < 0 ? -1 : 0;
         char *buf = rc == 0 && held.size ? sl_xmalloc(1024 * 1024) : NULL;
         int wfd = held.fd == -1 ? sl_put_fd(m->p) : -1;
         for (uint64_t done = 0; rc == 0 && done < held.size;) {
@@ -549,8 +708,10 @@ int sl_mpt_part_append(const struct sl_bck *b, const char *name, size_t nlen, co
             }
             m->busy--;
             pthread_mutex_unlock(&mu);
-            if (p->fd >= 0)
+            if (p->fd >= 0) {
                 close(p->fd);
+                part_unlink(m, p->file);
+            }
             free(p);
             return -1;
         }
@@ -591,14 +752,39 @@ int sl_mpt_part_flush(const struct sl_bck *b, const char *name, size_t nlen, con
     return rc;
 }
 
+/* the part's bytes durable (write_policy.data), then its record: before its 200 */
+static int part_durable(struct sl_mpt_part *p, int64_t at, struct sl_err *err)
+{
+    struct mpt *m = p->m;
+    if (sl_store_sync_data()) {
+        if (fdatasync(p->fd) < 0)
+            return sl_errf(err, SL_EIO, "part %d: syncing it to disk: %s; the part was not kept", p->no,
+                           strerror(errno));
+        char *d = p->placed ? NULL : mpt_path(m->mp, m->id, NULL); /* (its file's name) */
+        int rc = d ? sl_fsync_dir(d) : 0;
+        free(d);
+        if (rc < 0)
+            return sl_errf(err, SL_EIO, "part %d: syncing its directory: %s; the part was not kept", p->no,
+                           strerror(errno));
+    }
+    struct part pt = { .no = p->no, .size = p->size, .at = at, .info = p->info };
+    snprintf(pt.file, sizeof(pt.file), "%s", p->placed ? "" : p->file);
+    return part_rec_put(m, &pt, err);
+}
+
 int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
 {
     int rc = 0;
+    int64_t at = sl_now_ns();
     if (ok && p->blen)
         rc = part_flush(p, err);
     if (ok && rc == 0 && !p->open_len && p->size != p->want)
         rc = sl_errf(err, SL_EINVAL, "part %d: received %llu bytes, Content-Length promised %llu; the part was not "
                      "kept", p->no, (unsigned long long)(p->size - p->had), (unsigned long long)(p->want - p->had));
+    if (ok && rc == 0)
+        rc = part_durable(p, at, err);
+    char old[24] = "";          /* the file of the part this one replaces */
+    bool unrecord = false;      /* its record goes too */
     pthread_mutex_lock(&mu);
     struct mpt *m = p->m;
     m->busy--;
@@ -612,9 +798,18 @@ int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
         m->parts[i].appending = false;
         m->parts[i].fd = p->fd;
         m->parts[i].size = ok && rc == 0 ? p->size : p->had;
+        snprintf(m->parts[i].file, sizeof(m->parts[i].file), "%s", p->file);
+        if (ok && rc == 0) {
+            m->parts[i].at = at;
+            free(m->parts[i].info);
+            m->parts[i].info = p->info;
+            p->info = NULL;
+        }
         p->fd = -1;
         if (!m->parts[i].size) { /* a first append that failed: no part */
             close(m->parts[i].fd);
+            snprintf(old, sizeof(old), "%s", m->parts[i].file);
+            free(m->parts[i].info);
             memmove(&m->parts[i], &m->parts[i + 1], (size_t)(m->nparts - i - 1) * sizeof(*m->parts));
             m->nparts--;
         }
@@ -622,20 +817,36 @@ int sl_mpt_part_end(struct sl_mpt_part *p, bool ok, struct sl_err *err)
         if (i == m->nparts) {
             m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
             m->nparts++;
-        } else if (m->parts[i].fd >= 0) {
-            close(m->parts[i].fd); /* sent again: the new one wins */
+        } else {
+            if (m->parts[i].fd >= 0)
+                close(m->parts[i].fd); /* sent again: the new one wins */
+            snprintf(old, sizeof(old), "%s", m->parts[i].file);
+            free(m->parts[i].info);
         }
-        m->parts[i] = (struct part){ p->no, p->placed ? -1 : p->fd, p->size, false };
+        m->parts[i] = (struct part){ .no = p->no, .fd = p->placed ? -1 : p->fd, .size = p->size, .at = at,
+                                     .info = p->info };
+        snprintf(m->parts[i].file, sizeof(m->parts[i].file), "%s", p->placed ? "" : p->file);
+        p->info = NULL;
         if (!p->placed)
             p->fd = -1;
     } else if (p->placed && i < m->nparts && m->parts[i].fd < 0) {
         /* a failed re-send may have overwritten the placed copy of this part */
+        free(m->parts[i].info);
         memmove(&m->parts[i], &m->parts[i + 1], (size_t)(m->nparts - i - 1) * sizeof(*m->parts));
         m->nparts--;
+        unrecord = true;
     }
     pthread_mutex_unlock(&mu);
-    if (!p->placed && p->fd >= 0)
+    if (!p->placed && p->fd >= 0) {
         close(p->fd);
+        if (!p->append)
+            part_unlink(m, p->file); /* (not kept) */
+    }
+    if (old[0] && strcmp(old, p->file))
+        part_unlink(m, old);
+    if (unrecord)
+        rec_del(m->mp, m->id, p->no);
+    free(p->info);
     free(p->buf);
     free(p);
     return rc;
@@ -671,7 +882,11 @@ static void mpt_remove(struct mpt *m)
             break;
         }
     pthread_mutex_unlock(&mu);
+    struct sl_mpath *mp = m->mp;
+    char id[24];
+    snprintf(id, sizeof(id), "%s", m->id);
     mpt_free(m);
+    mpt_forget(mp, id);
 }
 
 /* every part in place: parts 1..n-1 fill their slots, the last fits its own */
@@ -786,4 +1001,188 @@ int sl_mpt_abort(const struct sl_bck *b, const char *name, size_t nlen, const ch
         return -1;
     mpt_remove(m);
     return 0;
+}
+
+void sl_mpt_foreach(void (*fn)(void *arg, const struct sl_mpt_view *v), void *arg)
+{
+    pthread_mutex_lock(&mu);
+    for (struct mpt *m = mpts; m; m = m->next) {
+        if (m->ending)
+            continue;
+        struct sl_mpt_view v = { .b = &m->b, .name = m->name, .nlen = m->nlen, .id = m->id, .created = m->created,
+                                 .info = m->info, .nparts = m->nparts };
+        struct sl_mpt_view_part *vp = sl_xcalloc((size_t)m->nparts + 1, sizeof(*vp));
+        for (int i = 0; i < m->nparts; i++)
+            vp[i] = (struct sl_mpt_view_part){ m->parts[i].no, m->parts[i].size, m->parts[i].at, m->parts[i].info };
+        v.parts = vp;
+        fn(arg, &v);
+        free(vp);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- start-up: the uploads of the last run back ---- */
+
+struct rec {
+    char id[24];
+    int no;                     /* 0: the upload's own */
+    json_t *v;
+};
+
+struct recs {
+    struct rec *r;
+    int n;
+};
+
+static int rec_cb(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    struct recs *rs = arg;
+    const char *id = key + strlen(MPU_KEY), *end = key + klen;
+    const char *sl = memchr(id, '/', (size_t)(end - id));
+    json_t *v = json_loadb(val, vlen, 0, NULL);
+    if (!sl || sl - id >= 24 || !v) {
+        json_decref(v);
+        return 0;
+    }
+    rs->r = sl_xrealloc(rs->r, (size_t)(rs->n + 1) * sizeof(*rs->r));
+    struct rec *r = &rs->r[rs->n++];
+    snprintf(r->id, sizeof(r->id), "%.*s", (int)(sl - id), id);
+    r->no = sl + 1 < end && sl[1] == 'p' ? atoi(sl + 2) : 0;
+    r->v = v;
+    return 0;
+}
+
+static const char *jstr(json_t *v, const char *k)
+{
+    const char *s = json_string_value(json_object_get(v, k));
+    return s ? s : "";
+}
+
+/* one upload of the last run from its records on mp: into the table, or
+ * its records and files removed (its bucket or its work file gone) */
+static void mpt_revive(struct sl_mpath *mp, const struct sl_bmd *bmd, struct recs *rs, int at)
+{
+    json_t *v = rs->r[at].v;
+    const char *id = rs->r[at].id;
+    const struct sl_bck *b = sl_bmd_find(bmd, jstr(v, "prov"), jstr(v, "bck"));
+    const char *name = jstr(v, "name");
+    size_t nlen = json_string_length(json_object_get(v, "name"));
+    struct sl_err err = { 0 };
+    char rel[64];
+    snprintf(rel, sizeof(rel), ".shale/mpu/%s/w", id);
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .work_rel = rel, .work_mp = mp };
+    struct mpt *m = sl_xcalloc(1, sizeof(*m));
+    if (!b || (uint64_t)json_integer_value(json_object_get(v, "bid")) != b->bid) {
+        sl_logi("multipart upload %s of %s/%.*s: its bucket is gone: removed", id, jstr(v, "bck"),
+                (int)SL_MIN(nlen, 200), name);
+        goto drop;
+    }
+    if (sl_put_begin(b, name, nlen, &o, &m->p, &err) < 0) {
+        sl_logw("multipart upload %s of %s/%.*s cannot go on after the restart: %s; removed", id, b->name,
+                (int)SL_MIN(nlen, 200), name, err.msg);
+        goto drop;
+    }
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    bck_copy(&m->b, b);
+    m->name = sl_xstrndup(name, nlen);
+    m->nlen = nlen;
+    m->mp = mp;
+    m->used_s = sl_now_ns() / 1000000000;
+    m->created = (int64_t)json_integer_value(json_object_get(v, "created"));
+    if (json_is_string(json_object_get(v, "info")))
+        m->info = sl_xstrdup(jstr(v, "info"));
+    struct stat st;
+    uint64_t wsize = fstat(sl_put_fd(m->p), &st) == 0 ? (uint64_t)st.st_size : 0;
+    for (int i = 0; i < rs->n; i++) {
+        struct rec *r = &rs->r[i];
+        if (!r->no || strcmp(r->id, id))
+            continue;
+        struct part pt = { .no = r->no, .fd = -1 };
+        pt.size = (uint64_t)json_integer_value(json_object_get(r->v, "size"));
+        pt.at = (int64_t)json_integer_value(json_object_get(r->v, "at"));
+        snprintf(pt.file, sizeof(pt.file), "%s", jstr(r->v, "file"));
+        uint64_t slot = (uint64_t)json_integer_value(json_object_get(r->v, "slot"));
+        bool here;
+        if (pt.file[0]) {
+            char *path = mpt_path(mp, id, pt.file);
+            pt.fd = open(path, O_RDWR | O_CLOEXEC);
+            here = pt.fd >= 0 && fstat(pt.fd, &st) == 0 && (uint64_t)st.st_size >= pt.size;
+            free(path);
+        } else {
+            if (slot)
+                m->slot = slot;
+            here = slot && wsize >= (uint64_t)(pt.no - 1) * slot + pt.size;
+        }
+        if (!here) { /* (its bytes were not where its record says: never acknowledged so) */
+            sl_logw("multipart upload %s of %s/%.*s: part %d was lost in the restart: send it again", id, b->name,
+                    (int)SL_MIN(nlen, 200), name, pt.no);
+            if (pt.fd >= 0)
+                close(pt.fd);
+            continue;
+        }
+        if (json_is_string(json_object_get(r->v, "info")))
+            pt.info = sl_xstrdup(jstr(r->v, "info"));
+        m->parts = sl_xrealloc(m->parts, (size_t)(m->nparts + 1) * sizeof(*m->parts));
+        m->parts[m->nparts++] = pt;
+    }
+    sl_logi("multipart upload %s of %s/%.*s taken back after the restart with %d part(s)", id, b->name,
+            (int)SL_MIN(nlen, 200), name, m->nparts);
+    pthread_mutex_lock(&mu);
+    m->next = mpts;
+    mpts = m;
+    pthread_mutex_unlock(&mu);
+    return;
+drop:
+    free(m);
+    mpt_forget(mp, id);
+}
+
+int sl_mpt_recover(void)
+{
+    int n = 0;
+    struct sl_bmd *bmd = sl_bmd_get();
+    for (int i = 0; i < sl_store_nmpaths(); i++) {
+        struct sl_mpath *mp = sl_store_mpath(i);
+        if (!mp || sl_store_mpath_gone(mp))
+            continue;
+        struct recs rs = { 0 };
+        sl_md_aux_foreach(mp->md, MPU_KEY, strlen(MPU_KEY), rec_cb, &rs);
+        for (int k = 0; k < rs.n; k++)
+            if (!rs.r[k].no) {
+                mpt_revive(mp, bmd, &rs, k);
+                n++;
+            }
+        /* what has no upload record: files of an upload that was never
+         * acknowledged, or parts' records whose upload went */
+        char *top = sl_xasprintf("%s/.shale/mpu", mp->path);
+        DIR *d = opendir(top);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (de->d_name[0] == '.')
+                continue;
+            bool known = false;
+            for (int k = 0; k < rs.n && !known; k++)
+                known = !rs.r[k].no && !strcmp(rs.r[k].id, de->d_name);
+            if (!known) {
+                char *p = sl_xasprintf("%s/%s", top, de->d_name);
+                sl_rm_rf(p);
+                free(p);
+            }
+        }
+        if (d)
+            closedir(d);
+        free(top);
+        for (int k = 0; k < rs.n; k++) {
+            bool orphan = rs.r[k].no > 0;
+            for (int j = 0; j < rs.n && orphan; j++)
+                orphan = !(rs.r[j].no == 0 && !strcmp(rs.r[j].id, rs.r[k].id));
+            if (orphan)
+                rec_del(mp, rs.r[k].id, rs.r[k].no);
+        }
+        for (int k = 0; k < rs.n; k++)
+            json_decref(rs.r[k].v);
+        free(rs.r);
+    }
+    sl_bmd_put(bmd);
+    return n;
 }
