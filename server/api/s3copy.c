@@ -255,8 +255,7 @@ static void copy_run(struct sl_req *r, void *arg)
     }
     /* the new object's metadata: the source's (COPY) or the request's (REPLACE); the ETag is computed */
     struct kvs *use = j->replace ? &j->meta : &c.custom;
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1,
-                             .s3ver = j->dst.s3ver };
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1 };
     struct kvs keep = { 0 };
     if (local || j->replace) {
         for (int i = 0; i < use->n; i++)

@@ -557,8 +557,7 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
         put_free(u);
         return;
     }
-    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect,
-                             .s3ver = b->s3ver };
+    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect };
     u->versioned = b->s3ver != SL_S3VER_OFF;
     if (s3ver_write_check(r, b, q->key, q->klen) < 0) {
         s3_kv_free(&m);

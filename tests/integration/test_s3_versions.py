@@ -322,6 +322,86 @@ class S3VersionsTest(unittest.TestCase):
                 self.assertEqual(self.body(b, "k", VersionId=v0), b"old")
                 self.assertEqual(self.native_names(b), ["k"])
 
+    def wait_job(self, jid, timeout=120):
+        def done():
+            st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
+            return st.status_code == 200 and st.json()["end_time"] != 0 and st.json()
+        st = wait_until(done, timeout, interval=0.1, what="job %s" % jid)
+        self.assertFalse(st.get("err"), st)
+        return st
+
+    def test_native_deletes_write_markers(self):
+        """a native DELETE and a delete-listrange job in a versioned bucket are S3's DeleteObject: a delete
+        marker on top, the data kept as an older version (Suspended: a null marker in the null version's
+        place); a native DELETE of what is not there is 404 and makes nothing"""
+        b = self.vbucket("ver-ndel")
+        obj = self.url + "/v1/objects/%s/" % b
+        v1 = self.s3.put_object(Bucket=b, Key="k", Body=b"one")["VersionId"]
+        r = self.s.delete(obj + "k", timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        dm = r.headers.get("Ais-Delete-Marker")
+        self.assertTrue(dm and dm != "null", r.headers)
+        self.assertEqual(self.versions(b), [("k", dm, True, True), ("k", v1, False, False)])
+        self.assertEqual(self.body(b, "k", VersionId=v1), b"one")
+        self.assertEqual(self.native_get(b, "k").status_code, 404)
+        self.assertEqual(self.s.delete(obj + "nothing", timeout=30).status_code, 404)
+        self.assertEqual(self.versions(b, "nothing"), [])
+        # delete-listrange: every object gets its marker (on both targets), none of the data goes
+        ids = {"j%02d" % i: self.s3.put_object(Bucket=b, Key="j%02d" % i, Body=b"j%d" % i)["VersionId"]
+               for i in range(12)}
+        r = self.s.delete(self.url + "/v1/buckets/" + b, timeout=60,
+                          json={"action": "delete-listrange", "name": "", "value": {"objnames": sorted(ids)}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_job(r.text.strip())
+        v = self.versions(b, "j")
+        self.assertEqual([(x[0], x[2], x[3]) for x in v],
+                         [y for k in sorted(ids) for y in ((k, True, True), (k, False, False))])
+        self.assertEqual([x[1] for x in v if not x[3]], [ids[k] for k in sorted(ids)])
+        for i in range(12):
+            self.assertEqual(self.body(b, "j%02d" % i, VersionId=ids["j%02d" % i]), b"j%d" % i)
+        self.assertEqual(self.native_names(b), [])
+        # Suspended: the null version is replaced by a null marker; versions with ids stay
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Suspended"})
+        s1 = self.s3.put_object(Bucket=b, Key="s", Body=b"s-null").get("VersionId")
+        self.assertEqual(s1, "null")
+        r = self.s.delete(obj + "s", timeout=30)
+        self.assertEqual((r.status_code, r.headers.get("Ais-Delete-Marker")), (200, "null"), r.text)
+        self.assertEqual(self.versions(b, "s"), [("s", "null", True, True)])
+        r = self.s.delete(obj + "k", timeout=30)  # (no current object: 404, the marker and v1 stay)
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertEqual(self.body(b, "k", VersionId=v1), b"one")
+
+    def test_internal_writers_keep_versions(self):
+        """copy-bck into a versioned bucket (objects on both targets: the local copy and the batches sent to
+        the other) and an archive job's shard are new versions: what they replace is kept, with its id; the
+        copy's versions get ids of their own, not the source's"""
+        src = self.vbucket("ver-cp-src")
+        dst = self.vbucket("ver-cp-dst")
+        names = ["c%02d" % i for i in range(16)]
+        src_ids = {n: self.s3.put_object(Bucket=src, Key=n, Body=b"new " + n.encode())["VersionId"] for n in names}
+        old = {n: self.s3.put_object(Bucket=dst, Key=n, Body=b"old " + n.encode())["VersionId"] for n in names}
+        r = self.s.post(self.url + "/v1/buckets/" + src, params={"bck_to": "ais/@#/%s/" % dst},
+                        json={"action": "copy-bck", "value": {}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_job(r.text.strip())
+        for n in names:
+            v = self.versions(dst, n)
+            self.assertEqual([(x[0], x[2], x[3]) for x in v], [(n, True, False), (n, False, False)], n)
+            self.assertEqual(v[1][1], old[n], n)
+            self.assertNotIn(v[0][1], ("null", src_ids[n], old[n]), n)
+            self.assertEqual(self.body(dst, n), b"new " + n.encode())
+            self.assertEqual(self.body(dst, n, VersionId=old[n]), b"old " + n.encode())
+        # an archive job's output over an existing shard
+        a0 = self.s3.put_object(Bucket=dst, Key="a.tar", Body=b"not a tar yet")["VersionId"]
+        r = self.s.put(self.url + "/v1/buckets/" + src, timeout=60, json={"action": "archive", "value": {
+            "archname": "a.tar", "objnames": names[:3], "tobck": {"name": dst, "provider": "ais"}}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_job(r.text.strip())
+        v = self.versions(dst, "a.tar")
+        self.assertEqual([(x[1] == a0, x[2]) for x in v], [(False, True), (True, False)], v)
+        self.assertEqual(self.body(dst, "a.tar", VersionId=a0), b"not a tar yet")
+        self.assertNotEqual(self.body(dst, "a.tar"), b"not a tar yet")
+
     def test_versions_survive_rebalance_and_restart(self):
         """a target in maintenance gives its objects to the other, every version with them; then every node
         restarts: the versions, the markers and the current objects are as they were"""
