@@ -659,9 +659,11 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     if (obj_sub_refused(r))
         return;
     if (sl_req_query(r, "tagging")) {
-        if (sl_req_query(r, "versionId") && !s3ver_is_current(r, q, b))
-            return; /* (tags are the current version's) */
-        s3_obj_tagging(r, q, b);
+        struct sl_buf n; /* ?versionId: that version's own tags (kept with it, s3ver.c) */
+        sl_buf_init(&n);
+        if (s3ver_sub_name(r, q, b, &n))
+            s3_obj_tagging(r, b, n.p, n.len);
+        sl_buf_free(&n);
         return;
     }
     if (sl_req_query(r, "attributes")) {

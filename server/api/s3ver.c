@@ -109,20 +109,14 @@ int s3ver_get_name(struct sl_req *r, const struct s3req *q, const struct sl_bck 
     return 1;
 }
 
-bool s3ver_is_current(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+bool s3ver_sub_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name)
 {
-    struct sl_buf n;
-    sl_buf_init(&n);
-    bool cur = false;
-    if (s3ver_get_name(r, q, b, &n)) {
-        cur = n.len == q->klen && !memcmp(n.p, q->key, q->klen);
-        if (!cur)
-            s3_err(r, 501, "NotImplemented", "the tags of an older version (versionId %s) are not kept apart: only "
-                   "the current version's tags can be read or changed; nothing was changed",
-                   sl_req_query(r, "versionId"));
-    }
-    sl_buf_free(&n);
-    return cur;
+    if (!s3ver_get_name(r, q, b, name))
+        return false;
+    const char *vid = sl_req_query(r, "versionId");
+    if (vid)
+        sl_hdr_add(r, "x-amz-version-id", vid);
+    return true;
 }
 
 void s3ver_miss(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen)

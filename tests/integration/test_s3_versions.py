@@ -120,10 +120,24 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(c["CopySourceVersionId"], v1)
         self.assertTrue(c["VersionId"] and c["VersionId"] != "null")
         self.assertEqual(self.body(b, "k2"), b"v1")
-        # tags are the current version's: an older version's id is 501 and changes nothing
+        # each version has its own tags (by versionId; without one, the current version's)
         self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v2, Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
-        self.client_err(lambda: self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1), 501, "NotImplemented")
+        t = self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v1,
+                                       Tagging={"TagSet": [{"Key": "old", "Value": "yes"}]})
+        self.assertEqual(t["VersionId"], v1)
+        t = self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)
+        self.assertEqual((t["TagSet"], t["VersionId"]), ([{"Key": "old", "Value": "yes"}], v1))
         self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "a", "Value": "1"}])
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v2)["TagSet"],
+                         [{"Key": "a", "Value": "1"}])
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k", VersionId="null")["TagSet"], [])
+        self.s3.delete_object_tagging(Bucket=b, Key="k", VersionId=v1)
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"], [])
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "a", "Value": "1"}])
+        self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v1, Tagging={"TagSet": [{"Key": "o", "Value": "2"}]})
+        self.assertEqual(self.body(b, "k", VersionId=v1), b"v1")  # (the data is as it was)
+        self.client_err(lambda: self.s3.get_object_tagging(Bucket=b, Key="k", VersionId="0123456789abcdef0123"), 404,
+                        "NoSuchVersion")
         # a delete marker: GET 404 with its headers; the versions stay
         d = self.s3.delete_object(Bucket=b, Key="k")
         self.assertTrue(d["DeleteMarker"])
@@ -140,6 +154,7 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(self.body(b, "k"), b"v2")
         self.s3.delete_object(Bucket=b, Key="k", VersionId=v2)
         self.assertEqual(self.body(b, "k"), b"v1")
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "o", "Value": "2"}])
         self.assertEqual(self.native_get(b, "k").content, b"v1")
         self.assertEqual([v[:3] for v in self.versions(b, "k")], [("k", v1, True), ("k", "null", False),
                                                                  ("k2", c["VersionId"], True)])
