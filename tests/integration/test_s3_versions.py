@@ -417,6 +417,34 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(self.body(dst, "a.tar", VersionId=a0), b"not a tar yet")
         self.assertNotEqual(self.body(dst, "a.tar"), b"not a tar yet")
 
+    def test_copy_current_version_from_another_target(self):
+        """CopyObject's source ?versionId= naming the current version (its id, or null) when the source is on
+        another target than the copy's destination: copied; an id that is neither current nor archived is
+        404 NoSuchVersion"""
+        from test_cluster import hrw_owner
+        b = self.vbucket("ver-cpcur", status=None)
+        smap = self.c.smap()
+        pairs = [("s%d" % i, "d%d" % i) for i in range(40)]
+        pairs = [(s, d) for s, d in pairs
+                 if hrw_owner(smap, b, s)["daemon_id"] != hrw_owner(smap, b, d)["daemon_id"]][:4]
+        self.assertEqual(len(pairs), 4)
+        s0, d0 = pairs[0]
+        self.s3.put_object(Bucket=b, Key=s0, Body=b"null one")  # (before versioning: the null version)
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+        r = self.s3.copy_object(Bucket=b, Key=d0, CopySource={"Bucket": b, "Key": s0, "VersionId": "null"})
+        self.assertEqual(r["CopySourceVersionId"], "null")
+        self.assertEqual(self.body(b, d0), b"null one")
+        for s, d in pairs[1:]:
+            old = self.s3.put_object(Bucket=b, Key=s, Body=b"old " + s.encode())["VersionId"]
+            cur = self.s3.put_object(Bucket=b, Key=s, Body=b"cur " + s.encode())["VersionId"]
+            for vid, want in ((cur, b"cur "), (old, b"old ")):
+                r = self.s3.copy_object(Bucket=b, Key=d, CopySource={"Bucket": b, "Key": s, "VersionId": vid})
+                self.assertEqual(r["CopySourceVersionId"], vid)
+                self.assertEqual(self.body(b, d), want + s.encode())
+            self.client_err(lambda: self.s3.copy_object(Bucket=b, Key=d, CopySource={
+                "Bucket": b, "Key": s, "VersionId": "0123456789abcdef0123"}), 404, "NoSuchVersion")
+            self.assertEqual(self.body(b, d), b"old " + s.encode())  # (nothing written)
+
     def test_versions_survive_rebalance_and_restart(self):
         """a target in maintenance gives its objects to the other, every version with them; then every node
         restarts: the versions, the markers and the current objects are as they were"""
