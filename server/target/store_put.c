@@ -175,7 +175,7 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
     }
     /* a write of a versioned bucket is a new version, unless it moves one (store.h "S3 versions") */
     p->s3ver = o && o->move ? SL_S3VER_OFF : b->s3ver;
-    if (p->s3ver)
+    if (!(o && o->move))
         for (int i = 0; i < p->ncustom; i++)
             if (!strcmp(p->custom[i].k, "s3.vid")) { /* (a copy's source's id is not this write's) */
                 free(p->custom[i].k);

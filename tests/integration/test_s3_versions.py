@@ -18,6 +18,7 @@ from urllib.parse import quote
 from harness import SHALE, main, start_cluster, stop_cluster, wait_until
 
 import boto3
+import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -416,6 +417,15 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual([(x[1] == a0, x[2]) for x in v], [(False, True), (True, False)], v)
         self.assertEqual(self.body(dst, "a.tar", VersionId=a0), b"not a tar yet")
         self.assertNotEqual(self.body(dst, "a.tar"), b"not a tar yet")
+        # an S3 POST (browser form) upload over an existing version
+        p0 = self.s3.put_object(Bucket=dst, Key="form", Body=b"before the form")["VersionId"]
+        p = self.s3.generate_presigned_post(dst, "form", ExpiresIn=600)
+        r = requests.post(p["url"], data=p["fields"], files={"file": ("f", b"from the form")}, timeout=60)
+        self.assertEqual(r.status_code, 204, r.text)
+        v = self.versions(dst, "form")
+        self.assertEqual([(x[1] == p0, x[2]) for x in v], [(False, True), (True, False)], v)
+        self.assertEqual(self.body(dst, "form"), b"from the form")
+        self.assertEqual(self.body(dst, "form", VersionId=p0), b"before the form")
 
     def test_copy_current_version_from_another_target(self):
         """CopyObject's source ?versionId= naming the current version (its id, or null) when the source is on
