@@ -174,6 +174,7 @@ static void copy_run(struct sl_req *r, void *arg)
     struct copy_job *j = arg;
     struct sl_err err = { 0 };
     struct copy_src c = { .r = r, .j = j, .clen = -1 };
+    char *vkey = NULL; /* an id on another target: the key, should the version be its current one */
     c.md5 = EVP_MD_CTX_new();
     if (j->part)
         s3_xc_init(&c.xc, s3_upload_alg(j->id));
@@ -206,12 +207,10 @@ static void copy_run(struct sl_req *r, void *arg)
                 goto out;
             }
         } else if (strlen(j->svid) == 20) {
-            sl_ver_name(&vn, j->skey, j->sklen, j->svid);
-        } else {
-            s3_err(r, 501, "NotImplemented", "copying version \"%s\" from another target: only an older version's "
-                   "own id is supported for a source on another target", j->svid);
-            sl_buf_free(&vn);
-            goto out;
+            sl_ver_name(&vn, j->skey, j->sklen, j->svid); /* (not archived: then the key, if the id is its) */
+            vkey = sl_xstrndup(j->skey, j->sklen);
+        } else { /* "null": the key, if it is the null version (checked once read) */
+            sl_buf_add(&vn, j->skey, j->sklen);
         }
         free(j->skey);
         j->sklen = vn.len;
@@ -260,8 +259,7 @@ static void copy_run(struct sl_req *r, void *arg)
     }
     /* the new object's metadata: the source's (COPY) or the request's (REPLACE); the ETag is computed */
     struct kvs *use = j->replace ? &j->meta : &c.custom;
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1,
-                             .s3ver = j->dst.s3ver };
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = local ? (int64_t)md.size : -1 };
     struct kvs keep = { 0 };
     if (local || j->replace) {
         for (int i = 0; i < use->n; i++)
@@ -341,8 +339,38 @@ static void copy_run(struct sl_req *r, void *arg)
                 h[nh++] = (struct sl_peer_hdr){ ssec[i], v };
         }
         int rc = sl_peer_get_stream(url.p, nh ? h : NULL, nh, copy_sink, copy_hdr, &c, 0, &pr);
+        bool at_key = j->svid[0] && !vkey; /* ("null": the key was read) */
+        if (rc == 0 && pr.status == 404 && vkey) { /* not an older version: the current one, if it has that id */
+            sl_peer_resp_free(&pr);
+            memset(&pr, 0, sizeof(pr));
+            s3_kv_free(&c.custom);
+            memset(&c.custom, 0, sizeof(c.custom));
+            c.clen = -1;
+            c.etag[0] = 0;
+            c.mtime = 0;
+            sl_buf_reset(&url);
+            sl_peer_obj_url(&url, owner->url, j->src.name, "ais", vkey, strlen(vkey));
+            rc = sl_peer_get_stream(url.p, nh ? h : NULL, nh, copy_sink, copy_hdr, &c, 0, &pr);
+            at_key = true;
+        }
         sl_buf_free(&url);
         bool okst = pr.status == 200 || (j->ranged && pr.status == 206);
+        const char *gotv = NULL; /* the version read, when one was asked for by id: its id */
+        for (int i = 0; i < c.custom.n; i++)
+            if (!strcmp(c.custom.kv[i].k, "s3.vid"))
+                gotv = c.custom.kv[i].v;
+        bool vmiss = rc == 0 && okst && at_key && strcmp(gotv && strlen(gotv) == 20 ? gotv : "null", j->svid);
+        if (vmiss) {
+            dst_abort(&c);
+            if (!strcmp(j->svid, "null")) /* an archived null version: its name is known on its target only */
+                s3_err(r, 501, "NotImplemented", "copying version \"null\" from another target: the null version "
+                       "of this key is an older one there; copy it by the current version or from that target");
+            else
+                s3_err(r, 404, "NoSuchVersion", "The specified version does not exist (the copy source's %s)",
+                       j->svid);
+            sl_peer_resp_free(&pr);
+            goto out;
+        }
         if (rc == 0 && okst && !c.checked &&
             s3_conditions(r, "x-amz-copy-source-", c.etag, c.mtime, true)) /* an empty source */
             c.refused = true;
@@ -441,6 +469,7 @@ static void copy_run(struct sl_req *r, void *arg)
     s3_xml(r, 200, &x);
 out:
     dst_abort(&c);
+    free(vkey);
     if (fd >= 0)
         close(fd);
     if (local)

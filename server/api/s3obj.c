@@ -574,8 +574,7 @@ static void put_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck
         put_free(u);
         return;
     }
-    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect,
-                             .s3ver = b->s3ver };
+    struct sl_put_opts o = { .client_cktype = -1, .custom = m.kv, .ncustom = m.n, .expect_size = u->expect };
     u->versioned = b->s3ver != SL_S3VER_OFF;
     if (s3ver_write_check(r, b, q->key, q->klen) < 0) {
         s3_kv_free(&m);
@@ -691,9 +690,11 @@ void s3_obj(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, con
     if (obj_sub_refused(r))
         return;
     if (sl_req_query(r, "tagging")) {
-        if (sl_req_query(r, "versionId") && !s3ver_is_current(r, q, b))
-            return; /* (tags are the current version's) */
-        s3_obj_tagging(r, q, b);
+        struct sl_buf n; /* ?versionId: that version's own tags (kept with it, s3ver.c) */
+        sl_buf_init(&n);
+        if (s3ver_sub_name(r, q, b, &n))
+            s3_obj_tagging(r, b, n.p, n.len);
+        sl_buf_free(&n);
         return;
     }
     if (sl_req_query(r, "attributes")) {

@@ -75,7 +75,8 @@ void s3_tags_of_string(const char *s, struct kvs *t);
 /* 200 <Tagging> of t */
 void s3_tags_xml(struct sl_req *r, const struct kvs *t);
 /* GET/PUT/DELETE ?tagging of an object, on its target */
-void s3_obj_tagging(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* name: the object holding the version (s3ver_sub_name) */
+void s3_obj_tagging(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen);
 /* A PUT's x-amz-tagging into custom: 0 (also when absent), -1 answered 400 */
 int s3_tagging_hdr(struct sl_req *r, struct kvs *custom);
 
@@ -126,9 +127,11 @@ int s3ver_write_check(struct sl_req *r, const struct sl_bck *b, const char *key,
 /* GET/HEAD: the name to read (?versionId: the version's) in name: 1, or 0
  * answered (no such version, a delete marker, a bad id) */
 int s3ver_get_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name);
-/* ?versionId names the current version (true), else answered: 501 for an
- * older one, 404/400 as GET for none or a bad id */
-bool s3ver_is_current(struct sl_req *r, const struct s3req *q, const struct sl_bck *b);
+/* A sub-resource of a version (?tagging): the object holding the version
+ * ?versionId names (the key without one) in name, x-amz-version-id
+ * answered: true; false answered (404/400/405 as GET for none, a bad id, a
+ * delete marker) */
+bool s3ver_sub_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name);
 /* A GET/HEAD that found no current object: the delete marker's headers */
 void s3ver_miss(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen);
 /* DELETE of an object with ?versionId or in a versioned bucket: true when

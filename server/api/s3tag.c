@@ -267,9 +267,10 @@ static void otag_delete(struct sl_req *r, void *arg)
     s3_objref_free(o);
 }
 
-void s3_obj_tagging(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+void s3_obj_tagging(struct sl_req *r, const struct sl_bck *b, const char *name, size_t nlen)
 {
-    struct s3objref *o = s3_objref_new(b, q);
+    struct s3req q = { .key = name, .klen = nlen };
+    struct s3objref *o = s3_objref_new(b, &q);
     switch (r->method) {
     case SL_M_GET:
         sl_req_offload(r, otag_get, s3_objref_free, o);

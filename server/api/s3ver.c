@@ -109,20 +109,14 @@ int s3ver_get_name(struct sl_req *r, const struct s3req *q, const struct sl_bck 
     return 1;
 }
 
-bool s3ver_is_current(struct sl_req *r, const struct s3req *q, const struct sl_bck *b)
+bool s3ver_sub_name(struct sl_req *r, const struct s3req *q, const struct sl_bck *b, struct sl_buf *name)
 {
-    struct sl_buf n;
-    sl_buf_init(&n);
-    bool cur = false;
-    if (s3ver_get_name(r, q, b, &n)) {
-        cur = n.len == q->klen && !memcmp(n.p, q->key, q->klen);
-        if (!cur)
-            s3_err(r, 501, "NotImplemented", "the tags of an older version (versionId %s) are not kept apart: only "
-                   "the current version's tags can be read or changed; nothing was changed",
-                   sl_req_query(r, "versionId"));
-    }
-    sl_buf_free(&n);
-    return cur;
+    if (!s3ver_get_name(r, q, b, name))
+        return false;
+    const char *vid = sl_req_query(r, "versionId");
+    if (vid)
+        sl_hdr_add(r, "x-amz-version-id", vid);
+    return true;
 }
 
 void s3ver_miss(struct sl_req *r, const struct sl_bck *b, const char *key, size_t klen)
@@ -191,33 +185,9 @@ static int vdelete(const struct sl_bck *b, const char *key, size_t klen, const c
         sl_ec_after_delete(b, key, klen);
         return 0;
     }
-    if (klen > SL_MAX_OBJNAME - SL_VER_SUFFIX)
-        return sl_errf(err, SL_EINVAL, "the key is too long for a delete marker (at most %d bytes)",
-                       SL_MAX_OBJNAME - SL_VER_SUFFIX);
-    /* a delete marker: an empty object that archives and removes the current one (store_ver.c) */
-    char sfx[21];
-    if (b->s3ver == SL_S3VER_ON) {
-        sl_ver_new_id(sfx);
-        snprintf(res->vid, sizeof(res->vid), "%s", sfx);
-    } else {
-        sl_ver_new_id(sfx);
-        memcpy(sfx + 16, NULL_SFX, 4);
-        snprintf(res->vid, sizeof(res->vid), "null");
-    }
-    struct sl_buf n;
-    sl_buf_init(&n);
-    sl_ver_name(&n, key, klen, sfx);
-    struct sl_kv dm = { (char *)"s3.dm", (char *)"1" };
-    struct sl_put_opts o = { .client_cktype = -1, .custom = &dm, .ncustom = 1, .expect_size = 0,
-                             .s3ver = b->s3ver };
-    struct sl_put *p;
-    int rc = sl_put_begin(b, n.p, n.len, &o, &p, err);
-    if (rc == 0)
-        rc = sl_put_commit(p, NULL, err);
-    sl_buf_free(&n);
-    if (rc < 0)
+    /* a delete marker: an empty object that archives and removes the current one (store_vdel.c) */
+    if (sl_obj_delete_cur(b, key, klen, 0, &res->marker, res->vid, err) < 0)
         return -1;
-    res->marker = true;
     sl_ec_after_delete(b, key, klen); /* the current one's slices: its data is the archive's now */
     return 0;
 }

@@ -982,7 +982,8 @@ static void obj_put(struct sl_req *r)
         }
         c->job = sl_job_get(reb);
         struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom,
-                                 .ncustom = c->ncustom, .expect_size = r->content_length, .preserve = &c->preserve };
+                                 .ncustom = c->ncustom, .expect_size = r->content_length, .preserve = &c->preserve,
+                                 .move = true }; /* (its versions move as they are) */
         if (sl_put_begin(&c->b, name, nlen, &o, &c->p, &err) < 0) {
             sl_resp_err(r, &err);
             return;
@@ -1010,7 +1011,7 @@ static void obj_put(struct sl_req *r)
         .client_cktype = ctype, .client_ckval = ckv, .custom = c->custom, .ncustom = c->ncustom,
         .expect_size = r->content_length, .rename_copy = rf && from && !strcmp(rf, from),
     };
-    o.s3ver = o.rename_copy ? 0 : c->b.s3ver; /* an S3-versioned bucket keeps what this replaces (store.h) */
+    o.move = o.rename_copy; /* (else an S3-versioned bucket keeps what this replaces: store.h) */
     if (sl_objname_vkey(name, nlen) != nlen) {
         sl_resp_errf(r, SL_EINVAL, "PUT %s: a name ending in \\x01 and 20 hex digits (or 16 and \"null\") is "
                      "reserved for S3's older versions of an object (docs/s3.md); nothing was stored", r->path);
@@ -1034,7 +1035,9 @@ static void evict_one(struct sl_req *r, void *arg)
     struct sl_bobj *c = arg;
     struct sl_err err = { 0 };
     sl_backend_wait_fetch(&c->b, c->name, c->nlen);
-    if (sl_obj_delete(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ)
+    if (s3_lock_check_name(&c->b, c->name, c->nlen, false, &err) < 0) /* a locked version stays (s3lock.c) */
+        sl_resp_err(r, &err);
+    else if (sl_obj_delete(&c->b, c->name, c->nlen, &err) < 0 && err.code != SL_ENOOBJ)
         sl_resp_err(r, &err);
     else
         sl_resp_empty(r, 200);
@@ -1046,7 +1049,9 @@ static void delete_remote(struct sl_req *r, void *arg)
     struct sl_bobj *c = arg;
     struct sl_err err = { 0 };
     sl_backend_wait_fetch(&c->b, c->name, c->nlen);
-    if (sl_backend_delete(&c->b, c->name, c->nlen, &err) < 0) {
+    if (s3_lock_check_name(&c->b, c->name, c->nlen, false, &err) < 0) { /* a locked version stays (s3lock.c) */
+        sl_resp_err(r, &err);
+    } else if (sl_backend_delete(&c->b, c->name, c->nlen, &err) < 0) {
         char cn[400];
         sl_obj_cname(cn, sizeof(cn), &c->b, c->name, c->nlen);
         sl_resp_errf(r, err.code, "DELETE %s: %s; nothing was deleted", cn, err.msg);
@@ -1068,6 +1073,8 @@ static void delete_run(struct sl_req *r, void *arg)
     const char *name;
     size_t nlen;
     struct sl_actmsg m;
+    bool dm;
+    char vid[24];
     if (sl_actmsg_parse(r, &m, &err) < 0) {
         sl_resp_errf(r, err.code, "DELETE %s: %s; nothing was deleted", r->path, err.msg);
         return;
@@ -1095,9 +1102,13 @@ static void delete_run(struct sl_req *r, void *arg)
     } else if (m.action[0]) {
         sl_resp_errf(r, SL_EINVAL, "invalid action \"%s\" for DELETE %s (valid: none or \"\" = delete the "
                      "object, evict-listrange, mpt-abort); nothing was deleted", m.action, r->path);
-    } else if (s3_lock_check_name(&b, name, nlen, false, &err) < 0 || sl_obj_delete(&b, name, nlen, &err) < 0) {
+    } else if (s3_lock_check_name(&b, name, nlen, false, &err) < 0 ||
+               sl_obj_delete_cur(&b, name, nlen, -1, &dm, vid, &err) < 0) {
         sl_resp_err(r, &err); /* (a locked version stays: S3 Object Lock, s3lock.c) */
     } else {
+        /* S3 versioning: a delete marker on top, the object an older version (store_vdel.c) */
+        if (dm)
+            sl_hdr_add(r, "Ais-Delete-Marker", vid);
         sl_ec_after_delete(&b, name, nlen); /* its slices/replicas, on every target (queued) */
         sl_resp_empty(r, 200);
     }

@@ -732,7 +732,7 @@ static int store_rebuilt(const struct sl_bck *b, const char *name, size_t nlen, 
         tmp->md = md;
         return 0;
     }
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = (int64_t)size, .preserve = &md };
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = (int64_t)size, .preserve = &md, .move = true };
     struct sl_put *put;
     int rc = sl_put_begin(b, name, nlen, &o, &put, err);
     if (rc == 0 && size)

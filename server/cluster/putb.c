@@ -251,11 +251,13 @@ static int rec_write(const struct sl_bck *b, const struct rec *x, bool fresh, co
     struct sl_put_opts o = { .client_cktype = ctype, .client_ckval = ckv, .expect_size = (int64_t)x->size };
     if (!fresh) {
         o.preserve = &pre;
+        o.move = true; /* (a rebalance's: its versions move as they are) */
     } else {
         const char *from = json_string_value(json_object_get(b->props, "renaming_from"));
         o.custom = pre.custom;
         o.ncustom = pre.ncustom;
         o.rename_copy = rename_from && from && !strcmp(rename_from, from);
+        o.move = o.rename_copy;
     }
     int rc = -1;
     if (sl_custom_md_check(pre.custom, pre.ncustom, "custom metadata", err) == 0 &&

@@ -714,7 +714,8 @@ static int gfn_sink(void *arg, const char *data, size_t n)
         g->started = true;
         g->md.cksum_type = g->cktype > 0 ? g->cktype : 0;
         snprintf(g->md.cksum, sizeof(g->md.cksum), "%s", g->ckval);
-        struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .preserve = &g->md };
+        struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .preserve = &g->md,
+                                 .move = true };
         if (g->cktype != g->b.cksum_type)
             g->md.cksum[0] = 0; /* different algorithm: the receiver computes its own */
         if (sl_put_begin(&g->b, g->name, g->nlen, &o, &g->put, &g->err) < 0)

@@ -547,7 +547,10 @@ static void sweep_gone(struct run *u)
     }
     for (size_t i = 0; i < w.n; i++) {
         struct sl_err err = { 0 };
-        if (sl_obj_delete(&u->b, w.names[i], strlen(w.names[i]), &err) == 0)
+        bool dm;
+        char vid[24];
+        /* (S3-versioned: a delete marker, the object kept as an older version: store.h) */
+        if (sl_obj_delete_cur(&u->b, w.names[i], strlen(w.names[i]), -1, &dm, vid, &err) == 0)
             u->dropped++;
         else if (err.code != SL_ENOOBJ)
             sl_logw("download %s: dropping %s: %s", u->a->id, w.names[i], err.msg);

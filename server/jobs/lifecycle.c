@@ -220,9 +220,12 @@ static void expire_mpath(struct sl_job *job, const struct sl_bck *b, const struc
     for (size_t j = 0; j < n; j++) {
         if (!sl_job_aborting(job) && !sl_bg_stopping()) {
             struct sl_err e2 = { 0 };
-            /* a locked version does not expire (s3lock.c); one written since is kept */
+            bool dm;
+            char vid[24];
+            /* a locked version does not expire (s3lock.c); one written since is kept; in a versioned bucket
+             * a delete marker goes on top, the object noncurrent (NoncurrentVersionExpiration's then) */
             int rc = s3_lock_check_name(b, c[j].name, c[j].nlen, false, &e2) < 0
-                     ? 1 : sl_obj_delete_if(b, c[j].name, c[j].nlen, c[j].mtime, &e2);
+                     ? 1 : sl_obj_delete_cur(b, c[j].name, c[j].nlen, c[j].mtime, &dm, vid, &e2);
             if (rc == 0) {
                 sl_ec_after_delete(b, c[j].name, c[j].nlen);
                 sl_job_add(&job->loc_objs, 1);

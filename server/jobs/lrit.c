@@ -312,6 +312,8 @@ static void *worker(void *arg)
         const char *nm = u->names[i];
         size_t nl = strlen(nm);
         int rc;
+        bool dm;
+        char vid[24];
         if (u->l->kind == LR_PREFETCH && u->l->latest) { /* held or not: the remote's version */
             if (sl_backend_refresh(&u->b, nm, nl, &err) == 0) {
                 sl_job_add(&u->job->loc_objs, 1);
@@ -328,6 +330,12 @@ static void *worker(void *arg)
                 sl_job_add(&u->job->loc_objs, 1);
                 continue;
             }
+        } else if (s3_lock_check_name(&u->b, nm, nl, false, &err) < 0) { /* locked: stays (s3lock.c) */
+            pthread_mutex_lock(&u->mu);
+            u->nskipped++;
+            pthread_mutex_unlock(&u->mu);
+            sl_logi("%s %s: %s skipped: %s", lr_kinds[u->l->kind], u->l->id, nm, err.msg);
+            continue;
         } else if (u->l->kind == LR_EVICT) { /* the remote keeps it; not held here is fine */
             sl_backend_wait_fetch(&u->b, nm, nl);
             if (sl_obj_delete(&u->b, nm, nl, &err) == 0 || err.code == SL_ENOOBJ) {
@@ -341,13 +349,7 @@ static void *worker(void *arg)
                 sl_job_add(&u->job->loc_objs, 1);
                 continue;
             }
-        } else if (s3_lock_check_name(&u->b, nm, nl, false, &err) < 0) { /* locked: stays (s3lock.c) */
-            pthread_mutex_lock(&u->mu);
-            u->nskipped++;
-            pthread_mutex_unlock(&u->mu);
-            sl_logi("%s %s: %s skipped: %s", lr_kinds[u->l->kind], u->l->id, nm, err.msg);
-            continue;
-        } else if (sl_obj_delete(&u->b, nm, nl, &err) == 0) {
+        } else if (sl_obj_delete_cur(&u->b, nm, nl, -1, &dm, vid, &err) == 0) { /* (versioned: a marker) */
             sl_ec_after_delete(&u->b, nm, nl); /* erasure coded: its slices everywhere */
             sl_job_add(&u->job->loc_objs, 1);
             continue;

@@ -57,8 +57,10 @@ static void mvo_run(struct sl_req *r, void *arg)
         sl_resp_err(r, &err);
         goto out;
     }
-    /* the old name goes only if it is still the version copied */
-    rc = sl_obj_delete_if(&o->b, o->name, nlen, mtime, &err);
+    /* the old name goes only if it is still the version copied (S3-versioned: a delete marker on top) */
+    bool dm;
+    char vid[24];
+    rc = sl_obj_delete_cur(&o->b, o->name, nlen, mtime, &dm, vid, &err);
     if (rc < 0 && err.code != SL_ENOOBJ) {
         sl_resp_errf(r, err.code, "rename-obj: ais://%s/%s was copied to %s but the old name could not be removed "
                      "(%s): remove it with `shale object rm ais://%s/%s`", o->b.name, o->name, o->dname, err.msg,

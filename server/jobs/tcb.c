@@ -310,7 +310,8 @@ static int copy_plain(struct copier *c, int fd, const struct sl_objmd *md, const
     }
     if (d->local) {
         struct sl_put_opts o = { .client_cktype = -1, .expect_size = (int64_t)md->size, .custom = md->custom,
-                                 .ncustom = md->ncustom, .rename_copy = c->rename };
+                                 .ncustom = md->ncustom, .rename_copy = c->rename,
+                                 .move = c->rename };
         struct sl_put *p;
         if (sl_put_begin(c->dst, dname, dlen, &o, &p, err) < 0)
             return -1;

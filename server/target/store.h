@@ -103,7 +103,13 @@ struct sl_put_opts {
     bool keep_custom;             /* merge custom metadata of the object being replaced */
     bool rename_copy;             /* the copy of a bucket rename (move-bck) into its new name, which takes no
                                    * other writes until the rename ends */
-    int s3ver;                    /* an S3 write of a versioned bucket (SL_S3VER_*, "S3 versions" below) */
+    bool move;                    /* it carries an object that exists already, unchanged (rebalance, EC
+                                   * rebuild, a rename's copy): stored as it is. Any other write of a bucket
+                                   * with S3 versioning is a new version, the object it replaces archived
+                                   * ("S3 versions" below): the bucket's mode, taken here */
+    int64_t if_mtime;             /* a delete marker's: 0 made in any case, -1 only over a current object
+                                   * (else SL_ENOOBJ), > 0 only while the current object has this mtime
+                                   * (unix ns; else SL_EEXIST); nothing changed when refused */
     /* a multipart upload's work file, which outlives a restart: work_rel
      * (relative to work_mp's path, parents made) is opened, and created
      * when missing, instead of a new file under %wk (upload.c) */
@@ -139,7 +145,8 @@ void sl_put_set_custom(struct sl_put *p, const char *k, const char *v);
 /* The object is the n parts (the largest max bytes) of a multipart upload:
  * recorded with it (sl_objmd nchunks, chunk_max). */
 void sl_put_set_chunks(struct sl_put *p, uint32_t n, uint64_t max);
-/* As opts s3ver, set before commit (a multipart upload's) */
+/* The S3 versioning mode of the write (SL_S3VER_*; sl_put_begin takes the
+ * bucket's), set before commit (a multipart upload's, by the bucket then) */
 void sl_put_set_s3ver(struct sl_put *p, int mode);
 /* Work file of an in-flight PUT (for writers that need to seek or read
  * back: it is open read-write). The fd belongs to p (do not close it)
@@ -384,13 +391,15 @@ int sl_store_walk_copies(struct sl_mpath *mp, const struct sl_bck *b, sl_store_v
                          struct sl_err *err);
 
 /* ---- S3 versions (store_ver.c; names in meta.h) ----
- * A PUT with opts s3ver (sl_put_commit only, not the batch) archives the
- * object it replaces, in its own commit, as KEY\x01SUFFIX: always when
- * SL_S3VER_ON, when it has a version id when SL_S3VER_SUSPENDED (then an
- * older null version of KEY goes too: the new write is the null one). A PUT
- * of KEY\x01SUFFIX with s3ver is a delete marker: the current object at
- * KEY is archived so and removed. An object's id is its custom "s3.vid"
- * (none: "null"); a delete marker has custom "s3.dm". */
+ * A PUT into a bucket with S3 versioning (any but a move, opts move)
+ * archives the object it replaces, in its own commit, as KEY\x01SUFFIX:
+ * always when SL_S3VER_ON, when it has a version id when SL_S3VER_SUSPENDED
+ * (then an older null version of KEY goes too: the new write is the null
+ * one); sl_put_commit_batch commits such a PUT on its own when it may
+ * replace. A PUT of KEY\x01SUFFIX is a delete marker: the current object
+ * at KEY is archived so and removed. An object's id is its custom "s3.vid"
+ * (none: "null"; a write's own, never the caller's custom); a delete
+ * marker has custom "s3.dm". */
 void sl_ver_new_id(char out[21]);           /* ~time, newest first in name order */
 const char *sl_ver_id_of(const struct sl_objmd *md);   /* "s3.vid", else "null" */
 bool sl_ver_is_marker(const struct sl_objmd *md);
@@ -416,6 +425,18 @@ struct sl_ver_gone {
 };
 int sl_ver_delete(const struct sl_bck *b, const char *key, size_t klen, const char *vid, struct sl_ver_gone *out,
                   struct sl_err *err);
+/* S3's DeleteObject without a version id, for every API and job that
+ * deletes the current object: with S3 versioning a delete marker on top
+ * (SL_S3VER_ON a new id, SUSPENDED the null version, an older null one
+ * going), the current object kept as an older version; without, the object
+ * goes. if_mtime: 0 a marker even over no object (S3's DeleteObject), -1
+ * only over a current object (the native API's: else SL_ENOOBJ, as
+ * without versioning), > 0 only while the current object has that mtime
+ * (unix ns, a lifecycle's). 0 done (*marker; vid "" or the marker's), 1
+ * kept (written since if_mtime), -1 err (SL_ENOOBJ: no such object). The
+ * caller drops the object's EC slices (sl_ec_after_delete) on 0. */
+int sl_obj_delete_cur(const struct sl_bck *b, const char *key, size_t klen, int64_t if_mtime, bool *marker,
+                      char vid[24], struct sl_err *err);
 
 /* Full path of an object file (for diagnostics/tests) */
 void sl_obj_fqn(struct sl_buf *out, const struct sl_mpath *mp, const struct sl_bck *b, const char *name, size_t nlen,

@@ -117,9 +117,12 @@ struct store_ver {
     struct sl_md_op ops[7];         /* to commit with the PUT's */
     int nops;
 };
-/* Before the PUT's commit: old (had == 1) is what is at name on mp. */
+/* Before the PUT's commit: old (had == 1) is what is at name on mp. A
+ * delete marker with if_mtime (opts) is refused without a current object
+ * (SL_ENOOBJ) and, when > 0, unless it has that mtime (SL_EEXIST). */
 int store_ver_prepare(struct store_ver *v, struct sl_mpath *mp, const struct sl_bck *b, const char *name,
-                      size_t nlen, int mode, int had, const struct sl_objmd *old, struct sl_err *err);
+                      size_t nlen, int mode, int had, const struct sl_objmd *old, int64_t if_mtime,
+                      struct sl_err *err);
 /* The PUT failed (committed: after its commit) */
 void store_ver_undo(struct store_ver *v, struct sl_mpath *mp, const struct sl_bck *b, bool committed);
 /* Committed and renamed, still under the lock / after the unlock */

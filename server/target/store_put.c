@@ -39,7 +39,8 @@ struct sl_put {
     size_t wlen;
     bool gated;              /* counted in the bucket's writes in flight */
     unsigned place;          /* sl_store_place_enter's token (with gated) */
-    int s3ver;               /* SL_S3VER_* of an S3 write (store_ver.c) */
+    int s3ver;               /* SL_S3VER_* of the write: the bucket's, OFF for a move (store_ver.c) */
+    int64_t if_mtime;        /* a delete marker's condition (opts if_mtime) */
     bool new_dirs;           /* choose_fname created the object's directory */
 };
 
@@ -177,8 +178,17 @@ int sl_put_begin(const struct sl_bck *b, const char *name, size_t nlen, const st
             p->have_preserve = true;
         }
         p->keep_custom = o->keep_custom;
-        p->s3ver = o->s3ver;
+        p->if_mtime = o->if_mtime;
     }
+    /* a write of a versioned bucket is a new version, unless it moves one (store.h "S3 versions") */
+    p->s3ver = o && o->move ? SL_S3VER_OFF : b->s3ver;
+    if (!(o && o->move))
+        for (int i = 0; i < p->ncustom; i++)
+            if (!strcmp(p->custom[i].k, "s3.vid")) { /* (a copy's source's id is not this write's) */
+                free(p->custom[i].k);
+                free(p->custom[i].v);
+                p->custom[i--] = p->custom[--p->ncustom];
+            }
     *out = p;
     return 0;
 }
@@ -516,7 +526,8 @@ int sl_put_commit(struct sl_put *p, struct sl_objmd *out, struct sl_err *err)
     had = sl_md_obj_get(p->mp->md, p->bck.bid, p->name, p->nlen, &old, &e2);
     put_new_md(p, had, &old, cks, fname, &md);
     /* S3 versioning: the object replaced is archived in the same commit (store_ver.c) */
-    if (p->s3ver && store_ver_prepare(&sv, p->mp, &p->bck, p->name, p->nlen, p->s3ver, had, &old, err) < 0) {
+    if (p->s3ver && store_ver_prepare(&sv, p->mp, &p->bck, p->name, p->nlen, p->s3ver, had, &old, p->if_mtime,
+                                    err) < 0) {
         store_ver_undo(&sv, p->mp, &p->bck, false);
         pthread_rwlock_unlock(lk);
         sl_err_wrap(err, "PUT %s", cn);
@@ -767,6 +778,17 @@ void sl_put_commit_batch(struct sl_put **ps, int n, bool keep_existing, int *rc,
         rc[i] = 0;
         sl_buf_init(&x->fqn);
         sl_obj_cname(x->cn, sizeof(x->cn), &x->p->bck, x->p->name, x->p->nlen);
+        if (x->p->s3ver && !keep_existing) {
+            /* a new version that may replace one: its archive is in its own commit (store_ver.c) */
+            rc[i] = sl_put_commit(x->p, NULL, &errs[i]) < 0 ? -1 : 0;
+            x->p = NULL;
+            continue;
+        }
+        if (x->p->s3ver == SL_S3VER_ON && sl_objname_vkey(x->p->name, x->p->nlen) == x->p->nlen) {
+            char vid[21]; /* (nothing is replaced here: what is there is kept) */
+            sl_ver_new_id(vid);
+            sl_put_set_custom(x->p, "s3.vid", vid);
+        }
         if (put_check(x->p, x->cn, x->cks, &errs[i]) < 0)
             bput_fail(x, &rc[i]);
     }

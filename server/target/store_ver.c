@@ -174,7 +174,8 @@ static void first_free(struct first_ctx *c)
 /* ---- the archive step of a PUT (store_put.c) ---- */
 
 int store_ver_prepare(struct store_ver *v, struct sl_mpath *mp, const struct sl_bck *b, const char *name,
-                      size_t nlen, int mode, int had, const struct sl_objmd *old, struct sl_err *err)
+                      size_t nlen, int mode, int had, const struct sl_objmd *old, int64_t if_mtime,
+                      struct sl_err *err)
 {
     memset(v, 0, sizeof(*v));
     sl_buf_init(&v->afqn);
@@ -192,6 +193,10 @@ int store_ver_prepare(struct store_ver *v, struct sl_mpath *mp, const struct sl_
             return -1;
         v->had = hc;
         cur = &v->cur;
+        if (if_mtime && hc != 1)
+            return sl_errf(err, SL_ENOOBJ, "%.*s does not exist", (int)SL_MIN(v->klen, 200), v->key);
+        if (if_mtime > 0 && cur->mtime != if_mtime)
+            return sl_errf(err, SL_EEXIST, "%.*s was written again since: kept", (int)SL_MIN(v->klen, 200), v->key);
     }
     if (hc == 1)
         sl_obj_fqn(&v->kfqn, mp, b, v->key, v->klen, cur->fname);

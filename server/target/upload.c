@@ -903,7 +903,7 @@ static int copy_parts(const struct sl_bck *b, const char *name, size_t nlen, str
                       struct sl_objmd *out, struct sl_err *err)
 {
     struct sl_put *p = NULL;
-    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .s3ver = b->s3ver };
+    struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1 };
     int rc = sl_put_begin(b, name, nlen, &o, &p, err);
     char *buf = sl_xmalloc(1024 * 1024);
     int wfd = sl_put_fd(m->p);

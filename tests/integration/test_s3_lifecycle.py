@@ -348,6 +348,77 @@ class S3LifecycleTest(unittest.TestCase):
         p = self.c.cli("job", "ls", "lifecycle", "--all")
         self.assertEqual(p.returncode, 0)
 
+    def test_expiration_in_versioned_bucket(self):
+        """Expiration of a current object in a versioned bucket writes a delete marker, as S3: the object
+        becomes noncurrent (readable by its id), a second run adds no marker over the marker, and a
+        NoncurrentVersionExpiration removes the versions later, counted from the marker; Suspended: a null
+        marker replaces the null version"""
+        b = self.bucket("lc-vexp")
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+        vid = {}
+        for i in range(6):  # (keys over both targets)
+            k = "e/k%d" % i
+            vid[k] = [self.s3.put_object(Bucket=b, Key=k, Body=b"%s-%d" % (k.encode(), n))["VersionId"]
+                      for n in range(2)]
+        self.s3.put_object(Bucket=b, Key="keep/x", Body=b"x")
+        self.s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+            rule("e", {"Prefix": "e/"}, Expiration={"Days": 30})]})
+
+        def state():
+            got, pages = set(), self.s3.get_paginator("list_object_versions").paginate(Bucket=b)
+            for pg in pages:
+                got |= {(v["Key"], v["VersionId"], v["IsLatest"]) for v in pg.get("Versions", [])}
+                got |= {(m["Key"], "marker", m["IsLatest"]) for m in pg.get("DeleteMarkers", [])}
+            return got
+        want = set()
+        for k, vs in vid.items():
+            want |= {(k, "marker", True), (k, vs[0], False), (k, vs[1], False)}
+        for _ in range(2):  # (the second run finds no current object to expire)
+            self.set_offset(40)
+            try:
+                self.run_job(b)
+            finally:
+                self.set_offset(0)
+            got = state()
+            self.assertEqual({x for x in got if x[0].startswith("e/")}, want)
+            self.assertEqual(len([x for x in got if x[0] == "keep/x"]), 1)
+        self.assertEqual(self.keys(b), ["keep/x"])
+        for k, vs in vid.items():
+            self.client_err(lambda: self.s3.get_object(Bucket=b, Key=k), 404, "NoSuchKey")
+            self.assertEqual(self.s3.get_object(Bucket=b, Key=k, VersionId=vs[1])["Body"].read(), k.encode() + b"-1")
+        # the versions expire as noncurrent ones, from the marker's time on; the lone markers stay
+        self.s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+            rule("e", {"Prefix": "e/"}, Expiration={"Days": 30}, NoncurrentVersionExpiration={"NoncurrentDays": 10})]})
+        self.set_offset(5)
+        try:
+            self.run_job(b)
+        finally:
+            self.set_offset(0)
+        self.assertEqual({x for x in state() if x[0].startswith("e/")}, want)
+        self.set_offset(20)
+        try:
+            self.run_job(b)
+        finally:
+            self.set_offset(0)
+        self.assertEqual({x for x in state() if x[0].startswith("e/")}, {(k, "marker", True) for k in vid})
+        # Suspended: the expired null version goes, a null marker in its place; a version with an id stays
+        s = self.bucket("lc-vsusp")
+        self.s3.put_bucket_versioning(Bucket=s, VersioningConfiguration={"Status": "Enabled"})
+        v1 = self.s3.put_object(Bucket=s, Key="n", Body=b"with id")["VersionId"]
+        self.s3.put_bucket_versioning(Bucket=s, VersioningConfiguration={"Status": "Suspended"})
+        self.s3.put_object(Bucket=s, Key="n", Body=b"null one")
+        self.s3.put_bucket_lifecycle_configuration(Bucket=s, LifecycleConfiguration={"Rules": [
+            rule("all", {}, Expiration={"Days": 30})]})
+        self.set_offset(40)
+        try:
+            self.run_job(s)
+        finally:
+            self.set_offset(0)
+        vs = self.s3.list_object_versions(Bucket=s)
+        self.assertEqual([(m["VersionId"], m["IsLatest"]) for m in vs.get("DeleteMarkers", [])], [("null", True)])
+        self.assertEqual([(v["VersionId"], v["IsLatest"]) for v in vs.get("Versions", [])], [(v1, False)])
+        self.assertEqual(self.s3.get_object(Bucket=s, Key="n", VersionId=v1)["Body"].read(), b"with id")
+
     def test_job_start_and_interval(self):
         # on demand through the API, for one bucket
         b = self.bucket("lc-api")

@@ -261,6 +261,47 @@ class S3LockTest(unittest.TestCase):
         put(Bucket="lk-plain", Key="x", Body=b"")
         self.client_err(lambda: self.s3.get_object_retention(Bucket="lk-plain", Key="x"), 400, "InvalidRequest")
 
+    def test_evict_is_lock_checked(self):
+        """evict of a locked object is refused as a DELETE is (403, the cached copy stays; an evict-listrange
+        job skips it and evicts the others); on an ais bucket without a remote evict is 400 and deletes nothing"""
+        self.s3.create_bucket(Bucket="lk-origin")
+        p = self.c.cli("bucket", "create", "ais://lk-cache", "--props",
+                       "backend_bck=s3://lk-origin extra.aws.endpoint=%s" % self.ep)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        r = self.s.patch(self.url + "/v1/buckets/lk-cache", timeout=30, json={"action": "set-bprops", "value": {
+            "s3_versioning": "Enabled"}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.s3.put_object_lock_configuration(Bucket="lk-cache", ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled"})
+        self.s3.put_object(Bucket="lk-cache", Key="held", Body=b"held")
+        self.s3.put_object_legal_hold(Bucket="lk-cache", Key="held", LegalHold={"Status": "ON"})
+        self.s3.put_object(Bucket="lk-cache", Key="free", Body=b"free")
+        obj = self.url + "/v1/objects/lk-cache/"
+
+        def present(k):
+            r = self.s.head(obj + k, params={"check_cached": "true"}, timeout=30, allow_redirects=True)
+            return r.headers.get("Ais-Present") == "true"
+        self.assertTrue(present("held") and present("free"))
+        r = self.s.delete(obj + "held", json={"action": "evict-listrange"}, timeout=30)
+        self.assertEqual(r.status_code, 403, r.text)
+        self.assertIn("legal hold", r.text)
+        self.assertTrue(present("held"))
+        r = self.s.delete(self.url + "/v1/buckets/lk-cache", timeout=60, json={
+            "action": "evict-listrange", "name": "", "value": {"objnames": ["held", "free"]}})
+        self.assertEqual(r.status_code, 200, r.text)
+        wait_until(lambda: not present("free"), 30, what="free evicted")
+        self.assertTrue(present("held"))
+        self.assertEqual(self.s.get(obj + "held", timeout=30).content, b"held")
+        # an ais bucket has nothing to evict to: 400, the locked object stays
+        b = self.lbucket("lk-evict")
+        self.s3.put_object(Bucket=b, Key="x", Body=b"x", ObjectLockLegalHoldStatus="ON")
+        r = self.s.delete(self.url + "/v1/objects/%s/x" % b, json={"action": "evict-listrange"}, timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        r = self.s.delete(self.url + "/v1/buckets/" + b, timeout=60, json={
+            "action": "evict-listrange", "name": "", "value": {"objnames": ["x"]}})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="x")["Body"].read(), b"x")
+
     def test_native_and_copy(self):
         """delete-listrange, rename-obj and destroy-bck leave locked versions; a native PUT makes a new version; a
         copy takes the request's lock, never the source's"""

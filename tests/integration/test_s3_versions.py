@@ -18,6 +18,7 @@ from urllib.parse import quote
 from harness import SHALE, main, start_cluster, stop_cluster, wait_until
 
 import boto3
+import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -120,10 +121,24 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(c["CopySourceVersionId"], v1)
         self.assertTrue(c["VersionId"] and c["VersionId"] != "null")
         self.assertEqual(self.body(b, "k2"), b"v1")
-        # tags are the current version's: an older version's id is 501 and changes nothing
+        # each version has its own tags (by versionId; without one, the current version's)
         self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v2, Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
-        self.client_err(lambda: self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1), 501, "NotImplemented")
+        t = self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v1,
+                                       Tagging={"TagSet": [{"Key": "old", "Value": "yes"}]})
+        self.assertEqual(t["VersionId"], v1)
+        t = self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)
+        self.assertEqual((t["TagSet"], t["VersionId"]), ([{"Key": "old", "Value": "yes"}], v1))
         self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "a", "Value": "1"}])
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v2)["TagSet"],
+                         [{"Key": "a", "Value": "1"}])
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k", VersionId="null")["TagSet"], [])
+        self.s3.delete_object_tagging(Bucket=b, Key="k", VersionId=v1)
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"], [])
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "a", "Value": "1"}])
+        self.s3.put_object_tagging(Bucket=b, Key="k", VersionId=v1, Tagging={"TagSet": [{"Key": "o", "Value": "2"}]})
+        self.assertEqual(self.body(b, "k", VersionId=v1), b"v1")  # (the data is as it was)
+        self.client_err(lambda: self.s3.get_object_tagging(Bucket=b, Key="k", VersionId="0123456789abcdef0123"), 404,
+                        "NoSuchVersion")
         # a delete marker: GET 404 with its headers; the versions stay
         d = self.s3.delete_object(Bucket=b, Key="k")
         self.assertTrue(d["DeleteMarker"])
@@ -140,6 +155,7 @@ class S3VersionsTest(unittest.TestCase):
         self.assertEqual(self.body(b, "k"), b"v2")
         self.s3.delete_object(Bucket=b, Key="k", VersionId=v2)
         self.assertEqual(self.body(b, "k"), b"v1")
+        self.assertEqual(self.s3.get_object_tagging(Bucket=b, Key="k")["TagSet"], [{"Key": "o", "Value": "2"}])
         self.assertEqual(self.native_get(b, "k").content, b"v1")
         self.assertEqual([v[:3] for v in self.versions(b, "k")], [("k", v1, True), ("k", "null", False),
                                                                  ("k2", c["VersionId"], True)])
@@ -321,6 +337,125 @@ class S3VersionsTest(unittest.TestCase):
                 self.assertEqual([x[1:] for x in v[1:]], [(v0, False, False)], point)
                 self.assertEqual(self.body(b, "k", VersionId=v0), b"old")
                 self.assertEqual(self.native_names(b), ["k"])
+
+    def wait_job(self, jid, timeout=120):
+        def done():
+            st = self.s.get(self.url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
+            return st.status_code == 200 and st.json()["end_time"] != 0 and st.json()
+        st = wait_until(done, timeout, interval=0.1, what="job %s" % jid)
+        self.assertFalse(st.get("err"), st)
+        return st
+
+    def test_native_deletes_write_markers(self):
+        """a native DELETE and a delete-listrange job in a versioned bucket are S3's DeleteObject: a delete
+        marker on top, the data kept as an older version (Suspended: a null marker in the null version's
+        place); a native DELETE of what is not there is 404 and makes nothing"""
+        b = self.vbucket("ver-ndel")
+        obj = self.url + "/v1/objects/%s/" % b
+        v1 = self.s3.put_object(Bucket=b, Key="k", Body=b"one")["VersionId"]
+        r = self.s.delete(obj + "k", timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        dm = r.headers.get("Ais-Delete-Marker")
+        self.assertTrue(dm and dm != "null", r.headers)
+        self.assertEqual(self.versions(b), [("k", dm, True, True), ("k", v1, False, False)])
+        self.assertEqual(self.body(b, "k", VersionId=v1), b"one")
+        self.assertEqual(self.native_get(b, "k").status_code, 404)
+        self.assertEqual(self.s.delete(obj + "nothing", timeout=30).status_code, 404)
+        self.assertEqual(self.versions(b, "nothing"), [])
+        # delete-listrange: every object gets its marker (on both targets), none of the data goes
+        ids = {"j%02d" % i: self.s3.put_object(Bucket=b, Key="j%02d" % i, Body=b"j%d" % i)["VersionId"]
+               for i in range(12)}
+        r = self.s.delete(self.url + "/v1/buckets/" + b, timeout=60,
+                          json={"action": "delete-listrange", "name": "", "value": {"objnames": sorted(ids)}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_job(r.text.strip())
+        v = self.versions(b, "j")
+        self.assertEqual([(x[0], x[2], x[3]) for x in v],
+                         [y for k in sorted(ids) for y in ((k, True, True), (k, False, False))])
+        self.assertEqual([x[1] for x in v if not x[3]], [ids[k] for k in sorted(ids)])
+        for i in range(12):
+            self.assertEqual(self.body(b, "j%02d" % i, VersionId=ids["j%02d" % i]), b"j%d" % i)
+        self.assertEqual(self.native_names(b), [])
+        # Suspended: the null version is replaced by a null marker; versions with ids stay
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Suspended"})
+        s1 = self.s3.put_object(Bucket=b, Key="s", Body=b"s-null").get("VersionId")
+        self.assertEqual(s1, "null")
+        r = self.s.delete(obj + "s", timeout=30)
+        self.assertEqual((r.status_code, r.headers.get("Ais-Delete-Marker")), (200, "null"), r.text)
+        self.assertEqual(self.versions(b, "s"), [("s", "null", True, True)])
+        r = self.s.delete(obj + "k", timeout=30)  # (no current object: 404, the marker and v1 stay)
+        self.assertEqual(r.status_code, 404, r.text)
+        self.assertEqual(self.body(b, "k", VersionId=v1), b"one")
+
+    def test_internal_writers_keep_versions(self):
+        """copy-bck into a versioned bucket (objects on both targets: the local copy and the batches sent to
+        the other) and an archive job's shard are new versions: what they replace is kept, with its id; the
+        copy's versions get ids of their own, not the source's"""
+        src = self.vbucket("ver-cp-src")
+        dst = self.vbucket("ver-cp-dst")
+        names = ["c%02d" % i for i in range(16)]
+        src_ids = {n: self.s3.put_object(Bucket=src, Key=n, Body=b"new " + n.encode())["VersionId"] for n in names}
+        old = {n: self.s3.put_object(Bucket=dst, Key=n, Body=b"old " + n.encode())["VersionId"] for n in names}
+        r = self.s.post(self.url + "/v1/buckets/" + src, params={"bck_to": "ais/@#/%s/" % dst},
+                        json={"action": "copy-bck", "value": {}}, timeout=60)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_job(r.text.strip())
+        for n in names:
+            v = self.versions(dst, n)
+            self.assertEqual([(x[0], x[2], x[3]) for x in v], [(n, True, False), (n, False, False)], n)
+            self.assertEqual(v[1][1], old[n], n)
+            self.assertNotIn(v[0][1], ("null", src_ids[n], old[n]), n)
+            self.assertEqual(self.body(dst, n), b"new " + n.encode())
+            self.assertEqual(self.body(dst, n, VersionId=old[n]), b"old " + n.encode())
+        # an archive job's output over an existing shard
+        a0 = self.s3.put_object(Bucket=dst, Key="a.tar", Body=b"not a tar yet")["VersionId"]
+        r = self.s.put(self.url + "/v1/buckets/" + src, timeout=60, json={"action": "archive", "value": {
+            "archname": "a.tar", "objnames": names[:3], "tobck": {"name": dst, "provider": "ais"}}})
+        self.assertEqual(r.status_code, 200, r.text)
+        self.wait_job(r.text.strip())
+        v = self.versions(dst, "a.tar")
+        self.assertEqual([(x[1] == a0, x[2]) for x in v], [(False, True), (True, False)], v)
+        self.assertEqual(self.body(dst, "a.tar", VersionId=a0), b"not a tar yet")
+        self.assertNotEqual(self.body(dst, "a.tar"), b"not a tar yet")
+        # an S3 POST (browser form) upload over an existing version
+        p0 = self.s3.put_object(Bucket=dst, Key="form", Body=b"before the form")["VersionId"]
+        v4 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK, region_name="us-east-1").client(
+            "s3", endpoint_url=self.ep, config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
+        p = v4.generate_presigned_post(dst, "form", ExpiresIn=600)
+        r = requests.post(p["url"], data=p["fields"], files={"file": ("f", b"from the form")}, timeout=60)
+        self.assertEqual(r.status_code, 204, r.text)
+        v = self.versions(dst, "form")
+        self.assertEqual([(x[1] == p0, x[2]) for x in v], [(False, True), (True, False)], v)
+        self.assertEqual(self.body(dst, "form"), b"from the form")
+        self.assertEqual(self.body(dst, "form", VersionId=p0), b"before the form")
+
+    def test_copy_current_version_from_another_target(self):
+        """CopyObject's source ?versionId= naming the current version (its id, or null) when the source is on
+        another target than the copy's destination: copied; an id that is neither current nor archived is
+        404 NoSuchVersion"""
+        from test_cluster import hrw_owner
+        b = self.vbucket("ver-cpcur", status=None)
+        smap = self.c.smap()
+        pairs = [("s%d" % i, "d%d" % i) for i in range(40)]
+        pairs = [(s, d) for s, d in pairs
+                 if hrw_owner(smap, b, s)["daemon_id"] != hrw_owner(smap, b, d)["daemon_id"]][:4]
+        self.assertEqual(len(pairs), 4)
+        s0, d0 = pairs[0]
+        self.s3.put_object(Bucket=b, Key=s0, Body=b"null one")  # (before versioning: the null version)
+        self.s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+        r = self.s3.copy_object(Bucket=b, Key=d0, CopySource={"Bucket": b, "Key": s0, "VersionId": "null"})
+        self.assertEqual(r["CopySourceVersionId"], "null")
+        self.assertEqual(self.body(b, d0), b"null one")
+        for s, d in pairs[1:]:
+            old = self.s3.put_object(Bucket=b, Key=s, Body=b"old " + s.encode())["VersionId"]
+            cur = self.s3.put_object(Bucket=b, Key=s, Body=b"cur " + s.encode())["VersionId"]
+            for vid, want in ((cur, b"cur "), (old, b"old ")):
+                r = self.s3.copy_object(Bucket=b, Key=d, CopySource={"Bucket": b, "Key": s, "VersionId": vid})
+                self.assertEqual(r["CopySourceVersionId"], vid)
+                self.assertEqual(self.body(b, d), want + s.encode())
+            self.client_err(lambda: self.s3.copy_object(Bucket=b, Key=d, CopySource={
+                "Bucket": b, "Key": s, "VersionId": "0123456789abcdef0123"}), 404, "NoSuchVersion")
+            self.assertEqual(self.body(b, d), b"old " + s.encode())  # (nothing written)
 
     def test_versions_survive_rebalance_and_restart(self):
         """a target in maintenance gives its objects to the other, every version with them; then every node
