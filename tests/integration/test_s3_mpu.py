@@ -268,7 +268,9 @@ class S3MpuTest(unittest.TestCase):
             self.assertEqual(g.content, b"".join(parts))
             a = self.s3.get_object_attributes(Bucket=b, Key=k, ObjectAttributes=["Checksum", "ObjectParts"])
             self.assertEqual(a["Checksum"]["Checksum" + alg], want)
-            self.assertEqual(a["Checksum"]["ChecksumType"], "COMPOSITE")
+            # (Debian's botocore predates ChecksumType in this answer: read it from the XML)
+            x = requests.get("%s/%s/%s?attributes" % (self.ep, b, k), headers={"x-amz-object-attributes": "Checksum"})
+            self.assertIn("<ChecksumType>COMPOSITE</ChecksumType>", x.text)
             self.assertEqual(a["ObjectParts"]["TotalPartsCount"], len(parts))
             self.assertEqual([(p["PartNumber"], p["Size"], p["Checksum" + alg]) for p in a["ObjectParts"]["Parts"]],
                              [(no, len(p), cks[no - 1]) for no, p in enumerate(parts, 1)])
