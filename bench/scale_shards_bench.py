@@ -11,8 +11,9 @@ for each size:
     what the coordinator reports of its record list (Metrics.meta_sorting.coordinator: bytes of the record
     list, its peak in memory, bytes spilled to disk) under max_mem_usage (--mem-limit);
   * an epoch plan over N shards (--plan; the dsort inputs of that size, 10 samples each): the time to create
-    it (PUT /v1/ml/plan), its size (the plan as kept in PlanMD, JSON bytes), the time to the first batch of
-    epoch 0 and to the last batch (GET .../batch through the gateway);
+    it (PUT /v1/ml/plan), its size (the plan as kept in PlanMD, JSON bytes), the time to the routes of every
+    batch of epoch 0 (GET .../targets, what plan_dataset.py asks first), to the first batch of epoch 0 and to
+    the last batch (GET .../batch through the gateway);
   * ishard of N files of 100 bytes (--ishard) into 1 MiB shards: its time and the targets' peak RSS.
 
 The inputs are written under the work directory and promoted (promote.dir) into the buckets, then deleted. Each
@@ -219,8 +220,13 @@ def plan_size(s, c, url, n):
         r = s.get(url + "/v1/ml/plan/p%d/batch" % n, params={"epoch": 0, "index": i}, timeout=600)
         r.raise_for_status()
         return time.time() - t0
+    t0 = time.time()  # the route of every batch of epoch 0, as plan_dataset.py asks before its first batch
+    r = s.get(url + "/v1/ml/plan/p%d/targets" % n, params={"epoch": 0}, timeout=3600)
+    r.raise_for_status()
+    t_routes = time.time() - t0
+    assert len(r.json()["route"]) == min(summ["batches"], 100000), r.text[:200]
     row = {"n": n, "samples": summ["samples"], "batches": summ["batches"], "create_s": t_create, "plan_bytes": size,
-           "first_batch_s": batch(0), "last_batch_s": batch(last), "load": loadavg()}
+           "routes_s": t_routes, "first_batch_s": batch(0), "last_batch_s": batch(last), "load": loadavg()}
     s.delete(url + "/v1/ml/plan/p%d" % n, timeout=600).raise_for_status()
     return row
 
@@ -278,7 +284,7 @@ def plot(res, path):
         return
     panels = [("dsort", "total_s", "dsort time (s)"), ("dsort", "coord_hwm_mib", "dsort coordinator peak RSS (MiB)"),
               ("dsort", "rec_peak", "coordinator record list in memory (B)"),
-              ("plan", "create_s", "plan creation (s)"), ("plan", "plan_bytes", "plan size (B)"),
+              ("plan", "create_s", "plan creation (s)"), ("plan", "routes_s", "plan: routes of an epoch (s)"),
               ("ishard", "time_s", "ishard time (s)")]
     fig, axs = plt.subplots(2, 3, figsize=(13, 7))
     for ax, (kind, key, title) in zip(axs.flat, panels):
@@ -362,7 +368,7 @@ def main():
                   "in memory, what went to disk)")
         if res["plan"]:
             table("epoch plan over N shards (10 samples each), batch 256", res["plan"],
-                  [("create_s", "create s", "%.2f"), ("plan_bytes", "PlanMD B", "%d"),
+                  [("create_s", "create s", "%.2f"), ("plan_bytes", "PlanMD B", "%d"), ("routes_s", "routes s", "%.3f"),
                    ("first_batch_s", "1st batch", "%.3f"), ("last_batch_s", "last batch", "%.3f")])
         if res["ishard"]:
             table("ishard of N files of 100 B into 1 MiB shards", res["ishard"],
