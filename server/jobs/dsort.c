@@ -1272,6 +1272,8 @@ static void *coord_main(void *arg)
     /* each target's body written as a stream (past max_mem_usage into a
      * mapped file): {"id",...,"outs":[{"name","recs":[[shard,key]...],"bytes"}...]} */
     bb = sl_xcalloc((size_t)nt + 1, sizeof(*bb));
+    for (int i = 0; i < nt; i++)
+        bb[i].fd = -1;
     for (int i = 0; i < nt; i++) {
         if (sl_dsort_body_open(&bb[i], mem.limit > 0, &err) < 0) {
             sl_tfan_free(&t);
