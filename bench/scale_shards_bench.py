@@ -144,8 +144,8 @@ def loadavg():
 
 
 def ratio_row(rows, key):
-    base = rows[0].get(key) or 1e-9
-    return ["%.1fx" % (r.get(key, 0) / base) for r in rows]
+    base = rows[0].get(key) or 0
+    return ["%.1fx" % (r.get(key, 0) / base) if base else "-" for r in rows]
 
 
 def run_dsort(s, url, n, rnd, mem_limit):
