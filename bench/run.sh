@@ -48,6 +48,7 @@ s3sig     |                      | SigV4 verification of a GET in us vs SHA-256 
 s3_features | cc py:boto3        | S3 GET/PUT with versioning, SSE-S3, a 20-statement policy vs plain /s3 (~10 min)
 scale     |                      | one target's cost at 10^5..10^6 objects: PUT/GET/list/summary/start/RSS/LMDB (~40 min)
 scale_cluster |                  | 3..24 targets: metadata change, balance, rebalance moved/ideal, failover (~8 min)
+scale_shards |                   | dsort/epoch plan of 10^3..10^5 shards, ishard of 10^4..10^6 files: time, RSS (~60 min)
 EOF
 }
 

@@ -22,6 +22,7 @@
 #include "backend.h"
 #include "cluster.h"
 #include "dsort_ekm.h"
+#include "dsort_mem.h"
 #include "dsort_rec.h"
 #include "dsort_spec.h"
 #include "jsonx.h"
@@ -949,59 +950,6 @@ static int input_names(struct coord *c, const struct sl_bck *b, struct names *ns
     return rc;
 }
 
-/* records from one extraction answer into r */
-static int recs_from_json(const json_t *a, size_t nnames, struct sl_dsort_recs *r, struct sl_err *err)
-{
-    size_t i;
-    json_t *x;
-    json_array_foreach(a, i, x) {
-        int sh = (int)json_integer_value(json_array_get(x, 0));
-        const char *key = json_string_value(json_array_get(x, 2));
-        json_t *m = json_array_get(x, 4), *ck = json_array_get(x, 5);
-        if (sh < 0 || (size_t)sh >= nnames || !key || !json_is_array(m))
-            return sl_errf(err, SL_EINTERNAL, "dsort: a malformed record from extraction");
-        if (r->n == r->cap) {
-            r->cap = r->cap ? r->cap * 2 : 1024;
-            r->v = sl_xrealloc(r->v, r->cap * sizeof(*r->v));
-        }
-        struct sl_dsort_rec *d = &r->v[r->n++];
-        memset(d, 0, sizeof(*d));
-        d->key = sl_xstrdup(key);
-        d->shard = sh;
-        d->seq = (int)json_integer_value(json_array_get(x, 1));
-        d->bytes = (uint64_t)json_integer_value(json_array_get(x, 3));
-        d->nm = (int)json_array_size(m);
-        d->capm = d->nm;
-        d->m = sl_xcalloc((size_t)d->nm + 1, sizeof(*d->m));
-        for (int j = 0; j < d->nm; j++) {
-            const char *mn = json_string_value(json_array_get(json_array_get(m, (size_t)j), 0));
-            d->m[j].name = sl_xstrdup(mn ? mn : "");
-            d->m[j].size = (uint64_t)json_integer_value(json_array_get(json_array_get(m, (size_t)j), 1));
-        }
-        if (json_is_string(json_array_get(x, 6)))
-            d->family = sl_xstrdup(json_string_value(json_array_get(x, 6)));
-        if (json_is_string(ck)) {
-            d->ckey_s = sl_xstrdup(json_string_value(ck));
-            d->has_ckey = true;
-        } else if (json_is_number(ck)) {
-            d->ckey_n = json_number_value(ck);
-            d->has_ckey = true;
-        }
-    }
-    return 0;
-}
-
-/* max_mem_usage in bytes (a percentage of this machine's memory); 0: none */
-static uint64_t max_mem_bytes(const struct sl_dsort_spec *s)
-{
-    if (s->max_mem)
-        return s->max_mem;
-    if (!s->max_mem_pct)
-        return 0;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 100 * (uint64_t)s->max_mem_pct : 0;
-}
-
 static void coord_fail(struct coord *c, const char *msg)
 {
     json_t *ext = sl_job_ext_copy(c->job);
@@ -1021,17 +969,27 @@ static void coord_free(struct coord *c)
     free(c);
 }
 
+/* Every holder's records of its input shards into recs, in rounds of a
+ * batch of shards per holder, so that no answer is larger than the limit
+ * allows (the answers are counted in the arena while read) */
 static int extract_all(struct coord *c, struct names *ns, struct sl_dsort_recs *recs, json_t *per_target,
                        struct sl_err *err)
 {
     struct sl_smap *sm = sl_smap_get();
     struct sl_tfan t;
     sl_tfan_init(&t, 0, "POST", "/v1/internal/dsort/extract");
+    /* each holder's shards (indexes into ns): mine[i] .. mine[i] + nmine[i] of one array */
+    size_t *all = sl_xcalloc(ns->n + 1, sizeof(size_t)), **mine = sl_xcalloc((size_t)t.n + 1, sizeof(size_t *));
+    size_t *nmine = sl_xcalloc((size_t)t.n + 1, sizeof(size_t)), *done = sl_xcalloc((size_t)t.n + 1, sizeof(size_t));
+    int *holder = sl_xcalloc(ns->n + 1, sizeof(int));
+    uint64_t *st = sl_xcalloc((size_t)t.n * 3 + 1, sizeof(uint64_t)); /* records, bytes, shard bytes per holder */
+    struct sl_fan *f = sl_xcalloc((size_t)t.n + 1, sizeof(*f));
     char **bodies = sl_xcalloc((size_t)t.n + 1, sizeof(char *));
-    json_t **lists = sl_xcalloc((size_t)t.n + 1, sizeof(json_t *));
+    int *fi = sl_xcalloc((size_t)t.n + 1, sizeof(int));
+    size_t *sent = sl_xcalloc((size_t)t.n + 1, sizeof(size_t));
+    uint64_t limit = recs->arena->limit, ans_bytes = 0;
+    size_t ans_shards = 0;
     int rc = 0;
-    for (int i = 0; i < t.n; i++)
-        lists[i] = json_array();
     for (size_t k = 0; k < ns->n && rc == 0; k++) {
         const struct sl_snode *h = owner_of(sm, c->s.in_prov, c->s.in_bck, ns->v[k]);
         int ti = -1;
@@ -1042,54 +1000,91 @@ static int extract_all(struct coord *c, struct names *ns, struct sl_dsort_recs *
             rc = sl_errf(err, SL_EUNAVAIL, "dsort: t[%s], holder of %s, is not responding", h ? h->id : "?",
                          ns->v[k]);
         else
-            json_array_append_new(lists[ti], json_pack("[I,s]", (json_int_t)k, ns->v[k]));
+            holder[k] = ti, nmine[ti]++;
     }
-    for (int i = 0; i < t.n && rc == 0; i++) {
-        size_t blen;
-        json_t *body = json_pack("{s:O,s:O}", "spec", c->spec, "shards", lists[i]);
-        bodies[i] = sl_json_dump(body, 0, &blen);
-        json_decref(body);
-        t.f[i].body = bodies[i];
-        t.f[i].blen = blen;
-    }
-    if (rc == 0)
-        sl_tfan_run(&t, peer_timeout_ms());
-    for (int i = 0; i < t.n && rc == 0; i++) {
-        const struct sl_fan *f = &t.f[i];
-        json_error_t je;
-        json_t *ans = f->ok && f->resp.status == 200 ? json_loadb(f->resp.body.p, f->resp.body.len, 0, &je) : NULL;
-        if (!ans) {
-            rc = sl_errf(err, f->ok ? sl_code_from_status((int)f->resp.status) : SL_EUNAVAIL,
-                         "dsort: extraction on t[%s]: %s", t.who[i]->id, f->ok ? f->resp.err : "no answer");
+    for (int i = 0, off = 0; i < t.n; off += (int)nmine[i], i++)
+        mine[i] = all + off;
+    for (size_t k = 0; k < ns->n && rc == 0; k++)
+        mine[holder[k]][done[holder[k]]++] = k;
+    memset(done, 0, ((size_t)t.n + 1) * sizeof(size_t));
+    while (rc == 0 && !sl_job_aborting(c->job)) {
+        size_t batch = sl_dsort_batch_of(limit, t.n, ans_bytes, ans_shards);
+        int nf = 0;
+        for (int i = 0; i < t.n; i++) {
+            if (done[i] == nmine[i])
+                continue;
+            json_t *sh = json_array();
+            size_t end = nmine[i] - done[i] > batch ? done[i] + batch : nmine[i];
+            for (size_t q = done[i]; q < end; q++)
+                json_array_append_new(sh, json_pack("[I,s]", (json_int_t)mine[i][q], ns->v[mine[i][q]]));
+            json_t *body = json_pack("{s:O,s:o}", "spec", c->spec, "shards", sh);
+            size_t blen;
+            bodies[nf] = sl_json_dump(body, 0, &blen);
+            json_decref(body);
+            f[nf] = (struct sl_fan){ .url = t.f[i].url, .method = t.f[i].method, .body = bodies[nf], .blen = blen };
+            sent[nf] = end - done[i];
+            fi[nf++] = i;
+            done[i] = end;
+        }
+        if (!nf)
             break;
+        sl_peer_fanout(f, nf, peer_timeout_ms());
+        uint64_t got = 0;
+        for (int q = 0; q < nf; q++)
+            got += f[q].resp.body.len;
+        sl_dsort_arena_charge(recs->arena, (int64_t)got);
+        ans_bytes = got, ans_shards = 0;
+        for (int q = 0; q < nf && rc == 0; q++) {
+            int i = fi[q];
+            json_error_t je;
+            json_t *ans = f[q].ok && f[q].resp.status == 200 ? json_loadb(f[q].resp.body.p, f[q].resp.body.len, 0,
+                                                                          &je) : NULL;
+            if (!ans) {
+                rc = sl_errf(err, f[q].ok ? sl_code_from_status((int)f[q].resp.status) : SL_EUNAVAIL,
+                             "dsort: extraction on t[%s]: %s", t.who[i]->id, f[q].ok ? f[q].resp.err : "no answer");
+                break;
+            }
+            size_t before = recs->n;
+            rc = sl_dsort_recs_from_json(json_object_get(ans, "recs"), ns->n, recs, err);
+            size_t mi;
+            json_t *mv;
+            json_array_foreach(json_object_get(ans, "missing"), mi, mv) {
+                if (c->s.missing_shards == SL_DSORT_ABORT && rc == 0)
+                    rc = sl_errf(err, SL_ENOENT, "dsort: input shard ais://%s/%s does not exist (Config.missing_shards:"
+                                 " abort; \"warn\" or \"ignore\" go on without it)", c->s.in_bck,
+                                 json_string_value(mv));
+                else if (c->s.missing_shards == SL_DSORT_WARN)
+                    job_warn(c->job, c->warnings, "input shard ais://%s/%s does not exist", c->s.in_bck,
+                             json_string_value(mv));
+            }
+            st[i * 3] += recs->n - before;
+            for (size_t k = before; k < recs->n; k++)
+                st[i * 3 + 1] += recs->v[k].bytes;
+            st[i * 3 + 2] += (uint64_t)sl_json_int(ans, "bytes", 0);
+            json_decref(ans);
         }
-        size_t before = recs->n;
-        rc = recs_from_json(json_object_get(ans, "recs"), ns->n, recs, err);
-        size_t mi;
-        json_t *mv;
-        json_array_foreach(json_object_get(ans, "missing"), mi, mv) {
-            if (c->s.missing_shards == SL_DSORT_ABORT && rc == 0)
-                rc = sl_errf(err, SL_ENOENT, "dsort: input shard ais://%s/%s does not exist (Config.missing_shards: "
-                             "abort; \"warn\" or \"ignore\" go on without it)", c->s.in_bck, json_string_value(mv));
-            else if (c->s.missing_shards == SL_DSORT_WARN)
-                job_warn(c->job, c->warnings, "input shard ais://%s/%s does not exist", c->s.in_bck,
-                         json_string_value(mv));
+        for (int q = 0; q < nf; q++) {
+            ans_shards += sent[q];
+            free(bodies[q]);
         }
-        uint64_t b = 0;
-        for (size_t k = before; k < recs->n; k++)
-            b += recs->v[k].bytes;
+        sl_dsort_arena_charge(recs->arena, -(int64_t)got);
+        sl_peer_fanout_free(f, nf);
+    }
+    for (int i = 0; i < t.n && rc == 0; i++)
         json_object_set_new(per_target, t.who[i]->id,
-                            json_pack("{s:I,s:I,s:I,s:I}", "shards", (json_int_t)json_array_size(lists[i]),
-                                      "records", (json_int_t)(recs->n - before), "bytes", (json_int_t)b,
-                                      "shard_bytes", sl_json_int(ans, "bytes", 0)));
-        json_decref(ans);
-    }
-    for (int i = 0; i < t.n; i++) {
-        free(bodies[i]);
-        json_decref(lists[i]);
-    }
+                            json_pack("{s:I,s:I,s:I,s:I}", "shards", (json_int_t)nmine[i], "records",
+                                      (json_int_t)st[i * 3], "bytes", (json_int_t)st[i * 3 + 1], "shard_bytes",
+                                      (json_int_t)st[i * 3 + 2]));
+    free(all);
+    free(mine);
+    free(holder);
+    free(sent);
+    free(nmine);
+    free(done);
+    free(st);
+    free(f);
     free(bodies);
-    free(lists);
+    free(fi);
     sl_tfan_free(&t);
     sl_smap_put(sm);
     return rc;
@@ -1098,23 +1093,21 @@ static int extract_all(struct coord *c, struct names *ns, struct sl_dsort_recs *
 static int check_duplicates(struct coord *c, const struct sl_dsort_recs *r, const struct names *ns,
                             struct sl_err *err)
 {
-    struct sl_strmap seen;
-    memset(&seen, 0, sizeof(seen));
+    struct sl_dsort_dup *d;
+    size_t nd;
+    if (sl_dsort_dups(r, &d, &nd, err) < 0)
+        return -1;
     int rc = 0;
-    for (size_t i = 0; i < r->n && rc == 0; i++) {
-        int p = sl_strmap_get(&seen, r->v[i].key, strlen(r->v[i].key));
-        if (p < 0) {
-            sl_strmap_put(&seen, r->v[i].key, strlen(r->v[i].key), (int)i);
-            continue;
-        }
-        const char *a = ns->v[r->v[p].shard], *b = ns->v[r->v[i].shard];
+    for (size_t q = 0; q < nd && rc == 0; q++) {
+        const struct sl_dsort_rec *x = &r->v[d[q].later];
+        const char *a = ns->v[r->v[d[q].first].shard], *b = ns->v[x->shard];
         if (c->s.duplicated_records == SL_DSORT_ABORT)
             rc = sl_errf(err, SL_EINVAL, "dsort: record %s is in both %s and %s (Config.duplicated_records: abort; "
-                         "\"warn\" or \"ignore\" keep both)", r->v[i].key, a, b);
+                         "\"warn\" or \"ignore\" keep both)", x->key, a, b);
         else if (c->s.duplicated_records == SL_DSORT_WARN)
-            job_warn(c->job, c->warnings, "record %s is in both %s and %s", r->v[i].key, a, b);
+            job_warn(c->job, c->warnings, "record %s is in both %s and %s", x->key, a, b);
     }
-    sl_strmap_free(&seen);
+    free(d);
     return rc;
 }
 
@@ -1174,10 +1167,11 @@ static int apply_ekm(struct coord *c, struct sl_dsort_recs *recs, struct sl_err 
             const char *t;
             if ((rc = sl_dsort_ekm_match(&e, x->key, &t, err)) < 0)
                 break;
-            free(x->family);
-            x->family = t ? sl_xstrdup(t) : NULL;
+            x->family = t ? sl_dsort_arena_strdup(recs->arena, t, err) : NULL; /* (the arena's) */
+            if (t && !x->family)
+                rc = -1;
         }
-        if (x->family)
+        if (x->family || rc < 0)
             continue;
         x->drop = true;
         if (c->s.ekm_missing_key == SL_DSORT_ABORT)
@@ -1195,7 +1189,10 @@ static void *coord_main(void *arg)
     struct coord *c = arg;
     struct sl_err err = { 0 };
     struct names ns = { 0 };
-    struct sl_dsort_recs recs = { 0 };
+    struct sl_dsort_arena mem; /* the record list: in memory up to max_mem_usage, then mapped from a file */
+    sl_dsort_arena_init(&mem, sl_dsort_spec_max_mem(&c->s));
+    struct sl_dsort_recs recs = { .arena = &mem };
+    struct sl_dsort_body *bb = NULL;
     int *order = NULL;
     struct sl_dsort_out *outs = NULL;
     size_t nout = 0;
@@ -1203,7 +1200,6 @@ static void *coord_main(void *arg)
     struct sl_bck in;
     bool have_in = false;
     struct sl_smap *sm = NULL;
-    json_t **lists = NULL;
     int nt = 0;
 
     phase_set(c->job, "extraction", "started_ns", json_integer(sl_now_ns()));
@@ -1227,15 +1223,20 @@ static void *coord_main(void *arg)
         check_duplicates(c, &recs, &ns, &err) < 0 || sl_dsort_order(&recs, &c->s, &order, &err) < 0 ||
         sl_dsort_pack(&recs, order, &c->s, &outs, &nout, &err) < 0)
         goto fail;
-    if (!strcmp(c->s.in_bck, c->s.out_bck) && !c->s.overwrite) {
-        for (size_t i = 0; i < nout; i++)
-            for (size_t k = 0; k < ns.n; k++)
-                if (!strcmp(outs[i].name, ns.v[k])) {
-                    sl_errf(&err, SL_EEXIST, "dsort: output shard %s would overwrite an input shard of the same "
-                            "bucket; choose another output_format or output_bck, or set \"overwrite\": true",
-                            outs[i].name);
-                    goto fail;
-                }
+    if (!strcmp(c->s.in_bck, c->s.out_bck) && !c->s.overwrite) { /* (a map of the input names: linear) */
+        struct sl_strmap in_names;
+        memset(&in_names, 0, sizeof(in_names));
+        for (size_t k = 0; k < ns.n; k++)
+            sl_strmap_put(&in_names, ns.v[k], strlen(ns.v[k]), (int)k);
+        size_t i = 0;
+        while (i < nout && sl_strmap_get(&in_names, outs[i].name, strlen(outs[i].name)) < 0)
+            i++;
+        sl_strmap_free(&in_names);
+        if (i < nout) {
+            sl_errf(&err, SL_EEXIST, "dsort: output shard %s would overwrite an input shard of the same bucket; "
+                    "choose another output_format or output_bck, or set \"overwrite\": true", outs[i].name);
+            goto fail;
+        }
     }
     phase_set(c->job, "sorting", "end_ns", json_integer(sl_now_ns()));
     { /* before any builder (one may run here) updates the ext */
@@ -1268,9 +1269,27 @@ static void *coord_main(void *arg)
     struct sl_tfan t;
     sl_tfan_init(&t, 0, "POST", "/v1/internal/dsort/build");
     nt = t.n;
-    lists = sl_xcalloc((size_t)nt + 1, sizeof(json_t *));
+    /* each target's body written as a stream (past max_mem_usage into a
+     * mapped file): {"id",...,"outs":[{"name","recs":[[shard,key]...],"bytes"}...]} */
+    bb = sl_xcalloc((size_t)nt + 1, sizeof(*bb));
     for (int i = 0; i < nt; i++)
-        lists[i] = json_array();
+        bb[i].fd = -1;
+    for (int i = 0; i < nt; i++) {
+        if (sl_dsort_body_open(&bb[i], mem.limit > 0, &err) < 0) {
+            sl_tfan_free(&t);
+            goto fail;
+        }
+        json_t *hd = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:I,s:i}", "id", c->job->id, "src", c->s.in_bck,
+                               "src_provider", c->s.in_prov, "dst", c->s.out_bck, "desc", c->s.description,
+                               "extraction", json_object_get(per_target, t.who[i]->id) ?: json_null(), "max_mem",
+                               (json_int_t)sl_dsort_spec_max_mem(&c->s), "workers", c->s.create_conc);
+        char *h = json_dumps(hd, JSON_COMPACT);
+        h[strlen(h) - 1] = 0; /* (the object left open for "outs") */
+        fprintf(bb[i].f, "%s,\"outs\":[", h);
+        free(h);
+        json_decref(hd);
+    }
+    int *cnt = sl_xcalloc((size_t)nt + 1, sizeof(int));
     for (size_t i = 0; i < nout; i++) {
         const struct sl_snode *o =
             G.role == SL_ROLE_STANDALONE ? NULL : owner_of(sm, "ais", c->s.out_bck, outs[i].name);
@@ -1283,22 +1302,23 @@ static void *coord_main(void *arg)
             const struct sl_dsort_rec *x = &recs.v[outs[i].rec[r]];
             json_array_append_new(rl, json_pack("[s,s]", ns.v[x->shard], x->key));
         }
-        json_array_append_new(lists[ti], json_pack("{s:s,s:o,s:I}", "name", outs[i].name, "recs", rl, "bytes",
-                                                   (json_int_t)outs[i].bytes));
+        json_t *o1 = json_pack("{s:s,s:o,s:I}", "name", outs[i].name, "recs", rl, "bytes", (json_int_t)outs[i].bytes);
+        fputs(cnt[ti]++ ? "," : "", bb[ti].f);
+        json_dumpf(o1, bb[ti].f, JSON_COMPACT);
+        json_decref(o1);
     }
-    char **bodies = sl_xcalloc((size_t)nt + 1, sizeof(char *));
+    free(cnt);
     for (int i = 0; i < nt; i++) {
-        size_t blen;
-        json_t *body = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:I,s:i}", "id", c->job->id, "src", c->s.in_bck,
-                                 "src_provider", c->s.in_prov, "dst",
-                                 c->s.out_bck, "desc", c->s.description, "outs", lists[i], "extraction",
-                                 json_object_get(per_target, t.who[i]->id) ?: json_null(), "max_mem",
-                                 (json_int_t)max_mem_bytes(&c->s), "workers", c->s.create_conc);
-        bodies[i] = sl_json_dump(body, 0, &blen);
-        json_decref(body);
-        t.f[i].body = bodies[i];
-        t.f[i].blen = blen;
+        fputs("]}", bb[i].f);
+        if (sl_dsort_body_done(&bb[i], &t.f[i].body, &t.f[i].blen, &err) < 0) {
+            sl_tfan_free(&t);
+            goto fail;
+        }
     }
+    phase_set(c->job, "sorting", "coordinator", json_pack("{s:I,s:I,s:I,s:I}", "mem_limit", (json_int_t)mem.limit,
+                                                          "mem_peak", (json_int_t)mem.peak, "records_bytes",
+                                                          (json_int_t)mem.total, "spilled_bytes",
+                                                          (json_int_t)mem.spilled));
     /* the other targets first, this one last: a target's job exists once
      * its build answered, and this (the coordinator's) job ends with its own
      * build, so while any target could still lack the job, the
@@ -1325,9 +1345,6 @@ static void *coord_main(void *arg)
     if (bad >= 0)
         sl_errf(&err, SL_EUNAVAIL, "dsort: handing output shards to t[%s]: %s", t.who[bad]->id,
                 t.f[bad].ok ? t.f[bad].resp.err : "no answer");
-    for (int i = 0; i < nt; i++)
-        free(bodies[i]);
-    free(bodies);
     sl_tfan_free(&t);
     if (bad >= 0)
         goto fail;
@@ -1336,15 +1353,16 @@ static void *coord_main(void *arg)
 fail:
     coord_fail(c, err.msg);
 out:
-    for (int i = 0; i < nt; i++)
-        json_decref(lists[i]);
-    free(lists);
+    for (int i = 0; bb && i < nt; i++)
+        sl_dsort_body_free(&bb[i]);
+    free(bb);
     if (sm)
         sl_smap_put(sm);
     json_decref(per_target);
     sl_dsort_outs_free(outs, nout);
     free(order);
     sl_dsort_recs_free(&recs);
+    sl_dsort_arena_free(&mem);
     sl_strv_free(ns.v, ns.n);
     if (have_in)
         sl_bck_release(&in);

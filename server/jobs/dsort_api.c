@@ -82,6 +82,9 @@ static json_t *job_info(const json_t *sn)
     /* records held on disk past max_mem_usage (dsort.c spools) */
     json_object_set_new(le, "extracted_to_disk_count", ctr_str((uint64_t)sl_json_int(cr, "spilled_cnt", 0)));
     json_object_set_new(le, "extracted_to_disk_size", ctr_str((uint64_t)sl_json_int(cr, "spilled_size", 0)));
+    /* a Shale addition, on the coordinator only: its record list against max_mem_usage (dsort_mem.h) */
+    if (json_object_get(so, "coordinator"))
+        json_object_set(ms, "coordinator", json_object_get(so, "coordinator"));
     json_object_set_new(ms, "sent_stats", json_null());
     json_object_set_new(ms, "recv_stats", json_null());
     json_object_set_new(sc, "to_create", ctr_str((uint64_t)sl_json_int(cr, "to_create", 0)));

@@ -122,6 +122,10 @@ static int lua_key(struct lua_rec *L, struct sl_dsort_rec *x, const char *shard_
 
 void sl_dsort_recs_free(struct sl_dsort_recs *r)
 {
+    if (r->arena) { /* (its records are the arena's, freed with it) */
+        memset(r, 0, sizeof(*r));
+        return;
+    }
     for (size_t i = 0; i < r->n; i++) {
         struct sl_dsort_rec *x = &r->v[i];
         for (int j = 0; j < x->nm; j++)

@@ -35,10 +35,13 @@ struct sl_dsort_rec {
     bool drop;                  /* EKM: no shard for it (ekm_missing_key ignore/warn) */
 };
 
-/* A growing set of records; everything in it is owned by it. */
+/* A growing set of records; everything in it is owned by it, or, with an
+ * arena (the coordinator's, dsort_mem.h), by the arena. */
+struct sl_dsort_arena;
 struct sl_dsort_recs {
     struct sl_dsort_rec *v;
     size_t n, cap;
+    struct sl_dsort_arena *arena;
 };
 
 void sl_dsort_recs_free(struct sl_dsort_recs *r);

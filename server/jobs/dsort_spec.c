@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const alg_names[] = { "alphanumeric", "shuffle", "content", "none", "md5", "lua" };
 static const char *const ckey_names[] = { "int", "float", "string" };
@@ -547,4 +548,15 @@ json_t *sl_dsort_spec_json(const struct sl_dsort_spec *s)
                                                react_names[s->ekm_malformed_line], "ekm_missing_key",
                                                react_names[s->ekm_missing_key]));
     return o;
+}
+
+/* max_mem_usage in bytes (a percentage of this machine's memory); 0: none */
+uint64_t sl_dsort_spec_max_mem(const struct sl_dsort_spec *s)
+{
+    if (s->max_mem)
+        return s->max_mem;
+    if (!s->max_mem_pct)
+        return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 100 * (uint64_t)s->max_mem_pct : 0;
 }

@@ -62,6 +62,8 @@ struct sl_dsort_spec {
  * with sl_dsort_spec_free either way. The Lua scripts (algorithm.script,
  * ekm_lua) are compiled in the sandbox and their entry points checked. */
 int sl_dsort_spec_parse(const json_t *v, struct sl_dsort_spec *s, struct sl_err *err);
+/* max_mem_usage in bytes (a percentage: of this machine's memory); 0: none */
+uint64_t sl_dsort_spec_max_mem(const struct sl_dsort_spec *s);
 /* The same from text: JSON when it starts with '{' (after blanks), else
  * YAML. */
 int sl_dsort_spec_parse_text(const char *buf, size_t n, struct sl_dsort_spec *s, struct sl_err *err);

@@ -245,9 +245,68 @@ static uint64_t mix(uint64_t seed, uint64_t epoch, uint64_t k)
 }
 
 struct pick {
-    int shard;                  /* index into the plan's shard list */
+    int shard;                  /* index into the plan's shard list (in a part: into its shards) */
     int sample;                 /* within the shard */
 };
+
+/* The order of one epoch of a plan: the shards' permutation and where each
+ * block's samples start. It takes O(shards) to make, so the last few asked
+ * are kept (a plan's batches come epoch by epoch): a batch then costs its
+ * samples and its blocks', not the plan's shards, and an epoch's batches
+ * (or its routes, GET .../targets) cost the epoch once, not once a batch. */
+struct eorder {
+    json_t *counts;             /* held: the plan's (a changed PlanMD is a new array) */
+    uint64_t seed, epoch;
+    int block, nb;
+    int *perm;                  /* the shards in epoch order */
+    int64_t *start;             /* start[k]: block k's first sample; start[nb]: every sample */
+};
+
+#define EORDERS 4
+static pthread_mutex_t emu = PTHREAD_MUTEX_INITIALIZER;
+static struct eorder *eorders[EORDERS];
+static int enext;
+
+static void eorder_free(struct eorder *o)
+{
+    if (!o)
+        return;
+    json_decref(o->counts);
+    free(o->perm);
+    free(o->start);
+    free(o);
+}
+
+/* (under emu) */
+static const struct eorder *eorder_get(json_t *counts, uint64_t seed, uint64_t epoch, int block)
+{
+    for (int i = 0; i < EORDERS; i++) {
+        const struct eorder *o = eorders[i];
+        if (o && o->counts == counts && o->seed == seed && o->epoch == epoch && o->block == block)
+            return o;
+    }
+    int ns = (int)json_array_size(counts);
+    struct eorder *o = sl_xcalloc(1, sizeof(*o));
+    o->counts = json_incref(counts);
+    o->seed = seed, o->epoch = epoch, o->block = block;
+    o->nb = (ns + block - 1) / block;
+    o->perm = sl_xcalloc((size_t)ns + 1, sizeof(int));
+    o->start = sl_xcalloc((size_t)o->nb + 1, sizeof(int64_t));
+    for (int i = 0; i < ns; i++)
+        o->perm[i] = i;
+    sl_shuffle(o->perm, (size_t)ns, mix(seed, epoch, UINT64_MAX));
+    int64_t pos = 0;
+    for (int k = 0; k < o->nb; k++) {
+        o->start[k] = pos;
+        for (int i = k * block; i < ns && i < (k + 1) * block; i++)
+            pos += json_integer_value(json_array_get(counts, (size_t)o->perm[i]));
+    }
+    o->start[o->nb] = pos;
+    eorder_free(eorders[enext]);
+    eorders[enext] = o;
+    enext = (enext + 1) % EORDERS;
+    return o;
+}
 
 /* the samples of batch index of epoch, in order */
 static int batch_picks(const json_t *p, uint64_t epoch, int64_t index, struct pick **out, int *nout,
@@ -262,29 +321,28 @@ static int batch_picks(const json_t *p, uint64_t epoch, int64_t index, struct pi
     if (index < 0 || index >= batches)
         return sl_errf(err, SL_ENOENT, "plan %s: batch %lld does not exist: the plan has %lld batches (0..%lld)",
                        sl_json_str(p, "name", ""), (long long)index, (long long)batches, (long long)batches - 1);
-    int *perm = sl_xcalloc((size_t)ns + 1, sizeof(int));
-    for (int i = 0; i < ns; i++)
-        perm[i] = i;
-    sl_shuffle(perm, (size_t)ns, mix(seed, epoch, UINT64_MAX));
     int64_t lo = index * bs, hi = SL_MIN(lo + bs, total);
     *out = sl_xcalloc((size_t)(hi - lo) + 1, sizeof(**out));
     *nout = 0;
-    int64_t pos = 0;
-    for (int b0 = 0, k = 0; b0 < ns && pos < hi; b0 += block, k++) {
-        int64_t n = 0;
-        for (int i = b0; i < ns && i < b0 + block; i++)
-            n += json_integer_value(json_array_get(counts, (size_t)perm[i]));
-        if (pos + n <= lo) {
-            pos += n;
-            continue;
-        }
+    pthread_mutex_lock(&emu);
+    const struct eorder *o = eorder_get(counts, seed, epoch, block);
+    int a = 0, b = o->nb; /* the first block that ends past lo */
+    while (a < b) {
+        int m = (a + b) / 2;
+        if (o->start[m + 1] <= lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    for (int k = a; k < o->nb && o->start[k] < hi; k++) {
+        int64_t n = o->start[k + 1] - o->start[k], pos = o->start[k];
         struct pick *all = sl_xcalloc((size_t)n + 1, sizeof(*all));
         int *ord = sl_xcalloc((size_t)n + 1, sizeof(int));
         int64_t m = 0;
-        for (int i = b0; i < ns && i < b0 + block; i++) {
-            int c = (int)json_integer_value(json_array_get(counts, (size_t)perm[i]));
+        for (int i = k * block; i < ns && i < (k + 1) * block; i++) {
+            int c = (int)json_integer_value(json_array_get(counts, (size_t)o->perm[i]));
             for (int j = 0; j < c; j++, m++) {
-                all[m] = (struct pick){ perm[i], j };
+                all[m] = (struct pick){ o->perm[i], j };
                 ord[m] = (int)m;
             }
         }
@@ -293,10 +351,33 @@ static int batch_picks(const json_t *p, uint64_t epoch, int64_t index, struct pi
             (*out)[(*nout)++] = all[ord[q]];
         free(all);
         free(ord);
-        pos += n;
     }
-    free(perm);
+    pthread_mutex_unlock(&emu);
     return 0;
+}
+
+/* The distinct shards of n picks, sorted, into *glob (new, *nglob of
+ * them), and each pick's shard made an index into it: a batch's arrays are
+ * then the size of its shards, not of the plan's. */
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static void picks_local(struct pick *pk, int n, int **glob, int *nglob)
+{
+    int *g = sl_xcalloc((size_t)n + 1, sizeof(int)), m = 0;
+    for (int k = 0; k < n; k++)
+        g[k] = pk[k].shard;
+    qsort(g, (size_t)n, sizeof(int), int_cmp);
+    for (int k = 0; k < n; k++)
+        if (!m || g[m - 1] != g[k])
+            g[m++] = g[k];
+    for (int k = 0; k < n; k++)
+        pk[k].shard = (int)((int *)bsearch(&pk[k].shard, g, (size_t)m, sizeof(int), int_cmp) - g);
+    *glob = g;
+    *nglob = m;
 }
 
 /* ------------------------------------------------------------------ */
@@ -605,7 +686,7 @@ struct part {
     const char **names;         /* by shard index: its name */
     const struct sl_snode **own;
     struct samples **held;
-    int ns;
+    int ns;                     /* the batch's shards (pk[].shard indexes them) */
 };
 
 static void part_free(struct part *pt)
@@ -633,7 +714,8 @@ static int part_init(struct part *pt, const char *name, uint64_t epoch, int64_t 
         return -1;
     json_t *shards = json_object_get(pt->p, "shards"), *counts = json_object_get(pt->p, "counts");
     const char *bck = sl_json_str(pt->p, "bck", "");
-    pt->ns = (int)json_array_size(shards);
+    int *glob;
+    picks_local(pt->pk, pt->n, &glob, &pt->ns); /* (pk[].shard: an index into glob from here on) */
     pt->names = sl_xcalloc((size_t)pt->ns + 1, sizeof(*pt->names));
     pt->own = sl_xcalloc((size_t)pt->ns + 1, sizeof(*pt->own));
     pt->held = sl_xcalloc((size_t)pt->ns + 1, sizeof(*pt->held));
@@ -644,7 +726,7 @@ static int part_init(struct part *pt, const char *name, uint64_t epoch, int64_t 
         int si = pt->pk[k].shard;
         if (pt->names[si])
             continue;
-        pt->names[si] = json_string_value(json_array_get(shards, (size_t)si));
+        pt->names[si] = json_string_value(json_array_get(shards, (size_t)glob[si]));
         if (G.role != SL_ROLE_STANDALONE && !(pt->own[si] = shard_owner(sm, pt->p, pt->names[si], &un))) {
             rc = sl_errf(err, SL_EUNAVAIL, "plan batch: the cluster has no active targets");
             break;
@@ -652,9 +734,10 @@ static int part_init(struct part *pt, const char *name, uint64_t epoch, int64_t 
         bool here = G.role == SL_ROLE_STANDALONE || !strcmp(pt->own[si]->id, G.id);
         if ((all || here) &&
             !(pt->held[si] = shard_samples(bck, pt->names[si],
-                                           (int)json_integer_value(json_array_get(counts, (size_t)si)), err)))
+                                           (int)json_integer_value(json_array_get(counts, (size_t)glob[si])), err)))
             rc = -1;
     }
+    free(glob);
     sl_buf_free(&un);
     return rc;
 }
@@ -819,14 +902,17 @@ static const struct sl_snode *batch_target(const struct sl_smap *sm, const json_
     if (batch_picks(p, q->epoch, q->index, &pk, &n, &err) < 0)
         return NULL;
     json_t *shards = json_object_get(p, "shards");
-    const struct sl_snode **own = sl_xcalloc((size_t)json_array_size(shards) + 1, sizeof(*own));
+    int *glob, ng;
+    picks_local(pk, n, &glob, &ng);
+    const struct sl_snode **own = sl_xcalloc((size_t)ng + 1, sizeof(*own));
     const struct sl_snode *best = NULL;
     int *cnt = sl_xcalloc((size_t)sm->nnodes + 1, sizeof(int)), most = 0;
     struct sl_buf un;
     sl_buf_init(&un);
     for (int k = 0; k < n; k++) {
         int si = pk[k].shard;
-        if (!own[si] && !(own[si] = shard_owner(sm, p, json_string_value(json_array_get(shards, (size_t)si)), &un)))
+        if (!own[si] &&
+            !(own[si] = shard_owner(sm, p, json_string_value(json_array_get(shards, (size_t)glob[si])), &un)))
             break;
         int ni = (int)(own[si] - sm->nodes);
         if (ni >= 0 && ni < sm->nnodes && ++cnt[ni] > most) {
@@ -837,6 +923,7 @@ static const struct sl_snode *batch_target(const struct sl_smap *sm, const json_
     sl_buf_free(&un);
     free(cnt);
     free(own);
+    free(glob);
     free(pk);
     return best;
 }

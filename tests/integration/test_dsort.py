@@ -428,6 +428,57 @@ class DsortOnThreeTargets(unittest.TestCase, DsortApi):
             if os.path.basename(root) == "tmp" and ".shale" in root:
                 self.assertEqual(files, [], "spill files left in " + root)
 
+    def test_coordinator_record_list_within_max_mem_usage(self):
+        """max_mem_usage bounds the coordinator's record list too: with a limit far below the list, the
+        extraction answers come in small batches, the records past the limit go to a mapped file, the job
+        reports its peak in memory under the limit, and the output is the same bytes as an unbounded run."""
+        self.create_bucket("coord")
+        nsh, per = 30, 40
+        for i in range(nsh):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tf:
+                for j in range(per):
+                    for ext in ("txt", "cls"):
+                        data = b"%d-%d.%s" % (i, j, ext.encode())
+                        ti = tarfile.TarInfo("c%02d/rec-%02d-%03d.%s" % (i, i, j, ext))
+                        ti.size, ti.mtime = len(data), 1700000000
+                        tf.addfile(ti, io.BytesIO(data))
+            self.assertEqual(self.put("coord", "in-%02d.tar" % i, buf.getvalue()).status_code, 200)
+        limit = 16 * 1024
+        runs = {}
+        for prefix, mem in (("free-", None), ("tight-", "16KiB")):
+            spec = {"input_bck": "coord", "input_format": "in-{00..%02d}" % (nsh - 1), "output_shard_size": "20KiB",
+                    "output_format": prefix + "{000..999}", "algorithm": {"kind": "shuffle", "seed": "5"}}
+            if mem:
+                spec["max_mem_usage"] = mem
+            r = self.post_sort(spec)
+            self.assertEqual(r.status_code, 200, r.text)
+            info = self.wait_sort(r.text)
+            for t in info.values():
+                self.assertFalse(t["Metrics"]["aborted"], t["Metrics"]["errors"])
+            coord = [t["Metrics"]["meta_sorting"]["coordinator"] for t in info.values()
+                     if "coordinator" in t["Metrics"]["meta_sorting"]]
+            self.assertEqual(len(coord), 1, "exactly one target reports the coordinator's record list")
+            runs[prefix] = (coord[0], self.output("coord", prefix))
+        free, tight = runs["free-"], runs["tight-"]
+        self.assertEqual(free[0]["spilled_bytes"], 0)
+        self.assertEqual(free[0]["mem_limit"], 0)
+        self.assertGreater(free[0]["mem_peak"], 4 * limit, "the record list is many times the limit")
+        self.assertEqual(tight[0]["mem_limit"], limit)
+        self.assertLessEqual(tight[0]["mem_peak"], limit, "the coordinator's peak stays under max_mem_usage")
+        self.assertGreater(tight[0]["spilled_bytes"], 0, "the records past the limit went to disk")
+        self.assertGreater(tight[0]["records_bytes"], 4 * limit)
+        self.assertEqual(sorted(free[1]), sorted("free-" + n[len("tight-"):] for n in tight[1]))
+        for n in sorted(free[1]):
+            self.assertEqual(free[1][n], tight[1]["tight-" + n[len("free-"):]], n)
+        keys = [m.split(".")[0] for b in tight[1].values() for m, _ in members_of(b)]
+        self.assertEqual(sorted(set(keys)), sorted("c%02d/rec-%02d-%03d" % (i, i, j) for i in range(nsh)
+                                                   for j in range(per)))
+        self.assertEqual(len(keys), 2 * nsh * per, "every record once, whole")
+        for root, _dirs, files in os.walk(self.tmp):
+            if os.path.basename(root) == "tmp" and ".shale" in root:
+                self.assertEqual(files, [], "spill files left in " + root)
+
     def test_abort_removes_partial_output(self):
         self.create_bucket("big")
         for i in range(NSHARDS):
