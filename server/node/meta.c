@@ -8,6 +8,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -793,44 +794,172 @@ static void decode_bck(struct sl_bck *b)
         b->rflags |= SL_BCK_LATEST_GET;
 }
 
-/* Validate partial against the shape of base (same keys, same JSON types),
- * then merge it in. Read-only keys refuse changes. */
+/* ---- the string props S3's sub-resources keep (server/api/s3*.c set them) ----
+ * Each is "" (none) or a value its own checker accepts; a bucket made
+ * before buckets had one gets "" when it is first set. The checkers see the
+ * new value, the old one and the whole change (props set together). */
+
+struct sprop_ctx {
+    json_t *base, *partial;     /* the bucket's props, and the change */
+    const char *was;            /* the value before: NULL when the bucket had none */
+};
+
+static int sprop_bad(struct sl_err *err, const char *fmt, ...) SL_PRINTF(2, 3);
+static int sprop_bad(struct sl_err *err, const char *fmt, ...)
+{
+    char m[sizeof(err->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof(m), fmt, ap);
+    va_end(ap);
+    return sl_errf(err, SL_EINVAL, "bucket property %s; nothing was changed", m);
+}
+
+/* the JSON text t (at most max bytes) parses as what ok() accepts */
+static bool json_text_is(const char *t, size_t max, bool (*ok)(json_t *))
+{
+    json_t *j = strlen(t) <= max ? json_loads(t, 0, NULL) : NULL;
+    bool r = j && ok(j);
+    json_decref(j);
+    return r;
+}
+
+static bool has_rules(json_t *j) { return json_is_array(json_object_get(j, "rules")); }
+static bool is_array(json_t *j) { return json_is_array(j); }
+static bool is_object(json_t *j) { return json_is_object(j); }
+
+static bool lock_ok(json_t *j)
+{
+    const char *lm = json_string_value(json_object_get(j, "mode"));
+    return json_is_true(json_object_get(j, "enabled")) && lm &&
+           (!*lm || !strcmp(lm, "GOVERNANCE") || !strcmp(lm, "COMPLIANCE")) &&
+           json_integer_value(json_object_get(j, "days")) >= 0 && json_integer_value(json_object_get(j, "years")) >= 0;
+}
+
+static int check_s3_versioning(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (strcmp(t, "") && strcmp(t, "Enabled") && strcmp(t, "Suspended"))
+        return sprop_bad(err, "\"s3_versioning\" must be \"Enabled\" or \"Suspended\" (\"%.40s\" is neither)", t);
+    if (!*t && x->was && *x->was)
+        return sprop_bad(err, "\"s3_versioning\" cannot go back to \"\" once set (the bucket may hold versions): "
+                         "set \"Suspended\" to stop making new ones");
+    const char *lk = json_string_value(json_object_get(x->base, "s3_lock"));
+    if (strcmp(t, "Enabled") && lk && *lk)
+        return sprop_bad(err, "\"s3_versioning\" stays \"Enabled\" while the bucket has an S3 object lock "
+                         "(\"s3_lock\")");
+    return 0;
+}
+
+static int check_s3_lock(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (*t && !json_text_is(t, 1024, lock_ok))
+        return sprop_bad(err, "\"s3_lock\" must be \"\" or JSON {\"enabled\":true,\"mode\":\"\"|\"GOVERNANCE\"|"
+                         "\"COMPLIANCE\",\"days\":N,\"years\":N} (S3's PutObjectLockConfiguration sets it)");
+    const char *sv = json_string_value(json_object_get(x->partial, "s3_versioning"));
+    if (!sv)
+        sv = json_string_value(json_object_get(x->base, "s3_versioning"));
+    if (*t && (!sv || strcmp(sv, "Enabled")))
+        return sprop_bad(err, "\"s3_lock\" needs \"s3_versioning\": \"Enabled\" (set both)");
+    if (!*t && x->was && *x->was)
+        return sprop_bad(err, "\"s3_lock\" cannot be removed once set (S3 object lock is for good)");
+    return 0;
+}
+
+static int check_tags(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    size_t tl = strlen(t);
+    bool ctl = false;
+    for (size_t i = 0; i < tl; i++)
+        ctl |= (unsigned char)t[i] < 0x20 || t[i] == 0x7f;
+    if (tl > 64 * 1024 || ctl)
+        return sprop_bad(err, "\"tags\" must be at most 64 KiB of \"k=v&k2=v2\" without control characters (S3's "
+                         "PutBucketTagging sets it)");
+    return 0;
+}
+
+static int check_lifecycle(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (*t && !json_text_is(t, 4 * 1024 * 1024, has_rules))
+        return sprop_bad(err, "\"lifecycle\" must be \"\" or at most 4 MiB of JSON {\"rules\": [...]} (S3's "
+                         "PutBucketLifecycleConfiguration sets it)");
+    return 0;
+}
+
+static int check_cors(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (*t && !json_text_is(t, 64 * 1024, is_array))
+        return sprop_bad(err, "\"cors\" must be \"\" or at most 64 KiB of a JSON array of rules (S3's PutBucketCors "
+                         "sets it)");
+    return 0;
+}
+
 /* S3's access props: what s3policy.c can read (it checks a policy's
  * language when S3 sets it; the native API may set only what compiles
  * there, else S3 requests on the bucket are refused until it is fixed) */
-static bool s3_access_prop_bad(const char *k, const char *v, struct sl_err *err)
+static int check_s3_acl(const char *t, const struct sprop_ctx *x, struct sl_err *err)
 {
     static const char *const acls[] = { "", "private", "public-read", "public-read-write", "authenticated-read",
                                         "bucket-owner-read", "bucket-owner-full-control", NULL };
-    if (!strcmp(k, "s3_acl")) {
-        for (int i = 0; acls[i]; i++)
-            if (!strcmp(v, acls[i]))
-                return false;
-        sl_errf(err, SL_EINVAL, "bucket property \"s3_acl\" must be a canned ACL (\"\", private, public-read, "
-                "public-read-write, authenticated-read, bucket-owner-read, bucket-owner-full-control); nothing was "
-                "changed");
-        return true;
-    }
-    if (!strcmp(k, "s3_pab")) {
-        if (!*v || (strlen(v) == 4 && strspn(v, "01") == 4))
-            return false;
-        sl_errf(err, SL_EINVAL, "bucket property \"s3_pab\" must be \"\" or four 0/1 (BlockPublicAcls, "
-                "IgnorePublicAcls, BlockPublicPolicy, RestrictPublicBuckets); nothing was changed");
-        return true;
-    }
-    if (!strcmp(k, "s3_policy") && *v) {
-        json_t *d = strlen(v) <= 20 * 1024 ? json_loads(v, 0, NULL) : NULL;
-        bool ok = json_is_object(d);
-        json_decref(d);
-        if (!ok) {
-            sl_errf(err, SL_EINVAL, "bucket property \"s3_policy\" must be a JSON policy object of at most 20 KiB "
-                    "(S3's PutBucketPolicy checks its language); nothing was changed");
-            return true;
-        }
-    }
-    return false;
+    for (int i = 0; acls[i]; i++)
+        if (!strcmp(t, acls[i]))
+            return 0;
+    return sprop_bad(err, "\"s3_acl\" must be a canned ACL (\"\", private, public-read, public-read-write, "
+                     "authenticated-read, bucket-owner-read, bucket-owner-full-control)");
 }
 
+static int check_s3_pab(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (!*t || (strlen(t) == 4 && strspn(t, "01") == 4))
+        return 0;
+    return sprop_bad(err, "\"s3_pab\" must be \"\" or four 0/1 (BlockPublicAcls, IgnorePublicAcls, "
+                     "BlockPublicPolicy, RestrictPublicBuckets)");
+}
+
+static int check_s3_policy(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (*t && !json_text_is(t, 20 * 1024, is_object))
+        return sprop_bad(err, "\"s3_policy\" must be a JSON policy object of at most 20 KiB (S3's PutBucketPolicy "
+                         "checks its language)");
+    return 0;
+}
+
+static int check_sse(const char *t, const struct sprop_ctx *x, struct sl_err *err)
+{
+    if (*t && strcmp(t, "AES256"))
+        return sprop_bad(err, "\"sse\" is \"AES256\" (S3's default encryption, SSE-S3) or \"\" (none)");
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*check)(const char *v, const struct sprop_ctx *x, struct sl_err *err);
+} sprops[] = {
+    { "tags", check_tags },           { "lifecycle", check_lifecycle },   { "cors", check_cors },
+    { "s3_acl", check_s3_acl },       { "s3_policy", check_s3_policy },   { "s3_pab", check_s3_pab },
+    { "sse", check_sse },             { "s3_versioning", check_s3_versioning }, { "s3_lock", check_s3_lock },
+};
+
+/* k is one of them: v checked (a string, and what its checker accepts), and
+ * base given "" for it when the bucket predates it. 1: k is not one of them. */
+static int sprop_set(json_t *base, json_t *partial, const char *k, json_t *v, struct sl_err *err)
+{
+    for (size_t i = 0; i < sizeof(sprops) / sizeof(sprops[0]); i++) {
+        if (strcmp(k, sprops[i].name))
+            continue;
+        if (!json_is_string(v))
+            return sprop_bad(err, "\"%s\" is a string (\"\": none)", k);
+        struct sprop_ctx x = { base, partial, json_string_value(json_object_get(base, k)) };
+        if (sprops[i].check(json_string_value(v), &x, err) < 0)
+            return -1;
+        if (!json_object_get(base, k)) /* a bucket made before buckets had it */
+            json_object_set_new(base, k, json_string(""));
+        return 0;
+    }
+    return 1;
+}
+
+/* Validate partial against the shape of base (same keys, same JSON types),
+ * then merge it in. Read-only keys refuse changes. */
 static int merge_props(json_t *base, json_t *partial, const char *path, struct sl_err *err)
 {
     const char *k;
@@ -846,85 +975,9 @@ static int merge_props(json_t *base, json_t *partial, const char *path, struct s
                 continue;
             return sl_errf(err, SL_EINVAL, "bucket property \"%s\" is read-only", full);
         }
-        json_t *cur = json_object_get(base, k);
-        if (!cur && !path[0] && (!strcmp(k, "tags") || !strcmp(k, "lifecycle") || !strcmp(k, "cors") ||
-                                 !strcmp(k, "s3_acl") || !strcmp(k, "s3_policy") || !strcmp(k, "s3_pab") ||
-                                 !strcmp(k, "sse") ||
-                                 !strcmp(k, "s3_versioning") || !strcmp(k, "s3_lock"))) {
-            /* a bucket made before buckets had them */
-            json_object_set_new(base, k, json_string(""));
-            cur = json_object_get(base, k);
-        }
-        if (!path[0] && !strcmp(k, "s3_versioning") && json_is_string(v)) {
-            const char *t = json_string_value(v), *was = json_string_value(cur);
-            if (strcmp(t, "") && strcmp(t, "Enabled") && strcmp(t, "Suspended"))
-                return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" must be \"Enabled\" or "
-                               "\"Suspended\" (\"%.40s\" is neither); nothing was changed", t);
-            if (!*t && was && *was)
-                return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" cannot go back to \"\" once "
-                               "set (the bucket may hold versions): set \"Suspended\" to stop making new ones; "
-                               "nothing was changed");
-            const char *lk = json_string_value(json_object_get(base, "s3_lock"));
-            if (strcmp(t, "Enabled") && lk && *lk)
-                return sl_errf(err, SL_EINVAL, "bucket property \"s3_versioning\" stays \"Enabled\" while the "
-                               "bucket has an S3 object lock (\"s3_lock\"); nothing was changed");
-        }
-        if (!path[0] && !strcmp(k, "s3_lock")) {
-            const char *t = json_string_value(v), *was = json_string_value(cur);
-            json_t *lj = t && *t && strlen(t) <= 1024 ? json_loads(t, 0, NULL) : NULL;
-            const char *lm = json_string_value(json_object_get(lj, "mode"));
-            bool ok = t && (!*t || (json_is_true(json_object_get(lj, "enabled")) && lm &&
-                                    (!*lm || !strcmp(lm, "GOVERNANCE") || !strcmp(lm, "COMPLIANCE")) &&
-                                    json_integer_value(json_object_get(lj, "days")) >= 0 &&
-                                    json_integer_value(json_object_get(lj, "years")) >= 0));
-            json_decref(lj);
-            if (!ok)
-                return sl_errf(err, SL_EINVAL, "bucket property \"s3_lock\" must be \"\" or JSON {\"enabled\":true,"
-                               "\"mode\":\"\"|\"GOVERNANCE\"|\"COMPLIANCE\",\"days\":N,\"years\":N} (S3's "
-                               "PutObjectLockConfiguration sets it); nothing was changed");
-            const char *sv = json_string_value(json_object_get(partial, "s3_versioning"));
-            if (!sv)
-                sv = json_string_value(json_object_get(base, "s3_versioning"));
-            if (*t && (!sv || strcmp(sv, "Enabled")))
-                return sl_errf(err, SL_EINVAL, "bucket property \"s3_lock\" needs \"s3_versioning\": \"Enabled\" "
-                               "(set both); nothing was changed");
-            if (!*t && was && *was)
-                return sl_errf(err, SL_EINVAL, "bucket property \"s3_lock\" cannot be removed once set (S3 object "
-                               "lock is for good); nothing was changed");
-        }
-        if (!path[0] && !strcmp(k, "tags") && json_is_string(v)) {
-            const char *t = json_string_value(v);
-            size_t tl = strlen(t);
-            bool ctl = false;
-            for (size_t i = 0; i < tl; i++)
-                ctl |= (unsigned char)t[i] < 0x20 || t[i] == 0x7f;
-            if (tl > 64 * 1024 || ctl)
-                return sl_errf(err, SL_EINVAL, "bucket property \"tags\" must be at most 64 KiB of \"k=v&k2=v2\" "
-                               "without control characters (S3's PutBucketTagging sets it); nothing was changed");
-        }
-        if (!path[0] && !strcmp(k, "lifecycle") && json_is_string(v) && json_string_length(v)) {
-            json_t *lc = json_string_length(v) <= 4 * 1024 * 1024 ? json_loads(json_string_value(v), 0, NULL) : NULL;
-            bool ok = json_is_array(json_object_get(lc, "rules"));
-            json_decref(lc);
-            if (!ok)
-                return sl_errf(err, SL_EINVAL, "bucket property \"lifecycle\" must be \"\" or at most 4 MiB of JSON "
-                               "{\"rules\": [...]} (S3's PutBucketLifecycleConfiguration sets it); nothing was "
-                               "changed");
-        }
-        if (!path[0] && !strcmp(k, "cors") && json_is_string(v) && *json_string_value(v)) {
-            json_t *a = strlen(json_string_value(v)) <= 64 * 1024 ? json_loads(json_string_value(v), 0, NULL) : NULL;
-            bool ok = json_is_array(a);
-            json_decref(a);
-            if (!ok)
-                return sl_errf(err, SL_EINVAL, "bucket property \"cors\" must be \"\" or at most 64 KiB of a JSON "
-                               "array of rules (S3's PutBucketCors sets it); nothing was changed");
-        }
-        if (!path[0] && json_is_string(v) && s3_access_prop_bad(k, json_string_value(v), err))
+        if (!path[0] && sprop_set(base, partial, k, v, err) < 0)
             return -1;
-        if (!path[0] && !strcmp(k, "sse") &&
-            (!json_is_string(v) || (*json_string_value(v) && strcmp(json_string_value(v), "AES256"))))
-            return sl_errf(err, SL_EINVAL, "bucket property \"sse\" is \"AES256\" (S3's default encryption, SSE-S3) "
-                           "or \"\" (none); nothing was changed");
+        json_t *cur = json_object_get(base, k);
         if (!cur) {
             /* name the valid ones at this level */
             char valid[600] = "";
