@@ -176,6 +176,78 @@ static json_t *shard_index(const char *bck, const char *shard, struct sl_err *er
     return idx;
 }
 
+/* ---- a plan's sample counts: every shard's member index, COUNT_WORKERS
+ * asked at a time (one serial GET each made 10^5 shards take 6 minutes) ---- */
+
+#define COUNT_WORKERS 16
+
+struct count_run {
+    const char *bck;
+    json_t *shards;
+    int64_t *n;                 /* by shard: its samples */
+    size_t next;                /* the next shard to ask for (atomic) */
+    int failed;                 /* (atomic) the first failure stops the others */
+    pthread_mutex_t mu;
+    struct sl_err err;          /* the first failure */
+};
+
+static void *count_worker(void *arg)
+{
+    struct count_run *c = arg;
+    size_t ns = json_array_size(c->shards);
+    for (;;) {
+        size_t i = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
+        if (i >= ns || __atomic_load_n(&c->failed, __ATOMIC_RELAXED))
+            break;
+        struct sl_err err = { 0 };
+        json_t *idx = shard_index(c->bck, json_string_value(json_array_get(c->shards, i)), &err);
+        if (!idx) {
+            pthread_mutex_lock(&c->mu);
+            if (!c->failed)
+                c->err = err;
+            c->failed = 1;
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        struct samples *s = samples_from_index(idx);
+        json_decref(idx);
+        c->n[i] = s->n;
+        samples_free(s);
+    }
+    return NULL;
+}
+
+/* the samples of each shard (a JSON array in shards' order) and their sum,
+ * or NULL with err: the first shard that failed */
+static json_t *count_samples(const struct sl_bck *b, json_t *shards, int64_t *total, struct sl_err *err)
+{
+    size_t ns = json_array_size(shards);
+    struct count_run c = { .bck = b->name, .shards = shards, .n = sl_xcalloc(ns ? ns : 1, sizeof(int64_t)) };
+    pthread_mutex_init(&c.mu, NULL);
+    int nw = ns < COUNT_WORKERS ? (int)ns : COUNT_WORKERS, started = 0;
+    pthread_t th[COUNT_WORKERS];
+    for (int w = 1; w < nw; w++) /* (this thread is the first worker) */
+        if (pthread_create(&th[started], NULL, count_worker, &c) == 0)
+            started++;
+    count_worker(&c);
+    for (int w = 0; w < started; w++)
+        pthread_join(th[w], NULL);
+    pthread_mutex_destroy(&c.mu);
+    json_t *counts = NULL;
+    if (c.failed) {
+        *err = c.err;
+    } else {
+        counts = json_array();
+        *total = 0;
+        for (size_t i = 0; i < ns; i++) {
+            json_array_append_new(counts, json_integer(c.n[i]));
+            *total += c.n[i];
+        }
+    }
+    free(c.n);
+    return counts;
+}
+
 /* A small cache of shard samples for serving batches: the shards of one
  * block are read for many batches in a row. */
 static pthread_mutex_t cmu = PTHREAD_MUTEX_INITIALIZER;
@@ -566,21 +638,10 @@ static void create_run(struct sl_req *r, void *arg)
     }
     if (!(shards = shard_names(&b, tmpl, prefix, &err)))
         goto out;
-    counts = json_array();
     int64_t total = 0;
-    size_t i;
-    json_t *v;
-    json_array_foreach(shards, i, v) {
-        json_t *idx = shard_index(b.name, json_string_value(v), &err);
-        if (!idx) {
-            sl_err_wrap(&err, "plan %s", name);
-            goto out;
-        }
-        struct samples *s = samples_from_index(idx);
-        json_decref(idx);
-        json_array_append_new(counts, json_integer(s->n));
-        total += s->n;
-        samples_free(s);
+    if (!(counts = count_samples(&b, shards, &total, &err))) {
+        sl_err_wrap(&err, "plan %s", name);
+        goto out;
     }
     if (!total) {
         sl_errf(&err, SL_EINVAL, "plan %s: the %zu shard(s) hold no samples", name, json_array_size(shards));
