@@ -525,6 +525,38 @@ class NodeTest(unittest.TestCase):
         raise AssertionError("listing did not finish")
 
 
+S3_AK, S3_SK = "shale-test-key", "shale-test-secret"  # the keys the S3 test files give their clusters
+
+
+def s3_client(endpoint, ak=S3_AK, sk=S3_SK):
+    """a boto3 S3 client of endpoint (".../s3"): path-style, SigV4, bounded timeouts, no retries (a test sees
+    the first answer)"""
+    import boto3
+    from botocore.config import Config
+    return boto3.session.Session(aws_access_key_id=ak, aws_secret_access_key=sk, region_name="us-east-1").client(
+        "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"}, connect_timeout=10,
+                                                   read_timeout=60, retries={"max_attempts": 1}))
+
+
+class S3Checks:
+    """for test cases with a boto3 client in self.s3: make a bucket, expect S3's error"""
+
+    def bucket(self, name):
+        self.s3.create_bucket(Bucket=name)
+        return name
+
+    def client_err(self, fn, status, code):
+        """fn() must fail with this HTTP status and S3 error code (code None: any): the error response"""
+        from botocore.exceptions import ClientError
+        with self.assertRaises(ClientError) as cm:
+            fn()
+        e = cm.exception.response
+        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
+        if code:
+            self.assertEqual(e["Error"]["Code"], code, e)
+        return e
+
+
 class _TimedResult(unittest.TextTestResult):
     """verbose result that prints each case's wall time: the log shows where a file's minutes go"""
 

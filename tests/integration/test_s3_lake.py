@@ -14,11 +14,8 @@ import unittest
 import xml.etree.ElementTree as ET
 from urllib.parse import quote
 
-from harness import main, start_cluster, stop_cluster, wait_until
+from harness import main, s3_client, S3Checks, start_cluster, stop_cluster, wait_until
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
 
 AWS = "/usr/bin/aws"
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -33,16 +30,12 @@ def as_dict(ts):
     return {t["Key"]: t["Value"] for t in ts}
 
 
-class S3LakeTest(unittest.TestCase):
+class S3LakeTest(S3Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         start_cluster(cls, targets=2)
         cls.ep = cls.url + "/s3"
-        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
-                                       region_name="us-east-1").client(
-            "s3", endpoint_url=cls.ep,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
-                          retries={"max_attempts": 1}))
+        cls.s3 = s3_client(cls.ep)
         cfg = os.path.join(cls.tmp, "aws-config")
         with open(cfg, "w") as f:
             f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
@@ -54,18 +47,6 @@ class S3LakeTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         stop_cluster(cls)
-
-    def bucket(self, name):
-        self.s3.create_bucket(Bucket=name)
-        return name
-
-    def client_err(self, fn, status, code):
-        with self.assertRaises(ClientError) as cm:
-            fn()
-        e = cm.exception.response
-        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
-        self.assertEqual(e["Error"]["Code"], code, e)
-        return e
 
     def tags(self, b, k):
         return as_dict(self.s3.get_object_tagging(Bucket=b, Key=k)["TagSet"])

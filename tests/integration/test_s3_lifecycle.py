@@ -16,11 +16,8 @@ import subprocess
 import time
 import unittest
 
-from harness import main, start_cluster, stop_cluster, wait_until
+from harness import main, s3_client, S3Checks, start_cluster, stop_cluster, wait_until
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
 
 AWS = "/usr/bin/aws"
 AK, SK = "shale-test-key", "shale-test-secret"
@@ -33,16 +30,12 @@ def rule(rid, filt, status="Enabled", **actions):
     return r
 
 
-class S3LifecycleTest(unittest.TestCase):
+class S3LifecycleTest(S3Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         start_cluster(cls, targets=2, env={"SHALE_TEST_CLOCK": "1"})
         cls.ep = cls.url + "/s3"
-        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
-                                       region_name="us-east-1").client(
-            "s3", endpoint_url=cls.ep,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
-                          retries={"max_attempts": 1}))
+        cls.s3 = s3_client(cls.ep)
         cfg = os.path.join(cls.tmp, "aws-config")
         with open(cfg, "w") as f:
             f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
@@ -54,18 +47,6 @@ class S3LifecycleTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         stop_cluster(cls)
-
-    def bucket(self, name):
-        self.s3.create_bucket(Bucket=name)
-        return name
-
-    def client_err(self, fn, status, code):
-        with self.assertRaises(ClientError) as cm:
-            fn()
-        e = cm.exception.response
-        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
-        self.assertEqual(e["Error"]["Code"], code, e)
-        return e
 
     def keys(self, b):
         return sorted(o["Key"] for o in self.s3.list_objects_v2(Bucket=b).get("Contents", []))

@@ -17,10 +17,8 @@ import time
 import unittest
 from urllib.parse import quote
 
-from harness import main, start_cluster, stop_cluster, wait_until
+from harness import main, s3_client, S3Checks, start_cluster, stop_cluster, wait_until
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 AWS = "/usr/bin/aws"
@@ -31,16 +29,12 @@ def ahead(seconds):
     return datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
 
 
-class S3LockTest(unittest.TestCase):
+class S3LockTest(S3Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         start_cluster(cls, targets=2)
         cls.ep = cls.url + "/s3"
-        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
-                                       region_name="us-east-1").client(
-            "s3", endpoint_url=cls.ep,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
-                          retries={"max_attempts": 1}))
+        cls.s3 = s3_client(cls.ep)
         cfg = os.path.join(cls.tmp, "aws-config")
         with open(cfg, "w") as f:
             f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
@@ -63,14 +57,6 @@ class S3LockTest(unittest.TestCase):
     def lbucket(self, name):
         self.s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
         return name
-
-    def client_err(self, fn, status, code):
-        with self.assertRaises(ClientError) as cm:
-            fn()
-        e = cm.exception.response
-        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
-        self.assertEqual(e["Error"]["Code"], code, e)
-        return e
 
     def native_delete(self, b, k, **params):
         return self.s.delete(self.url + "/v1/objects/%s/%s" % (b, quote(k)), params=dict(provider="ais", **params),

@@ -28,11 +28,8 @@ import zlib
 
 import requests
 
-from harness import main, start_cluster, stop_cluster, wait_until
+from harness import main, s3_client, S3Checks, start_cluster, stop_cluster, wait_until
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
 
 AK, SK = "shale-test-key", "shale-test-secret"
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -81,32 +78,16 @@ def body(n, seed):
     return (hashlib.sha256(seed.encode()).digest() * (n // 32 + 1))[:n]
 
 
-class S3MpuTest(unittest.TestCase):
+class S3MpuTest(S3Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         start_cluster(cls, targets=2, env={"SHALE_TEST_CLOCK": "1"})
         cls.ep = cls.url + "/s3"
-        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
-                                       region_name="us-east-1").client(
-            "s3", endpoint_url=cls.ep,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
-                          retries={"max_attempts": 1}))
+        cls.s3 = s3_client(cls.ep)
 
     @classmethod
     def tearDownClass(cls):
         stop_cluster(cls)
-
-    def bucket(self, name):
-        self.s3.create_bucket(Bucket=name)
-        return name
-
-    def client_err(self, fn, status, code):
-        with self.assertRaises(ClientError) as cm:
-            fn()
-        e = cm.exception.response
-        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
-        self.assertEqual(e["Error"]["Code"], code, e)
-        return e
 
     def kill_and_restart_targets(self):
         """SIGKILL every target (nothing flushed, nothing said goodbye), start them again, wait for them"""

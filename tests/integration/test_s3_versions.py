@@ -15,28 +15,23 @@ import time
 import unittest
 from urllib.parse import quote
 
-from harness import SHALE, main, start_cluster, stop_cluster, wait_until
+from harness import main, s3_client, S3Checks, SHALE, start_cluster, stop_cluster, wait_until
 
 import boto3
 import requests
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
 AWS = "/usr/bin/aws"
 RCLONE = "/usr/bin/rclone"
 AK, SK = "shale-test-key", "shale-test-secret"
 
 
-class S3VersionsTest(unittest.TestCase):
+class S3VersionsTest(S3Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         start_cluster(cls, targets=2, mountpaths=2)  # (2: mirror copies)
         cls.ep = cls.url + "/s3"
-        cls.s3 = boto3.session.Session(aws_access_key_id=AK, aws_secret_access_key=SK,
-                                       region_name="us-east-1").client(
-            "s3", endpoint_url=cls.ep,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=10, read_timeout=60,
-                          retries={"max_attempts": 1}))
+        cls.s3 = s3_client(cls.ep)
         cfg = os.path.join(cls.tmp, "aws-config")
         with open(cfg, "w") as f:
             f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
@@ -54,15 +49,6 @@ class S3VersionsTest(unittest.TestCase):
         if status:
             self.s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": status})
         return name
-
-    def client_err(self, fn, status, code):
-        with self.assertRaises(ClientError) as cm:
-            fn()
-        e = cm.exception.response
-        self.assertEqual(e["ResponseMetadata"]["HTTPStatusCode"], status, e)
-        if code:
-            self.assertEqual(e["Error"]["Code"], code, e)
-        return e
 
     def versions(self, b, prefix=""):
         """[(key, version id, is latest, is a delete marker)] in listing order (every page)"""
