@@ -46,7 +46,7 @@ ec        |                      | EC 2+1 PUT/GET of 10 MiB vs plain, degraded G
 dirsync   | wrk                  | durable PUT with vs without the directory fsync; BENCH_BEFORE (~3 min)
 s3sig     |                      | SigV4 verification of a GET in us vs SHA-256 of 1 KiB (C; seconds)
 s3_features | cc py:boto3        | S3 GET/PUT with versioning, SSE-S3, a 20-statement policy vs plain /s3 (~10 min)
-scale     |                      | one target's cost at 10^5..10^6 objects: PUT/GET/list/summary/start/RSS/LMDB (~40 min)
+scale     |                      | one target's cost at 10^5..10^6 objects (--sizes: to 10^7): rates, list, summary, start, RSS, LMDB (~40 min)
 scale_cluster |                  | 3..24 targets: metadata change, balance, rebalance moved/ideal, failover (~8 min)
 scale_shards |                   | dsort/epoch plan of 10^3..10^5 shards, ishard of 10^4..10^6 files: time, RSS (~60 min)
 EOF

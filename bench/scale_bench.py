@@ -13,7 +13,13 @@ path, each file stored through the normal object write with batched syncs), and 
 Each row prints the ratio to the first size next to the ratio of work (objects), so a cost that grows faster
 than the work shows at once. Timings on this shared machine are noisy: --rounds repeats the rate figures.
 
-usage: scale_bench.py [--sizes 100000,1000000] [--rounds 1] [--quick]
+Sources are written and promoted a directory of --batch files at a time (deleted as they are stored), so a
+run never holds more than that many besides the objects: 10^7 objects need 10^7 inodes and ~40 GB (4 KiB
+blocks). With matplotlib the curves go to bench/plots/scale_objects.png (--plot FILE to choose; --plot-from
+FILE.json redraws them, and the table, from a run's last line).
+
+usage: scale_bench.py [--sizes 100000,1000000] [--rounds 1] [--batch 250000] [--quick] [--plot FILE]
+                      [--plot-from JSON]
 """
 import argparse
 import json
@@ -48,22 +54,42 @@ def job_wait(s, url, jid, timeout=7200):
     raise SystemExit("job %s did not end in %d s" % (jid, timeout))
 
 
-def load(s, url, pdir, first, n):
-    """n new 1-byte files o-FIRST.. promoted (dls: the sources go once stored): objects/s"""
-    d = os.path.join(pdir, "batch")
-    os.makedirs(d)
-    for i in range(first, first + n):
-        with open(os.path.join(d, "o-%09d" % i), "wb") as f:
-            f.write(b"x")
+def load(s, url, pdir, first, n, batch):
+    """n new 1-byte files o-FIRST.. promoted in directories of at most batch files, one promote each (dls: the
+    sources go once stored, and a directory is removed before the next is written, so no more than batch
+    source files exist at once): (objects/s over the promotes' time only, [(objects held, objects/s) per
+    directory])"""
     tid = sorted(s.get(url + "/v1/daemon", params={"what": "smap"}).json()["tmap"])[0]
-    t0 = time.time()
-    r = s.post(url + "/v1/objects/" + B, json={"action": "promote", "name": d,
-                                                "value": {"src": d, "dls": True, "tid": tid}}, timeout=60)
-    r.raise_for_status()
-    job_wait(s, url, r.text)
-    dt = time.time() - t0
-    shutil.rmtree(d, ignore_errors=True)
-    return n / dt
+    spent, curve, i, k = 0.0, [], first, 0
+    while i < first + n:
+        m = min(batch, first + n - i)
+        d = os.path.join(pdir, "batch-%d" % k)
+        os.makedirs(d)
+        for j in range(i, i + m):
+            with open(os.path.join(d, "o-%09d" % j), "wb") as f:
+                f.write(b"x")
+        t0 = time.time()
+        r = s.post(url + "/v1/objects/" + B, json={"action": "promote", "name": d,
+                                                    "value": {"src": d, "dls": True, "tid": tid}}, timeout=60)
+        r.raise_for_status()
+        job_wait(s, url, r.text)
+        dt = time.time() - t0
+        left = os.listdir(d)
+        if left:
+            raise SystemExit("promote of %s left %d source file(s), e.g. %s" % (d, len(left), left[0]))
+        os.rmdir(d)
+        spent += dt
+        i += m
+        k += 1
+        curve.append((i, m / dt))
+        print("    load: %d objects held, this directory of %d at %.0f/s (load average %s)" % (
+            i, m, m / dt, loadavg()), flush=True)
+    return n / spent, curve
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 def parallel(fn, items, workers=16):
@@ -131,7 +157,8 @@ def summary(s, url):
 
 def mdb_bytes(tdir):
     tot = 0
-    for root, _, files in os.walk(tdir):
+    for root, dirs, files in os.walk(tdir):
+        dirs[:] = [x for x in dirs if not x.startswith("@")]  # not the buckets' objects (10^7 names)
         for f in files:
             if f.endswith(".mdb"):
                 tot += os.stat(os.path.join(root, f)).st_blocks * 512
@@ -177,46 +204,7 @@ def restart_target(c, s, probe):
     return time.time() - t0, p.pid
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="100000,1000000", help="objects in the bucket at each step, ascending")
-    ap.add_argument("--rounds", type=int, default=1, help="PUT/GET/delete and list rates repeated this often")
-    ap.add_argument("--quick", action="store_true", help="sizes 2000,10000,50000 (a CI-sized run)")
-    a = ap.parse_args()
-    sizes = [2000, 10000, 50000] if a.quick else [int(x) for x in a.sizes.split(",")]
-    work = tempfile.mkdtemp(prefix="shale-scale-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
-    c = Cluster(work, proxies=1, targets=1).start()
-    s = requests.Session()
-    rows = []
-    try:
-        s.put(c.url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
-        pdir = os.path.join(work, "promote")
-        os.makedirs(pdir)
-        s.put(c.url + "/v1/cluster/set-config", params={"promote.dir": pdir}).raise_for_status()
-        s.post(c.url + "/v1/buckets/" + B, json={"action": "create-bck"}).raise_for_status()
-        have = 0
-        tnode = [n for n in c.topology()["nodes"] if n["role"] == "target"][0]["name"]
-        tdir = os.path.join(c.dir, tnode)
-        pid = c.pid(tnode)
-        for n in sizes:
-            ld = load(s, c.url, pdir, have, n - have)
-            have = n
-            names = ["o-%09d" % i for i in random.sample(range(n), min(n, 20000))]
-            for rnd in range(a.rounds):
-                pr, gr, dr = rates(c.url, names, "%d-%d" % (n, rnd))
-                cnt, lr = listing(s, c.url)
-                assert cnt == n, (cnt, n)
-                sc, st = summary(s, c.url)
-                assert sc == n, (sc, n)
-                print("  %d objects, round %d: PUT %.0f/s GET %.0f/s delete %.0f/s list %.0f names/s summary "
-                      "%.2f s" % (n, rnd + 1, pr, gr, dr, lr, st), flush=True)
-            rss, anon = rss_kib(pid)
-            mdb = mdb_bytes(tdir)
-            up, pid = restart_target(c, s, names[0])
-            rows.append(dict(n=n, load=ld, put=pr, get=gr, dele=dr, list=lr, summ=st, rss=rss, anon=anon, mdb=mdb, up=up))
-    finally:
-        c.stop()
-        shutil.rmtree(work, ignore_errors=True)
+def table(rows):
     print("\n1 gateway + 1 target, 1-byte objects; ratios are to the first size (work ratio = objects ratio)")
     hdr = ("objects", "work x", "load/s", "PUT/s", "GET/s", "del/s", "list/s", "list x", "summ s", "summ x",
            "start s", "start x", "RSS MiB", "anon MiB", "LMDB B/obj")
@@ -234,6 +222,120 @@ def main():
         print("growth per 10^6 objects: RSS %.1f MiB, of it anonymous %.1f MiB; LMDB %.1f MiB" % (
             (z["rss"] - a0["rss"]) / 1024 / per, (z["anon"] - a0["anon"]) / 1024 / per,
             (z["mdb"] - a0["mdb"]) / 1048576 / per))
+
+
+def plot(rows, path):
+    """log-log curves against the objects held, each with a dashed reference through its first point: a
+    time or size growing as the work (slope 1), a rate staying flat (slope 0); nothing without matplotlib"""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no plot: python3-matplotlib is not installed)")
+        return
+    n = [r["n"] for r in rows]
+    mib = 1048576.0
+
+    def ref(ax, ys, slope):
+        ax.plot([n[0], n[-1]], [ys[0], ys[0] * (n[-1] / n[0]) ** slope], "k--", lw=0.8, alpha=0.6,
+                label="linear in the work" if slope else "flat (linear time)")
+
+    fig, axs = plt.subplots(2, 3, figsize=(14, 8))
+    times = (("full listing (names only), s", [r["n"] / r["list"] for r in rows], 1),
+             ("bucket summary, s", [r["summ"] for r in rows], 1),
+             ("LMDB on disk, MiB", [r["mdb"] / mib for r in rows], 1),
+             ("target RSS, anonymous, MiB", [r["anon"] / 1024.0 for r in rows], 1))
+    for ax, (title, ys, slope) in zip(axs.flat, times):
+        ax.loglog(n, ys, "o-", label=title.split(",")[0])
+        ref(ax, ys, slope)
+        ax.set_title(title, fontsize=10)
+    ax = axs.flat[4]
+    ax.loglog(n, [r["up"] for r in rows], "o-", label="start-up (SIGTERM, start, first GET)")
+    ax.axhline(30, color="r", lw=0.8, ls=":", label="goal at 10^7: 30 s")
+    ax.set_title("target start-up, s", fontsize=10)
+    ax = axs.flat[5]
+    for k, lab in (("load", "load (promote)"), ("put", "PUT"), ("get", "GET"), ("dele", "delete-listrange")):
+        ax.loglog(n, [r[k] for r in rows], "o-", label=lab)
+    cur = [p for r in rows for p in r.get("load_curve", [])]
+    if cur:
+        ax.loglog([p[0] for p in cur], [p[1] for p in cur], ".", ms=3, alpha=0.5, label="load, each directory")
+    ref(ax, [rows[0]["load"]] * len(rows), 0)
+    ax.set_title("rates, objects/s", fontsize=10)
+    for ax in axs.flat:
+        ax.set_xlabel("objects in the bucket")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("Shale: one target's cost against the objects it holds (bench/scale_bench.py)")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=80)
+    print("plot: %s" % path)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100000,1000000", help="objects in the bucket at each step, ascending")
+    ap.add_argument("--rounds", type=int, default=1, help="PUT/GET/delete and list rates repeated this often")
+    ap.add_argument("--batch", type=int, default=250000, help="source files per promoted directory (at most "
+                    "this many exist at once)")
+    ap.add_argument("--quick", action="store_true", help="sizes 2000,10000,50000 (a CI-sized run)")
+    ap.add_argument("--plot", default=os.path.join(HERE, "plots", "scale_objects.png"), help="where the curves go")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows so far to FILE after each size (a long run "
+                    "stopped early still has them; --plot-from reads it)")
+    ap.add_argument("--plot-from", metavar="JSON", help="only redraw the curves (and the table) from a run's last "
+                    "line (a file)")
+    a = ap.parse_args()
+    if a.plot_from:
+        with open(a.plot_from) as f:
+            rows = json.loads(f.read().strip().splitlines()[-1])
+        table(rows)
+        plot(rows, a.plot)
+        return
+    sizes = [2000, 10000, 50000] if a.quick else [int(x) for x in a.sizes.split(",")]
+    work = tempfile.mkdtemp(prefix="shale-scale-", dir=os.environ.get("BENCH_DIR", "/var/tmp"))
+    c = Cluster(work, proxies=1, targets=1).start()
+    s = requests.Session()
+    rows = []
+    try:
+        s.put(c.url + "/v1/cluster", json={"action": "set-config", "value": {"log": {"level": 1}}})
+        pdir = os.path.join(work, "promote")
+        os.makedirs(pdir)
+        s.put(c.url + "/v1/cluster/set-config", params={"promote.dir": pdir}).raise_for_status()
+        s.post(c.url + "/v1/buckets/" + B, json={"action": "create-bck"}).raise_for_status()
+        have = 0
+        tnode = [n for n in c.topology()["nodes"] if n["role"] == "target"][0]["name"]
+        tdir = os.path.join(c.dir, tnode)
+        pid = c.pid(tnode)
+        print("target pid %d, work directory %s" % (pid, work), flush=True)
+        for n in sizes:
+            ld, curve = load(s, c.url, pdir, have, n - have, a.batch)
+            have = n
+            names = ["o-%09d" % i for i in random.sample(range(n), min(n, 20000))]
+            for rnd in range(a.rounds):
+                pr, gr, dr = rates(c.url, names, "%d-%d" % (n, rnd))
+                cnt, lr = listing(s, c.url)
+                assert cnt == n, (cnt, n)
+                sc, st = summary(s, c.url)
+                assert sc == n, (sc, n)
+                print("  %d objects, round %d: load %.0f/s PUT %.0f/s GET %.0f/s delete %.0f/s list %.0f names/s "
+                      "summary %.2f s (load average %s)" % (n, rnd + 1, ld, pr, gr, dr, lr, st, loadavg()),
+                      flush=True)
+            rss, anon = rss_kib(pid)
+            mdb = mdb_bytes(tdir)
+            up, pid = restart_target(c, s, names[0])
+            print("  %d objects: RSS %.0f MiB (anonymous %.0f), LMDB %.0f B/object, start-up %.2f s, target pid %d"
+                  % (n, rss / 1024, anon / 1024, mdb / n, up, pid), flush=True)
+            rows.append(dict(n=n, load=ld, put=pr, get=gr, dele=dr, list=lr, summ=st, rss=rss, anon=anon, mdb=mdb,
+                             up=up, load_curve=curve, loadavg=loadavg()))
+            if a.json:
+                with open(a.json, "w") as f:
+                    f.write(json.dumps(rows) + "\n")
+    finally:
+        c.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    table(rows)
+    plot(rows, a.plot)
     print(json.dumps(rows))
 
 

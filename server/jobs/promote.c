@@ -333,7 +333,12 @@ static void promote_file(struct run *u, int dirfd, const char *fname, const char
         sl_smap_put(sm); /* a shared directory: its owner promotes it */
         return;
     }
-    int fd = openat(dirfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* no atime update: reading a source would otherwise dirty its inode
+     * (a journal write per file, for a file often deleted next: dls);
+     * O_NOATIME needs the file's owner or CAP_FOWNER, else plain */
+    int fd = openat(dirfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+    if (fd < 0 && errno == EPERM)
+        fd = openat(dirfd, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
@@ -383,16 +388,23 @@ static void walk(struct run *u, int dirfd, const char *path, const char *rel, in
     while ((e = readdir(d)) && !sl_job_aborting(u->job)) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
+        /* the type readdir gives (one lookup less per file: promote_file
+         * opens it without following a symlink and checks it is regular);
+         * a stat only where the filesystem does not say */
+        unsigned char type = e->d_type;
         struct stat st;
-        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
+        if (type == DT_UNKNOWN) {
+            if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
+        }
         char *p = sl_xasprintf("%s/%s", path, e->d_name);
         char *r = *rel ? sl_xasprintf("%s/%s", rel, e->d_name) : sl_xstrdup(e->d_name);
-        if (S_ISREG(st.st_mode)) {
+        if (type == DT_REG) {
             char *name = sl_xasprintf("%s%s", u->a->obj, r);
             promote_file(u, dirfd, e->d_name, p, name);
             free(name);
-        } else if (S_ISDIR(st.st_mode) && u->a->rcr) {
+        } else if (type == DT_DIR && u->a->rcr) {
             int sub = depth < MAX_DEPTH ? openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                                         : -1;
             if (sub >= 0)

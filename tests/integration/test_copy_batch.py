@@ -9,6 +9,7 @@ replaces, new keeps, both store as a PUT does (the record's version and atime un
 know is 400 and stores nothing."""
 import hashlib
 import os
+import time
 
 from harness import cluster_sig, main, wait_until
 from test_cluster import hrw_owner
@@ -107,7 +108,8 @@ class TestCopyBatches(Base):
 
     def test_promote_in_batches(self):
         """promote (one target's own directory, files sent to their owners): the small files go in batches; an
-        object already there is kept without ovw (counted, its file not deleted) and replaced with it"""
+        object already there is kept without ovw (counted, its file not deleted, its atime not moved) and replaced
+        with it"""
         pdir = os.path.join(self.tmp, "promote")
         r = self.s.put(self.url + "/v1/cluster/set-config", params={"promote.dir": pdir}, timeout=30)
         self.assertEqual(r.status_code, 200, r.text)
@@ -118,6 +120,7 @@ class TestCopyBatches(Base):
         for n, d in files.items():
             with open(os.path.join(pdir, "ds", n), "wb") as f:
                 f.write(d)
+            os.utime(os.path.join(pdir, "ds", n), (1000000000, time.time()))  # an atime a read would move
         self.assertEqual(self.s.put(self.url + "/v1/objects/cpr/p/f-007", data=b"here before").status_code, 200)
         smap = self.c.smap()
         tid = sorted(smap["tmap"])[0]
@@ -137,6 +140,8 @@ class TestCopyBatches(Base):
             self.assertEqual(r.status_code, 200, n)
             self.assertEqual(r.content, b"here before" if n == "f-007" else d, n)
         self.assertEqual(os.listdir(os.path.join(pdir, "ds")), ["f-007"])  # the kept one's file stays
+        # read (it went in a batch) without touching its atime: no inode write per source file
+        self.assertEqual(os.stat(os.path.join(pdir, "ds", "f-007")).st_atime, 1000000000)
         sent = sum(1 for n in files if n != "big" and hrw_owner(smap, "cpr", "p/" + n)["daemon_id"] != tid)
         self.assertGreater(sent, 80)
         # (the kept one counts as received: the receiver answers for it)
