@@ -111,6 +111,11 @@ const char *sl_objmd_get_custom(const struct sl_objmd *m, const char *k);
  * (they become header lines). what names it in the message ("Ais-Custom-Md",
  * "PATCH object"). 0 ok; -1 with err (SL_EINVAL) naming the limit. */
 int sl_custom_md_check(const struct sl_kv *kv, int n, const char *what, struct sl_err *err);
+/* A custom key the store owns: encryption at rest (s3.sse*: the wrapped
+ * key), S3 version identity (s3.vid, s3.dm) and object lock (s3.lock.*).
+ * A client may not set one, and replacing an object's custom metadata
+ * keeps them: a forged or dropped one loses the data or lifts a lock. */
+bool sl_custom_key_own(const char *k);
 
 /* One object's record as bytes, the whole name in it (the form of the
  * objects DB's records): metadata kept beside a mirror copy. sl_objmd_pack

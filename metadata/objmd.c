@@ -77,6 +77,11 @@ static bool has_ctl(const char *s)
     return false;
 }
 
+bool sl_custom_key_own(const char *k)
+{
+    return !strncmp(k, "s3.sse", 6) || !strcmp(k, "s3.vid") || !strcmp(k, "s3.dm") || !strncmp(k, "s3.lock.", 8);
+}
+
 int sl_custom_md_check(const struct sl_kv *kv, int n, const char *what, struct sl_err *err)
 {
     if (n > SL_CUSTOM_MD_MAX_N)

@@ -18,6 +18,7 @@
 #include "read.h"
 #include "xact.h"
 #include "stats.h"
+#include "sec.h"
 #include "store.h"
 #include "upload.h"
 #include "s3sse.h"
@@ -960,6 +961,14 @@ static void obj_put(struct sl_req *r)
         sl_resp_err(r, &err);
         return;
     }
+    /* keys the store owns (md.h): only a peer's copy of an object carries them (signed: node/sec.h) */
+    for (int i = 0; i < c->ncustom && r->trust != SL_TRUST_PEER; i++)
+        if (sl_custom_key_own(c->custom[i].k)) {
+            sl_resp_errf(r, SL_EINVAL, "Ais-Custom-Md key \"%s\" is Shale's own (encryption at rest, S3 versions "
+                         "or object lock): a client may not set it; drop it and use S3's requests for those",
+                         c->custom[i].k);
+            return;
+        }
     const char *reb = sl_req_header(r, "Ais-Rebalance");
     if (reb) {
         /* an object moved by rebalance: what is here already is as new or newer */
@@ -1326,6 +1335,13 @@ static void patch_run(struct sl_req *r, void *arg)
         sl_resp_err(r, &err);
         goto out;
     }
+    for (size_t j = 0; j < i; j++)
+        if (sl_custom_key_own(kv[j].k)) {
+            sl_resp_errf(r, SL_EINVAL, "PATCH object: custom key \"%s\" is Shale's own (encryption at rest, S3 "
+                         "versions or object lock): a client may not set it; nothing was changed", kv[j].k);
+            free(kv);
+            goto out;
+        }
     if (sl_obj_set_custom(&b, name, nlen, kv, (int)i, sl_req_query_bool(r, "set-new-custom"), &err) < 0)
         sl_resp_err(r, &err);
     else

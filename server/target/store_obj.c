@@ -309,7 +309,8 @@ void sl_obj_delete_batch(const struct sl_bck *b, char *const *names, const size_
 /* ---- custom metadata ---- */
 
 /* Set kv on the object's custom metadata under its write lock, first
- * dropping the keys that start with drop (NULL: none; "": all). */
+ * dropping the keys that start with drop (NULL: none; "": all but the
+ * store's own, md.h sl_custom_key_own). */
 static int set_custom(const struct sl_bck *b, const char *name, size_t nlen, const struct sl_kv *kv, int n,
                       const char *drop, struct sl_err *err)
 {
@@ -332,7 +333,7 @@ static int set_custom(const struct sl_bck *b, const char *name, size_t nlen, con
         size_t dl = strlen(drop);
         int k = 0;
         for (int i = 0; i < md.ncustom; i++) {
-            if (!strncmp(md.custom[i].k, drop, dl)) {
+            if (!strncmp(md.custom[i].k, drop, dl) && (dl || !sl_custom_key_own(md.custom[i].k))) {
                 free(md.custom[i].k);
                 free(md.custom[i].v);
             } else {

@@ -171,6 +171,22 @@ class S3LockTest(S3Checks, unittest.TestCase):
         self.client_err(lambda: self.s3.delete_object(Bucket=b, Key="h", VersionId=v, BypassGovernanceRetention=True),
                         403, "AccessDenied")
         self.assertEqual(self.native_delete(b, "h").status_code, 403)
+        # the native API cannot lift it: a PATCH of the lock keys is refused, a PATCH replacing all custom
+        # metadata keeps them (and the version's id), a PUT naming them is refused
+        obj = self.url + "/v1/objects/%s/h" % b
+        r = self.s.patch(obj, json={"action": "", "value": {"s3.lock.hold": "OFF"}}, timeout=30)
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("Shale's own", r.text)
+        r = self.s.patch(obj, params={"set-new-custom": "true"}, json={"action": "", "value": {"k": "v"}},
+                         timeout=30)
+        self.assertEqual(r.status_code, 200, r.text)
+        self.assertEqual(self.native_delete(b, "h").status_code, 403)
+        self.assertEqual(self.s3.head_object(Bucket=b, Key="h")["VersionId"], v)
+        r = self.s.put(self.url + "/v1/objects/%s/forged" % b, data=b"plain", timeout=30,
+                       headers={"Ais-Custom-Md": "s3.sse=AES256"})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertEqual(self.s.head(self.url + "/v1/objects/%s/forged" % b, timeout=30,
+                                    allow_redirects=True).status_code, 404)
         self.aws("put-object-legal-hold", "--bucket", b, "--key", "h", "--version-id", v, "--legal-hold",
                  "Status=OFF")
         p = self.aws("get-object-legal-hold", "--bucket", b, "--key", "h")
