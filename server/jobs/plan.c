@@ -186,7 +186,8 @@ struct count_run {
     json_t *shards;
     int64_t *n;                 /* by shard: its samples */
     size_t next;                /* the next shard to ask for (atomic) */
-    int failed;                 /* (atomic) the first failure stops the others */
+    int failed;                 /* (atomic) a failure: shards after it are not asked */
+    size_t fail_i;              /* the failed shard first in order (under mu) */
     pthread_mutex_t mu;
     struct sl_err err;          /* the first failure */
 };
@@ -197,17 +198,19 @@ static void *count_worker(void *arg)
     size_t ns = json_array_size(c->shards);
     for (;;) {
         size_t i = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
-        if (i >= ns || __atomic_load_n(&c->failed, __ATOMIC_RELAXED))
+        if (i >= ns || (__atomic_load_n(&c->failed, __ATOMIC_RELAXED) && i > c->fail_i))
             break;
         struct sl_err err = { 0 };
         json_t *idx = shard_index(c->bck, json_string_value(json_array_get(c->shards, i)), &err);
         if (!idx) {
             pthread_mutex_lock(&c->mu);
-            if (!c->failed)
+            if (!c->failed || i < c->fail_i) { /* the first shard in order that fails is named */
                 c->err = err;
+                c->fail_i = i;
+            }
             c->failed = 1;
             pthread_mutex_unlock(&c->mu);
-            break;
+            continue;
         }
         struct samples *s = samples_from_index(idx);
         json_decref(idx);
