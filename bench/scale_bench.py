@@ -38,20 +38,9 @@ import requests
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from harness import SHALED, Cluster, wait_until  # noqa: E402
+from scale_common import job_wait, loadavg, pyplot  # noqa: E402
 
 B = "sc"
-
-
-def job_wait(s, url, jid, timeout=7200):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        st = s.get(url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=60).json()
-        if st.get("end_time"):
-            if st.get("err") or st.get("aborted"):
-                raise SystemExit("job %s: %s" % (jid, st))
-            return
-        time.sleep(0.05)
-    raise SystemExit("job %s did not end in %d s" % (jid, timeout))
 
 
 def load(s, url, pdir, first, n, batch):
@@ -85,11 +74,6 @@ def load(s, url, pdir, first, n, batch):
         print("    load: %d objects held, this directory of %d at %.0f/s (load average %s)" % (
             i, m, m / dt, loadavg()), flush=True)
     return n / spent, curve
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def parallel(fn, items, workers=16):
@@ -227,12 +211,8 @@ def table(rows):
 def plot(rows, path):
     """log-log curves against the objects held, each with a dashed reference through its first point: a
     time or size growing as the work (slope 1), a rate staying flat (slope 0); nothing without matplotlib"""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(no plot: python3-matplotlib is not installed)")
+    plt = pyplot()
+    if plt is None:
         return
     n = [r["n"] for r in rows]
     mib = 1048576.0

@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ import requests
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from harness import Cluster, wait_until  # noqa: E402
+from scale_common import job_wait, pyplot  # noqa: E402
 
 B = "scl"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -122,16 +122,6 @@ def per_target(s, url):
             return cnt
 
 
-def job_wait(s, url, jid, timeout=600):
-    def done():
-        st = s.get(url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
-        return st.status_code == 200 and st.json().get("end_time") and st.json()
-    st = wait_until(done, timeout, interval=0.05, what="job %s" % jid)
-    if st.get("err") or st.get("aborted"):
-        raise SystemExit("job %s: %s" % (jid, st))
-    return st
-
-
 def moved_objs(s, url, jid):
     """(seconds from the first target's start to the last one's end, objects the targets sent)"""
     snaps = s.get(url + "/v1/cluster", params={"what": "qryxstats"}, json={"ID": jid}, timeout=30).json()
@@ -193,7 +183,7 @@ def one_size(n, objects, changes, gets, work):
             st = s.get(primary + "/v1/cluster", params={"what": "status"}, json={"Kind": "rebalance"}, timeout=30)
             return st.status_code == 200 and st.json().get("uuid")
         jid = wait_until(reb_id, 60, what="the rebalance of the join")
-        st = job_wait(s, primary, jid)
+        job_wait(s, primary, jid)
         row["reb_s"], row["moved"] = moved_objs(s, primary, jid)
         row["ideal"] = objects / (n + 1)
         cnt = per_target(s, primary)
@@ -218,12 +208,8 @@ def one_size(n, objects, changes, gets, work):
 
 def plot(rows, path):
     """the curves, one panel each, against the number of targets (nothing without matplotlib)"""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(no plot: python3-matplotlib is not installed)")
+    plt = pyplot()
+    if plt is None:
         return
     n = [r["n"] for r in rows]
     panels = (("metadata change to every node, s (median)", [r["md_med"] for r in rows]),

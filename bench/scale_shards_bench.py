@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
 import threading
@@ -40,6 +39,7 @@ import requests
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from harness import Cluster, wait_until  # noqa: E402
+from scale_common import job_wait, loadavg, pyplot  # noqa: E402
 
 
 def tar_member(name, data):
@@ -79,16 +79,6 @@ def write_files(root, n):
             os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "f%07d.jpg" % i), "wb") as f:
             f.write(b"%099d\n" % i)
-
-
-def job_wait(s, url, jid, timeout=3600):
-    def done():
-        st = s.get(url + "/v1/cluster", params={"what": "status"}, json={"ID": jid}, timeout=30)
-        return st.status_code == 200 and st.json().get("end_time") and st.json()
-    st = wait_until(done, timeout, interval=0.1, what="job %s" % jid)
-    if st.get("err") or st.get("aborted"):
-        raise SystemExit("job %s: %s" % (jid, st))
-    return st
 
 
 def promote(s, url, bucket, src):
@@ -137,10 +127,6 @@ class Peaks:
         self.stop = True
         self.th.join()
         return {t: status_kib(p, "VmHWM") for t, p in self.pids.items()}, self.anon
-
-
-def loadavg():
-    return open("/proc/loadavg").read().split()[0]
 
 
 def ratio_row(rows, key):
@@ -196,7 +182,7 @@ def dsort_size(s, c, url, n, records, mem_limit, pids, rnd=0):
            "coord_hwm_mib": hwm[tids[coord]] / 1024, "coord_anon_mib": anon[tids[coord]] / 1024,
            "other_hwm_mib": max(hwm[t] for t in others) / 1024, "other_anon_mib": max(anon[t] for t in others) / 1024,
            "rec_bytes": int(cm.get("records_bytes", 0)), "rec_peak": int(cm.get("mem_peak", 0)),
-           "rec_spilled": int(cm.get("spilled_bytes", 0)), "load": loadavg()}
+           "rec_spilled": int(cm.get("spilled_bytes", 0)), "load": loadavg(1)}
     s.delete(url + "/v1/sort", params={"uuid": jid}, timeout=60)
     s.delete(url + "/v1/buckets/ds%d-out%d" % (n, rnd), timeout=600)
     return row
@@ -226,7 +212,7 @@ def plan_size(s, c, url, n):
     t_routes = time.time() - t0
     assert len(r.json()["route"]) == min(summ["batches"], 100000), r.text[:200]
     row = {"n": n, "samples": summ["samples"], "batches": summ["batches"], "create_s": t_create, "plan_bytes": size,
-           "routes_s": t_routes, "first_batch_s": batch(0), "last_batch_s": batch(last), "load": loadavg()}
+           "routes_s": t_routes, "first_batch_s": batch(0), "last_batch_s": batch(last), "load": loadavg(1)}
     s.delete(url + "/v1/ml/plan/p%d" % n, timeout=600).raise_for_status()
     return row
 
@@ -253,7 +239,7 @@ def ishard_size(s, c, url, n, work, pids):
     if st["state"] != "finished" or st["report"]["samples"] != n:
         raise SystemExit("ishard %s: %s %s" % (job, st["state"], st.get("err")))
     row = {"n": n, "shards": st["report"]["shards"], "time_s": dt, "max_hwm_mib": max(hwm.values()) / 1024,
-           "max_anon_mib": max(anon.values()) / 1024, "load": loadavg()}
+           "max_anon_mib": max(anon.values()) / 1024, "load": loadavg(1)}
     for b in ("ish%d-raw" % n, "ish%d" % n):
         s.delete(url + "/v1/buckets/" + b, timeout=600)
     return row
@@ -275,12 +261,8 @@ def table(title, rows, cols):
 
 
 def plot(res, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(no plot: python3-matplotlib is not installed)")
+    plt = pyplot()
+    if plt is None:
         return
     panels = [("dsort", "total_s", "dsort time (s)"), ("dsort", "coord_hwm_mib", "dsort coordinator peak RSS (MiB)"),
               ("dsort", "rec_peak", "coordinator record list in memory (B)"),
@@ -339,7 +321,7 @@ def main():
               timeout=30).raise_for_status()
         pids = {n["name"]: c.pid(n["name"]) for n in c.topology()["nodes"] if n["role"] == "target"}
         print("1 gateway + 3 targets; %d records of 100 B per shard; max_mem_usage %s; load %s" % (
-            a.records, a.mem_limit, loadavg()))
+            a.records, a.mem_limit, loadavg(1)))
         for n in sorted(set(a.dsort) | set(a.plan)):
             src = os.path.join(work, "promote", "ds%d" % n)
             write_shards(src, n, a.records)
