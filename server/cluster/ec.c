@@ -100,14 +100,10 @@ static void ec_paths_on(const struct sl_mpath *mp, const struct sl_bck *b, const
 /* where a slice and its metafile go: the object's HRW mountpath */
 static void ec_paths(const struct sl_bck *b, const char *name, size_t nlen, struct sl_buf *data, struct sl_buf *meta)
 {
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, name, nlen);
-    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
+    struct sl_mpath *mp = sl_store_locate(b, name, nlen);
     char h[SL_CKSUM_HEX_MAX];
     sl_cksum_buf(SL_CK_SHA256, name, nlen, h);
     ec_paths_on(mp, b, h, data, meta);
-    sl_buf_free(&un);
 }
 
 /* where they are: the HRW mountpath, or, after the mountpaths changed (the

@@ -296,11 +296,12 @@ bool sl_arch_put(struct sl_req *r, const struct sl_bck *b, const char *name, siz
     a->pine = pine;
     a->fmt = fmt;
     /* spool the member next to the shard (same mountpath, work directory) */
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, name, nlen);
-    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
-    sl_buf_free(&un);
+    struct sl_mpath *mp = sl_store_locate(b, name, nlen);
+    if (!mp) {
+        arch_put_free(a);
+        sl_resp_errf(r, SL_EUNAVAIL, "PUT %s?archpath: this node has no mountpaths (it is not a storage target)", cn);
+        return true;
+    }
     char rid[20];
     sl_rand_id(rid, 12);
     snprintf(a->spool_path, sizeof(a->spool_path), "%s/@%s/%s/%%wk/spool-%s", mp->path, b->provider, b->name, rid);

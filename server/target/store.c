@@ -934,7 +934,7 @@ void sl_store_mpath_forget(struct sl_mpath *mp)
     pthread_mutex_unlock(&admin_mu);
 }
 
-struct sl_mpath *store_locate(const struct sl_bck *b, const char *name, size_t nlen)
+struct sl_mpath *sl_store_locate(const struct sl_bck *b, const char *name, size_t nlen)
 {
     struct sl_buf un;
     sl_buf_init(&un);
@@ -1135,7 +1135,7 @@ int sl_inv_drop(struct sl_md_env *env, uint64_t bid, struct sl_err *err)
 
 struct sl_md_env *sl_obj_md_env(const struct sl_bck *b, const char *name, size_t nlen)
 {
-    struct sl_mpath *mp = store_locate(b, name, nlen);
+    struct sl_mpath *mp = sl_store_locate(b, name, nlen);
     return mp ? mp->md : NULL;
 }
 

@@ -83,6 +83,8 @@ void sl_store_place_leave(unsigned token);
 int sl_store_tmpfd(struct sl_err *err);
 /* HRW mountpath for an object uname */
 struct sl_mpath *sl_store_pick(const char *uname, size_t ulen);
+/* The HRW mountpath of b/name (NULL without mountpaths). */
+struct sl_mpath *sl_store_locate(const struct sl_bck *b, const char *name, size_t nlen);
 /* capacity across mountpaths (distinct filesystems counted once) */
 void sl_store_capacity(uint64_t *used, uint64_t *total);
 

@@ -55,8 +55,6 @@ pthread_rwlock_t *store_name_lock(const struct sl_bck *b, const char *name, size
 int store_lock_all(pthread_rwlock_t **lks, int k);
 void store_unlock_all(pthread_rwlock_t **lks, int u);
 
-/* The HRW mountpath of b/name (NULL without mountpaths). */
-struct sl_mpath *store_locate(const struct sl_bck *b, const char *name, size_t nlen);
 char *store_clean_path(const char *p);
 /* ".x" + hex sha256(name): the file name of a hashed name, of a mirror copy */
 void store_hashed_fname(const char *name, size_t nlen, char out[72]);

@@ -633,7 +633,7 @@ static int move_publish(const struct sl_bck *b, const char *name, size_t nlen, s
 int sl_store_move(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath *src, uint64_t *bytes,
                   struct sl_err *err)
 {
-    struct sl_mpath *dst = store_locate(b, name, nlen);
+    struct sl_mpath *dst = sl_store_locate(b, name, nlen);
     if (!dst || dst == src)
         return 0;
     struct sl_objmd md;
@@ -881,7 +881,7 @@ static int promote_publish(const struct sl_bck *b, const char *name, size_t nlen
 
 int sl_store_promote(const struct sl_bck *b, const char *name, size_t nlen, uint64_t *bytes, struct sl_err *err)
 {
-    struct sl_mpath *dst = store_locate(b, name, nlen);
+    struct sl_mpath *dst = sl_store_locate(b, name, nlen);
     if (!dst)
         return 0;
     struct crec *recs = sl_xcalloc(SL_MAX_MPATHS, sizeof(*recs)); /* (a mountpath may be attached meanwhile) */

@@ -22,7 +22,7 @@
 int sl_obj_stat(const struct sl_bck *b, const char *name, size_t nlen, struct sl_objmd *md, struct sl_mpath **mpo,
                 struct sl_err *err)
 {
-    struct sl_mpath *mp = store_locate(b, name, nlen);
+    struct sl_mpath *mp = sl_store_locate(b, name, nlen);
     char cn[400];
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
@@ -60,7 +60,7 @@ static bool main_damaged(int fd, const struct sl_objmd *md, bool validate)
 int sl_obj_open_ex(const struct sl_bck *b, const char *name, size_t nlen, unsigned flags, int *fd,
                    struct sl_objmd *md, struct sl_mpath **mpo, struct sl_err *err)
 {
-    struct sl_mpath *hrw = store_locate(b, name, nlen), *mp;
+    struct sl_mpath *hrw = sl_store_locate(b, name, nlen), *mp;
     char cn[400];
     if (!hrw)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
@@ -205,7 +205,7 @@ out:
 static pthread_rwlock_t *write_lock(const struct sl_bck *b, const char *name, size_t nlen, struct sl_mpath **mp,
                                     struct sl_err *err)
 {
-    *mp = store_locate(b, name, nlen);
+    *mp = sl_store_locate(b, name, nlen);
     if (!*mp) {
         sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
         return NULL;
@@ -257,7 +257,7 @@ static void delete_group(const struct sl_bck *b, char *const *names, const size_
     int nl = store_lock_all(lks, n);
     bool commit[DEL_GROUP];
     for (int i = 0; i < n; i++) {
-        mps[i] = store_locate(b, names[i], nlens[i]);
+        mps[i] = sl_store_locate(b, names[i], nlens[i]);
         rc[i] = store_delete_files(&mps[i], b, names[i], nlens[i], mtimes ? &mtimes[i] : NULL, &ops[2 * i], ak[i],
                              &errs[i]);
         commit[i] = rc[i] == 0;
@@ -407,7 +407,7 @@ int sl_obj_edit_begin(const struct sl_bck *b, const char *name, size_t nlen, str
 {
     memset(e, 0, sizeof(*e));
     e->fd = -1;
-    e->mp = store_locate(b, name, nlen);
+    e->mp = sl_store_locate(b, name, nlen);
     if (!e->mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     if (store_write_enter(b, false, err) < 0)

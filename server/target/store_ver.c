@@ -316,7 +316,7 @@ void store_ver_free(struct store_ver *v)
 int sl_ver_find(const struct sl_bck *b, const char *key, size_t klen, const char *vid, struct sl_buf *name,
                 struct sl_objmd *md, struct sl_err *err)
 {
-    struct sl_mpath *mp = store_locate(b, key, klen);
+    struct sl_mpath *mp = sl_store_locate(b, key, klen);
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     bool isnull = !strcmp(vid, "null");
@@ -361,7 +361,7 @@ out:
 int sl_ver_latest(const struct sl_bck *b, const char *key, size_t klen, struct sl_buf *name, struct sl_objmd *md,
                   struct sl_err *err)
 {
-    struct sl_mpath *mp = store_locate(b, key, klen);
+    struct sl_mpath *mp = sl_store_locate(b, key, klen);
     if (!mp)
         return 0;
     struct first_ctx c;
@@ -385,7 +385,7 @@ int sl_ver_delete(const struct sl_bck *b, const char *key, size_t klen, const ch
     bool isnull = !strcmp(vid, "null");
     if (!isnull && !vid_ok(vid))
         return sl_errf(err, SL_EINVAL, "Invalid version id specified: \"%.64s\"", vid);
-    struct sl_mpath *mp = store_locate(b, key, klen);
+    struct sl_mpath *mp = sl_store_locate(b, key, klen);
     if (!mp)
         return sl_errf(err, SL_EUNAVAIL, "this node has no mountpaths");
     if (store_write_enter(b, false, err) < 0)

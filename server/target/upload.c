@@ -438,11 +438,7 @@ int sl_mpt_create(const struct sl_bck *b, const char *name, size_t nlen, const c
     struct mpt *m = sl_xcalloc(1, sizeof(*m));
     sl_rand_id(m->id, 16);
     /* (on the object's mountpath, where the work file would be) */
-    struct sl_buf un;
-    sl_buf_init(&un);
-    sl_obj_uname(&un, b->provider, b->name, name, nlen);
-    struct sl_mpath *mp = sl_store_pick(un.p, un.len);
-    sl_buf_free(&un);
+    struct sl_mpath *mp = sl_store_locate(b, name, nlen);
     char rel[64];
     snprintf(rel, sizeof(rel), ".shale/mpu/%s/w", m->id);
     struct sl_put_opts o = { .client_cktype = -1, .expect_size = -1, .work_rel = rel, .work_mp = mp };
