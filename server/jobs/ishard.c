@@ -34,6 +34,7 @@
 #include "xact.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
@@ -51,9 +52,18 @@
 /* building (every owner)                                             */
 /* ------------------------------------------------------------------ */
 
+/* a member: its object and member names, NUL-terminated in the shard's
+ * arena (en == on when the member keeps the object's name) */
+struct bmember {
+    uint32_t on, ol, en, el;
+    uint64_t size;
+};
+
 struct bshard {
     char *name;
-    json_t *members;
+    char *arena;
+    struct bmember *m;
+    size_t nm;
 };
 
 struct builder {
@@ -74,7 +84,8 @@ static void builder_free(struct builder *b)
 {
     for (int i = 0; i < b->nsh; i++) {
         free(b->sh[i].name);
-        json_decref(b->sh[i].members);
+        free(b->sh[i].arena);
+        free(b->sh[i].m);
     }
     free(b->sh);
     sl_strv_free(b->done, b->ndone);
@@ -112,7 +123,7 @@ static int build_one(struct builder *b, struct bshard *h, const struct sl_smap *
         return -1;
     }
     int rc = 0;
-    size_t nm = json_array_size(h->members);
+    size_t nm = h->nm;
     struct sl_shard_fetch *pf = sl_xcalloc(PREFETCH, sizeof(*pf));
     int *slot = sl_xcalloc(PREFETCH, sizeof(int));
     for (size_t base = 0; base < nm && rc == 0; base += PREFETCH) {
@@ -120,12 +131,12 @@ static int build_one(struct builder *b, struct bshard *h, const struct sl_smap *
         size_t end = SL_MIN(nm, base + PREFETCH);
         int np = 0;
         for (size_t i = base; i < end; i++) {
-            json_t *mb = json_array_get(h->members, i);
+            const struct bmember *mb = &h->m[i];
             slot[i - base] = -1;
-            if (json_integer_value(json_array_get(mb, 2)) > PREFETCH_MAX)
+            if (mb->size > PREFETCH_MAX)
                 continue;
-            pf[np].obj = json_string_value(json_array_get(mb, 0));
-            pf[np].olen = json_string_length(json_array_get(mb, 0));
+            pf[np].obj = h->arena + mb->on;
+            pf[np].olen = mb->ol;
             sl_buf_init(&pf[np].body);
             slot[i - base] = np++;
         }
@@ -135,27 +146,26 @@ static int build_one(struct builder *b, struct bshard *h, const struct sl_smap *
                 rc = sl_errf(err, SL_EINVAL, "aborted");
                 break;
             }
-            json_t *mb = json_array_get(h->members, i);
-            json_t *on = json_array_get(mb, 0), *en = json_array_get(mb, 1);
+            const struct bmember *mb = &h->m[i];
+            const char *on = h->arena + mb->on, *en = h->arena + mb->en;
             struct sl_shard_fetch *x = slot[i - base] >= 0 ? &pf[slot[i - base]] : NULL;
             struct sl_err e2 = { 0 };
             int r2;
             if (x && x->remote && x->status == 200)
-                r2 = sl_shard_add_bytes(w, json_string_value(en), json_string_length(en), x->body.p ? x->body.p : "",
+                r2 = sl_shard_add_bytes(w, en, mb->el, x->body.p ? x->body.p : "",
                                         x->body.len, b->job, &e2);
             else if (x && x->remote && x->status == 404)
                 r2 = sl_errf(&e2, SL_ENOOBJ, "%s does not exist", x->obj);
             else if (x && x->remote)
                 r2 = sl_errf(&e2, SL_EIO, "fetching %s: %s", x->obj, x->err);
             else
-                r2 = sl_shard_add_object(w, &b->src, json_string_value(on), json_string_length(on),
-                                         json_string_value(en), json_string_length(en), sm, buf, CHUNK, b->job, &e2);
+                r2 = sl_shard_add_object(w, &b->src, on, mb->ol, en, mb->el, sm, buf, CHUNK, b->job, &e2);
             if (r2 < 0 && e2.code == SL_ENOOBJ) {
                 /* listed, gone since: the shard goes without it, the report says so */
                 pthread_mutex_lock(&b->mu);
                 b->nvanished++;
                 if (json_array_size(b->vanished) < SL_PLAN_MAX_WARN)
-                    json_array_append(b->vanished, on);
+                    json_array_append_new(b->vanished, json_stringn(on, mb->ol));
                 pthread_mutex_unlock(&b->mu);
             } else if (r2 < 0) {
                 *err = e2;
@@ -246,6 +256,90 @@ static void build_run(struct builder *b, json_t *ext)
     builder_free(b);
 }
 
+/* one name of an encoded member list (sl_plan_shard_encode): "LEN:BYTES" at
+ * *p, copied NUL-terminated into the arena; its offset, or -1 */
+static int64_t member_name(const char **p, const char *end, struct sl_buf *arena, uint32_t *len)
+{
+    char *e;
+    errno = 0;
+    unsigned long long n = strtoull(*p, &e, 10);
+    if (e == *p || errno || *e != ':' || n == 0 || n > 2 * SL_MAX_OBJNAME || n > (unsigned long long)(end - e - 1))
+        return -1;
+    int64_t off = (int64_t)arena->len;
+    sl_buf_add(arena, e + 1, n);
+    sl_buf_addc(arena, 0);
+    *len = (uint32_t)n;
+    *p = e + 1 + n;
+    return off;
+}
+
+static void member_add(struct bshard *h, size_t *cap, const struct bmember *m)
+{
+    if (h->nm == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        h->m = sl_xrealloc(h->m, *cap * sizeof(*h->m));
+    }
+    h->m[h->nm++] = *m;
+}
+
+/* A shard's members from the build request, compact: the encoded string
+ * (this version), or [[object, member, size], ...] (a coordinator before it) */
+static int members_decode(struct bshard *h, const json_t *v, struct sl_err *err)
+{
+    struct sl_buf arena;
+    sl_buf_init(&arena);
+    size_t cap = 0;
+    struct bmember m;
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v), *p = s, *end = s + json_string_length(v);
+        while (p < end) {
+            int64_t o = member_name(&p, end, &arena, &m.ol), e = o;
+            m.el = m.ol;
+            if (o >= 0 && p < end && *p == '=')
+                p++;
+            else if (o >= 0)
+                e = member_name(&p, end, &arena, &m.el);
+            char *q;
+            errno = 0;
+            m.size = e >= 0 ? strtoull(p, &q, 10) : 0;
+            if (e < 0 || q == p || errno || *q != ';') {
+                sl_buf_free(&arena);
+                return sl_errf(err, SL_EINVAL, "ishard: the build request's member list of shard %s is malformed "
+                               "at byte %zu", h->name, (size_t)(p - s));
+            }
+            p = q + 1;
+            m.on = (uint32_t)o;
+            m.en = (uint32_t)e;
+            member_add(h, &cap, &m);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            const json_t *on = json_array_get(x, 0), *en = json_array_get(x, 1);
+            if (!json_is_string(on) || !json_is_string(en) || !json_string_length(on) || !json_string_length(en)) {
+                sl_buf_free(&arena);
+                return sl_errf(err, SL_EINVAL, "ishard: the build request's member %zu of shard %s is malformed", i,
+                               h->name);
+            }
+            m.on = (uint32_t)arena.len;
+            m.ol = (uint32_t)json_string_length(on);
+            sl_buf_add(&arena, json_string_value(on), m.ol);
+            sl_buf_addc(&arena, 0);
+            m.en = (uint32_t)arena.len;
+            m.el = (uint32_t)json_string_length(en);
+            sl_buf_add(&arena, json_string_value(en), m.el);
+            sl_buf_addc(&arena, 0);
+            m.size = (uint64_t)json_integer_value(json_array_get(x, 2));
+            member_add(h, &cap, &m);
+        }
+    } else {
+        return sl_errf(err, SL_EINVAL, "ishard: the build request's shard %s has no member list", h->name);
+    }
+    h->arena = sl_buf_steal(&arena);
+    return 0;
+}
+
 static struct builder *builder_new(struct sl_job *job, const char *src, const char *sprov, const char *dst,
                                    json_t *shards, struct sl_err *err)
 {
@@ -259,9 +353,13 @@ static struct builder *builder_new(struct sl_job *job, const char *src, const ch
     size_t i;
     json_t *x;
     json_array_foreach(shards, i, x) {
-        b->sh[b->nsh].name = sl_xstrdup(sl_json_str(x, "name", ""));
-        b->sh[b->nsh].members = json_incref(json_object_get(x, "members"));
-        b->nsh++;
+        struct bshard *h = &b->sh[b->nsh++];
+        h->name = sl_xstrdup(sl_json_str(x, "name", ""));
+        if (members_decode(h, json_object_get(x, "members"), err) < 0) {
+            b->job = NULL; /* (the caller's still) */
+            builder_free(b);
+            return NULL;
+        }
     }
     return b;
 fail:
@@ -323,30 +421,43 @@ struct coord {
     struct sl_job *job;
 };
 
+/* {"name", "members": the encoded list} of shard i, appended to arr */
+static int shard_add(struct sl_plan *p, int i, json_t *arr, struct sl_buf *enc, struct sl_err *err)
+{
+    sl_buf_reset(enc);
+    sl_plan_shard_encode(p, &p->sh[i], enc);
+    json_t *m = json_stringn(enc->p ? enc->p : "", enc->len);
+    if (!m)
+        return sl_errf(err, SL_EINVAL, "ishard: shard %s: a member's name is not valid UTF-8", p->sh[i].name);
+    json_array_append_new(arr, json_pack("{s:s,s:o}", "name", p->sh[i].name, "members", m));
+    return 0;
+}
+
 /* Send every owner its shards; the coordinator's own share is returned. */
 static int dispatch(struct sl_plan *p, json_t **mine, struct sl_err *err)
 {
     *mine = json_array();
+    struct sl_buf enc;
+    sl_buf_init(&enc);
+    int rc = 0;
     if (G.role == SL_ROLE_STANDALONE) {
-        for (int i = 0; i < p->nsh; i++)
-            json_array_append_new(*mine, json_pack("{s:s,s:o}", "name", p->sh[i].name, "members",
-                                                   sl_plan_shard_members(p, &p->sh[i])));
-        return 0;
+        for (int i = 0; i < p->nsh && rc == 0; i++)
+            rc = shard_add(p, i, *mine, &enc, err);
+        sl_buf_free(&enc);
+        return rc;
     }
     struct sl_smap *s = sl_smap_get();
-    int rc = 0;
     for (int t = 0; t < s->nnodes && rc == 0; t++) {
         const struct sl_snode *x = &s->nodes[t];
         if (x->type != SL_NODE_TARGET)
             continue;
         json_t *arr = !strcmp(x->id, G.id) ? *mine : json_array();
-        for (int i = 0; i < p->nsh; i++)
+        for (int i = 0; i < p->nsh && rc == 0; i++)
             if (p->sh[i].owner && !strcmp(p->sh[i].owner->id, x->id))
-                json_array_append_new(arr, json_pack("{s:s,s:o}", "name", p->sh[i].name, "members",
-                                                     sl_plan_shard_members(p, &p->sh[i])));
+                rc = shard_add(p, i, arr, &enc, err);
         if (arr == *mine)
             continue;
-        if (!json_array_size(arr)) {
+        if (rc < 0 || !json_array_size(arr)) {
             json_decref(arr);
             continue;
         }
@@ -363,6 +474,7 @@ static int dispatch(struct sl_plan *p, json_t **mine, struct sl_err *err)
         free(url);
     }
     sl_smap_put(s);
+    sl_buf_free(&enc);
     return rc;
 }
 

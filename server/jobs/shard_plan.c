@@ -918,7 +918,7 @@ json_t *sl_plan_report(struct sl_plan *p)
     return r;
 }
 
-/* the member list of one shard: [[object, member name], ...] */
+/* the member list of one shard, encoded (shard_plan.h) */
 static int ext_cmp(const void *a, const void *b, void *arg)
 {
     const struct sl_plan *p = arg;
@@ -927,31 +927,28 @@ static int ext_cmp(const void *a, const void *b, void *arg)
     return c ? c : x->ext_len < y->ext_len ? -1 : x->ext_len > y->ext_len;
 }
 
-json_t *sl_plan_shard_members(const struct sl_plan *p, const struct sl_plan_shard *h)
+void sl_plan_shard_encode(const struct sl_plan *p, const struct sl_plan_shard *h, struct sl_buf *out)
 {
-    json_t *a = json_array();
-    struct sl_buf b;
-    sl_buf_init(&b);
     for (int j = 0; j < h->count; j++) {
         const struct sl_plan_sample *s = &p->s[p->order[h->first + j]];
         if (s->rename) /* as webdataset's writer: members in the order of their extensions */
             qsort_r(s->m, (size_t)s->nm, sizeof(int), ext_cmp, (void *)p);
         for (int k = 0; k < s->nm; k++) {
             const struct sl_plan_obj *o = &p->o[s->m[k]];
-            json_t *on = json_stringn(o->name, o->nlen);
-            json_t *en;
+            sl_buf_addu(out, o->nlen);
+            sl_buf_addc(out, ':');
+            sl_buf_add(out, o->name, o->nlen);
             if (s->rename) {
-                sl_buf_reset(&b);
-                sl_buf_add(&b, s->key, s->klen);
-                sl_buf_addc(&b, '.');
-                sl_buf_add(&b, o->name + o->ext_off, o->ext_len);
-                en = json_stringn(b.p, b.len);
+                sl_buf_addu(out, s->klen + 1 + o->ext_len);
+                sl_buf_addc(out, ':');
+                sl_buf_add(out, s->key, s->klen);
+                sl_buf_addc(out, '.');
+                sl_buf_add(out, o->name + o->ext_off, o->ext_len);
             } else {
-                en = json_incref(on);
+                sl_buf_addc(out, '=');
             }
-            json_array_append_new(a, json_pack("[ooI]", on, en, (json_int_t)o->size));
+            sl_buf_addu(out, o->size);
+            sl_buf_addc(out, ';');
         }
     }
-    sl_buf_free(&b);
-    return a;
 }

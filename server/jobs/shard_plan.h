@@ -114,7 +114,10 @@ void sl_plan_pack(struct sl_plan *p);
 int sl_plan_names(struct sl_plan *p);
 /* The dry-run / job report (new reference). */
 json_t *sl_plan_report(struct sl_plan *p);
-/* The members of shard h as [[object, member name], ...] (new reference). */
-json_t *sl_plan_shard_members(const struct sl_plan *p, const struct sl_plan_shard *h);
+/* The members of shard h appended to out, each as "LEN:OBJECT" then
+ * "LEN:MEMBER" (or "=" when the member's name is the object's) then
+ * "SIZE;" — one string however many members (ishard's build request
+ * carries it; a JSON tree of them cost half a KiB a member). */
+void sl_plan_shard_encode(const struct sl_plan *p, const struct sl_plan_shard *h, struct sl_buf *out);
 
 #endif

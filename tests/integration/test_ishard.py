@@ -182,6 +182,29 @@ class ClusterIshardTest(unittest.TestCase, IshardApi):
                 self.assertEqual(r.status_code, 200)
                 self.assertEqual(len(wds_read(r.content)[0]), 8)
 
+    def test_member_names_with_the_lists_punctuation(self):
+        """the build request carries each shard's member list as one encoded string ("LEN:NAME...SIZE;"):
+        names with digits, ':', '=' and ';' in them, and a member over the 1 MiB prefetch limit, come back whole"""
+        self.bucket("punct")
+        want = {}
+        for i, stem in enumerate(("12:a=b;3", "x;9=:", "7=7:7;")):
+            for ext, data in (("jpg", os.urandom(1500 + i)), ("cls", str(i).encode())):
+                want["p/%s.%s" % (stem, ext)] = data
+        want["p/big.jpg"] = os.urandom(1536 * 1024)
+        want["p/big.cls"] = b"big"
+        for n, d in want.items():
+            self.put("punct", n, d)
+        st = self.ishard(src_bck="ais://punct", dst_bck="ais://punct-out", shard_size="1", sample_key_pattern="full_name")
+        self.assertEqual(st["state"], "finished", st)
+        got = {}
+        for name, (samples, members) in self.read_all("punct-out").items():
+            for key, fields in samples:
+                for ext, data in fields.items():
+                    got["%s.%s" % (key, ext)] = data
+        self.assertEqual(sorted(got), sorted(want))
+        for n in want:
+            self.assertEqual(got[n], want[n], n)
+
     def test_directories_and_collapse(self):
         self.bucket("tree")
         for split, n in (("train/a", 5), ("train/b", 3), ("val/a", 2)):

@@ -94,12 +94,32 @@ static int check_shards(const struct sl_plan *p, const char *what)
     int nseen = 0, members = 0;
     bool ok = true;
     for (int i = 0; i < p->nsh; i++) {
-        json_t *mem = sl_plan_shard_members(p, &p->sh[i]);
-        size_t j;
-        json_t *e;
+        struct sl_buf enc;
+        sl_buf_init(&enc);
+        sl_plan_shard_encode(p, &p->sh[i], &enc);
         char last[64] = "";
-        json_array_foreach(mem, j, e) {
-            const char *obj = json_string_value(json_array_get(e, 0));
+        for (const char *q = enc.p ? enc.p : ""; *q;) {
+            /* "LEN:OBJECT" ("LEN:MEMBER" or "=") "SIZE;" (shard_plan.h) */
+            char obj[256], *e;
+            size_t n = strtoul(q, &e, 10);
+            if (*e != ':' || n >= sizeof(obj)) {
+                ok = false;
+                break;
+            }
+            snprintf(obj, sizeof(obj), "%.*s", (int)n, e + 1);
+            q = e + 1 + n;
+            if (*q == '=') {
+                q++;
+            } else {
+                n = strtoul(q, &e, 10);
+                q = *e == ':' ? e + 1 + n : e;
+            }
+            strtoull(q, &e, 10);
+            if (*e != ';') {
+                ok = false;
+                break;
+            }
+            q = e + 1;
             size_t kl = key_len(obj);
             char k[64];
             snprintf(k, sizeof(k), "%.*s", (int)kl, obj);
@@ -113,7 +133,7 @@ static int check_shards(const struct sl_plan *p, const char *what)
                 snprintf(seen[nseen++], sizeof(seen[0]), "%s", k);
             snprintf(last, sizeof(last), "%s", k);
         }
-        json_decref(mem);
+        sl_buf_free(&enc);
     }
     TAP_OK(ok, "%s: every sample whole and its members adjacent", what);
     return members;
