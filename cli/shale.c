@@ -139,7 +139,7 @@ static int help_unknown(int argc, char **argv, int first)
 int main(int argc, char **argv)
 {
     /* `shale NAME ARGS`, NAME a user alias (`shale alias set`): its command's words, then ARGS */
-    char **expanded = NULL;
+    static char **volatile expanded; /* (static and volatile: the words live until exit, reachable) */
     if (argc >= 2 && argv[1][0] != '-' && !cli_is_command(argv[1])) {
         int n;
         char **w = cli_alias_words(argv[1], &n);

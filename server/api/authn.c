@@ -1134,6 +1134,7 @@ static void config_put_run(struct sl_req *r, void *arg)
         sl_resp_errf(r, SL_EINVAL, "invalid configuration: %s", err.msg);
     else
         sl_resp_empty(r, 200);
+    json_decref(partial); /* (ours: the offload's cancel frees it only when this does not run) */
 }
 
 static void config_free(void *arg)

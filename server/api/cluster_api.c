@@ -154,6 +154,7 @@ static void rotate_logs_run(struct sl_req *r, void *arg)
     else
         sl_resp_json_new(r, 200, out), out = NULL;
     json_decref(out);
+    free(arg); /* (sid: the offload's cancel frees it only when this does not run) */
 }
 
 /* PUT /v1/cluster reset-stats (value: AIStore's errorsOnly bool, or {"sid": ID, "errors_only": bool}): each
@@ -212,6 +213,7 @@ static void reset_stats_run(struct sl_req *r, void *arg)
     else
         sl_resp_json_new(r, 200, out), out = NULL;
     json_decref(out);
+    reset_arg_free(a); /* (the offload's cancel frees it only when this does not run) */
 }
 
 /* PUT /v1/cluster shutdown (AIStore's whole-cluster shutdown): every target,

@@ -70,7 +70,7 @@ static void daemon_load_run(struct sl_req *r, void *arg)
 /* the gateway's fan-out (a pool thread): arg = the node id or "" (all) */
 static void cluster_run(struct sl_req *r, void *arg)
 {
-    const char *sid = arg;
+    char *sid = arg; /* (ours to free: the offload's cancel frees it only when this does not run) */
     bool load = r->method == SL_M_PUT;
     struct sl_smap *sm = sl_smap_get();
     json_t *out = json_object();
@@ -131,6 +131,7 @@ static void cluster_run(struct sl_req *r, void *arg)
         sl_resp_json_new(r, 200, out), out = NULL;
     json_decref(out);
     sl_buf_free(&bad);
+    free(sid);
 }
 
 bool sl_tls_route(struct sl_req *r)

@@ -858,6 +858,7 @@ static void admin_run(struct sl_req *r, void *arg)
         if (have_re && regcomp(&re, a->regex, REG_EXTENDED | REG_NOSUB) != 0) {
             sl_resp_errf(r, SL_EINVAL, "download list: invalid regex \"%s\" (POSIX extended)", a->regex);
             json_decref(per);
+            admin_free(a);
             return;
         }
         json_t *seen = json_object(), *out = json_array();
@@ -909,6 +910,7 @@ static void admin_run(struct sl_req *r, void *arg)
         }
     }
     json_decref(per);
+    admin_free(a); /* (ours: the offload's cancel frees it only when this does not run) */
 }
 
 /* the id and options: the body (AIStore's AdminBody) or the query */

@@ -257,7 +257,8 @@ int sl_dsort_dups(const struct sl_dsort_recs *r, struct sl_dsort_dup **out, size
         }
         (*out)[(*nout)++] = (struct sl_dsort_dup){ idx[first], idx[q] };
     }
-    qsort(*out, *nout, sizeof(**out), later_cmp); /* (in the records' order, as they were read) */
+    if (*nout) /* (in the records' order, as they were read) */
+        qsort(*out, *nout, sizeof(**out), later_cmp);
     return 0;
 }
 

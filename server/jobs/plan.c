@@ -690,6 +690,7 @@ static void delete_run(struct sl_req *r, void *arg)
     struct sl_err ferr = { 0 };
     if (sl_cluster_fence(&ferr) < 0) { /* (a primary cut off from the majority changes nothing) */
         sl_resp_err(r, &ferr);
+        free(name);
         return;
     }
     json_t *doc = sl_cluster_doc("planmd");
