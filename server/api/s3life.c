@@ -315,9 +315,9 @@ static void lc_rule_end(struct lcx *x)
     const char *id = json_string_value(json_object_get(r, "id"));
     json_array_foreach(x->rules, i, o)
         if (!strcmp(json_string_value(json_object_get(o, "id")), id)) {
-            json_decref(r);
             lc_fail(x, 400, "InvalidArgument", "Rule ID must be unique. Found same ID for more than one rule "
-                    "(\"%.60s\")", id);
+                    "(\"%.60s\")", id); /* (id is r's: before r goes) */
+            json_decref(r);
             return;
         }
     json_array_append_new(x->rules, r);
