@@ -103,10 +103,13 @@ bool fz_digest_eq(const struct fz_digest *a, const struct fz_digest *b);
  * (Inline: only the harnesses that call it link the archive registry.) */
 static inline void fz_load_plugins(void)
 {
-    const char *b = getenv("SHALE_BUILD");
+    const char *b = getenv("SHALE_BUILD"), *pd = getenv("FUZZ_PLUGIN_DIR"); /* (run.sh builds them for fuzzing) */
     char dir[1024];
     struct sl_err err = { 0 };
-    snprintf(dir, sizeof(dir), "%s/lib/shale", b && *b ? b : "build");
+    if (pd && *pd)
+        snprintf(dir, sizeof(dir), "%s", pd);
+    else
+        snprintf(dir, sizeof(dir), "%s/lib/shale", b && *b ? b : "build");
     if (sl_arch_init(dir, &err) < 0 || !strncmp(sl_arch_supported(), "(none", 5)) {
         fprintf(stderr, "fuzz: no plugins from %s: %s\n", dir, err.msg);
         abort();

@@ -106,6 +106,20 @@ node_errs() {
     done
 }
 
+# The format and sample-key plugins dsort_spec and ishard_msg load, built
+# with $FUZZ_CC into $out/lib/shale (FUZZ_PLUGIN_DIR, fuzz_node.h): the
+# build's own plugins carry its sanitizer runtime when configured with
+# --enable-asan (gcc's), which a clang fuzzer cannot load beside its own.
+fuzz_plugins() {
+    mkdir -p "$out/lib/shale"
+    for s in "$SHALE_SRC"/formats/fmt_*.c "$SHALE_SRC"/plugins/key_*.c; do
+        case $s in */fmt_*) extra="$SHALE_SRC/formats/common_*.c $arch_libs -llz4" ;; *) extra="" ;; esac
+        # shellcheck disable=SC2086
+        $FUZZ_CC -std=gnu11 -O1 -g -D_GNU_SOURCE -fPIC -fvisibility=hidden $arch_cflags -I"$SHALE_SRC/plugins" \
+            -I"$SHALE_SRC/formats" -shared -o "$out/lib/shale/$(basename "${s%.c}").so" "$s" $extra || return 1
+    done
+}
+
 # ---- one target: build, replay the seeds, fuzz ----
 
 build() { # build T BIN
@@ -166,6 +180,9 @@ targets=${FUZZ_TARGETS:-$formats $parsers}
 for t in $targets; do
     is_format "$t" || { node_lib; break; }
 done
+fuzz_plugins >"$out/plugins.log" 2>&1 || { echo "fuzz: building the plugins failed:"; cat "$out/plugins.log"; }
+FUZZ_PLUGIN_DIR="$out/lib/shale"
+export FUZZ_PLUGIN_DIR
 echo "$targets" | tr ' ' '\n' | grep . | xargs -P "$jobs" -n 1 sh "$self" _one
 fail=0
 summary=""
