@@ -34,7 +34,6 @@
 #include "xact.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
@@ -256,23 +255,6 @@ static void build_run(struct builder *b, json_t *ext)
     builder_free(b);
 }
 
-/* one name of an encoded member list (sl_plan_shard_encode): "LEN:BYTES" at
- * *p, copied NUL-terminated into the arena; its offset, or -1 */
-static int64_t member_name(const char **p, const char *end, struct sl_buf *arena, uint32_t *len)
-{
-    char *e;
-    errno = 0;
-    unsigned long long n = strtoull(*p, &e, 10);
-    if (e == *p || errno || *e != ':' || n == 0 || n > 2 * SL_MAX_OBJNAME || n > (unsigned long long)(end - e - 1))
-        return -1;
-    int64_t off = (int64_t)arena->len;
-    sl_buf_add(arena, e + 1, n);
-    sl_buf_addc(arena, 0);
-    *len = (uint32_t)n;
-    *p = e + 1 + n;
-    return off;
-}
-
 static void member_add(struct bshard *h, size_t *cap, const struct bmember *m)
 {
     if (h->nm == *cap) {
@@ -282,59 +264,37 @@ static void member_add(struct bshard *h, size_t *cap, const struct bmember *m)
     h->m[h->nm++] = *m;
 }
 
-/* A shard's members from the build request, compact: the encoded string
- * (this version), or [[object, member, size], ...] (a coordinator before it) */
+/* a name into the arena, NUL-terminated: its offset */
+static uint32_t arena_add(struct sl_buf *arena, const char *s, size_t n)
+{
+    uint32_t off = (uint32_t)arena->len;
+    sl_buf_add(arena, s, n);
+    sl_buf_addc(arena, 0);
+    return off;
+}
+
+/* A shard's members from the build request's encoded list
+ * (sl_plan_shard_encode), kept compact: the names in one arena */
 static int members_decode(struct bshard *h, const json_t *v, struct sl_err *err)
 {
+    if (!json_is_string(v))
+        return sl_errf(err, SL_EINVAL, "ishard: the build request's shard %s has no member list", h->name);
     struct sl_buf arena;
     sl_buf_init(&arena);
     size_t cap = 0;
-    struct bmember m;
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v), *p = s, *end = s + json_string_length(v);
-        while (p < end) {
-            int64_t o = member_name(&p, end, &arena, &m.ol), e = o;
-            m.el = m.ol;
-            if (o >= 0 && p < end && *p == '=')
-                p++;
-            else if (o >= 0)
-                e = member_name(&p, end, &arena, &m.el);
-            char *q;
-            errno = 0;
-            m.size = e >= 0 ? strtoull(p, &q, 10) : 0;
-            if (e < 0 || q == p || errno || *q != ';') {
-                sl_buf_free(&arena);
-                return sl_errf(err, SL_EINVAL, "ishard: the build request's member list of shard %s is malformed "
-                               "at byte %zu", h->name, (size_t)(p - s));
-            }
-            p = q + 1;
-            m.on = (uint32_t)o;
-            m.en = (uint32_t)e;
-            member_add(h, &cap, &m);
+    const char *s = json_string_value(v), *p = s, *end = s + json_string_length(v);
+    while (p < end) {
+        const char *at = p;
+        struct sl_plan_member pm;
+        if (sl_plan_member_next(&p, end, &pm) < 0) {
+            sl_buf_free(&arena);
+            return sl_errf(err, SL_EINVAL, "ishard: the build request's member list of shard %s is malformed at "
+                           "byte %zu", h->name, (size_t)(at - s));
         }
-    } else if (json_is_array(v)) {
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x) {
-            const json_t *on = json_array_get(x, 0), *en = json_array_get(x, 1);
-            if (!json_is_string(on) || !json_is_string(en) || !json_string_length(on) || !json_string_length(en)) {
-                sl_buf_free(&arena);
-                return sl_errf(err, SL_EINVAL, "ishard: the build request's member %zu of shard %s is malformed", i,
-                               h->name);
-            }
-            m.on = (uint32_t)arena.len;
-            m.ol = (uint32_t)json_string_length(on);
-            sl_buf_add(&arena, json_string_value(on), m.ol);
-            sl_buf_addc(&arena, 0);
-            m.en = (uint32_t)arena.len;
-            m.el = (uint32_t)json_string_length(en);
-            sl_buf_add(&arena, json_string_value(en), m.el);
-            sl_buf_addc(&arena, 0);
-            m.size = (uint64_t)json_integer_value(json_array_get(x, 2));
-            member_add(h, &cap, &m);
-        }
-    } else {
-        return sl_errf(err, SL_EINVAL, "ishard: the build request's shard %s has no member list", h->name);
+        struct bmember m = { .ol = (uint32_t)pm.olen, .el = (uint32_t)pm.mlen, .size = pm.size };
+        m.on = arena_add(&arena, pm.obj, pm.olen);
+        m.en = pm.mem == pm.obj ? m.on : arena_add(&arena, pm.mem, pm.mlen);
+        member_add(h, &cap, &m);
     }
     h->arena = sl_buf_steal(&arena);
     return 0;

@@ -17,6 +17,7 @@
 #include "template.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -951,4 +952,37 @@ void sl_plan_shard_encode(const struct sl_plan *p, const struct sl_plan_shard *h
             sl_buf_addc(out, ';');
         }
     }
+}
+
+/* "LEN:BYTES" at *p: the bytes, *p past them; NULL when malformed */
+static const char *member_name(const char **p, const char *end, size_t *len)
+{
+    char *e;
+    errno = 0;
+    unsigned long long n = strtoull(*p, &e, 10);
+    if (e == *p || errno || *e != ':' || n == 0 || n > 2 * SL_MAX_OBJNAME || n > (unsigned long long)(end - e - 1))
+        return NULL;
+    *len = (size_t)n;
+    *p = e + 1 + n;
+    return e + 1;
+}
+
+int sl_plan_member_next(const char **p, const char *end, struct sl_plan_member *m)
+{
+    if (!(m->obj = member_name(p, end, &m->olen)))
+        return -1;
+    if (*p < end && **p == '=') {
+        (*p)++;
+        m->mem = m->obj;
+        m->mlen = m->olen;
+    } else if (!(m->mem = member_name(p, end, &m->mlen))) {
+        return -1;
+    }
+    char *q;
+    errno = 0;
+    m->size = strtoull(*p, &q, 10);
+    if (q == *p || errno || *q != ';')
+        return -1;
+    *p = q + 1;
+    return 0;
 }

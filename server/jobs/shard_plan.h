@@ -119,5 +119,14 @@ json_t *sl_plan_report(struct sl_plan *p);
  * "SIZE;" — one string however many members (ishard's build request
  * carries it; a JSON tree of them cost half a KiB a member). */
 void sl_plan_shard_encode(const struct sl_plan *p, const struct sl_plan_shard *h, struct sl_buf *out);
+/* One member of such a list, read at *p (before end) and *p moved past it:
+ * obj/olen and mem/mlen point into the list (mem == obj with "="). 0, or -1
+ * when the list is malformed there. */
+struct sl_plan_member {
+    const char *obj, *mem;
+    size_t olen, mlen;
+    uint64_t size;
+};
+int sl_plan_member_next(const char **p, const char *end, struct sl_plan_member *m);
 
 #endif

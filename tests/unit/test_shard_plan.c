@@ -98,28 +98,15 @@ static int check_shards(const struct sl_plan *p, const char *what)
         sl_buf_init(&enc);
         sl_plan_shard_encode(p, &p->sh[i], &enc);
         char last[64] = "";
-        for (const char *q = enc.p ? enc.p : ""; *q;) {
-            /* "LEN:OBJECT" ("LEN:MEMBER" or "=") "SIZE;" (shard_plan.h) */
-            char obj[256], *e;
-            size_t n = strtoul(q, &e, 10);
-            if (*e != ':' || n >= sizeof(obj)) {
+        const char *q = enc.p ? enc.p : "", *end = q + enc.len;
+        while (q < end) {
+            struct sl_plan_member pm;
+            if (sl_plan_member_next(&q, end, &pm) < 0) {
                 ok = false;
                 break;
             }
-            snprintf(obj, sizeof(obj), "%.*s", (int)n, e + 1);
-            q = e + 1 + n;
-            if (*q == '=') {
-                q++;
-            } else {
-                n = strtoul(q, &e, 10);
-                q = *e == ':' ? e + 1 + n : e;
-            }
-            strtoull(q, &e, 10);
-            if (*e != ';') {
-                ok = false;
-                break;
-            }
-            q = e + 1;
+            char obj[256];
+            snprintf(obj, sizeof(obj), "%.*s", (int)pm.olen, pm.obj);
             size_t kl = key_len(obj);
             char k[64];
             snprintf(k, sizeof(k), "%.*s", (int)kl, obj);
@@ -295,6 +282,25 @@ static void test_msg(void)
                "an invalid bucket name is refused: %s", e);
 }
 
+/* the encoded member list read back (sl_plan_member_next): names holding
+ * the encoding's own punctuation, and malformed lists refused */
+static void test_member_list(void)
+{
+    const char *ok = "8:a:1=;b.x=5;3:c.d4:k.jp0;";
+    const char *p = ok, *end = ok + strlen(ok);
+    struct sl_plan_member m;
+    TAP_OK(sl_plan_member_next(&p, end, &m) == 0 && m.olen == 8 && !memcmp(m.obj, "a:1=;b.x", 8) && m.mem == m.obj &&
+           m.size == 5, "a member keeping its name, punctuation in it");
+    TAP_OK(sl_plan_member_next(&p, end, &m) == 0 && m.olen == 3 && !memcmp(m.obj, "c.d", 3) && m.mlen == 4 &&
+           !memcmp(m.mem, "k.jp", 4) && m.size == 0 && p == end, "a renamed member, size 0, the list's end");
+    static const char *const bad[] = { "9:abc=1;", "3:abc=;", "3:abc=1", "3:abc=x;", "0:=1;", "3abc=1;",
+                                       "3:abc2:x", "-3:abc=1;" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        p = bad[i];
+        TAP_OK(sl_plan_member_next(&p, bad[i] + strlen(bad[i]), &m) < 0, "malformed list \"%s\" refused", bad[i]);
+    }
+}
+
 int main(void)
 {
     tp_arch_load();
@@ -303,6 +309,7 @@ int main(void)
     test_policy();
     test_shards_as_input();
     test_msg();
+    test_member_list();
     sl_arch_fini();
     return tap_done();
 }
